@@ -1,0 +1,57 @@
+/**
+ * The route contract between operator and ingester (DESIGN.md §3): one JSON document per
+ * published WebhookIntegration or ApiKey. This module is the only definition of it; the operator
+ * writes documents that pass `validateRoute`, the ingester reads only documents that pass it.
+ */
+import { Ajv } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import routeSchema from './route.schema.json' with { type: 'json' };
+
+export const ROUTE_API_VERSION = 'intake.dev/v1alpha1';
+/** Label the ingester selects route Secrets by, and the Secret data key holding the document. */
+export const ROUTE_LABEL = 'intake.dev/route';
+export const ROUTE_SECRET_KEY = 'route.json';
+
+export type RouteKind = 'WebhookIntegration' | 'ApiKey';
+
+export type SecretVerifier = { sha256: string } | { scrypt: string } | { plain: string };
+
+export interface RouteCredential {
+  username: string;
+  secret: SecretVerifier;
+  notBefore?: string;
+  notAfter?: string;
+}
+
+export interface Route {
+  apiVersion: typeof ROUTE_API_VERSION;
+  kind: RouteKind;
+  name: string;
+  namespace: string;
+  suspended?: boolean;
+  credentials: RouteCredential[];
+  limits?: { maxSeries?: number };
+}
+
+// ajv-formats is CommonJS with a default export; under NodeNext its namespace object is what we get.
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+const ajv = new Ajv({ allErrors: true, strict: true });
+addFormats(ajv);
+const compiled = ajv.compile<Route>(routeSchema);
+
+export { routeSchema };
+
+export class RouteValidationError extends Error {
+  readonly code = 'INTAKE_INVALID_ROUTE';
+  constructor(readonly problems: string[]) {
+    super(`invalid route: ${problems.join('; ')}`);
+    this.name = 'RouteValidationError';
+  }
+}
+
+/** Returns the document as a Route or throws RouteValidationError naming every problem. */
+export function validateRoute(doc: unknown): Route {
+  if (compiled(doc)) return doc;
+  const problems = (compiled.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}`);
+  throw new RouteValidationError(problems);
+}

@@ -1,0 +1,34 @@
+/**
+ * Request body parsing: JSON from application/json, application/*+json or text/plain, strict
+ * UTF-8, and no prototype-poisoning keys. Anything else is a 4xx with a JSON body.
+ */
+import sjson from 'secure-json-parse';
+import { invalidJson, unsupportedMediaType } from './errors.js';
+
+const JSON_TYPE = /^\s*(application\/([a-z0-9.+-]*\+)?json|text\/plain)\s*(;|$)/i;
+const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)"?/i;
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+
+export function isAcceptedContentType(contentType: string | undefined): boolean {
+  if (!contentType || !JSON_TYPE.test(contentType)) return false;
+  const charset = CHARSET.exec(contentType)?.[1]?.toLowerCase();
+  return charset === undefined || charset === 'utf-8' || charset === 'utf8' || charset === 'us-ascii';
+}
+
+export function parseJsonBody(contentType: string | undefined, raw: Buffer): unknown {
+  if (!isAcceptedContentType(contentType)) throw unsupportedMediaType(contentType);
+  let text: string;
+  try {
+    text = strictUtf8.decode(raw);
+  } catch {
+    throw invalidJson('the body is not valid UTF-8');
+  }
+  if (text.trim() === '') throw invalidJson('the body is empty; send a JSON object or array');
+  try {
+    return sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
+  } catch (err) {
+    const message = (err as Error).message;
+    if (/prototype|constructor/i.test(message)) throw invalidJson('the body contains a forbidden key (__proto__ or constructor.prototype)');
+    throw invalidJson(`the body is not valid JSON: ${message.slice(0, 200)}`);
+  }
+}

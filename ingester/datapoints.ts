@@ -1,0 +1,86 @@
+/** Metric data point validation (DESIGN.md §4): shape by JSON Schema, numbers and times by code. */
+import { Ajv } from 'ajv';
+import { asBatch, ErrorCollector, fieldErrors } from './batch.js';
+import { epochToMs } from './events.js';
+
+export const MAX_TAGS = 32;
+export const MAX_METRIC_NAME = 200;
+
+const NUMERIC_STRING = '^\\s*[-+]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([eE][-+]?[0-9]+)?\\s*$';
+
+export const dataPointSchema = {
+  type: 'object',
+  required: ['metric', 'data', 'source'],
+  additionalProperties: false,
+  properties: {
+    metric: { type: 'string', minLength: 1, maxLength: MAX_METRIC_NAME },
+    data: { anyOf: [{ type: 'number' }, { type: 'string', pattern: NUMERIC_STRING }] },
+    source: { type: 'string', minLength: 1, maxLength: 1024 },
+    key: { type: 'string', maxLength: 1024 },
+    tags: {
+      type: 'object',
+      maxProperties: MAX_TAGS,
+      propertyNames: { minLength: 1, maxLength: 128 },
+      additionalProperties: { anyOf: [{ type: 'string', maxLength: 1024 }, { type: 'number' }, { type: 'boolean' }] },
+    },
+    utc_offset: { type: 'string', pattern: '^GMT[+-](0[0-9]|1[0-4]):[0-5][0-9]$' },
+    time: { anyOf: [{ type: 'number', exclusiveMinimum: 0 }, { type: 'string', pattern: '^\\s*[0-9]{1,16}(\\.[0-9]{1,9})?\\s*$' }] },
+    class: { type: 'string', maxLength: 256 },
+    description: { type: 'string', maxLength: 1024 },
+    unit: { type: 'string', maxLength: 64 },
+  },
+} as const;
+
+const FIELD_MESSAGES: Record<string, string> = {
+  data: 'must be a finite number or a numeric string',
+  time: 'must be Unix epoch time in seconds or milliseconds, as a positive number or numeric string',
+  utc_offset: 'must look like GMT+HH:MM or GMT-HH:MM',
+  tags: 'must be an object of at most 32 tags, names 1..128 characters, values strings (<= 1024), numbers or booleans',
+};
+
+const ajv = new Ajv({ allErrors: true, strict: false });
+const validateShape = ajv.compile(dataPointSchema);
+
+export interface DataPoint {
+  metric: string;
+  value: number;
+  source: string;
+  key: string;
+  tags: Record<string, string>;
+  /** Sender's time in ms, when given: an older point never overwrites a newer one. */
+  timeMs?: number;
+  description?: string;
+  unit?: string;
+}
+
+export function parseDataPoints(body: unknown, maxPoints: number): DataPoint[] {
+  const items = asBatch(body, maxPoints, 'data point');
+  const collector = new ErrorCollector();
+  const out: DataPoint[] = [];
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i] as Record<string, unknown>;
+    if (!validateShape(item)) {
+      collector.add(fieldErrors(i, validateShape.errors, FIELD_MESSAGES));
+      continue;
+    }
+    const value = typeof item.data === 'number' ? item.data : Number((item.data as string).trim());
+    if (!Number.isFinite(value)) {
+      collector.add([{ index: i, field: 'data', message: FIELD_MESSAGES.data as string }]);
+      continue;
+    }
+    if (collector.count === 0) out.push(toPoint(item, value));
+  }
+  collector.throwIfAny('data point', items.length);
+  return out;
+}
+
+function toPoint(item: Record<string, unknown>, value: number): DataPoint {
+  const tags: Record<string, string> = Object.create(null);
+  const given = item.tags as Record<string, string | number | boolean> | undefined;
+  if (given) for (const name of Object.keys(given)) tags[name] = String(given[name]);
+  const point: DataPoint = { metric: item.metric as string, value, source: item.source as string, key: (item.key as string | undefined) ?? '', tags };
+  if (item.time !== undefined) point.timeMs = epochToMs(item.time as number | string);
+  if (typeof item.description === 'string') point.description = item.description;
+  if (typeof item.unit === 'string') point.unit = item.unit;
+  return point;
+}

@@ -1,0 +1,91 @@
+/**
+ * The catalogue of client-visible errors (after fastify lib/errors.js): each has a stable code and
+ * an HTTP status, and is rendered as the JSON body `{"success":false,"message":...}` plus, for
+ * validation failures, `errors: [{index, field, message}]`.
+ */
+
+export interface FieldError {
+  /** Position in the batch; absent when the problem is the request as a whole. */
+  index?: number;
+  field: string;
+  message: string;
+}
+
+export class IntakeError extends Error {
+  constructor(
+    readonly code: string,
+    readonly statusCode: number,
+    message: string,
+    readonly fieldErrors?: FieldError[],
+    readonly headers?: Record<string, string>,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'IntakeError';
+  }
+
+  toBody(): { success: false; message: string; code: string; errors?: FieldError[] } {
+    const body: { success: false; message: string; code: string; errors?: FieldError[] } = {
+      success: false,
+      message: this.message,
+      code: this.code,
+    };
+    if (this.fieldErrors) body.errors = this.fieldErrors;
+    return body;
+  }
+}
+
+const BASIC_CHALLENGE = { 'www-authenticate': 'Basic realm="intake", charset="UTF-8"' };
+
+/** One body for unknown integration, unknown user and wrong password: nothing is revealed. */
+export const unauthorized = (): IntakeError =>
+  new IntakeError('UNAUTHORIZED', 401, 'missing or invalid credentials', undefined, BASIC_CHALLENGE);
+
+export const unauthorizedApiKey = (): IntakeError =>
+  new IntakeError('UNAUTHORIZED', 401, 'missing or invalid API key (header apiKey, or Basic <username>:<key>)', undefined, BASIC_CHALLENGE);
+
+export const suspended = (kind: string, name: string): IntakeError =>
+  new IntakeError('SUSPENDED', 403, `${kind} ${name} is suspended`);
+
+export const authThrottled = (retryAfterSeconds: number): IntakeError =>
+  new IntakeError('AUTH_THROTTLED', 429, `too many failed authentication attempts from this address; retry after ${retryAfterSeconds}s`, undefined, {
+    'retry-after': String(retryAfterSeconds),
+  });
+
+/** `count` may exceed errors.length when the list was cut short; the message says so. */
+export const invalidBatch = (noun: string, errors: FieldError[], total: number, count = errors.length): IntakeError =>
+  new IntakeError(
+    'INVALID_BODY',
+    400,
+    `${count === 1 ? '1 problem' : `${count} problems`} in the request` +
+      (count > errors.length ? ` (the first ${errors.length} are listed)` : '') +
+      `; none of the ${total} ${noun}(s) was accepted`,
+    errors,
+  );
+
+export const invalidJson = (message: string): IntakeError =>
+  new IntakeError('INVALID_JSON', 400, message, [{ field: '', message }]);
+
+export const unsupportedMediaType = (contentType: string | undefined): IntakeError =>
+  new IntakeError(
+    'UNSUPPORTED_MEDIA_TYPE',
+    415,
+    `unsupported content type ${contentType ? JSON.stringify(contentType.slice(0, 100)) : '(none)'}: send application/json, application/*+json, or text/plain holding JSON`,
+  );
+
+export const payloadTooLarge = (limitBytes: number): IntakeError =>
+  new IntakeError('PAYLOAD_TOO_LARGE', 413, `request body exceeds the limit of ${limitBytes} bytes`);
+
+export const seriesLimit = (message: string): IntakeError => new IntakeError('SERIES_LIMIT', 429, message);
+
+export const notFound = (method: string, url: string): IntakeError =>
+  new IntakeError('NOT_FOUND', 404, `no route for ${method} ${url.slice(0, 200)}`);
+
+export const methodNotAllowed = (method: string, allow: string): IntakeError =>
+  new IntakeError('METHOD_NOT_ALLOWED', 405, `method ${method} not allowed; use ${allow}`, undefined, { allow });
+
+export const unavailable = (message: string, retryAfterSeconds = 5): IntakeError =>
+  new IntakeError('UNAVAILABLE', 503, message, undefined, { 'retry-after': String(retryAfterSeconds) });
+
+export const sinkFailed = (sink: string, cause: unknown): IntakeError =>
+  new IntakeError('SINK_FAILED', 503, `event sink ${sink} failed; nothing was acknowledged, retry later`, undefined, { 'retry-after': '5' }, { cause });

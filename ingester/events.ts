@@ -1,0 +1,179 @@
+/**
+ * Event validation and normalisation (DESIGN.md §4, §5). The JSON Schema checks shapes and
+ * lengths; the code below turns severity names and epoch times into their canonical form.
+ */
+import { randomUUID } from 'node:crypto';
+import { Ajv } from 'ajv';
+import { asBatch, ErrorCollector, fieldErrors } from './batch.js';
+import type { FieldError } from './errors.js';
+
+export const SEVERITY_NAMES = ['clear', 'indeterminate', 'warning', 'minor', 'major', 'critical'] as const;
+
+/** Documented string fields and their length caps (characters). */
+export const EVENT_STRING_FIELDS: Record<string, number> = {
+  signature: 1024,
+  source: 1024,
+  source_id: 1024,
+  external_id: 1024,
+  agent_location: 1024,
+  type: 256,
+  manager: 1024,
+  class: 256,
+  description: 65536,
+};
+
+/** Unknown fields are kept, but not arbitrarily deep: JSON.stringify downstream recurses. */
+export const MAX_CUSTOM_DEPTH = 32;
+
+const caseInsensitive = (word: string): string => [...word].map((c) => `[${c}${c.toUpperCase()}]`).join('');
+
+export const eventSchema = {
+  type: 'object',
+  required: ['source', 'severity'],
+  properties: {
+    ...Object.fromEntries(Object.entries(EVENT_STRING_FIELDS).map(([name, max]) => [name, { type: 'string', maxLength: max }])),
+    source: { type: 'string', minLength: 1, maxLength: EVENT_STRING_FIELDS.source },
+    severity: {
+      anyOf: [
+        { type: 'integer', minimum: 0, maximum: 5 },
+        { type: 'string', pattern: '^\\s*[0-5]\\s*$' },
+        { type: 'string', pattern: `^\\s*(${SEVERITY_NAMES.map(caseInsensitive).join('|')})\\s*$` },
+      ],
+    },
+    agent_time: {
+      anyOf: [
+        { type: 'number', exclusiveMinimum: 0 },
+        { type: 'string', pattern: '^\\s*[0-9]{1,16}(\\.[0-9]{1,9})?\\s*$' },
+      ],
+    },
+    custom_info: { type: 'object' },
+  },
+} as const;
+
+const FIELD_MESSAGES: Record<string, string> = {
+  severity: `must be an integer 0..5, a numeric string, or one of ${SEVERITY_NAMES.join(', ')} (any case)`,
+  agent_time: 'must be Unix epoch time in seconds or milliseconds, as a positive number or numeric string',
+  custom_info: 'must be an object',
+};
+
+const ajv = new Ajv({ allErrors: true, strict: false });
+const validateShape = ajv.compile(eventSchema);
+
+const KNOWN_FIELDS = new Set([...Object.keys(EVENT_STRING_FIELDS), 'severity', 'agent_time', 'custom_info']);
+
+export interface NormalisedEvent {
+  id: string;
+  integration: string;
+  namespace: string;
+  received_at: string;
+  signature: string;
+  source: string;
+  severity: number;
+  severity_name: (typeof SEVERITY_NAMES)[number];
+  agent_time: string;
+  source_id?: string;
+  external_id?: string;
+  agent_location?: string;
+  type?: string;
+  manager?: string;
+  class?: string;
+  description?: string;
+  custom_info: Record<string, unknown>;
+}
+
+export interface EventContext {
+  integration: string;
+  namespace: string;
+  receivedAtMs: number;
+}
+
+/** Validates a whole request; throws a 400 listing every problem, or returns every event normalised. */
+export function parseEvents(body: unknown, maxEvents: number, ctx: EventContext): NormalisedEvent[] {
+  const items = asBatch(body, maxEvents, 'event');
+  const collector = new ErrorCollector();
+  const out: NormalisedEvent[] = [];
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i] as Record<string, unknown>;
+    if (!validateShape(item)) {
+      collector.add(fieldErrors(i, validateShape.errors, FIELD_MESSAGES));
+      continue;
+    }
+    const result = normalise(item, i, ctx);
+    if ('errors' in result) collector.add(result.errors);
+    else if (collector.count === 0) out.push(result.event);
+  }
+  collector.throwIfAny('event', items.length);
+  return out;
+}
+
+function normalise(raw: Record<string, unknown>, index: number, ctx: EventContext): { event: NormalisedEvent } | { errors: FieldError[] } {
+  const agentTimeMs = raw.agent_time === undefined ? ctx.receivedAtMs : epochToMs(raw.agent_time as number | string);
+  if (!Number.isFinite(agentTimeMs) || agentTimeMs > MAX_TIME_MS) {
+    return { errors: [{ index, field: 'agent_time', message: 'is out of range (after year 9999)' }] };
+  }
+  const custom = collectCustomInfo(raw);
+  if (custom.tooDeep) {
+    return { errors: [{ index, field: custom.tooDeep, message: `nests deeper than ${MAX_CUSTOM_DEPTH} levels` }] };
+  }
+  const severity = parseSeverity(raw.severity as number | string);
+  const event: NormalisedEvent = {
+    id: randomUUID(),
+    integration: ctx.integration,
+    namespace: ctx.namespace,
+    received_at: new Date(ctx.receivedAtMs).toISOString(),
+    signature: (raw.signature as string | undefined) ?? `${raw.source}:${raw.class ?? ''}:${raw.type ?? ''}`,
+    source: raw.source as string,
+    severity,
+    severity_name: SEVERITY_NAMES[severity] as NormalisedEvent['severity_name'],
+    agent_time: new Date(agentTimeMs).toISOString(),
+    custom_info: custom.info,
+  };
+  for (const field of OPTIONAL_STRINGS) {
+    const value = raw[field];
+    if (typeof value === 'string') event[field] = value;
+  }
+  return { event };
+}
+
+const OPTIONAL_STRINGS = ['source_id', 'external_id', 'agent_location', 'type', 'manager', 'class', 'description'] as const;
+
+const MAX_TIME_MS = Date.UTC(9999, 11, 31);
+/** Values this large as seconds would be past year 5000: they are milliseconds. */
+const MILLISECONDS_THRESHOLD = 1e11;
+
+export function epochToMs(value: number | string): number {
+  const n = typeof value === 'number' ? value : Number(value.trim());
+  return n >= MILLISECONDS_THRESHOLD ? n : n * 1000;
+}
+
+export function parseSeverity(value: number | string): number {
+  if (typeof value === 'number') return value;
+  const trimmed = value.trim();
+  const byName = SEVERITY_NAMES.indexOf(trimmed.toLowerCase() as (typeof SEVERITY_NAMES)[number]);
+  return byName >= 0 ? byName : Number(trimmed);
+}
+
+/** Unknown fields go under custom_info (merged with a custom_info object the sender gave). */
+function collectCustomInfo(raw: Record<string, unknown>): { info: Record<string, unknown>; tooDeep?: string } {
+  // A null-prototype object: a key named __proto__ stays a plain key and cannot pollute anything.
+  const info: Record<string, unknown> = Object.create(null);
+  const given = raw.custom_info as Record<string, unknown> | undefined;
+  if (given) for (const key of Object.keys(given)) info[key] = given[key];
+  for (const key of Object.keys(raw)) if (!KNOWN_FIELDS.has(key)) info[key] = raw[key];
+  for (const key of Object.keys(info)) {
+    if (depthExceeds(info[key], MAX_CUSTOM_DEPTH - 1)) return { info, tooDeep: given && key in given ? `custom_info.${key}` : key };
+  }
+  return { info };
+}
+
+/** Iterative, so a hostile body cannot overflow the stack here. */
+function depthExceeds(value: unknown, limit: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop() as [unknown, number];
+    if (v === null || typeof v !== 'object') continue;
+    if (depth >= limit) return true;
+    for (const child of Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return false;
+}

@@ -1,0 +1,135 @@
+/** Wires the ingester together: settings, route source, sinks, both listeners, reloads, shutdown. */
+import { readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import type { Server as HttpsServer } from 'node:https';
+import { watch } from 'chokidar';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { Registry } from 'prom-client';
+import { buildAdminServer } from './admin.js';
+import { AuthThrottle } from './auth-throttle.js';
+import type { IngesterSettings } from './config.js';
+import { IngesterMetrics } from './metrics.js';
+import { RouteTable, type RouteInput } from './route-table.js';
+import { SeriesStore } from './series-store.js';
+import { buildIngestServer, type Lifecycle } from './server.js';
+import { LogSink } from './sinks/log-sink.js';
+import type { EventSink } from './sinks/sink.js';
+
+/** Where routes come from: the YAML file (standalone) or route Secrets (Kubernetes mode). */
+export interface RouteSource {
+  readonly allowPlaintext: boolean;
+  /** Calls onRoutes with every complete set of routes, the first time once in sync. */
+  start(handlers: { onRoutes(inputs: RouteInput[]): void; onError(err: Error): void }): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface RunningIngester {
+  ingestUrl: string;
+  adminUrl: string;
+  metrics: IngesterMetrics;
+  /** Unready, stop accepting, finish in-flight requests, flush sinks. */
+  shutdown(): Promise<void>;
+}
+
+const SWEEP_INTERVAL_MS = 30_000;
+
+export async function startIngester(settings: IngesterSettings, source: RouteSource, logger: Logger): Promise<RunningIngester> {
+  const lifecycle: Lifecycle = { ready: false, closing: false };
+  const registry = new Registry();
+  const series = new SeriesStore({
+    ttlMs: settings.limits.seriesTTLSeconds * 1000,
+    maxSeriesTotal: settings.limits.maxSeriesTotal,
+    maxSeriesPerNamespace: settings.limits.maxSeriesPerNamespace,
+  });
+  const metrics = new IngesterMetrics(registry, series);
+  const sinks: EventSink[] = [new LogSink(settings.sinks.log.path)];
+  let table = RouteTable.empty();
+
+  const install = (inputs: RouteInput[]): void => {
+    const built = RouteTable.build(inputs, { allowPlaintext: source.allowPlaintext });
+    for (const s of built.skipped) logger.warn({ route: s.source, reason: s.reason }, 'route skipped');
+    metrics.routesSkipped.inc(built.skipped.length);
+    table = built.table;
+    metrics.routes.set({ kind: 'WebhookIntegration' }, table.size.webhooks);
+    metrics.routes.set({ kind: 'ApiKey' }, table.size.apiKeys);
+    metrics.routeReloads.inc({ result: 'ok' });
+    logger.info({ webhooks: table.size.webhooks, apiKeys: table.size.apiKeys, skipped: built.skipped.length }, 'routing table installed');
+    lifecycle.ready = true;
+  };
+
+  await source.start({
+    onRoutes: install,
+    onError: (err) => {
+      metrics.routeReloads.inc({ result: 'error' });
+      logger.error({ err: { message: err.message, code: (err as { code?: string }).code } }, 'routes not reloaded; keeping the current table');
+    },
+  });
+
+  const tls = settings.tls ? readTls(settings.tls) : undefined;
+  const ingest = await buildIngestServer({
+    routes: () => table,
+    sinks,
+    series,
+    metrics,
+    limits: settings.limits,
+    throttle: new AuthThrottle(settings.authThrottle),
+    lifecycle,
+    logger,
+    trustProxy: settings.trustProxy,
+    ...(tls ? { https: tls } : {}),
+  });
+  const admin = buildAdminServer({ registry, series, lifecycle, logger });
+  const stopTlsWatch = settings.tls ? watchTls(settings.tls, ingest, logger) : undefined;
+  const sweeper = setInterval(() => series.sweep(), Math.min(SWEEP_INTERVAL_MS, settings.limits.seriesTTLSeconds * 1000));
+  sweeper.unref();
+
+  await ingest.listen({ host: settings.listen.host, port: settings.listen.port });
+  await admin.listen({ host: settings.adminListen.host, port: settings.adminListen.port });
+  const ingestUrl = urlOf(ingest, tls ? 'https' : 'http');
+  const adminUrl = urlOf(admin, 'http');
+  logger.info({ ingest: ingestUrl, admin: adminUrl }, 'ingester listening');
+
+  let stopping: Promise<void> | undefined;
+  const shutdown = (): Promise<void> => {
+    stopping ??= (async () => {
+      lifecycle.ready = false;
+      logger.info({ drainDelaySeconds: settings.shutdown.drainDelaySeconds }, 'shutting down: unready');
+      if (settings.shutdown.drainDelaySeconds > 0) await new Promise((r) => setTimeout(r, settings.shutdown.drainDelaySeconds * 1000));
+      lifecycle.closing = true;
+      clearInterval(sweeper);
+      await stopTlsWatch?.();
+      await source.stop();
+      await ingest.close();
+      await Promise.all(sinks.map((s) => s.close()));
+      await admin.close();
+      logger.info('shutdown complete');
+    })();
+    return stopping;
+  };
+  return { ingestUrl, adminUrl, metrics, shutdown };
+}
+
+function urlOf(app: FastifyInstance, scheme: string): string {
+  const address = app.server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return `${scheme}://${host}:${address.port}`;
+}
+
+function readTls(files: { certFile: string; keyFile: string }): { cert: Buffer; key: Buffer } {
+  return { cert: readFileSync(files.certFile), key: readFileSync(files.keyFile) };
+}
+
+/** Certificates rotate (cert-manager renews them): reload them in place, keep serving on failure. */
+function watchTls(files: { certFile: string; keyFile: string }, app: FastifyInstance, logger: Logger): () => Promise<void> {
+  const watcher = watch([files.certFile, files.keyFile], { ignoreInitial: true, awaitWriteFinish: { stabilityThreshold: 200, pollInterval: 50 } });
+  watcher.on('all', () => {
+    try {
+      (app.server as unknown as HttpsServer).setSecureContext(readTls(files));
+      logger.info('TLS certificate reloaded');
+    } catch (err) {
+      logger.error({ err: { message: (err as Error).message } }, 'TLS certificate not reloaded; keeping the current one');
+    }
+  });
+  return () => watcher.close();
+}

@@ -1,0 +1,66 @@
+/**
+ * Standalone mode: routes listed under `routes:` in the YAML config file. The file is read whole;
+ * if any route in it is invalid the new file is refused and the current table stays in place.
+ */
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { watch, type FSWatcher } from 'chokidar';
+import { validateRoute, RouteValidationError } from '../../api/route.js';
+import { ConfigError, readYamlFile } from '../config.js';
+import type { RouteSource } from '../main.js';
+import type { RouteInput } from '../route-table.js';
+
+export function loadRoutesFromFile(path: string): RouteInput[] {
+  const doc = readYamlFile(path) as { routes?: unknown };
+  const routes = doc.routes ?? [];
+  if (!Array.isArray(routes)) throw new ConfigError(`${path}: routes must be a list`);
+  return routes.map((raw, i) => {
+    try {
+      return { source: `${path}#routes[${i}]`, route: validateRoute(raw) };
+    } catch (err) {
+      if (err instanceof RouteValidationError) throw new ConfigError(`${path}: routes[${i}]: ${err.problems.join('; ')}`, { cause: err });
+      throw err;
+    }
+  });
+}
+
+/** Watches the file (and survives editors and ConfigMap mounts that replace it) and reloads on change. */
+export class FileRouteSource implements RouteSource {
+  readonly allowPlaintext = true;
+  private watcher?: FSWatcher;
+  private lastDigest = '';
+
+  constructor(private readonly path: string) {}
+
+  /** Loads once (throws if the file is bad: refuse to start on a broken config), then watches. */
+  async start(handlers: Parameters<RouteSource['start']>[0]): Promise<void> {
+    handlers.onRoutes(loadRoutesFromFile(this.path));
+    this.lastDigest = this.digest() ?? '';
+    this.watcher = watch(this.path, { atomic: 200, awaitWriteFinish: { stabilityThreshold: 100, pollInterval: 50 }, ignoreInitial: true });
+    const reload = (): void => {
+      const digest = this.digest();
+      if (digest === undefined) return handlers.onError(new ConfigError(`${this.path} cannot be read`));
+      if (digest === this.lastDigest) return;
+      try {
+        const inputs = loadRoutesFromFile(this.path);
+        this.lastDigest = digest;
+        handlers.onRoutes(inputs);
+      } catch (err) {
+        handlers.onError(err as Error);
+      }
+    };
+    this.watcher.on('change', reload).on('add', reload).on('error', (err) => handlers.onError(err as Error));
+  }
+
+  private digest(): string | undefined {
+    try {
+      return createHash('sha256').update(readFileSync(this.path)).digest('hex');
+    } catch {
+      return undefined;
+    }
+  }
+
+  async stop(): Promise<void> {
+    await this.watcher?.close();
+  }
+}

@@ -1,0 +1,127 @@
+/**
+ * The routing table: what the ingester knows about published integrations and API keys. It is
+ * immutable once built; a reload builds a new table and swaps one reference, so a request sees
+ * either the old table or the new one, never a mix.
+ */
+import type { Route, RouteKind } from '../api/route.js';
+import { CompiledCredential, sha256, type VerifiedCache } from './credentials.js';
+
+export interface RouteEntry {
+  readonly kind: RouteKind;
+  readonly name: string;
+  readonly namespace: string;
+  readonly suspended: boolean;
+  readonly maxSeries?: number;
+  readonly credentials: readonly CompiledCredential[];
+}
+
+export interface SkippedRoute {
+  source: string;
+  reason: string;
+}
+
+export interface RouteInput {
+  /** Where the document came from (file position or Secret name), for logs. */
+  source: string;
+  route: Route;
+}
+
+export class RouteTable {
+  private constructor(
+    private readonly webhooks: ReadonlyMap<string, RouteEntry>,
+    private readonly apiKeys: ReadonlyMap<string, { entry: RouteEntry; credential: CompiledCredential }>,
+  ) {}
+
+  static empty(): RouteTable {
+    return new RouteTable(new Map(), new Map());
+  }
+
+  /**
+   * Builds a table from validated routes. A route that cannot be used (an integration name taken
+   * twice, an API key verified by a slow hash) is skipped and reported, never fatal.
+   */
+  static build(inputs: readonly RouteInput[], options: { allowPlaintext: boolean }): { table: RouteTable; skipped: SkippedRoute[] } {
+    const webhooks = new Map<string, RouteEntry>();
+    const apiKeys = new Map<string, { entry: RouteEntry; credential: CompiledCredential }>();
+    const skipped: SkippedRoute[] = [];
+    for (const { source, route } of inputs) {
+      const problem = unusable(route, options.allowPlaintext);
+      if (problem) {
+        skipped.push({ source, reason: problem });
+        continue;
+      }
+      let entry: RouteEntry;
+      try {
+        entry = compile(route);
+      } catch (err) {
+        skipped.push({ source, reason: (err as Error).message });
+        continue;
+      }
+      if (entry.kind === 'WebhookIntegration') {
+        if (webhooks.has(entry.name)) {
+          skipped.push({ source, reason: `integration name ${entry.name} is already published` });
+          continue;
+        }
+        webhooks.set(entry.name, entry);
+        continue;
+      }
+      const clash = entry.credentials.find((c) => apiKeys.has(c.secretDigestHex as string));
+      if (clash) {
+        skipped.push({ source, reason: `API key of ${entry.namespace}/${entry.name} is already published by another route` });
+        continue;
+      }
+      for (const credential of entry.credentials) apiKeys.set(credential.secretDigestHex as string, { entry, credential });
+    }
+    return { table: new RouteTable(webhooks, apiKeys), skipped };
+  }
+
+  get size(): { webhooks: number; apiKeys: number } {
+    return { webhooks: this.webhooks.size, apiKeys: new Set([...this.apiKeys.values()].map((v) => v.entry)).size };
+  }
+
+  /** Checks Basic credentials against an integration. Unknown name and wrong password look the same. */
+  async authenticateWebhook(name: string, username: string, password: string, cache: VerifiedCache, nowMs = Date.now()): Promise<RouteEntry | undefined> {
+    const entry = this.webhooks.get(name);
+    const usernameDigest = sha256(username);
+    const passwordDigest = sha256(password);
+    if (!entry) return undefined;
+    for (const credential of entry.credentials) {
+      if (!credential.validAt(nowMs)) continue;
+      const ok = credential.isSlow
+        ? await credential.verifySlow(usernameDigest, password, cache)
+        : credential.verifyFast(usernameDigest, passwordDigest);
+      if (ok) return entry;
+    }
+    return undefined;
+  }
+
+  /** Finds the API key in O(1) by its digest; with Basic credentials the username must match too. */
+  authenticateApiKey(key: string, username: string | undefined, nowMs = Date.now()): RouteEntry | undefined {
+    const keyDigest = sha256(key);
+    const found = this.apiKeys.get(keyDigest.toString('hex'));
+    if (!found || !found.credential.validAt(nowMs)) return undefined;
+    if (username !== undefined && !found.credential.verifyFast(sha256(username), keyDigest)) return undefined;
+    return found.entry;
+  }
+}
+
+function unusable(route: Route, allowPlaintext: boolean): string | undefined {
+  if (!allowPlaintext && route.credentials.some((c) => 'plain' in c.secret)) {
+    return 'plaintext secrets are only allowed in standalone mode';
+  }
+  if (route.kind === 'ApiKey' && route.credentials.some((c) => 'scrypt' in c.secret)) {
+    return 'an API key must be verified by sha256 (or plain in standalone mode): it is looked up by digest';
+  }
+  return undefined;
+}
+
+function compile(route: Route): RouteEntry {
+  const entry: RouteEntry = {
+    kind: route.kind,
+    name: route.name,
+    namespace: route.namespace,
+    suspended: route.suspended ?? false,
+    credentials: route.credentials.map((c) => new CompiledCredential(c)),
+  };
+  return route.limits?.maxSeries !== undefined ? { ...entry, maxSeries: route.limits.maxSeries } : entry;
+}

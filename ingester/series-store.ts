@@ -1,0 +1,188 @@
+/**
+ * Received metric series, exposed on the admin port at /metrics/ingested (DESIGN.md §4).
+ * Every series is a gauge holding its last value. Memory is bounded: a global cap and a
+ * per-namespace cap on active series, bounded name and label sizes (checked by the data-point
+ * schema), and a TTL after which an idle series drops out.
+ */
+import type { DataPoint } from './datapoints.js';
+import { seriesLimit } from './errors.js';
+import { escapeHelp, escapeLabelValue, metricName, tagLabelName } from './prom-names.js';
+
+export interface SeriesStoreOptions {
+  ttlMs: number;
+  maxSeriesTotal: number;
+  maxSeriesPerNamespace: number;
+  now?: () => number;
+}
+
+interface Series {
+  readonly namespace: string;
+  /** Pre-rendered `{a="b",...}` so exposition is concatenation only. */
+  readonly labelText: string;
+  value: number;
+  timeMs: number;
+  lastSeenMs: number;
+}
+
+interface Family {
+  help: string;
+  readonly series: Map<string, Series>;
+}
+
+interface PreparedPoint {
+  family: string;
+  labelText: string;
+  point: DataPoint;
+}
+
+const MAX_HELP = 1024;
+/** Sweeping walks every series; under pressure at the cap, do it at most this often. */
+const MIN_SWEEP_INTERVAL_MS = 1000;
+
+export class SeriesStore {
+  private readonly families = new Map<string, Family>();
+  private readonly perNamespace = new Map<string, number>();
+  private total = 0;
+  private lastSweepMs = 0;
+  private readonly now: () => number;
+
+  constructor(private readonly options: SeriesStoreOptions) {
+    for (const key of ['ttlMs', 'maxSeriesTotal', 'maxSeriesPerNamespace'] as const) {
+      if (!Number.isInteger(options[key]) || options[key] <= 0) throw new RangeError(`SeriesStore: ${key} must be a positive integer`);
+    }
+    this.now = options.now ?? Date.now;
+  }
+
+  get activeSeries(): number {
+    return this.total;
+  }
+
+  namespaceSeries(): ReadonlyMap<string, number> {
+    return this.perNamespace;
+  }
+
+  /**
+   * Writes a whole batch for one namespace, or nothing: if the new series it would create pass a
+   * cap, it throws a 429 naming the cap and no point is applied.
+   */
+  write(namespace: string, points: readonly DataPoint[], namespaceCap = this.options.maxSeriesPerNamespace): void {
+    const prepared = points.map((point) => prepare(namespace, point));
+    let fresh = this.countNew(prepared);
+    if (fresh > 0 && this.wouldExceed(namespace, fresh, namespaceCap) && this.sweepIfDue()) {
+      fresh = this.countNew(prepared);
+    }
+    if (fresh > 0) this.checkCaps(namespace, fresh, namespaceCap);
+    const nowMs = this.now();
+    for (const p of prepared) this.apply(namespace, p, nowMs);
+  }
+
+  private countNew(prepared: readonly PreparedPoint[]): number {
+    const seen = new Set<string>();
+    for (const p of prepared) {
+      if (!this.families.get(p.family)?.series.has(p.labelText)) seen.add(`${p.family}${p.labelText}`);
+    }
+    return seen.size;
+  }
+
+  private wouldExceed(namespace: string, fresh: number, namespaceCap: number): boolean {
+    return (this.perNamespace.get(namespace) ?? 0) + fresh > namespaceCap || this.total + fresh > this.options.maxSeriesTotal;
+  }
+
+  private checkCaps(namespace: string, fresh: number, namespaceCap: number): void {
+    const inNamespace = this.perNamespace.get(namespace) ?? 0;
+    if (inNamespace + fresh > namespaceCap) {
+      throw seriesLimit(
+        `series cap reached for namespace ${namespace}: ${inNamespace} active series, cap ${namespaceCap} (per-namespace maxSeries); ` +
+          `this request would add ${fresh} new series. Existing series keep updating; idle series expire after ${this.options.ttlMs / 1000}s`,
+      );
+    }
+    if (this.total + fresh > this.options.maxSeriesTotal) {
+      throw seriesLimit(
+        `global series cap reached: ${this.total} active series, cap ${this.options.maxSeriesTotal} (limits.maxSeriesTotal); ` +
+          `this request would add ${fresh} new series. Existing series keep updating`,
+      );
+    }
+  }
+
+  private apply(namespace: string, p: PreparedPoint, nowMs: number): void {
+    let family = this.families.get(p.family);
+    if (!family) {
+      family = { help: '', series: new Map() };
+      this.families.set(p.family, family);
+    }
+    if (p.point.description !== undefined) family.help = p.point.description.slice(0, MAX_HELP);
+    const existing = family.series.get(p.labelText);
+    const timeMs = p.point.timeMs ?? nowMs;
+    if (existing) {
+      existing.lastSeenMs = nowMs;
+      // An older point (by the sender's clock) does not overwrite a newer one.
+      if (timeMs >= existing.timeMs) {
+        existing.value = p.point.value;
+        existing.timeMs = timeMs;
+      }
+      return;
+    }
+    family.series.set(p.labelText, { namespace, labelText: p.labelText, value: p.point.value, timeMs, lastSeenMs: nowMs });
+    this.perNamespace.set(namespace, (this.perNamespace.get(namespace) ?? 0) + 1);
+    this.total++;
+  }
+
+  /** Drops series idle longer than the TTL. Returns true if it ran. */
+  sweep(): boolean {
+    const nowMs = this.now();
+    this.lastSweepMs = nowMs;
+    const cutoff = nowMs - this.options.ttlMs;
+    for (const [name, family] of this.families) {
+      for (const [labels, s] of family.series) {
+        if (s.lastSeenMs >= cutoff) continue;
+        family.series.delete(labels);
+        this.total--;
+        const left = (this.perNamespace.get(s.namespace) ?? 1) - 1;
+        if (left === 0) this.perNamespace.delete(s.namespace);
+        else this.perNamespace.set(s.namespace, left);
+      }
+      if (family.series.size === 0) this.families.delete(name);
+    }
+    return true;
+  }
+
+  private sweepIfDue(): boolean {
+    return this.now() - this.lastSweepMs >= MIN_SWEEP_INTERVAL_MS && this.sweep();
+  }
+
+  /** Prometheus text exposition format 0.0.4; idle series past the TTL are left out. */
+  render(): string {
+    const cutoff = this.now() - this.options.ttlMs;
+    const chunks: string[] = [];
+    for (const [name, family] of this.families) {
+      let body = '';
+      for (const s of family.series.values()) {
+        if (s.lastSeenMs >= cutoff) body += `${name}${s.labelText} ${s.value}\n`;
+      }
+      if (body === '') continue;
+      const help = family.help ? `# HELP ${name} ${escapeHelp(family.help)}\n` : '';
+      chunks.push(`${help}# TYPE ${name} gauge\n${body}`);
+    }
+    return chunks.join('');
+  }
+}
+
+function prepare(namespace: string, point: DataPoint): PreparedPoint {
+  const labels: Array<[string, string]> = [
+    ['key', point.key],
+    ['namespace', namespace],
+    ['source', point.source],
+  ];
+  for (const tag of Object.keys(point.tags)) labels.push([tagLabelName(tag), point.tags[tag] as string]);
+  labels.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  let labelText = '{';
+  let previous = '';
+  for (const [name, value] of labels) {
+    // Two tags that sanitise to one name: the first (in sorted order) wins, as a label may appear once.
+    if (name === previous) continue;
+    if (previous !== '') labelText += ',';
+    labelText += `${name}="${escapeLabelValue(value)}"`;
+    previous = name;
+  }
+  return { family: metricName(point.metric), labelText: `${labelText}}`, point };
+}

@@ -1,0 +1,59 @@
+/**
+ * Where accepted events go (DESIGN.md §5). A sink acknowledges what it holds: `delivered` events
+ * reached their destination, `cached` events are durably spooled for later delivery. A sink that
+ * can hold nothing rejects, and the request is answered 503 so the sender retries.
+ */
+import type { NormalisedEvent } from '../events.js';
+import { sinkFailed } from '../errors.js';
+
+export interface DeliveryReport {
+  delivered: number;
+  cached: number;
+}
+
+export interface EventSink {
+  readonly name: string;
+  deliver(events: readonly NormalisedEvent[]): Promise<DeliveryReport>;
+  /** Resolves when everything acknowledged so far has left the process (shutdown). */
+  flush(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export class SinkError extends Error {
+  readonly code = 'INTAKE_SINK_FAILED';
+  constructor(
+    readonly sink: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'SinkError';
+  }
+}
+
+export interface FanOutResult {
+  /** Delivered to every sink. */
+  processed: number;
+  /** Held by every sink, but at least one of them only has it spooled. */
+  cached: number;
+}
+
+/** Hands a batch to every sink; the answer is what all of them hold. */
+export async function deliverToAll(sinks: readonly EventSink[], events: readonly NormalisedEvent[], onError: (sink: string, err: unknown) => void): Promise<FanOutResult> {
+  const reports = await Promise.allSettled(sinks.map((s) => s.deliver(events)));
+  let processed = events.length;
+  for (let i = 0; i < reports.length; i++) {
+    const report = reports[i] as PromiseSettledResult<DeliveryReport>;
+    const name = (sinks[i] as EventSink).name;
+    if (report.status === 'rejected') {
+      onError(name, report.reason);
+      throw sinkFailed(name, report.reason);
+    }
+    if (report.value.delivered + report.value.cached < events.length) {
+      onError(name, new SinkError(name, `sink ${name} acknowledged ${report.value.delivered + report.value.cached} of ${events.length} events`));
+      throw sinkFailed(name, undefined);
+    }
+    processed = Math.min(processed, report.value.delivered);
+  }
+  return { processed, cached: events.length - processed };
+}
