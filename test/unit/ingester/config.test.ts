@@ -1,0 +1,32 @@
+import { ConfigError, parseListen, resolveSettings } from '../../../ingester/config.js';
+
+describe('settings', () => {
+  it.each([
+    ['127.0.0.1:8080', { host: '127.0.0.1', port: 8080 }],
+    ['[::1]:9000', { host: '::1', port: 9000 }],
+    [':80', { host: '0.0.0.0', port: 80 }],
+  ])('parses listen %s', (value, expected) => {
+    expect(parseListen(value, 'listen')).toEqual(expected);
+  });
+
+  it.each([['8080'], ['host:99999'], ['a:b']])('refuses listen %s with a message naming the flag', (value) => {
+    expect(() => parseListen(value, '--listen')).toThrow(/--listen/);
+  });
+
+  it('lets flags win over the file and the file over defaults', () => {
+    const s = resolveSettings({ listen: '127.0.0.1:9000', limits: { eventsPerRequest: 5 } }, { listen: '127.0.0.1:9100' });
+    expect(s.listen.port).toBe(9100);
+    expect(s.limits.eventsPerRequest).toBe(5);
+    expect(s.limits.pointsPerRequest).toBe(10000);
+  });
+
+  it('names unknown and invalid keys', () => {
+    expect(() => resolveSettings({ limts: {} }, {})).toThrow(/limts/);
+    expect(() => resolveSettings({ limits: { bodyBytes: -1 } }, {})).toThrow(ConfigError);
+  });
+
+  it('needs both TLS files and distinct listeners', () => {
+    expect(() => resolveSettings({}, { tlsCert: 'c.pem' })).toThrow(/both/);
+    expect(() => resolveSettings({}, { listen: '127.0.0.1:1', adminListen: '127.0.0.1:1' })).toThrow(/differ/);
+  });
+});

@@ -1,0 +1,70 @@
+/** Builds the ingest server in-process for fastify.inject tests, with an in-memory sink. */
+import pino from 'pino';
+import { Registry } from 'prom-client';
+import type { Route } from '../../../api/route.js';
+import { AuthThrottle } from '../../../ingester/auth-throttle.js';
+import type { NormalisedEvent } from '../../../ingester/events.js';
+import { IngesterMetrics } from '../../../ingester/metrics.js';
+import { RouteTable } from '../../../ingester/route-table.js';
+import { SeriesStore } from '../../../ingester/series-store.js';
+import { buildIngestServer, type Lifecycle } from '../../../ingester/server.js';
+import type { DeliveryReport, EventSink } from '../../../ingester/sinks/sink.js';
+
+export const DEMO_AUTH = `Basic ${Buffer.from('demo:demo-password').toString('base64')}`;
+export const API_KEY = 'default_0123456789abcdef0123456789abcdef';
+
+export const demoRoutes = (): Route[] => [
+  { apiVersion: 'intake.dev/v1alpha1', kind: 'WebhookIntegration', name: 'demo', namespace: 'default', credentials: [{ username: 'demo', secret: { plain: 'demo-password' } }] },
+  { apiVersion: 'intake.dev/v1alpha1', kind: 'WebhookIntegration', name: 'paused', namespace: 'team-a', suspended: true, credentials: [{ username: 'paused', secret: { plain: 'pw' } }] },
+  { apiVersion: 'intake.dev/v1alpha1', kind: 'ApiKey', name: 'default', namespace: 'default', credentials: [{ username: 'default', secret: { plain: API_KEY } }] },
+];
+
+export class MemorySink implements EventSink {
+  readonly name = 'memory';
+  readonly events: NormalisedEvent[] = [];
+  fail = false;
+  report?: (n: number) => DeliveryReport;
+  async deliver(events: readonly NormalisedEvent[]): Promise<DeliveryReport> {
+    if (this.fail) throw new Error('sink down');
+    this.events.push(...events);
+    return this.report ? this.report(events.length) : { delivered: events.length, cached: 0 };
+  }
+  async flush(): Promise<void> {}
+  async close(): Promise<void> {}
+}
+
+export interface HarnessOptions {
+  routes?: Route[];
+  maxSeriesPerNamespace?: number;
+  maxSeriesTotal?: number;
+  bodyBytes?: number;
+  failures?: number;
+  sinks?: EventSink[];
+}
+
+export async function harness(options: HarnessOptions = {}) {
+  const registry = new Registry();
+  const series = new SeriesStore({ ttlMs: 600_000, maxSeriesTotal: options.maxSeriesTotal ?? 1000, maxSeriesPerNamespace: options.maxSeriesPerNamespace ?? 100 });
+  const metrics = new IngesterMetrics(registry, series, { defaultMetrics: false });
+  const sink = new MemorySink();
+  const lifecycle: Lifecycle = { ready: true, closing: false };
+  const { table } = RouteTable.build(
+    (options.routes ?? demoRoutes()).map((route, i) => ({ source: `test#${i}`, route })),
+    { allowPlaintext: true },
+  );
+  const app = await buildIngestServer({
+    routes: () => table,
+    sinks: options.sinks ?? [sink],
+    series,
+    metrics,
+    limits: { bodyBytes: options.bodyBytes ?? 1024 * 1024, eventsPerRequest: 1000, pointsPerRequest: 10000, maxEventLoopDelayMs: 1000 },
+    throttle: new AuthThrottle({ failures: options.failures ?? 1000, windowSeconds: 60, blockSeconds: 60 }),
+    lifecycle,
+    logger: pino({ level: 'silent' }),
+  });
+  const postEvents = (body: unknown, headers: Record<string, string> = {}, name = 'demo') =>
+    app.inject({ method: 'POST', url: `/events/webhook_${name}`, headers: { authorization: DEMO_AUTH, 'content-type': 'application/json', ...headers }, payload: typeof body === 'string' ? body : JSON.stringify(body) });
+  const postMetrics = (body: unknown, headers: Record<string, string> = { apikey: API_KEY }) =>
+    app.inject({ method: 'POST', url: '/v1/integrations/metrics', headers: { 'content-type': 'application/json', ...headers }, payload: typeof body === 'string' ? body : JSON.stringify(body) });
+  return { app, sink, series, registry, metrics, lifecycle, postEvents, postMetrics };
+}
