@@ -1,10 +1,13 @@
 #!/usr/bin/env node
 /** The `intake` command: one entry point for every component. */
 import { Command, Option } from 'commander';
-import { ConfigError, readYamlFile, resolveSettings } from '../ingester/config.js';
+import { ConfigError, parseListen, readYamlFile, resolveSettings } from '../ingester/config.js';
 import { createLogger } from '../ingester/logger.js';
 import { startIngester } from '../ingester/main.js';
 import { FileRouteSource } from '../ingester/route-sources/file.js';
+import { KubernetesRouteSource } from '../ingester/route-sources/kubernetes.js';
+import { loadKubeConfig } from '../kube/config.js';
+import { startOperator } from '../operator/main.js';
 
 const program = new Command('intake').description('Kubernetes-native ingestion of monitoring events and metric data points').showHelpAfterError();
 
@@ -18,13 +21,23 @@ program
   .addOption(new Option('--tls-key <file>', 'private key for --tls-cert').env('INTAKE_TLS_KEY'))
   .addOption(new Option('--events-log <file>', 'where the log sink writes events, one JSON line each ("-" = stdout)').env('INTAKE_EVENTS_LOG'))
   .addOption(new Option('--trust-proxy <value>', 'trust X-Forwarded-For from: true, a hop count, or comma-separated CIDRs').env('INTAKE_TRUST_PROXY'))
+  .addOption(new Option('--namespace <ns>', 'Kubernetes mode: read route Secrets labelled intake.dev/route=true in this namespace').env('INTAKE_NAMESPACE'))
+  .addOption(new Option('--kubeconfig <file>', 'Kubernetes mode: kubeconfig file (default: in-cluster service account)').env('INTAKE_KUBECONFIG'))
   .addOption(new Option('--log-level <level>', 'operational log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).env('INTAKE_LOG_LEVEL'))
   .action(async (opts: Record<string, string | undefined>) => {
     const file = opts.config ? readYamlFile(opts.config) : {};
     const settings = resolveSettings(file, opts, opts.config ?? 'config');
     const logger = createLogger(settings.logLevel);
-    if (!opts.config) throw new ConfigError('--config is required until Kubernetes mode is available: it lists the routes');
-    const running = await startIngester(settings, new FileRouteSource(opts.config), logger);
+    const source = opts.namespace
+      ? new KubernetesRouteSource(loadKubeConfig(opts.kubeconfig), opts.namespace, logger)
+      : opts.config
+        ? new FileRouteSource(opts.config)
+        : undefined;
+    if (!source) throw new ConfigError('give --config FILE (standalone: routes from the file) or --namespace NS (Kubernetes: routes from Secrets)');
+    if (opts.namespace && opts.config && Array.isArray((file as { routes?: unknown }).routes)) {
+      logger.warn({ config: opts.config }, 'Kubernetes mode: routes listed in the config file are ignored');
+    }
+    const running = await startIngester(settings, source, logger);
     const stop = (signal: string): void => {
       logger.info({ signal }, 'signal received');
       const timer = setTimeout(() => {
@@ -39,6 +52,56 @@ program
           process.exit(1);
         },
       );
+    };
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+  });
+
+program
+  .command('operator')
+  .description('turn WebhookIntegration and ApiKey resources into credentials Secrets and routes')
+  .addOption(new Option('--kubeconfig <file>', 'kubeconfig file (default: in-cluster service account)').env('INTAKE_KUBECONFIG'))
+  .addOption(new Option('--namespace <ns>', 'namespace of the ingesters, where route Secrets and the leader Lease live').env('INTAKE_NAMESPACE').makeOptionMandatory())
+  .addOption(new Option('--public-base-url <url>', 'base URL senders use, for status.url and the credentials Secret').env('INTAKE_PUBLIC_BASE_URL').makeOptionMandatory())
+  .addOption(new Option('--watch-namespaces <list>', 'comma-separated namespaces to watch (default: all)').env('INTAKE_WATCH_NAMESPACES'))
+  .addOption(new Option('--leader-elect', 'run only while holding the Lease (for several replicas)').env('INTAKE_LEADER_ELECT'))
+  .addOption(new Option('--lease-name <name>', 'name of the leader Lease').default('intake-operator'))
+  .addOption(new Option('--admin-listen <host:port>', '/healthz /readyz /metrics').default('127.0.0.1:8082').env('INTAKE_ADMIN_LISTEN'))
+  .addOption(new Option('--default-max-series <n>', 'series cap for an ApiKey without spec.maxSeries').default('10000'))
+  .addOption(new Option('--resync-period <seconds>', 'reconcile everything this often (picks up changes to referenced Secrets)').default('300'))
+  .addOption(new Option('--workers <n>', 'concurrent reconciles').default('4'))
+  .addOption(new Option('--log-level <level>', 'operational log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').env('INTAKE_LOG_LEVEL'))
+  .action(async (opts: Record<string, string | boolean | undefined>) => {
+    const int = (name: string): number => {
+      const n = Number(opts[name]);
+      if (!Number.isInteger(n) || n <= 0) throw new ConfigError(`--${name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} must be a positive integer`);
+      return n;
+    };
+    const publicBaseUrl = String(opts.publicBaseUrl);
+    if (!/^https?:\/\/[^\s/]+/.test(publicBaseUrl)) throw new ConfigError(`--public-base-url must be an http(s) URL, got ${JSON.stringify(publicBaseUrl)}`);
+    const logger = createLogger(String(opts.logLevel), 'operator');
+    const running = await startOperator(
+      {
+        ...(opts.kubeconfig ? { kubeconfig: String(opts.kubeconfig) } : {}),
+        namespace: String(opts.namespace),
+        watchNamespaces: opts.watchNamespaces ? String(opts.watchNamespaces).split(',').map((n) => n.trim()).filter(Boolean) : [],
+        publicBaseUrl,
+        leaderElect: Boolean(opts.leaderElect),
+        leaseName: String(opts.leaseName),
+        adminListen: parseListen(String(opts.adminListen), '--admin-listen'),
+        defaultMaxSeries: int('defaultMaxSeries'),
+        resyncPeriodMs: int('resyncPeriod') * 1000,
+        workers: int('workers'),
+      },
+      logger,
+      (reason) => {
+        logger.fatal({ reason }, 'operator stopping');
+        process.exit(1);
+      },
+    );
+    const stop = (signal: string): void => {
+      logger.info({ signal }, 'signal received');
+      running.stop().then(() => process.exit(0), () => process.exit(1));
     };
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);

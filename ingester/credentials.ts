@@ -45,6 +45,12 @@ function scryptAsync(password: string, params: ScryptParams): Promise<Buffer> {
   });
 }
 
+/** Checks a password against a PHC scrypt string, off the event loop. */
+export async function verifyScrypt(phc: string | ScryptParams, password: string): Promise<boolean> {
+  const params = typeof phc === 'string' ? parseScrypt(phc) : phc;
+  return digestsEqual(await scryptAsync(password, params), params.hash);
+}
+
 /** Produces a PHC scrypt string for a password (used by the operator and by tests). */
 export async function hashScrypt(password: string, salt: Buffer, ln = 15, r = 8, p = 1): Promise<string> {
   const hash = await scryptAsync(password, { N: 2 ** ln, r, p, salt, hash: Buffer.alloc(32) });
@@ -99,8 +105,7 @@ export class CompiledCredential {
     if (!digestsEqual(this.usernameDigest, usernameDigest)) return false;
     const cacheKey = sha256Hex(`${this.scryptId}\0${password}`);
     if (cache.has(cacheKey)) return true;
-    const derived = await scryptAsync(password, this.scryptParams);
-    const ok = digestsEqual(derived, this.scryptParams.hash);
+    const ok = await verifyScrypt(this.scryptParams, password);
     if (ok) cache.set(cacheKey, true);
     return ok;
   }

@@ -1,4 +1,4 @@
-/** Operational logs: pino JSON on stderr (stdout carries the event stream). Credentials are redacted. */
+/** Operational logs: pino JSON on stderr (the ingester's stdout carries the event stream). Credentials are redacted. */
 import pino, { type Logger } from 'pino';
 
 export const REDACTED_PATHS = [
@@ -11,6 +11,6 @@ export const REDACTED_PATHS = [
   '*.plain',
 ];
 
-export function createLogger(level: string, destination: number | string = 2): Logger {
-  return pino({ level, redact: { paths: REDACTED_PATHS, censor: '[redacted]' }, base: { component: 'ingester' } }, pino.destination({ dest: destination, sync: true }));
+export function createLogger(level: string, component = 'ingester', destination: number | string = 2): Logger {
+  return pino({ level, redact: { paths: REDACTED_PATHS, censor: '[redacted]' }, base: { component } }, pino.destination({ dest: destination, sync: true }));
 }

@@ -10,7 +10,7 @@ import { buildAdminServer } from './admin.js';
 import { AuthThrottle } from './auth-throttle.js';
 import type { IngesterSettings } from './config.js';
 import { IngesterMetrics } from './metrics.js';
-import { RouteTable, type RouteInput } from './route-table.js';
+import { RouteTable, type RouteInput, type SkippedRoute } from './route-table.js';
 import { SeriesStore } from './series-store.js';
 import { buildIngestServer, type Lifecycle } from './server.js';
 import { LogSink } from './sinks/log-sink.js';
@@ -19,8 +19,11 @@ import type { EventSink } from './sinks/sink.js';
 /** Where routes come from: the YAML file (standalone) or route Secrets (Kubernetes mode). */
 export interface RouteSource {
   readonly allowPlaintext: boolean;
-  /** Calls onRoutes with every complete set of routes, the first time once in sync. */
-  start(handlers: { onRoutes(inputs: RouteInput[]): void; onError(err: Error): void }): Promise<void>;
+  /**
+   * Calls onRoutes with every complete set of routes (and the documents it could not parse), the
+   * first time before start resolves; onError when a new set could not be read at all.
+   */
+  start(handlers: { onRoutes(inputs: RouteInput[], unparsable?: SkippedRoute[]): void; onError(err: Error): void }): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -46,15 +49,16 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
   const sinks: EventSink[] = [new LogSink(settings.sinks.log.path)];
   let table = RouteTable.empty();
 
-  const install = (inputs: RouteInput[]): void => {
+  const install = (inputs: RouteInput[], unparsable: SkippedRoute[] = []): void => {
     const built = RouteTable.build(inputs, { allowPlaintext: source.allowPlaintext });
-    for (const s of built.skipped) logger.warn({ route: s.source, reason: s.reason }, 'route skipped');
-    metrics.routesSkipped.inc(built.skipped.length);
+    const skipped = [...unparsable, ...built.skipped];
+    for (const s of skipped) logger.warn({ route: s.source, reason: s.reason }, 'route skipped');
+    metrics.routesSkipped.set(skipped.length);
     table = built.table;
     metrics.routes.set({ kind: 'WebhookIntegration' }, table.size.webhooks);
     metrics.routes.set({ kind: 'ApiKey' }, table.size.apiKeys);
     metrics.routeReloads.inc({ result: 'ok' });
-    logger.info({ webhooks: table.size.webhooks, apiKeys: table.size.apiKeys, skipped: built.skipped.length }, 'routing table installed');
+    logger.info({ webhooks: table.size.webhooks, apiKeys: table.size.apiKeys, skipped: skipped.length }, 'routing table installed');
     lifecycle.ready = true;
   };
 

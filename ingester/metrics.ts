@@ -18,7 +18,7 @@ export class IngesterMetrics {
   readonly sinkErrors: Counter<'sink'>;
   readonly routes: Gauge<'kind'>;
   readonly routeReloads: Counter<'result'>;
-  readonly routesSkipped: Counter;
+  readonly routesSkipped: Gauge;
 
   constructor(readonly registry: Registry, series: SeriesStore, options: { defaultMetrics?: boolean } = {}) {
     const registers = [registry];
@@ -42,7 +42,7 @@ export class IngesterMetrics {
     this.sinkErrors = new Counter({ name: 'intake_sink_errors_total', help: 'Batches a sink failed to hold.', labelNames: ['sink'], registers });
     this.routes = new Gauge({ name: 'intake_routes', help: 'Routes in the active routing table, by kind.', labelNames: ['kind'], registers });
     this.routeReloads = new Counter({ name: 'intake_route_reloads_total', help: 'Routing table reloads, by result (ok, error).', labelNames: ['result'], registers });
-    this.routesSkipped = new Counter({ name: 'intake_routes_skipped_total', help: 'Route documents skipped because they could not be parsed or used.', registers });
+    this.routesSkipped = new Gauge({ name: 'intake_routes_skipped', help: 'Route documents in the current set that could not be parsed or used (see the log).', registers });
     new Gauge({
       name: 'intake_ingested_series_active',
       help: 'Active received metric series, by namespace.',

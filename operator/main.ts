@@ -1,0 +1,85 @@
+/** Wires the operator: leader election, the controller, and the admin listener. */
+import { hostname } from 'node:os';
+import type { AddressInfo } from 'node:net';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import type { Listen } from '../ingester/config.js';
+import { loadKubeConfig } from '../kube/config.js';
+import { LeaderElector } from '../kube/leader.js';
+import { Controller } from './controller.js';
+import { OperatorMetrics } from './metrics.js';
+
+export interface OperatorSettings {
+  kubeconfig?: string;
+  namespace: string;
+  watchNamespaces: string[];
+  publicBaseUrl: string;
+  leaderElect: boolean;
+  leaseName: string;
+  adminListen: Listen;
+  defaultMaxSeries: number;
+  resyncPeriodMs: number;
+  workers: number;
+}
+
+export interface RunningOperator {
+  adminUrl: string;
+  stop(): Promise<void>;
+}
+
+export async function startOperator(s: OperatorSettings, logger: Logger, onFatal: (reason: string) => void): Promise<RunningOperator> {
+  const kubeConfig = loadKubeConfig(s.kubeconfig);
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'intake_operator_' });
+  const metrics = new OperatorMetrics(registry);
+  const controller = new Controller({
+    kubeConfig,
+    namespace: s.namespace,
+    watchNamespaces: s.watchNamespaces,
+    publicBaseUrl: s.publicBaseUrl.replace(/\/+$/, ''),
+    defaultMaxSeries: s.defaultMaxSeries,
+    resyncPeriodMs: s.resyncPeriodMs,
+    workers: s.workers,
+    metrics,
+    logger,
+  });
+  const state = { leading: !s.leaderElect };
+  const admin = buildAdmin(registry, () => !state.leading || controller.synced, logger);
+  await admin.listen({ host: s.adminListen.host, port: s.adminListen.port });
+  const address = admin.server.address() as AddressInfo;
+  const adminUrl = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+
+  const elector = s.leaderElect
+    ? new LeaderElector({ kubeConfig, namespace: s.namespace, name: s.leaseName, identity: `${hostname()}-${process.pid}`, logger })
+    : undefined;
+  const run = async (): Promise<void> => {
+    if (elector) {
+      logger.info({ lease: `${s.namespace}/${s.leaseName}` }, 'waiting for leadership');
+      await elector.acquire(() => onFatal('leadership lost'));
+    }
+    state.leading = true;
+    metrics.leader.set(1);
+    await controller.run();
+  };
+  run().catch((err: Error) => onFatal(`controller failed: ${err.message}`));
+  logger.info({ admin: adminUrl, namespace: s.namespace, watchNamespaces: s.watchNamespaces, leaderElect: s.leaderElect }, 'operator started');
+
+  return {
+    adminUrl,
+    stop: async () => {
+      controller.stop();
+      metrics.leader.set(0);
+      await elector?.release();
+      await admin.close();
+    },
+  };
+}
+
+function buildAdmin(registry: Registry, ready: () => boolean, logger: Logger): FastifyInstance {
+  const app = Fastify({ loggerInstance: logger, logController: new LogController({ disableRequestLogging: true }) }) as unknown as FastifyInstance;
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_req, reply) => (ready() ? { status: 'ready' } : reply.code(503).send({ status: 'caches not synced' })));
+  app.get('/metrics', async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()));
+  return app;
+}

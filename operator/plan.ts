@@ -1,0 +1,198 @@
+/**
+ * What a resource should produce, decided from cached state only (no writes): the Ready state,
+ * the route to publish (or none), the credentials Secret data, and when to look again.
+ */
+import type { V1Secret } from '@kubernetes/client-node';
+import { ROUTE_API_VERSION, ROUTE_SECRET_KEY, type Route, type RouteCredential } from '../api/route.js';
+import { ROTATE_ANNOTATION, type ApiKey, type IntakeResource, type WebhookIntegration } from '../api/v1alpha1/types.js';
+import { sha256Hex } from '../ingester/credentials.js';
+import type { ReadyState } from './conditions.js';
+import { basicAuthorization, generateApiKey, generatePassword, sha256Verifier, type ScryptVerifiers } from './credentials.js';
+import { credentialsSecretName, integrationNameOf, isValidIntegrationName, parseDuration, toRouteName } from './naming.js';
+
+export const ROTATED_FOR_ANNOTATION = 'intake.dev/rotated-for';
+
+export interface Plan {
+  ready: ReadyState;
+  route?: Route;
+  /** Data of the operator-generated credentials Secret (absent with secretRef or when nothing is published). */
+  credentials?: { name: string; data: Record<string, string>; rotatedFor: string };
+  status: Record<string, string>;
+  requeueAfterMs?: number;
+  /** Kubernetes Events worth emitting besides the Ready transition. */
+  notices: Array<{ type: 'Normal' | 'Warning'; reason: string; message: string }>;
+}
+
+export interface PlanContext {
+  publicBaseUrl: string;
+  defaultMaxSeries: number;
+  now: Date;
+  /** Every WebhookIntegration in the cache, for name conflicts. */
+  webhooks: readonly WebhookIntegration[];
+  /** The operator's credentials Secret for this resource, from the cache. */
+  existingCredentials?: V1Secret;
+  /** The route this resource currently publishes, from the cache. */
+  existingRoute?: Route;
+  /** Reads a Secret the user referenced (not cached: it carries no label of ours). */
+  readSecret: (namespace: string, name: string) => Promise<V1Secret | undefined>;
+  scrypt: ScryptVerifiers;
+}
+
+const decode = (secret: V1Secret | undefined, key: string): string | undefined => {
+  const v = secret?.data?.[key];
+  return v === undefined ? undefined : Buffer.from(v, 'base64').toString('utf8');
+};
+
+const notReady = (reason: ReadyState['reason'], message: string, status: Record<string, string> = {}): Plan => ({
+  ready: { status: 'False', reason, message },
+  status,
+  notices: [],
+});
+
+export async function planWebhook(wi: WebhookIntegration, ctx: PlanContext): Promise<Plan> {
+  const name = integrationNameOf(wi);
+  if (!isValidIntegrationName(name)) return notReady('InvalidSpec', `integration name ${JSON.stringify(name)} is not valid; set spec.name`);
+  const url = `${ctx.publicBaseUrl}/events/webhook_${name}`;
+  let graceMs: number;
+  try {
+    graceMs = parseDuration(wi.spec?.credentials?.rotationGracePeriod);
+  } catch (err) {
+    return notReady('InvalidSpec', (err as Error).message, { integrationName: name });
+  }
+  const holder = nameHolder(name, ctx.webhooks);
+  if (holder && holder.metadata.uid !== wi.metadata.uid) {
+    return notReady('NameConflict', `integration name ${name} is already used by ${holder.metadata.namespace}/${holder.metadata.name}`, { integrationName: name });
+  }
+  const ns = wi.metadata.namespace as string;
+  const ref = wi.spec?.credentials?.secretRef?.name;
+  if (ref) {
+    const secret = await ctx.readSecret(ns, ref);
+    if (!secret) return notReady('SecretNotFound', `Secret ${ns}/${ref} named in spec.credentials.secretRef does not exist`, { integrationName: name, url });
+    const password = decode(secret, 'password');
+    if (!password) return notReady('SecretInvalid', `Secret ${ns}/${ref} has no password key`, { integrationName: name, url });
+    const username = decode(secret, 'username') || wi.spec?.credentials?.username || name;
+    if (username.includes(':')) return notReady('SecretInvalid', `the username in Secret ${ns}/${ref} contains a colon`, { integrationName: name, url });
+    const published = ctx.existingRoute?.credentials[0]?.secret;
+    const secretVerifier = await ctx.scrypt.verifierFor(`${ns}/${wi.metadata.name}`, password, published && 'scrypt' in published ? published.scrypt : undefined);
+    return finish(wi, name, url, ref, [{ username, secret: secretVerifier }], ctx, undefined, []);
+  }
+  const username = wi.spec?.credentials?.username ?? name;
+  const secretName = credentialsSecretName(wi);
+  const { current, previous, notices } = resolveGenerated(wi, ctx, 'password', generatePassword);
+  const credentials = [{ username, secret: sha256Verifier(current) }, ...carriedOver(ctx, current, previous, username, graceMs)];
+  const data = { username, password: current, url, authorization: basicAuthorization(username, current) };
+  return finish(wi, name, url, secretName, credentials, ctx, { name: secretName, data, rotatedFor: wi.metadata.annotations?.[ROTATE_ANNOTATION] ?? '' }, notices);
+}
+
+export async function planApiKey(key: ApiKey, ctx: PlanContext): Promise<Plan> {
+  const ns = key.metadata.namespace as string;
+  const url = `${ctx.publicBaseUrl}/v1/integrations/metrics`;
+  const username = key.spec?.username ?? ns;
+  let graceMs: number;
+  try {
+    graceMs = parseDuration(key.spec?.rotationGracePeriod);
+  } catch (err) {
+    return notReady('InvalidSpec', (err as Error).message, { username });
+  }
+  const secretName = credentialsSecretName(key);
+  const { current, previous, notices } = resolveGenerated(key, ctx, 'apiKey', () => generateApiKey(ns));
+  const credentials = [{ username, secret: sha256Verifier(current) }, ...carriedOver(ctx, current, previous, username, graceMs)];
+  const data = { apiKey: current, username, url, authorization: basicAuthorization(username, current) };
+  const plan = finish(key, toRouteName(key.metadata.name ?? '') || 'key', url, secretName, credentials, ctx, { name: secretName, data, rotatedFor: key.metadata.annotations?.[ROTATE_ANNOTATION] ?? '' }, notices);
+  if (plan.route) plan.route.limits = { maxSeries: key.spec?.maxSeries ?? ctx.defaultMaxSeries };
+  plan.status = { username, url, credentialsSecret: secretName };
+  return plan;
+}
+
+function finish(
+  obj: IntakeResource,
+  routeName: string,
+  url: string,
+  credentialsSecret: string,
+  credentials: RouteCredential[],
+  ctx: PlanContext,
+  generated: Plan['credentials'],
+  notices: Plan['notices'],
+): Plan {
+  const suspended = (obj.kind === 'WebhookIntegration' ? obj.spec?.suspend : obj.spec?.suspend) ?? false;
+  const route: Route = { apiVersion: ROUTE_API_VERSION, kind: obj.kind, name: routeName, namespace: obj.metadata.namespace as string, credentials };
+  if (suspended) route.suspended = true;
+  const ready: ReadyState = suspended
+    ? { status: 'False', reason: 'Suspended', message: 'spec.suspend is true: senders get 403; credentials are kept' }
+    : { status: 'True', reason: 'Published', message: `accepting requests at ${url}` };
+  const expiries = credentials.map((c) => (c.notAfter ? Date.parse(c.notAfter) - ctx.now.getTime() : Infinity)).filter((ms) => ms > 0 && ms < Infinity);
+  const plan: Plan = { ready, route, status: { url, credentialsSecret }, notices };
+  if (obj.kind === 'WebhookIntegration') plan.status.integrationName = routeName;
+  if (generated) plan.credentials = generated;
+  // Look again just after the earliest grace period ends, to drop the expired credential.
+  if (expiries.length > 0) plan.requeueAfterMs = Math.min(...expiries) + 1000;
+  return plan;
+}
+
+/**
+ * The current generated secret: kept from the credentials Secret; new when there is none, when the
+ * rotate annotation changed, or when the Secret's value no longer matches what was published.
+ */
+function resolveGenerated(obj: IntakeResource, ctx: PlanContext, field: string, generate: () => string): { current: string; previous?: string; notices: Plan['notices'] } {
+  const existing = decode(ctx.existingCredentials, field);
+  const rotate = obj.metadata.annotations?.[ROTATE_ANNOTATION] ?? '';
+  const rotatedFor = ctx.existingCredentials?.metadata?.annotations?.[ROTATED_FOR_ANNOTATION] ?? '';
+  const secretName = credentialsSecretName(obj);
+  if (!existing) {
+    const notices: Plan['notices'] = ctx.existingRoute
+      ? [{ type: 'Warning', reason: 'CredentialsRegenerated', message: `credentials Secret ${secretName} was missing; new credentials were generated` }]
+      : [];
+    return { current: generate(), notices };
+  }
+  const published = ctx.existingRoute?.credentials.find((c) => !c.notAfter)?.secret;
+  if (published && 'sha256' in published && published.sha256 !== sha256Hex(existing)) {
+    return {
+      current: generate(),
+      notices: [{ type: 'Warning', reason: 'CredentialsRegenerated', message: `the ${field} in Secret ${secretName} was edited; new credentials were generated (use spec.credentials.secretRef to choose a password)` }],
+    };
+  }
+  if (rotate !== rotatedFor) {
+    return { current: generate(), previous: existing, notices: [{ type: 'Normal', reason: 'Rotated', message: `new credentials written to Secret ${secretName}` }] };
+  }
+  return { current: existing, notices: [] };
+}
+
+/** Credentials still inside a rotation grace period, plus the one just rotated out. */
+function carriedOver(ctx: PlanContext, current: string, previous: string | undefined, username: string, graceMs: number): RouteCredential[] {
+  const now = ctx.now.getTime();
+  const currentDigest = sha256Hex(current);
+  const kept = (ctx.existingRoute?.credentials ?? []).filter(
+    (c) => c.notAfter && Date.parse(c.notAfter) > now && !('sha256' in c.secret && c.secret.sha256 === currentDigest),
+  );
+  if (previous !== undefined && graceMs > 0) {
+    kept.unshift({ username, secret: sha256Verifier(previous), notAfter: new Date(now + graceMs).toISOString() });
+  }
+  return kept.slice(0, 7);
+}
+
+/** The oldest WebhookIntegration not being deleted that claims the name. */
+export function nameHolder(name: string, webhooks: readonly WebhookIntegration[]): WebhookIntegration | undefined {
+  let holder: WebhookIntegration | undefined;
+  for (const wi of webhooks) {
+    if (wi.metadata.deletionTimestamp || integrationNameOf(wi) !== name) continue;
+    if (!holder || olderThan(wi, holder)) holder = wi;
+  }
+  return holder;
+}
+
+function olderThan(a: WebhookIntegration, b: WebhookIntegration): boolean {
+  const ta = new Date(a.metadata.creationTimestamp ?? 0).getTime();
+  const tb = new Date(b.metadata.creationTimestamp ?? 0).getTime();
+  if (ta !== tb) return ta < tb;
+  return `${a.metadata.namespace}/${a.metadata.name}` < `${b.metadata.namespace}/${b.metadata.name}`;
+}
+
+export function routeFromSecret(secret: V1Secret | undefined): Route | undefined {
+  const raw = decode(secret, ROUTE_SECRET_KEY);
+  if (!raw) return undefined;
+  try {
+    return JSON.parse(raw) as Route;
+  } catch {
+    return undefined;
+  }
+}

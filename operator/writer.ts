@@ -1,0 +1,95 @@
+/** The operator's writes to the API server, each one idempotent and skipped when nothing differs. */
+import { CoreV1Api, CustomObjectsApi, setHeaderOptions, type V1Secret } from '@kubernetes/client-node';
+import { GROUP, PLURALS, VERSION, type IntakeResource } from '../api/v1alpha1/types.js';
+import { statusOf } from '../kube/config.js';
+
+const MERGE_PATCH = setHeaderOptions('Content-Type', 'application/merge-patch+json');
+
+export class Writer {
+  constructor(
+    private readonly core: CoreV1Api,
+    private readonly custom: CustomObjectsApi,
+  ) {}
+
+  /** Creates or replaces a Secret so its labels, annotations, owners and data are exactly `desired`'s. */
+  async applySecret(desired: V1Secret, existing: V1Secret | undefined): Promise<boolean> {
+    const namespace = desired.metadata?.namespace as string;
+    if (!existing) {
+      await this.core.createNamespacedSecret({ namespace, body: desired });
+      return true;
+    }
+    if (secretMatches(desired, existing)) return false;
+    const body: V1Secret = { ...desired, metadata: { ...desired.metadata, resourceVersion: existing.metadata?.resourceVersion } };
+    await this.core.replaceNamespacedSecret({ namespace, name: desired.metadata?.name as string, body });
+    return true;
+  }
+
+  async deleteSecret(namespace: string, name: string): Promise<void> {
+    try {
+      await this.core.deleteNamespacedSecret({ namespace, name });
+    } catch (err) {
+      if (statusOf(err) !== 404) throw err;
+    }
+  }
+
+  async readSecret(namespace: string, name: string): Promise<V1Secret | undefined> {
+    try {
+      return await this.core.readNamespacedSecret({ namespace, name });
+    } catch (err) {
+      if (statusOf(err) === 404) return undefined;
+      throw err;
+    }
+  }
+
+  /** Sets metadata.finalizers, guarded by resourceVersion so a concurrent change is not lost. */
+  async setFinalizers(obj: IntakeResource, finalizers: string[]): Promise<IntakeResource> {
+    const body = { metadata: { finalizers, resourceVersion: obj.metadata.resourceVersion } };
+    return (await this.custom.patchNamespacedCustomObject(
+      { group: GROUP, version: VERSION, plural: PLURALS[obj.kind], namespace: obj.metadata.namespace as string, name: obj.metadata.name as string, body },
+      MERGE_PATCH,
+    )) as IntakeResource;
+  }
+
+  async patchStatus(obj: IntakeResource, status: object): Promise<void> {
+    await this.custom.patchNamespacedCustomObjectStatus(
+      { group: GROUP, version: VERSION, plural: PLURALS[obj.kind], namespace: obj.metadata.namespace as string, name: obj.metadata.name as string, body: { status } },
+      MERGE_PATCH,
+    );
+  }
+
+  async recordEvent(obj: IntakeResource, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
+    const now = new Date();
+    const namespace = obj.metadata.namespace as string;
+    await this.core.createNamespacedEvent({
+      namespace,
+      body: {
+        metadata: { namespace, generateName: `${obj.metadata.name}.` },
+        involvedObject: { apiVersion: obj.apiVersion, kind: obj.kind, name: obj.metadata.name, namespace, uid: obj.metadata.uid, resourceVersion: obj.metadata.resourceVersion },
+        type,
+        reason,
+        message: message.slice(0, 1024),
+        source: { component: 'intake-operator' },
+        reportingComponent: 'intake.dev/operator',
+        reportingInstance: process.env.HOSTNAME ?? 'intake-operator',
+        firstTimestamp: now,
+        lastTimestamp: now,
+        count: 1,
+      },
+    });
+  }
+}
+
+const sameMap = (a: Record<string, string> | undefined, b: Record<string, string> | undefined): boolean => {
+  const ka = Object.keys(a ?? {});
+  return ka.length === Object.keys(b ?? {}).length && ka.every((k) => a?.[k] === b?.[k]);
+};
+
+function secretMatches(desired: V1Secret, existing: V1Secret): boolean {
+  const owners = (s: V1Secret) => JSON.stringify((s.metadata?.ownerReferences ?? []).map((o) => o.uid));
+  return (
+    sameMap(desired.data, existing.data) &&
+    sameMap(desired.metadata?.labels, existing.metadata?.labels) &&
+    sameMap(desired.metadata?.annotations, existing.metadata?.annotations) &&
+    owners(desired) === owners(existing)
+  );
+}
