@@ -1,0 +1,105 @@
+import type { V1Secret } from '@kubernetes/client-node';
+import type { ApiKey, WebhookIntegration } from '../../../api/v1alpha1/types.js';
+import { sha256Hex } from '../../../ingester/credentials.js';
+import { ScryptVerifiers } from '../../../operator/credentials.js';
+import { parseDuration } from '../../../operator/naming.js';
+import { nameHolder, planApiKey, planWebhook, ROTATED_FOR_ANNOTATION, type PlanContext } from '../../../operator/plan.js';
+
+const wi = (name: string, ns: string, created: string, spec: WebhookIntegration['spec'] = {}, annotations: Record<string, string> = {}): WebhookIntegration => ({
+  apiVersion: 'intake.dev/v1alpha1',
+  kind: 'WebhookIntegration',
+  metadata: { name, namespace: ns, uid: `${ns}-${name}`, creationTimestamp: created as unknown as Date, generation: 1, annotations },
+  spec,
+});
+
+const b64 = (s: string) => Buffer.from(s).toString('base64');
+const credSecret = (data: Record<string, string>, rotatedFor = ''): V1Secret => ({
+  metadata: { annotations: { [ROTATED_FOR_ANNOTATION]: rotatedFor } },
+  data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, b64(v)])),
+});
+
+const ctx = (over: Partial<PlanContext> = {}): PlanContext => ({
+  publicBaseUrl: 'https://intake.example.com',
+  defaultMaxSeries: 500,
+  now: new Date('2026-01-01T00:00:00Z'),
+  webhooks: [],
+  readSecret: async () => undefined,
+  scrypt: new ScryptVerifiers(4),
+  ...over,
+});
+
+describe('planWebhook', () => {
+  it('generates a 256-bit password and publishes its sha256 only', async () => {
+    const plan = await planWebhook(wi('alerts', 'team-a', '2026-01-01T00:00:00Z'), ctx());
+    const password = plan.credentials?.data.password as string;
+    expect(Buffer.from(password, 'base64url')).toHaveLength(32);
+    expect(plan.route?.credentials).toEqual([{ username: 'alerts', secret: { sha256: sha256Hex(password) } }]);
+    expect(JSON.stringify(plan.route)).not.toContain(password);
+    expect(plan.credentials?.data.authorization).toBe(`Basic ${b64(`alerts:${password}`)}`);
+    expect(plan.status).toMatchObject({ integrationName: 'alerts', url: 'https://intake.example.com/events/webhook_alerts', credentialsSecret: 'intake-webhook-alerts' });
+    expect(plan.ready).toMatchObject({ status: 'True', reason: 'Published' });
+  });
+
+  it('keeps an existing password', async () => {
+    const plan = await planWebhook(wi('alerts', 'a', '2026-01-01T00:00:00Z'), ctx({ existingCredentials: credSecret({ password: 'kept' }) }));
+    expect(plan.credentials?.data.password).toBe('kept');
+  });
+
+  it('rotates when the annotation changes, keeping the old password for the grace period', async () => {
+    const obj = wi('alerts', 'a', '2026-01-01T00:00:00Z', { credentials: { rotationGracePeriod: '10m' } }, { 'intake.dev/rotate': '2' });
+    const plan = await planWebhook(obj, ctx({ existingCredentials: credSecret({ password: 'old' }, '1') }));
+    expect(plan.credentials?.data.password).not.toBe('old');
+    expect(plan.route?.credentials[1]).toEqual({ username: 'alerts', secret: { sha256: sha256Hex('old') }, notAfter: '2026-01-01T00:10:00.000Z' });
+    expect(plan.requeueAfterMs).toBe(601_000);
+    expect(plan.notices[0]?.reason).toBe('Rotated');
+  });
+
+  it('lets the oldest integration keep a contested name', async () => {
+    const older = wi('shared', 'a', '2026-01-01T00:00:00Z');
+    const newer = wi('shared', 'b', '2026-01-02T00:00:00Z');
+    const plan = await planWebhook(newer, ctx({ webhooks: [newer, older] }));
+    expect(plan.ready).toMatchObject({ status: 'False', reason: 'NameConflict' });
+    expect(plan.route).toBeUndefined();
+    expect(nameHolder('shared', [newer, older])).toBe(older);
+  });
+
+  it('uses a referenced Secret with a scrypt verifier, or reports it missing', async () => {
+    const obj = wi('ref', 'a', '2026-01-01T00:00:00Z', { credentials: { secretRef: { name: 'mine' } } });
+    const missing = await planWebhook(obj, ctx());
+    expect(missing.ready.reason).toBe('SecretNotFound');
+    const found = await planWebhook(obj, ctx({ readSecret: async () => credSecret({ username: 'bob', password: 'pw' }) }));
+    expect(found.route?.credentials[0]?.username).toBe('bob');
+    expect(found.route?.credentials[0]?.secret).toHaveProperty('scrypt');
+    expect(found.credentials).toBeUndefined();
+  });
+
+  it('publishes a suspended route and says so', async () => {
+    const plan = await planWebhook(wi('s', 'a', '2026-01-01T00:00:00Z', { suspend: true }), ctx());
+    expect(plan.route?.suspended).toBe(true);
+    expect(plan.ready).toMatchObject({ status: 'False', reason: 'Suspended' });
+  });
+
+  it('derives a valid name from metadata.name', async () => {
+    const plan = await planWebhook(wi('My.App', 'a', '2026-01-01T00:00:00Z'), ctx());
+    expect(plan.status.integrationName).toBe('my-app');
+  });
+});
+
+describe('planApiKey', () => {
+  it('generates <namespace>_<160 bits> and carries the series cap', async () => {
+    const key: ApiKey = { apiVersion: 'intake.dev/v1alpha1', kind: 'ApiKey', metadata: { name: 'k', namespace: 'team-a', uid: 'u' }, spec: {} };
+    const plan = await planApiKey(key, ctx());
+    expect(plan.credentials?.data.apiKey).toMatch(/^team-a_[0-9a-f]{40}$/);
+    expect(plan.credentials?.data.username).toBe('team-a');
+    expect(plan.route?.limits).toEqual({ maxSeries: 500 });
+  });
+});
+
+describe('parseDuration', () => {
+  it.each([['0s', 0], ['90s', 90_000], ['1h30m', 5_400_000], ['250ms', 250], [undefined, 0]])('%p is %i ms', (v, ms) => {
+    expect(parseDuration(v)).toBe(ms);
+  });
+  it('refuses garbage', () => {
+    expect(() => parseDuration('5 minutes')).toThrow(/duration/);
+  });
+});
