@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 JEST := NODE_OPTIONS=--experimental-vm-modules node node_modules/jest/bin/jest.js
 
-.PHONY: all deps build lint test test-unit test-e2e bench clean
+.PHONY: all deps build lint test test-unit test-e2e test-integration testcluster testcluster-stop bench bench-operator clean
 
 all: build
 
@@ -17,8 +17,11 @@ build: deps
 lint: deps
 	npm run lint
 
+# Everything: lint, unit and end-to-end tests, then the integration tests against a real
+# kube-apiserver (built from source on first use; stopped afterwards if this run started it).
 test: build lint
-	$(JEST) --ci
+	$(JEST) --ci --selectProjects unit e2e
+	bash test/with-testcluster.sh $(JEST) --ci --runInBand --selectProjects integration
 
 test-unit: deps
 	$(JEST) --selectProjects unit
@@ -26,9 +29,22 @@ test-unit: deps
 test-e2e: build
 	$(JEST) --selectProjects e2e
 
-# A benchmark, not a test: prints a table and ratios measured in one run on this machine.
+test-integration: build
+	bash test/with-testcluster.sh $(JEST) --runInBand --selectProjects integration
+
+# A real kube-apiserver + etcd + controllers on loopback; writes .testcluster/kubeconfig.
+testcluster:
+	bash test/cluster/start.sh
+
+testcluster-stop:
+	bash test/cluster/stop.sh
+
+# Benchmarks, not tests: they print tables measured in one run on this machine.
 bench: build
 	bash bench/run.sh
+
+bench-operator: build
+	bash test/with-testcluster.sh node dist/bench/operator.js
 
 clean:
 	rm -rf dist coverage

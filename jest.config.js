@@ -1,5 +1,5 @@
-/** Jest runs the TypeScript sources directly (ts-jest, ESM). Unit tests and end-to-end tests are
- * separate projects so `make test-unit` stays fast; `make test` runs both. */
+/** Jest runs the TypeScript sources directly (ts-jest, ESM). Unit, end-to-end and integration
+ * tests are separate projects so each can run alone; `make test` runs them all. */
 const common = {
   preset: 'ts-jest/presets/default-esm',
   testEnvironment: 'node',
@@ -11,5 +11,7 @@ export default {
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
     { ...common, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.test.ts'] },
+    // Against the real API server (make testcluster); run with --runInBand, they share one cluster.
+    { ...common, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.test.ts'] },
   ],
 };
