@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/pflag"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	apiapp "k8s.io/kubernetes/cmd/kube-apiserver/app"
+	apioptions "k8s.io/kubernetes/cmd/kube-apiserver/app/options"
+	ctrlapp "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	ctrloptions "k8s.io/kubernetes/cmd/kube-controller-manager/app/options"
+)
+
+const serviceAccountIssuer = "https://kubernetes.default.svc.cluster.local"
+
+func runAPIServer(ctx context.Context, o options, f clusterFiles, etcdURL string) error {
+	// Both option constructors register the kube component in one shared registry only once,
+	// so the API server and the controller manager can live in one process.
+	s := apioptions.NewServerRunOptions()
+	fs := pflag.NewFlagSet("kube-apiserver", pflag.ContinueOnError)
+	for _, set := range s.Flags().FlagSets {
+		fs.AddFlagSet(set)
+	}
+	args := []string{
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", o.port),
+		"--cert-dir=" + f.certDir,
+		"--authorization-mode=RBAC",
+		"--token-auth-file=" + f.tokenFile,
+		"--service-account-issuer=" + serviceAccountIssuer,
+		"--service-account-key-file=" + f.serviceAcctKey,
+		"--service-account-signing-key-file=" + f.serviceAcctKey,
+		"--api-audiences=" + serviceAccountIssuer,
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--enable-priority-and-fairness=false",
+		"--v=0",
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := s.GenericServerRunOptions.ComponentGlobalsRegistry.Set(); err != nil {
+		return err
+	}
+	completed, err := s.Complete(ctx)
+	if err != nil {
+		return err
+	}
+	if errs := completed.Validate(); len(errs) != 0 {
+		return utilerrors.NewAggregate(errs)
+	}
+	return apiapp.Run(ctx, completed)
+}
+
+// runControllerManager runs only the controllers tests rely on: owner references cascade,
+// namespaces finish deleting, and every namespace gets a default ServiceAccount.
+func runControllerManager(ctx context.Context, kubeconfig string, f clusterFiles) error {
+	s, err := ctrloptions.NewKubeControllerManagerOptions()
+	if err != nil {
+		return err
+	}
+	fs := pflag.NewFlagSet("kube-controller-manager", pflag.ContinueOnError)
+	for _, set := range s.Flags(ctrlapp.KnownControllers(), ctrlapp.ControllersDisabledByDefault(), ctrlapp.ControllerAliases()).FlagSets {
+		fs.AddFlagSet(set)
+	}
+	args := []string{
+		"--kubeconfig=" + kubeconfig,
+		"--controllers=garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller",
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--service-account-private-key-file=" + f.serviceAcctKey,
+		"--root-ca-file=" + filepath.Join(f.certDir, "apiserver.crt"),
+		"--v=0",
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	c, err := s.Config(ctx, ctrlapp.KnownControllers(), ctrlapp.ControllersDisabledByDefault(), ctrlapp.ControllerAliases())
+	if err != nil {
+		return err
+	}
+	return ctrlapp.Run(ctx, c.Complete())
+}
+
+// waitReady polls /readyz with the admin token until it answers 200.
+func waitReady(ctx context.Context, port int, token string, failed <-chan error) error {
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback readiness probe of a self-signed test server
+	deadline := time.Now().Add(120 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-failed:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/readyz", port), nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		if res, err := client.Do(req); err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("not ready after 120 s")
+}
