@@ -87,7 +87,8 @@ export class Informer<T extends KubernetesObject> {
           continue;
         }
         this.failures++;
-        const delay = Math.min(30_000, 250 * 2 ** Math.min(this.failures, 7)) * (0.5 + Math.random());
+        // 0.5 s doubling to 10 s, +-20% jitter so replicas do not reconnect in step.
+        const delay = Math.min(10_000, 250 * 2 ** Math.min(this.failures, 6)) * (0.8 + Math.random() * 0.4);
         this.o.logger.warn({ informer: this.o.name, err: { message: (err as Error).message }, retryInMs: Math.round(delay) }, 'list/watch failed; keeping the cache and retrying');
         await new Promise((r) => setTimeout(r, delay));
       }

@@ -2,12 +2,20 @@
  * The operator and the ingester against a real kube-apiserver: kubectl apply a resource, then
  * drive the ingester over HTTP with the credentials the operator wrote.
  */
+import { spawn } from 'node:child_process';
+import { dirname, resolve } from 'node:path';
 import type { V1Secret } from '@kubernetes/client-node';
 import {
-  apply, applyCrds, basic, createNamespace, kubeClients, kubectl, postEvent, requireCluster, startIngester, startOperator, uniqueName, waitFor, type Proc,
+  apply, applyCrds, basic, createNamespace, KUBECONFIG, kubeClients, kubectl, postEvent, requireCluster, ROOT, startIngester, startOperator, uniqueName, waitFor, type Proc,
 } from './support/cluster.js';
 
-jest.setTimeout(60_000);
+
+/** Stops or starts the test API server in place (same data, same port). */
+const restartCluster = (action: 'stop' | 'start'): Promise<number> =>
+  new Promise((resolvePromise) => {
+    const child = spawn('bash', [resolve(ROOT, `test/cluster/${action}.sh`), dirname(KUBECONFIG)], { stdio: 'ignore' });
+    child.on('close', (code) => resolvePromise(code ?? -1));
+  });
 
 const system = uniqueName('intake-system');
 const teamA = uniqueName('team-a');
@@ -198,6 +206,17 @@ describe('operator lifecycle', () => {
     operator = await startOperator(system, [teamA, teamB]);
     const creds = await credentialsOf(teamB, 'while-down');
     await waitFor('accepted', async () => (await postEvent(ingester.url, 'while-down', creds.authorization)) === 200, 5000);
+  });
+
+  it('recovers when the API server restarts; the ingester keeps serving meanwhile', async () => {
+    const creds = await credentialsOf(teamA, 'alerts');
+    expect(await restartCluster('stop')).toBe(0);
+    expect(await postEvent(ingester.url, 'alerts', creds.authorization)).toBe(200);
+    expect(await restartCluster('start')).toBe(0);
+    await apply(webhook(teamB, 'after-restart'));
+    const fresh = await credentialsOf(teamB, 'after-restart');
+    await waitFor('accepted after the restart', async () => (await postEvent(ingester.url, 'after-restart', fresh.authorization)) === 200, 30_000, 200);
+    expect(await postEvent(ingester.url, 'alerts', creds.authorization)).toBe(200);
   });
 
   it('runs one leader among two replicas; the other takes over when it stops', async () => {

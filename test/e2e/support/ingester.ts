@@ -1,0 +1,70 @@
+/** Starts the built ingester as a child process on free loopback ports, for end-to-end tests. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse, stringify } from 'yaml';
+import { freePort, ROOT, waitFor } from '../../integration/support/cluster.js';
+
+export const EXAMPLE = join(ROOT, 'examples/intake.yaml');
+export const DEMO = { user: 'demo', password: 'demo-password' };
+export const API_KEY = 'default_0123456789abcdef0123456789abcdef';
+
+export interface RunningIngester {
+  child: ChildProcess;
+  url: string;
+  adminUrl: string;
+  configPath: string;
+  stdout: () => string;
+  stderr: () => string;
+  exited: Promise<number | null>;
+  stop: (signal?: NodeJS.Signals) => Promise<number | null>;
+}
+
+/** Copies the example config, applies `edit` to it, and starts the ingester with it. */
+export async function startIngester(edit: (config: Record<string, unknown>) => void = () => {}): Promise<RunningIngester> {
+  const config = parse(readFileSync(EXAMPLE, 'utf8')) as Record<string, unknown>;
+  edit(config);
+  const dir = mkdtempSync(join(tmpdir(), 'intake-e2e-'));
+  const configPath = join(dir, 'intake.yaml');
+  writeFileSync(configPath, stringify(config));
+  const [port, adminPort] = [await freePort(), await freePort()];
+  const child = spawn(process.execPath, [join(ROOT, 'dist/cmd/intake.js'), 'ingester', '--config', configPath, '--listen', `127.0.0.1:${port}`, '--admin-listen', `127.0.0.1:${adminPort}`], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout?.on('data', (d) => (out += d));
+  child.stderr?.on('data', (d) => (err += d));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const adminUrl = `http://127.0.0.1:${adminPort}`;
+  await waitFor('ingester ready', async () => {
+    if (child.exitCode !== null) throw new Error(`ingester exited: ${err}`);
+    return (await fetch(`${adminUrl}/readyz`)).ok;
+  }, 15_000, 50);
+  return {
+    child,
+    url: `http://127.0.0.1:${port}`,
+    adminUrl,
+    configPath,
+    stdout: () => out,
+    stderr: () => err,
+    exited,
+    stop: async (signal = 'SIGTERM') => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+export const basic = (user: string, password: string): string => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+
+export async function post(url: string, body: unknown, headers: Record<string, string>): Promise<{ status: number; headers: Headers; text: string; json: () => Record<string, unknown> }> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : Buffer.isBuffer(body) ? new Uint8Array(body) as unknown as string : JSON.stringify(body) });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, text, json: () => JSON.parse(text) as Record<string, unknown> };
+}
+
+export function eventLines(stdout: string): Array<Record<string, unknown>> {
+  return stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+}
