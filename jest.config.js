@@ -8,10 +8,12 @@ const common = {
 };
 
 export default {
+  // Per-test time limit; the integration tests raise it for themselves (jest.setTimeout).
+  testTimeout: 30_000,
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
-    { ...common, displayName: 'e2e', testTimeout: 30_000, testMatch: ['<rootDir>/test/e2e/**/*.test.ts'] },
+    { ...common, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.test.ts'] },
     // Against the real API server (make testcluster); run with --runInBand, they share one cluster.
-    { ...common, displayName: 'integration', testTimeout: 120_000, testMatch: ['<rootDir>/test/integration/**/*.test.ts'] },
+    { ...common, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.test.ts'] },
   ],
 };

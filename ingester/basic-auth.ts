@@ -10,7 +10,6 @@ const MAX_HEADER_VALUE = 4096;
 
 /** Returns undefined for a missing or malformed header: the caller answers 401 either way. */
 export function parseBasicAuth(header: string | string[] | undefined): BasicCredentials | undefined {
-  // Several Authorization headers are ambiguous; refuse rather than pick one.
   if (typeof header !== 'string' || header.length > MAX_HEADER_VALUE) return undefined;
   const space = header.indexOf(' ');
   if (space < 0 || header.slice(0, space).toLowerCase() !== 'basic') return undefined;
@@ -20,4 +19,18 @@ export function parseBasicAuth(header: string | string[] | undefined): BasicCred
   const colon = decoded.indexOf(':');
   if (colon < 0) return undefined;
   return { username: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
+}
+
+/**
+ * The value of a header that must appear once. Node keeps only the first of repeated
+ * Authorization headers; a proxy may keep the last, so two of them are refused, not guessed at.
+ */
+export function soleHeader(rawHeaders: readonly string[], lowerName: string): string | undefined {
+  let found: string | undefined;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    if ((rawHeaders[i] as string).length !== lowerName.length || (rawHeaders[i] as string).toLowerCase() !== lowerName) continue;
+    if (found !== undefined) return undefined;
+    found = rawHeaders[i + 1];
+  }
+  return found;
 }

@@ -7,7 +7,7 @@ import helmet from '@fastify/helmet';
 import underPressure from '@fastify/under-pressure';
 import type { Logger } from 'pino';
 import { AuthThrottle } from './auth-throttle.js';
-import { parseBasicAuth } from './basic-auth.js';
+import { parseBasicAuth, soleHeader } from './basic-auth.js';
 import { parseJsonBody } from './body.js';
 import { newVerifiedCache } from './credentials.js';
 import { parseDataPoints } from './datapoints.js';
@@ -159,7 +159,7 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
     schema: { response: okSchema },
     onRequest: async (req) => {
       await guard(req);
-      const creds = parseBasicAuth(req.headers.authorization);
+      const creds = parseBasicAuth(soleHeader(req.raw.rawHeaders, 'authorization'));
       if (!creds) return throttled(req, 'events', 'missing');
       const entry = await o.routes().authenticateWebhook(req.params.name, creds.username, creds.password, verified);
       if (!entry) return throttled(req, 'events', 'invalid');
@@ -199,7 +199,7 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
         if (typeof header !== 'string' || header === '') return throttled(req, 'metrics', 'missing');
         entry = o.routes().authenticateApiKey(header.trim(), undefined);
       } else {
-        const creds = parseBasicAuth(req.headers.authorization);
+        const creds = parseBasicAuth(soleHeader(req.raw.rawHeaders, 'authorization'));
         if (!creds) return throttled(req, 'metrics', 'missing');
         entry = o.routes().authenticateApiKey(creds.password, creds.username);
       }

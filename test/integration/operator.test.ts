@@ -4,11 +4,14 @@
  */
 import { spawn } from 'node:child_process';
 import { dirname, resolve } from 'node:path';
+import { jest } from '@jest/globals';
 import type { V1Secret } from '@kubernetes/client-node';
 import {
   apply, applyCrds, basic, createNamespace, KUBECONFIG, kubeClients, kubectl, postEvent, requireCluster, ROOT, startIngester, startOperator, uniqueName, waitFor, type Proc,
 } from './support/cluster.js';
 
+
+jest.setTimeout(120_000);
 
 /** Stops or starts the test API server in place (same data, same port). */
 const restartCluster = (action: 'stop' | 'start'): Promise<number> =>

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Route } from '../../../api/route.js';
 import { hashScrypt, newVerifiedCache, sha256Hex } from '../../../ingester/credentials.js';
-import { parseBasicAuth } from '../../../ingester/basic-auth.js';
+import { parseBasicAuth, soleHeader } from '../../../ingester/basic-auth.js';
 import { RouteTable } from '../../../ingester/route-table.js';
 
 const webhook = (name: string, secret: Route['credentials'][number]['secret'], extra: Partial<Route['credentials'][number]> = {}): Route => ({
@@ -63,5 +63,15 @@ describe('parseBasicAuth', () => {
   });
   it.each([[undefined], [''], ['Basic'], ['Bearer abc'], [enc('nocolon')], ['Basic @@@'], [[enc('a:b'), enc('c:d')]]])('refuses %p', (h) => {
     expect(parseBasicAuth(h as string | string[] | undefined)).toBeUndefined();
+  });
+});
+
+describe('soleHeader', () => {
+  it('returns the one value, any case of the name', () => {
+    expect(soleHeader(['Host', 'x', 'AUTHORIZATION', 'Basic a'], 'authorization')).toBe('Basic a');
+  });
+  it('refuses a repeated header and reports a missing one as undefined', () => {
+    expect(soleHeader(['Authorization', 'Basic a', 'authorization', 'Basic b'], 'authorization')).toBeUndefined();
+    expect(soleHeader(['Host', 'x'], 'authorization')).toBeUndefined();
   });
 });
