@@ -109,7 +109,7 @@ describe('hostile and malformed input', () => {
 
   it.each(cases)('%s → %i', async (_name, path, body, status, headers, field) => {
     const url = path === 'events' ? `${ing.url}/events/webhook_demo` : `${ing.url}/v1/integrations/metrics`;
-    const auth = path === 'events' ? { authorization: AUTH } : { apikey: API_KEY };
+    const auth: Record<string, string> = path === 'events' ? { authorization: AUTH } : { apikey: API_KEY };
     const before = eventLines(ing.stdout()).length;
     const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...auth, ...headers }, body: typeof body === 'string' ? body : new Uint8Array(body) });
     expect(res.status).toBe(status);
