@@ -40,6 +40,9 @@ func runAPIServer(ctx context.Context, o options, f clusterFiles, etcdURL string
 		"--api-audiences=" + serviceAccountIssuer,
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--enable-priority-and-fairness=false",
+		// The default reconciler would publish 127.0.0.1 as the kubernetes Service endpoint,
+		// which Endpoints validation refuses; nothing here needs that Service.
+		"--endpoint-reconciler-type=none",
 		"--v=0",
 	}
 	if err := fs.Parse(args); err != nil {
@@ -58,12 +61,18 @@ func runAPIServer(ctx context.Context, o options, f clusterFiles, etcdURL string
 	return apiapp.Run(ctx, completed)
 }
 
-// runControllerManager runs only the controllers tests rely on: owner references cascade,
+// controllerManager runs only the controllers tests rely on: owner references cascade,
 // namespaces finish deleting, and every namespace gets a default ServiceAccount.
-func runControllerManager(ctx context.Context, kubeconfig string, f clusterFiles) error {
+type controllerManager struct {
+	options *ctrloptions.KubeControllerManagerOptions
+}
+
+// newControllerManager parses the controller manager's flags. It must run before the API server
+// adds the shared feature gates to its flag set: after that, gate defaults can no longer change.
+func newControllerManager(kubeconfig string, f clusterFiles) (*controllerManager, error) {
 	s, err := ctrloptions.NewKubeControllerManagerOptions()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	fs := pflag.NewFlagSet("kube-controller-manager", pflag.ContinueOnError)
 	for _, set := range s.Flags(ctrlapp.KnownControllers(), ctrlapp.ControllersDisabledByDefault(), ctrlapp.ControllerAliases()).FlagSets {
@@ -79,9 +88,14 @@ func runControllerManager(ctx context.Context, kubeconfig string, f clusterFiles
 		"--v=0",
 	}
 	if err := fs.Parse(args); err != nil {
-		return err
+		return nil, err
 	}
-	c, err := s.Config(ctx, ctrlapp.KnownControllers(), ctrlapp.ControllersDisabledByDefault(), ctrlapp.ControllerAliases())
+	return &controllerManager{options: s}, nil
+}
+
+// run starts the controllers once the kubeconfig it was given exists.
+func (m *controllerManager) run(ctx context.Context) error {
+	c, err := m.options.Config(ctx, ctrlapp.KnownControllers(), ctrlapp.ControllersDisabledByDefault(), ctrlapp.ControllerAliases())
 	if err != nil {
 		return err
 	}

@@ -53,6 +53,10 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	kcm, err := newControllerManager(o.kubeconfigOut, files)
+	if err != nil {
+		return fmt.Errorf("kube-controller-manager flags: %w", err)
+	}
 	etcd, err := startEtcd(filepath.Join(o.dataDir, "etcd"), o.etcdPort)
 	if err != nil {
 		return fmt.Errorf("etcd: %w", err)
@@ -68,7 +72,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	kcmErr := make(chan error, 1)
-	go func() { kcmErr <- runControllerManager(ctx, o.kubeconfigOut, files) }()
+	go func() { kcmErr <- kcm.run(ctx) }()
 	klog.Infof("testcluster ready: https://127.0.0.1:%d, kubeconfig %s", o.port, o.kubeconfigOut)
 
 	select {
