@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 
 /** The repository root: found by walking up, so this also works compiled (bench/operator imports it). */
@@ -18,7 +19,7 @@ function findRoot(start: string): string {
   }
   return dir;
 }
-export const ROOT = findRoot(import.meta.dirname);
+export const ROOT = findRoot(dirname(fileURLToPath(import.meta.url)));
 export const KUBECONFIG = process.env.INTAKE_TEST_KUBECONFIG ?? resolve(ROOT, '.testcluster/kubeconfig');
 
 export function requireCluster(): void {
