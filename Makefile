@@ -1,6 +1,6 @@
 # intake: every developer and CI entry point. `make test` runs every test.
 SHELL := /bin/bash
-JEST := NODE_OPTIONS=--experimental-vm-modules node node_modules/jest/bin/jest.js
+JEST := env NODE_OPTIONS=--experimental-vm-modules node node_modules/jest/bin/jest.js
 
 .PHONY: all deps build lint test test-unit test-e2e test-integration testcluster testcluster-stop bench bench-operator clean
 
