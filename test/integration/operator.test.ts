@@ -152,7 +152,9 @@ stringData: {username: grafana, password: chosen-by-me}
     await kubectl(['delete', 'webhookintegration', 'doomed', '-n', teamA, '--wait=false']);
     await waitFor('401', async () => (await postEvent(ingester.url, 'doomed', creds.authorization)) === 401, 2000);
     expect(Date.now() - started).toBeLessThan(2500);
-    await waitFor('credentials Secret collected', async () => (await readSecret(teamA, 'intake-webhook-doomed')) === undefined, 15_000, 200);
+    // The garbage collector notices a new CRD's resources on its discovery resync (every 30 s in
+    // kube-controller-manager), so on a fresh cluster this can take that long.
+    await waitFor('credentials Secret collected', async () => (await readSecret(teamA, 'intake-webhook-doomed')) === undefined, 60_000, 250);
     const routes = await core.listNamespacedSecret({ namespace: system, labelSelector: 'intake.dev/route=true' });
     expect(routes.items.map((s) => decode(s, 'route.json')).join()).not.toContain('"name":"doomed"');
   });
