@@ -2,7 +2,10 @@
 SHELL := /bin/bash
 JEST := env NODE_OPTIONS=--experimental-vm-modules node node_modules/jest/bin/jest.js
 
-.PHONY: all deps build lint test test-unit test-e2e test-integration testcluster testcluster-stop bench bench-operator clean
+HELM_VERSION := v3.19.5
+HELM := .tools/bin/helm
+
+.PHONY: all deps tools build lint test test-unit test-e2e test-integration testcluster testcluster-stop bench bench-operator clean
 
 all: build
 
@@ -10,6 +13,11 @@ all: build
 node_modules/.package-lock.json: package-lock.json
 	npm ci --no-audit --no-fund
 deps: node_modules/.package-lock.json
+
+# Tools the tests need, built from the Go module proxy at pinned versions into .tools/bin.
+$(HELM):
+	GOBIN=$(CURDIR)/.tools/bin CGO_ENABLED=0 go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+tools: $(HELM)
 
 build: deps
 	npm run build
@@ -19,7 +27,7 @@ lint: deps
 
 # Everything: lint, unit and end-to-end tests, then the integration tests against a real
 # kube-apiserver (built from source on first use; stopped afterwards if this run started it).
-test: build lint
+test: build lint tools
 	$(JEST) --ci --selectProjects unit e2e
 	bash test/with-testcluster.sh $(JEST) --ci --runInBand --selectProjects integration
 
@@ -29,7 +37,7 @@ test-unit: deps
 test-e2e: build
 	$(JEST) --selectProjects e2e
 
-test-integration: build
+test-integration: build tools
 	bash test/with-testcluster.sh $(JEST) --runInBand --selectProjects integration
 
 # A real kube-apiserver + etcd + controllers on loopback; writes .testcluster/kubeconfig.

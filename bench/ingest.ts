@@ -122,8 +122,14 @@ async function main(): Promise<void> {
   const metric = measure(`http://127.0.0.1:${s.ingest}/v1/integrations/metrics`, luaScript('metric', point, { apiKey: API_KEY }));
   const gatewayBody = 'cpu_load{source="web-01",env="prod"} 0.75\n';
   const push = s.pushgateway ? measure(`http://127.0.0.1:${s.gateway}/metrics/job/bench`, luaScript('push', gatewayBody, { 'Content-Type': 'text/plain' })) : undefined;
-  const series = await seriesScenario(s.ingest, s.admin);
   const rss = { ingester: peakRssMiB(s.ingester.pid), baseline: peakRssMiB(s.baseline.pid), pushgateway: s.pushgateway ? peakRssMiB(s.pushgateway.pid) : NaN };
+  // A fresh ingester for the series scenario, so its peak RSS is the series' cost, not the load's.
+  s.ingester.kill('SIGTERM');
+  await new Promise((r) => s.ingester.once('exit', r));
+  const fresh = server('ingester', process.execPath, [join(ROOT, 'dist/cmd/intake.js'), 'ingester', '--config', join(dir, 'intake.yaml')]);
+  await waitFor('ingester restarted', async () => (await fetch(`http://127.0.0.1:${s.admin}/readyz`)).ok, 20_000, 100);
+  const series = await seriesScenario(s.ingest, s.admin);
+  const seriesRss = peakRssMiB(fresh.pid);
 
   const f = (n: number, d = 0) => (Number.isFinite(n) ? n.toFixed(d) : 'n/a');
   const verdict = (ok: boolean) => (ok ? 'PASS' : 'MISS');
@@ -140,7 +146,7 @@ async function main(): Promise<void> {
     [`100-event batches: events/s on one core`, f(batched.rps * 100), '>= 100000', verdict(batched.rps * 100 >= 100_000)],
     [`metric points: ingester/pushgateway`, push ? `${f(metric.rps / push.rps, 1)}x` : 'n/a (no pushgateway)', '>= 5x', push ? verdict(metric.rps >= 5 * push.rps) : 'n/a'],
     [`100,000 series: /metrics/ingested render (median of 10)`, `${f(series.renderMs)} ms (${f(series.bytes / 1048576, 1)} MiB)`, '< 300 ms', verdict(series.renderMs < 300)],
-    [`100,000 series: ingester peak RSS`, `${f(rss.ingester)} MiB`, '< 400 MiB', verdict(rss.ingester < 400)],
+    [`100,000 series: ingester peak RSS (fresh process)`, `${f(seriesRss)} MiB`, '< 400 MiB', verdict(seriesRss < 400)],
   ];
   const table = [
     `Machine: ${availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown'}), node ${process.version}; servers on CPU 0, wrk -t1 -c${CONNECTIONS} -d${DURATION} on CPU 1; median of ${RUNS} runs.`,

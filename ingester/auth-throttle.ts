@@ -2,6 +2,7 @@
  * Brute-force guard: an address that fails authentication too often is refused (429) for a while,
  * whether or not its next attempt would succeed, so guessing cannot be told from being blocked.
  */
+import { LRUCache } from 'lru-cache';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 
 export interface AuthThrottleOptions {
@@ -12,8 +13,16 @@ export interface AuthThrottleOptions {
   blockSeconds: number;
 }
 
+/** Most addresses remembered as blocked at once; beyond it the least recently seen are dropped. */
+const MAX_BLOCKED = 100_000;
+
 export class AuthThrottle {
   private readonly limiter: RateLimiterMemory;
+  /**
+   * Blocked addresses and when their block ends, mirrored from the limiter so the check that
+   * every request makes is a synchronous map lookup rather than a promise.
+   */
+  private readonly blocked = new LRUCache<string, number>({ max: MAX_BLOCKED, ttlAutopurge: false });
 
   constructor(private readonly options: AuthThrottleOptions) {
     for (const key of ['failures', 'windowSeconds', 'blockSeconds'] as const) {
@@ -23,10 +32,14 @@ export class AuthThrottle {
   }
 
   /** Seconds until the address may try again, or 0 when it may try now. */
-  async blockedFor(address: string): Promise<number> {
-    const res = await this.limiter.get(address);
-    if (!res || res.consumedPoints <= this.options.failures) return 0;
-    return Math.max(1, Math.ceil(res.msBeforeNext / 1000));
+  blockedFor(address: string, nowMs = Date.now()): number {
+    const until = this.blocked.get(address);
+    if (until === undefined) return 0;
+    if (until <= nowMs) {
+      this.blocked.delete(address);
+      return 0;
+    }
+    return Math.max(1, Math.ceil((until - nowMs) / 1000));
   }
 
   /** Records a failure; returns seconds blocked if this failure crossed the limit, else 0. */
@@ -35,8 +48,9 @@ export class AuthThrottle {
       await this.limiter.consume(address);
       return 0;
     } catch (res) {
-      if (res instanceof RateLimiterRes) return Math.max(1, Math.ceil(res.msBeforeNext / 1000));
-      throw res;
+      if (!(res instanceof RateLimiterRes)) throw res;
+      this.blocked.set(address, Date.now() + res.msBeforeNext);
+      return Math.max(1, Math.ceil(res.msBeforeNext / 1000));
     }
   }
 }

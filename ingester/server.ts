@@ -3,12 +3,12 @@
  * Authentication runs in onRequest, before the body is read, so unauthenticated senders cost little.
  */
 import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import helmet from '@fastify/helmet';
 import underPressure from '@fastify/under-pressure';
 import type { Logger } from 'pino';
 import { AuthThrottle } from './auth-throttle.js';
 import { parseBasicAuth, soleHeader } from './basic-auth.js';
 import { parseJsonBody } from './body.js';
+import { securityHeaders } from './security-headers.js';
 import { newVerifiedCache } from './credentials.js';
 import { parseDataPoints } from './datapoints.js';
 import {
@@ -95,9 +95,9 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
     ...(o.https ? { https: o.https } : {}),
   }) as unknown as FastifyInstance;
   const verified = newVerifiedCache();
+  const headers = securityHeaders();
 
   app.decorateRequest('routeEntry', null);
-  await app.register(helmet, { global: true });
   await app.register(underPressure, {
     maxEventLoopDelay: o.limits.maxEventLoopDelayMs,
     retryAfter: 5,
@@ -115,19 +115,19 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
     }
   });
 
-  app.addHook('onRequest', async (_req, reply) => {
-    if (o.lifecycle.closing) {
-      reply.header('connection', 'close');
-      sendError(reply, unavailable('the ingester is shutting down; retry against another replica', 1));
-      return reply;
-    }
-    return undefined;
+  // Callback-style hooks: the hot path allocates no promise for them.
+  app.addHook('onRequest', (_req, reply, done) => {
+    reply.headers(headers);
+    if (!o.lifecycle.closing) return done();
+    reply.header('connection', 'close');
+    sendError(reply, unavailable('the ingester is shutting down; retry against another replica', 1));
   });
 
-  app.addHook('onResponse', async (req, reply) => {
+  app.addHook('onResponse', (req, reply, done) => {
     const endpoint = endpointOf(req);
     o.metrics.requests.inc({ endpoint, status: reply.statusCode });
     o.metrics.requestDuration.observe({ endpoint }, reply.elapsedTime / 1000);
+    done();
   });
 
   app.setErrorHandler((err: FastifyError | IntakeError, req, reply) => {
@@ -144,8 +144,8 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
     throw endpoint === 'events' ? unauthorized() : unauthorizedApiKey();
   };
 
-  const guard = async (req: FastifyRequest): Promise<void> => {
-    const wait = await o.throttle.blockedFor(req.ip);
+  const guard = (req: FastifyRequest): void => {
+    const wait = o.throttle.blockedFor(req.ip);
     if (wait > 0) throw authThrottled(wait);
   };
 
@@ -158,7 +158,7 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
     url: EVENTS_PATH,
     schema: { response: okSchema },
     onRequest: async (req) => {
-      await guard(req);
+      guard(req);
       const creds = parseBasicAuth(soleHeader(req.raw.rawHeaders, 'authorization'));
       if (!creds) return throttled(req, 'events', 'missing');
       const entry = await o.routes().authenticateWebhook(req.params.name, creds.username, creds.password, verified);
@@ -192,7 +192,7 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
     url: METRICS_PATH,
     schema: { response: okSchema },
     onRequest: async (req) => {
-      await guard(req);
+      guard(req);
       const header = req.headers.apikey;
       let entry: RouteEntry | undefined;
       if (header !== undefined) {

@@ -135,9 +135,13 @@ describe('POST /events/webhook_<name>', () => {
     expect(res.headers['retry-after']).toBe('1');
   });
 
-  it('sets security headers', async () => {
+  it('sets helmet security headers on every response, errors included', async () => {
     const h = await harness();
-    expect((await h.postEvents(event)).headers['x-content-type-options']).toBe('nosniff');
+    for (const res of [await h.postEvents(event), await h.app.inject({ method: 'GET', url: '/nowhere' })]) {
+      expect(res.headers['x-content-type-options']).toBe('nosniff');
+      expect(res.headers['content-security-policy']).toBe("default-src 'none';frame-ancestors 'none'");
+      expect(res.headers['strict-transport-security']).toMatch(/max-age=\d+/);
+    }
   });
 
   it('counts requests by endpoint and status', async () => {
