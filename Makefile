@@ -5,7 +5,7 @@ JEST := env NODE_OPTIONS=--experimental-vm-modules node node_modules/jest/bin/je
 HELM_VERSION := v3.19.5
 HELM := .tools/bin/helm
 
-.PHONY: all deps tools build lint test test-unit test-e2e test-integration testcluster testcluster-stop bench bench-operator clean
+.PHONY: all deps tools build lint test test-unit test-e2e test-integration testcluster testcluster-stop bench-build bench bench-operator clean
 
 all: build
 
@@ -48,10 +48,13 @@ testcluster-stop:
 	bash test/cluster/stop.sh
 
 # Benchmarks, not tests: they print tables measured in one run on this machine.
-bench: build
+bench-build: build
+	npx tsc -p tsconfig.bench.json
+
+bench: bench-build
 	bash bench/run.sh
 
-bench-operator: build
+bench-operator: bench-build
 	bash test/with-testcluster.sh node dist/bench/operator.js
 
 clean:

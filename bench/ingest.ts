@@ -63,10 +63,25 @@ function wrk(url: string, script: string, duration = DURATION): WrkResult {
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
+const medianOf = (runs: WrkResult[]): WrkResult => ({ rps: median(runs.map((r) => r.rps)), p50: median(runs.map((r) => r.p50)), p99: median(runs.map((r) => r.p99)) });
+
+/** Warm up (the JIT needs a few seconds), then RUNS measured runs. */
 function measure(url: string, script: string): WrkResult {
-  wrk(url, script, '2s');
-  const runs = Array.from({ length: RUNS }, () => wrk(url, script));
-  return { rps: median(runs.map((r) => r.rps)), p50: median(runs.map((r) => r.p50)), p99: median(runs.map((r) => r.p99)) };
+  wrk(url, script, '5s');
+  return medianOf(Array.from({ length: RUNS }, () => wrk(url, script)));
+}
+
+/** Two servers compared by ratio: runs alternate, so a noisy neighbour hits both alike. */
+function measurePair(a: [string, string], b: [string, string]): [WrkResult, WrkResult] {
+  wrk(...a, '5s');
+  wrk(...b, '5s');
+  const ra: WrkResult[] = [];
+  const rb: WrkResult[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    ra.push(wrk(...a));
+    rb.push(wrk(...b));
+  }
+  return [medianOf(ra), medianOf(rb)];
 }
 
 async function startAll() {
@@ -116,12 +131,15 @@ async function main(): Promise<void> {
   const batch = JSON.stringify(Array.from({ length: 100 }, (_, i) => ({ source: `web-${i}`, severity: i % 6, class: 'cpu', type: 'high' })));
   const point = JSON.stringify({ metric: 'cpu.load', data: 0.75, source: 'web-01', tags: { env: 'prod' } });
 
-  const single = measure(`http://127.0.0.1:${s.ingest}/events/webhook_bench`, luaScript('event', event, { Authorization: AUTH }));
-  const base = measure(`http://127.0.0.1:${s.base}/`, luaScript('baseline', event, { Authorization: AUTH }));
+  const [single, base] = measurePair(
+    [`http://127.0.0.1:${s.ingest}/events/webhook_bench`, luaScript('event', event, { Authorization: AUTH })],
+    [`http://127.0.0.1:${s.base}/`, luaScript('baseline', event, { Authorization: AUTH })],
+  );
   const batched = measure(`http://127.0.0.1:${s.ingest}/events/webhook_bench`, luaScript('batch', batch, { Authorization: AUTH }));
-  const metric = measure(`http://127.0.0.1:${s.ingest}/v1/integrations/metrics`, luaScript('metric', point, { apiKey: API_KEY }));
+  const metricTarget: [string, string] = [`http://127.0.0.1:${s.ingest}/v1/integrations/metrics`, luaScript('metric', point, { apiKey: API_KEY })];
   const gatewayBody = 'cpu_load{source="web-01",env="prod"} 0.75\n';
-  const push = s.pushgateway ? measure(`http://127.0.0.1:${s.gateway}/metrics/job/bench`, luaScript('push', gatewayBody, { 'Content-Type': 'text/plain' })) : undefined;
+  const gatewayTarget: [string, string] = [`http://127.0.0.1:${s.gateway}/metrics/job/bench`, luaScript('push', gatewayBody, { 'Content-Type': 'text/plain' })];
+  const [metric, push] = s.pushgateway ? measurePair(metricTarget, gatewayTarget) : [measure(...metricTarget), undefined];
   const rss = { ingester: peakRssMiB(s.ingester.pid), baseline: peakRssMiB(s.baseline.pid), pushgateway: s.pushgateway ? peakRssMiB(s.pushgateway.pid) : NaN };
   // A fresh ingester for the series scenario, so its peak RSS is the series' cost, not the load's.
   s.ingester.kill('SIGTERM');
@@ -149,7 +167,7 @@ async function main(): Promise<void> {
     [`100,000 series: ingester peak RSS (fresh process)`, `${f(seriesRss)} MiB`, '< 400 MiB', verdict(seriesRss < 400)],
   ];
   const table = [
-    `Machine: ${availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown'}), node ${process.version}; servers on CPU 0, wrk -t1 -c${CONNECTIONS} -d${DURATION} on CPU 1; median of ${RUNS} runs.`,
+    `Machine: ${availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown'}), node ${process.version}; servers on CPU 0, wrk -t1 -c${CONNECTIONS} -d${DURATION} on CPU 1; 5 s warm-up, then the median of ${RUNS} runs (compared pairs alternate run by run).`,
     '',
     '| scenario | server | requests/s | events or points/s | p50 ms | p99 ms | peak RSS MiB |',
     '|---|---|---|---|---|---|---|',

@@ -1,0 +1,31 @@
+# syntax=docker/dockerfile:1
+# One image, both components: `intake operator ...` and `intake ingester ...`.
+
+FROM node:20-bookworm-slim AS build
+WORKDIR /src
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY api ./api
+COPY cmd ./cmd
+COPY ingester ./ingester
+COPY kube ./kube
+COPY operator ./operator
+RUN npm run build && npm prune --omit=dev
+
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=build /src/package.json ./
+COPY --from=build /src/node_modules ./node_modules
+COPY --from=build /src/dist/api ./dist/api
+COPY --from=build /src/dist/cmd ./dist/cmd
+COPY --from=build /src/dist/ingester ./dist/ingester
+COPY --from=build /src/dist/kube ./dist/kube
+COPY --from=build /src/dist/operator ./dist/operator
+# Non-root (the chart runs it as 65532 too); nothing is written to the filesystem, so a
+# read-only root filesystem works.
+USER 65532:65532
+EXPOSE 8080 8081
+ENTRYPOINT ["node", "/app/dist/cmd/intake.js"]
+CMD ["ingester", "--help"]
