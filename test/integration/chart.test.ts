@@ -85,14 +85,23 @@ describe('charts/intake', () => {
   });
 
   it.each([['defaults', []], ['every feature on', ['-f', ALL]]])('renders objects the API server accepts (%s)', async (_what, extra) => {
-    const rendered = await ok(helm(['template', release, CHART, '-n', ns, ...(extra as string[])]));
-    const r = await kubectl(['apply', '--dry-run=server', '-n', ns, '-f', '-'], rendered);
+    const rendered = await ok(helm(['template', release, CHART, '-n', ns, '--kube-version', 'v1.34.3', ...(extra as string[])]));
+    const r = await kubectl(['apply', '--server-side', '--force-conflicts', '--field-manager=chart-test', '--dry-run=server', '-n', ns, '-f', '-'], rendered);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/deployment.apps\/\S+-intake-ingester serverside-applied \(server dry run\)/);
   });
 
   it('installs for real', async () => {
+    // Other tests installed the CRDs with kubectl; hand them to this release the way Helm adopts
+    // existing objects, so the chart's CRD templates (and their keep policy) are installed for real.
+    for (const crd of ['crd/webhookintegrations.intake.dev', 'crd/apikeys.intake.dev']) {
+      await ok(kubectl(['label', crd, 'app.kubernetes.io/managed-by=Helm', '--overwrite']));
+      await ok(kubectl(['annotate', crd, `meta.helm.sh/release-name=${release}`, `meta.helm.sh/release-namespace=${ns}`, '--overwrite']));
+    }
     await ok(helm(['install', release, CHART, '-n', ns, '--set', 'publicBaseUrl=https://intake.test']));
+    const crd = await ok(kubectl(['get', 'crd', 'webhookintegrations.intake.dev', '-o', 'jsonpath={.metadata.annotations.helm\\.sh/resource-policy}']));
+    expect(crd).toBe('keep');
     const deployments = await kubectl(['get', 'deployments', '-n', ns, '-o', 'name']);
     expect(deployments.stdout).toContain(`deployment.apps/${release}-intake-operator`);
     expect(deployments.stdout).toContain(`deployment.apps/${release}-intake-ingester`);
