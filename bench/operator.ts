@@ -26,7 +26,7 @@ async function main(): Promise<void> {
   const system = uniqueName('bench-system');
   const tenants = Array.from({ length: TENANTS }, (_, i) => uniqueName(`bench-t${i}`));
   for (const ns of [system, ...tenants]) await createNamespace(ns);
-  const operator = await startOperator(system, tenants, ['--log-level', 'warn', '--workers', '8']);
+  const operator = await startOperator(system, tenants, ['--log-level', 'info', '--workers', '8']);
   const ingester = await startIngester(system, ['--log-level', 'warn']);
   try {
     const docs = Array.from({ length: BURST }, (_, i) => `apiVersion: intake.dev/v1alpha1
@@ -69,6 +69,9 @@ spec: {}
       [`single apply -> first accepted event, p99 (n=${SINGLES})`, `${percentile(latencies, 99).toFixed(0)} ms (target < 2000 ms: ${percentile(latencies, 99) < 2000 ? 'PASS' : 'MISS'})`],
     ];
     process.stdout.write(`\n| measure | result |\n|---|---|\n${rows.map(([a, b]) => `| ${a} | ${b} |`).join('\n')}\n`);
+  } catch (err) {
+    process.stderr.write(`operator log (tail):\n${operator.output().slice(-4000)}\ningester log (tail):\n${ingester.output().slice(-2000)}\n`);
+    throw err;
   } finally {
     await operator.stop();
     await ingester.stop();
