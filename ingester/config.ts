@@ -114,7 +114,10 @@ export function readYamlFile(path: string): unknown {
   try {
     return parseYaml(text, { maxAliasCount: 100 }) ?? {};
   } catch (err) {
-    throw new ConfigError(`${path} is not valid YAML: ${(err as Error).message}`, { cause: err });
+    // The parser's message quotes the offending lines, which may hold passwords: give the position only.
+    const e = err as { code?: string; linePos?: Array<{ line: number; col: number }> };
+    const at = e.linePos?.[0] ? ` at line ${e.linePos[0].line}, column ${e.linePos[0].col}` : '';
+    throw new ConfigError(`${path} is not valid YAML${at}${e.code ? ` (${e.code})` : ''}`);
   }
 }
 

@@ -60,7 +60,7 @@ export class KubernetesRouteSource implements RouteSource {
       const encoded = secret.data?.[ROUTE_SECRET_KEY];
       try {
         if (!encoded) throw new Error(`has no ${ROUTE_SECRET_KEY} key`);
-        inputs.push({ source, route: validateRoute(JSON.parse(Buffer.from(encoded, 'base64').toString('utf8'))) });
+        inputs.push({ source, route: validateRoute(parseJson(Buffer.from(encoded, 'base64').toString('utf8'))) });
       } catch (err) {
         skipped.push({ source, reason: err instanceof RouteValidationError ? err.problems.join('; ') : (err as Error).message });
       }
@@ -71,5 +71,15 @@ export class KubernetesRouteSource implements RouteSource {
   async stop(): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
     this.informer?.stop();
+  }
+}
+
+/** JSON.parse's message quotes the text, which may hold secret material: say only where it broke. */
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    const position = /position (\d+)/.exec((err as Error).message)?.[1];
+    throw new Error(`${ROUTE_SECRET_KEY} is not valid JSON${position ? ` (at character ${position})` : ''}`);
   }
 }

@@ -181,6 +181,22 @@ stringData: {username: grafana, password: chosen-by-me}
   });
 });
 
+describe('ingester in Kubernetes mode', () => {
+  it('skips, logs and counts a route Secret it cannot parse, and keeps serving', async () => {
+    await apply(`apiVersion: v1
+kind: Secret
+metadata: {name: garbage-route, namespace: ${system}, labels: {intake.dev/route: "true"}}
+stringData: {route.json: "{not json"}
+`);
+    await waitFor('skipped route counted', async () => /^intake_routes_skipped 1$/m.test(await (await fetch(`${ingester.adminUrl}/metrics`)).text()), 5000);
+    expect((await fetch(`${ingester.adminUrl}/readyz`)).status).toBe(200);
+    const creds = await credentialsOf(teamA, 'alerts');
+    expect(await postEvent(ingester.url, 'alerts', creds.authorization)).toBe(200);
+    await kubectl(['delete', 'secret', 'garbage-route', '-n', system]);
+    await waitFor('count back to 0', async () => /^intake_routes_skipped 0$/m.test(await (await fetch(`${ingester.adminUrl}/metrics`)).text()), 5000);
+  });
+});
+
 describe('ApiKey', () => {
   it('accepts metrics with the generated key and labels series with the namespace', async () => {
     await apply(`apiVersion: intake.dev/v1alpha1

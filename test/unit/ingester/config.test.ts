@@ -30,3 +30,16 @@ describe('settings', () => {
     expect(() => resolveSettings({}, { listen: '127.0.0.1:1', adminListen: '127.0.0.1:1' })).toThrow(/differ/);
   });
 });
+
+describe('readYamlFile', () => {
+  it('reports where a file is broken without quoting it (it may hold passwords)', async () => {
+    const { mkdtempSync, writeFileSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { readYamlFile } = await import('../../../ingester/config.js');
+    const path = join(mkdtempSync(join(tmpdir(), 'intake-cfg-')), 'bad.yaml');
+    writeFileSync(path, 'routes:\n  - secret: {plain: hunter2\n');
+    expect(() => readYamlFile(path)).toThrow(/not valid YAML at line \d+/);
+    expect(() => readYamlFile(path)).not.toThrow(/hunter2/);
+  });
+});
