@@ -4,6 +4,8 @@ const common = {
   preset: 'ts-jest/presets/default-esm',
   testEnvironment: 'node',
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  // Only test/: the test API server's etcd data (.testcluster) holds .snap files Jest would claim.
+  roots: ['<rootDir>/test'],
   transform: { '^.+\\.ts$': ['ts-jest', { useESM: true }] },
 };
 
