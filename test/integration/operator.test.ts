@@ -113,6 +113,8 @@ stringData: {username: grafana, password: chosen-by-me}
     const winner = await credentialsOf(teamA, 'first');
     await apply(webhook(teamB, 'second', '{name: contested}'));
     await waitFor('NameConflict', async () => (await readyOf(teamB, 'second'))?.reason === 'NameConflict', 5000);
+    const events = await kubectl(['get', 'events', '-n', teamB, '--field-selector', 'involvedObject.name=second', '-o', 'jsonpath={.items[*].message}']);
+    expect(events.stdout).toContain(`integration name contested is already used by ${teamA}/first`);
     expect(await postEvent(ingester.url, 'contested', winner.authorization)).toBe(200);
     await kubectl(['delete', 'webhookintegration', 'first', '-n', teamA]);
     const loser = await credentialsOf(teamB, 'second');
@@ -172,6 +174,21 @@ stringData: {username: grafana, password: chosen-by-me}
       return list.items.some((s) => decode(s, 'route.json').includes('"name":"drift"'));
     }, 5000);
     await waitFor('accepted again', async () => (await postEvent(ingester.url, 'drift', creds.authorization)) === 200, 3000);
+  });
+
+  it('regenerates deleted credentials, says so in an Event, and stops accepting the lost password', async () => {
+    await apply(webhook(teamA, 'lost'));
+    const old = await credentialsOf(teamA, 'lost');
+    await waitFor('accepted', async () => (await postEvent(ingester.url, 'lost', old.authorization)) === 200, 5000);
+    await kubectl(['delete', 'secret', 'intake-webhook-lost', '-n', teamA]);
+    const fresh = await waitFor('new credentials', async () => {
+      const c = await credentialsOf(teamA, 'lost');
+      return c.password !== old.password ? c : undefined;
+    }, 5000);
+    await waitFor('new accepted', async () => (await postEvent(ingester.url, 'lost', fresh.authorization)) === 200, 3000);
+    expect(await postEvent(ingester.url, 'lost', old.authorization)).toBe(401);
+    const events = await kubectl(['get', 'events', '-n', teamA, '--field-selector', 'involvedObject.name=lost', '-o', 'jsonpath={.items[*].reason}']);
+    expect(events.stdout.split(' ')).toEqual(expect.arrayContaining(['Published', 'CredentialsRegenerated']));
   });
 
   it('is rejected by the API server when the name is invalid, with a clear message', async () => {
