@@ -40,6 +40,7 @@ export interface HarnessOptions {
   bodyBytes?: number;
   failures?: number;
   sinks?: EventSink[];
+  maxEventLoopDelayMs?: number;
 }
 
 export async function harness(options: HarnessOptions = {}) {
@@ -57,7 +58,7 @@ export async function harness(options: HarnessOptions = {}) {
     sinks: options.sinks ?? [sink],
     series,
     metrics,
-    limits: { bodyBytes: options.bodyBytes ?? 1024 * 1024, eventsPerRequest: 1000, pointsPerRequest: 10000, maxEventLoopDelayMs: 1000 },
+    limits: { bodyBytes: options.bodyBytes ?? 1024 * 1024, eventsPerRequest: 1000, pointsPerRequest: 10000, maxEventLoopDelayMs: options.maxEventLoopDelayMs ?? 1000 },
     throttle: new AuthThrottle({ failures: options.failures ?? 1000, windowSeconds: 60, blockSeconds: 60 }),
     lifecycle,
     logger: pino({ level: 'silent' }),

@@ -127,6 +127,19 @@ describe('POST /events/webhook_<name>', () => {
     expect(missing.json()).toMatchObject({ success: false, code: 'NOT_FOUND' });
   });
 
+  it('answers 503 with Retry-After when the event loop is overloaded', async () => {
+    const h = await harness({ maxEventLoopDelayMs: 20 });
+    // Block the event loop past under-pressure's 1 s sample, as a CPU-bound overload would.
+    const until = Date.now() + 1100;
+    while (Date.now() < until);
+    await new Promise((r) => setTimeout(r, 50));
+    const res = await h.postEvents(event);
+    expect(res.statusCode).toBe(503);
+    expect(res.headers['retry-after']).toBeDefined();
+    expect(res.json()).toMatchObject({ success: false, code: 'UNAVAILABLE' });
+    await h.app.close();
+  });
+
   it('answers 503 with Retry-After while shutting down', async () => {
     const h = await harness();
     h.lifecycle.closing = true;
