@@ -50,6 +50,8 @@ export class LogSink implements EventSink {
     const group = this.pending;
     this.pending = [];
     this.scheduled = false;
+    // flush() may already have committed what this scheduled turn was for.
+    if (group.length === 0) return;
     const data = group.length === 1 ? (group[0] as Pending).lines : group.map((p) => p.lines).join('');
     const settle = (err?: Error | null): void => {
       for (const p of group) {
