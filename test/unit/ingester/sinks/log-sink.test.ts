@@ -1,0 +1,47 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import type { NormalisedEvent } from '../../../../ingester/events.js';
+import { LogSink } from '../../../../ingester/sinks/log-sink.js';
+import { SinkError } from '../../../../ingester/sinks/sink.js';
+
+const ev = (id: string) => ({ id, source: 's', severity: 1 }) as unknown as NormalisedEvent;
+
+function recorder(fail = false) {
+  const writes: string[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      writes.push(chunk.toString());
+      cb(fail ? new Error('disk full') : null);
+    },
+  });
+  return { writes, stream };
+}
+
+describe('LogSink', () => {
+  it('writes one JSON line per event, and the requests of one turn in one write', async () => {
+    const { writes, stream } = recorder();
+    const sink = new LogSink(undefined, stream);
+    const [a, b] = await Promise.all([sink.deliver([ev('1'), ev('2')]), sink.deliver([ev('3')])]);
+    expect(a).toEqual({ delivered: 2, cached: 0 });
+    expect(b).toEqual({ delivered: 1, cached: 0 });
+    expect(writes).toHaveLength(1);
+    expect((writes[0] as string).split('\n').filter(Boolean).map((l) => JSON.parse(l).id)).toEqual(['1', '2', '3']);
+  });
+
+  it('rejects every request of a failed write with a SinkError', async () => {
+    const sink = new LogSink(undefined, recorder(true).stream);
+    await expect(sink.deliver([ev('1')])).rejects.toBeInstanceOf(SinkError);
+  });
+
+  it('appends to a file and has written everything once flushed', async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'intake-sink-')), 'events.log');
+    const sink = new LogSink(path);
+    const pending = sink.deliver([ev('a')]);
+    await sink.flush();
+    expect(readFileSync(path, 'utf8')).toContain('"id":"a"');
+    await pending;
+    await sink.close();
+  });
+});
