@@ -32,6 +32,9 @@ export class LogSink implements EventSink {
     if (stream) this.stream = stream;
     else if (path === undefined || path === '-') this.stream = process.stdout;
     else this.fd = openSync(path, 'a');
+    // A failed write (EPIPE when the log reader goes away) is reported through the write callback
+    // and answered 503; the stream's 'error' event must not also crash the process.
+    this.stream?.on('error', () => {});
   }
 
   deliver(events: readonly NormalisedEvent[]): Promise<DeliveryReport> {
