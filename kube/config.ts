@@ -15,3 +15,9 @@ export function statusOf(err: unknown): number | undefined {
   if (typeof e?.statusCode === 'number') return e.statusCode;
   return undefined;
 }
+
+/** The API server refuses new objects in a namespace being deleted; the namespace takes ours with it. */
+export function isNamespaceTerminating(err: unknown): boolean {
+  const e = err as { body?: unknown; message?: unknown };
+  return statusOf(err) === 403 && /NamespaceTerminating/.test(`${String(e?.body ?? '')} ${String(e?.message ?? '')}`);
+}

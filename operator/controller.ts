@@ -6,6 +6,7 @@ import { CoreV1Api, CustomObjectsApi, type KubeConfig, type KubernetesObject, ty
 import type { Logger } from 'pino';
 import { ROUTE_LABEL, ROUTE_SECRET_KEY } from '../api/route.js';
 import { API_VERSION, FINALIZER, GROUP, PLURALS, VERSION, type ApiKey, type IntakeResource, type WebhookIntegration } from '../api/v1alpha1/types.js';
+import { isNamespaceTerminating } from '../kube/config.js';
 import { Informer } from '../kube/informer.js';
 import { isTransition, setReady } from './conditions.js';
 import { ScryptVerifiers } from './credentials.js';
@@ -172,6 +173,12 @@ export class Controller {
       this.o.metrics.reconciles.inc({ kind, result: 'success' });
       return result;
     } catch (err) {
+      if (isNamespaceTerminating(err)) {
+        // Nothing to repair: the namespace controller is deleting the resource and its Secrets.
+        this.o.logger.debug({ key }, 'namespace terminating; not recreating its objects');
+        this.o.metrics.reconciles.inc({ kind, result: 'success' });
+        return undefined;
+      }
       this.o.metrics.reconciles.inc({ kind, result: 'error' });
       throw err;
     } finally {
