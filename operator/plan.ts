@@ -114,7 +114,7 @@ function finish(
   generated: Plan['credentials'],
   notices: Plan['notices'],
 ): Plan {
-  const suspended = (obj.kind === 'WebhookIntegration' ? obj.spec?.suspend : obj.spec?.suspend) ?? false;
+  const suspended = obj.spec?.suspend ?? false;
   const route: Route = { apiVersion: ROUTE_API_VERSION, kind: obj.kind, name: routeName, namespace: obj.metadata.namespace as string, credentials };
   if (suspended) route.suspended = true;
   const ready: ReadyState = suspended
