@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # One image, both components: `intake operator ...` and `intake ingester ...`.
 
-FROM node:20-bookworm-slim AS build
+FROM node:24.21.0-bookworm-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -13,7 +13,7 @@ COPY kube ./kube
 COPY operator ./operator
 RUN npm run build && npm prune --omit=dev
 
-FROM node:20-bookworm-slim
+FROM node:24.21.0-bookworm-slim
 ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=build /src/package.json ./

@@ -1,5 +1,9 @@
 # intake: every developer and CI entry point. `make test` runs every test.
 SHELL := /bin/bash
+# The pinned Node LTS comes from the npm registry's `node` package (package.json devDependencies,
+# .nvmrc): node_modules/.bin first, so every `node`, `npx` and script below runs on it, whatever
+# Node the machine has.
+export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 JEST := env NODE_OPTIONS=--experimental-vm-modules node node_modules/jest/bin/jest.js
 
 HELM_VERSION := v3.19.5
@@ -28,6 +32,7 @@ lint: deps
 # Everything: lint, unit and end-to-end tests, then the integration tests against a real
 # kube-apiserver (built from source on first use; stopped afterwards if this run started it).
 test: build lint tools
+	@echo "make test: $$(node --version) from $$(command -v node)"
 	$(JEST) --ci --selectProjects unit e2e
 	bash test/with-testcluster.sh $(JEST) --ci --runInBand --selectProjects integration
 
