@@ -8,6 +8,7 @@ RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY api ./api
 COPY cmd ./cmd
+COPY common ./common
 COPY ingester ./ingester
 COPY kube ./kube
 COPY operator ./operator
@@ -20,6 +21,7 @@ COPY --from=build /src/package.json ./
 COPY --from=build /src/node_modules ./node_modules
 COPY --from=build /src/dist/api ./dist/api
 COPY --from=build /src/dist/cmd ./dist/cmd
+COPY --from=build /src/dist/common ./dist/common
 COPY --from=build /src/dist/ingester ./dist/ingester
 COPY --from=build /src/dist/kube ./dist/kube
 COPY --from=build /src/dist/operator ./dist/operator

@@ -11,4 +11,8 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
     },
   },
+  // Components depend on the shared contracts (api/, common/, kube/), never on each other.
+  { files: ['operator/**/*.ts'], rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['**/ingester/**'], message: 'the operator shares only api/, common/ and kube/ with the ingester' }] }] } },
+  { files: ['ingester/**/*.ts'], rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['**/operator/**'], message: 'the ingester shares only api/, common/ and kube/ with the operator' }] }] } },
+  { files: ['api/**/*.ts', 'common/**/*.ts', 'kube/**/*.ts'], rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['**/ingester/**', '**/operator/**'], message: 'shared code must not depend on a component' }] }] } },
 );

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 /** The `intake` command: one entry point for every component. */
 import { Command, Option } from 'commander';
-import { ConfigError, parseListen, readYamlFile, resolveSettings } from '../ingester/config.js';
-import { createLogger } from '../ingester/logger.js';
+import { ConfigError, parseListen, readYamlFile } from '../common/config-files.js';
+import { resolveSettings } from '../ingester/config.js';
+import { createLogger } from '../common/logger.js';
 import { startIngester } from '../ingester/main.js';
 import { FileRouteSource } from '../ingester/route-sources/file.js';
 import { KubernetesRouteSource } from '../ingester/route-sources/kubernetes.js';

@@ -3,14 +3,8 @@
  * later source wins). The file may also list routes (standalone mode); those are read by
  * route-sources/file.ts, not here.
  */
-import { readFileSync } from 'node:fs';
 import { Ajv } from 'ajv';
-import { parse as parseYaml } from 'yaml';
-
-export interface Listen {
-  host: string;
-  port: number;
-}
+import { ConfigError, parseListen, type Listen } from '../common/config-files.js';
 
 export interface IngesterSettings {
   listen: Listen;
@@ -87,39 +81,6 @@ const settingsFileSchema = {
 } as const;
 
 const validateFile = new Ajv({ allErrors: true, strict: false }).compile(settingsFileSchema);
-
-export class ConfigError extends Error {
-  readonly code = 'INTAKE_CONFIG';
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'ConfigError';
-  }
-}
-
-/** "host:port", "[v6]:port" or ":port" (all interfaces). */
-export function parseListen(value: string, what: string): Listen {
-  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(value.trim());
-  const port = m ? Number(m[3]) : NaN;
-  if (!m || port > 65535) throw new ConfigError(`${what}: expected HOST:PORT (e.g. 127.0.0.1:8080 or [::1]:8080), got ${JSON.stringify(value)}`);
-  return { host: m[1] ?? (m[2] || '0.0.0.0'), port };
-}
-
-export function readYamlFile(path: string): unknown {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    throw new ConfigError(`cannot read ${path}: ${(err as Error).message}`, { cause: err });
-  }
-  try {
-    return parseYaml(text, { maxAliasCount: 100 }) ?? {};
-  } catch (err) {
-    // The parser's message quotes the offending lines, which may hold passwords: give the position only.
-    const e = err as { code?: string; linePos?: Array<{ line: number; col: number }> };
-    const at = e.linePos?.[0] ? ` at line ${e.linePos[0].line}, column ${e.linePos[0].col}` : '';
-    throw new ConfigError(`${path} is not valid YAML${at}${e.code ? ` (${e.code})` : ''}`);
-  }
-}
 
 /** Overrides from flags or environment; undefined means "not given". */
 export interface SettingOverrides {

@@ -1,61 +1,10 @@
 /**
- * Credential verifiers. Every comparison of secret material is constant-time: we compare SHA-256
- * digests of equal length with timingSafeEqual. Slow salted hashes (scrypt, for user-chosen
- * passwords) run off the event loop, and successful checks are cached so a busy sender does not
- * pay the hash on every request.
+ * Credentials as the ingester checks them: digests computed once when the route table is built,
+ * and a cache of successful slow-hash checks so a busy sender does not pay scrypt on every request.
  */
-import { createHash, scrypt as scryptCallback, timingSafeEqual } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { RouteCredential } from '../api/route.js';
-
-export const sha256 = (value: string): Buffer => createHash('sha256').update(value, 'utf8').digest();
-export const sha256Hex = (value: string): string => createHash('sha256').update(value, 'utf8').digest('hex');
-
-export function digestsEqual(a: Buffer, b: Buffer): boolean {
-  return a.length === b.length && timingSafeEqual(a, b);
-}
-
-interface ScryptParams {
-  N: number;
-  r: number;
-  p: number;
-  salt: Buffer;
-  hash: Buffer;
-}
-
-const PHC_SCRYPT = /^\$scrypt\$ln=(\d{1,2}),r=(\d{1,2}),p=(\d{1,2})\$([A-Za-z0-9+/]+={0,2})\$([A-Za-z0-9+/]+={0,2})$/;
-
-export function parseScrypt(phc: string): ScryptParams {
-  const m = PHC_SCRYPT.exec(phc);
-  if (!m) throw new Error('scrypt verifier is not a PHC string $scrypt$ln=..,r=..,p=..$salt$hash');
-  const [, ln, r, p, salt, hash] = m as unknown as [string, string, string, string, string, string];
-  const params = { N: 2 ** Number(ln), r: Number(r), p: Number(p), salt: Buffer.from(salt, 'base64'), hash: Buffer.from(hash, 'base64') };
-  if (params.N < 2 || params.N > 2 ** 20 || params.r < 1 || params.p < 1 || params.hash.length < 16) {
-    throw new Error('scrypt verifier parameters out of range (ln 1..20, r >= 1, p >= 1, hash >= 16 bytes)');
-  }
-  return params;
-}
-
-function scryptAsync(password: string, params: ScryptParams): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const maxmem = 128 * params.N * params.r * 2 + 1024 * 1024;
-    scryptCallback(password, params.salt, params.hash.length, { N: params.N, r: params.r, p: params.p, maxmem }, (err, key) =>
-      err ? reject(err) : resolve(key),
-    );
-  });
-}
-
-/** Checks a password against a PHC scrypt string, off the event loop. */
-export async function verifyScrypt(phc: string | ScryptParams, password: string): Promise<boolean> {
-  const params = typeof phc === 'string' ? parseScrypt(phc) : phc;
-  return digestsEqual(await scryptAsync(password, params), params.hash);
-}
-
-/** Produces a PHC scrypt string for a password (used by the operator and by tests). */
-export async function hashScrypt(password: string, salt: Buffer, ln = 15, r = 8, p = 1): Promise<string> {
-  const hash = await scryptAsync(password, { N: 2 ** ln, r, p, salt, hash: Buffer.alloc(32) });
-  return `$scrypt$ln=${ln},r=${r},p=${p}$${salt.toString('base64')}$${hash.toString('base64')}`;
-}
+import { digestsEqual, parseScrypt, sha256, sha256Hex, verifyScrypt, type ScryptParams } from '../api/verifiers.js';
 
 /** A credential prepared for checking: digests computed once when the route table is built. */
 export class CompiledCredential {

@@ -4,7 +4,8 @@
  * either the old table or the new one, never a mix.
  */
 import type { Route, RouteKind } from '../api/route.js';
-import { CompiledCredential, sha256, type VerifiedCache } from './credentials.js';
+import { sha256 } from '../api/verifiers.js';
+import { CompiledCredential, type VerifiedCache } from './credentials.js';
 
 export interface RouteEntry {
   readonly kind: RouteKind;

@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { SecretVerifier } from '../api/route.js';
-import { hashScrypt, sha256Hex, verifyScrypt } from '../ingester/credentials.js';
+import { hashScrypt, sha256Hex, verifyScrypt } from '../api/verifiers.js';
 
 /** 32 random bytes (256 bits), URL-safe so it survives being pasted into a URL's userinfo. */
 export const generatePassword = (): string => randomBytes(32).toString('base64url');

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import type { Listen } from '../ingester/config.js';
+import type { Listen } from '../common/config-files.js';
 import { loadKubeConfig } from '../kube/config.js';
 import { LeaderElector } from '../kube/leader.js';
 import { Controller } from './controller.js';

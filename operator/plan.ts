@@ -5,7 +5,7 @@
 import type { V1Secret } from '@kubernetes/client-node';
 import { ROUTE_API_VERSION, ROUTE_SECRET_KEY, type Route, type RouteCredential } from '../api/route.js';
 import { ROTATE_ANNOTATION, type ApiKey, type IntakeResource, type WebhookIntegration } from '../api/v1alpha1/types.js';
-import { sha256Hex } from '../ingester/credentials.js';
+import { sha256Hex } from '../api/verifiers.js';
 import type { ReadyState } from './conditions.js';
 import { basicAuthorization, generateApiKey, generatePassword, sha256Verifier, type ScryptVerifiers } from './credentials.js';
 import { credentialsSecretName, integrationNameOf, isValidIntegrationName, parseDuration, toRouteName } from './naming.js';

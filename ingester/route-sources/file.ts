@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { watch, type FSWatcher } from 'chokidar';
 import { validateRoute, RouteValidationError } from '../../api/route.js';
-import { ConfigError, readYamlFile } from '../config.js';
+import { ConfigError, readYamlFile } from '../../common/config-files.js';
 import type { RouteSource } from '../main.js';
 import type { RouteInput } from '../route-table.js';
 

@@ -1,4 +1,5 @@
-import { ConfigError, parseListen, resolveSettings } from '../../../ingester/config.js';
+import { ConfigError, parseListen } from '../../../common/config-files.js';
+import { resolveSettings } from '../../../ingester/config.js';
 
 describe('settings', () => {
   it.each([
@@ -36,7 +37,7 @@ describe('readYamlFile', () => {
     const { mkdtempSync, writeFileSync } = await import('node:fs');
     const { tmpdir } = await import('node:os');
     const { join } = await import('node:path');
-    const { readYamlFile } = await import('../../../ingester/config.js');
+    const { readYamlFile } = await import('../../../common/config-files.js');
     const path = join(mkdtempSync(join(tmpdir(), 'intake-cfg-')), 'bad.yaml');
     writeFileSync(path, 'routes:\n  - secret: {plain: hunter2\n');
     expect(() => readYamlFile(path)).toThrow(/not valid YAML at line \d+/);

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Route } from '../../../api/route.js';
-import { hashScrypt, newVerifiedCache, sha256Hex } from '../../../ingester/credentials.js';
+import { hashScrypt, sha256Hex } from '../../../api/verifiers.js';
+import { newVerifiedCache } from '../../../ingester/credentials.js';
 import { parseBasicAuth, soleHeader } from '../../../ingester/basic-auth.js';
 import { RouteTable } from '../../../ingester/route-table.js';
 
