@@ -56,6 +56,11 @@ program
     };
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);
+    // Log rotation: reopen the events log file.
+    process.on('SIGHUP', () => {
+      logger.info('SIGHUP: reopening the events log');
+      running.reopenFiles();
+    });
   });
 
 program
