@@ -8,10 +8,12 @@
  *   charged as a failure before it runs, and refunded only if it succeeds;
  * - a failed check takes the same time whether the integration, the username or only the password
  *   was wrong: every 401 for wrong credentials is answered no sooner than `failureDelayMs` after
- *   the check began, which is longer than a scrypt check.
+ *   the check began, or a quarter longer than recent scrypt checks took if that is more (a loaded
+ *   machine hashes slower than the configured floor assumes).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyRequest } from 'fastify';
+import { hashScrypt } from '../api/verifiers.js';
 import { parseBasicAuth, soleHeader } from './basic-auth.js';
 import type { AuthThrottle } from './auth-throttle.js';
 import type { VerifiedCache } from './credentials.js';
@@ -24,12 +26,24 @@ export interface AuthenticatorOptions {
   throttle: AuthThrottle;
   metrics: IngesterMetrics;
   verified: VerifiedCache;
-  /** Least time before a 401 for wrong credentials is answered (0: no floor). */
+  /** Least time before a 401 for wrong credentials is answered (0: no floor, failures answer at once). */
   failureDelayMs: number;
 }
 
 export class Authenticator {
-  constructor(private readonly o: AuthenticatorOptions) {}
+  /** Recent duration of slow checks: the largest, decaying by 5% per check. */
+  private slowCheckMs = 0;
+
+  constructor(private readonly o: AuthenticatorOptions) {
+    // Seed the floor with one check at the operator's parameters, so that the first failures after
+    // startup already wait as long as a scrypt check takes on this machine.
+    if (o.failureDelayMs === 0) return;
+    const started = performance.now();
+    hashScrypt('calibration', Buffer.alloc(16)).then(
+      () => (this.slowCheckMs = Math.max(this.slowCheckMs, performance.now() - started)),
+      () => {},
+    );
+  }
 
   /** Basic credentials against the integration named in the URL; resolves to its route or throws. */
   async webhook(req: FastifyRequest, name: string): Promise<RouteEntry> {
@@ -43,7 +57,9 @@ export class Authenticator {
       const blocked = await this.o.throttle.recordFailure(req.ip);
       if (blocked > 0) throw authThrottled(blocked);
     }
+    const checkStartedMs = performance.now();
     const entry = await table.authenticateWebhook(name, creds.username, creds.password, this.o.verified);
+    if (charged) this.slowCheckMs = Math.max(performance.now() - checkStartedMs, this.slowCheckMs * 0.95);
     if (!entry) return this.fail(req, 'events', 'invalid', startedMs, charged);
     if (charged) await this.o.throttle.refund(req.ip);
     return this.accept(req, entry);
@@ -82,8 +98,8 @@ export class Authenticator {
   private async fail(req: FastifyRequest, endpoint: Endpoint, reason: 'missing' | 'invalid', startedMs?: number, alreadyCharged = false): Promise<never> {
     this.o.metrics.authFailures.inc({ endpoint, reason });
     const blocked = alreadyCharged ? this.o.throttle.blockedFor(req.ip) : await this.o.throttle.recordFailure(req.ip);
-    if (startedMs !== undefined) {
-      const wait = this.o.failureDelayMs - (performance.now() - startedMs);
+    if (startedMs !== undefined && this.o.failureDelayMs > 0) {
+      const wait = Math.max(this.o.failureDelayMs, this.slowCheckMs * 1.25) - (performance.now() - startedMs);
       if (wait > 0) await sleep(wait);
     }
     if (blocked > 0) throw authThrottled(blocked);

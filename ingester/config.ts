@@ -11,8 +11,8 @@ export interface IngesterSettings {
   listen: Listen;
   adminListen: Listen;
   tls?: { certFile: string; keyFile: string };
-  /** Passed to fastify: trust X-Forwarded-For from these proxies (true, hop count, or CIDR list). */
-  trustProxy: boolean | number | string;
+  /** Passed to fastify: trust X-Forwarded-For from proxies at these addresses/CIDRs (false: off). */
+  trustProxy: false | string;
   logLevel: string;
   limits: {
     bodyBytes: number;
@@ -165,21 +165,29 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
 
 /**
  * `true` would trust every address in X-Forwarded-For, so any client could choose the address the
- * brute-force throttle sees. Only a hop count or the proxies' addresses/CIDRs are accepted.
+ * brute-force throttle sees; a hop count is ignored by fastify 5. Only the proxies' addresses or
+ * CIDRs (or proxy-addr's range names) are accepted.
  */
-function checkTrustProxy(value: boolean | number | string): false | number | string {
+function checkTrustProxy(value: boolean | number | string): false | string {
   if (value === true) {
-    throw new ConfigError('trustProxy: true would let any client choose its address through X-Forwarded-For; give the number of proxy hops in front of intake (e.g. 1) or the proxies\' addresses/CIDRs (e.g. "10.0.0.0/8")');
+    throw new ConfigError('trustProxy: true would let any client choose its address through X-Forwarded-For; give the addresses or CIDRs of the proxies in front of intake (e.g. "10.0.0.0/8"), or uniquelocal for any private address');
   }
-  if (typeof value === 'number' && (!Number.isInteger(value) || value < 0)) throw new ConfigError('trustProxy: a hop count must be a non-negative integer');
+  if (typeof value === 'number') {
+    // fastify 5 ignores X-Forwarded-For when given only a hop count (it cannot check the peer).
+    throw new ConfigError('trustProxy: hop counts are not supported; give the proxies\' addresses or CIDRs (e.g. "10.0.0.0/8"), or uniquelocal for any private address');
+  }
   if (typeof value === 'string') {
     const bad = value.split(',').map((s) => s.trim()).find((s) => !isAddressOrCidr(s));
-    if (bad !== undefined) throw new ConfigError(`trustProxy: ${JSON.stringify(bad.slice(0, 60))} is not an IP address or CIDR; give a hop count or comma-separated addresses/CIDRs`);
+    if (bad !== undefined) throw new ConfigError(`trustProxy: ${JSON.stringify(bad.slice(0, 60))} is not an IP address or CIDR; give comma-separated addresses/CIDRs of the proxies, or loopback, linklocal, uniquelocal`);
   }
   return value;
 }
 
+/** Names proxy-addr (fastify's trustProxy) accepts for address ranges. */
+const RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
 function isAddressOrCidr(text: string): boolean {
+  if (RANGE_NAMES.has(text)) return true;
   const [address, prefix, ...rest] = text.split('/');
   const family = isIP(address ?? '');
   if (family === 0 || rest.length > 0) return false;
