@@ -21,9 +21,9 @@ export class LogLimiter {
       seen.suppressed++;
       return;
     }
-    const e = err as { message?: string; code?: string; cause?: { message?: string; code?: string } };
-    const cause = e?.cause?.message ? { cause: { message: e.cause.message, code: e.cause.code } } : {};
-    this.logger.error({ ...fields, err: { message: e?.message ?? String(err), code: e?.code, ...cause }, suppressed: seen?.suppressed ?? 0 }, message);
+    const e = err as { message?: string; code?: string; cause?: { code?: string } };
+    // Not under `err`: pino's error serializer would add a stack.
+    this.logger.error({ ...fields, error: { message: e?.message ?? String(err), code: e?.cause?.code ?? e?.code }, suppressed: seen?.suppressed ?? 0 }, message);
     this.last.set(key, { atMs: nowMs, suppressed: 0 });
   }
 }
