@@ -18,7 +18,8 @@
  * Environment: BENCH_DURATION (s per run, 10), BENCH_WARMUP (s, 3), BENCH_CONNECTIONS (32),
  * BENCH_RUNS (3), BENCH_OUT (also write the result as markdown there), BENCH_NO_PUSHGATEWAY=1
  * (run without the Pushgateway even when installed), BENCH_NO_ALERTMANAGER=1 (likewise), BENCH_DIR (work dir; default a new temp
- * dir), BENCH_PROFILE=single|batch|metric|series|baseline (instead of the benchmark: one run of
+ * dir), BENCH_NODE_OPTIONS (the ingester's Node flags; default the Dockerfile's NODE_OPTIONS),
+ * BENCH_PROFILE=single|batch|metric|series|baseline (instead of the benchmark: one run of
  * that scenario against a server under `node --cpu-prof`, then the top functions; see profile()).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -365,8 +366,18 @@ async function prepare(): Promise<Setup> {
   return { ports, configFile, eventsFile: join(DIR, 'events.jsonl'), bodies, alertmanagerConfig };
 }
 
+/**
+ * The Node flags the image runs the ingester with (the Dockerfile's NODE_OPTIONS), so the benchmark
+ * measures the process as deployed. BENCH_NODE_OPTIONS replaces them (e.g. "" to compare).
+ */
+function deployedNodeFlags(): string[] {
+  const fromEnv = process.env.BENCH_NODE_OPTIONS;
+  const flags = fromEnv ?? /^ENV NODE_OPTIONS=(.*)$/m.exec(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'))?.[1] ?? '';
+  return flags.split(/\s+/).filter(Boolean);
+}
+
 async function startIngester(s: Setup, nodeArgs: string[] = []): Promise<Server> {
-  const server = startServer('ingester', [process.execPath, ...nodeArgs, join(ROOT, 'dist/cmd/intake.js'), 'ingester', '--config', s.configFile], s.eventsFile);
+  const server = startServer('ingester', [process.execPath, ...deployedNodeFlags(), ...nodeArgs, join(ROOT, 'dist/cmd/intake.js'), 'ingester', '--config', s.configFile], s.eventsFile);
   await waitReady(server, async () => (await request(`http://127.0.0.1:${s.ports.admin}/readyz`, {}, 1000)).status === 200);
   return server;
 }
@@ -518,7 +529,7 @@ const verdict = (ok: boolean | undefined): string => (ok === undefined ? 'n/a' :
 async function benchmark(): Promise<void> {
   const s = await prepare();
   const hasGateway = process.env.BENCH_NO_PUSHGATEWAY !== '1' && spawnSync('sh', ['-c', 'command -v prometheus-pushgateway'], { stdio: 'ignore' }).status === 0;
-  log(`work dir ${DIR}; ${machine()}`);
+  log(`work dir ${DIR}; ${machine()}; ingester node flags: ${deployedNodeFlags().join(' ') || '(none)'}`);
   if (!hasGateway) log('running without the Prometheus Pushgateway: the metric-push comparison is skipped');
   const hasAlertmanager = process.env.BENCH_NO_ALERTMANAGER !== '1' && spawnSync('sh', ['-c', 'command -v prometheus-alertmanager'], { stdio: 'ignore' }).status === 0;
   if (!hasAlertmanager) log('running without Prometheus Alertmanager: the single-alert comparison is skipped');
@@ -651,7 +662,7 @@ async function benchmark(): Promise<void> {
   ];
 
   const about =
-    `Machine: ${machine()}. Servers pinned to CPU ${SERVER_CPU}, wrk (-t1 -c${CONNECTIONS}, ${DURATION_S} s runs, ${WARMUP_S} s warm-up) on CPU ${LOAD_CPU}; ` +
+    `Machine: ${machine()}; ingester node flags: ${deployedNodeFlags().join(' ') || '(none)'}. Servers pinned to CPU ${SERVER_CPU}, wrk (-t1 -c${CONNECTIONS}, ${DURATION_S} s runs, ${WARMUP_S} s warm-up) on CPU ${LOAD_CPU}; ` +
     `medians of ${RUNS} runs; compared servers measured alternately. Latencies are wrk's; peak RSS is VmHWM after the scenario.`;
   const render = (md: boolean): string =>
     [
