@@ -1,5 +1,5 @@
 /**
- * The ingest listener (DESIGN.md §4): POST /events/webhook_<name> and POST /v1/integrations/metrics.
+ * The ingest listener (docs/design.md §4): POST /events/webhook_<name> and POST /v1/integrations/metrics.
  * Authentication runs in onRequest, before the body is read, so unauthenticated senders cost little.
  */
 import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
