@@ -19,6 +19,8 @@
  * BENCH_RUNS (3), BENCH_OUT (also write the result as markdown there), BENCH_NO_PUSHGATEWAY=1
  * (run without the Pushgateway even when installed), BENCH_NO_ALERTMANAGER=1 (likewise), BENCH_DIR (work dir; default a new temp
  * dir), BENCH_NODE_OPTIONS (the ingester's Node flags; default the Dockerfile's NODE_OPTIONS),
+ * BENCH_COMPARE_NODE_OPTIONS (when set, even empty: a second ingester with these Node flags
+ * instead, measured alongside in the single-event scenario, e.g. "" for V8's defaults),
  * BENCH_PROFILE=single|batch|metric|series|baseline (instead of the benchmark: one run of
  * that scenario against a server under `node --cpu-prof`, then the top functions; see profile()).
  */
@@ -376,6 +378,24 @@ function deployedNodeFlags(): string[] {
   return flags.split(/\s+/).filter(Boolean);
 }
 
+/** The second ingester of BENCH_COMPARE_NODE_OPTIONS: same config, its own ports and event file. */
+async function startComparedIngester(s: Setup, flags: string[]): Promise<{ server: Server; target: Target }> {
+  const [ingest, admin] = [await freePort(), await freePort()];
+  const eventsFile = join(DIR, 'events-compared.jsonl');
+  const argv = [process.execPath, ...flags, join(ROOT, 'dist/cmd/intake.js'), 'ingester', '--config', s.configFile, '--listen', `127.0.0.1:${ingest}`, '--admin-listen', `127.0.0.1:${admin}`];
+  const server = startServer('ingester-compared', argv, eventsFile);
+  await waitReady(server, async () => (await request(`http://127.0.0.1:${admin}/readyz`, {}, 1000)).status === 200);
+  const target: Target = {
+    label: `ingester (node flags: ${flags.join(' ') || 'none'}) single event`,
+    url: `http://127.0.0.1:${ingest}/events/webhook_bench`,
+    bodyFile: s.bodies.event,
+    headers: { authorization: BASIC },
+    after: () => truncateSync(eventsFile, 0),
+    server,
+  };
+  return { server, target };
+}
+
 async function startIngester(s: Setup, nodeArgs: string[] = []): Promise<Server> {
   const server = startServer('ingester', [process.execPath, ...deployedNodeFlags(), ...nodeArgs, join(ROOT, 'dist/cmd/intake.js'), 'ingester', '--config', s.configFile], s.eventsFile);
   await waitReady(server, async () => (await request(`http://127.0.0.1:${s.ports.admin}/readyz`, {}, 1000)).status === 200);
@@ -551,8 +571,20 @@ async function benchmark(): Promise<void> {
   await checkIngester(s);
   const t = targets(s, { ingester, baseline, ...(gateway ? { gateway } : {}), ...(alertmanager ? { alertmanager } : {}) });
 
-  const [single, baseSingle, alerts] = (alertmanager ? await measure(t.single, t.baseline, t.alert) : await measure(t.single, t.baseline)) as [Measured, Measured, Measured | undefined];
-  const rssAfterSingle = { ingester: peakRssMiB(ingester), baseline: peakRssMiB(baseline), alertmanager: alertmanager ? peakRssMiB(alertmanager) : NaN };
+  const compareFlags = process.env.BENCH_COMPARE_NODE_OPTIONS?.split(/\s+/).filter(Boolean);
+  const compared = compareFlags ? await startComparedIngester(s, compareFlags) : undefined;
+  const singleTargets = [t.single, t.baseline, ...(alertmanager ? [t.alert] : []), ...(compared ? [compared.target] : [])];
+  const singleResults = await measure(...singleTargets);
+  const [single, baseSingle] = singleResults as [Measured, Measured];
+  const alerts = alertmanager ? singleResults[2] : undefined;
+  const comparedSingle = compared ? singleResults[singleResults.length - 1] : undefined;
+  const rssAfterSingle = {
+    ingester: peakRssMiB(ingester),
+    baseline: peakRssMiB(baseline),
+    alertmanager: alertmanager ? peakRssMiB(alertmanager) : NaN,
+    compared: compared ? peakRssMiB(compared.server) : NaN,
+  };
+  if (compared) await stopServer(compared.server);
   // Alertmanager is only the single-event peer: stop it so it takes nothing from later scenarios.
   if (alertmanager) await stopServer(alertmanager);
   const [batch] = (await measure(t.batch)) as [Measured];
@@ -581,6 +613,7 @@ async function benchmark(): Promise<void> {
   const rows: Row[] = [
     row('single event (webhook)', 'ingester', single, 1, rssAfterSingle.ingester),
     row('single event (webhook)', 'node:http baseline', baseSingle, 1, rssAfterSingle.baseline),
+    ...(comparedSingle ? [row('single event (webhook)', `ingester, node flags: ${compareFlags?.join(' ') || 'none'}`, comparedSingle, 1, rssAfterSingle.compared)] : []),
     alerts ? row('single alert (POST /api/v2/alerts)', `Alertmanager ${alertmanagerVersion()}`, alerts, 1, rssAfterSingle.alertmanager) : ['single alert', 'Alertmanager (not run)', 'n/a', 'n/a', 'n/a', 'n/a', 'n/a'],
     row('100-event batch (webhook)', 'ingester', batch, 100, rssAfterBatch),
     row('single metric point', 'ingester', metric, 1, rssAfterMetric.ingester),
@@ -613,6 +646,7 @@ async function benchmark(): Promise<void> {
     runsRow('single event', 'ingester', single),
     runsRow('single event', 'node:http baseline', baseSingle),
     ...(alerts ? [runsRow('single alert', 'Alertmanager', alerts)] : []),
+    ...(comparedSingle ? [runsRow('single event', `ingester, node flags: ${compareFlags?.join(' ') || 'none'}`, comparedSingle)] : []),
     runsRow('100-event batch', 'ingester', batch),
     runsRow('single metric point', 'ingester', metric),
     ...(push ? [runsRow('single metric push', 'Pushgateway', push)] : []),
@@ -631,9 +665,15 @@ async function benchmark(): Promise<void> {
           ['single event: ingester / Alertmanager requests per server CPU-second', roundRatios(single, alerts, perCpu, 2, 'x')],
         ]
       : []),
+    ...(comparedSingle
+      ? [
+          [`single event: ingester / ingester with node flags "${compareFlags?.join(' ') ?? ''}" requests/s`, roundRatios(single, comparedSingle, (r) => r.rps, 2, 'x')],
+          [`single event: ingester / ingester with node flags "${compareFlags?.join(' ') ?? ''}" requests per server CPU-second`, roundRatios(single, comparedSingle, perCpu, 2, 'x')],
+        ]
+      : []),
     ...(push ? [['metric: ingester / Pushgateway requests/s', roundRatios(metric, push, (r) => r.rps, 2, 'x')]] : []),
   ];
-  const all = [single, baseSingle, ...(alerts ? [alerts] : []), batch, metric, ...(push ? [push] : [])].flatMap((m) => m.runs);
+  const all = [...singleResults, batch, metric, ...(push ? [push] : [])].flatMap((m) => m.runs);
   const stolen = Math.max(...all.map((r) => r.serverCpuBusy - r.serverCpu));
   const noise =
     stolen > 10
