@@ -16,6 +16,11 @@ RUN npm run build && npm prune --omit=dev
 
 FROM node:24.21.0-bookworm-slim
 ENV NODE_ENV=production
+# A young generation of at most 2 x 4 MiB semi-spaces. V8 otherwise grows it to 2 x 32 MiB under a
+# high allocation rate (every request allocates and drops its objects), which was a third of the
+# ingester's peak memory under load and bought no throughput (docs/benchmarks.md). A V8 flag read
+# when the heap is created: only the command line or NODE_OPTIONS can set it.
+ENV NODE_OPTIONS=--max-semi-space-size=4
 WORKDIR /app
 COPY --from=build /src/package.json ./
 COPY --from=build /src/node_modules ./node_modules

@@ -7,7 +7,13 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 JEST := env NODE_OPTIONS=--experimental-vm-modules node node_modules/jest/bin/jest.js
 
 HELM_VERSION := v3.19.5
+# The commit upstream's v3.19.5 tag points at (`git rev-parse v3.19.5^{commit}` in helm/helm):
+# the release build stamps it into `helm version`.
+HELM_GIT_COMMIT := 4a19a5b6fb912c5c28a779e73f2e0880d9e239a4
 HELM := .tools/bin/helm
+# Names the pinned version, so changing HELM_VERSION (or a checkout that has a helm built without
+# the release ldflags) rebuilds it.
+HELM_STAMP := .tools/bin/.helm-$(HELM_VERSION)-$(HELM_GIT_COMMIT)
 
 .PHONY: all deps tools build lint test test-unit test-e2e test-integration testcluster testcluster-stop bench-build bench bench-operator clean
 
@@ -19,9 +25,30 @@ node_modules/.package-lock.json: package-lock.json
 deps: node_modules/.package-lock.json
 
 # Tools the tests need, built from the Go module proxy at pinned versions into .tools/bin.
-$(HELM):
-	GOBIN=$(CURDIR)/.tools/bin CGO_ENABLED=0 go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
-tools: $(HELM)
+# helm gets the ldflags of its own release build (helm's Makefile): without them `helm version`
+# says "v3.19" and `.Capabilities.KubeVersion` stays at v1.20.0, so `helm template`/`lint` reject
+# a chart that requires a newer Kubernetes. The Kubernetes version is helm's client-go minor + 1.x
+# as upstream derives it (client-go v0.34.2 -> 1.34).
+$(HELM_STAMP):
+	@set -euo pipefail; \
+	gomod=$$(go mod download -json helm.sh/helm/v3@$(HELM_VERSION) | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$$/\1/p'); \
+	clientgo=$$(awk '$$1 == "k8s.io/client-go" { print $$2 }' "$$gomod"); \
+	IFS=. read -r cmajor cminor _ <<< "$${clientgo#v}"; \
+	kmajor=$$((cmajor + 1)); kminor=$$cminor; \
+	echo "building helm $(HELM_VERSION) (Kubernetes $$kmajor.$$kminor from client-go $$clientgo)"; \
+	GOBIN=$(CURDIR)/.tools/bin CGO_ENABLED=0 go install -trimpath -ldflags "-w -s \
+	  -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
+	  -X helm.sh/helm/v3/internal/version.metadata= \
+	  -X helm.sh/helm/v3/internal/version.gitCommit=$(HELM_GIT_COMMIT) \
+	  -X helm.sh/helm/v3/internal/version.gitTreeState=clean \
+	  -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=$$kmajor \
+	  -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$$kminor \
+	  -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=$$kmajor \
+	  -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$$kminor" \
+	  helm.sh/helm/v3/cmd/helm@$(HELM_VERSION); \
+	rm -f .tools/bin/.helm-*; touch $@
+$(HELM): $(HELM_STAMP)
+tools: $(HELM_STAMP)
 
 build: deps
 	npm run build
@@ -36,7 +63,7 @@ test: build lint tools
 	$(JEST) --ci --selectProjects unit e2e
 	bash test/with-testcluster.sh $(JEST) --ci --runInBand --selectProjects integration
 
-test-unit: deps
+test-unit: deps tools
 	$(JEST) --selectProjects unit
 
 test-e2e: build

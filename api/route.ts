@@ -1,5 +1,5 @@
 /**
- * The route contract between operator and ingester (DESIGN.md §3): one JSON document per
+ * The route contract between operator and ingester (docs/design.md §3): one JSON document per
  * published WebhookIntegration or ApiKey. This module is the only definition of it; the operator
  * writes documents that pass `validateRoute`, the ingester reads only documents that pass it.
  */

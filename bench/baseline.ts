@@ -1,31 +1,42 @@
 /**
- * The floor the ingester is compared against: bare node:http doing the minimum of the same work
- * (read the body, JSON.parse, check Basic credentials in constant time, answer the same body).
- * Usage: node dist/bench/baseline.js PORT USER PASSWORD
+ * The floor the ingester is compared against in `make bench`: bare node:http doing the minimum of
+ * the same work for a single-event webhook request: read the body, JSON.parse it, check Basic
+ * credentials (constant-time compare of SHA-256 digests) and answer the same 200 JSON body.
+ * It validates nothing, writes no event, sets no security headers and keeps no metrics.
+ *
+ * Usage: node dist/bench/baseline.js PORT USER PASSWORD   (listens on 127.0.0.1 only)
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer } from 'node:http';
 
-const [port, user, password] = process.argv.slice(2) as [string, string, string];
-const expected = createHash('sha256').update(`${user}:${password}`).digest();
+const [port, user, password] = process.argv.slice(2);
+if (!port || !user || password === undefined) {
+  process.stderr.write('usage: baseline PORT USER PASSWORD\n');
+  process.exit(2);
+}
+const expected = createHash('sha256').update(`${user}:${password}`, 'utf8').digest();
 const OK = '{"response":{"processed":1,"cached":0,"received":1},"success":true,"message":"Processed 1 event(s)"}';
+const UNAUTHORIZED = '{"success":false,"message":"unauthorized"}';
+const INVALID = '{"success":false,"message":"the body is not valid JSON"}';
 
-createServer((req, res) => {
+const server = createServer((req, res) => {
   const chunks: Buffer[] = [];
-  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('data', (chunk: Buffer) => chunks.push(chunk));
   req.on('end', () => {
     const header = req.headers.authorization ?? '';
-    const given = createHash('sha256').update(Buffer.from(header.slice(6), 'base64').toString()).digest();
+    const given = createHash('sha256').update(Buffer.from(header.slice(6), 'base64').toString('utf8'), 'utf8').digest();
     if (!header.startsWith('Basic ') || !timingSafeEqual(given, expected)) {
-      res.writeHead(401, { 'content-type': 'application/json' }).end('{"success":false}');
+      res.writeHead(401, { 'content-type': 'application/json; charset=utf-8', 'www-authenticate': 'Basic' }).end(UNAUTHORIZED);
       return;
     }
     try {
       JSON.parse(Buffer.concat(chunks).toString('utf8'));
     } catch {
-      res.writeHead(400, { 'content-type': 'application/json' }).end('{"success":false}');
+      res.writeHead(400, { 'content-type': 'application/json; charset=utf-8' }).end(INVALID);
       return;
     }
-    res.writeHead(200, { 'content-type': 'application/json' }).end(OK);
+    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(OK);
   });
-}).listen(Number(port), '127.0.0.1');
+});
+server.listen(Number(port), '127.0.0.1');
+process.once('SIGTERM', () => server.close(() => process.exit(0)).closeAllConnections());

@@ -1,15 +1,99 @@
 #!/usr/bin/env bash
-# make bench: the ingester benchmark (not a test). Installs its load generator (wrk) and the
-# peer (prometheus-pushgateway) from Debian when missing and run as root, then runs every
-# scenario in one invocation on loopback. BENCH_OUT=FILE also writes the table as markdown.
+# make bench: the ingester benchmark (a benchmark, not a test; see docs/benchmarks.md).
+#
+# Installs its load generator (wrk) and the peers (prometheus-pushgateway, prometheus-alertmanager)
+# from Debian when they are missing and this runs as root, then runs bench/ingest.ts (compiled to dist/bench/ingest.js by
+# `make bench-build`): every scenario in one invocation, on loopback, servers on CPU 0 and wrk on
+# CPU 1. Whatever happens, every server it started is stopped on exit (trap).
+#
+#   BENCH_OUT=FILE          also write the result as markdown to FILE
+#   BENCH_PROFILE=SCENARIO  instead: profile the ingester (node --cpu-prof) under one scenario
+#                           (single, batch, metric or series) and print the top functions
+#   BENCH_DURATION, BENCH_WARMUP (seconds), BENCH_CONNECTIONS, BENCH_RUNS: see bench/ingest.ts
+#   BENCH_NO_PUSHGATEWAY=1  run without the Pushgateway comparison even when it is installed
+#   BENCH_NO_ALERTMANAGER=1 run without the Alertmanager comparison even when it is installed
+#   BENCH_KEEP=1            keep the work dir (config, logs, wrk output, profiles) afterwards
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+say() { echo "bench: $*" >&2; }
+
 missing=()
-command -v wrk >/dev/null || missing+=(wrk)
-command -v prometheus-pushgateway >/dev/null || missing+=(prometheus-pushgateway)
-if [ ${#missing[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then
-  echo "bench: installing ${missing[*]} from Debian" >&2
-  (apt-get update -qq && apt-get install -y -qq "${missing[@]}") >/dev/null 2>&1 || echo "bench: could not install ${missing[*]}" >&2
+command -v wrk >/dev/null 2>&1 || missing+=(wrk)
+if [ "${BENCH_NO_PUSHGATEWAY:-}" != 1 ]; then
+  command -v prometheus-pushgateway >/dev/null 2>&1 || missing+=(prometheus-pushgateway)
 fi
-command -v wrk >/dev/null || { echo "bench: wrk is required (apt-get install wrk)" >&2; exit 1; }
-exec node dist/bench/ingest.js "$@"
+if [ "${BENCH_NO_ALERTMANAGER:-}" != 1 ]; then
+  command -v prometheus-alertmanager >/dev/null 2>&1 || missing+=(prometheus-alertmanager)
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing ${missing[*]} from Debian"
+    export DEBIAN_FRONTEND=noninteractive
+    timeout 300 apt-get update -qq >/dev/null 2>&1 || say "apt-get update failed"
+    for pkg in "${missing[@]}"; do
+      timeout 300 apt-get install -y -qq --no-install-recommends "$pkg" >/dev/null 2>&1 || say "could not install $pkg"
+    done
+  else
+    say "missing ${missing[*]} (not root, so not installing them)"
+  fi
+fi
+command -v wrk >/dev/null 2>&1 || { say "wrk is required: apt-get install wrk"; exit 1; }
+command -v taskset >/dev/null 2>&1 || { say "taskset is required (util-linux)"; exit 1; }
+if [ "${BENCH_NO_PUSHGATEWAY:-}" != 1 ] && ! command -v prometheus-pushgateway >/dev/null 2>&1; then
+  say "prometheus-pushgateway is not available: running without the Pushgateway comparison"
+  export BENCH_NO_PUSHGATEWAY=1
+fi
+if [ "${BENCH_NO_ALERTMANAGER:-}" != 1 ] && ! command -v prometheus-alertmanager >/dev/null 2>&1; then
+  say "prometheus-alertmanager is not available: running without the Alertmanager comparison"
+  export BENCH_NO_ALERTMANAGER=1
+fi
+if [ "$(nproc)" -lt 2 ]; then
+  say "needs 2 CPUs (server on CPU 0, load generator on CPU 1); nproc says $(nproc)"
+  exit 1
+fi
+for f in dist/cmd/intake.js dist/bench/ingest.js dist/bench/baseline.js; do
+  [ -f "$f" ] || { say "$f is missing: run make bench (it builds first)"; exit 1; }
+done
+
+BENCH_DIR=$(mktemp -d "${TMPDIR:-/tmp}/intake-bench.XXXXXX")
+BENCH_NPROC=$(nproc)
+export BENCH_DIR BENCH_NPROC
+runner=''
+status=1
+
+cleanup() {
+  trap - EXIT INT TERM HUP
+  if [ -n "$runner" ] && kill -0 "$runner" 2>/dev/null; then
+    kill -TERM "$runner" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$runner" 2>/dev/null || break; sleep 0.2; done
+    kill -KILL "$runner" 2>/dev/null || true
+  fi
+  # The servers the runner started (it records every pid); normally it has stopped them already.
+  if [ -f "$BENCH_DIR/pids" ]; then
+    while read -r pid; do
+      [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && kill -TERM "$pid" 2>/dev/null || true
+    done <"$BENCH_DIR/pids"
+    sleep 0.5
+    while read -r pid; do
+      [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+    done <"$BENCH_DIR/pids"
+  fi
+  if [ "${BENCH_KEEP:-}" = 1 ] || [ "$status" != 0 ]; then
+    say "work dir kept: $BENCH_DIR"
+  else
+    rm -rf "$BENCH_DIR"
+  fi
+}
+trap cleanup EXIT
+trap 'status=130; exit 130' INT TERM HUP
+
+# The runner itself shares CPU 1 with wrk, away from the servers; the whole run is bounded.
+taskset -c 1 timeout --signal=TERM --kill-after=30 1800 node dist/bench/ingest.js "$@" &
+runner=$!
+set +e
+wait "$runner"
+status=$?
+set -e
+runner=''
+exit "$status"

@@ -1,4 +1,4 @@
-/** Metric data point validation (DESIGN.md §4): shape by JSON Schema, numbers and times by code. */
+/** Metric data point validation (the README's HTTP contract): shape by JSON Schema, numbers and times by code. */
 import { Ajv } from 'ajv';
 import { asBatch, ErrorCollector, fieldErrors } from './batch.js';
 import { epochToMs } from './events.js';

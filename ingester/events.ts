@@ -1,5 +1,5 @@
 /**
- * Event validation and normalisation (DESIGN.md §4, §5). The JSON Schema checks shapes and
+ * Event validation and normalisation (the README's HTTP contract; docs/design.md §4). The JSON Schema checks shapes and
  * lengths; the code below turns severity names and epoch times into their canonical form.
  */
 import { randomUUID } from 'node:crypto';

@@ -1,5 +1,5 @@
 /**
- * Received metric series, exposed on the admin port at /metrics/ingested (DESIGN.md §4).
+ * Received metric series, exposed on the admin port at /metrics/ingested (the README's HTTP contract).
  * Every series is a gauge holding its last value. Memory is bounded: a global cap and a
  * per-namespace cap on active series, a cap on the label text of one series (checked with the
  * data points), and a TTL after which an idle series drops out. So the store holds at most

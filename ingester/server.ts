@@ -1,5 +1,5 @@
 /**
- * The ingest listener (DESIGN.md §4): POST /events/webhook_<name> and POST /v1/integrations/metrics.
+ * The ingest listener (docs/design.md §4): POST /events/webhook_<name> and POST /v1/integrations/metrics.
  * This file builds the server and what every request goes through (security headers, shutdown and
  * overload answers, the body budget, metrics, error mapping); each route lives in routes/.
  * Authentication runs in the route's onRequest, before the body is read, so unauthenticated

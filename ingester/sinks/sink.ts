@@ -1,5 +1,5 @@
 /**
- * Where accepted events go (DESIGN.md §5). A sink acknowledges what it holds: `delivered` events
+ * Where accepted events go (docs/design.md §5). A sink acknowledges what it holds: `delivered` events
  * reached their destination, `cached` events are durably spooled for later delivery. A sink that
  * can hold nothing rejects, and the request is answered 503 so the sender retries.
  */
