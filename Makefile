@@ -8,6 +8,8 @@ JEST := env NODE_OPTIONS=--experimental-vm-modules node node_modules/jest/bin/je
 
 HELM_VERSION := v3.19.5
 HELM := .tools/bin/helm
+NATS_SERVER_VERSION := v2.12.3
+NATS_SERVER := .tools/bin/nats-server
 
 .PHONY: all deps tools build lint test test-unit test-e2e test-integration testcluster testcluster-stop bench-build bench bench-operator clean
 
@@ -21,7 +23,10 @@ deps: node_modules/.package-lock.json
 # Tools the tests need, built from the Go module proxy at pinned versions into .tools/bin.
 $(HELM):
 	GOBIN=$(CURDIR)/.tools/bin CGO_ENABLED=0 go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
-tools: $(HELM)
+# nats-server with JetStream for the hand-off tests and the benchmark (Debian's 2.9 is too old).
+$(NATS_SERVER):
+	GOBIN=$(CURDIR)/.tools/bin CGO_ENABLED=0 go install github.com/nats-io/nats-server/v2@$(NATS_SERVER_VERSION)
+tools: $(HELM) $(NATS_SERVER)
 
 build: deps
 	npm run build
@@ -39,7 +44,7 @@ test: build lint tools
 test-unit: deps
 	$(JEST) --selectProjects unit
 
-test-e2e: build
+test-e2e: build tools
 	$(JEST) --selectProjects e2e
 
 test-integration: build tools
@@ -56,7 +61,7 @@ testcluster-stop:
 bench-build: build
 	npx tsc -p tsconfig.bench.json
 
-bench: bench-build
+bench: bench-build tools
 	bash bench/run.sh
 
 bench-operator: bench-build

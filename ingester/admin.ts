@@ -15,7 +15,7 @@ export function buildAdminServer(o: { registry: Registry; series: SeriesStore; l
   const app = Fastify({ loggerInstance: o.logger, logController: new LogController({ disableRequestLogging: true }), return503OnClosing: false }) as unknown as FastifyInstance;
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_req, reply) => {
-    if (o.lifecycle.ready && !o.lifecycle.closing) return { status: 'ready' };
+    if (o.lifecycle.ready && !o.lifecycle.closing && (o.lifecycle.canAccept?.() ?? true)) return { status: 'ready' };
     return reply.code(503).header('retry-after', '1').send({ status: o.lifecycle.closing ? 'shutting down' : 'not ready' });
   });
   app.get('/metrics', async (_req, reply) => reply.type(o.registry.contentType).send(await o.registry.metrics()));

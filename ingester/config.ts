@@ -5,6 +5,7 @@
  */
 import { Ajv } from 'ajv';
 import { ConfigError, parseListen, type Listen } from '../common/config-files.js';
+import { jetstreamSchema, resolveJetStream, resolveSpool, spoolSchema, type JetStreamSettings, type SpoolSettings } from './sinks/handoff-config.js';
 
 export interface IngesterSettings {
   listen: Listen;
@@ -23,7 +24,10 @@ export interface IngesterSettings {
     maxEventLoopDelayMs: number;
   };
   authThrottle: { failures: number; windowSeconds: number; blockSeconds: number };
-  sinks: { log: { path: string } };
+  /** log.enabled defaults to true without jetstream, false with it. */
+  sinks: { log: { path: string; enabled?: boolean }; jetstream?: JetStreamSettings };
+  /** Durable local spool for events the bus could not take yet (sinks/spool.ts). */
+  spool?: SpoolSettings;
   shutdown: { drainDelaySeconds: number; timeoutSeconds: number };
 }
 
@@ -70,7 +74,15 @@ const settingsFileSchema = {
       },
     },
     authThrottle: { type: 'object', additionalProperties: false, properties: { failures: positive, windowSeconds: positive, blockSeconds: positive } },
-    sinks: { type: 'object', additionalProperties: false, properties: { log: { type: 'object', additionalProperties: false, properties: { path: { type: 'string', minLength: 1 } } } } },
+    sinks: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        log: { type: 'object', additionalProperties: false, properties: { path: { type: 'string', minLength: 1 }, enabled: { type: 'boolean' } } },
+        jetstream: jetstreamSchema,
+      },
+    },
+    spool: spoolSchema,
     shutdown: {
       type: 'object',
       additionalProperties: false,
@@ -106,7 +118,8 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
     logLevel?: string;
     limits?: Partial<IngesterSettings['limits']>;
     authThrottle?: Partial<IngesterSettings['authThrottle']>;
-    sinks?: { log?: { path?: string } };
+    sinks?: { log?: { path?: string; enabled?: boolean }; jetstream?: Parameters<typeof resolveJetStream>[0] };
+    spool?: Parameters<typeof resolveSpool>[0];
     shutdown?: Partial<IngesterSettings['shutdown']>;
   };
   const d = DEFAULT_SETTINGS;
@@ -120,6 +133,11 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
     sinks: { log: { path: overrides.eventsLog ?? f.sinks?.log?.path ?? d.sinks.log.path } },
     shutdown: { ...d.shutdown, ...f.shutdown },
   };
+  const jetstream = resolveJetStream(f.sinks?.jetstream);
+  const spool = resolveSpool(f.spool, jetstream);
+  if (jetstream) settings.sinks.jetstream = jetstream;
+  if (spool) settings.spool = spool;
+  settings.sinks.log.enabled = f.sinks?.log?.enabled ?? (jetstream === undefined);
   const certFile = overrides.tlsCert ?? f.tls?.certFile;
   const keyFile = overrides.tlsKey ?? f.tls?.keyFile;
   if ((certFile === undefined) !== (keyFile === undefined)) throw new ConfigError('TLS needs both a certificate file and a key file');

@@ -13,6 +13,7 @@ import { IngesterMetrics } from './metrics.js';
 import { RouteTable, type RouteInput, type SkippedRoute } from './route-table.js';
 import { SeriesStore } from './series-store.js';
 import { buildIngestServer, type Lifecycle } from './server.js';
+import { JetStreamSink } from './sinks/jetstream-sink.js';
 import { LogSink } from './sinks/log-sink.js';
 import type { EventSink } from './sinks/sink.js';
 
@@ -46,7 +47,13 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
     maxSeriesPerNamespace: settings.limits.maxSeriesPerNamespace,
   });
   const metrics = new IngesterMetrics(registry, series);
-  const sinks: EventSink[] = [new LogSink(settings.sinks.log.path)];
+  const sinks: EventSink[] = settings.sinks.log.enabled === false ? [] : [new LogSink(settings.sinks.log.path)];
+  const bus = settings.sinks.jetstream ? new JetStreamSink({ settings: settings.sinks.jetstream, ...(settings.spool ? { spool: settings.spool } : {}), registry, logger, drainTimeoutMs: drainBudgetMs(settings) }) : undefined;
+  if (bus) {
+    sinks.push(bus);
+    lifecycle.canAccept = () => bus.canAccept();
+    await bus.start();
+  }
   let table = RouteTable.empty();
 
   const install = (inputs: RouteInput[], unparsable: SkippedRoute[] = []): void => {
@@ -112,6 +119,11 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
     return stopping;
   };
   return { ingestUrl, adminUrl, metrics, shutdown };
+}
+
+/** The spool drain gets the shutdown timeout minus the drain delay and a margin to close the rest. */
+function drainBudgetMs(settings: IngesterSettings): number {
+  return Math.max(0, (settings.shutdown.timeoutSeconds - settings.shutdown.drainDelaySeconds) * 1000 - 2000);
 }
 
 function urlOf(app: FastifyInstance, scheme: string): string {

@@ -23,6 +23,7 @@ import {
   unavailable,
   unsupportedMediaType,
 } from './errors.js';
+import { idSourceOf } from './event-id.js';
 import { parseEvents } from './events.js';
 import type { Endpoint, IngesterMetrics } from './metrics.js';
 import type { RouteEntry, RouteTable } from './route-table.js';
@@ -40,6 +41,8 @@ export interface IngestLimits {
 export interface Lifecycle {
   ready: boolean;
   closing: boolean;
+  /** False while the hand-off can acknowledge nothing (bus down and no usable spool). */
+  canAccept?: () => boolean;
 }
 
 export interface IngestServerOptions {
@@ -171,7 +174,7 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
       const labels = { integration: entry.name, namespace: entry.namespace };
       let events;
       try {
-        events = parseEvents(req.body, o.limits.eventsPerRequest, { ...labels, receivedAtMs: Date.now() });
+        events = parseEvents(req.body, o.limits.eventsPerRequest, { ...labels, receivedAtMs: Date.now(), idSource: idSourceOf(req.headers['idempotency-key']) });
       } catch (err) {
         o.metrics.eventsRejected.inc({ ...labels, reason: 'invalid' }, Array.isArray(req.body) ? req.body.length : 1);
         throw err;
