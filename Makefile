@@ -63,6 +63,7 @@ bench-build: build
 
 bench: bench-build tools
 	bash bench/run.sh
+	node dist/bench/jetstream.js
 
 bench-operator: bench-build
 	bash test/with-testcluster.sh node dist/bench/operator.js

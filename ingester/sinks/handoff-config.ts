@@ -52,7 +52,7 @@ export const DEFAULT_JETSTREAM: Omit<JetStreamSettings, 'servers'> = {
   subjectPrefix: 'intake.events',
   createStream: true,
   timeoutMs: 2000,
-  maxInFlight: 1024,
+  maxInFlight: 4096,
   inFlightWaitMs: 100,
   reconnectWaitMs: 2000,
   streamConfig: { replicas: 1, maxBytes: -1, maxMsgs: -1, maxAgeSeconds: 0, duplicateWindowSeconds: MIN_DUPLICATE_WINDOW_SECONDS, storage: 'file' },

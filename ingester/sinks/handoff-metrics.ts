@@ -20,13 +20,13 @@ export class HandoffMetrics {
     });
     this.publishDuration = new Histogram({
       name: 'intake_jetstream_publish_duration_seconds',
-      help: 'Time from publish to PubAck, per event (request path and replay).',
+      help: 'Time from publishing a request\'s events (or a replay round) to their last PubAck or the timeout.',
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
       registers,
     });
     this.publishFailures = new Counter({
       name: 'intake_jetstream_publish_failures_total',
-      help: 'Events the bus did not acknowledge, by reason (timeout, error, no_slot: too many publishes in flight, down: not connected).',
+      help: 'Events the bus did not acknowledge, by reason (timeout, refused: by the stream, e.g. full; no_slot: too many publishes in flight; down: not connected).',
       labelNames: ['reason'],
       registers,
     });

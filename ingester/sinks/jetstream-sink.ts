@@ -11,7 +11,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
-import { jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, credsAuthenticator, nkeyAuthenticator, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
@@ -20,6 +20,7 @@ import type { JetStreamSettings, SpoolSettings } from './handoff-config.js';
 import { HandoffMetrics } from './handoff-metrics.js';
 import { InFlightLimit } from './in-flight.js';
 import { ensureStream } from './jetstream-stream.js';
+import { PubAckPublisher, type PubOutcome } from './pub-acks.js';
 import { Replayer } from './replayer.js';
 import { SinkError, type DeliveryReport, type EventSink } from './sink.js';
 import { Spool, SpoolError, type SpoolRecord, type SpooledRow } from './spool.js';
@@ -35,6 +36,10 @@ export interface JetStreamSinkOptions {
 
 /** Longest wait between attempts to verify a misconfigured stream again. */
 const MAX_VERIFY_BACKOFF_MS = 30_000;
+/** At most one "publish refused" log line per this interval (a full stream refuses every event). */
+const REFUSAL_LOG_INTERVAL_MS = 10_000;
+
+type Outgoing = SpoolRecord;
 
 export class JetStreamSink implements EventSink {
   readonly name = 'jetstream';
@@ -45,7 +50,8 @@ export class JetStreamSink implements EventSink {
   private readonly logger: Logger;
   private readonly s: JetStreamSettings;
   private nc?: NatsConnection;
-  private js?: JetStreamClient;
+  private publisher?: PubAckPublisher;
+  private lastRefusalLog = 0;
   private up = false;
   private closing = false;
   /** Aborts the connect loop's sleeps on close. */
@@ -62,7 +68,7 @@ export class JetStreamSink implements EventSink {
     this.metrics = new HandoffMetrics(o.registry, this.spool);
     this.limit = new InFlightLimit(this.s.maxInFlight);
     if (this.spool && o.spool) {
-      const target = { isUp: () => this.up, publish: (row: SpooledRow) => this.publishOne(row.subject, row.payload, row.id) };
+      const target = { isUp: () => this.up, publish: async (rows: SpooledRow[]) => (await this.publishBatch(rows)).map((o) => o === 'acked') };
       this.replayer = new Replayer(this.spool, target, { batch: o.spool.replayBatch, backoffMinMs: o.spool.replayBackoffMinMs, backoffMaxMs: o.spool.replayBackoffMaxMs }, this.metrics, this.logger);
     }
   }
@@ -83,15 +89,10 @@ export class JetStreamSink implements EventSink {
   }
 
   async deliver(events: readonly NormalisedEvent[]): Promise<DeliveryReport> {
-    const subjects = events.map((e) => this.subjectOf(e));
-    const payloads = events.map((e) => JSON.stringify(e));
-    const acked = await this.publishAll(events, subjects, payloads);
-    let delivered = 0;
-    const rest: SpoolRecord[] = [];
-    for (let i = 0; i < events.length; i++) {
-      if (acked[i]) delivered++;
-      else rest.push({ id: (events[i] as NormalisedEvent).id, subject: subjects[i] as string, payload: payloads[i] as string });
-    }
+    const outgoing: Outgoing[] = events.map((e) => ({ id: e.id, subject: this.subjectOf(e), payload: JSON.stringify(e) }));
+    const acked = await this.publishAll(outgoing);
+    const rest = outgoing.filter((_, i) => !acked[i]);
+    const delivered = outgoing.length - rest.length;
     if (delivered > 0) this.metrics.sinkEvents.inc({ sink: this.name, outcome: 'processed' }, delivered);
     if (rest.length === 0) return { delivered, cached: 0 };
     if (!this.spool) throw new SinkError(this.name, `the bus acknowledged ${delivered} of ${events.length} events and there is no spool`);
@@ -106,24 +107,23 @@ export class JetStreamSink implements EventSink {
     return { delivered, cached: rest.length };
   }
 
-  /** One flag per event: acknowledged by the bus or not. */
-  private async publishAll(events: readonly NormalisedEvent[], subjects: string[], payloads: string[]): Promise<boolean[]> {
-    const none = (): boolean[] => new Array<boolean>(events.length).fill(false);
+  /** One flag per event: acknowledged by the bus or not. Waits for room under maxInFlight first. */
+  private async publishAll(outgoing: Outgoing[]): Promise<boolean[]> {
+    const none = (): boolean[] => new Array<boolean>(outgoing.length).fill(false);
     if (!this.up) {
-      this.metrics.publishFailures.inc({ reason: 'down' }, events.length);
+      this.metrics.publishFailures.inc({ reason: 'down' }, outgoing.length);
       return none();
     }
-    const slots = await this.limit.acquire(events.length, this.s.inFlightWaitMs);
+    const slots = await this.limit.acquire(outgoing.length, this.s.inFlightWaitMs);
     if (slots === 0) {
-      this.metrics.publishFailures.inc({ reason: 'no_slot' }, events.length);
+      this.metrics.publishFailures.inc({ reason: 'no_slot' }, outgoing.length);
       return none();
     }
     try {
       // A batch larger than the whole cap is published in chunks of the cap.
       const acked: boolean[] = [];
-      for (let from = 0; from < events.length; from += slots) {
-        const chunk = events.slice(from, from + slots).map((e, i) => this.publishOne(subjects[from + i] as string, payloads[from + i] as string, e.id));
-        acked.push(...(await Promise.all(chunk)));
+      for (let from = 0; from < outgoing.length; from += slots) {
+        for (const o of await this.publishBatch(outgoing.slice(from, from + slots))) acked.push(o === 'acked');
       }
       return acked;
     } finally {
@@ -131,21 +131,29 @@ export class JetStreamSink implements EventSink {
     }
   }
 
-  /** Resolves true on PubAck (a duplicate counts: the bus holds the event), false otherwise. */
-  private async publishOne(subject: string, payload: string, id: string): Promise<boolean> {
-    const js = this.js;
-    if (!this.up || !js) return false;
+  /** Publishes and waits up to timeoutMs for the PubAcks; a duplicate counts (the bus holds the event). */
+  private async publishBatch(outgoing: readonly Outgoing[]): Promise<PubOutcome[]> {
+    const publisher = this.publisher;
+    if (!this.up || !publisher) return outgoing.map(() => 'timeout');
     const started = performance.now();
-    try {
-      await js.publish(subject, payload, { msgID: id, timeout: this.s.timeoutMs });
-      this.metrics.publishDuration.observe((performance.now() - started) / 1000);
-      return true;
-    } catch (err) {
-      const timeout = (err as Error).name === 'TimeoutError';
-      this.metrics.publishFailures.inc({ reason: timeout ? 'timeout' : 'error' });
-      if (!timeout) this.logger.warn({ err: { message: (err as Error).message, name: (err as Error).name } }, 'publish refused');
-      return false;
+    const outcomes = await publisher.publish(outgoing, this.s.timeoutMs);
+    this.metrics.publishDuration.observe((performance.now() - started) / 1000);
+    let timeouts = 0;
+    let refused = 0;
+    for (const o of outcomes) {
+      if (o === 'timeout') timeouts++;
+      else if (o === 'refused') refused++;
     }
+    if (timeouts > 0) this.metrics.publishFailures.inc({ reason: 'timeout' }, timeouts);
+    if (refused > 0) {
+      this.metrics.publishFailures.inc({ reason: 'refused' }, refused);
+      const now = Date.now();
+      if (now - this.lastRefusalLog > REFUSAL_LOG_INTERVAL_MS) {
+        this.lastRefusalLog = now;
+        this.logger.warn({ refused, reason: publisher.lastRefusal }, 'the stream refused events; they go to the spool (or 503)');
+      }
+    }
+    return outcomes;
   }
 
   private subjectOf(e: NormalisedEvent): string {
@@ -159,7 +167,7 @@ export class JetStreamSink implements EventSink {
       try {
         const nc = await connect(this.connectionOptions());
         this.nc = nc;
-        this.js = jetstream(nc, { timeout: this.s.timeoutMs });
+        this.publisher = new PubAckPublisher(nc);
         this.logger.info({ servers: this.s.servers.map(redactUrl) }, 'connected to NATS');
         void this.watchStatus(nc);
         await this.verifyUntilUp(nc);
@@ -196,6 +204,7 @@ export class JetStreamSink implements EventSink {
     for await (const s of nc.status()) {
       if (s.type === 'disconnect') {
         this.setUp(false);
+        this.publisher?.abandonAll();
         this.logger.warn({ server: redactUrl(s.server) }, 'disconnected from NATS');
       } else if (s.type === 'reconnect') {
         this.logger.info({ server: redactUrl(s.server) }, 'reconnected to NATS');

@@ -16,8 +16,8 @@ export interface ReplayOptions {
 export interface ReplayTarget {
   /** Connected and the stream verified. */
   isUp(): boolean;
-  /** Resolves true on PubAck, false otherwise; never rejects. */
-  publish(row: SpooledRow): Promise<boolean>;
+  /** One flag per row: true on PubAck; never rejects. */
+  publish(rows: SpooledRow[]): Promise<boolean[]>;
 }
 
 /** How long an idle replayer sleeps when nothing wakes it (a safety net, not the signal). */
@@ -88,7 +88,7 @@ export class Replayer {
   /** One batch; true when the bus acknowledged all of it. */
   private async round(): Promise<boolean> {
     const rows = this.spool.peek(this.o.batch);
-    const acked = await Promise.all(rows.map((row) => this.target.publish(row)));
+    const acked = await this.target.publish(rows);
     const done = rows.filter((_, i) => acked[i]);
     this.spool.remove(done);
     this.metrics.replayed.inc(done.length);

@@ -101,3 +101,11 @@ it('names every problem of an existing stream it may not change, and spools mean
   expect(log).toContain('duplicate_window is 120s');
   expect((await send(ing, { source: 'a', severity: 1 })).json()).toMatchObject({ response: { processed: 0, cached: 1, received: 1 } });
 }, 60_000);
+
+it('spools what a full stream (discard new) refuses instead of dropping it', async () => {
+  const { ing } = await setUp({ spoolDir: join(tmp, 'stream-full'), jetstream: { stream: 'SMALL', streamConfig: { maxMsgs: 3 } } });
+  const answer = (await send(ing, Array.from({ length: 5 }, (_, i) => ({ source: 'full-stream', severity: 2, i })))).json();
+  expect(answer).toMatchObject({ response: { processed: 3, cached: 2, received: 5 } });
+  expect(await metricValue(ing.adminUrl, 'intake_spool_events')).toBe(2);
+  await waitFor('refusal logged', async () => ing.stderr().includes('maximum messages exceeded'), 5000);
+}, 60_000);
