@@ -138,6 +138,7 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
   if (jetstream) settings.sinks.jetstream = jetstream;
   if (spool) settings.spool = spool;
   settings.sinks.log.enabled = f.sinks?.log?.enabled ?? (jetstream === undefined);
+  if (!settings.sinks.log.enabled && !jetstream) throw new ConfigError('sinks: with sinks.log.enabled false, configure sinks.jetstream: events must go somewhere');
   const certFile = overrides.tlsCert ?? f.tls?.certFile;
   const keyFile = overrides.tlsKey ?? f.tls?.keyFile;
   if ((certFile === undefined) !== (keyFile === undefined)) throw new ConfigError('TLS needs both a certificate file and a key file');

@@ -253,6 +253,7 @@ export class JetStreamSink implements EventSink {
   async close(): Promise<void> {
     if (this.replayer && this.spool && this.spool.depth > 0) {
       const deadline = Date.now() + this.o.drainTimeoutMs;
+      this.logger.info({ events: this.spool.depth, timeoutMs: this.o.drainTimeoutMs }, 'handing the spool to the bus before exit');
       const empty = await this.replayer.drain(deadline);
       this.logger.info({ remaining: this.spool.depth, drained: empty }, empty ? 'spool drained' : 'spool not drained in the grace period; the rest is replayed at the next start');
     }
@@ -260,11 +261,10 @@ export class JetStreamSink implements EventSink {
     this.stopping.abort();
     await this.replayer?.stop();
     this.setUp(false);
-    try {
-      await this.nc?.drain();
-    } catch {
-      await this.nc?.close();
-    }
+    this.publisher?.close();
+    // Nothing is in flight any more (the listener is closed, the replayer stopped): close, not
+    // drain, which would wait forever on a connection that is down.
+    await this.nc?.close().catch(() => undefined);
     await this.connecting;
     this.spool?.close();
   }

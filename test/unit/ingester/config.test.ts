@@ -58,6 +58,7 @@ describe('hand-off settings', () => {
   it('refuses a duplicate window under 15 minutes, a spool without a bus, and two credentials', () => {
     expect(() => resolveSettings({ sinks: { jetstream: { url: 'nats://x', streamConfig: { duplicateWindowSeconds: 120 } } } }, {})).toThrow(/duplicateWindowSeconds/);
     expect(() => resolveSettings({ spool: { path: '/tmp/s' } }, {})).toThrow(/configure sinks.jetstream/);
+    expect(() => resolveSettings({ sinks: { log: { enabled: false } } }, {})).toThrow(/events must go somewhere/);
     expect(() => resolveSettings({ sinks: { jetstream: { url: 'nats://x', credsFile: 'a', nkeySeedFile: 'b' } } }, {})).toThrow(/not both/);
   });
 });
