@@ -14,6 +14,8 @@ HELM := .tools/bin/helm
 # Names the pinned version, so changing HELM_VERSION (or a checkout that has a helm built without
 # the release ldflags) rebuilds it.
 HELM_STAMP := .tools/bin/.helm-$(HELM_VERSION)-$(HELM_GIT_COMMIT)
+NATS_SERVER_VERSION := v2.12.3
+NATS_SERVER := .tools/bin/nats-server
 
 .PHONY: all deps tools build lint test test-unit test-e2e test-integration testcluster testcluster-stop bench-build bench bench-operator clean
 
@@ -48,7 +50,10 @@ $(HELM_STAMP):
 	  helm.sh/helm/v3/cmd/helm@$(HELM_VERSION); \
 	rm -f .tools/bin/.helm-*; touch $@
 $(HELM): $(HELM_STAMP)
-tools: $(HELM_STAMP)
+# nats-server with JetStream for the hand-off tests and the benchmark (Debian's 2.9 is too old).
+$(NATS_SERVER):
+	GOBIN=$(CURDIR)/.tools/bin CGO_ENABLED=0 go install github.com/nats-io/nats-server/v2@$(NATS_SERVER_VERSION)
+tools: $(HELM_STAMP) $(NATS_SERVER)
 
 build: deps
 	npm run build
@@ -66,7 +71,7 @@ test: build lint tools
 test-unit: deps tools
 	$(JEST) --selectProjects unit
 
-test-e2e: build
+test-e2e: build tools
 	$(JEST) --selectProjects e2e
 
 test-integration: build tools
@@ -83,8 +88,9 @@ testcluster-stop:
 bench-build: build
 	npx tsc -p tsconfig.bench.json
 
-bench: bench-build
+bench: bench-build tools
 	bash bench/run.sh
+	node dist/bench/jetstream.js
 
 bench-operator: bench-build
 	bash test/with-testcluster.sh node dist/bench/operator.js

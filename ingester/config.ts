@@ -6,6 +6,7 @@
 import { isIP } from 'node:net';
 import { Ajv } from 'ajv';
 import { ConfigError, parseListen, type Listen } from '../common/config-files.js';
+import { jetstreamSchema, resolveJetStream, resolveSpool, spoolSchema, type JetStreamSettings, type SpoolSettings } from './sinks/handoff-config.js';
 
 export interface IngesterSettings {
   listen: Listen;
@@ -32,7 +33,10 @@ export interface IngesterSettings {
     maxInFlightBodyBytes: number;
   };
   authThrottle: { failures: number; windowSeconds: number; blockSeconds: number; failureDelayMs: number };
-  sinks: { log: { path: string; timeoutMs: number } };
+  /** log.enabled defaults to true without jetstream, false with it. */
+  sinks: { log: { path: string; timeoutMs: number; enabled?: boolean }; jetstream?: JetStreamSettings };
+  /** Durable local spool for events the bus could not take yet (sinks/spool.ts). */
+  spool?: SpoolSettings;
   shutdown: { drainDelaySeconds: number; timeoutSeconds: number };
 }
 
@@ -97,8 +101,12 @@ const settingsFileSchema = {
     sinks: {
       type: 'object',
       additionalProperties: false,
-      properties: { log: { type: 'object', additionalProperties: false, properties: { path: { type: 'string', minLength: 1 }, timeoutMs: positive } } },
+      properties: {
+        log: { type: 'object', additionalProperties: false, properties: { path: { type: 'string', minLength: 1 }, timeoutMs: positive, enabled: { type: 'boolean' } } },
+        jetstream: jetstreamSchema,
+      },
     },
+    spool: spoolSchema,
     shutdown: {
       type: 'object',
       additionalProperties: false,
@@ -139,7 +147,8 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
     logLevel?: string;
     limits?: Partial<IngesterSettings['limits']>;
     authThrottle?: Partial<IngesterSettings['authThrottle']>;
-    sinks?: { log?: { path?: string; timeoutMs?: number } };
+    sinks?: { log?: { path?: string; timeoutMs?: number; enabled?: boolean }; jetstream?: Parameters<typeof resolveJetStream>[0] };
+    spool?: Parameters<typeof resolveSpool>[0];
     shutdown?: Partial<IngesterSettings['shutdown']>;
   };
   const d = DEFAULT_SETTINGS;
@@ -153,6 +162,12 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
     sinks: { log: { path: overrides.eventsLog ?? f.sinks?.log?.path ?? d.sinks.log.path, timeoutMs: f.sinks?.log?.timeoutMs ?? d.sinks.log.timeoutMs } },
     shutdown: { ...d.shutdown, ...f.shutdown },
   };
+  const jetstream = resolveJetStream(f.sinks?.jetstream);
+  const spool = resolveSpool(f.spool, jetstream);
+  if (jetstream) settings.sinks.jetstream = jetstream;
+  if (spool) settings.spool = spool;
+  settings.sinks.log.enabled = f.sinks?.log?.enabled ?? (jetstream === undefined);
+  if (!settings.sinks.log.enabled && !jetstream) throw new ConfigError('sinks: with sinks.log.enabled false, configure sinks.jetstream: events must go somewhere');
   const certFile = overrides.tlsCert ?? f.tls?.certFile;
   const keyFile = overrides.tlsKey ?? f.tls?.keyFile;
   if ((certFile === undefined) !== (keyFile === undefined)) throw new ConfigError('TLS needs both a certificate file and a key file');

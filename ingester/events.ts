@@ -2,9 +2,9 @@
  * Event validation and normalisation (the README's HTTP contract; docs/design.md §4). The JSON Schema checks shapes and
  * lengths; the code below turns severity names and epoch times into their canonical form.
  */
-import { randomUUID } from 'node:crypto';
 import { Ajv } from 'ajv';
 import { asBatch, ErrorCollector, fieldErrors } from './batch.js';
+import { eventId, type IdSource } from './event-id.js';
 import type { FieldError } from './errors.js';
 
 export const SEVERITY_NAMES = ['clear', 'indeterminate', 'warning', 'minor', 'major', 'critical'] as const;
@@ -85,6 +85,8 @@ export interface EventContext {
   integration: string;
   namespace: string;
   receivedAtMs: number;
+  /** From the Idempotency-Key header (event-id.ts); content-derived ids when absent. */
+  idSource?: IdSource;
 }
 
 /** Validates a whole request; throws a 400 listing every problem, or returns every event normalised. */
@@ -117,7 +119,7 @@ function normalise(raw: Record<string, unknown>, index: number, ctx: EventContex
   }
   const severity = parseSeverity(raw.severity as number | string);
   const event: NormalisedEvent = {
-    id: randomUUID(),
+    id: eventId(ctx.namespace, ctx.integration, ctx.idSource ?? CONTENT_IDS, index, raw),
     integration: ctx.integration,
     namespace: ctx.namespace,
     received_at: new Date(ctx.receivedAtMs).toISOString(),
@@ -134,6 +136,8 @@ function normalise(raw: Record<string, unknown>, index: number, ctx: EventContex
   }
   return { event };
 }
+
+const CONTENT_IDS: IdSource = { kind: 'content' };
 
 const OPTIONAL_STRINGS = ['source_id', 'external_id', 'agent_location', 'type', 'manager', 'class', 'description'] as const;
 

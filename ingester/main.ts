@@ -14,6 +14,7 @@ import { RouteTable, type RouteInput, type SkippedRoute } from './route-table.js
 import { SeriesStore } from './series-store.js';
 import { ingestConnectionCap, openFilesLimit } from './http-guards.js';
 import { buildIngestServer, type Lifecycle } from './server.js';
+import { JetStreamSink } from './sinks/jetstream-sink.js';
 import { LogSink } from './sinks/log-sink.js';
 import type { EventSink } from './sinks/sink.js';
 
@@ -50,8 +51,13 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
     maxSeriesPerNamespace: settings.limits.maxSeriesPerNamespace,
   });
   const metrics = new IngesterMetrics(registry, series);
-  const logSink = new LogSink(settings.sinks.log.path, { timeoutMs: settings.sinks.log.timeoutMs });
-  const sinks: EventSink[] = [logSink];
+  const logSink = settings.sinks.log.enabled === false ? undefined : new LogSink(settings.sinks.log.path, { timeoutMs: settings.sinks.log.timeoutMs });
+  const sinks: EventSink[] = logSink ? [logSink] : [];
+  const bus = settings.sinks.jetstream ? new JetStreamSink({ settings: settings.sinks.jetstream, ...(settings.spool ? { spool: settings.spool } : {}), registry, logger, drainTimeoutMs: drainBudgetMs(settings) }) : undefined;
+  if (bus) {
+    sinks.push(bus);
+    await bus.start();
+  }
   let table = RouteTable.empty();
 
   const install = (inputs: RouteInput[], unparsable: SkippedRoute[] = []): void => {
@@ -128,7 +134,7 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
     })();
     return stopping;
   };
-  return { ingestUrl, adminUrl, metrics, shutdown, reopenFiles: () => logSink.reopen() };
+  return { ingestUrl, adminUrl, metrics, shutdown, reopenFiles: () => logSink?.reopen() };
 }
 
 /** Resolves when the server holds no connection any more, or after `maxMs`. */
@@ -136,6 +142,11 @@ async function connectionsDrained(app: FastifyInstance, maxMs: number): Promise<
   const deadline = Date.now() + maxMs;
   const count = (): Promise<number> => new Promise((resolve) => app.server.getConnections((err, n) => resolve(err ? 0 : n)));
   while (Date.now() < deadline && (await count()) > 0) await new Promise((r) => setTimeout(r, 50));
+}
+
+/** The spool drain gets the shutdown timeout minus the drain delay and a margin to close the rest. */
+function drainBudgetMs(settings: IngesterSettings): number {
+  return Math.max(0, (settings.shutdown.timeoutSeconds - settings.shutdown.drainDelaySeconds) * 1000 - 2000);
 }
 
 function urlOf(app: FastifyInstance, scheme: string): string {

@@ -3,6 +3,7 @@
  * hand them to every sink, and answer what the sinks hold.
  */
 import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import { idSourceOf } from '../event-id.js';
 import { parseEvents, type NormalisedEvent } from '../events.js';
 import type { RouteEntry } from '../route-table.js';
 import type { IngestContext } from '../server.js';
@@ -19,7 +20,7 @@ export function eventsRoute(ctx: IngestContext): RouteOptions {
   const validate = (req: EventsRequest, entry: RouteEntry): NormalisedEvent[] => {
     const labels = { integration: entry.name, namespace: entry.namespace };
     try {
-      return parseEvents(req.body, ctx.limits.eventsPerRequest, { ...labels, receivedAtMs: Date.now() });
+      return parseEvents(req.body, ctx.limits.eventsPerRequest, { ...labels, receivedAtMs: Date.now(), idSource: idSourceOf(req.headers['idempotency-key']) });
     } catch (err) {
       metrics.eventsRejected.inc({ ...labels, reason: 'invalid' }, Array.isArray(req.body) ? req.body.length : 1);
       throw err;

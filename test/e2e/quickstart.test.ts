@@ -25,7 +25,7 @@ describe('standalone ingester with examples/intake.yaml', () => {
     expect(res.text).toBe('{"response":{"processed":1,"cached":0,"received":1},"success":true,"message":"Processed 1 event(s)"}');
     const line = await waitFor('event on stdout', async () => eventLines(ing.stdout()).find((e) => (e.custom_info as Record<string, unknown>)?.run_id === 'q1'));
     expect(line).toMatchObject({ integration: 'demo', namespace: 'default', severity: 4, severity_name: 'major', signature: 'web-01:disk:', custom_info: { region: 'eu-1', run_id: 'q1' } });
-    expect(line.id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(line.id).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(Date.parse(line.received_at as string)).toBeGreaterThan(0);
   });
 

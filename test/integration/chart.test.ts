@@ -92,6 +92,15 @@ describe('charts/intake', () => {
     expect(r.stdout).toMatch(/deployment.apps\/\S+-intake-ingester serverside-applied \(server dry run\)/);
   });
 
+  it('renders the ingester as a StatefulSet with a spool PVC per pod when the spool is persistent', async () => {
+    const rendered = await ok(helm(['template', release, CHART, '-n', ns, '--kube-version', 'v1.34.3', '-f', ALL, '--set', 'spool.persistence.enabled=true']));
+    const r = await kubectl(['apply', '--server-side', '--force-conflicts', '--field-manager=chart-test', '--dry-run=server', '-n', ns, '-f', '-'], rendered);
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toMatch(/statefulset.apps\/\S+-intake-ingester serverside-applied \(server dry run\)/);
+    expect(rendered).toMatch(/volumeClaimTemplates:\s+- metadata:\s+name: spool/);
+    expect(rendered).toContain('path: /var/lib/intake/spool');
+  });
+
   it('installs for real', async () => {
     // Other tests installed the CRDs with kubectl; hand them to this release the way Helm adopts
     // existing objects, so the chart's CRD templates (and their keep policy) are installed for real.

@@ -60,4 +60,47 @@ trustProxy: {{ . | quote }}
 limits: {{- toYaml .Values.ingester.limits | nindent 2 }}
 authThrottle: {{- toYaml .Values.ingester.authThrottle | nindent 2 }}
 shutdown: {{- toYaml .Values.ingester.shutdown | nindent 2 }}
+{{- include "intake.handoffConfig" . }}
+{{- end -}}
+
+{{/* sinks and spool in the ingester's settings file; files come from the volumes in ingester.yaml. */}}
+{{- define "intake.handoffConfig" -}}
+{{- $js := .Values.sinks.jetstream }}
+{{- if or $js.enabled (not (kindIs "invalid" .Values.sinks.log.enabled)) }}
+sinks:
+  {{- if not (kindIs "invalid" .Values.sinks.log.enabled) }}
+  log: {enabled: {{ .Values.sinks.log.enabled }}}
+  {{- end }}
+  {{- if $js.enabled }}
+  jetstream:
+    url: {{- toYaml $js.url | nindent 6 }}
+    stream: {{ $js.stream }}
+    subjectPrefix: {{ $js.subjectPrefix }}
+    createStream: {{ $js.createStream }}
+    timeoutMs: {{ $js.timeoutMs }}
+    maxInFlight: {{ $js.maxInFlight }}
+    inFlightWaitMs: {{ $js.inFlightWaitMs }}
+    reconnectWaitMs: {{ $js.reconnectWaitMs }}
+    {{- if $js.tls.enabled }}
+    tls:
+      caFile: /etc/nats/tls/ca.crt
+      {{- if $js.tls.clientCertificate }}
+      certFile: /etc/nats/tls/tls.crt
+      keyFile: /etc/nats/tls/tls.key
+      {{- end }}
+    {{- end }}
+    {{- if $js.credentials.secretName }}
+    {{ if eq $js.credentials.type "nkey" }}nkeySeedFile{{ else }}credsFile{{ end }}: /etc/nats/credentials/{{ $js.credentials.key }}
+    {{- end }}
+    streamConfig: {{- toYaml $js.streamConfig | nindent 6 }}
+  {{- end }}
+{{- end }}
+{{- if .Values.spool.enabled }}
+spool:
+  path: /var/lib/intake/spool
+  maxBytes: {{ int64 .Values.spool.maxBytes }}
+  replayBatch: {{ .Values.spool.replayBatch }}
+  replayBackoffMinMs: {{ .Values.spool.replayBackoffMinMs }}
+  replayBackoffMaxMs: {{ .Values.spool.replayBackoffMaxMs }}
+{{- end }}
 {{- end -}}

@@ -52,3 +52,21 @@ describe('readYamlFile', () => {
     expect(() => readYamlFile(path)).not.toThrow(/hunter2/);
   });
 });
+
+describe('hand-off settings', () => {
+  it('applies JetStream and spool defaults and turns the log sink off with JetStream', () => {
+    const s = resolveSettings({ sinks: { jetstream: { url: 'nats://127.0.0.1:4222' } }, spool: { path: '/var/lib/intake/spool' } }, {});
+    expect(s.sinks.jetstream).toMatchObject({ servers: ['nats://127.0.0.1:4222'], stream: 'INTAKE_EVENTS', subjectPrefix: 'intake.events', createStream: true, timeoutMs: 2000 });
+    expect(s.sinks.jetstream?.streamConfig.duplicateWindowSeconds).toBe(900);
+    expect(s.spool).toMatchObject({ path: '/var/lib/intake/spool', maxBytes: 1073741824 });
+    expect(s.sinks.log.enabled).toBe(false);
+    expect(resolveSettings({}, {}).sinks.log.enabled).toBe(true);
+  });
+
+  it('refuses a duplicate window under 15 minutes, a spool without a bus, and two credentials', () => {
+    expect(() => resolveSettings({ sinks: { jetstream: { url: 'nats://x', streamConfig: { duplicateWindowSeconds: 120 } } } }, {})).toThrow(/duplicateWindowSeconds/);
+    expect(() => resolveSettings({ spool: { path: '/tmp/s' } }, {})).toThrow(/configure sinks.jetstream/);
+    expect(() => resolveSettings({ sinks: { log: { enabled: false } } }, {})).toThrow(/events must go somewhere/);
+    expect(() => resolveSettings({ sinks: { jetstream: { url: 'nats://x', credsFile: 'a', nkeySeedFile: 'b' } } }, {})).toThrow(/not both/);
+  });
+});

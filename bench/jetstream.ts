@@ -1,0 +1,165 @@
+/**
+ * The JetStream hand-off benchmark (part of make bench). In one invocation on loopback: a real
+ * nats-server with JetStream (.tools/bin/nats-server) and two built ingesters, one with the log
+ * sink (to a file) and one with the JetStream sink and a spool. The ingesters run on CPU 0; wrk
+ * and nats-server share CPU 1 (the bus is another machine in production, so it does not take the
+ * ingester's core). Every request carries a unique Idempotency-Key, so every event is a new
+ * message (a repeated body would only exercise the duplicate check).
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { availableParallelism, cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { freePort, ROOT, waitFor } from '../test/integration/support/cluster.js';
+
+const DURATION = process.env.BENCH_DURATION ?? '10s';
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const RUNS = 3;
+const PASSWORD = 'bench-password';
+const AUTH = `Basic ${Buffer.from(`bench:${PASSWORD}`).toString('base64')}`;
+const dir = mkdtempSync(join(tmpdir(), 'intake-bench-js-'));
+const children: ChildProcess[] = [];
+
+interface WrkResult {
+  rps: number;
+  p50: number;
+  p99: number;
+}
+
+function server(name: string, cpu: string, cmd: string, args: string[]): ChildProcess {
+  const child = spawn('taskset', ['-c', cpu, cmd, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr?.on('data', (d) => (stderr = (stderr + d).slice(-4000)));
+  child.on('exit', (code) => code && code !== 143 && process.stderr.write(`bench: ${name} exited with ${code}\n${stderr}\n`));
+  children.push(child);
+  return child;
+}
+
+const peakRssMiB = (pid: number | undefined): number => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+
+/** A wrk script that gives every request its own Idempotency-Key. */
+function luaScript(name: string, body: string): string {
+  const path = join(dir, `${name}.lua`);
+  writeFileSync(
+    path,
+    [
+      `wrk.method = "POST"`,
+      `wrk.body = ${JSON.stringify(body)}`,
+      `wrk.headers["Content-Type"] = "application/json"`,
+      `wrk.headers["Authorization"] = ${JSON.stringify(AUTH)}`,
+      `local n = 0`,
+      `local run = tostring(os.time()) .. "-" .. tostring(math.random(1, 1e9))`,
+      `request = function()`,
+      `  n = n + 1`,
+      `  wrk.headers["Idempotency-Key"] = run .. "-" .. n`,
+      `  return wrk.format()`,
+      `end`,
+      '',
+    ].join('\n'),
+  );
+  return path;
+}
+
+const ms = (v: string, unit: string): number => Number(v) * ({ us: 0.001, ms: 1, s: 1000 }[unit] ?? 1);
+
+function wrk(url: string, script: string, duration = DURATION): WrkResult {
+  const r = spawnSync('taskset', ['-c', '1', 'wrk', '-t1', `-c${CONNECTIONS}`, `-d${duration}`, '--latency', '-s', script, url], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`wrk failed: ${r.stderr}`);
+  const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(r.stdout)?.[1] ?? 0);
+  if (non2xx > 0) throw new Error(`wrk saw ${non2xx} non-2xx responses against ${url}:\n${r.stdout}`);
+  const lat = (p: string): number => {
+    const m = new RegExp(`^\\s+${p}%\\s+([\\d.]+)(us|ms|s)`, 'm').exec(r.stdout);
+    return m ? ms(m[1] as string, m[2] as string) : NaN;
+  };
+  return { rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(r.stdout)?.[1]), p50: lat('50'), p99: lat('99') };
+}
+
+const canConnect = (port: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1', () => (socket.destroy(), resolve(true)));
+    socket.on('error', () => resolve(false));
+  });
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+const medianOf = (runs: WrkResult[]): WrkResult => ({ rps: median(runs.map((r) => r.rps)), p50: median(runs.map((r) => r.p50)), p99: median(runs.map((r) => r.p99)) });
+
+/** Two servers compared by ratio: runs alternate, so a noisy neighbour hits both alike. */
+function measurePair(a: [string, string], b: [string, string]): [WrkResult, WrkResult] {
+  wrk(...a, '5s');
+  wrk(...b, '5s');
+  const ra: WrkResult[] = [];
+  const rb: WrkResult[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    ra.push(wrk(...a));
+    rb.push(wrk(...b));
+  }
+  return [medianOf(ra), medianOf(rb)];
+}
+
+async function ingester(name: string, sinks: Record<string, unknown>, extra: Record<string, unknown> = {}): Promise<{ port: number; admin: number; child: ChildProcess }> {
+  const [port, admin] = [await freePort(), await freePort()];
+  const config = {
+    listen: `127.0.0.1:${port}`,
+    adminListen: `127.0.0.1:${admin}`,
+    logLevel: 'warn',
+    sinks,
+    ...extra,
+    routes: [{ apiVersion: 'intake.dev/v1alpha1', kind: 'WebhookIntegration', name: 'bench', namespace: 'bench', credentials: [{ username: 'bench', secret: { plain: PASSWORD } }] }],
+  };
+  writeFileSync(join(dir, `${name}.yaml`), stringify(config));
+  const child = server(name, '0', process.execPath, [join(ROOT, 'dist/cmd/intake.js'), 'ingester', '--config', join(dir, `${name}.yaml`)]);
+  await waitFor(name, async () => (await fetch(`http://127.0.0.1:${admin}/readyz`)).ok, 20_000, 100);
+  return { port, admin, child };
+}
+
+async function main(): Promise<void> {
+  const natsPort = await freePort();
+  const nats = server('nats-server', '1', join(ROOT, '.tools/bin/nats-server'), ['-a', '127.0.0.1', '-p', String(natsPort), '-js', '-sd', join(dir, 'nats')]);
+  await waitFor('nats-server', () => canConnect(natsPort), 10_000, 100);
+  const log = await ingester('log', { log: { path: join(dir, 'events.log') } });
+  const js = await ingester('jetstream', { jetstream: { url: `nats://127.0.0.1:${natsPort}` } }, { spool: { path: join(dir, 'spool') } });
+
+  const event = JSON.stringify({ source: 'web-01.example.com', severity: 'critical', class: 'cpu', type: 'high', description: 'CPU above 95%' });
+  const batch = JSON.stringify(Array.from({ length: 100 }, (_, i) => ({ source: `web-${i}`, severity: i % 6, class: 'cpu', type: 'high' })));
+  const [single, singleLog] = measurePair([`http://127.0.0.1:${js.port}/events/webhook_bench`, luaScript('js-event', event)], [`http://127.0.0.1:${log.port}/events/webhook_bench`, luaScript('log-event', event)]);
+  wrk(`http://127.0.0.1:${js.port}/events/webhook_bench`, luaScript('js-batch-warm', batch), '5s');
+  const batched = medianOf(Array.from({ length: RUNS }, (_, i) => wrk(`http://127.0.0.1:${js.port}/events/webhook_bench`, luaScript(`js-batch-${i}`, batch))));
+  const metrics = await (await fetch(`http://127.0.0.1:${js.admin}/metrics`)).text();
+  const cached = /intake_sink_events_total\{sink="jetstream",outcome="cached"\} (\d+)/.exec(metrics)?.[1] ?? '0';
+  const rss = { js: peakRssMiB(js.child.pid), log: peakRssMiB(log.child.pid), nats: peakRssMiB(nats.pid) };
+
+  const f = (n: number, d = 0): string => (Number.isFinite(n) ? n.toFixed(d) : 'n/a');
+  const verdict = (ok: boolean): string => (ok ? 'PASS' : 'MISS');
+  const table = [
+    `Machine: ${availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown'}), node ${process.version}; ingesters on CPU 0, wrk -t1 -c${CONNECTIONS} -d${DURATION} and nats-server on CPU 1; 5 s warm-up, then the median of ${RUNS} runs (the pair alternates run by run). Events spooled instead of published during the runs: ${cached}.`,
+    '',
+    '| scenario | hand-off | requests/s | events/s | p50 ms | p99 ms | peak RSS MiB |',
+    '|---|---|---|---|---|---|---|',
+    `| single event | JetStream (+ spool) | ${f(single.rps)} | ${f(single.rps)} | ${f(single.p50, 2)} | ${f(single.p99, 2)} | ${f(rss.js)} |`,
+    `| single event | log (file) | ${f(singleLog.rps)} | ${f(singleLog.rps)} | ${f(singleLog.p50, 2)} | ${f(singleLog.p99, 2)} | ${f(rss.log)} |`,
+    `| 100-event batch | JetStream (+ spool) | ${f(batched.rps)} | ${f(batched.rps * 100)} | ${f(batched.p50, 2)} | ${f(batched.p99, 2)} | ${f(rss.js)} |`,
+    `| (the bus) | nats-server | | | | | ${f(rss.nats)} |`,
+    '',
+    '| target | measured | wanted | verdict |',
+    '|---|---|---|---|',
+    `| single event: JetStream/log requests/s | ${f((single.rps / singleLog.rps) * 100)}% | >= 70% | ${verdict(single.rps >= 0.7 * singleLog.rps)} |`,
+    `| single event: JetStream p99 | ${f(single.p99, 2)} ms | <= 20 ms | ${verdict(single.p99 <= 20)} |`,
+    `| 100-event batches: events/s | ${f(batched.rps * 100)} | >= 100000 | ${verdict(batched.rps * 100 >= 100_000)} |`,
+  ].join('\n');
+  process.stdout.write(`\n${table}\n`);
+  if (process.env.BENCH_OUT) writeFileSync(process.env.BENCH_OUT, `\n${table}\n`, { flag: 'a' });
+}
+
+const cleanup = (): void => {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
+};
+process.on('exit', cleanup);
+process.on('SIGINT', () => process.exit(130));
+main()
+  .catch((err: Error) => {
+    process.stderr.write(`bench: ${err.message}\n`);
+    process.exitCode = 1;
+  })
+  .finally(cleanup);

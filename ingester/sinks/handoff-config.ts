@@ -1,0 +1,135 @@
+/**
+ * Settings of the durable hand-off: `sinks.jetstream` and `spool` in the ingester config file.
+ * Kept apart from config.ts so the hand-off owns its schema, defaults and checks.
+ */
+import { ConfigError } from '../../common/config-files.js';
+
+export interface JetStreamSettings {
+  /** One URL or several (a cluster); nats:// or tls://. */
+  servers: string[];
+  stream: string;
+  subjectPrefix: string;
+  /** Create (or update to) the stream below; false: only check an existing stream. */
+  createStream: boolean;
+  /** How long a request waits for PubAcks before the rest goes to the spool. */
+  timeoutMs: number;
+  /** Events being published at once (request path); past it a request waits up to inFlightWaitMs. */
+  maxInFlight: number;
+  inFlightWaitMs: number;
+  /** Delay between reconnect attempts to the bus. */
+  reconnectWaitMs: number;
+  tls?: { caFile?: string; certFile?: string; keyFile?: string };
+  /** A NATS credentials file (JWT + seed), or a file holding an NKey seed; never both. */
+  credsFile?: string;
+  nkeySeedFile?: string;
+  /** Used only when intake creates the stream. */
+  streamConfig: {
+    replicas: number;
+    /** -1: unlimited. With discard:new a full stream rejects publishes (spool, then 503). */
+    maxBytes: number;
+    maxMsgs: number;
+    maxAgeSeconds: number;
+    duplicateWindowSeconds: number;
+    storage: 'file' | 'memory';
+  };
+}
+
+export interface SpoolSettings {
+  /** Directory of the SQLite spool. */
+  path: string;
+  maxBytes: number;
+  /** Events handed to the bus per replay round. */
+  replayBatch: number;
+  replayBackoffMinMs: number;
+  replayBackoffMaxMs: number;
+}
+
+/** JetStream's duplicate window must cover the sender's retries and the time in the spool. */
+export const MIN_DUPLICATE_WINDOW_SECONDS = 900;
+
+export const DEFAULT_JETSTREAM: Omit<JetStreamSettings, 'servers'> = {
+  stream: 'INTAKE_EVENTS',
+  subjectPrefix: 'intake.events',
+  createStream: true,
+  timeoutMs: 2000,
+  maxInFlight: 4096,
+  inFlightWaitMs: 100,
+  reconnectWaitMs: 2000,
+  streamConfig: { replicas: 1, maxBytes: -1, maxMsgs: -1, maxAgeSeconds: 0, duplicateWindowSeconds: MIN_DUPLICATE_WINDOW_SECONDS, storage: 'file' },
+};
+
+export const DEFAULT_SPOOL: Omit<SpoolSettings, 'path'> = {
+  maxBytes: 1024 * 1024 * 1024,
+  replayBatch: 256,
+  replayBackoffMinMs: 200,
+  replayBackoffMaxMs: 30_000,
+};
+
+const positive = { type: 'integer', minimum: 1 } as const;
+const file = { type: 'string', minLength: 1 } as const;
+const limit = { type: 'integer', minimum: -1 } as const;
+
+/** JSON Schema fragments for the settings file (config.ts). */
+export const jetstreamSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['url'],
+  properties: {
+    url: { anyOf: [{ type: 'string', minLength: 1 }, { type: 'array', minItems: 1, items: { type: 'string', minLength: 1 } }] },
+    stream: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,255}$' },
+    subjectPrefix: { type: 'string', pattern: '^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$' },
+    createStream: { type: 'boolean' },
+    timeoutMs: positive,
+    maxInFlight: positive,
+    inFlightWaitMs: { type: 'integer', minimum: 0 },
+    reconnectWaitMs: positive,
+    tls: { type: 'object', additionalProperties: false, properties: { caFile: file, certFile: file, keyFile: file } },
+    credsFile: file,
+    nkeySeedFile: file,
+    streamConfig: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        replicas: { type: 'integer', minimum: 1, maximum: 5 },
+        maxBytes: limit,
+        maxMsgs: limit,
+        maxAgeSeconds: { type: 'integer', minimum: 0 },
+        duplicateWindowSeconds: { type: 'integer', minimum: MIN_DUPLICATE_WINDOW_SECONDS },
+        storage: { enum: ['file', 'memory'] },
+      },
+    },
+  },
+} as const;
+
+export const spoolSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['path'],
+  properties: {
+    path: file,
+    maxBytes: { type: 'integer', minimum: 65536 },
+    replayBatch: { type: 'integer', minimum: 1, maximum: 10000 },
+    replayBackoffMinMs: positive,
+    replayBackoffMaxMs: positive,
+  },
+} as const;
+
+type JetStreamFile = Partial<Omit<JetStreamSettings, 'servers' | 'streamConfig'>> & { url: string | string[]; streamConfig?: Partial<JetStreamSettings['streamConfig']> };
+
+/** Defaults applied; called after the schema passed. */
+export function resolveJetStream(f: JetStreamFile | undefined): JetStreamSettings | undefined {
+  if (!f) return undefined;
+  const { url, streamConfig, ...rest } = f;
+  const settings: JetStreamSettings = { ...DEFAULT_JETSTREAM, ...rest, servers: Array.isArray(url) ? url : [url], streamConfig: { ...DEFAULT_JETSTREAM.streamConfig, ...streamConfig } };
+  if (settings.credsFile && settings.nkeySeedFile) throw new ConfigError('sinks.jetstream: give credsFile or nkeySeedFile, not both');
+  if ((settings.tls?.certFile === undefined) !== (settings.tls?.keyFile === undefined)) throw new ConfigError('sinks.jetstream.tls: certFile and keyFile go together');
+  return settings;
+}
+
+export function resolveSpool(f: (Partial<SpoolSettings> & { path: string }) | undefined, jetstream: JetStreamSettings | undefined): SpoolSettings | undefined {
+  if (!f) return undefined;
+  if (!jetstream) throw new ConfigError('spool: the spool holds events for the bus; configure sinks.jetstream too');
+  const settings: SpoolSettings = { ...DEFAULT_SPOOL, ...f };
+  if (settings.replayBackoffMaxMs < settings.replayBackoffMinMs) throw new ConfigError('spool: replayBackoffMaxMs must be at least replayBackoffMinMs');
+  return settings;
+}

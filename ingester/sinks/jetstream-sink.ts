@@ -1,0 +1,287 @@
+/**
+ * The bus sink: every event of a request is published to NATS JetStream with its id as
+ * `Nats-Msg-Id`, and counts as `delivered` only on its PubAck. What the bus did not acknowledge
+ * within timeoutMs (down, slow, full, misconfigured) goes to the local spool and counts as
+ * `cached` once fsynced; without a spool, or when the spool refuses, the request fails (503) and
+ * the sender's retry carries the same ids, so whatever did reach the bus is stored once.
+ *
+ * Nothing acknowledged ever lives only in this process: the NATS client's reconnect buffer is
+ * never relied on (it is discarded on every dial), and while the connection is down the sink does
+ * not publish at all but spools straight away.
+ */
+import { readFileSync } from 'node:fs';
+import { setTimeout as delay } from 'node:timers/promises';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect, credsAuthenticator, nkeyAuthenticator, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { NormalisedEvent } from '../events.js';
+import type { JetStreamSettings, SpoolSettings } from './handoff-config.js';
+import { HandoffMetrics } from './handoff-metrics.js';
+import { InFlightLimit } from './in-flight.js';
+import { ensureStream } from './jetstream-stream.js';
+import { PubAckPublisher, type PubOutcome } from './pub-acks.js';
+import { Replayer } from './replayer.js';
+import { SinkError, type DeliveryReport, type EventSink } from './sink.js';
+import { Spool, SpoolError, type SpoolRecord, type SpooledRow } from './spool.js';
+
+export interface JetStreamSinkOptions {
+  settings: JetStreamSettings;
+  spool?: SpoolSettings;
+  registry: Registry;
+  logger: Logger;
+  /** How long close() may spend handing the spool to the bus (the shutdown grace period). */
+  drainTimeoutMs: number;
+}
+
+/** Longest wait between attempts to verify a misconfigured stream again. */
+const MAX_VERIFY_BACKOFF_MS = 30_000;
+/** At most one "publish refused" log line per this interval (a full stream refuses every event). */
+const REFUSAL_LOG_INTERVAL_MS = 10_000;
+
+type Outgoing = SpoolRecord;
+
+export class JetStreamSink implements EventSink {
+  readonly name = 'jetstream';
+  readonly spool?: Spool;
+  private readonly metrics: HandoffMetrics;
+  private readonly limit: InFlightLimit;
+  private readonly replayer?: Replayer;
+  private readonly logger: Logger;
+  private readonly s: JetStreamSettings;
+  private nc?: NatsConnection;
+  private publisher?: PubAckPublisher;
+  private lastRefusalLog = 0;
+  private up = false;
+  private closing = false;
+  /** Aborts the connect loop's sleeps on close. */
+  private readonly stopping = new AbortController();
+  private connecting?: Promise<void>;
+  private upWaiters: Array<() => void> = [];
+
+  constructor(private readonly o: JetStreamSinkOptions) {
+    this.s = o.settings;
+    this.logger = o.logger.child({ sink: 'jetstream' });
+    if (o.spool) this.spool = new Spool(o.spool.path, o.spool.maxBytes);
+    const openProblem = this.spool?.unavailableReason;
+    if (openProblem) this.logger.error({ reason: openProblem }, 'spool unavailable; events the bus cannot take are answered 503 until it opens');
+    this.metrics = new HandoffMetrics(o.registry, this.spool);
+    this.limit = new InFlightLimit(this.s.maxInFlight);
+    if (this.spool && o.spool) {
+      const target = { isUp: () => this.up, publish: async (rows: SpooledRow[]) => (await this.publishBatch(rows)).map((o) => o === 'acked') };
+      this.replayer = new Replayer(this.spool, target, { batch: o.spool.replayBatch, backoffMinMs: o.spool.replayBackoffMinMs, backoffMaxMs: o.spool.replayBackoffMaxMs }, this.metrics, this.logger);
+    }
+  }
+
+  /** Connects in the background; waits up to timeoutMs for the bus so a healthy start begins `processed`. */
+  async start(): Promise<void> {
+    this.connecting = this.connectLoop();
+    this.replayer?.start();
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, this.s.timeoutMs);
+      this.upWaiters.push(() => (clearTimeout(timer), resolve()));
+    });
+  }
+
+  /** Ready to acknowledge: the bus is up, or the spool can hold events. */
+  /** Readiness: the bus is up, or the spool can take what the bus cannot. */
+  unavailable(): string | undefined {
+    return this.canAccept() ? undefined : 'the bus is unreachable and there is no spool that can take events';
+  }
+
+  canAccept(): boolean {
+    return this.up || (this.spool?.canAccept() ?? false);
+  }
+
+  async deliver(events: readonly NormalisedEvent[]): Promise<DeliveryReport> {
+    const outgoing: Outgoing[] = events.map((e) => ({ id: e.id, subject: this.subjectOf(e), payload: JSON.stringify(e) }));
+    const acked = await this.publishAll(outgoing);
+    const rest = outgoing.filter((_, i) => !acked[i]);
+    const delivered = outgoing.length - rest.length;
+    if (delivered > 0) this.metrics.sinkEvents.inc({ sink: this.name, outcome: 'processed' }, delivered);
+    if (rest.length === 0) return { delivered, cached: 0 };
+    if (!this.spool) throw new SinkError(this.name, `the bus acknowledged ${delivered} of ${events.length} events and there is no spool`);
+    try {
+      await this.spool.append(rest);
+    } catch (err) {
+      const reason = err instanceof SpoolError ? err.reason : 'write_failed';
+      this.metrics.spoolAppendFailures.inc({ reason });
+      throw new SinkError(this.name, `the bus acknowledged ${delivered} of ${events.length} events and the spool refused the rest: ${(err as Error).message}`, { cause: err });
+    }
+    this.metrics.sinkEvents.inc({ sink: this.name, outcome: 'cached' }, rest.length);
+    return { delivered, cached: rest.length };
+  }
+
+  /** One flag per event: acknowledged by the bus or not. Waits for room under maxInFlight first. */
+  private async publishAll(outgoing: Outgoing[]): Promise<boolean[]> {
+    const none = (): boolean[] => new Array<boolean>(outgoing.length).fill(false);
+    if (!this.up) {
+      this.metrics.publishFailures.inc({ reason: 'down' }, outgoing.length);
+      return none();
+    }
+    const slots = await this.limit.acquire(outgoing.length, this.s.inFlightWaitMs);
+    if (slots === 0) {
+      this.metrics.publishFailures.inc({ reason: 'no_slot' }, outgoing.length);
+      return none();
+    }
+    try {
+      // A batch larger than the whole cap is published in chunks of the cap.
+      const acked: boolean[] = [];
+      for (let from = 0; from < outgoing.length; from += slots) {
+        for (const o of await this.publishBatch(outgoing.slice(from, from + slots))) acked.push(o === 'acked');
+      }
+      return acked;
+    } finally {
+      this.limit.release(slots);
+    }
+  }
+
+  /** Publishes and waits up to timeoutMs for the PubAcks; a duplicate counts (the bus holds the event). */
+  private async publishBatch(outgoing: readonly Outgoing[]): Promise<PubOutcome[]> {
+    const publisher = this.publisher;
+    if (!this.up || !publisher) return outgoing.map(() => 'timeout');
+    const started = performance.now();
+    const outcomes = await publisher.publish(outgoing, this.s.timeoutMs);
+    this.metrics.publishDuration.observe((performance.now() - started) / 1000);
+    let timeouts = 0;
+    let refused = 0;
+    for (const o of outcomes) {
+      if (o === 'timeout') timeouts++;
+      else if (o === 'refused') refused++;
+    }
+    if (timeouts > 0) this.metrics.publishFailures.inc({ reason: 'timeout' }, timeouts);
+    if (refused > 0) {
+      this.metrics.publishFailures.inc({ reason: 'refused' }, refused);
+      const now = Date.now();
+      if (now - this.lastRefusalLog > REFUSAL_LOG_INTERVAL_MS) {
+        this.lastRefusalLog = now;
+        this.logger.warn({ refused, reason: publisher.lastRefusal }, 'the stream refused events; they go to the spool (or 503)');
+      }
+    }
+    return outcomes;
+  }
+
+  private subjectOf(e: NormalisedEvent): string {
+    return `${this.s.subjectPrefix}.${token(e.namespace)}.${token(e.integration)}`;
+  }
+
+  /** Dials until connected (the client then reconnects by itself), verifying the stream each time. */
+  private async connectLoop(): Promise<void> {
+    let wait = this.s.reconnectWaitMs;
+    while (!this.closing) {
+      try {
+        const nc = await connect(this.connectionOptions());
+        this.nc = nc;
+        this.publisher = new PubAckPublisher(nc);
+        this.logger.info({ servers: this.s.servers.map(redactUrl) }, 'connected to NATS');
+        void this.watchStatus(nc);
+        await this.verifyUntilUp(nc);
+        const closed = await nc.closed();
+        this.setUp(false);
+        if (this.closing) return;
+        this.logger.error({ err: closed instanceof Error ? { message: closed.message } : undefined }, 'NATS connection closed; dialling again');
+        wait = this.s.reconnectWaitMs;
+      } catch (err) {
+        this.logger.warn({ err: { message: (err as Error).message }, retryInMs: wait }, 'NATS not reachable');
+        await this.sleep(wait);
+        wait = Math.min(MAX_VERIFY_BACKOFF_MS, wait * 2);
+      }
+    }
+  }
+
+  /** The sink is up only once the stream is known to keep intake's guarantees. */
+  private async verifyUntilUp(nc: NatsConnection): Promise<void> {
+    let wait = this.s.reconnectWaitMs;
+    while (!this.closing && !nc.isClosed()) {
+      try {
+        await ensureStream(await jetstreamManager(nc, { timeout: this.s.timeoutMs }), this.s);
+        this.setUp(true);
+        return;
+      } catch (err) {
+        this.logger.error({ err: { message: (err as Error).message }, retryInMs: wait }, 'JetStream stream not usable; events go to the spool (or 503) until it is');
+        await this.sleep(wait);
+        wait = Math.min(MAX_VERIFY_BACKOFF_MS, wait * 2);
+      }
+    }
+  }
+
+  private async watchStatus(nc: NatsConnection): Promise<void> {
+    for await (const s of nc.status()) {
+      if (s.type === 'disconnect') {
+        this.setUp(false);
+        this.publisher?.abandonAll();
+        this.logger.warn({ server: redactUrl(s.server) }, 'disconnected from NATS');
+      } else if (s.type === 'reconnect') {
+        this.logger.info({ server: redactUrl(s.server) }, 'reconnected to NATS');
+        void this.verifyUntilUp(nc);
+      }
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return delay(ms, undefined, { signal: this.stopping.signal }).catch(() => undefined);
+  }
+
+  private setUp(up: boolean): void {
+    this.up = up;
+    this.metrics.connected.set(up ? 1 : 0);
+    if (!up) return;
+    for (const w of this.upWaiters.splice(0)) w();
+    this.replayer?.wake();
+  }
+
+  private connectionOptions(): NodeConnectionOptions {
+    const opts: NodeConnectionOptions = {
+      servers: this.s.servers,
+      name: 'intake-ingester',
+      reconnect: true,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: this.s.reconnectWaitMs,
+      timeout: this.s.timeoutMs,
+    };
+    if (this.s.tls) opts.tls = { ...this.s.tls };
+    // Read at each dial, so a rotated Secret is picked up on the next connection.
+    if (this.s.credsFile) {
+      const file = this.s.credsFile;
+      opts.authenticator = credsAuthenticator(() => readFileSync(file));
+    } else if (this.s.nkeySeedFile) {
+      const file = this.s.nkeySeedFile;
+      opts.authenticator = nkeyAuthenticator(() => new TextEncoder().encode(readFileSync(file, 'utf8').trim()));
+    }
+    return opts;
+  }
+
+  /** Nothing acknowledged is held in memory: every event is in the bus or the spool already. */
+  async flush(): Promise<void> {}
+
+  /** Hands the spool to the bus for as long as the grace period allows, then disconnects. */
+  async close(): Promise<void> {
+    if (this.replayer && this.spool && this.spool.depth > 0) {
+      const deadline = Date.now() + this.o.drainTimeoutMs;
+      this.logger.info({ events: this.spool.depth, timeoutMs: this.o.drainTimeoutMs }, 'handing the spool to the bus before exit');
+      const empty = await this.replayer.drain(deadline);
+      this.logger.info({ remaining: this.spool.depth, drained: empty }, empty ? 'spool drained' : 'spool not drained in the grace period; the rest is replayed at the next start');
+    }
+    this.closing = true;
+    this.stopping.abort();
+    await this.replayer?.stop();
+    this.setUp(false);
+    this.publisher?.close();
+    // Nothing is in flight any more (the listener is closed, the replayer stopped): close, not
+    // drain, which would wait forever on a connection that is down.
+    await this.nc?.close().catch(() => undefined);
+    await this.connecting;
+    this.spool?.close();
+  }
+}
+
+/** Subject tokens cannot hold dots, wildcards or spaces. */
+function token(value: string): string {
+  return /^[A-Za-z0-9_-]+$/.test(value) ? value : value.replace(/[^A-Za-z0-9_-]/g, '_') || '_';
+}
+
+/** Server URLs may carry user:password; logs must not. */
+function redactUrl(url: string): string {
+  return url.replace(/\/\/[^@/]*@/, '//***@');
+}
+

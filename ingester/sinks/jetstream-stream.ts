@@ -1,0 +1,98 @@
+/**
+ * The JetStream stream the sink publishes to: the configuration intake creates, and the checks an
+ * existing stream must pass (createStream: false, or a stream someone else made) with a message
+ * that says exactly what is wrong.
+ */
+import { DiscardPolicy, RetentionPolicy, StorageType, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
+import { nanos } from '@nats-io/transport-node';
+import { MIN_DUPLICATE_WINDOW_SECONDS, type JetStreamSettings } from './handoff-config.js';
+
+/** The wildcard every event subject `<prefix>.<namespace>.<integration>` falls under. */
+export const subjectsOf = (prefix: string): string => `${prefix}.>`;
+
+export class StreamConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StreamConfigError';
+  }
+}
+
+export function wantedStream(s: JetStreamSettings): Partial<StreamConfig> & { name: string } {
+  const c = s.streamConfig;
+  return {
+    name: s.stream,
+    subjects: [subjectsOf(s.subjectPrefix)],
+    retention: RetentionPolicy.Limits,
+    storage: c.storage === 'memory' ? StorageType.Memory : StorageType.File,
+    // A full stream must refuse publishes (then the spool or a 503 tells the sender), never drop
+    // the oldest events silently.
+    discard: DiscardPolicy.New,
+    duplicate_window: nanos(c.duplicateWindowSeconds * 1000),
+    num_replicas: c.replicas,
+    max_bytes: c.maxBytes,
+    max_msgs: c.maxMsgs,
+    max_age: nanos(c.maxAgeSeconds * 1000),
+  };
+}
+
+/** Everything about an existing stream that breaks intake's guarantees; empty when it is fine. */
+export function streamProblems(config: Pick<StreamConfig, 'subjects' | 'discard' | 'duplicate_window'>, subjectPrefix: string): string[] {
+  const problems: string[] = [];
+  const needed = subjectsOf(subjectPrefix);
+  const subjects = config.subjects ?? [];
+  if (!subjects.some((s) => subjectCovers(s, needed))) {
+    problems.push(`its subjects ${JSON.stringify(subjects)} do not cover ${needed} (events are published to ${subjectPrefix}.<namespace>.<integration>)`);
+  }
+  if (config.discard !== DiscardPolicy.New) {
+    problems.push(`its discard policy is ${JSON.stringify(config.discard ?? 'old')}; intake needs "new" so a full stream refuses events instead of dropping the oldest`);
+  }
+  const windowSeconds = (config.duplicate_window ?? 0) / 1e9;
+  if (windowSeconds < MIN_DUPLICATE_WINDOW_SECONDS) {
+    problems.push(`its duplicate_window is ${windowSeconds}s; intake needs at least ${MIN_DUPLICATE_WINDOW_SECONDS}s so retried and replayed events are stored once`);
+  }
+  return problems;
+}
+
+/** Whether subject filter `pattern` matches every subject `wanted` (which may end in `>`) matches. */
+export function subjectCovers(pattern: string, wanted: string): boolean {
+  const p = pattern.split('.');
+  const w = wanted.split('.');
+  for (let i = 0; i < w.length; i++) {
+    const pt = p[i];
+    if (pt === '>') return true;
+    if (pt === undefined || w[i] === '>') return false;
+    if (pt !== '*' && pt !== w[i]) return false;
+  }
+  return p.length === w.length;
+}
+
+/** Creates or checks the stream; throws StreamConfigError naming every problem. */
+export async function ensureStream(jsm: JetStreamManager, s: JetStreamSettings): Promise<void> {
+  const wanted = wantedStream(s);
+  if (s.createStream) {
+    try {
+      await jsm.streams.add(wanted);
+      return;
+    } catch (err) {
+      // Exists with other settings: fine if they keep intake's guarantees; else bring them in line.
+      const info = await jsm.streams.info(s.stream).catch(() => undefined);
+      if (!info) throw new StreamConfigError(`stream ${s.stream} could not be created: ${(err as Error).message}`);
+      if (streamProblems(info.config, s.subjectPrefix).length === 0) return;
+      const merged = { ...info.config, subjects: [...new Set([...(info.config.subjects ?? []), subjectsOf(s.subjectPrefix)])], discard: DiscardPolicy.New, duplicate_window: Math.max(info.config.duplicate_window ?? 0, wanted.duplicate_window as number) };
+      try {
+        await jsm.streams.update(s.stream, merged);
+        return;
+      } catch (updateErr) {
+        throw new StreamConfigError(`stream ${s.stream} exists, ${streamProblems(info.config, s.subjectPrefix).join('; ')}, and updating it failed: ${(updateErr as Error).message}`);
+      }
+    }
+  }
+  let info;
+  try {
+    info = await jsm.streams.info(s.stream);
+  } catch (err) {
+    throw new StreamConfigError(`stream ${s.stream} is not usable (createStream is false, so intake does not create it): ${(err as Error).message}`);
+  }
+  const problems = streamProblems(info.config, s.subjectPrefix);
+  if (problems.length > 0) throw new StreamConfigError(`stream ${s.stream} is misconfigured: ${problems.join('; ')}`);
+}

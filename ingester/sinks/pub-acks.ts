@@ -1,0 +1,149 @@
+/**
+ * JetStream publishes with PubAcks collected on one inbox subscription. A JetStream publish is a
+ * core NATS publish with a reply subject; the stream answers on it with a PubAck. The client's
+ * `js.publish` does the same through a request per message, each with its own timer and promise
+ * chain: measured here (loopback nats-server 2.12, 100 in flight) it cost about 38 us of CPU per
+ * event against about 9 us for this (one subscription, one timer per request), and four times
+ * the CPU at 1000 in flight. On the request path that difference is most of the ingester's budget.
+ *
+ * Publishes of every request within one event-loop turn go out together (setImmediate), so the
+ * client writes them to the socket in one system call instead of one per request.
+ *
+ * Each batch resolves once every event has an answer or the batch's single timer fires (then
+ * the rest count as not acknowledged, outcome unknown: the caller spools them under the same
+ * msg id, and the stream's duplicate window stores them once).
+ */
+import { createInbox, headers, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+
+/** What the bus said about one event. */
+export type PubOutcome = 'acked' | 'timeout' | 'refused';
+
+interface Pending {
+  batch: Batch;
+  index: number;
+}
+
+interface Queued {
+  subject: string;
+  payload: string;
+  id: string;
+  reply: string;
+  pending: Pending;
+}
+
+interface Batch {
+  outcomes: PubOutcome[];
+  open: number;
+  done: () => void;
+}
+
+const decoder = new TextDecoder();
+
+export class PubAckPublisher {
+  private readonly inbox = createInbox();
+  private readonly pending = new Map<string, Pending>();
+  private readonly sub: Subscription;
+  private seq = 0;
+  private queue: Queued[] = [];
+  private scheduled = false;
+  /** The last refusal the stream gave (for the log), e.g. "maximum messages exceeded". */
+  lastRefusal?: string;
+
+  constructor(private readonly nc: NatsConnection) {
+    this.sub = nc.subscribe(`${this.inbox}.*`, {
+      callback: (_err, msg) => {
+        const p = this.pending.get(msg.subject);
+        if (!p) return; // answered after its batch timed out
+        this.pending.delete(msg.subject);
+        this.settle(p, this.outcomeOf(msg.data));
+      },
+    });
+  }
+
+  /**
+   * Publishes every event with its id as Nats-Msg-Id; resolves with one outcome per event, at
+   * the latest after timeoutMs. Never rejects.
+   */
+  publish(events: ReadonlyArray<{ subject: string; payload: string; id: string }>, timeoutMs: number): Promise<PubOutcome[]> {
+    if (events.length === 0) return Promise.resolve([]);
+    return new Promise((resolve) => {
+      const replies: string[] = [];
+      const batch: Batch = { outcomes: new Array<PubOutcome>(events.length).fill('timeout'), open: events.length, done: () => {} };
+      const timer = setTimeout(() => {
+        for (const r of replies) this.pending.delete(r);
+        resolve(batch.outcomes);
+      }, timeoutMs);
+      batch.done = () => {
+        clearTimeout(timer);
+        resolve(batch.outcomes);
+      };
+      for (let i = 0; i < events.length; i++) {
+        const e = events[i] as { subject: string; payload: string; id: string };
+        const reply = `${this.inbox}.${(this.seq++).toString(36)}`;
+        const pending = { batch, index: i };
+        replies.push(reply);
+        this.pending.set(reply, pending);
+        this.queue.push({ subject: e.subject, payload: e.payload, id: e.id, reply, pending });
+      }
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => this.sendQueued());
+      }
+    });
+  }
+
+  private sendQueued(): void {
+    const queue = this.queue;
+    this.queue = [];
+    this.scheduled = false;
+    for (const q of queue) {
+      // Answered already (abandoned on a disconnect, or its batch timed out): do not send.
+      if (this.pending.get(q.reply) !== q.pending) continue;
+      const h = headers();
+      h.set('Nats-Msg-Id', q.id);
+      try {
+        this.nc.publish(q.subject, q.payload, { headers: h, reply: q.reply });
+      } catch {
+        // Closed or draining connection: this event is not on its way.
+        this.pending.delete(q.reply);
+        this.settle(q.pending, 'refused');
+      }
+    }
+  }
+
+  /** The connection dropped: nothing in flight will be answered; let the callers spool now. */
+  abandonAll(): void {
+    const all = [...this.pending.values()];
+    this.pending.clear();
+    for (const p of all) this.settle(p, 'timeout');
+  }
+
+  close(): void {
+    this.abandonAll();
+    this.sub.unsubscribe();
+  }
+
+  private settle(p: Pending, outcome: PubOutcome): void {
+    p.batch.outcomes[p.index] = outcome;
+    if (--p.batch.open === 0) p.batch.done();
+  }
+
+  /** A PubAck names its stream; an error or an empty status message (no responders) does not. */
+  private outcomeOf(data: Uint8Array): PubOutcome {
+    if (data.length === 0) {
+      this.lastRefusal = 'no stream listens on the subject (no responders)';
+      return 'refused';
+    }
+    try {
+      const ack = JSON.parse(decoder.decode(data)) as { stream?: string; error?: { description?: string } };
+      if (ack.error || !ack.stream) {
+        this.lastRefusal = ack.error?.description ?? 'invalid PubAck';
+        return 'refused';
+      }
+      return 'acked';
+    } catch {
+      this.lastRefusal = 'unparsable PubAck';
+      return 'refused';
+    }
+  }
+}

@@ -1,0 +1,262 @@
+/**
+ * The local spool: events the bus could not take yet, held durably until the replayer hands them
+ * on (DESIGN.md §5). SQLite through Node's built-in node:sqlite, WAL journal with
+ * synchronous=FULL, so a committed transaction survives a kill -9 of the process and (on honest
+ * disks) a crash of the machine. No hand-written log format.
+ *
+ * Group commit: every append that arrives within one turn of the event loop goes into one
+ * transaction, i.e. one fsync, and each caller is answered only after that commit returned.
+ * An append that would take the spool past maxBytes is refused whole; so is every append of a
+ * group whose commit failed (disk full, I/O error): nothing of it counts as held.
+ *
+ * One row per event, keyed by the event id (UNIQUE): spooling the same event twice (a sender's
+ * retry during an outage) keeps one row. Rows leave oldest first (seq order).
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
+
+export interface SpoolRecord {
+  id: string;
+  subject: string;
+  payload: string;
+}
+
+export interface SpooledRow extends SpoolRecord {
+  seq: number;
+  spooledAt: number;
+}
+
+/** Why an append was refused; the sink turns it into a 503. */
+export class SpoolError extends Error {
+  constructor(
+    readonly reason: 'full' | 'unavailable' | 'write_failed',
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'SpoolError';
+  }
+}
+
+/** Bytes a row costs beyond its strings (SQLite row and index overhead, roughly). */
+const ROW_OVERHEAD = 64;
+/** How often a spool that could not be opened is tried again. */
+const REOPEN_INTERVAL_MS = 1000;
+
+interface PendingAppend {
+  records: readonly SpoolRecord[];
+  bytes: number;
+  resolve: () => void;
+  reject: (err: SpoolError) => void;
+}
+
+interface Statements {
+  insert: StatementSync;
+  peek: StatementSync;
+  remove: StatementSync;
+  oldest: StatementSync;
+}
+
+export class Spool {
+  private db?: DatabaseSync;
+  private st?: Statements;
+  private lastOpenAttempt = 0;
+  private openError?: Error;
+  private pending: PendingAppend[] = [];
+  private scheduled = false;
+  private rows = 0;
+  private bytesUsed = 0;
+  private readonly listeners: Array<() => void> = [];
+  private closed = false;
+
+  constructor(
+    readonly dir: string,
+    readonly maxBytes: number,
+  ) {
+    this.tryOpen();
+  }
+
+  /** Opens (or creates) the database; failures are kept and tried again later, never thrown. */
+  private tryOpen(): boolean {
+    if (this.db) return true;
+    if (this.closed) return false;
+    const now = Date.now();
+    if (now - this.lastOpenAttempt < REOPEN_INTERVAL_MS && this.openError) return false;
+    this.lastOpenAttempt = now;
+    let db: DatabaseSync | undefined;
+    try {
+      mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+      db = new DatabaseSync(join(this.dir, 'spool.sqlite'));
+      db.exec('PRAGMA journal_mode = WAL');
+      db.exec('PRAGMA synchronous = FULL');
+      db.exec(`CREATE TABLE IF NOT EXISTS events (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        subject TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        spooled_at INTEGER NOT NULL
+      )`);
+      const totals = db.prepare(`SELECT count(*) AS n, coalesce(sum(length(id) + length(subject) + length(CAST(payload AS BLOB))), 0) AS b FROM events`).get() as { n: number; b: number };
+      this.st = {
+        insert: db.prepare('INSERT OR IGNORE INTO events (id, subject, payload, spooled_at) VALUES (?, ?, ?, ?)'),
+        peek: db.prepare('SELECT seq, id, subject, payload, spooled_at AS spooledAt FROM events ORDER BY seq LIMIT ?'),
+        remove: db.prepare('DELETE FROM events WHERE seq = ?'),
+        oldest: db.prepare('SELECT spooled_at AS t FROM events ORDER BY seq LIMIT 1'),
+      };
+      this.rows = totals.n;
+      this.bytesUsed = totals.b + totals.n * ROW_OVERHEAD;
+      this.db = db;
+      this.openError = undefined;
+      return true;
+    } catch (err) {
+      try {
+        db?.close();
+      } catch {
+        // the open failure is the error worth keeping
+      }
+      this.openError = err as Error;
+      return false;
+    }
+  }
+
+  /** Why the spool cannot be used, or undefined when it is open. */
+  get unavailableReason(): string | undefined {
+    return this.db ? undefined : `spool ${this.dir} cannot be opened: ${this.openError?.message ?? 'closed'}`;
+  }
+
+  get depth(): number {
+    return this.rows;
+  }
+
+  get bytes(): number {
+    return this.bytesUsed;
+  }
+
+  /** True while an append of a typical request could be held. */
+  canAccept(): boolean {
+    return this.tryOpen() && this.bytesUsed < this.maxBytes;
+  }
+
+  /** Milliseconds since the oldest held event was spooled (0 when empty). */
+  oldestAgeMs(now = Date.now()): number {
+    if (!this.st || this.rows === 0) return 0;
+    const row = this.st.oldest.get() as { t: number } | undefined;
+    return row ? Math.max(0, now - row.t) : 0;
+  }
+
+  /** Called after every commit that added rows (the replayer wakes up). */
+  onAppend(listener: () => void): void {
+    this.listeners.push(listener);
+  }
+
+  /** Resolves once the records are committed and fsynced; rejects with a SpoolError otherwise. */
+  append(records: readonly SpoolRecord[]): Promise<void> {
+    let bytes = 0;
+    for (const r of records) bytes += r.id.length + r.subject.length + Buffer.byteLength(r.payload) + ROW_OVERHEAD;
+    return new Promise((resolve, reject) => {
+      this.pending.push({ records, bytes, resolve, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => this.commit());
+      }
+    });
+  }
+
+  private commit(): void {
+    const group = this.pending;
+    this.pending = [];
+    this.scheduled = false;
+    if (group.length === 0) return;
+    if (!this.tryOpen()) {
+      const err = new SpoolError('unavailable', this.unavailableReason as string, { cause: this.openError });
+      for (const p of group) p.reject(err);
+      return;
+    }
+    const db = this.db as DatabaseSync;
+    const st = this.st as Statements;
+    // Admission first: a request that does not fit is refused whole, before anything is written.
+    const admitted: PendingAppend[] = [];
+    let projected = this.bytesUsed;
+    for (const p of group) {
+      if (projected + p.bytes > this.maxBytes) {
+        p.reject(new SpoolError('full', `spool is full (${this.bytesUsed} of ${this.maxBytes} bytes used)`));
+        continue;
+      }
+      projected += p.bytes;
+      admitted.push(p);
+    }
+    if (admitted.length === 0) return;
+    let addedRows = 0;
+    let addedBytes = 0;
+    const now = Date.now();
+    try {
+      db.exec('BEGIN IMMEDIATE');
+      for (const p of admitted) {
+        for (const r of p.records) {
+          const { changes } = st.insert.run(r.id, r.subject, r.payload, now);
+          if (Number(changes) > 0) {
+            addedRows++;
+            addedBytes += r.id.length + r.subject.length + Buffer.byteLength(r.payload) + ROW_OVERHEAD;
+          }
+        }
+      }
+      db.exec('COMMIT');
+    } catch (err) {
+      rollback(db);
+      const failure = new SpoolError('write_failed', `writing to the spool failed: ${(err as Error).message}`, { cause: err });
+      for (const p of admitted) p.reject(failure);
+      return;
+    }
+    this.rows += addedRows;
+    this.bytesUsed += addedBytes;
+    for (const p of admitted) p.resolve();
+    if (addedRows > 0) for (const l of this.listeners) l();
+  }
+
+  /** The oldest rows, at most `limit`. */
+  peek(limit: number): SpooledRow[] {
+    if (!this.st || this.rows === 0) return [];
+    return this.st.peek.all(limit) as unknown as SpooledRow[];
+  }
+
+  /** Deletes rows the bus has acknowledged, in one transaction. */
+  remove(rows: readonly SpooledRow[]): void {
+    if (!this.db || !this.st || rows.length === 0) return;
+    const db = this.db;
+    const st = this.st;
+    db.exec('BEGIN IMMEDIATE');
+    try {
+      let removed = 0;
+      let freed = 0;
+      for (const r of rows) {
+        if (Number(st.remove.run(r.seq).changes) > 0) {
+          removed++;
+          freed += r.id.length + r.subject.length + Buffer.byteLength(r.payload) + ROW_OVERHEAD;
+        }
+      }
+      db.exec('COMMIT');
+      this.rows -= removed;
+      this.bytesUsed -= freed;
+    } catch (err) {
+      rollback(db);
+      throw err;
+    }
+  }
+
+  close(): void {
+    if (this.scheduled) this.commit();
+    this.closed = true;
+    this.db?.close();
+    this.db = undefined;
+    this.st = undefined;
+  }
+}
+
+function rollback(db: DatabaseSync): void {
+  try {
+    if (db.isTransaction) db.exec('ROLLBACK');
+  } catch {
+    // the original error is what the caller reports
+  }
+}

@@ -1,0 +1,115 @@
+/**
+ * A real nats-server with JetStream (.tools/bin/nats-server, built by `make tools`) on a free
+ * loopback port with a temporary store, for end-to-end tests: killed with SIGKILL and restarted on
+ * the same port and store to simulate a bus outage.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import { freePort, ROOT, waitFor } from '../../integration/support/cluster.js';
+
+export const NATS_SERVER = join(ROOT, '.tools/bin/nats-server');
+
+export interface RunningNats {
+  url: string;
+  port: number;
+  storeDir: string;
+  /** kill -9: no chance to flush or say goodbye. */
+  kill9(): Promise<void>;
+  /** Starts again on the same port with the same store. */
+  restart(): Promise<void>;
+  /** Stops the server and removes its store. */
+  stop(): Promise<void>;
+}
+
+export async function startNats(): Promise<RunningNats> {
+  if (!existsSync(NATS_SERVER)) throw new Error(`${NATS_SERVER} is missing; run make tools`);
+  const port = await freePort();
+  const storeDir = mkdtempSync(join(tmpdir(), 'intake-nats-'));
+  let child: ChildProcess | undefined;
+  let exited: Promise<void> = Promise.resolve();
+  let log = '';
+  const launch = async (): Promise<void> => {
+    log = '';
+    const proc = spawn(NATS_SERVER, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+    proc.stdout?.on('data', (d) => (log += d));
+    proc.stderr?.on('data', (d) => (log += d));
+    exited = new Promise((resolve) => proc.once('exit', () => resolve()));
+    child = proc;
+    await waitFor('nats-server ready', async () => {
+      if (proc.exitCode !== null) throw new Error(`nats-server exited: ${log}`);
+      return log.includes('Server is ready');
+    }, 15_000, 20);
+  };
+  const kill = async (signal: NodeJS.Signals): Promise<void> => {
+    if (child && child.exitCode === null && child.signalCode === null) child.kill(signal);
+    await exited;
+  };
+  await launch();
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    port,
+    storeDir,
+    kill9: () => kill('SIGKILL'),
+    restart: launch,
+    stop: async () => {
+      await kill('SIGKILL');
+      rmSync(storeDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface StoredEvent {
+  msgId: string;
+  subject: string;
+  event: Record<string, unknown>;
+}
+
+/** Every message in the stream, read with an ordered consumer. */
+export async function readStream(url: string, stream: string): Promise<StoredEvent[]> {
+  const nc = await connect({ servers: url });
+  try {
+    const jsm = await jetstreamManager(nc);
+    const total = (await jsm.streams.info(stream)).state.messages;
+    const out: StoredEvent[] = [];
+    if (total === 0) return out;
+    const consumer = await jetstream(nc).consumers.get(stream);
+    while (out.length < total) {
+      const batch = await consumer.fetch({ max_messages: Math.min(1000, total - out.length), expires: 5000 });
+      let got = 0;
+      for await (const m of batch) {
+        got++;
+        out.push({ msgId: m.headers?.get('Nats-Msg-Id') ?? '', subject: m.subject, event: m.json<Record<string, unknown>>() });
+      }
+      if (got === 0) throw new Error(`stream ${stream}: read ${out.length} of ${total} messages, then nothing`);
+    }
+    return out;
+  } finally {
+    await nc.close();
+  }
+}
+
+/** Counts how often each value occurs. */
+export function tally(values: Iterable<string>): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const v of values) counts.set(v, (counts.get(v) ?? 0) + 1);
+  return counts;
+}
+
+/** A metric's value from the ingester's /metrics (no labels), or undefined when absent. */
+export async function metricValue(adminUrl: string, name: string): Promise<number | undefined> {
+  const text = await (await fetch(`${adminUrl}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  return line === undefined ? undefined : Number(line.slice(name.length + 1));
+}
+
+/** Ingester config edit: JetStream hand-off to `nats` with test-sized intervals, a spool when given. */
+export function handoffConfig(nats: RunningNats, o: { spoolDir?: string; spoolMaxBytes?: number; jetstream?: Record<string, unknown> } = {}): (c: Record<string, unknown>) => void {
+  return (c) => {
+    c.sinks = { jetstream: { url: nats.url, timeoutMs: 500, reconnectWaitMs: 100, ...o.jetstream } };
+    if (o.spoolDir) c.spool = { path: o.spoolDir, replayBackoffMinMs: 50, replayBackoffMaxMs: 500, ...(o.spoolMaxBytes ? { maxBytes: o.spoolMaxBytes } : {}) };
+  };
+}

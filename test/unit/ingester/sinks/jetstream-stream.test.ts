@@ -1,0 +1,30 @@
+import { DiscardPolicy } from '@nats-io/jetstream';
+import { streamProblems, subjectCovers } from '../../../../ingester/sinks/jetstream-stream.js';
+
+const minutes = (m: number): number => m * 60 * 1e9;
+
+describe('stream checks', () => {
+  it.each([
+    ['intake.events.>', true],
+    ['intake.>', true],
+    ['>', true],
+    ['*.events.>', true],
+    ['intake.events.*', false],
+    ['intake.events.*.*', false],
+    ['other.>', false],
+  ])('subject %s covers intake.events.>: %s', (pattern, covers) => {
+    expect(subjectCovers(pattern, 'intake.events.>')).toBe(covers);
+  });
+
+  it('accepts a stream with covering subjects, discard new and a 15 minute duplicate window', () => {
+    expect(streamProblems({ subjects: ['intake.>'], discard: DiscardPolicy.New, duplicate_window: minutes(15) }, 'intake.events')).toEqual([]);
+  });
+
+  it('names every problem of a stream that breaks the guarantees', () => {
+    const problems = streamProblems({ subjects: ['other.>'], discard: DiscardPolicy.Old, duplicate_window: minutes(2) }, 'intake.events');
+    expect(problems).toHaveLength(3);
+    expect(problems[0]).toMatch(/do not cover intake\.events\.>/);
+    expect(problems[1]).toMatch(/discard policy is "old"/);
+    expect(problems[2]).toMatch(/duplicate_window is 120s; intake needs at least 900s/);
+  });
+});
