@@ -11,7 +11,7 @@ import { sendError, type Lifecycle } from './server.js';
 
 export const EXPOSITION_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
-export function buildAdminServer(o: { registry: Registry; series: SeriesStore; lifecycle: Lifecycle; logger: Logger }): FastifyInstance {
+export function buildAdminServer(o: { registry: Registry; series: SeriesStore; exposition?: boolean; lifecycle: Lifecycle; logger: Logger }): FastifyInstance {
   const app = Fastify({ loggerInstance: o.logger, logController: new LogController({ disableRequestLogging: true }), return503OnClosing: false }) as unknown as FastifyInstance;
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_req, reply) => {
@@ -19,7 +19,7 @@ export function buildAdminServer(o: { registry: Registry; series: SeriesStore; l
     return reply.code(503).header('retry-after', '1').send({ status: o.lifecycle.closing ? 'shutting down' : 'not ready' });
   });
   app.get('/metrics', async (_req, reply) => reply.type(o.registry.contentType).send(await o.registry.metrics()));
-  app.get('/metrics/ingested', async (_req, reply) => reply.type(EXPOSITION_CONTENT_TYPE).send(o.series.render()));
+  if (o.exposition ?? true) app.get('/metrics/ingested', async (_req, reply) => reply.type(EXPOSITION_CONTENT_TYPE).send(o.series.render()));
   app.setNotFoundHandler((req, reply) => sendError(reply, notFound(req.method, req.url)));
   return app;
 }

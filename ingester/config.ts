@@ -5,6 +5,7 @@
  */
 import { Ajv } from 'ajv';
 import { ConfigError, parseListen, type Listen } from '../common/config-files.js';
+import { expositionSchema, remoteWriteSchema, resolveRemoteWrite, type RemoteWriteFile, type RemoteWriteSettings } from './remote-write/settings.js';
 
 export interface IngesterSettings {
   listen: Listen;
@@ -25,6 +26,10 @@ export interface IngesterSettings {
   authThrottle: { failures: number; windowSeconds: number; blockSeconds: number };
   sinks: { log: { path: string } };
   shutdown: { drainDelaySeconds: number; timeoutSeconds: number };
+  /** Forward data points by Prometheus Remote Write (absent: off). */
+  remoteWrite?: RemoteWriteSettings;
+  /** Serve received series on the admin port at /metrics/ingested. */
+  exposition: { enabled: boolean };
 }
 
 export const DEFAULT_SETTINGS: IngesterSettings = {
@@ -44,6 +49,7 @@ export const DEFAULT_SETTINGS: IngesterSettings = {
   authThrottle: { failures: 20, windowSeconds: 60, blockSeconds: 300 },
   sinks: { log: { path: '-' } },
   shutdown: { drainDelaySeconds: 0, timeoutSeconds: 25 },
+  exposition: { enabled: true },
 };
 
 const positive = { type: 'integer', minimum: 1 } as const;
@@ -76,6 +82,8 @@ const settingsFileSchema = {
       additionalProperties: false,
       properties: { drainDelaySeconds: { type: 'number', minimum: 0 }, timeoutSeconds: { type: 'number', exclusiveMinimum: 0 } },
     },
+    remoteWrite: remoteWriteSchema,
+    exposition: expositionSchema,
     routes: { type: 'array' },
   },
 } as const;
@@ -108,6 +116,8 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
     authThrottle?: Partial<IngesterSettings['authThrottle']>;
     sinks?: { log?: { path?: string } };
     shutdown?: Partial<IngesterSettings['shutdown']>;
+    remoteWrite?: RemoteWriteFile;
+    exposition?: { enabled?: boolean };
   };
   const d = DEFAULT_SETTINGS;
   const settings: IngesterSettings = {
@@ -119,7 +129,10 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
     authThrottle: { ...d.authThrottle, ...f.authThrottle },
     sinks: { log: { path: overrides.eventsLog ?? f.sinks?.log?.path ?? d.sinks.log.path } },
     shutdown: { ...d.shutdown, ...f.shutdown },
+    exposition: { ...d.exposition, ...f.exposition },
   };
+  if (f.remoteWrite) settings.remoteWrite = resolveRemoteWrite(f.remoteWrite);
+  if (!settings.exposition.enabled && !settings.remoteWrite) throw new ConfigError('exposition.enabled is false and remoteWrite is not set: received data points would go nowhere');
   const certFile = overrides.tlsCert ?? f.tls?.certFile;
   const keyFile = overrides.tlsKey ?? f.tls?.keyFile;
   if ((certFile === undefined) !== (keyFile === undefined)) throw new ConfigError('TLS needs both a certificate file and a key file');

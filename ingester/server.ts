@@ -26,6 +26,7 @@ import {
 import { parseEvents } from './events.js';
 import type { Endpoint, IngesterMetrics } from './metrics.js';
 import type { RouteEntry, RouteTable } from './route-table.js';
+import type { RemoteWriter } from './remote-write/writer.js';
 import type { SeriesStore } from './series-store.js';
 import { deliverToAll, type EventSink } from './sinks/sink.js';
 
@@ -47,6 +48,8 @@ export interface IngestServerOptions {
   routes: () => RouteTable;
   sinks: readonly EventSink[];
   series: SeriesStore;
+  /** When set, data points are also forwarded by Prometheus Remote Write. */
+  remoteWrite?: RemoteWriter;
   metrics: IngesterMetrics;
   limits: IngestLimits;
   throttle: AuthThrottle;
@@ -218,12 +221,14 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
         throw err;
       }
       o.metrics.pointsReceived.inc({ namespace }, points.length);
+      const forward = o.remoteWrite?.admit(namespace, points);
       try {
         o.series.write(namespace, points, entry.maxSeries);
       } catch (err) {
         o.metrics.pointsRejected.inc({ namespace, reason: 'series_limit' }, points.length);
         throw err;
       }
+      forward?.commit();
       o.metrics.pointsProcessed.inc({ namespace }, points.length);
       return reply.send(okBody(points.length, 0, points.length, 'data point'));
     },

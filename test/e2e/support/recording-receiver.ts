@@ -1,0 +1,67 @@
+/**
+ * A remote write receiver of our own on 127.0.0.1 that records every request (headers and the
+ * decoded WriteRequest) and answers from a script, to check what goes over the wire.
+ */
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fromBinary } from '@bufbuild/protobuf';
+import { uncompressSync } from 'snappy';
+import { WriteRequestSchema, type WriteRequest } from '../../../ingester/remote-write/generated/remote_write_v1_pb.js';
+
+export interface Recorded {
+  atMs: number;
+  method: string;
+  headers: IncomingHttpHeaders;
+  request: WriteRequest;
+}
+
+export interface Answer {
+  status: number;
+  headers?: Record<string, string>;
+  body?: string;
+}
+
+export interface RecordingReceiver {
+  url: string;
+  requests: Recorded[];
+  /** Answers for the next requests, in order; afterwards 204. */
+  script: Answer[];
+  close(): Promise<void>;
+}
+
+export async function startRecordingReceiver(): Promise<RecordingReceiver> {
+  const requests: Recorded[] = [];
+  const script: Answer[] = [];
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const raw = uncompressSync(Buffer.concat(chunks)) as Buffer;
+      requests.push({ atMs: Date.now(), method: req.method ?? '', headers: req.headers, request: fromBinary(WriteRequestSchema, raw) });
+      const answer = script.shift() ?? { status: 204 };
+      res.writeHead(answer.status, answer.headers ?? {});
+      res.end(answer.body ?? '');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/api/v1/write`,
+    requests,
+    script,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** Samples of a request as `name{labels} value@ts` lines, for readable assertions. */
+export function flatten(request: WriteRequest): Array<{ labels: Array<[string, string]>; value: number; ts: number }> {
+  const out: Array<{ labels: Array<[string, string]>; value: number; ts: number }> = [];
+  for (const s of request.timeseries) {
+    for (const sample of s.samples) out.push({ labels: s.labels.map((l) => [l.name, l.value]), value: sample.value, ts: Number(sample.timestamp) });
+  }
+  return out;
+}
