@@ -21,7 +21,13 @@ deps: node_modules/.package-lock.json
 # Tools the tests need, built from the Go module proxy at pinned versions into .tools/bin.
 $(HELM):
 	GOBIN=$(CURDIR)/.tools/bin CGO_ENABLED=0 go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
-tools: $(HELM)
+# Debian's Prometheus (2.42+): the remote write receiver of the end-to-end tests. CI runs as root
+# on a fresh machine; elsewhere the binary is already there or sudo is needed.
+PROMETHEUS := /usr/bin/prometheus
+$(PROMETHEUS):
+	$(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(if $(filter 0,$(shell id -u)),,sudo -E) apt-get install -y --no-install-recommends prometheus
+tools: $(HELM) $(PROMETHEUS)
 
 build: deps
 	npm run build
