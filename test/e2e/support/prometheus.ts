@@ -13,6 +13,8 @@ export const PROMETHEUS_BIN = process.env.INTAKE_TEST_PROMETHEUS ?? '/usr/bin/pr
 
 export interface Prometheus {
   url: string;
+  /** The current process id (changes on restart). */
+  readonly pid: number | undefined;
   writeUrl: string;
   /** Kills it for real (SIGKILL by default) and waits for the exit. */
   kill(signal?: NodeJS.Signals): Promise<void>;
@@ -61,6 +63,9 @@ export async function startPrometheus(): Promise<Prometheus> {
   await launch();
   return {
     url,
+    get pid() {
+      return child?.pid;
+    },
     writeUrl: `${url}/api/v1/write`,
     kill,
     restart: launch,
