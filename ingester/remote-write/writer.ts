@@ -85,7 +85,7 @@ export class RemoteWriter {
     for (let i = 0; i < points.length; i++) {
       const t = (points[i] as DataPoint).timeMs;
       if (t !== undefined && t > latest) {
-        errors.add([{ index: i, field: 'time', message: `is more than 5 minutes in the future (${new Date(t).toISOString()} after utc_offset; received at ${new Date(receivedAtMs).toISOString()})` }]);
+        errors.add([{ index: i, field: 'time', message: `is more than 5 minutes in the future (${new Date(t).toISOString()}; received at ${new Date(receivedAtMs).toISOString()})` }]);
       }
     }
     if (errors.count > 0) {
