@@ -17,6 +17,8 @@ export interface RemoteWriteSettings {
   batchSize: number;
   flushIntervalMs: number;
   maxQueuedSamples: number;
+  /** So one tenant whose batches the receiver keeps failing cannot fill the whole queue (default: maxQueuedSamples). */
+  maxQueuedSamplesPerTenant: number;
   /** Requests in flight per tenant; series are spread over this many ordered lanes by hash. */
   maxInFlightPerTenant: number;
   timeoutMs: number;
@@ -68,6 +70,7 @@ export const remoteWriteSchema = {
     batchSize: positive,
     flushIntervalMs: positive,
     maxQueuedSamples: positive,
+    maxQueuedSamplesPerTenant: positive,
     maxInFlightPerTenant: { type: 'integer', minimum: 1, maximum: 64 },
     timeoutMs: positive,
     minBackoffMs: positive,
@@ -95,7 +98,8 @@ export function resolveRemoteWrite(block: RemoteWriteFile): RemoteWriteSettings 
     throw new ConfigError(`remoteWrite.url is not a valid URL`);
   }
   if (url.username || url.password) throw new ConfigError('remoteWrite.url must not hold credentials: use remoteWrite.basicAuth with a passwordFile');
-  const settings: RemoteWriteSettings = { ...REMOTE_WRITE_DEFAULTS, ...block, protocol: '1.0', tenant: 'namespace', headers: { ...block.headers } };
+  const maxQueuedSamples = block.maxQueuedSamples ?? REMOTE_WRITE_DEFAULTS.maxQueuedSamples;
+  const settings: RemoteWriteSettings = { ...REMOTE_WRITE_DEFAULTS, maxQueuedSamplesPerTenant: maxQueuedSamples, ...block, protocol: '1.0', tenant: 'namespace', headers: { ...block.headers } };
   const reserved = [...RESERVED_HEADERS, ...(settings.tenantHeader ? [settings.tenantHeader.toLowerCase()] : [])];
   for (const name of Object.keys(settings.headers)) {
     if (reserved.includes(name.toLowerCase())) {
@@ -109,5 +113,6 @@ export function resolveRemoteWrite(block: RemoteWriteFile): RemoteWriteSettings 
   if (settings.tls && url.protocol !== 'https:') throw new ConfigError('remoteWrite.tls is set but remoteWrite.url is not https');
   if (settings.minBackoffMs > settings.maxBackoffMs) throw new ConfigError('remoteWrite.minBackoffMs must not exceed remoteWrite.maxBackoffMs');
   if (settings.batchSize > settings.maxQueuedSamples) throw new ConfigError('remoteWrite.batchSize must not exceed remoteWrite.maxQueuedSamples');
+  if (settings.maxQueuedSamplesPerTenant > settings.maxQueuedSamples) throw new ConfigError('remoteWrite.maxQueuedSamplesPerTenant must not exceed remoteWrite.maxQueuedSamples');
   return settings;
 }

@@ -54,6 +54,7 @@ export class RemoteWriter {
   private readonly tenants = new Map<string, Lane[]>();
   private readonly series = new Map<string, SeriesState>();
   private queued = 0;
+  private readonly queuedPerTenant = new Map<string, number>();
   private readonly metrics: RemoteWriteMetrics;
   private readonly client: RemoteWriteClient | undefined;
   private readonly send: NonNullable<RemoteWriterOptions['send']>;
@@ -63,7 +64,7 @@ export class RemoteWriter {
 
   constructor(private readonly settings: RemoteWriteSettings, private readonly o: RemoteWriterOptions) {
     this.now = o.now ?? Date.now;
-    this.metrics = new RemoteWriteMetrics(o.registry, settings.maxQueuedSamples, () => this.queuedByTenant());
+    this.metrics = new RemoteWriteMetrics(o.registry, settings.maxQueuedSamples, () => this.queuedPerTenant);
     if (o.send) this.send = o.send;
     else {
       const client = new RemoteWriteClient(settings);
@@ -96,6 +97,11 @@ export class RemoteWriter {
       this.o.rejected.inc({ namespace: tenant, reason: 'queue_full' }, points.length);
       throw unavailable(`the remote write queue is full (${this.queued} of ${this.settings.maxQueuedSamples} samples waiting for the receiver); nothing was accepted, retry later`);
     }
+    const ofTenant = this.queuedPerTenant.get(tenant) ?? 0;
+    if (ofTenant + points.length > this.settings.maxQueuedSamplesPerTenant) {
+      this.o.rejected.inc({ namespace: tenant, reason: 'queue_full' }, points.length);
+      throw unavailable(`the remote write queue of namespace ${tenant} is full (${ofTenant} of ${this.settings.maxQueuedSamplesPerTenant} samples waiting for the receiver); nothing was accepted, retry later`);
+    }
     const prepared: Prepared[] = points.map((p) => {
       const labels = wireLabels(tenant, p);
       return { key: seriesKey(labels), labels, value: p.value, ts: Math.trunc(p.timeMs ?? receivedAtMs) };
@@ -106,6 +112,7 @@ export class RemoteWriter {
   }
 
   private commit(tenant: string, prepared: readonly Prepared[], nowMs: number): void {
+    const queuedBefore = this.queued;
     for (const p of prepared) {
       let state = this.series.get(p.key);
       if (!state) {
@@ -122,6 +129,7 @@ export class RemoteWriter {
         this.metrics.dropped.inc({ namespace: tenant, reason: p.ts === state.lastTs ? 'duplicate_timestamp' : 'out_of_order' });
       }
     }
+    this.queuedPerTenant.set(tenant, (this.queuedPerTenant.get(tenant) ?? 0) + this.queued - queuedBefore);
   }
 
   private laneFor(tenant: string, key: string): Lane {
@@ -137,7 +145,10 @@ export class RemoteWriter {
             minBackoffMs: this.settings.minBackoffMs,
             maxBackoffMs: this.settings.maxBackoffMs,
             send: this.send,
-            settled: (samples) => (this.queued -= samples),
+            settled: (samples) => {
+              this.queued -= samples;
+              this.queuedPerTenant.set(tenant, (this.queuedPerTenant.get(tenant) ?? 0) - samples);
+            },
             metrics: this.metrics,
             logger: this.o.logger,
             signal: this.abort.signal,
@@ -148,12 +159,6 @@ export class RemoteWriter {
       this.tenants.set(tenant, lanes);
     }
     return lanes[hash(key) % lanes.length] as Lane;
-  }
-
-  private queuedByTenant(): Map<string, number> {
-    const out = new Map<string, number>();
-    for (const [tenant, lanes] of this.tenants) out.set(tenant, lanes.reduce((n, lane) => n + lane.queuedSamples, 0));
-    return out;
   }
 
   /** Forgets ordering state of series idle past the TTL (never one with a sample still unsent). */

@@ -95,6 +95,9 @@ remoteWrite:
   batchSize: {{ $rw.batchSize }}
   flushIntervalMs: {{ $rw.flushIntervalMs }}
   maxQueuedSamples: {{ $rw.maxQueuedSamples | int64 }}
+  {{- with $rw.maxQueuedSamplesPerTenant }}
+  maxQueuedSamplesPerTenant: {{ . | int64 }}
+  {{- end }}
   maxInFlightPerTenant: {{ $rw.maxInFlightPerTenant }}
 {{- end }}
 {{- end -}}

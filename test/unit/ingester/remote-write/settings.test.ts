@@ -19,6 +19,7 @@ it('fills the defaults the issue documents', () => {
     batchSize: 2000,
     flushIntervalMs: 1000,
     maxQueuedSamples: 1_000_000,
+    maxQueuedSamplesPerTenant: 1_000_000,
     maxInFlightPerTenant: 2,
     timeoutMs: 30_000,
     minBackoffMs: 100,

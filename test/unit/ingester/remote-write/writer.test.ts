@@ -152,6 +152,15 @@ it('answers 503 with Retry-After and queues nothing of a request that would over
   expect(w.queuedSamples).toBe(2);
 });
 
+it("answers 503 for a tenant past its own share of the queue, while other tenants still get in", async () => {
+  for (let i = 0; i < 20; i++) receiver.script.push({ status: 503 });
+  const w = start({ maxQueuedSamples: 10, maxQueuedSamplesPerTenant: 2, batchSize: 2 });
+  w.admit('team-a', [point(1, { timeMs: NOW }), point(2, { timeMs: NOW + 1 })]).commit();
+  expect(() => w.admit('team-a', [point(3, { timeMs: NOW + 2 })])).toThrow(expect.objectContaining({ statusCode: 503, message: expect.stringContaining('namespace team-a') }));
+  expect(() => w.admit('team-b', [point(3, { timeMs: NOW + 2 })]).commit()).not.toThrow();
+  expect(w.queuedSamples).toBe(3);
+});
+
 it('sends what is queued when closed', async () => {
   const w = start({ flushIntervalMs: 60_000 });
   w.admit('team-a', [point(1, { timeMs: NOW })]).commit();
