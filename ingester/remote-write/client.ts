@@ -8,9 +8,12 @@ import http from 'node:http';
 import https from 'node:https';
 import { ConfigError } from '../../common/config-files.js';
 import type { RemoteWriteSettings } from './settings.js';
+import type { Protocol } from './wire.js';
 
 export type SendOutcome =
   | { kind: 'sent'; status: number }
+  /** The receiver does not speak 2.0: 415, or a 2xx without the *-Written headers every 2.0 receiver sends. */
+  | { kind: 'unsupported'; status: number }
   | { kind: 'retry'; status?: number; retryAfterMs?: number; reason: string }
   | { kind: 'rejected'; status: number; reason: string };
 
@@ -45,13 +48,13 @@ export class RemoteWriteClient {
     return this.url.origin;
   }
 
-  send(body: Buffer, tenant: string, attempt: number, signal: AbortSignal): Promise<SendOutcome> {
+  send(body: Buffer, tenant: string, attempt: number, signal: AbortSignal, protocol: Protocol = '1.0'): Promise<SendOutcome> {
     const headers: Record<string, string> = {
       ...this.settings.headers,
       'content-encoding': 'snappy',
-      'content-type': 'application/x-protobuf',
+      'content-type': protocol === '2.0' ? 'application/x-protobuf;proto=io.prometheus.write.v2.Request' : 'application/x-protobuf',
       'user-agent': USER_AGENT,
-      'x-prometheus-remote-write-version': '0.1.0',
+      'x-prometheus-remote-write-version': protocol === '2.0' ? '2.0.0' : '0.1.0',
       'content-length': String(body.length),
     };
     if (this.settings.tenantHeader) headers[this.settings.tenantHeader] = tenant;
@@ -61,7 +64,7 @@ export class RemoteWriteClient {
     const request = this.url.protocol === 'https:' ? https.request : http.request;
     return new Promise((resolve) => {
       try {
-        this.post(request, headers, body, signal, resolve);
+        this.post(request, headers, body, signal, protocol, resolve);
       } catch (err) {
         // A request that cannot even be built (a bad header value) would fail the same way every time.
         resolve({ kind: 'rejected', status: 0, reason: (err as Error).message });
@@ -69,7 +72,7 @@ export class RemoteWriteClient {
     });
   }
 
-  private post(request: typeof http.request, headers: Record<string, string>, body: Buffer, signal: AbortSignal, resolve: (o: SendOutcome) => void): void {
+  private post(request: typeof http.request, headers: Record<string, string>, body: Buffer, signal: AbortSignal, protocol: Protocol, resolve: (o: SendOutcome) => void): void {
     {
       const req = request(this.url, { method: 'POST', agent: this.agent, headers, timeout: this.settings.timeoutMs, signal }, (res) => {
         const status = res.statusCode ?? 0;
@@ -79,7 +82,11 @@ export class RemoteWriteClient {
           if (reason.length < MAX_REASON) reason += chunk;
         });
         res.on('error', (err) => resolve({ kind: 'retry', status, reason: err.message }));
-        res.on('end', () => resolve(classify(status, reason.slice(0, MAX_REASON).trim(), res.headers['retry-after'])));
+        res.on('end', () => {
+          const outcome = classify(status, reason.slice(0, MAX_REASON).trim(), res.headers['retry-after']);
+          const confirmed = res.headers['x-prometheus-remote-write-samples-written'] !== undefined;
+          resolve(protocol === '2.0' && (status === 415 || (outcome.kind === 'sent' && !confirmed)) ? { kind: 'unsupported', status } : outcome);
+        });
       });
       req.on('timeout', () => req.destroy(new Error(`no answer within ${this.settings.timeoutMs} ms`)));
       req.on('error', (err) => resolve({ kind: 'retry', reason: err.message }));

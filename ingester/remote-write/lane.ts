@@ -8,16 +8,20 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { SendOutcome } from './client.js';
 import type { RemoteWriteMetrics } from './metrics.js';
-import { encodeWriteRequest, snappyBlock, type SeriesSamples } from './wire.js';
+import { encode, type Labels, type Protocol, type SeriesSamplesV2 } from './wire.js';
 
 /** What the writer keeps per series. */
 export interface SeriesState {
   readonly labelBytes: Uint8Array;
+  readonly labels: Labels;
+  /** The latest description and unit given for the series (2.0 sends them as metadata). */
+  help: string;
+  unit: string;
   readonly lane: Lane;
   /** Newest timestamp accepted for the series (ms); nothing older or equal is sent after it. */
   lastTs: number;
   /** The series' entry in its lane's unsent batch, while there is one. */
-  pending: SeriesSamples | undefined;
+  pending: { values: number[]; timestamps: number[] } | undefined;
   lastSeenMs: number;
 }
 
@@ -27,7 +31,9 @@ export interface LaneOptions {
   flushIntervalMs: number;
   minBackoffMs: number;
   maxBackoffMs: number;
-  send(body: Buffer, tenant: string, attempt: number, signal: AbortSignal): Promise<SendOutcome>;
+  send(body: Buffer, tenant: string, attempt: number, signal: AbortSignal, protocol: Protocol): Promise<SendOutcome>;
+  /** Shared by all lanes: starts as the configured protocol, becomes 1.0 for good if the receiver refuses 2.0. */
+  protocol: { current: Protocol };
   /** A batch is settled (sent or dropped): its samples leave the queue. */
   settled(samples: number): void;
   metrics: RemoteWriteMetrics;
@@ -39,13 +45,16 @@ export interface LaneOptions {
 interface Batch {
   body: Buffer;
   samples: number;
+  protocol: Protocol;
+  /** Kept while the batch is 2.0, to send it again as 1.0 if the receiver turns out not to speak 2.0. */
+  series: SeriesSamplesV2[] | undefined;
 }
 
 /** Retry-After values beyond this are treated as this: a receiver's typo must not park a lane for days. */
 const MAX_RETRY_AFTER_MS = 5 * 60_000;
 
 export class Lane {
-  private building: Array<{ state: SeriesState; samples: SeriesSamples }> = [];
+  private building: Array<{ state: SeriesState; samples: { values: number[]; timestamps: number[] } }> = [];
   private buildingSamples = 0;
   private readonly ready: Batch[] = [];
   private timer: NodeJS.Timeout | undefined;
@@ -65,7 +74,7 @@ export class Lane {
   add(state: SeriesState, value: number, ts: number): void {
     let entry = state.pending;
     if (!entry) {
-      entry = { labelBytes: state.labelBytes, values: [], timestamps: [] };
+      entry = { values: [], timestamps: [] };
       state.pending = entry;
       this.building.push({ state, samples: entry });
     }
@@ -84,7 +93,9 @@ export class Lane {
     const entries = this.building;
     this.building = [];
     for (const e of entries) e.state.pending = undefined;
-    this.ready.push({ body: snappyBlock(encodeWriteRequest(entries.map((e) => e.samples))), samples: this.buildingSamples });
+    const series = entries.map(({ state, samples }) => ({ labelBytes: state.labelBytes, labels: state.labels, help: state.help, unit: state.unit, ...samples }));
+    const protocol = this.o.protocol.current;
+    this.ready.push({ body: encode(protocol, series), samples: this.buildingSamples, protocol, series: protocol === '2.0' ? series : undefined });
     this.buildingSamples = 0;
     if (!this.sending) {
       this.sending = true;
@@ -127,7 +138,7 @@ export class Lane {
     for (let attempt = 0; ; attempt++) {
       if (attempt > 0) metrics.retried.inc(labels, batch.samples);
       const stop = metrics.duration.startTimer();
-      const outcome = await this.o.send(batch.body, tenant, attempt, this.o.signal);
+      const outcome = await this.o.send(batch.body, tenant, attempt, this.o.signal, batch.protocol);
       stop({ result: outcome.kind });
       if (outcome.kind === 'sent') {
         metrics.sent.inc(labels, batch.samples);
@@ -136,16 +147,27 @@ export class Lane {
         return true;
       }
       if (this.o.signal.aborted) return false;
+      if (outcome.kind === 'unsupported' && batch.series) {
+        if (this.o.protocol.current === '2.0') {
+          this.o.protocol.current = '1.0';
+          this.o.logger.warn({ receiver: this.o.receiver, status: outcome.status }, 'the remote write receiver does not speak 2.0 (415, or no *-Written headers); falling back to 1.0 for good');
+        }
+        batch.body = encode('1.0', batch.series);
+        batch.protocol = '1.0';
+        batch.series = undefined;
+        continue;
+      }
       metrics.failed.inc(labels, batch.samples);
       if (outcome.kind === 'rejected') {
         metrics.dropped.inc({ ...labels, reason: 'rejected' }, batch.samples);
         this.o.logger.warn({ tenant, receiver: this.o.receiver, status: outcome.status, reason: outcome.reason, samples: batch.samples }, 'remote write receiver refused a batch; dropped, not retried');
         return true;
       }
-      const delay = Math.min(outcome.retryAfterMs ?? this.backoff(attempt), MAX_RETRY_AFTER_MS);
+      const delay = Math.min((outcome.kind === 'retry' ? outcome.retryAfterMs : undefined) ?? this.backoff(attempt), MAX_RETRY_AFTER_MS);
       // A down receiver would otherwise log every few milliseconds.
       if (attempt % 10 === 0) {
-        this.o.logger.warn({ tenant, receiver: this.o.receiver, status: outcome.status, reason: outcome.reason, attempt: attempt + 1, retryInMs: Math.round(delay) }, 'remote write failed; retrying');
+        const reason = outcome.kind === 'retry' ? outcome.reason : 'the receiver answered 2xx to a 1.0 request without taking it';
+        this.o.logger.warn({ tenant, receiver: this.o.receiver, status: outcome.status, reason, attempt: attempt + 1, retryInMs: Math.round(delay) }, 'remote write failed; retrying');
       }
       try {
         await sleep(delay, undefined, { signal: this.o.signal });

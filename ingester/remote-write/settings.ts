@@ -6,7 +6,8 @@ import { ConfigError } from '../../common/config-files.js';
 
 export interface RemoteWriteSettings {
   url: string;
-  protocol: '1.0';
+  /** 2.0 falls back to 1.0 for good when the receiver answers 415 or a 2xx without the *-Written headers. */
+  protocol: '1.0' | '2.0';
   /** When set, every request carries this header with the tenant (the API key's namespace). */
   tenantHeader?: string;
   tenant: 'namespace';
@@ -84,13 +85,10 @@ export const expositionSchema = {
   properties: { enabled: { type: 'boolean' } },
 } as const;
 
-export type RemoteWriteFile = Partial<Omit<RemoteWriteSettings, 'protocol'>> & { url: string; protocol?: string };
+export type RemoteWriteFile = Partial<RemoteWriteSettings> & { url: string };
 
 /** Defaults plus the file's block (already checked against remoteWriteSchema), or a ConfigError. */
 export function resolveRemoteWrite(block: RemoteWriteFile): RemoteWriteSettings {
-  if (block.protocol === '2.0') {
-    throw new ConfigError('remoteWrite.protocol "2.0" is not supported yet: use "1.0", which Prometheus, Mimir, Thanos Receive and VictoriaMetrics all accept');
-  }
   let url: URL;
   try {
     url = new URL(block.url);
@@ -99,7 +97,7 @@ export function resolveRemoteWrite(block: RemoteWriteFile): RemoteWriteSettings 
   }
   if (url.username || url.password) throw new ConfigError('remoteWrite.url must not hold credentials: use remoteWrite.basicAuth with a passwordFile');
   const maxQueuedSamples = block.maxQueuedSamples ?? REMOTE_WRITE_DEFAULTS.maxQueuedSamples;
-  const settings: RemoteWriteSettings = { ...REMOTE_WRITE_DEFAULTS, maxQueuedSamplesPerTenant: maxQueuedSamples, ...block, protocol: '1.0', tenant: 'namespace', headers: { ...block.headers } };
+  const settings: RemoteWriteSettings = { ...REMOTE_WRITE_DEFAULTS, maxQueuedSamplesPerTenant: maxQueuedSamples, ...block, tenant: 'namespace', headers: { ...block.headers } };
   const reserved = [...RESERVED_HEADERS, ...(settings.tenantHeader ? [settings.tenantHeader.toLowerCase()] : [])];
   for (const name of Object.keys(settings.headers)) {
     if (reserved.includes(name.toLowerCase())) {

@@ -20,7 +20,7 @@ import { seriesKey, wireLabels } from './labels.js';
 import { Lane, type SeriesState } from './lane.js';
 import { RemoteWriteMetrics } from './metrics.js';
 import type { RemoteWriteSettings } from './settings.js';
-import { encodeLabels } from './wire.js';
+import { encodeLabels, type Protocol } from './wire.js';
 
 /** Receivers refuse or mis-order far-future samples; one of them can block every series (research: Prometheus "out of bounds"). */
 export const MAX_FUTURE_MS = 5 * 60_000;
@@ -35,7 +35,7 @@ export interface RemoteWriterOptions {
   rejected: Counter<'namespace' | 'reason'>;
   now?: () => number;
   /** Replaces the HTTP client (unit tests). */
-  send?: (body: Buffer, tenant: string, attempt: number, signal: AbortSignal) => Promise<SendOutcome>;
+  send?: (body: Buffer, tenant: string, attempt: number, signal: AbortSignal, protocol: Protocol) => Promise<SendOutcome>;
 }
 
 export interface Admitted {
@@ -48,6 +48,8 @@ interface Prepared {
   labels: Array<[string, string]>;
   value: number;
   ts: number;
+  help: string | undefined;
+  unit: string | undefined;
 }
 
 export class RemoteWriter {
@@ -59,17 +61,19 @@ export class RemoteWriter {
   private readonly client: RemoteWriteClient | undefined;
   private readonly send: NonNullable<RemoteWriterOptions['send']>;
   private readonly abort = new AbortController();
+  private readonly protocol: { current: Protocol };
   private readonly sweeper: NodeJS.Timeout;
   private readonly now: () => number;
 
   constructor(private readonly settings: RemoteWriteSettings, private readonly o: RemoteWriterOptions) {
     this.now = o.now ?? Date.now;
+    this.protocol = { current: settings.protocol };
     this.metrics = new RemoteWriteMetrics(o.registry, settings.maxQueuedSamples, () => this.queuedPerTenant);
     if (o.send) this.send = o.send;
     else {
       const client = new RemoteWriteClient(settings);
       this.client = client;
-      this.send = (body, tenant, attempt, signal) => client.send(body, tenant, attempt, signal);
+      this.send = (body, tenant, attempt, signal, protocol) => client.send(body, tenant, attempt, signal, protocol);
     }
     this.sweeper = setInterval(() => this.sweep(), Math.min(SWEEP_INTERVAL_MS, o.seriesTtlMs)).unref();
   }
@@ -104,7 +108,7 @@ export class RemoteWriter {
     }
     const prepared: Prepared[] = points.map((p) => {
       const labels = wireLabels(tenant, p);
-      return { key: seriesKey(labels), labels, value: p.value, ts: Math.trunc(p.timeMs ?? receivedAtMs) };
+      return { key: seriesKey(labels), labels, value: p.value, ts: Math.trunc(p.timeMs ?? receivedAtMs), help: p.description, unit: p.unit };
     });
     // A request may list a series' points in any order; the wire needs them oldest first.
     if (!isSortedByTime(prepared)) prepared.sort((a, b) => a.ts - b.ts);
@@ -116,10 +120,12 @@ export class RemoteWriter {
     for (const p of prepared) {
       let state = this.series.get(p.key);
       if (!state) {
-        state = { labelBytes: encodeLabels(p.labels), lane: this.laneFor(tenant, p.key), lastTs: -Infinity, pending: undefined, lastSeenMs: nowMs };
+        state = { labelBytes: encodeLabels(p.labels), labels: p.labels, help: '', unit: '', lane: this.laneFor(tenant, p.key), lastTs: -Infinity, pending: undefined, lastSeenMs: nowMs };
         this.series.set(p.key, state);
       }
       state.lastSeenMs = nowMs;
+      if (p.help !== undefined) state.help = p.help;
+      if (p.unit !== undefined) state.unit = p.unit;
       if (p.ts > state.lastTs) {
         this.queued++;
         state.lane.add(state, p.value, p.ts);
@@ -145,6 +151,7 @@ export class RemoteWriter {
             minBackoffMs: this.settings.minBackoffMs,
             maxBackoffMs: this.settings.maxBackoffMs,
             send: this.send,
+            protocol: this.protocol,
             settled: (samples) => {
               this.queued -= samples;
               this.queuedPerTenant.set(tenant, (this.queuedPerTenant.get(tenant) ?? 0) - samples);

@@ -135,6 +135,18 @@ describe('remote write to a real Prometheus', () => {
     expect(await ownMetric(ing, 'intake_remote_write_samples_retried_total{namespace="default"}')).toBeGreaterThan(0);
   });
 
+  it('falls back from protocol 2.0 to 1.0 against Prometheus 2.42 (204 without *-Written headers) and delivers the points', async () => {
+    const ing = await started(remoteWriting(prom.writeUrl, { protocol: '2.0' }));
+    const t = Math.floor(Date.now() / 1000) - 5;
+    expect((await send(ing, { metric: 'rw.e2e.v2', data: 3, source: 'h', time: t })).status).toBe(200);
+    const series = await waitFor('the sample', async () => {
+      const r = await raw(prom, 'rw_e2e_v2');
+      return r.length === 1 ? r : undefined;
+    });
+    expect(series[0]!.values).toEqual([[t, '3']]);
+    expect(ing.stderr() + ing.stdout()).toMatch(/falling back to 1.0 for good/);
+  });
+
   it('flushes queued points to Prometheus on SIGTERM', async () => {
     const ing = await started(remoteWriting(prom.writeUrl, { flushIntervalMs: 600_000 }));
     expect((await send(ing, { metric: 'rw.e2e.shutdown', data: 7, source: 'h' })).status).toBe(200);

@@ -66,6 +66,7 @@ exposition:
 {{- if $rw.enabled }}
 remoteWrite:
   url: {{ required "ingester.remoteWrite.url is required when remoteWrite.enabled" $rw.url | quote }}
+  protocol: {{ $rw.protocol | quote }}
   {{- with $rw.tenantHeader }}
   tenantHeader: {{ . | quote }}
   tenant: namespace

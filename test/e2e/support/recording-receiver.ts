@@ -7,12 +7,15 @@ import type { AddressInfo } from 'node:net';
 import { fromBinary } from '@bufbuild/protobuf';
 import { uncompressSync } from 'snappy';
 import { WriteRequestSchema, type WriteRequest } from '../../../ingester/remote-write/generated/remote_write_v1_pb.js';
+import { RequestSchema, type Request } from '../../../ingester/remote-write/generated/remote_write_v2_pb.js';
 
 export interface Recorded {
   atMs: number;
   method: string;
   headers: IncomingHttpHeaders;
+  /** A 1.0 request; for a 2.0 request (by its Content-Type) an empty one, and the message in requestV2. */
   request: WriteRequest;
+  requestV2?: Request;
 }
 
 export interface Answer {
@@ -37,7 +40,14 @@ export async function startRecordingReceiver(): Promise<RecordingReceiver> {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const raw = uncompressSync(Buffer.concat(chunks)) as Buffer;
-      requests.push({ atMs: Date.now(), method: req.method ?? '', headers: req.headers, request: fromBinary(WriteRequestSchema, raw) });
+      const v2 = (req.headers['content-type'] ?? '').includes('proto=io.prometheus.write.v2.Request');
+      requests.push({
+        atMs: Date.now(),
+        method: req.method ?? '',
+        headers: req.headers,
+        request: v2 ? fromBinary(WriteRequestSchema, new Uint8Array()) : fromBinary(WriteRequestSchema, raw),
+        ...(v2 ? { requestV2: fromBinary(RequestSchema, raw) } : {}),
+      });
       const answer = script.shift() ?? { status: 204 };
       res.writeHead(answer.status, answer.headers ?? {});
       res.end(answer.body ?? '');

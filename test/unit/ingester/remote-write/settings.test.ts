@@ -28,7 +28,6 @@ it('fills the defaults the issue documents', () => {
 });
 
 it.each([
-  [{ remoteWrite: { url, protocol: '2.0' } }, /protocol "2.0" is not supported yet: use "1.0"/],
   [{ remoteWrite: { url, protocol: '3' } }, /remoteWrite\/protocol must be equal to one of the allowed values/],
   [{ remoteWrite: { url: 'ftp://x' } }, /remoteWrite\/url must match pattern/],
   [{ remoteWrite: {} }, /remoteWrite must have required property 'url'/],
@@ -43,6 +42,10 @@ it.each([
   [{ exposition: { enabled: false } }, /exposition.enabled is false and remoteWrite is not set/],
 ])('refuses %j', (file, message) => {
   expect(() => load(file)).toThrow(message);
+});
+
+it('accepts protocol 2.0', () => {
+  expect(load({ remoteWrite: { url, protocol: '2.0' } }).remoteWrite?.protocol).toBe('2.0');
 });
 
 it('accepts remote write with exposition off', () => {

@@ -161,6 +161,39 @@ it("answers 503 for a tenant past its own share of the queue, while other tenant
   expect(w.queuedSamples).toBe(3);
 });
 
+it('sends Remote Write 2.0 with a symbol table, label references and gauge metadata', async () => {
+  receiver.script.push({ status: 204, headers: { 'x-prometheus-remote-write-samples-written': '1' } });
+  start({ protocol: '2.0' }).admit('team-a', [point(1.5, { timeMs: NOW, description: 'CPU load', unit: 'ratio' })]).commit();
+  await waitFor('a request', async () => receiver.requests.length === 1);
+  const r = receiver.requests[0]!;
+  expect(r.headers['content-type']).toBe('application/x-protobuf;proto=io.prometheus.write.v2.Request');
+  expect(r.headers['x-prometheus-remote-write-version']).toBe('2.0.0');
+  const { symbols, timeseries } = r.requestV2!;
+  expect(symbols[0]).toBe('');
+  const series = timeseries[0]!;
+  const labels = [];
+  for (let i = 0; i < series.labelsRefs.length; i += 2) labels.push([symbols[series.labelsRefs[i]!], symbols[series.labelsRefs[i + 1]!]]);
+  expect(labels).toEqual([['__name__', 'cpu_load'], ['namespace', 'team-a'], ['source', 'host-1']]);
+  expect(series.samples.map((s) => [s.value, Number(s.timestamp)])).toEqual([[1.5, NOW]]);
+  expect(series.metadata).toMatchObject({ type: 2, helpRef: symbols.indexOf('CPU load'), unitRef: symbols.indexOf('ratio') });
+  await waitFor('sent counted', async () => (await metric('intake_remote_write_samples_sent_total')) === 1);
+});
+
+it.each([
+  ['415', { status: 415 }],
+  ['a 2xx without the *-Written headers (a 1.x receiver)', { status: 204 }],
+])('falls back to 1.0 for good when a 2.0 request gets %s', async (_what, answer) => {
+  receiver.script.push(answer);
+  const w = start({ protocol: '2.0' });
+  w.admit('team-a', [point(1, { timeMs: NOW })]).commit();
+  await waitFor('the 1.0 re-send', async () => receiver.requests.length === 2);
+  expect(receiver.requests.map((r) => r.headers['x-prometheus-remote-write-version'])).toEqual(['2.0.0', '0.1.0']);
+  expect(flatten(receiver.requests[1]!.request).map((s) => [s.value, s.ts])).toEqual([[1, NOW]]);
+  w.admit('team-a', [point(2, { timeMs: NOW + 1 })]).commit();
+  await waitFor('the next batch', async () => receiver.requests.length === 3);
+  expect(receiver.requests[2]!.headers['x-prometheus-remote-write-version']).toBe('0.1.0');
+});
+
 it('sends what is queued when closed', async () => {
   const w = start({ flushIntervalMs: 60_000 });
   w.admit('team-a', [point(1, { timeMs: NOW })]).commit();
