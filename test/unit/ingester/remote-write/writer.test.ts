@@ -1,4 +1,7 @@
 /** The remote writer against a recording receiver on loopback: the real HTTP client, real encoding. */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { pino } from 'pino';
 import { Counter, Registry } from 'prom-client';
 import type { DataPoint } from '../../../../ingester/datapoints.js';
@@ -200,4 +203,26 @@ it('sends what is queued when closed', async () => {
   await w.close(Date.now() + 5000);
   writer = undefined;
   expect(receiver.requests).toHaveLength(1);
+});
+
+it('counts what is still queued at the shutdown deadline as dropped (reason shutdown)', async () => {
+  for (let i = 0; i < 100; i++) receiver.script.push({ status: 503 });
+  const w = start();
+  w.admit('team-a', [point(1, { timeMs: NOW }), point(2, { timeMs: NOW + 1 })]).commit();
+  await w.close(Date.now() + 300);
+  writer = undefined;
+  expect(await metric('intake_remote_write_samples_dropped_total', { reason: 'shutdown' })).toBe(2);
+  expect(receiver.requests.length).toBeGreaterThan(1);
+});
+
+it.each([
+  ['basicAuth', (dir: string) => ({ basicAuth: { username: 'intake', passwordFile: join(dir, 'secret') } }), `Basic ${Buffer.from('intake:s3cret').toString('base64')}`],
+  ['bearerTokenFile', (dir: string) => ({ bearerTokenFile: join(dir, 'secret') }), 'Bearer s3cret'],
+])('sends credentials read from a file (%s), and extra headers', async (_what, settings, expected) => {
+  const dir = mkdtempSync(join(tmpdir(), 'intake-rw-'));
+  writeFileSync(join(dir, 'secret'), 's3cret\n');
+  start({ ...settings(dir), headers: { 'X-Extra': 'yes' } }).admit('team-a', [point(1, { timeMs: NOW })]).commit();
+  await waitFor('a request', async () => receiver.requests.length === 1);
+  expect(receiver.requests[0]!.headers.authorization).toBe(expected);
+  expect(receiver.requests[0]!.headers['x-extra']).toBe('yes');
 });
