@@ -35,8 +35,8 @@ export class RemoteWriteClient {
       this.url.protocol === 'https:'
         ? new https.Agent({
             keepAlive: true,
-            ...(tls?.caFile ? { ca: readFileSync(tls.caFile) } : {}),
-            ...(tls?.certFile && tls.keyFile ? { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) } : {}),
+            ...(tls?.caFile ? { ca: readConfigFile(tls.caFile) } : {}),
+            ...(tls?.certFile && tls.keyFile ? { cert: readConfigFile(tls.certFile), key: readConfigFile(tls.keyFile) } : {}),
           })
         : new http.Agent({ keepAlive: true });
     // Fail at start-up, not at the first send, when a credential file is missing.
@@ -117,6 +117,14 @@ export class RemoteWriteClient {
     }
     this.files.set(path, { value, readAtMs: now });
     return value;
+  }
+}
+
+function readConfigFile(path: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    throw new ConfigError(`remoteWrite.tls: cannot read ${path}: ${(err as Error).message}`);
   }
 }
 

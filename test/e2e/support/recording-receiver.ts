@@ -2,7 +2,8 @@
  * A remote write receiver of our own on 127.0.0.1 that records every request (headers and the
  * decoded WriteRequest) and answers from a script, to check what goes over the wire.
  */
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { fromBinary } from '@bufbuild/protobuf';
 import { uncompressSync } from 'snappy';
@@ -32,10 +33,11 @@ export interface RecordingReceiver {
   close(): Promise<void>;
 }
 
-export async function startRecordingReceiver(): Promise<RecordingReceiver> {
+/** Plain HTTP, or HTTPS with `tls` (PEM certificate and key). */
+export async function startRecordingReceiver(tls?: { cert: Buffer; key: Buffer }): Promise<RecordingReceiver> {
   const requests: Recorded[] = [];
   const script: Answer[] = [];
-  const server: Server = createServer((req, res) => {
+  const handler = (req: IncomingMessage, res: ServerResponse): void => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -52,11 +54,12 @@ export async function startRecordingReceiver(): Promise<RecordingReceiver> {
       res.writeHead(answer.status, answer.headers ?? {});
       res.end(answer.body ?? '');
     });
-  });
+  };
+  const server: Server = tls ? createHttpsServer(tls, handler) : createServer(handler);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}/api/v1/write`,
+    url: `${tls ? 'https' : 'http'}://127.0.0.1:${port}/api/v1/write`,
     requests,
     script,
     close: () =>

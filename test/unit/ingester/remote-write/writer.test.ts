@@ -1,5 +1,6 @@
 /** The remote writer against a recording receiver on loopback: the real HTTP client, real encoding. */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -225,4 +226,14 @@ it.each([
   await waitFor('a request', async () => receiver.requests.length === 1);
   expect(receiver.requests[0]!.headers.authorization).toBe(expected);
   expect(receiver.requests[0]!.headers['x-extra']).toBe('yes');
+});
+
+it('verifies an HTTPS receiver with the CA from tls.caFile', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'intake-rw-tls-'));
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=receiver', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  await receiver.close();
+  receiver = await startRecordingReceiver({ cert: readFileSync(join(dir, 'cert.pem')), key: readFileSync(join(dir, 'key.pem')) });
+  start({ tls: { caFile: join(dir, 'cert.pem') } }).admit('team-a', [point(1, { timeMs: NOW })]).commit();
+  await waitFor('a request over TLS', async () => receiver.requests.length === 1);
+  expect(receiver.url).toMatch(/^https:/);
 });
