@@ -53,7 +53,13 @@ $(HELM): $(HELM_STAMP)
 # nats-server with JetStream for the hand-off tests and the benchmark (Debian's 2.9 is too old).
 $(NATS_SERVER):
 	GOBIN=$(CURDIR)/.tools/bin CGO_ENABLED=0 go install github.com/nats-io/nats-server/v2@$(NATS_SERVER_VERSION)
-tools: $(HELM_STAMP) $(NATS_SERVER)
+# Debian's Prometheus (2.42+): the remote write receiver of the end-to-end tests. CI runs as root
+# on a fresh machine; elsewhere the binary is already there or sudo is needed.
+PROMETHEUS := /usr/bin/prometheus
+$(PROMETHEUS):
+	$(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(if $(filter 0,$(shell id -u)),,sudo -E) apt-get install -y --no-install-recommends prometheus
+tools: $(HELM_STAMP) $(NATS_SERVER) $(PROMETHEUS)
 
 build: deps
 	npm run build

@@ -26,6 +26,9 @@ fi
 if [ "${BENCH_NO_ALERTMANAGER:-}" != 1 ]; then
   command -v prometheus-alertmanager >/dev/null 2>&1 || missing+=(prometheus-alertmanager)
 fi
+if [ "${BENCH_NO_REMOTE_WRITE:-}" != 1 ]; then
+  command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     say "installing ${missing[*]} from Debian"
@@ -96,4 +99,18 @@ wait "$runner"
 status=$?
 set -e
 runner=''
+# Remote write to a real Prometheus (bench/remote-write.ts: points/s end to end, peak RSS).
+if [ "$status" = 0 ] && [ -z "${BENCH_PROFILE:-}" ] && [ "${BENCH_NO_REMOTE_WRITE:-}" != 1 ]; then
+  if command -v prometheus >/dev/null 2>&1; then
+    taskset -c 1 timeout --signal=TERM --kill-after=30 900 node dist/bench/remote-write.js &
+    runner=$!
+    set +e
+    wait "$runner"
+    status=$?
+    set -e
+    runner=''
+  else
+    say "prometheus is not available: running without the remote write scenario"
+  fi
+fi
 exit "$status"

@@ -19,6 +19,8 @@ export const EXPOSITION_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8
 export interface AdminServerOptions {
   registry: Registry;
   series: SeriesStore;
+  /** Serve /metrics/ingested (off when points go by remote write only). */
+  exposition?: boolean;
   lifecycle: Lifecycle;
   logger: Logger;
   /** Readiness also means every sink can take events now. */
@@ -42,7 +44,7 @@ export function buildAdminServer(o: AdminServerOptions): FastifyInstance {
     return reply.code(503).header('retry-after', '1').send({ status: unready });
   });
   app.get('/metrics', async (_req, reply) => reply.type(o.registry.contentType).send(await o.registry.metrics()));
-  app.get('/metrics/ingested', async (_req, reply) => reply.type(EXPOSITION_CONTENT_TYPE).send(Readable.from(yieldingChunks(o.series))));
+  if (o.exposition ?? true) app.get('/metrics/ingested', async (_req, reply) => reply.type(EXPOSITION_CONTENT_TYPE).send(Readable.from(yieldingChunks(o.series))));
   app.setNotFoundHandler((req, reply) => sendError(reply, notFound(req.method, req.url)));
   return app;
 }

@@ -7,6 +7,7 @@ import { isIP } from 'node:net';
 import { Ajv } from 'ajv';
 import { ConfigError, parseListen, type Listen } from '../common/config-files.js';
 import { jetstreamSchema, resolveJetStream, resolveSpool, spoolSchema, type JetStreamSettings, type SpoolSettings } from './sinks/handoff-config.js';
+import { expositionSchema, remoteWriteSchema, resolveRemoteWrite, type RemoteWriteFile, type RemoteWriteSettings } from './remote-write/settings.js';
 
 export interface IngesterSettings {
   listen: Listen;
@@ -38,6 +39,10 @@ export interface IngesterSettings {
   /** Durable local spool for events the bus could not take yet (sinks/spool.ts). */
   spool?: SpoolSettings;
   shutdown: { drainDelaySeconds: number; timeoutSeconds: number };
+  /** Forward data points by Prometheus Remote Write (absent: off). */
+  remoteWrite?: RemoteWriteSettings;
+  /** Serve received series on the admin port at /metrics/ingested. */
+  exposition: { enabled: boolean };
 }
 
 export const DEFAULT_SETTINGS: IngesterSettings = {
@@ -62,6 +67,7 @@ export const DEFAULT_SETTINGS: IngesterSettings = {
   authThrottle: { failures: 20, windowSeconds: 60, blockSeconds: 300, failureDelayMs: 300 },
   sinks: { log: { path: '-', timeoutMs: 5_000 } },
   shutdown: { drainDelaySeconds: 0, timeoutSeconds: 25 },
+  exposition: { enabled: true },
 };
 
 const positive = { type: 'integer', minimum: 1 } as const;
@@ -112,6 +118,8 @@ const settingsFileSchema = {
       additionalProperties: false,
       properties: { drainDelaySeconds: { type: 'number', minimum: 0 }, timeoutSeconds: { type: 'number', exclusiveMinimum: 0 } },
     },
+    remoteWrite: remoteWriteSchema,
+    exposition: expositionSchema,
     routes: { type: 'array' },
   },
 } as const;
@@ -150,6 +158,8 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
     sinks?: { log?: { path?: string; timeoutMs?: number; enabled?: boolean }; jetstream?: Parameters<typeof resolveJetStream>[0] };
     spool?: Parameters<typeof resolveSpool>[0];
     shutdown?: Partial<IngesterSettings['shutdown']>;
+    remoteWrite?: RemoteWriteFile;
+    exposition?: { enabled?: boolean };
   };
   const d = DEFAULT_SETTINGS;
   const settings: IngesterSettings = {
@@ -161,6 +171,7 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
     authThrottle: { ...d.authThrottle, ...f.authThrottle },
     sinks: { log: { path: overrides.eventsLog ?? f.sinks?.log?.path ?? d.sinks.log.path, timeoutMs: f.sinks?.log?.timeoutMs ?? d.sinks.log.timeoutMs } },
     shutdown: { ...d.shutdown, ...f.shutdown },
+    exposition: { ...d.exposition, ...f.exposition },
   };
   const jetstream = resolveJetStream(f.sinks?.jetstream);
   const spool = resolveSpool(f.spool, jetstream);
@@ -168,6 +179,8 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
   if (spool) settings.spool = spool;
   settings.sinks.log.enabled = f.sinks?.log?.enabled ?? (jetstream === undefined);
   if (!settings.sinks.log.enabled && !jetstream) throw new ConfigError('sinks: with sinks.log.enabled false, configure sinks.jetstream: events must go somewhere');
+  if (f.remoteWrite) settings.remoteWrite = resolveRemoteWrite(f.remoteWrite);
+  if (!settings.exposition.enabled && !settings.remoteWrite) throw new ConfigError('exposition.enabled is false and remoteWrite is not set: received data points would go nowhere');
   const certFile = overrides.tlsCert ?? f.tls?.certFile;
   const keyFile = overrides.tlsKey ?? f.tls?.keyFile;
   if ((certFile === undefined) !== (keyFile === undefined)) throw new ConfigError('TLS needs both a certificate file and a key file');

@@ -47,7 +47,7 @@ export interface DataPoint {
   source: string;
   key: string;
   tags: Record<string, string>;
-  /** Sender's time in ms, when given: an older point never overwrites a newer one. */
+  /** Sender's time in ms since the epoch (UTC, after utc_offset), when given: an older point never overwrites a newer one. */
   timeMs?: number;
   description?: string;
   unit?: string;
@@ -109,8 +109,15 @@ function toPoint(item: Record<string, unknown>, value: number): DataPoint {
   const given = item.tags as Record<string, string | number | boolean> | undefined;
   if (given) for (const name of Object.keys(given)) tags[name] = String(given[name]);
   const point: DataPoint = { metric: item.metric as string, value, source: item.source as string, key: (item.key as string | undefined) ?? '', tags };
-  if (item.time !== undefined) point.timeMs = epochToMs(item.time as number | string);
+  if (item.time !== undefined) point.timeMs = epochToMs(item.time as number | string) - utcOffsetMs(item.utc_offset as string | undefined);
   if (typeof item.description === 'string') point.description = item.description;
   if (typeof item.unit === 'string') point.unit = item.unit;
   return point;
+}
+
+/** `time` is read in the zone `utc_offset` names (GMT±HH:MM); subtracting the offset gives UTC. */
+function utcOffsetMs(offset: string | undefined): number {
+  if (offset === undefined) return 0;
+  const sign = offset[3] === '-' ? -1 : 1;
+  return sign * (Number(offset.slice(4, 6)) * 60 + Number(offset.slice(7, 9))) * 60_000;
 }

@@ -10,6 +10,7 @@ import { buildAdminServer } from './admin.js';
 import { AuthThrottle } from './auth-throttle.js';
 import type { IngesterSettings } from './config.js';
 import { IngesterMetrics } from './metrics.js';
+import { RemoteWriter } from './remote-write/writer.js';
 import { RouteTable, type RouteInput, type SkippedRoute } from './route-table.js';
 import { SeriesStore } from './series-store.js';
 import { ingestConnectionCap, openFilesLimit } from './http-guards.js';
@@ -58,6 +59,9 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
     sinks.push(bus);
     await bus.start();
   }
+  const remoteWrite = settings.remoteWrite
+    ? new RemoteWriter(settings.remoteWrite, { registry, logger, seriesTtlMs: settings.limits.seriesTTLSeconds * 1000, rejected: metrics.pointsRejected })
+    : undefined;
   let table = RouteTable.empty();
 
   const install = (inputs: RouteInput[], unparsable: SkippedRoute[] = []): void => {
@@ -89,6 +93,7 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
     routes: () => table,
     sinks,
     series,
+    ...(remoteWrite ? { remoteWrite } : {}),
     metrics,
     limits: { ...settings.limits, maxConnections },
     throttle: new AuthThrottle(settings.authThrottle),
@@ -98,7 +103,7 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
     trustProxy: settings.trustProxy,
     ...(tls ? { https: tls } : {}),
   });
-  const admin = buildAdminServer({ registry, series, lifecycle, logger, sinks, timeouts: settings.limits });
+  const admin = buildAdminServer({ registry, series, exposition: settings.exposition.enabled, lifecycle, logger, sinks, timeouts: settings.limits });
   const stopTlsWatch = settings.tls ? watchTls(settings.tls, ingest, logger) : undefined;
   const sweeper = setInterval(() => series.sweep(), Math.min(SWEEP_INTERVAL_MS, settings.limits.seriesTTLSeconds * 1000));
   sweeper.unref();
@@ -112,6 +117,8 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
   let stopping: Promise<void> | undefined;
   const shutdown = (): Promise<void> => {
     stopping ??= (async () => {
+      // cmd/intake.ts exits at shutdown.timeoutSeconds; leave a second for the rest.
+      const deadlineMs = Date.now() + settings.shutdown.timeoutSeconds * 1000 - 1000;
       lifecycle.ready = false;
       logger.info({ drainDelaySeconds: settings.shutdown.drainDelaySeconds }, 'shutting down: unready');
       if (settings.shutdown.drainDelaySeconds > 0) await new Promise((r) => setTimeout(r, settings.shutdown.drainDelaySeconds * 1000));
@@ -128,6 +135,7 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
       const hardStop = setTimeout(() => (ingest.server as unknown as { closeAllConnections(): void }).closeAllConnections(), Math.max(1000, settings.shutdown.timeoutSeconds * 1000 - 3000));
       await ingest.close();
       clearTimeout(hardStop);
+      await remoteWrite?.close(deadlineMs);
       await Promise.all(sinks.map((s) => s.close()));
       await admin.close();
       logger.info('shutdown complete');

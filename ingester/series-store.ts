@@ -213,7 +213,11 @@ function helpLine(name: string, family: Family): string {
   return help === '' ? '' : `# HELP ${name} ${escapeHelp(help)}\n`;
 }
 
-function prepare(namespace: string, point: DataPoint): PreparedPoint {
+/**
+ * A point's series labels without the name, sorted by name, each name once: the one label rule for
+ * exposition and remote write.
+ */
+export function seriesLabels(namespace: string, point: DataPoint): Array<[string, string]> {
   const labels: Array<[string, string]> = [
     ['key', point.key],
     ['namespace', namespace],
@@ -221,14 +225,15 @@ function prepare(namespace: string, point: DataPoint): PreparedPoint {
   ];
   for (const tag of Object.keys(point.tags)) labels.push([tagLabelName(tag), point.tags[tag] as string]);
   labels.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  // Two tags that sanitise to one name: the first (in sorted order) wins, as a label may appear once.
+  return labels.filter((label, i) => i === 0 || label[0] !== (labels[i - 1] as [string, string])[0]);
+}
+
+function prepare(namespace: string, point: DataPoint): PreparedPoint {
   let labelText = '{';
-  let previous = '';
-  for (const [name, value] of labels) {
-    // Two tags that sanitise to one name: the first (in sorted order) wins, as a label may appear once.
-    if (name === previous) continue;
-    if (previous !== '') labelText += ',';
+  for (const [name, value] of seriesLabels(namespace, point)) {
+    if (labelText !== '{') labelText += ',';
     labelText += `${name}="${escapeLabelValue(value)}"`;
-    previous = name;
   }
   labelText += '}';
   return { family: metricName(point.metric), labelText, key: hash('sha256', labelText, 'base64'), point };

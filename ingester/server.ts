@@ -22,6 +22,7 @@ import type { RouteEntry, RouteTable } from './route-table.js';
 import { eventsRoute, EVENTS_PATH } from './routes/events.js';
 import { metricsRoute, METRICS_PATH } from './routes/metrics.js';
 import { securityHeaders } from './security-headers.js';
+import type { RemoteWriter } from './remote-write/writer.js';
 import type { SeriesStore } from './series-store.js';
 import type { EventSink } from './sinks/sink.js';
 
@@ -51,6 +52,8 @@ export interface IngestServerOptions {
   routes: () => RouteTable;
   sinks: readonly EventSink[];
   series: SeriesStore;
+  /** When set, data points are also forwarded by Prometheus Remote Write. */
+  remoteWrite?: RemoteWriter;
   metrics: IngesterMetrics;
   limits: IngestLimits;
   throttle: AuthThrottle;

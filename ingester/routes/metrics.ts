@@ -43,7 +43,11 @@ export function metricsRoute(ctx: IngestContext): RouteOptions {
       const entry = req.routeEntry as RouteEntry;
       const points = validate(req, entry.namespace);
       metrics.pointsReceived.inc({ namespace: entry.namespace }, points.length);
+      // Remote write admits the batch first (503 when its queue is full), and queues it only once
+      // the series caps accepted it: all or nothing.
+      const forward = ctx.remoteWrite?.admit(entry.namespace, points);
       store(entry, points);
+      forward?.commit();
       metrics.pointsProcessed.inc({ namespace: entry.namespace }, points.length);
       return reply.send(okBody(points.length, 0, points.length, 'data point'));
     },

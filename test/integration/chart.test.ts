@@ -8,6 +8,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { jest } from '@jest/globals';
+import { parseAllDocuments } from 'yaml';
+import { resolveSettings } from '../../ingester/config.js';
 import {
   apply, applyCrds, createNamespace, KUBECONFIG, kubeClients, kubectl, postEvent, ROOT, startIngester, startOperator, uniqueName, waitFor, type Proc,
 } from './support/cluster.js';
@@ -17,6 +19,8 @@ jest.setTimeout(180_000);
 const HELM = resolve(ROOT, '.tools/bin/helm');
 const CHART = resolve(ROOT, 'charts/intake');
 const ALL = resolve(ROOT, 'test/integration/fixtures/all-features.yaml');
+const REMOTE_WRITE = ['--set', 'ingester.remoteWrite.enabled=true', '--set', 'ingester.remoteWrite.url=https://mimir.example/api/v1/push', '--set', 'ingester.remoteWrite.tenantHeader=X-Scope-OrgID',
+  '--set', 'ingester.remoteWrite.secretName=rw', '--set', 'ingester.remoteWrite.basicAuth.username=intake', '--set', 'ingester.remoteWrite.tls.ca=true'];
 const release = uniqueName('it');
 const ns = uniqueName('intake-chart');
 const tenant = uniqueName('chart-tenant');
@@ -84,7 +88,18 @@ describe('charts/intake', () => {
     expect(r.stderr).toMatch(/replicaz/);
   });
 
-  it.each([['defaults', []], ['every feature on', ['-f', ALL]]])('renders objects the API server accepts (%s)', async (_what, extra) => {
+  it('renders remote write as a config the ingester accepts, with exposition off and not scraped', async () => {
+    const rendered = await ok(helm(['template', release, CHART, '-n', ns, '--kube-version', 'v1.34.3', '-f', ALL, ...REMOTE_WRITE]));
+    const docs = parseAllDocuments(rendered).map((d) => d.toJS() as { kind?: string; data?: Record<string, string>; spec?: Record<string, unknown> }).filter((d) => d?.kind);
+    const config = docs.find((d) => d.kind === 'ConfigMap' && d.data?.['intake.yaml'])?.data?.['intake.yaml'] as string;
+    const settings = resolveSettings(parseAllDocuments(config)[0]?.toJS(), {});
+    expect(settings.exposition.enabled).toBe(false);
+    expect(settings.remoteWrite).toMatchObject({ url: 'https://mimir.example/api/v1/push', tenantHeader: 'X-Scope-OrgID', basicAuth: { username: 'intake', passwordFile: '/etc/intake/remote-write/password' }, tls: { caFile: '/etc/intake/remote-write/ca.crt' } });
+    expect(rendered).not.toMatch(/path: \/metrics\/ingested/);
+    expect(rendered).toMatch(/alert: IntakeRemoteWriteFailing/);
+  });
+
+  it.each([['defaults', []], ['every feature on', ['-f', ALL]], ['remote write on', ['-f', ALL, ...REMOTE_WRITE]]])('renders objects the API server accepts (%s)', async (_what, extra) => {
     const rendered = await ok(helm(['template', release, CHART, '-n', ns, '--kube-version', 'v1.34.3', ...(extra as string[])]));
     const r = await kubectl(['apply', '--server-side', '--force-conflicts', '--field-manager=chart-test', '--dry-run=server', '-n', ns, '-f', '-'], rendered);
     expect(r.stderr).toBe('');

@@ -102,5 +102,45 @@ spool:
   replayBatch: {{ .Values.spool.replayBatch }}
   replayBackoffMinMs: {{ .Values.spool.replayBackoffMinMs }}
   replayBackoffMaxMs: {{ .Values.spool.replayBackoffMaxMs }}
+{{- $rw := .Values.ingester.remoteWrite }}
+exposition:
+  enabled: {{ and .Values.ingester.exposition.enabled (not $rw.enabled) }}
+{{- if $rw.enabled }}
+remoteWrite:
+  url: {{ required "ingester.remoteWrite.url is required when remoteWrite.enabled" $rw.url | quote }}
+  protocol: {{ $rw.protocol | quote }}
+  {{- with $rw.tenantHeader }}
+  tenantHeader: {{ . | quote }}
+  tenant: namespace
+  {{- end }}
+  {{- with $rw.headers }}
+  headers: {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- if and (or $rw.basicAuth.username $rw.bearerToken $rw.tls.ca $rw.tls.clientCert) (not $rw.secretName) }}
+  {{- fail "ingester.remoteWrite.secretName is required for basicAuth, bearerToken or tls" }}
+  {{- end }}
+  {{- with $rw.basicAuth.username }}
+  basicAuth: {username: {{ . | quote }}, passwordFile: /etc/intake/remote-write/password}
+  {{- end }}
+  {{- if $rw.bearerToken }}
+  bearerTokenFile: /etc/intake/remote-write/token
+  {{- end }}
+  {{- if or $rw.tls.ca $rw.tls.clientCert }}
+  tls:
+    {{- if $rw.tls.ca }}
+    caFile: /etc/intake/remote-write/ca.crt
+    {{- end }}
+    {{- if $rw.tls.clientCert }}
+    certFile: /etc/intake/remote-write/tls.crt
+    keyFile: /etc/intake/remote-write/tls.key
+    {{- end }}
+  {{- end }}
+  batchSize: {{ $rw.batchSize }}
+  flushIntervalMs: {{ $rw.flushIntervalMs }}
+  maxQueuedSamples: {{ $rw.maxQueuedSamples | int64 }}
+  {{- with $rw.maxQueuedSamplesPerTenant }}
+  maxQueuedSamplesPerTenant: {{ . | int64 }}
+  {{- end }}
+  maxInFlightPerTenant: {{ $rw.maxInFlightPerTenant }}
 {{- end }}
 {{- end -}}

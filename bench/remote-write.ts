@@ -1,0 +1,114 @@
+/**
+ * The remote write benchmark (make bench): the built ingester on CPU 0 forwards 1000-point
+ * requests by Prometheus Remote Write to a real Prometheus on loopback (CPU 1, with wrk). It
+ * quotes data points/s accepted, samples/s that landed in Prometheus end to end (its own
+ * prometheus_tsdb_head_samples_appended_total, counted until intake's queue is empty), and the
+ * ingester's peak RSS. One warm-up, then one measured run: Prometheus keeps what it received.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism, cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { freePort, ROOT, waitFor } from '../test/integration/support/cluster.js';
+import { startPrometheus, type Prometheus } from '../test/e2e/support/prometheus.js';
+
+const DURATION_S = Number(process.env.BENCH_RW_SECONDS ?? 20);
+const CONNECTIONS = Number(process.env.BENCH_RW_CONNECTIONS ?? 8);
+const POINTS = 1000;
+const API_KEY = 'bench_0123456789abcdef0123456789abcdef';
+const dir = mkdtempSync(join(tmpdir(), 'intake-bench-rw-'));
+const children: ChildProcess[] = [];
+let prom: Prometheus | undefined;
+
+async function metricValue(url: string, name: string): Promise<number> {
+  const text = await (await fetch(url)).text();
+  let sum = 0;
+  for (const line of text.split('\n')) if (line.startsWith(name) && (line[name.length] === ' ' || line[name.length] === '{')) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+  return sum;
+}
+
+function wrk(url: string, script: string, seconds: number): { requests: number; non2xx: number; p50: string; p99: string } {
+  const r = spawnSync('taskset', ['-c', '1', 'wrk', '-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency', '-s', script, url], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`wrk failed: ${r.stderr}`);
+  const requests = Number(/(\d+) requests in/.exec(r.stdout)?.[1] ?? 0);
+  const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(r.stdout)?.[1] ?? 0);
+  const lat = (p: string) => new RegExp(`^\\s+${p}%\\s+(\\S+)`, 'm').exec(r.stdout)?.[1] ?? 'n/a';
+  return { requests, non2xx, p50: lat('50'), p99: lat('99') };
+}
+
+async function main(): Promise<void> {
+  prom = await startPrometheus();
+  spawnSync('taskset', ['-a', '-pc', '1', String(prom.pid)]);
+  const [ingest, admin] = [await freePort(), await freePort()];
+  writeFileSync(
+    join(dir, 'intake.yaml'),
+    stringify({
+      listen: `127.0.0.1:${ingest}`,
+      adminListen: `127.0.0.1:${admin}`,
+      logLevel: 'warn',
+      limits: { maxSeriesPerNamespace: 250_000, maxSeriesTotal: 250_000 },
+      remoteWrite: { url: prom.writeUrl },
+      exposition: { enabled: false },
+      routes: [{ apiVersion: 'intake.dev/v1alpha1', kind: 'ApiKey', name: 'bench', namespace: 'bench', credentials: [{ username: 'bench', secret: { plain: API_KEY } }] }],
+    }),
+  );
+  const ingester = spawn('taskset', ['-c', '0', process.execPath, join(ROOT, 'dist/cmd/intake.js'), 'ingester', '--config', join(dir, 'intake.yaml')], { stdio: 'ignore' });
+  children.push(ingester);
+  await waitFor('ingester', async () => (await fetch(`http://127.0.0.1:${admin}/readyz`)).ok, 20_000, 100);
+
+  // 1000 series per request, each point stamped when received: every request adds one sample to each.
+  const body = JSON.stringify(Array.from({ length: POINTS }, (_, i) => ({ metric: 'bench.rw', data: i, source: 'bench-host', tags: { i } })));
+  const script = join(dir, 'rw.lua');
+  writeFileSync(script, `wrk.method = "POST"\nwrk.body = ${JSON.stringify(body)}\nwrk.headers["Content-Type"] = "application/json"\nwrk.headers["apiKey"] = "${API_KEY}"\n`);
+  const url = `http://127.0.0.1:${ingest}/v1/integrations/metrics`;
+  const ingestMetrics = `http://127.0.0.1:${admin}/metrics`;
+  const promMetrics = `${prom.url}/metrics`;
+  const drained = () => waitFor('queue drained', async () => (await metricValue(ingestMetrics, 'intake_remote_write_queued_samples')) === 0, 120_000, 200);
+
+  wrk(url, script, 5);
+  await drained();
+  const appendedBefore = await metricValue(promMetrics, 'prometheus_tsdb_head_samples_appended_total');
+  const droppedBefore = await metricValue(ingestMetrics, 'intake_remote_write_samples_dropped_total');
+  const start = performance.now();
+  const run = wrk(url, script, DURATION_S);
+  await drained();
+  const seconds = (performance.now() - start) / 1000;
+  const landed = (await metricValue(promMetrics, 'prometheus_tsdb_head_samples_appended_total')) - appendedBefore;
+  const dropped = (await metricValue(ingestMetrics, 'intake_remote_write_samples_dropped_total')) - droppedBefore;
+  const rss = Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${ingester.pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+
+  const accepted = (run.requests - run.non2xx) * POINTS;
+  const f = (n: number) => Math.round(n).toLocaleString('en-US');
+  const table = [
+    `Remote write: ${availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown'}), node ${process.version}; ingester on CPU 0; Prometheus ${PROM_VERSION()} and wrk -t1 -c${CONNECTIONS} -d${DURATION_S}s on CPU 1; ${POINTS}-point requests.`,
+    '',
+    '| measure | value | wanted | verdict |',
+    '|---|---|---|---|',
+    `| data points/s accepted (200) | ${f(accepted / DURATION_S)} | | |`,
+    `| samples/s in Prometheus, end to end (until intake's queue was empty, ${seconds.toFixed(1)} s) | ${f(landed / seconds)} | >= 100,000 | ${landed / seconds >= 100_000 ? 'PASS' : 'MISS'} |`,
+    `| requests answered non-2xx (503: queue full) | ${run.non2xx} of ${run.requests} | | |`,
+    `| samples dropped by intake (same-millisecond repeats, 4xx) | ${f(dropped)} | | |`,
+    `| request latency p50 / p99 | ${run.p50} / ${run.p99} | | |`,
+    `| ingester peak RSS | ${rss.toFixed(0)} MiB | | |`,
+  ].join('\n');
+  process.stdout.write(`${table}\n`);
+  if (process.env.BENCH_OUT) writeFileSync(process.env.BENCH_OUT, `\n${table}\n`, { flag: 'a' });
+}
+
+const PROM_VERSION = (): string => /version (\S+)/.exec(spawnSync(process.env.INTAKE_TEST_PROMETHEUS ?? '/usr/bin/prometheus', ['--version'], { encoding: 'utf8' }).stdout ?? '')?.[1] ?? '?';
+
+const cleanup = (): void => {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
+};
+process.on('exit', cleanup);
+process.on('SIGINT', () => process.exit(130));
+main()
+  .catch((err: Error) => {
+    process.stderr.write(`bench: ${err.message}\n`);
+    process.exitCode = 1;
+  })
+  .finally(async () => {
+    cleanup();
+    await prom?.stop();
+  });

@@ -1,0 +1,24 @@
+/**
+ * The label set a data point is written with: the same labels as /metrics/ingested (one rule, in
+ * series-store.ts: key, namespace from the API key, source, sanitised tags) plus `__name__`,
+ * sorted by name as the spec requires. Labels with an empty value are left out: the spec forbids
+ * them, and in PromQL an empty label and a missing label are the same series.
+ */
+import type { DataPoint } from '../datapoints.js';
+import { metricName } from '../prom-names.js';
+import { seriesLabels } from '../series-store.js';
+import type { Labels } from './wire.js';
+
+export function wireLabels(namespace: string, point: DataPoint): Array<[string, string]> {
+  const labels: Array<[string, string]> = [['__name__', metricName(point.metric)]];
+  for (const label of seriesLabels(namespace, point)) if (label[1] !== '') labels.push(label);
+  // Uppercase tag names sort before "__name__" in byte order, so sort again rather than assume.
+  return labels.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+}
+
+/** A map key for a label set; length-prefixed, so no name or value can make two sets collide. */
+export function seriesKey(labels: Labels): string {
+  let key = '';
+  for (const [name, value] of labels) key += `${name.length}:${name}${value.length}:${value}`;
+  return key;
+}

@@ -1,0 +1,215 @@
+/**
+ * Forwards accepted data points to a Prometheus Remote Write receiver (DESIGN.md §4.2).
+ *
+ * The request handler calls admit() after validation: it refuses the whole request (400 for a time
+ * too far in the future, 503 when the queue is full) before anything is changed, and returns the
+ * step that queues the points. A 200 therefore means "queued for sending", not "stored".
+ *
+ * Per series, timestamps only move forward on one replica: a point older than the newest one
+ * accepted for its series is dropped (counted as out_of_order), as is a point at the same
+ * millisecond once that sample has left; while it is still queued, the later value replaces it.
+ * The receiver would refuse both with a 400, and a 400 loses the whole request it came in.
+ */
+import type { Logger } from 'pino';
+import type { Counter, Registry } from 'prom-client';
+import type { DataPoint } from '../datapoints.js';
+import { ErrorCollector } from '../batch.js';
+import { unavailable } from '../errors.js';
+import { RemoteWriteClient, type SendOutcome } from './client.js';
+import { seriesKey, wireLabels } from './labels.js';
+import { Lane, type SeriesState } from './lane.js';
+import { RemoteWriteMetrics } from './metrics.js';
+import type { RemoteWriteSettings } from './settings.js';
+import { encodeLabels, type Protocol } from './wire.js';
+
+/** Receivers refuse or mis-order far-future samples; one of them can block every series (research: Prometheus "out of bounds"). */
+export const MAX_FUTURE_MS = 5 * 60_000;
+const SWEEP_INTERVAL_MS = 30_000;
+
+export interface RemoteWriterOptions {
+  registry: Registry;
+  logger: Logger;
+  /** Per-series ordering state is forgotten after this long without a point (limits.seriesTTLSeconds). */
+  seriesTtlMs: number;
+  /** The ingester's data-point rejection counter (reasons future_time, queue_full). */
+  rejected: Counter<'namespace' | 'reason'>;
+  now?: () => number;
+  /** Replaces the HTTP client (unit tests). */
+  send?: (body: Buffer, tenant: string, attempt: number, signal: AbortSignal, protocol: Protocol) => Promise<SendOutcome>;
+}
+
+export interface Admitted {
+  /** Queues the points; cannot fail. */
+  commit(): void;
+}
+
+interface Prepared {
+  key: string;
+  labels: Array<[string, string]>;
+  value: number;
+  ts: number;
+  help: string | undefined;
+  unit: string | undefined;
+}
+
+export class RemoteWriter {
+  private readonly tenants = new Map<string, Lane[]>();
+  private readonly series = new Map<string, SeriesState>();
+  private queued = 0;
+  private readonly queuedPerTenant = new Map<string, number>();
+  private readonly metrics: RemoteWriteMetrics;
+  private readonly client: RemoteWriteClient | undefined;
+  private readonly send: NonNullable<RemoteWriterOptions['send']>;
+  private readonly abort = new AbortController();
+  private readonly protocol: { current: Protocol };
+  private readonly sweeper: NodeJS.Timeout;
+  private readonly now: () => number;
+
+  constructor(private readonly settings: RemoteWriteSettings, private readonly o: RemoteWriterOptions) {
+    this.now = o.now ?? Date.now;
+    this.protocol = { current: settings.protocol };
+    this.metrics = new RemoteWriteMetrics(o.registry, settings.maxQueuedSamples, () => this.queuedPerTenant);
+    if (o.send) this.send = o.send;
+    else {
+      const client = new RemoteWriteClient(settings);
+      this.client = client;
+      this.send = (body, tenant, attempt, signal, protocol) => client.send(body, tenant, attempt, signal, protocol);
+    }
+    this.sweeper = setInterval(() => this.sweep(), Math.min(SWEEP_INTERVAL_MS, o.seriesTtlMs)).unref();
+  }
+
+  get queuedSamples(): number {
+    return this.queued;
+  }
+
+  /** Checks one request's points for the tenant; throws (changing nothing) or returns the commit step. */
+  admit(tenant: string, points: readonly DataPoint[]): Admitted {
+    const receivedAtMs = this.now();
+    const errors = new ErrorCollector();
+    const latest = receivedAtMs + MAX_FUTURE_MS;
+    for (let i = 0; i < points.length; i++) {
+      const t = (points[i] as DataPoint).timeMs;
+      if (t !== undefined && t > latest) {
+        errors.add([{ index: i, field: 'time', message: `is more than 5 minutes in the future (${new Date(t).toISOString()}; received at ${new Date(receivedAtMs).toISOString()})` }]);
+      }
+    }
+    if (errors.count > 0) {
+      this.o.rejected.inc({ namespace: tenant, reason: 'future_time' }, points.length);
+      errors.throwIfAny('data point', points.length);
+    }
+    if (this.queued + points.length > this.settings.maxQueuedSamples) {
+      this.o.rejected.inc({ namespace: tenant, reason: 'queue_full' }, points.length);
+      throw unavailable(`the remote write queue is full (${this.queued} of ${this.settings.maxQueuedSamples} samples waiting for the receiver); nothing was accepted, retry later`);
+    }
+    const ofTenant = this.queuedPerTenant.get(tenant) ?? 0;
+    if (ofTenant + points.length > this.settings.maxQueuedSamplesPerTenant) {
+      this.o.rejected.inc({ namespace: tenant, reason: 'queue_full' }, points.length);
+      throw unavailable(`the remote write queue of namespace ${tenant} is full (${ofTenant} of ${this.settings.maxQueuedSamplesPerTenant} samples waiting for the receiver); nothing was accepted, retry later`);
+    }
+    const prepared: Prepared[] = points.map((p) => {
+      const labels = wireLabels(tenant, p);
+      return { key: seriesKey(labels), labels, value: p.value, ts: Math.trunc(p.timeMs ?? receivedAtMs), help: p.description, unit: p.unit };
+    });
+    // A request may list a series' points in any order; the wire needs them oldest first.
+    if (!isSortedByTime(prepared)) prepared.sort((a, b) => a.ts - b.ts);
+    return { commit: () => this.commit(tenant, prepared, receivedAtMs) };
+  }
+
+  private commit(tenant: string, prepared: readonly Prepared[], nowMs: number): void {
+    const queuedBefore = this.queued;
+    for (const p of prepared) {
+      let state = this.series.get(p.key);
+      if (!state) {
+        state = { labelBytes: encodeLabels(p.labels), labels: p.labels, help: '', unit: '', lane: this.laneFor(tenant, p.key), lastTs: -Infinity, pending: undefined, lastSeenMs: nowMs };
+        this.series.set(p.key, state);
+      }
+      state.lastSeenMs = nowMs;
+      if (p.help !== undefined) state.help = p.help;
+      if (p.unit !== undefined) state.unit = p.unit;
+      if (p.ts > state.lastTs) {
+        this.queued++;
+        state.lane.add(state, p.value, p.ts);
+      } else if (p.ts === state.lastTs && state.pending && state.pending.timestamps[state.pending.timestamps.length - 1] === p.ts) {
+        state.pending.values[state.pending.values.length - 1] = p.value;
+      } else {
+        this.metrics.dropped.inc({ namespace: tenant, reason: p.ts === state.lastTs ? 'duplicate_timestamp' : 'out_of_order' });
+      }
+    }
+    this.queuedPerTenant.set(tenant, (this.queuedPerTenant.get(tenant) ?? 0) + this.queued - queuedBefore);
+  }
+
+  private laneFor(tenant: string, key: string): Lane {
+    let lanes = this.tenants.get(tenant);
+    if (!lanes) {
+      lanes = [];
+      for (let i = 0; i < this.settings.maxInFlightPerTenant; i++) {
+        lanes.push(
+          new Lane({
+            tenant,
+            batchSize: this.settings.batchSize,
+            flushIntervalMs: this.settings.flushIntervalMs,
+            minBackoffMs: this.settings.minBackoffMs,
+            maxBackoffMs: this.settings.maxBackoffMs,
+            send: this.send,
+            protocol: this.protocol,
+            settled: (samples) => {
+              this.queued -= samples;
+              this.queuedPerTenant.set(tenant, (this.queuedPerTenant.get(tenant) ?? 0) - samples);
+            },
+            metrics: this.metrics,
+            logger: this.o.logger,
+            signal: this.abort.signal,
+            receiver: this.client?.origin ?? 'test',
+          }),
+        );
+      }
+      this.tenants.set(tenant, lanes);
+    }
+    return lanes[hash(key) % lanes.length] as Lane;
+  }
+
+  /** Forgets ordering state of series idle past the TTL (never one with a sample still unsent). */
+  sweep(): void {
+    const cutoff = this.now() - this.o.seriesTtlMs;
+    for (const [key, state] of this.series) if (state.lastSeenMs < cutoff && !state.pending) this.series.delete(key);
+  }
+
+  /**
+   * Sends what is queued, waiting until everything is settled or `deadlineMs` (epoch ms) passes;
+   * then stops, counting what is left as dropped (reason shutdown).
+   */
+  async close(deadlineMs: number): Promise<void> {
+    clearInterval(this.sweeper);
+    const lanes = [...this.tenants.values()].flat();
+    for (const lane of lanes) lane.cut();
+    const all = Promise.all(lanes.map((lane) => lane.idle()));
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), Math.max(0, deadlineMs - Date.now()))));
+    const result = await Promise.race([all, late]);
+    clearTimeout(timer);
+    if (result === 'late') {
+      this.abort.abort();
+      await all;
+    }
+    for (const [tenant, tenantLanes] of this.tenants) {
+      const left = tenantLanes.reduce((n, lane) => n + lane.abandon(), 0);
+      if (left > 0) {
+        this.metrics.dropped.inc({ namespace: tenant, reason: 'shutdown' }, left);
+        this.o.logger.error({ tenant, samples: left }, 'remote write: samples still queued at the shutdown deadline were dropped');
+      }
+    }
+    this.client?.close();
+  }
+}
+
+function isSortedByTime(prepared: readonly Prepared[]): boolean {
+  for (let i = 1; i < prepared.length; i++) if ((prepared[i] as Prepared).ts < (prepared[i - 1] as Prepared).ts) return false;
+  return true;
+}
+
+/** FNV-1a: spreads series over a tenant's lanes, the same lane every time. */
+function hash(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return h >>> 0;
+}
