@@ -5,6 +5,7 @@
  */
 import { Ajv } from 'ajv';
 import { ConfigError, parseListen, type Listen } from '../common/config-files.js';
+import { DEFAULT_MAPPING_LIMITS, type MappingLimits } from '../api/mapping/engine.js';
 
 export interface IngesterSettings {
   listen: Listen;
@@ -25,6 +26,10 @@ export interface IngesterSettings {
   authThrottle: { failures: number; windowSeconds: number; blockSeconds: number };
   sinks: { log: { path: string } };
   shutdown: { drainDelaySeconds: number; timeoutSeconds: number };
+  /** Guardrails for every data mapping (platform team only; tenants cannot change them). */
+  mapping: MappingLimits;
+  /** Where payloads a mapping could not turn into events are kept for replay (bounded). */
+  deadLetter: { path: string; maxBytes: number };
 }
 
 export const DEFAULT_SETTINGS: IngesterSettings = {
@@ -44,6 +49,8 @@ export const DEFAULT_SETTINGS: IngesterSettings = {
   authThrottle: { failures: 20, windowSeconds: 60, blockSeconds: 300 },
   sinks: { log: { path: '-' } },
   shutdown: { drainDelaySeconds: 0, timeoutSeconds: 25 },
+  mapping: DEFAULT_MAPPING_LIMITS,
+  deadLetter: { path: '/tmp/intake-deadletter.jsonl', maxBytes: 64 * 1024 * 1024 },
 };
 
 const positive = { type: 'integer', minimum: 1 } as const;
@@ -76,6 +83,12 @@ const settingsFileSchema = {
       additionalProperties: false,
       properties: { drainDelaySeconds: { type: 'number', minimum: 0 }, timeoutSeconds: { type: 'number', exclusiveMinimum: 0 } },
     },
+    mapping: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { timeoutMs: positive, maxDepth: positive, maxSequence: positive, maxStringLength: positive },
+    },
+    deadLetter: { type: 'object', additionalProperties: false, properties: { path: { type: 'string', minLength: 1 }, maxBytes: { type: 'integer', minimum: 4096 } } },
     routes: { type: 'array' },
   },
 } as const;
@@ -108,6 +121,8 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
     authThrottle?: Partial<IngesterSettings['authThrottle']>;
     sinks?: { log?: { path?: string } };
     shutdown?: Partial<IngesterSettings['shutdown']>;
+    mapping?: Partial<MappingLimits>;
+    deadLetter?: Partial<IngesterSettings['deadLetter']>;
   };
   const d = DEFAULT_SETTINGS;
   const settings: IngesterSettings = {
@@ -119,6 +134,8 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
     authThrottle: { ...d.authThrottle, ...f.authThrottle },
     sinks: { log: { path: overrides.eventsLog ?? f.sinks?.log?.path ?? d.sinks.log.path } },
     shutdown: { ...d.shutdown, ...f.shutdown },
+    mapping: { ...d.mapping, ...f.mapping },
+    deadLetter: { ...d.deadLetter, ...f.deadLetter },
   };
   const certFile = overrides.tlsCert ?? f.tls?.certFile;
   const keyFile = overrides.tlsKey ?? f.tls?.keyFile;

@@ -7,7 +7,7 @@ import underPressure from '@fastify/under-pressure';
 import type { Logger } from 'pino';
 import { AuthThrottle } from './auth-throttle.js';
 import { parseBasicAuth, soleHeader } from './basic-auth.js';
-import { parseJsonBody } from './body.js';
+import { decodeContentEncoding, parseJsonBody } from './body.js';
 import { securityHeaders } from './security-headers.js';
 import { newVerifiedCache } from './credentials.js';
 import { parseDataPoints } from './datapoints.js';
@@ -24,6 +24,9 @@ import {
   unsupportedMediaType,
 } from './errors.js';
 import { parseEvents } from './events.js';
+import { MemoryDeadLetter } from './mapping/dead-letter.js';
+import { MappingMetrics } from './mapping/metrics.js';
+import { isDryRun, MappedWebhooks } from './mapping/pipeline.js';
 import type { Endpoint, IngesterMetrics } from './metrics.js';
 import type { RouteEntry, RouteTable } from './route-table.js';
 import type { SeriesStore } from './series-store.js';
@@ -54,6 +57,8 @@ export interface IngestServerOptions {
   logger: Logger;
   trustProxy?: boolean | number | string;
   https?: { key: Buffer; cert: Buffer };
+  /** Data mapping, dry run and dead letter (ingester/mapping/); in memory when not given. */
+  mapped?: MappedWebhooks;
 }
 
 export const EVENTS_PATH = '/events/webhook_:name';
@@ -96,6 +101,10 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
   }) as unknown as FastifyInstance;
   const verified = newVerifiedCache();
   const headers = securityHeaders();
+  const memoryDeadLetter = o.mapped ? undefined : new MemoryDeadLetter();
+  const mapped =
+    o.mapped ??
+    new MappedWebhooks({ deadLetter: memoryDeadLetter as MemoryDeadLetter, metrics: new MappingMetrics(o.metrics.registry, () => memoryDeadLetter?.bytes ?? 0), eventsPerRequest: o.limits.eventsPerRequest });
 
   app.decorateRequest('routeEntry', null);
   await app.register(underPressure, {
@@ -109,7 +118,7 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (req, body, done) => {
     try {
-      done(null, parseJsonBody(req.headers['content-type'], body as Buffer));
+      done(null, parseJsonBody(req.headers['content-type'], decodeContentEncoding(req.headers['content-encoding'], body as Buffer, o.limits.bodyBytes)));
     } catch (err) {
       done(err as Error, undefined);
     }
@@ -169,11 +178,13 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
     handler: async (req, reply) => {
       const entry = req.routeEntry as RouteEntry;
       const labels = { integration: entry.name, namespace: entry.namespace };
+      const ctx = { ...labels, receivedAtMs: Date.now() };
+      if (isDryRun(req.query)) return reply.type('application/json; charset=utf-8').send(JSON.stringify(await mapped.dryRun(req.body, entry, ctx)));
       let events;
       try {
-        events = parseEvents(req.body, o.limits.eventsPerRequest, { ...labels, receivedAtMs: Date.now() });
+        events = entry.mapping ? await mapped.toEvents(req.body, entry, ctx, req.headers['content-type']) : parseEvents(req.body, o.limits.eventsPerRequest, ctx);
       } catch (err) {
-        o.metrics.eventsRejected.inc({ ...labels, reason: 'invalid' }, Array.isArray(req.body) ? req.body.length : 1);
+        o.metrics.eventsRejected.inc({ ...labels, reason: entry.mapping ? 'mapping' : 'invalid' }, Array.isArray(req.body) ? req.body.length : 1);
         throw err;
       }
       o.metrics.eventsReceived.inc(labels, events.length);
