@@ -25,8 +25,8 @@ export const EVENT_STRING_FIELDS: Record<string, number> = {
 /** Unknown fields are kept, but not arbitrarily deep: JSON.stringify downstream recurses. */
 export const MAX_CUSTOM_DEPTH = 32;
 
-/** RFC 3339 date-time ("2026-11-22T20:43:01.316853583Z", "...+02:00"), as Alertmanager and most tools send. */
-const RFC3339 = '^\\s*[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})\\s*$';
+/** RFC 3339 date-time ("2026-11-22T20:43:01.316853583Z", "...+02:00"; also ISO 8601 "+0200" as PagerDuty writes it). */
+const RFC3339 = '^\\s*[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:?[0-9]{2})\\s*$';
 
 const caseInsensitive = (word: string): string => [...word].map((c) => `[${c}${c.toUpperCase()}]`).join('');
 

@@ -24,7 +24,7 @@ const amAlerts = (manager: string, extra: string): string => `(
     {
       "signature": "${manager.toLowerCase()}:" & (fingerprint ? fingerprint : $labelKey),
       "source": labels.instance ?: labels.host ?: labels.job ?: labels.alertname,
-      "severity": $resolved ? 0 : ($lookup($sev, $lowercase(labels.severity)) ?: 1),
+      "severity": $resolved ? 0 : ($lookup($sev, $lowercase(labels.severity)) ?? 1),
       "class": labels.alertname,
       "type": labels.job,
       "manager": "${manager}",
@@ -66,7 +66,7 @@ export const PRESETS = {
   {
     "signature": "pagerduty:" & (dedup_key ?: payload.source & ":" & payload.summary),
     "source": payload.source ?: client ?: "pagerduty-events-v2",
-    "severity": event_action = "resolve" ? 0 : ($lookup($sev, payload.severity) ?: 1),
+    "severity": event_action = "resolve" ? 0 : ($lookup($sev, payload.severity) ?? 1),
     "type": event_action,
     "class": payload.class,
     "manager": client ?: "PagerDuty Events API v2",
@@ -89,7 +89,7 @@ export const PRESETS = {
   {
     "signature": "datadog:" & alert_id & ":" & (scope ?: "*"),
     "source": hostname ?: scope ?: "datadog",
-    "severity": $transition = "recovered" ? 0 : $transition = "warn" ? 2 : ($lookup($priority, $uppercase(priority)) ?: $lookup($type, alert_type) ?: 3),
+    "severity": $transition = "recovered" ? 0 : $transition = "warn" ? 2 : ($lookup($priority, $uppercase(priority)) ?? $lookup($type, alert_type) ?? 3),
     "type": alert_transition,
     "class": alert_type,
     "manager": "Datadog",
@@ -111,7 +111,7 @@ export const PRESETS = {
   {
     "signature": "zabbix:" & event_id,
     "source": host,
-    "severity": $string(event_value) = "0" ? 0 : ($lookup($sev, $string(event_nseverity)) ?: 1),
+    "severity": $string(event_value) = "0" ? 0 : ($lookup($sev, $string(event_nseverity)) ?? 1),
     "class": trigger_name ?: event_name,
     "type": $string(event_update_status) = "1" ? "update" : $string(event_value) = "0" ? "recovery" : "problem",
     "manager": "Zabbix",
@@ -133,7 +133,7 @@ export const PRESETS = {
   {
     "signature": "nagios:" & host & (service ? ":" & service : ""),
     "source": host,
-    "severity": ($kind = "RECOVERY" or $state in ["OK", "UP"]) ? 0 : ($lookup($sev, $state) ?: 1),
+    "severity": ($kind = "RECOVERY" or $state in ["OK", "UP"]) ? 0 : ($lookup($sev, $state) ?? 1),
     "class": service ? "service" : "host",
     "type": notification_type,
     "manager": manager ?: "Nagios",
@@ -154,7 +154,7 @@ export const PRESETS = {
   {
     "signature": "azure:" & $e.alertId,
     "source": $e.configurationItems[0] ?: $e.alertTargetIDs[0] ?: $e.alertRule,
-    "severity": $resolved ? 0 : ($lookup($sev, $e.severity) ?: 1),
+    "severity": $resolved ? 0 : ($lookup($sev, $e.severity) ?? 1),
     "class": $e.signalType,
     "type": $e.monitorCondition,
     "manager": "Azure Monitor",
@@ -175,7 +175,7 @@ export const PRESETS = {
   {
     "signature": "gcm:" & $i.incident_id,
     "source": $i.resource_display_name ?: $i.resource.labels.instance_id ?: $i.resource_name ?: $i.scoping_project_id ?: "google-cloud-monitoring",
-    "severity": $closed ? 0 : ($lookup($sev, $uppercase($i.severity)) ?: $lookup($sev, $uppercase($i.policy_user_labels.severity)) ?: 1),
+    "severity": $closed ? 0 : ($lookup($sev, $uppercase($i.severity)) ?? $lookup($sev, $uppercase($i.policy_user_labels.severity)) ?? 1),
     "class": $i.policy_name,
     "type": $i.condition_name,
     "manager": "Google Cloud Monitoring",
@@ -195,9 +195,9 @@ export const PRESETS = {
   heartbeat and monitor ? {
     "signature": "uptime-kuma:" & $string(monitor.id),
     "source": monitor.hostname ?: monitor.url ?: monitor.name,
-    "severity": $lookup($status, $string(heartbeat.status)) ?: 1,
+    "severity": $lookup($status, $string(heartbeat.status)) ?? 1,
     "class": monitor.type,
-    "type": ["DOWN", "UP", "PENDING", "MAINTENANCE"][heartbeat.status],
+    "type": $lookup({"0": "DOWN", "1": "UP", "2": "PENDING", "3": "MAINTENANCE"}, $string(heartbeat.status)),
     "manager": "Uptime Kuma",
     "description": monitor.name & ": " & (heartbeat.msg ?: msg),
     "agent_time": heartbeat.time ? $replace(heartbeat.time, " ", "T") & "Z",
