@@ -21,7 +21,13 @@ deps: node_modules/.package-lock.json
 # Tools the tests need, built from the Go module proxy at pinned versions into .tools/bin.
 $(HELM):
 	GOBIN=$(CURDIR)/.tools/bin CGO_ENABLED=0 go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
-tools: $(HELM)
+# A real Alertmanager for the mapping end-to-end test, from Debian when missing (CI runs as root).
+ALERTMANAGER := /usr/bin/prometheus-alertmanager
+$(ALERTMANAGER):
+	@if [ "$$(id -u)" = 0 ]; then \
+	  for i in 1 2 3 4 5; do (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus-alertmanager) && break; echo "apt busy; retrying" >&2; sleep 10; done; \
+	else echo "make tools: $(ALERTMANAGER) is missing; install the Debian package prometheus-alertmanager" >&2; exit 1; fi
+tools: $(HELM) $(ALERTMANAGER)
 
 build: deps
 	npm run build
