@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make bench: the ingester benchmark (not a test). Installs its load generator (wrk) and the
 # peer (prometheus-pushgateway) from Debian when missing and run as root, then runs every
-# scenario in one invocation on loopback. BENCH_OUT=FILE also writes the table as markdown.
+# scenario in one invocation on loopback. BENCH_OUT=FILE also writes the table as markdown;
+# BENCH_ONLY=mapping runs only the data-mapping scenarios.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 missing=()
