@@ -72,7 +72,8 @@ export class MappedWebhooks {
       return parseEvents(mapped, this.o.eventsPerRequest, ctx);
     } catch (err) {
       if (!(err instanceof IntakeError)) throw err;
-      const message = `the mapping (${entry.mapping.label}) produced ${mapped.length} event(s) that are not valid: ${err.message}`;
+      const problems = err.fieldErrors?.length ?? 1;
+      const message = `the mapping (${entry.mapping.label}) produced ${mapped.length} event(s) that do not pass validation (${problems} problem(s), listed in errors)`;
       throw new MappingFailure('invalid_events', message, err.fieldErrors ?? [{ field: '', message: err.message }]);
     }
   }
