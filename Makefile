@@ -9,7 +9,7 @@ JEST := env NODE_OPTIONS=--experimental-vm-modules node node_modules/jest/bin/je
 HELM_VERSION := v3.19.5
 HELM := .tools/bin/helm
 
-.PHONY: all deps tools build lint test test-unit test-e2e test-integration testcluster testcluster-stop bench-build bench bench-operator clean
+.PHONY: all deps tools debian-tools build lint test test-unit test-e2e test-integration testcluster testcluster-stop bench-build bench bench-operator clean
 
 all: build
 
@@ -21,13 +21,17 @@ deps: node_modules/.package-lock.json
 # Tools the tests need, built from the Go module proxy at pinned versions into .tools/bin.
 $(HELM):
 	GOBIN=$(CURDIR)/.tools/bin CGO_ENABLED=0 go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
-# A real Alertmanager for the mapping end-to-end test, from Debian when missing (CI runs as root).
-ALERTMANAGER := /usr/bin/prometheus-alertmanager
-$(ALERTMANAGER):
-	@if [ "$$(id -u)" = 0 ]; then \
-	  for i in 1 2 3 4 5; do (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus-alertmanager) && break; echo "apt busy; retrying" >&2; sleep 10; done; \
-	else echo "make tools: $(ALERTMANAGER) is missing; install the Debian package prometheus-alertmanager" >&2; exit 1; fi
-tools: $(HELM) $(ALERTMANAGER)
+# Debian packages the tests run for real (binary:package): Alertmanager for the mapping end-to-end
+# test, jq for the shipped Nagios/Icinga notification script. Installed when missing (CI runs as root).
+DEBIAN_TOOLS := /usr/bin/prometheus-alertmanager:prometheus-alertmanager /usr/bin/jq:jq
+debian-tools:
+	@missing=""; for t in $(DEBIAN_TOOLS); do [ -x "$${t%%:*}" ] || missing="$$missing $${t##*:}"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" != 0 ]; then echo "make tools: install the Debian packages$$missing" >&2; exit 1; fi; \
+	  for i in 1 2 3 4 5; do (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing) && break; \
+	    echo "make tools: apt-get failed (dpkg lock?); retrying" >&2; sleep 10; done; \
+	fi
+tools: $(HELM) debian-tools
 
 build: deps
 	npm run build

@@ -40,6 +40,7 @@ beforeAll(async () => {
       route('am', { preset: 'alertmanager' }),
       route('hostile', { expression: '($f := function($n){$f($n+1)}; $f(0))' }),
       route('custom', BROKEN),
+      route('nagios', { preset: 'nagios' }),
     );
     config.mapping = { timeoutMs: 3000 };
     config.sinks = { log: { path: eventsFile } };
@@ -77,6 +78,23 @@ describe('a real Alertmanager posting to preset alertmanager', () => {
     const clear = await waitFor('a clear for web-1', async () => logEvents().find((e) => e.integration === 'am' && e.source === 'web-1' && e.severity === 0), 20_000, 100);
     expect(clear.signature).toBe(web1.signature);
     expect(clear.severity_name).toBe('clear');
+  });
+});
+
+describe("the shipped Nagios/Icinga notification script, preset nagios", () => {
+  it('posts a problem and its recovery, which clears it under the same signature', async () => {
+    const env = { ...process.env, INTAKE_URL: `${ing.url}/events/webhook_nagios`, INTAKE_AUTHORIZATION: basic('nagios', 'nagios-password') };
+    const script = join(ROOT, 'examples/senders/notify-intake.sh');
+    const problem = await run('sh', [script, 'PROBLEM', 'web-9', '10.0.0.9', 'HTTP', 'CRITICAL', 'HARD', 'CRITICAL - "timeout" after 10s', '1763844181'], env);
+    expect(problem).toMatchObject({ code: 0 });
+    const recovery = await run('sh', [script, 'RECOVERY', 'web-9', '10.0.0.9', 'HTTP', 'OK', 'HARD', 'HTTP OK', '1763844481'], env);
+    expect(recovery).toMatchObject({ code: 0 });
+    const [p, r] = await waitFor('both events', async () => {
+      const found = logEvents().filter((e) => e.integration === 'nagios');
+      return found.length >= 2 ? found : undefined;
+    });
+    expect(p).toMatchObject({ source: 'web-9', severity: 5, description: 'CRITICAL - "timeout" after 10s', agent_time: '2025-11-22T20:43:01.000Z' });
+    expect(r).toMatchObject({ source: 'web-9', severity: 0, signature: p?.signature });
   });
 });
 
@@ -141,9 +159,11 @@ describe('dead letter and replay', () => {
   });
 });
 
-function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+const cli = (args: string[]) => run(process.execPath, [join(ROOT, 'dist/cmd/intake.js'), ...args]);
+
+function run(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(ROOT, 'dist/cmd/intake.js'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
