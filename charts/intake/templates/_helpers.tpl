@@ -60,4 +60,8 @@ trustProxy: {{ . | quote }}
 limits: {{- toYaml .Values.ingester.limits | nindent 2 }}
 authThrottle: {{- toYaml .Values.ingester.authThrottle | nindent 2 }}
 shutdown: {{- toYaml .Values.ingester.shutdown | nindent 2 }}
+mapping: {{- toYaml .Values.ingester.mapping | nindent 2 }}
+deadLetter:
+  path: /var/lib/intake/deadletter.jsonl
+  maxBytes: {{ .Values.ingester.deadLetter.maxBytes | int64 }}
 {{- end -}}
