@@ -118,7 +118,12 @@ const deadLetterQuery = (opts: Record<string, string | boolean | undefined>, ext
   return q.size > 0 ? `?${q}` : '';
 };
 const adminCall = async (url: string, method: string): Promise<Record<string, unknown>> => {
-  const res = await fetch(url, { method });
+  let res: Response;
+  try {
+    res = await fetch(url, { method });
+  } catch (err) {
+    throw new ConfigError(`cannot reach the ingester's admin listener at ${url}: ${((err as Error).cause as Error | undefined)?.message ?? (err as Error).message}`);
+  }
   const body = (await res.json()) as Record<string, unknown>;
   if (!res.ok) throw new ConfigError(`${method} ${url}: ${res.status} ${JSON.stringify(body)}`);
   return body;
