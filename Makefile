@@ -17,7 +17,7 @@ HELM_STAMP := .tools/bin/.helm-$(HELM_VERSION)-$(HELM_GIT_COMMIT)
 NATS_SERVER_VERSION := v2.12.3
 NATS_SERVER := .tools/bin/nats-server
 
-.PHONY: all deps tools build lint test test-unit test-e2e test-integration testcluster testcluster-stop bench-build bench bench-operator clean
+.PHONY: all deps tools debian-tools build lint test test-unit test-e2e test-integration testcluster testcluster-stop bench-build bench bench-operator clean
 
 all: build
 
@@ -53,13 +53,17 @@ $(HELM): $(HELM_STAMP)
 # nats-server with JetStream for the hand-off tests and the benchmark (Debian's 2.9 is too old).
 $(NATS_SERVER):
 	GOBIN=$(CURDIR)/.tools/bin CGO_ENABLED=0 go install github.com/nats-io/nats-server/v2@$(NATS_SERVER_VERSION)
-# Debian's Prometheus (2.42+): the remote write receiver of the end-to-end tests. CI runs as root
-# on a fresh machine; elsewhere the binary is already there or sudo is needed.
-PROMETHEUS := /usr/bin/prometheus
-$(PROMETHEUS):
-	$(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $(if $(filter 0,$(shell id -u)),,sudo -E) apt-get install -y --no-install-recommends prometheus
-tools: $(HELM_STAMP) $(NATS_SERVER) $(PROMETHEUS)
+# Debian packages the tests run for real (binary:package): Prometheus as the remote write receiver,
+# Alertmanager for the mapping end-to-end test, jq for the shipped Nagios/Icinga notification script. Installed when missing (CI runs as root).
+DEBIAN_TOOLS := /usr/bin/prometheus:prometheus /usr/bin/prometheus-alertmanager:prometheus-alertmanager /usr/bin/jq:jq
+debian-tools:
+	@missing=""; for t in $(DEBIAN_TOOLS); do [ -x "$${t%%:*}" ] || missing="$$missing $${t##*:}"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" != 0 ]; then echo "make tools: install the Debian packages$$missing" >&2; exit 1; fi; \
+	  for i in 1 2 3 4 5; do (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing) && break; \
+	    echo "make tools: apt-get failed (dpkg lock?); retrying" >&2; sleep 10; done; \
+	fi
+tools: $(HELM_STAMP) $(NATS_SERVER) debian-tools
 
 build: deps
 	npm run build

@@ -6,6 +6,7 @@
 import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import routeSchema from './route.schema.json' with { type: 'json' };
+import type { MappingSpec } from './mapping/engine.js';
 
 export const ROUTE_API_VERSION = 'intake.dev/v1alpha1';
 /** Label the ingester selects route Secrets by, and the Secret data key holding the document. */
@@ -31,6 +32,8 @@ export interface Route {
   suspended?: boolean;
   credentials: RouteCredential[];
   limits?: { maxSeries?: number };
+  /** WebhookIntegration only: the payload mapping (api/mapping/). */
+  mapping?: MappingSpec;
 }
 
 // ajv-formats is CommonJS with a default export; under NodeNext its namespace object is what we get.

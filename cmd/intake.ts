@@ -123,6 +123,54 @@ async function routeSource(namespace: string | undefined, kubeconfig: string | u
   return new FileRouteSource(config);
 }
 
+// Dead-lettered payloads live in the ingester; these talk to its admin listener (ingester/mapping/replay.ts).
+const deadletter = program.command('deadletter').description('payloads a mapping could not turn into events (answered 422), kept for replay');
+const adminUrlOption = () => new Option('--admin-url <url>', "the ingester's admin listener").default('http://127.0.0.1:8081').env('INTAKE_ADMIN_URL');
+const deadLetterQuery = (opts: Record<string, string | boolean | undefined>, extra: Record<string, string> = {}): string => {
+  const q = new URLSearchParams(extra);
+  if (opts.integration) q.set('integration', String(opts.integration));
+  if (opts.id) q.set('id', String(opts.id));
+  return q.size > 0 ? `?${q}` : '';
+};
+const adminCall = async (url: string, method: string): Promise<Record<string, unknown>> => {
+  let res: Response;
+  try {
+    res = await fetch(url, { method });
+  } catch (err) {
+    throw new ConfigError(`cannot reach the ingester's admin listener at ${url}: ${((err as Error).cause as Error | undefined)?.message ?? (err as Error).message}`);
+  }
+  const body = (await res.json()) as Record<string, unknown>;
+  if (!res.ok) throw new ConfigError(`${method} ${url}: ${res.status} ${JSON.stringify(body)}`);
+  return body;
+};
+deadletter
+  .command('list')
+  .description('list kept payloads (id, time, integration, why)')
+  .addOption(adminUrlOption())
+  .option('--integration <name>', 'only this integration')
+  .option('--json', 'print the full JSON, payloads included')
+  .action(async (opts: Record<string, string | boolean | undefined>) => {
+    const body = await adminCall(`${opts.adminUrl}/deadletter${deadLetterQuery(opts, opts.json ? { payload: 'true' } : {})}`, 'GET');
+    if (opts.json) return void process.stdout.write(`${JSON.stringify(body, null, 2)}\n`);
+    const entries = body.entries as Array<{ id: string; receivedAt: string; integration: string; namespace: string; reason: string }>;
+    for (const e of entries) process.stdout.write(`${e.id}  ${e.receivedAt}  ${e.namespace}/${e.integration}  ${e.reason}\n`);
+    process.stdout.write(`${entries.length} payload(s), ${body.bytes} bytes kept\n`);
+  });
+deadletter
+  .command('replay')
+  .description("run kept payloads through the integration's current mapping; delivered ones are removed")
+  .addOption(adminUrlOption())
+  .option('--integration <name>', 'only this integration')
+  .option('--id <id>', 'only this payload')
+  .action(async (opts: Record<string, string | boolean | undefined>) => {
+    const body = await adminCall(`${opts.adminUrl}/deadletter/replay${deadLetterQuery(opts)}`, 'POST');
+    for (const r of body.results as Array<{ id: string; integration: string; delivered: boolean; events?: number; message?: string }>) {
+      process.stdout.write(`${r.id}  ${r.integration}  ${r.delivered ? `delivered ${r.events} event(s)` : `failed: ${r.message}`}\n`);
+    }
+    process.stdout.write(`${body.replayed} replayed, ${body.failed} failed\n`);
+    if (Number(body.failed) > 0) process.exitCode = 1;
+  });
+
 program.parseAsync(process.argv).catch((err: Error) => {
   const known = err instanceof ConfigError || (err as { code?: string }).code === 'EADDRINUSE';
   process.stderr.write(`intake: ${known ? err.message : (err.stack ?? err.message)}\n`);

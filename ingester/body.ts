@@ -2,8 +2,9 @@
  * Request body parsing: JSON from application/json, application/*+json or text/plain, strict
  * UTF-8, and no prototype-poisoning keys. Anything else is a 4xx with a JSON body.
  */
+import { constants as zlibConstants, gunzipSync, inflateSync } from 'node:zlib';
 import sjson from 'secure-json-parse';
-import { invalidJson, unsupportedMediaType } from './errors.js';
+import { IntakeError, invalidJson, payloadTooLarge, unsupportedMediaType } from './errors.js';
 
 const JSON_TYPE = /^\s*(application\/([a-z0-9.+-]*\+)?json|text\/plain)\s*(;|$)/i;
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)"?/i;
@@ -30,5 +31,25 @@ export function parseJsonBody(contentType: string | undefined, raw: Buffer): unk
     const message = (err as Error).message;
     if (/prototype|constructor/i.test(message)) throw invalidJson('the body contains a forbidden key (__proto__ or constructor.prototype)');
     throw invalidJson(`the body is not valid JSON: ${message.slice(0, 200)}`);
+  }
+}
+
+/**
+ * Undoes Content-Encoding gzip or deflate (what senders such as Grafana and Datadog may use). The
+ * decompressed size counts against the body limit: output is capped at it, so a small compressed
+ * body cannot expand into a large one in memory.
+ */
+export function decodeContentEncoding(encoding: string | undefined, raw: Buffer, limitBytes: number): Buffer {
+  const name = encoding?.trim().toLowerCase();
+  if (!name || name === 'identity') return raw;
+  if (name !== 'gzip' && name !== 'x-gzip' && name !== 'deflate') {
+    throw new IntakeError('UNSUPPORTED_MEDIA_TYPE', 415, `unsupported content encoding ${JSON.stringify(name.slice(0, 50))}: send gzip, deflate or an uncompressed body`);
+  }
+  try {
+    const options = { maxOutputLength: limitBytes, finishFlush: zlibConstants.Z_SYNC_FLUSH };
+    return name === 'deflate' ? inflateSync(raw, options) : gunzipSync(raw, options);
+  } catch (err) {
+    if ((err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') throw payloadTooLarge(limitBytes);
+    throw invalidJson(`the body is not valid ${name} data`);
   }
 }

@@ -8,6 +8,7 @@ import { Ajv } from 'ajv';
 import { ConfigError, parseListen, type Listen } from '../common/config-files.js';
 import { jetstreamSchema, resolveJetStream, resolveSpool, spoolSchema, type JetStreamSettings, type SpoolSettings } from './sinks/handoff-config.js';
 import { expositionSchema, remoteWriteSchema, resolveRemoteWrite, type RemoteWriteFile, type RemoteWriteSettings } from './remote-write/settings.js';
+import { DEFAULT_MAPPING_LIMITS, type MappingLimits } from '../api/mapping/engine.js';
 
 export interface IngesterSettings {
   listen: Listen;
@@ -43,6 +44,10 @@ export interface IngesterSettings {
   remoteWrite?: RemoteWriteSettings;
   /** Serve received series on the admin port at /metrics/ingested. */
   exposition: { enabled: boolean };
+  /** Guardrails for every data mapping (platform team only; tenants cannot change them). */
+  mapping: MappingLimits;
+  /** Where payloads a mapping could not turn into events are kept for replay (bounded). */
+  deadLetter: { path: string; maxBytes: number };
 }
 
 export const DEFAULT_SETTINGS: IngesterSettings = {
@@ -68,6 +73,8 @@ export const DEFAULT_SETTINGS: IngesterSettings = {
   sinks: { log: { path: '-', timeoutMs: 5_000 } },
   shutdown: { drainDelaySeconds: 0, timeoutSeconds: 25 },
   exposition: { enabled: true },
+  mapping: DEFAULT_MAPPING_LIMITS,
+  deadLetter: { path: '/tmp/intake-deadletter.jsonl', maxBytes: 64 * 1024 * 1024 },
 };
 
 const positive = { type: 'integer', minimum: 1 } as const;
@@ -120,6 +127,12 @@ const settingsFileSchema = {
     },
     remoteWrite: remoteWriteSchema,
     exposition: expositionSchema,
+    mapping: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { timeoutMs: positive, maxDepth: positive, maxSequence: positive, maxStringLength: positive },
+    },
+    deadLetter: { type: 'object', additionalProperties: false, properties: { path: { type: 'string', minLength: 1 }, maxBytes: { type: 'integer', minimum: 4096 } } },
     routes: { type: 'array' },
   },
 } as const;
@@ -160,6 +173,8 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
     shutdown?: Partial<IngesterSettings['shutdown']>;
     remoteWrite?: RemoteWriteFile;
     exposition?: { enabled?: boolean };
+    mapping?: Partial<MappingLimits>;
+    deadLetter?: Partial<IngesterSettings['deadLetter']>;
   };
   const d = DEFAULT_SETTINGS;
   const settings: IngesterSettings = {
@@ -172,6 +187,8 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
     sinks: { log: { path: overrides.eventsLog ?? f.sinks?.log?.path ?? d.sinks.log.path, timeoutMs: f.sinks?.log?.timeoutMs ?? d.sinks.log.timeoutMs } },
     shutdown: { ...d.shutdown, ...f.shutdown },
     exposition: { ...d.exposition, ...f.exposition },
+    mapping: { ...d.mapping, ...f.mapping },
+    deadLetter: { ...d.deadLetter, ...f.deadLetter },
   };
   const jetstream = resolveJetStream(f.sinks?.jetstream);
   const spool = resolveSpool(f.spool, jetstream);

@@ -25,6 +25,9 @@ export const EVENT_STRING_FIELDS: Record<string, number> = {
 /** Unknown fields are kept, but not arbitrarily deep: JSON.stringify downstream recurses. */
 export const MAX_CUSTOM_DEPTH = 32;
 
+/** RFC 3339 date-time ("2026-11-22T20:43:01.316853583Z", "...+02:00"; also ISO 8601 "+0200" as PagerDuty writes it). */
+const RFC3339 = '^\\s*[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:?[0-9]{2})\\s*$';
+
 const caseInsensitive = (word: string): string => [...word].map((c) => `[${c}${c.toUpperCase()}]`).join('');
 
 export const eventSchema = {
@@ -44,6 +47,7 @@ export const eventSchema = {
       anyOf: [
         { type: 'number', exclusiveMinimum: 0 },
         { type: 'string', pattern: '^\\s*[0-9]{1,16}(\\.[0-9]{1,9})?\\s*$' },
+        { type: 'string', pattern: RFC3339 },
       ],
     },
     custom_info: { type: 'object' },
@@ -52,7 +56,7 @@ export const eventSchema = {
 
 const FIELD_MESSAGES: Record<string, string> = {
   severity: `must be an integer 0..5, a numeric string, or one of ${SEVERITY_NAMES.join(', ')} (any case)`,
-  agent_time: 'must be Unix epoch time in seconds or milliseconds, as a positive number or numeric string',
+  agent_time: 'must be Unix epoch time in seconds or milliseconds (a positive number or numeric string), or an RFC 3339 date-time',
   custom_info: 'must be an object',
 };
 
@@ -110,8 +114,8 @@ export function parseEvents(body: unknown, maxEvents: number, ctx: EventContext)
 
 function normalise(raw: Record<string, unknown>, index: number, ctx: EventContext): { event: NormalisedEvent } | { errors: FieldError[] } {
   const agentTimeMs = raw.agent_time === undefined ? ctx.receivedAtMs : epochToMs(raw.agent_time as number | string);
-  if (!Number.isFinite(agentTimeMs) || agentTimeMs > MAX_TIME_MS) {
-    return { errors: [{ index, field: 'agent_time', message: 'is out of range (after year 9999)' }] };
+  if (!Number.isFinite(agentTimeMs) || agentTimeMs > MAX_TIME_MS || agentTimeMs < 0) {
+    return { errors: [{ index, field: 'agent_time', message: 'is out of range (before 1970 or after year 9999)' }] };
   }
   const custom = collectCustomInfo(raw);
   if (custom.tooDeep) {
@@ -146,6 +150,7 @@ const MAX_TIME_MS = Date.UTC(9999, 11, 31);
 const MILLISECONDS_THRESHOLD = 1e11;
 
 export function epochToMs(value: number | string): number {
+  if (typeof value === 'string' && value.includes('-')) return Date.parse(value.trim().toUpperCase());
   const n = typeof value === 'number' ? value : Number(value.trim());
   return n >= MILLISECONDS_THRESHOLD ? n : n * 1000;
 }

@@ -16,6 +16,10 @@ import { SeriesStore } from './series-store.js';
 import { ingestConnectionCap, openFilesLimit } from './http-guards.js';
 import { buildIngestServer, type Lifecycle } from './server.js';
 import { JetStreamSink } from './sinks/jetstream-sink.js';
+import { FileDeadLetter } from './mapping/dead-letter.js';
+import { MappingMetrics } from './mapping/metrics.js';
+import { MappedWebhooks } from './mapping/pipeline.js';
+import { registerDeadLetterRoutes } from './mapping/replay.js';
 import { LogSink } from './sinks/log-sink.js';
 import type { EventSink } from './sinks/sink.js';
 
@@ -63,9 +67,17 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
     ? new RemoteWriter(settings.remoteWrite, { registry, logger, seriesTtlMs: settings.limits.seriesTTLSeconds * 1000, rejected: metrics.pointsRejected })
     : undefined;
   let table = RouteTable.empty();
+  const mappingMetrics = new MappingMetrics(registry, () => deadLetter.bytes);
+  const deadLetter = new FileDeadLetter(settings.deadLetter.path, settings.deadLetter.maxBytes, {
+    onDropped: (dropped) => {
+      for (const d of dropped) mappingMetrics.deadLetterDropped.inc({ integration: d.integration, namespace: d.namespace });
+      logger.warn({ dropped: dropped.length, maxBytes: settings.deadLetter.maxBytes }, 'dead letter full: oldest payloads dropped');
+    },
+  });
+  const mapped = new MappedWebhooks({ deadLetter, metrics: mappingMetrics, eventsPerRequest: settings.limits.eventsPerRequest });
 
   const install = (inputs: RouteInput[], unparsable: SkippedRoute[] = []): void => {
-    const built = RouteTable.build(inputs, { allowPlaintext: source.allowPlaintext });
+    const built = RouteTable.build(inputs, { allowPlaintext: source.allowPlaintext, mappingLimits: settings.mapping });
     const skipped = [...unparsable, ...built.skipped];
     for (const s of skipped) logger.warn({ route: s.source, reason: s.reason }, 'route skipped');
     metrics.routesSkipped.set(skipped.length);
@@ -101,9 +113,11 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
     lifecycle,
     logger,
     trustProxy: settings.trustProxy,
+    mapped,
     ...(tls ? { https: tls } : {}),
   });
   const admin = buildAdminServer({ registry, series, exposition: settings.exposition.enabled, lifecycle, logger, sinks, timeouts: settings.limits });
+  registerDeadLetterRoutes(admin, { pipeline: mapped, routes: () => table, sinks, metrics, mappingMetrics, logger });
   const stopTlsWatch = settings.tls ? watchTls(settings.tls, ingest, logger) : undefined;
   const sweeper = setInterval(() => series.sweep(), Math.min(SWEEP_INTERVAL_MS, settings.limits.seriesTTLSeconds * 1000));
   sweeper.unref();
@@ -137,6 +151,7 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
       clearTimeout(hardStop);
       await remoteWrite?.close(deadlineMs);
       await Promise.all(sinks.map((s) => s.close()));
+      await deadLetter.close();
       await admin.close();
       logger.info('shutdown complete');
     })();

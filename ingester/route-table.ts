@@ -3,6 +3,7 @@
  * immutable once built; a reload builds a new table and swaps one reference, so a request sees
  * either the old table or the new one, never a mix.
  */
+import { compileMapping, MappingError, type CompiledMapping, type MappingLimits } from '../api/mapping/engine.js';
 import type { Route, RouteKind } from '../api/route.js';
 import { sha256 } from '../api/verifiers.js';
 import { CompiledCredential, type VerifiedCache } from './credentials.js';
@@ -14,6 +15,8 @@ export interface RouteEntry {
   readonly suspended: boolean;
   readonly maxSeries?: number;
   readonly credentials: readonly CompiledCredential[];
+  /** The payload mapping, compiled when the table is built (never per request). */
+  readonly mapping?: CompiledMapping;
 }
 
 export interface SkippedRoute {
@@ -41,7 +44,7 @@ export class RouteTable {
    * Builds a table from validated routes. A route that cannot be used (an integration name taken
    * twice, an API key verified by a slow hash) is skipped and reported, never fatal.
    */
-  static build(inputs: readonly RouteInput[], options: { allowPlaintext: boolean }): { table: RouteTable; skipped: SkippedRoute[] } {
+  static build(inputs: readonly RouteInput[], options: { allowPlaintext: boolean; mappingLimits?: MappingLimits }): { table: RouteTable; skipped: SkippedRoute[] } {
     const webhooks = new Map<string, RouteEntry>();
     const apiKeys = new Map<string, { entry: RouteEntry; credential: CompiledCredential }>();
     const skipped: SkippedRoute[] = [];
@@ -53,9 +56,9 @@ export class RouteTable {
       }
       let entry: RouteEntry;
       try {
-        entry = compile(route);
+        entry = compile(route, options.mappingLimits);
       } catch (err) {
-        skipped.push({ source, reason: (err as Error).message });
+        skipped.push({ source, reason: err instanceof MappingError ? `mapping: ${err.describe()}` : (err as Error).message });
         continue;
       }
       if (entry.kind === 'WebhookIntegration') {
@@ -83,6 +86,11 @@ export class RouteTable {
   /** Whether checking credentials for this integration may run a slow hash (scrypt). */
   isSlowToVerify(name: string): boolean {
     return this.webhooks.get(name)?.credentials.some((c) => c.isSlow) ?? false;
+  }
+
+  /** The integration published under `name` (for replaying dead-lettered payloads). */
+  webhook(name: string): RouteEntry | undefined {
+    return this.webhooks.get(name);
   }
 
   /** Checks Basic credentials against an integration. Unknown name and wrong password look the same. */
@@ -121,13 +129,14 @@ function unusable(route: Route, allowPlaintext: boolean): string | undefined {
   return undefined;
 }
 
-function compile(route: Route): RouteEntry {
-  const entry: RouteEntry = {
+function compile(route: Route, mappingLimits: MappingLimits | undefined): RouteEntry {
+  let entry: RouteEntry = {
     kind: route.kind,
     name: route.name,
     namespace: route.namespace,
     suspended: route.suspended ?? false,
     credentials: route.credentials.map((c) => new CompiledCredential(c)),
   };
+  if (route.mapping && route.kind === 'WebhookIntegration') entry = { ...entry, mapping: compileMapping(route.mapping, mappingLimits) };
   return route.limits?.maxSeries !== undefined ? { ...entry, maxSeries: route.limits.maxSeries } : entry;
 }

@@ -11,11 +11,14 @@ import type { Logger } from 'pino';
 import { AuthThrottle } from './auth-throttle.js';
 import { Authenticator } from './authenticate.js';
 import { BodyBudget } from './body-budget.js';
-import { parseJsonBody } from './body.js';
+import { decodeContentEncoding, parseJsonBody } from './body.js';
 import { newVerifiedCache } from './credentials.js';
 import { LogLimiter } from './log-limiter.js';
 import { badHeader, IntakeError, methodNotAllowed, notFound, payloadTooLarge, unavailable, unsupportedMediaType } from './errors.js';
 import { clientErrorHandler, deferContinue, forwardedForProblem, serverTimeoutOptions, type TimeoutSettings } from './http-guards.js';
+import { MemoryDeadLetter } from './mapping/dead-letter.js';
+import { MappingMetrics } from './mapping/metrics.js';
+import { MappedWebhooks } from './mapping/pipeline.js';
 import type { Endpoint, IngesterMetrics } from './metrics.js';
 import { EventLoopGuard } from './overload.js';
 import type { RouteEntry, RouteTable } from './route-table.js';
@@ -63,11 +66,14 @@ export interface IngestServerOptions {
   logger: Logger;
   trustProxy?: boolean | number | string;
   https?: { key: Buffer; cert: Buffer };
+  /** Data mapping, dry run and dead letter (ingester/mapping/); in memory when not given. */
+  mapped?: MappedWebhooks;
 }
 
 /** What the route modules get: the options, plus the per-server pieces built here. */
 export interface IngestContext extends IngestServerOptions {
   auth: Authenticator;
+  mapped: MappedWebhooks;
   /** Sink failures repeat while a sink is down: logged at most once per interval. */
   failures: LogLimiter;
 }
@@ -111,13 +117,14 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
     ...o,
     auth: new Authenticator({ routes: o.routes, throttle: o.throttle, metrics: o.metrics, verified: newVerifiedCache(), failureDelayMs: o.authFailureDelayMs ?? 0 }),
     failures: new LogLimiter(o.logger),
+    mapped: o.mapped ?? inMemoryMapping(o),
   };
 
   app.decorateRequest('routeEntry', null);
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (req, body, done) => {
     try {
-      done(null, parseJsonBody(req.headers['content-type'], body as Buffer));
+      done(null, parseJsonBody(req.headers['content-type'], decodeContentEncoding(req.headers['content-encoding'], body as Buffer, o.limits.bodyBytes)));
     } catch (err) {
       done(err as Error, undefined);
     }
@@ -169,6 +176,12 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
     app.route({ method: [...OTHER_METHODS], url, handler: async (req, reply) => sendError(reply, methodNotAllowed(req.method, 'POST')) });
   }
   return app;
+}
+
+/** Tests build the server without a dead-letter file: keep mapped payloads in memory. */
+function inMemoryMapping(o: IngestServerOptions): MappedWebhooks {
+  const deadLetter = new MemoryDeadLetter();
+  return new MappedWebhooks({ deadLetter, metrics: new MappingMetrics(o.metrics.registry, () => deadLetter.bytes), eventsPerRequest: o.limits.eventsPerRequest });
 }
 
 function definedOnly(limits: IngestLimits): Partial<TimeoutSettings> {

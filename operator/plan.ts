@@ -3,6 +3,7 @@
  * the route to publish (or none), the credentials Secret data, and when to look again.
  */
 import type { V1Secret } from '@kubernetes/client-node';
+import { checkMapping, type MappingSpec } from '../api/mapping/engine.js';
 import { ROUTE_API_VERSION, ROUTE_SECRET_KEY, type Route, type RouteCredential } from '../api/route.js';
 import { ROTATE_ANNOTATION, type ApiKey, type IntakeResource, type WebhookIntegration } from '../api/v1alpha1/types.js';
 import { sha256Hex } from '../api/verifiers.js';
@@ -63,8 +64,32 @@ export async function planWebhook(wi: WebhookIntegration, ctx: PlanContext): Pro
   if (holder && holder.metadata.uid !== wi.metadata.uid) {
     return notReady('NameConflict', `integration name ${name} is already used by ${holder.metadata.namespace}/${holder.metadata.name}`, { integrationName: name });
   }
-  const ns = wi.metadata.namespace as string;
   const ref = wi.spec?.credentials?.secretRef?.name;
+  const mapping = wi.spec?.mapping;
+  if (mapping) {
+    const problem = await checkMapping(mapping);
+    if (problem) return invalidMapping(problem, ctx, { integrationName: name, url, credentialsSecret: ref ?? credentialsSecretName(wi) });
+  }
+  const plan = await planWebhookCredentials(wi, ctx, name, url, ref, graceMs);
+  if (plan.route && mapping) plan.route.mapping = routeMapping(mapping);
+  return plan;
+}
+
+/**
+ * A mapping that does not compile or fails its tests is not published: Ready=False with the
+ * JSONata error or the first difference, and the route already published (if any) stays as it is.
+ */
+function invalidMapping(problem: string, ctx: PlanContext, status: Record<string, string>): Plan {
+  const plan = notReady('InvalidMapping', `spec.mapping: ${problem}`, ctx.existingRoute ? status : { integrationName: status.integrationName as string, url: status.url as string });
+  if (ctx.existingRoute) plan.route = ctx.existingRoute;
+  return plan;
+}
+
+/** The route carries what the ingester evaluates; the tests stay in the resource. */
+const routeMapping = (m: MappingSpec): MappingSpec => (m.preset !== undefined ? { preset: m.preset } : { expression: m.expression as string });
+
+async function planWebhookCredentials(wi: WebhookIntegration, ctx: PlanContext, name: string, url: string, ref: string | undefined, graceMs: number): Promise<Plan> {
+  const ns = wi.metadata.namespace as string;
   if (ref) {
     const secret = await ctx.readSecret(ns, ref);
     if (!secret) return notReady('SecretNotFound', `Secret ${ns}/${ref} named in spec.credentials.secretRef does not exist`, { integrationName: name, url });

@@ -1,5 +1,6 @@
 /** The intake.dev/v1alpha1 custom resources (crds/ holds their schemas), as TypeScript types. */
 import type { V1ObjectMeta } from '@kubernetes/client-node';
+import type { MappingSpec } from '../mapping/engine.js';
 
 export const GROUP = 'intake.dev';
 export const VERSION = 'v1alpha1';
@@ -36,6 +37,7 @@ export interface WebhookIntegration {
       secretRef?: { name: string };
       rotationGracePeriod?: string;
     };
+    mapping?: MappingSpec;
   };
   status?: CommonStatus & { integrationName?: string };
 }

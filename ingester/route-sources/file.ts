@@ -12,6 +12,7 @@ import { ConfigError, readYamlFile } from '../../common/config-files.js';
 import { checkSettingsFile } from '../config.js';
 import type { RouteSource } from '../main.js';
 import type { RouteInput } from '../route-table.js';
+import { verifyMappings } from '../mapping/verify.js';
 
 export function loadRoutesFromFile(path: string): RouteInput[] {
   const doc = readYamlFile(path) as { routes?: unknown };
@@ -39,15 +40,15 @@ export class FileRouteSource implements RouteSource {
 
   /** Loads once (throws if the file is bad: refuse to start on a broken config), then watches. */
   async start(handlers: Parameters<RouteSource['start']>[0]): Promise<void> {
-    handlers.onRoutes(loadRoutesFromFile(this.path));
+    handlers.onRoutes(await verifyMappings(loadRoutesFromFile(this.path)));
     this.lastDigest = this.digest() ?? '';
     this.watcher = watch(this.path, { atomic: 200, awaitWriteFinish: { stabilityThreshold: 100, pollInterval: 50 }, ignoreInitial: true });
-    const reload = (): void => {
+    const reload = async (): Promise<void> => {
       const digest = this.digest();
       if (digest === undefined) return handlers.onError(new ConfigError(`${this.path} cannot be read`));
       if (digest === this.lastDigest) return;
       try {
-        const inputs = loadRoutesFromFile(this.path);
+        const inputs = await verifyMappings(loadRoutesFromFile(this.path));
         this.lastDigest = digest;
         handlers.onRoutes(inputs);
       } catch (err) {

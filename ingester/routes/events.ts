@@ -4,7 +4,8 @@
  */
 import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { idSourceOf } from '../event-id.js';
-import { parseEvents, type NormalisedEvent } from '../events.js';
+import { parseEvents, type EventContext, type NormalisedEvent } from '../events.js';
+import { isDryRun } from '../mapping/pipeline.js';
 import type { RouteEntry } from '../route-table.js';
 import type { IngestContext } from '../server.js';
 import { deliverToAll } from '../sinks/sink.js';
@@ -17,12 +18,12 @@ type EventsRequest = FastifyRequest<{ Params: { name: string } }>;
 export function eventsRoute(ctx: IngestContext): RouteOptions {
   const { metrics } = ctx;
 
-  const validate = (req: EventsRequest, entry: RouteEntry): NormalisedEvent[] => {
-    const labels = { integration: entry.name, namespace: entry.namespace };
+  /** The integration's mapping (if any) turns the body into events; then the usual validation. */
+  const validate = async (req: EventsRequest, entry: RouteEntry, eventCtx: EventContext): Promise<NormalisedEvent[]> => {
     try {
-      return parseEvents(req.body, ctx.limits.eventsPerRequest, { ...labels, receivedAtMs: Date.now(), idSource: idSourceOf(req.headers['idempotency-key']) });
+      return entry.mapping ? await ctx.mapped.toEvents(req.body, entry, eventCtx, req.headers['content-type']) : parseEvents(req.body, ctx.limits.eventsPerRequest, eventCtx);
     } catch (err) {
-      metrics.eventsRejected.inc({ ...labels, reason: 'invalid' }, Array.isArray(req.body) ? req.body.length : 1);
+      metrics.eventsRejected.inc({ integration: entry.name, namespace: entry.namespace, reason: entry.mapping ? 'mapping' : 'invalid' }, Array.isArray(req.body) ? req.body.length : 1);
       throw err;
     }
   };
@@ -44,7 +45,10 @@ export function eventsRoute(ctx: IngestContext): RouteOptions {
     handler: async (req: EventsRequest, reply: FastifyReply) => {
       const entry = req.routeEntry as RouteEntry;
       const labels = { integration: entry.name, namespace: entry.namespace };
-      const events = validate(req, entry);
+      const eventCtx: EventContext = { ...labels, receivedAtMs: Date.now(), idSource: idSourceOf(req.headers['idempotency-key']) };
+      // ?dryRun=true: what the body maps to, accepting and counting nothing.
+      if (isDryRun(req.query)) return reply.type('application/json; charset=utf-8').send(JSON.stringify(await ctx.mapped.dryRun(req.body, entry, eventCtx)));
+      const events = await validate(req, entry, eventCtx);
       metrics.eventsReceived.inc(labels, events.length);
       const result = await handOff(req, events);
       metrics.eventsProcessed.inc(labels, result.processed);

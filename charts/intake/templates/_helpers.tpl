@@ -143,4 +143,8 @@ remoteWrite:
   {{- end }}
   maxInFlightPerTenant: {{ $rw.maxInFlightPerTenant }}
 {{- end }}
+mapping: {{- toYaml .Values.ingester.mapping | nindent 2 }}
+deadLetter:
+  path: /var/lib/intake/deadletter/deadletter.jsonl
+  maxBytes: {{ .Values.ingester.deadLetter.maxBytes | int64 }}
 {{- end -}}

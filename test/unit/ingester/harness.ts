@@ -6,6 +6,9 @@ import { AuthThrottle } from '../../../ingester/auth-throttle.js';
 import type { NormalisedEvent } from '../../../ingester/events.js';
 import { IngesterMetrics } from '../../../ingester/metrics.js';
 import { RouteTable } from '../../../ingester/route-table.js';
+import { MemoryDeadLetter, type DeadLetterStore } from '../../../ingester/mapping/dead-letter.js';
+import { MappingMetrics } from '../../../ingester/mapping/metrics.js';
+import { MappedWebhooks } from '../../../ingester/mapping/pipeline.js';
 import { SeriesStore } from '../../../ingester/series-store.js';
 import { buildIngestServer, type Lifecycle } from '../../../ingester/server.js';
 import type { DeliveryReport, EventSink } from '../../../ingester/sinks/sink.js';
@@ -41,6 +44,7 @@ export interface HarnessOptions {
   failures?: number;
   sinks?: EventSink[];
   maxEventLoopDelayMs?: number;
+  deadLetter?: DeadLetterStore;
 }
 
 export async function harness(options: HarnessOptions = {}) {
@@ -49,6 +53,8 @@ export async function harness(options: HarnessOptions = {}) {
   const metrics = new IngesterMetrics(registry, series, { defaultMetrics: false });
   const sink = new MemorySink();
   const lifecycle: Lifecycle = { ready: true, closing: false };
+  const deadLetter = options.deadLetter ?? new MemoryDeadLetter();
+  const mapped = new MappedWebhooks({ deadLetter, metrics: new MappingMetrics(registry, () => deadLetter.bytes), eventsPerRequest: 1000 });
   const { table } = RouteTable.build(
     (options.routes ?? demoRoutes()).map((route, i) => ({ source: `test#${i}`, route })),
     { allowPlaintext: true },
@@ -62,10 +68,11 @@ export async function harness(options: HarnessOptions = {}) {
     throttle: new AuthThrottle({ failures: options.failures ?? 1000, windowSeconds: 60, blockSeconds: 60 }),
     lifecycle,
     logger: pino({ level: 'silent' }),
+    mapped,
   });
   const postEvents = (body: unknown, headers: Record<string, string> = {}, name = 'demo') =>
     app.inject({ method: 'POST', url: `/events/webhook_${name}`, headers: { authorization: DEMO_AUTH, 'content-type': 'application/json', ...headers }, payload: typeof body === 'string' ? body : JSON.stringify(body) });
   const postMetrics = (body: unknown, headers: Record<string, string> = { apikey: API_KEY }) =>
     app.inject({ method: 'POST', url: '/v1/integrations/metrics', headers: { 'content-type': 'application/json', ...headers }, payload: typeof body === 'string' ? body : JSON.stringify(body) });
-  return { app, sink, series, registry, metrics, lifecycle, postEvents, postMetrics };
+  return { app, sink, series, registry, metrics, lifecycle, postEvents, postMetrics, deadLetter, mapped, table };
 }

@@ -103,3 +103,26 @@ describe('parseDuration', () => {
     expect(() => parseDuration('5 minutes')).toThrow(/duration/);
   });
 });
+
+describe('planWebhook with spec.mapping', () => {
+  const existingRoute = { apiVersion: 'intake.dev/v1alpha1' as const, kind: 'WebhookIntegration' as const, name: 'am', namespace: 'a', credentials: [{ username: 'am', secret: { sha256: sha256Hex('pw') } }], mapping: { preset: 'alertmanager' } };
+
+  it('publishes the mapping without its tests', async () => {
+    const plan = await planWebhook(wi('am', 'a', '2026-01-01T00:00:00Z', { mapping: { expression: '{"source": h, "severity": 1}', tests: [{ input: { h: 'x' }, expect: { source: 'x' } }] } }), ctx());
+    expect(plan.ready.reason).toBe('Published');
+    expect(plan.route?.mapping).toEqual({ expression: '{"source": h, "severity": 1}' });
+  });
+
+  it('gives InvalidMapping with the JSONata code and position, keeping the published route', async () => {
+    const plan = await planWebhook(wi('am', 'a', '2026-01-01T00:00:00Z', { mapping: { expression: '{"x": foo' } }), ctx({ existingRoute }));
+    expect(plan.ready).toEqual({ status: 'False', reason: 'InvalidMapping', message: 'spec.mapping: S0203 at 9: Expected "}" before end of expression' });
+    expect(plan.route).toBe(existingRoute);
+  });
+
+  it('gives InvalidMapping with the first difference when a test fails, publishing nothing new', async () => {
+    const plan = await planWebhook(wi('am', 'a', '2026-01-01T00:00:00Z', { mapping: { preset: 'nagios', tests: [{ input: { host: 'h', state: 'OK' }, expect: { severity: 5 } }] } }), ctx());
+    expect(plan.ready.reason).toBe('InvalidMapping');
+    expect(plan.ready.message).toBe('spec.mapping: tests[0]: event 0: severity: expected 5, got 0');
+    expect(plan.route).toBeUndefined();
+  });
+});

@@ -1,0 +1,229 @@
+/**
+ * Data mapping (DESIGN.md §4.1): a JSONata expression, or a shipped preset, that turns a tool's own
+ * payload into intake events. Shared by the operator (compile and run spec.mapping.tests before
+ * publishing) and the ingester (compile once per route change, evaluate per request).
+ *
+ * Guardrails are always on. JSONata 2.2 checks evaluation time and stack depth at every node and
+ * caps sequence length; a node that builds a long string is one native call the time check cannot
+ * interrupt, so an exit hook also caps the length of every intermediate string (V8 concatenates
+ * lazily, so a doubling string is caught long before it is materialised).
+ */
+import jsonata from 'jsonata';
+import { PRESETS, type PresetName } from './presets.js';
+
+export interface MappingSpec {
+  preset?: string;
+  expression?: string;
+  tests?: MappingTest[];
+}
+
+export interface MappingTest {
+  input: unknown;
+  expect: unknown;
+}
+
+/** Set by the platform team in the ingester settings (`mapping:`), never by tenants. */
+export interface MappingLimits {
+  /** Evaluation time per request, milliseconds. */
+  timeoutMs: number;
+  /** Nesting depth of evaluation (recursion). */
+  maxDepth: number;
+  /** Items in any one sequence, including ranges such as [1..n]. */
+  maxSequence: number;
+  /** Characters in any one intermediate string. */
+  maxStringLength: number;
+}
+
+export const DEFAULT_MAPPING_LIMITS: MappingLimits = {
+  timeoutMs: 500,
+  maxDepth: 500,
+  maxSequence: 100_000,
+  maxStringLength: 4 * 1024 * 1024,
+};
+
+/** Guardrail error codes: JSONata's own (timeout, depth, range, sequence) and ours (string). */
+export const GUARDRAIL_CODES = new Set(['D1011', 'D1012', 'D2014', 'D2015', 'INTAKE_STRING_LIMIT']);
+
+/** A mapping that failed to compile or evaluate, with JSONata's error code and position. */
+export class MappingError extends Error {
+  readonly code: string;
+  readonly position?: number;
+  readonly token?: string;
+  constructor(code: string, message: string, position?: number, token?: string) {
+    super(message);
+    this.name = 'MappingError';
+    this.code = code;
+    if (position !== undefined) this.position = position;
+    if (token !== undefined) this.token = token;
+  }
+
+  get guardrail(): boolean {
+    return GUARDRAIL_CODES.has(this.code);
+  }
+
+  /** "S0203 at 9: Expected "}" before end of expression" */
+  describe(): string {
+    return `${this.code}${this.position !== undefined ? ` at ${this.position}` : ''}: ${this.message}`;
+  }
+
+  static from(err: unknown): MappingError {
+    if (err instanceof MappingError) return err;
+    const e = (err ?? {}) as { code?: unknown; message?: unknown; position?: unknown; token?: unknown };
+    const message = typeof e.message === 'string' ? e.message : String(err);
+    // V8's own limits surface as plain errors (RangeError: Invalid string length, stack overflow).
+    const code = typeof e.code === 'string' ? e.code : err instanceof RangeError ? 'INTAKE_STRING_LIMIT' : 'INTAKE_EVALUATION';
+    return new MappingError(code, message.slice(0, 500), typeof e.position === 'number' ? e.position : undefined, typeof e.token === 'string' ? e.token : undefined);
+  }
+}
+
+const EXIT_HOOK = Symbol.for('jsonata.__evaluate_exit');
+
+export interface CompiledMapping {
+  /** What the route said: "preset alertmanager" or "expression". */
+  readonly label: string;
+  /** Evaluates against a parsed body; always an array of what the expression produced. */
+  evaluate(body: unknown): Promise<unknown[]>;
+}
+
+const compiledPresets = new Map<string, jsonata.Expression>();
+
+/** Parses the expression (or looks the preset up); throws MappingError on a syntax error or unknown preset. */
+export function compileMapping(spec: MappingSpec, limits: MappingLimits = DEFAULT_MAPPING_LIMITS): CompiledMapping {
+  if ((spec.preset === undefined) === (spec.expression === undefined)) {
+    throw new MappingError('INTAKE_MAPPING_SPEC', 'give exactly one of mapping.preset and mapping.expression');
+  }
+  let expr: jsonata.Expression;
+  let label: string;
+  if (spec.preset !== undefined) {
+    const preset = PRESETS[spec.preset as PresetName];
+    if (!preset) throw new MappingError('INTAKE_UNKNOWN_PRESET', `unknown preset ${JSON.stringify(spec.preset)}; known: ${Object.keys(PRESETS).join(', ')}`);
+    label = `preset ${spec.preset}`;
+    const key = `${spec.preset}\u0000${JSON.stringify(limits)}`;
+    expr = compiledPresets.get(key) ?? compile(preset.expression, limits);
+    compiledPresets.set(key, expr);
+  } else {
+    label = 'expression';
+    expr = compile(spec.expression as string, limits);
+  }
+  return {
+    label,
+    async evaluate(body: unknown): Promise<unknown[]> {
+      let result: unknown;
+      try {
+        result = await expr.evaluate(body);
+      } catch (err) {
+        throw MappingError.from(err);
+      }
+      if (result === undefined) return [];
+      return Array.isArray(result) ? [...result] : [result];
+    },
+  };
+}
+
+function compile(source: string, limits: MappingLimits): jsonata.Expression {
+  let expr: jsonata.Expression;
+  try {
+    expr = jsonata(source, { timeout: limits.timeoutMs, stack: limits.maxDepth, sequence: limits.maxSequence });
+  } catch (err) {
+    throw MappingError.from(err);
+  }
+  const maxString = limits.maxStringLength;
+  expr.assign(EXIT_HOOK as unknown as string, (_node: unknown, _input: unknown, env: { base: SliceState }, result: unknown) => {
+    if (typeof result === 'string' && result.length > maxString) {
+      throw new MappingError('INTAKE_STRING_LIMIT', `a string of ${result.length} characters exceeds the mapping limit of ${maxString}`);
+    }
+    return yieldIfLong(env.base);
+  });
+  return expr;
+}
+
+/** Per-evaluation bookkeeping, kept on JSONata's execution frame. */
+interface SliceState {
+  intakeNodes?: number;
+  intakeSliceStart?: number;
+}
+
+/** An evaluation that has run this long lets the event loop take a turn before it goes on. */
+const SLICE_MS = 10;
+const CHECK_EVERY_NODES = 256;
+
+/**
+ * JSONata awaits the exit hook at every node, so returning a promise that settles on setImmediate
+ * suspends a long evaluation and lets other requests (and timers) run: a slow or hostile expression
+ * slows itself, not the ingester. Short evaluations never yield; the clock is read every 256 nodes.
+ */
+function yieldIfLong(state: SliceState): Promise<void> | undefined {
+  const nodes = (state.intakeNodes = (state.intakeNodes ?? 0) + 1);
+  if (nodes % CHECK_EVERY_NODES !== 0) return undefined;
+  const now = performance.now();
+  if (state.intakeSliceStart === undefined) {
+    state.intakeSliceStart = now;
+    return undefined;
+  }
+  if (now - state.intakeSliceStart < SLICE_MS) return undefined;
+  return new Promise((resolve) =>
+    setImmediate(() => {
+      state.intakeSliceStart = performance.now();
+      resolve();
+    }),
+  );
+}
+
+/**
+ * Runs spec.mapping.tests: each input must map to as many events as `expect` lists (an object
+ * counts as one), and every field given in an expected event must equal the mapped one (fields not
+ * given are not checked). Returns the first failure, described, or undefined when all pass.
+ */
+export async function runMappingTests(spec: MappingSpec, limits: MappingLimits = DEFAULT_MAPPING_LIMITS): Promise<string | undefined> {
+  const mapping = compileMapping(spec, limits);
+  const tests = spec.tests ?? [];
+  for (let i = 0; i < tests.length; i++) {
+    const test = tests[i] as MappingTest;
+    let actual: unknown[];
+    try {
+      actual = await mapping.evaluate(test.input);
+    } catch (err) {
+      return `tests[${i}]: ${MappingError.from(err).describe()}`;
+    }
+    const expected = Array.isArray(test.expect) ? test.expect : [test.expect];
+    if (actual.length !== expected.length) return `tests[${i}]: expected ${expected.length} event(s), the mapping produced ${actual.length}`;
+    for (let j = 0; j < expected.length; j++) {
+      const difference = firstDifference(expected[j], actual[j], '');
+      if (difference) return `tests[${i}]: event ${j}: ${difference}`;
+    }
+  }
+  return undefined;
+}
+
+/** Subset comparison: every key of `expected` must be present in `actual` with an equal value. */
+export function firstDifference(expected: unknown, actual: unknown, path: string): string | undefined {
+  const where = path || '(event)';
+  if (expected !== null && typeof expected === 'object' && !Array.isArray(expected)) {
+    if (actual === null || typeof actual !== 'object' || Array.isArray(actual)) return `${where}: expected an object, got ${show(actual)}`;
+    for (const key of Object.keys(expected)) {
+      const d = firstDifference((expected as Record<string, unknown>)[key], (actual as Record<string, unknown>)[key], path ? `${path}.${key}` : key);
+      if (d) return d;
+    }
+    return undefined;
+  }
+  if (Array.isArray(expected)) {
+    if (!Array.isArray(actual) || actual.length !== expected.length) return `${where}: expected ${show(expected)}, got ${show(actual)}`;
+    for (let i = 0; i < expected.length; i++) {
+      const d = firstDifference(expected[i], actual[i], `${path}[${i}]`);
+      if (d) return d;
+    }
+    return undefined;
+  }
+  return Object.is(expected, actual) ? undefined : `${where}: expected ${show(expected)}, got ${show(actual)}`;
+}
+
+const show = (v: unknown): string => (v === undefined ? 'nothing' : JSON.stringify(v).slice(0, 200));
+
+/** Compiles and runs the tests; the problem as one message ("S0203 at 9: ..." or "tests[0]: ..."), or undefined. */
+export async function checkMapping(spec: MappingSpec, limits: MappingLimits = DEFAULT_MAPPING_LIMITS): Promise<string | undefined> {
+  try {
+    return await runMappingTests(spec, limits);
+  } catch (err) {
+    return MappingError.from(err).describe();
+  }
+}

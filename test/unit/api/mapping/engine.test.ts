@@ -1,0 +1,107 @@
+import { checkMapping, compileMapping, DEFAULT_MAPPING_LIMITS, MappingError, runMappingTests } from '../../../../api/mapping/engine.js';
+import { PRESET_NAMES } from '../../../../api/mapping/presets.js';
+import { routeSchema, validateRoute } from '../../../../api/route.js';
+
+const limits = { ...DEFAULT_MAPPING_LIMITS, timeoutMs: 300 };
+const failure = async (expression: string): Promise<MappingError> => {
+  try {
+    await compileMapping({ expression }, limits).evaluate({});
+  } catch (err) {
+    return err as MappingError;
+  }
+  throw new Error('the expression did not fail');
+};
+
+describe('compileMapping', () => {
+  it('reports a syntax error with its JSONata code and position', () => {
+    expect(() => compileMapping({ expression: '{"x": foo' })).toThrow(expect.objectContaining({ code: 'S0203', position: 9 }));
+  });
+
+  it('refuses an unknown preset, naming the known ones', () => {
+    expect(() => compileMapping({ preset: 'nope' })).toThrow(/unknown preset "nope"; known: alertmanager/);
+  });
+
+  it('always returns an array, one event or many', async () => {
+    expect(await compileMapping({ expression: '{"source": a}' }).evaluate({ a: 'x' })).toEqual([{ source: 'x' }]);
+    expect(await compileMapping({ expression: 'items.{"source": $}' }).evaluate({ items: ['a', 'b'] })).toEqual([{ source: 'a' }, { source: 'b' }]);
+    expect(await compileMapping({ expression: 'nothing' }).evaluate({})).toEqual([]);
+  });
+});
+
+describe('guardrails', () => {
+  it('stops infinite recursion at the time limit (D1012)', async () => {
+    const err = await failure('($f := function($n){$f($n+1)}; $f(0))');
+    expect(err.code).toBe('D1012');
+    expect(err.guardrail).toBe(true);
+  });
+
+  it('stops deep non-tail recursion at the depth limit (D1011)', async () => {
+    expect((await failure('($f := function($n){ $n = 0 ? 0 : 1 + $f($n-1)}; $f(100000))')).code).toBe('D1011');
+  });
+
+  it('refuses a huge range before allocating it (D2014, D2015)', async () => {
+    expect((await failure('$count([1..1e9])')).code).toBe('D2014');
+    expect((await failure('$count([1..5000000])')).code).toBe('D2015');
+  });
+
+  it('stops string doubling at the string limit', async () => {
+    const err = await failure('($f := function($s){$f($s & $s)}; $f("ab"))');
+    expect(err.code).toBe('INTAKE_STRING_LIMIT');
+    expect(err.guardrail).toBe(true);
+  });
+
+  it('lets timers run while a long evaluation is cut into slices', async () => {
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 5);
+    await failure('($f := function($n){$f($n+1)}; $f(0))');
+    clearInterval(timer);
+    expect(ticks).toBeGreaterThan(3);
+  });
+});
+
+describe('mapping tests', () => {
+  const spec = { expression: '{"source": host, "severity": up ? 0 : 5}' };
+
+  it('pass when every expected field matches (others are not compared)', async () => {
+    expect(await runMappingTests({ ...spec, tests: [{ input: { host: 'a', up: true }, expect: { severity: 0 } }] })).toBeUndefined();
+  });
+
+  it('report the first difference', async () => {
+    const problem = await runMappingTests({ ...spec, tests: [{ input: { host: 'a', up: false }, expect: [{ source: 'a', severity: 0 }] }] });
+    expect(problem).toBe('tests[0]: event 0: severity: expected 0, got 5');
+  });
+
+  it('report a wrong number of events', async () => {
+    expect(await runMappingTests({ ...spec, tests: [{ input: {}, expect: [{}, {}] }] })).toBe('tests[0]: expected 2 event(s), the mapping produced 1');
+  });
+
+  it('checkMapping describes a compile error by code and position', async () => {
+    expect(await checkMapping({ expression: '{"x": foo' })).toBe('S0203 at 9: Expected "}" before end of expression');
+  });
+});
+
+describe('the route contract', () => {
+  const route = (mapping: unknown) => ({
+    apiVersion: 'intake.dev/v1alpha1',
+    kind: 'WebhookIntegration',
+    name: 'am',
+    namespace: 'default',
+    credentials: [{ username: 'u', secret: { plain: 'p' } }],
+    mapping,
+  });
+
+  it('accepts a preset or an expression, with tests', () => {
+    expect(() => validateRoute(route({ preset: 'alertmanager' }))).not.toThrow();
+    expect(() => validateRoute(route({ expression: '{"source": "x", "severity": 1}', tests: [{ input: {}, expect: { severity: 1 } }] }))).not.toThrow();
+  });
+
+  it('rejects both at once, or neither', () => {
+    expect(() => validateRoute(route({ preset: 'alertmanager', expression: 'x' }))).toThrow(/mapping/);
+    expect(() => validateRoute(route({}))).toThrow(/mapping/);
+  });
+
+  it('lists exactly the shipped presets', () => {
+    const mapping = (routeSchema as unknown as { definitions: { mapping: { properties: { preset: { enum: string[] } } } } }).definitions.mapping;
+    expect(mapping.properties.preset.enum).toEqual(PRESET_NAMES);
+  });
+});
