@@ -61,6 +61,8 @@ limits: {{- toYaml .Values.ingester.limits | nindent 2 }}
 authThrottle: {{- toYaml .Values.ingester.authThrottle | nindent 2 }}
 shutdown: {{- toYaml .Values.ingester.shutdown | nindent 2 }}
 {{- include "intake.handoffConfig" . }}
+{{ include "intake.metricsConfig" . }}
+{{ include "intake.mappingConfig" . }}
 {{- end -}}
 
 {{/* sinks and spool in the ingester's settings file; files come from the volumes in ingester.yaml. */}}
@@ -102,6 +104,11 @@ spool:
   replayBatch: {{ .Values.spool.replayBatch }}
   replayBackoffMinMs: {{ .Values.spool.replayBackoffMinMs }}
   replayBackoffMaxMs: {{ .Values.spool.replayBackoffMaxMs }}
+{{- end }}
+{{- end -}}
+
+{{/* Where received data points go: exposition and/or remote write (secret files from ingester.yaml). */}}
+{{- define "intake.metricsConfig" -}}
 {{- $rw := .Values.ingester.remoteWrite }}
 exposition:
   enabled: {{ and .Values.ingester.exposition.enabled (not $rw.enabled) }}
@@ -143,6 +150,10 @@ remoteWrite:
   {{- end }}
   maxInFlightPerTenant: {{ $rw.maxInFlightPerTenant }}
 {{- end }}
+{{- end -}}
+
+{{/* Data mapping guardrails and the dead letter of payloads a mapping could not turn into events. */}}
+{{- define "intake.mappingConfig" -}}
 mapping: {{- toYaml .Values.ingester.mapping | nindent 2 }}
 deadLetter:
   path: /var/lib/intake/deadletter/deadletter.jsonl
