@@ -88,7 +88,7 @@ export function parseDataPoints(body: unknown, maxPoints: number, limits: DataPo
     }
     const point = toPoint(item, value);
     if (point.timeMs !== undefined && !(point.timeMs <= latestMs)) {
-      collector.add([{ index: i, field: 'time', message: `must not be more than ${MAX_FUTURE_MS / 60_000} minutes ahead of the receiver's clock (and must be finite)` }]);
+      collector.add([{ index: i, field: 'time', message: `is more than ${MAX_FUTURE_MS / 60_000} minutes in the future (by the receiver's clock), or not a finite time` }]);
       continue;
     }
     if (collector.count === 0) out.push(point);
