@@ -10,10 +10,20 @@ import { seriesLabels } from '../series-store.js';
 import type { Labels } from './wire.js';
 
 export function wireLabels(namespace: string, point: DataPoint): Array<[string, string]> {
-  const labels: Array<[string, string]> = [['__name__', metricName(point.metric)]];
-  for (const label of seriesLabels(namespace, point)) if (label[1] !== '') labels.push(label);
-  // Uppercase tag names sort before "__name__" in byte order, so sort again rather than assume.
-  return labels.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  const name: [string, string] = ['__name__', metricName(point.metric)];
+  const labels: Array<[string, string]> = [];
+  // seriesLabels are sorted and never named __name__ (tags starting with __ are renamed), so
+  // __name__ goes in before the first name above it: uppercase tag names sort before it.
+  let named = false;
+  for (const label of seriesLabels(namespace, point)) {
+    if (!named && label[0] > '__name__') {
+      labels.push(name);
+      named = true;
+    }
+    if (label[1] !== '') labels.push(label);
+  }
+  if (!named) labels.push(name);
+  return labels;
 }
 
 /** A map key for a label set; length-prefixed, so no name or value can make two sets collide. */
