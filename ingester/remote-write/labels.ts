@@ -4,6 +4,7 @@
  * sorted by name as the spec requires. Labels with an empty value are left out: the spec forbids
  * them, and in PromQL an empty label and a missing label are the same series.
  */
+import { hash } from 'node:crypto';
 import type { DataPoint } from '../datapoints.js';
 import { metricName } from '../prom-names.js';
 import { seriesLabels } from '../series-store.js';
@@ -26,9 +27,12 @@ export function wireLabels(namespace: string, point: DataPoint): Array<[string, 
   return labels;
 }
 
+/** Keys longer than this are replaced by their digest: V8 hashes very long strings by length alone. */
+const MAX_PLAIN_KEY = 1024;
+
 /** A map key for a label set; length-prefixed, so no name or value can make two sets collide. */
 export function seriesKey(labels: Labels): string {
   let key = '';
   for (const [name, value] of labels) key += `${name.length}:${name}${value.length}:${value}`;
-  return key;
+  return key.length > MAX_PLAIN_KEY ? hash('sha256', key, 'base64') : key;
 }
