@@ -22,10 +22,10 @@ import { MappedWebhooks } from './mapping/pipeline.js';
 import type { Endpoint, IngesterMetrics } from './metrics.js';
 import { EventLoopGuard } from './overload.js';
 import type { RouteEntry, RouteTable } from './route-table.js';
+import type { RemoteWriter } from './remote-write/writer.js';
 import { eventsRoute, EVENTS_PATH } from './routes/events.js';
 import { metricsRoute, METRICS_PATH } from './routes/metrics.js';
 import { securityHeaders } from './security-headers.js';
-import type { RemoteWriter } from './remote-write/writer.js';
 import type { SeriesStore } from './series-store.js';
 import type { EventSink } from './sinks/sink.js';
 

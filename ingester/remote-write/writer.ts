@@ -1,9 +1,10 @@
 /**
  * Forwards accepted data points to a Prometheus Remote Write receiver (DESIGN.md §4.2).
  *
- * The request handler calls admit() after validation: it refuses the whole request (400 for a time
- * too far in the future, 503 when the queue is full) before anything is changed, and returns the
- * step that queues the points. A 200 therefore means "queued for sending", not "stored".
+ * The request handler calls admit() after validation (which refuses a `time` more than 5 minutes
+ * ahead, see datapoints.ts): it refuses the whole request with 503 when the queue is full, before
+ * anything is changed, and returns the step that queues the points. A 200 therefore means "queued
+ * for sending", not "stored".
  *
  * Per series, timestamps only move forward on one replica: a point older than the newest one
  * accepted for its series is dropped (counted as out_of_order), as is a point at the same
@@ -13,7 +14,6 @@
 import type { Logger } from 'pino';
 import type { Counter, Registry } from 'prom-client';
 import type { DataPoint } from '../datapoints.js';
-import { ErrorCollector } from '../batch.js';
 import { unavailable } from '../errors.js';
 import { RemoteWriteClient, type SendOutcome } from './client.js';
 import { seriesKey, wireLabels } from './labels.js';
@@ -22,8 +22,6 @@ import { RemoteWriteMetrics } from './metrics.js';
 import type { RemoteWriteSettings } from './settings.js';
 import { encodeLabels, type Protocol } from './wire.js';
 
-/** Receivers refuse or mis-order far-future samples; one of them can block every series (research: Prometheus "out of bounds"). */
-export const MAX_FUTURE_MS = 5 * 60_000;
 const SWEEP_INTERVAL_MS = 30_000;
 
 export interface RemoteWriterOptions {
@@ -31,7 +29,7 @@ export interface RemoteWriterOptions {
   logger: Logger;
   /** Per-series ordering state is forgotten after this long without a point (limits.seriesTTLSeconds). */
   seriesTtlMs: number;
-  /** The ingester's data-point rejection counter (reasons future_time, queue_full). */
+  /** The ingester's data-point rejection counter (reason queue_full). */
   rejected: Counter<'namespace' | 'reason'>;
   now?: () => number;
   /** Replaces the HTTP client (unit tests). */
@@ -82,21 +80,9 @@ export class RemoteWriter {
     return this.queued;
   }
 
-  /** Checks one request's points for the tenant; throws (changing nothing) or returns the commit step. */
+  /** Checks that one request's points fit in the queue; throws a 503 (changing nothing) or returns the commit step. */
   admit(tenant: string, points: readonly DataPoint[]): Admitted {
     const receivedAtMs = this.now();
-    const errors = new ErrorCollector();
-    const latest = receivedAtMs + MAX_FUTURE_MS;
-    for (let i = 0; i < points.length; i++) {
-      const t = (points[i] as DataPoint).timeMs;
-      if (t !== undefined && t > latest) {
-        errors.add([{ index: i, field: 'time', message: `is more than 5 minutes in the future (${new Date(t).toISOString()}; received at ${new Date(receivedAtMs).toISOString()})` }]);
-      }
-    }
-    if (errors.count > 0) {
-      this.o.rejected.inc({ namespace: tenant, reason: 'future_time' }, points.length);
-      errors.throwIfAny('data point', points.length);
-    }
     if (this.queued + points.length > this.settings.maxQueuedSamples) {
       this.o.rejected.inc({ namespace: tenant, reason: 'queue_full' }, points.length);
       throw unavailable(`the remote write queue is full (${this.queued} of ${this.settings.maxQueuedSamples} samples waiting for the receiver); nothing was accepted, retry later`);

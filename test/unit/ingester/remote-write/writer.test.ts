@@ -6,7 +6,6 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { Counter, Registry } from 'prom-client';
 import type { DataPoint } from '../../../../ingester/datapoints.js';
-import { IntakeError } from '../../../../ingester/errors.js';
 import { resolveRemoteWrite, type RemoteWriteFile } from '../../../../ingester/remote-write/settings.js';
 import { RemoteWriter } from '../../../../ingester/remote-write/writer.js';
 import { waitFor } from '../../../integration/support/cluster.js';
@@ -130,20 +129,6 @@ it('stamps a point without time with the time it was received', async () => {
   expect(ts).toBeGreaterThanOrEqual(before);
   // Not the flush time, 300 ms later.
   expect(ts).toBeLessThan(before + 250);
-});
-
-it('refuses a point more than 5 minutes in the future with a 400 naming time', () => {
-  const w = start();
-  let error: unknown;
-  try {
-    w.admit('team-a', [point(1, { timeMs: Date.now() }), point(2, { timeMs: Date.now() + 6 * 60_000 })]);
-  } catch (err) {
-    error = err;
-  }
-  expect(error).toBeInstanceOf(IntakeError);
-  expect((error as IntakeError).statusCode).toBe(400);
-  expect((error as IntakeError).fieldErrors).toEqual([{ index: 1, field: 'time', message: expect.stringContaining('5 minutes in the future') }]);
-  expect(w.queuedSamples).toBe(0);
 });
 
 it('answers 503 with Retry-After and queues nothing of a request that would overflow the queue', async () => {
