@@ -10,6 +10,7 @@
  * is materialised).
  */
 import jsonata from 'jsonata';
+import { LRUCache } from 'lru-cache';
 import { PRESETS, type PresetName } from './presets.js';
 
 export interface MappingSpec {
@@ -86,7 +87,21 @@ export interface CompiledMapping {
   evaluate(body: unknown): Promise<unknown[]>;
 }
 
-const compiledPresets = new Map<string, jsonata.Expression>();
+/**
+ * Compiled expressions by source and limits. A routing table is rebuilt on every route change;
+ * routes that did not change reuse their compiled expression instead of parsing it again.
+ */
+const compiled = new LRUCache<string, jsonata.Expression>({ max: 5000 });
+
+function compileCached(source: string, limits: MappingLimits): jsonata.Expression {
+  const key = `${limits.timeoutMs}/${limits.maxDepth}/${limits.maxSequence}/${limits.maxStringLength}\u0000${source}`;
+  let expr = compiled.get(key);
+  if (!expr) {
+    expr = compile(source, limits);
+    compiled.set(key, expr);
+  }
+  return expr;
+}
 
 /** Parses the expression (or looks the preset up); throws MappingError on a syntax error or unknown preset. */
 export function compileMapping(spec: MappingSpec, limits: MappingLimits = DEFAULT_MAPPING_LIMITS): CompiledMapping {
@@ -99,12 +114,10 @@ export function compileMapping(spec: MappingSpec, limits: MappingLimits = DEFAUL
     const preset = PRESETS[spec.preset as PresetName];
     if (!preset) throw new MappingError('INTAKE_UNKNOWN_PRESET', `unknown preset ${JSON.stringify(spec.preset)}; known: ${Object.keys(PRESETS).join(', ')}`);
     label = `preset ${spec.preset}`;
-    const key = `${spec.preset}\u0000${JSON.stringify(limits)}`;
-    expr = compiledPresets.get(key) ?? compile(preset.expression, limits);
-    compiledPresets.set(key, expr);
+    expr = compileCached(preset.expression, limits);
   } else {
     label = 'expression';
-    expr = compile(spec.expression as string, limits);
+    expr = compileCached(spec.expression as string, limits);
   }
   return {
     label,
