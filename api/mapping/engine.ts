@@ -3,12 +3,14 @@
  * payload into intake events. Shared by the operator (compile and run spec.mapping.tests before
  * publishing) and the ingester (compile once per route change, evaluate per request).
  *
- * Guardrails are always on. JSONata 2.2 checks evaluation time and stack depth at every node and
- * caps sequence length; a node that builds a long string is one native call the time check cannot
- * interrupt, so an exit hook also caps the length of every intermediate string (V8 concatenates
- * lazily, so a doubling string is caught long before it is materialised).
+ * Guardrails are always on. JSONata 2.2 checks stack depth at every node and caps sequence length
+ * (and ranges); an exit hook, run after every node, adds the time limit (this evaluation's CPU time) and
+ * caps the length of every intermediate string: building a long string is one native call no
+ * time check can interrupt (V8 concatenates lazily, so a doubling string is caught long before it
+ * is materialised).
  */
 import jsonata from 'jsonata';
+import { LRUCache } from 'lru-cache';
 import { PRESETS, type PresetName } from './presets.js';
 
 export interface MappingSpec {
@@ -85,7 +87,21 @@ export interface CompiledMapping {
   evaluate(body: unknown): Promise<unknown[]>;
 }
 
-const compiledPresets = new Map<string, jsonata.Expression>();
+/**
+ * Compiled expressions by source and limits. A routing table is rebuilt on every route change;
+ * routes that did not change reuse their compiled expression instead of parsing it again.
+ */
+const compiled = new LRUCache<string, jsonata.Expression>({ max: 5000 });
+
+function compileCached(source: string, limits: MappingLimits): jsonata.Expression {
+  const key = `${limits.timeoutMs}/${limits.maxDepth}/${limits.maxSequence}/${limits.maxStringLength}\u0000${source}`;
+  let expr = compiled.get(key);
+  if (!expr) {
+    expr = compile(source, limits);
+    compiled.set(key, expr);
+  }
+  return expr;
+}
 
 /** Parses the expression (or looks the preset up); throws MappingError on a syntax error or unknown preset. */
 export function compileMapping(spec: MappingSpec, limits: MappingLimits = DEFAULT_MAPPING_LIMITS): CompiledMapping {
@@ -98,12 +114,10 @@ export function compileMapping(spec: MappingSpec, limits: MappingLimits = DEFAUL
     const preset = PRESETS[spec.preset as PresetName];
     if (!preset) throw new MappingError('INTAKE_UNKNOWN_PRESET', `unknown preset ${JSON.stringify(spec.preset)}; known: ${Object.keys(PRESETS).join(', ')}`);
     label = `preset ${spec.preset}`;
-    const key = `${spec.preset}\u0000${JSON.stringify(limits)}`;
-    expr = compiledPresets.get(key) ?? compile(preset.expression, limits);
-    compiledPresets.set(key, expr);
+    expr = compileCached(preset.expression, limits);
   } else {
     label = 'expression';
-    expr = compile(spec.expression as string, limits);
+    expr = compileCached(spec.expression as string, limits);
   }
   return {
     label,
@@ -123,7 +137,9 @@ export function compileMapping(spec: MappingSpec, limits: MappingLimits = DEFAUL
 function compile(source: string, limits: MappingLimits): jsonata.Expression {
   let expr: jsonata.Expression;
   try {
-    expr = jsonata(source, { timeout: limits.timeoutMs, stack: limits.maxDepth, sequence: limits.maxSequence });
+    // The time limit is ours (pace, below): JSONata's own counts wall-clock time, which would
+    // include the turns other requests take while this evaluation yields.
+    expr = jsonata(source, { stack: limits.maxDepth, sequence: limits.maxSequence });
   } catch (err) {
     throw MappingError.from(err);
   }
@@ -132,7 +148,7 @@ function compile(source: string, limits: MappingLimits): jsonata.Expression {
     if (typeof result === 'string' && result.length > maxString) {
       throw new MappingError('INTAKE_STRING_LIMIT', `a string of ${result.length} characters exceeds the mapping limit of ${maxString}`);
     }
-    return yieldIfLong(env.base);
+    return pace(env.base, limits.timeoutMs);
   });
   return expr;
 }
@@ -140,30 +156,48 @@ function compile(source: string, limits: MappingLimits): jsonata.Expression {
 /** Per-evaluation bookkeeping, kept on JSONata's execution frame. */
 interface SliceState {
   intakeNodes?: number;
-  intakeSliceStart?: number;
+  /** When the current slice started: wall clock (ms) and process CPU time (µs). */
+  intakeSliceWall?: number;
+  intakeSliceCpu?: number;
+  /** CPU time used by the slices before this one (µs). */
+  intakeUsedCpu?: number;
 }
 
 /** An evaluation that has run this long lets the event loop take a turn before it goes on. */
 const SLICE_MS = 10;
 const CHECK_EVERY_NODES = 256;
 
+const cpuMicros = (): number => {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+};
+
 /**
  * JSONata awaits the exit hook at every node, so returning a promise that settles on setImmediate
  * suspends a long evaluation and lets other requests (and timers) run: a slow or hostile expression
- * slows itself, not the ingester. Short evaluations never yield; the clock is read every 256 nodes.
+ * slows itself, not the ingester. The time limit counts the CPU time this evaluation's own slices
+ * used, so neither concurrent payloads nor a busy machine push a normal evaluation over it.
+ * Short evaluations never yield; the clocks are read every 256 nodes.
  */
-function yieldIfLong(state: SliceState): Promise<void> | undefined {
+function pace(state: SliceState, timeoutMs: number): Promise<void> | undefined {
   const nodes = (state.intakeNodes = (state.intakeNodes ?? 0) + 1);
   if (nodes % CHECK_EVERY_NODES !== 0) return undefined;
-  const now = performance.now();
-  if (state.intakeSliceStart === undefined) {
-    state.intakeSliceStart = now;
+  const wall = performance.now();
+  const cpu = cpuMicros();
+  if (state.intakeSliceWall === undefined) {
+    state.intakeSliceWall = wall;
+    state.intakeSliceCpu = cpu;
+    state.intakeUsedCpu = 0;
     return undefined;
   }
-  if (now - state.intakeSliceStart < SLICE_MS) return undefined;
+  const used = (state.intakeUsedCpu ?? 0) + (cpu - (state.intakeSliceCpu ?? cpu));
+  if (used > timeoutMs * 1000) throw Object.assign(new MappingError('D1012', `Evaluation timeout after ${timeoutMs} milliseconds. Check for infinite loop`), { value: timeoutMs });
+  if (wall - state.intakeSliceWall < SLICE_MS) return undefined;
+  state.intakeUsedCpu = used;
   return new Promise((resolve) =>
     setImmediate(() => {
-      state.intakeSliceStart = performance.now();
+      state.intakeSliceWall = performance.now();
+      state.intakeSliceCpu = cpuMicros();
       resolve();
     }),
   );

@@ -16,13 +16,13 @@ export interface Preset {
 const amAlerts = (manager: string, extra: string): string => `(
   $assert($type(alerts) = "array" and $count(alerts) > 0, "alerts must be a non-empty array");
   $sev := {"critical": 5, "fatal": 5, "page": 5, "error": 4, "high": 4, "major": 4, "minor": 3, "medium": 3, "warning": 2, "warn": 2, "low": 2, "info": 1, "none": 1};
-  $root := $;
+  $labelKey := function($l) { $join($sort($keys($l)).($ & "=" & $lookup($l, $)), ",") };
+  $receiver := receiver;
+  $groupKey := groupKey;
   [alerts.(
-    $assert($type(labels) = "object", "alerts[].labels must be an object");
     $resolved := status = "resolved";
-    $labelKey := $join($sort($keys(labels)).($k := $; $k & "=" & $lookup($$.labels, $k)), ",");
     {
-      "signature": "${manager.toLowerCase()}:" & (fingerprint ? fingerprint : $labelKey),
+      "signature": "${manager.toLowerCase()}:" & (fingerprint ? fingerprint : $labelKey(labels)),
       "source": labels.instance ?: labels.host ?: labels.job ?: labels.alertname,
       "severity": $resolved ? 0 : ($lookup($sev, $lowercase(labels.severity)) ?? 1),
       "class": labels.alertname,
@@ -36,8 +36,8 @@ const amAlerts = (manager: string, extra: string): string => `(
         "labels": labels,
         "annotations": annotations,
         "generatorURL": generatorURL,
-        "receiver": $root.receiver,
-        "groupKey": $root.groupKey${extra}
+        "receiver": $receiver,
+        "groupKey": $groupKey${extra}
       }
     }
   )]

@@ -3,6 +3,7 @@
  * a hostile expression that must not stall other requests, and dead-letter replay with the CLI.
  */
 import { spawn } from 'node:child_process';
+import { jest } from '@jest/globals';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -10,6 +11,9 @@ import { parse, stringify } from 'yaml';
 import { freePort, ROOT, waitFor } from '../integration/support/cluster.js';
 import { postAlerts, startAlertmanager, type RunningAlertmanager } from './support/alertmanager.js';
 import { basic, DEMO, post, startIngester, type RunningIngester } from './support/ingester.js';
+
+// A real Alertmanager's start, group_wait and flushes, on a busy machine.
+jest.setTimeout(90_000);
 
 const route = (name: string, mapping: Record<string, unknown>) => ({
   apiVersion: 'intake.dev/v1alpha1',
@@ -66,7 +70,7 @@ describe('a real Alertmanager posting to preset alertmanager', () => {
     const firing = await waitFor('three firing events', async () => {
       const found = logEvents().filter((e) => e.integration === 'am' && e.severity !== 0);
       return found.length >= 3 ? found : undefined;
-    }, 20_000, 100);
+    }, 40_000, 100);
     const first = firing.slice(0, 3);
     expect(new Set(first.map((e) => e.source))).toEqual(new Set(['web-1', 'web-2', 'web-3']));
     // One notification carried the whole group: the events share the request's receive time.
@@ -75,7 +79,7 @@ describe('a real Alertmanager posting to preset alertmanager', () => {
     expect(web1).toMatchObject({ severity: 5, class: 'HighCPU', manager: 'Alertmanager', description: 'CPU high on web-1' });
 
     await postAlerts(am.url, [{ labels: labels('web-1', 'critical'), startsAt, endsAt: new Date(Date.now() - 1000).toISOString() }]);
-    const clear = await waitFor('a clear for web-1', async () => logEvents().find((e) => e.integration === 'am' && e.source === 'web-1' && e.severity === 0), 20_000, 100);
+    const clear = await waitFor('a clear for web-1', async () => logEvents().find((e) => e.integration === 'am' && e.source === 'web-1' && e.severity === 0), 40_000, 100);
     expect(clear.signature).toBe(web1.signature);
     expect(clear.severity_name).toBe('clear');
   });

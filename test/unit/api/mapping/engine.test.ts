@@ -50,6 +50,20 @@ describe('guardrails', () => {
     expect(err.guardrail).toBe(true);
   });
 
+  it('counts only evaluation time: concurrent evaluations that interleave do not time out', async () => {
+    const budget = { ...limits, timeoutMs: 500 };
+    const m = compileMapping({ expression: '$sum([1..5000].($ * 2))' }, budget);
+    for (let i = 0; i < 3; i++) await m.evaluate({});
+    const t0 = performance.now();
+    await m.evaluate({});
+    // Enough evaluations that, run together, they take three times the limit.
+    const n = Math.min(200, Math.ceil((3 * budget.timeoutMs) / Math.max(1, performance.now() - t0)));
+    const started = performance.now();
+    const results = await Promise.all(Array.from({ length: n }, () => m.evaluate({})));
+    expect(results.every((r) => r[0] === 25_005_000)).toBe(true);
+    expect(performance.now() - started).toBeGreaterThan(budget.timeoutMs);
+  });
+
   it('lets timers run while a long evaluation is cut into slices', async () => {
     let ticks = 0;
     const timer = setInterval(() => ticks++, 5);
