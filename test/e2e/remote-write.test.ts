@@ -84,7 +84,7 @@ describe('remote write to a real Prometheus', () => {
       { metric: 'rw.e2e.future', data: 2, source: 'h', time: nowS + 600 },
     ]);
     expect(res.status).toBe(400);
-    expect(res.json().errors).toEqual([{ index: 1, field: 'time', message: expect.stringContaining('5 minutes ahead') }]);
+    expect(res.json().errors).toEqual([{ index: 1, field: 'time', message: expect.stringContaining('more than 5 minutes in the future') }]);
     await new Promise((r) => setTimeout(r, 500));
     expect(await query(prom, 'count(rw_e2e_future)')).toEqual([]);
   });
