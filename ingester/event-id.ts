@@ -1,5 +1,5 @@
 /**
- * Event ids that survive retries (DESIGN.md §5). The id is the JetStream `Nats-Msg-Id`, so a
+ * Event ids that survive retries (docs/design.md §5). The id is the JetStream `Nats-Msg-Id`, so a
  * sender's retry of a request (after a 503, a timeout or a lost response) is stored once.
  *
  * The rule:

@@ -1,5 +1,5 @@
 /**
- * Data mapping (DESIGN.md §4.1): a JSONata expression, or a shipped preset, that turns a tool's own
+ * Data mapping (docs/design.md §3-4, README "Data mapping"): a JSONata expression, or a shipped preset, that turns a tool's own
  * payload into intake events. Shared by the operator (compile and run spec.mapping.tests before
  * publishing) and the ingester (compile once per route change, evaluate per request).
  *

@@ -1,6 +1,6 @@
 /**
  * The dead letter: payloads that authenticated but could not be mapped into valid events, kept so
- * they can be replayed once the mapping is fixed (DESIGN.md §4.1). Behind a small interface so a
+ * they can be replayed once the mapping is fixed (docs/design.md §3-4, README "Data mapping"). Behind a small interface so a
  * JetStream subject or the spool can hold them instead; this file-backed store is the default.
  *
  * The file holds one JSON line per payload. Each append is fsynced before the sender gets its 422.

@@ -1,5 +1,5 @@
 /**
- * The mapped webhook pipeline (DESIGN.md §4.1), one step after another:
+ * The mapped webhook pipeline (docs/design.md §3-4, README "Data mapping"), one step after another:
  *   body -> mapping (preset or expression, guardrails on) -> one event or an array
  *        -> the usual validation and normalisation (parseEvents, unchanged)
  * A payload that authenticated but cannot become valid events is never dropped silently: it is kept

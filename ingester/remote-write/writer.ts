@@ -1,5 +1,5 @@
 /**
- * Forwards accepted data points to a Prometheus Remote Write receiver (DESIGN.md §4.2).
+ * Forwards accepted data points to a Prometheus Remote Write receiver (docs/design.md §4, README "remote write").
  *
  * The request handler calls admit() after validation (which refuses a `time` more than 5 minutes
  * ahead, see datapoints.ts): it refuses the whole request with 503 when the queue is full, before

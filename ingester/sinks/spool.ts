@@ -1,6 +1,6 @@
 /**
  * The local spool: events the bus could not take yet, held durably until the replayer hands them
- * on (DESIGN.md §5). SQLite through Node's built-in node:sqlite, WAL journal with
+ * on (docs/design.md §5). SQLite through Node's built-in node:sqlite, WAL journal with
  * synchronous=FULL, so a committed transaction survives a kill -9 of the process and (on honest
  * disks) a crash of the machine. No hand-written log format.
  *
