@@ -177,7 +177,7 @@ export class JetStreamSink implements EventSink {
         this.logger.error({ err: closed instanceof Error ? { message: closed.message } : undefined }, 'NATS connection closed; dialling again');
         wait = this.s.reconnectWaitMs;
       } catch (err) {
-        this.logger.warn({ err: { message: (err as Error).message }, retryInMs: wait }, 'NATS not reachable');
+        this.logger.warn({ err: { message: (err as Error).message }, retryInMs: wait }, 'cannot connect to NATS');
         await this.sleep(wait);
         wait = Math.min(MAX_VERIFY_BACKOFF_MS, wait * 2);
       }
