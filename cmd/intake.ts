@@ -21,7 +21,7 @@ program
   .addOption(new Option('--tls-cert <file>', 'serve HTTPS with this certificate (reloaded on change)').env('INTAKE_TLS_CERT'))
   .addOption(new Option('--tls-key <file>', 'private key for --tls-cert').env('INTAKE_TLS_KEY'))
   .addOption(new Option('--events-log <file>', 'where the log sink writes events, one JSON line each ("-" = stdout)').env('INTAKE_EVENTS_LOG'))
-  .addOption(new Option('--trust-proxy <value>', 'trust X-Forwarded-For from: true, a hop count, or comma-separated CIDRs').env('INTAKE_TRUST_PROXY'))
+  .addOption(new Option('--trust-proxy <value>', 'trust X-Forwarded-For from proxies at these comma-separated addresses/CIDRs (or loopback, linklocal, uniquelocal)').env('INTAKE_TRUST_PROXY'))
   .addOption(new Option('--namespace <ns>', 'Kubernetes mode: read route Secrets labelled intake.dev/route=true in this namespace').env('INTAKE_NAMESPACE'))
   .addOption(new Option('--kubeconfig <file>', 'Kubernetes mode: kubeconfig file (default: in-cluster service account)').env('INTAKE_KUBECONFIG'))
   .addOption(new Option('--log-level <level>', 'operational log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).env('INTAKE_LOG_LEVEL'))
@@ -56,6 +56,11 @@ program
     };
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);
+    // Log rotation: reopen the events log file.
+    process.on('SIGHUP', () => {
+      logger.info('SIGHUP: reopening the events log');
+      running.reopenFiles();
+    });
   });
 
 program

@@ -2,24 +2,63 @@
  * The admin listener: health, readiness, the ingester's own metrics and the received series.
  * Never expose it publicly: /metrics/ingested holds every tenant's series.
  */
+import { Readable } from 'node:stream';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { notFound } from './errors.js';
+import { ADMIN_MAX_CONNECTIONS, clientErrorHandler, serverTimeoutOptions, type TimeoutSettings } from './http-guards.js';
+import { securityHeaders } from './security-headers.js';
 import type { SeriesStore } from './series-store.js';
 import { sendError, type Lifecycle } from './server.js';
+import type { EventSink } from './sinks/sink.js';
 
 export const EXPOSITION_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
-export function buildAdminServer(o: { registry: Registry; series: SeriesStore; lifecycle: Lifecycle; logger: Logger }): FastifyInstance {
-  const app = Fastify({ loggerInstance: o.logger, logController: new LogController({ disableRequestLogging: true }), return503OnClosing: false }) as unknown as FastifyInstance;
+export interface AdminServerOptions {
+  registry: Registry;
+  series: SeriesStore;
+  lifecycle: Lifecycle;
+  logger: Logger;
+  /** Readiness also means every sink can take events now. */
+  sinks?: readonly EventSink[];
+  timeouts?: TimeoutSettings;
+}
+
+export function buildAdminServer(o: AdminServerOptions): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: o.logger,
+    logController: new LogController({ disableRequestLogging: true }),
+    return503OnClosing: false,
+    clientErrorHandler: clientErrorHandler(securityHeaders()),
+    ...(o.timeouts ? { http: serverTimeoutOptions(o.timeouts), requestTimeout: o.timeouts.requestTimeoutMs } : {}),
+  }) as unknown as FastifyInstance;
+  (app.server as Server).maxConnections = ADMIN_MAX_CONNECTIONS;
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_req, reply) => {
-    if (o.lifecycle.ready && !o.lifecycle.closing && (o.lifecycle.canAccept?.() ?? true)) return { status: 'ready' };
-    return reply.code(503).header('retry-after', '1').send({ status: o.lifecycle.closing ? 'shutting down' : 'not ready' });
+    const unready = o.lifecycle.closing ? 'shutting down' : !o.lifecycle.ready ? 'not ready' : sinkProblem(o.sinks ?? []);
+    if (unready === undefined) return { status: 'ready' };
+    return reply.code(503).header('retry-after', '1').send({ status: unready });
   });
   app.get('/metrics', async (_req, reply) => reply.type(o.registry.contentType).send(await o.registry.metrics()));
-  app.get('/metrics/ingested', async (_req, reply) => reply.type(EXPOSITION_CONTENT_TYPE).send(o.series.render()));
+  app.get('/metrics/ingested', async (_req, reply) => reply.type(EXPOSITION_CONTENT_TYPE).send(Readable.from(yieldingChunks(o.series))));
   app.setNotFoundHandler((req, reply) => sendError(reply, notFound(req.method, req.url)));
   return app;
+}
+
+function sinkProblem(sinks: readonly EventSink[]): string | undefined {
+  for (const sink of sinks) {
+    const problem = sink.unavailable?.();
+    if (problem) return `sink ${sink.name} cannot take events: ${problem}`;
+  }
+  return undefined;
+}
+
+/** The exposition's chunks, with a turn of the event loop between them so ingest requests go on. */
+async function* yieldingChunks(series: SeriesStore): AsyncGenerator<string> {
+  for (const chunk of series.chunks()) {
+    yield chunk;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
 }

@@ -42,6 +42,14 @@ export class AuthThrottle {
     return Math.max(1, Math.ceil((until - nowMs) / 1000));
   }
 
+  /**
+   * Gives back an attempt charged before a slow check that then succeeded. Slow checks (scrypt)
+   * are charged up front, so that guesses sent at once all count before any of them is hashed.
+   */
+  async refund(address: string): Promise<void> {
+    await this.limiter.reward(address, 1);
+  }
+
   /** Records a failure; returns seconds blocked if this failure crossed the limit, else 0. */
   async recordFailure(address: string): Promise<number> {
     try {

@@ -3,6 +3,7 @@
  * later source wins). The file may also list routes (standalone mode); those are read by
  * route-sources/file.ts, not here.
  */
+import { isIP } from 'node:net';
 import { Ajv } from 'ajv';
 import { ConfigError, parseListen, type Listen } from '../common/config-files.js';
 import { jetstreamSchema, resolveJetStream, resolveSpool, spoolSchema, type JetStreamSettings, type SpoolSettings } from './sinks/handoff-config.js';
@@ -11,8 +12,8 @@ export interface IngesterSettings {
   listen: Listen;
   adminListen: Listen;
   tls?: { certFile: string; keyFile: string };
-  /** Passed to fastify: trust X-Forwarded-For from these proxies (true, hop count, or CIDR list). */
-  trustProxy: boolean | number | string;
+  /** Passed to fastify: trust X-Forwarded-For from proxies at these addresses/CIDRs (false: off). */
+  trustProxy: false | string;
   logLevel: string;
   limits: {
     bodyBytes: number;
@@ -22,10 +23,18 @@ export interface IngesterSettings {
     maxSeriesPerNamespace: number;
     maxSeriesTotal: number;
     maxEventLoopDelayMs: number;
+    /** Total characters of one series label text: metric, source, key, tag names and values. */
+    maxSeriesLabelChars: number;
+    /** Ingest connections held at once; default (absent): from the file-descriptor limit. */
+    maxConnections?: number;
+    headersTimeoutMs: number;
+    requestTimeoutMs: number;
+    keepAliveTimeoutMs: number;
+    maxInFlightBodyBytes: number;
   };
-  authThrottle: { failures: number; windowSeconds: number; blockSeconds: number };
+  authThrottle: { failures: number; windowSeconds: number; blockSeconds: number; failureDelayMs: number };
   /** log.enabled defaults to true without jetstream, false with it. */
-  sinks: { log: { path: string; enabled?: boolean }; jetstream?: JetStreamSettings };
+  sinks: { log: { path: string; timeoutMs: number; enabled?: boolean }; jetstream?: JetStreamSettings };
   /** Durable local spool for events the bus could not take yet (sinks/spool.ts). */
   spool?: SpoolSettings;
   shutdown: { drainDelaySeconds: number; timeoutSeconds: number };
@@ -44,9 +53,14 @@ export const DEFAULT_SETTINGS: IngesterSettings = {
     maxSeriesPerNamespace: 10000,
     maxSeriesTotal: 100000,
     maxEventLoopDelayMs: 1000,
+    maxSeriesLabelChars: 2048,
+    headersTimeoutMs: 10_000,
+    requestTimeoutMs: 30_000,
+    keepAliveTimeoutMs: 5_000,
+    maxInFlightBodyBytes: 64 * 1024 * 1024,
   },
-  authThrottle: { failures: 20, windowSeconds: 60, blockSeconds: 300 },
-  sinks: { log: { path: '-' } },
+  authThrottle: { failures: 20, windowSeconds: 60, blockSeconds: 300, failureDelayMs: 300 },
+  sinks: { log: { path: '-', timeoutMs: 5_000 } },
   shutdown: { drainDelaySeconds: 0, timeoutSeconds: 25 },
 };
 
@@ -71,14 +85,24 @@ const settingsFileSchema = {
         maxSeriesPerNamespace: positive,
         maxSeriesTotal: positive,
         maxEventLoopDelayMs: positive,
+        maxSeriesLabelChars: positive,
+        maxConnections: positive,
+        headersTimeoutMs: positive,
+        requestTimeoutMs: positive,
+        keepAliveTimeoutMs: positive,
+        maxInFlightBodyBytes: positive,
       },
     },
-    authThrottle: { type: 'object', additionalProperties: false, properties: { failures: positive, windowSeconds: positive, blockSeconds: positive } },
+    authThrottle: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { failures: positive, windowSeconds: positive, blockSeconds: positive, failureDelayMs: { type: 'integer', minimum: 0 } },
+    },
     sinks: {
       type: 'object',
       additionalProperties: false,
       properties: {
-        log: { type: 'object', additionalProperties: false, properties: { path: { type: 'string', minLength: 1 }, enabled: { type: 'boolean' } } },
+        log: { type: 'object', additionalProperties: false, properties: { path: { type: 'string', minLength: 1 }, timeoutMs: positive, enabled: { type: 'boolean' } } },
         jetstream: jetstreamSchema,
       },
     },
@@ -105,11 +129,16 @@ export interface SettingOverrides {
   trustProxy?: string;
 }
 
-export function resolveSettings(file: unknown, overrides: SettingOverrides, source = 'config'): IngesterSettings {
+/** The config file's shape, checked the same way at startup and at every reload. */
+export function checkSettingsFile(file: unknown, source: string): void {
   if (!validateFile(file)) {
     const problems = (validateFile.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message}${e.keyword === 'additionalProperties' ? ` (${e.params.additionalProperty})` : ''}`);
     throw new ConfigError(`${source}: ${problems.join('; ')}`);
   }
+}
+
+export function resolveSettings(file: unknown, overrides: SettingOverrides, source = 'config'): IngesterSettings {
+  checkSettingsFile(file, source);
   const f = file as Record<string, never> & {
     listen?: string;
     adminListen?: string;
@@ -118,7 +147,7 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
     logLevel?: string;
     limits?: Partial<IngesterSettings['limits']>;
     authThrottle?: Partial<IngesterSettings['authThrottle']>;
-    sinks?: { log?: { path?: string; enabled?: boolean }; jetstream?: Parameters<typeof resolveJetStream>[0] };
+    sinks?: { log?: { path?: string; timeoutMs?: number; enabled?: boolean }; jetstream?: Parameters<typeof resolveJetStream>[0] };
     spool?: Parameters<typeof resolveSpool>[0];
     shutdown?: Partial<IngesterSettings['shutdown']>;
   };
@@ -126,11 +155,11 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
   const settings: IngesterSettings = {
     listen: parseListen(overrides.listen ?? f.listen ?? `${d.listen.host}:${d.listen.port}`, 'listen'),
     adminListen: parseListen(overrides.adminListen ?? f.adminListen ?? `${d.adminListen.host}:${d.adminListen.port}`, 'adminListen'),
-    trustProxy: parseTrustProxy(overrides.trustProxy) ?? f.trustProxy ?? d.trustProxy,
+    trustProxy: checkTrustProxy(parseTrustProxy(overrides.trustProxy) ?? f.trustProxy ?? d.trustProxy),
     logLevel: overrides.logLevel ?? f.logLevel ?? d.logLevel,
     limits: { ...d.limits, ...f.limits },
     authThrottle: { ...d.authThrottle, ...f.authThrottle },
-    sinks: { log: { path: overrides.eventsLog ?? f.sinks?.log?.path ?? d.sinks.log.path } },
+    sinks: { log: { path: overrides.eventsLog ?? f.sinks?.log?.path ?? d.sinks.log.path, timeoutMs: f.sinks?.log?.timeoutMs ?? d.sinks.log.timeoutMs } },
     shutdown: { ...d.shutdown, ...f.shutdown },
   };
   const jetstream = resolveJetStream(f.sinks?.jetstream);
@@ -147,6 +176,38 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
     throw new ConfigError('listen and adminListen must differ: the admin port holds every tenant\'s series');
   }
   return settings;
+}
+
+/**
+ * `true` would trust every address in X-Forwarded-For, so any client could choose the address the
+ * brute-force throttle sees; a hop count is ignored by fastify 5. Only the proxies' addresses or
+ * CIDRs (or proxy-addr's range names) are accepted.
+ */
+function checkTrustProxy(value: boolean | number | string): false | string {
+  if (value === true) {
+    throw new ConfigError('trustProxy: true would let any client choose its address through X-Forwarded-For; give the addresses or CIDRs of the proxies in front of intake (e.g. "10.0.0.0/8"), or uniquelocal for any private address');
+  }
+  if (typeof value === 'number') {
+    // fastify 5 ignores X-Forwarded-For when given only a hop count (it cannot check the peer).
+    throw new ConfigError('trustProxy: hop counts are not supported; give the proxies\' addresses or CIDRs (e.g. "10.0.0.0/8"), or uniquelocal for any private address');
+  }
+  if (typeof value === 'string') {
+    const bad = value.split(',').map((s) => s.trim()).find((s) => !isAddressOrCidr(s));
+    if (bad !== undefined) throw new ConfigError(`trustProxy: ${JSON.stringify(bad.slice(0, 60))} is not an IP address or CIDR; give comma-separated addresses/CIDRs of the proxies, or loopback, linklocal, uniquelocal`);
+  }
+  return value;
+}
+
+/** Names proxy-addr (fastify's trustProxy) accepts for address ranges. */
+const RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+function isAddressOrCidr(text: string): boolean {
+  if (RANGE_NAMES.has(text)) return true;
+  const [address, prefix, ...rest] = text.split('/');
+  const family = isIP(address ?? '');
+  if (family === 0 || rest.length > 0) return false;
+  if (prefix === undefined) return true;
+  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128);
 }
 
 function parseTrustProxy(value: string | undefined): boolean | number | string | undefined {

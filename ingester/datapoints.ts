@@ -53,7 +53,20 @@ export interface DataPoint {
   unit?: string;
 }
 
-export function parseDataPoints(body: unknown, maxPoints: number): DataPoint[] {
+/** How far ahead of the receiver's clock a point's `time` may be (clock skew, not the future). */
+export const MAX_FUTURE_MS = 5 * 60_000;
+/** Default cap on the label text of one series: metric, source, key, tag names and values. */
+export const DEFAULT_MAX_LABEL_CHARS = 2048;
+
+export interface DataPointLimits {
+  /** Total characters of a point's metric name, source, key, tag names and tag values. */
+  maxLabelChars?: number;
+  nowMs?: number;
+}
+
+export function parseDataPoints(body: unknown, maxPoints: number, limits: DataPointLimits = {}): DataPoint[] {
+  const maxLabelChars = limits.maxLabelChars ?? DEFAULT_MAX_LABEL_CHARS;
+  const latestMs = (limits.nowMs ?? Date.now()) + MAX_FUTURE_MS;
   const items = asBatch(body, maxPoints, 'data point');
   const collector = new ErrorCollector();
   const out: DataPoint[] = [];
@@ -68,10 +81,27 @@ export function parseDataPoints(body: unknown, maxPoints: number): DataPoint[] {
       collector.add([{ index: i, field: 'data', message: FIELD_MESSAGES.data as string }]);
       continue;
     }
-    if (collector.count === 0) out.push(toPoint(item, value));
+    const labelChars = labelLength(item);
+    if (labelChars > maxLabelChars) {
+      collector.add([{ index: i, field: 'tags', message: `the labels of this point (metric, source, key, tag names and values) total ${labelChars} characters; the limit is ${maxLabelChars} (limits.maxSeriesLabelChars)` }]);
+      continue;
+    }
+    const point = toPoint(item, value);
+    if (point.timeMs !== undefined && !(point.timeMs <= latestMs)) {
+      collector.add([{ index: i, field: 'time', message: `must not be more than ${MAX_FUTURE_MS / 60_000} minutes ahead of the receiver's clock (and must be finite)` }]);
+      continue;
+    }
+    if (collector.count === 0) out.push(point);
   }
   collector.throwIfAny('data point', items.length);
   return out;
+}
+
+function labelLength(item: Record<string, unknown>): number {
+  let n = (item.metric as string).length + (item.source as string).length + ((item.key as string | undefined)?.length ?? 0);
+  const tags = item.tags as Record<string, unknown> | undefined;
+  if (tags) for (const name of Object.keys(tags)) n += name.length + String(tags[name]).length;
+  return n;
 }
 
 function toPoint(item: Record<string, unknown>, value: number): DataPoint {

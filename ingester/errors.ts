@@ -63,6 +63,9 @@ export const invalidBatch = (noun: string, errors: FieldError[], total: number, 
     errors,
   );
 
+export const badHeader = (header: string, message: string): IntakeError =>
+  new IntakeError('BAD_HEADER', 400, message, [{ field: `header:${header}`, message }]);
+
 export const invalidJson = (message: string): IntakeError =>
   new IntakeError('INVALID_JSON', 400, message, [{ field: '', message }]);
 

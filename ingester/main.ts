@@ -12,6 +12,7 @@ import type { IngesterSettings } from './config.js';
 import { IngesterMetrics } from './metrics.js';
 import { RouteTable, type RouteInput, type SkippedRoute } from './route-table.js';
 import { SeriesStore } from './series-store.js';
+import { ingestConnectionCap, openFilesLimit } from './http-guards.js';
 import { buildIngestServer, type Lifecycle } from './server.js';
 import { JetStreamSink } from './sinks/jetstream-sink.js';
 import { LogSink } from './sinks/log-sink.js';
@@ -34,9 +35,12 @@ export interface RunningIngester {
   metrics: IngesterMetrics;
   /** Unready, stop accepting, finish in-flight requests, flush sinks. */
   shutdown(): Promise<void>;
+  /** Reopens files the ingester appends to (log rotation: SIGHUP). */
+  reopenFiles(): void;
 }
 
 const SWEEP_INTERVAL_MS = 30_000;
+const KEEP_ALIVE_GRACE_MS = 1000;
 
 export async function startIngester(settings: IngesterSettings, source: RouteSource, logger: Logger): Promise<RunningIngester> {
   const lifecycle: Lifecycle = { ready: false, closing: false };
@@ -47,11 +51,11 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
     maxSeriesPerNamespace: settings.limits.maxSeriesPerNamespace,
   });
   const metrics = new IngesterMetrics(registry, series);
-  const sinks: EventSink[] = settings.sinks.log.enabled === false ? [] : [new LogSink(settings.sinks.log.path)];
+  const logSink = settings.sinks.log.enabled === false ? undefined : new LogSink(settings.sinks.log.path, { timeoutMs: settings.sinks.log.timeoutMs });
+  const sinks: EventSink[] = logSink ? [logSink] : [];
   const bus = settings.sinks.jetstream ? new JetStreamSink({ settings: settings.sinks.jetstream, ...(settings.spool ? { spool: settings.spool } : {}), registry, logger, drainTimeoutMs: drainBudgetMs(settings) }) : undefined;
   if (bus) {
     sinks.push(bus);
-    lifecycle.canAccept = () => bus.canAccept();
     await bus.start();
   }
   let table = RouteTable.empty();
@@ -78,19 +82,23 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
   });
 
   const tls = settings.tls ? readTls(settings.tls) : undefined;
+  const fdLimit = openFilesLimit();
+  const maxConnections = ingestConnectionCap(fdLimit, settings.limits.maxConnections);
+  logger.info({ maxConnections, openFilesLimit: fdLimit ?? 'unknown' }, 'ingest connection cap');
   const ingest = await buildIngestServer({
     routes: () => table,
     sinks,
     series,
     metrics,
-    limits: settings.limits,
+    limits: { ...settings.limits, maxConnections },
     throttle: new AuthThrottle(settings.authThrottle),
+    authFailureDelayMs: settings.authThrottle.failureDelayMs,
     lifecycle,
     logger,
     trustProxy: settings.trustProxy,
     ...(tls ? { https: tls } : {}),
   });
-  const admin = buildAdminServer({ registry, series, lifecycle, logger });
+  const admin = buildAdminServer({ registry, series, lifecycle, logger, sinks, timeouts: settings.limits });
   const stopTlsWatch = settings.tls ? watchTls(settings.tls, ingest, logger) : undefined;
   const sweeper = setInterval(() => series.sweep(), Math.min(SWEEP_INTERVAL_MS, settings.limits.seriesTTLSeconds * 1000));
   sweeper.unref();
@@ -107,18 +115,33 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
       lifecycle.ready = false;
       logger.info({ drainDelaySeconds: settings.shutdown.drainDelaySeconds }, 'shutting down: unready');
       if (settings.shutdown.drainDelaySeconds > 0) await new Promise((r) => setTimeout(r, settings.shutdown.drainDelaySeconds * 1000));
+      // From here every request is answered 503 with `Connection: close`, including those that
+      // arrive on idle keep-alive connections. A request a sender already sent on such a
+      // connection arrives within a moment: wait that moment (or until every connection is gone)
+      // so it gets that answer instead of a reset, then stop listening and close the idle ones.
       lifecycle.closing = true;
       clearInterval(sweeper);
       await stopTlsWatch?.();
       await source.stop();
+      await connectionsDrained(ingest, Math.min(KEEP_ALIVE_GRACE_MS, settings.limits.keepAliveTimeoutMs));
+      // An upload that never finishes must not hold the shutdown past its deadline.
+      const hardStop = setTimeout(() => (ingest.server as unknown as { closeAllConnections(): void }).closeAllConnections(), Math.max(1000, settings.shutdown.timeoutSeconds * 1000 - 3000));
       await ingest.close();
+      clearTimeout(hardStop);
       await Promise.all(sinks.map((s) => s.close()));
       await admin.close();
       logger.info('shutdown complete');
     })();
     return stopping;
   };
-  return { ingestUrl, adminUrl, metrics, shutdown };
+  return { ingestUrl, adminUrl, metrics, shutdown, reopenFiles: () => logSink?.reopen() };
+}
+
+/** Resolves when the server holds no connection any more, or after `maxMs`. */
+async function connectionsDrained(app: FastifyInstance, maxMs: number): Promise<void> {
+  const deadline = Date.now() + maxMs;
+  const count = (): Promise<number> => new Promise((resolve) => app.server.getConnections((err, n) => resolve(err ? 0 : n)));
+  while (Date.now() < deadline && (await count()) > 0) await new Promise((r) => setTimeout(r, 50));
 }
 
 /** The spool drain gets the shutdown timeout minus the drain delay and a margin to close the rest. */

@@ -80,6 +80,11 @@ export class RouteTable {
     return { webhooks: this.webhooks.size, apiKeys: new Set([...this.apiKeys.values()].map((v) => v.entry)).size };
   }
 
+  /** Whether checking credentials for this integration may run a slow hash (scrypt). */
+  isSlowToVerify(name: string): boolean {
+    return this.webhooks.get(name)?.credentials.some((c) => c.isSlow) ?? false;
+  }
+
   /** Checks Basic credentials against an integration. Unknown name and wrong password look the same. */
   async authenticateWebhook(name: string, username: string, password: string, cache: VerifiedCache, nowMs = Date.now()): Promise<RouteEntry | undefined> {
     const entry = this.webhooks.get(name);

@@ -1,9 +1,16 @@
 /**
  * Received metric series, exposed on the admin port at /metrics/ingested (DESIGN.md §4).
  * Every series is a gauge holding its last value. Memory is bounded: a global cap and a
- * per-namespace cap on active series, bounded name and label sizes (checked by the data-point
- * schema), and a TTL after which an idle series drops out.
+ * per-namespace cap on active series, a cap on the label text of one series (checked with the
+ * data points), and a TTL after which an idle series drops out. So the store holds at most
+ * maxSeriesTotal x (label text, escaped) bytes, and the exposition is streamed in chunks rather
+ * than built as one string.
+ *
+ * Series are keyed by a SHA-256 digest of their canonical label text, not the text itself: V8
+ * hashes long strings by their length alone, so long label texts of equal length would all
+ * collide and every lookup would compare them character by character.
  */
+import { hash } from 'node:crypto';
 import type { DataPoint } from './datapoints.js';
 import { seriesLimit } from './errors.js';
 import { escapeHelp, escapeLabelValue, metricName, tagLabelName } from './prom-names.js';
@@ -25,19 +32,24 @@ interface Series {
 }
 
 interface Family {
-  help: string;
+  /** Series by digest of their label text. */
   readonly series: Map<string, Series>;
+  /** Per namespace: its active series in this family and the HELP text it gave, if any. */
+  readonly namespaces: Map<string, { series: number; help: string }>;
 }
 
 interface PreparedPoint {
   family: string;
   labelText: string;
+  key: string;
   point: DataPoint;
 }
 
 const MAX_HELP = 1024;
 /** Sweeping walks every series; under pressure at the cap, do it at most this often. */
 const MIN_SWEEP_INTERVAL_MS = 1000;
+/** The exposition is produced in chunks of about this size, yielding the event loop between them. */
+const CHUNK_CHARS = 256 * 1024;
 
 export class SeriesStore {
   private readonly families = new Map<string, Family>();
@@ -79,7 +91,7 @@ export class SeriesStore {
   private countNew(prepared: readonly PreparedPoint[]): number {
     const seen = new Set<string>();
     for (const p of prepared) {
-      if (!this.families.get(p.family)?.series.has(p.labelText)) seen.add(`${p.family}${p.labelText}`);
+      if (!this.families.get(p.family)?.series.has(p.key)) seen.add(`${p.family}\0${p.key}`);
     }
     return seen.size;
   }
@@ -107,11 +119,16 @@ export class SeriesStore {
   private apply(namespace: string, p: PreparedPoint, nowMs: number): void {
     let family = this.families.get(p.family);
     if (!family) {
-      family = { help: '', series: new Map() };
+      family = { series: new Map(), namespaces: new Map() };
       this.families.set(p.family, family);
     }
-    if (p.point.description !== undefined) family.help = p.point.description.slice(0, MAX_HELP);
-    const existing = family.series.get(p.labelText);
+    let inFamily = family.namespaces.get(namespace);
+    if (!inFamily) {
+      inFamily = { series: 0, help: '' };
+      family.namespaces.set(namespace, inFamily);
+    }
+    if (p.point.description !== undefined) inFamily.help = p.point.description.slice(0, MAX_HELP);
+    const existing = family.series.get(p.key);
     const timeMs = p.point.timeMs ?? nowMs;
     if (existing) {
       existing.lastSeenMs = nowMs;
@@ -122,7 +139,8 @@ export class SeriesStore {
       }
       return;
     }
-    family.series.set(p.labelText, { namespace, labelText: p.labelText, value: p.point.value, timeMs, lastSeenMs: nowMs });
+    family.series.set(p.key, { namespace, labelText: p.labelText, value: p.point.value, timeMs, lastSeenMs: nowMs });
+    inFamily.series++;
     this.perNamespace.set(namespace, (this.perNamespace.get(namespace) ?? 0) + 1);
     this.total++;
   }
@@ -133,10 +151,12 @@ export class SeriesStore {
     this.lastSweepMs = nowMs;
     const cutoff = nowMs - this.options.ttlMs;
     for (const [name, family] of this.families) {
-      for (const [labels, s] of family.series) {
+      for (const [key, s] of family.series) {
         if (s.lastSeenMs >= cutoff) continue;
-        family.series.delete(labels);
+        family.series.delete(key);
         this.total--;
+        const inFamily = family.namespaces.get(s.namespace);
+        if (inFamily && --inFamily.series === 0) family.namespaces.delete(s.namespace);
         const left = (this.perNamespace.get(s.namespace) ?? 1) - 1;
         if (left === 0) this.perNamespace.delete(s.namespace);
         else this.perNamespace.set(s.namespace, left);
@@ -150,21 +170,47 @@ export class SeriesStore {
     return this.now() - this.lastSweepMs >= MIN_SWEEP_INTERVAL_MS && this.sweep();
   }
 
-  /** Prometheus text exposition format 0.0.4; idle series past the TTL are left out. */
-  render(): string {
+  /**
+   * Prometheus text exposition format 0.0.4 in chunks of about CHUNK_CHARS; idle series past the
+   * TTL are left out. No chunk grows with the number of series, so a scrape of any size costs
+   * bounded memory, and a consumer that awaits between chunks lets other requests run.
+   */
+  *chunks(): Generator<string> {
     const cutoff = this.now() - this.options.ttlMs;
-    const chunks: string[] = [];
+    let chunk = '';
     for (const [name, family] of this.families) {
-      let body = '';
+      let header = `${helpLine(name, family)}# TYPE ${name} gauge\n`;
       for (const s of family.series.values()) {
-        if (s.lastSeenMs >= cutoff) body += `${name}${s.labelText} ${s.value}\n`;
+        if (s.lastSeenMs < cutoff) continue;
+        chunk += `${header}${name}${s.labelText} ${s.value}\n`;
+        header = '';
+        if (chunk.length >= CHUNK_CHARS) {
+          yield chunk;
+          chunk = '';
+        }
       }
-      if (body === '') continue;
-      const help = family.help ? `# HELP ${name} ${escapeHelp(family.help)}\n` : '';
-      chunks.push(`${help}# TYPE ${name} gauge\n${body}`);
     }
-    return chunks.join('');
+    if (chunk !== '') yield chunk;
   }
+
+  /** The whole exposition as one string (tests and small stores; the admin server streams chunks()). */
+  render(): string {
+    return [...this.chunks()].join('');
+  }
+}
+
+/**
+ * A family's HELP is shown only when every namespace that gave one agrees: one tenant's
+ * description never appears above another tenant's series.
+ */
+function helpLine(name: string, family: Family): string {
+  let help = '';
+  for (const { help: given } of family.namespaces.values()) {
+    if (given === '') continue;
+    if (help !== '' && given !== help) return '';
+    help = given;
+  }
+  return help === '' ? '' : `# HELP ${name} ${escapeHelp(help)}\n`;
 }
 
 function prepare(namespace: string, point: DataPoint): PreparedPoint {
@@ -184,5 +230,6 @@ function prepare(namespace: string, point: DataPoint): PreparedPoint {
     labelText += `${name}="${escapeLabelValue(value)}"`;
     previous = name;
   }
-  return { family: metricName(point.metric), labelText: `${labelText}}`, point };
+  labelText += '}';
+  return { family: metricName(point.metric), labelText, key: hash('sha256', labelText, 'base64'), point };
 }

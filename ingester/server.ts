@@ -1,48 +1,49 @@
 /**
  * The ingest listener (DESIGN.md §4): POST /events/webhook_<name> and POST /v1/integrations/metrics.
- * Authentication runs in onRequest, before the body is read, so unauthenticated senders cost little.
+ * This file builds the server and what every request goes through (security headers, shutdown and
+ * overload answers, the body budget, metrics, error mapping); each route lives in routes/.
+ * Authentication runs in the route's onRequest, before the body is read, so unauthenticated
+ * senders cost little.
  */
 import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import underPressure from '@fastify/under-pressure';
+import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import { AuthThrottle } from './auth-throttle.js';
-import { parseBasicAuth, soleHeader } from './basic-auth.js';
+import { Authenticator } from './authenticate.js';
+import { BodyBudget } from './body-budget.js';
 import { parseJsonBody } from './body.js';
-import { securityHeaders } from './security-headers.js';
 import { newVerifiedCache } from './credentials.js';
-import { parseDataPoints } from './datapoints.js';
-import {
-  authThrottled,
-  IntakeError,
-  methodNotAllowed,
-  notFound,
-  payloadTooLarge,
-  suspended,
-  unauthorized,
-  unauthorizedApiKey,
-  unavailable,
-  unsupportedMediaType,
-} from './errors.js';
-import { idSourceOf } from './event-id.js';
-import { parseEvents } from './events.js';
+import { LogLimiter } from './log-limiter.js';
+import { badHeader, IntakeError, methodNotAllowed, notFound, payloadTooLarge, unavailable, unsupportedMediaType } from './errors.js';
+import { clientErrorHandler, deferContinue, forwardedForProblem, serverTimeoutOptions, type TimeoutSettings } from './http-guards.js';
 import type { Endpoint, IngesterMetrics } from './metrics.js';
+import { EventLoopGuard } from './overload.js';
 import type { RouteEntry, RouteTable } from './route-table.js';
+import { eventsRoute, EVENTS_PATH } from './routes/events.js';
+import { metricsRoute, METRICS_PATH } from './routes/metrics.js';
+import { securityHeaders } from './security-headers.js';
 import type { SeriesStore } from './series-store.js';
-import { deliverToAll, type EventSink } from './sinks/sink.js';
+import type { EventSink } from './sinks/sink.js';
 
-export interface IngestLimits {
+export { EVENTS_PATH, METRICS_PATH };
+
+export interface IngestLimits extends Partial<TimeoutSettings> {
   bodyBytes: number;
   eventsPerRequest: number;
   pointsPerRequest: number;
   maxEventLoopDelayMs: number;
+  /** Request-body bytes held in memory at once across all requests (default 64 MiB). */
+  maxInFlightBodyBytes?: number;
+  /** Total characters of one series' labels (default 2048). */
+  maxSeriesLabelChars?: number;
+  /** Client connections held at once (default: from the file-descriptor limit). */
+  maxConnections?: number;
 }
 
 /** Shared with the admin listener and the shutdown sequence. */
 export interface Lifecycle {
   ready: boolean;
   closing: boolean;
-  /** False while the hand-off can acknowledge nothing (bus down and no usable spool). */
-  canAccept?: () => boolean;
 }
 
 export interface IngestServerOptions {
@@ -53,14 +54,23 @@ export interface IngestServerOptions {
   metrics: IngesterMetrics;
   limits: IngestLimits;
   throttle: AuthThrottle;
+  /** Least time before a 401 for wrong credentials (see authenticate.ts); default 0. */
+  authFailureDelayMs?: number;
   lifecycle: Lifecycle;
   logger: Logger;
   trustProxy?: boolean | number | string;
   https?: { key: Buffer; cert: Buffer };
 }
 
-export const EVENTS_PATH = '/events/webhook_:name';
-export const METRICS_PATH = '/v1/integrations/metrics';
+/** What the route modules get: the options, plus the per-server pieces built here. */
+export interface IngestContext extends IngestServerOptions {
+  auth: Authenticator;
+  /** Sink failures repeat while a sink is down: logged at most once per interval. */
+  failures: LogLimiter;
+}
+
+export const DEFAULT_TIMEOUTS: TimeoutSettings = { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 5_000 };
+const DEFAULT_IN_FLIGHT_BODY_BYTES = 64 * 1024 * 1024;
 const OTHER_METHODS = ['GET', 'HEAD', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as const;
 
 declare module 'fastify' {
@@ -69,46 +79,38 @@ declare module 'fastify' {
   }
 }
 
-const okBody = (processed: number, cached: number, received: number, noun: string) => ({
-  response: { processed, cached, received },
-  success: true,
-  message: `Processed ${processed} ${noun}(s)`,
-});
-
-const okSchema = {
-  200: {
-    type: 'object',
-    properties: {
-      response: { type: 'object', properties: { processed: { type: 'integer' }, cached: { type: 'integer' }, received: { type: 'integer' } } },
-      success: { type: 'boolean' },
-      message: { type: 'string' },
-    },
-  },
-};
-
 export async function buildIngestServer(o: IngestServerOptions): Promise<FastifyInstance> {
+  const headers = securityHeaders();
+  const timeouts = serverTimeoutOptions({ ...DEFAULT_TIMEOUTS, ...definedOnly(o.limits) });
   const app = Fastify({
     loggerInstance: o.logger,
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: o.limits.bodyBytes,
     return503OnClosing: false,
+    // Idle keep-alive connections are not reset at shutdown: they get the 503 below (see main.ts).
+    forceCloseConnections: false,
     exposeHeadRoutes: false,
+    requestTimeout: timeouts.requestTimeout,
+    keepAliveTimeout: timeouts.keepAliveTimeout,
+    clientErrorHandler: clientErrorHandler(headers),
     // fastify accepts a hop count at run time; its types omit it.
     trustProxy: (o.trustProxy ?? false) as boolean,
-    ...(o.https ? { https: o.https } : {}),
+    ...(o.https ? { https: { ...o.https, ...timeouts } } : { http: timeouts }),
   }) as unknown as FastifyInstance;
-  const verified = newVerifiedCache();
-  const headers = securityHeaders();
+  const server = app.server as Server;
+  if (o.limits.maxConnections !== undefined) server.maxConnections = o.limits.maxConnections;
+  deferContinue(server);
+
+  const overload = new EventLoopGuard(o.limits.maxEventLoopDelayMs);
+  app.addHook('onClose', (_app, done) => (overload.stop(), done()));
+  const bodies = new BodyBudget(o.limits.maxInFlightBodyBytes ?? DEFAULT_IN_FLIGHT_BODY_BYTES);
+  const ctx: IngestContext = {
+    ...o,
+    auth: new Authenticator({ routes: o.routes, throttle: o.throttle, metrics: o.metrics, verified: newVerifiedCache(), failureDelayMs: o.authFailureDelayMs ?? 0 }),
+    failures: new LogLimiter(o.logger),
+  };
 
   app.decorateRequest('routeEntry', null);
-  await app.register(underPressure, {
-    maxEventLoopDelay: o.limits.maxEventLoopDelayMs,
-    retryAfter: 5,
-    pressureHandler: (_req, reply, type, value) => {
-      sendError(reply, unavailable(`the ingester is overloaded (${type} ${value}); retry later`));
-    },
-  });
-
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (req, body, done) => {
     try {
@@ -118,12 +120,30 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
     }
   });
 
+  const trustsProxy = o.trustProxy !== undefined && o.trustProxy !== false;
   // Callback-style hooks: the hot path allocates no promise for them.
-  app.addHook('onRequest', (_req, reply, done) => {
+  app.addHook('onRequest', (req, reply, done) => {
     reply.headers(headers);
-    if (!o.lifecycle.closing) return done();
-    reply.header('connection', 'close');
-    sendError(reply, unavailable('the ingester is shutting down; retry against another replica', 1));
+    if (trustsProxy) {
+      const problem = forwardedForProblem(req.headers['x-forwarded-for']);
+      if (problem) return sendError(reply, badHeader('x-forwarded-for', problem));
+    }
+    if (o.lifecycle.closing) {
+      reply.header('connection', 'close');
+      return sendError(reply, unavailable('the ingester is shutting down; retry against another replica', 1));
+    }
+    if (overload.overloaded) return sendError(reply, unavailable('the ingester is overloaded; retry later'));
+    done();
+  });
+
+  // After authentication (route onRequest), before any byte of the body is read.
+  app.addHook('preParsing', (req, reply, payload, done) => {
+    const announced = Number(req.headers['content-length']);
+    const bytes = Number.isFinite(announced) && announced >= 0 ? Math.min(announced, o.limits.bodyBytes) : o.limits.bodyBytes;
+    const release = bodies.reserve(bytes);
+    if (!release) return done(unavailable('too many request bodies are being received at once; retry later', 1));
+    reply.raw.once('close', release);
+    done(null, payload);
   });
 
   app.addHook('onResponse', (req, reply, done) => {
@@ -140,102 +160,18 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
   });
   app.setNotFoundHandler((req, reply) => sendError(reply, notFound(req.method, req.url)));
 
-  const throttled = async (req: FastifyRequest, endpoint: Endpoint, reason: string): Promise<never> => {
-    o.metrics.authFailures.inc({ endpoint, reason });
-    const blocked = await o.throttle.recordFailure(req.ip);
-    if (blocked > 0) throw authThrottled(blocked);
-    throw endpoint === 'events' ? unauthorized() : unauthorizedApiKey();
-  };
-
-  const guard = (req: FastifyRequest): void => {
-    const wait = o.throttle.blockedFor(req.ip);
-    if (wait > 0) throw authThrottled(wait);
-  };
-
-  const checkSuspended = (entry: RouteEntry): void => {
-    if (entry.suspended) throw suspended(entry.kind, entry.kind === 'ApiKey' ? `${entry.namespace}/${entry.name}` : entry.name);
-  };
-
-  app.route<{ Params: { name: string } }>({
-    method: 'POST',
-    url: EVENTS_PATH,
-    schema: { response: okSchema },
-    onRequest: async (req) => {
-      guard(req);
-      const creds = parseBasicAuth(soleHeader(req.raw.rawHeaders, 'authorization'));
-      if (!creds) return throttled(req, 'events', 'missing');
-      const entry = await o.routes().authenticateWebhook(req.params.name, creds.username, creds.password, verified);
-      if (!entry) return throttled(req, 'events', 'invalid');
-      checkSuspended(entry);
-      req.routeEntry = entry;
-    },
-    handler: async (req, reply) => {
-      const entry = req.routeEntry as RouteEntry;
-      const labels = { integration: entry.name, namespace: entry.namespace };
-      let events;
-      try {
-        events = parseEvents(req.body, o.limits.eventsPerRequest, { ...labels, receivedAtMs: Date.now(), idSource: idSourceOf(req.headers['idempotency-key']) });
-      } catch (err) {
-        o.metrics.eventsRejected.inc({ ...labels, reason: 'invalid' }, Array.isArray(req.body) ? req.body.length : 1);
-        throw err;
-      }
-      o.metrics.eventsReceived.inc(labels, events.length);
-      const result = await deliverToAll(o.sinks, events, (sink, err) => {
-        o.metrics.sinkErrors.inc({ sink });
-        req.log.error({ err, sink }, 'event sink failed');
-      });
-      o.metrics.eventsProcessed.inc(labels, result.processed);
-      if (result.cached > 0) o.metrics.eventsCached.inc(labels, result.cached);
-      return reply.send(okBody(result.processed, result.cached, events.length, 'event'));
-    },
-  });
-
-  app.route({
-    method: 'POST',
-    url: METRICS_PATH,
-    schema: { response: okSchema },
-    onRequest: async (req) => {
-      guard(req);
-      const header = req.headers.apikey;
-      let entry: RouteEntry | undefined;
-      if (header !== undefined) {
-        if (typeof header !== 'string' || header === '') return throttled(req, 'metrics', 'missing');
-        entry = o.routes().authenticateApiKey(header.trim(), undefined);
-      } else {
-        const creds = parseBasicAuth(soleHeader(req.raw.rawHeaders, 'authorization'));
-        if (!creds) return throttled(req, 'metrics', 'missing');
-        entry = o.routes().authenticateApiKey(creds.password, creds.username);
-      }
-      if (!entry) return throttled(req, 'metrics', 'invalid');
-      checkSuspended(entry);
-      req.routeEntry = entry;
-    },
-    handler: async (req, reply) => {
-      const entry = req.routeEntry as RouteEntry;
-      const namespace = entry.namespace;
-      let points;
-      try {
-        points = parseDataPoints(req.body, o.limits.pointsPerRequest);
-      } catch (err) {
-        o.metrics.pointsRejected.inc({ namespace, reason: 'invalid' }, Array.isArray(req.body) ? req.body.length : 1);
-        throw err;
-      }
-      o.metrics.pointsReceived.inc({ namespace }, points.length);
-      try {
-        o.series.write(namespace, points, entry.maxSeries);
-      } catch (err) {
-        o.metrics.pointsRejected.inc({ namespace, reason: 'series_limit' }, points.length);
-        throw err;
-      }
-      o.metrics.pointsProcessed.inc({ namespace }, points.length);
-      return reply.send(okBody(points.length, 0, points.length, 'data point'));
-    },
-  });
-
+  app.route(eventsRoute(ctx));
+  app.route(metricsRoute(ctx));
   for (const url of [EVENTS_PATH, METRICS_PATH]) {
     app.route({ method: [...OTHER_METHODS], url, handler: async (req, reply) => sendError(reply, methodNotAllowed(req.method, 'POST')) });
   }
   return app;
+}
+
+function definedOnly(limits: IngestLimits): Partial<TimeoutSettings> {
+  const out: Partial<TimeoutSettings> = {};
+  for (const key of ['headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs'] as const) if (limits[key] !== undefined) out[key] = limits[key];
+  return out;
 }
 
 function endpointOf(req: FastifyRequest): Endpoint {

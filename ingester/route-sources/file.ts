@@ -1,18 +1,23 @@
 /**
- * Standalone mode: routes listed under `routes:` in the YAML config file. The file is read whole;
- * if any route in it is invalid the new file is refused and the current table stays in place.
+ * Standalone mode: routes listed under `routes:` in the YAML config file. The file is read whole
+ * and checked exactly as at startup (the settings' shape, a `routes:` list, every route); a file
+ * startup would refuse is refused on reload too, and the current table stays in place. So an
+ * empty or half-written file can never install an empty routing table.
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { watch, type FSWatcher } from 'chokidar';
 import { validateRoute, RouteValidationError } from '../../api/route.js';
 import { ConfigError, readYamlFile } from '../../common/config-files.js';
+import { checkSettingsFile } from '../config.js';
 import type { RouteSource } from '../main.js';
 import type { RouteInput } from '../route-table.js';
 
 export function loadRoutesFromFile(path: string): RouteInput[] {
   const doc = readYamlFile(path) as { routes?: unknown };
-  const routes = doc.routes ?? [];
+  checkSettingsFile(doc, path);
+  const routes = doc.routes;
+  if (routes === undefined) throw new ConfigError(`${path}: no routes: list (standalone mode reads its routes from this file; write routes: [] to run with none)`);
   if (!Array.isArray(routes)) throw new ConfigError(`${path}: routes must be a list`);
   return routes.map((raw, i) => {
     try {

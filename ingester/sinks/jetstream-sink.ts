@@ -83,9 +83,11 @@ export class JetStreamSink implements EventSink {
     });
   }
 
-  /** Ready to acknowledge: the bus is up, or the spool can hold events. */
-  canAccept(): boolean {
-    return this.up || (this.spool?.canAccept() ?? false);
+  /** Ready to acknowledge while the bus is up or the spool can hold events (readiness). */
+  unavailable(): string | undefined {
+    if (this.up || this.spool?.canAccept()) return undefined;
+    if (!this.spool) return 'the bus is not connected and there is no spool';
+    return `the bus is not connected and the spool cannot take events (${this.spool.unavailableReason ?? 'full'})`;
   }
 
   async deliver(events: readonly NormalisedEvent[]): Promise<DeliveryReport> {

@@ -14,6 +14,8 @@ export interface DeliveryReport {
 export interface EventSink {
   readonly name: string;
   deliver(events: readonly NormalisedEvent[]): Promise<DeliveryReport>;
+  /** Why the sink cannot take events right now (readiness), or undefined when it can. */
+  unavailable?(): string | undefined;
   /** Resolves when everything acknowledged so far has left the process (shutdown). */
   flush(): Promise<void>;
   close(): Promise<void>;

@@ -15,39 +15,56 @@ export interface RunningIngester {
   url: string;
   adminUrl: string;
   configPath: string;
+  port: number;
   stdout: () => string;
+  resumeStdout: () => void;
   stderr: () => string;
   exited: Promise<number | null>;
   stop: (signal?: NodeJS.Signals) => Promise<number | null>;
 }
 
+export interface StartOptions {
+  /** Run under `ulimit -n N` (the soft limit on open files). */
+  fdLimit?: number;
+  /** Do not read the child's stdout (a stalled log reader); resume with resumeStdout(). */
+  pauseStdout?: boolean;
+  /** Wait for /readyz (default true). */
+  waitReady?: boolean;
+}
+
 /** Copies the example config, applies `edit` to it, and starts the ingester with it. */
-export async function startIngester(edit: (config: Record<string, unknown>) => void = () => {}): Promise<RunningIngester> {
+export async function startIngester(edit: (config: Record<string, unknown>) => void = () => {}, options: StartOptions = {}): Promise<RunningIngester> {
   const config = parse(readFileSync(EXAMPLE, 'utf8')) as Record<string, unknown>;
   edit(config);
   const dir = mkdtempSync(join(tmpdir(), 'intake-e2e-'));
   const configPath = join(dir, 'intake.yaml');
   writeFileSync(configPath, stringify(config));
   const [port, adminPort] = [await freePort(), await freePort()];
-  const child = spawn(process.execPath, [join(ROOT, 'dist/cmd/intake.js'), 'ingester', '--config', configPath, '--listen', `127.0.0.1:${port}`, '--admin-listen', `127.0.0.1:${adminPort}`], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const args = [join(ROOT, 'dist/cmd/intake.js'), 'ingester', '--config', configPath, '--listen', `127.0.0.1:${port}`, '--admin-listen', `127.0.0.1:${adminPort}`];
+  const child =
+    options.fdLimit === undefined
+      ? spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] })
+      : spawn('/bin/sh', ['-c', `ulimit -n ${options.fdLimit} && exec "$0" "$@"`, process.execPath, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
-  child.stdout?.on('data', (d) => (out += d));
+  const readStdout = (d: Buffer): void => void (out += d);
+  if (options.pauseStdout) child.stdout?.pause();
+  else child.stdout?.on('data', readStdout);
   child.stderr?.on('data', (d) => (err += d));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const adminUrl = `http://127.0.0.1:${adminPort}`;
   await waitFor('ingester ready', async () => {
     if (child.exitCode !== null) throw new Error(`ingester exited: ${err}`);
-    return (await fetch(`${adminUrl}/readyz`)).ok;
+    return options.waitReady === false ? (await fetch(`${adminUrl}/healthz`)).ok : (await fetch(`${adminUrl}/readyz`)).ok;
   }, 15_000, 50);
   return {
     child,
     url: `http://127.0.0.1:${port}`,
     adminUrl,
     configPath,
+    port,
     stdout: () => out,
+    resumeStdout: () => void child.stdout?.on('data', readStdout).resume(),
     stderr: () => err,
     exited,
     stop: async (signal = 'SIGTERM') => {

@@ -26,6 +26,14 @@ describe('settings', () => {
     expect(() => resolveSettings({ limits: { bodyBytes: -1 } }, {})).toThrow(ConfigError);
   });
 
+  it.each([[true, /true would let any client/], [1, /hop counts are not supported/], ['10.0.0.0/8, evil', /"evil" is not an IP address or CIDR/]])('refuses trustProxy %p', (trustProxy, message) => {
+    expect(() => resolveSettings({ trustProxy }, {})).toThrow(message);
+  });
+
+  it('accepts proxy addresses, CIDRs and range names for trustProxy', () => {
+    expect(resolveSettings({ trustProxy: '10.0.0.0/8, 192.0.2.1, uniquelocal, 2001:db8::/32' }, {}).trustProxy).toBe('10.0.0.0/8, 192.0.2.1, uniquelocal, 2001:db8::/32');
+  });
+
   it('needs both TLS files and distinct listeners', () => {
     expect(() => resolveSettings({}, { tlsCert: 'c.pem' })).toThrow(/both/);
     expect(() => resolveSettings({}, { listen: '127.0.0.1:1', adminListen: '127.0.0.1:1' })).toThrow(/differ/);

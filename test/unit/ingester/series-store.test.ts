@@ -79,4 +79,32 @@ describe('SeriesStore', () => {
     s.write('ns', [point({ value: 1 }), point({ value: 2 })]);
     expect(s.activeSeries).toBe(1);
   });
+
+  it('shows HELP only while every namespace that gave a description agrees', () => {
+    const { s } = store();
+    s.write('a', [point({ description: 'from a' })]);
+    expect(s.render()).toContain('# HELP cpu_load from a\n');
+    s.write('b', [point({ description: 'from b' })]);
+    expect(s.render()).not.toContain('# HELP');
+    s.write('b', [point({ description: 'from a' })]);
+    expect(s.render()).toContain('# HELP cpu_load from a\n');
+  });
+
+  it('renders in chunks whose size does not grow with the number of series', () => {
+    const { s } = store({ maxSeriesTotal: 5000, maxSeriesPerNamespace: 5000 });
+    s.write('ns', Array.from({ length: 4000 }, (_, i) => point({ key: `k${i}`, tags: { long: 'v'.repeat(200) } })));
+    const chunks = [...s.chunks()];
+    expect(chunks.length).toBeGreaterThan(2);
+    for (const c of chunks) expect(c.length).toBeLessThan(300 * 1024);
+    expect(chunks.join('')).toBe(s.render());
+    expect(s.render().match(/^cpu_load\{/gm)).toHaveLength(4000);
+  });
+
+  it('tells series apart that differ only at the end of long label texts', () => {
+    const { s } = store({ maxSeriesTotal: 100, maxSeriesPerNamespace: 100 });
+    const long = (i: number) => point({ tags: { t: `${'x'.repeat(20_000)}${i}` }, value: i });
+    s.write('ns', [long(1), long(2)]);
+    s.write('ns', [long(1)]);
+    expect(s.activeSeries).toBe(2);
+  });
 });

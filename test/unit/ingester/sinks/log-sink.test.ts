@@ -44,4 +44,25 @@ describe('LogSink', () => {
     await pending;
     await sink.close();
   });
+
+  it('answers a write that outlives its deadline with an error, takes nothing until it completes, then recovers', async () => {
+    let finish: (() => void) | undefined;
+    const stream = new Writable({ write: (_c, _e, cb) => void (finish = () => cb()) });
+    const sink = new LogSink(undefined, { stream, timeoutMs: 50 });
+    await expect(sink.deliver([ev('1')])).rejects.toThrow(/within 50 ms/);
+    expect(sink.unavailable()).toMatch(/stalled/);
+    await expect(sink.deliver([ev('2')])).rejects.toBeInstanceOf(SinkError);
+    (finish as () => void)();
+    expect(sink.unavailable()).toBeUndefined();
+    const next = sink.deliver([ev('3')]);
+    await new Promise((r) => setImmediate(r));
+    (finish as () => void)();
+    await expect(next).resolves.toEqual({ delivered: 1, cached: 0 });
+  });
+
+  it('is unavailable for good once its stream failed, and starts the next line anew', async () => {
+    const sink = new LogSink(undefined, recorder(true).stream);
+    await expect(sink.deliver([ev('1')])).rejects.toBeInstanceOf(SinkError);
+    expect(sink.unavailable()).toMatch(/writing failed: disk full/);
+  });
 });

@@ -1,0 +1,51 @@
+/**
+ * POST /v1/integrations/metrics: authenticate the API key (onRequest), then validate the data
+ * points and write them to the series of the key's namespace, all or nothing.
+ */
+import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import { parseDataPoints, type DataPoint } from '../datapoints.js';
+import type { RouteEntry } from '../route-table.js';
+import type { IngestContext } from '../server.js';
+import { continueIfExpected, okBody, okSchema } from './reply.js';
+
+export const METRICS_PATH = '/v1/integrations/metrics';
+
+export function metricsRoute(ctx: IngestContext): RouteOptions {
+  const { metrics } = ctx;
+
+  const validate = (req: FastifyRequest, namespace: string): DataPoint[] => {
+    try {
+      return parseDataPoints(req.body, ctx.limits.pointsPerRequest, { maxLabelChars: ctx.limits.maxSeriesLabelChars });
+    } catch (err) {
+      metrics.pointsRejected.inc({ namespace, reason: 'invalid' }, Array.isArray(req.body) ? req.body.length : 1);
+      throw err;
+    }
+  };
+
+  const store = (entry: RouteEntry, points: DataPoint[]): void => {
+    try {
+      ctx.series.write(entry.namespace, points, entry.maxSeries);
+    } catch (err) {
+      metrics.pointsRejected.inc({ namespace: entry.namespace, reason: 'series_limit' }, points.length);
+      throw err;
+    }
+  };
+
+  return {
+    method: 'POST',
+    url: METRICS_PATH,
+    schema: { response: okSchema },
+    onRequest: async (req: FastifyRequest, reply: FastifyReply) => {
+      req.routeEntry = await ctx.auth.apiKey(req);
+      continueIfExpected(req, reply);
+    },
+    handler: async (req: FastifyRequest, reply: FastifyReply) => {
+      const entry = req.routeEntry as RouteEntry;
+      const points = validate(req, entry.namespace);
+      metrics.pointsReceived.inc({ namespace: entry.namespace }, points.length);
+      store(entry, points);
+      metrics.pointsProcessed.inc({ namespace: entry.namespace }, points.length);
+      return reply.send(okBody(points.length, 0, points.length, 'data point'));
+    },
+  };
+}
