@@ -83,14 +83,11 @@ export class JetStreamSink implements EventSink {
     });
   }
 
-  /** Ready to acknowledge: the bus is up, or the spool can hold events. */
-  /** Readiness: the bus is up, or the spool can take what the bus cannot. */
+  /** Ready to acknowledge while the bus is up or the spool can hold events (readiness). */
   unavailable(): string | undefined {
-    return this.canAccept() ? undefined : 'the bus is unreachable and there is no spool that can take events';
-  }
-
-  canAccept(): boolean {
-    return this.up || (this.spool?.canAccept() ?? false);
+    if (this.up || this.spool?.canAccept()) return undefined;
+    if (!this.spool) return 'the bus is not connected and there is no spool';
+    return `the bus is not connected and the spool cannot take events (${this.spool.unavailableReason ?? 'full'})`;
   }
 
   async deliver(events: readonly NormalisedEvent[]): Promise<DeliveryReport> {
@@ -182,7 +179,7 @@ export class JetStreamSink implements EventSink {
         this.logger.error({ err: closed instanceof Error ? { message: closed.message } : undefined }, 'NATS connection closed; dialling again');
         wait = this.s.reconnectWaitMs;
       } catch (err) {
-        this.logger.warn({ err: { message: (err as Error).message }, retryInMs: wait }, 'NATS not reachable');
+        this.logger.warn({ err: { message: (err as Error).message }, retryInMs: wait }, 'cannot connect to NATS');
         await this.sleep(wait);
         wait = Math.min(MAX_VERIFY_BACKOFF_MS, wait * 2);
       }

@@ -4,11 +4,11 @@
  * the same port and store to simulate a bus outage.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { connect } from '@nats-io/transport-node';
+import { connect, type NodeConnectionOptions } from '@nats-io/transport-node';
 import { freePort, ROOT, waitFor } from '../../integration/support/cluster.js';
 
 export const NATS_SERVER = join(ROOT, '.tools/bin/nats-server');
@@ -25,7 +25,8 @@ export interface RunningNats {
   stop(): Promise<void>;
 }
 
-export async function startNats(): Promise<RunningNats> {
+/** `config`: extra nats-server configuration (e.g. an authorization block). */
+export async function startNats(o: { config?: string } = {}): Promise<RunningNats> {
   if (!existsSync(NATS_SERVER)) throw new Error(`${NATS_SERVER} is missing; run make tools`);
   const port = await freePort();
   const storeDir = mkdtempSync(join(tmpdir(), 'intake-nats-'));
@@ -34,7 +35,13 @@ export async function startNats(): Promise<RunningNats> {
   let log = '';
   const launch = async (): Promise<void> => {
     log = '';
-    const proc = spawn(NATS_SERVER, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let args = ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir];
+    if (o.config) {
+      const file = join(storeDir, 'nats.conf');
+      writeFileSync(file, `listen: "127.0.0.1:${port}"\njetstream { store_dir: ${JSON.stringify(storeDir)} }\n${o.config}\n`);
+      args = ['-c', file];
+    }
+    const proc = spawn(NATS_SERVER, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     proc.stdout?.on('data', (d) => (log += d));
     proc.stderr?.on('data', (d) => (log += d));
     exited = new Promise((resolve) => proc.once('exit', () => resolve()));
@@ -69,8 +76,8 @@ export interface StoredEvent {
 }
 
 /** Every message in the stream, read with an ordered consumer. */
-export async function readStream(url: string, stream: string): Promise<StoredEvent[]> {
-  const nc = await connect({ servers: url });
+export async function readStream(url: string, stream: string, auth: Partial<NodeConnectionOptions> = {}): Promise<StoredEvent[]> {
+  const nc = await connect({ servers: url, ...auth });
   try {
     const jsm = await jetstreamManager(nc);
     const total = (await jsm.streams.info(stream)).state.messages;
