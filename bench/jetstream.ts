@@ -157,6 +157,8 @@ const cleanup = (): void => {
 };
 process.on('exit', cleanup);
 process.on('SIGINT', () => process.exit(130));
+// run.sh stops a run that outlasts its time limit with SIGTERM: exit, so the exit handler stops the servers.
+process.on('SIGTERM', () => process.exit(143));
 main()
   .catch((err: Error) => {
     process.stderr.write(`bench: ${err.message}\n`);

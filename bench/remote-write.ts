@@ -103,6 +103,11 @@ const cleanup = (): void => {
 };
 process.on('exit', cleanup);
 process.on('SIGINT', () => process.exit(130));
+// run.sh stops a run that outlasts its time limit with SIGTERM: stop the ingester and Prometheus, then exit.
+process.on('SIGTERM', () => {
+  cleanup();
+  void (prom?.stop() ?? Promise.resolve()).finally(() => process.exit(143));
+});
 main()
   .catch((err: Error) => {
     process.stderr.write(`bench: ${err.message}\n`);
