@@ -9,6 +9,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
+// run.sh runs this pinned to one CPU, where availableParallelism() says 1: it passes the machine's count as BENCH_NPROC.
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
@@ -133,7 +134,7 @@ async function main(): Promise<void> {
   const f = (n: number, d = 0): string => (Number.isFinite(n) ? n.toFixed(d) : 'n/a');
   const verdict = (ok: boolean): string => (ok ? 'PASS' : 'MISS');
   const table = [
-    `Machine: ${availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown'}), node ${process.version}; ingesters on CPU 0, wrk -t1 -c${CONNECTIONS} -d${DURATION} and nats-server on CPU 1; 5 s warm-up, then the median of ${RUNS} runs (the pair alternates run by run). Events spooled instead of published during the runs: ${cached}.`,
+    `Machine: ${process.env.BENCH_NPROC ?? availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown'}), node ${process.version}; ingesters on CPU 0, wrk -t1 -c${CONNECTIONS} -d${DURATION} and nats-server on CPU 1; 5 s warm-up, then the median of ${RUNS} runs (the pair alternates run by run). Events spooled instead of published during the runs: ${cached}.`,
     '',
     '| scenario | hand-off | requests/s | events/s | p50 ms | p99 ms | peak RSS MiB |',
     '|---|---|---|---|---|---|---|',
