@@ -20,7 +20,8 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const RUNS = 3;
 const PASSWORD = 'bench-password';
 const AUTH = `Basic ${Buffer.from(`bench:${PASSWORD}`).toString('base64')}`;
-const dir = mkdtempSync(join(tmpdir(), 'intake-bench-js-'));
+// Inside run.sh's work dir when run from it, so its trap removes the data (a JetStream store reached 1.2 GiB).
+const dir = mkdtempSync(join(process.env.BENCH_DIR || tmpdir(), 'intake-bench-js-'));
 const children: ChildProcess[] = [];
 
 interface WrkResult {

@@ -18,7 +18,8 @@ const DURATION_S = Number(process.env.BENCH_RW_SECONDS ?? 20);
 const CONNECTIONS = Number(process.env.BENCH_RW_CONNECTIONS ?? 8);
 const POINTS = 1000;
 const API_KEY = 'bench_0123456789abcdef0123456789abcdef';
-const dir = mkdtempSync(join(tmpdir(), 'intake-bench-rw-'));
+// Inside run.sh's work dir when run from it, so its trap removes it with the rest.
+const dir = mkdtempSync(join(process.env.BENCH_DIR || tmpdir(), 'intake-bench-rw-'));
 const children: ChildProcess[] = [];
 let prom: Prometheus | undefined;
 
