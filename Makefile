@@ -100,7 +100,6 @@ bench-build: build
 
 bench: bench-build tools
 	bash bench/run.sh
-	node dist/bench/jetstream.js
 
 bench-operator: bench-build
 	bash test/with-testcluster.sh node dist/bench/operator.js

@@ -11,6 +11,9 @@
  * - Prometheus Alertmanager, when installed, as the peer for single events: `POST /api/v2/alerts`,
  *   one alert per request, routed to a receiver with no integrations (it notifies nobody), its
  *   own temp storage dir, no cluster listener.
+ * Data mapping (issue 9), on the same ingester: Alertmanager webhook notifications of 100 alerts
+ * (one in ten resolved) through `mapping: {preset: alertmanager}`, and single events through a
+ * small custom JSONata mapping measured alternately with unmapped single events.
  * Servers run on CPU 0 (`taskset -c 0`), wrk (one thread) and this script on CPU 1. Each load
  * scenario gets a warm-up, then RUNS measured runs; the tables quote medians. Servers compared by
  * ratio are measured alternately, run by run, so a noisy neighbour hurts both alike.
@@ -21,7 +24,7 @@
  * dir), BENCH_NODE_OPTIONS (the ingester's Node flags; default the Dockerfile's NODE_OPTIONS),
  * BENCH_COMPARE_NODE_OPTIONS (when set, even empty: a second ingester with these Node flags
  * instead, measured alongside in the single-event scenario, e.g. "" for V8's defaults),
- * BENCH_PROFILE=single|batch|metric|series|baseline (instead of the benchmark: one run of
+ * BENCH_PROFILE=single|batch|metric|series|alertmanager|mapped|baseline (instead of the benchmark: one run of
  * that scenario against a server under `node --cpu-prof`, then the top functions; see profile()).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -48,6 +51,14 @@ const DURATION_S = envNumber('BENCH_DURATION', 10);
 const WARMUP_S = envNumber('BENCH_WARMUP', 3);
 const CONNECTIONS = envNumber('BENCH_CONNECTIONS', 32);
 const RUNS = envNumber('BENCH_RUNS', 3);
+/**
+ * Connections for the Alertmanager notifications, fewer than CONNECTIONS: JSONata's timeout (the
+ * config's mapping.timeoutMs, 500 ms) is wall-clock time from the start of an evaluation, and
+ * evaluations are async and interleave, so with 32 notifications of ~20-30 ms CPU in flight on one
+ * core each one's clock runs past 500 ms and valid notifications are answered 422 (seen in a run;
+ * docs/benchmarks.md). At 4 the scenario measures throughput inside the guardrail.
+ */
+const NOTIFICATION_CONNECTIONS = envNumber('BENCH_NOTIFICATION_CONNECTIONS', 4);
 const PROFILE = process.env.BENCH_PROFILE ?? '';
 const SERVER_CPU = '0';
 const LOAD_CPU = '1';
@@ -214,6 +225,8 @@ interface Target {
   after?: () => void;
   /** The server under load: its CPU use is recorded per run. */
   server?: Server;
+  /** wrk's connections for this target, when not CONNECTIONS. */
+  connections?: number;
 }
 
 interface WrkRun {
@@ -236,7 +249,7 @@ interface WrkRun {
 const monotonicUs = (): number => Number(process.hrtime.bigint() / 1000n);
 
 async function wrk(t: Target, seconds: number): Promise<WrkRun> {
-  const args = ['-c', LOAD_CPU, 'wrk', '-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--timeout', '5s', '--latency', '-s', LUA, t.url];
+  const args = ['-c', LOAD_CPU, 'wrk', '-t1', `-c${t.connections ?? CONNECTIONS}`, `-d${seconds}s`, '--timeout', '5s', '--latency', '-s', LUA, t.url];
   const env = {
     ...process.env,
     WRK_BODY_FILE: t.bodyFile,
@@ -328,7 +341,7 @@ interface Setup {
   ports: { ingest: number; admin: number; baseline: number; gateway: number; alertmanager: number };
   configFile: string;
   eventsFile: string;
-  bodies: { event: string; batch: string; point: string; push: string; alert: string };
+  bodies: { event: string; batch: string; point: string; push: string; alert: string; notification: string; raw: string };
   alertmanagerConfig: string;
 }
 
@@ -340,9 +353,12 @@ async function prepare(): Promise<Setup> {
     adminListen: `127.0.0.1:${ports.admin}`,
     logLevel: 'warn',
     limits: { pointsPerRequest: SERIES_BATCH, maxSeriesPerNamespace: 250_000, maxSeriesTotal: 250_000 },
+    // In the work dir: the default (/tmp/intake-deadletter.jsonl) would be shared with other runs.
+    deadLetter: { path: join(DIR, 'deadletter.jsonl') },
     routes: [
       { apiVersion: 'intake.dev/v1alpha1', kind: 'WebhookIntegration', name: 'bench', namespace: 'bench', credentials: [{ username: USER, secret: { plain: PASSWORD } }] },
       { apiVersion: 'intake.dev/v1alpha1', kind: 'ApiKey', name: 'bench', namespace: 'bench', credentials: [{ username: USER, secret: { plain: API_KEY } }] },
+      ...MAPPED_ROUTES,
     ],
   };
   writeFileSync(configFile, `# written by bench/ingest.ts\n${stringify(config)}`);
@@ -354,6 +370,8 @@ async function prepare(): Promise<Setup> {
     point: join(DIR, 'point.json'),
     push: join(DIR, 'push.txt'),
     alert: join(DIR, 'alert.json'),
+    notification: join(DIR, 'alertmanager-notification.json'),
+    raw: join(DIR, 'raw-event.json'),
   };
   writeFileSync(bodies.event, JSON.stringify(event));
   writeFileSync(bodies.batch, JSON.stringify(batch));
@@ -362,10 +380,53 @@ async function prepare(): Promise<Setup> {
   // The same event as an Alertmanager alert: one alert per request, as the webhook sends one event.
   const alert = { labels: { alertname: 'cpu_high', instance: event.source, severity: event.severity, class: event.class }, annotations: { description: event.description } };
   writeFileSync(bodies.alert, JSON.stringify([alert]));
+  writeFileSync(bodies.notification, alertmanagerNotification(NOTIFICATION_ALERTS));
+  // The same event in a tool's own shape, which the custom mapping turns into the event above.
+  writeFileSync(bodies.raw, JSON.stringify({ host: event.source, level: event.severity, msg: event.description }));
   // Every alert goes to a receiver without integrations: Alertmanager keeps it and notifies nobody.
   const alertmanagerConfig = join(DIR, 'alertmanager.yml');
   writeFileSync(alertmanagerConfig, stringify({ route: { receiver: 'null' }, receivers: [{ name: 'null' }] }));
   return { ports, configFile, eventsFile: join(DIR, 'events.jsonl'), bodies, alertmanagerConfig };
+}
+
+// Data mapping: Alertmanager notifications through the preset, and a small custom mapping.
+const NOTIFICATION_ALERTS = 100;
+const mappedRoute = (name: string, mapping: Record<string, string>) => ({
+  apiVersion: 'intake.dev/v1alpha1',
+  kind: 'WebhookIntegration',
+  name,
+  namespace: 'bench',
+  credentials: [{ username: USER, secret: { plain: PASSWORD } }],
+  mapping,
+});
+const MAPPED_ROUTES = [
+  mappedRoute('bench-am', { preset: 'alertmanager' }),
+  mappedRoute('bench-mapped', { expression: '{"source": host, "severity": level, "class": "cpu", "type": "high", "description": msg}' }),
+];
+
+/** An Alertmanager webhook_config notification (version 4) of one group: one alert in ten resolved. */
+function alertmanagerNotification(alerts: number): string {
+  const startsAt = new Date().toISOString();
+  return JSON.stringify({
+    receiver: 'intake',
+    status: 'firing',
+    version: '4',
+    groupKey: '{}:{alertname="HighCPU"}',
+    externalURL: 'http://alertmanager:9093',
+    truncatedAlerts: 0,
+    groupLabels: { alertname: 'HighCPU' },
+    commonLabels: { alertname: 'HighCPU', job: 'node' },
+    commonAnnotations: {},
+    alerts: Array.from({ length: alerts }, (_, i) => ({
+      status: i % 10 === 0 ? 'resolved' : 'firing',
+      labels: { alertname: 'HighCPU', job: 'node', instance: `web-${i}:9100`, severity: i % 2 ? 'warning' : 'critical' },
+      annotations: { summary: `CPU high on web-${i}` },
+      startsAt,
+      endsAt: i % 10 === 0 ? startsAt : '0001-01-01T00:00:00Z',
+      generatorURL: 'http://prometheus:9090/graph',
+      fingerprint: (0x1000000000000000 + i).toString(16),
+    })),
+  });
 }
 
 /**
@@ -412,6 +473,23 @@ async function checkIngester(s: Setup): Promise<void> {
   if (after <= before || !line.includes('"integration":"bench"')) throw new Error(`the event did not reach ${s.eventsFile} (stdout)`);
   const pt = await request(`http://127.0.0.1:${s.ports.ingest}/v1/integrations/metrics`, { method: 'POST', headers: { apikey: API_KEY, 'content-type': 'application/json' }, body: readFileSync(s.bodies.point) });
   if (pt.status !== 200) throw new Error(`ingester answered the metric point with ${pt.status} ${pt.text}`);
+}
+
+/**
+ * One request to each mapped route: the mapping must turn it into events, and the events per
+ * notification that the events/s column counts are the ones the ingester says it processed.
+ */
+async function checkMapping(s: Setup): Promise<{ eventsPerNotification: number }> {
+  const post = (name: string, body: string) =>
+    request(`http://127.0.0.1:${s.ports.ingest}/events/webhook_${name}`, { method: 'POST', headers: { authorization: BASIC, 'content-type': 'application/json' }, body: readFileSync(body) });
+  const am = await post('bench-am', s.bodies.notification);
+  const processed = am.status === 200 ? (JSON.parse(am.text) as { response?: { processed?: number } }).response?.processed : undefined;
+  if (processed !== NOTIFICATION_ALERTS) throw new Error(`ingester answered the Alertmanager notification (preset alertmanager) with ${am.status} ${am.text}`);
+  const mapped = await post('bench-mapped', s.bodies.raw);
+  if (mapped.status !== 200 || mapped.text !== OK_EVENT) throw new Error(`ingester answered the event for the custom mapping with ${mapped.status} ${mapped.text}`);
+  const line = readFileSync(s.eventsFile, 'utf8').trimEnd().split('\n').pop() ?? '';
+  if (!line.includes('"integration":"bench-mapped"') || !line.includes('"description":"CPU above 95% for 5 minutes"')) throw new Error(`the mapped event did not reach ${s.eventsFile} as mapped: ${line.slice(0, 300)}`);
+  return { eventsPerNotification: processed };
 }
 
 function machine(): string {
@@ -525,7 +603,15 @@ function targets(s: Setup, on: { ingester?: Server; baseline?: Server; gateway?:
     headers: {},
     ...(on.alertmanager ? { server: on.alertmanager } : {}),
   };
-  return { single, baseline, batch, metric, push, alert };
+  const notification: Target = {
+    ...ingestEvents,
+    label: `ingester Alertmanager notification (${NOTIFICATION_ALERTS} alerts, preset alertmanager)`,
+    url: `http://127.0.0.1:${s.ports.ingest}/events/webhook_bench-am`,
+    bodyFile: s.bodies.notification,
+    connections: NOTIFICATION_CONNECTIONS,
+  };
+  const mapped: Target = { ...ingestEvents, label: 'ingester single event, custom mapping', url: `http://127.0.0.1:${s.ports.ingest}/events/webhook_bench-mapped`, bodyFile: s.bodies.raw };
+  return { single, baseline, batch, metric, push, alert, notification, mapped };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -591,6 +677,13 @@ async function benchmark(): Promise<void> {
   const rssAfterBatch = peakRssMiB(ingester);
   const [metric, push] = (gateway ? await measure(t.metric, t.push) : await measure(t.metric)) as [Measured, Measured | undefined];
   const rssAfterMetric = { ingester: peakRssMiB(ingester), gateway: gateway ? peakRssMiB(gateway) : NaN };
+  // Data mapping, on the same ingester: notifications through the preset, then the custom mapping
+  // against unmapped single events, alternately.
+  const { eventsPerNotification } = await checkMapping(s);
+  const [notification] = (await measure(t.notification)) as [Measured];
+  const rssAfterNotification = peakRssMiB(ingester);
+  const [unmapped, mapped] = (await measure(t.single, t.mapped)) as [Measured, Measured];
+  const rssAfterMapped = peakRssMiB(ingester);
 
   // A fresh ingester for the series: its RSS is then the cost of 100,000 series, not of the load
   // scenarios' heap growth (which the peak RSS column above shows).
@@ -618,6 +711,9 @@ async function benchmark(): Promise<void> {
     row('100-event batch (webhook)', 'ingester', batch, 100, rssAfterBatch),
     row('single metric point', 'ingester', metric, 1, rssAfterMetric.ingester),
     gateway ? row('single metric push', `Pushgateway ${pushgatewayVersion()}`, push, 1, rssAfterMetric.gateway) : ['single metric push', 'Pushgateway (not run)', 'n/a', 'n/a', 'n/a', 'n/a', 'n/a'],
+    row(`Alertmanager notification, ${NOTIFICATION_ALERTS} alerts (preset alertmanager, wrk -c${NOTIFICATION_CONNECTIONS})`, 'ingester', notification, eventsPerNotification, rssAfterNotification),
+    row('single event, unmapped (paired with the next row)', 'ingester', unmapped, 1, rssAfterMapped),
+    row('single event, small custom JSONata mapping', 'ingester', mapped, 1, rssAfterMapped),
   ];
   const runsHeader = [
     'scenario',
@@ -650,6 +746,9 @@ async function benchmark(): Promise<void> {
     runsRow('100-event batch', 'ingester', batch),
     runsRow('single metric point', 'ingester', metric),
     ...(push ? [runsRow('single metric push', 'Pushgateway', push)] : []),
+    runsRow(`Alertmanager notification (${NOTIFICATION_ALERTS} alerts)`, 'ingester, preset alertmanager', notification),
+    runsRow('single event, unmapped', 'ingester', unmapped),
+    runsRow('single event, custom mapping', 'ingester', mapped),
   ];
   // Ratios within each round (the two runs of a round are back to back): how steady the ratio is.
   const roundRatios = (a: Measured, b: Measured, pick: (r: WrkRun) => number, digits: number, suffix: string): string =>
@@ -672,8 +771,10 @@ async function benchmark(): Promise<void> {
         ]
       : []),
     ...(push ? [['metric: ingester / Pushgateway requests/s', roundRatios(metric, push, (r) => r.rps, 2, 'x')]] : []),
+    ['single event: custom mapping / unmapped requests/s', roundRatios(mapped, unmapped, (r) => r.rps, 1, '%')],
+    ['single event: custom mapping / unmapped requests per server CPU-second', roundRatios(mapped, unmapped, perCpu, 1, '%')],
   ];
-  const all = [...singleResults, batch, metric, ...(push ? [push] : [])].flatMap((m) => m.runs);
+  const all = [...singleResults, batch, metric, ...(push ? [push] : []), notification, unmapped, mapped].flatMap((m) => m.runs);
   const stolen = Math.max(...all.map((r) => r.serverCpuBusy - r.serverCpu));
   const noise =
     stolen > 10
@@ -697,6 +798,8 @@ async function benchmark(): Promise<void> {
     ['single event: ingester peak RSS (VmHWM)', `${f(rssAfterSingle.ingester)} MiB`, '<= 128 MiB', verdict(rssAfterSingle.ingester <= 128)],
     ['100-event batches: events/s on one core', f(eventsPerSecond), '>= 100,000', verdict(eventsPerSecond >= 100_000)],
     ['metric points: ingester / Pushgateway requests/s', push ? `${f(metric.rps / push.rps, 2)}x` : 'n/a (no Pushgateway)', '>= 5x', push ? verdict(metric.rps >= 5 * push.rps) : 'n/a'],
+    ['preset alertmanager: events/s on one core', f(notification.rps * eventsPerNotification), '>= 20,000', verdict(notification.rps * eventsPerNotification >= 20_000)],
+    ['single event: custom mapping / unmapped requests/s', `${f((mapped.rps / unmapped.rps) * 100, 1)}%`, '>= 60%', verdict(mapped.rps >= 0.6 * unmapped.rps)],
     ['100,000 series: /metrics/ingested render, median', `${f(series.renderMs, 1)} ms`, '< 300 ms', verdict(series.renderMs < 300)],
     ['100,000 series: ingester RSS after', `${f(series.rssAfter)} MiB`, '< 400 MiB', verdict(series.rssAfter < 400)],
   ];
@@ -732,11 +835,12 @@ async function benchmark(): Promise<void> {
 /**
  * BENCH_PROFILE=SCENARIO: a warm-up and one run of that scenario against a server under
  * `node --cpu-prof`; the summary counts only the samples taken during the measured run (or, for
- * series, while the series were created and rendered). SCENARIO is single, batch, metric or series
- * (the ingester) or baseline (bench/baseline.ts under the single-event load, for comparison).
+ * series, while the series were created and rendered). SCENARIO is single, batch, metric, series,
+ * alertmanager (notifications through the preset) or mapped (the custom mapping) for the ingester,
+ * or baseline (bench/baseline.ts under the single-event load, for comparison).
  */
 async function profile(scenario: string): Promise<void> {
-  const known = ['single', 'batch', 'metric', 'series', 'baseline'];
+  const known = ['single', 'batch', 'metric', 'series', 'alertmanager', 'mapped', 'baseline'];
   if (!known.includes(scenario)) throw new Error(`BENCH_PROFILE must be one of ${known.join(', ')}, not ${JSON.stringify(scenario)}`);
   const s = await prepare();
   const profDir = join(DIR, 'cpuprofile');
@@ -767,7 +871,9 @@ async function profile(scenario: string): Promise<void> {
       what = `100,000 series created in ${f(r.createMs)} ms, render median ${f(r.renderMs, 1)} ms under the profiler`;
     } else {
       const t = targets(s, { ingester: server });
-      const target = scenario === 'single' ? t.single : scenario === 'batch' ? t.batch : t.metric;
+      if (scenario === 'alertmanager' || scenario === 'mapped') await checkMapping(s);
+      const byName: Record<string, Target> = { single: t.single, batch: t.batch, metric: t.metric, alertmanager: t.notification, mapped: t.mapped };
+      const target = byName[scenario] as Target;
       await wrk(target, WARMUP_S);
       const r = await wrk(target, DURATION_S);
       log(`${target.label} under --cpu-prof: ${r.rps.toFixed(0)} requests/s, p99 ${r.p99.toFixed(2)} ms, server CPU ${r.serverCpu.toFixed(0)}% (profiling slows it)`);

@@ -9,6 +9,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
+// run.sh runs this pinned to one CPU, where availableParallelism() says 1: it passes the machine's count as BENCH_NPROC.
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
@@ -19,7 +20,8 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const RUNS = 3;
 const PASSWORD = 'bench-password';
 const AUTH = `Basic ${Buffer.from(`bench:${PASSWORD}`).toString('base64')}`;
-const dir = mkdtempSync(join(tmpdir(), 'intake-bench-js-'));
+// Inside run.sh's work dir when run from it, so its trap removes the data (a JetStream store reached 1.2 GiB).
+const dir = mkdtempSync(join(process.env.BENCH_DIR || tmpdir(), 'intake-bench-js-'));
 const children: ChildProcess[] = [];
 
 interface WrkResult {
@@ -133,7 +135,7 @@ async function main(): Promise<void> {
   const f = (n: number, d = 0): string => (Number.isFinite(n) ? n.toFixed(d) : 'n/a');
   const verdict = (ok: boolean): string => (ok ? 'PASS' : 'MISS');
   const table = [
-    `Machine: ${availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown'}), node ${process.version}; ingesters on CPU 0, wrk -t1 -c${CONNECTIONS} -d${DURATION} and nats-server on CPU 1; 5 s warm-up, then the median of ${RUNS} runs (the pair alternates run by run). Events spooled instead of published during the runs: ${cached}.`,
+    `Machine: ${process.env.BENCH_NPROC ?? availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown'}), node ${process.version}; ingesters on CPU 0, wrk -t1 -c${CONNECTIONS} -d${DURATION} and nats-server on CPU 1; 5 s warm-up, then the median of ${RUNS} runs (the pair alternates run by run). Events spooled instead of published during the runs: ${cached}.`,
     '',
     '| scenario | hand-off | requests/s | events/s | p50 ms | p99 ms | peak RSS MiB |',
     '|---|---|---|---|---|---|---|',
@@ -157,6 +159,8 @@ const cleanup = (): void => {
 };
 process.on('exit', cleanup);
 process.on('SIGINT', () => process.exit(130));
+// run.sh stops a run that outlasts its time limit with SIGTERM: exit, so the exit handler stops the servers.
+process.on('SIGTERM', () => process.exit(143));
 main()
   .catch((err: Error) => {
     process.stderr.write(`bench: ${err.message}\n`);

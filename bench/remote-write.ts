@@ -7,6 +7,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+// run.sh runs this pinned to one CPU, where availableParallelism() says 1: it passes the machine's count as BENCH_NPROC.
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
@@ -17,7 +18,8 @@ const DURATION_S = Number(process.env.BENCH_RW_SECONDS ?? 20);
 const CONNECTIONS = Number(process.env.BENCH_RW_CONNECTIONS ?? 8);
 const POINTS = 1000;
 const API_KEY = 'bench_0123456789abcdef0123456789abcdef';
-const dir = mkdtempSync(join(tmpdir(), 'intake-bench-rw-'));
+// Inside run.sh's work dir when run from it, so its trap removes it with the rest.
+const dir = mkdtempSync(join(process.env.BENCH_DIR || tmpdir(), 'intake-bench-rw-'));
 const children: ChildProcess[] = [];
 let prom: Prometheus | undefined;
 
@@ -81,7 +83,7 @@ async function main(): Promise<void> {
   const accepted = (run.requests - run.non2xx) * POINTS;
   const f = (n: number) => Math.round(n).toLocaleString('en-US');
   const table = [
-    `Remote write: ${availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown'}), node ${process.version}; ingester on CPU 0; Prometheus ${PROM_VERSION()} and wrk -t1 -c${CONNECTIONS} -d${DURATION_S}s on CPU 1; ${POINTS}-point requests.`,
+    `Remote write: ${process.env.BENCH_NPROC ?? availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown'}), node ${process.version}; ingester on CPU 0; Prometheus ${PROM_VERSION()} and wrk -t1 -c${CONNECTIONS} -d${DURATION_S}s on CPU 1; ${POINTS}-point requests.`,
     '',
     '| measure | value | wanted | verdict |',
     '|---|---|---|---|',
@@ -103,6 +105,11 @@ const cleanup = (): void => {
 };
 process.on('exit', cleanup);
 process.on('SIGINT', () => process.exit(130));
+// run.sh stops a run that outlasts its time limit with SIGTERM: stop the ingester and Prometheus, then exit.
+process.on('SIGTERM', () => {
+  cleanup();
+  void (prom?.stop() ?? Promise.resolve()).finally(() => process.exit(143));
+});
 main()
   .catch((err: Error) => {
     process.stderr.write(`bench: ${err.message}\n`);

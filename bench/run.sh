@@ -3,15 +3,20 @@
 #
 # Installs its load generator (wrk) and the peers (prometheus-pushgateway, prometheus-alertmanager)
 # from Debian when they are missing and this runs as root, then runs bench/ingest.ts (compiled to dist/bench/ingest.js by
-# `make bench-build`): every scenario in one invocation, on loopback, servers on CPU 0 and wrk on
-# CPU 1. Whatever happens, every server it started is stopped on exit (trap).
+# `make bench-build`): the webhook, metric, series and data mapping scenarios in one invocation, on
+# loopback, servers on CPU 0 and wrk on CPU 1. After them, when those worked: bench/remote-write.ts
+# (1000-point requests into a real Prometheus) and bench/jetstream.ts (the JetStream hand-off
+# against the log sink; needs .tools/bin/nats-server from `make tools`). Each prints its table and
+# appends it to BENCH_OUT. Whatever happens, every server it started is stopped on exit (trap).
 #
 #   BENCH_OUT=FILE          also write the result as markdown to FILE
 #   BENCH_PROFILE=SCENARIO  instead: profile the ingester (node --cpu-prof) under one scenario
-#                           (single, batch, metric or series) and print the top functions
+#                           (single, batch, metric, series, alertmanager, mapped or baseline)
+#                           and print the top functions
 #   BENCH_DURATION, BENCH_WARMUP (seconds), BENCH_CONNECTIONS, BENCH_RUNS: see bench/ingest.ts
 #   BENCH_NO_PUSHGATEWAY=1  run without the Pushgateway comparison even when it is installed
 #   BENCH_NO_ALERTMANAGER=1 run without the Alertmanager comparison even when it is installed
+#   BENCH_NO_REMOTE_WRITE=1 skip the remote write scenario; BENCH_NO_JETSTREAM=1 skip the JetStream one
 #   BENCH_KEEP=1            keep the work dir (config, logs, wrk output, profiles) afterwards
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -99,18 +104,37 @@ wait "$runner"
 status=$?
 set -e
 runner=''
-# Remote write to a real Prometheus (bench/remote-write.ts: points/s end to end, peak RSS).
-if [ "$status" = 0 ] && [ -z "${BENCH_PROFILE:-}" ] && [ "${BENCH_NO_REMOTE_WRITE:-}" != 1 ]; then
-  if command -v prometheus >/dev/null 2>&1; then
-    taskset -c 1 timeout --signal=TERM --kill-after=30 900 node dist/bench/remote-write.js &
-    runner=$!
-    set +e
-    wait "$runner"
-    status=$?
-    set -e
-    runner=''
-  else
-    say "prometheus is not available: running without the remote write scenario"
+# One follow-on benchmark (its own servers, stopped by itself); the first failure is the exit status.
+follow_on() {
+  local rc
+  taskset -c 1 timeout --signal=TERM --kill-after=30 900 node "$@" &
+  runner=$!
+  set +e
+  wait "$runner"
+  rc=$?
+  set -e
+  runner=''
+  if [ "$rc" != 0 ]; then
+    say "$* failed (exit $rc)"
+    [ "$status" = 0 ] && status=$rc
+  fi
+}
+if [ "$status" = 0 ] && [ -z "${BENCH_PROFILE:-}" ]; then
+  # Remote write to a real Prometheus (bench/remote-write.ts: points/s end to end, peak RSS).
+  if [ "${BENCH_NO_REMOTE_WRITE:-}" != 1 ]; then
+    if command -v prometheus >/dev/null 2>&1; then
+      follow_on dist/bench/remote-write.js
+    else
+      say "prometheus is not available: running without the remote write scenario"
+    fi
+  fi
+  # The JetStream hand-off against the log sink (bench/jetstream.ts: requests/s, p99, peak RSS).
+  if [ "${BENCH_NO_JETSTREAM:-}" != 1 ]; then
+    if [ -x .tools/bin/nats-server ]; then
+      follow_on dist/bench/jetstream.js
+    else
+      say ".tools/bin/nats-server is missing (make tools builds it): running without the JetStream scenario"
+    fi
   fi
 fi
 exit "$status"
