@@ -21,6 +21,7 @@
 import { closeSync, fstatSync, ftruncateSync, openSync, statSync, writeSync } from 'node:fs';
 import type { Writable } from 'node:stream';
 import type { NormalisedEvent } from '../events.js';
+import { GroupCommit } from './group-commit.js';
 import { SinkError, type DeliveryReport, type EventSink } from './sink.js';
 
 interface Pending {
@@ -47,8 +48,7 @@ export class LogSink implements EventSink {
   private readonly stream?: Writable;
   private readonly timeoutMs: number;
   private readonly rotationTimer?: NodeJS.Timeout;
-  private pending: Pending[] = [];
-  private scheduled = false;
+  private readonly group = new GroupCommit<Pending>((group) => this.commit(group));
   private inFlight: Promise<void> = Promise.resolve();
   /** A line may have been cut short: the next write begins with a newline. */
   private partialLine = false;
@@ -88,20 +88,11 @@ export class LogSink implements EventSink {
     let lines = '';
     for (const event of events) lines += `${JSON.stringify(event)}\n`;
     return new Promise((resolve, reject) => {
-      this.pending.push({ lines, count: events.length, resolve, reject });
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => this.commit());
-      }
+      this.group.add({ lines, count: events.length, resolve, reject });
     });
   }
 
-  private commit(): void {
-    const group = this.pending;
-    this.pending = [];
-    this.scheduled = false;
-    // flush() may already have committed what this scheduled turn was for.
-    if (group.length === 0) return;
+  private commit(group: Pending[]): void {
     let data = group.length === 1 ? (group[0] as Pending).lines : group.map((p) => p.lines).join('');
     if (this.partialLine) data = `\n${data}`;
     if (this.fd !== undefined) return this.commitToFile(this.fd, data, group);
@@ -176,7 +167,7 @@ export class LogSink implements EventSink {
 
   /** Resolves when everything accepted so far has been written. */
   async flush(): Promise<void> {
-    if (this.scheduled) this.commit();
+    this.group.flush();
     await this.inFlight;
   }
 

@@ -15,6 +15,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { GroupCommit } from './group-commit.js';
 
 export interface SpoolRecord {
   id: string;
@@ -63,8 +64,7 @@ export class Spool {
   private st?: Statements;
   private lastOpenAttempt = 0;
   private openError?: Error;
-  private pending: PendingAppend[] = [];
-  private scheduled = false;
+  private readonly group = new GroupCommit<PendingAppend>((group) => this.commit(group));
   private rows = 0;
   private bytesUsed = 0;
   private readonly listeners: Array<() => void> = [];
@@ -155,19 +155,11 @@ export class Spool {
     let bytes = 0;
     for (const r of records) bytes += r.id.length + r.subject.length + Buffer.byteLength(r.payload) + ROW_OVERHEAD;
     return new Promise((resolve, reject) => {
-      this.pending.push({ records, bytes, resolve, reject });
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => this.commit());
-      }
+      this.group.add({ records, bytes, resolve, reject });
     });
   }
 
-  private commit(): void {
-    const group = this.pending;
-    this.pending = [];
-    this.scheduled = false;
-    if (group.length === 0) return;
+  private commit(group: PendingAppend[]): void {
     if (!this.tryOpen()) {
       const err = new SpoolError('unavailable', this.unavailableReason as string, { cause: this.openError });
       for (const p of group) p.reject(err);
@@ -245,7 +237,7 @@ export class Spool {
   }
 
   close(): void {
-    if (this.scheduled) this.commit();
+    this.group.flush();
     this.closed = true;
     this.db?.close();
     this.db = undefined;
