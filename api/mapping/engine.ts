@@ -11,6 +11,7 @@
  */
 import jsonata from 'jsonata';
 import { LRUCache } from 'lru-cache';
+import { NATIVE_PRESETS } from './native.js';
 import { PRESETS, type PresetName } from './presets.js';
 
 export interface MappingSpec {
@@ -114,6 +115,8 @@ export function compileMapping(spec: MappingSpec, limits: MappingLimits = DEFAUL
     const preset = PRESETS[spec.preset as PresetName];
     if (!preset) throw new MappingError('INTAKE_UNKNOWN_PRESET', `unknown preset ${JSON.stringify(spec.preset)}; known: ${Object.keys(PRESETS).join(', ')}`);
     label = `preset ${spec.preset}`;
+    const native = NATIVE_PRESETS[spec.preset];
+    if (native) return { label, evaluate: async (body) => nativeEvaluate(native, body) };
     expr = compileCached(preset.expression, limits);
   } else {
     label = 'expression';
@@ -132,6 +135,14 @@ export function compileMapping(spec: MappingSpec, limits: MappingLimits = DEFAUL
       return Array.isArray(result) ? [...result] : [result];
     },
   };
+}
+
+function nativeEvaluate(native: (body: unknown) => unknown[], body: unknown): unknown[] {
+  try {
+    return native(body);
+  } catch (err) {
+    throw MappingError.from(err);
+  }
 }
 
 function compile(source: string, limits: MappingLimits): jsonata.Expression {
