@@ -33,11 +33,19 @@ export interface AuthenticatorOptions {
 export class Authenticator {
   /** Recent duration of slow checks: the largest, decaying by 5% per check. */
   private slowCheckMs = 0;
+  private calibrated = false;
 
-  constructor(private readonly o: AuthenticatorOptions) {
-    // Seed the floor with one check at the operator's parameters, so that the first failures after
-    // startup already wait as long as a scrypt check takes on this machine.
-    if (o.failureDelayMs === 0) return;
+  constructor(private readonly o: AuthenticatorOptions) {}
+
+  /**
+   * Seeds the floor with one check at the operator's parameters, so that failures soon after
+   * startup already wait as long as a scrypt check takes on this machine. Only once some route
+   * has a scrypt credential: without one there is no slow check to hide, and a scrypt check
+   * briefly takes 32 MiB of memory.
+   */
+  private calibrate(table: RouteTable): void {
+    if (this.calibrated || this.o.failureDelayMs === 0 || !table.hasSlowCredentials) return;
+    this.calibrated = true;
     const started = performance.now();
     hashScrypt('calibration', Buffer.alloc(16)).then(
       () => (this.slowCheckMs = Math.max(this.slowCheckMs, performance.now() - started)),
@@ -52,6 +60,7 @@ export class Authenticator {
     const creds = parseBasicAuth(soleHeader(req.raw.rawHeaders, 'authorization'));
     if (!creds) return this.fail(req, 'events', 'missing');
     const table = this.o.routes();
+    this.calibrate(table);
     const charged = table.isSlowToVerify(name);
     if (charged) {
       const blocked = await this.o.throttle.recordFailure(req.ip);

@@ -31,10 +31,15 @@ export interface RouteInput {
 }
 
 export class RouteTable {
+  /** Whether any integration is checked with a slow hash (scrypt). */
+  readonly hasSlowCredentials: boolean;
+
   private constructor(
     private readonly webhooks: ReadonlyMap<string, RouteEntry>,
     private readonly apiKeys: ReadonlyMap<string, { entry: RouteEntry; credential: CompiledCredential }>,
-  ) {}
+  ) {
+    this.hasSlowCredentials = [...webhooks.values()].some((e) => e.credentials.some((c) => c.isSlow));
+  }
 
   static empty(): RouteTable {
     return new RouteTable(new Map(), new Map());
