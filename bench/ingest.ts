@@ -839,6 +839,14 @@ async function benchmark(): Promise<void> {
  * alertmanager (notifications through the preset) or mapped (the custom mapping) for the ingester,
  * or baseline (bench/baseline.ts under the single-event load, for comparison).
  */
+
+/** A warm-up, then one measured run of `target` while the server runs under --cpu-prof. */
+async function loadUnderProfiler(target: Target): Promise<{ window: { startUs: number; endUs: number }; requests: number; what: string }> {
+  await wrk(target, WARMUP_S);
+  const r = await wrk(target, DURATION_S);
+  log(`${target.label} under --cpu-prof: ${r.rps.toFixed(0)} requests/s, p99 ${r.p99.toFixed(2)} ms, server CPU ${r.serverCpu.toFixed(0)}% (profiling slows it)`);
+  return { window: r, requests: r.requests, what: `${target.label}: ${f(r.rps)} requests/s under the profiler` };
+}
 async function profile(scenario: string): Promise<void> {
   const known = ['single', 'batch', 'metric', 'series', 'alertmanager', 'mapped', 'baseline'];
   if (!known.includes(scenario)) throw new Error(`BENCH_PROFILE must be one of ${known.join(', ')}, not ${JSON.stringify(scenario)}`);
@@ -854,13 +862,7 @@ async function profile(scenario: string): Promise<void> {
   if (scenario === 'baseline') {
     server = startServer('baseline', [process.execPath, ...prof, join(ROOT, 'dist/bench/baseline.js'), String(s.ports.baseline), USER, PASSWORD]);
     await waitReady(server, async () => (await request(`http://127.0.0.1:${s.ports.baseline}/`, { method: 'POST', body: '{}' }, 1000)).status === 401);
-    const target = targets(s, { baseline: server }).baseline;
-    await wrk(target, WARMUP_S);
-    const r = await wrk(target, DURATION_S);
-    log(`${target.label} under --cpu-prof: ${r.rps.toFixed(0)} requests/s, p99 ${r.p99.toFixed(2)} ms, server CPU ${r.serverCpu.toFixed(0)}% (profiling slows it)`);
-    window = r;
-    requests = r.requests;
-    what = `${target.label}: ${f(r.rps)} requests/s under the profiler`;
+    ({ window, requests, what } = await loadUnderProfiler(targets(s, { baseline: server }).baseline));
   } else {
     server = await startIngester(s, prof);
     await checkIngester(s);
@@ -873,13 +875,7 @@ async function profile(scenario: string): Promise<void> {
       const t = targets(s, { ingester: server });
       if (scenario === 'alertmanager' || scenario === 'mapped') await checkMapping(s);
       const byName: Record<string, Target> = { single: t.single, batch: t.batch, metric: t.metric, alertmanager: t.notification, mapped: t.mapped };
-      const target = byName[scenario] as Target;
-      await wrk(target, WARMUP_S);
-      const r = await wrk(target, DURATION_S);
-      log(`${target.label} under --cpu-prof: ${r.rps.toFixed(0)} requests/s, p99 ${r.p99.toFixed(2)} ms, server CPU ${r.serverCpu.toFixed(0)}% (profiling slows it)`);
-      window = r;
-      requests = r.requests;
-      what = `${target.label}: ${f(r.rps)} requests/s under the profiler`;
+      ({ window, requests, what } = await loadUnderProfiler(byName[scenario] as Target));
     }
   }
   await stopServer(server, 30_000);
