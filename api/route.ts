@@ -34,6 +34,8 @@ export interface Route {
   limits?: { maxSeries?: number };
   /** WebhookIntegration only: the payload mapping (api/mapping/). */
   mapping?: MappingSpec;
+  /** WebhookIntegration only: destination names; absent means the ingester's defaults. */
+  destinations?: string[];
 }
 
 // ajv-formats is CommonJS with a default export; under NodeNext its namespace object is what we get.

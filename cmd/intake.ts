@@ -8,7 +8,7 @@
  */
 import { Command, Option } from 'commander';
 import { ConfigError, parseListen, readYamlFile } from '../common/config-files.js';
-import { resolveSettings } from '../ingester/config.js';
+import { resolveSettings, type IngesterSettings } from '../ingester/config.js';
 import { createLogger } from '../common/logger.js';
 import type { RouteSource } from '../ingester/main.js';
 
@@ -32,7 +32,7 @@ program
     const settings = resolveSettings(file, opts, opts.config ?? 'config');
     const logger = createLogger(settings.logLevel);
     if (!opts.namespace && !opts.config) throw new ConfigError('give --config FILE (standalone: routes from the file) or --namespace NS (Kubernetes: routes from Secrets)');
-    const source = await routeSource(opts.namespace, opts.kubeconfig, opts.config as string, logger);
+    const source = await routeSource(opts.namespace, opts.kubeconfig, opts.config as string, settings.destinations, logger);
     if (opts.namespace && opts.config && Array.isArray((file as { routes?: unknown }).routes)) {
       logger.warn({ config: opts.config }, 'Kubernetes mode: routes listed in the config file are ignored');
     }
@@ -114,13 +114,13 @@ program
   });
 
 /** Kubernetes mode (route Secrets) when a namespace is given, else standalone (the config file). */
-async function routeSource(namespace: string | undefined, kubeconfig: string | undefined, config: string, logger: ReturnType<typeof createLogger>): Promise<RouteSource> {
+async function routeSource(namespace: string | undefined, kubeconfig: string | undefined, config: string, destinations: IngesterSettings['destinations'], logger: ReturnType<typeof createLogger>): Promise<RouteSource> {
   if (namespace) {
     const [{ KubernetesRouteSource }, { loadKubeConfig }] = await Promise.all([import('../ingester/route-sources/kubernetes.js'), import('../kube/config.js')]);
     return new KubernetesRouteSource(loadKubeConfig(kubeconfig), namespace, logger);
   }
   const { FileRouteSource } = await import('../ingester/route-sources/file.js');
-  return new FileRouteSource(config);
+  return new FileRouteSource(config, destinations);
 }
 
 // Dead-lettered payloads live in the ingester; these talk to its admin listener (ingester/mapping/replay.ts).

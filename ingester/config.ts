@@ -9,6 +9,7 @@ import { ConfigError, parseListen, type Listen } from '../common/config-files.js
 import { jetstreamSchema, resolveJetStream, resolveSpool, spoolSchema, type JetStreamSettings, type SpoolSettings } from './sinks/handoff-config.js';
 import { expositionSchema, remoteWriteSchema, resolveRemoteWrite, type RemoteWriteFile, type RemoteWriteSettings } from './remote-write/settings.js';
 import { DEFAULT_MAPPING_LIMITS, type MappingLimits } from '../api/mapping/engine.js';
+import { destinationsSchema, resolveDestinations, type DestinationFile, type DestinationSettings } from './destinations/settings.js';
 
 export interface IngesterSettings {
   listen: Listen;
@@ -48,6 +49,8 @@ export interface IngesterSettings {
   mapping: MappingLimits;
   /** Where payloads a mapping could not turn into events are kept for replay (bounded). */
   deadLetter: { path: string; maxBytes: number };
+  /** Where accepted events are delivered after the hand-off (destinations/). Empty: nowhere. */
+  destinations: DestinationSettings[];
 }
 
 export const DEFAULT_SETTINGS: IngesterSettings = {
@@ -75,6 +78,7 @@ export const DEFAULT_SETTINGS: IngesterSettings = {
   exposition: { enabled: true },
   mapping: DEFAULT_MAPPING_LIMITS,
   deadLetter: { path: '/tmp/intake-deadletter.jsonl', maxBytes: 64 * 1024 * 1024 },
+  destinations: [],
 };
 
 const positive = { type: 'integer', minimum: 1 } as const;
@@ -133,6 +137,7 @@ const settingsFileSchema = {
       properties: { timeoutMs: positive, maxDepth: positive, maxSequence: positive, maxStringLength: positive },
     },
     deadLetter: { type: 'object', additionalProperties: false, properties: { path: { type: 'string', minLength: 1 }, maxBytes: { type: 'integer', minimum: 4096 } } },
+    destinations: destinationsSchema,
     routes: { type: 'array' },
   },
 } as const;
@@ -175,6 +180,7 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
     exposition?: { enabled?: boolean };
     mapping?: Partial<MappingLimits>;
     deadLetter?: Partial<IngesterSettings['deadLetter']>;
+    destinations?: DestinationFile[];
   };
   const d = DEFAULT_SETTINGS;
   const settings: IngesterSettings = {
@@ -189,9 +195,10 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
     exposition: { ...d.exposition, ...f.exposition },
     mapping: { ...d.mapping, ...f.mapping },
     deadLetter: { ...d.deadLetter, ...f.deadLetter },
+    destinations: resolveDestinations(f.destinations),
   };
   const jetstream = resolveJetStream(f.sinks?.jetstream);
-  const spool = resolveSpool(f.spool, jetstream);
+  const spool = resolveSpool(f.spool, jetstream, settings.destinations.length > 0);
   if (jetstream) settings.sinks.jetstream = jetstream;
   if (spool) settings.spool = spool;
   settings.sinks.log.enabled = f.sinks?.log?.enabled ?? (jetstream === undefined);

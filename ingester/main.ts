@@ -77,7 +77,7 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
   const mapped = new MappedWebhooks({ deadLetter, metrics: mappingMetrics, eventsPerRequest: settings.limits.eventsPerRequest });
 
   const install = (inputs: RouteInput[], unparsable: SkippedRoute[] = []): void => {
-    const built = RouteTable.build(inputs, { allowPlaintext: source.allowPlaintext, mappingLimits: settings.mapping });
+    const built = RouteTable.build(inputs, { allowPlaintext: source.allowPlaintext, mappingLimits: settings.mapping, destinations: settings.destinations });
     const skipped = [...unparsable, ...built.skipped];
     for (const s of skipped) logger.warn({ route: s.source, reason: s.reason }, 'route skipped');
     metrics.routesSkipped.set(skipped.length);

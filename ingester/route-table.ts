@@ -7,6 +7,7 @@ import { compileMapping, MappingError, type CompiledMapping, type MappingLimits 
 import type { Route, RouteKind } from '../api/route.js';
 import { sha256 } from '../api/verifiers.js';
 import { CompiledCredential, type VerifiedCache } from './credentials.js';
+import { destinationsFor, type DestinationSettings } from './destinations/settings.js';
 
 export interface RouteEntry {
   readonly kind: RouteKind;
@@ -17,6 +18,8 @@ export interface RouteEntry {
   readonly credentials: readonly CompiledCredential[];
   /** The payload mapping, compiled when the table is built (never per request). */
   readonly mapping?: CompiledMapping;
+  /** WebhookIntegration: the destinations its events are delivered to (named, else the defaults). */
+  readonly destinations: readonly string[];
 }
 
 export interface SkippedRoute {
@@ -49,19 +52,23 @@ export class RouteTable {
    * Builds a table from validated routes. A route that cannot be used (an integration name taken
    * twice, an API key verified by a slow hash) is skipped and reported, never fatal.
    */
-  static build(inputs: readonly RouteInput[], options: { allowPlaintext: boolean; mappingLimits?: MappingLimits }): { table: RouteTable; skipped: SkippedRoute[] } {
+  static build(
+    inputs: readonly RouteInput[],
+    options: { allowPlaintext: boolean; mappingLimits?: MappingLimits; destinations?: readonly DestinationSettings[] },
+  ): { table: RouteTable; skipped: SkippedRoute[] } {
+    const destinations = options.destinations ?? [];
     const webhooks = new Map<string, RouteEntry>();
     const apiKeys = new Map<string, { entry: RouteEntry; credential: CompiledCredential }>();
     const skipped: SkippedRoute[] = [];
     for (const { source, route } of inputs) {
-      const problem = unusable(route, options.allowPlaintext);
+      const problem = unusable(route, options.allowPlaintext) ?? unknownDestination(route, destinations);
       if (problem) {
         skipped.push({ source, reason: problem });
         continue;
       }
       let entry: RouteEntry;
       try {
-        entry = compile(route, options.mappingLimits);
+        entry = compile(route, options.mappingLimits, destinations);
       } catch (err) {
         skipped.push({ source, reason: err instanceof MappingError ? `mapping: ${err.describe()}` : (err as Error).message });
         continue;
@@ -134,8 +141,17 @@ function unusable(route: Route, allowPlaintext: boolean): string | undefined {
   return undefined;
 }
 
-function compile(route: Route, mappingLimits: MappingLimits | undefined): RouteEntry {
+/** A route naming a destination this ingester does not have; undefined when every name is known. */
+export function unknownDestination(route: Route, destinations: readonly DestinationSettings[]): string | undefined {
+  const unknown = (route.destinations ?? []).filter((name) => !destinations.some((d) => d.name === name));
+  if (unknown.length === 0) return undefined;
+  const known = destinations.map((d) => d.name);
+  return `unknown destination${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (configured: ${known.length > 0 ? known.join(', ') : 'none'})`;
+}
+
+function compile(route: Route, mappingLimits: MappingLimits | undefined, destinations: readonly DestinationSettings[]): RouteEntry {
   let entry: RouteEntry = {
+    destinations: route.kind === 'WebhookIntegration' ? destinationsFor(route.destinations, destinations) : [],
     kind: route.kind,
     name: route.name,
     namespace: route.namespace,

@@ -9,7 +9,8 @@ import { ROTATE_ANNOTATION, type ApiKey, type IntakeResource, type WebhookIntegr
 import { sha256Hex } from '../api/verifiers.js';
 import type { ReadyState } from './conditions.js';
 import { basicAuthorization, generateApiKey, generatePassword, sha256Verifier, type ScryptVerifiers } from './credentials.js';
-import { credentialsSecretName, integrationNameOf, isValidIntegrationName, parseDuration, toRouteName } from './naming.js';
+import { parseDuration } from '../common/duration.js';
+import { credentialsSecretName, integrationNameOf, isValidIntegrationName, toRouteName } from './naming.js';
 
 export const ROTATED_FOR_ANNOTATION = 'intake.dev/rotated-for';
 

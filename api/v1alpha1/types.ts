@@ -38,6 +38,8 @@ export interface WebhookIntegration {
       rotationGracePeriod?: string;
     };
     mapping?: MappingSpec;
+    /** Destination names configured in the ingester; absent: the default destinations. */
+    destinations?: string[];
   };
   status?: CommonStatus & { integrationName?: string };
 }

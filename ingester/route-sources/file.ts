@@ -11,10 +11,12 @@ import { validateRoute, RouteValidationError } from '../../api/route.js';
 import { ConfigError, readYamlFile } from '../../common/config-files.js';
 import { checkSettingsFile } from '../config.js';
 import type { RouteSource } from '../main.js';
-import type { RouteInput } from '../route-table.js';
+import { unknownDestination, type RouteInput } from '../route-table.js';
+import type { DestinationSettings } from '../destinations/settings.js';
 import { verifyMappings } from '../mapping/verify.js';
 
-export function loadRoutesFromFile(path: string): RouteInput[] {
+/** Every route is checked, including that the destinations it names are configured (`destinations:`). */
+export function loadRoutesFromFile(path: string, destinations: readonly DestinationSettings[] = []): RouteInput[] {
   const doc = readYamlFile(path) as { routes?: unknown };
   checkSettingsFile(doc, path);
   const routes = doc.routes;
@@ -22,7 +24,10 @@ export function loadRoutesFromFile(path: string): RouteInput[] {
   if (!Array.isArray(routes)) throw new ConfigError(`${path}: routes must be a list`);
   return routes.map((raw, i) => {
     try {
-      return { source: `${path}#routes[${i}]`, route: validateRoute(raw) };
+      const route = validateRoute(raw);
+      const problem = unknownDestination(route, destinations);
+      if (problem) throw new ConfigError(`${path}: routes[${i}] (${route.name}): destinations: ${problem}`);
+      return { source: `${path}#routes[${i}]`, route };
     } catch (err) {
       if (err instanceof RouteValidationError) throw new ConfigError(`${path}: routes[${i}]: ${err.problems.join('; ')}`, { cause: err });
       throw err;
@@ -36,11 +41,14 @@ export class FileRouteSource implements RouteSource {
   private watcher?: FSWatcher;
   private lastDigest = '';
 
-  constructor(private readonly path: string) {}
+  constructor(
+    private readonly path: string,
+    private readonly destinations: readonly DestinationSettings[] = [],
+  ) {}
 
   /** Loads once (throws if the file is bad: refuse to start on a broken config), then watches. */
   async start(handlers: Parameters<RouteSource['start']>[0]): Promise<void> {
-    handlers.onRoutes(await verifyMappings(loadRoutesFromFile(this.path)));
+    handlers.onRoutes(await verifyMappings(loadRoutesFromFile(this.path, this.destinations)));
     this.lastDigest = this.digest() ?? '';
     this.watcher = watch(this.path, { atomic: 200, awaitWriteFinish: { stabilityThreshold: 100, pollInterval: 50 }, ignoreInitial: true });
     const reload = async (): Promise<void> => {
@@ -48,7 +56,7 @@ export class FileRouteSource implements RouteSource {
       if (digest === undefined) return handlers.onError(new ConfigError(`${this.path} cannot be read`));
       if (digest === this.lastDigest) return;
       try {
-        const inputs = await verifyMappings(loadRoutesFromFile(this.path));
+        const inputs = await verifyMappings(loadRoutesFromFile(this.path, this.destinations));
         this.lastDigest = digest;
         handlers.onRoutes(inputs);
       } catch (err) {

@@ -126,9 +126,16 @@ export function resolveJetStream(f: JetStreamFile | undefined): JetStreamSetting
   return settings;
 }
 
-export function resolveSpool(f: (Partial<SpoolSettings> & { path: string }) | undefined, jetstream: JetStreamSettings | undefined): SpoolSettings | undefined {
-  if (!f) return undefined;
-  if (!jetstream) throw new ConfigError('spool: the spool holds events for the bus; configure sinks.jetstream too');
+/**
+ * With the bus, the spool holds what the bus could not take yet. Without it, the spool is the
+ * queue destinations are delivered from, so destinations without the bus need it.
+ */
+export function resolveSpool(f: (Partial<SpoolSettings> & { path: string }) | undefined, jetstream: JetStreamSettings | undefined, hasDestinations = false): SpoolSettings | undefined {
+  if (!f) {
+    if (hasDestinations && !jetstream) throw new ConfigError('destinations are delivered from a durable queue: configure sinks.jetstream (the bus) or spool (a local queue, standalone)');
+    return undefined;
+  }
+  if (!jetstream && !hasDestinations) throw new ConfigError('spool: the spool holds events for the bus or for destinations; configure sinks.jetstream or destinations too');
   const settings: SpoolSettings = { ...DEFAULT_SPOOL, ...f };
   if (settings.replayBackoffMaxMs < settings.replayBackoffMinMs) throw new ConfigError('spool: replayBackoffMaxMs must be at least replayBackoffMinMs');
   return settings;

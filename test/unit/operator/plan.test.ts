@@ -2,7 +2,7 @@ import type { V1Secret } from '@kubernetes/client-node';
 import type { ApiKey, WebhookIntegration } from '../../../api/v1alpha1/types.js';
 import { sha256Hex } from '../../../api/verifiers.js';
 import { ScryptVerifiers } from '../../../operator/credentials.js';
-import { parseDuration } from '../../../operator/naming.js';
+import { parseDuration } from '../../../common/duration.js';
 import { nameHolder, planApiKey, planWebhook, ROTATED_FOR_ANNOTATION, type PlanContext } from '../../../operator/plan.js';
 
 const wi = (name: string, ns: string, created: string, spec: WebhookIntegration['spec'] = {}, annotations: Record<string, string> = {}): WebhookIntegration => ({

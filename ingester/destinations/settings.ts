@@ -1,0 +1,211 @@
+/**
+ * Settings of the destinations (`destinations:` in the ingester config file): where accepted
+ * events are delivered after the hand-off (docs/design.md §5). Kept apart from config.ts so the
+ * destinations own their schema, defaults and checks.
+ */
+import { ConfigError } from '../../common/config-files.js';
+import { parseDuration } from '../../common/duration.js';
+
+/** Destination names: what `WebhookIntegration.spec.destinations` and the route document list. */
+export const DESTINATION_NAME_PATTERN = '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$';
+
+export interface TlsFiles {
+  caFile?: string;
+  certFile?: string;
+  keyFile?: string;
+  insecureSkipVerify?: boolean;
+}
+
+/** Credentials are read from files (mounted Secrets) at each request, so a rotation needs no restart. */
+export interface ClientAuth {
+  basicAuth?: { username: string; passwordFile: string };
+  bearerTokenFile?: string;
+  tls?: TlsFiles;
+}
+
+export interface DeliverySettings {
+  /** Attempts per event (first delivery included) before it goes to the dead letter. */
+  maxAttempts: number;
+  /** Exponential backoff with full jitter between attempts: random(0, min(max, min * 2^n)). */
+  backoffMinMs: number;
+  backoffMaxMs: number;
+  /** Events this process delivers to the destination at once. */
+  maxInFlight: number;
+}
+
+export interface AlertmanagerSettings extends ClientAuth {
+  urls: string[];
+  /** Firing alerts are sent again this often; they expire in Alertmanager after 4 intervals. */
+  resendIntervalMs: number;
+  /** Resolved alerts keep being sent this long (an Alertmanager that was down still learns of the resolve). */
+  resolvedRetentionMs: number;
+  timeoutMs: number;
+}
+
+export interface HttpSettings extends ClientAuth {
+  url: string;
+  headers: Record<string, string>;
+  timeoutMs: number;
+  /** 1: the body is one event object; more: a JSON array of up to batchSize events. */
+  batchSize: number;
+}
+
+interface DestinationBase {
+  name: string;
+  /** Integrations that name no destinations are delivered to every default destination. */
+  default: boolean;
+  delivery: DeliverySettings;
+}
+
+export type DestinationSettings = (DestinationBase & { kind: 'alertmanager'; alertmanager: AlertmanagerSettings }) | (DestinationBase & { kind: 'http'; http: HttpSettings });
+
+export const DEFAULT_DELIVERY: DeliverySettings = { maxAttempts: 10, backoffMinMs: 1000, backoffMaxMs: 300_000, maxInFlight: 256 };
+const DEFAULT_ALERTMANAGER = { resendInterval: '60s', resolvedRetention: '15m', timeout: '10s' };
+const DEFAULT_HTTP = { timeout: '5s', batchSize: 1 };
+
+const duration = { type: 'string', pattern: '^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$' } as const;
+const file = { type: 'string', minLength: 1 } as const;
+const httpUrl = { type: 'string', pattern: '^https?://[^\\s]+$' } as const;
+const clientAuthProperties = {
+  basicAuth: { type: 'object', additionalProperties: false, required: ['username', 'passwordFile'], properties: { username: { type: 'string', minLength: 1 }, passwordFile: file } },
+  bearerTokenFile: file,
+  tls: { type: 'object', additionalProperties: false, properties: { caFile: file, certFile: file, keyFile: file, insecureSkipVerify: { type: 'boolean' } } },
+} as const;
+
+/** JSON Schema fragment for the settings file (config.ts). */
+export const destinationsSchema = {
+  type: 'array',
+  items: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['name'],
+    properties: {
+      name: { type: 'string', pattern: DESTINATION_NAME_PATTERN },
+      default: { type: 'boolean' },
+      alertmanager: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['urls'],
+        properties: { urls: { type: 'array', minItems: 1, items: httpUrl }, resendInterval: duration, resolvedRetention: duration, timeout: duration, ...clientAuthProperties },
+      },
+      http: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['url'],
+        properties: {
+          url: httpUrl,
+          headers: { type: 'object', additionalProperties: { type: 'string' } },
+          timeout: duration,
+          batchSize: { type: 'integer', minimum: 1, maximum: 1000 },
+          ...clientAuthProperties,
+        },
+      },
+      delivery: {
+        type: 'object',
+        additionalProperties: false,
+        properties: { maxAttempts: { type: 'integer', minimum: 1 }, backoffMin: duration, backoffMax: duration, maxInFlight: { type: 'integer', minimum: 1, maximum: 10000 } },
+      },
+    },
+  },
+} as const;
+
+interface AuthFile {
+  basicAuth?: { username: string; passwordFile: string };
+  bearerTokenFile?: string;
+  tls?: TlsFiles;
+}
+
+export interface DestinationFile {
+  name: string;
+  default?: boolean;
+  alertmanager?: AuthFile & { urls: string[]; resendInterval?: string; resolvedRetention?: string; timeout?: string };
+  http?: AuthFile & { url: string; headers?: Record<string, string>; timeout?: string; batchSize?: number };
+  delivery?: { maxAttempts?: number; backoffMin?: string; backoffMax?: string; maxInFlight?: number };
+}
+
+/** Headers intake sets itself; a destination may not override them. */
+const RESERVED_HEADERS = new Set(['content-type', 'content-length', 'idempotency-key', 'authorization', 'host', 'user-agent', 'transfer-encoding', 'connection']);
+
+/** Defaults applied and cross-field rules checked; called after the schema passed. */
+export function resolveDestinations(files: readonly DestinationFile[] | undefined): DestinationSettings[] {
+  const out: DestinationSettings[] = [];
+  const seen = new Set<string>();
+  for (const [i, f] of (files ?? []).entries()) {
+    const where = `destinations[${i}] (${f.name})`;
+    if (seen.has(f.name)) throw new ConfigError(`${where}: the name ${f.name} is used twice`);
+    seen.add(f.name);
+    if ((f.alertmanager === undefined) === (f.http === undefined)) throw new ConfigError(`${where}: give exactly one of alertmanager or http`);
+    const ms = (value: string, field: string): number => {
+      const n = parseDuration(value);
+      if (n <= 0) throw new ConfigError(`${where}: ${field} must be longer than 0`);
+      return n;
+    };
+    const d = f.delivery ?? {};
+    const delivery: DeliverySettings = {
+      maxAttempts: d.maxAttempts ?? DEFAULT_DELIVERY.maxAttempts,
+      backoffMinMs: d.backoffMin === undefined ? DEFAULT_DELIVERY.backoffMinMs : ms(d.backoffMin, 'delivery.backoffMin'),
+      backoffMaxMs: d.backoffMax === undefined ? DEFAULT_DELIVERY.backoffMaxMs : ms(d.backoffMax, 'delivery.backoffMax'),
+      maxInFlight: d.maxInFlight ?? DEFAULT_DELIVERY.maxInFlight,
+    };
+    if (delivery.backoffMaxMs < delivery.backoffMinMs) throw new ConfigError(`${where}: delivery.backoffMax must be at least delivery.backoffMin`);
+    const base = { name: f.name, default: f.default ?? false, delivery };
+    if (f.alertmanager) {
+      const a = f.alertmanager;
+      const auth = resolveAuth(a, `${where}.alertmanager`);
+      out.push({
+        ...base,
+        kind: 'alertmanager',
+        alertmanager: {
+          ...auth,
+          urls: a.urls.map((u) => checkUrl(u, `${where}.alertmanager.urls`)),
+          resendIntervalMs: ms(a.resendInterval ?? DEFAULT_ALERTMANAGER.resendInterval, 'alertmanager.resendInterval'),
+          resolvedRetentionMs: ms(a.resolvedRetention ?? DEFAULT_ALERTMANAGER.resolvedRetention, 'alertmanager.resolvedRetention'),
+          timeoutMs: ms(a.timeout ?? DEFAULT_ALERTMANAGER.timeout, 'alertmanager.timeout'),
+        },
+      });
+      continue;
+    }
+    const h = f.http as NonNullable<DestinationFile['http']>;
+    const reserved = Object.keys(h.headers ?? {}).find((k) => RESERVED_HEADERS.has(k.toLowerCase()));
+    if (reserved) throw new ConfigError(`${where}.http.headers: ${reserved} is set by intake (use basicAuth or bearerTokenFile for credentials)`);
+    out.push({
+      ...base,
+      kind: 'http',
+      http: {
+        ...resolveAuth(h, `${where}.http`),
+        url: checkUrl(h.url, `${where}.http.url`),
+        headers: { ...h.headers },
+        timeoutMs: ms(h.timeout ?? DEFAULT_HTTP.timeout, 'http.timeout'),
+        batchSize: h.batchSize ?? DEFAULT_HTTP.batchSize,
+      },
+    });
+  }
+  return out;
+}
+
+function resolveAuth(a: AuthFile, where: string): ClientAuth {
+  if (a.basicAuth && a.bearerTokenFile) throw new ConfigError(`${where}: give basicAuth or bearerTokenFile, not both`);
+  if (a.tls && (a.tls.certFile === undefined) !== (a.tls.keyFile === undefined)) throw new ConfigError(`${where}.tls: certFile and keyFile go together`);
+  const auth: ClientAuth = {};
+  if (a.basicAuth) auth.basicAuth = { ...a.basicAuth };
+  if (a.bearerTokenFile) auth.bearerTokenFile = a.bearerTokenFile;
+  if (a.tls) auth.tls = { ...a.tls };
+  return auth;
+}
+
+function checkUrl(value: string, where: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(`${where}: ${JSON.stringify(value)} is not a URL`);
+  }
+  if (url.username || url.password) throw new ConfigError(`${where}: put credentials in basicAuth.passwordFile or bearerTokenFile, not in the URL`);
+  return value.replace(/\/+$/, '');
+}
+
+/** The destinations an integration's events go to: the ones it names, else the defaults. */
+export function destinationsFor(named: readonly string[] | undefined, all: readonly DestinationSettings[]): string[] {
+  if (named && named.length > 0) return [...named];
+  return all.filter((d) => d.default).map((d) => d.name);
+}
