@@ -63,6 +63,19 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
     sinks.push(bus);
     await bus.start();
   }
+  // Delivery after the hand-off, loaded only when destinations are configured.
+  const destinations =
+    settings.destinations.length > 0
+      ? (await import('./destinations/wiring.js')).setUpDestinations({
+          destinations: settings.destinations,
+          routes: () => table,
+          registry,
+          logger,
+          ...(bus && settings.sinks.jetstream ? { bus: { settings: settings.sinks.jetstream, onConnected: (l) => bus.onConnected(l) } } : {}),
+          ...(settings.spool ? { spool: settings.spool } : {}),
+        })
+      : undefined;
+  if (destinations?.sink) sinks.push(destinations.sink);
   const remoteWrite = settings.remoteWrite
     ? new (await import('./remote-write/writer.js')).RemoteWriter(settings.remoteWrite, { registry, logger, seriesTtlMs: settings.limits.seriesTTLSeconds * 1000, rejected: metrics.pointsRejected })
     : undefined;
@@ -97,6 +110,9 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
     },
   });
 
+  // The first routing table decides which destinations get which events: deliver only from now.
+  destinations?.start();
+
   const tls = settings.tls ? readTls(settings.tls) : undefined;
   const fdLimit = openFilesLimit();
   const maxConnections = ingestConnectionCap(fdLimit, settings.limits.maxConnections);
@@ -118,6 +134,7 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
   });
   const admin = buildAdminServer({ registry, series, exposition: settings.exposition.enabled, lifecycle, logger, sinks, timeouts: settings.limits });
   registerDeadLetterRoutes(admin, { pipeline: mapped, routes: () => table, sinks, metrics, mappingMetrics, logger });
+  if (destinations) (await import('./destinations/admin-routes.js')).registerDestinationRoutes(admin, destinations);
   const stopTlsWatch = settings.tls ? watchTls(settings.tls, ingest, logger) : undefined;
   const sweeper = setInterval(() => series.sweep(), Math.min(SWEEP_INTERVAL_MS, settings.limits.seriesTTLSeconds * 1000));
   sweeper.unref();
@@ -150,6 +167,8 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
       await ingest.close();
       clearTimeout(hardStop);
       await remoteWrite?.close(deadlineMs);
+      // Deliveries in flight are settled before the bus connection or the outbox closes.
+      await destinations?.close();
       await Promise.all(sinks.map((s) => s.close()));
       await deadLetter.close();
       await admin.close();

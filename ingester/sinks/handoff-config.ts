@@ -22,6 +22,12 @@ export interface JetStreamSettings {
   /** A NATS credentials file (JWT + seed), or a file holding an NKey seed; never both. */
   credsFile?: string;
   nkeySeedFile?: string;
+  /** Where events a destination gave up on are kept (created by intake), and for how long. */
+  deadLetterStream: string;
+  deadLetterSubjectPrefix: string;
+  deadLetterMaxAgeSeconds: number;
+  /** Alertmanager destinations keep their alert states in the key-value bucket `<prefix>-<destination>`. */
+  alertBucketPrefix: string;
   /** Used only when intake creates the stream. */
   streamConfig: {
     replicas: number;
@@ -55,6 +61,10 @@ export const DEFAULT_JETSTREAM: Omit<JetStreamSettings, 'servers'> = {
   maxInFlight: 4096,
   inFlightWaitMs: 100,
   reconnectWaitMs: 2000,
+  deadLetterStream: 'INTAKE_DEADLETTER',
+  deadLetterSubjectPrefix: 'intake.deadletter',
+  deadLetterMaxAgeSeconds: 14 * 24 * 3600,
+  alertBucketPrefix: 'intake-alerts',
   streamConfig: { replicas: 1, maxBytes: -1, maxMsgs: -1, maxAgeSeconds: 0, duplicateWindowSeconds: MIN_DUPLICATE_WINDOW_SECONDS, storage: 'file' },
 };
 
@@ -86,6 +96,10 @@ export const jetstreamSchema = {
     tls: { type: 'object', additionalProperties: false, properties: { caFile: file, certFile: file, keyFile: file } },
     credsFile: file,
     nkeySeedFile: file,
+    deadLetterStream: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,255}$' },
+    deadLetterSubjectPrefix: { type: 'string', pattern: '^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$' },
+    deadLetterMaxAgeSeconds: { type: 'integer', minimum: 0 },
+    alertBucketPrefix: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,200}$' },
     streamConfig: {
       type: 'object',
       additionalProperties: false,
@@ -123,6 +137,10 @@ export function resolveJetStream(f: JetStreamFile | undefined): JetStreamSetting
   const settings: JetStreamSettings = { ...DEFAULT_JETSTREAM, ...rest, servers: Array.isArray(url) ? url : [url], streamConfig: { ...DEFAULT_JETSTREAM.streamConfig, ...streamConfig } };
   if (settings.credsFile && settings.nkeySeedFile) throw new ConfigError('sinks.jetstream: give credsFile or nkeySeedFile, not both');
   if ((settings.tls?.certFile === undefined) !== (settings.tls?.keyFile === undefined)) throw new ConfigError('sinks.jetstream.tls: certFile and keyFile go together');
+  if (settings.deadLetterStream === settings.stream) throw new ConfigError('sinks.jetstream: deadLetterStream must differ from stream');
+  if (subjectsOverlap(settings.deadLetterSubjectPrefix, settings.subjectPrefix)) {
+    throw new ConfigError(`sinks.jetstream: deadLetterSubjectPrefix ${settings.deadLetterSubjectPrefix} and subjectPrefix ${settings.subjectPrefix} must not contain one another (two streams cannot share subjects)`);
+  }
   return settings;
 }
 
@@ -130,6 +148,10 @@ export function resolveJetStream(f: JetStreamFile | undefined): JetStreamSetting
  * With the bus, the spool holds what the bus could not take yet. Without it, the spool is the
  * queue destinations are delivered from, so destinations without the bus need it.
  */
+function subjectsOverlap(a: string, b: string): boolean {
+  return a === b || a.startsWith(`${b}.`) || b.startsWith(`${a}.`);
+}
+
 export function resolveSpool(f: (Partial<SpoolSettings> & { path: string }) | undefined, jetstream: JetStreamSettings | undefined, hasDestinations = false): SpoolSettings | undefined {
   if (!f) {
     if (hasDestinations && !jetstream) throw new ConfigError('destinations are delivered from a durable queue: configure sinks.jetstream (the bus) or spool (a local queue, standalone)');

@@ -58,6 +58,7 @@ export class JetStreamSink implements EventSink {
   private readonly stopping = new AbortController();
   private connecting?: Promise<void>;
   private upWaiters: Array<() => void> = [];
+  private readonly connectedListeners: Array<(nc: NatsConnection) => void> = [];
 
   constructor(private readonly o: JetStreamSinkOptions) {
     this.s = o.settings;
@@ -81,6 +82,15 @@ export class JetStreamSink implements EventSink {
       const timer = setTimeout(resolve, this.s.timeoutMs);
       this.upWaiters.push(() => (clearTimeout(timer), resolve()));
     });
+  }
+
+  /**
+   * Called each time the bus is up with the stream verified (first connect, reconnect, a new
+   * connection), so destination consumers can (re)attach to the same connection.
+   */
+  onConnected(listener: (nc: NatsConnection) => void): void {
+    this.connectedListeners.push(listener);
+    if (this.up && this.nc) listener(this.nc);
   }
 
   /** Ready to acknowledge while the bus is up or the spool can hold events (readiness). */
@@ -225,6 +235,7 @@ export class JetStreamSink implements EventSink {
     if (!up) return;
     for (const w of this.upWaiters.splice(0)) w();
     this.replayer?.wake();
+    if (this.nc) for (const l of this.connectedListeners) l(this.nc);
   }
 
   private connectionOptions(): NodeConnectionOptions {

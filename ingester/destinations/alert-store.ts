@@ -1,0 +1,25 @@
+/**
+ * Where alert states live: the durable store, so any replica can re-send and a restart forgets
+ * nothing. A JetStream key-value bucket with the bus (kv-alert-store.ts), the outbox's SQLite
+ * database standalone (outbox.ts).
+ */
+import type { AlertState } from './alerts.js';
+
+export interface Versioned {
+  state: AlertState;
+  /** Compare-and-set token: a write based on an older version fails (another replica won). */
+  version: number;
+}
+
+export interface AlertStore {
+  get(key: string): Promise<Versioned | undefined>;
+  /** Writes when the stored version is still `version` (0: absent); false when it changed meanwhile. */
+  put(state: AlertState, version: number): Promise<boolean>;
+  delete(key: string): Promise<void>;
+  list(): Promise<AlertState[]>;
+  /**
+   * Whether this process is the one re-sending firing alerts for the next `ttlMs` (a lease in the
+   * store): one replica re-sends, and another takes over when it stops renewing.
+   */
+  holdResendLease(holder: string, ttlMs: number): Promise<boolean>;
+}

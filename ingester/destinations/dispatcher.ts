@@ -1,0 +1,123 @@
+/**
+ * Between a durable queue and a destination: takes the events the queue hands out, sends them in
+ * batches (what arrives within one turn of the event loop, up to the destination's batch size),
+ * keeps at most maxInFlight events in flight, and settles each event with the queue: acknowledged
+ * when delivered; retried after exponential backoff with full jitter (or the receiver's
+ * Retry-After); dead-lettered with the reason when the receiver refused it or the attempts ran out.
+ * Nothing is settled before the destination answered, so a crash means a redelivery, not a loss.
+ */
+import type { Logger } from 'pino';
+import type { NormalisedEvent } from '../events.js';
+import { LogLimiter } from '../log-limiter.js';
+import { retryDelayMs, type Destination } from './destination.js';
+import type { Attempt } from './http-post.js';
+import type { DestinationMetrics } from './metrics.js';
+import type { DeliverySettings } from './settings.js';
+
+/** One event handed out by a queue, and how to settle it there. */
+export interface Delivery {
+  event: NormalisedEvent;
+  /** 1 for the first delivery, counted by the queue (it survives restarts). */
+  attempt: number;
+  ack(): Promise<void>;
+  retry(delayMs: number, error: string): Promise<void>;
+  deadLetter(reason: string, error: string): Promise<void>;
+}
+
+export class Dispatcher {
+  private batch: Delivery[] = [];
+  private scheduled = false;
+  private inFlight = 0;
+  private waiters: Array<() => void> = [];
+  private readonly running = new Set<Promise<void>>();
+  private readonly logs: LogLimiter;
+
+  constructor(
+    readonly destination: Destination,
+    private readonly o: DeliverySettings,
+    private readonly metrics: DestinationMetrics,
+    private readonly logger: Logger,
+  ) {
+    this.logs = new LogLimiter(logger.child({ destination: destination.name }));
+  }
+
+  /** How many more events may be submitted now. */
+  free(): number {
+    return Math.max(0, this.o.maxInFlight - this.inFlight);
+  }
+
+  /** Resolves once an event may be submitted. */
+  async waitForSlot(): Promise<void> {
+    while (this.free() === 0) await new Promise<void>((resolve) => this.waiters.push(resolve));
+  }
+
+  submit(d: Delivery): void {
+    this.inFlight++;
+    this.batch.push(d);
+    if (this.batch.length >= this.destination.maxBatch) this.flush();
+    else if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.flush());
+    }
+  }
+
+  /** Resolves when every submitted event is settled (shutdown). */
+  async idle(): Promise<void> {
+    this.flush();
+    while (this.running.size > 0) await Promise.allSettled([...this.running]);
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    while (this.batch.length > 0) {
+      const batch = this.batch.splice(0, this.destination.maxBatch);
+      const run = this.deliver(batch).finally(() => {
+        this.running.delete(run);
+        this.inFlight -= batch.length;
+        for (const w of this.waiters.splice(0)) w();
+      });
+      this.running.add(run);
+    }
+  }
+
+  private async deliver(batch: Delivery[]): Promise<void> {
+    const name = this.destination.name;
+    let outcome: Attempt;
+    try {
+      outcome = await this.destination.send(batch.map((d) => d.event));
+    } catch (err) {
+      outcome = { kind: 'retry', reason: 'internal', error: (err as Error).message };
+    }
+    if (outcome.kind === 'delivered') {
+      const now = Date.now();
+      this.metrics.delivered.inc({ destination: name }, batch.length);
+      for (const d of batch) this.metrics.latency.observe({ destination: name }, Math.max(0, now - Date.parse(d.event.received_at)) / 1000);
+      await this.settle(batch, (d) => d.ack());
+      return;
+    }
+    if (outcome.kind === 'reject') {
+      this.metrics.deadLettered.inc({ destination: name, reason: outcome.reason }, batch.length);
+      this.logs.error(`reject:${outcome.reason}`, new Error(outcome.error), { destination: name, events: batch.length }, 'destination refused events; they are in the dead letter');
+      await this.settle(batch, (d) => d.deadLetter(outcome.reason, outcome.error));
+      return;
+    }
+    this.metrics.retries.inc({ destination: name, reason: outcome.reason }, batch.length);
+    this.logs.error(`retry:${outcome.reason}`, new Error(outcome.error), { destination: name, events: batch.length }, 'delivery failed; retrying with backoff');
+    await this.settle(batch, (d) => {
+      if (d.attempt >= this.o.maxAttempts) {
+        this.metrics.deadLettered.inc({ destination: name, reason: 'attempts_exhausted' });
+        return d.deadLetter('attempts_exhausted', `${d.attempt} attempts, the last: ${outcome.error}`);
+      }
+      return d.retry(retryDelayMs(d.attempt, this.o, outcome.retryAfterMs), outcome.error);
+    });
+  }
+
+  /** A settle that fails (the bus went away) is left to the queue: the event comes back. */
+  private async settle(batch: Delivery[], how: (d: Delivery) => Promise<void>): Promise<void> {
+    const results = await Promise.allSettled(batch.map(how));
+    const failed = results.filter((r) => r.status === 'rejected');
+    if (failed.length > 0) {
+      this.logs.error('settle', (failed[0] as PromiseRejectedResult).reason, { destination: this.destination.name, events: failed.length }, 'could not settle deliveries with the queue; they will be delivered again');
+    }
+  }
+}

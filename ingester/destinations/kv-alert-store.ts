@@ -1,0 +1,70 @@
+/**
+ * Alert states in a JetStream key-value bucket (one per Alertmanager destination): every replica
+ * sees the same states, writes are compare-and-set on the entry's revision, and the resend lease
+ * is an entry too.
+ */
+import type { KV } from '@nats-io/kv';
+import type { AlertState } from './alerts.js';
+import type { AlertStore, Versioned } from './alert-store.js';
+
+const LEASE_KEY = 'lease.resend';
+const STATE_PREFIX = 'alert.';
+
+export class KvAlertStore implements AlertStore {
+  constructor(private readonly kv: KV) {}
+
+  async get(key: string): Promise<Versioned | undefined> {
+    const entry = await this.kv.get(STATE_PREFIX + key);
+    if (!entry || entry.operation !== 'PUT') return undefined;
+    return { state: entry.json<AlertState>(), version: entry.revision };
+  }
+
+  async put(state: AlertState, version: number): Promise<boolean> {
+    const data = JSON.stringify(state);
+    try {
+      if (version === 0) await this.kv.create(STATE_PREFIX + state.key, data);
+      else await this.kv.update(STATE_PREFIX + state.key, data, version);
+      return true;
+    } catch (err) {
+      if (isWrongRevision(err)) return false;
+      throw err;
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.kv.purge(STATE_PREFIX + key);
+  }
+
+  async list(): Promise<AlertState[]> {
+    const keys: string[] = [];
+    for await (const k of await this.kv.keys(`${STATE_PREFIX}>`)) keys.push(k);
+    const states: AlertState[] = [];
+    for (const k of keys) {
+      const entry = await this.kv.get(k);
+      if (entry?.operation === 'PUT') states.push(entry.json<AlertState>());
+    }
+    return states;
+  }
+
+  async holdResendLease(holder: string, ttlMs: number): Promise<boolean> {
+    const now = Date.now();
+    const entry = await this.kv.get(LEASE_KEY);
+    const lease = entry?.operation === 'PUT' ? entry.json<{ holder: string; untilMs: number }>() : undefined;
+    if (lease && lease.holder !== holder && lease.untilMs > now) return false;
+    const data = JSON.stringify({ holder, untilMs: now + ttlMs });
+    try {
+      if (!entry || entry.operation !== 'PUT') await this.kv.create(LEASE_KEY, data);
+      else await this.kv.update(LEASE_KEY, data, entry.revision);
+      return true;
+    } catch (err) {
+      if (isWrongRevision(err)) return false;
+      throw err;
+    }
+  }
+}
+
+/** The server's "wrong last sequence" (10071): someone else wrote the entry first. */
+function isWrongRevision(err: unknown): boolean {
+  const e = err as { message?: string; api_error?: { err_code?: number }; code?: string };
+  return e.api_error?.err_code === 10071 || /wrong last sequence|key exists/i.test(e.message ?? '');
+}

@@ -1,0 +1,124 @@
+/**
+ * Puts delivery together: one destination client and one dispatcher per configured destination,
+ * fed by the bus (JetStream consumers) when there is one, else by the standalone outbox in the
+ * spool directory, which then is also the hand-off sink that holds accepted events.
+ */
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { NormalisedEvent } from '../events.js';
+import type { RouteTable } from '../route-table.js';
+import type { JetStreamSettings, SpoolSettings } from '../sinks/handoff-config.js';
+import type { EventSink } from '../sinks/sink.js';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { AlertStore } from './alert-store.js';
+import { AlertmanagerDestination } from './alertmanager-destination.js';
+import type { DeadLetterStore } from './dead-letters.js';
+import type { Destination } from './destination.js';
+import { Dispatcher } from './dispatcher.js';
+import { HttpDestination } from './http-destination.js';
+import { JetStreamDeliveries, type Routing } from './jetstream-queue.js';
+import { DestinationMetrics } from './metrics.js';
+import { Outbox } from './outbox.js';
+import { destinationsFor, type DestinationSettings } from './settings.js';
+
+export interface DestinationsOptions {
+  destinations: readonly DestinationSettings[];
+  routes: () => RouteTable;
+  registry: Registry;
+  logger: Logger;
+  /** With the bus: its settings and how to learn of each (re)connection. */
+  bus?: { settings: JetStreamSettings; onConnected(listener: (nc: NatsConnection) => void): void };
+  /** Without the bus: the spool directory holds the outbox. */
+  spool?: SpoolSettings;
+}
+
+export interface Destinations {
+  /** Standalone: the outbox, a hand-off sink of its own. */
+  readonly sink?: EventSink;
+  readonly deadLetters: DeadLetterStore;
+  readonly names: readonly string[];
+  /** Begins delivering; call once the first routing table is installed (it decides who gets what). */
+  start(): void;
+  /** Stops taking events and waits for the deliveries in flight to be settled. */
+  close(): Promise<void>;
+}
+
+const LAG_INTERVAL_MS = 5000;
+
+export function setUpDestinations(o: DestinationsOptions): Destinations {
+  const metrics = new DestinationMetrics(o.registry);
+  const routing: Routing = { destinationsOf: (e) => destinationsOfEvent(e, o.routes(), o.destinations) };
+  const holder = `${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`;
+  let alertStore: (name: string) => AlertStore | undefined = () => undefined;
+  const clients: Destination[] = o.destinations.map((d) =>
+    d.kind === 'alertmanager'
+      ? new AlertmanagerDestination(d.name, d.alertmanager, () => alertStore(d.name), metrics, o.logger, holder)
+      : new HttpDestination(d.name, d.http, d.delivery.maxInFlight),
+  );
+  const queued = o.destinations.map((settings, i) => ({ settings, dispatcher: new Dispatcher(clients[i] as Destination, settings.delivery, metrics, o.logger) }));
+  const names = o.destinations.map((d) => d.name);
+  const closeClients = (): Promise<unknown> => Promise.all(clients.map((c) => c.close()));
+
+  if (o.bus) {
+    const bus = o.bus;
+    const deliveries = new JetStreamDeliveries(bus.settings, queued, routing, metrics, o.logger);
+    alertStore = (name) => deliveries.alertStore(name);
+    return {
+      deadLetters: deliveries,
+      names,
+      start: () => {
+        bus.onConnected((nc) => deliveries.attach(nc));
+        for (const c of clients) c.start?.();
+        o.logger.info({ destinations: names }, 'destinations are delivered from the bus (one durable consumer each)');
+      },
+      close: async () => {
+        await deliveries.close();
+        await closeClients();
+      },
+    };
+  }
+
+  const spool = o.spool;
+  if (!spool) throw new Error('destinations without the bus need the spool (config.ts refuses this earlier)');
+  const outbox = new Outbox(spool.path, spool.maxBytes, routing);
+  const stores = new Map(names.map((n) => [n, outbox.alertStore(n)]));
+  alertStore = (name) => stores.get(name);
+  let lagTimer: NodeJS.Timeout | undefined;
+  return {
+    sink: outbox,
+    deadLetters: outbox,
+    names,
+    start: () => {
+      outbox.start(queued.map((q) => ({ name: q.settings.name, dispatcher: q.dispatcher, leaseMs: leaseMs(q.settings) })));
+      for (const c of clients) c.start?.();
+      const measure = (): void => {
+        for (const n of names) metrics.lag.set({ destination: n }, outbox.depth(n));
+      };
+      measure();
+      lagTimer = setInterval(measure, LAG_INTERVAL_MS);
+      lagTimer.unref();
+      o.logger.info({ destinations: names, outbox: `${spool.path}/outbox.sqlite` }, 'no bus configured: destinations are delivered from the local spool (required with destinations)');
+    },
+    close: async () => {
+      clearInterval(lagTimer);
+      outbox.stop();
+      await Promise.all(queued.map((q) => q.dispatcher.idle()));
+      await outbox.close();
+      await closeClients();
+    },
+  };
+}
+
+/** The integration's destinations when it is still published in the event's namespace, else the defaults. */
+function destinationsOfEvent(e: NormalisedEvent, table: RouteTable, all: readonly DestinationSettings[]): readonly string[] {
+  const route = table.webhook(e.integration);
+  if (route && route.namespace === e.namespace) return route.destinations;
+  return destinationsFor(undefined, all);
+}
+
+/** A handed-out outbox row comes back after this: longer than one delivery with its timeout. */
+function leaseMs(d: DestinationSettings): number {
+  return Math.max(30_000, 4 * (d.kind === 'alertmanager' ? d.alertmanager.timeoutMs : d.http.timeoutMs));
+}
