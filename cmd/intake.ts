@@ -171,6 +171,40 @@ deadletter
     if (Number(body.failed) > 0) process.exitCode = 1;
   });
 
+// Events a destination gave up on (ingester/destinations/admin-routes.ts).
+const undelivered = program.command('undelivered').description('events a destination gave up on (refused, or out of attempts), kept with the reason for replay');
+const undeliveredQuery = (opts: Record<string, string | boolean | undefined>): string => {
+  const q = new URLSearchParams();
+  if (opts.destination) q.set('destination', String(opts.destination));
+  if (opts.seq) q.set('seq', String(opts.seq));
+  if (opts.limit) q.set('limit', String(opts.limit));
+  return q.size > 0 ? `?${q}` : '';
+};
+undelivered
+  .command('list')
+  .description('list dead-lettered events (position, destination, reason, attempts, event id)')
+  .addOption(adminUrlOption())
+  .option('--destination <name>', 'only this destination')
+  .option('--limit <n>', 'at most this many (default 1000)')
+  .option('--json', 'print the full JSON, events included')
+  .action(async (opts: Record<string, string | boolean | undefined>) => {
+    const body = await adminCall(`${opts.adminUrl}/destinations/deadletter${undeliveredQuery(opts)}`, 'GET');
+    if (opts.json) return void process.stdout.write(`${JSON.stringify(body, null, 2)}\n`);
+    const items = body.items as Array<{ seq: number; destination: string; reason: string; error: string; attempts: number; failedAt: string; event: { id: string; namespace: string; integration: string } }>;
+    for (const i of items) process.stdout.write(`${i.seq}  ${i.failedAt}  ${i.destination}  ${i.reason} after ${i.attempts} attempt(s)  ${i.event.namespace}/${i.event.integration}  ${i.event.id}  ${i.error}\n`);
+    process.stdout.write(`${items.length} event(s) kept\n`);
+  });
+undelivered
+  .command('replay')
+  .description('hand kept events back to their destination (attempts start again) and remove them from the dead letter')
+  .addOption(adminUrlOption())
+  .option('--destination <name>', 'only this destination')
+  .option('--seq <n,...>', 'only these positions (from list)')
+  .action(async (opts: Record<string, string | boolean | undefined>) => {
+    const body = await adminCall(`${opts.adminUrl}/destinations/deadletter/replay${undeliveredQuery(opts)}`, 'POST');
+    process.stdout.write(`${body.replayed} event(s) handed back for delivery\n`);
+  });
+
 program.parseAsync(process.argv).catch((err: Error) => {
   const known = err instanceof ConfigError || (err as { code?: string }).code === 'EADDRINUSE';
   process.stderr.write(`intake: ${known ? err.message : (err.stack ?? err.message)}\n`);

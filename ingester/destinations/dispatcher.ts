@@ -36,9 +36,9 @@ export class Dispatcher {
     readonly destination: Destination,
     private readonly o: DeliverySettings,
     private readonly metrics: DestinationMetrics,
-    private readonly logger: Logger,
+    logger: Logger,
   ) {
-    this.logs = new LogLimiter(logger.child({ destination: destination.name }));
+    this.logs = new LogLimiter(logger);
   }
 
   /** How many more events may be submitted now. */

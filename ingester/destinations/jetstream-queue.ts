@@ -23,7 +23,7 @@ import { oneLine, type DeadLetterItem, type DeadLetterQuery, type DeadLetterStor
 import type { Dispatcher } from './dispatcher.js';
 import { KvAlertStore } from './kv-alert-store.js';
 import type { DestinationMetrics } from './metrics.js';
-import type { DestinationSettings } from './settings.js';
+import { claimTimeoutMs, type DestinationSettings } from './settings.js';
 
 export interface QueuedDestination {
   settings: DestinationSettings;
@@ -58,7 +58,7 @@ export class JetStreamDeliveries implements DeadLetterStore {
     private readonly metrics: DestinationMetrics,
     logger: Logger,
   ) {
-    this.logger = logger.child({ component: 'destinations' });
+    this.logger = logger;
   }
 
   /** The bus is up on `nc` (a first connect or a new connection): (re)attach every consumer to it. */
@@ -127,7 +127,7 @@ export class JetStreamDeliveries implements DeadLetterStore {
       // A new destination starts with the events that arrive from now on, not the stream's history.
       deliver_policy: DeliverPolicy.New,
       filter_subject: subjectsOf(this.s.subjectPrefix),
-      ack_wait: nanos(ackWaitMs(d.settings)),
+      ack_wait: nanos(claimTimeoutMs(d.settings)),
       // The attempt limit is intake's (then the dead letter), not the server's (which drops silently).
       max_deliver: -1,
       max_ack_pending: Math.max(1000, d.settings.delivery.maxInFlight * 4),
@@ -278,12 +278,6 @@ export class JetStreamDeliveries implements DeadLetterStore {
 }
 
 export const consumerName = (destination: string): string => `intake-${destination}`;
-
-/** Long enough for one delivery with its timeout, so a slow receiver does not cause redeliveries. */
-function ackWaitMs(d: DestinationSettings): number {
-  const timeout = d.kind === 'alertmanager' ? d.alertmanager.timeoutMs : d.http.timeoutMs;
-  return Math.max(30_000, 4 * timeout);
-}
 
 function toItem(msg: { seq: number; data: Uint8Array; header: { get(k: string): string }; time: Date }): DeadLetterItem | undefined {
   try {

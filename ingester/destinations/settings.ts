@@ -209,3 +209,12 @@ export function destinationsFor(named: readonly string[] | undefined, all: reado
   if (named && named.length > 0) return [...named];
   return all.filter((d) => d.default).map((d) => d.name);
 }
+
+/**
+ * How long an event handed to a delivery stays claimed (JetStream ack_wait, the outbox lease)
+ * before it is handed out again: longer than one delivery with its timeout, so a slow receiver
+ * does not cause duplicates, short enough that a replica that died is taken over quickly.
+ */
+export function claimTimeoutMs(d: DestinationSettings): number {
+  return Math.max(5000, 4 * (d.kind === 'alertmanager' ? d.alertmanager.timeoutMs : d.http.timeoutMs) + 1000);
+}

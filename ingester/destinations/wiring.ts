@@ -21,7 +21,7 @@ import { HttpDestination } from './http-destination.js';
 import { JetStreamDeliveries, type Routing } from './jetstream-queue.js';
 import { DestinationMetrics } from './metrics.js';
 import { Outbox } from './outbox.js';
-import { destinationsFor, type DestinationSettings } from './settings.js';
+import { claimTimeoutMs, destinationsFor, type DestinationSettings } from './settings.js';
 
 export interface DestinationsOptions {
   destinations: readonly DestinationSettings[];
@@ -91,7 +91,7 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
     deadLetters: outbox,
     names,
     start: () => {
-      outbox.start(queued.map((q) => ({ name: q.settings.name, dispatcher: q.dispatcher, leaseMs: leaseMs(q.settings) })));
+      outbox.start(queued.map((q) => ({ name: q.settings.name, dispatcher: q.dispatcher, leaseMs: claimTimeoutMs(q.settings) })));
       for (const c of clients) c.start?.();
       const measure = (): void => {
         for (const n of names) metrics.lag.set({ destination: n }, outbox.depth(n));
@@ -116,9 +116,4 @@ function destinationsOfEvent(e: NormalisedEvent, table: RouteTable, all: readonl
   const route = table.webhook(e.integration);
   if (route && route.namespace === e.namespace) return route.destinations;
   return destinationsFor(undefined, all);
-}
-
-/** A handed-out outbox row comes back after this: longer than one delivery with its timeout. */
-function leaseMs(d: DestinationSettings): number {
-  return Math.max(30_000, 4 * (d.kind === 'alertmanager' ? d.alertmanager.timeoutMs : d.http.timeoutMs));
 }
