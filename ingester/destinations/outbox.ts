@@ -48,7 +48,7 @@ export interface OutboxDestination {
 export class Outbox implements EventSink, DeadLetterStore {
   readonly name = 'outbox';
   private readonly db: DatabaseSync;
-  private readonly st: Record<'insert' | 'due' | 'lease' | 'remove' | 'reschedule' | 'bury' | 'count' | 'deadList' | 'deadGet' | 'deadRemove' | 'alertGet' | 'alertInsert' | 'alertUpdate' | 'alertDelete' | 'alertList' | 'total', StatementSync>;
+  private readonly st: Record<'insert' | 'due' | 'nextDue' | 'lease' | 'remove' | 'reschedule' | 'bury' | 'count' | 'deadList' | 'deadGet' | 'deadRemove' | 'alertGet' | 'alertInsert' | 'alertUpdate' | 'alertDelete' | 'alertList' | 'total', StatementSync>;
   private readonly group = new GroupCommit<PendingAppend>((g) => this.commit(g));
   private bytesUsed: number;
   private readonly wakers = new Set<() => void>();
@@ -96,6 +96,7 @@ export class Outbox implements EventSink, DeadLetterStore {
     this.st = {
       insert: p('INSERT OR IGNORE INTO outbox (destination, id, payload, next_at) VALUES (?, ?, ?, 0)'),
       due: p('SELECT seq, destination, id, payload, attempts FROM outbox WHERE destination = ? AND next_at <= ? ORDER BY next_at, seq LIMIT ?'),
+      nextDue: p('SELECT min(next_at) AS t FROM outbox WHERE destination = ?'),
       lease: p('UPDATE outbox SET next_at = ?, attempts = attempts + 1 WHERE seq = ?'),
       remove: p('DELETE FROM outbox WHERE seq = ?'),
       reschedule: p('UPDATE outbox SET next_at = ?, last_error = ? WHERE seq = ?'),
@@ -194,7 +195,9 @@ export class Outbox implements EventSink, DeadLetterStore {
       const now = Date.now();
       const rows = this.st.due.all(d.name, now, d.dispatcher.free()) as unknown as OutboxRow[];
       if (rows.length === 0) {
-        await this.idle(IDLE_POLL_MS);
+        // Sleep until the next retry is due (an append wakes the loop earlier).
+        const next = (this.st.nextDue.get(d.name) as { t: number | null }).t;
+        await this.idle(next === null ? IDLE_POLL_MS : Math.max(5, Math.min(IDLE_POLL_MS, next - now)));
         continue;
       }
       this.db.exec('BEGIN IMMEDIATE');

@@ -1,0 +1,139 @@
+import pino from 'pino';
+import { Registry } from 'prom-client';
+import { retryDelayMs, type Destination } from '../../../../ingester/destinations/destination.js';
+import { Dispatcher, type Delivery } from '../../../../ingester/destinations/dispatcher.js';
+import type { Attempt } from '../../../../ingester/destinations/http-post.js';
+import { classify } from '../../../../ingester/destinations/http-post.js';
+import { DestinationMetrics } from '../../../../ingester/destinations/metrics.js';
+import type { NormalisedEvent } from '../../../../ingester/events.js';
+
+const settings = { maxAttempts: 3, backoffMinMs: 100, backoffMaxMs: 1000, maxInFlight: 4 };
+
+class FakeDestination implements Destination {
+  readonly name = 'fake';
+  readonly kind = 'http';
+  batches: string[][] = [];
+  constructor(
+    readonly maxBatch: number,
+    private readonly answer: () => Promise<Attempt>,
+  ) {}
+  send(events: readonly NormalisedEvent[]): Promise<Attempt> {
+    this.batches.push(events.map((e) => e.id));
+    return this.answer();
+  }
+  async close(): Promise<void> {}
+}
+
+function delivery(id: string, attempt = 1): Delivery & { settled: string[] } {
+  const settled: string[] = [];
+  return {
+    event: { id, received_at: new Date().toISOString() } as NormalisedEvent,
+    attempt,
+    settled,
+    ack: async () => void settled.push('ack'),
+    retry: async (ms, error) => void settled.push(`retry ${ms <= 1000 ? 'ok' : ms} ${error}`),
+    deadLetter: async (reason, error) => void settled.push(`dead ${reason} ${error}`),
+  };
+}
+
+const make = (dest: Destination): { d: Dispatcher; metrics: DestinationMetrics; registry: Registry } => {
+  const registry = new Registry();
+  const metrics = new DestinationMetrics(registry);
+  return { d: new Dispatcher(dest, settings, metrics, pino({ level: 'silent' })), metrics, registry };
+};
+
+describe('dispatcher', () => {
+  it('sends what arrives in one turn as batches of at most maxBatch, and acknowledges on delivery', async () => {
+    const dest = new FakeDestination(2, async () => ({ kind: 'delivered' }));
+    const { d, registry } = make(dest);
+    const items = ['a', 'b', 'c'].map((id) => delivery(id));
+    for (const i of items) d.submit(i);
+    await d.idle();
+    expect(dest.batches).toEqual([['a', 'b'], ['c']]);
+    expect(items.map((i) => i.settled)).toEqual([['ack'], ['ack'], ['ack']]);
+    expect(await registry.getSingleMetricAsString('intake_destination_delivered_total')).toContain('intake_destination_delivered_total{destination="fake"} 3');
+  });
+
+  it('retries with backoff, then dead-letters when the attempts ran out', async () => {
+    const dest = new FakeDestination(10, async () => ({ kind: 'retry', reason: 'http_503', error: 'HTTP 503' }));
+    const { d, registry } = make(dest);
+    const early = delivery('a', 1);
+    const last = delivery('b', 3);
+    d.submit(early);
+    d.submit(last);
+    await d.idle();
+    expect(early.settled).toEqual(['retry ok HTTP 503']);
+    expect(last.settled).toEqual(['dead attempts_exhausted 3 attempts, the last: HTTP 503']);
+    expect(await registry.getSingleMetricAsString('intake_destination_dead_lettered_total')).toContain('reason="attempts_exhausted"} 1');
+  });
+
+  it('honours Retry-After', async () => {
+    const dest = new FakeDestination(1, async () => ({ kind: 'retry', reason: 'http_429', error: 'HTTP 429', retryAfterMs: 7000 }));
+    const { d } = make(dest);
+    const item = delivery('a');
+    d.submit(item);
+    await d.idle();
+    expect(item.settled).toEqual(['retry 7000 HTTP 429']);
+  });
+
+  it('dead-letters a refusal at once, with the reason', async () => {
+    const dest = new FakeDestination(1, async () => ({ kind: 'reject', reason: 'http_400', error: 'HTTP 400: bad field' }));
+    const { d } = make(dest);
+    const item = delivery('a');
+    d.submit(item);
+    await d.idle();
+    expect(item.settled).toEqual(['dead http_400 HTTP 400: bad field']);
+  });
+
+  it('keeps at most maxInFlight events in flight', async () => {
+    let release: () => void = () => {};
+    const gate = new Promise<void>((r) => (release = r));
+    const dest = new FakeDestination(1, async () => (await gate, { kind: 'delivered' }));
+    const { d } = make(dest);
+    for (const id of ['a', 'b', 'c', 'd']) d.submit(delivery(id));
+    expect(d.free()).toBe(0);
+    let waited = false;
+    const slot = d.waitForSlot().then(() => (waited = true));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(waited).toBe(false);
+    release();
+    await slot;
+    await d.idle();
+    expect(d.free()).toBe(4);
+  });
+});
+
+describe('backoff and classification', () => {
+  it('full jitter stays within min * 2^(attempt-1), capped at max', () => {
+    const o = { backoffMinMs: 100, backoffMaxMs: 1000 };
+    expect(retryDelayMs(1, o, undefined, () => 0.999)).toBeLessThanOrEqual(100);
+    expect(retryDelayMs(3, o, undefined, () => 0.999)).toBeLessThanOrEqual(400);
+    expect(retryDelayMs(3, o, undefined, () => 0.999)).toBeGreaterThan(390);
+    expect(retryDelayMs(20, o, undefined, () => 0.999)).toBeLessThanOrEqual(1000);
+    expect(retryDelayMs(5, o, undefined, () => 0)).toBe(0);
+  });
+
+  it('a Retry-After wins over the backoff, up to an hour', () => {
+    expect(retryDelayMs(1, { backoffMinMs: 100, backoffMaxMs: 1000 }, 30_000)).toBe(30_000);
+    expect(retryDelayMs(1, { backoffMinMs: 100, backoffMaxMs: 1000 }, 10 * 3_600_000)).toBe(3_600_000);
+  });
+
+  it.each([
+    [200, 'delivered'],
+    [204, 'delivered'],
+    [408, 'retry'],
+    [429, 'retry'],
+    [500, 'retry'],
+    [503, 'retry'],
+    [400, 'reject'],
+    [401, 'reject'],
+    [404, 'reject'],
+    [422, 'reject'],
+  ])('HTTP %i is %s', (status, kind) => {
+    expect(classify(status, 'why', undefined).kind).toBe(kind);
+  });
+
+  it('keeps the receiver\'s Retry-After and reason', () => {
+    expect(classify(429, 'slow down', '3')).toEqual({ kind: 'retry', reason: 'http_429', error: 'HTTP 429: slow down', retryAfterMs: 3000 });
+  });
+});
