@@ -105,7 +105,7 @@ describe('events as Alertmanager alerts', () => {
 
   it('keys by namespace, integration and signature', () => {
     const a = event();
-    expect(alertKey(a)).toBe(alertKey({ ...a, severity: 1 }));
-    expect(alertKey(a)).not.toBe(alertKey({ ...a, namespace: 'team-b' }));
+    expect(alertKey(a)).toBe(alertKey({ ...a, severity: 1 } as NormalisedEvent));
+    expect(alertKey(a)).not.toBe(alertKey({ ...a, namespace: 'team-b' } as NormalisedEvent));
   });
 });
