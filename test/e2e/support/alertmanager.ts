@@ -10,19 +10,27 @@ export const ALERTMANAGER = process.env.INTAKE_TEST_ALERTMANAGER ?? '/usr/bin/pr
 
 export interface RunningAlertmanager {
   url: string;
+  port: number;
   output: () => string;
   stop: () => Promise<void>;
+  /** kill -9: Alertmanager keeps alerts in memory, so they are gone. */
+  kill9: () => Promise<void>;
 }
 
-/** Starts Alertmanager with one webhook receiver; groups by alertname and flushes within about a second. */
-export async function startAlertmanager(webhook: { url: string; username: string; password: string }): Promise<RunningAlertmanager> {
+/**
+ * Starts Alertmanager, with one webhook receiver when given; groups by alertname and flushes
+ * within about a second. `port`: start on this port (a restart after kill9).
+ */
+export async function startAlertmanager(webhook?: { url: string; username: string; password: string }, o: { port?: number } = {}): Promise<RunningAlertmanager> {
   const dir = mkdtempSync(join(tmpdir(), 'intake-am-'));
-  const config = {
-    route: { receiver: 'intake', group_by: ['alertname'], group_wait: '1s', group_interval: '1s', repeat_interval: '1h' },
-    receivers: [{ name: 'intake', webhook_configs: [{ url: webhook.url, send_resolved: true, http_config: { basic_auth: { username: webhook.username, password: webhook.password } } }] }],
-  };
+  const config = webhook
+    ? {
+        route: { receiver: 'intake', group_by: ['alertname'], group_wait: '1s', group_interval: '1s', repeat_interval: '1h' },
+        receivers: [{ name: 'intake', webhook_configs: [{ url: webhook.url, send_resolved: true, http_config: { basic_auth: { username: webhook.username, password: webhook.password } } }] }],
+      }
+    : { route: { receiver: 'none' }, receivers: [{ name: 'none' }] };
   writeFileSync(join(dir, 'alertmanager.yml'), stringify(config));
-  const port = await freePort();
+  const port = o.port ?? (await freePort());
   const child: ChildProcess = spawn(
     ALERTMANAGER,
     [`--config.file=${join(dir, 'alertmanager.yml')}`, `--storage.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`, '--cluster.listen-address=', '--log.level=debug'],
@@ -49,7 +57,19 @@ export async function startAlertmanager(webhook: { url: string; username: string
     await stop();
     throw err;
   }
-  return { url, output: () => out, stop };
+  const kill9 = async (): Promise<void> => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGKILL');
+    await exited;
+  };
+  return { url, port, output: () => out, stop, kill9 };
+}
+
+/** The alerts Alertmanager holds now (active; resolved ones are not listed). */
+export async function activeAlerts(amUrl: string): Promise<Array<{ labels: Record<string, string>; annotations: Record<string, string>; startsAt: string; endsAt: string }>> {
+  const res = await fetch(`${amUrl}/api/v2/alerts?active=true&silenced=true&inhibited=true`);
+  if (!res.ok) throw new Error(`alertmanager answered ${res.status}`);
+  return (await res.json()) as Array<{ labels: Record<string, string>; annotations: Record<string, string>; startsAt: string; endsAt: string }>;
 }
 
 /** POST /api/v2/alerts: creates or updates alerts (endsAt in the past resolves them). */

@@ -1,0 +1,86 @@
+/**
+ * The HTTP destination against a receiver that fails on purpose (500, 429 with Retry-After,
+ * connection resets, a refusal), delivered from the bus: every event arrives at least once, the
+ * refused one is dead-lettered with the receiver's reason, visible in metrics and the CLI, and
+ * replayed to the destination.
+ */
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { ROOT, waitFor } from '../../integration/support/cluster.js';
+import { startEventReceiver, type EventReceiver } from '../support/event-receiver.js';
+import { basic, DEMO, post, startIngester, type RunningIngester } from '../support/ingester.js';
+import { handoffConfig, metricValue, startNats, type RunningNats } from '../support/nats-server.js';
+
+const run = promisify(execFile);
+let nats: RunningNats;
+let receiver: EventReceiver;
+let ing: RunningIngester;
+
+beforeAll(async () => {
+  [nats, receiver] = await Promise.all([startNats(), startEventReceiver()]);
+  ing = await startIngester((c) => {
+    handoffConfig(nats)(c);
+    c.destinations = [{ name: 'tickets', default: true, http: { url: receiver.url, headers: { 'X-Team': 'sre' }, timeout: '1s' }, delivery: { maxAttempts: 20, backoffMin: '50ms', backoffMax: '400ms' } }];
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await ing?.stop();
+  await Promise.all([receiver?.close(), nats?.stop()]);
+});
+
+const send = async (events: unknown[]): Promise<void> => {
+  const res = await post(`${ing.url}/events/webhook_demo`, events, { authorization: basic(DEMO.user, DEMO.password) });
+  expect(res.status).toBe(200);
+};
+const metric = (series: string): Promise<number | undefined> => metricValue(ing.adminUrl, series);
+
+it('delivers every event through 500s, 429 with Retry-After and connection resets', async () => {
+  receiver.script.push({ status: 500 }, { status: 503, body: 'busy' }, { status: 429, headers: { 'retry-after': '1' } }, 'reset', 'reset', { status: 502 });
+  const events = Array.from({ length: 30 }, (_, i) => ({ source: `host-${i}`, severity: 3, description: `event ${i}` }));
+  await send(events);
+  await waitFor('all 30 events accepted', async () => receiver.accepted.size === 30, 20_000, 50);
+  const first = receiver.requests[0];
+  expect(first?.headers['idempotency-key']).toBe(first?.events[0]?.id);
+  expect(first?.headers['x-team']).toBe('sre');
+  expect(first?.headers['content-type']).toBe('application/json');
+  // Every request carried one event whose id is its Idempotency-Key; repeats carry the same id.
+  expect(receiver.requests.every((r) => r.events.length === 1 && r.headers['idempotency-key'] === r.events[0]?.id)).toBe(true);
+  // After the 429 the next attempt of that event waited for Retry-After (1 s).
+  const limited = receiver.requests.find((r) => r.answer !== 'reset' && r.answer.status === 429) as (typeof receiver.requests)[number];
+  const retry = receiver.requests.find((r) => r.atMs >= limited.atMs && r !== limited && r.events[0]?.id === limited.events[0]?.id);
+  expect(retry).toBeDefined();
+  expect((retry?.atMs ?? 0) - limited.atMs).toBeGreaterThanOrEqual(900);
+  expect(await metric('intake_destination_delivered_total{destination="tickets"}')).toBe(30);
+  expect(await metric('intake_destination_retries_total{destination="tickets",reason="http_500"}')).toBe(1);
+  expect(await metric('intake_destination_retries_total{destination="tickets",reason="http_429"}')).toBe(1);
+  expect(await metric('intake_destination_retries_total{destination="tickets",reason="network"}')).toBe(2);
+}, 30_000);
+
+it('dead-letters an event the receiver refuses with 400, with the reason, and replays it', async () => {
+  receiver.refuse = (e) => e.source === 'poison';
+  await send([{ source: 'poison', severity: 5, description: 'refused downstream' }]);
+  await waitFor('dead-lettered', async () => (await metric('intake_destination_dead_lettered_total{destination="tickets",reason="http_400"}')) === 1, 15_000, 50);
+  // Refused once, not retried.
+  expect(receiver.requests.filter((r) => r.events[0]?.source === 'poison')).toHaveLength(1);
+
+  const cli = join(ROOT, 'dist/cmd/intake.js');
+  const listed = await run(process.execPath, [cli, 'undelivered', 'list', '--admin-url', ing.adminUrl, '--json']);
+  const body = JSON.parse(listed.stdout) as { items: Array<{ seq: number; destination: string; reason: string; error: string; attempts: number; event: { source: string } }> };
+  expect(body.items).toHaveLength(1);
+  expect(body.items[0]).toMatchObject({ destination: 'tickets', reason: 'http_400', attempts: 1, event: { source: 'poison' } });
+  expect(body.items[0]?.error).toContain('field source is not accepted here');
+
+  receiver.refuse = () => false;
+  const replayed = await run(process.execPath, [cli, 'undelivered', 'replay', '--admin-url', ing.adminUrl, '--destination', 'tickets']);
+  expect(replayed.stdout).toContain('1 event(s) handed back');
+  await waitFor('replayed event accepted', async () => [...receiver.requests].some((r) => r.events[0]?.source === 'poison' && r.answer !== 'reset' && r.answer.status === 200), 15_000, 50);
+  expect((await run(process.execPath, [cli, 'undelivered', 'list', '--admin-url', ing.adminUrl])).stdout).toContain('0 event(s) kept');
+}, 30_000);
+
+it('answers 400 naming the field for a bad dead-letter query', async () => {
+  const res = await fetch(`${ing.adminUrl}/destinations/deadletter?destination=nope`);
+  expect(res.status).toBe(400);
+  expect(await res.json()).toMatchObject({ field: 'destination' });
+});

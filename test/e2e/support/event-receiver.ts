@@ -1,0 +1,57 @@
+/**
+ * An HTTP destination of our own on 127.0.0.1 that records every event it is sent and fails on
+ * purpose: answers come from a script (a status with headers, or a connection reset), then from a
+ * default; `refuse` picks events it always answers 400 for.
+ */
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export type ScriptedAnswer = { status: number; headers?: Record<string, string>; body?: string } | 'reset';
+
+export interface ReceivedRequest {
+  atMs: number;
+  headers: IncomingHttpHeaders;
+  events: Array<Record<string, unknown> & { id: string }>;
+  answer: ScriptedAnswer;
+}
+
+export interface EventReceiver {
+  url: string;
+  requests: ReceivedRequest[];
+  script: ScriptedAnswer[];
+  /** Event ids answered with 2xx, with how many times each was accepted. */
+  accepted: Map<string, number>;
+  refuse: (event: Record<string, unknown>) => boolean;
+  /** Milliseconds to wait before answering (a slow receiver). */
+  delayMs: number;
+  close(): Promise<void>;
+}
+
+export async function startEventReceiver(): Promise<EventReceiver> {
+  const r: Omit<EventReceiver, 'url' | 'close'> = { requests: [], script: [], accepted: new Map(), refuse: () => false, delayMs: 0 };
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
+      const events = (Array.isArray(parsed) ? parsed : [parsed]) as ReceivedRequest['events'];
+      const answer: ScriptedAnswer = r.script.shift() ?? (events.some((e) => r.refuse(e)) ? { status: 400, body: '{"error":"field source is not accepted here"}' } : { status: 200 });
+      r.requests.push({ atMs: Date.now(), headers: req.headers, events, answer });
+      setTimeout(() => {
+        if (answer === 'reset') return void req.socket.destroy();
+        if (answer.status >= 200 && answer.status < 300) for (const e of events) r.accepted.set(e.id, (r.accepted.get(e.id) ?? 0) + 1);
+        res.writeHead(answer.status, answer.headers ?? {});
+        res.end(answer.body ?? '');
+      }, r.delayMs);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return Object.assign(r, {
+    url: `http://127.0.0.1:${port}/hooks/intake`,
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  });
+}
