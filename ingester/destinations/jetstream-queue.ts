@@ -151,7 +151,7 @@ export class JetStreamDeliveries implements DeadLetterStore {
       while (!stopped && !this.closing) {
         try {
           const consumer = await js.consumers.get(this.s.stream, consumerName(d.settings.name));
-          const messages = await consumer.consume({ max_messages: Math.min(d.settings.delivery.maxInFlight, 2 * d.dispatcher.destination.maxBatch) });
+          const messages = await consumer.consume({ max_messages: Math.min(d.settings.delivery.maxInFlight, Math.max(64, 2 * d.dispatcher.destination.maxBatch)) });
           stopMessages = () => void messages.stop();
           if (stopped) messages.stop();
           for await (const m of messages) {
