@@ -50,6 +50,7 @@ export class JetStreamDeliveries implements DeadLetterStore {
   private lagTimer?: NodeJS.Timeout;
   private closing = false;
   private readonly logger: Logger;
+  private readonly startedAt = new Date().toISOString();
 
   constructor(
     private readonly s: JetStreamSettings,
@@ -124,8 +125,10 @@ export class JetStreamDeliveries implements DeadLetterStore {
     const config = {
       durable_name: consumerName(d.settings.name),
       ack_policy: AckPolicy.Explicit,
-      // A new destination starts with the events that arrive from now on, not the stream's history.
-      deliver_policy: DeliverPolicy.New,
+      // A new destination starts with the events that arrived since this process started (so none
+      // accepted while the consumer was being created is missed), not the stream's history.
+      deliver_policy: DeliverPolicy.StartTime,
+      opt_start_time: this.startedAt,
       filter_subject: subjectsOf(this.s.subjectPrefix),
       ack_wait: nanos(claimTimeoutMs(d.settings)),
       // The attempt limit is intake's (then the dead letter), not the server's (which drops silently).
