@@ -4,10 +4,9 @@
  * receiver's Retry-After); any other 4xx final. Credentials and the CA come from files (mounted
  * Secrets), re-read every 30 s so a rotation needs no restart; they never reach a log.
  */
-import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
-import { ConfigError } from '../../common/config-files.js';
+import { CredentialFiles, readTlsFile } from '../outbound-credentials.js';
 import { parseRetryAfter } from '../remote-write/client.js';
 import type { ClientAuth } from './settings.js';
 
@@ -18,12 +17,11 @@ export type Attempt =
 
 /** What the receiver said is kept for the dead letter and the log, but never more than this. */
 const MAX_ERROR_TEXT = 512;
-const FILE_CACHE_MS = 30_000;
 export const USER_AGENT = 'intake/0.1.0';
 
 export class JsonPoster {
   private readonly agent: http.Agent;
-  private readonly files = new Map<string, { value: string; readAtMs: number }>();
+  private readonly credentials: CredentialFiles;
 
   constructor(
     private readonly where: string,
@@ -31,12 +29,13 @@ export class JsonPoster {
     private readonly timeoutMs: number,
     maxSockets: number,
   ) {
+    this.credentials = new CredentialFiles(where);
     const tls = auth.tls;
     this.agent = new https.Agent({
       keepAlive: true,
       maxSockets,
-      ...(tls?.caFile ? { ca: readConfigFile(tls.caFile, where) } : {}),
-      ...(tls?.certFile && tls.keyFile ? { cert: readConfigFile(tls.certFile, where), key: readConfigFile(tls.keyFile, where) } : {}),
+      ...(tls?.caFile ? { ca: readTlsFile(tls.caFile, where) } : {}),
+      ...(tls?.certFile && tls.keyFile ? { cert: readTlsFile(tls.certFile, where), key: readTlsFile(tls.keyFile, where) } : {}),
       ...(tls?.insecureSkipVerify ? { rejectUnauthorized: false } : {}),
     });
     // Fail at start-up, not at the first delivery, when a credential file is missing.
@@ -97,31 +96,7 @@ export class JsonPoster {
   }
 
   private authorization(): string | undefined {
-    if (this.auth.bearerTokenFile) return `Bearer ${this.readFile(this.auth.bearerTokenFile)}`;
-    if (this.auth.basicAuth) return `Basic ${Buffer.from(`${this.auth.basicAuth.username}:${this.readFile(this.auth.basicAuth.passwordFile)}`).toString('base64')}`;
-    return undefined;
-  }
-
-  private readFile(path: string): string {
-    const now = Date.now();
-    const cached = this.files.get(path);
-    if (cached && now - cached.readAtMs < FILE_CACHE_MS) return cached.value;
-    let value: string;
-    try {
-      value = readFileSync(path, 'utf8').trim();
-    } catch (err) {
-      throw new ConfigError(`${this.where}: cannot read credential file ${path}: ${(err as Error).message}`);
-    }
-    this.files.set(path, { value, readAtMs: now });
-    return value;
-  }
-}
-
-function readConfigFile(path: string, where: string): Buffer {
-  try {
-    return readFileSync(path);
-  } catch (err) {
-    throw new ConfigError(`${where}.tls: cannot read ${path}: ${(err as Error).message}`);
+    return this.credentials.authorization(this.auth);
   }
 }
 

@@ -3,10 +3,9 @@
  * 5xx, 429 and network errors worth a retry; any other 4xx final (the receiver's reason is kept
  * for the log). Credentials and the CA are read from files, so a rotated Secret is picked up.
  */
-import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
-import { ConfigError } from '../../common/config-files.js';
+import { CredentialFiles, readTlsFile } from '../outbound-credentials.js';
 import type { RemoteWriteSettings } from './settings.js';
 import type { Protocol } from './wire.js';
 
@@ -20,13 +19,11 @@ export type SendOutcome =
 const USER_AGENT = 'intake-remote-write/0.1.0';
 /** Error bodies are logged, but never more than this (receivers echo whole series back). */
 const MAX_REASON = 512;
-/** How long a credential read from a file is reused before it is read again. */
-const FILE_CACHE_MS = 30_000;
 
 export class RemoteWriteClient {
   private readonly url: URL;
   private readonly agent: http.Agent;
-  private readonly files = new Map<string, { value: string; readAtMs: number }>();
+  private readonly credentials = new CredentialFiles('remoteWrite');
 
   constructor(private readonly settings: RemoteWriteSettings) {
     this.url = new URL(settings.url);
@@ -35,8 +32,8 @@ export class RemoteWriteClient {
       this.url.protocol === 'https:'
         ? new https.Agent({
             keepAlive: true,
-            ...(tls?.caFile ? { ca: readConfigFile(tls.caFile) } : {}),
-            ...(tls?.certFile && tls.keyFile ? { cert: readConfigFile(tls.certFile), key: readConfigFile(tls.keyFile) } : {}),
+            ...(tls?.caFile ? { ca: readTlsFile(tls.caFile, 'remoteWrite') } : {}),
+            ...(tls?.certFile && tls.keyFile ? { cert: readTlsFile(tls.certFile, 'remoteWrite'), key: readTlsFile(tls.keyFile, 'remoteWrite') } : {}),
           })
         : new http.Agent({ keepAlive: true });
     // Fail at start-up, not at the first send, when a credential file is missing.
@@ -99,32 +96,7 @@ export class RemoteWriteClient {
   }
 
   private authorization(): string | undefined {
-    const s = this.settings;
-    if (s.bearerTokenFile) return `Bearer ${this.readFile(s.bearerTokenFile)}`;
-    if (s.basicAuth) return `Basic ${Buffer.from(`${s.basicAuth.username}:${this.readFile(s.basicAuth.passwordFile)}`).toString('base64')}`;
-    return undefined;
-  }
-
-  private readFile(path: string): string {
-    const now = Date.now();
-    const cached = this.files.get(path);
-    if (cached && now - cached.readAtMs < FILE_CACHE_MS) return cached.value;
-    let value: string;
-    try {
-      value = readFileSync(path, 'utf8').trim();
-    } catch (err) {
-      throw new ConfigError(`remoteWrite: cannot read credential file ${path}: ${(err as Error).message}`);
-    }
-    this.files.set(path, { value, readAtMs: now });
-    return value;
-  }
-}
-
-function readConfigFile(path: string): Buffer {
-  try {
-    return readFileSync(path);
-  } catch (err) {
-    throw new ConfigError(`remoteWrite.tls: cannot read ${path}: ${(err as Error).message}`);
+    return this.credentials.authorization(this.settings);
   }
 }
 
