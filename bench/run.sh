@@ -6,7 +6,8 @@
 # `make bench-build`): the webhook, metric, series and data mapping scenarios in one invocation, on
 # loopback, servers on CPU 0 and wrk on CPU 1. After them, when those worked: bench/remote-write.ts
 # (1000-point requests into a real Prometheus) and bench/jetstream.ts (the JetStream hand-off
-# against the log sink; needs .tools/bin/nats-server from `make tools`). Each prints its table and
+# against the log sink; needs .tools/bin/nats-server from `make tools`) and bench/destinations.ts
+# (delivery to HTTP and Alertmanager destinations). Each prints its table and
 # appends it to BENCH_OUT. Whatever happens, every server it started is stopped on exit (trap).
 #
 #   BENCH_OUT=FILE          also write the result as markdown to FILE
@@ -16,7 +17,8 @@
 #   BENCH_DURATION, BENCH_WARMUP (seconds), BENCH_CONNECTIONS, BENCH_RUNS: see bench/ingest.ts
 #   BENCH_NO_PUSHGATEWAY=1  run without the Pushgateway comparison even when it is installed
 #   BENCH_NO_ALERTMANAGER=1 run without the Alertmanager comparison even when it is installed
-#   BENCH_NO_REMOTE_WRITE=1 skip the remote write scenario; BENCH_NO_JETSTREAM=1 skip the JetStream one
+#   BENCH_NO_REMOTE_WRITE=1 skip the remote write scenario; BENCH_NO_JETSTREAM=1 skip the JetStream one;
+#   BENCH_NO_DESTINATIONS=1 skip the destinations one (BENCH_DESTINATION_EVENTS: events per case, 20000)
 #   BENCH_KEEP=1            keep the work dir (config, logs, wrk output, profiles) afterwards
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -135,6 +137,10 @@ if [ "$status" = 0 ] && [ -z "${BENCH_PROFILE:-}" ]; then
     else
       say ".tools/bin/nats-server is missing (make tools builds it): running without the JetStream scenario"
     fi
+  fi
+  # Delivery to destinations (bench/destinations.ts: HTTP and Alertmanager, from the bus and the outbox).
+  if [ "${BENCH_NO_DESTINATIONS:-}" != 1 ] && [ -x .tools/bin/nats-server ]; then
+    follow_on dist/bench/destinations.js
   fi
 fi
 exit "$status"

@@ -47,8 +47,24 @@ export class AlertmanagerDestination implements Destination {
     const store = this.store();
     if (!store) return { kind: 'retry', reason: 'state_store', error: 'the alert state store is not available yet' };
     const alerts = new Map<string, PostableAlert>();
+    // Different alerts are independent: their states are written concurrently; the events of one
+    // alert in order.
+    const byKey = new Map<string, NormalisedEvent[]>();
+    for (const e of events) {
+      const key = alertKey(e);
+      const list = byKey.get(key);
+      if (list) list.push(e);
+      else byKey.set(key, [e]);
+    }
     try {
-      for (const e of events) for (const a of await this.apply(store, e)) alerts.set(JSON.stringify(a.labels), a);
+      const sends = await Promise.all(
+        [...byKey.entries()].map(async ([key, list]) => {
+          let last: PostableAlert[] = [];
+          for (const e of list) last = await this.apply(store, key, e);
+          return last;
+        }),
+      );
+      for (const list of sends) for (const a of list) alerts.set(JSON.stringify(a.labels), a);
     } catch (err) {
       return { kind: 'retry', reason: 'state_store', error: `alert state not written: ${(err as Error).message}` };
     }
@@ -57,8 +73,7 @@ export class AlertmanagerDestination implements Destination {
   }
 
   /** The alerts one event leads to, after its state is stored. A redelivered event sends its state again. */
-  private async apply(store: AlertStore, e: NormalisedEvent): Promise<PostableAlert[]> {
-    const key = alertKey(e);
+  private async apply(store: AlertStore, key: string, e: NormalisedEvent): Promise<PostableAlert[]> {
     for (let round = 0; round < MAX_CAS_ROUNDS; round++) {
       const now = Date.now();
       const current = await store.get(key);

@@ -48,8 +48,18 @@ export interface OutboxDestination {
 export class Outbox implements EventSink, DeadLetterStore {
   readonly name = 'outbox';
   private readonly db: DatabaseSync;
+  /**
+   * Alert states are written through a second connection with synchronous=NORMAL (no fsync per
+   * write): a state only has to be durable once the event that changed it is acknowledged, and
+   * that acknowledgement is a later commit on the FULL connection, whose fsync of the one WAL file
+   * makes every earlier frame durable with it. Until then a crash redelivers the event, which
+   * writes the state again.
+   */
+  private readonly stateDb: DatabaseSync;
   private readonly st: Record<'insert' | 'due' | 'nextDue' | 'lease' | 'remove' | 'reschedule' | 'bury' | 'count' | 'deadList' | 'deadGet' | 'deadRemove' | 'alertGet' | 'alertInsert' | 'alertUpdate' | 'alertDelete' | 'alertList' | 'total', StatementSync>;
   private readonly group = new GroupCommit<PendingAppend>((g) => this.commit(g));
+  /** Acks, retries and dead letters of one turn share one transaction (one fsync). */
+  private readonly settles = new GroupCommit<{ apply: () => void; resolve: () => void; reject: (err: Error) => void }>((g) => this.commitSettles(g));
   private bytesUsed: number;
   private readonly wakers = new Set<() => void>();
   private readonly loops = new Set<Promise<void>>();
@@ -92,7 +102,10 @@ export class Outbox implements EventSink, DeadLetterStore {
         version INTEGER NOT NULL,
         PRIMARY KEY (destination, key)
       );`);
+    this.stateDb = new DatabaseSync(join(dir, 'outbox.sqlite'));
+    this.stateDb.exec('PRAGMA synchronous = NORMAL');
     const p = (sql: string): StatementSync => this.db.prepare(sql);
+    const q = (sql: string): StatementSync => this.stateDb.prepare(sql);
     this.st = {
       insert: p('INSERT OR IGNORE INTO outbox (destination, id, payload, next_at) VALUES (?, ?, ?, 0)'),
       due: p('SELECT seq, destination, id, payload, attempts FROM outbox WHERE destination = ? AND next_at <= ? ORDER BY next_at, seq LIMIT ?'),
@@ -105,11 +118,11 @@ export class Outbox implements EventSink, DeadLetterStore {
       deadList: p('SELECT seq, destination, payload, reason, error, attempts, failed_at AS failedAt FROM dead_letters WHERE (? IS NULL OR destination = ?) ORDER BY seq LIMIT ?'),
       deadGet: p('SELECT seq, destination, payload, reason, error, attempts, failed_at AS failedAt FROM dead_letters WHERE seq = ?'),
       deadRemove: p('DELETE FROM dead_letters WHERE seq = ?'),
-      alertGet: p('SELECT state, version FROM alerts WHERE destination = ? AND key = ?'),
-      alertInsert: p('INSERT OR IGNORE INTO alerts (destination, key, state, version) VALUES (?, ?, ?, 1)'),
-      alertUpdate: p('UPDATE alerts SET state = ?, version = version + 1 WHERE destination = ? AND key = ? AND version = ?'),
-      alertDelete: p('DELETE FROM alerts WHERE destination = ? AND key = ?'),
-      alertList: p('SELECT state FROM alerts WHERE destination = ?'),
+      alertGet: q('SELECT state, version FROM alerts WHERE destination = ? AND key = ?'),
+      alertInsert: q('INSERT OR IGNORE INTO alerts (destination, key, state, version) VALUES (?, ?, ?, 1)'),
+      alertUpdate: q('UPDATE alerts SET state = ?, version = version + 1 WHERE destination = ? AND key = ? AND version = ?'),
+      alertDelete: q('DELETE FROM alerts WHERE destination = ? AND key = ?'),
+      alertList: q('SELECT state FROM alerts WHERE destination = ?'),
       total: p('SELECT coalesce(sum(length(destination) + length(id) + length(CAST(payload AS BLOB))), 0) AS b, count(*) AS n FROM outbox'),
     };
     const t = this.st.total.get() as { b: number; n: number };
@@ -208,9 +221,13 @@ export class Outbox implements EventSink, DeadLetterStore {
         d.dispatcher.submit({
           event,
           attempt: r.attempts + 1,
-          ack: async () => this.removeRow(r),
-          retry: async (delayMs, error) => void this.st.reschedule.run(Date.now() + delayMs, error, r.seq),
-          deadLetter: async (reason, error) => this.bury(r, reason, error),
+          ack: () => this.settle(() => this.removeRow(r)),
+          retry: (delayMs, error) => this.settle(() => void this.st.reschedule.run(Date.now() + delayMs, error, r.seq)),
+          deadLetter: (reason, error) =>
+            this.settle(() => {
+              this.st.bury.run(r.destination, r.payload, reason, error, r.attempts + 1, new Date().toISOString());
+              this.removeRow(r);
+            }),
         });
       }
     }
@@ -220,16 +237,23 @@ export class Outbox implements EventSink, DeadLetterStore {
     if (Number(this.st.remove.run(r.seq).changes) > 0) this.bytesUsed -= r.destination.length + r.id.length + Buffer.byteLength(r.payload) + ROW_OVERHEAD;
   }
 
-  private bury(r: OutboxRow, reason: string, error: string): void {
-    this.db.exec('BEGIN IMMEDIATE');
+  private settle(apply: () => void): Promise<void> {
+    return new Promise((resolve, reject) => this.settles.add({ apply, resolve, reject }));
+  }
+
+  private commitSettles(group: Array<{ apply: () => void; resolve: () => void; reject: (err: Error) => void }>): void {
+    const freedBefore = this.bytesUsed;
     try {
-      this.st.bury.run(r.destination, r.payload, reason, error, r.attempts + 1, new Date().toISOString());
-      this.removeRow(r);
+      this.db.exec('BEGIN IMMEDIATE');
+      for (const g of group) g.apply();
       this.db.exec('COMMIT');
     } catch (err) {
       if (this.db.isTransaction) this.db.exec('ROLLBACK');
-      throw err;
+      this.bytesUsed = freedBefore;
+      for (const g of group) g.reject(err as Error);
+      return;
     }
+    for (const g of group) g.resolve();
   }
 
   private idle(ms: number): Promise<void> {
@@ -304,7 +328,9 @@ export class Outbox implements EventSink, DeadLetterStore {
     if (!this.db.isOpen) return;
     this.stop();
     this.group.flush();
+    this.settles.flush();
     await Promise.allSettled([...this.loops]);
     this.db.close();
+    this.stateDb.close();
   }
 }
