@@ -202,7 +202,9 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
   if (jetstream) settings.sinks.jetstream = jetstream;
   if (spool) settings.spool = spool;
   settings.sinks.log.enabled = f.sinks?.log?.enabled ?? (jetstream === undefined);
-  if (!settings.sinks.log.enabled && !jetstream) throw new ConfigError('sinks: with sinks.log.enabled false, configure sinks.jetstream: events must go somewhere');
+  if (!settings.sinks.log.enabled && !jetstream && settings.destinations.length === 0) {
+    throw new ConfigError('sinks: with sinks.log.enabled false, configure sinks.jetstream or destinations: events must go somewhere');
+  }
   if (f.remoteWrite) settings.remoteWrite = resolveRemoteWrite(f.remoteWrite);
   if (!settings.exposition.enabled && !settings.remoteWrite) throw new ConfigError('exposition.enabled is false and remoteWrite is not set: received data points would go nowhere');
   const certFile = overrides.tlsCert ?? f.tls?.certFile;

@@ -67,6 +67,7 @@ describe('hand-off settings', () => {
     expect(() => resolveSettings({ sinks: { jetstream: { url: 'nats://x', streamConfig: { duplicateWindowSeconds: 120 } } } }, {})).toThrow(/duplicateWindowSeconds/);
     expect(() => resolveSettings({ spool: { path: '/tmp/s' } }, {})).toThrow(/configure sinks.jetstream/);
     expect(() => resolveSettings({ sinks: { log: { enabled: false } } }, {})).toThrow(/events must go somewhere/);
+    expect(resolveSettings({ sinks: { log: { enabled: false } }, spool: { path: '/tmp/x' }, destinations: [{ name: 'am', alertmanager: { urls: ['http://127.0.0.1:9093'] } }] }, {}).sinks.log.enabled).toBe(false);
     expect(() => resolveSettings({ sinks: { jetstream: { url: 'nats://x', credsFile: 'a', nkeySeedFile: 'b' } } }, {})).toThrow(/not both/);
   });
 });
