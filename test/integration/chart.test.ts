@@ -301,6 +301,7 @@ describe('charts/intake destinations', () => {
       let out = '';
       child.stdout.on('data', (d) => (out += d));
       child.stderr.on('data', (d) => (out += d));
+      child.on('error', (err) => done({ code: -1, out: `promtool (Debian package prometheus, make tools) could not run: ${err.message}` }));
       child.on('close', (code) => done({ code: code ?? -1, out }));
     });
     rmSync(dir, { recursive: true, force: true });

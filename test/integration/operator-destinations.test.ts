@@ -1,10 +1,14 @@
 /**
- * spec.destinations against a real kube-apiserver: the CRD's validation, and the operator checking
- * the names against its --destinations before it publishes a route.
+ * spec.destinations against a real kube-apiserver: the CRD's validation, the operator checking
+ * the names against its --destinations before it publishes a route, and an ingester configured
+ * with those destinations serving the route.
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { jest } from '@jest/globals';
 import type { V1Secret } from '@kubernetes/client-node';
-import { apply, applyCrds, createNamespace, kubeClients, kubectl, requireCluster, startOperator, uniqueName, waitFor, type Proc } from './support/cluster.js';
+import { apply, applyCrds, createNamespace, kubeClients, kubectl, postEvent, requireCluster, startIngester, startOperator, uniqueName, waitFor, type Proc } from './support/cluster.js';
 
 jest.setTimeout(60_000);
 
@@ -12,6 +16,8 @@ const system = uniqueName('intake-system');
 const team = uniqueName('team-dest');
 const { core, custom } = kubeClients();
 let operator: Proc;
+let ingester: Proc;
+const dir = mkdtempSync(join(tmpdir(), 'intake-it-dest-'));
 
 const webhook = (name: string, spec: string) => `apiVersion: intake.dev/v1alpha1
 kind: WebhookIntegration
@@ -36,10 +42,21 @@ beforeAll(async () => {
   await applyCrds();
   for (const ns of [system, team]) await createNamespace(ns);
   operator = await startOperator(system, [team], ['--destinations', 'alertmanager,tickets']);
+  // The ingesters' side of the same names (nothing listens on port 9: delivery is not tested here).
+  const config = join(dir, 'intake.yaml');
+  writeFileSync(config, `authThrottle: {failures: 1000000, windowSeconds: 60, blockSeconds: 1}
+spool: {path: ${join(dir, 'spool')}}
+destinations:
+  - {name: alertmanager, default: true, alertmanager: {urls: ['http://127.0.0.1:9']}}
+  - {name: tickets, http: {url: 'http://127.0.0.1:9/hooks'}}
+`);
+  ingester = await startIngester(system, ['--config', config]);
 });
 
 afterAll(async () => {
   await operator?.stop();
+  await ingester?.stop();
+  rmSync(dir, { recursive: true, force: true });
   await kubectl(['delete', 'namespace', team, system, '--wait=false']);
 });
 
@@ -58,6 +75,13 @@ describe('WebhookIntegration spec.destinations', () => {
     await apply(webhook('paging', '{destinations: [alertmanager, tickets]}'));
     await waitFor('Ready=True', async () => (await readyOf('paging'))?.status === 'True', 5000);
     expect((await routeOf('paging'))?.destinations).toEqual(['alertmanager', 'tickets']);
+  });
+
+  it('has its route served by an ingester configured with those destinations', async () => {
+    const secret = await waitFor('credentials', () => core.readNamespacedSecret({ namespace: team, name: 'intake-webhook-paging' }).catch(() => undefined), 5000);
+    const authorization = Buffer.from(secret.data?.authorization ?? '', 'base64').toString('utf8');
+    await waitFor('event accepted', async () => (await postEvent(ingester.url, 'paging', authorization)) === 200, 5000);
+    expect(ingester.output()).not.toMatch(/route skipped|unknown destination/);
   });
 
   it('keeps the published route when a destination becomes unknown', async () => {
