@@ -3,12 +3,13 @@
  * the names against its --destinations before it publishes a route, and an ingester configured
  * with those destinations serving the route.
  */
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { jest } from '@jest/globals';
 import type { V1Secret } from '@kubernetes/client-node';
-import { apply, applyCrds, createNamespace, kubeClients, kubectl, postEvent, requireCluster, startIngester, startOperator, uniqueName, waitFor, type Proc } from './support/cluster.js';
+import { apply, applyCrds, createNamespace, kubeClients, kubectl, postEvent, requireCluster, ROOT, startIngester, startOperator, uniqueName, waitFor, type Proc } from './support/cluster.js';
 
 jest.setTimeout(60_000);
 
@@ -103,5 +104,18 @@ describe('WebhookIntegration spec.destinations', () => {
     const repeated = await kubectl(['apply', '-f', '-'], webhook('bad', '{destinations: [tickets, tickets]}'));
     expect(repeated.code).not.toBe(0);
     expect(repeated.stderr).toMatch(/spec\.destinations\[1\]: Duplicate value/);
+  });
+});
+
+describe('intake operator --destinations', () => {
+  it('refuses a name that cannot be a destination name, before connecting anywhere', async () => {
+    const child = spawn(process.execPath, [resolve(ROOT, 'dist/cmd/intake.js'), 'operator', '--namespace', system, '--public-base-url', 'https://intake.test', '--destinations', 'alertmanager,Tickets_1'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    const code = await new Promise<number | null>((done) => child.on('exit', done));
+    expect(code).toBe(2);
+    expect(stderr).toBe('intake: --destinations: "Tickets_1" is not a destination name (lowercase letters, digits and dashes, at most 63)\n');
   });
 });
