@@ -10,6 +10,7 @@ import { Command, Option } from 'commander';
 import { ConfigError, parseListen, readYamlFile } from '../common/config-files.js';
 import { resolveSettings, type IngesterSettings } from '../ingester/config.js';
 import { createLogger } from '../common/logger.js';
+import { DESTINATION_NAME_PATTERN } from '../ingester/destinations/settings.js';
 import type { RouteSource } from '../ingester/main.js';
 
 const program = new Command('intake').description('Kubernetes-native ingestion of monitoring events and metric data points').showHelpAfterError();
@@ -73,6 +74,7 @@ program
   .addOption(new Option('--lease-name <name>', 'name of the leader Lease').default('intake-operator'))
   .addOption(new Option('--admin-listen <host:port>', '/healthz /readyz /metrics').default('127.0.0.1:8082').env('INTAKE_ADMIN_LISTEN'))
   .addOption(new Option('--default-max-series <n>', 'series cap for an ApiKey without spec.maxSeries').default('10000'))
+  .addOption(new Option('--destinations <names>', "comma-separated destination names the ingesters are configured with (spec.destinations must name these; default: none)").env('INTAKE_DESTINATIONS'))
   .addOption(new Option('--resync-period <seconds>', 'reconcile everything this often (picks up changes to referenced Secrets)').default('300'))
   .addOption(new Option('--workers <n>', 'concurrent reconciles').default('4'))
   .addOption(new Option('--log-level <level>', 'operational log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').env('INTAKE_LOG_LEVEL'))
@@ -96,6 +98,7 @@ program
         leaseName: String(opts.leaseName),
         adminListen: parseListen(String(opts.adminListen), '--admin-listen'),
         defaultMaxSeries: int('defaultMaxSeries'),
+        destinations: destinationNames(opts.destinations),
         resyncPeriodMs: int('resyncPeriod') * 1000,
         workers: int('workers'),
       },
@@ -112,6 +115,14 @@ program
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);
   });
+
+/** The operator's --destinations: names as the ingester config spells them (destinations[].name). */
+function destinationNames(value: string | boolean | undefined): string[] {
+  const names = typeof value === 'string' ? value.split(',').map((n) => n.trim()).filter(Boolean) : [];
+  const bad = names.find((n) => !new RegExp(DESTINATION_NAME_PATTERN).test(n));
+  if (bad !== undefined) throw new ConfigError(`--destinations: ${JSON.stringify(bad)} is not a destination name (lowercase letters, digits and dashes, at most 63)`);
+  return [...new Set(names)];
+}
 
 /** Kubernetes mode (route Secrets) when a namespace is given, else standalone (the config file). */
 async function routeSource(namespace: string | undefined, kubeconfig: string | undefined, config: string, destinations: IngesterSettings['destinations'], logger: ReturnType<typeof createLogger>): Promise<RouteSource> {

@@ -1,7 +1,7 @@
 /** Ready conditions after cert-manager's pkg/api/util/conditions.go: keep lastTransitionTime when nothing changed. */
 import type { Condition } from '../api/v1alpha1/types.js';
 
-export type ReadyReason = 'Published' | 'NameConflict' | 'SecretNotFound' | 'SecretInvalid' | 'InvalidSpec' | 'InvalidMapping' | 'Suspended';
+export type ReadyReason = 'Published' | 'NameConflict' | 'SecretNotFound' | 'SecretInvalid' | 'InvalidSpec' | 'InvalidMapping' | 'UnknownDestination' | 'Suspended';
 
 export interface ReadyState {
   status: 'True' | 'False';

@@ -28,6 +28,8 @@ export interface ControllerOptions {
   watchNamespaces: string[];
   publicBaseUrl: string;
   defaultMaxSeries: number;
+  /** Destination names the ingesters are configured with. */
+  destinations: readonly string[];
   resyncPeriodMs: number;
   workers: number;
   metrics: OperatorMetrics;
@@ -223,6 +225,7 @@ export class Controller {
       existingRoute: routeFromSecret(existingRouteSecret),
       readSecret: (ns, n) => this.writer.readSecret(ns, n),
       scrypt: this.scrypt,
+      destinations: this.o.destinations,
     };
     const plan = obj.kind === 'WebhookIntegration' ? await planWebhook(obj, ctx) : await planApiKey(obj, ctx);
     await this.applyCredentials(obj, plan, ctx.existingCredentials);

@@ -19,6 +19,8 @@ export interface OperatorSettings {
   leaseName: string;
   adminListen: Listen;
   defaultMaxSeries: number;
+  /** Destination names the ingesters are configured with (spec.destinations must name these). */
+  destinations: string[];
   resyncPeriodMs: number;
   workers: number;
 }
@@ -39,6 +41,7 @@ export async function startOperator(s: OperatorSettings, logger: Logger, onFatal
     watchNamespaces: s.watchNamespaces,
     publicBaseUrl: s.publicBaseUrl.replace(/\/+$/, ''),
     defaultMaxSeries: s.defaultMaxSeries,
+    destinations: s.destinations,
     resyncPeriodMs: s.resyncPeriodMs,
     workers: s.workers,
     metrics,
@@ -63,7 +66,7 @@ export async function startOperator(s: OperatorSettings, logger: Logger, onFatal
     await controller.run();
   };
   run().catch((err: Error) => onFatal(`controller failed: ${err.message}`));
-  logger.info({ admin: adminUrl, namespace: s.namespace, watchNamespaces: s.watchNamespaces, leaderElect: s.leaderElect }, 'operator started');
+  logger.info({ admin: adminUrl, namespace: s.namespace, watchNamespaces: s.watchNamespaces, leaderElect: s.leaderElect, destinations: s.destinations }, 'operator started');
 
   return {
     adminUrl,

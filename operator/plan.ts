@@ -38,6 +38,8 @@ export interface PlanContext {
   /** Reads a Secret the user referenced (not cached: it carries no label of ours). */
   readSecret: (namespace: string, name: string) => Promise<V1Secret | undefined>;
   scrypt: ScryptVerifiers;
+  /** Destination names the ingesters are configured with (--destinations); spec.destinations must name these. */
+  destinations: readonly string[];
 }
 
 const decode = (secret: V1Secret | undefined, key: string): string | undefined => {
@@ -71,9 +73,20 @@ export async function planWebhook(wi: WebhookIntegration, ctx: PlanContext): Pro
     const problem = await checkMapping(mapping);
     if (problem) return invalidMapping(problem, ctx, { integrationName: name, url, credentialsSecret: ref ?? credentialsSecretName(wi) });
   }
+  const destinations = wi.spec?.destinations ?? [];
+  const unknown = unknownDestinations(destinations, ctx.destinations);
+  if (unknown) return keepPublished('UnknownDestination', `spec.destinations: ${unknown}`, ctx, { integrationName: name, url, credentialsSecret: ref ?? credentialsSecretName(wi) });
   const plan = await planWebhookCredentials(wi, ctx, name, url, ref, graceMs);
   if (plan.route && mapping) plan.route.mapping = routeMapping(mapping);
+  if (plan.route && destinations.length > 0) plan.route.destinations = [...destinations];
   return plan;
+}
+
+/** Names the ingesters do not have, described with the configured ones; undefined when all are known. */
+export function unknownDestinations(named: readonly string[], configured: readonly string[]): string | undefined {
+  const unknown = named.filter((n) => !configured.includes(n));
+  if (unknown.length === 0) return undefined;
+  return `unknown destination${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (configured: ${configured.length > 0 ? configured.join(', ') : 'none'})`;
 }
 
 /**
@@ -81,7 +94,12 @@ export async function planWebhook(wi: WebhookIntegration, ctx: PlanContext): Pro
  * JSONata error or the first difference, and the route already published (if any) stays as it is.
  */
 function invalidMapping(problem: string, ctx: PlanContext, status: Record<string, string>): Plan {
-  const plan = notReady('InvalidMapping', `spec.mapping: ${problem}`, ctx.existingRoute ? status : { integrationName: status.integrationName as string, url: status.url as string });
+  return keepPublished('InvalidMapping', `spec.mapping: ${problem}`, ctx, status);
+}
+
+/** Ready=False for a spec the ingesters cannot serve; the route already published (if any) stays as it is. */
+function keepPublished(reason: ReadyState['reason'], message: string, ctx: PlanContext, status: Record<string, string>): Plan {
+  const plan = notReady(reason, message, ctx.existingRoute ? status : { integrationName: status.integrationName as string, url: status.url as string });
   if (ctx.existingRoute) plan.route = ctx.existingRoute;
   return plan;
 }

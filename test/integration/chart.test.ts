@@ -4,7 +4,7 @@
  * the whole flow, and `kubectl auth can-i` shows what they cannot do; upgrade and uninstall.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { jest } from '@jest/globals';
@@ -19,6 +19,7 @@ jest.setTimeout(180_000);
 const HELM = resolve(ROOT, '.tools/bin/helm');
 const CHART = resolve(ROOT, 'charts/intake');
 const ALL = resolve(ROOT, 'test/integration/fixtures/all-features.yaml');
+const DESTINATIONS = resolve(ROOT, 'test/integration/fixtures/destinations.yaml');
 const REMOTE_WRITE = ['--set', 'ingester.remoteWrite.enabled=true', '--set', 'ingester.remoteWrite.url=https://mimir.example/api/v1/push', '--set', 'ingester.remoteWrite.tenantHeader=X-Scope-OrgID',
   '--set', 'ingester.remoteWrite.secretName=rw', '--set', 'ingester.remoteWrite.basicAuth.username=intake', '--set', 'ingester.remoteWrite.tls.ca=true'];
 const release = uniqueName('it');
@@ -99,7 +100,7 @@ describe('charts/intake', () => {
     expect(rendered).toMatch(/alert: IntakeRemoteWriteFailing/);
   });
 
-  it.each([['defaults', []], ['every feature on', ['-f', ALL]], ['remote write on', ['-f', ALL, ...REMOTE_WRITE]]])('renders objects the API server accepts (%s)', async (_what, extra) => {
+  it.each([['defaults', []], ['every feature on', ['-f', ALL]], ['remote write on', ['-f', ALL, ...REMOTE_WRITE]], ['destinations without JetStream', ['-f', DESTINATIONS]], ['destinations with JetStream', ['-f', ALL, '-f', DESTINATIONS, '--set', 'ingester.replicas=2']]])('renders objects the API server accepts (%s)', async (_what, extra) => {
     const rendered = await ok(helm(['template', release, CHART, '-n', ns, '--kube-version', 'v1.34.3', ...(extra as string[])]));
     const r = await kubectl(['apply', '--server-side', '--force-conflicts', '--field-manager=chart-test', '--dry-run=server', '-n', ns, '-f', '-'], rendered);
     expect(r.stderr).toBe('');
@@ -181,5 +182,130 @@ spec: {}
     const cluster = await kubectl(['get', 'clusterroles,clusterrolebindings', '-l', selector, '-o', 'name']);
     expect(cluster.stdout.trim()).toBe('');
     expect((await kubectl(['get', 'crd', 'webhookintegrations.intake.dev'])).code).toBe(0);
+  });
+});
+
+describe('charts/intake destinations', () => {
+  type Doc = { kind?: string; metadata?: { name?: string }; data?: Record<string, string>; spec?: Record<string, unknown> };
+  const render = async (extra: string[]): Promise<Doc[]> =>
+    parseAllDocuments(await ok(helm(['template', release, CHART, '-n', ns, '--kube-version', 'v1.34.3', ...extra]))).map((d) => d.toJS() as Doc).filter((d) => d?.kind);
+  const ingesterPod = (docs: Doc[]) => {
+    const workload = docs.find((d) => (d.kind === 'Deployment' || d.kind === 'StatefulSet') && d.metadata?.name?.endsWith('-ingester')) as { spec: { template: { spec: PodSpec } } };
+    return workload.spec.template.spec;
+  };
+  type PodSpec = { containers: Array<{ args: string[]; volumeMounts: Array<{ name: string; mountPath: string; readOnly?: boolean }> }>; volumes: Array<{ name: string; secret?: { secretName: string } }> };
+  const refused = async (extra: string[]): Promise<string> => {
+    const r = await helm(['template', release, CHART, ...extra]);
+    expect(r.code).not.toBe(0);
+    return r.stderr;
+  };
+
+  it('passes helm lint --strict with destinations, with and without JetStream', async () => {
+    await ok(helm(['lint', '--strict', CHART, '-f', DESTINATIONS]));
+    await ok(helm(['lint', '--strict', CHART, '-f', ALL, '-f', DESTINATIONS, '--set', 'ingester.replicas=2']));
+  });
+
+  it('refuses a key the ingester does not know under destinations, naming it', async () => {
+    expect(await refused(['-f', DESTINATIONS, '--set', 'destinations[1].http.retries=3'])).toMatch(/\/destinations\/1\/http.*retries/);
+    expect(await refused(['-f', DESTINATIONS, '--set', 'destinations[0].delivery.maxAtempts=3'])).toMatch(/maxAtempts/);
+  });
+
+  it('refuses a destination with both or neither of alertmanager and http', async () => {
+    expect(await refused(['-f', DESTINATIONS, '--set', 'destinations[1].alertmanager.urls={http://am:9093}'])).toMatch(/\/destinations\/1.*oneOf/);
+    expect(await refused(['--set', 'destinations[0].name=nothing', '--set', 'ingester.replicas=1'])).toMatch(/\/destinations\/0.*oneOf/);
+  });
+
+  it('renders the destinations into a config the ingester accepts, with the spool as their queue', async () => {
+    const docs = await render(['-f', DESTINATIONS]);
+    const config = docs.find((d) => d.kind === 'ConfigMap' && d.data?.['intake.yaml'])?.data?.['intake.yaml'] as string;
+    const settings = resolveSettings(parseAllDocuments(config)[0]?.toJS(), {});
+    expect(settings.destinations.map((d) => [d.name, d.kind, d.default])).toEqual([['alertmanager', 'alertmanager', true], ['tickets', 'http', false]]);
+    expect(settings.destinations[0]).toMatchObject({ alertmanager: { urls: ['http://alertmanager-operated.monitoring:9093'], resendIntervalMs: 30_000, tls: { caFile: '/etc/intake/destinations/am-tls/ca.crt' } } });
+    expect(settings.destinations[1]).toMatchObject({
+      http: { url: 'https://tickets.example.com/hooks/intake', headers: { 'X-Team': 'sre' }, batchSize: 50, basicAuth: { username: 'intake', passwordFile: '/etc/intake/destinations/tickets-auth/password' } },
+      delivery: { maxAttempts: 5, backoffMinMs: 2000 },
+    });
+    expect(settings.spool?.path).toBe('/var/lib/intake/spool');
+    expect(settings.sinks.jetstream).toBeUndefined();
+    expect(ingesterPod(docs).containers[0]?.volumeMounts).toContainEqual({ name: 'spool', mountPath: '/var/lib/intake/spool' });
+  });
+
+  it('leaves the spool off with JetStream, where destinations are delivered from the stream', async () => {
+    const docs = await render(['-f', ALL, '-f', DESTINATIONS, '--set', 'spool.enabled=false', '--set', 'ingester.replicas=2']);
+    const config = docs.find((d) => d.kind === 'ConfigMap' && d.data?.['intake.yaml'])?.data?.['intake.yaml'] as string;
+    const settings = resolveSettings(parseAllDocuments(config)[0]?.toJS(), {});
+    expect(settings.destinations).toHaveLength(2);
+    expect(settings.spool).toBeUndefined();
+    expect(ingesterPod(docs).volumes.map((v) => v.name)).not.toContain('spool');
+  });
+
+  it('mounts each destinationSecret read-only at /etc/intake/destinations/<name>/ in the ingesters', async () => {
+    const pod = ingesterPod(await render(['-f', DESTINATIONS]));
+    const mounts = pod.containers[0]?.volumeMounts.filter((m) => m.mountPath.startsWith('/etc/intake/destinations/'));
+    expect(mounts).toEqual([
+      { name: 'destination-secret-0', mountPath: '/etc/intake/destinations/tickets-auth', readOnly: true },
+      { name: 'destination-secret-1', mountPath: '/etc/intake/destinations/am-tls', readOnly: true },
+    ]);
+    expect(pod.volumes.filter((v) => v.secret?.secretName === 'tickets-auth' || v.secret?.secretName === 'am-tls').map((v) => v.name)).toEqual(['destination-secret-0', 'destination-secret-1']);
+  });
+
+  it('gives the operator the destination names, and no flag without destinations', async () => {
+    const operatorArgs = (docs: Doc[]) =>
+      (docs.find((d) => d.kind === 'Deployment' && d.metadata?.name?.endsWith('-operator')) as { spec: { template: { spec: PodSpec } } }).spec.template.spec.containers[0]?.args;
+    expect(operatorArgs(await render(['-f', DESTINATIONS]))).toContain('--destinations=alertmanager,tickets');
+    expect((operatorArgs(await render([])) ?? []).filter((a) => a.startsWith('--destinations'))).toEqual([]);
+  });
+
+  it('fails the render for destinations that cannot work, saying why', async () => {
+    expect(await refused(['-f', DESTINATIONS, '--set', 'destinationSecrets={am-tls}'])).toContain(
+      'destinations[1] (tickets): /etc/intake/destinations/tickets-auth/password is in Secret tickets-auth, which is not mounted: add it to destinationSecrets',
+    );
+    expect(await refused(['-f', DESTINATIONS, '--set', 'destinations[1].name=alertmanager'])).toContain('destinations[1] (alertmanager): the name alertmanager is used twice');
+    expect(await refused(['-f', DESTINATIONS, '--set', 'ingester.replicas=2'])).toContain('destinations[0] (alertmanager): Alertmanager destinations without sinks.jetstream need one ingester');
+    expect(await refused(['-f', DESTINATIONS, '--set', 'destinations[1].http.bearerTokenFile=/etc/intake/destinations/tickets-auth/token'])).toContain('give basicAuth or bearerTokenFile, not both');
+    expect(await refused(['--set', 'spool.enabled=true'])).toContain('spool.enabled needs sinks.jetstream.enabled or destinations');
+  });
+
+  it('renders destination alerts that fire on dead letters and on a growing backlog only (promtool test rules)', async () => {
+    const docs = await render(['-f', DESTINATIONS, '--set', 'monitoring.prometheusRule.enabled=true']);
+    const rule = docs.find((d) => d.kind === 'PrometheusRule') as { spec: { groups: Array<{ name: string; rules: Array<{ alert: string; annotations: Record<string, string> }> }> } };
+    const dir = mkdtempSync(join(tmpdir(), 'intake-rules-'));
+    writeFileSync(join(dir, 'rules.yaml'), JSON.stringify({ groups: rule.spec.groups }));
+    const annotations = (alert: string, destination: string) =>
+      Object.fromEntries(Object.entries(rule.spec.groups[0]?.rules.find((r) => r.alert === alert)?.annotations ?? {}).map(([k, v]) => [k, v.replaceAll('{{ $labels.destination }}', destination)]));
+    const alert = (alert: string, destination: string) => ({ exp_labels: { severity: 'warning', destination }, exp_annotations: annotations(alert, destination) });
+    writeFileSync(join(dir, 'test.yaml'), JSON.stringify({
+      rule_files: ['rules.yaml'],
+      evaluation_interval: '1m',
+      tests: [{
+        interval: '1m',
+        input_series: [
+          // One dead letter at minute 2 on one pod, none after.
+          { series: 'intake_destination_dead_lettered_total{destination="tickets",reason="status_400",pod="a"}', values: '0 0 1x40' },
+          { series: 'intake_destination_dead_lettered_total{destination="alertmanager",reason="attempts",pod="a"}', values: '0x40' },
+          // A backlog growing by 20 a minute on every replica, and a large but steady one.
+          { series: 'intake_destination_lag{destination="alertmanager",pod="a"}', values: '0+20x40' },
+          { series: 'intake_destination_lag{destination="alertmanager",pod="b"}', values: '0+20x40' },
+          { series: 'intake_destination_lag{destination="tickets",pod="a"}', values: '500x40' },
+        ],
+        alert_rule_test: [
+          { eval_time: '5m', alertname: 'IntakeDestinationDeadLetters', exp_alerts: [alert('IntakeDestinationDeadLetters', 'tickets')] },
+          { eval_time: '20m', alertname: 'IntakeDestinationDeadLetters', exp_alerts: [] },
+          { eval_time: '12m', alertname: 'IntakeDestinationLagGrowing', exp_alerts: [] },
+          { eval_time: '30m', alertname: 'IntakeDestinationLagGrowing', exp_alerts: [alert('IntakeDestinationLagGrowing', 'alertmanager')] },
+        ],
+      }],
+    }));
+    const r = await new Promise<{ code: number; out: string }>((done) => {
+      const child = spawn('promtool', ['test', 'rules', join(dir, 'test.yaml')]);
+      let out = '';
+      child.stdout.on('data', (d) => (out += d));
+      child.stderr.on('data', (d) => (out += d));
+      child.on('error', (err) => done({ code: -1, out: `promtool (Debian package prometheus, make tools) could not run: ${err.message}` }));
+      child.on('close', (code) => done({ code: code ?? -1, out }));
+    });
+    rmSync(dir, { recursive: true, force: true });
+    expect(r.out).toContain('SUCCESS');
+    expect(r.code).toBe(0);
   });
 });

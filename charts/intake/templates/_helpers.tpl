@@ -63,6 +63,7 @@ shutdown: {{- toYaml .Values.ingester.shutdown | nindent 2 }}
 {{- include "intake.handoffConfig" . }}
 {{ include "intake.metricsConfig" . }}
 {{ include "intake.mappingConfig" . }}
+{{- include "intake.destinationsConfig" . }}
 {{- end -}}
 
 {{/* sinks and spool in the ingester's settings file; files come from the volumes in ingester.yaml. */}}
@@ -97,7 +98,7 @@ sinks:
     streamConfig: {{- toYaml $js.streamConfig | nindent 6 }}
   {{- end }}
 {{- end }}
-{{- if .Values.spool.enabled }}
+{{- if include "intake.spoolEnabled" . }}
 spool:
   path: /var/lib/intake/spool
   maxBytes: {{ int64 .Values.spool.maxBytes }}
@@ -158,4 +159,59 @@ mapping: {{- toYaml .Values.ingester.mapping | nindent 2 }}
 deadLetter:
   path: /var/lib/intake/deadletter/deadletter.jsonl
   maxBytes: {{ .Values.ingester.deadLetter.maxBytes | int64 }}
+{{- end -}}
+
+{{/* The spool is on when asked for, and whenever destinations are delivered without the bus: it is then their queue. */}}
+{{- define "intake.spoolEnabled" -}}
+{{- if or .Values.spool.enabled (and .Values.destinations (not .Values.sinks.jetstream.enabled)) }}true{{ end -}}
+{{- end -}}
+
+{{/* The destination names, comma-separated: the operator checks spec.destinations against them. */}}
+{{- define "intake.destinationNames" -}}
+{{- $names := list }}
+{{- range .Values.destinations }}{{ $names = append $names .name }}{{ end }}
+{{- join "," $names -}}
+{{- end -}}
+
+{{/* destinations in the ingester's settings file, as given (the ingester applies defaults and checks them again). */}}
+{{- define "intake.destinationsConfig" -}}
+{{- include "intake.checkDestinations" . }}
+{{- with .Values.destinations }}
+destinations: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/*
+Fails the render for destinations that cannot work: a name used twice, credentials in a Secret
+that is not mounted (destinationSecrets), both basicAuth and bearerTokenFile, and Alertmanager
+destinations on several replicas without JetStream (each replica would keep re-sending the alerts
+it received from its own spool, so a resolve received by another replica would not hold).
+*/}}
+{{- define "intake.checkDestinations" -}}
+{{- $names := list }}
+{{- $prefix := "/etc/intake/destinations/" }}
+{{- $several := or .Values.ingester.autoscaling.enabled (gt (int .Values.ingester.replicas) 1) }}
+{{- range $i, $d := .Values.destinations }}
+{{- $where := printf "destinations[%d] (%s)" $i $d.name }}
+{{- if has $d.name $names }}{{ fail (printf "%s: the name %s is used twice" $where $d.name) }}{{ end }}
+{{- $names = append $names $d.name }}
+{{- if and $d.alertmanager (not $.Values.sinks.jetstream.enabled) $several }}
+{{- fail (printf "%s: Alertmanager destinations without sinks.jetstream need one ingester (ingester.replicas=1, autoscaling off): each replica re-sends the alerts of its own spool, so a resolve received by another replica would not hold. Enable sinks.jetstream for several replicas." $where) }}
+{{- end }}
+{{- $client := default dict (default $d.http $d.alertmanager) }}
+{{- if and $client.basicAuth $client.bearerTokenFile }}{{ fail (printf "%s: give basicAuth or bearerTokenFile, not both" $where) }}{{ end }}
+{{- $files := list }}
+{{- with $client.basicAuth }}{{ $files = append $files .passwordFile }}{{ end }}
+{{- with $client.bearerTokenFile }}{{ $files = append $files . }}{{ end }}
+{{- $tls := default dict $client.tls }}
+{{- range $k := list "caFile" "certFile" "keyFile" }}{{ with index $tls $k }}{{ $files = append $files . }}{{ end }}{{ end }}
+{{- range $f := $files }}
+{{- if hasPrefix $prefix $f }}
+{{- $secret := first (splitList "/" (trimPrefix $prefix $f)) }}
+{{- if not (has $secret $.Values.destinationSecrets) }}
+{{- fail (printf "%s: %s is in Secret %s, which is not mounted: add it to destinationSecrets" $where $f $secret) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- end -}}

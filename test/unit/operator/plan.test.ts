@@ -25,6 +25,7 @@ const ctx = (over: Partial<PlanContext> = {}): PlanContext => ({
   webhooks: [],
   readSecret: async () => undefined,
   scrypt: new ScryptVerifiers(4),
+  destinations: [],
   ...over,
 });
 
@@ -124,5 +125,42 @@ describe('planWebhook with spec.mapping', () => {
     expect(plan.ready.reason).toBe('InvalidMapping');
     expect(plan.ready.message).toBe('spec.mapping: tests[0]: event 0: severity: expected 5, got 0');
     expect(plan.route).toBeUndefined();
+  });
+});
+
+describe('planWebhook with spec.destinations', () => {
+  const configured = { destinations: ['alertmanager', 'tickets'] };
+  const existingRoute = { apiVersion: 'intake.dev/v1alpha1' as const, kind: 'WebhookIntegration' as const, name: 'am', namespace: 'a', credentials: [{ username: 'am', secret: { sha256: sha256Hex('pw') } }] };
+
+  it('publishes the named destinations in the route', async () => {
+    const plan = await planWebhook(wi('am', 'a', '2026-01-01T00:00:00Z', { destinations: ['tickets'] }), ctx(configured));
+    expect(plan.ready.reason).toBe('Published');
+    expect(plan.route?.destinations).toEqual(['tickets']);
+  });
+
+  it('leaves destinations out of the route when the spec names none (the ingesters use their defaults)', async () => {
+    for (const spec of [{}, { destinations: [] }]) {
+      const plan = await planWebhook(wi('am', 'a', '2026-01-01T00:00:00Z', spec), ctx(configured));
+      expect(plan.ready.reason).toBe('Published');
+      expect(plan.route).not.toHaveProperty('destinations');
+    }
+  });
+
+  it('gives UnknownDestination naming the unknown and the configured names, publishing nothing new', async () => {
+    const plan = await planWebhook(wi('am', 'a', '2026-01-01T00:00:00Z', { destinations: ['alertmanager', 'pager', 'chat'] }), ctx(configured));
+    expect(plan.ready).toEqual({ status: 'False', reason: 'UnknownDestination', message: 'spec.destinations: unknown destinations pager, chat (configured: alertmanager, tickets)' });
+    expect(plan.route).toBeUndefined();
+    expect(plan.credentials).toBeUndefined();
+  });
+
+  it('keeps the route already published when a destination becomes unknown', async () => {
+    const plan = await planWebhook(wi('am', 'a', '2026-01-01T00:00:00Z', { destinations: ['tickets'] }), ctx({ destinations: ['alertmanager'], existingRoute }));
+    expect(plan.ready).toMatchObject({ status: 'False', reason: 'UnknownDestination', message: 'spec.destinations: unknown destination tickets (configured: alertmanager)' });
+    expect(plan.route).toBe(existingRoute);
+  });
+
+  it('says none are configured when the operator has no --destinations', async () => {
+    const plan = await planWebhook(wi('am', 'a', '2026-01-01T00:00:00Z', { destinations: ['alertmanager'] }), ctx());
+    expect(plan.ready.message).toBe('spec.destinations: unknown destination alertmanager (configured: none)');
   });
 });

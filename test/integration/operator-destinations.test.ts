@@ -1,0 +1,121 @@
+/**
+ * spec.destinations against a real kube-apiserver: the CRD's validation, the operator checking
+ * the names against its --destinations before it publishes a route, and an ingester configured
+ * with those destinations serving the route.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { jest } from '@jest/globals';
+import type { V1Secret } from '@kubernetes/client-node';
+import { apply, applyCrds, createNamespace, kubeClients, kubectl, postEvent, requireCluster, ROOT, startIngester, startOperator, uniqueName, waitFor, type Proc } from './support/cluster.js';
+
+jest.setTimeout(60_000);
+
+const system = uniqueName('intake-system');
+const team = uniqueName('team-dest');
+const { core, custom } = kubeClients();
+let operator: Proc;
+let ingester: Proc;
+const dir = mkdtempSync(join(tmpdir(), 'intake-it-dest-'));
+
+const webhook = (name: string, spec: string) => `apiVersion: intake.dev/v1alpha1
+kind: WebhookIntegration
+metadata: {name: ${name}, namespace: ${team}}
+spec: ${spec}
+`;
+const readyOf = async (name: string) => {
+  const wi = (await custom.getNamespacedCustomObject({ group: 'intake.dev', version: 'v1alpha1', namespace: team, plural: 'webhookintegrations', name })) as {
+    status?: { conditions?: Array<{ type: string; status: string; reason: string; message: string }> };
+  };
+  return wi.status?.conditions?.find((c) => c.type === 'Ready');
+};
+/** The route document the operator published for an integration, if any. */
+const routeOf = async (name: string): Promise<Record<string, unknown> | undefined> => {
+  const secrets = await core.listNamespacedSecret({ namespace: system, labelSelector: 'intake.dev/route=true' });
+  const routes = secrets.items.map((s: V1Secret) => JSON.parse(Buffer.from(s.data?.['route.json'] ?? '', 'base64').toString('utf8')) as Record<string, unknown>);
+  return routes.find((r) => r.name === name && r.namespace === team);
+};
+
+beforeAll(async () => {
+  requireCluster();
+  await applyCrds();
+  for (const ns of [system, team]) await createNamespace(ns);
+  operator = await startOperator(system, [team], ['--destinations', 'alertmanager,tickets']);
+  // The ingesters' side of the same names (nothing listens on port 9: delivery is not tested here).
+  const config = join(dir, 'intake.yaml');
+  writeFileSync(config, `authThrottle: {failures: 1000000, windowSeconds: 60, blockSeconds: 1}
+spool: {path: ${join(dir, 'spool')}}
+destinations:
+  - {name: alertmanager, default: true, alertmanager: {urls: ['http://127.0.0.1:9']}}
+  - {name: tickets, http: {url: 'http://127.0.0.1:9/hooks'}}
+`);
+  ingester = await startIngester(system, ['--config', config]);
+});
+
+afterAll(async () => {
+  await operator?.stop();
+  await ingester?.stop();
+  rmSync(dir, { recursive: true, force: true });
+  await kubectl(['delete', 'namespace', team, system, '--wait=false']);
+});
+
+describe('WebhookIntegration spec.destinations', () => {
+  it('gives Ready=False UnknownDestination for a name the ingesters do not have, and publishes no route', async () => {
+    await apply(webhook('paging', '{destinations: [alertmanager, pager]}'));
+    const ready = await waitFor('UnknownDestination', async () => {
+      const r = await readyOf('paging');
+      return r?.reason === 'UnknownDestination' ? r : undefined;
+    }, 5000);
+    expect(ready).toMatchObject({ status: 'False', message: 'spec.destinations: unknown destination pager (configured: alertmanager, tickets)' });
+    expect(await routeOf('paging')).toBeUndefined();
+  });
+
+  it('publishes the route with its destinations once the names are fixed', async () => {
+    await apply(webhook('paging', '{destinations: [alertmanager, tickets]}'));
+    await waitFor('Ready=True', async () => (await readyOf('paging'))?.status === 'True', 5000);
+    expect((await routeOf('paging'))?.destinations).toEqual(['alertmanager', 'tickets']);
+  });
+
+  it('has its route served by an ingester configured with those destinations', async () => {
+    const secret = await waitFor('credentials', () => core.readNamespacedSecret({ namespace: team, name: 'intake-webhook-paging' }).catch(() => undefined), 5000);
+    const authorization = Buffer.from(secret.data?.authorization ?? '', 'base64').toString('utf8');
+    await waitFor('event accepted', async () => (await postEvent(ingester.url, 'paging', authorization)) === 200, 5000);
+    expect(ingester.output()).not.toMatch(/route skipped|unknown destination/);
+  });
+
+  it('keeps the published route when a destination becomes unknown', async () => {
+    await apply(webhook('paging', '{destinations: [chat]}'));
+    await waitFor('UnknownDestination', async () => (await readyOf('paging'))?.reason === 'UnknownDestination', 5000);
+    expect((await routeOf('paging'))?.destinations).toEqual(['alertmanager', 'tickets']);
+  });
+
+  it('publishes no destinations for an integration that names none (the ingesters use their defaults)', async () => {
+    await apply(webhook('defaults', '{}'));
+    await waitFor('Ready=True', async () => (await readyOf('defaults'))?.status === 'True', 5000);
+    expect(await routeOf('defaults')).not.toHaveProperty('destinations');
+  });
+
+  it('is refused by the API server when a name is not a destination name, or is repeated', async () => {
+    const badName = await kubectl(['apply', '-f', '-'], webhook('bad', '{destinations: [Tickets_1]}'));
+    expect(badName.code).not.toBe(0);
+    expect(badName.stderr).toContain('spec.destinations[0]');
+    const repeated = await kubectl(['apply', '-f', '-'], webhook('bad', '{destinations: [tickets, tickets]}'));
+    expect(repeated.code).not.toBe(0);
+    expect(repeated.stderr).toMatch(/spec\.destinations\[1\]: Duplicate value/);
+  });
+});
+
+describe('intake operator --destinations', () => {
+  it('refuses a name that cannot be a destination name, before connecting anywhere', async () => {
+    const child = spawn(process.execPath, [resolve(ROOT, 'dist/cmd/intake.js'), 'operator', '--namespace', system, '--public-base-url', 'https://intake.test', '--destinations', 'alertmanager,Tickets_1'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    const code = await new Promise<number | null>((done) => child.on('exit', done));
+    expect(code).toBe(2);
+    expect(stderr).toBe('intake: --destinations: "Tickets_1" is not a destination name (lowercase letters, digits and dashes, at most 63)\n');
+  });
+});
