@@ -84,7 +84,8 @@ export class JetStreamDeliveries implements DeadLetterStore {
         await this.ensureDeadLetterStream(jsm);
         for (const d of this.destinations) {
           await this.ensureConsumer(jsm, d);
-          if (d.settings.kind === 'alertmanager' && !this.stores.has(d.settings.name)) {
+          // Bound to this connection: a new connection gets new handles.
+          if (d.settings.kind === 'alertmanager') {
             const kv = await new Kvm(js).create(`${this.s.alertBucketPrefix}-${d.settings.name}`, { history: 1, replicas: this.s.streamConfig.replicas, storage: StorageType.File });
             this.stores.set(d.settings.name, new KvAlertStore(kv));
           }

@@ -69,6 +69,8 @@ export class Outbox implements EventSink, DeadLetterStore {
     dir: string,
     private readonly maxBytes: number,
     private readonly routing: Routing,
+    /** Called when handing out rows failed (then retried after a second). */
+    private readonly onError: (err: Error) => void = () => undefined,
   ) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     this.db = new DatabaseSync(join(dir, 'outbox.sqlite'));
@@ -203,33 +205,49 @@ export class Outbox implements EventSink, DeadLetterStore {
 
   private async deliverLoop(d: OutboxDestination): Promise<void> {
     while (!this.closed) {
-      await d.dispatcher.waitForSlot();
-      if (this.closed) return;
-      const now = Date.now();
-      const rows = this.st.due.all(d.name, now, d.dispatcher.free()) as unknown as OutboxRow[];
-      if (rows.length === 0) {
-        // Sleep until the next retry is due (an append wakes the loop earlier).
-        const next = (this.st.nextDue.get(d.name) as { t: number | null }).t;
-        await this.idle(next === null ? IDLE_POLL_MS : Math.max(5, Math.min(IDLE_POLL_MS, next - now)));
-        continue;
+      try {
+        await this.handOut(d);
+      } catch (err) {
+        // A database that cannot be written now (disk full, I/O error): try again shortly.
+        this.onError(err as Error);
+        await this.idle(IDLE_POLL_MS);
       }
+    }
+  }
+
+  /** Hands the due rows (as many as the dispatcher has room for) to it, or sleeps until one is due. */
+  private async handOut(d: OutboxDestination): Promise<void> {
+    await d.dispatcher.waitForSlot();
+    if (this.closed) return;
+    const now = Date.now();
+    const rows = this.st.due.all(d.name, now, d.dispatcher.free()) as unknown as OutboxRow[];
+    if (rows.length === 0) {
+      // Sleep until the next retry is due (an append wakes the loop earlier).
+      const next = (this.st.nextDue.get(d.name) as { t: number | null }).t;
+      await this.idle(next === null ? IDLE_POLL_MS : Math.max(5, Math.min(IDLE_POLL_MS, next - now)));
+      return;
+    }
+    try {
       this.db.exec('BEGIN IMMEDIATE');
       for (const r of rows) this.st.lease.run(now + d.leaseMs, r.seq);
       this.db.exec('COMMIT');
-      for (const r of rows) {
-        const event = JSON.parse(r.payload) as NormalisedEvent;
-        d.dispatcher.submit({
-          event,
-          attempt: r.attempts + 1,
-          ack: () => this.settle(() => this.removeRow(r)),
-          retry: (delayMs, error) => this.settle(() => void this.st.reschedule.run(Date.now() + delayMs, error, r.seq)),
-          deadLetter: (reason, error) =>
-            this.settle(() => {
-              this.st.bury.run(r.destination, r.payload, reason, error, r.attempts + 1, new Date().toISOString());
-              this.removeRow(r);
-            }),
-        });
-      }
+    } catch (err) {
+      if (this.db.isTransaction) this.db.exec('ROLLBACK');
+      throw err;
+    }
+    for (const r of rows) {
+      const event = JSON.parse(r.payload) as NormalisedEvent;
+      d.dispatcher.submit({
+        event,
+        attempt: r.attempts + 1,
+        ack: () => this.settle(() => this.removeRow(r)),
+        retry: (delayMs, error) => this.settle(() => void this.st.reschedule.run(Date.now() + delayMs, error, r.seq)),
+        deadLetter: (reason, error) =>
+          this.settle(() => {
+            this.st.bury.run(r.destination, r.payload, reason, error, r.attempts + 1, new Date().toISOString());
+            this.removeRow(r);
+          }),
+      });
     }
   }
 

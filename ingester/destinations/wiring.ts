@@ -8,6 +8,7 @@ import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { NormalisedEvent } from '../events.js';
+import { LogLimiter } from '../log-limiter.js';
 import type { RouteTable } from '../route-table.js';
 import type { JetStreamSettings, SpoolSettings } from '../sinks/handoff-config.js';
 import type { EventSink } from '../sinks/sink.js';
@@ -82,7 +83,8 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
 
   const spool = o.spool;
   if (!spool) throw new Error('destinations without the bus need the spool (config.ts refuses this earlier)');
-  const outbox = new Outbox(spool.path, spool.maxBytes, routing);
+  const errors = new LogLimiter(o.logger);
+  const outbox = new Outbox(spool.path, spool.maxBytes, routing, (err) => errors.error('outbox', err, {}, 'outbox rows not handed out; trying again'));
   const stores = new Map(names.map((n) => [n, outbox.alertStore(n)]));
   alertStore = (name) => stores.get(name);
   let lagTimer: NodeJS.Timeout | undefined;
