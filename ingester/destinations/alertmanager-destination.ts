@@ -9,7 +9,7 @@
 import type { Logger } from 'pino';
 import type { NormalisedEvent } from '../events.js';
 import type { AlertStore } from './alert-store.js';
-import { alertKey, alertsOf, applyEvent, isSpent, type PostableAlert, type Timing } from './alerts.js';
+import { alertKey, alertsOf, applyEvent, expire, isSpent, type AlertState, type PostableAlert, type Timing } from './alerts.js';
 import type { Destination } from './destination.js';
 import { JsonPoster, type Attempt } from './http-post.js';
 import type { DestinationMetrics } from './metrics.js';
@@ -123,11 +123,12 @@ export class AlertmanagerDestination implements Destination {
       const alerts: PostableAlert[] = [];
       let firing = 0;
       let resolved = 0;
-      for (const state of await store.list()) {
-        if (isSpent(state, now, this.timing)) {
-          await store.delete(state.key);
+      for (const listed of await store.list()) {
+        if (isSpent(listed, now, this.timing)) {
+          await store.delete(listed.key);
           continue;
         }
+        const state = (await this.expireIfDue(store, listed, now)) ?? listed;
         if (state.resolvedAt) resolved++;
         else firing++;
         alerts.push(...alertsOf(state, now, this.timing));
@@ -142,6 +143,15 @@ export class AlertmanagerDestination implements Destination {
       this.metrics.resends.inc({ destination: this.name, result: 'failed' });
       this.logger.warn({ err: { message: (err as Error).message } }, 'alert re-send failed; trying again next interval');
     }
+  }
+
+  /** Resolves a firing alert past resolveAfter; an event that arrived meanwhile wins (compare-and-set). */
+  private async expireIfDue(store: AlertStore, listed: AlertState, now: number): Promise<AlertState | undefined> {
+    if (!expire(listed, now, this.s.resolveAfterMs)) return undefined;
+    const current = await store.get(listed.key);
+    const expired = current && expire(current.state, now, this.s.resolveAfterMs);
+    if (!current || !expired) return current?.state;
+    return (await store.put(expired, current.version)) ? expired : (await store.get(listed.key))?.state;
   }
 
   async close(): Promise<void> {

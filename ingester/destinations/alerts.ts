@@ -35,6 +35,8 @@ export interface AlertState {
   /** Event time (ms) and id of the last event applied. */
   lastEventAtMs: number;
   lastEventId: string;
+  /** When intake last applied an event to it (ms): resolveAfter counts from here. */
+  lastSeenMs?: number;
 }
 
 export interface Timing {
@@ -84,7 +86,7 @@ export function applyEvent(prev: AlertState | undefined, e: NormalisedEvent, now
   if (e.severity === 0) {
     // A clear for a signature with no firing alert has nothing to resolve.
     if (!prev || prev.resolvedAt) return { next: prev, changed: false };
-    return { next: { ...prev, resolvedAt: now, lastEventAtMs: eventAtMs, lastEventId: e.id }, changed: true };
+    return { next: { ...prev, resolvedAt: now, lastEventAtMs: eventAtMs, lastEventId: e.id, lastSeenMs: nowMs }, changed: true };
   }
   const labels = labelsOf(e);
   const annotations = annotationsOf(e);
@@ -97,6 +99,7 @@ export function applyEvent(prev: AlertState | undefined, e: NormalisedEvent, now
     startsAt: firingSameAlert ? prev.startsAt : new Date(Math.min(eventAtMs, nowMs)).toISOString(),
     lastEventAtMs: eventAtMs,
     lastEventId: e.id,
+    lastSeenMs: nowMs,
   };
   if (prev && !prev.resolvedAt && !firingSameAlert) {
     next.replaced = { labels: prev.labels, annotations: prev.annotations, startsAt: prev.startsAt, endedAt: now };
@@ -118,6 +121,15 @@ export function alertsOf(s: AlertState, nowMs: number, t: Timing): PostableAlert
     out.push({ labels: s.labels, annotations: s.annotations, startsAt: s.startsAt, endsAt: new Date(nowMs + ENDS_AT_INTERVALS * t.resendIntervalMs).toISOString() });
   }
   return out;
+}
+
+/**
+ * A firing alert no event has confirmed for `resolveAfterMs` (a source that never sends clears),
+ * resolved now; undefined when it is not due (or resolveAfter is off).
+ */
+export function expire(s: AlertState, nowMs: number, resolveAfterMs: number): AlertState | undefined {
+  if (resolveAfterMs <= 0 || s.resolvedAt || nowMs - (s.lastSeenMs ?? s.lastEventAtMs) < resolveAfterMs) return undefined;
+  return { ...s, resolvedAt: new Date(nowMs).toISOString(), annotations: { ...s.annotations, resolved_by: `resolveAfter: no event for ${Math.round(resolveAfterMs / 1000)}s` } };
 }
 
 /** Whether the state can be forgotten: resolved and past the retention, nothing replaced still to send. */

@@ -39,6 +39,8 @@ export interface AlertmanagerSettings extends ClientAuth {
   resendIntervalMs: number;
   /** Resolved alerts keep being sent this long (an Alertmanager that was down still learns of the resolve). */
   resolvedRetentionMs: number;
+  /** Firing alerts with no event for this long are resolved (0: never; they wait for a clear). */
+  resolveAfterMs: number;
   timeoutMs: number;
 }
 
@@ -86,7 +88,7 @@ export const destinationsSchema = {
         type: 'object',
         additionalProperties: false,
         required: ['urls'],
-        properties: { urls: { type: 'array', minItems: 1, items: httpUrl }, resendInterval: duration, resolvedRetention: duration, timeout: duration, ...clientAuthProperties },
+        properties: { urls: { type: 'array', minItems: 1, items: httpUrl }, resendInterval: duration, resolvedRetention: duration, resolveAfter: duration, timeout: duration, ...clientAuthProperties },
       },
       http: {
         type: 'object',
@@ -118,7 +120,7 @@ interface AuthFile {
 export interface DestinationFile {
   name: string;
   default?: boolean;
-  alertmanager?: AuthFile & { urls: string[]; resendInterval?: string; resolvedRetention?: string; timeout?: string };
+  alertmanager?: AuthFile & { urls: string[]; resendInterval?: string; resolvedRetention?: string; resolveAfter?: string; timeout?: string };
   http?: AuthFile & { url: string; headers?: Record<string, string>; timeout?: string; batchSize?: number };
   delivery?: { maxAttempts?: number; backoffMin?: string; backoffMax?: string; maxInFlight?: number };
 }
@@ -160,6 +162,7 @@ export function resolveDestinations(files: readonly DestinationFile[] | undefine
           urls: a.urls.map((u) => checkUrl(u, `${where}.alertmanager.urls`)),
           resendIntervalMs: ms(a.resendInterval ?? DEFAULT_ALERTMANAGER.resendInterval, 'alertmanager.resendInterval'),
           resolvedRetentionMs: ms(a.resolvedRetention ?? DEFAULT_ALERTMANAGER.resolvedRetention, 'alertmanager.resolvedRetention'),
+          resolveAfterMs: a.resolveAfter === undefined ? 0 : ms(a.resolveAfter, 'alertmanager.resolveAfter'),
           timeoutMs: ms(a.timeout ?? DEFAULT_ALERTMANAGER.timeout, 'alertmanager.timeout'),
         },
       });

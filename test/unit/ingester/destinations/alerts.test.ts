@@ -1,4 +1,4 @@
-import { alertKey, alertsOf, applyEvent, ENDS_AT_INTERVALS, isSpent, labelsOf, type AlertState } from '../../../../ingester/destinations/alerts.js';
+import { alertKey, alertsOf, applyEvent, ENDS_AT_INTERVALS, expire, isSpent, labelsOf, type AlertState } from '../../../../ingester/destinations/alerts.js';
 import type { NormalisedEvent } from '../../../../ingester/events.js';
 
 const T0 = Date.parse('2026-11-23T10:00:00.000Z');
@@ -107,5 +107,28 @@ describe('events as Alertmanager alerts', () => {
     const a = event();
     expect(alertKey(a)).toBe(alertKey({ ...a, severity: 1 } as NormalisedEvent));
     expect(alertKey(a)).not.toBe(alertKey({ ...a, namespace: 'team-b' } as NormalisedEvent));
+  });
+});
+
+describe('resolveAfter', () => {
+  it('resolves a firing alert no event confirmed for that long, and only then', () => {
+    const firing = applyEvent(undefined, event({}, T0), T0).next as AlertState;
+    expect(expire(firing, T0 + 59_000, 60_000)).toBeUndefined();
+    const expired = expire(firing, T0 + 60_000, 60_000) as AlertState;
+    expect(expired.resolvedAt).toBe(new Date(T0 + 60_000).toISOString());
+    expect(expired.annotations.resolved_by).toBe('resolveAfter: no event for 60s');
+    expect(alertsOf(expired, T0 + 61_000, timing)[0]?.endsAt).toBe(new Date(T0 + 60_000).toISOString());
+  });
+
+  it('is off at 0, and leaves resolved alerts alone', () => {
+    const firing = applyEvent(undefined, event({}, T0), T0).next as AlertState;
+    expect(expire(firing, T0 + 1e9, 0)).toBeUndefined();
+    expect(expire({ ...firing, resolvedAt: new Date(T0).toISOString() }, T0 + 1e9, 1000)).toBeUndefined();
+  });
+
+  it('counts from the last event applied, not the first', () => {
+    const first = applyEvent(undefined, event({}, T0), T0).next as AlertState;
+    const again = applyEvent(first, event({}, T0 + 50_000), T0 + 50_000).next as AlertState;
+    expect(expire(again, T0 + 100_000, 60_000)).toBeUndefined();
   });
 });
