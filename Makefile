@@ -21,9 +21,10 @@ NATS_SERVER := .tools/bin/nats-server
 
 all: build
 
-# npm ci only when the lockfile changed since the last install.
+# npm ci only when the lockfile changed since the last install. A registry that stalls mid-download
+# (EIDLETIMEOUT is not among the errors npm retries itself) gets two more tries after a pause.
 node_modules/.package-lock.json: package-lock.json
-	npm ci --no-audit --no-fund
+	for attempt in 1 2 3; do npm ci --no-audit --no-fund && exit 0; echo "npm ci failed (attempt $$attempt of 3)" >&2; sleep $$((attempt * 10)); done; exit 1
 deps: node_modules/.package-lock.json
 
 # Tools the tests need, built from the Go module proxy at pinned versions into .tools/bin.
