@@ -198,6 +198,12 @@ export class Outbox implements EventSink, DeadLetterStore {
     }
   }
 
+  /** Rows held for destinations not in `configured` (a destination removed from the config), by name. */
+  orphans(configured: readonly string[]): Record<string, number> {
+    const rows = this.db.prepare('SELECT destination, count(*) AS n FROM outbox GROUP BY destination').all() as Array<{ destination: string; n: number }>;
+    return Object.fromEntries(rows.filter((r) => !configured.includes(r.destination)).map((r) => [r.destination, r.n]));
+  }
+
   /** Rows waiting for a destination (the lag gauge). */
   depth(destination: string): number {
     return (this.st.count.get(destination) as { n: number }).n;

@@ -102,6 +102,10 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
       lagTimer = setInterval(measure, LAG_INTERVAL_MS);
       lagTimer.unref();
       o.logger.info({ destinations: names, outbox: `${spool.path}/outbox.sqlite` }, 'no bus configured: destinations are delivered from the local spool (required with destinations)');
+      const orphans = outbox.orphans(names);
+      if (Object.keys(orphans).length > 0) {
+        o.logger.warn({ events: orphans }, 'the outbox holds events for destinations no longer configured; they stay there until those destinations are configured again');
+      }
     },
     close: async () => {
       clearInterval(lagTimer);

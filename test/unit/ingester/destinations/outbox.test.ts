@@ -132,3 +132,13 @@ describe('outbox', () => {
     await outbox.close();
   });
 });
+
+describe('outbox after a destination was removed from the config', () => {
+  it('names the destinations it still holds events for', async () => {
+    const outbox = new Outbox(tempDir(), 1 << 20, { destinationsOf: () => ['a', 'gone'] });
+    await outbox.deliver([ev('1'), ev('2')]);
+    expect(outbox.orphans(['a'])).toEqual({ gone: 2 });
+    expect(outbox.orphans(['a', 'gone'])).toEqual({});
+    await outbox.close();
+  });
+});
