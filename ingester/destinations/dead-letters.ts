@@ -13,6 +13,8 @@ export interface DeadLetterItem {
   error: string;
   attempts: number;
   failedAt: string;
+  /** With the bus: the subject the event was published on (a replay publishes it there again). */
+  subject?: string;
   event: NormalisedEvent;
 }
 

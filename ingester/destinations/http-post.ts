@@ -20,7 +20,9 @@ const MAX_ERROR_TEXT = 512;
 export const USER_AGENT = 'intake/0.1.0';
 
 export class JsonPoster {
+  /** For https: URLs (CA, client certificate); plain http: URLs get their own pool, made on first use. */
   private readonly agent: http.Agent;
+  private plain?: http.Agent;
   private readonly credentials: CredentialFiles;
 
   constructor(
@@ -84,7 +86,6 @@ export class JsonPoster {
     });
   }
 
-  private plain?: http.Agent;
   private plainAgent(): http.Agent {
     this.plain ??= new http.Agent({ keepAlive: true, maxSockets: this.agent.maxSockets });
     return this.plain;

@@ -35,7 +35,18 @@ export interface Routing {
   destinationsOf(e: NormalisedEvent): readonly string[];
 }
 
-export const ONLY_DESTINATION_HEADER = 'Intake-Destination';
+/**
+ * Headers of a dead letter. On an events-stream message, `destination` means "for this
+ * destination only" (a replayed dead letter).
+ */
+const HEADER = {
+  destination: 'Intake-Destination',
+  reason: 'Intake-Reason',
+  error: 'Intake-Error',
+  attempts: 'Intake-Attempts',
+  failedAt: 'Intake-Failed-At',
+  subject: 'Intake-Subject',
+} as const;
 const LAG_INTERVAL_MS = 10_000;
 const RETRY_ATTACH_MS = 2000;
 const decoder = new TextDecoder();
@@ -181,7 +192,7 @@ export class JetStreamDeliveries implements DeadLetterStore {
       this.deadLetterRaw(m, name, 'unreadable', (err as Error).message).catch(() => undefined);
       return;
     }
-    const only = m.headers?.get(ONLY_DESTINATION_HEADER);
+    const only = m.headers?.get(HEADER.destination);
     if (only ? only !== name : !this.routing.destinationsOf(event).includes(name)) {
       m.ack();
       return;
@@ -201,12 +212,12 @@ export class JetStreamDeliveries implements DeadLetterStore {
     const js = this.js;
     if (!js) throw new Error('the bus is not connected');
     const h = natsHeaders();
-    h.set('Intake-Destination', destination);
-    h.set('Intake-Reason', oneLine(reason, 128));
-    h.set('Intake-Error', oneLine(error));
-    h.set('Intake-Attempts', String(m.info.deliveryCount));
-    h.set('Intake-Failed-At', new Date().toISOString());
-    h.set('Intake-Subject', m.subject);
+    h.set(HEADER.destination, destination);
+    h.set(HEADER.reason, oneLine(reason, 128));
+    h.set(HEADER.error, oneLine(error));
+    h.set(HEADER.attempts, String(m.info.deliveryCount));
+    h.set(HEADER.failedAt, new Date().toISOString());
+    h.set(HEADER.subject, m.subject);
     await js.publish(`${this.s.deadLetterSubjectPrefix}.${destination}`, m.data, { msgID: `${destination}:${m.info.streamSequence}`, headers: h });
     m.term(oneLine(reason, 128));
   }
@@ -241,10 +252,8 @@ export class JetStreamDeliveries implements DeadLetterStore {
     let replayed = 0;
     for (const item of await this.list(q)) {
       const h = natsHeaders();
-      h.set(ONLY_DESTINATION_HEADER, item.destination);
-      const msg = await jsm.streams.getMessage(this.s.deadLetterStream, { seq: item.seq });
-      const subject = msg?.header.get('Intake-Subject') || `${this.s.subjectPrefix}.replayed`;
-      await js.publish(subject, JSON.stringify(item.event), { msgID: `${item.event.id}~replay~${item.seq}`, headers: h });
+      h.set(HEADER.destination, item.destination);
+      await js.publish(item.subject ?? `${this.s.subjectPrefix}.replayed`, JSON.stringify(item.event), { msgID: `${item.event.id}~replay~${item.seq}`, headers: h });
       await jsm.streams.deleteMessage(this.s.deadLetterStream, item.seq, false);
       replayed++;
     }
@@ -287,11 +296,12 @@ function toItem(msg: { seq: number; data: Uint8Array; header: { get(k: string): 
   try {
     return {
       seq: msg.seq,
-      destination: msg.header.get('Intake-Destination'),
-      reason: msg.header.get('Intake-Reason'),
-      error: msg.header.get('Intake-Error'),
-      attempts: Number(msg.header.get('Intake-Attempts')) || 0,
-      failedAt: msg.header.get('Intake-Failed-At') || msg.time.toISOString(),
+      destination: msg.header.get(HEADER.destination),
+      reason: msg.header.get(HEADER.reason),
+      error: msg.header.get(HEADER.error),
+      attempts: Number(msg.header.get(HEADER.attempts)) || 0,
+      failedAt: msg.header.get(HEADER.failedAt) || msg.time.toISOString(),
+      ...(msg.header.get(HEADER.subject) ? { subject: msg.header.get(HEADER.subject) } : {}),
       event: JSON.parse(decoder.decode(msg.data)) as NormalisedEvent,
     };
   } catch {

@@ -20,7 +20,10 @@ import type { DeadLetterItem, DeadLetterQuery, DeadLetterStore } from './dead-le
 import type { Dispatcher } from './dispatcher.js';
 import type { Routing } from './jetstream-queue.js';
 
+/** Bytes a row costs beyond its strings (SQLite row and index overhead, roughly). */
 const ROW_OVERHEAD = 96;
+/** What a row counts against maxBytes. */
+const rowBytes = (destination: string, id: string, payload: string): number => destination.length + id.length + Buffer.byteLength(payload) + ROW_OVERHEAD;
 const IDLE_POLL_MS = 1000;
 
 interface PendingAppend {
@@ -143,7 +146,7 @@ export class Outbox implements EventSink, DeadLetterStore {
       const payload = JSON.stringify(e);
       for (const destination of destinations) {
         rows.push({ destination, id: e.id, payload });
-        bytes += destination.length + e.id.length + Buffer.byteLength(payload) + ROW_OVERHEAD;
+        bytes += rowBytes(destination, e.id, payload);
       }
     }
     if (rows.length > 0) {
@@ -175,7 +178,7 @@ export class Outbox implements EventSink, DeadLetterStore {
     let added = 0;
     try {
       this.db.exec('BEGIN IMMEDIATE');
-      for (const p of admitted) for (const r of p.rows) if (Number(this.st.insert.run(r.destination, r.id, r.payload).changes) > 0) added += r.destination.length + r.id.length + Buffer.byteLength(r.payload) + ROW_OVERHEAD;
+      for (const p of admitted) for (const r of p.rows) if (Number(this.st.insert.run(r.destination, r.id, r.payload).changes) > 0) added += rowBytes(r.destination, r.id, r.payload);
       this.db.exec('COMMIT');
     } catch (err) {
       if (this.db.isTransaction) this.db.exec('ROLLBACK');
@@ -258,7 +261,7 @@ export class Outbox implements EventSink, DeadLetterStore {
   }
 
   private removeRow(r: OutboxRow): void {
-    if (Number(this.st.remove.run(r.seq).changes) > 0) this.bytesUsed -= r.destination.length + r.id.length + Buffer.byteLength(r.payload) + ROW_OVERHEAD;
+    if (Number(this.st.remove.run(r.seq).changes) > 0) this.bytesUsed -= rowBytes(r.destination, r.id, r.payload);
   }
 
   private settle(apply: () => void): Promise<void> {
@@ -311,7 +314,7 @@ export class Outbox implements EventSink, DeadLetterStore {
         // A fresh row (the old one was removed when it was buried): attempts start again.
         this.st.insert.run(item.destination, item.event.id, payload);
         this.st.deadRemove.run(item.seq);
-        this.bytesUsed += item.destination.length + item.event.id.length + Buffer.byteLength(payload) + ROW_OVERHEAD;
+        this.bytesUsed += rowBytes(item.destination, item.event.id, payload);
       }
       this.db.exec('COMMIT');
     } catch (err) {
