@@ -8,35 +8,18 @@
  * from the bus (nats-server, JetStream consumers) and from the standalone outbox. The receiver,
  * Alertmanager and nats-server share CPU 1 with this runner.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { connect } from 'node:net';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { freePort, ROOT, waitFor } from '../test/integration/support/cluster.js';
+import { canConnect, peakRssMiB, pinnedServer, runBenchmark } from './processes.js';
 
 const EVENTS = Number(process.env.BENCH_DESTINATION_EVENTS ?? 20_000);
 const PASSWORD = 'bench-password';
 const AUTH = `Basic ${Buffer.from(`bench:${PASSWORD}`).toString('base64')}`;
 const dir = mkdtempSync(join(process.env.BENCH_DIR || tmpdir(), 'intake-bench-dest-'));
-const children: ChildProcess[] = [];
-
-function server(name: string, cpu: string, cmd: string, args: string[]): ChildProcess {
-  const child = spawn('taskset', ['-c', cpu, cmd, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr?.on('data', (d) => (stderr = (stderr + d).slice(-4000)));
-  child.on('exit', (code) => code && code !== 143 && process.stderr.write(`bench: ${name} exited with ${code}\n${stderr}\n`));
-  children.push(child);
-  return child;
-}
-
-const canConnect = (port: number): Promise<boolean> =>
-  new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1', () => (socket.destroy(), resolve(true)));
-    socket.on('error', () => resolve(false));
-  });
 
 /** An HTTP destination that counts events. */
 async function receiver(): Promise<{ url: string; count: () => number; close: () => void }> {
@@ -79,7 +62,7 @@ async function runCase(c: Case, natsUrl: string): Promise<{ seconds: number; rss
   };
   const file = join(dir, `${c.name.replace(/\W/g, '_')}.yaml`);
   writeFileSync(file, stringify(config));
-  const child = server(c.name, '0', process.execPath, ['--max-semi-space-size=4', join(ROOT, 'dist/cmd/intake.js'), 'ingester', '--config', file]);
+  const child = pinnedServer(c.name, '0', process.execPath, ['--max-semi-space-size=4', join(ROOT, 'dist/cmd/intake.js'), 'ingester', '--config', file]);
   try {
     await waitFor(c.name, async () => (await fetch(`http://127.0.0.1:${admin}/readyz`)).ok, 20_000, 100);
     const started = performance.now();
@@ -95,7 +78,7 @@ async function runCase(c: Case, natsUrl: string): Promise<{ seconds: number; rss
     await Promise.all([sender(), sender(), sender(), sender()]);
     await waitFor(`${c.name} delivered`, async () => (await metric(admin, 'intake_destination_delivered_total{destination="target"}')) >= EVENTS, 600_000, 50);
     const seconds = (performance.now() - started) / 1000;
-    const rss = Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+    const rss = peakRssMiB(child.pid);
     return { seconds, rss };
   } finally {
     child.kill('SIGTERM');
@@ -109,7 +92,7 @@ async function alertmanager(): Promise<{ url: string; start: () => Promise<void>
   return {
     url,
     start: async () => {
-      server('alertmanager', '1', 'prometheus-alertmanager', [`--config.file=${join(dir, 'am.yml')}`, `--storage.path=${join(dir, `am-${port}-${Date.now()}`)}`, `--web.listen-address=127.0.0.1:${port}`, '--cluster.listen-address=']);
+      pinnedServer('alertmanager', '1', 'prometheus-alertmanager', [`--config.file=${join(dir, 'am.yml')}`, `--storage.path=${join(dir, `am-${port}-${Date.now()}`)}`, `--web.listen-address=127.0.0.1:${port}`, '--cluster.listen-address=']);
       await waitFor('alertmanager', () => canConnect(port), 20_000, 50);
     },
   };
@@ -117,7 +100,7 @@ async function alertmanager(): Promise<{ url: string; start: () => Promise<void>
 
 async function main(): Promise<void> {
   const natsPort = await freePort();
-  server('nats-server', '1', join(ROOT, '.tools/bin/nats-server'), ['-a', '127.0.0.1', '-p', String(natsPort), '-js', '-sd', join(dir, 'nats')]);
+  pinnedServer('nats-server', '1', join(ROOT, '.tools/bin/nats-server'), ['-a', '127.0.0.1', '-p', String(natsPort), '-js', '-sd', join(dir, 'nats')]);
   await waitFor('nats-server', () => canConnect(natsPort), 10_000, 100);
   const natsUrl = `nats://127.0.0.1:${natsPort}`;
   const delivery = { backoffMin: '100ms', backoffMax: '500ms', maxAttempts: 1000 };
@@ -147,15 +130,4 @@ async function main(): Promise<void> {
   if (process.env.BENCH_OUT) writeFileSync(process.env.BENCH_OUT, `\n${table}\n`, { flag: 'a' });
 }
 
-const cleanup = (): void => {
-  for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
-};
-process.on('exit', cleanup);
-process.on('SIGINT', () => process.exit(130));
-process.on('SIGTERM', () => process.exit(143));
-main()
-  .catch((err: Error) => {
-    process.stderr.write(`bench: ${err.message}\n`);
-    process.exitCode = 1;
-  })
-  .finally(cleanup);
+runBenchmark(main);

@@ -6,14 +6,14 @@
  * ingester's core). Every request carries a unique Idempotency-Key, so every event is a new
  * message (a repeated body would only exercise the duplicate check).
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 // run.sh runs this pinned to one CPU, where availableParallelism() says 1: it passes the machine's count as BENCH_NPROC.
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { freePort, ROOT, waitFor } from '../test/integration/support/cluster.js';
+import { canConnect, peakRssMiB, pinnedServer, runBenchmark } from './processes.js';
 
 const DURATION = process.env.BENCH_DURATION ?? '10s';
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -22,24 +22,12 @@ const PASSWORD = 'bench-password';
 const AUTH = `Basic ${Buffer.from(`bench:${PASSWORD}`).toString('base64')}`;
 // Inside run.sh's work dir when run from it, so its trap removes the data (a JetStream store reached 1.2 GiB).
 const dir = mkdtempSync(join(process.env.BENCH_DIR || tmpdir(), 'intake-bench-js-'));
-const children: ChildProcess[] = [];
 
 interface WrkResult {
   rps: number;
   p50: number;
   p99: number;
 }
-
-function server(name: string, cpu: string, cmd: string, args: string[]): ChildProcess {
-  const child = spawn('taskset', ['-c', cpu, cmd, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr?.on('data', (d) => (stderr = (stderr + d).slice(-4000)));
-  child.on('exit', (code) => code && code !== 143 && process.stderr.write(`bench: ${name} exited with ${code}\n${stderr}\n`));
-  children.push(child);
-  return child;
-}
-
-const peakRssMiB = (pid: number | undefined): number => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 
 /** A wrk script that gives every request its own Idempotency-Key. */
 function luaScript(name: string, body: string): string {
@@ -78,12 +66,6 @@ function wrk(url: string, script: string, duration = DURATION): WrkResult {
   return { rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(r.stdout)?.[1]), p50: lat('50'), p99: lat('99') };
 }
 
-const canConnect = (port: number): Promise<boolean> =>
-  new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1', () => (socket.destroy(), resolve(true)));
-    socket.on('error', () => resolve(false));
-  });
-
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 const medianOf = (runs: WrkResult[]): WrkResult => ({ rps: median(runs.map((r) => r.rps)), p50: median(runs.map((r) => r.p50)), p99: median(runs.map((r) => r.p99)) });
 
@@ -111,14 +93,14 @@ async function ingester(name: string, sinks: Record<string, unknown>, extra: Rec
     routes: [{ apiVersion: 'intake.dev/v1alpha1', kind: 'WebhookIntegration', name: 'bench', namespace: 'bench', credentials: [{ username: 'bench', secret: { plain: PASSWORD } }] }],
   };
   writeFileSync(join(dir, `${name}.yaml`), stringify(config));
-  const child = server(name, '0', process.execPath, [join(ROOT, 'dist/cmd/intake.js'), 'ingester', '--config', join(dir, `${name}.yaml`)]);
+  const child = pinnedServer(name, '0', process.execPath, [join(ROOT, 'dist/cmd/intake.js'), 'ingester', '--config', join(dir, `${name}.yaml`)]);
   await waitFor(name, async () => (await fetch(`http://127.0.0.1:${admin}/readyz`)).ok, 20_000, 100);
   return { port, admin, child };
 }
 
 async function main(): Promise<void> {
   const natsPort = await freePort();
-  const nats = server('nats-server', '1', join(ROOT, '.tools/bin/nats-server'), ['-a', '127.0.0.1', '-p', String(natsPort), '-js', '-sd', join(dir, 'nats')]);
+  const nats = pinnedServer('nats-server', '1', join(ROOT, '.tools/bin/nats-server'), ['-a', '127.0.0.1', '-p', String(natsPort), '-js', '-sd', join(dir, 'nats')]);
   await waitFor('nats-server', () => canConnect(natsPort), 10_000, 100);
   const log = await ingester('log', { log: { path: join(dir, 'events.log') } });
   const js = await ingester('jetstream', { jetstream: { url: `nats://127.0.0.1:${natsPort}` } }, { spool: { path: join(dir, 'spool') } });
@@ -154,16 +136,4 @@ async function main(): Promise<void> {
   if (process.env.BENCH_OUT) writeFileSync(process.env.BENCH_OUT, `\n${table}\n`, { flag: 'a' });
 }
 
-const cleanup = (): void => {
-  for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
-};
-process.on('exit', cleanup);
-process.on('SIGINT', () => process.exit(130));
-// run.sh stops a run that outlasts its time limit with SIGTERM: exit, so the exit handler stops the servers.
-process.on('SIGTERM', () => process.exit(143));
-main()
-  .catch((err: Error) => {
-    process.stderr.write(`bench: ${err.message}\n`);
-    process.exitCode = 1;
-  })
-  .finally(cleanup);
+runBenchmark(main);

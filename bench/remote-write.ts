@@ -5,14 +5,15 @@
  * prometheus_tsdb_head_samples_appended_total, counted until intake's queue is empty), and the
  * ingester's peak RSS. One warm-up, then one measured run: Prometheus keeps what it received.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 // run.sh runs this pinned to one CPU, where availableParallelism() says 1: it passes the machine's count as BENCH_NPROC.
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { freePort, ROOT, waitFor } from '../test/integration/support/cluster.js';
 import { startPrometheus, type Prometheus } from '../test/e2e/support/prometheus.js';
+import { peakRssMiB, runBenchmark, track } from './processes.js';
 
 const DURATION_S = Number(process.env.BENCH_RW_SECONDS ?? 20);
 const CONNECTIONS = Number(process.env.BENCH_RW_CONNECTIONS ?? 8);
@@ -20,7 +21,6 @@ const POINTS = 1000;
 const API_KEY = 'bench_0123456789abcdef0123456789abcdef';
 // Inside run.sh's work dir when run from it, so its trap removes it with the rest.
 const dir = mkdtempSync(join(process.env.BENCH_DIR || tmpdir(), 'intake-bench-rw-'));
-const children: ChildProcess[] = [];
 let prom: Prometheus | undefined;
 
 async function metricValue(url: string, name: string): Promise<number> {
@@ -56,7 +56,7 @@ async function main(): Promise<void> {
     }),
   );
   const ingester = spawn('taskset', ['-c', '0', process.execPath, join(ROOT, 'dist/cmd/intake.js'), 'ingester', '--config', join(dir, 'intake.yaml')], { stdio: 'ignore' });
-  children.push(ingester);
+  track(ingester);
   await waitFor('ingester', async () => (await fetch(`http://127.0.0.1:${admin}/readyz`)).ok, 20_000, 100);
 
   // 1000 series per request, each point stamped when received: every request adds one sample to each.
@@ -78,7 +78,7 @@ async function main(): Promise<void> {
   const seconds = (performance.now() - start) / 1000;
   const landed = (await metricValue(promMetrics, 'prometheus_tsdb_head_samples_appended_total')) - appendedBefore;
   const dropped = (await metricValue(ingestMetrics, 'intake_remote_write_samples_dropped_total')) - droppedBefore;
-  const rss = Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${ingester.pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+  const rss = peakRssMiB(ingester.pid);
 
   const accepted = (run.requests - run.non2xx) * POINTS;
   const f = (n: number) => Math.round(n).toLocaleString('en-US');
@@ -100,22 +100,6 @@ async function main(): Promise<void> {
 
 const PROM_VERSION = (): string => /version (\S+)/.exec(spawnSync(process.env.INTAKE_TEST_PROMETHEUS ?? '/usr/bin/prometheus', ['--version'], { encoding: 'utf8' }).stdout ?? '')?.[1] ?? '?';
 
-const cleanup = (): void => {
-  for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
-};
-process.on('exit', cleanup);
-process.on('SIGINT', () => process.exit(130));
-// run.sh stops a run that outlasts its time limit with SIGTERM: stop the ingester and Prometheus, then exit.
-process.on('SIGTERM', () => {
-  cleanup();
-  void (prom?.stop() ?? Promise.resolve()).finally(() => process.exit(143));
+runBenchmark(main, async () => {
+  await prom?.stop();
 });
-main()
-  .catch((err: Error) => {
-    process.stderr.write(`bench: ${err.message}\n`);
-    process.exitCode = 1;
-  })
-  .finally(async () => {
-    cleanup();
-    await prom?.stop();
-  });
