@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type { NormalisedEvent } from '../events.js';
 import { GroupCommit } from '../sinks/group-commit.js';
+import { StoreBudget } from '../sinks/store-budget.js';
 import { SinkError, type DeliveryReport, type EventSink } from '../sinks/sink.js';
 import type { AlertState } from './alerts.js';
 import type { AlertStore, Versioned } from './alert-store.js';
@@ -63,7 +64,7 @@ export class Outbox implements EventSink, DeadLetterStore {
   private readonly group = new GroupCommit<PendingAppend>((g) => this.commit(g));
   /** Acks, retries and dead letters of one turn share one transaction (one fsync). */
   private readonly settles = new GroupCommit<{ apply: () => void; resolve: () => void; reject: (err: Error) => void }>((g) => this.commitSettles(g));
-  private bytesUsed: number;
+  private readonly budget: StoreBudget;
   private readonly wakers = new Set<() => void>();
   private readonly loops = new Set<Promise<void>>();
   private closed = false;
@@ -131,7 +132,8 @@ export class Outbox implements EventSink, DeadLetterStore {
       total: p('SELECT coalesce(sum(length(destination) + length(id) + length(CAST(payload AS BLOB))), 0) AS b, count(*) AS n FROM outbox'),
     };
     const t = this.st.total.get() as { b: number; n: number };
-    this.bytesUsed = t.b + t.n * ROW_OVERHEAD;
+    this.budget = new StoreBudget(maxBytes);
+    this.budget.used = t.b + t.n * ROW_OVERHEAD;
   }
 
   // ---- the hand-off side (EventSink) ----
@@ -156,7 +158,7 @@ export class Outbox implements EventSink, DeadLetterStore {
   }
 
   unavailable(): string | undefined {
-    return this.bytesUsed < this.maxBytes ? undefined : `the outbox is full (${this.bytesUsed} of ${this.maxBytes} bytes): destinations are not keeping up`;
+    return this.budget.hasRoom() ? undefined : `the outbox is full (${this.budget.used} of ${this.maxBytes} bytes): destinations are not keeping up`;
   }
 
   async flush(): Promise<void> {
@@ -164,16 +166,7 @@ export class Outbox implements EventSink, DeadLetterStore {
   }
 
   private commit(group: PendingAppend[]): void {
-    const admitted: PendingAppend[] = [];
-    let projected = this.bytesUsed;
-    for (const p of group) {
-      if (projected + p.bytes > this.maxBytes) {
-        p.reject(new SinkError(this.name, `the outbox is full (${this.bytesUsed} of ${this.maxBytes} bytes used)`));
-        continue;
-      }
-      projected += p.bytes;
-      admitted.push(p);
-    }
+    const admitted = this.budget.admit(group, (p) => p.reject(new SinkError(this.name, `the outbox is full (${this.budget.used} of ${this.maxBytes} bytes used)`)));
     if (admitted.length === 0) return;
     let added = 0;
     try {
@@ -186,7 +179,7 @@ export class Outbox implements EventSink, DeadLetterStore {
       for (const p of admitted) p.reject(failure);
       return;
     }
-    this.bytesUsed += added;
+    this.budget.used += added;
     for (const p of admitted) p.resolve();
     for (const wake of this.wakers) wake();
   }
@@ -261,7 +254,7 @@ export class Outbox implements EventSink, DeadLetterStore {
   }
 
   private removeRow(r: OutboxRow): void {
-    if (Number(this.st.remove.run(r.seq).changes) > 0) this.bytesUsed -= rowBytes(r.destination, r.id, r.payload);
+    if (Number(this.st.remove.run(r.seq).changes) > 0) this.budget.used -= rowBytes(r.destination, r.id, r.payload);
   }
 
   private settle(apply: () => void): Promise<void> {
@@ -269,14 +262,14 @@ export class Outbox implements EventSink, DeadLetterStore {
   }
 
   private commitSettles(group: Array<{ apply: () => void; resolve: () => void; reject: (err: Error) => void }>): void {
-    const freedBefore = this.bytesUsed;
+    const freedBefore = this.budget.used;
     try {
       this.db.exec('BEGIN IMMEDIATE');
       for (const g of group) g.apply();
       this.db.exec('COMMIT');
     } catch (err) {
       if (this.db.isTransaction) this.db.exec('ROLLBACK');
-      this.bytesUsed = freedBefore;
+      this.budget.used = freedBefore;
       for (const g of group) g.reject(err as Error);
       return;
     }
@@ -314,7 +307,7 @@ export class Outbox implements EventSink, DeadLetterStore {
         // A fresh row (the old one was removed when it was buried): attempts start again.
         this.st.insert.run(item.destination, item.event.id, payload);
         this.st.deadRemove.run(item.seq);
-        this.bytesUsed += rowBytes(item.destination, item.event.id, payload);
+        this.budget.used += rowBytes(item.destination, item.event.id, payload);
       }
       this.db.exec('COMMIT');
     } catch (err) {

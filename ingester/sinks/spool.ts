@@ -16,6 +16,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { GroupCommit } from './group-commit.js';
+import { StoreBudget } from './store-budget.js';
 
 export interface SpoolRecord {
   id: string;
@@ -66,7 +67,7 @@ export class Spool {
   private openError?: Error;
   private readonly group = new GroupCommit<PendingAppend>((group) => this.commit(group));
   private rows = 0;
-  private bytesUsed = 0;
+  private readonly budget: StoreBudget;
   private readonly listeners: Array<() => void> = [];
   private closed = false;
 
@@ -74,6 +75,7 @@ export class Spool {
     readonly dir: string,
     readonly maxBytes: number,
   ) {
+    this.budget = new StoreBudget(maxBytes);
     this.tryOpen();
   }
 
@@ -105,7 +107,7 @@ export class Spool {
         oldest: db.prepare('SELECT spooled_at AS t FROM events ORDER BY seq LIMIT 1'),
       };
       this.rows = totals.n;
-      this.bytesUsed = totals.b + totals.n * ROW_OVERHEAD;
+      this.budget.used = totals.b + totals.n * ROW_OVERHEAD;
       this.db = db;
       this.openError = undefined;
       return true;
@@ -130,12 +132,12 @@ export class Spool {
   }
 
   get bytes(): number {
-    return this.bytesUsed;
+    return this.budget.used;
   }
 
   /** True while an append of a typical request could be held. */
   canAccept(): boolean {
-    return this.tryOpen() && this.bytesUsed < this.maxBytes;
+    return this.tryOpen() && this.budget.hasRoom();
   }
 
   /** Milliseconds since the oldest held event was spooled (0 when empty). */
@@ -168,16 +170,7 @@ export class Spool {
     const db = this.db as DatabaseSync;
     const st = this.st as Statements;
     // Admission first: a request that does not fit is refused whole, before anything is written.
-    const admitted: PendingAppend[] = [];
-    let projected = this.bytesUsed;
-    for (const p of group) {
-      if (projected + p.bytes > this.maxBytes) {
-        p.reject(new SpoolError('full', `spool is full (${this.bytesUsed} of ${this.maxBytes} bytes used)`));
-        continue;
-      }
-      projected += p.bytes;
-      admitted.push(p);
-    }
+    const admitted = this.budget.admit(group, (p) => p.reject(new SpoolError('full', `spool is full (${this.budget.used} of ${this.maxBytes} bytes used)`)));
     if (admitted.length === 0) return;
     let addedRows = 0;
     let addedBytes = 0;
@@ -201,7 +194,7 @@ export class Spool {
       return;
     }
     this.rows += addedRows;
-    this.bytesUsed += addedBytes;
+    this.budget.used += addedBytes;
     for (const p of admitted) p.resolve();
     if (addedRows > 0) for (const l of this.listeners) l();
   }
@@ -229,7 +222,7 @@ export class Spool {
       }
       db.exec('COMMIT');
       this.rows -= removed;
-      this.bytesUsed -= freed;
+      this.budget.used -= freed;
     } catch (err) {
       rollback(db);
       throw err;

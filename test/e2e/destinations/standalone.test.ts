@@ -74,3 +74,29 @@ it('delivers, after a restart, what a killed ingester acknowledged while Alertma
   await waitFor('all 20 alerts in Alertmanager', async () => (await activeAlerts(am.url)).length === 20, 50_000, 200);
   await waitFor('outbox empty', async () => (await metricValue(second.adminUrl, 'intake_destination_lag{destination="alertmanager"}')) === 0, 50_000, 200);
 }, 120_000);
+
+it('answers 503 and turns unready when the outbox is full, and accepts again once it drained', async () => {
+  const port = am.port;
+  await am.kill9();
+  const ing = await startIngester((c) => {
+    example(`http://127.0.0.1:${port}`)(c);
+    c.spool = { path: mkdtempSync(join(tmpdir(), 'intake-outbox-full-')), maxBytes: 65536 };
+  });
+  ingesters.push(ing);
+  const batch = (n: number): unknown[] => Array.from({ length: 100 }, (_, i) => ({ source: `full-${n}-${i}`, severity: 'minor', description: 'x'.repeat(200) }));
+  let refused: Awaited<ReturnType<typeof post>> | undefined;
+  for (let n = 0; n < 10 && !refused; n++) {
+    const res = await post(`${ing.url}/events/webhook_demo`, batch(n), { authorization: basic(DEMO.user, DEMO.password) });
+    if (res.status !== 200) refused = res;
+  }
+  expect(refused?.status).toBe(503);
+  expect(refused?.headers.get('retry-after')).toBeTruthy();
+  expect(refused?.json()).toMatchObject({ success: false });
+  const ready = await fetch(`${ing.adminUrl}/readyz`);
+  expect(ready.status).toBe(503);
+  expect(((await ready.json()) as { status: string }).status).toContain('the outbox is full');
+
+  am = await startAlertmanager(undefined, { port });
+  await waitFor('outbox drained, ready again', async () => (await fetch(`${ing.adminUrl}/readyz`)).ok, 60_000, 200);
+  await send(ing, { source: 'after-full', severity: 'minor' });
+}, 90_000);

@@ -1,0 +1,57 @@
+/**
+ * The alert-state store on a real nats-server key-value bucket: compare-and-set refusals are told
+ * apart from errors (two replicas writing one alert), and the re-send lease passes to another
+ * replica only once it expired.
+ */
+import { jetstream } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { AlertState } from '../../../ingester/destinations/alerts.js';
+import { KvAlertStore } from '../../../ingester/destinations/kv-alert-store.js';
+import { startNats, type RunningNats } from '../support/nats-server.js';
+
+let nats: RunningNats;
+let nc: NatsConnection;
+let store: KvAlertStore;
+
+beforeAll(async () => {
+  nats = await startNats();
+  nc = await connect({ servers: nats.url });
+  store = new KvAlertStore(await new Kvm(jetstream(nc)).create('intake-alerts-test', { history: 1 }));
+}, 30_000);
+
+afterAll(async () => {
+  await nc?.close();
+  await nats?.stop();
+});
+
+const state = (key: string, lastEventId: string): AlertState => ({ key, labels: { alertname: 'A' }, annotations: {}, startsAt: new Date(0).toISOString(), lastEventAtMs: 0, lastEventId });
+
+it('writes only over the version it read (compare-and-set)', async () => {
+  expect(await store.put(state('k1', 'e1'), 0)).toBe(true);
+  // A second "create" loses: the other replica created it first.
+  expect(await store.put(state('k1', 'e2'), 0)).toBe(false);
+  const read = await store.get('k1');
+  expect(read?.state.lastEventId).toBe('e1');
+  expect(await store.put(state('k1', 'e3'), read?.version as number)).toBe(true);
+  // A write based on the version before that one loses.
+  expect(await store.put(state('k1', 'e4'), read?.version as number)).toBe(false);
+  expect((await store.get('k1'))?.state.lastEventId).toBe('e3');
+});
+
+it('lists, deletes, and creates again after a delete', async () => {
+  await store.put(state('k2', 'x'), 0);
+  expect((await store.list()).map((s) => s.key).sort()).toEqual(['k1', 'k2']);
+  await store.delete('k2');
+  expect(await store.get('k2')).toBeUndefined();
+  expect(await store.put(state('k2', 'y'), 0)).toBe(true);
+});
+
+it('gives the re-send lease to one holder until it expires', async () => {
+  expect(await store.holdResendLease('a', 300)).toBe(true);
+  expect(await store.holdResendLease('b', 300)).toBe(false);
+  expect(await store.holdResendLease('a', 300)).toBe(true);
+  await new Promise((r) => setTimeout(r, 400));
+  expect(await store.holdResendLease('b', 300)).toBe(true);
+  expect(await store.holdResendLease('a', 300)).toBe(false);
+});
