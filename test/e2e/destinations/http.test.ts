@@ -7,6 +7,10 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import { resolveJetStream, type JetStreamSettings } from '../../../ingester/sinks/handoff-config.js';
+import { wantedStream } from '../../../ingester/sinks/jetstream-stream.js';
 import { ROOT, waitFor } from '../../integration/support/cluster.js';
 import { startEventReceiver, type EventReceiver } from '../support/event-receiver.js';
 import { basic, DEMO, post, startIngester, type RunningIngester } from '../support/ingester.js';
@@ -19,6 +23,11 @@ let ing: RunningIngester;
 
 beforeAll(async () => {
   [nats, receiver] = await Promise.all([startNats(), startEventReceiver()]);
+  // History: an event already in the stream before the destination existed.
+  const nc = await connect({ servers: nats.url });
+  await (await jetstreamManager(nc)).streams.add(wantedStream(resolveJetStream({ url: nats.url }) as JetStreamSettings));
+  await jetstream(nc).publish('intake.events.default.demo', JSON.stringify({ id: 'history-1', integration: 'demo', namespace: 'default', received_at: new Date().toISOString(), source: 'history', severity: 3, custom_info: {} }));
+  await nc.close();
   ing = await startIngester((c) => {
     handoffConfig(nats)(c);
     c.destinations = [{ name: 'tickets', default: true, http: { url: receiver.url, headers: { 'X-Team': 'sre' }, timeout: '1s' }, delivery: { maxAttempts: 20, backoffMin: '50ms', backoffMax: '400ms' } }];
@@ -56,6 +65,8 @@ it('delivers every event through 500s, 429 with Retry-After and connection reset
   expect(await metric('intake_destination_retries_total{destination="tickets",reason="http_500"}')).toBe(1);
   expect(await metric('intake_destination_retries_total{destination="tickets",reason="http_429"}')).toBe(1);
   expect(await metric('intake_destination_retries_total{destination="tickets",reason="network"}')).toBe(2);
+  // A new destination starts with the events accepted from its ingester's start, not the stream's history.
+  expect(receiver.requests.filter((r) => r.events.some((e) => e.source === 'history'))).toEqual([]);
 }, 30_000);
 
 it('dead-letters an event the receiver refuses with 400, with the reason, and replays it', async () => {
