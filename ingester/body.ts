@@ -4,7 +4,7 @@
  */
 import { constants as zlibConstants, gunzipSync, inflateSync } from 'node:zlib';
 import sjson from 'secure-json-parse';
-import { IntakeError, invalidJson, payloadTooLarge, unsupportedMediaType } from './errors.js';
+import { IntakeError, invalidJson, jsonTooDeep, payloadTooLarge, unsupportedMediaType } from './errors.js';
 
 const JSON_TYPE = /^\s*(application\/([a-z0-9.+-]*\+)?json|text\/plain)\s*(;|$)/i;
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)"?/i;
@@ -16,8 +16,15 @@ export function isAcceptedContentType(contentType: string | undefined): boolean 
   return charset === undefined || charset === 'utf-8' || charset === 'utf8' || charset === 'us-ascii';
 }
 
-export function parseJsonBody(contentType: string | undefined, raw: Buffer): unknown {
+/** JSON nesting allowed when the caller gives none (limits.maxJsonDepth). */
+export const DEFAULT_MAX_JSON_DEPTH = 64;
+
+export function parseJsonBody(contentType: string | undefined, raw: Buffer, maxDepth = DEFAULT_MAX_JSON_DEPTH): unknown {
   if (!isAcceptedContentType(contentType)) throw unsupportedMediaType(contentType);
+  // Before parsing: whatever reads the parsed body later (a mapping, the dead letter's
+  // JSON.stringify, custom_info checks) may recurse, and a stack overflow there is no answer a
+  // sender can act on. No tool's payload nests anywhere near the limit.
+  if (jsonDepthExceeds(raw, maxDepth)) throw jsonTooDeep(maxDepth);
   let text: string;
   try {
     text = strictUtf8.decode(raw);
@@ -52,4 +59,34 @@ export function decodeContentEncoding(encoding: string | undefined, raw: Buffer,
     if ((err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') throw payloadTooLarge(limitBytes);
     throw invalidJson(`the body is not valid ${name} data`);
   }
+}
+
+const OPEN_BRACE = 0x7b;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACE = 0x7d;
+const CLOSE_BRACKET = 0x5d;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+/**
+ * True when the JSON text nests objects and arrays deeper than `maxDepth`: one pass over the
+ * bytes, brackets inside strings not counted (UTF-8 continuation bytes never equal these ASCII
+ * codes). Malformed text is left to the parser.
+ */
+export function jsonDepthExceeds(raw: Uint8Array, maxDepth: number): boolean {
+  // A body shorter than the limit cannot nest deeper than it.
+  if (raw.length <= maxDepth) return false;
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < raw.length; i++) {
+    const c = raw[i] as number;
+    if (inString) {
+      if (c === BACKSLASH) i++;
+      else if (c === QUOTE) inString = false;
+    } else if (c === QUOTE) inString = true;
+    else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      if (++depth > maxDepth) return true;
+    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) depth--;
+  }
+  return false;
 }

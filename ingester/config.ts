@@ -9,6 +9,7 @@ import { ConfigError, parseListen, type Listen } from '../common/config-files.js
 import { jetstreamSchema, resolveJetStream, resolveSpool, spoolSchema, type JetStreamSettings, type SpoolSettings } from './sinks/handoff-config.js';
 import { expositionSchema, remoteWriteSchema, resolveRemoteWrite, type RemoteWriteFile, type RemoteWriteSettings } from './remote-write/settings.js';
 import { DEFAULT_MAPPING_LIMITS, type MappingLimits } from '../api/mapping/engine.js';
+import { DEFAULT_POOL, defaultWorkers } from '../api/mapping/worker-pool.js';
 import { destinationsSchema, resolveDestinations, type DestinationFile, type DestinationSettings } from './destinations/settings.js';
 
 export interface IngesterSettings {
@@ -34,6 +35,8 @@ export interface IngesterSettings {
     requestTimeoutMs: number;
     keepAliveTimeoutMs: number;
     maxInFlightBodyBytes: number;
+    /** Nesting of a JSON body ({ and [) at most; deeper is a 400 before anything else reads it. */
+    maxJsonDepth: number;
   };
   authThrottle: { failures: number; windowSeconds: number; blockSeconds: number; failureDelayMs: number };
   /** log.enabled defaults to true without jetstream, false with it. */
@@ -46,12 +49,27 @@ export interface IngesterSettings {
   /** Serve received series on the admin port at /metrics/ingested. */
   exposition: { enabled: boolean };
   /** Guardrails for every data mapping (platform team only; tenants cannot change them). */
-  mapping: MappingLimits;
+  mapping: MappingSettings;
   /** Where payloads a mapping could not turn into events are kept for replay (bounded). */
   deadLetter: { path: string; maxBytes: number };
   /** Where accepted events are delivered after the hand-off (destinations/). Empty: nowhere. */
   destinations: DestinationSettings[];
 }
+
+/** The mapping guardrails plus the worker threads tenants' expressions run in (api/mapping/worker-pool.ts). */
+export interface MappingSettings extends MappingLimits {
+  /** Worker threads for tenants' expressions (default: cores - 1, at least 2, at most 4). */
+  workers: number;
+  /** Payloads waiting for a worker at most; past it 503 with Retry-After. */
+  maxQueued: number;
+  /** Payload bytes waiting for or held by the workers at most; past it 503 with Retry-After. */
+  maxQueuedBytes: number;
+  /** Heap (old generation) of each worker, MiB; an evaluation past it fails (INTAKE_MEMORY_LIMIT). */
+  workerHeapMb: number;
+}
+
+/** Mapped output may be larger than the body it came from, within reason: four times the body limit. */
+const OUTPUT_PER_BODY = 4;
 
 export const DEFAULT_SETTINGS: IngesterSettings = {
   listen: { host: '127.0.0.1', port: 8080 },
@@ -71,12 +89,13 @@ export const DEFAULT_SETTINGS: IngesterSettings = {
     requestTimeoutMs: 30_000,
     keepAliveTimeoutMs: 5_000,
     maxInFlightBodyBytes: 64 * 1024 * 1024,
+    maxJsonDepth: 64,
   },
   authThrottle: { failures: 20, windowSeconds: 60, blockSeconds: 300, failureDelayMs: 300 },
   sinks: { log: { path: '-', timeoutMs: 5_000 } },
   shutdown: { drainDelaySeconds: 0, timeoutSeconds: 25 },
   exposition: { enabled: true },
-  mapping: DEFAULT_MAPPING_LIMITS,
+  mapping: { ...DEFAULT_MAPPING_LIMITS, maxOutputBytes: OUTPUT_PER_BODY * 1024 * 1024, workers: defaultWorkers(), maxQueued: DEFAULT_POOL.maxQueued, maxQueuedBytes: DEFAULT_POOL.maxQueuedBytes, workerHeapMb: DEFAULT_POOL.heapMb },
   deadLetter: { path: '/tmp/intake-deadletter.jsonl', maxBytes: 64 * 1024 * 1024 },
   destinations: [],
 };
@@ -108,6 +127,7 @@ const settingsFileSchema = {
         requestTimeoutMs: positive,
         keepAliveTimeoutMs: positive,
         maxInFlightBodyBytes: positive,
+        maxJsonDepth: positive,
       },
     },
     authThrottle: {
@@ -134,7 +154,18 @@ const settingsFileSchema = {
     mapping: {
       type: 'object',
       additionalProperties: false,
-      properties: { timeoutMs: positive, maxDepth: positive, maxSequence: positive, maxStringLength: positive },
+      properties: {
+        timeoutMs: positive,
+        maxDepth: positive,
+        maxSequence: positive,
+        maxStringLength: positive,
+        maxOutputBytes: positive,
+        maxEvents: positive,
+        workers: { type: 'integer', minimum: 1, maximum: 64 },
+        maxQueued: positive,
+        maxQueuedBytes: positive,
+        workerHeapMb: { type: 'integer', minimum: 16 },
+      },
     },
     deadLetter: { type: 'object', additionalProperties: false, properties: { path: { type: 'string', minLength: 1 }, maxBytes: { type: 'integer', minimum: 4096 } } },
     destinations: destinationsSchema,
@@ -178,22 +209,24 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
     shutdown?: Partial<IngesterSettings['shutdown']>;
     remoteWrite?: RemoteWriteFile;
     exposition?: { enabled?: boolean };
-    mapping?: Partial<MappingLimits>;
+    mapping?: Partial<MappingSettings>;
     deadLetter?: Partial<IngesterSettings['deadLetter']>;
     destinations?: DestinationFile[];
   };
   const d = DEFAULT_SETTINGS;
+  const limits = { ...d.limits, ...f.limits };
   const settings: IngesterSettings = {
     listen: parseListen(overrides.listen ?? f.listen ?? `${d.listen.host}:${d.listen.port}`, 'listen'),
     adminListen: parseListen(overrides.adminListen ?? f.adminListen ?? `${d.adminListen.host}:${d.adminListen.port}`, 'adminListen'),
     trustProxy: checkTrustProxy(parseTrustProxy(overrides.trustProxy) ?? f.trustProxy ?? d.trustProxy),
     logLevel: overrides.logLevel ?? f.logLevel ?? d.logLevel,
-    limits: { ...d.limits, ...f.limits },
+    limits,
     authThrottle: { ...d.authThrottle, ...f.authThrottle },
     sinks: { log: { path: overrides.eventsLog ?? f.sinks?.log?.path ?? d.sinks.log.path, timeoutMs: f.sinks?.log?.timeoutMs ?? d.sinks.log.timeoutMs } },
     shutdown: { ...d.shutdown, ...f.shutdown },
     exposition: { ...d.exposition, ...f.exposition },
-    mapping: { ...d.mapping, ...f.mapping },
+    // The output bound follows the body limit unless given: a larger body may map to more.
+    mapping: { ...d.mapping, maxOutputBytes: OUTPUT_PER_BODY * limits.bodyBytes, ...f.mapping },
     deadLetter: { ...d.deadLetter, ...f.deadLetter },
     destinations: resolveDestinations(f.destinations),
   };

@@ -69,6 +69,11 @@ export const badHeader = (header: string, message: string): IntakeError =>
 export const invalidJson = (message: string): IntakeError =>
   new IntakeError('INVALID_JSON', 400, message, [{ field: '', message }]);
 
+export const jsonTooDeep = (maxDepth: number): IntakeError => {
+  const message = `the body nests objects or arrays deeper than ${maxDepth} levels (limits.maxJsonDepth); no event or tool payload needs that`;
+  return new IntakeError('JSON_TOO_DEEP', 400, message, [{ field: '', message }]);
+};
+
 export const unsupportedMediaType = (contentType: string | undefined): IntakeError =>
   new IntakeError(
     'UNSUPPORTED_MEDIA_TYPE',
@@ -89,6 +94,10 @@ export const methodNotAllowed = (method: string, allow: string): IntakeError =>
 
 export const unavailable = (message: string, retryAfterSeconds = 5): IntakeError =>
   new IntakeError('UNAVAILABLE', 503, message, undefined, { 'retry-after': String(retryAfterSeconds) });
+
+/** The mapping workers' queue is full (count or bytes): nothing is wrong with the payload. */
+export const mappingBusy = (message: string, retryAfterSeconds: number): IntakeError =>
+  new IntakeError('MAPPING_BUSY', 503, message, undefined, { 'retry-after': String(retryAfterSeconds) });
 
 export const sinkFailed = (sink: string, cause: unknown): IntakeError =>
   new IntakeError('SINK_FAILED', 503, `event sink ${sink} failed; nothing was acknowledged, retry later`, undefined, { 'retry-after': '5' }, { cause });

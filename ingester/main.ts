@@ -18,6 +18,7 @@ import { FileDeadLetter } from './mapping/dead-letter.js';
 import { MappingMetrics } from './mapping/metrics.js';
 import { MappedWebhooks } from './mapping/pipeline.js';
 import { registerDeadLetterRoutes } from './mapping/replay.js';
+import { MappingWorkerPool } from '../api/mapping/worker-pool.js';
 import { LogSink } from './sinks/log-sink.js';
 import type { EventSink } from './sinks/sink.js';
 
@@ -87,10 +88,21 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
       logger.warn({ dropped: dropped.length, maxBytes: settings.deadLetter.maxBytes }, 'dead letter full: oldest payloads dropped');
     },
   });
-  const mapped = new MappedWebhooks({ deadLetter, metrics: mappingMetrics, eventsPerRequest: settings.limits.eventsPerRequest });
+  const mapped = new MappedWebhooks({ deadLetter, metrics: mappingMetrics, eventsPerRequest: settings.limits.eventsPerRequest, mappedEventsPerRequest: settings.mapping.maxEvents });
+  // Tenants' expressions run in worker threads, stopped at their limits (presets run here).
+  const mappingWorkers = new MappingWorkerPool({
+    size: settings.mapping.workers,
+    maxQueued: settings.mapping.maxQueued,
+    maxQueuedBytes: settings.mapping.maxQueuedBytes,
+    heapMb: settings.mapping.workerHeapMb,
+    onWorkerLost: (reason) => {
+      mappingMetrics.workerRestarts.inc();
+      logger.warn({ reason }, 'mapping worker terminated and replaced');
+    },
+  });
 
   const install = (inputs: RouteInput[], unparsable: SkippedRoute[] = []): void => {
-    const built = RouteTable.build(inputs, { allowPlaintext: source.allowPlaintext, mappingLimits: settings.mapping, destinations: settings.destinations });
+    const built = RouteTable.build(inputs, { allowPlaintext: source.allowPlaintext, mappingLimits: settings.mapping, mappingRunner: mappingWorkers, destinations: settings.destinations });
     const skipped = [...unparsable, ...built.skipped];
     for (const s of skipped) logger.warn({ route: s.source, reason: s.reason }, 'route skipped');
     metrics.routesSkipped.set(skipped.length);
@@ -171,6 +183,7 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
       await destinations?.close();
       await Promise.all(sinks.map((s) => s.close()));
       await deadLetter.close();
+      await mappingWorkers.close();
       await admin.close();
       logger.info('shutdown complete');
     })();

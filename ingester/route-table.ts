@@ -3,7 +3,7 @@
  * immutable once built; a reload builds a new table and swaps one reference, so a request sees
  * either the old table or the new one, never a mix.
  */
-import { compileMapping, MappingError, type CompiledMapping, type MappingLimits } from '../api/mapping/engine.js';
+import { compileMapping, MappingError, type CompiledMapping, type ExpressionRunner, type MappingLimits } from '../api/mapping/engine.js';
 import type { Route, RouteKind } from '../api/route.js';
 import { sha256 } from '../api/verifiers.js';
 import { CompiledCredential, type VerifiedCache } from './credentials.js';
@@ -54,7 +54,7 @@ export class RouteTable {
    */
   static build(
     inputs: readonly RouteInput[],
-    options: { allowPlaintext: boolean; mappingLimits?: MappingLimits; destinations?: readonly DestinationSettings[] },
+    options: { allowPlaintext: boolean; mappingLimits?: MappingLimits; mappingRunner?: ExpressionRunner; destinations?: readonly DestinationSettings[] },
   ): { table: RouteTable; skipped: SkippedRoute[] } {
     const destinations = options.destinations ?? [];
     const webhooks = new Map<string, RouteEntry>();
@@ -68,7 +68,7 @@ export class RouteTable {
       }
       let entry: RouteEntry;
       try {
-        entry = compile(route, options.mappingLimits, destinations);
+        entry = compile(route, options.mappingLimits, destinations, options.mappingRunner);
       } catch (err) {
         skipped.push({ source, reason: err instanceof MappingError ? `mapping: ${err.describe()}` : (err as Error).message });
         continue;
@@ -149,7 +149,7 @@ export function unknownDestination(route: Route, destinations: readonly Destinat
   return `unknown destination${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (configured: ${known.length > 0 ? known.join(', ') : 'none'})`;
 }
 
-function compile(route: Route, mappingLimits: MappingLimits | undefined, destinations: readonly DestinationSettings[]): RouteEntry {
+function compile(route: Route, mappingLimits: MappingLimits | undefined, destinations: readonly DestinationSettings[], runner?: ExpressionRunner): RouteEntry {
   let entry: RouteEntry = {
     destinations: route.kind === 'WebhookIntegration' ? destinationsFor(route.destinations, destinations) : [],
     kind: route.kind,
@@ -158,6 +158,6 @@ function compile(route: Route, mappingLimits: MappingLimits | undefined, destina
     suspended: route.suspended ?? false,
     credentials: route.credentials.map((c) => new CompiledCredential(c)),
   };
-  if (route.mapping && route.kind === 'WebhookIntegration') entry = { ...entry, mapping: compileMapping(route.mapping, mappingLimits) };
+  if (route.mapping && route.kind === 'WebhookIntegration') entry = { ...entry, mapping: compileMapping(route.mapping, mappingLimits, runner) };
   return route.limits?.maxSeries !== undefined ? { ...entry, maxSeries: route.limits.maxSeries } : entry;
 }

@@ -42,6 +42,8 @@ export interface IngestLimits extends Partial<TimeoutSettings> {
   maxSeriesLabelChars?: number;
   /** Client connections held at once (default: from the file-descriptor limit). */
   maxConnections?: number;
+  /** Nesting of a JSON body at most (default 64). */
+  maxJsonDepth?: number;
 }
 
 /** Shared with the admin listener and the shutdown sequence. */
@@ -85,6 +87,8 @@ const OTHER_METHODS = ['GET', 'HEAD', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as co
 declare module 'fastify' {
   interface FastifyRequest {
     routeEntry: RouteEntry | null;
+    /** The body's JSON bytes, kept for a mapping that runs in a worker (it gets these, not the object). */
+    rawJson: Buffer | null;
   }
 }
 
@@ -121,10 +125,14 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
   };
 
   app.decorateRequest('routeEntry', null);
+  app.decorateRequest('rawJson', null);
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (req, body, done) => {
     try {
-      done(null, parseJsonBody(req.headers['content-type'], decodeContentEncoding(req.headers['content-encoding'], body as Buffer, o.limits.bodyBytes)));
+      const raw = decodeContentEncoding(req.headers['content-encoding'], body as Buffer, o.limits.bodyBytes);
+      const parsed = parseJsonBody(req.headers['content-type'], raw, o.limits.maxJsonDepth);
+      if (req.routeEntry?.mapping?.isolated) req.rawJson = raw;
+      done(null, parsed);
     } catch (err) {
       done(err as Error, undefined);
     }

@@ -4,6 +4,7 @@
  */
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, type KubernetesObject, type V1Secret } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import type { ExpressionRunner } from '../api/mapping/engine.js';
 import { ROUTE_LABEL, ROUTE_SECRET_KEY } from '../api/route.js';
 import { API_VERSION, FINALIZER, GROUP, PLURALS, VERSION, type ApiKey, type IntakeResource, type WebhookIntegration } from '../api/v1alpha1/types.js';
 import { isNamespaceTerminating } from '../kube/config.js';
@@ -34,6 +35,8 @@ export interface ControllerOptions {
   workers: number;
   metrics: OperatorMetrics;
   logger: Logger;
+  /** Runs tenants' mapping tests away from the controller's thread (api/mapping/worker-pool.ts). */
+  mappingRunner?: ExpressionRunner;
 }
 
 export class Controller {
@@ -226,6 +229,7 @@ export class Controller {
       readSecret: (ns, n) => this.writer.readSecret(ns, n),
       scrypt: this.scrypt,
       destinations: this.o.destinations,
+      ...(this.o.mappingRunner ? { mappingRunner: this.o.mappingRunner } : {}),
     };
     const plan = obj.kind === 'WebhookIntegration' ? await planWebhook(obj, ctx) : await planApiKey(obj, ctx);
     await this.applyCredentials(obj, plan, ctx.existingCredentials);

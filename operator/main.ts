@@ -7,6 +7,7 @@ import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { Listen } from '../common/config-files.js';
 import { loadKubeConfig } from '../kube/config.js';
 import { LeaderElector } from '../kube/leader.js';
+import { MappingWorkerPool } from '../api/mapping/worker-pool.js';
 import { Controller } from './controller.js';
 import { OperatorMetrics } from './metrics.js';
 
@@ -35,6 +36,9 @@ export async function startOperator(s: OperatorSettings, logger: Logger, onFatal
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'intake_operator_' });
   const metrics = new OperatorMetrics(registry);
+  // Tenants' mapping tests run in one worker thread, stopped at the CPU limit: a hostile
+  // expression cannot hold the controller.
+  const mappingWorkers = new MappingWorkerPool({ size: 1, onWorkerLost: (reason) => logger.warn({ reason }, 'mapping test worker terminated and replaced') });
   const controller = new Controller({
     kubeConfig,
     namespace: s.namespace,
@@ -46,6 +50,7 @@ export async function startOperator(s: OperatorSettings, logger: Logger, onFatal
     workers: s.workers,
     metrics,
     logger,
+    mappingRunner: mappingWorkers,
   });
   const state = { leading: !s.leaderElect };
   const admin = buildAdmin(registry, () => !state.leading || controller.synced, logger);
@@ -75,6 +80,7 @@ export async function startOperator(s: OperatorSettings, logger: Logger, onFatal
       metrics.leader.set(0);
       await elector?.release();
       await admin.close();
+      await mappingWorkers.close();
     },
   };
 }

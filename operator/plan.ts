@@ -3,7 +3,7 @@
  * the route to publish (or none), the credentials Secret data, and when to look again.
  */
 import type { V1Secret } from '@kubernetes/client-node';
-import { checkMapping, type MappingSpec } from '../api/mapping/engine.js';
+import { checkMapping, DEFAULT_MAPPING_LIMITS, type ExpressionRunner, type MappingSpec } from '../api/mapping/engine.js';
 import { ROUTE_API_VERSION, ROUTE_SECRET_KEY, type Route, type RouteCredential } from '../api/route.js';
 import { ROTATE_ANNOTATION, type ApiKey, type IntakeResource, type WebhookIntegration } from '../api/v1alpha1/types.js';
 import { sha256Hex } from '../api/verifiers.js';
@@ -40,6 +40,8 @@ export interface PlanContext {
   scrypt: ScryptVerifiers;
   /** Destination names the ingesters are configured with (--destinations); spec.destinations must name these. */
   destinations: readonly string[];
+  /** Where tenants' expressions run their tests (worker threads, stopped at their limits); absent: here. */
+  mappingRunner?: ExpressionRunner;
 }
 
 const decode = (secret: V1Secret | undefined, key: string): string | undefined => {
@@ -70,7 +72,7 @@ export async function planWebhook(wi: WebhookIntegration, ctx: PlanContext): Pro
   const ref = wi.spec?.credentials?.secretRef?.name;
   const mapping = wi.spec?.mapping;
   if (mapping) {
-    const problem = await checkMapping(mapping);
+    const problem = await checkMapping(mapping, DEFAULT_MAPPING_LIMITS, ctx.mappingRunner);
     if (problem) return invalidMapping(problem, ctx, { integrationName: name, url, credentialsSecret: ref ?? credentialsSecretName(wi) });
   }
   const destinations = wi.spec?.destinations ?? [];

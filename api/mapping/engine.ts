@@ -7,10 +7,16 @@
  * (and ranges); an exit hook, run after every node, adds the time limit (this evaluation's CPU time) and
  * caps the length of every intermediate string: building a long string is one native call no
  * time check can interrupt (V8 concatenates lazily, so a doubling string is caught long before it
- * is materialised).
+ * is materialised). A single built-in call ($distinct, $pad over a range) is never interrupted by
+ * a check between nodes: the ingester and the operator therefore evaluate tenants' expressions in
+ * worker threads (worker-pool.ts) that are terminated at the limit; presets, which are ours, run
+ * here. The output of every evaluation is bounded in events and bytes (measureOutput).
+ *
+ * Built-in functions are read-only (builtins.ts): one tenant's expression cannot rewrite another's.
  */
 import jsonata from 'jsonata';
 import { LRUCache } from 'lru-cache';
+import { isNativeFunction, lockFunction } from './builtins.js';
 import { NATIVE_PRESETS } from './native.js';
 import { PRESETS, type PresetName } from './presets.js';
 
@@ -35,6 +41,10 @@ export interface MappingLimits {
   maxSequence: number;
   /** Characters in any one intermediate string. */
   maxStringLength: number;
+  /** Bytes of the events one payload maps to, as JSON (amplification: a field copied into every event). */
+  maxOutputBytes: number;
+  /** Events one payload may map to (an Alertmanager group is one notification, however many alerts). */
+  maxEvents: number;
 }
 
 export const DEFAULT_MAPPING_LIMITS: MappingLimits = {
@@ -42,16 +52,33 @@ export const DEFAULT_MAPPING_LIMITS: MappingLimits = {
   maxDepth: 500,
   maxSequence: 100_000,
   maxStringLength: 4 * 1024 * 1024,
+  maxOutputBytes: 4 * 1024 * 1024,
+  maxEvents: 10_000,
 };
 
-/** Guardrail error codes: JSONata's own (timeout, depth, range, sequence) and ours (string). */
-export const GUARDRAIL_CODES = new Set(['D1011', 'D1012', 'D2014', 'D2015', 'INTAKE_STRING_LIMIT']);
+/**
+ * Guardrail error codes: JSONata's own (timeout, depth, range, sequence) and ours (string, stack,
+ * heap, output bytes and events).
+ */
+export const GUARDRAIL_CODES = new Set([
+  'D1011',
+  'D1012',
+  'D2014',
+  'D2015',
+  'INTAKE_STRING_LIMIT',
+  'INTAKE_STACK_LIMIT',
+  'INTAKE_MEMORY_LIMIT',
+  'INTAKE_OUTPUT_LIMIT',
+  'INTAKE_EVENT_LIMIT',
+]);
 
 /** A mapping that failed to compile or evaluate, with JSONata's error code and position. */
 export class MappingError extends Error {
   readonly code: string;
   readonly position?: number;
   readonly token?: string;
+  /** CPU time the failed evaluation used (ms), when known: charged like a successful one. */
+  cpuMs?: number;
   constructor(code: string, message: string, position?: number, token?: string) {
     super(message);
     this.name = 'MappingError';
@@ -74,18 +101,57 @@ export class MappingError extends Error {
     const e = (err ?? {}) as { code?: unknown; message?: unknown; position?: unknown; token?: unknown };
     const message = typeof e.message === 'string' ? e.message : String(err);
     // V8's own limits surface as plain errors (RangeError: Invalid string length, stack overflow).
-    const code = typeof e.code === 'string' ? e.code : err instanceof RangeError ? 'INTAKE_STRING_LIMIT' : 'INTAKE_EVALUATION';
+    const code = typeof e.code === 'string' ? e.code : err instanceof RangeError ? rangeErrorCode(message) : 'INTAKE_EVALUATION';
     return new MappingError(code, message.slice(0, 500), typeof e.position === 'number' ? e.position : undefined, typeof e.token === 'string' ? e.token : undefined);
   }
 }
 
+function rangeErrorCode(message: string): string {
+  if (/call stack/i.test(message)) return 'INTAKE_STACK_LIMIT';
+  if (/string length/i.test(message)) return 'INTAKE_STRING_LIMIT';
+  return 'INTAKE_EVALUATION';
+}
+
 const EXIT_HOOK = Symbol.for('jsonata.__evaluate_exit');
+
+/** What one evaluation produced, and what it cost (per-tenant CPU budgets are charged with cpuMs). */
+export interface MappingResult {
+  /** Always an array of what the mapping produced (one event or many). */
+  items: unknown[];
+  /** CPU time the evaluation used, milliseconds. */
+  cpuMs: number;
+  /** Size of `items` as JSON, bytes (at most limits.maxOutputBytes). */
+  outputBytes: number;
+}
 
 export interface CompiledMapping {
   /** What the route said: "preset alertmanager" or "expression". */
   readonly label: string;
-  /** Evaluates against a parsed body; always an array of what the expression produced. */
-  evaluate(body: unknown): Promise<unknown[]>;
+  /** True when evaluations run in a worker (a tenant's expression with a runner). */
+  readonly isolated: boolean;
+  /**
+   * Evaluates against a parsed body. `json`, when given, is the UTF-8 JSON the body was parsed
+   * from: an isolated evaluation hands these bytes to the worker instead of serialising `body`
+   * again. Rejects with a MappingError (its cpuMs set when known), or a MappingBusy when the
+   * workers' queue is full.
+   */
+  evaluate(body: unknown, json?: Uint8Array): Promise<MappingResult>;
+}
+
+/** Evaluates tenants' expressions away from the caller's thread (worker-pool.ts). */
+export interface ExpressionRunner {
+  run(source: string, limits: MappingLimits, json: Uint8Array): Promise<MappingResult>;
+}
+
+/** The workers cannot take more right now (queue full in count or bytes): retry later, nothing is wrong with the payload. */
+export class MappingBusy extends Error {
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(message);
+    this.name = 'MappingBusy';
+  }
 }
 
 /**
@@ -94,7 +160,7 @@ export interface CompiledMapping {
  */
 const compiled = new LRUCache<string, jsonata.Expression>({ max: 5000 });
 
-function compileCached(source: string, limits: MappingLimits): jsonata.Expression {
+export function compileCached(source: string, limits: MappingLimits): jsonata.Expression {
   const key = `${limits.timeoutMs}/${limits.maxDepth}/${limits.maxSequence}/${limits.maxStringLength}\u0000${source}`;
   let expr = compiled.get(key);
   if (!expr) {
@@ -104,45 +170,96 @@ function compileCached(source: string, limits: MappingLimits): jsonata.Expressio
   return expr;
 }
 
-/** Parses the expression (or looks the preset up); throws MappingError on a syntax error or unknown preset. */
-export function compileMapping(spec: MappingSpec, limits: MappingLimits = DEFAULT_MAPPING_LIMITS): CompiledMapping {
+/**
+ * Parses the expression (or looks the preset up); throws MappingError on a syntax error or unknown
+ * preset. With a runner, a tenant's expression is evaluated there (a worker thread); presets always
+ * run in this thread.
+ */
+export function compileMapping(spec: MappingSpec, limits: MappingLimits = DEFAULT_MAPPING_LIMITS, runner?: ExpressionRunner): CompiledMapping {
   if ((spec.preset === undefined) === (spec.expression === undefined)) {
     throw new MappingError('INTAKE_MAPPING_SPEC', 'give exactly one of mapping.preset and mapping.expression');
   }
-  let expr: jsonata.Expression;
-  let label: string;
   if (spec.preset !== undefined) {
     const preset = PRESETS[spec.preset as PresetName];
     if (!preset) throw new MappingError('INTAKE_UNKNOWN_PRESET', `unknown preset ${JSON.stringify(spec.preset)}; known: ${Object.keys(PRESETS).join(', ')}`);
-    label = `preset ${spec.preset}`;
+    const label = `preset ${spec.preset}`;
     const native = NATIVE_PRESETS[spec.preset];
-    if (native) return { label, evaluate: async (body) => nativeEvaluate(native, body) };
-    expr = compileCached(preset.expression, limits);
-  } else {
-    label = 'expression';
-    expr = compileCached(spec.expression as string, limits);
+    if (native) return { label, isolated: false, evaluate: async (body) => nativeEvaluate(native, body, limits) };
+    const expr = compileCached(preset.expression, limits);
+    return { label, isolated: false, evaluate: (body) => evaluateHere(expr, body, limits) };
   }
+  const source = spec.expression as string;
+  // Compiled here in any case: a syntax error is found when the route is built, not per request.
+  const expr = compileCached(source, limits);
+  if (!runner) return { label: 'expression', isolated: false, evaluate: (body) => evaluateHere(expr, body, limits) };
   return {
-    label,
-    async evaluate(body: unknown): Promise<unknown[]> {
-      let result: unknown;
-      try {
-        result = await expr.evaluate(body);
-      } catch (err) {
-        throw MappingError.from(err);
-      }
-      if (result === undefined) return [];
-      return Array.isArray(result) ? [...result] : [result];
-    },
+    label: 'expression',
+    isolated: true,
+    evaluate: (body, json) => runner.run(source, limits, json ?? Buffer.from(JSON.stringify(body) ?? 'null')),
   };
 }
 
-function nativeEvaluate(native: (body: unknown) => unknown[], body: unknown): unknown[] {
+/** CPU time of the calling thread (a worker counts its own only), microseconds. */
+export const threadCpuMicros = (): number => {
+  const u = process.threadCpuUsage();
+  return u.user + u.system;
+};
+
+function nativeEvaluate(native: (body: unknown) => unknown[], body: unknown, limits: MappingLimits): MappingResult {
+  const started = threadCpuMicros();
   try {
-    return native(body);
+    const items = native(body);
+    const { bytes } = measureOutput(items, limits, false);
+    return { items, cpuMs: (threadCpuMicros() - started) / 1000, outputBytes: bytes };
   } catch (err) {
-    throw MappingError.from(err);
+    throw withCpu(MappingError.from(err), (threadCpuMicros() - started) / 1000);
   }
+}
+
+const withCpu = (err: MappingError, cpuMs: number): MappingError => Object.assign(err, { cpuMs });
+
+/**
+ * Evaluates in this thread, output measured. The CPU time is this thread's from start to end: on
+ * the main thread (presets only) it may include other requests' steps that interleaved.
+ */
+export async function evaluateHere(expr: jsonata.Expression, body: unknown, limits: MappingLimits, keepJson = false): Promise<MappingResult & { json?: string }> {
+  const started = threadCpuMicros();
+  try {
+    const result: unknown = await expr.evaluate(body);
+    const items = result === undefined ? [] : Array.isArray(result) ? [...result] : [result];
+    const { bytes, parts } = measureOutput(items, limits, keepJson);
+    const out: MappingResult & { json?: string } = { items, cpuMs: (threadCpuMicros() - started) / 1000, outputBytes: bytes };
+    if (keepJson) out.json = `[${parts.join(',')}]`;
+    return out;
+  } catch (err) {
+    throw withCpu(MappingError.from(err), (threadCpuMicros() - started) / 1000);
+  }
+}
+
+/**
+ * Counts the events and the bytes they take as JSON, one event at a time, and stops at the first
+ * one past limits.maxOutputBytes: a field copied into every event (a 900 KB groupKey in 1,000
+ * alerts) is refused after a few events instead of being serialised a thousand times. `keep`:
+ * return each event's JSON (the worker sends them instead of serialising again).
+ */
+export function measureOutput(items: readonly unknown[], limits: MappingLimits, keep: boolean): { bytes: number; parts: string[] } {
+  if (items.length > limits.maxEvents) {
+    throw new MappingError('INTAKE_EVENT_LIMIT', `the mapping produced ${items.length} events; the limit is ${limits.maxEvents} per payload (mapping.maxEvents)`);
+  }
+  const parts: string[] = [];
+  let bytes = 2;
+  for (let i = 0; i < items.length; i++) {
+    const text = JSON.stringify(items[i]) ?? 'null';
+    bytes += Buffer.byteLength(text) + (i > 0 ? 1 : 0);
+    if (bytes > limits.maxOutputBytes) {
+      throw new MappingError(
+        'INTAKE_OUTPUT_LIMIT',
+        `the mapped events exceed ${limits.maxOutputBytes} bytes (mapping.maxOutputBytes) at event ${i + 1} of ${items.length}: a field is probably copied into every event`,
+      );
+    }
+    if (keep) parts.push(text);
+  }
+  return { bytes, parts };
 }
 
 function compile(source: string, limits: MappingLimits): jsonata.Expression {
@@ -159,6 +276,9 @@ function compile(source: string, limits: MappingLimits): jsonata.Expression {
     if (typeof result === 'string' && result.length > maxString) {
       throw new MappingError('INTAKE_STRING_LIMIT', `a string of ${result.length} characters exceeds the mapping limit of ${maxString}`);
     }
+    // A function definition the expression got hold of ($now, $millis: made per expression, and
+    // shared by every evaluation of it) is locked before a transform can write into it.
+    if (isNativeFunction(result) && Object.isExtensible(result)) lockFunction(result as object);
     return pace(env.base, limits.timeoutMs);
   });
   return expr;
@@ -178,10 +298,8 @@ interface SliceState {
 const SLICE_MS = 10;
 const CHECK_EVERY_NODES = 256;
 
-const cpuMicros = (): number => {
-  const u = process.cpuUsage();
-  return u.user + u.system;
-};
+// This thread's CPU time: process.cpuUsage() would count the mapping workers and GC threads too.
+const cpuMicros = threadCpuMicros;
 
 /**
  * JSONata awaits the exit hook at every node, so returning a promise that settles on setImmediate
@@ -219,14 +337,14 @@ function pace(state: SliceState, timeoutMs: number): Promise<void> | undefined {
  * counts as one), and every field given in an expected event must equal the mapped one (fields not
  * given are not checked). Returns the first failure, described, or undefined when all pass.
  */
-export async function runMappingTests(spec: MappingSpec, limits: MappingLimits = DEFAULT_MAPPING_LIMITS): Promise<string | undefined> {
-  const mapping = compileMapping(spec, limits);
+export async function runMappingTests(spec: MappingSpec, limits: MappingLimits = DEFAULT_MAPPING_LIMITS, runner?: ExpressionRunner): Promise<string | undefined> {
+  const mapping = compileMapping(spec, limits, runner);
   const tests = spec.tests ?? [];
   for (let i = 0; i < tests.length; i++) {
     const test = tests[i] as MappingTest;
     let actual: unknown[];
     try {
-      actual = await mapping.evaluate(test.input);
+      actual = (await mapping.evaluate(test.input)).items;
     } catch (err) {
       return `tests[${i}]: ${MappingError.from(err).describe()}`;
     }
@@ -265,9 +383,9 @@ export function firstDifference(expected: unknown, actual: unknown, path: string
 const show = (v: unknown): string => (v === undefined ? 'nothing' : JSON.stringify(v).slice(0, 200));
 
 /** Compiles and runs the tests; the problem as one message ("S0203 at 9: ..." or "tests[0]: ..."), or undefined. */
-export async function checkMapping(spec: MappingSpec, limits: MappingLimits = DEFAULT_MAPPING_LIMITS): Promise<string | undefined> {
+export async function checkMapping(spec: MappingSpec, limits: MappingLimits = DEFAULT_MAPPING_LIMITS, runner?: ExpressionRunner): Promise<string | undefined> {
   try {
-    return await runMappingTests(spec, limits);
+    return await runMappingTests(spec, limits, runner);
   } catch (err) {
     return MappingError.from(err).describe();
   }

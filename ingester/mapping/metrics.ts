@@ -8,6 +8,8 @@ export class MappingMetrics {
   readonly deadLettered: Counter<'integration' | 'namespace'>;
   readonly deadLetterDropped: Counter<'integration' | 'namespace'>;
   readonly replayed: Counter<'integration' | 'namespace' | 'result'>;
+  readonly cpuSeconds: Counter<'integration' | 'namespace'>;
+  readonly workerRestarts: Counter;
 
   constructor(registry: Registry, bytes: () => number) {
     const registers = [registry];
@@ -15,6 +17,8 @@ export class MappingMetrics {
     this.deadLettered = new Counter({ name: 'intake_deadletter_payloads_total', help: 'Payloads kept in the dead letter, by integration.', labelNames: ['integration', 'namespace'], registers });
     this.deadLetterDropped = new Counter({ name: 'intake_deadletter_dropped_total', help: 'Oldest dead-letter payloads dropped to stay under deadLetter.maxBytes.', labelNames: ['integration', 'namespace'], registers });
     this.replayed = new Counter({ name: 'intake_deadletter_replayed_total', help: 'Dead-letter payloads replayed, by result (delivered, failed).', labelNames: ['integration', 'namespace', 'result'], registers });
+    this.cpuSeconds = new Counter({ name: 'intake_mapping_cpu_seconds_total', help: 'CPU time mappings used (successful or not), by integration.', labelNames: ['integration', 'namespace'], registers });
+    this.workerRestarts = new Counter({ name: 'intake_mapping_worker_restarts_total', help: 'Mapping worker threads terminated (an expression past its CPU limit or heap cap) and replaced.', registers });
     new Gauge({
       name: 'intake_deadletter_bytes',
       help: 'Bytes currently held in the dead letter.',

@@ -7,10 +7,10 @@
  * and shows the result without accepting, keeping or counting anything.
  */
 import type { FieldError } from '../errors.js';
-import { IntakeError } from '../errors.js';
+import { IntakeError, mappingBusy } from '../errors.js';
 import { parseEvents, type EventContext, type NormalisedEvent } from '../events.js';
 import type { RouteEntry } from '../route-table.js';
-import { MappingError } from '../../api/mapping/engine.js';
+import { MappingBusy, MappingError, type MappingResult } from '../../api/mapping/engine.js';
 import type { DeadLetterStore } from './dead-letter.js';
 import type { MappingFailureReason, MappingMetrics } from './metrics.js';
 
@@ -39,6 +39,10 @@ export interface MappedWebhooksOptions {
   deadLetter: DeadLetterStore;
   metrics: MappingMetrics;
   eventsPerRequest: number;
+  /** Events one mapped payload may give (mapping.maxEvents; default eventsPerRequest). */
+  mappedEventsPerRequest?: number;
+  /** Told the CPU time of every evaluation, successful or not (per-namespace budgets). */
+  onEvaluated?: (labels: { integration: string; namespace: string }, cpuMs: number) => void;
 }
 
 export const isDryRun = (query: unknown): boolean => {
@@ -53,23 +57,31 @@ export class MappedWebhooks {
     return this.o.deadLetter;
   }
 
-  /** Step 1+2: the mapping (when the route has one), then validation; throws MappingFailure or the usual 400. */
-  async map(body: unknown, entry: RouteEntry, ctx: EventContext): Promise<NormalisedEvent[]> {
+  /**
+   * Step 1+2: the mapping (when the route has one), then validation; throws MappingFailure, the
+   * usual 400, or 503 when the mapping workers are full. `json`: the body's bytes, for a mapping
+   * that runs in a worker.
+   */
+  async map(body: unknown, entry: RouteEntry, ctx: EventContext, json?: Uint8Array): Promise<NormalisedEvent[]> {
     if (!entry.mapping) return parseEvents(body, this.o.eventsPerRequest, ctx);
-    let mapped: unknown[];
+    let result: MappingResult;
     try {
-      mapped = await entry.mapping.evaluate(body);
+      result = await entry.mapping.evaluate(body, json);
     } catch (err) {
+      if (err instanceof MappingBusy) throw mappingBusy(err.message, err.retryAfterSeconds);
       const e = MappingError.from(err);
+      this.charge(entry, e.cpuMs ?? 0);
       const message = `the mapping (${entry.mapping.label}) failed: ${e.describe()}`;
       throw new MappingFailure(e.guardrail ? 'guardrail' : 'evaluation', message, [{ field: '', message }]);
     }
+    this.charge(entry, result.cpuMs);
+    const mapped = result.items;
     if (mapped.length === 0) {
       const message = `the mapping (${entry.mapping.label}) produced no event from this payload`;
       throw new MappingFailure('no_events', message, [{ field: '', message }]);
     }
     try {
-      return parseEvents(mapped, this.o.eventsPerRequest, ctx);
+      return parseEvents(mapped, this.o.mappedEventsPerRequest ?? this.o.eventsPerRequest, ctx);
     } catch (err) {
       if (!(err instanceof IntakeError)) throw err;
       const problems = err.fieldErrors?.length ?? 1;
@@ -78,10 +90,16 @@ export class MappedWebhooks {
     }
   }
 
+  private charge(entry: RouteEntry, cpuMs: number): void {
+    const labels = { integration: entry.name, namespace: entry.namespace };
+    this.o.metrics.cpuSeconds.inc(labels, cpuMs / 1000);
+    this.o.onEvaluated?.(labels, cpuMs);
+  }
+
   /** A live request: events, or the payload kept in the dead letter and a 422 (503 if it cannot be kept). */
-  async toEvents(body: unknown, entry: RouteEntry, ctx: EventContext, contentType?: string): Promise<NormalisedEvent[]> {
+  async toEvents(body: unknown, entry: RouteEntry, ctx: EventContext, contentType?: string, json?: Uint8Array): Promise<NormalisedEvent[]> {
     try {
-      return await this.map(body, entry, ctx);
+      return await this.map(body, entry, ctx, json);
     } catch (err) {
       if (!(err instanceof MappingFailure)) throw err;
       const labels = { integration: entry.name, namespace: entry.namespace };
@@ -98,14 +116,15 @@ export class MappedWebhooks {
   }
 
   /** ?dryRun=true: the same steps, nothing accepted, kept or counted. */
-  async dryRun(body: unknown, entry: RouteEntry, ctx: EventContext): Promise<DryRunResult> {
+  async dryRun(body: unknown, entry: RouteEntry, ctx: EventContext, json?: Uint8Array): Promise<DryRunResult> {
     const mapping = entry.mapping?.label ?? 'none';
     try {
-      const events = await this.map(body, entry, ctx);
+      const events = await this.map(body, entry, ctx, json);
       return { success: true, dryRun: true, mapping, message: `dry run: ${events.length} event(s) would be accepted; nothing was accepted`, events };
     } catch (err) {
       if (err instanceof MappingFailure) return { success: false, dryRun: true, mapping, message: `dry run: ${err.message}`, errors: err.errors };
-      if (err instanceof IntakeError) return { success: false, dryRun: true, mapping, message: `dry run: ${err.message}`, errors: err.fieldErrors ?? [] };
+      // A 503 (workers full) is the answer itself: the sender retries.
+      if (err instanceof IntakeError && err.statusCode < 500) return { success: false, dryRun: true, mapping, message: `dry run: ${err.message}`, errors: err.fieldErrors ?? [] };
       throw err;
     }
   }

@@ -21,7 +21,7 @@ export function eventsRoute(ctx: IngestContext): RouteOptions {
   /** The integration's mapping (if any) turns the body into events; then the usual validation. */
   const validate = async (req: EventsRequest, entry: RouteEntry, eventCtx: EventContext): Promise<NormalisedEvent[]> => {
     try {
-      return entry.mapping ? await ctx.mapped.toEvents(req.body, entry, eventCtx, req.headers['content-type']) : parseEvents(req.body, ctx.limits.eventsPerRequest, eventCtx);
+      return entry.mapping ? await ctx.mapped.toEvents(req.body, entry, eventCtx, req.headers['content-type'], req.rawJson ?? undefined) : parseEvents(req.body, ctx.limits.eventsPerRequest, eventCtx);
     } catch (err) {
       metrics.eventsRejected.inc({ integration: entry.name, namespace: entry.namespace, reason: entry.mapping ? 'mapping' : 'invalid' }, Array.isArray(req.body) ? req.body.length : 1);
       throw err;
@@ -47,7 +47,7 @@ export function eventsRoute(ctx: IngestContext): RouteOptions {
       const labels = { integration: entry.name, namespace: entry.namespace };
       const eventCtx: EventContext = { ...labels, receivedAtMs: Date.now(), idSource: idSourceOf(req.headers['idempotency-key']) };
       // ?dryRun=true: what the body maps to, accepting and counting nothing.
-      if (isDryRun(req.query)) return reply.type('application/json; charset=utf-8').send(JSON.stringify(await ctx.mapped.dryRun(req.body, entry, eventCtx)));
+      if (isDryRun(req.query)) return reply.type('application/json; charset=utf-8').send(JSON.stringify(await ctx.mapped.dryRun(req.body, entry, eventCtx, req.rawJson ?? undefined)));
       const events = await validate(req, entry, eventCtx);
       metrics.eventsReceived.inc(labels, events.length);
       const result = await handOff(req, events);

@@ -22,9 +22,9 @@ describe('compileMapping', () => {
   });
 
   it('always returns an array, one event or many', async () => {
-    expect(await compileMapping({ expression: '{"source": a}' }).evaluate({ a: 'x' })).toEqual([{ source: 'x' }]);
-    expect(await compileMapping({ expression: 'items.{"source": $}' }).evaluate({ items: ['a', 'b'] })).toEqual([{ source: 'a' }, { source: 'b' }]);
-    expect(await compileMapping({ expression: 'nothing' }).evaluate({})).toEqual([]);
+    expect((await compileMapping({ expression: '{"source": a}' }).evaluate({ a: 'x' })).items).toEqual([{ source: 'x' }]);
+    expect((await compileMapping({ expression: 'items.{"source": $}' }).evaluate({ items: ['a', 'b'] })).items).toEqual([{ source: 'a' }, { source: 'b' }]);
+    expect((await compileMapping({ expression: 'nothing' }).evaluate({})).items).toEqual([]);
   });
 });
 
@@ -60,7 +60,7 @@ describe('guardrails', () => {
     const n = Math.min(200, Math.ceil((3 * budget.timeoutMs) / Math.max(1, performance.now() - t0)));
     const started = performance.now();
     const results = await Promise.all(Array.from({ length: n }, () => m.evaluate({})));
-    expect(results.every((r) => r[0] === 25_005_000)).toBe(true);
+    expect(results.every((r) => r.items[0] === 25_005_000)).toBe(true);
     expect(performance.now() - started).toBeGreaterThan(budget.timeoutMs);
   });
 

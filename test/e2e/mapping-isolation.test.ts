@@ -1,0 +1,201 @@
+/**
+ * Tenants' mappings through the built ingester (issue 16): a tenant's expression cannot change
+ * another tenant's mapping, a hostile expression is stopped at its CPU limit without holding the
+ * process, a real-sized Alertmanager group of 1,001 alerts is accepted whole, and an absurdly
+ * nested body is one clear 4xx.
+ */
+import { jest } from '@jest/globals';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { basic, post, startIngester, type RunningIngester } from './support/ingester.js';
+
+// A busy machine: worker start-up, hostile expressions running into their limits.
+jest.setTimeout(120_000);
+
+const route = (name: string, namespace: string, mapping: Record<string, unknown>) => ({
+  apiVersion: 'intake.dev/v1alpha1',
+  kind: 'WebhookIntegration',
+  name,
+  namespace,
+  credentials: [{ username: name, secret: { plain: `${name}-password` } }],
+  mapping,
+});
+const auth = (name: string) => ({ authorization: basic(name, `${name}-password`) });
+
+const TIMEOUT_MS = 500;
+let ing: RunningIngester;
+let eventsFile: string;
+
+const logEvents = (integration: string): Array<Record<string, unknown>> =>
+  existsSync(eventsFile)
+    ? readFileSync(eventsFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>).filter((e) => e.integration === integration)
+    : [];
+
+beforeAll(async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'intake-e2e-isolation-'));
+  eventsFile = join(dir, 'events.jsonl');
+  ing = await startIngester((config) => {
+    (config.routes as unknown[]).push(
+      // team-a: hostile expressions.
+      route('rewrite-upper', 'team-a', { expression: '$ ~> |$uppercase|function($x){"OK"}|' }),
+      route('rewrite-lower', 'team-a', { expression: '$ ~> |$lowercase|function($x){"clear"}|' }),
+      route('distinct', 'team-a', { expression: '[1..3].$count($distinct([1..100000]))' }),
+      route('pad', 'team-a', { expression: '[1..100000].$pad("", 4000000, "x")' }),
+      // team-b: a preset, and its own expression using the same built-ins.
+      route('nagios', 'team-b', { preset: 'nagios' }),
+      route('checker', 'team-b', { expression: '{"source": host, "severity": $lowercase(level), "description": $uppercase(host)}' }),
+      route('am', 'team-b', { preset: 'alertmanager' }),
+    );
+    config.mapping = { timeoutMs: TIMEOUT_MS, workers: 2 };
+    config.sinks = { log: { path: eventsFile } };
+    config.deadLetter = { path: join(dir, 'dead.jsonl'), maxBytes: 64 << 20 };
+  });
+});
+
+afterAll(async () => {
+  await ing?.stop();
+});
+
+/** What team-b's mappings produce, by dry run (nothing accepted). */
+async function teamB(): Promise<{ nagios: Record<string, unknown>; checker: Record<string, unknown> }> {
+  const nagios = await post(`${ing.url}/events/webhook_nagios?dryRun=true`, { notification_type: 'PROBLEM', host: 'web-9', service: 'HTTP', state: 'CRITICAL', output: 'timeout' }, auth('nagios'));
+  const checker = await post(`${ing.url}/events/webhook_checker?dryRun=true`, { host: 'web-1', level: 'MAJOR' }, auth('checker'));
+  expect(nagios.status).toBe(200);
+  expect(checker.status).toBe(200);
+  const first = (r: typeof nagios) => ((r.json().events as Array<Record<string, unknown>> | undefined) ?? [])[0] ?? r.json();
+  return { nagios: first(nagios), checker: first(checker) };
+}
+
+describe('a tenant rewriting built-in functions (defect 1)', () => {
+  it("changes neither another tenant's preset nor that tenant's own expression", async () => {
+    const before = await teamB();
+    expect(before.nagios).toMatchObject({ severity: 5, severity_name: 'critical' });
+    expect(before.checker).toMatchObject({ severity: 4, severity_name: 'major', description: 'WEB-1' });
+
+    // Several times, so every mapping worker has seen the hostile expressions.
+    for (let i = 0; i < 4; i++) {
+      const [upper, lower] = await Promise.all([
+        post(`${ing.url}/events/webhook_rewrite-upper`, { any: i }, auth('rewrite-upper')),
+        post(`${ing.url}/events/webhook_rewrite-lower`, { any: i }, auth('rewrite-lower')),
+      ]);
+      // The built-ins are read-only: the transform fails (a mapping failure of team-a's own).
+      expect(upper.status).toBe(422);
+      expect(lower.status).toBe(422);
+    }
+
+    const after = await teamB();
+    expect(after.nagios).toMatchObject({ severity: 5, severity_name: 'critical' });
+    expect(after.checker).toMatchObject({ severity: 4, severity_name: 'major', description: 'WEB-1' });
+  });
+});
+
+describe('a hostile expression (defect 2)', () => {
+  /** Runs the hostile request while timing /healthz and team-b's requests; returns what was seen. */
+  async function whileHostile(name: string): Promise<{ status: number; code: string; message: string; tookMs: number; health: number[]; others: Array<{ status: number; ms: number }> }> {
+    const started = performance.now();
+    let done = false;
+    const hostile = post(`${ing.url}/events/webhook_${name}`, { any: 1 }, auth(name)).finally(() => (done = true));
+    const health: number[] = [];
+    const others: Array<{ status: number; ms: number }> = [];
+    let i = 0;
+    while (!done && performance.now() - started < 30_000) {
+      const t0 = performance.now();
+      const h = await fetch(`${ing.adminUrl}/healthz`);
+      expect(h.status).toBe(200);
+      health.push(performance.now() - t0);
+      for (const [integration, body] of [
+        ['nagios', { host: `h-${i}`, state: 'CRITICAL' }],
+        ['checker', { host: `h-${i}`, level: 'minor' }],
+      ] as const) {
+        const t1 = performance.now();
+        const res = await post(`${ing.url}/events/webhook_${integration}`, body, auth(integration));
+        others.push({ status: res.status, ms: performance.now() - t1 });
+      }
+      i++;
+    }
+    const res = await hostile;
+    const json = res.json();
+    return { status: res.status, code: String(json.code), message: String(json.message), tookMs: performance.now() - started, health, others };
+  }
+
+  const p99 = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.max(0, Math.ceil(values.length * 0.99) - 1)] ?? 0;
+
+  it.each(['distinct', 'pad'])('%s: stopped at about its limit (422) while the admin port and other tenants keep answering', async (name) => {
+    const seen = await whileHostile(name);
+    console.log(`${name}: ${seen.status} after ${Math.round(seen.tookMs)} ms; healthz max ${Math.round(Math.max(...seen.health))} ms; other tenants p99 ${Math.round(p99(seen.others.map((o) => o.ms)))} ms over ${seen.others.length} requests; ${seen.message}`);
+    expect(seen.status).toBe(422);
+    expect(seen.code).toBe('MAPPING_FAILED');
+    expect(seen.message).toMatch(/D1012|INTAKE_MEMORY_LIMIT/);
+    // The limit counts CPU time; on a shared machine the wall clock runs longer. Before the fix:
+    // 200 after about 5 s (distinct), or the whole process held for about 13 s (pad).
+    expect(seen.tookMs).toBeLessThan(TIMEOUT_MS * 8);
+    expect(seen.others.length).toBeGreaterThan(0);
+    expect(seen.others.every((o) => o.status === 200)).toBe(true);
+    expect(Math.max(...seen.health)).toBeLessThan(400);
+  });
+
+  it('is charged for the CPU time it used (intake_mapping_cpu_seconds_total)', async () => {
+    const text = await (await fetch(`${ing.adminUrl}/metrics`)).text();
+    const used = (integration: string) => Number(/\s(\S+)$/.exec(text.split('\n').find((l) => l.startsWith('intake_mapping_cpu_seconds_total{') && l.includes(`integration="${integration}"`)) ?? ' NaN')?.[1]);
+    expect(used('distinct')).toBeGreaterThanOrEqual((TIMEOUT_MS / 1000) * 0.8);
+    expect(used('checker')).toBeGreaterThan(0);
+  });
+});
+
+/** Exactly what Alertmanager 0.2x posts for a group (webhook version 4). */
+function alertmanagerGroup(alerts: number): Record<string, unknown> {
+  const commonLabels = { alertname: 'DiskFull', job: 'node', severity: 'warning' };
+  return {
+    receiver: 'intake',
+    status: 'firing',
+    alerts: Array.from({ length: alerts }, (_, i) => ({
+      status: 'firing',
+      labels: { ...commonLabels, instance: `node-${i}:9100`, mountpoint: '/var' },
+      annotations: { summary: `disk /var on node-${i} is 95% full` },
+      startsAt: '2026-11-24T00:40:00.000Z',
+      endsAt: '0001-01-01T00:00:00Z',
+      generatorURL: `http://prometheus:9090/graph?g0.expr=node_filesystem_avail_bytes&g0.tab=1&i=${i}`,
+      fingerprint: (0x1000_0000_0000 + i).toString(16),
+    })),
+    groupLabels: { alertname: 'DiskFull' },
+    commonLabels,
+    commonAnnotations: {},
+    externalURL: 'http://alertmanager:9093',
+    version: '4',
+    groupKey: '{}:{alertname="DiskFull"}',
+    truncatedAlerts: 0,
+  };
+}
+
+describe('an Alertmanager group of 1,001 alerts (defect 11)', () => {
+  it('is accepted whole: 200 and one event per alert (Alertmanager never retries a 4xx)', async () => {
+    const body = alertmanagerGroup(1001);
+    const res = await post(`${ing.url}/events/webhook_am`, body, auth('am'));
+    expect(res.status).toBe(200);
+    expect(res.json()).toMatchObject({ success: true, response: { processed: 1001, received: 1001 } });
+    const events = await waitForEvents('am', 1001);
+    expect(new Set(events.map((e) => e.signature)).size).toBe(1001);
+  });
+});
+
+async function waitForEvents(integration: string, n: number): Promise<Array<Record<string, unknown>>> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const found = logEvents(integration);
+    if (found.length >= n || Date.now() > deadline) return found;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('a 300,000-deep nested body (defect 15)', () => {
+  it('is one clear 400 naming the nesting limit, never a 503 the sender retries forever', async () => {
+    const depth = 300_000;
+    const body = `{"host":"web-1","state":"CRITICAL","deep":${'['.repeat(depth)}${']'.repeat(depth)}}`;
+    const res = await post(`${ing.url}/events/webhook_nagios`, body, auth('nagios'));
+    expect(res.status).toBe(400);
+    expect(res.headers.get('retry-after')).toBeNull();
+    expect(res.json()).toMatchObject({ code: 'JSON_TOO_DEEP' });
+    expect(String(res.json().message)).toMatch(/limits\.maxJsonDepth/);
+  });
+});
