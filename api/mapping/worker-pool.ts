@@ -4,8 +4,8 @@
  * be interrupted between nodes, so the only way to stop it at its limit without holding the
  * process is to run it on another thread and terminate that thread.
  *
- * - Each worker evaluates one payload at a time; a worker is started when needed (none until the
- *   first tenant expression runs) and replaced after it was terminated.
+ * - Each worker evaluates one payload at a time; workers are started when needed (none until the
+ *   first tenant expression runs) and a terminated one is replaced at once.
  * - Deadline: while an evaluation runs, the pool reads the worker's CPU time (worker.cpuUsage())
  *   every `watchMs`; past limits.timeoutMs (plus a grace for the worker's own check to answer
  *   D1012 first) the worker is terminated and the evaluation fails with D1012. The wall clock is
@@ -186,8 +186,10 @@ export class MappingWorkerPool implements ExpressionRunner {
     }
     if (slot.task !== task) return;
     const grace = Math.max(50, limitMs * 0.2);
-    if (cpuMs > limitMs + grace || wallMs > Math.max(5000, limitMs * this.wallFactor)) {
-      const err = new MappingError('D1012', `Evaluation timeout after ${limitMs} milliseconds of CPU time (mapping.timeoutMs); the evaluation was stopped`);
+    const wallLimitMs = Math.max(5000, limitMs * this.wallFactor);
+    if (cpuMs > limitMs + grace || wallMs > wallLimitMs) {
+      const why = cpuMs > limitMs + grace ? `${Math.round(cpuMs)} ms of CPU time` : `${Math.round(wallMs)} ms (the wall-clock backstop; ${Math.round(cpuMs)} ms of CPU time)`;
+      const err = new MappingError('D1012', `Evaluation timeout: stopped after ${why}; the limit is ${limitMs} ms of CPU time (mapping.timeoutMs)`);
       err.cpuMs = cpuMs;
       await this.lose(slot, err);
     }
@@ -239,7 +241,10 @@ export class MappingWorkerPool implements ExpressionRunner {
       this.o.onWorkerLost?.(err.message);
     }
     await slot.worker.terminate().catch(() => undefined);
-    if (!this.closed) this.dispatch();
+    if (this.closed) return;
+    // Replaced at once, so the next payload does not wait for a worker to start.
+    if (this.slots.length < this.size) this.spawn();
+    this.dispatch();
   }
 
   private settle(task: Task, outcome: MappingResult | Error): void {

@@ -126,10 +126,13 @@ describe('a hostile expression (defect 2)', () => {
     console.log(`${name}: ${seen.status} after ${Math.round(seen.tookMs)} ms; healthz max ${Math.round(Math.max(...seen.health))} ms; other tenants p99 ${Math.round(p99(seen.others.map((o) => o.ms)))} ms over ${seen.others.length} requests; ${seen.message}`);
     expect(seen.status).toBe(422);
     expect(seen.code).toBe('MAPPING_FAILED');
-    expect(seen.message).toMatch(/D1012|INTAKE_MEMORY_LIMIT/);
-    // The limit counts CPU time; on a shared machine the wall clock runs longer. Before the fix:
-    // 200 after about 5 s (distinct), or the whole process held for about 13 s (pad).
-    expect(seen.tookMs).toBeLessThan(TIMEOUT_MS * 8);
+    expect(seen.message).toMatch(/D1012/);
+    // The limit counts CPU time: stopped just past it. On a shared machine the wall clock runs
+    // longer. Before the fix: 200 after about 5 s (distinct), or the process held ~13 s (pad).
+    const cpuMs = Number(/stopped after (\d+) ms of CPU time/.exec(seen.message)?.[1] ?? /after (\d+) milliseconds/.exec(seen.message)?.[1]);
+    expect(cpuMs).toBeGreaterThanOrEqual(TIMEOUT_MS);
+    expect(cpuMs).toBeLessThan(TIMEOUT_MS * 2);
+    expect(seen.tookMs).toBeLessThan(10_000);
     expect(seen.others.length).toBeGreaterThan(0);
     expect(seen.others.every((o) => o.status === 200)).toBe(true);
     expect(Math.max(...seen.health)).toBeLessThan(400);
