@@ -204,3 +204,44 @@ describe('a 300,000-deep nested body (defect 15)', () => {
     expect(String(res.json().message)).toMatch(/limits\.maxJsonDepth/);
   });
 });
+
+describe('when every mapping worker is busy and the queue is full', () => {
+  let small: RunningIngester;
+
+  beforeAll(async () => {
+    small = await startIngester((config) => {
+      (config.routes as unknown[]).push(
+        route('quick', 'team-a', { expression: '{"source": "q", "severity": 1}' }),
+        route('distinct', 'team-a', { expression: '[1..3].$count($distinct([1..100000]))' }),
+        route('nagios', 'team-b', { preset: 'nagios' }),
+      );
+      config.mapping = { timeoutMs: 1000, workers: 1, maxQueued: 1 };
+      config.deadLetter = { path: join(mkdtempSync(join(tmpdir(), 'intake-e2e-busy-')), 'dead.jsonl'), maxBytes: 1 << 20 };
+    });
+  });
+
+  afterAll(async () => {
+    await small?.stop();
+  });
+
+  it('answers 503 MAPPING_BUSY with Retry-After, keeps nothing, stays ready, and presets are still served', async () => {
+    const send = () => post(`${small.url}/events/webhook_distinct`, { any: 1 }, auth('distinct'));
+    // The worker starts with the first payload: start it, then occupy it and fill the queue.
+    expect((await post(`${small.url}/events/webhook_quick`, { any: 1 }, auth('quick'))).status).toBe(200);
+    const running = send();
+    await new Promise((r) => setTimeout(r, 200));
+    const queued = send();
+    await new Promise((r) => setTimeout(r, 100));
+    const refused = await send();
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect(refused.json()).toMatchObject({ code: 'MAPPING_BUSY', message: expect.stringContaining('mapping.maxQueued') });
+    expect((await fetch(`${small.adminUrl}/readyz`)).status).toBe(200);
+    const preset = await post(`${small.url}/events/webhook_nagios`, { host: 'web-1', state: 'CRITICAL' }, auth('nagios'));
+    expect(preset.status).toBe(200);
+    expect((await running).status).toBe(422);
+    expect((await queued).status).toBe(422);
+    const kept = (await (await fetch(`${small.adminUrl}/deadletter`)).json()) as { count: number };
+    expect(kept.count).toBe(2);
+  });
+});
