@@ -8,6 +8,7 @@ import { jest } from '@jest/globals';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { postAlerts, startAlertmanager } from './support/alertmanager.js';
 import { basic, post, startIngester, type RunningIngester } from './support/ingester.js';
 
 // A busy machine: worker start-up, hostile expressions running into their limits.
@@ -179,6 +180,35 @@ describe('an Alertmanager group of 1,001 alerts (defect 11)', () => {
     expect(res.json()).toMatchObject({ success: true, response: { processed: 1001, received: 1001 } });
     const events = await waitForEvents('am', 1001);
     expect(new Set(events.map((e) => e.signature)).size).toBe(1001);
+  });
+});
+
+describe('a real Alertmanager with a group of 1,001 alerts (defect 11)', () => {
+  it('every notification is accepted, the whole group as one event per alert', async () => {
+    const am = await startAlertmanager({ url: `${ing.url}/events/webhook_am`, username: 'am', password: 'am-password' });
+    try {
+      const startsAt = new Date(Date.now() - 60_000).toISOString();
+      await postAlerts(
+        am.url,
+        Array.from({ length: 1001 }, (_, i) => ({ labels: { alertname: 'RealGroup', instance: `node-${i}`, severity: 'warning' }, annotations: { summary: `node-${i}` }, startsAt })),
+      );
+      // Alertmanager may first flush part of the group, then the whole of it (each notification
+      // carries every firing alert of the group): wait for one notification with all 1,001.
+      const deadline = Date.now() + 60_000;
+      let whole: Array<Record<string, unknown>> = [];
+      while (Date.now() < deadline && whole.length < 1001) {
+        const byNotification = new Map<unknown, Array<Record<string, unknown>>>();
+        for (const e of logEvents('am').filter((e) => e.class === 'RealGroup')) byNotification.set(e.received_at, [...(byNotification.get(e.received_at) ?? []), e]);
+        whole = [...byNotification.values()].sort((a, b) => b.length - a.length)[0] ?? [];
+        if (whole.length < 1001) await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(whole).toHaveLength(1001);
+      expect(new Set(whole.map((e) => e.source)).size).toBe(1001);
+      // Every notification was accepted (Alertmanager logs a refused one, and drops it on a 4xx).
+      expect(am.output()).not.toMatch(/Notify for alerts failed|unrecoverable/i);
+    } finally {
+      await am.stop();
+    }
   });
 });
 

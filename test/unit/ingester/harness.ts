@@ -1,6 +1,7 @@
 /** Builds the ingest server in-process for fastify.inject tests, with an in-memory sink. */
 import pino from 'pino';
 import { Registry } from 'prom-client';
+import type { ExpressionRunner } from '../../../api/mapping/engine.js';
 import type { Route } from '../../../api/route.js';
 import { AuthThrottle } from '../../../ingester/auth-throttle.js';
 import type { NormalisedEvent } from '../../../ingester/events.js';
@@ -45,6 +46,8 @@ export interface HarnessOptions {
   sinks?: EventSink[];
   maxEventLoopDelayMs?: number;
   deadLetter?: DeadLetterStore;
+  /** Where tenants' expressions are evaluated (the ingester: worker threads); absent: in-process. */
+  mappingRunner?: ExpressionRunner;
 }
 
 export async function harness(options: HarnessOptions = {}) {
@@ -57,7 +60,7 @@ export async function harness(options: HarnessOptions = {}) {
   const mapped = new MappedWebhooks({ deadLetter, metrics: new MappingMetrics(registry, () => deadLetter.bytes), eventsPerRequest: 1000 });
   const { table } = RouteTable.build(
     (options.routes ?? demoRoutes()).map((route, i) => ({ source: `test#${i}`, route })),
-    { allowPlaintext: true },
+    { allowPlaintext: true, ...(options.mappingRunner ? { mappingRunner: options.mappingRunner } : {}) },
   );
   const app = await buildIngestServer({
     routes: () => table,
