@@ -242,6 +242,14 @@ export class MappingWorkerPool implements ExpressionRunner {
     }
     await slot.worker.terminate().catch(() => undefined);
     if (this.closed) return;
+    if (!slot.ready) {
+      // It died while starting (its script failed to load): starting another would fail the same
+      // way, in a loop. Refuse what waits (ours to fix, so a 503 the sender retries, not a 422);
+      // the next payload tries again.
+      const failure = new MappingBusy(`a mapping worker could not start: ${err.message}`, 5);
+      for (const waiting of this.queue.splice(0)) this.settle(waiting, failure);
+      return;
+    }
     // Replaced at once, so the next payload does not wait for a worker to start.
     if (this.slots.length < this.size) this.spawn();
     this.dispatch();

@@ -1,0 +1,82 @@
+/**
+ * The operator runs tenants' spec.mapping.tests in its own process (issue 16, defect 1 and 2): a
+ * tenant's expression that rewrites a JSONata built-in must not change another tenant's preset
+ * there, and one that runs a single endless built-in call must not hold the operator.
+ */
+import { jest } from '@jest/globals';
+import { apply, applyCrds, createNamespace, kubeClients, kubectl, requireCluster, startOperator, uniqueName, waitFor, type Proc } from './support/cluster.js';
+
+jest.setTimeout(180_000);
+
+const system = uniqueName('intake-system');
+const teamA = uniqueName('team-hostile');
+const teamB = uniqueName('team-nagios');
+const { custom } = kubeClients();
+let operator: Proc;
+
+const resource = (namespace: string, name: string, mapping: string) => `apiVersion: intake.dev/v1alpha1
+kind: WebhookIntegration
+metadata: {name: ${name}, namespace: ${namespace}}
+spec:
+  name: ${name}
+  mapping:
+${mapping.replace(/^/gm, '    ')}
+`;
+
+async function ready(namespace: string, name: string): Promise<{ status: string; reason: string; message: string } | undefined> {
+  const wi = (await custom.getNamespacedCustomObject({ group: 'intake.dev', version: 'v1alpha1', namespace, plural: 'webhookintegrations', name })) as {
+    status?: { conditions?: Array<{ type: string; status: string; reason: string; message: string }> };
+  };
+  return wi.status?.conditions?.find((c) => c.type === 'Ready');
+}
+
+const NAGIOS_TESTS = `preset: nagios
+tests:
+  - input: {notification_type: PROBLEM, host: web-9, service: HTTP, state: CRITICAL}
+    expect: {severity: 5}
+  - input: {notification_type: PROBLEM, host: web-9, service: HTTP, state: critical}
+    expect: {severity: 5}`;
+
+beforeAll(async () => {
+  requireCluster();
+  await applyCrds();
+  for (const ns of [system, teamA, teamB]) await createNamespace(ns);
+  operator = await startOperator(system, [teamA, teamB]);
+});
+
+afterAll(async () => {
+  await operator?.stop();
+  await kubectl(['delete', 'namespace', teamA, teamB, system, '--wait=false']);
+});
+
+it("a tenant's test that rewrites $uppercase fails for that tenant and leaves another tenant's nagios preset intact", async () => {
+  const rewrite = uniqueName('rewrite');
+  await apply(resource(teamA, rewrite, `expression: '$ ~> |$uppercase|function($x){"OK"}|'
+tests:
+  - input: {a: 1}
+    expect: {a: 1}`));
+  const condition = await waitFor('the hostile mapping is judged', async () => ready(teamA, rewrite), 30_000);
+  expect(condition).toMatchObject({ status: 'False', reason: 'InvalidMapping' });
+
+  const nagios = uniqueName('nagios');
+  await apply(resource(teamB, nagios, NAGIOS_TESTS));
+  const published = await waitFor('the nagios preset is judged', async () => ready(teamB, nagios), 30_000);
+  expect(published).toMatchObject({ status: 'True' });
+});
+
+it('a test running one endless built-in call is stopped at the limit while the operator goes on', async () => {
+  const pad = uniqueName('pad');
+  await apply(resource(teamA, pad, `expression: '[1..100000].$pad("", 4000000, "x")'
+tests:
+  - input: {a: 1}
+    expect: {a: 1}`));
+  const nagios = uniqueName('nagios');
+  await apply(resource(teamB, nagios, NAGIOS_TESTS));
+  const started = Date.now();
+  const other = await waitFor('the other tenant is published', async () => ready(teamB, nagios), 60_000);
+  expect(other).toMatchObject({ status: 'True' });
+  const stopped = await waitFor('the endless test is stopped', async () => ready(teamA, pad), 60_000);
+  expect(stopped).toMatchObject({ status: 'False', reason: 'InvalidMapping', message: expect.stringContaining('D1012') });
+  // Before: the operator's event loop was held for about 13 s.
+  expect(Date.now() - started).toBeLessThan(30_000);
+});
