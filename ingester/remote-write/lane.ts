@@ -50,6 +50,9 @@ interface Batch {
   series: SeriesSamplesV2[] | undefined;
 }
 
+/** The duration histogram's `result` values, as they were before the outbound client's vocabulary. */
+const RESULT_LABEL: Record<SendOutcome['kind'], string> = { delivered: 'sent', retry: 'retry', reject: 'rejected', unsupported: 'unsupported' };
+
 /** Retry-After values beyond this are treated as this: a receiver's typo must not park a lane for days. */
 const MAX_RETRY_AFTER_MS = 5 * 60_000;
 
@@ -139,8 +142,8 @@ export class Lane {
       if (attempt > 0) metrics.retried.inc(labels, batch.samples);
       const stop = metrics.duration.startTimer();
       const outcome = await this.o.send(batch.body, tenant, attempt, this.o.signal, batch.protocol);
-      stop({ result: outcome.kind });
-      if (outcome.kind === 'sent') {
+      stop({ result: RESULT_LABEL[outcome.kind] });
+      if (outcome.kind === 'delivered') {
         metrics.sent.inc(labels, batch.samples);
         metrics.lastSuccess.setToCurrentTime();
         if (attempt > 0) this.o.logger.info({ tenant, receiver: this.o.receiver, attempts: attempt + 1 }, 'remote write delivered after retries');
@@ -158,15 +161,15 @@ export class Lane {
         continue;
       }
       metrics.failed.inc(labels, batch.samples);
-      if (outcome.kind === 'rejected') {
+      if (outcome.kind === 'reject') {
         metrics.dropped.inc({ ...labels, reason: 'rejected' }, batch.samples);
-        this.o.logger.warn({ tenant, receiver: this.o.receiver, status: outcome.status, reason: outcome.reason, samples: batch.samples }, 'remote write receiver refused a batch; dropped, not retried');
+        this.o.logger.warn({ tenant, receiver: this.o.receiver, status: outcome.status, reason: outcome.error, samples: batch.samples }, 'remote write receiver refused a batch; dropped, not retried');
         return true;
       }
       const delay = Math.min((outcome.kind === 'retry' ? outcome.retryAfterMs : undefined) ?? this.backoff(attempt), MAX_RETRY_AFTER_MS);
       // A down receiver would otherwise log every few milliseconds.
       if (attempt % 10 === 0) {
-        const reason = outcome.kind === 'retry' ? outcome.reason : 'the receiver answered 2xx to a 1.0 request without taking it';
+        const reason = outcome.kind === 'retry' ? outcome.error : 'the receiver answered 2xx to a 1.0 request without taking it';
         this.o.logger.warn({ tenant, receiver: this.o.receiver, status: outcome.status, reason, attempt: attempt + 1, retryInMs: Math.round(delay) }, 'remote write failed; retrying');
       }
       try {

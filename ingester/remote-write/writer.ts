@@ -184,7 +184,7 @@ export class RemoteWriter {
         this.o.logger.error({ tenant, samples: left }, 'remote write: samples still queued at the shutdown deadline were dropped');
       }
     }
-    this.client?.close();
+    await this.client?.close();
   }
 }
 

@@ -8,7 +8,7 @@ import { Counter, Registry } from 'prom-client';
 import type { DataPoint } from '../../../../ingester/datapoints.js';
 import { resolveRemoteWrite, type RemoteWriteFile } from '../../../../ingester/remote-write/settings.js';
 import { RemoteWriter } from '../../../../ingester/remote-write/writer.js';
-import { waitFor } from '../../../integration/support/cluster.js';
+import { ROOT, waitFor } from '../../../integration/support/cluster.js';
 import { flatten, startRecordingReceiver, type RecordingReceiver } from '../../../e2e/support/recording-receiver.js';
 
 let receiver: RecordingReceiver;
@@ -47,7 +47,7 @@ it('sends Remote Write 1.0 headers and a snappy-compressed WriteRequest', async 
   expect(r.headers['content-encoding']).toBe('snappy');
   expect(r.headers['content-type']).toBe('application/x-protobuf');
   expect(r.headers['x-prometheus-remote-write-version']).toBe('0.1.0');
-  expect(r.headers['user-agent']).toMatch(/^intake-remote-write\//);
+  expect(r.headers['user-agent']).toBe(`intake/${(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version}`);
   expect(flatten(r.request)).toEqual([{ labels: expect.any(Array), value: 1, ts: NOW }]);
 });
 
