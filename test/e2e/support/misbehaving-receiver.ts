@@ -18,6 +18,9 @@ export type Behaviour = 'ok' | 'trickle-headers' | 'trickle-body' | 'huge-body';
 export interface ReceivedCall {
   atMs: number;
   behaviour: Behaviour;
+  /** The status an `ok` answer had. */
+  status?: number;
+  /** The request's body; empty when it was answered with an error (a failing receiver is asked many times). */
   body: Buffer;
   /** When the sender closed the connection before the answer was complete (undefined: not closed early). */
   closedAtMs?: number;
@@ -47,6 +50,8 @@ export async function startMisbehavingReceiver(path = '/receive'): Promise<Misbe
     const call: ReceivedCall = { atMs: Date.now(), behaviour: r.behaviour, body, bytesWritten: 0 };
     r.calls.push(call);
     if (call.behaviour === 'ok') {
+      call.status = r.okStatus;
+      if (r.okStatus >= 300) call.body = Buffer.alloc(0);
       res.writeHead(r.okStatus, { 'content-type': 'text/plain' });
       res.end('ok');
       return;
