@@ -29,6 +29,8 @@ export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;
 
 export const USER_AGENT = `intake/${packageVersion()}`;
 
+const ABORTED: Outcome = { kind: 'retry', reason: 'aborted', error: 'the sender is shutting down' };
+
 export interface OutboundClientOptions {
   /** The setting that configured this client, named in errors (`remoteWrite`, `destinations[0] (x).http`). */
   where: string;
@@ -74,14 +76,22 @@ export class OutboundClient {
     }
     const all: Record<string, string> = { ...headers, 'content-length': String(Buffer.byteLength(body)), 'user-agent': USER_AGENT };
     if (authorization) all.authorization = authorization;
-    const deadline = AbortSignal.timeout(this.o.timeoutMs);
-    const aborted = signal ? AbortSignal.any([deadline, signal]) : deadline;
+    if (signal?.aborted) return ABORTED;
+    // One controller per request, aborted by the deadline or the caller's signal; the listener on
+    // the caller's long-lived signal is removed when the request ends, so none accumulate.
+    const abort = new AbortController();
+    const deadline = setTimeout(() => abort.abort(new Error('deadline')), this.o.timeoutMs);
+    const forward = (): void => abort.abort(signal?.reason);
+    signal?.addEventListener('abort', forward, { once: true });
     try {
-      const res = await request(url, { method: 'POST', headers: all, body, dispatcher: this.agent, signal: aborted });
+      const res = await request(url, { method: 'POST', headers: all, body, dispatcher: this.agent, signal: abort.signal });
       const text = await this.readAnswer(res.body, res.statusCode >= 200 && res.statusCode < 300);
       return classify(res.statusCode, text.trim(), res.headers);
     } catch (err) {
-      return this.failure(err as Error & { code?: string }, deadline, signal);
+      return this.failure(err as Error & { code?: string }, abort.signal.aborted, signal);
+    } finally {
+      clearTimeout(deadline);
+      signal?.removeEventListener('abort', forward);
     }
   }
 
@@ -107,9 +117,9 @@ export class OutboundClient {
     return text.slice(0, MAX_ERROR_TEXT);
   }
 
-  private failure(err: Error & { code?: string }, deadline: AbortSignal, signal: AbortSignal | undefined): Outcome {
-    if (signal?.aborted) return { kind: 'retry', reason: 'aborted', error: 'the sender is shutting down' };
-    if (deadline.aborted || err.code === 'UND_ERR_HEADERS_TIMEOUT' || err.code === 'UND_ERR_BODY_TIMEOUT') {
+  private failure(err: Error & { code?: string }, aborted: boolean, signal: AbortSignal | undefined): Outcome {
+    if (signal?.aborted) return ABORTED;
+    if (aborted || err.code === 'UND_ERR_HEADERS_TIMEOUT' || err.code === 'UND_ERR_BODY_TIMEOUT') {
       return { kind: 'retry', reason: 'timeout', error: `no complete answer within ${this.o.timeoutMs} ms; the request was aborted` };
     }
     // A request that cannot even be built (a bad header value) fails the same way every time.
