@@ -55,6 +55,7 @@ it('aborts requests whose answer headers trickle at the deadline, keeps the lane
   const held = [...receiver.calls];
   receiver.behaviour = 'ok';
   receiver.okStatus = 204;
+  process.stdout.write(`slow-loris remote write receiver: ${held.length} requests in 10 s, at most ${peak} open at once\n`);
   // One tenant, two lanes: never more than two requests open.
   expect(peak).toBeLessThanOrEqual(2);
   const closed = held.filter((c) => c.closedAtMs !== undefined);
@@ -80,30 +81,29 @@ it("does not download a receiver's 256 MiB answer", async () => {
 it('bounds the queue in bytes while the receiver fails: 503 with Retry-After and unready past maxQueuedBytes, memory bounded, and recovers', async () => {
   receiver.okStatus = 500;
   // The heap of a 256 MiB pod (V8 sizes it from the container's limit), and the image's young generation.
-  const ing = await remoteWriting({ maxQueuedSamples: 100_000, maxQueuedBytes: 16 * 1024 * 1024, batchSize: 2000 }, ['--max-semi-space-size=4', '--max-old-space-size=160']);
+  const ing = await remoteWriting({ maxQueuedSamples: 100_000, maxQueuedBytes: 16 * 1024 * 1024, batchSize: 2000 }, ['--max-semi-space-size=4', '--max-old-space-size=192']);
   const baseline = rssMiB(ing.child.pid as number);
   // 2,000 series with ~1.9 KB of labels each (random, so the request compresses badly), 400 per request.
   const series = Array.from({ length: 2000 }, (_, i) => ({ source: `host-${i}`, tags: { a: randomBytes(475).toString('hex'), b: randomBytes(475).toString('hex') } }));
   const t0 = Date.now() - 60_000;
   const accepted: number[] = [];
-  let refused: Awaited<ReturnType<typeof send>> | undefined;
-  let refusals = 0;
+  const refused: Array<Awaited<ReturnType<typeof send>>> = [];
   for (let n = 0; n < 250; n++) {
     const round = Math.floor(n / 5);
     const body = series.slice((n % 5) * 400, (n % 5 + 1) * 400).map((s) => ({ metric: 'rw.heavy', data: n, time: t0 + round, ...s }));
     const res = await send(ing, body);
     if (res.status === 200) accepted.push(...body.map(() => n));
     else {
-      expect([res.status, res.status === 503 ? "" : res.text.slice(0, 400)]).toEqual([503, ""]);
-      refused ??= res;
-      refusals++;
+      expect([res.status, res.status === 503 ? '' : res.text.slice(0, 400)]).toEqual([503, '']);
+      refused.push(res);
     }
   }
   const peak = peakRssMiB(ing.child.pid as number);
   const queuedBytes = await ownMetric(ing, 'intake_remote_write_queued_bytes');
-  process.stdout.write(`remote write, failing receiver, 2 KB labels: baseline RSS ${baseline.toFixed(0)} MiB, peak ${peak.toFixed(0)} MiB; ${accepted.length} points accepted, ${refusals} requests refused; queued ${queuedBytes} bytes\n`);
-  expect(refused?.headers.get('retry-after')).toBeTruthy();
-  expect(refused?.json().message).toMatch(/maxQueuedBytes/);
+  process.stdout.write(`remote write, failing receiver, 2 KB labels: baseline RSS ${baseline.toFixed(0)} MiB, peak ${peak.toFixed(0)} MiB; ${accepted.length} points accepted, ${refused.length} requests refused; queued ${queuedBytes} bytes\n`);
+  for (const r of refused) expect(r.headers.get('retry-after')).toBeTruthy();
+  // Past the byte cap (on a busy machine a few may be refused by the event-loop overload guard instead).
+  expect(refused.filter((r) => /remoteWrite\.maxQueuedBytes/.test(r.json().message as string)).length).toBeGreaterThan(refused.length / 2);
   expect(accepted.length).toBeGreaterThan(0);
   expect(queuedBytes).toBeLessThanOrEqual(16 * 1024 * 1024);
   expect(ing.child.exitCode).toBeNull();

@@ -60,6 +60,7 @@ it('aborts requests whose answer headers never complete at the deadline, retries
   const held = callsOf(sources);
   const peak = receiver.peakOpen;
   receiver.behaviour = 'ok';
+  process.stdout.write(`slow-loris destination: ${held.length} requests in 20 s for 5 events, at most ${peak} open at once, peak RSS ${peakRssMiB(ing.child.pid as number).toFixed(0)} MiB\n`);
   // At most one request per event at a time (5 events, maxInFlight 64).
   expect(peak).toBeLessThanOrEqual(5);
   // Each request aborted by the sender at the 2 s deadline (not by the receiver's 120 s limit).

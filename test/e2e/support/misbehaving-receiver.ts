@@ -79,7 +79,7 @@ export async function startMisbehavingReceiver(path = '/receive'): Promise<Misbe
           return;
         }
         socket.write(next(), () => call.bytesWritten++);
-      }, 1000);
+      }, 1000).unref();
     };
     if (call.behaviour === 'trickle-headers') return trickle('HTTP/1.1 200 OK\r\nX-Slow: ', () => 'a');
     if (call.behaviour === 'trickle-body') return trickle('HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\n', () => 'x');
