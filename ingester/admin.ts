@@ -25,6 +25,8 @@ export interface AdminServerOptions {
   logger: Logger;
   /** Readiness also means every sink can take events now. */
   sinks?: readonly EventSink[];
+  /** Other parts that may refuse requests for a reason another replica may not have (remote write's full queue). */
+  refusing?: ReadonlyArray<{ unavailable(): string | undefined }>;
   timeouts?: TimeoutSettings;
 }
 
@@ -39,7 +41,7 @@ export function buildAdminServer(o: AdminServerOptions): FastifyInstance {
   (app.server as Server).maxConnections = ADMIN_MAX_CONNECTIONS;
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_req, reply) => {
-    const unready = o.lifecycle.closing ? 'shutting down' : !o.lifecycle.ready ? 'not ready' : sinkProblem(o.sinks ?? []);
+    const unready = o.lifecycle.closing ? 'shutting down' : !o.lifecycle.ready ? 'not ready' : (sinkProblem(o.sinks ?? []) ?? o.refusing?.map((r) => r.unavailable()).find((p) => p !== undefined));
     if (unready === undefined) return { status: 'ready' };
     return reply.code(503).header('retry-after', '1').send({ status: unready });
   });

@@ -144,7 +144,7 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
     mapped,
     ...(tls ? { https: tls } : {}),
   });
-  const admin = buildAdminServer({ registry, series, exposition: settings.exposition.enabled, lifecycle, logger, sinks, timeouts: settings.limits });
+  const admin = buildAdminServer({ registry, series, exposition: settings.exposition.enabled, lifecycle, logger, sinks, timeouts: settings.limits, ...(remoteWrite ? { refusing: [remoteWrite] } : {}) });
   registerDeadLetterRoutes(admin, { pipeline: mapped, routes: () => table, sinks, metrics, mappingMetrics, logger });
   if (destinations) (await import('./destinations/admin-routes.js')).registerDestinationRoutes(admin, destinations);
   const stopTlsWatch = settings.tls ? watchTls(settings.tls, ingest, logger) : undefined;

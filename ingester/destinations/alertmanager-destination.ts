@@ -11,9 +11,12 @@ import type { NormalisedEvent } from '../events.js';
 import type { AlertStore } from './alert-store.js';
 import { alertKey, alertsOf, applyEvent, expire, isSpent, type AlertState, type PostableAlert, type Timing } from './alerts.js';
 import type { Destination } from './destination.js';
-import { JsonPoster, type Attempt } from './http-post.js';
+import { OutboundClient } from '../outbound/http-client.js';
+import type { Outcome } from '../outbound/outcome.js';
 import type { DestinationMetrics } from './metrics.js';
 import type { AlertmanagerSettings } from './settings.js';
+
+const JSON_BODY = { 'content-type': 'application/json' };
 
 /** Prometheus' notifier batch size. */
 export const MAX_ALERTS_PER_POST = 256;
@@ -23,7 +26,7 @@ const MAX_CAS_ROUNDS = 8;
 export class AlertmanagerDestination implements Destination {
   readonly kind = 'alertmanager';
   readonly maxBatch = MAX_ALERTS_PER_POST;
-  private readonly poster: JsonPoster;
+  private readonly client: OutboundClient;
   private readonly timing: Timing;
   private resendTimer?: NodeJS.Timeout;
   private resending?: Promise<void>;
@@ -38,12 +41,12 @@ export class AlertmanagerDestination implements Destination {
     logger: Logger,
     private readonly holder: string,
   ) {
-    this.poster = new JsonPoster(`destinations.${name}.alertmanager`, s, s.timeoutMs, 4);
+    this.client = new OutboundClient({ where: `destinations.${name}.alertmanager`, auth: s, timeoutMs: s.timeoutMs, maxConnections: 4 });
     this.timing = { resendIntervalMs: s.resendIntervalMs, resolvedRetentionMs: s.resolvedRetentionMs };
     this.logger = logger.child({ destination: name });
   }
 
-  async send(events: readonly NormalisedEvent[]): Promise<Attempt> {
+  async send(events: readonly NormalisedEvent[]): Promise<Outcome> {
     const store = this.store();
     if (!store) return { kind: 'retry', reason: 'state_store', error: 'the alert state store is not available yet' };
     const alerts = new Map<string, PostableAlert>();
@@ -85,12 +88,12 @@ export class AlertmanagerDestination implements Destination {
   }
 
   /** Every batch to every Alertmanager; a batch is delivered when one of them took it. */
-  private async postToAll(alerts: PostableAlert[]): Promise<Attempt> {
+  private async postToAll(alerts: PostableAlert[]): Promise<Outcome> {
     const started = performance.now();
     try {
       for (let from = 0; from < alerts.length; from += MAX_ALERTS_PER_POST) {
         const body = JSON.stringify(alerts.slice(from, from + MAX_ALERTS_PER_POST));
-        const results = await Promise.all(this.s.urls.map((url) => this.poster.post(`${url}/api/v2/alerts`, body)));
+        const results = await Promise.all(this.s.urls.map((url) => this.client.post(`${url}/api/v2/alerts`, body, JSON_BODY)));
         if (results.some((r) => r.kind === 'delivered')) continue;
         return worstOf(results, this.s.urls);
       }
@@ -157,19 +160,19 @@ export class AlertmanagerDestination implements Destination {
   async close(): Promise<void> {
     clearInterval(this.resendTimer);
     await this.resending;
-    this.poster.close();
+    await this.client.close();
   }
 }
 
 /** No Alertmanager took the batch: retry unless every one refused it outright. */
-function worstOf(results: Attempt[], urls: readonly string[]): Attempt {
+function worstOf(results: Outcome[], urls: readonly string[]): Outcome {
   const errors = results.map((r, i) => (r.kind === 'delivered' ? '' : `${urls[i]}: ${r.error}`)).join('; ');
-  const retries = results.filter((r): r is Extract<Attempt, { kind: 'retry' }> => r.kind === 'retry');
+  const retries = results.filter((r): r is Extract<Outcome, { kind: 'retry' }> => r.kind === 'retry');
   if (retries.length === 0) {
-    const first = results[0] as Extract<Attempt, { kind: 'reject' }>;
+    const first = results[0] as Extract<Outcome, { kind: 'reject' }>;
     return { kind: 'reject', reason: first.reason, error: errors };
   }
   const waits = retries.map((r) => r.retryAfterMs).filter((ms): ms is number => ms !== undefined);
-  const first = retries[0] as Extract<Attempt, { kind: 'retry' }>;
+  const first = retries[0] as Extract<Outcome, { kind: 'retry' }>;
   return { kind: 'retry', reason: first.reason, error: errors, ...(waits.length > 0 ? { retryAfterMs: Math.min(...waits) } : {}) };
 }

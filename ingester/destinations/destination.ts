@@ -3,7 +3,7 @@
  * JetStream consumer or the standalone outbox), never inside the sender's request.
  */
 import type { NormalisedEvent } from '../events.js';
-import type { Attempt } from './http-post.js';
+import type { Outcome } from '../outbound/outcome.js';
 
 export interface Destination {
   readonly name: string;
@@ -11,7 +11,7 @@ export interface Destination {
   /** Events handed to one send() at most. */
   readonly maxBatch: number;
   /** Delivers a batch; one outcome for all of it. Never rejects. */
-  send(events: readonly NormalisedEvent[]): Promise<Attempt>;
+  send(events: readonly NormalisedEvent[]): Promise<Outcome>;
   /** Background work (the Alertmanager resender). */
   start?(): void;
   close(): Promise<void>;

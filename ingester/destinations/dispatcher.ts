@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import type { NormalisedEvent } from '../events.js';
 import { LogLimiter } from '../log-limiter.js';
 import { retryDelayMs, type Destination } from './destination.js';
-import type { Attempt } from './http-post.js';
+import type { Outcome } from '../outbound/outcome.js';
 import type { DestinationMetrics } from './metrics.js';
 import type { DeliverySettings } from './settings.js';
 
@@ -82,7 +82,7 @@ export class Dispatcher {
 
   private async deliver(batch: Delivery[]): Promise<void> {
     const name = this.destination.name;
-    let outcome: Attempt;
+    let outcome: Outcome;
     try {
       outcome = await this.destination.send(batch.map((d) => d.event));
     } catch (err) {

@@ -7,14 +7,15 @@
  */
 import { createHash } from 'node:crypto';
 import type { NormalisedEvent } from '../events.js';
-import { JsonPoster, type Attempt } from './http-post.js';
+import { OutboundClient } from '../outbound/http-client.js';
+import type { Outcome } from '../outbound/outcome.js';
 import type { HttpSettings } from './settings.js';
 import type { Destination } from './destination.js';
 
 export class HttpDestination implements Destination {
   readonly kind = 'http';
   readonly maxBatch: number;
-  private readonly poster: JsonPoster;
+  private readonly client: OutboundClient;
 
   constructor(
     readonly name: string,
@@ -22,21 +23,23 @@ export class HttpDestination implements Destination {
     maxInFlight: number,
   ) {
     this.maxBatch = s.batchSize;
-    this.poster = new JsonPoster(`destinations.${name}.http`, s, s.timeoutMs, Math.max(1, Math.ceil(maxInFlight / s.batchSize)));
+    // One socket per request the dispatcher may have in flight: none waits for another's socket.
+    this.client = new OutboundClient({ where: `destinations.${name}.http`, auth: s, timeoutMs: s.timeoutMs, maxConnections: Math.max(1, Math.ceil(maxInFlight / s.batchSize)) });
   }
 
-  send(events: readonly NormalisedEvent[]): Promise<Attempt> {
+  send(events: readonly NormalisedEvent[]): Promise<Outcome> {
     const single = this.s.batchSize === 1 && events.length === 1;
     const body = JSON.stringify(single ? events[0] : events);
     const key = single ? (events[0] as NormalisedEvent).id : `batch-${createHash('sha256').update(events.map((e) => e.id).join('\n')).digest('hex')}`;
-    return this.poster.post(this.s.url, body, {
+    return this.client.post(this.s.url, body, {
       ...this.s.headers,
+      'content-type': 'application/json',
       'idempotency-key': key,
       'intake-event-count': String(events.length),
     });
   }
 
   async close(): Promise<void> {
-    this.poster.close();
+    await this.client.close();
   }
 }

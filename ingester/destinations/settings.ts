@@ -5,16 +5,12 @@
  */
 import { ConfigError } from '../../common/config-files.js';
 import { parseDuration } from '../../common/duration.js';
+import type { TlsFiles } from '../outbound/credentials.js';
 
 /** Destination names: what `WebhookIntegration.spec.destinations` and the route document list. */
 export const DESTINATION_NAME_PATTERN = '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$';
 
-export interface TlsFiles {
-  caFile?: string;
-  certFile?: string;
-  keyFile?: string;
-  insecureSkipVerify?: boolean;
-}
+export type { TlsFiles } from '../outbound/credentials.js';
 
 /** Credentials are read from files (mounted Secrets) at each request, so a rotation needs no restart. */
 export interface ClientAuth {

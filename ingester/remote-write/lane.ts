@@ -34,8 +34,8 @@ export interface LaneOptions {
   send(body: Buffer, tenant: string, attempt: number, signal: AbortSignal, protocol: Protocol): Promise<SendOutcome>;
   /** Shared by all lanes: starts as the configured protocol, becomes 1.0 for good if the receiver refuses 2.0. */
   protocol: { current: Protocol };
-  /** A batch is settled (sent or dropped): its samples leave the queue. */
-  settled(samples: number): void;
+  /** A batch is settled (sent or dropped): its samples and bytes leave the queue. */
+  settled(samples: number, bytes: number): void;
   metrics: RemoteWriteMetrics;
   logger: Logger;
   signal: AbortSignal;
@@ -45,10 +45,25 @@ export interface LaneOptions {
 interface Batch {
   body: Buffer;
   samples: number;
+  /** What its samples were charged against remoteWrite.maxQueuedBytes. */
+  bytes: number;
   protocol: Protocol;
   /** Kept while the batch is 2.0, to send it again as 1.0 if the receiver turns out not to speak 2.0. */
   series: SeriesSamplesV2[] | undefined;
 }
+
+/**
+ * What a queued sample costs, in bytes: its value and time in the batch being built and in the
+ * encoded request (with the arrays' and protobuf's overhead).
+ */
+export const SAMPLE_BYTES = 48;
+/** A series' entry in a batch: its labels in the request, and the entry's objects. */
+export function seriesEntryBytes(state: { labelBytes: Uint8Array }): number {
+  return state.labelBytes.length + 160;
+}
+
+/** The duration histogram's `result` values, as they were before the outbound client's vocabulary. */
+const RESULT_LABEL: Record<SendOutcome['kind'], string> = { delivered: 'sent', retry: 'retry', reject: 'rejected', unsupported: 'unsupported' };
 
 /** Retry-After values beyond this are treated as this: a receiver's typo must not park a lane for days. */
 const MAX_RETRY_AFTER_MS = 5 * 60_000;
@@ -56,6 +71,7 @@ const MAX_RETRY_AFTER_MS = 5 * 60_000;
 export class Lane {
   private building: Array<{ state: SeriesState; samples: { values: number[]; timestamps: number[] } }> = [];
   private buildingSamples = 0;
+  private buildingBytes = 0;
   private readonly ready: Batch[] = [];
   private timer: NodeJS.Timeout | undefined;
   private sending = false;
@@ -70,19 +86,34 @@ export class Lane {
     return n;
   }
 
-  /** Appends a sample; the caller has checked it is newer than the series' last one. */
-  add(state: SeriesState, value: number, ts: number): void {
+  /** Bytes of the samples not yet acknowledged or dropped, in this lane. */
+  get queuedBytes(): number {
+    let n = this.buildingBytes;
+    for (const b of this.ready) n += b.bytes;
+    return n;
+  }
+
+  /**
+   * Appends a sample; the caller has checked it is newer than the series' last one. Returns the
+   * bytes it adds to the queue: its value and time, plus the series' labels when the series is new
+   * in the batch being built (a batch carries each series' labels once).
+   */
+  add(state: SeriesState, value: number, ts: number): number {
     let entry = state.pending;
+    let bytes = SAMPLE_BYTES;
     if (!entry) {
       entry = { values: [], timestamps: [] };
       state.pending = entry;
       this.building.push({ state, samples: entry });
+      bytes += seriesEntryBytes(state);
     }
+    this.buildingBytes += bytes;
     entry.values.push(value);
     entry.timestamps.push(ts);
     state.lastTs = ts;
     if (++this.buildingSamples >= this.o.batchSize) this.cut();
     else this.timer ??= setTimeout(() => this.cut(), this.o.flushIntervalMs).unref();
+    return bytes;
   }
 
   /** Closes the batch being built and hands it to the sender. */
@@ -95,8 +126,9 @@ export class Lane {
     for (const e of entries) e.state.pending = undefined;
     const series = entries.map(({ state, samples }) => ({ labelBytes: state.labelBytes, labels: state.labels, help: state.help, unit: state.unit, ...samples }));
     const protocol = this.o.protocol.current;
-    this.ready.push({ body: encode(protocol, series), samples: this.buildingSamples, protocol, series: protocol === '2.0' ? series : undefined });
+    this.ready.push({ body: encode(protocol, series), samples: this.buildingSamples, bytes: this.buildingBytes, protocol, series: protocol === '2.0' ? series : undefined });
     this.buildingSamples = 0;
+    this.buildingBytes = 0;
     if (!this.sending) {
       this.sending = true;
       this.running = this.drain();
@@ -114,6 +146,7 @@ export class Lane {
     this.ready.length = 0;
     this.building = [];
     this.buildingSamples = 0;
+    this.buildingBytes = 0;
     return n;
   }
 
@@ -123,7 +156,7 @@ export class Lane {
         const batch = this.ready[0] as Batch;
         if (!(await this.deliver(batch))) return;
         this.ready.shift();
-        this.o.settled(batch.samples);
+        this.o.settled(batch.samples, batch.bytes);
       }
     } finally {
       // Synchronously with the loop's end, so a cut() right after starts a new drain.
@@ -139,8 +172,8 @@ export class Lane {
       if (attempt > 0) metrics.retried.inc(labels, batch.samples);
       const stop = metrics.duration.startTimer();
       const outcome = await this.o.send(batch.body, tenant, attempt, this.o.signal, batch.protocol);
-      stop({ result: outcome.kind });
-      if (outcome.kind === 'sent') {
+      stop({ result: RESULT_LABEL[outcome.kind] });
+      if (outcome.kind === 'delivered') {
         metrics.sent.inc(labels, batch.samples);
         metrics.lastSuccess.setToCurrentTime();
         if (attempt > 0) this.o.logger.info({ tenant, receiver: this.o.receiver, attempts: attempt + 1 }, 'remote write delivered after retries');
@@ -158,15 +191,15 @@ export class Lane {
         continue;
       }
       metrics.failed.inc(labels, batch.samples);
-      if (outcome.kind === 'rejected') {
+      if (outcome.kind === 'reject') {
         metrics.dropped.inc({ ...labels, reason: 'rejected' }, batch.samples);
-        this.o.logger.warn({ tenant, receiver: this.o.receiver, status: outcome.status, reason: outcome.reason, samples: batch.samples }, 'remote write receiver refused a batch; dropped, not retried');
+        this.o.logger.warn({ tenant, receiver: this.o.receiver, status: outcome.status, reason: outcome.error, samples: batch.samples }, 'remote write receiver refused a batch; dropped, not retried');
         return true;
       }
       const delay = Math.min((outcome.kind === 'retry' ? outcome.retryAfterMs : undefined) ?? this.backoff(attempt), MAX_RETRY_AFTER_MS);
       // A down receiver would otherwise log every few milliseconds.
       if (attempt % 10 === 0) {
-        const reason = outcome.kind === 'retry' ? outcome.reason : 'the receiver answered 2xx to a 1.0 request without taking it';
+        const reason = outcome.kind === 'retry' ? outcome.error : 'the receiver answered 2xx to a 1.0 request without taking it';
         this.o.logger.warn({ tenant, receiver: this.o.receiver, status: outcome.status, reason, attempt: attempt + 1, retryInMs: Math.round(delay) }, 'remote write failed; retrying');
       }
       try {

@@ -11,7 +11,7 @@ export class RemoteWriteMetrics {
   readonly duration: Histogram<'result'>;
   readonly lastSuccess: Gauge;
 
-  constructor(registry: Registry, maxQueuedSamples: number, queued: () => ReadonlyMap<string, number>) {
+  constructor(registry: Registry, limits: { maxQueuedSamples: number; maxQueuedBytes: number }, queued: () => ReadonlyMap<string, number>, queuedBytes: () => number) {
     const registers = [registry];
     this.sent = new Counter({ name: 'intake_remote_write_samples_sent_total', help: 'Samples the remote write receiver acknowledged (2xx).', labelNames: ['namespace'], registers });
     this.failed = new Counter({
@@ -45,6 +45,15 @@ export class RemoteWriteMetrics {
         for (const [namespace, count] of queued()) this.set({ namespace }, count);
       },
     });
-    new Gauge({ name: 'intake_remote_write_queue_capacity_samples', help: 'remoteWrite.maxQueuedSamples: past it, new data points get 503.', registers }).set(maxQueuedSamples);
+    new Gauge({ name: 'intake_remote_write_queue_capacity_samples', help: 'remoteWrite.maxQueuedSamples: past it, new data points get 503.', registers }).set(limits.maxQueuedSamples);
+    new Gauge({
+      name: 'intake_remote_write_queued_bytes',
+      help: 'What the queued samples take in the batches waiting for the receiver (labels once per batch, value and time per sample).',
+      registers,
+      collect() {
+        this.set(queuedBytes());
+      },
+    });
+    new Gauge({ name: 'intake_remote_write_queue_capacity_bytes', help: 'remoteWrite.maxQueuedBytes: past it, new data points get 503.', registers }).set(limits.maxQueuedBytes);
   }
 }

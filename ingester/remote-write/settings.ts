@@ -18,6 +18,18 @@ export interface RemoteWriteSettings {
   batchSize: number;
   flushIntervalMs: number;
   maxQueuedSamples: number;
+  /**
+   * The queue's memory: what its samples take in the batches waiting for the receiver (a series'
+   * labels once per batch it is in, and each sample's value and time). Counting samples alone let
+   * label-heavy points grow the queue to gigabytes while the receiver failed.
+   */
+  maxQueuedBytes: number;
+  /**
+   * A point older than this (its `time` against the ingester's clock) is refused with 400: the
+   * receiver would refuse the whole batch it travels in (Prometheus: "out of bounds", about 1 h
+   * behind its newest sample), losing the other points of that batch.
+   */
+  maxSampleAgeMs: number;
   /** So one tenant whose batches the receiver keeps failing cannot fill the whole queue (default: maxQueuedSamples). */
   maxQueuedSamplesPerTenant: number;
   /** Requests in flight per tenant; series are spread over this many ordered lanes by hash. */
@@ -34,6 +46,10 @@ export const REMOTE_WRITE_DEFAULTS = {
   batchSize: 2000,
   flushIntervalMs: 1000,
   maxQueuedSamples: 1_000_000,
+  maxQueuedBytes: 64 * 1024 * 1024,
+  // Prometheus' lower bound is 1 h behind its newest sample, which clients may put up to 5 min in
+  // the future; 10 more minutes for the time a sample waits in the queue and for clock skew.
+  maxSampleAgeMs: 45 * 60_000,
   maxInFlightPerTenant: 2,
   timeoutMs: 30_000,
   minBackoffMs: 100,
@@ -72,6 +88,8 @@ export const remoteWriteSchema = {
     flushIntervalMs: positive,
     maxQueuedSamples: positive,
     maxQueuedSamplesPerTenant: positive,
+    maxQueuedBytes: { type: 'integer', minimum: 65536 },
+    maxSampleAgeMs: { type: 'integer', minimum: 60_000 },
     maxInFlightPerTenant: { type: 'integer', minimum: 1, maximum: 64 },
     timeoutMs: positive,
     minBackoffMs: positive,

@@ -2,9 +2,12 @@
  * Forwards accepted data points to a Prometheus Remote Write receiver (docs/design.md §4, README "remote write").
  *
  * The request handler calls admit() after validation (which refuses a `time` more than 5 minutes
- * ahead, see datapoints.ts): it refuses the whole request with 503 when the queue is full, before
- * anything is changed, and returns the step that queues the points. A 200 therefore means "queued
- * for sending", not "stored".
+ * ahead, see datapoints.ts): it refuses the whole request, before anything is changed, with 400
+ * when a point is older than maxSampleAgeMs (the receiver would refuse the whole batch it travels
+ * in, and with it other requests' points), with 503 when the queue is full in samples or in bytes;
+ * else it returns the step that queues the points. A 200 therefore means "queued for sending", not
+ * "stored". While the queue refuses requests, unavailable() says why (readiness: another replica
+ * may have room).
  *
  * Per series, timestamps only move forward on one replica: a point older than the newest one
  * accepted for its series is dropped (counted as out_of_order), as is a point at the same
@@ -14,10 +17,11 @@
 import type { Logger } from 'pino';
 import type { Counter, Registry } from 'prom-client';
 import type { DataPoint } from '../datapoints.js';
-import { unavailable } from '../errors.js';
+import { ErrorCollector } from '../batch.js';
+import { IntakeError, unavailable } from '../errors.js';
 import { RemoteWriteClient, type SendOutcome } from './client.js';
 import { seriesKey, wireLabels } from './labels.js';
-import { Lane, type SeriesState } from './lane.js';
+import { Lane, SAMPLE_BYTES, seriesEntryBytes, type SeriesState } from './lane.js';
 import { RemoteWriteMetrics } from './metrics.js';
 import type { RemoteWriteSettings } from './settings.js';
 import { encodeLabels, type Protocol } from './wire.js';
@@ -54,6 +58,9 @@ export class RemoteWriter {
   private readonly tenants = new Map<string, Lane[]>();
   private readonly series = new Map<string, SeriesState>();
   private queued = 0;
+  private queuedBytes = 0;
+  /** The last request refused for want of room (samples, bytes): until it would fit, the writer is unready. */
+  private refused = { samples: 0, bytes: 0 };
   private readonly queuedPerTenant = new Map<string, number>();
   private readonly metrics: RemoteWriteMetrics;
   private readonly client: RemoteWriteClient | undefined;
@@ -66,7 +73,7 @@ export class RemoteWriter {
   constructor(private readonly settings: RemoteWriteSettings, private readonly o: RemoteWriterOptions) {
     this.now = o.now ?? Date.now;
     this.protocol = { current: settings.protocol };
-    this.metrics = new RemoteWriteMetrics(o.registry, settings.maxQueuedSamples, () => this.queuedPerTenant);
+    this.metrics = new RemoteWriteMetrics(o.registry, settings, () => this.queuedPerTenant, () => this.queuedBytes);
     if (o.send) this.send = o.send;
     else {
       const client = new RemoteWriteClient(settings);
@@ -80,11 +87,28 @@ export class RemoteWriter {
     return this.queued;
   }
 
-  /** Checks that one request's points fit in the queue; throws a 503 (changing nothing) or returns the commit step. */
+  get queuedByteCount(): number {
+    return this.queuedBytes;
+  }
+
+  /** Why the writer refuses requests now, or undefined when the last refused one would fit (readiness). */
+  unavailable(): string | undefined {
+    const { maxQueuedSamples, maxQueuedBytes } = this.settings;
+    if (this.queued + this.refused.samples >= maxQueuedSamples) return `the remote write queue is full (${this.queued} of ${maxQueuedSamples} samples)`;
+    if (this.queuedBytes + this.refused.bytes >= maxQueuedBytes) return `the remote write queue is full (${this.queuedBytes} of ${maxQueuedBytes} bytes)`;
+    return undefined;
+  }
+
+  /**
+   * Checks one request's points against the lower time bound and the queue's room; throws a 400 or
+   * a 503 (changing nothing) or returns the commit step.
+   */
   admit(tenant: string, points: readonly DataPoint[]): Admitted {
     const receivedAtMs = this.now();
+    this.refuseTooOld(tenant, points, receivedAtMs);
     if (this.queued + points.length > this.settings.maxQueuedSamples) {
       this.o.rejected.inc({ namespace: tenant, reason: 'queue_full' }, points.length);
+      this.refused = { samples: Math.min(points.length, this.settings.maxQueuedSamples), bytes: 0 };
       throw unavailable(`the remote write queue is full (${this.queued} of ${this.settings.maxQueuedSamples} samples waiting for the receiver); nothing was accepted, retry later`);
     }
     const ofTenant = this.queuedPerTenant.get(tenant) ?? 0;
@@ -92,13 +116,44 @@ export class RemoteWriter {
       this.o.rejected.inc({ namespace: tenant, reason: 'queue_full' }, points.length);
       throw unavailable(`the remote write queue of namespace ${tenant} is full (${ofTenant} of ${this.settings.maxQueuedSamplesPerTenant} samples waiting for the receiver); nothing was accepted, retry later`);
     }
+    let bytes = 0;
     const prepared: Prepared[] = points.map((p) => {
       const labels = wireLabels(tenant, p);
-      return { key: seriesKey(labels), labels, value: p.value, ts: Math.trunc(p.timeMs ?? receivedAtMs), help: p.description, unit: p.unit };
+      const key = seriesKey(labels);
+      // At most what commit() charges: as if every point started its series' entry in a batch.
+      const state = this.series.get(key);
+      bytes += SAMPLE_BYTES + (state ? seriesEntryBytes(state) : labelBytesUpperBound(labels) + seriesEntryBytes(NO_LABELS));
+      return { key, labels, value: p.value, ts: Math.trunc(p.timeMs ?? receivedAtMs), help: p.description, unit: p.unit };
     });
+    if (bytes > this.settings.maxQueuedBytes) {
+      // It would never fit, not even in an empty queue: a 503 would be retried for ever.
+      this.o.rejected.inc({ namespace: tenant, reason: 'queue_full' }, points.length);
+      throw new IntakeError('PAYLOAD_TOO_LARGE', 413, `these ${points.length} data points would take ${bytes} bytes of the remote write queue, more than all of it (remoteWrite.maxQueuedBytes ${this.settings.maxQueuedBytes}); send fewer points per request`);
+    }
+    if (this.queuedBytes + bytes > this.settings.maxQueuedBytes) {
+      this.o.rejected.inc({ namespace: tenant, reason: 'queue_full' }, points.length);
+      this.refused = { samples: 0, bytes: Math.min(bytes, this.settings.maxQueuedBytes) };
+      throw unavailable(`the remote write queue is full (${this.queuedBytes} of ${this.settings.maxQueuedBytes} bytes waiting for the receiver, remoteWrite.maxQueuedBytes); nothing was accepted, retry later`);
+    }
+    this.refused = { samples: 0, bytes: 0 };
     // A request may list a series' points in any order; the wire needs them oldest first.
     if (!isSortedByTime(prepared)) prepared.sort((a, b) => a.ts - b.ts);
     return { commit: () => this.commit(tenant, prepared, receivedAtMs) };
+  }
+
+  /** 400 naming each point older than maxSampleAgeMs: the receiver would refuse the batch it is sent in. */
+  private refuseTooOld(tenant: string, points: readonly DataPoint[], nowMs: number): void {
+    const oldest = nowMs - this.settings.maxSampleAgeMs;
+    let collector: ErrorCollector | undefined;
+    for (let i = 0; i < points.length; i++) {
+      const t = (points[i] as DataPoint).timeMs;
+      if (t === undefined || t >= oldest) continue;
+      collector ??= new ErrorCollector();
+      collector.add([{ index: i, field: 'time', message: `is more than ${Math.round(this.settings.maxSampleAgeMs / 60_000)} minutes in the past (remoteWrite.maxSampleAgeMs): the remote write receiver would refuse it, and the whole batch it is sent in` }]);
+    }
+    if (!collector) return;
+    this.o.rejected.inc({ namespace: tenant, reason: 'too_old' }, points.length);
+    collector.throwIfAny('data point', points.length);
   }
 
   private commit(tenant: string, prepared: readonly Prepared[], nowMs: number): void {
@@ -114,7 +169,7 @@ export class RemoteWriter {
       if (p.unit !== undefined) state.unit = p.unit;
       if (p.ts > state.lastTs) {
         this.queued++;
-        state.lane.add(state, p.value, p.ts);
+        this.queuedBytes += state.lane.add(state, p.value, p.ts);
       } else if (p.ts === state.lastTs && state.pending && state.pending.timestamps[state.pending.timestamps.length - 1] === p.ts) {
         state.pending.values[state.pending.values.length - 1] = p.value;
       } else {
@@ -138,8 +193,9 @@ export class RemoteWriter {
             maxBackoffMs: this.settings.maxBackoffMs,
             send: this.send,
             protocol: this.protocol,
-            settled: (samples) => {
+            settled: (samples, bytes) => {
               this.queued -= samples;
+              this.queuedBytes -= bytes;
               this.queuedPerTenant.set(tenant, (this.queuedPerTenant.get(tenant) ?? 0) - samples);
             },
             metrics: this.metrics,
@@ -184,8 +240,17 @@ export class RemoteWriter {
         this.o.logger.error({ tenant, samples: left }, 'remote write: samples still queued at the shutdown deadline were dropped');
       }
     }
-    this.client?.close();
+    await this.client?.close();
   }
+}
+
+const NO_LABELS = { labelBytes: new Uint8Array(0) };
+
+/** No less than the protobuf size of a label set: names and values with their tags and lengths. */
+function labelBytesUpperBound(labels: ReadonlyArray<[string, string]>): number {
+  let n = 0;
+  for (const [name, value] of labels) n += Buffer.byteLength(name) + Buffer.byteLength(value) + 10;
+  return n;
 }
 
 function isSortedByTime(prepared: readonly Prepared[]): boolean {

@@ -89,6 +89,39 @@ describe('remote write to a real Prometheus', () => {
     expect(await query(prom, 'count(rw_e2e_future)')).toEqual([]);
   });
 
+  it('refuses a point older than remoteWrite.maxSampleAgeMs with 400 naming its index and time, so it cannot take the current points of its batch down with it', async () => {
+    const ing = await started(remoteWriting(prom.writeUrl));
+    const nowS = Math.floor(Date.now() / 1000);
+    const points = Array.from({ length: 52 }, (_, i) => ({ metric: 'rw.e2e.bound', data: i, source: `h${i}`, time: i === 17 ? nowS - 3 * 3600 : nowS - 5 }));
+    const res = await send(ing, points);
+    expect(res.status).toBe(400);
+    expect(res.json().errors).toEqual([{ index: 17, field: 'time', message: expect.stringContaining('45 minutes in the past') }]);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await query(prom, 'count(rw_e2e_bound)')).toEqual([]);
+    // The 51 current points, sent again without the old one, all arrive.
+    expect((await send(ing, points.filter((_, i) => i !== 17))).status).toBe(200);
+    await waitFor('51 series', async () => (await raw(prom, 'rw_e2e_bound')).length === 51);
+    // A point 40 minutes old is within the bound, and within what Prometheus takes.
+    expect((await send(ing, { metric: 'rw.e2e.bound.recent', data: 1, source: 'h', time: nowS - 40 * 60 })).status).toBe(200);
+    await waitFor('the 40-minute-old sample', async () => (await raw(prom, 'rw_e2e_bound_recent')).length === 1);
+  });
+
+  it('(what the bound prevents) without it, Prometheus 2.42 with an out-of-order window answers 500 "too old sample" for the batch, for ever', async () => {
+    const ing = await started(remoteWriting(prom.writeUrl, { maxSampleAgeMs: 24 * 3600_000 }));
+    const nowS = Math.floor(Date.now() / 1000);
+    // The receiver's head has current samples (as in any running Prometheus).
+    expect((await send(ing, { metric: 'rw.e2e.oob.now', data: 1, source: 'h', time: nowS - 5 })).status).toBe(200);
+    await waitFor('a current sample', async () => (await raw(prom, 'rw_e2e_oob_now')).length === 1);
+    const points = Array.from({ length: 52 }, (_, i) => ({ metric: 'rw.e2e.oob', data: i, source: `h${i}`, time: i === 17 ? nowS - 3 * 3600 : nowS - 5 }));
+    expect((await send(ing, points)).status).toBe(200);
+    await waitFor('retries', async () => (await ownMetric(ing, 'intake_remote_write_samples_retried_total{namespace="default"}')) >= 52 * 3);
+    expect(ing.stderr() + ing.stdout()).toMatch(/"status":500,"reason":"HTTP 500: too old sample"/);
+    // The current points that share the old one's batch (its lane: series are spread over two) are
+    // not stored: the batch is refused as a whole, again and again, and holds its lane.
+    const stored = Number((await query(prom, 'count(rw_e2e_oob)'))[0]?.value[1] ?? 0);
+    expect(stored).toBeLessThan(51);
+  });
+
   it('makes ONE series with every sample when two ingesters receive alternate points of it', async () => {
     const a = await started(remoteWriting(prom.writeUrl, { flushIntervalMs: 50 }));
     const b = await started(remoteWriting(prom.writeUrl, { flushIntervalMs: 300 }));

@@ -149,6 +149,8 @@ remoteWrite:
   {{- with $rw.maxQueuedSamplesPerTenant }}
   maxQueuedSamplesPerTenant: {{ . | int64 }}
   {{- end }}
+  maxQueuedBytes: {{ $rw.maxQueuedBytes | int64 }}
+  maxSampleAgeMs: {{ $rw.maxSampleAgeMs | int64 }}
   maxInFlightPerTenant: {{ $rw.maxInFlightPerTenant }}
 {{- end }}
 {{- end -}}

@@ -30,6 +30,8 @@ export interface StartOptions {
   pauseStdout?: boolean;
   /** Wait for /readyz (default true). */
   waitReady?: boolean;
+  /** Node flags before the script (e.g. the heap sizes of a pod's memory limit). */
+  nodeArgs?: string[];
 }
 
 /** Copies the example config, applies `edit` to it, and starts the ingester with it. */
@@ -40,7 +42,7 @@ export async function startIngester(edit: (config: Record<string, unknown>) => v
   const configPath = join(dir, 'intake.yaml');
   writeFileSync(configPath, stringify(config));
   const [port, adminPort] = [await freePort(), await freePort()];
-  const args = [join(ROOT, 'dist/cmd/intake.js'), 'ingester', '--config', configPath, '--listen', `127.0.0.1:${port}`, '--admin-listen', `127.0.0.1:${adminPort}`];
+  const args = [...(options.nodeArgs ?? []), join(ROOT, 'dist/cmd/intake.js'), 'ingester', '--config', configPath, '--listen', `127.0.0.1:${port}`, '--admin-listen', `127.0.0.1:${adminPort}`];
   const child =
     options.fdLimit === undefined
       ? spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] })

@@ -2,8 +2,7 @@ import pino from 'pino';
 import { Registry } from 'prom-client';
 import { retryDelayMs, type Destination } from '../../../../ingester/destinations/destination.js';
 import { Dispatcher, type Delivery } from '../../../../ingester/destinations/dispatcher.js';
-import type { Attempt } from '../../../../ingester/destinations/http-post.js';
-import { classify } from '../../../../ingester/destinations/http-post.js';
+import { classify, type Outcome } from '../../../../ingester/outbound/outcome.js';
 import { DestinationMetrics } from '../../../../ingester/destinations/metrics.js';
 import type { NormalisedEvent } from '../../../../ingester/events.js';
 
@@ -15,9 +14,9 @@ class FakeDestination implements Destination {
   batches: string[][] = [];
   constructor(
     readonly maxBatch: number,
-    private readonly answer: () => Promise<Attempt>,
+    private readonly answer: () => Promise<Outcome>,
   ) {}
-  send(events: readonly NormalisedEvent[]): Promise<Attempt> {
+  send(events: readonly NormalisedEvent[]): Promise<Outcome> {
     this.batches.push(events.map((e) => e.id));
     return this.answer();
   }
@@ -130,10 +129,10 @@ describe('backoff and classification', () => {
     [404, 'reject'],
     [422, 'reject'],
   ])('HTTP %i is %s', (status, kind) => {
-    expect(classify(status, 'why', undefined).kind).toBe(kind);
+    expect(classify(status, 'why', {}).kind).toBe(kind);
   });
 
   it('keeps the receiver\'s Retry-After and reason', () => {
-    expect(classify(429, 'slow down', '3')).toEqual({ kind: 'retry', reason: 'http_429', error: 'HTTP 429: slow down', retryAfterMs: 3000 });
+    expect(classify(429, 'slow down', { 'retry-after': '3' })).toEqual({ kind: 'retry', reason: 'http_429', status: 429, error: 'HTTP 429: slow down', retryAfterMs: 3000 });
   });
 });

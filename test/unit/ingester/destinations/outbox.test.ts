@@ -5,7 +5,7 @@ import pino from 'pino';
 import { Registry } from 'prom-client';
 import type { Destination } from '../../../../ingester/destinations/destination.js';
 import { Dispatcher } from '../../../../ingester/destinations/dispatcher.js';
-import type { Attempt } from '../../../../ingester/destinations/http-post.js';
+import type { Outcome } from '../../../../ingester/outbound/outcome.js';
 import { DestinationMetrics } from '../../../../ingester/destinations/metrics.js';
 import { Outbox } from '../../../../ingester/destinations/outbox.js';
 import type { NormalisedEvent } from '../../../../ingester/events.js';
@@ -28,9 +28,9 @@ class Recording implements Destination {
   seen: string[] = [];
   constructor(
     readonly name: string,
-    public answer: Attempt = { kind: 'delivered' },
+    public answer: Outcome = { kind: 'delivered' },
   ) {}
-  async send(events: readonly NormalisedEvent[]): Promise<Attempt> {
+  async send(events: readonly NormalisedEvent[]): Promise<Outcome> {
     this.seen.push(...events.map((e) => e.id));
     return this.answer;
   }

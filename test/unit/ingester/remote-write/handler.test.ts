@@ -20,7 +20,7 @@ async function build(maxQueuedSamples: number) {
   const metrics = new IngesterMetrics(registry, series, { defaultMetrics: false });
   // The receiver never answers (until shut down): whatever is admitted stays queued, so the queue shows what was accepted.
   const send = (_body: Buffer, _tenant: string, _attempt: number, signal: AbortSignal): Promise<SendOutcome> =>
-    new Promise((resolve) => signal.addEventListener('abort', () => resolve({ kind: 'retry', reason: 'aborted' })));
+    new Promise((resolve) => signal.addEventListener('abort', () => resolve({ kind: 'retry', reason: 'aborted', error: 'aborted' })));
   writer = new RemoteWriter(resolveRemoteWrite({ url: 'http://127.0.0.1:1/api/v1/write', batchSize: 1, maxQueuedSamples }), {
     registry,
     logger: pino({ level: 'silent' }),

@@ -20,6 +20,8 @@ it('fills the defaults the issue documents', () => {
     flushIntervalMs: 1000,
     maxQueuedSamples: 1_000_000,
     maxQueuedSamplesPerTenant: 1_000_000,
+    maxQueuedBytes: 64 * 1024 * 1024,
+    maxSampleAgeMs: 45 * 60_000,
     maxInFlightPerTenant: 2,
     timeoutMs: 30_000,
     minBackoffMs: 100,

@@ -8,7 +8,7 @@ import { Counter, Registry } from 'prom-client';
 import type { DataPoint } from '../../../../ingester/datapoints.js';
 import { resolveRemoteWrite, type RemoteWriteFile } from '../../../../ingester/remote-write/settings.js';
 import { RemoteWriter } from '../../../../ingester/remote-write/writer.js';
-import { waitFor } from '../../../integration/support/cluster.js';
+import { ROOT, waitFor } from '../../../integration/support/cluster.js';
 import { flatten, startRecordingReceiver, type RecordingReceiver } from '../../../e2e/support/recording-receiver.js';
 
 let receiver: RecordingReceiver;
@@ -47,7 +47,7 @@ it('sends Remote Write 1.0 headers and a snappy-compressed WriteRequest', async 
   expect(r.headers['content-encoding']).toBe('snappy');
   expect(r.headers['content-type']).toBe('application/x-protobuf');
   expect(r.headers['x-prometheus-remote-write-version']).toBe('0.1.0');
-  expect(r.headers['user-agent']).toMatch(/^intake-remote-write\//);
+  expect(r.headers['user-agent']).toBe(`intake/${(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version}`);
   expect(flatten(r.request)).toEqual([{ labels: expect.any(Array), value: 1, ts: NOW }]);
 });
 
@@ -221,4 +221,40 @@ it('verifies an HTTPS receiver with the CA from tls.caFile', async () => {
   start({ tls: { caFile: join(dir, 'cert.pem') } }).admit('team-a', [point(1, { timeMs: NOW })]).commit();
   await waitFor('a request over TLS', async () => receiver.requests.length === 1);
   expect(receiver.url).toMatch(/^https:/);
+});
+
+it('answers 503 once the queued bytes would pass maxQueuedBytes, is unavailable while the refused request would not fit, and available again once sent', async () => {
+  for (let i = 0; i < 3; i++) receiver.script.push({ status: 503 });
+  const w = start({ maxQueuedBytes: 65536, batchSize: 1000, flushIntervalMs: 50 });
+  // ~1 KB of labels per point: 40 points take about 42 KB, the next 40 would pass 64 KiB.
+  const heavy = (i: number) => point(i, { timeMs: NOW, source: `host-${i}`, tags: { blob: 'x'.repeat(1000) } });
+  w.admit('team-a', Array.from({ length: 40 }, (_, i) => heavy(i))).commit();
+  expect(w.queuedByteCount).toBeGreaterThan(40 * 1000);
+  expect(w.unavailable()).toBeUndefined();
+  expect(() => w.admit('team-a', Array.from({ length: 40 }, (_, i) => heavy(100 + i)))).toThrow(
+    expect.objectContaining({ statusCode: 503, headers: { 'retry-after': '5' }, message: expect.stringContaining('remoteWrite.maxQueuedBytes') }),
+  );
+  expect(w.queuedSamples).toBe(40);
+  expect(w.unavailable()).toMatch(/remote write queue is full \(\d+ of 65536 bytes\)/);
+  // The receiver takes the batch after three 503s: the queue empties, the writer is available again.
+  await waitFor('sent', async () => w.queuedSamples === 0);
+  expect(w.queuedByteCount).toBe(0);
+  expect(w.unavailable()).toBeUndefined();
+  expect(() => w.admit('team-a', Array.from({ length: 40 }, (_, i) => heavy(100 + i))).commit()).not.toThrow();
+});
+
+it('answers 413 for a request that would not fit even in an empty queue (a 503 would be retried for ever)', () => {
+  const w = start({ maxQueuedBytes: 65536 });
+  const points = Array.from({ length: 80 }, (_, i) => point(i, { timeMs: NOW, source: `host-${i}`, tags: { blob: 'x'.repeat(1000) } }));
+  expect(() => w.admit('team-a', points)).toThrow(expect.objectContaining({ statusCode: 413, code: 'PAYLOAD_TOO_LARGE' }));
+  expect(w.unavailable()).toBeUndefined();
+});
+
+it('refuses a request with a point older than maxSampleAgeMs with 400 naming each such point and time, and queues nothing', () => {
+  const w = start({ maxSampleAgeMs: 3_600_000 });
+  const points = [point(1, { timeMs: Date.now() }), point(2, { timeMs: Date.now() - 2 * 3_600_000, source: 'h2' }), point(3, { source: 'h3' })];
+  expect(() => w.admit('team-a', points)).toThrow(
+    expect.objectContaining({ statusCode: 400, code: 'INVALID_BODY', fieldErrors: [{ index: 1, field: 'time', message: expect.stringContaining('60 minutes in the past') }] }),
+  );
+  expect(w.queuedSamples).toBe(0);
 });

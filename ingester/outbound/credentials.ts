@@ -4,7 +4,7 @@
  * a restart, and never reach a log.
  */
 import { readFileSync } from 'node:fs';
-import { ConfigError } from '../common/config-files.js';
+import { ConfigError } from '../../common/config-files.js';
 
 const FILE_CACHE_MS = 30_000;
 
@@ -12,6 +12,16 @@ export interface AuthFiles {
   basicAuth?: { username: string; passwordFile: string };
   bearerTokenFile?: string;
 }
+
+/** TLS of an outgoing connection: the CA to verify the receiver, a client certificate; read once at startup. */
+export interface TlsFiles {
+  caFile?: string;
+  certFile?: string;
+  keyFile?: string;
+  insecureSkipVerify?: boolean;
+}
+
+export type OutboundAuth = AuthFiles & { tls?: TlsFiles };
 
 export class CredentialFiles {
   private readonly files = new Map<string, { value: string; readAtMs: number }>();
