@@ -201,7 +201,8 @@ export class JetStreamSink implements EventSink {
     let wait = this.s.reconnectWaitMs;
     while (!this.closing && !nc.isClosed()) {
       try {
-        await ensureStream(await jetstreamManager(nc, { timeout: this.s.timeoutMs }), this.s);
+        const changed = await ensureStream(await jetstreamManager(nc, { timeout: this.s.timeoutMs }), this.s);
+        if (changed.length > 0) this.logger.warn({ stream: this.s.stream, changed }, 'the existing stream was brought in line with streamConfig');
         this.setUp(true);
         return;
       } catch (err) {

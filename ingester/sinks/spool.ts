@@ -16,6 +16,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { GroupCommit } from './group-commit.js';
+import { configureSpace, reclaimStep } from './sqlite-space.js';
 import { StoreBudget } from './store-budget.js';
 
 export interface SpoolRecord {
@@ -70,6 +71,7 @@ export class Spool {
   private readonly budget: StoreBudget;
   private readonly listeners: Array<() => void> = [];
   private closed = false;
+  private reclaiming = false;
 
   constructor(
     readonly dir: string,
@@ -90,6 +92,7 @@ export class Spool {
     try {
       mkdirSync(this.dir, { recursive: true, mode: 0o700 });
       db = new DatabaseSync(join(this.dir, 'spool.sqlite'));
+      configureSpace(db);
       db.exec('PRAGMA journal_mode = WAL');
       db.exec('PRAGMA synchronous = FULL');
       db.exec(`CREATE TABLE IF NOT EXISTS events (
@@ -110,6 +113,7 @@ export class Spool {
       this.budget.used = totals.b + totals.n * ROW_OVERHEAD;
       this.db = db;
       this.openError = undefined;
+      this.scheduleReclaim();
       return true;
     } catch (err) {
       try {
@@ -227,6 +231,22 @@ export class Spool {
       rollback(db);
       throw err;
     }
+    this.scheduleReclaim();
+  }
+
+  /** Gives disk space back in bounded steps, one per turn of the event loop (sqlite-space.ts). */
+  private scheduleReclaim(): void {
+    if (this.reclaiming) return;
+    this.reclaiming = true;
+    setImmediate(() => {
+      this.reclaiming = false;
+      if (!this.db) return;
+      try {
+        if (reclaimStep(this.db, this.rows === 0)) this.scheduleReclaim();
+      } catch {
+        // Disk full or busy: the space is given back after a later removal.
+      }
+    });
   }
 
   close(): void {
