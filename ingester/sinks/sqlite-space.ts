@@ -11,6 +11,7 @@
  * - once the store is empty: every free page is cut off and the WAL is checkpointed with TRUNCATE,
  *   so a drained store is back to a few pages.
  */
+import { closeSync, existsSync, ftruncateSync, openSync, rmSync, writeSync } from 'node:fs';
 import type { DatabaseSync } from 'node:sqlite';
 
 /** The WAL file is truncated to this after each checkpoint (SQLite's auto-checkpoint is at ~4 MiB). */
@@ -54,4 +55,50 @@ export function reclaimStep(db: DatabaseSync, empty: boolean): boolean {
   // Empty: copy everything back now and cut the WAL to nothing (the checkpoint is what shrinks the file).
   if (empty) db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
   return false;
+}
+
+/** Space held back so a store on a full disk can still write its deletes (and so drain). */
+export const DISK_RESERVE_BYTES = 8 * 1024 * 1024;
+
+/** SQLITE_FULL, or the filesystem's ENOSPC / EDQUOT underneath. */
+export function isDiskFull(err: unknown): boolean {
+  const e = err as { errcode?: number; code?: string; message?: string };
+  return (e.errcode !== undefined && (e.errcode & 0xff) === 13) || e.code === 'ENOSPC' || e.code === 'EDQUOT' || /database or disk is full|no space left|quota/i.test(e.message ?? '');
+}
+
+/**
+ * A file of real (written, not sparse) blocks next to the database. Deleting it frees enough
+ * room for the deletes and checkpoints that drain the store; it is written again once the store
+ * is empty. A reserve that cannot be written (the disk is full already) is simply not there.
+ */
+export class DiskReserve {
+  constructor(
+    private readonly path: string,
+    private readonly bytes = DISK_RESERVE_BYTES,
+  ) {}
+
+  /** Writes the reserve when it is missing; false when the disk has no room for it. */
+  ensure(): boolean {
+    if (existsSync(this.path)) return true;
+    let fd: number | undefined;
+    try {
+      fd = openSync(this.path, 'w', 0o600);
+      const chunk = Buffer.alloc(64 * 1024);
+      for (let written = 0; written < this.bytes; written += chunk.length) writeSync(fd, chunk);
+      return true;
+    } catch {
+      if (fd !== undefined) ftruncateSync(fd, 0);
+      rmSync(this.path, { force: true });
+      return false;
+    } finally {
+      if (fd !== undefined) closeSync(fd);
+    }
+  }
+
+  /** Frees the reserve's space; false when there was none to free. */
+  release(): boolean {
+    if (!existsSync(this.path)) return false;
+    rmSync(this.path, { force: true });
+    return true;
+  }
 }
