@@ -2,7 +2,7 @@
  * The spool's disk: a burst while the bus is down fills it, and once the bus is back and the
  * spool drained its directory shrinks back to about nothing (no WAL left at the size of the
  * largest transaction, no free pages kept in the database file); during the burst it stays
- * within maxBytes plus the documented WAL margin.
+ * within maxBytes plus the documented margin.
  */
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -57,6 +57,8 @@ it('gives the disk back after a burst is drained, and stays near maxBytes during
   const afterDrain = diskUse();
   // Reported in the test output: the numbers the README states.
   console.log(`spool disk: baseline ${baseline}, peak during burst ${peak}, after drain ${afterDrain} (maxBytes ${maxBytes})`);
-  expect(peak).toBeLessThan(maxBytes + 8 * MiB);
+  // The documented bound: maxBytes plus SQLite's page overhead (~10%) plus the WAL limit (4 MiB), on top
+  // of the baseline (the empty database and the 8 MiB disk reserve).
+  expect(peak).toBeLessThan(baseline + 1.1 * maxBytes + 4 * MiB);
   expect(afterDrain).toBeLessThan(baseline + MiB);
 }, 120_000);
