@@ -20,10 +20,11 @@ export interface AlertStore {
   put(state: AlertState, version: number): Promise<boolean>;
   delete(key: string): Promise<void>;
   /**
-   * Every state's key, in a stable order. Only keys: the re-send reads the states a page at a
-   * time, so neither its memory nor its time on the event loop grows with the number of alerts.
+   * Every state's key, read from the store a page at a time. Only keys: the re-send reads the
+   * states a page at a time, so neither its memory nor its time on the event loop grows with the
+   * number of alerts.
    */
-  keys(): Promise<string[]>;
+  keys(): AsyncIterable<string>;
   /** The counts the last re-send stored (every replica enforces the caps with them); undefined before the first. */
   loadCounts(): Promise<AlertCounts | undefined>;
   saveCounts(counts: AlertCounts): Promise<void>;

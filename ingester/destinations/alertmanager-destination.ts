@@ -166,15 +166,22 @@ export class AlertmanagerDestination implements Destination {
     this.setCounts(counts);
   }
 
-  /** Reads the states a page at a time (keys first, then each page's values) and hands each page on. */
+  /** Reads the states a page at a time (a page of keys, then their values) and hands each page on. */
   private async eachPage(store: AlertStore, onPage: (states: AlertState[]) => Promise<void>): Promise<void> {
-    const keys = await store.keys();
-    for (let from = 0; from < keys.length; from += MAX_ALERTS_PER_POST) {
-      const page = await Promise.all(keys.slice(from, from + MAX_ALERTS_PER_POST).map((k) => store.get(k)));
+    const run = async (keys: string[]): Promise<void> => {
+      const page = await Promise.all(keys.map((k) => store.get(k)));
       await onPage(page.filter((v) => v !== undefined).map((v) => v.state));
       // Other work (requests, deliveries) runs between pages.
       await new Promise((resolve) => setImmediate(resolve));
+    };
+    let keys: string[] = [];
+    for await (const key of store.keys()) {
+      keys.push(key);
+      if (keys.length < MAX_ALERTS_PER_POST) continue;
+      await run(keys);
+      keys = [];
     }
+    if (keys.length > 0) await run(keys);
   }
 
   /** Every batch to every Alertmanager; a batch is delivered when one of them took it. */

@@ -37,10 +37,8 @@ export class KvAlertStore implements AlertStore {
     await this.kv.purge(STATE_PREFIX + key);
   }
 
-  async keys(): Promise<string[]> {
-    const keys: string[] = [];
-    for await (const k of await this.kv.keys(`${STATE_PREFIX}>`)) keys.push(k.slice(STATE_PREFIX.length));
-    return keys.sort();
+  async *keys(): AsyncGenerator<string> {
+    for await (const k of await this.kv.keys(`${STATE_PREFIX}>`)) yield k.slice(STATE_PREFIX.length);
   }
 
   async loadCounts(): Promise<AlertCounts | undefined> {

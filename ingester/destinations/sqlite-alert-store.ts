@@ -13,6 +13,8 @@ import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type { AlertState } from './alerts.js';
 import type { AlertCounts, AlertStore, Versioned } from './alert-store.js';
 
+const KEYS_PAGE = 256;
+
 export class SqliteAlertStores {
   private readonly db: DatabaseSync;
   private readonly st: Record<'get' | 'insert' | 'update' | 'delete' | 'keys', StatementSync>;
@@ -35,7 +37,7 @@ export class SqliteAlertStores {
       insert: q('INSERT OR IGNORE INTO alerts (destination, key, state, version) VALUES (?, ?, ?, 1)'),
       update: q('UPDATE alerts SET state = ?, version = version + 1 WHERE destination = ? AND key = ? AND version = ?'),
       delete: q('DELETE FROM alerts WHERE destination = ? AND key = ?'),
-      keys: q('SELECT key FROM alerts WHERE destination = ? ORDER BY key'),
+      keys: q('SELECT key FROM alerts WHERE destination = ? AND key > ? ORDER BY key LIMIT ?'),
     };
   }
 
@@ -51,11 +53,22 @@ export class SqliteAlertStores {
         return Number(changes) > 0;
       },
       delete: async (key) => void this.st.delete.run(destination, key),
-      keys: async () => (this.st.keys.all(destination) as unknown as Array<{ key: string }>).map((r) => r.key),
+      keys: () => this.keys(destination),
       loadCounts: async () => this.counts.get(destination),
       saveCounts: async (counts) => void this.counts.set(destination, counts),
       holdResendLease: async () => true,
     };
+  }
+
+  /** Keyset pages: a delete between pages (a spent state) does not shift the next page. */
+  private async *keys(destination: string): AsyncGenerator<string> {
+    let after = '';
+    for (;;) {
+      const rows = this.st.keys.all(destination, after, KEYS_PAGE) as unknown as Array<{ key: string }>;
+      for (const r of rows) yield r.key;
+      if (rows.length < KEYS_PAGE) return;
+      after = (rows.at(-1) as { key: string }).key;
+    }
   }
 
   close(): void {

@@ -24,8 +24,8 @@ class MemoryStore implements AlertStore {
     this.rows.delete(key);
   }
   counts?: AlertCounts;
-  async keys(): Promise<string[]> {
-    return [...this.rows.keys()].sort();
+  async *keys(): AsyncGenerator<string> {
+    yield* [...this.rows.keys()].sort();
   }
   async loadCounts(): Promise<AlertCounts | undefined> {
     return this.counts;

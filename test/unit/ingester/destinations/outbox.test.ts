@@ -131,7 +131,9 @@ describe('outbox', () => {
     expect(got?.version).toBe(1);
     expect(await store.put({ ...state, lastEventId: 'y' }, 1)).toBe(true);
     expect(await store.put({ ...state, lastEventId: 'z' }, 1)).toBe(false);
-    expect(await store.keys()).toEqual(['k']);
+    const keys: string[] = [];
+    for await (const k of store.keys()) keys.push(k);
+    expect(keys).toEqual(['k']);
     expect((await store.get('k'))?.state.lastEventId).toBe('y');
     stores.close();
     await outbox.close();
