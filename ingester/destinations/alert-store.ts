@@ -1,7 +1,7 @@
 /**
  * Where alert states live: the durable store, so any replica can re-send and a restart forgets
  * nothing. A JetStream key-value bucket with the bus (kv-alert-store.ts), the outbox's SQLite
- * database standalone (outbox.ts).
+ * database standalone (sqlite-alert-store.ts).
  */
 import type { AlertState } from './alerts.js';
 
@@ -11,12 +11,23 @@ export interface Versioned {
   version: number;
 }
 
+/** Alert states per namespace, as the re-send last counted them. */
+export type AlertCounts = Record<string, number>;
+
 export interface AlertStore {
   get(key: string): Promise<Versioned | undefined>;
   /** Writes when the stored version is still `version` (0: absent); false when it changed meanwhile. */
   put(state: AlertState, version: number): Promise<boolean>;
   delete(key: string): Promise<void>;
-  list(): Promise<AlertState[]>;
+  /**
+   * Every state's key, read from the store a page at a time. Only keys: the re-send reads the
+   * states a page at a time, so neither its memory nor its time on the event loop grows with the
+   * number of alerts.
+   */
+  keys(): AsyncIterable<string>;
+  /** The counts the last re-send stored (every replica enforces the caps with them); undefined before the first. */
+  loadCounts(): Promise<AlertCounts | undefined>;
+  saveCounts(counts: AlertCounts): Promise<void>;
   /**
    * Whether this process is the one re-sending firing alerts for the next `ttlMs` (a lease in the
    * store): one replica re-sends, and another takes over when it stops renewing.

@@ -5,10 +5,19 @@
  * them. A delivery counts when at least one Alertmanager took it; the others catch up at the next
  * re-send. Firing alerts are re-sent every resendInterval by one replica (a lease in the store),
  * because Alertmanager keeps alerts in memory and forgets them when it restarts.
+ *
+ * Bounded: at most maxAlertsPerNamespace states per namespace and maxAlerts in all. An event that
+ * would start a new alert past a cap is refused: nothing is kept or sent for it, it is counted
+ * (intake_destination_alerts_refused_total) and logged at most once per interval; alerts already
+ * kept still update and resolve (refusing the newest rather than evicting a firing alert, which
+ * Alertmanager would then lose without a resolve). The re-send reads the states a page of
+ * MAX_ALERTS_PER_POST at a time and posts each page before reading the next, so its memory and
+ * its time on the event loop do not grow with the number of alerts.
  */
 import type { Logger } from 'pino';
 import type { NormalisedEvent } from '../events.js';
-import type { AlertStore } from './alert-store.js';
+import { LogLimiter } from '../log-limiter.js';
+import type { AlertCounts, AlertStore } from './alert-store.js';
 import { alertKey, alertsOf, applyEvent, expire, isSpent, type AlertState, type PostableAlert, type Timing } from './alerts.js';
 import type { Destination } from './destination.js';
 import { OutboundClient } from '../outbound/http-client.js';
@@ -23,6 +32,13 @@ export const MAX_ALERTS_PER_POST = 256;
 /** Compare-and-set rounds before a state write is given up (and the event retried later). */
 const MAX_CAS_ROUNDS = 8;
 
+/** An event that would start a new alert past a cap. */
+class AlertLimitError extends Error {
+  constructor(readonly limit: 'namespace' | 'total') {
+    super(`alert limit reached (${limit})`);
+  }
+}
+
 export class AlertmanagerDestination implements Destination {
   readonly kind = 'alertmanager';
   readonly maxBatch = MAX_ALERTS_PER_POST;
@@ -31,6 +47,11 @@ export class AlertmanagerDestination implements Destination {
   private resendTimer?: NodeJS.Timeout;
   private resending?: Promise<void>;
   private readonly logger: Logger;
+  private readonly refusals: LogLimiter;
+  /** States per namespace as last counted (by this replica or, shared in the store, the lease holder), plus those created since. */
+  private counts = new Map<string, number>();
+  private total = 0;
+  private countsLoaded = false;
 
   constructor(
     readonly name: string,
@@ -44,6 +65,7 @@ export class AlertmanagerDestination implements Destination {
     this.client = new OutboundClient({ where: `destinations.${name}.alertmanager`, auth: s, timeoutMs: s.timeoutMs, maxConnections: 4 });
     this.timing = { resendIntervalMs: s.resendIntervalMs, resolvedRetentionMs: s.resolvedRetentionMs };
     this.logger = logger.child({ destination: name });
+    this.refusals = new LogLimiter(this.logger);
   }
 
   async send(events: readonly NormalisedEvent[]): Promise<Outcome> {
@@ -60,10 +82,18 @@ export class AlertmanagerDestination implements Destination {
       else byKey.set(key, [e]);
     }
     try {
+      if (!this.countsLoaded) await this.loadCounts(store);
       const sends = await Promise.all(
         [...byKey.entries()].map(async ([key, list]) => {
           let last: PostableAlert[] = [];
-          for (const e of list) last = await this.apply(store, key, e);
+          for (const e of list) {
+            try {
+              last = await this.apply(store, key, e);
+            } catch (err) {
+              if (!(err instanceof AlertLimitError)) throw err;
+              this.refuse(e, err.limit);
+            }
+          }
           return last;
         }),
       );
@@ -82,9 +112,79 @@ export class AlertmanagerDestination implements Destination {
       const current = await store.get(key);
       const { next, changed } = applyEvent(current?.state, e, now);
       if (!changed) return next && next.lastEventId === e.id ? alertsOf(next, now, this.timing) : [];
-      if (next && (await store.put(next, current?.version ?? 0))) return alertsOf(next, now, this.timing);
+      if (!next) return [];
+      // A new state takes a place under the caps before it is written (concurrent creates see it).
+      const creating = current === undefined;
+      if (creating) this.take(e.namespace);
+      let written = false;
+      try {
+        written = await store.put(next, current?.version ?? 0);
+      } finally {
+        if (creating && !written) this.release(e.namespace);
+      }
+      if (written) return alertsOf(next, now, this.timing);
     }
     throw new Error(`state of ${key} kept changing under concurrent writers`);
+  }
+
+  /** Takes a place for a new state in `namespace`; throws AlertLimitError when a cap is reached. */
+  private take(namespace: string): void {
+    const inNamespace = this.counts.get(namespace) ?? 0;
+    if (inNamespace >= this.s.maxAlertsPerNamespace) throw new AlertLimitError('namespace');
+    if (this.total >= this.s.maxAlerts) throw new AlertLimitError('total');
+    this.counts.set(namespace, inNamespace + 1);
+    this.total++;
+  }
+
+  private release(namespace: string): void {
+    const n = (this.counts.get(namespace) ?? 1) - 1;
+    if (n > 0) this.counts.set(namespace, n);
+    else this.counts.delete(namespace);
+    this.total = Math.max(0, this.total - 1);
+  }
+
+  private refuse(e: NormalisedEvent, limit: 'namespace' | 'total'): void {
+    this.metrics.alertsRefused.inc({ destination: this.name, namespace: e.namespace, limit });
+    const max = limit === 'namespace' ? `maxAlertsPerNamespace (${this.s.maxAlertsPerNamespace})` : `maxAlerts (${this.s.maxAlerts})`;
+    this.refusals.error(`alert-limit-${limit}`, new Error(`the ${limit === 'namespace' ? 'namespace' : 'destination'} holds ${max} alert states`), { namespace: e.namespace, integration: e.integration, limit }, 'a new alert was refused: not kept, not sent to Alertmanager');
+  }
+
+  private setCounts(counts: AlertCounts): void {
+    this.counts = new Map(Object.entries(counts));
+    this.total = [...this.counts.values()].reduce((a, b) => a + b, 0);
+    this.countsLoaded = true;
+  }
+
+  /** The counts stored by the last re-send, else counted now (a first start: one pass over the states). */
+  private async loadCounts(store: AlertStore): Promise<void> {
+    const stored = await store.loadCounts();
+    if (stored) {
+      this.setCounts(stored);
+      return;
+    }
+    const counts: AlertCounts = {};
+    await this.eachPage(store, async (states) => {
+      for (const st of states) count(counts, st);
+    });
+    this.setCounts(counts);
+  }
+
+  /** Reads the states a page at a time (a page of keys, then their values) and hands each page on. */
+  private async eachPage(store: AlertStore, onPage: (states: AlertState[]) => Promise<void>): Promise<void> {
+    const run = async (keys: string[]): Promise<void> => {
+      const page = await Promise.all(keys.map((k) => store.get(k)));
+      await onPage(page.filter((v) => v !== undefined).map((v) => v.state));
+      // Other work (requests, deliveries) runs between pages.
+      await new Promise((resolve) => setImmediate(resolve));
+    };
+    let keys: string[] = [];
+    for await (const key of store.keys()) {
+      keys.push(key);
+      if (keys.length < MAX_ALERTS_PER_POST) continue;
+      await run(keys);
+      keys = [];
+    }
+    if (keys.length > 0) await run(keys);
   }
 
   /** Every batch to every Alertmanager; a batch is delivered when one of them took it. */
@@ -112,7 +212,11 @@ export class AlertmanagerDestination implements Destination {
     this.resendTimer.unref();
   }
 
-  /** One re-send round, when this replica holds the lease: forgets spent states, sends the rest. */
+  /**
+   * One re-send round, when this replica holds the lease: forgets spent states, sends the rest a
+   * page at a time, and stores the count per namespace for every replica's caps. A replica
+   * without the lease only reads those counts.
+   */
   async resend(): Promise<void> {
     const store = this.store();
     if (!store) return;
@@ -120,28 +224,42 @@ export class AlertmanagerDestination implements Destination {
       // Held for two intervals: if this replica stops, another takes over well before alerts expire (4).
       if (!(await store.holdResendLease(this.holder, 2 * this.s.resendIntervalMs))) {
         this.metrics.resends.inc({ destination: this.name, result: 'skipped' });
+        const stored = await store.loadCounts();
+        if (stored) this.setCounts(stored);
         return;
       }
       const now = Date.now();
-      const alerts: PostableAlert[] = [];
+      const counts: AlertCounts = {};
       let firing = 0;
       let resolved = 0;
-      for (const listed of await store.list()) {
-        if (isSpent(listed, now, this.timing)) {
-          await store.delete(listed.key);
-          continue;
+      let sent = 0;
+      let failure: string | undefined;
+      await this.eachPage(store, async (states) => {
+        const alerts: PostableAlert[] = [];
+        for (const listed of states) {
+          if (isSpent(listed, now, this.timing)) {
+            await store.delete(listed.key);
+            continue;
+          }
+          const state = (await this.expireIfDue(store, listed, now)) ?? listed;
+          count(counts, state);
+          if (state.resolvedAt) resolved++;
+          else firing++;
+          alerts.push(...alertsOf(state, now, this.timing));
         }
-        const state = (await this.expireIfDue(store, listed, now)) ?? listed;
-        if (state.resolvedAt) resolved++;
-        else firing++;
-        alerts.push(...alertsOf(state, now, this.timing));
-      }
+        if (alerts.length === 0) return;
+        const outcome = await this.postToAll(alerts);
+        sent += alerts.length;
+        if (outcome.kind !== 'delivered') failure ??= outcome.error;
+      });
+      // States created while the round ran are not in it; they count from the next round on.
+      this.setCounts(counts);
+      await store.saveCounts(counts);
       this.metrics.alerts.set({ destination: this.name, state: 'firing' }, firing);
       this.metrics.alerts.set({ destination: this.name, state: 'resolved' }, resolved);
-      if (alerts.length === 0) return;
-      const outcome = await this.postToAll(alerts);
-      this.metrics.resends.inc({ destination: this.name, result: outcome.kind === 'delivered' ? 'ok' : 'failed' });
-      if (outcome.kind !== 'delivered') this.logger.warn({ alerts: alerts.length, error: outcome.error }, 'alert re-send failed; trying again next interval');
+      if (sent === 0) return;
+      this.metrics.resends.inc({ destination: this.name, result: failure === undefined ? 'ok' : 'failed' });
+      if (failure !== undefined) this.logger.warn({ alerts: sent, error: failure }, 'alert re-send failed; trying again next interval');
     } catch (err) {
       this.metrics.resends.inc({ destination: this.name, result: 'failed' });
       this.logger.warn({ err: { message: (err as Error).message } }, 'alert re-send failed; trying again next interval');
@@ -175,4 +293,10 @@ function worstOf(results: Outcome[], urls: readonly string[]): Outcome {
   const waits = retries.map((r) => r.retryAfterMs).filter((ms): ms is number => ms !== undefined);
   const first = retries[0] as Extract<Outcome, { kind: 'retry' }>;
   return { kind: 'retry', reason: first.reason, error: errors, ...(waits.length > 0 ? { retryAfterMs: Math.min(...waits) } : {}) };
+}
+
+/** Counts a kept state under its namespace (the label; every state carries it). */
+function count(counts: AlertCounts, s: AlertState): void {
+  const ns = s.labels.namespace ?? '';
+  counts[ns] = (counts[ns] ?? 0) + 1;
 }

@@ -1,14 +1,16 @@
 /**
  * Alert states in a JetStream key-value bucket (one per Alertmanager destination): every replica
  * sees the same states, writes are compare-and-set on the entry's revision, and the resend lease
- * is an entry too.
+ * and the per-namespace counts are entries too.
  */
 import type { KV } from '@nats-io/kv';
 import type { AlertState } from './alerts.js';
-import type { AlertStore, Versioned } from './alert-store.js';
+import type { AlertCounts, AlertStore, Versioned } from './alert-store.js';
 
 const LEASE_KEY = 'lease.resend';
 const STATE_PREFIX = 'alert.';
+/** The lease holder's count of states per namespace, read by every replica for the caps. */
+const COUNTS_KEY = 'counts';
 
 export class KvAlertStore implements AlertStore {
   constructor(private readonly kv: KV) {}
@@ -35,15 +37,17 @@ export class KvAlertStore implements AlertStore {
     await this.kv.purge(STATE_PREFIX + key);
   }
 
-  async list(): Promise<AlertState[]> {
-    const keys: string[] = [];
-    for await (const k of await this.kv.keys(`${STATE_PREFIX}>`)) keys.push(k);
-    const states: AlertState[] = [];
-    for (const k of keys) {
-      const entry = await this.kv.get(k);
-      if (entry?.operation === 'PUT') states.push(entry.json<AlertState>());
-    }
-    return states;
+  async *keys(): AsyncGenerator<string> {
+    for await (const k of await this.kv.keys(`${STATE_PREFIX}>`)) yield k.slice(STATE_PREFIX.length);
+  }
+
+  async loadCounts(): Promise<AlertCounts | undefined> {
+    const entry = await this.kv.get(COUNTS_KEY);
+    return entry?.operation === 'PUT' ? entry.json<AlertCounts>() : undefined;
+  }
+
+  async saveCounts(counts: AlertCounts): Promise<void> {
+    await this.kv.put(COUNTS_KEY, JSON.stringify(counts));
   }
 
   async holdResendLease(holder: string, ttlMs: number): Promise<boolean> {

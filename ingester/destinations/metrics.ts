@@ -10,6 +10,7 @@ export class DestinationMetrics {
   readonly lag: Gauge<'destination'>;
   readonly resends: Counter<'destination' | 'result'>;
   readonly alerts: Gauge<'destination' | 'state'>;
+  readonly alertsRefused: Counter<'destination' | 'namespace' | 'limit'>;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -50,6 +51,12 @@ export class DestinationMetrics {
       name: 'intake_destination_alert_resends_total',
       help: 'Periodic re-sends of the alert states to every Alertmanager of a destination, by result (ok: at least one accepted, failed, skipped: another replica holds the resend lease).',
       labelNames: ['destination', 'result'],
+      registers,
+    });
+    this.alertsRefused = new Counter({
+      name: 'intake_destination_alerts_refused_total',
+      help: 'Events that would have started a new alert but were not kept or sent, because the namespace (limit=namespace) or the destination (limit=total) holds its maximum of alert states.',
+      labelNames: ['destination', 'namespace', 'limit'],
       registers,
     });
     this.alerts = new Gauge({ name: 'intake_destination_alerts', help: 'Alert states kept for an Alertmanager destination, by state (firing, resolved), as of the last re-send.', labelNames: ['destination', 'state'], registers });

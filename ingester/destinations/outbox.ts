@@ -6,7 +6,8 @@
  * handed out is leased (its next attempt time moves past the delivery timeout), so a crash means
  * a redelivery after the lease, never a loss; the attempt count is stored with the row.
  *
- * The same database holds the dead letters and the alert states of Alertmanager destinations.
+ * The same database holds the dead letters, and the alert states of Alertmanager destinations
+ * (through their own connection: sqlite-alert-store.ts).
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -15,8 +16,6 @@ import type { NormalisedEvent } from '../events.js';
 import { GroupCommit } from '../sinks/group-commit.js';
 import { StoreBudget } from '../sinks/store-budget.js';
 import { SinkError, type DeliveryReport, type EventSink } from '../sinks/sink.js';
-import type { AlertState } from './alerts.js';
-import type { AlertStore, Versioned } from './alert-store.js';
 import type { DeadLetterItem, DeadLetterQuery, DeadLetterStore } from './dead-letters.js';
 import type { Dispatcher } from './dispatcher.js';
 import type { Routing } from './jetstream-queue.js';
@@ -52,15 +51,7 @@ export interface OutboxDestination {
 export class Outbox implements EventSink, DeadLetterStore {
   readonly name = 'outbox';
   private readonly db: DatabaseSync;
-  /**
-   * Alert states are written through a second connection with synchronous=NORMAL (no fsync per
-   * write): a state only has to be durable once the event that changed it is acknowledged, and
-   * that acknowledgement is a later commit on the FULL connection, whose fsync of the one WAL file
-   * makes every earlier frame durable with it. Until then a crash redelivers the event, which
-   * writes the state again.
-   */
-  private readonly stateDb: DatabaseSync;
-  private readonly st: Record<'insert' | 'due' | 'nextDue' | 'lease' | 'remove' | 'reschedule' | 'bury' | 'count' | 'deadList' | 'deadGet' | 'deadRemove' | 'alertGet' | 'alertInsert' | 'alertUpdate' | 'alertDelete' | 'alertList' | 'total', StatementSync>;
+  private readonly st: Record<'insert' | 'due' | 'nextDue' | 'lease' | 'remove' | 'reschedule' | 'bury' | 'count' | 'deadList' | 'deadGet' | 'deadRemove' | 'total', StatementSync>;
   private readonly group = new GroupCommit<PendingAppend>((g) => this.commit(g));
   /** Acks, retries and dead letters of one turn share one transaction (one fsync). */
   private readonly settles = new GroupCommit<{ apply: () => void; resolve: () => void; reject: (err: Error) => void }>((g) => this.commitSettles(g));
@@ -100,18 +91,8 @@ export class Outbox implements EventSink, DeadLetterStore {
         error TEXT NOT NULL,
         attempts INTEGER NOT NULL,
         failed_at TEXT NOT NULL
-      );
-      CREATE TABLE IF NOT EXISTS alerts (
-        destination TEXT NOT NULL,
-        key TEXT NOT NULL,
-        state TEXT NOT NULL,
-        version INTEGER NOT NULL,
-        PRIMARY KEY (destination, key)
       );`);
-    this.stateDb = new DatabaseSync(join(dir, 'outbox.sqlite'));
-    this.stateDb.exec('PRAGMA synchronous = NORMAL');
     const p = (sql: string): StatementSync => this.db.prepare(sql);
-    const q = (sql: string): StatementSync => this.stateDb.prepare(sql);
     this.st = {
       insert: p('INSERT OR IGNORE INTO outbox (destination, id, payload, next_at) VALUES (?, ?, ?, 0)'),
       due: p('SELECT seq, destination, id, payload, attempts FROM outbox WHERE destination = ? AND next_at <= ? ORDER BY next_at, seq LIMIT ?'),
@@ -124,11 +105,6 @@ export class Outbox implements EventSink, DeadLetterStore {
       deadList: p('SELECT seq, destination, payload, reason, error, attempts, failed_at AS failedAt FROM dead_letters WHERE (? IS NULL OR destination = ?) ORDER BY seq LIMIT ?'),
       deadGet: p('SELECT seq, destination, payload, reason, error, attempts, failed_at AS failedAt FROM dead_letters WHERE seq = ?'),
       deadRemove: p('DELETE FROM dead_letters WHERE seq = ?'),
-      alertGet: q('SELECT state, version FROM alerts WHERE destination = ? AND key = ?'),
-      alertInsert: q('INSERT OR IGNORE INTO alerts (destination, key, state, version) VALUES (?, ?, ?, 1)'),
-      alertUpdate: q('UPDATE alerts SET state = ?, version = version + 1 WHERE destination = ? AND key = ? AND version = ?'),
-      alertDelete: q('DELETE FROM alerts WHERE destination = ? AND key = ?'),
-      alertList: q('SELECT state FROM alerts WHERE destination = ?'),
       total: p('SELECT coalesce(sum(length(destination) + length(id) + length(CAST(payload AS BLOB))), 0) AS b, count(*) AS n FROM outbox'),
     };
     const t = this.st.total.get() as { b: number; n: number };
@@ -318,25 +294,6 @@ export class Outbox implements EventSink, DeadLetterStore {
     return items.length;
   }
 
-  // ---- alert states (standalone: one process, so the resend lease is always ours) ----
-
-  alertStore(destination: string): AlertStore {
-    return {
-      get: async (key): Promise<Versioned | undefined> => {
-        const row = this.st.alertGet.get(destination, key) as { state: string; version: number } | undefined;
-        return row ? { state: JSON.parse(row.state) as AlertState, version: row.version } : undefined;
-      },
-      put: async (state, version) => {
-        const data = JSON.stringify(state);
-        const changes = version === 0 ? this.st.alertInsert.run(destination, state.key, data).changes : this.st.alertUpdate.run(data, destination, state.key, version).changes;
-        return Number(changes) > 0;
-      },
-      delete: async (key) => void this.st.alertDelete.run(destination, key),
-      list: async () => (this.st.alertList.all(destination) as unknown as Array<{ state: string }>).map((r) => JSON.parse(r.state) as AlertState),
-      holdResendLease: async () => true,
-    };
-  }
-
   /** Stops handing out rows; those in flight settle through their dispatchers (the wiring waits for them). */
   stop(): void {
     this.closed = true;
@@ -351,6 +308,5 @@ export class Outbox implements EventSink, DeadLetterStore {
     this.settles.flush();
     await Promise.allSettled([...this.loops]);
     this.db.close();
-    this.stateDb.close();
   }
 }

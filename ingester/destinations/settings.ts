@@ -38,6 +38,13 @@ export interface AlertmanagerSettings extends ClientAuth {
   /** Firing alerts with no event for this long are resolved (0: never; they wait for a clear). */
   resolveAfterMs: number;
   timeoutMs: number;
+  /**
+   * Alert states kept per namespace and for the whole destination. An event that would start a
+   * new alert past either is not kept or sent (counted and logged); existing alerts still update
+   * and resolve, and a resolved one frees its place after resolvedRetention.
+   */
+  maxAlertsPerNamespace: number;
+  maxAlerts: number;
 }
 
 export interface HttpSettings extends ClientAuth {
@@ -58,7 +65,7 @@ interface DestinationBase {
 export type DestinationSettings = (DestinationBase & { kind: 'alertmanager'; alertmanager: AlertmanagerSettings }) | (DestinationBase & { kind: 'http'; http: HttpSettings });
 
 export const DEFAULT_DELIVERY: DeliverySettings = { maxAttempts: 10, backoffMinMs: 1000, backoffMaxMs: 300_000, maxInFlight: 256 };
-const DEFAULT_ALERTMANAGER = { resendInterval: '60s', resolvedRetention: '15m', timeout: '10s' };
+const DEFAULT_ALERTMANAGER = { resendInterval: '60s', resolvedRetention: '15m', timeout: '10s', maxAlertsPerNamespace: 10_000, maxAlerts: 50_000 };
 const DEFAULT_HTTP = { timeout: '5s', batchSize: 1 };
 
 const duration = { type: 'string', pattern: '^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$' } as const;
@@ -84,7 +91,16 @@ export const destinationsSchema = {
         type: 'object',
         additionalProperties: false,
         required: ['urls'],
-        properties: { urls: { type: 'array', minItems: 1, items: httpUrl }, resendInterval: duration, resolvedRetention: duration, resolveAfter: duration, timeout: duration, ...clientAuthProperties },
+        properties: {
+          urls: { type: 'array', minItems: 1, items: httpUrl },
+          resendInterval: duration,
+          resolvedRetention: duration,
+          resolveAfter: duration,
+          timeout: duration,
+          maxAlertsPerNamespace: { type: 'integer', minimum: 1 },
+          maxAlerts: { type: 'integer', minimum: 1 },
+          ...clientAuthProperties,
+        },
       },
       http: {
         type: 'object',
@@ -116,7 +132,7 @@ interface AuthFile {
 export interface DestinationFile {
   name: string;
   default?: boolean;
-  alertmanager?: AuthFile & { urls: string[]; resendInterval?: string; resolvedRetention?: string; resolveAfter?: string; timeout?: string };
+  alertmanager?: AuthFile & { urls: string[]; resendInterval?: string; resolvedRetention?: string; resolveAfter?: string; timeout?: string; maxAlertsPerNamespace?: number; maxAlerts?: number };
   http?: AuthFile & { url: string; headers?: Record<string, string>; timeout?: string; batchSize?: number };
   delivery?: { maxAttempts?: number; backoffMin?: string; backoffMax?: string; maxInFlight?: number };
 }
@@ -160,6 +176,8 @@ export function resolveDestinations(files: readonly DestinationFile[] | undefine
           resolvedRetentionMs: ms(a.resolvedRetention ?? DEFAULT_ALERTMANAGER.resolvedRetention, 'alertmanager.resolvedRetention'),
           resolveAfterMs: a.resolveAfter === undefined ? 0 : ms(a.resolveAfter, 'alertmanager.resolveAfter'),
           timeoutMs: ms(a.timeout ?? DEFAULT_ALERTMANAGER.timeout, 'alertmanager.timeout'),
+          maxAlertsPerNamespace: a.maxAlertsPerNamespace ?? DEFAULT_ALERTMANAGER.maxAlertsPerNamespace,
+          maxAlerts: a.maxAlerts ?? DEFAULT_ALERTMANAGER.maxAlerts,
         },
       });
       continue;

@@ -22,6 +22,7 @@ import { HttpDestination } from './http-destination.js';
 import { JetStreamDeliveries, type Routing } from './jetstream-queue.js';
 import { DestinationMetrics } from './metrics.js';
 import { Outbox } from './outbox.js';
+import { SqliteAlertStores } from './sqlite-alert-store.js';
 import { claimTimeoutMs, destinationsFor, type DestinationSettings } from './settings.js';
 
 export interface DestinationsOptions {
@@ -85,7 +86,8 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
   if (!spool) throw new Error('destinations without the bus need the spool (config.ts refuses this earlier)');
   const errors = new LogLimiter(o.logger);
   const outbox = new Outbox(spool.path, spool.maxBytes, routing, (err) => errors.error('outbox', err, {}, 'outbox rows not handed out; trying again'));
-  const stores = new Map(names.map((n) => [n, outbox.alertStore(n)]));
+  const alertStores = new SqliteAlertStores(spool.path);
+  const stores = new Map(names.map((n) => [n, alertStores.store(n)]));
   alertStore = (name) => stores.get(name);
   let lagTimer: NodeJS.Timeout | undefined;
   return {
@@ -111,8 +113,9 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
       clearInterval(lagTimer);
       outbox.stop();
       await Promise.all(queued.map((q) => q.dispatcher.idle()));
-      await outbox.close();
       await closeClients();
+      await outbox.close();
+      alertStores.close();
     },
   };
 }

@@ -28,12 +28,19 @@ export interface JetStreamSettings {
   deadLetterMaxAgeSeconds: number;
   /** Alertmanager destinations keep their alert states in the key-value bucket `<prefix>-<destination>`. */
   alertBucketPrefix: string;
-  /** Used only when intake creates the stream. */
+  /**
+   * The stream intake creates; with createStream its limits (maxAgeSeconds, maxBytes, maxMsgs) are
+   * also applied to an existing stream.
+   */
   streamConfig: {
     replicas: number;
     /** -1: unlimited. With discard:new a full stream rejects publishes (spool, then 503). */
     maxBytes: number;
     maxMsgs: number;
+    /**
+     * Events older than this are removed, delivered or not (0: kept until maxBytes/maxMsgs, i.e.
+     * forever). Bounds the stream in steady state; an event a destination has not taken by then is lost.
+     */
     maxAgeSeconds: number;
     duplicateWindowSeconds: number;
     storage: 'file' | 'memory';
@@ -53,6 +60,13 @@ export interface SpoolSettings {
 /** JetStream's duplicate window must cover the sender's retries and the time in the spool. */
 export const MIN_DUPLICATE_WINDOW_SECONDS = 900;
 
+/**
+ * Three days: longer than a weekend outage of a destination or of every ingester, so nothing is
+ * removed before it could be delivered, yet a stream no longer grows forever (limits retention:
+ * a delivered event is not removed earlier, because consumers other than intake's may read it).
+ */
+export const DEFAULT_STREAM_MAX_AGE_SECONDS = 3 * 24 * 3600;
+
 export const DEFAULT_JETSTREAM: Omit<JetStreamSettings, 'servers'> = {
   stream: 'INTAKE_EVENTS',
   subjectPrefix: 'intake.events',
@@ -65,7 +79,7 @@ export const DEFAULT_JETSTREAM: Omit<JetStreamSettings, 'servers'> = {
   deadLetterSubjectPrefix: 'intake.deadletter',
   deadLetterMaxAgeSeconds: 14 * 24 * 3600,
   alertBucketPrefix: 'intake-alerts',
-  streamConfig: { replicas: 1, maxBytes: -1, maxMsgs: -1, maxAgeSeconds: 0, duplicateWindowSeconds: MIN_DUPLICATE_WINDOW_SECONDS, storage: 'file' },
+  streamConfig: { replicas: 1, maxBytes: -1, maxMsgs: -1, maxAgeSeconds: DEFAULT_STREAM_MAX_AGE_SECONDS, duplicateWindowSeconds: MIN_DUPLICATE_WINDOW_SECONDS, storage: 'file' },
 };
 
 export const DEFAULT_SPOOL: Omit<SpoolSettings, 'path'> = {

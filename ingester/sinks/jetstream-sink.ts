@@ -20,6 +20,7 @@ import type { JetStreamSettings, SpoolSettings } from './handoff-config.js';
 import { HandoffMetrics } from './handoff-metrics.js';
 import { InFlightLimit } from './in-flight.js';
 import { ensureStream } from './jetstream-stream.js';
+import { BusStorage } from './bus-storage.js';
 import { PubAckPublisher, type PubOutcome } from './pub-acks.js';
 import { Replayer } from './replayer.js';
 import { SinkError, type DeliveryReport, type EventSink } from './sink.js';
@@ -52,6 +53,8 @@ export class JetStreamSink implements EventSink {
   private nc?: NatsConnection;
   private publisher?: PubAckPublisher;
   private lastRefusalLog = 0;
+  /** Whether the stream is refusing events for lack of storage (then this replica is unready unless its spool takes them). */
+  private readonly busStorage: BusStorage;
   private up = false;
   private closing = false;
   /** Aborts the connect loop's sleeps on close. */
@@ -68,6 +71,7 @@ export class JetStreamSink implements EventSink {
     if (openProblem) this.logger.error({ reason: openProblem }, 'spool unavailable; events the bus cannot take are answered 503 until it opens');
     this.metrics = new HandoffMetrics(o.registry, this.spool);
     this.limit = new InFlightLimit(this.s.maxInFlight);
+    this.busStorage = new BusStorage(this.s, () => (this.up ? this.nc : undefined), this.logger);
     if (this.spool && o.spool) {
       const target = { isUp: () => this.up, publish: async (rows: SpooledRow[]) => (await this.publishBatch(rows)).map((o) => o === 'acked') };
       this.replayer = new Replayer(this.spool, target, { batch: o.spool.replayBatch, backoffMinMs: o.spool.replayBackoffMinMs, backoffMaxMs: o.spool.replayBackoffMaxMs }, this.metrics, this.logger);
@@ -93,11 +97,16 @@ export class JetStreamSink implements EventSink {
     if (this.up && this.nc) listener(this.nc);
   }
 
-  /** Ready to acknowledge while the bus is up or the spool can hold events (readiness). */
+  /**
+   * Ready to acknowledge while the bus takes events or the spool can hold them (readiness). The
+   * bus refusing for storage counts like a bus that is down: this replica then refuses requests
+   * another one (with room in its spool) would take.
+   */
   unavailable(): string | undefined {
-    if (this.up || this.spool?.canAccept()) return undefined;
-    if (!this.spool) return 'the bus is not connected and there is no spool';
-    return `the bus is not connected and the spool cannot take events (${this.spool.unavailableReason ?? 'full'})`;
+    const busProblem = !this.up ? 'the bus is not connected' : this.busStorage.refusing();
+    if (busProblem === undefined || this.spool?.canAccept()) return undefined;
+    if (!this.spool) return `${busProblem} and there is no spool`;
+    return `${busProblem} and the spool cannot take events (${this.spool.unavailableReason ?? 'full'})`;
   }
 
   async deliver(events: readonly NormalisedEvent[]): Promise<DeliveryReport> {
@@ -152,10 +161,13 @@ export class JetStreamSink implements EventSink {
     this.metrics.publishDuration.observe((performance.now() - started) / 1000);
     let timeouts = 0;
     let refused = 0;
+    let acked = 0;
     for (const o of outcomes) {
       if (o === 'timeout') timeouts++;
       else if (o === 'refused') refused++;
+      else acked++;
     }
+    this.busStorage.observe(acked, refused, publisher.lastRefusal);
     if (timeouts > 0) this.metrics.publishFailures.inc({ reason: 'timeout' }, timeouts);
     if (refused > 0) {
       this.metrics.publishFailures.inc({ reason: 'refused' }, refused);
@@ -201,7 +213,8 @@ export class JetStreamSink implements EventSink {
     let wait = this.s.reconnectWaitMs;
     while (!this.closing && !nc.isClosed()) {
       try {
-        await ensureStream(await jetstreamManager(nc, { timeout: this.s.timeoutMs }), this.s);
+        const changed = await ensureStream(await jetstreamManager(nc, { timeout: this.s.timeoutMs }), this.s);
+        if (changed.length > 0) this.logger.warn({ stream: this.s.stream, changed }, 'the existing stream was brought in line with streamConfig');
         this.setUp(true);
         return;
       } catch (err) {
@@ -275,6 +288,7 @@ export class JetStreamSink implements EventSink {
     await this.replayer?.stop();
     this.setUp(false);
     this.publisher?.close();
+    this.busStorage.close();
     // Nothing is in flight any more (the listener is closed, the replayer stopped): close, not
     // drain, which would wait forever on a connection that is down.
     await this.nc?.close().catch(() => undefined);

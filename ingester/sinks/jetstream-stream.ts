@@ -66,24 +66,51 @@ export function subjectCovers(pattern: string, wanted: string): boolean {
   return p.length === w.length;
 }
 
-/** Creates or checks the stream; throws StreamConfigError naming every problem. */
-export async function ensureStream(jsm: JetStreamManager, s: JetStreamSettings): Promise<void> {
+/** The limits intake manages on a stream it owns (createStream: true): how far they differ from streamConfig. */
+export function limitChanges(current: Pick<StreamConfig, 'max_age' | 'max_bytes' | 'max_msgs'>, wanted: Pick<StreamConfig, 'max_age' | 'max_bytes' | 'max_msgs'>): string[] {
+  const changes: string[] = [];
+  for (const k of ['max_age', 'max_bytes', 'max_msgs'] as const) {
+    // The server reports "no limit" as 0 for max_age and -1 for the others.
+    const norm = (v: number | undefined): number => (v === undefined || v <= 0 ? 0 : v);
+    if (norm(current[k]) !== norm(wanted[k])) changes.push(`${k} ${current[k] ?? 'unset'} -> ${wanted[k]}`);
+  }
+  return changes;
+}
+
+/**
+ * Creates or checks the stream; throws StreamConfigError naming every problem. With createStream,
+ * an existing stream is also brought to the configured limits (a stream made by an older intake
+ * with no max_age gets one): returns what was changed, for the log.
+ */
+export async function ensureStream(jsm: JetStreamManager, s: JetStreamSettings): Promise<string[]> {
   const wanted = wantedStream(s);
   if (s.createStream) {
     try {
       await jsm.streams.add(wanted);
-      return;
+      return [];
     } catch (err) {
       // Exists with other settings: fine if they keep intake's guarantees; else bring them in line.
       const info = await jsm.streams.info(s.stream).catch(() => undefined);
       if (!info) throw new StreamConfigError(`stream ${s.stream} could not be created: ${(err as Error).message}`);
-      if (streamProblems(info.config, s.subjectPrefix).length === 0) return;
-      const merged = { ...info.config, subjects: [...new Set([...(info.config.subjects ?? []), subjectsOf(s.subjectPrefix)])], discard: DiscardPolicy.New, duplicate_window: Math.max(info.config.duplicate_window ?? 0, wanted.duplicate_window as number) };
+      const problems = streamProblems(info.config, s.subjectPrefix);
+      const changes = limitChanges(info.config, wanted as StreamConfig);
+      if (problems.length === 0 && changes.length === 0) return [];
+      const merged = {
+        ...info.config,
+        subjects: [...new Set([...(info.config.subjects ?? []), subjectsOf(s.subjectPrefix)])],
+        discard: DiscardPolicy.New,
+        duplicate_window: Math.max(info.config.duplicate_window ?? 0, wanted.duplicate_window as number),
+        max_age: wanted.max_age as number,
+        max_bytes: wanted.max_bytes as number,
+        max_msgs: wanted.max_msgs as number,
+      };
       try {
         await jsm.streams.update(s.stream, merged);
-        return;
+        return [...problems, ...changes];
       } catch (updateErr) {
-        throw new StreamConfigError(`stream ${s.stream} exists, ${streamProblems(info.config, s.subjectPrefix).join('; ')}, and updating it failed: ${(updateErr as Error).message}`);
+        // Limits the server will not take (a max_bytes beyond its storage) are not worth refusing events for.
+        if (problems.length === 0) return [`updating the limits (${changes.join(', ')}) failed: ${(updateErr as Error).message}`];
+        throw new StreamConfigError(`stream ${s.stream} exists, ${problems.join('; ')}, and updating it failed: ${(updateErr as Error).message}`);
       }
     }
   }
@@ -95,4 +122,5 @@ export async function ensureStream(jsm: JetStreamManager, s: JetStreamSettings):
   }
   const problems = streamProblems(info.config, s.subjectPrefix);
   if (problems.length > 0) throw new StreamConfigError(`stream ${s.stream} is misconfigured: ${problems.join('; ')}`);
+  return [];
 }

@@ -28,6 +28,7 @@ export class Replayer {
   private backoffMs: number;
   private wakeUp?: () => void;
   private loop?: Promise<void>;
+  private undeleted: SpooledRow[] = [];
 
   constructor(
     private readonly spool: Spool,
@@ -87,11 +88,22 @@ export class Replayer {
 
   /** One batch; true when the bus acknowledged all of it. */
   private async round(): Promise<boolean> {
+    // Rows the bus acknowledged but that could not be deleted (a full disk): delete them first and
+    // publish nothing until that worked, rather than send the same batch again every backoff.
+    if (this.undeleted.length > 0) {
+      this.spool.remove(this.undeleted);
+      this.undeleted = [];
+    }
     const rows = this.spool.peek(this.o.batch);
     const acked = await this.target.publish(rows);
     const done = rows.filter((_, i) => acked[i]);
-    this.spool.remove(done);
     this.metrics.replayed.inc(done.length);
+    try {
+      this.spool.remove(done);
+    } catch (err) {
+      this.undeleted = done;
+      throw err;
+    }
     if (done.length < rows.length) this.logger.warn({ replayed: done.length, failed: rows.length - done.length, depth: this.spool.depth }, 'spool replay incomplete; backing off');
     return done.length === rows.length;
   }

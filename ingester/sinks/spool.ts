@@ -12,10 +12,11 @@
  * One row per event, keyed by the event id (UNIQUE): spooling the same event twice (a sender's
  * retry during an outage) keeps one row. Rows leave oldest first (seq order).
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { GroupCommit } from './group-commit.js';
+import { configureSpace, DiskReserve, isDiskFull, reclaimStep, WAL_SIZE_LIMIT_BYTES } from './sqlite-space.js';
 import { StoreBudget } from './store-budget.js';
 
 export interface SpoolRecord {
@@ -70,12 +71,22 @@ export class Spool {
   private readonly budget: StoreBudget;
   private readonly listeners: Array<() => void> = [];
   private closed = false;
+  private reclaiming = false;
+  /**
+   * The last commit failed for lack of disk (or an I/O error): the spool refuses every request
+   * until the disk has room for it again, so readiness must say so (another replica's disk may be
+   * fine), and says ready again once the filesystem has room (checked with statfs).
+   */
+  private writeFailure?: { message: string; bytes: number };
+  /** Space kept free so deletes can still be written when the disk filled up (see remove). */
+  private readonly reserve: DiskReserve;
 
   constructor(
     readonly dir: string,
     readonly maxBytes: number,
   ) {
     this.budget = new StoreBudget(maxBytes);
+    this.reserve = new DiskReserve(join(dir, 'spool.reserve'));
     this.tryOpen();
   }
 
@@ -90,6 +101,7 @@ export class Spool {
     try {
       mkdirSync(this.dir, { recursive: true, mode: 0o700 });
       db = new DatabaseSync(join(this.dir, 'spool.sqlite'));
+      configureSpace(db);
       db.exec('PRAGMA journal_mode = WAL');
       db.exec('PRAGMA synchronous = FULL');
       db.exec(`CREATE TABLE IF NOT EXISTS events (
@@ -110,6 +122,8 @@ export class Spool {
       this.budget.used = totals.b + totals.n * ROW_OVERHEAD;
       this.db = db;
       this.openError = undefined;
+      this.reserve.ensure();
+      this.scheduleReclaim();
       return true;
     } catch (err) {
       try {
@@ -122,9 +136,11 @@ export class Spool {
     }
   }
 
-  /** Why the spool cannot be used, or undefined when it is open. */
+  /** Why the spool cannot be used, or undefined when it is open and writable. */
   get unavailableReason(): string | undefined {
-    return this.db ? undefined : `spool ${this.dir} cannot be opened: ${this.openError?.message ?? 'closed'}`;
+    if (!this.db) return `spool ${this.dir} cannot be opened: ${this.openError?.message ?? 'closed'}`;
+    if (this.writeFailure) return `spool ${this.dir} cannot be written: ${this.writeFailure.message}`;
+    return undefined;
   }
 
   get depth(): number {
@@ -135,9 +151,18 @@ export class Spool {
     return this.budget.used;
   }
 
-  /** True while an append of a typical request could be held. */
+  /** True while an append of a typical request could be held: open, below maxBytes, and writable. */
   canAccept(): boolean {
-    return this.tryOpen() && this.budget.hasRoom();
+    return this.tryOpen() && this.budget.hasRoom() && this.writable();
+  }
+
+  /** After a failed write: whether the filesystem has room for that write again (then it is forgotten). */
+  private writable(): boolean {
+    if (!this.writeFailure) return true;
+    // The rows go to the WAL, then to the database file: twice the bytes, plus a WAL's worth of margin.
+    if (freeBytes(this.dir) < 2 * this.writeFailure.bytes + WAL_SIZE_LIMIT_BYTES) return false;
+    this.writeFailure = undefined;
+    return true;
   }
 
   /** Milliseconds since the oldest held event was spooled (0 when empty). */
@@ -189,10 +214,12 @@ export class Spool {
       db.exec('COMMIT');
     } catch (err) {
       rollback(db);
+      this.writeFailure = { message: (err as Error).message, bytes: admitted.reduce((sum, p) => sum + p.bytes, 0) };
       const failure = new SpoolError('write_failed', `writing to the spool failed: ${(err as Error).message}`, { cause: err });
       for (const p of admitted) p.reject(failure);
       return;
     }
+    this.writeFailure = undefined;
     this.rows += addedRows;
     this.budget.used += addedBytes;
     for (const p of admitted) p.resolve();
@@ -205,8 +232,22 @@ export class Spool {
     return this.st.peek.all(limit) as unknown as SpooledRow[];
   }
 
-  /** Deletes rows the bus has acknowledged, in one transaction. */
+  /**
+   * Deletes rows the bus has acknowledged, in one transaction. A delete is a write too (WAL
+   * frames): on a full disk it fails like an append would, and the spool could never drain. Then
+   * the reserve file is given up and the delete tried once more; the reserve comes back once the
+   * spool is empty and its space reclaimed.
+   */
   remove(rows: readonly SpooledRow[]): void {
+    try {
+      this.removeOnce(rows);
+    } catch (err) {
+      if (!isDiskFull(err) || !this.reserve.release()) throw err;
+      this.removeOnce(rows);
+    }
+  }
+
+  private removeOnce(rows: readonly SpooledRow[]): void {
     if (!this.db || !this.st || rows.length === 0) return;
     const db = this.db;
     const st = this.st;
@@ -227,6 +268,23 @@ export class Spool {
       rollback(db);
       throw err;
     }
+    this.scheduleReclaim();
+  }
+
+  /** Gives disk space back in bounded steps, one per turn of the event loop (sqlite-space.ts). */
+  private scheduleReclaim(): void {
+    if (this.reclaiming) return;
+    this.reclaiming = true;
+    setImmediate(() => {
+      this.reclaiming = false;
+      if (!this.db) return;
+      try {
+        if (reclaimStep(this.db, this.rows === 0)) this.scheduleReclaim();
+        else if (this.rows === 0) this.reserve.ensure();
+      } catch {
+        // Disk full or busy: the space is given back after a later removal.
+      }
+    });
   }
 
   close(): void {
@@ -235,6 +293,16 @@ export class Spool {
     this.db?.close();
     this.db = undefined;
     this.st = undefined;
+  }
+}
+
+/** Bytes an unprivileged process may still write on the filesystem of `dir` (Infinity when unknown). */
+function freeBytes(dir: string): number {
+  try {
+    const s = statfsSync(dir);
+    return s.bavail * s.bsize;
+  } catch {
+    return Number.POSITIVE_INFINITY;
   }
 }
 

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import { Registry } from 'prom-client';
-import type { AlertStore, Versioned } from '../../../../ingester/destinations/alert-store.js';
+import type { AlertCounts, AlertStore, Versioned } from '../../../../ingester/destinations/alert-store.js';
 import { AlertmanagerDestination } from '../../../../ingester/destinations/alertmanager-destination.js';
 import type { AlertState, PostableAlert } from '../../../../ingester/destinations/alerts.js';
 import { DestinationMetrics } from '../../../../ingester/destinations/metrics.js';
@@ -23,8 +23,15 @@ class MemoryStore implements AlertStore {
   async delete(key: string): Promise<void> {
     this.rows.delete(key);
   }
-  async list(): Promise<AlertState[]> {
-    return [...this.rows.values()].map((v) => v.state);
+  counts?: AlertCounts;
+  async *keys(): AsyncGenerator<string> {
+    yield* [...this.rows.keys()].sort();
+  }
+  async loadCounts(): Promise<AlertCounts | undefined> {
+    return this.counts;
+  }
+  async saveCounts(counts: AlertCounts): Promise<void> {
+    this.counts = counts;
   }
   async holdResendLease(holder: string): Promise<boolean> {
     this.leaseHolder ||= holder;
@@ -54,11 +61,21 @@ beforeEach(() => {
   status = 200;
 });
 
-const event = (signature: string, severity: number, id: string): NormalisedEvent =>
-  ({ id, integration: 'demo', namespace: 'default', received_at: new Date().toISOString(), agent_time: new Date().toISOString(), signature, source: 'h', severity, severity_name: severity === 0 ? 'clear' : 'major', custom_info: {} }) as NormalisedEvent;
+const event = (signature: string, severity: number, id: string, namespace = 'default'): NormalisedEvent =>
+  ({ id, integration: 'demo', namespace, received_at: new Date().toISOString(), agent_time: new Date().toISOString(), signature, source: 'h', severity, severity_name: severity === 0 ? 'clear' : 'major', custom_info: {} }) as NormalisedEvent;
 
-const destination = (store: AlertStore, o: { resolveAfterMs?: number } = {}, holder = 'me'): AlertmanagerDestination =>
-  new AlertmanagerDestination('am', { urls: [url], resendIntervalMs: 60_000, resolvedRetentionMs: 900_000, resolveAfterMs: o.resolveAfterMs ?? 0, timeoutMs: 1000 }, () => store, new DestinationMetrics(new Registry()), pino({ level: 'silent' }), holder);
+const destination = (store: AlertStore, o: { resolveAfterMs?: number; maxAlertsPerNamespace?: number; maxAlerts?: number; registry?: Registry } = {}, holder = 'me'): AlertmanagerDestination =>
+  new AlertmanagerDestination(
+    'am',
+    { urls: [url], resendIntervalMs: 60_000, resolvedRetentionMs: 900_000, resolveAfterMs: o.resolveAfterMs ?? 0, timeoutMs: 1000, maxAlertsPerNamespace: o.maxAlertsPerNamespace ?? 10_000, maxAlerts: o.maxAlerts ?? 50_000 },
+    () => store,
+    new DestinationMetrics(o.registry ?? new Registry()),
+    pino({ level: 'silent' }),
+    holder,
+  );
+
+const refusedCount = async (registry: Registry, limit: string): Promise<number> =>
+  ((await registry.getSingleMetric('intake_destination_alerts_refused_total')?.get())?.values ?? []).filter((v) => v.labels.limit === limit).reduce((sum, v) => sum + v.value, 0);
 
 describe('Alertmanager destination', () => {
   it('stores each alert state and posts the alerts of a batch once each', async () => {
@@ -99,5 +116,54 @@ describe('Alertmanager destination', () => {
     await other.resend();
     expect(posts.length).toBe(before);
     await Promise.all([d.close(), other.close()]);
+  });
+
+  it('refuses a new alert past the namespace cap and counts it; kept alerts still update and resolve; other namespaces go on', async () => {
+    const store = new MemoryStore();
+    const registry = new Registry();
+    const d = destination(store, { maxAlertsPerNamespace: 2, registry });
+    expect(await d.send([event('a', 4, '1'), event('b', 4, '2'), event('c', 4, '3')])).toEqual({ kind: 'delivered' });
+    expect(store.rows.size).toBe(2);
+    expect(posts.flat().map((a) => a.labels.signature).sort()).toEqual(['a', 'b']);
+    expect(await refusedCount(registry, 'namespace')).toBe(1);
+    // Kept alerts update and resolve; a new namespace has its own cap.
+    expect(await d.send([event('a', 5, '4'), event('b', 0, '5'), event('x', 4, '6', 'other')])).toEqual({ kind: 'delivered' });
+    expect(store.rows.size).toBe(3);
+    expect(await refusedCount(registry, 'namespace')).toBe(1);
+    await d.close();
+  });
+
+  it('refuses a new alert past the destination total', async () => {
+    const store = new MemoryStore();
+    const registry = new Registry();
+    const d = destination(store, { maxAlerts: 3, registry });
+    await d.send([event('a', 4, '1', 'n1'), event('b', 4, '2', 'n2'), event('c', 4, '3', 'n3'), event('d', 4, '4', 'n4')]);
+    expect(store.rows.size).toBe(3);
+    expect(await refusedCount(registry, 'total')).toBe(1);
+    await d.close();
+  });
+
+  it('counts the kept states before the first re-send (a restart with a full store enforces the cap at once)', async () => {
+    const store = new MemoryStore();
+    const first = destination(store, { maxAlertsPerNamespace: 2 });
+    await first.send([event('a', 4, '1'), event('b', 4, '2')]);
+    await first.close();
+    const registry = new Registry();
+    const restarted = destination(store, { maxAlertsPerNamespace: 2, registry });
+    await restarted.send([event('c', 4, '3')]);
+    expect(store.rows.size).toBe(2);
+    expect(await refusedCount(registry, 'namespace')).toBe(1);
+    await restarted.close();
+  });
+
+  it('re-sends a page of at most 256 alerts at a time and stores the counts per namespace', async () => {
+    const store = new MemoryStore();
+    const d = destination(store);
+    for (let i = 0; i < 600; i += 100) await d.send(Array.from({ length: 100 }, (_, j) => event(`s${i + j}`, 4, `e${i + j}`, (i + j) % 3 === 0 ? 'x' : 'y')));
+    posts.length = 0;
+    await d.resend();
+    expect(posts.map((p) => p.length)).toEqual([256, 256, 88]);
+    expect(store.counts).toEqual({ x: 200, y: 400 });
+    await d.close();
   });
 });

@@ -8,6 +8,7 @@ import { Dispatcher } from '../../../../ingester/destinations/dispatcher.js';
 import type { Outcome } from '../../../../ingester/outbound/outcome.js';
 import { DestinationMetrics } from '../../../../ingester/destinations/metrics.js';
 import { Outbox } from '../../../../ingester/destinations/outbox.js';
+import { SqliteAlertStores } from '../../../../ingester/destinations/sqlite-alert-store.js';
 import type { NormalisedEvent } from '../../../../ingester/events.js';
 
 const dirs: string[] = [];
@@ -119,8 +120,10 @@ describe('outbox', () => {
   });
 
   it('stores alert states with compare-and-set versions', async () => {
-    const outbox = new Outbox(tempDir(), 1 << 20, routing);
-    const store = outbox.alertStore('am');
+    const dir = tempDir();
+    const outbox = new Outbox(dir, 1 << 20, routing);
+    const stores = new SqliteAlertStores(dir);
+    const store = stores.store('am');
     const state = { key: 'k', labels: {}, annotations: {}, startsAt: '', lastEventAtMs: 1, lastEventId: 'x' };
     expect(await store.put(state, 0)).toBe(true);
     expect(await store.put(state, 0)).toBe(false);
@@ -128,7 +131,11 @@ describe('outbox', () => {
     expect(got?.version).toBe(1);
     expect(await store.put({ ...state, lastEventId: 'y' }, 1)).toBe(true);
     expect(await store.put({ ...state, lastEventId: 'z' }, 1)).toBe(false);
-    expect((await store.list()).map((s) => s.lastEventId)).toEqual(['y']);
+    const keys: string[] = [];
+    for await (const k of store.keys()) keys.push(k);
+    expect(keys).toEqual(['k']);
+    expect((await store.get('k'))?.state.lastEventId).toBe('y');
+    stores.close();
     await outbox.close();
   });
 });

@@ -1,5 +1,5 @@
 import { DiscardPolicy } from '@nats-io/jetstream';
-import { streamProblems, subjectCovers } from '../../../../ingester/sinks/jetstream-stream.js';
+import { limitChanges, streamProblems, subjectCovers } from '../../../../ingester/sinks/jetstream-stream.js';
 
 const minutes = (m: number): number => m * 60 * 1e9;
 
@@ -26,5 +26,12 @@ describe('stream checks', () => {
     expect(problems[0]).toMatch(/do not cover intake\.events\.>/);
     expect(problems[1]).toMatch(/discard policy is "old"/);
     expect(problems[2]).toMatch(/duplicate_window is 120s; intake needs at least 900s/);
+  });
+
+  it('names the limits an existing stream does not have yet, treating 0 and -1 alike as no limit', () => {
+    const day = 24 * 3600 * 1e9;
+    expect(limitChanges({ max_age: 0, max_bytes: -1, max_msgs: -1 }, { max_age: 3 * day, max_bytes: -1, max_msgs: -1 })).toEqual([`max_age 0 -> ${3 * day}`]);
+    expect(limitChanges({ max_age: day, max_bytes: 0, max_msgs: -1 }, { max_age: day, max_bytes: -1, max_msgs: 0 })).toEqual([]);
+    expect(limitChanges({ max_age: day, max_bytes: -1, max_msgs: -1 }, { max_age: day, max_bytes: 1024, max_msgs: -1 })).toEqual(['max_bytes -1 -> 1024']);
   });
 });

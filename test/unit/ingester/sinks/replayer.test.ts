@@ -64,4 +64,23 @@ describe('spool replayer', () => {
     expect(published).toEqual(['a']);
     spool.close();
   });
+
+  it('deletes acknowledged rows it could not delete (a full disk) before publishing anything again', async () => {
+    const spool = await spoolWith(['a', 'b', 'c']);
+    const published: string[] = [];
+    const remove = spool.remove.bind(spool);
+    let failures = 3;
+    spool.remove = (rows) => {
+      if (rows.length > 0 && failures-- > 0) throw new Error('database or disk is full');
+      remove(rows);
+    };
+    const target = { isUp: () => true, publish: async (rows: SpooledRow[]) => rows.map((r) => (published.push(r.id), true)) };
+    const replayer = new Replayer(spool, target, options, new HandoffMetrics(new Registry(), spool), pino({ level: 'silent' }));
+    replayer.start();
+    await waitFor('spool empty', async () => spool.depth === 0, 5000, 5);
+    await replayer.stop();
+    expect(failures).toBeLessThan(0);
+    expect(published).toEqual(['a', 'b', 'c']);
+    spool.close();
+  });
 });

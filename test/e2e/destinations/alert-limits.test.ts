@@ -1,0 +1,59 @@
+/**
+ * Alert states are bounded per namespace: past maxAlertsPerNamespace a new alert is refused (not
+ * kept, not sent to a real Alertmanager, counted and logged), the alerts already kept keep being
+ * re-sent, and a resolved alert frees its place once its retention is over.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { waitFor } from '../../integration/support/cluster.js';
+import { activeAlerts, startAlertmanager, type RunningAlertmanager } from '../support/alertmanager.js';
+import { basic, DEMO, post, startIngester, type RunningIngester } from '../support/ingester.js';
+
+const spoolDir = mkdtempSync(join(tmpdir(), 'intake-alert-limits-'));
+let am: RunningAlertmanager | undefined;
+let ing: RunningIngester | undefined;
+
+afterAll(async () => {
+  await ing?.stop('SIGKILL');
+  await am?.stop();
+  rmSync(spoolDir, { recursive: true, force: true });
+});
+
+const send = async (body: unknown): Promise<void> => {
+  const res = await post(`${ing!.url}/events/webhook_demo`, body, { authorization: basic(DEMO.user, DEMO.password) });
+  expect(res.status).toBe(200);
+};
+
+/** The sum of a labelled counter's series matching `labels` on the admin /metrics. */
+async function counter(name: string, labels: Record<string, string>): Promise<number> {
+  const text = await (await fetch(`${ing!.adminUrl}/metrics`)).text();
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith(`${name}{`) && Object.entries(labels).every(([k, v]) => l.includes(`${k}="${v}"`)))
+    .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+}
+
+it('refuses new alerts past maxAlertsPerNamespace, counts and logs them, and takes new ones once a place is free', async () => {
+  am = await startAlertmanager();
+  ing = await startIngester((c) => {
+    c.spool = { path: spoolDir };
+    c.destinations = [{ name: 'am', default: true, alertmanager: { urls: [am!.url], resendInterval: '1s', resolvedRetention: '1s', maxAlertsPerNamespace: 20 } }];
+  });
+  await send(Array.from({ length: 30 }, (_, i) => ({ source: `host-${i}`, severity: 'critical', class: 'cpu' })));
+  await waitFor('refusals counted', async () => (await counter('intake_destination_alerts_refused_total', { destination: 'am', namespace: 'default', limit: 'namespace' })) === 10, 15_000, 100);
+  await waitFor('20 alerts in Alertmanager', async () => (await activeAlerts(am!.url)).length === 20, 15_000, 100);
+  // Re-sends (every second) keep exactly the kept ones.
+  await new Promise((r) => setTimeout(r, 2500));
+  const kept = (await activeAlerts(am.url)).map((a) => a.labels.source).sort();
+  expect(kept).toHaveLength(20);
+  expect(kept).toEqual(Array.from({ length: 20 }, (_, i) => `host-${i}`).sort());
+  expect(ing.stdout() + ing.stderr()).toContain('a new alert was refused');
+
+  // A clear resolves host-0; after its retention its place is free for a new alert.
+  await send({ source: 'host-0', severity: 'clear', class: 'cpu' });
+  await new Promise((r) => setTimeout(r, 3500));
+  await send({ source: 'late', severity: 'critical', class: 'cpu' });
+  await waitFor('the new alert in Alertmanager', async () => (await activeAlerts(am!.url)).some((a) => a.labels.source === 'late'), 15_000, 100);
+  expect(await counter('intake_destination_alerts_refused_total', { destination: 'am' })).toBe(10);
+}, 60_000);
