@@ -10,6 +10,7 @@ import { jetstreamSchema, resolveJetStream, resolveSpool, spoolSchema, type JetS
 import { expositionSchema, remoteWriteSchema, resolveRemoteWrite, type RemoteWriteFile, type RemoteWriteSettings } from './remote-write/settings.js';
 import { DEFAULT_MAPPING_LIMITS, type MappingLimits } from '../api/mapping/engine.js';
 import { destinationsSchema, resolveDestinations, type DestinationFile, type DestinationSettings } from './destinations/settings.js';
+import type { DeadLetterSettings } from './dead-letters/setup.js';
 
 export interface IngesterSettings {
   listen: Listen;
@@ -47,8 +48,8 @@ export interface IngesterSettings {
   exposition: { enabled: boolean };
   /** Guardrails for every data mapping (platform team only; tenants cannot change them). */
   mapping: MappingLimits;
-  /** Where payloads a mapping could not turn into events are kept for replay (bounded). */
-  deadLetter: { path: string; maxBytes: number };
+  /** The dead letters (mapping and delivery failures): bounds, shares, replay lease (dead-letters/setup.ts). */
+  deadLetter: DeadLetterSettings;
   /** Where accepted events are delivered after the hand-off (destinations/). Empty: nowhere. */
   destinations: DestinationSettings[];
 }
@@ -77,7 +78,7 @@ export const DEFAULT_SETTINGS: IngesterSettings = {
   shutdown: { drainDelaySeconds: 0, timeoutSeconds: 25 },
   exposition: { enabled: true },
   mapping: DEFAULT_MAPPING_LIMITS,
-  deadLetter: { path: '/tmp/intake-deadletter.jsonl', maxBytes: 64 * 1024 * 1024 },
+  deadLetter: { path: '/tmp/intake-deadletter.jsonl', maxBytes: 256 * 1024 * 1024, maxBytesPerNamespace: 16 * 1024 * 1024, replayLeaseSeconds: 300 },
   destinations: [],
 };
 
@@ -136,7 +137,11 @@ const settingsFileSchema = {
       additionalProperties: false,
       properties: { timeoutMs: positive, maxDepth: positive, maxSequence: positive, maxStringLength: positive },
     },
-    deadLetter: { type: 'object', additionalProperties: false, properties: { path: { type: 'string', minLength: 1 }, maxBytes: { type: 'integer', minimum: 4096 } } },
+    deadLetter: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { path: { type: 'string', minLength: 1 }, maxBytes: { type: 'integer', minimum: 4096 }, maxBytesPerNamespace: { type: 'integer', minimum: 4096 }, replayLeaseSeconds: { type: 'integer', minimum: 1, maximum: 86400 } },
+    },
     destinations: destinationsSchema,
     routes: { type: 'array' },
   },
