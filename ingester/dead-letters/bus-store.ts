@@ -195,7 +195,7 @@ export class BusDeadLetters implements DeadLetterStore {
     const data = JSON.stringify(bodyOf(letter));
     const h = headersOf(letter);
     const wireBytes = Buffer.byteLength(data) + headerBytes(h);
-    let room;
+    let room: ReturnType<ShareLedger['makeRoom']>;
     try {
       if (wireBytes > this.maxPayload) throw new LetterTooLarge(wireBytes, this.maxPayload);
       // Room is made and the letter reserved before any await: concurrent puts never pick the same victims.
@@ -208,14 +208,32 @@ export class BusDeadLetters implements DeadLetterStore {
     const placeholder = PENDING_BASE + this.pending++;
     this.ledger.add({ ...metaOf(letter), seq: placeholder });
     try {
-      await Promise.all(room.map(({ meta }) => (meta.seq < PENDING_BASE ? jsm.streams.deleteMessage(this.s.deadLetterStream, meta.seq, false).catch(() => false) : undefined)));
-      if (room.length > 0) this.onDropped(room.map(({ meta, reason }) => ({ kind: meta.kind, namespace: meta.namespace, reason })));
+      // A victim another replica removed already (this ledger learns of that only at the next
+      // reconcile) freed nothing: make room again until every deletion freed something.
+      for (let round = 0; room.length > 0 && round < 10; round++) {
+        const freed = await Promise.all(room.map(({ meta }) => (meta.seq < PENDING_BASE ? this.deleteLetter(jsm, meta.seq) : false)));
+        const dropped = room.filter((_, i) => freed[i]).map(({ meta, reason }) => ({ kind: meta.kind, namespace: meta.namespace, reason }));
+        if (dropped.length > 0) this.onDropped(dropped);
+        if (freed.every(Boolean)) break;
+        room = this.ledger.makeRoom(letter.namespace, 0);
+        for (const { meta } of room) this.ledger.delete(meta.seq, meta.namespace);
+      }
       const ack = await js.publish(`${this.s.deadLetterSubjectPrefix}.${letter.kind}.${letter.namespace}`, data, { msgID: letter.id, headers: h });
       this.ledger.delete(placeholder, letter.namespace);
       if (!this.ledger.has(ack.seq)) this.ledger.add({ ...metaOf(letter), seq: ack.seq });
       return letter.id;
     } catch (err) {
       this.ledger.delete(placeholder, letter.namespace);
+      throw err;
+    }
+  }
+
+  /** True when the message was there and is deleted now; false when it was gone already. */
+  private async deleteLetter(jsm: JetStreamManager, seq: number): Promise<boolean> {
+    try {
+      return await jsm.streams.deleteMessage(this.s.deadLetterStream, seq, false);
+    } catch (err) {
+      if (/no message found|not found/i.test((err as Error).message)) return false;
       throw err;
     }
   }
@@ -255,7 +273,7 @@ export class BusDeadLetters implements DeadLetterStore {
 
   async remove(letter: DeadLetter): Promise<void> {
     const jsm = this.requireJsm();
-    await jsm.streams.deleteMessage(this.s.deadLetterStream, letter.seq, false).catch(() => false);
+    await this.deleteLetter(jsm, letter.seq);
     this.ledger.delete(letter.seq, letter.namespace);
   }
 
