@@ -42,7 +42,7 @@ function useMapping(ing: RunningIngester, name: string, mapping: Record<string, 
   writeFileSync(ing.configPath, stringify(config));
 }
 const fixed = async (ing: RunningIngester): Promise<boolean> => {
-  const r = await sendAs(ing, 'fixme?dryRun=true', { hostname: 'probe', level: 1 });
+  const r = await sendAs(ing, 'fixme', { hostname: 'probe', level: 1 }, '?dryRun=true');
   return r.status === 200 && (r.json() as { success?: boolean }).success === true;
 };
 

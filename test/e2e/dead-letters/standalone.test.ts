@@ -74,7 +74,7 @@ it('keeps a mapping failure through kill -9 and restart (no bus, no spool: the l
 });
 
 async function fetchDry(ing: RunningIngester, name = 'fixme'): Promise<boolean> {
-  const r = await sendAs(ing, `${name}?dryRun=true`, { hostname: 'probe', level: 1 });
+  const r = await sendAs(ing, name, { hostname: 'probe', level: 1 }, '?dryRun=true');
   return r.status === 200 && (r.json() as { success?: boolean }).success === true;
 }
 

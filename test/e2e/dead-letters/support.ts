@@ -18,7 +18,7 @@ export const integration = (name: string, namespace: string, mapping: Record<str
   mapping,
 });
 
-export const sendAs = (ing: RunningIngester, name: string, body: unknown) => post(`${ing.url}/events/webhook_${name}`, body, { authorization: basic(name, `${name}-password`) });
+export const sendAs = (ing: RunningIngester, name: string, body: unknown, query = '') => post(`${ing.url}/events/webhook_${name}${query}`, body, { authorization: basic(name, `${name}-password`) });
 
 export interface Listed {
   store: string;
@@ -50,7 +50,6 @@ export async function replay(ing: RunningIngester, query = ''): Promise<ReplayRe
 const execFileAsync = promisify(execFile);
 export const cli = (args: string[]) => execFileAsync(process.execPath, [join(ROOT, 'dist/cmd/intake.js'), ...args]);
 
-/** Swaps the mapping of integration `name` in the ingester's config file (reloaded on change). */
 export function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? 0;
 }
