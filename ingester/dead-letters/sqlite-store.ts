@@ -13,11 +13,13 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { GroupCommit } from '../sinks/group-commit.js';
-import { letterBytes, matches, metaOf, type DeadLetter, type DeadLetterLimits, type DeadLetterQuery, type DeadLetterStore, type DroppedLetter, type NewDeadLetter } from './model.js';
+import { matches, metaOf, type DeadLetter, type DeadLetterLimits, type DeadLetterQuery, type DeadLetterStore, type DroppedLetter, type NewDeadLetter } from './model.js';
 import { ShareLedger } from './shares.js';
 
 interface PendingPut {
   letter: DeadLetter;
+  /** Serialised once (a payload can be a megabyte): what the row holds and what it counts. */
+  json: string;
   resolve: (id: string) => void;
   reject: (err: Error) => void;
 }
@@ -70,8 +72,9 @@ export class SqliteDeadLetters implements DeadLetterStore {
 
   put(input: NewDeadLetter): Promise<string> {
     const letter = { ...input, id: input.id ?? randomUUID(), at: input.at ?? new Date().toISOString(), seq: 0, bytes: 0 } as DeadLetter;
-    letter.bytes = letterBytes(letter);
-    return new Promise((resolve, reject) => this.puts.add({ letter, resolve, reject }));
+    const json = JSON.stringify(letter);
+    letter.bytes = Buffer.byteLength(json);
+    return new Promise((resolve, reject) => this.puts.add({ letter, json, resolve, reject }));
   }
 
   /** One transaction (one fsync) for the letters of one turn, with the drops that made room. */
@@ -97,7 +100,7 @@ export class SqliteDeadLetters implements DeadLetterStore {
           droppedSeqs.push({ seq: meta.seq, namespace: meta.namespace });
           dropped.push({ kind: meta.kind, namespace: meta.namespace, reason });
         }
-        const r = this.st.insert.run(l.id, l.kind, l.namespace, l.bytes, JSON.stringify(l));
+        const r = this.st.insert.run(l.id, l.kind, l.namespace, l.bytes, p.json);
         // The same id again (a re-imported legacy file): kept once, answered with the id.
         const seq = Number(r.changes) > 0 ? Number(r.lastInsertRowid) : 0;
         if (seq > 0) this.ledger.add({ ...metaOf(l), seq });
