@@ -134,13 +134,14 @@ async function routeSource(namespace: string | undefined, kubeconfig: string | u
   return new FileRouteSource(config, destinations);
 }
 
-// Dead-lettered payloads live in the ingester; these talk to its admin listener (ingester/mapping/replay.ts).
-const deadletter = program.command('deadletter').description('payloads a mapping could not turn into events (answered 422), kept for replay');
+// Dead letters (mapping and delivery failures) live in the ingester's store; these talk to its
+// admin listener (ingester/dead-letters/admin-routes.ts).
+const deadletter = program.command('deadletter').description('what intake accepted but could not finish, kept for replay: payloads a mapping could not turn into events (kind mapping, answered 422) and events a destination gave up on (kind delivery)');
 const adminUrlOption = () => new Option('--admin-url <url>', "the ingester's admin listener").default('http://127.0.0.1:8081').env('INTAKE_ADMIN_URL');
+const kindOption = () => new Option('--kind <kind>', 'only this kind').choices(['mapping', 'delivery']);
 const deadLetterQuery = (opts: Record<string, string | boolean | undefined>, extra: Record<string, string> = {}): string => {
   const q = new URLSearchParams(extra);
-  if (opts.integration) q.set('integration', String(opts.integration));
-  if (opts.id) q.set('id', String(opts.id));
+  for (const key of ['kind', 'namespace', 'integration', 'destination', 'id', 'seq', 'limit'] as const) if (typeof opts[key] === 'string') q.set(key, opts[key]);
   return q.size > 0 ? `?${q}` : '';
 };
 const adminCall = async (url: string, method: string): Promise<Record<string, unknown>> => {
@@ -154,51 +155,58 @@ const adminCall = async (url: string, method: string): Promise<Record<string, un
   if (!res.ok) throw new ConfigError(`${method} ${url}: ${res.status} ${JSON.stringify(body)}`);
   return body;
 };
-deadletter
-  .command('list')
-  .description('list kept payloads (id, time, integration, why)')
-  .addOption(adminUrlOption())
-  .option('--integration <name>', 'only this integration')
-  .option('--json', 'print the full JSON, payloads included')
+const withFilters = (c: Command): Command =>
+  c
+    .addOption(adminUrlOption())
+    .addOption(kindOption())
+    .option('--namespace <ns>', 'only this namespace')
+    .option('--integration <name>', 'only this integration')
+    .option('--destination <name>', 'only this destination (kind delivery)')
+    .option('--id <id,...>', 'only these dead letters (ids from list)')
+    .option('--limit <n>', 'at most this many (default 1000)');
+type Letter = { id: string; kind: string; at: string; namespace: string; integration: string; destination?: string; reason: string; attempts?: number };
+withFilters(deadletter.command('list').description('list kept dead letters (id, time, kind, namespace/integration, destination, why)'))
+  .option('--json', 'print the full JSON, payloads and events included')
   .action(async (opts: Record<string, string | boolean | undefined>) => {
     const body = await adminCall(`${opts.adminUrl}/deadletter${deadLetterQuery(opts, opts.json ? { payload: 'true' } : {})}`, 'GET');
     if (opts.json) return void process.stdout.write(`${JSON.stringify(body, null, 2)}\n`);
-    const entries = body.entries as Array<{ id: string; receivedAt: string; integration: string; namespace: string; reason: string }>;
-    for (const e of entries) process.stdout.write(`${e.id}  ${e.receivedAt}  ${e.namespace}/${e.integration}  ${e.reason}\n`);
-    process.stdout.write(`${entries.length} payload(s), ${body.bytes} bytes kept\n`);
-  });
-deadletter
-  .command('replay')
-  .description("run kept payloads through the integration's current mapping; delivered ones are removed")
-  .addOption(adminUrlOption())
-  .option('--integration <name>', 'only this integration')
-  .option('--id <id>', 'only this payload')
-  .action(async (opts: Record<string, string | boolean | undefined>) => {
-    const body = await adminCall(`${opts.adminUrl}/deadletter/replay${deadLetterQuery(opts)}`, 'POST');
-    for (const r of body.results as Array<{ id: string; integration: string; delivered: boolean; events?: number; message?: string }>) {
-      process.stdout.write(`${r.id}  ${r.integration}  ${r.delivered ? `delivered ${r.events} event(s)` : `failed: ${r.message}`}\n`);
+    const entries = body.entries as Letter[];
+    for (const e of entries) {
+      const to = e.destination ? `  -> ${e.destination} after ${e.attempts} attempt(s)` : '';
+      process.stdout.write(`${e.id}  ${e.at}  ${e.kind}  ${e.namespace}/${e.integration}${to}  ${e.reason}\n`);
     }
-    process.stdout.write(`${body.replayed} replayed, ${body.failed} failed\n`);
-    if (Number(body.failed) > 0) process.exitCode = 1;
+    process.stdout.write(`${entries.length} dead letter(s) listed; the store (${body.store}) holds ${body.bytes} bytes\n`);
   });
+withFilters(deadletter.command('replay').description("replay kept dead letters once each: a mapping failure through its integration's current mapping, a delivery failure back to its destination; replayed ones are removed")).action(
+  async (opts: Record<string, string | boolean | undefined>) => {
+    const body = await adminCall(`${opts.adminUrl}/deadletter/replay${deadLetterQuery(opts)}`, 'POST');
+    for (const r of body.results as Array<{ id: string; kind: string; integration: string; destination?: string; result: string; events?: number; message?: string }>) {
+      const what = r.result === 'delivered' ? (r.kind === 'mapping' ? `delivered ${r.events} event(s)` : `handed back to ${r.destination}`) : `${r.result}: ${r.message}`;
+      process.stdout.write(`${r.id}  ${r.kind}  ${r.integration}  ${what}\n`);
+    }
+    process.stdout.write(`${body.replayed} replayed, ${body.failed} failed, ${body.skipped} skipped (held by another replay)\n`);
+    if (Number(body.failed) > 0) process.exitCode = 1;
+  },
+);
 
-// Events a destination gave up on (ingester/destinations/admin-routes.ts).
-const undelivered = program.command('undelivered').description('events a destination gave up on (refused, or out of attempts), kept with the reason for replay');
+// Deprecated for one release: `intake undelivered` is `intake deadletter --kind delivery`.
+const deprecated = (): void => void process.stderr.write('intake: `intake undelivered` is deprecated and goes away in the next release; use `intake deadletter list|replay --kind delivery`\n');
+const undelivered = program.command('undelivered').description('deprecated: use `intake deadletter --kind delivery`');
+// They call the deprecated admin routes, which answer as before.
 const undeliveredQuery = (opts: Record<string, string | boolean | undefined>): string => {
   const q = new URLSearchParams();
-  if (opts.destination) q.set('destination', String(opts.destination));
-  if (opts.seq) q.set('seq', String(opts.seq));
-  if (opts.limit) q.set('limit', String(opts.limit));
+  for (const key of ['destination', 'seq', 'limit'] as const) if (typeof opts[key] === 'string') q.set(key, opts[key]);
   return q.size > 0 ? `?${q}` : '';
 };
 undelivered
   .command('list')
-  .description('list dead-lettered events (position, destination, reason, attempts, event id)')
+  .description('deprecated: intake deadletter list --kind delivery')
   .addOption(adminUrlOption())
   .option('--destination <name>', 'only this destination')
   .option('--limit <n>', 'at most this many (default 1000)')
   .option('--json', 'print the full JSON, events included')
   .action(async (opts: Record<string, string | boolean | undefined>) => {
+    deprecated();
     const body = await adminCall(`${opts.adminUrl}/destinations/deadletter${undeliveredQuery(opts)}`, 'GET');
     if (opts.json) return void process.stdout.write(`${JSON.stringify(body, null, 2)}\n`);
     const items = body.items as Array<{ seq: number; destination: string; reason: string; error: string; attempts: number; failedAt: string; event: { id: string; namespace: string; integration: string } }>;
@@ -207,11 +215,12 @@ undelivered
   });
 undelivered
   .command('replay')
-  .description('hand kept events back to their destination (attempts start again) and remove them from the dead letter')
+  .description('deprecated: intake deadletter replay --kind delivery')
   .addOption(adminUrlOption())
   .option('--destination <name>', 'only this destination')
   .option('--seq <n,...>', 'only these positions (from list)')
   .action(async (opts: Record<string, string | boolean | undefined>) => {
+    deprecated();
     const body = await adminCall(`${opts.adminUrl}/destinations/deadletter/replay${undeliveredQuery(opts)}`, 'POST');
     process.stdout.write(`${body.replayed} event(s) handed back for delivery\n`);
   });

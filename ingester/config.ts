@@ -11,6 +11,7 @@ import { expositionSchema, remoteWriteSchema, resolveRemoteWrite, type RemoteWri
 import { DEFAULT_MAPPING_LIMITS, type MappingLimits } from '../api/mapping/engine.js';
 import { DEFAULT_POOL, defaultWorkers } from '../api/mapping/worker-pool.js';
 import { destinationsSchema, resolveDestinations, type DestinationFile, type DestinationSettings } from './destinations/settings.js';
+import type { DeadLetterSettings } from './dead-letters/setup.js';
 
 export interface IngesterSettings {
   listen: Listen;
@@ -50,8 +51,8 @@ export interface IngesterSettings {
   exposition: { enabled: boolean };
   /** Guardrails for every data mapping (platform team only; tenants cannot change them). */
   mapping: MappingSettings;
-  /** Where payloads a mapping could not turn into events are kept for replay (bounded). */
-  deadLetter: { path: string; maxBytes: number };
+  /** The dead letters (mapping and delivery failures): bounds, shares, replay lease (dead-letters/setup.ts). */
+  deadLetter: DeadLetterSettings;
   /** Where accepted events are delivered after the hand-off (destinations/). Empty: nowhere. */
   destinations: DestinationSettings[];
 }
@@ -96,7 +97,7 @@ export const DEFAULT_SETTINGS: IngesterSettings = {
   shutdown: { drainDelaySeconds: 0, timeoutSeconds: 25 },
   exposition: { enabled: true },
   mapping: { ...DEFAULT_MAPPING_LIMITS, maxOutputBytes: OUTPUT_PER_BODY * 1024 * 1024, workers: defaultWorkers(), maxQueued: DEFAULT_POOL.maxQueued, maxQueuedBytes: DEFAULT_POOL.maxQueuedBytes, workerHeapMb: DEFAULT_POOL.heapMb },
-  deadLetter: { path: '/tmp/intake-deadletter.jsonl', maxBytes: 64 * 1024 * 1024 },
+  deadLetter: { path: '/tmp/intake-deadletter.jsonl', maxBytes: 256 * 1024 * 1024, maxBytesPerNamespace: 16 * 1024 * 1024, replayLeaseSeconds: 300 },
   destinations: [],
 };
 
@@ -167,7 +168,11 @@ const settingsFileSchema = {
         workerHeapMb: { type: 'integer', minimum: 16 },
       },
     },
-    deadLetter: { type: 'object', additionalProperties: false, properties: { path: { type: 'string', minLength: 1 }, maxBytes: { type: 'integer', minimum: 4096 } } },
+    deadLetter: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { path: { type: 'string', minLength: 1 }, maxBytes: { type: 'integer', minimum: 4096 }, maxBytesPerNamespace: { type: 'integer', minimum: 4096 }, replayLeaseSeconds: { type: 'integer', minimum: 1, maximum: 86400 } },
+    },
     destinations: destinationsSchema,
     routes: { type: 'array' },
   },

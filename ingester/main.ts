@@ -14,11 +14,12 @@ import { RouteTable, type RouteInput, type SkippedRoute } from './route-table.js
 import { SeriesStore } from './series-store.js';
 import { ingestConnectionCap, openFilesLimit } from './http-guards.js';
 import { buildIngestServer, type Lifecycle } from './server.js';
-import { FileDeadLetter } from './mapping/dead-letter.js';
+import { registerDeadLetterRoutes } from './dead-letters/admin-routes.js';
+import { setUpDeadLetters } from './dead-letters/setup.js';
 import { MappingMetrics } from './mapping/metrics.js';
 import { MappedWebhooks } from './mapping/pipeline.js';
-import { registerDeadLetterRoutes } from './mapping/replay.js';
 import { MappingWorkerPool } from '../api/mapping/worker-pool.js';
+import { replayMapping } from './mapping/replay.js';
 import { LogSink } from './sinks/log-sink.js';
 import type { EventSink } from './sinks/sink.js';
 
@@ -64,6 +65,9 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
     sinks.push(bus);
     await bus.start();
   }
+  const busHooks = bus && settings.sinks.jetstream ? { settings: settings.sinks.jetstream, onConnected: (l: Parameters<typeof bus.onConnected>[0]) => bus.onConnected(l) } : undefined;
+  // Mapping and delivery failures, one store (the bus, the spool directory, or a local file).
+  const deadLetters = await setUpDeadLetters({ settings: settings.deadLetter, ...(busHooks ? { bus: busHooks } : {}), ...(settings.spool ? { spool: settings.spool } : {}), registry, logger });
   // Delivery after the hand-off, loaded only when destinations are configured.
   const destinations =
     settings.destinations.length > 0
@@ -72,8 +76,9 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
           routes: () => table,
           registry,
           logger,
-          ...(bus && settings.sinks.jetstream ? { bus: { settings: settings.sinks.jetstream, onConnected: (l) => bus.onConnected(l) } } : {}),
+          ...(busHooks ? { bus: busHooks } : {}),
           ...(settings.spool ? { spool: settings.spool } : {}),
+          deadLetters: deadLetters.store,
         })
       : undefined;
   if (destinations?.sink) sinks.push(destinations.sink);
@@ -81,14 +86,8 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
     ? new (await import('./remote-write/writer.js')).RemoteWriter(settings.remoteWrite, { registry, logger, seriesTtlMs: settings.limits.seriesTTLSeconds * 1000, rejected: metrics.pointsRejected })
     : undefined;
   let table = RouteTable.empty();
-  const mappingMetrics = new MappingMetrics(registry, () => deadLetter.bytes);
-  const deadLetter = new FileDeadLetter(settings.deadLetter.path, settings.deadLetter.maxBytes, {
-    onDropped: (dropped) => {
-      for (const d of dropped) mappingMetrics.deadLetterDropped.inc({ integration: d.integration, namespace: d.namespace });
-      logger.warn({ dropped: dropped.length, maxBytes: settings.deadLetter.maxBytes }, 'dead letter full: oldest payloads dropped');
-    },
-  });
-  const mapped = new MappedWebhooks({ deadLetter, metrics: mappingMetrics, eventsPerRequest: settings.limits.eventsPerRequest, mappedEventsPerRequest: settings.mapping.maxEvents });
+  const mappingMetrics = new MappingMetrics(registry);
+  const mapped = new MappedWebhooks({ deadLetter: deadLetters.store, metrics: mappingMetrics, eventsPerRequest: settings.limits.eventsPerRequest, mappedEventsPerRequest: settings.mapping.maxEvents });
   // Tenants' expressions run in worker threads, stopped at their limits (presets run here).
   const mappingWorkers = new MappingWorkerPool({
     size: settings.mapping.workers,
@@ -145,8 +144,17 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
     ...(tls ? { https: tls } : {}),
   });
   const admin = buildAdminServer({ registry, series, exposition: settings.exposition.enabled, lifecycle, logger, sinks, timeouts: settings.limits, ...(remoteWrite ? { refusing: [remoteWrite] } : {}) });
-  registerDeadLetterRoutes(admin, { pipeline: mapped, routes: () => table, sinks, metrics, mappingMetrics, logger });
-  if (destinations) (await import('./destinations/admin-routes.js')).registerDestinationRoutes(admin, destinations);
+  registerDeadLetterRoutes(admin, {
+    store: deadLetters.store,
+    replayers: {
+      mapping: (letter) => replayMapping(letter, { pipeline: mapped, routes: () => table, sinks, metrics, logger }),
+      ...(destinations ? { delivery: (letter) => destinations.requeue(letter) } : {}),
+    },
+    metrics: deadLetters.metrics,
+    leaseMs: deadLetters.leaseMs,
+    destinations: destinations?.names ?? [],
+    logger,
+  });
   const stopTlsWatch = settings.tls ? watchTls(settings.tls, ingest, logger) : undefined;
   const sweeper = setInterval(() => series.sweep(), Math.min(SWEEP_INTERVAL_MS, settings.limits.seriesTTLSeconds * 1000));
   sweeper.unref();
@@ -182,7 +190,7 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
       // Deliveries in flight are settled before the bus connection or the outbox closes.
       await destinations?.close();
       await Promise.all(sinks.map((s) => s.close()));
-      await deadLetter.close();
+      await deadLetters.store.close();
       await mappingWorkers.close();
       await admin.close();
       logger.info('shutdown complete');

@@ -16,9 +16,7 @@ import { newVerifiedCache } from './credentials.js';
 import { LogLimiter } from './log-limiter.js';
 import { badHeader, IntakeError, methodNotAllowed, notFound, payloadTooLarge, unavailable, unsupportedMediaType } from './errors.js';
 import { clientErrorHandler, deferContinue, forwardedForProblem, serverTimeoutOptions, type TimeoutSettings } from './http-guards.js';
-import { MemoryDeadLetter } from './mapping/dead-letter.js';
-import { MappingMetrics } from './mapping/metrics.js';
-import { MappedWebhooks } from './mapping/pipeline.js';
+import type { MappedWebhooks } from './mapping/pipeline.js';
 import type { Endpoint, IngesterMetrics } from './metrics.js';
 import { EventLoopGuard } from './overload.js';
 import type { RouteEntry, RouteTable } from './route-table.js';
@@ -68,8 +66,8 @@ export interface IngestServerOptions {
   logger: Logger;
   trustProxy?: boolean | number | string;
   https?: { key: Buffer; cert: Buffer };
-  /** Data mapping, dry run and dead letter (ingester/mapping/); in memory when not given. */
-  mapped?: MappedWebhooks;
+  /** Data mapping, dry run and dead letter (ingester/mapping/). */
+  mapped: MappedWebhooks;
 }
 
 /** What the route modules get: the options, plus the per-server pieces built here. */
@@ -121,7 +119,7 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
     ...o,
     auth: new Authenticator({ routes: o.routes, throttle: o.throttle, metrics: o.metrics, verified: newVerifiedCache(), failureDelayMs: o.authFailureDelayMs ?? 0 }),
     failures: new LogLimiter(o.logger),
-    mapped: o.mapped ?? inMemoryMapping(o),
+    mapped: o.mapped,
   };
 
   app.decorateRequest('routeEntry', null);
@@ -184,12 +182,6 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
     app.route({ method: [...OTHER_METHODS], url, handler: async (req, reply) => sendError(reply, methodNotAllowed(req.method, 'POST')) });
   }
   return app;
-}
-
-/** Tests build the server without a dead-letter file: keep mapped payloads in memory. */
-function inMemoryMapping(o: IngestServerOptions): MappedWebhooks {
-  const deadLetter = new MemoryDeadLetter();
-  return new MappedWebhooks({ deadLetter, metrics: new MappingMetrics(o.metrics.registry, () => deadLetter.bytes), eventsPerRequest: o.limits.eventsPerRequest });
 }
 
 function definedOnly(limits: IngestLimits): Partial<TimeoutSettings> {

@@ -3,7 +3,7 @@
  * ingester replicas share the work and each event is delivered by one of them. Explicit acks: an
  * event is acknowledged after its destination took it, nak'ed with a delay to retry (the
  * consumer's delivery count is the attempt number, so it survives restarts), and terminated after
- * it was written to the dead-letter stream. A replica that dies mid-delivery leaves its events
+ * it was kept in the dead-letter store (dead-letters/bus-store.ts: the stream INTAKE_DEADLETTER). A replica that dies mid-delivery leaves its events
  * unacknowledged; the server hands them to another replica after ack_wait.
  *
  * Which events a consumer delivers: those whose integration names the destination (or, naming
@@ -11,15 +11,16 @@
  * acknowledged and skipped. A replayed dead letter carries `Intake-Destination` and goes to that
  * destination only.
  */
-import { AckPolicy, DeliverPolicy, DiscardPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
+import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, StorageType, type JetStreamClient, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { headers as natsHeaders, nanos, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { NormalisedEvent } from '../events.js';
 import type { JetStreamSettings } from '../sinks/handoff-config.js';
 import { subjectsOf } from '../sinks/jetstream-stream.js';
+import { LETTER_HEADER, oneLine } from '../dead-letters/bus-store.js';
+import { LetterTooLarge, type DeadLetterStore, type DeliveryDeadLetter } from '../dead-letters/model.js';
 import type { AlertStore } from './alert-store.js';
-import { oneLine, type DeadLetterItem, type DeadLetterQuery, type DeadLetterStore } from './dead-letters.js';
 import type { Dispatcher } from './dispatcher.js';
 import { KvAlertStore } from './kv-alert-store.js';
 import type { DestinationMetrics } from './metrics.js';
@@ -35,23 +36,12 @@ export interface Routing {
   destinationsOf(e: NormalisedEvent): readonly string[];
 }
 
-/**
- * Headers of a dead letter. On an events-stream message, `destination` means "for this
- * destination only" (a replayed dead letter).
- */
-const HEADER = {
-  destination: 'Intake-Destination',
-  reason: 'Intake-Reason',
-  error: 'Intake-Error',
-  attempts: 'Intake-Attempts',
-  failedAt: 'Intake-Failed-At',
-  subject: 'Intake-Subject',
-} as const;
+/** On an events-stream message: "for this destination only" (a replayed dead letter). */
+const ONLY_FOR = LETTER_HEADER.destination;
 const LAG_INTERVAL_MS = 10_000;
 const RETRY_ATTACH_MS = 2000;
-const decoder = new TextDecoder();
 
-export class JetStreamDeliveries implements DeadLetterStore {
+export class JetStreamDeliveries {
   private nc?: NatsConnection;
   private js?: JetStreamClient;
   private jsm?: JetStreamManager;
@@ -68,6 +58,8 @@ export class JetStreamDeliveries implements DeadLetterStore {
     private readonly destinations: readonly QueuedDestination[],
     private readonly routing: Routing,
     private readonly metrics: DestinationMetrics,
+    /** Where events given up on are kept (the dead-letter store on the bus). */
+    private readonly deadLetters: Pick<DeadLetterStore, 'put'>,
     logger: Logger,
   ) {
     this.logger = logger;
@@ -92,7 +84,6 @@ export class JetStreamDeliveries implements DeadLetterStore {
       try {
         const jsm = await jetstreamManager(nc, { timeout: this.s.timeoutMs });
         const js = jetstream(nc, { timeout: this.s.timeoutMs });
-        await this.ensureDeadLetterStream(jsm);
         for (const d of this.destinations) {
           await this.ensureConsumer(jsm, d);
           // Bound to this connection: a new connection gets new handles.
@@ -112,25 +103,6 @@ export class JetStreamDeliveries implements DeadLetterStore {
         await sleep(RETRY_ATTACH_MS);
       }
     }
-  }
-
-  private async ensureDeadLetterStream(jsm: JetStreamManager): Promise<void> {
-    const name = this.s.deadLetterStream;
-    const exists = await jsm.streams.info(name).then(
-      () => true,
-      () => false,
-    );
-    if (exists) return;
-    await jsm.streams.add({
-      name,
-      subjects: [subjectsOf(this.s.deadLetterSubjectPrefix)],
-      retention: RetentionPolicy.Limits,
-      storage: StorageType.File,
-      // A dead letter must never block delivery: when it is full the oldest entries go.
-      discard: DiscardPolicy.Old,
-      max_age: nanos(this.s.deadLetterMaxAgeSeconds * 1000),
-      num_replicas: this.s.streamConfig.replicas,
-    });
   }
 
   private async ensureConsumer(jsm: JetStreamManager, d: QueuedDestination): Promise<void> {
@@ -192,7 +164,7 @@ export class JetStreamDeliveries implements DeadLetterStore {
       this.deadLetterRaw(m, name, 'unreadable', (err as Error).message).catch(() => undefined);
       return;
     }
-    const only = m.headers?.get(HEADER.destination);
+    const only = m.headers?.get(ONLY_FOR);
     if (only ? only !== name : !this.routing.destinationsOf(event).includes(name)) {
       m.ack();
       return;
@@ -207,62 +179,33 @@ export class JetStreamDeliveries implements DeadLetterStore {
     });
   }
 
-  /** Writes the event to the dead-letter stream (stored once per message), then terminates it. */
+  /** Keeps the event in the dead-letter store (once per message: the id is its stream position), then terminates it. */
   private async deadLetterRaw(m: JsMsg, destination: string, reason: string, error: string): Promise<void> {
-    const js = this.js;
-    if (!js) throw new Error('the bus is not connected');
-    const h = natsHeaders();
-    h.set(HEADER.destination, destination);
-    h.set(HEADER.reason, oneLine(reason, 128));
-    h.set(HEADER.error, oneLine(error));
-    h.set(HEADER.attempts, String(m.info.deliveryCount));
-    h.set(HEADER.failedAt, new Date().toISOString());
-    h.set(HEADER.subject, m.subject);
-    await js.publish(`${this.s.deadLetterSubjectPrefix}.${destination}`, m.data, { msgID: `${destination}:${m.info.streamSequence}`, headers: h });
+    let event: NormalisedEvent | undefined;
+    try {
+      event = m.json<NormalisedEvent>();
+    } catch {
+      event = undefined;
+    }
+    if (event) {
+      const letter = { kind: 'delivery', id: `${destination}-${m.info.streamSequence}`, namespace: event.namespace, integration: event.integration, destination, reason: oneLine(reason, 128), error: oneLine(error), attempts: m.info.deliveryCount, subject: m.subject, event } as const;
+      await this.deadLetters.put(letter).catch((err: Error) => {
+        // Larger than a namespace's share: it can never be kept (the store counted the drop).
+        if (!(err instanceof LetterTooLarge)) throw err;
+      });
+    } else {
+      this.logger.error({ destination, subject: m.subject, seq: m.info.streamSequence, reason }, 'an unreadable message on the events stream was dropped');
+    }
     m.term(oneLine(reason, 128));
   }
 
-  async list(q: DeadLetterQuery): Promise<DeadLetterItem[]> {
-    const jsm = this.requireJsm();
-    const subject = q.destination ? `${this.s.deadLetterSubjectPrefix}.${q.destination}` : subjectsOf(this.s.deadLetterSubjectPrefix);
-    const items: DeadLetterItem[] = [];
-    if (q.seqs) {
-      for (const seq of q.seqs) {
-        const msg = await jsm.streams.getMessage(this.s.deadLetterStream, { seq }).catch(() => null);
-        const item = msg ? toItem(msg) : undefined;
-        if (item && (!q.destination || item.destination === q.destination)) items.push(item);
-      }
-      return items;
-    }
-    let seq = 1;
-    while (items.length < q.limit) {
-      // next_by_subj: the first message on the subject at or after seq (STREAM.MSG.GET, server 2.9+).
-      const msg = await jsm.streams.getMessage(this.s.deadLetterStream, { seq, next_by_subj: subject } as never).catch(() => null);
-      if (!msg) break;
-      const item = toItem(msg);
-      if (item) items.push(item);
-      seq = msg.seq + 1;
-    }
-    return items;
-  }
-
-  async replay(q: DeadLetterQuery): Promise<number> {
-    const jsm = this.requireJsm();
-    const js = this.js as JetStreamClient;
-    let replayed = 0;
-    for (const item of await this.list(q)) {
-      const h = natsHeaders();
-      h.set(HEADER.destination, item.destination);
-      await js.publish(item.subject ?? `${this.s.subjectPrefix}.replayed`, JSON.stringify(item.event), { msgID: `${item.event.id}~replay~${item.seq}`, headers: h });
-      await jsm.streams.deleteMessage(this.s.deadLetterStream, item.seq, false);
-      replayed++;
-    }
-    return replayed;
-  }
-
-  private requireJsm(): JetStreamManager {
-    if (!this.jsm) throw new Error('the bus is not connected; dead letters cannot be read now');
-    return this.jsm;
+  /** A replayed dead letter: published again on its subject, for its destination only (attempts start again). */
+  async requeue(letter: DeliveryDeadLetter): Promise<void> {
+    const js = this.js;
+    if (!js) throw new Error('the bus is not connected');
+    const h = natsHeaders();
+    h.set(ONLY_FOR, letter.destination);
+    await js.publish(letter.subject ?? `${this.s.subjectPrefix}.replayed`, JSON.stringify(letter.event), { msgID: `${letter.event.id}~replay~${letter.id}`, headers: h });
   }
 
   private startLag(): void {
@@ -291,22 +234,5 @@ export class JetStreamDeliveries implements DeadLetterStore {
 }
 
 export const consumerName = (destination: string): string => `intake-${destination}`;
-
-function toItem(msg: { seq: number; data: Uint8Array; header: { get(k: string): string }; time: Date }): DeadLetterItem | undefined {
-  try {
-    return {
-      seq: msg.seq,
-      destination: msg.header.get(HEADER.destination),
-      reason: msg.header.get(HEADER.reason),
-      error: msg.header.get(HEADER.error),
-      attempts: Number(msg.header.get(HEADER.attempts)) || 0,
-      failedAt: msg.header.get(HEADER.failedAt) || msg.time.toISOString(),
-      ...(msg.header.get(HEADER.subject) ? { subject: msg.header.get(HEADER.subject) } : {}),
-      event: JSON.parse(decoder.decode(msg.data)) as NormalisedEvent,
-    };
-  } catch {
-    return undefined;
-  }
-}
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms).unref());

@@ -6,8 +6,9 @@
  * handed out is leased (its next attempt time moves past the delivery timeout), so a crash means
  * a redelivery after the lease, never a loss; the attempt count is stored with the row.
  *
- * The same database holds the dead letters, and the alert states of Alertmanager destinations
- * (through their own connection: sqlite-alert-store.ts).
+ * Events a destination gives up on go to the dead-letter store (dead-letters/, its own file in
+ * the same directory, bounded per namespace) before their row is removed. The same database holds
+ * the alert states of Alertmanager destinations (through their own connection: sqlite-alert-store.ts).
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,7 +17,7 @@ import type { NormalisedEvent } from '../events.js';
 import { GroupCommit } from '../sinks/group-commit.js';
 import { StoreBudget } from '../sinks/store-budget.js';
 import { SinkError, type DeliveryReport, type EventSink } from '../sinks/sink.js';
-import type { DeadLetterItem, DeadLetterQuery, DeadLetterStore } from './dead-letters.js';
+import { LetterTooLarge, type DeliveryDeadLetter, type NewDeadLetter } from '../dead-letters/model.js';
 import type { Dispatcher } from './dispatcher.js';
 import type { Routing } from './jetstream-queue.js';
 
@@ -48,10 +49,13 @@ export interface OutboxDestination {
   leaseMs: number;
 }
 
-export class Outbox implements EventSink, DeadLetterStore {
+/** A dead letter of an earlier version, kept in this database's `dead_letters` table. */
+export type LegacyDeadLetter = Extract<NewDeadLetter, { kind: 'delivery' }> & { seq: number };
+
+export class Outbox implements EventSink {
   readonly name = 'outbox';
   private readonly db: DatabaseSync;
-  private readonly st: Record<'insert' | 'due' | 'nextDue' | 'lease' | 'remove' | 'reschedule' | 'bury' | 'count' | 'deadList' | 'deadGet' | 'deadRemove' | 'total', StatementSync>;
+  private readonly st: Record<'insert' | 'due' | 'nextDue' | 'lease' | 'remove' | 'reschedule' | 'count' | 'total', StatementSync>;
   private readonly group = new GroupCommit<PendingAppend>((g) => this.commit(g));
   /** Acks, retries and dead letters of one turn share one transaction (one fsync). */
   private readonly settles = new GroupCommit<{ apply: () => void; resolve: () => void; reject: (err: Error) => void }>((g) => this.commitSettles(g));
@@ -64,6 +68,8 @@ export class Outbox implements EventSink, DeadLetterStore {
     dir: string,
     private readonly maxBytes: number,
     private readonly routing: Routing,
+    /** Keeps an event a destination gave up on (the dead-letter store); resolves once it is durable. */
+    private readonly bury: (letter: NewDeadLetter) => Promise<unknown>,
     /** Called when handing out rows failed (then retried after a second). */
     private readonly onError: (err: Error) => void = () => undefined,
   ) {
@@ -82,16 +88,7 @@ export class Outbox implements EventSink, DeadLetterStore {
         last_error TEXT,
         UNIQUE (destination, id)
       );
-      CREATE INDEX IF NOT EXISTS outbox_due ON outbox (destination, next_at);
-      CREATE TABLE IF NOT EXISTS dead_letters (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        destination TEXT NOT NULL,
-        payload TEXT NOT NULL,
-        reason TEXT NOT NULL,
-        error TEXT NOT NULL,
-        attempts INTEGER NOT NULL,
-        failed_at TEXT NOT NULL
-      );`);
+      CREATE INDEX IF NOT EXISTS outbox_due ON outbox (destination, next_at);`);
     const p = (sql: string): StatementSync => this.db.prepare(sql);
     this.st = {
       insert: p('INSERT OR IGNORE INTO outbox (destination, id, payload, next_at) VALUES (?, ?, ?, 0)'),
@@ -100,11 +97,7 @@ export class Outbox implements EventSink, DeadLetterStore {
       lease: p('UPDATE outbox SET next_at = ?, attempts = attempts + 1 WHERE seq = ?'),
       remove: p('DELETE FROM outbox WHERE seq = ?'),
       reschedule: p('UPDATE outbox SET next_at = ?, last_error = ? WHERE seq = ?'),
-      bury: p('INSERT INTO dead_letters (destination, payload, reason, error, attempts, failed_at) VALUES (?, ?, ?, ?, ?, ?)'),
       count: p('SELECT count(*) AS n FROM outbox WHERE destination = ?'),
-      deadList: p('SELECT seq, destination, payload, reason, error, attempts, failed_at AS failedAt FROM dead_letters WHERE (? IS NULL OR destination = ?) ORDER BY seq LIMIT ?'),
-      deadGet: p('SELECT seq, destination, payload, reason, error, attempts, failed_at AS failedAt FROM dead_letters WHERE seq = ?'),
-      deadRemove: p('DELETE FROM dead_letters WHERE seq = ?'),
       total: p('SELECT coalesce(sum(length(destination) + length(id) + length(CAST(payload AS BLOB))), 0) AS b, count(*) AS n FROM outbox'),
     };
     const t = this.st.total.get() as { b: number; n: number };
@@ -220,11 +213,14 @@ export class Outbox implements EventSink, DeadLetterStore {
         attempt: r.attempts + 1,
         ack: () => this.settle(() => this.removeRow(r)),
         retry: (delayMs, error) => this.settle(() => void this.st.reschedule.run(Date.now() + delayMs, error, r.seq)),
-        deadLetter: (reason, error) =>
-          this.settle(() => {
-            this.st.bury.run(r.destination, r.payload, reason, error, r.attempts + 1, new Date().toISOString());
-            this.removeRow(r);
-          }),
+        deadLetter: async (reason, error) => {
+          // Kept first, then the row goes: a crash between the two delivers the event again, never loses it.
+          await this.bury({ kind: 'delivery', namespace: event.namespace, integration: event.integration, destination: r.destination, reason, error, attempts: r.attempts + 1, event }).catch((err: Error) => {
+            // Larger than a namespace's share: it can never be kept (the store counted the drop).
+            if (!(err instanceof LetterTooLarge)) throw err;
+          });
+          await this.settle(() => this.removeRow(r));
+        },
       });
     }
   }
@@ -266,32 +262,31 @@ export class Outbox implements EventSink, DeadLetterStore {
 
   // ---- dead letters ----
 
-  async list(q: DeadLetterQuery): Promise<DeadLetterItem[]> {
-    type Row = { seq: number; destination: string; payload: string; reason: string; error: string; attempts: number; failedAt: string };
-    const rows = q.seqs
-      ? q.seqs.map((s) => this.st.deadGet.get(s) as Row | undefined).filter((r): r is Row => r !== undefined && (!q.destination || r.destination === q.destination))
-      : (this.st.deadList.all(q.destination ?? null, q.destination ?? null, q.limit) as unknown as Row[]);
-    return rows.map(({ payload, ...r }) => ({ ...r, event: JSON.parse(payload) as NormalisedEvent }));
+  /**
+   * A replayed dead letter: a fresh row for its destination (attempts start again). The row is
+   * counted only when it was inserted: several dead letters of one event and destination (it
+   * failed, was replayed and failed again) become one row, and were once counted five times.
+   */
+  requeue(letter: DeliveryDeadLetter): void {
+    const payload = JSON.stringify(letter.event);
+    if (Number(this.st.insert.run(letter.destination, letter.event.id, payload).changes) > 0) this.budget.used += rowBytes(letter.destination, letter.event.id, payload);
+    for (const wake of this.wakers) wake();
   }
 
-  async replay(q: DeadLetterQuery): Promise<number> {
-    const items = await this.list(q);
-    this.db.exec('BEGIN IMMEDIATE');
-    try {
-      for (const item of items) {
-        const payload = JSON.stringify(item.event);
-        // A fresh row (the old one was removed when it was buried): attempts start again.
-        this.st.insert.run(item.destination, item.event.id, payload);
-        this.st.deadRemove.run(item.seq);
-        this.budget.used += rowBytes(item.destination, item.event.id, payload);
-      }
-      this.db.exec('COMMIT');
-    } catch (err) {
-      if (this.db.isTransaction) this.db.exec('ROLLBACK');
-      throw err;
-    }
-    for (const wake of this.wakers) wake();
-    return items.length;
+  /** Dead letters an earlier version kept in this database (moved to the dead-letter store at startup). */
+  legacyDeadLetters(): LegacyDeadLetter[] {
+    if (!this.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'dead_letters'").get()) return [];
+    type Row = { seq: number; destination: string; payload: string; reason: string; error: string; attempts: number; failedAt: string };
+    const rows = this.db.prepare('SELECT seq, destination, payload, reason, error, attempts, failed_at AS failedAt FROM dead_letters ORDER BY seq').all() as unknown as Row[];
+    return rows.map((r) => {
+      const event = JSON.parse(r.payload) as NormalisedEvent;
+      return { seq: r.seq, kind: 'delivery', id: `outbox-${r.seq}`, at: r.failedAt, namespace: event.namespace, integration: event.integration, destination: r.destination, reason: r.reason, error: r.error, attempts: r.attempts, event };
+    });
+  }
+
+  /** Once they are in the dead-letter store. */
+  dropLegacyDeadLetters(): void {
+    this.db.exec('DROP TABLE IF EXISTS dead_letters');
   }
 
   /** Stops handing out rows; those in flight settle through their dispatchers (the wiring waits for them). */

@@ -15,7 +15,7 @@ import type { EventSink } from '../sinks/sink.js';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { AlertStore } from './alert-store.js';
 import { AlertmanagerDestination } from './alertmanager-destination.js';
-import type { DeadLetterStore } from './dead-letters.js';
+import type { DeadLetterStore, DeliveryDeadLetter } from '../dead-letters/model.js';
 import type { Destination } from './destination.js';
 import { Dispatcher } from './dispatcher.js';
 import { HttpDestination } from './http-destination.js';
@@ -34,12 +34,15 @@ export interface DestinationsOptions {
   bus?: { settings: JetStreamSettings; onConnected(listener: (nc: NatsConnection) => void): void };
   /** Without the bus: the spool directory holds the outbox. */
   spool?: SpoolSettings;
+  /** Where events a destination gave up on are kept (dead-letters/). */
+  deadLetters: DeadLetterStore;
 }
 
 export interface Destinations {
   /** Standalone: the outbox, a hand-off sink of its own. */
   readonly sink?: EventSink;
-  readonly deadLetters: DeadLetterStore;
+  /** Hands a replayed dead letter back to its destination (attempts start again). */
+  requeue(letter: DeliveryDeadLetter): Promise<void>;
   readonly names: readonly string[];
   /** Begins delivering; call once the first routing table is installed (it decides who gets what). */
   start(): void;
@@ -65,10 +68,13 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
 
   if (o.bus) {
     const bus = o.bus;
-    const deliveries = new JetStreamDeliveries(bus.settings, queued, routing, metrics, o.logger);
+    const deliveries = new JetStreamDeliveries(bus.settings, queued, routing, metrics, o.deadLetters, o.logger);
     alertStore = (name) => deliveries.alertStore(name);
     return {
-      deadLetters: deliveries,
+      requeue: async (letter) => {
+        if (!names.includes(letter.destination)) throw new Error(`destination ${letter.destination} is not configured`);
+        await deliveries.requeue(letter);
+      },
       names,
       start: () => {
         bus.onConnected((nc) => deliveries.attach(nc));
@@ -85,16 +91,20 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
   const spool = o.spool;
   if (!spool) throw new Error('destinations without the bus need the spool (config.ts refuses this earlier)');
   const errors = new LogLimiter(o.logger);
-  const outbox = new Outbox(spool.path, spool.maxBytes, routing, (err) => errors.error('outbox', err, {}, 'outbox rows not handed out; trying again'));
+  const outbox = new Outbox(spool.path, spool.maxBytes, routing, (letter) => o.deadLetters.put(letter), (err) => errors.error('outbox', err, {}, 'outbox rows not handed out; trying again'));
   const alertStores = new SqliteAlertStores(spool.path);
   const stores = new Map(names.map((n) => [n, alertStores.store(n)]));
   alertStore = (name) => stores.get(name);
   let lagTimer: NodeJS.Timeout | undefined;
   return {
     sink: outbox,
-    deadLetters: outbox,
+    requeue: async (letter) => {
+      if (!names.includes(letter.destination)) throw new Error(`destination ${letter.destination} is not configured`);
+      outbox.requeue(letter);
+    },
     names,
     start: () => {
+      void moveLegacyDeadLetters(outbox, o.deadLetters, o.logger);
       outbox.start(queued.map((q) => ({ name: q.settings.name, dispatcher: q.dispatcher, leaseMs: claimTimeoutMs(q.settings) })));
       for (const c of clients) c.start?.();
       const measure = (): void => {
@@ -118,6 +128,20 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
       alertStores.close();
     },
   };
+}
+
+/** Dead letters an earlier version kept in the outbox database go to the dead-letter store, once. */
+async function moveLegacyDeadLetters(outbox: Outbox, store: DeadLetterStore, logger: Logger): Promise<void> {
+  const legacy = outbox.legacyDeadLetters();
+  if (legacy.length === 0) return;
+  try {
+    // Ids derived from their old positions: a crash mid-way and a second run keep each one once.
+    for (const { seq: _seq, ...letter } of legacy) await store.put(letter).catch((err: Error) => (err.name === 'LetterTooLarge' ? undefined : Promise.reject(err)));
+    outbox.dropLegacyDeadLetters();
+    logger.info({ letters: legacy.length, store: store.description }, 'dead letters of an earlier version moved from the outbox to the dead-letter store');
+  } catch (err) {
+    logger.error({ err: { message: (err as Error).message } }, 'dead letters of an earlier version not moved from the outbox; trying again at the next start');
+  }
 }
 
 /** The integration's destinations when it is still published in the event's namespace, else the defaults. */

@@ -1,31 +1,20 @@
 /** Metrics of the mapped webhook pipeline and the dead letter, on the injected registry. */
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Counter, type Registry } from 'prom-client';
 
 export type MappingFailureReason = 'evaluation' | 'guardrail' | 'no_events' | 'invalid_events';
 
 export class MappingMetrics {
   readonly failures: Counter<'integration' | 'namespace' | 'reason'>;
   readonly deadLettered: Counter<'integration' | 'namespace'>;
-  readonly deadLetterDropped: Counter<'integration' | 'namespace'>;
-  readonly replayed: Counter<'integration' | 'namespace' | 'result'>;
   readonly cpuSeconds: Counter<'integration' | 'namespace'>;
   readonly workerRestarts: Counter;
 
-  constructor(registry: Registry, bytes: () => number) {
+  /** The dead letter's own metrics (dropped, replayed, bytes) are in dead-letters/metrics.ts. */
+  constructor(registry: Registry) {
     const registers = [registry];
     this.failures = new Counter({ name: 'intake_mapping_failures_total', help: 'Authenticated payloads a mapping could not turn into valid events (answered 422), by reason.', labelNames: ['integration', 'namespace', 'reason'], registers });
     this.deadLettered = new Counter({ name: 'intake_deadletter_payloads_total', help: 'Payloads kept in the dead letter, by integration.', labelNames: ['integration', 'namespace'], registers });
-    this.deadLetterDropped = new Counter({ name: 'intake_deadletter_dropped_total', help: 'Oldest dead-letter payloads dropped to stay under deadLetter.maxBytes.', labelNames: ['integration', 'namespace'], registers });
-    this.replayed = new Counter({ name: 'intake_deadletter_replayed_total', help: 'Dead-letter payloads replayed, by result (delivered, failed).', labelNames: ['integration', 'namespace', 'result'], registers });
     this.cpuSeconds = new Counter({ name: 'intake_mapping_cpu_seconds_total', help: 'CPU time mappings used (successful or not), by integration.', labelNames: ['integration', 'namespace'], registers });
     this.workerRestarts = new Counter({ name: 'intake_mapping_worker_restarts_total', help: 'Mapping worker threads terminated (an expression past its CPU limit or heap cap) and replaced.', registers });
-    new Gauge({
-      name: 'intake_deadletter_bytes',
-      help: 'Bytes currently held in the dead letter.',
-      registers,
-      collect() {
-        this.set(bytes());
-      },
-    });
   }
 }

@@ -11,7 +11,7 @@ import { IntakeError, mappingBusy } from '../errors.js';
 import { parseEvents, type EventContext, type NormalisedEvent } from '../events.js';
 import type { RouteEntry } from '../route-table.js';
 import { MappingBusy, MappingError, type MappingResult } from '../../api/mapping/engine.js';
-import type { DeadLetterStore } from './dead-letter.js';
+import { LetterTooLarge, type DeadLetterStore } from '../dead-letters/model.js';
 import type { MappingFailureReason, MappingMetrics } from './metrics.js';
 
 /** Why a mapped payload produced no valid events: what the 422 and the dead letter say. */
@@ -106,8 +106,10 @@ export class MappedWebhooks {
       this.o.metrics.failures.inc({ ...labels, reason: err.reason });
       let id: string;
       try {
-        id = await this.o.deadLetter.put({ ...labels, reason: err.message, errors: err.errors.slice(0, 20), ...(contentType ? { contentType } : {}), payload: body });
+        id = await this.o.deadLetter.put({ kind: 'mapping', ...labels, reason: err.message, errors: err.errors.slice(0, 20), ...(contentType ? { contentType } : {}), payload: body });
       } catch (cause) {
+        // Too large for any namespace's share: retrying cannot help, so the 422 says it was not kept (and it is counted).
+        if (cause instanceof LetterTooLarge) throw unprocessable(`${err.message}; the payload was not kept for replay: ${cause.message}`, err.errors);
         throw new IntakeError('DEAD_LETTER_FAILED', 503, `${err.message}; the payload could not be kept for replay (${(cause as Error).message}), so retry later`, err.errors, { 'retry-after': '30' }, { cause });
       }
       this.o.metrics.deadLettered.inc(labels);

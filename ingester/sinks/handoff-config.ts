@@ -171,7 +171,7 @@ export function resolveSpool(f: (Partial<SpoolSettings> & { path: string }) | un
     if (hasDestinations && !jetstream) throw new ConfigError('destinations are delivered from a durable queue: configure sinks.jetstream (the bus) or spool (a local queue, standalone)');
     return undefined;
   }
-  if (!jetstream && !hasDestinations) throw new ConfigError('spool: the spool holds events for the bus or for destinations; configure sinks.jetstream or destinations too');
+  // Alone, the spool directory holds only the dead letters (dead-letters/setup.ts: deadletters.sqlite).
   const settings: SpoolSettings = { ...DEFAULT_SPOOL, ...f };
   if (settings.replayBackoffMaxMs < settings.replayBackoffMinMs) throw new ConfigError('spool: replayBackoffMaxMs must be at least replayBackoffMinMs');
   return settings;

@@ -132,11 +132,14 @@ describe('dead letter and replay', () => {
     const res = await post(`${ing.url}/events/webhook_custom`, { hostname: 'db-7', level: 3 }, { authorization: auth });
     expect(res.status).toBe(422);
     expect(res.json()).toMatchObject({ code: 'MAPPING_FAILED', errors: [{ index: 0, field: 'source', message: 'is required' }] });
-    expect(readFileSync(deadLetterFile, 'utf8')).toContain('"db-7"');
+    const kept = (await (await fetch(`${ing.adminUrl}/deadletter?kind=mapping&integration=custom&payload=true`)).json()) as { entries: Array<{ id: string; payload: unknown }> };
+    expect(kept.entries).toEqual([expect.objectContaining({ id: res.headers.get('x-intake-dead-letter-id'), payload: { hostname: 'db-7', level: 3 } })]);
+    expect(existsSync(deadLetterFile.replace(/\.jsonl$/, '.sqlite'))).toBe(true);
 
     const listed = await cli(['deadletter', 'list', '--admin-url', ing.adminUrl, '--integration', 'custom']);
     expect(listed.code).toBe(0);
-    expect(listed.stdout).toMatch(/default\/custom .*source: is required|1 payload\(s\)/);
+    expect(listed.stdout).toMatch(/ mapping {2}default\/custom {2}the mapping \(expression\)/);
+    expect(listed.stdout).toContain('1 dead letter(s) listed');
 
     const config = parse(readFileSync(ing.configPath, 'utf8')) as { routes: Array<{ name: string; mapping?: unknown }> };
     (config.routes.find((r) => r.name === 'custom') as { mapping?: unknown }).mapping = FIXED;
@@ -147,11 +150,11 @@ describe('dead letter and replay', () => {
     }, 10_000, 100);
 
     const replay = await cli(['deadletter', 'replay', '--admin-url', ing.adminUrl, '--integration', 'custom']);
-    expect(replay.stdout).toContain('1 replayed, 0 failed');
+    expect(replay.stdout).toContain('1 replayed, 0 failed, 0 skipped');
     expect(replay.code).toBe(0);
     const delivered = await waitFor('replayed event in the log', async () => logEvents().find((e) => e.integration === 'custom' && e.source === 'db-7'));
     expect(delivered.severity).toBe(3);
-    expect((await cli(['deadletter', 'list', '--admin-url', ing.adminUrl, '--integration', 'custom'])).stdout).toContain('0 payload(s)');
+    expect((await cli(['deadletter', 'list', '--admin-url', ing.adminUrl, '--integration', 'custom'])).stdout).toContain('0 dead letter(s) listed');
   });
 
   it('refuses a config file whose mapping fails its tests', async () => {

@@ -263,7 +263,6 @@ describe('charts/intake destinations', () => {
     expect(await refused(['-f', DESTINATIONS, '--set', 'destinations[1].name=alertmanager'])).toContain('destinations[1] (alertmanager): the name alertmanager is used twice');
     expect(await refused(['-f', DESTINATIONS, '--set', 'ingester.replicas=2'])).toContain('destinations[0] (alertmanager): Alertmanager destinations without sinks.jetstream need one ingester');
     expect(await refused(['-f', DESTINATIONS, '--set', 'destinations[1].http.bearerTokenFile=/etc/intake/destinations/tickets-auth/token'])).toContain('give basicAuth or bearerTokenFile, not both');
-    expect(await refused(['--set', 'spool.enabled=true'])).toContain('spool.enabled needs sinks.jetstream.enabled or destinations');
   });
 
   it('renders destination alerts that fire on dead letters and on a growing backlog only (promtool test rules)', async () => {

@@ -155,12 +155,14 @@ remoteWrite:
 {{- end }}
 {{- end -}}
 
-{{/* Data mapping guardrails and the dead letter of payloads a mapping could not turn into events. */}}
+{{/* Data mapping guardrails and the dead letters (mapping and delivery failures): on the bus with JetStream, in the spool volume with a spool, else on the pod's deadletter emptyDir. */}}
 {{- define "intake.mappingConfig" -}}
 mapping: {{- toYaml .Values.ingester.mapping | nindent 2 }}
 deadLetter:
   path: /var/lib/intake/deadletter/deadletter.jsonl
   maxBytes: {{ .Values.ingester.deadLetter.maxBytes | int64 }}
+  maxBytesPerNamespace: {{ .Values.ingester.deadLetter.maxBytesPerNamespace | int64 }}
+  replayLeaseSeconds: {{ .Values.ingester.deadLetter.replayLeaseSeconds | int64 }}
 {{- end -}}
 
 {{/* The spool is on when asked for, and whenever destinations are delivered without the bus: it is then their queue. */}}

@@ -77,11 +77,22 @@ it('dead-letters an event the receiver refuses with 400, with the reason, and re
   expect(receiver.requests.filter((r) => r.events[0]?.source === 'poison')).toHaveLength(1);
 
   const cli = join(ROOT, 'dist/cmd/intake.js');
-  const listed = await run(process.execPath, [cli, 'undelivered', 'list', '--admin-url', ing.adminUrl, '--json']);
-  const body = JSON.parse(listed.stdout) as { items: Array<{ seq: number; destination: string; reason: string; error: string; attempts: number; event: { source: string } }> };
-  expect(body.items).toHaveLength(1);
-  expect(body.items[0]).toMatchObject({ destination: 'tickets', reason: 'http_400', attempts: 1, event: { source: 'poison' } });
-  expect(body.items[0]?.error).toContain('field source is not accepted here');
+  // Counted when given up on; kept a moment later (the dead-letter stream's PubAck).
+  type Listed = { entries: Array<{ kind: string; destination: string; reason: string; error: string; attempts: number; event: { source: string } }> };
+  const body = await waitFor('kept in the dead letter', async () => {
+    const listed = await run(process.execPath, [cli, 'deadletter', 'list', '--kind', 'delivery', '--admin-url', ing.adminUrl, '--json']);
+    const parsed = JSON.parse(listed.stdout) as Listed;
+    return parsed.entries.length > 0 ? parsed : undefined;
+  }, 15_000, 200).catch((err: Error) => {
+    throw new Error(`${err.message}\n${ing.stdout().slice(-3000)}`);
+  });
+  expect(body.entries).toHaveLength(1);
+  expect(body.entries[0]).toMatchObject({ kind: 'delivery', destination: 'tickets', reason: 'http_400', attempts: 1, event: { source: 'poison' } });
+  expect(body.entries[0]?.error).toContain('field source is not accepted here');
+  // The old command still answers as before, with a deprecation warning.
+  const old = await run(process.execPath, [cli, 'undelivered', 'list', '--admin-url', ing.adminUrl, '--json']);
+  expect((JSON.parse(old.stdout) as { items: unknown[] }).items).toEqual([expect.objectContaining({ destination: 'tickets', reason: 'http_400', event: expect.objectContaining({ source: 'poison' }) })]);
+  expect(old.stderr).toContain('deprecated');
 
   receiver.refuse = () => false;
   const replayed = await run(process.execPath, [cli, 'undelivered', 'replay', '--admin-url', ing.adminUrl, '--destination', 'tickets']);

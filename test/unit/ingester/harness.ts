@@ -7,7 +7,8 @@ import { AuthThrottle } from '../../../ingester/auth-throttle.js';
 import type { NormalisedEvent } from '../../../ingester/events.js';
 import { IngesterMetrics } from '../../../ingester/metrics.js';
 import { RouteTable } from '../../../ingester/route-table.js';
-import { MemoryDeadLetter, type DeadLetterStore } from '../../../ingester/mapping/dead-letter.js';
+import type { DeadLetterStore } from '../../../ingester/dead-letters/model.js';
+import { SqliteDeadLetters } from '../../../ingester/dead-letters/sqlite-store.js';
 import { MappingMetrics } from '../../../ingester/mapping/metrics.js';
 import { MappedWebhooks } from '../../../ingester/mapping/pipeline.js';
 import { SeriesStore } from '../../../ingester/series-store.js';
@@ -56,8 +57,8 @@ export async function harness(options: HarnessOptions = {}) {
   const metrics = new IngesterMetrics(registry, series, { defaultMetrics: false });
   const sink = new MemorySink();
   const lifecycle: Lifecycle = { ready: true, closing: false };
-  const deadLetter = options.deadLetter ?? new MemoryDeadLetter();
-  const mapped = new MappedWebhooks({ deadLetter, metrics: new MappingMetrics(registry, () => deadLetter.bytes), eventsPerRequest: 1000 });
+  const deadLetter = options.deadLetter ?? new SqliteDeadLetters(':memory:', { maxBytes: 1 << 20, maxBytesPerNamespace: 1 << 20 });
+  const mapped = new MappedWebhooks({ deadLetter, metrics: new MappingMetrics(registry), eventsPerRequest: 1000 });
   const { table } = RouteTable.build(
     (options.routes ?? demoRoutes()).map((route, i) => ({ source: `test#${i}`, route })),
     { allowPlaintext: true, ...(options.mappingRunner ? { mappingRunner: options.mappingRunner } : {}) },

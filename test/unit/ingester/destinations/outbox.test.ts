@@ -10,6 +10,8 @@ import { DestinationMetrics } from '../../../../ingester/destinations/metrics.js
 import { Outbox } from '../../../../ingester/destinations/outbox.js';
 import { SqliteAlertStores } from '../../../../ingester/destinations/sqlite-alert-store.js';
 import type { NormalisedEvent } from '../../../../ingester/events.js';
+import type { DeliveryDeadLetter, NewDeadLetter } from '../../../../ingester/dead-letters/model.js';
+import { SqliteDeadLetters } from '../../../../ingester/dead-letters/sqlite-store.js';
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -41,6 +43,12 @@ class Recording implements Destination {
 const dispatcher = (dest: Destination, maxAttempts = 3): Dispatcher =>
   new Dispatcher(dest, { maxAttempts, backoffMinMs: 1, backoffMaxMs: 2, maxInFlight: 16 }, new DestinationMetrics(new Registry()), pino({ level: 'silent' }));
 
+/** Where buried events go; these tests never expect one unless they use a real store. */
+const noBury = async (letter: NewDeadLetter): Promise<string> => {
+  throw new Error(`unexpected dead letter ${JSON.stringify(letter)}`);
+};
+const store = () => new SqliteDeadLetters(join(tempDir(), 'deadletters.sqlite'), { maxBytes: 1 << 20, maxBytesPerNamespace: 1 << 20 });
+
 const until = async (what: () => boolean, ms = 5000): Promise<void> => {
   const end = Date.now() + ms;
   while (!what()) {
@@ -51,7 +59,7 @@ const until = async (what: () => boolean, ms = 5000): Promise<void> => {
 
 describe('outbox', () => {
   it('holds each event once per destination and delivers it to each', async () => {
-    const outbox = new Outbox(tempDir(), 1 << 20, routing);
+    const outbox = new Outbox(tempDir(), 1 << 20, routing, noBury);
     const a = new Recording('a');
     const b = new Recording('b');
     const da = dispatcher(a);
@@ -71,7 +79,7 @@ describe('outbox', () => {
 
   it('hands out again, after the lease, what a crashed process held', async () => {
     const dir = tempDir();
-    const first = new Outbox(dir, 1 << 20, { destinationsOf: () => ['a'] });
+    const first = new Outbox(dir, 1 << 20, { destinationsOf: () => ['a'] }, noBury);
     await first.deliver([ev('1')]);
     const stuck = new Recording('a');
     stuck.send = () => new Promise(() => {}); // never answers: the process "dies" mid-delivery
@@ -79,7 +87,7 @@ describe('outbox', () => {
     await new Promise((r) => setTimeout(r, 50));
     first.stop();
     // Reopened as after kill -9: the row is still there, leased.
-    const second = new Outbox(dir, 1 << 20, { destinationsOf: () => ['a'] });
+    const second = new Outbox(dir, 1 << 20, { destinationsOf: () => ['a'] }, noBury);
     const a = new Recording('a');
     const d = dispatcher(a);
     second.start([{ name: 'a', dispatcher: d, leaseMs: 200 }]);
@@ -90,30 +98,44 @@ describe('outbox', () => {
     await second.close();
   });
 
-  it('keeps refused events as dead letters with the reason, and replays them', async () => {
-    const outbox = new Outbox(tempDir(), 1 << 20, { destinationsOf: () => ['a'] });
+  it('keeps refused events in the dead-letter store with the reason, and requeues them', async () => {
+    const letters = store();
+    const outbox = new Outbox(tempDir(), 1 << 20, { destinationsOf: () => ['a'] }, (l) => letters.put(l));
     const a = new Recording('a', { kind: 'reject', reason: 'http_400', error: 'HTTP 400: no' });
     const d = dispatcher(a);
     await outbox.deliver([ev('1'), ev('2')]);
     outbox.start([{ name: 'a', dispatcher: d, leaseMs: 1000 }]);
     await until(() => outbox.depth('a') === 0);
     await d.idle();
-    const dead = await outbox.list({ limit: 10 });
-    expect(dead.map((x) => [x.destination, x.reason, x.error, x.attempts, x.event.id])).toEqual([
-      ['a', 'http_400', 'HTTP 400: no', 1, '1'],
-      ['a', 'http_400', 'HTTP 400: no', 1, '2'],
+    const dead = (await letters.list({ limit: 10 })) as DeliveryDeadLetter[];
+    expect(dead.map((x) => [x.kind, x.destination, x.reason, x.error, x.attempts, x.event.id])).toEqual([
+      ['delivery', 'a', 'http_400', 'HTTP 400: no', 1, '1'],
+      ['delivery', 'a', 'http_400', 'HTTP 400: no', 1, '2'],
     ]);
     a.answer = { kind: 'delivered' };
-    expect(await outbox.replay({ limit: 10, seqs: [dead[1]?.seq as number] })).toBe(1);
+    outbox.requeue(dead[1] as DeliveryDeadLetter);
     await until(() => a.seen.filter((id) => id === '2').length === 2 && outbox.depth('a') === 0);
-    expect((await outbox.list({ limit: 10 })).map((x) => x.event.id)).toEqual(['1']);
     outbox.stop();
     await d.idle();
+    await outbox.close();
+    await letters.close();
+  });
+
+  it('counts a requeued event once, however many dead letters it had (was counted once per letter)', async () => {
+    const e = ev('same');
+    const rowBytes = 'a'.length + e.id.length + Buffer.byteLength(JSON.stringify(e)) + 96;
+    // Room for the requeued row and four more rows, not for four phantom copies on top.
+    const outbox = new Outbox(tempDir(), rowBytes * 5 + 10, { destinationsOf: () => ['a'] }, noBury);
+    const letter = { kind: 'delivery', id: 'x', seq: 1, namespace: 'default', integration: 'demo', reason: 'http_500', at: '', bytes: 0, destination: 'a', error: '', attempts: 3, event: e } as DeliveryDeadLetter;
+    for (let i = 0; i < 5; i++) outbox.requeue({ ...letter, id: `x${i}`, seq: i + 1 });
+    expect(outbox.depth('a')).toBe(1);
+    expect(outbox.unavailable()).toBeUndefined();
+    await expect(outbox.deliver([ev('b1'), ev('b2'), ev('b3'), ev('b4')].map((x) => ({ ...x, received_at: e.received_at })))).resolves.toEqual({ delivered: 4, cached: 0 });
     await outbox.close();
   });
 
   it('refuses a whole request when full (the request gets 503)', async () => {
-    const outbox = new Outbox(tempDir(), 2000, { destinationsOf: () => ['a'] });
+    const outbox = new Outbox(tempDir(), 2000, { destinationsOf: () => ['a'] }, noBury);
     await expect(outbox.deliver(Array.from({ length: 50 }, (_, i) => ev(`e${i}`)))).rejects.toThrow(/outbox is full/);
     expect(outbox.depth('a')).toBe(0);
     await outbox.close();
@@ -121,7 +143,7 @@ describe('outbox', () => {
 
   it('stores alert states with compare-and-set versions', async () => {
     const dir = tempDir();
-    const outbox = new Outbox(dir, 1 << 20, routing);
+    const outbox = new Outbox(dir, 1 << 20, routing, noBury);
     const stores = new SqliteAlertStores(dir);
     const store = stores.store('am');
     const state = { key: 'k', labels: {}, annotations: {}, startsAt: '', lastEventAtMs: 1, lastEventId: 'x' };
@@ -142,7 +164,7 @@ describe('outbox', () => {
 
 describe('outbox after a destination was removed from the config', () => {
   it('names the destinations it still holds events for', async () => {
-    const outbox = new Outbox(tempDir(), 1 << 20, { destinationsOf: () => ['a', 'gone'] });
+    const outbox = new Outbox(tempDir(), 1 << 20, { destinationsOf: () => ['a', 'gone'] }, noBury);
     await outbox.deliver([ev('1'), ev('2')]);
     expect(outbox.orphans(['a'])).toEqual({ gone: 2 });
     expect(outbox.orphans(['a', 'gone'])).toEqual({});

@@ -54,7 +54,7 @@ describe.each(PRESET_NAMES)('preset %s', (preset) => {
     expect(body.code).toBe('MAPPING_FAILED');
     expect(body.message).toContain(`preset ${preset}`);
     expect(h.sink.events).toHaveLength(0);
-    const kept = await h.deadLetter.list();
+    const kept = await h.deadLetter.list({ limit: 1000 });
     expect(kept).toHaveLength(1);
     expect(kept[0]).toMatchObject({ integration: 'demo', namespace: 'default', payload: f.malformed });
     expect(res.headers['x-intake-dead-letter-id']).toBe(kept[0]?.id);

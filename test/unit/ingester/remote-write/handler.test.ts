@@ -9,6 +9,9 @@ import { RemoteWriter } from '../../../../ingester/remote-write/writer.js';
 import { RouteTable } from '../../../../ingester/route-table.js';
 import { SeriesStore } from '../../../../ingester/series-store.js';
 import { buildIngestServer } from '../../../../ingester/server.js';
+import { SqliteDeadLetters } from '../../../../ingester/dead-letters/sqlite-store.js';
+import { MappingMetrics } from '../../../../ingester/mapping/metrics.js';
+import { MappedWebhooks } from '../../../../ingester/mapping/pipeline.js';
 import { API_KEY, demoRoutes } from '../harness.js';
 
 let writer: RemoteWriter;
@@ -39,6 +42,7 @@ async function build(maxQueuedSamples: number) {
     throttle: new AuthThrottle({ failures: 1000, windowSeconds: 60, blockSeconds: 60 }),
     lifecycle: { ready: true, closing: false },
     logger: pino({ level: 'silent' }),
+    mapped: new MappedWebhooks({ deadLetter: new SqliteDeadLetters(':memory:', { maxBytes: 1 << 20, maxBytesPerNamespace: 1 << 20 }), metrics: new MappingMetrics(registry), eventsPerRequest: 1000 }),
   });
   const post = (body: unknown) => app.inject({ method: 'POST', url: '/v1/integrations/metrics', headers: { 'content-type': 'application/json', apikey: API_KEY }, payload: JSON.stringify(body) });
   return { post, series };

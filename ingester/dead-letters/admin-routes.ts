@@ -1,0 +1,122 @@
+/**
+ * The dead letters, both kinds, on the admin listener (never public: they are tenants' data):
+ *   GET  /deadletter[?kind=mapping|delivery][&namespace=][&integration=][&destination=][&id=A,B][&limit=N][&payload=true]
+ *        what is kept, with the store's usage per namespace (bodies only with payload=true)
+ *   POST /deadletter/replay[?same filters]
+ *        replays each selected letter once (claimed first, so concurrent replays never repeat one):
+ *        a mapping failure through its integration's current mapping, a delivery failure back to its
+ *        destination; replayed ones leave the store, failed ones stay.
+ * `intake deadletter list|replay` calls these. Deprecated for one release, answering as before:
+ * GET /destinations/deadletter and POST /destinations/deadletter/replay (kind delivery).
+ */
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { Logger } from 'pino';
+import type { DeadLetterMetrics } from './metrics.js';
+import { DEAD_LETTER_KINDS, type DeadLetter, type DeadLetterKind, type DeadLetterQuery, type DeadLetterStore } from './model.js';
+import { replayLetters, type Replayers } from './replay.js';
+
+export interface DeadLetterRoutesOptions {
+  store: DeadLetterStore;
+  replayers: Replayers;
+  metrics: DeadLetterMetrics;
+  leaseMs: number;
+  /** Destinations configured now (the deprecated routes refuse other names, as they did). */
+  destinations: readonly string[];
+  logger: Logger;
+}
+
+type Query = Partial<Record<'kind' | 'namespace' | 'integration' | 'destination' | 'id' | 'seq' | 'limit' | 'payload', string>>;
+
+const DEFAULT_LIMIT = 1000;
+const MAX_LIMIT = 10_000;
+const DEPRECATED = 'deprecated: use GET /deadletter?kind=delivery and POST /deadletter/replay?kind=delivery';
+
+export function registerDeadLetterRoutes(app: FastifyInstance, o: DeadLetterRoutesOptions): void {
+  app.get<{ Querystring: Query }>('/deadletter', async (req, reply) => {
+    const q = queryOf(req.query, reply);
+    if (!q) return reply;
+    const letters = await withStore(() => o.store.list(q), reply);
+    if (!letters) return reply;
+    const usage = o.store.usage();
+    return {
+      store: o.store.description,
+      count: letters.length,
+      bytes: usage.bytes,
+      namespaces: Object.fromEntries(usage.namespaces),
+      entries: req.query.payload === 'true' ? letters : letters.map(withoutBody),
+    };
+  });
+  app.post<{ Querystring: Query }>('/deadletter/replay', async (req, reply) => {
+    const q = queryOf(req.query, reply);
+    if (!q) return reply;
+    return (await withStore(() => replayLetters(o.store, q, o.replayers, o.leaseMs, o.metrics), reply)) ?? reply;
+  });
+
+  // ---- deprecated (one release): the destinations' own dead-letter routes ----
+  app.get<{ Querystring: Query }>('/destinations/deadletter', async (req, reply) => {
+    const q = legacyQuery(req.query, o, reply);
+    if (!q) return reply;
+    void reply.header('deprecation', 'true').header('warning', `299 - "${DEPRECATED}"`);
+    const letters = await withStore(() => o.store.list(q), reply);
+    if (!letters) return reply;
+    const items = letters.flatMap((l) => (l.kind === 'delivery' ? [{ seq: l.seq, destination: l.destination, reason: l.reason, error: l.error, attempts: l.attempts, failedAt: l.at, ...(l.subject ? { subject: l.subject } : {}), event: l.event }] : []));
+    return { count: items.length, items };
+  });
+  app.post<{ Querystring: Query }>('/destinations/deadletter/replay', async (req, reply) => {
+    const q = legacyQuery(req.query, o, reply);
+    if (!q) return reply;
+    void reply.header('deprecation', 'true').header('warning', `299 - "${DEPRECATED}"`);
+    const report = await withStore(() => replayLetters(o.store, q, o.replayers, o.leaseMs, o.metrics), reply);
+    return report === undefined ? reply : { replayed: report.replayed, failed: report.failed, skipped: report.skipped };
+  });
+}
+
+const withoutBody = (l: DeadLetter): Record<string, unknown> => {
+  const { payload: _p, event, ...rest } = l as DeadLetter & { payload?: unknown; event?: { id: string } };
+  return event ? { ...rest, eventId: event.id } : rest;
+};
+
+function queryOf(q: Query, reply: FastifyReply): DeadLetterQuery | undefined {
+  const fail = (field: string, message: string): undefined => void reply.code(400).send({ error: 'invalid_query', field, message });
+  const limit = q.limit === undefined ? DEFAULT_LIMIT : Number(q.limit);
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) return fail('limit', `must be an integer 1..${MAX_LIMIT}`);
+  const out: DeadLetterQuery = { limit };
+  if (q.kind !== undefined) {
+    if (!(DEAD_LETTER_KINDS as readonly string[]).includes(q.kind)) return fail('kind', `must be one of ${DEAD_LETTER_KINDS.join(', ')}`);
+    out.kind = q.kind as DeadLetterKind;
+  }
+  for (const key of ['namespace', 'integration', 'destination'] as const) {
+    const v = q[key];
+    if (v === undefined) continue;
+    if (v === '' || v.length > 253) return fail(key, 'must be a name of 1..253 characters');
+    out[key] = v;
+  }
+  if (q.id !== undefined) {
+    const ids = q.id.split(',').filter(Boolean);
+    if (ids.length === 0 || ids.length > MAX_LIMIT) return fail('id', `must be 1..${MAX_LIMIT} ids separated by commas`);
+    out.ids = ids;
+  }
+  if (q.seq !== undefined) {
+    const seqs = q.seq.split(',').map(Number);
+    if (seqs.length === 0 || seqs.some((n) => !Number.isInteger(n) || n < 1)) return fail('seq', 'must be positive integers separated by commas');
+    out.seqs = seqs;
+  }
+  return out;
+}
+
+function legacyQuery(q: Query, o: DeadLetterRoutesOptions, reply: FastifyReply): DeadLetterQuery | undefined {
+  if (q.destination !== undefined && !o.destinations.includes(q.destination)) {
+    return void reply.code(400).send({ error: 'invalid_query', field: 'destination', message: `unknown destination ${JSON.stringify(q.destination)} (configured: ${o.destinations.join(', ')})` });
+  }
+  const out = queryOf({ ...q, kind: 'delivery' }, reply);
+  return out;
+}
+
+async function withStore<T>(run: () => Promise<T>, reply: FastifyReply): Promise<T | undefined> {
+  try {
+    return await run();
+  } catch (err) {
+    void reply.code(503).send({ error: 'unavailable', message: (err as Error).message });
+    return undefined;
+  }
+}

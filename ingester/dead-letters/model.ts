@@ -1,0 +1,145 @@
+/**
+ * One dead-letter model for everything intake accepted but could not finish (docs/design.md,
+ * "Dead letters"):
+ *   kind `mapping`  a payload that authenticated but could not be mapped (answered 422);
+ *   kind `delivery` an event a destination refused or ran out of attempts for.
+ * Both are kept in one store: the bus (`INTAKE_DEADLETTER`) with JetStream, the SQLite file
+ * `deadletters.sqlite` in the spool directory standalone, or a SQLite file next to
+ * `deadLetter.path` when there is neither. Every store gives each namespace a byte share, so one
+ * tenant's failures never push out or refuse another's (shares.ts).
+ */
+import type { FieldError } from '../errors.js';
+import type { NormalisedEvent } from '../events.js';
+
+export const DEAD_LETTER_KINDS = ['mapping', 'delivery'] as const;
+export type DeadLetterKind = (typeof DEAD_LETTER_KINDS)[number];
+
+interface Common {
+  /** Stable and opaque: what the 422 header, list and replay name. */
+  id: string;
+  /** Position in the store, oldest first. */
+  seq: number;
+  namespace: string;
+  integration: string;
+  /** Why it was not accepted or not delivered (the 422 message, or the destination's reason). */
+  reason: string;
+  /** When it was kept (ISO 8601). */
+  at: string;
+  /** What it counts against its namespace's share. */
+  bytes: number;
+}
+
+export interface MappingDeadLetter extends Common {
+  kind: 'mapping';
+  errors?: FieldError[];
+  contentType?: string;
+  payload: unknown;
+}
+
+export interface DeliveryDeadLetter extends Common {
+  kind: 'delivery';
+  destination: string;
+  /** The receiver's answer or the network error. */
+  error: string;
+  attempts: number;
+  /** With the bus: the subject the event was published on (a replay publishes it there again). */
+  subject?: string;
+  event: NormalisedEvent;
+}
+
+export type DeadLetter = MappingDeadLetter | DeliveryDeadLetter;
+
+type New<T> = Omit<T, 'seq' | 'at' | 'bytes' | 'id'> & { id?: string; at?: string };
+export type NewDeadLetter = New<MappingDeadLetter> | New<DeliveryDeadLetter>;
+
+export interface DeadLetterQuery {
+  kind?: DeadLetterKind;
+  namespace?: string;
+  integration?: string;
+  destination?: string;
+  ids?: readonly string[];
+  seqs?: readonly number[];
+  limit: number;
+}
+
+/** Why a dead letter left the store without a replay (the drop metric's reason). */
+export type DropReason = 'namespace_share' | 'store_full' | 'too_large';
+
+export interface DroppedLetter {
+  kind: DeadLetterKind;
+  namespace: string;
+  reason: DropReason;
+}
+
+export interface DeadLetterStore {
+  /** Where the store keeps letters, for the startup log and `GET /deadletter`. */
+  readonly description: string;
+  /**
+   * Keeps a letter durably (room is made by dropping the oldest of its namespace, or of the
+   * namespace holding most when the store is full); resolves with its id. Rejects with
+   * LetterTooLarge when it exceeds a namespace's share, or when it cannot be written now.
+   */
+  put(letter: NewDeadLetter): Promise<string>;
+  list(q: DeadLetterQuery): Promise<DeadLetter[]>;
+  /**
+   * Takes the letter for one replay: resolves with its current content when no other replay (in
+   * this process or another replica) holds it, undefined when one does or it is gone. A claim
+   * lasts `leaseMs`, so a replay that died lets the letter be replayed again after it.
+   */
+  claim(letter: DeadLetter, leaseMs: number): Promise<DeadLetter | undefined>;
+  /** Ends a claim without removing (the replay failed: it can be tried again at once). */
+  release(letter: DeadLetter): Promise<void>;
+  /** Removes a letter (replayed). */
+  remove(letter: DeadLetter): Promise<void>;
+  /** Bytes held, in total and per namespace (this replica's view with the bus). */
+  usage(): { bytes: number; namespaces: ReadonlyMap<string, number> };
+  close(): Promise<void>;
+}
+
+export interface DeadLetterLimits {
+  /** The whole store. */
+  maxBytes: number;
+  /** Each namespace's share: its oldest letters go first when a new one would exceed it. */
+  maxBytesPerNamespace: number;
+}
+
+/** A letter larger than a namespace's share can never be kept: retrying would not help. */
+export class LetterTooLarge extends Error {
+  constructor(
+    readonly bytes: number,
+    readonly share: number,
+  ) {
+    super(`the dead letter (${bytes} bytes) is larger than a namespace's share of the dead-letter store (${share} bytes)`);
+    this.name = 'LetterTooLarge';
+  }
+}
+
+/** The letter's body: what a replay needs besides the metadata. */
+export const bodyOf = (l: NewDeadLetter | DeadLetter): unknown => (l.kind === 'mapping' ? l.payload : l.event);
+
+/** What a letter counts: its JSON form (body and metadata), as the SQLite store holds it. */
+export const letterBytes = (l: NewDeadLetter | DeadLetter): number => Buffer.byteLength(JSON.stringify({ ...l, seq: 0, bytes: 0 }));
+
+/** What the stores index of a letter (without its body): enough to select, share and drop. */
+export interface LetterMeta {
+  id: string;
+  seq: number;
+  kind: DeadLetterKind;
+  namespace: string;
+  integration: string;
+  destination?: string;
+  bytes: number;
+}
+
+export const metaOf = (l: DeadLetter): LetterMeta => ({ id: l.id, seq: l.seq, kind: l.kind, namespace: l.namespace, integration: l.integration, bytes: l.bytes, ...(l.kind === 'delivery' ? { destination: l.destination } : {}) });
+
+export function matches(l: LetterMeta, q: DeadLetterQuery): boolean {
+  return (
+    (q.kind === undefined || l.kind === q.kind) &&
+    (q.namespace === undefined || l.namespace === q.namespace) &&
+    (q.integration === undefined || l.integration === q.integration) &&
+    (q.destination === undefined || l.destination === q.destination) &&
+    (q.ids === undefined || q.ids.includes(l.id)) &&
+    (q.seqs === undefined || q.seqs.includes(l.seq))
+  );
+}

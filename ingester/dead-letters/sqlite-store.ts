@@ -1,0 +1,168 @@
+/**
+ * The dead letters in one SQLite file (node:sqlite, WAL, synchronous=FULL like the spool):
+ * `deadletters.sqlite` in the spool directory standalone, or next to `deadLetter.path` when there
+ * is neither bus nor spool. A letter is committed and fsynced before `put` resolves (before the
+ * sender gets its 422), so it survives kill -9. Room is made by deleting rows (shares.ts), in the
+ * same transaction as the insert: no rewrite of the file on the request path.
+ *
+ * Claims for replay are a column (`claimed_until`): one process owns the file, and SQLite's
+ * statements run one at a time, so a conditional UPDATE is an exclusive claim.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { GroupCommit } from '../sinks/group-commit.js';
+import { matches, metaOf, type DeadLetter, type DeadLetterLimits, type DeadLetterQuery, type DeadLetterStore, type DroppedLetter, type NewDeadLetter } from './model.js';
+import { ShareLedger } from './shares.js';
+
+interface PendingPut {
+  letter: DeadLetter;
+  /** Serialised once (a payload can be a megabyte): what the row holds and what it counts. */
+  json: string;
+  resolve: (id: string) => void;
+  reject: (err: Error) => void;
+}
+
+type Row = { seq: number; letter: string; bytes: number };
+
+export class SqliteDeadLetters implements DeadLetterStore {
+  readonly description: string;
+  private readonly db: DatabaseSync;
+  private readonly st: Record<'insert' | 'remove' | 'get' | 'getId' | 'claim' | 'release', StatementSync>;
+  private readonly ledger: ShareLedger;
+  private readonly puts = new GroupCommit<PendingPut>((g) => this.commit(g));
+
+  constructor(
+    readonly file: string,
+    limits: DeadLetterLimits,
+    private readonly onDropped: (dropped: DroppedLetter[]) => void = () => undefined,
+  ) {
+    this.description = `SQLite file ${file}`;
+    if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+    this.db = new DatabaseSync(file);
+    this.db.exec('PRAGMA journal_mode = WAL');
+    this.db.exec('PRAGMA synchronous = FULL');
+    // Two processes pointed at one file (a second ingester with the same deadLetter.path) wait instead of failing.
+    this.db.exec('PRAGMA busy_timeout = 5000');
+    this.db.exec(`
+      CREATE TABLE IF NOT EXISTS letters (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        kind TEXT NOT NULL,
+        namespace TEXT NOT NULL,
+        bytes INTEGER NOT NULL,
+        claimed_until INTEGER NOT NULL DEFAULT 0,
+        letter TEXT NOT NULL
+      );`);
+    const p = (sql: string): StatementSync => this.db.prepare(sql);
+    this.st = {
+      insert: p('INSERT OR IGNORE INTO letters (id, kind, namespace, bytes, letter) VALUES (?, ?, ?, ?, ?)'),
+      remove: p('DELETE FROM letters WHERE seq = ?'),
+      get: p('SELECT seq, letter, bytes FROM letters WHERE seq = ?'),
+      getId: p('SELECT seq FROM letters WHERE id = ?'),
+      claim: p('UPDATE letters SET claimed_until = ? WHERE seq = ? AND claimed_until <= ?'),
+      release: p('UPDATE letters SET claimed_until = 0 WHERE seq = ?'),
+    };
+    this.ledger = new ShareLedger(limits);
+    // Metadata only (json_extract reads inside SQLite; the bodies never reach JavaScript).
+    const rows = this.db.prepare("SELECT seq, id, kind, namespace, bytes, json_extract(letter, '$.integration') AS integration, json_extract(letter, '$.destination') AS destination FROM letters ORDER BY seq").all() as Array<{ seq: number; id: string; kind: 'mapping' | 'delivery'; namespace: string; bytes: number; integration: string; destination: string | null }>;
+    for (const r of rows) this.ledger.add({ seq: r.seq, id: r.id, kind: r.kind, namespace: r.namespace, bytes: r.bytes, integration: r.integration, ...(r.destination ? { destination: r.destination } : {}) });
+  }
+
+  put(input: NewDeadLetter): Promise<string> {
+    const letter = { ...input, id: input.id ?? randomUUID(), at: input.at ?? new Date().toISOString(), seq: 0, bytes: 0 } as DeadLetter;
+    const json = JSON.stringify(letter);
+    letter.bytes = Buffer.byteLength(json);
+    return new Promise((resolve, reject) => this.puts.add({ letter, json, resolve, reject }));
+  }
+
+  /** One transaction (one fsync) for the letters of one turn, with the drops that made room. */
+  private commit(group: PendingPut[]): void {
+    const kept: Array<{ p: PendingPut; seq: number }> = [];
+    const dropped: DroppedLetter[] = [];
+    const droppedSeqs: Array<{ seq: number; namespace: string }> = [];
+    try {
+      this.db.exec('BEGIN IMMEDIATE');
+      for (const p of group) {
+        const l = p.letter;
+        let room;
+        try {
+          room = this.ledger.makeRoom(l.namespace, l.bytes);
+        } catch (err) {
+          p.reject(err as Error);
+          dropped.push({ kind: l.kind, namespace: l.namespace, reason: 'too_large' });
+          continue;
+        }
+        for (const { meta, reason } of room) {
+          this.st.remove.run(meta.seq);
+          this.ledger.delete(meta.seq, meta.namespace);
+          droppedSeqs.push({ seq: meta.seq, namespace: meta.namespace });
+          dropped.push({ kind: meta.kind, namespace: meta.namespace, reason });
+        }
+        const r = this.st.insert.run(l.id, l.kind, l.namespace, l.bytes, p.json);
+        // The same id again (a re-imported legacy file): kept once, answered with the id.
+        const seq = Number(r.changes) > 0 ? Number(r.lastInsertRowid) : 0;
+        if (seq > 0) this.ledger.add({ ...metaOf(l), seq });
+        kept.push({ p, seq });
+      }
+      this.db.exec('COMMIT');
+    } catch (err) {
+      if (this.db.isTransaction) this.db.exec('ROLLBACK');
+      // The ledger must match the file again: what this transaction added or dropped did not happen.
+      for (const { seq } of kept) if (seq > 0) this.ledger.delete(seq);
+      this.reloadDropped(droppedSeqs);
+      for (const p of group) p.reject(new Error(`writing the dead letter failed: ${(err as Error).message}`, { cause: err }));
+      return;
+    }
+    if (dropped.length > 0) this.onDropped(dropped);
+    for (const { p } of kept) p.resolve(p.letter.id);
+  }
+
+  private reloadDropped(seqs: Array<{ seq: number }>): void {
+    for (const { seq } of seqs) {
+      const row = this.st.get.get(seq) as Row | undefined;
+      if (row) this.ledger.add({ ...metaOf(JSON.parse(row.letter) as DeadLetter), seq, bytes: row.bytes });
+    }
+  }
+
+  async list(q: DeadLetterQuery): Promise<DeadLetter[]> {
+    const chosen = this.ledger.all().filter((m) => matches(m, q)).slice(0, q.limit);
+    return chosen.map((m) => this.read(m.seq)).filter((l): l is DeadLetter => l !== undefined);
+  }
+
+  private read(seq: number): DeadLetter | undefined {
+    const row = this.st.get.get(seq) as Row | undefined;
+    return row ? { ...(JSON.parse(row.letter) as DeadLetter), seq, bytes: row.bytes } : undefined;
+  }
+
+  async claim(letter: DeadLetter, leaseMs: number): Promise<DeadLetter | undefined> {
+    const now = Date.now();
+    if (Number(this.st.claim.run(now + leaseMs, letter.seq, now).changes) === 0) return undefined;
+    return this.read(letter.seq);
+  }
+
+  async release(letter: DeadLetter): Promise<void> {
+    this.st.release.run(letter.seq);
+  }
+
+  async remove(letter: DeadLetter): Promise<void> {
+    this.puts.flush();
+    if (Number(this.st.remove.run(letter.seq).changes) > 0) this.ledger.delete(letter.seq, letter.namespace);
+  }
+
+  /** Whether a letter with this id is kept (an import that ran before). */
+  hasId(id: string): boolean {
+    return this.st.getId.get(id) !== undefined;
+  }
+
+  usage(): { bytes: number; namespaces: ReadonlyMap<string, number> } {
+    return { bytes: this.ledger.bytes, namespaces: this.ledger.namespaces() };
+  }
+
+  async close(): Promise<void> {
+    if (!this.db.isOpen) return;
+    this.puts.flush();
+    this.db.close();
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * Dead letters of destinations are bounded per namespace (issue 16, defect 7: 20,000 of them
+ * grew the outbox to 13 MB with spool.maxBytes 65536 while /readyz said ready). A receiver refuses
+ * every event (400); each namespace keeps at most its share, the oldest of that namespace go and
+ * are counted, the spool directory stays small, and the ingester keeps accepting and stays ready.
+ */
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { jest } from '@jest/globals';
+import { waitFor } from '../../integration/support/cluster.js';
+import { startEventReceiver, type EventReceiver } from '../support/event-receiver.js';
+import { basic, DEMO, post, startIngester, type RunningIngester } from '../support/ingester.js';
+import { metricValue } from '../support/nats-server.js';
+import { listLetters } from './support.js';
+
+jest.setTimeout(180_000);
+
+const SHARE = 64 * 1024;
+let receiver: EventReceiver;
+let ing: RunningIngester;
+const spool = mkdtempSync(join(tmpdir(), 'intake-e2e-dl-delivery-'));
+
+beforeAll(async () => {
+  receiver = await startEventReceiver();
+  receiver.refuse = () => true;
+  ing = await startIngester((c) => {
+    c.destinations = [{ name: 'tickets', default: true, http: { url: receiver.url }, delivery: { batchSize: 100 } }];
+    c.spool = { path: spool, maxBytes: 65536 };
+    c.deadLetter = { maxBytes: 4 * SHARE, maxBytesPerNamespace: SHARE };
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await ing?.stop();
+  await receiver?.close();
+  rmSync(spool, { recursive: true, force: true });
+});
+
+const dirBytes = (dir: string): number => readdirSync(dir).reduce((n, f) => n + statSync(join(dir, f)).size, 0);
+
+it('keeps at most a namespace share of refused events, drops and counts the oldest, and stays ready', async () => {
+  const sent = 3000;
+  for (let n = 0; n < sent / 100; n++) {
+    const events = Array.from({ length: 100 }, (_, i) => ({ source: `refused-${n * 100 + i}`, severity: 3, description: 'x'.repeat(100) }));
+    const res = await post(`${ing.url}/events/webhook_demo`, events, { authorization: basic(DEMO.user, DEMO.password) });
+    expect(res.status).toBe(200);
+  }
+  await waitFor('every event refused by the receiver', async () => (await metricValue(ing.adminUrl, 'intake_destination_dead_lettered_total{destination="tickets",reason="http_400"}')) === sent, 120_000, 200);
+  await waitFor('outbox empty', async () => (await metricValue(ing.adminUrl, 'intake_destination_lag{destination="tickets"}')) === 0, 30_000, 200);
+  const listed = await listLetters(ing, 'kind=delivery&limit=10000');
+  expect(listed.namespaces.default).toBeLessThanOrEqual(SHARE);
+  expect(listed.count).toBeGreaterThan(50);
+  expect(listed.count).toBeLessThan(sent);
+  // The newest are kept, the oldest went, and every one that went is counted.
+  const sources = listed.entries.map((e) => String(e.event?.source));
+  expect(sources).toContain(`refused-${sent - 1}`);
+  expect(sources).not.toContain('refused-0');
+  expect(await metricValue(ing.adminUrl, 'intake_deadletter_dropped_total{kind="delivery",namespace="default",reason="namespace_share"}')).toBe(sent - listed.count);
+  // The outbox is empty (the dead letters live apart, bounded), and the spool directory stays small.
+  expect((await fetch(`${ing.adminUrl}/readyz`)).status).toBe(200);
+  expect(dirBytes(spool)).toBeLessThan(16 * 1024 * 1024);
+  const more = await post(`${ing.url}/events/webhook_demo`, { source: 'after', severity: 1 }, { authorization: basic(DEMO.user, DEMO.password) });
+  expect(more.status).toBe(200);
+});
