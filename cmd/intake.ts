@@ -27,6 +27,7 @@ program
   .addOption(new Option('--trust-proxy <value>', 'trust X-Forwarded-For from proxies at these comma-separated addresses/CIDRs (or loopback, linklocal, uniquelocal)').env('INTAKE_TRUST_PROXY'))
   .addOption(new Option('--namespace <ns>', 'Kubernetes mode: read route Secrets labelled intake.dev/route=true in this namespace').env('INTAKE_NAMESPACE'))
   .addOption(new Option('--kubeconfig <file>', 'Kubernetes mode: kubeconfig file (default: in-cluster service account)').env('INTAKE_KUBECONFIG'))
+  .addOption(new Option('--service <name>', "Kubernetes mode: the ingesters' Service; its ready endpoints are the N replicas per-tenant limits are divided by (default: N = 1)").env('INTAKE_SERVICE'))
   .addOption(new Option('--log-level <level>', 'operational log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).env('INTAKE_LOG_LEVEL'))
   .action(async (opts: Record<string, string | undefined>) => {
     const file = opts.config ? readYamlFile(opts.config) : {};
@@ -38,7 +39,7 @@ program
       logger.warn({ config: opts.config }, 'Kubernetes mode: routes listed in the config file are ignored');
     }
     const { startIngester } = await import('../ingester/main.js');
-    const running = await startIngester(settings, source, logger);
+    const running = await startIngester(settings, source, logger, await replicaCount(opts.namespace, opts.service, opts.kubeconfig, logger));
     const stop = (signal: string): void => {
       logger.info({ signal }, 'signal received');
       const timer = setTimeout(() => {
@@ -122,6 +123,13 @@ function destinationNames(value: string | boolean | undefined): string[] {
   const bad = names.find((n) => !new RegExp(DESTINATION_NAME_PATTERN).test(n));
   if (bad !== undefined) throw new ConfigError(`--destinations: ${JSON.stringify(bad)} is not a destination name (lowercase letters, digits and dashes, at most 63)`);
   return [...new Set(names)];
+}
+
+/** Kubernetes mode with --service: ready replicas from the Service's EndpointSlices; otherwise none (N = 1). */
+async function replicaCount(namespace: string | undefined, service: string | undefined, kubeconfig: string | undefined, logger: ReturnType<typeof createLogger>) {
+  if (!namespace || !service) return undefined;
+  const [{ EndpointSliceReplicas }, { loadKubeConfig }] = await Promise.all([import('../ingester/limits/replicas.js'), import('../kube/config.js')]);
+  return new EndpointSliceReplicas(loadKubeConfig(kubeconfig), namespace, service, logger);
 }
 
 /** Kubernetes mode (route Secrets) when a namespace is given, else standalone (the config file). */

@@ -10,6 +10,8 @@ import { jetstreamSchema, resolveJetStream, resolveSpool, spoolSchema, type JetS
 import { expositionSchema, remoteWriteSchema, resolveRemoteWrite, type RemoteWriteFile, type RemoteWriteSettings } from './remote-write/settings.js';
 import { DEFAULT_MAPPING_LIMITS, type MappingLimits } from '../api/mapping/engine.js';
 import { destinationsSchema, resolveDestinations, type DestinationFile, type DestinationSettings } from './destinations/settings.js';
+import type { PartialTenantLimitDefaults, TenantLimitDefaults } from '../api/limits.js';
+import { resolveTenantLimits, tenantLimitsSchema } from './limits/settings.js';
 
 export interface IngesterSettings {
   listen: Listen;
@@ -51,6 +53,8 @@ export interface IngesterSettings {
   deadLetter: { path: string; maxBytes: number };
   /** Where accepted events are delivered after the hand-off (destinations/). Empty: nowhere. */
   destinations: DestinationSettings[];
+  /** Per-tenant limits for what a route does not carry (limits/settings.ts). */
+  tenantLimits: TenantLimitDefaults;
 }
 
 export const DEFAULT_SETTINGS: IngesterSettings = {
@@ -79,6 +83,7 @@ export const DEFAULT_SETTINGS: IngesterSettings = {
   mapping: DEFAULT_MAPPING_LIMITS,
   deadLetter: { path: '/tmp/intake-deadletter.jsonl', maxBytes: 64 * 1024 * 1024 },
   destinations: [],
+  tenantLimits: resolveTenantLimits(undefined, 10000),
 };
 
 const positive = { type: 'integer', minimum: 1 } as const;
@@ -138,6 +143,7 @@ const settingsFileSchema = {
     },
     deadLetter: { type: 'object', additionalProperties: false, properties: { path: { type: 'string', minLength: 1 }, maxBytes: { type: 'integer', minimum: 4096 } } },
     destinations: destinationsSchema,
+    tenantLimits: tenantLimitsSchema,
     routes: { type: 'array' },
   },
 } as const;
@@ -181,6 +187,7 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
     mapping?: Partial<MappingLimits>;
     deadLetter?: Partial<IngesterSettings['deadLetter']>;
     destinations?: DestinationFile[];
+    tenantLimits?: PartialTenantLimitDefaults;
   };
   const d = DEFAULT_SETTINGS;
   const settings: IngesterSettings = {
@@ -196,6 +203,7 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
     mapping: { ...d.mapping, ...f.mapping },
     deadLetter: { ...d.deadLetter, ...f.deadLetter },
     destinations: resolveDestinations(f.destinations),
+    tenantLimits: resolveTenantLimits(f.tenantLimits, f.limits?.maxSeriesPerNamespace ?? d.limits.maxSeriesPerNamespace),
   };
   const jetstream = resolveJetStream(f.sinks?.jetstream);
   const spool = resolveSpool(f.spool, jetstream, settings.destinations.length > 0);

@@ -19,6 +19,7 @@ import { clientErrorHandler, deferContinue, forwardedForProblem, serverTimeoutOp
 import { MemoryDeadLetter } from './mapping/dead-letter.js';
 import { MappingMetrics } from './mapping/metrics.js';
 import { MappedWebhooks } from './mapping/pipeline.js';
+import type { TenantLimiter } from './limits/tenant-limiter.js';
 import type { Endpoint, IngesterMetrics } from './metrics.js';
 import { EventLoopGuard } from './overload.js';
 import type { RouteEntry, RouteTable } from './route-table.js';
@@ -68,6 +69,8 @@ export interface IngestServerOptions {
   https?: { key: Buffer; cert: Buffer };
   /** Data mapping, dry run and dead letter (ingester/mapping/); in memory when not given. */
   mapped?: MappedWebhooks;
+  /** Per-tenant limits (limits/tenant-limiter.ts); absent: none. */
+  limiter?: TenantLimiter;
 }
 
 /** What the route modules get: the options, plus the per-server pieces built here. */
@@ -181,7 +184,13 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
 /** Tests build the server without a dead-letter file: keep mapped payloads in memory. */
 function inMemoryMapping(o: IngestServerOptions): MappedWebhooks {
   const deadLetter = new MemoryDeadLetter();
-  return new MappedWebhooks({ deadLetter, metrics: new MappingMetrics(o.metrics.registry, () => deadLetter.bytes), eventsPerRequest: o.limits.eventsPerRequest });
+  const limiter = o.limiter;
+  return new MappedWebhooks({
+    deadLetter,
+    metrics: new MappingMetrics(o.metrics.registry, () => deadLetter.bytes),
+    eventsPerRequest: o.limits.eventsPerRequest,
+    ...(limiter ? { chargeMappingCpu: (entry: RouteEntry, cpuMs: number) => limiter.chargeMappingCpu(entry, cpuMs) } : {}),
+  });
 }
 
 function definedOnly(limits: IngestLimits): Partial<TimeoutSettings> {

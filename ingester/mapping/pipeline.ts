@@ -10,6 +10,7 @@ import type { FieldError } from '../errors.js';
 import { IntakeError } from '../errors.js';
 import { parseEvents, type EventContext, type NormalisedEvent } from '../events.js';
 import type { RouteEntry } from '../route-table.js';
+import { meteredEvaluation } from '../limits/mapping-cpu.js';
 import { MappingError } from '../../api/mapping/engine.js';
 import type { DeadLetterStore } from './dead-letter.js';
 import type { MappingFailureReason, MappingMetrics } from './metrics.js';
@@ -39,6 +40,8 @@ export interface MappedWebhooksOptions {
   deadLetter: DeadLetterStore;
   metrics: MappingMetrics;
   eventsPerRequest: number;
+  /** Charges an evaluation's CPU milliseconds to the route's namespace (per-tenant limits). */
+  chargeMappingCpu?: (entry: RouteEntry, cpuMs: number) => void;
 }
 
 export const isDryRun = (query: unknown): boolean => {
@@ -58,7 +61,8 @@ export class MappedWebhooks {
     if (!entry.mapping) return parseEvents(body, this.o.eventsPerRequest, ctx);
     let mapped: unknown[];
     try {
-      mapped = await entry.mapping.evaluate(body);
+      const mapping = entry.mapping;
+      mapped = await meteredEvaluation(() => mapping.evaluate(body), (cpuMs) => this.o.chargeMappingCpu?.(entry, cpuMs));
     } catch (err) {
       const e = MappingError.from(err);
       const message = `the mapping (${entry.mapping.label}) failed: ${e.describe()}`;
