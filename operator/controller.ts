@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { ROUTE_LABEL, ROUTE_SECRET_KEY } from '../api/route.js';
 import type { TenantLimitDefaults } from '../api/limits.js';
 import { API_VERSION, FINALIZER, GROUP, PLURALS, VERSION, type ApiKey, type IntakeQuota, type IntakeResource, type WebhookIntegration } from '../api/v1alpha1/types.js';
-import { isNamespaceTerminating } from '../kube/config.js';
+import { isNamespaceTerminating, statusOf } from '../kube/config.js';
 import { Informer } from '../kube/informer.js';
 import { isTransition, setCondition, setReady } from './conditions.js';
 import { namespaceLimits, quotaUsage, type NamespaceEffectiveLimits } from './limits.js';
@@ -102,9 +102,18 @@ export class Controller {
       logger: this.o.logger,
       watchPath: ns ? `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${plural}` : `/apis/${GROUP}/${VERSION}/${plural}`,
       list: async () => {
-        const l = (ns
-          ? await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural })
-          : await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural })) as { items: T[]; metadata?: { resourceVersion?: string } };
+        let l: { items: T[]; metadata?: { resourceVersion?: string } };
+        try {
+          l = (ns
+            ? await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural })
+            : await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural })) as typeof l;
+        } catch (err) {
+          // An operator upgraded before its CRDs: without the IntakeQuota CRD there are no quotas,
+          // and integrations and keys must still be served (with the cluster defaults).
+          if (kind !== 'IntakeQuota' || statusOf(err) !== 404) throw err;
+          this.o.logger.warn('the IntakeQuota CRD is not installed (kubectl apply -f crds/): cluster default limits apply everywhere');
+          return { items: [], resourceVersion: '' };
+        }
         // Lists omit kind and apiVersion on items; the rest of the operator relies on them.
         return { items: l.items.map((i) => ({ ...i, kind, apiVersion: API_VERSION })), resourceVersion: l.metadata?.resourceVersion ?? '' };
       },
