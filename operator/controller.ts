@@ -4,7 +4,7 @@
  */
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, type KubernetesObject, type V1Secret } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { ROUTE_LABEL, ROUTE_SECRET_KEY } from '../api/route.js';
+import { ROUTE_LABEL, ROUTE_SECRET_KEY, validateRoute } from '../api/route.js';
 import type { TenantLimitDefaults } from '../api/limits.js';
 import { API_VERSION, FINALIZER, GROUP, PLURALS, VERSION, type ApiKey, type IntakeQuota, type IntakeResource, type WebhookIntegration } from '../api/v1alpha1/types.js';
 import { isNamespaceTerminating, statusOf } from '../kube/config.js';
@@ -311,7 +311,8 @@ export class Controller {
         labels: { ...MANAGED_BY, [ROUTE_LABEL]: 'true' },
         annotations: { [SOURCE_ANNOTATION]: queueKey(obj.kind, obj.metadata.namespace as string, obj.metadata.name as string) },
       },
-      data: { [ROUTE_SECRET_KEY]: Buffer.from(JSON.stringify(plan.route)).toString('base64') },
+      // The contract is checked on both sides: a document the ingesters would skip is never written.
+      data: { [ROUTE_SECRET_KEY]: Buffer.from(JSON.stringify(validateRoute(plan.route))).toString('base64') },
     };
     await this.writer.applySecret(desired, existing);
   }

@@ -1,4 +1,5 @@
 import { DEFAULT_TENANT_LIMITS } from '../../../api/limits.js';
+import { validateRoute } from '../../../api/route.js';
 import type { ApiKey, IntakeQuota, WebhookIntegration } from '../../../api/v1alpha1/types.js';
 import { apiKeyLimits, namespaceLimits, quotaUsage, webhookLimits } from '../../../operator/limits.js';
 import { throttledState } from '../../../operator/plan.js';
@@ -59,5 +60,12 @@ describe('effective limits', () => {
   it("reports what a namespace's integrations and keys were given", () => {
     const ns = namespaceLimits(DEFAULT_TENANT_LIMITS, [quota('q', { integration: { eventsPerSecond: 100 } })]);
     expect(quotaUsage([wi('a'), wi('b', { limits: { eventsPerSecond: 10 } })], [key('k', { limits: { dataPointsPerSecond: 7 } })], ns)).toEqual({ integrations: 2, apiKeys: 1, eventsPerSecond: 110, dataPointsPerSecond: 7 });
+  });
+
+  it('resolves into route limits the route schema accepts', () => {
+    const ns = namespaceLimits(DEFAULT_TENANT_LIMITS, [quota('q', { namespace: { maxSeries: 5 } })]);
+    const base = { apiVersion: 'intake.dev/v1alpha1', namespace: 'ns', credentials: [{ username: 'u', secret: { sha256: 'a'.repeat(64) } }] };
+    expect(() => validateRoute({ ...base, kind: 'WebhookIntegration', name: 'a', limits: webhookLimits(wi('a', { limits: { eventsBurst: 1 } }), ns).route })).not.toThrow();
+    expect(() => validateRoute({ ...base, kind: 'ApiKey', name: 'k', limits: apiKeyLimits(key('k'), ns).route })).not.toThrow();
   });
 });
