@@ -6,6 +6,7 @@
 import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import routeSchema from './route.schema.json' with { type: 'json' };
+import type { RouteLimits } from './limits.js';
 import type { MappingSpec } from './mapping/engine.js';
 
 export const ROUTE_API_VERSION = 'intake.dev/v1alpha1';
@@ -31,7 +32,8 @@ export interface Route {
   namespace: string;
   suspended?: boolean;
   credentials: RouteCredential[];
-  limits?: { maxSeries?: number };
+  /** Effective limits of the route and its namespace (api/limits.ts). */
+  limits?: RouteLimits;
   /** WebhookIntegration only: the payload mapping (api/mapping/). */
   mapping?: MappingSpec;
   /** WebhookIntegration only: destination names; absent means the ingester's defaults. */

@@ -6,7 +6,9 @@
  * about 55 MiB of resident memory, which a standalone ingester (routes from a file) never needs.
  * The shebang's V8 flag (a small young generation, see Dockerfile) is the one the image sets.
  */
+import { Ajv } from 'ajv';
 import { Command, Option } from 'commander';
+import { DEFAULT_TENANT_LIMITS, mergeTenantLimitDefaults, tenantLimitDefaultsSchema, type PartialTenantLimitDefaults, type TenantLimitDefaults } from '../api/limits.js';
 import { ConfigError, parseListen, readYamlFile } from '../common/config-files.js';
 import { resolveSettings, type IngesterSettings } from '../ingester/config.js';
 import { createLogger } from '../common/logger.js';
@@ -27,6 +29,7 @@ program
   .addOption(new Option('--trust-proxy <value>', 'trust X-Forwarded-For from proxies at these comma-separated addresses/CIDRs (or loopback, linklocal, uniquelocal)').env('INTAKE_TRUST_PROXY'))
   .addOption(new Option('--namespace <ns>', 'Kubernetes mode: read route Secrets labelled intake.dev/route=true in this namespace').env('INTAKE_NAMESPACE'))
   .addOption(new Option('--kubeconfig <file>', 'Kubernetes mode: kubeconfig file (default: in-cluster service account)').env('INTAKE_KUBECONFIG'))
+  .addOption(new Option('--service <name>', "Kubernetes mode: the ingesters' Service; its ready endpoints are the N replicas per-tenant limits are divided by (default: N = 1)").env('INTAKE_SERVICE'))
   .addOption(new Option('--log-level <level>', 'operational log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).env('INTAKE_LOG_LEVEL'))
   .action(async (opts: Record<string, string | undefined>) => {
     const file = opts.config ? readYamlFile(opts.config) : {};
@@ -38,7 +41,7 @@ program
       logger.warn({ config: opts.config }, 'Kubernetes mode: routes listed in the config file are ignored');
     }
     const { startIngester } = await import('../ingester/main.js');
-    const running = await startIngester(settings, source, logger);
+    const running = await startIngester(settings, source, logger, await replicaCount(opts.namespace, opts.service, opts.kubeconfig, logger));
     const stop = (signal: string): void => {
       logger.info({ signal }, 'signal received');
       const timer = setTimeout(() => {
@@ -74,6 +77,7 @@ program
   .addOption(new Option('--lease-name <name>', 'name of the leader Lease').default('intake-operator'))
   .addOption(new Option('--admin-listen <host:port>', '/healthz /readyz /metrics').default('127.0.0.1:8082').env('INTAKE_ADMIN_LISTEN'))
   .addOption(new Option('--default-max-series <n>', 'series cap for an ApiKey without spec.maxSeries').default('10000'))
+  .addOption(new Option('--default-limits <json>', 'cluster defaults of the per-tenant limits, JSON {"namespace":{...},"integration":{...},"apiKey":{...}} (fields: README "Per-tenant limits"); an IntakeQuota overrides them per namespace').env('INTAKE_DEFAULT_LIMITS'))
   .addOption(new Option('--destinations <names>', "comma-separated destination names the ingesters are configured with (spec.destinations must name these; default: none)").env('INTAKE_DESTINATIONS'))
   .addOption(new Option('--resync-period <seconds>', 'reconcile everything this often (picks up changes to referenced Secrets)').default('300'))
   .addOption(new Option('--workers <n>', 'concurrent reconciles').default('4'))
@@ -99,6 +103,7 @@ program
         adminListen: parseListen(String(opts.adminListen), '--admin-listen'),
         defaultMaxSeries: int('defaultMaxSeries'),
         destinations: destinationNames(opts.destinations),
+        limitDefaults: defaultLimits(opts.defaultLimits, int('defaultMaxSeries')),
         resyncPeriodMs: int('resyncPeriod') * 1000,
         workers: int('workers'),
       },
@@ -116,12 +121,34 @@ program
     process.once('SIGINT', stop);
   });
 
+/** The operator's --default-limits over the built-in defaults; --default-max-series is the API key series default. */
+function defaultLimits(value: string | boolean | undefined, defaultMaxSeries: number): TenantLimitDefaults {
+  const base = mergeTenantLimitDefaults(DEFAULT_TENANT_LIMITS, { apiKey: { maxSeries: defaultMaxSeries } });
+  if (typeof value !== 'string' || value.trim() === '') return base;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    throw new ConfigError('--default-limits must be JSON, e.g. {"namespace":{"eventsPerSecond":1000}}');
+  }
+  const validate = new Ajv({ allErrors: true, strict: false }).compile(tenantLimitDefaultsSchema);
+  if (!validate(parsed)) throw new ConfigError(`--default-limits: ${(validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message}${e.keyword === 'additionalProperties' ? ` (${String(e.params.additionalProperty)})` : ''}`).join('; ')}`);
+  return mergeTenantLimitDefaults(base, parsed as PartialTenantLimitDefaults);
+}
+
 /** The operator's --destinations: names as the ingester config spells them (destinations[].name). */
 function destinationNames(value: string | boolean | undefined): string[] {
   const names = typeof value === 'string' ? value.split(',').map((n) => n.trim()).filter(Boolean) : [];
   const bad = names.find((n) => !new RegExp(DESTINATION_NAME_PATTERN).test(n));
   if (bad !== undefined) throw new ConfigError(`--destinations: ${JSON.stringify(bad)} is not a destination name (lowercase letters, digits and dashes, at most 63)`);
   return [...new Set(names)];
+}
+
+/** Kubernetes mode with --service: ready replicas from the Service's EndpointSlices; otherwise none (N = 1). */
+async function replicaCount(namespace: string | undefined, service: string | undefined, kubeconfig: string | undefined, logger: ReturnType<typeof createLogger>) {
+  if (!namespace || !service) return undefined;
+  const [{ EndpointSliceReplicas }, { loadKubeConfig }] = await Promise.all([import('../ingester/limits/replicas.js'), import('../kube/config.js')]);
+  return new EndpointSliceReplicas(loadKubeConfig(kubeconfig), namespace, service, logger);
 }
 
 /** Kubernetes mode (route Secrets) when a namespace is given, else standalone (the config file). */

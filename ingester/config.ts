@@ -12,6 +12,8 @@ import { DEFAULT_MAPPING_LIMITS, type MappingLimits } from '../api/mapping/engin
 import { DEFAULT_POOL, defaultWorkers } from '../api/mapping/worker-pool.js';
 import { destinationsSchema, resolveDestinations, type DestinationFile, type DestinationSettings } from './destinations/settings.js';
 import type { DeadLetterSettings } from './dead-letters/setup.js';
+import type { PartialTenantLimitDefaults, TenantLimitDefaults } from '../api/limits.js';
+import { resolveTenantLimits, tenantLimitsSchema } from './limits/settings.js';
 
 export interface IngesterSettings {
   listen: Listen;
@@ -55,6 +57,8 @@ export interface IngesterSettings {
   deadLetter: DeadLetterSettings;
   /** Where accepted events are delivered after the hand-off (destinations/). Empty: nowhere. */
   destinations: DestinationSettings[];
+  /** Per-tenant limits for what a route does not carry (limits/settings.ts). */
+  tenantLimits: TenantLimitDefaults;
 }
 
 /** The mapping guardrails plus the worker threads tenants' expressions run in (api/mapping/worker-pool.ts). */
@@ -99,6 +103,7 @@ export const DEFAULT_SETTINGS: IngesterSettings = {
   mapping: { ...DEFAULT_MAPPING_LIMITS, maxOutputBytes: OUTPUT_PER_BODY * 1024 * 1024, workers: defaultWorkers(), maxQueued: DEFAULT_POOL.maxQueued, maxQueuedBytes: DEFAULT_POOL.maxQueuedBytes, workerHeapMb: DEFAULT_POOL.heapMb },
   deadLetter: { path: '/tmp/intake-deadletter.jsonl', maxBytes: 256 * 1024 * 1024, maxBytesPerNamespace: 16 * 1024 * 1024, replayLeaseSeconds: 300 },
   destinations: [],
+  tenantLimits: resolveTenantLimits(undefined, 10000),
 };
 
 const positive = { type: 'integer', minimum: 1 } as const;
@@ -174,6 +179,7 @@ const settingsFileSchema = {
       properties: { path: { type: 'string', minLength: 1 }, maxBytes: { type: 'integer', minimum: 4096 }, maxBytesPerNamespace: { type: 'integer', minimum: 4096 }, replayLeaseSeconds: { type: 'integer', minimum: 1, maximum: 86400 } },
     },
     destinations: destinationsSchema,
+    tenantLimits: tenantLimitsSchema,
     routes: { type: 'array' },
   },
 } as const;
@@ -217,6 +223,7 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
     mapping?: Partial<MappingSettings>;
     deadLetter?: Partial<IngesterSettings['deadLetter']>;
     destinations?: DestinationFile[];
+    tenantLimits?: PartialTenantLimitDefaults;
   };
   const d = DEFAULT_SETTINGS;
   const limits = { ...d.limits, ...f.limits };
@@ -234,6 +241,7 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
     mapping: { ...d.mapping, maxOutputBytes: OUTPUT_PER_BODY * limits.bodyBytes, ...f.mapping },
     deadLetter: { ...d.deadLetter, ...f.deadLetter },
     destinations: resolveDestinations(f.destinations),
+    tenantLimits: resolveTenantLimits(f.tenantLimits, f.limits?.maxSeriesPerNamespace ?? d.limits.maxSeriesPerNamespace),
   };
   const jetstream = resolveJetStream(f.sinks?.jetstream);
   const spool = resolveSpool(f.spool, jetstream, settings.destinations.length > 0);

@@ -101,3 +101,48 @@ export const mappingBusy = (message: string, retryAfterSeconds: number): IntakeE
 
 export const sinkFailed = (sink: string, cause: unknown): IntakeError =>
   new IntakeError('SINK_FAILED', 503, `event sink ${sink} failed; nothing was acknowledged, retry later`, undefined, { 'retry-after': '5' }, { cause });
+
+export type LimitScope = 'integration' | 'apikey' | 'namespace';
+export type LimitResource = 'events' | 'dataPoints' | 'mappingCpuMillis';
+
+/** The `limit` object of a refusal over a per-tenant limit: which one, its values, and what raises it. */
+export interface LimitDetails {
+  scope: LimitScope;
+  namespace: string;
+  /** The integration, API key or namespace the limit belongs to. */
+  name: string;
+  resource: LimitResource;
+  /** Cluster-wide values; each of `replicas` ready replicas enforces its share. */
+  perSecond: number;
+  burst: number;
+  replicas: number;
+  /** Events or data points in the request (1 when refused before the body was read, and for mapping CPU). */
+  requested: number;
+  retryAfterSeconds: number;
+  /** The setting that raises the limit. */
+  field: string;
+}
+
+const LIMIT_NOUNS: Record<LimitResource, string> = { events: 'events/s', dataPoints: 'data points/s', mappingCpuMillis: 'mapping CPU ms/s' };
+
+/** Over a per-tenant limit: nothing of the request was accepted. 429, or 503 for senders that retry only server errors. */
+export class LimitError extends IntakeError {
+  constructor(statusCode: number, readonly limit: LimitDetails) {
+    const of = limit.scope === 'namespace' ? `namespace ${limit.namespace}` : `${limit.scope === 'apikey' ? 'API key' : 'integration'} ${limit.name} (namespace ${limit.namespace})`;
+    super(
+      limit.resource === 'mappingCpuMillis' ? 'MAPPING_CPU_LIMITED' : 'RATE_LIMITED',
+      statusCode,
+      `${LIMIT_NOUNS[limit.resource]} limit of ${of} reached: ${limit.perSecond}/s, burst ${limit.burst}` +
+        (limit.replicas > 1 ? ` (across ${limit.replicas} replicas)` : '') +
+        `; nothing of this request was accepted, retry after ${limit.retryAfterSeconds}s. To raise it: ${limit.field}`,
+      undefined,
+      { 'retry-after': String(limit.retryAfterSeconds) },
+    );
+  }
+
+  override toBody(): ReturnType<IntakeError['toBody']> & { limit: LimitDetails } {
+    return { ...super.toBody(), limit: this.limit };
+  }
+}
+
+export const rateLimited = (statusCode: number, limit: LimitDetails): LimitError => new LimitError(statusCode, limit);

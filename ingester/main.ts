@@ -21,6 +21,8 @@ import { MappedWebhooks } from './mapping/pipeline.js';
 import { MappingWorkerPool } from '../api/mapping/worker-pool.js';
 import { replayMapping } from './mapping/replay.js';
 import { LogSink } from './sinks/log-sink.js';
+import type { ReplicaCount } from './limits/replicas.js';
+import { TenantLimiter } from './limits/tenant-limiter.js';
 import type { EventSink } from './sinks/sink.js';
 
 /** Where routes come from: the YAML file (standalone) or route Secrets (Kubernetes mode). */
@@ -47,7 +49,8 @@ export interface RunningIngester {
 const SWEEP_INTERVAL_MS = 30_000;
 const KEEP_ALIVE_GRACE_MS = 1000;
 
-export async function startIngester(settings: IngesterSettings, source: RouteSource, logger: Logger): Promise<RunningIngester> {
+/** `replicas`: Kubernetes mode, the ready replicas sharing the per-tenant limits (standalone: 1). */
+export async function startIngester(settings: IngesterSettings, source: RouteSource, logger: Logger, replicas?: ReplicaCount): Promise<RunningIngester> {
   const lifecycle: Lifecycle = { ready: false, closing: false };
   const registry = new Registry();
   const series = new SeriesStore({
@@ -87,7 +90,6 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
     : undefined;
   let table = RouteTable.empty();
   const mappingMetrics = new MappingMetrics(registry);
-  const mapped = new MappedWebhooks({ deadLetter: deadLetters.store, metrics: mappingMetrics, eventsPerRequest: settings.limits.eventsPerRequest, mappedEventsPerRequest: settings.mapping.maxEvents });
   // Tenants' expressions run in worker threads, stopped at their limits (presets run here).
   const mappingWorkers = new MappingWorkerPool({
     size: settings.mapping.workers,
@@ -99,12 +101,27 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
       logger.warn({ reason }, 'mapping worker terminated and replaced');
     },
   });
+  const limiter = new TenantLimiter({
+    defaults: settings.tenantLimits,
+    mode: source.allowPlaintext ? 'file' : 'kubernetes',
+    eventsRefused: metrics.eventsRefused,
+    pointsRefused: metrics.pointsRefused,
+  });
+  replicas?.start((n) => limiter.setReplicas(n));
+  const mapped = new MappedWebhooks({
+    deadLetter: deadLetters.store,
+    metrics: mappingMetrics,
+    eventsPerRequest: settings.limits.eventsPerRequest,
+    mappedEventsPerRequest: settings.mapping.maxEvents,
+    chargeMappingCpu: (entry, cpuMs) => limiter.chargeMappingCpu(entry, cpuMs),
+  });
 
   const install = (inputs: RouteInput[], unparsable: SkippedRoute[] = []): void => {
     const built = RouteTable.build(inputs, { allowPlaintext: source.allowPlaintext, mappingLimits: settings.mapping, mappingRunner: mappingWorkers, destinations: settings.destinations });
     const skipped = [...unparsable, ...built.skipped];
     for (const s of skipped) logger.warn({ route: s.source, reason: s.reason }, 'route skipped');
     metrics.routesSkipped.set(skipped.length);
+    limiter.sync(built.table.entries());
     table = built.table;
     metrics.routes.set({ kind: 'WebhookIntegration' }, table.size.webhooks);
     metrics.routes.set({ kind: 'ApiKey' }, table.size.apiKeys);
@@ -141,6 +158,7 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
     logger,
     trustProxy: settings.trustProxy,
     mapped,
+    limiter,
     ...(tls ? { https: tls } : {}),
   });
   const admin = buildAdminServer({ registry, series, exposition: settings.exposition.enabled, lifecycle, logger, sinks, timeouts: settings.limits, ...(remoteWrite ? { refusing: [remoteWrite] } : {}) });
@@ -181,6 +199,7 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
       clearInterval(sweeper);
       await stopTlsWatch?.();
       await source.stop();
+      replicas?.stop();
       await connectionsDrained(ingest, Math.min(KEEP_ALIVE_GRACE_MS, settings.limits.keepAliveTimeoutMs));
       // An upload that never finishes must not hold the shutdown past its deadline.
       const hardStop = setTimeout(() => (ingest.server as unknown as { closeAllConnections(): void }).closeAllConnections(), Math.max(1000, settings.shutdown.timeoutSeconds * 1000 - 3000));

@@ -14,6 +14,8 @@ export class IngesterMetrics {
   readonly pointsReceived: Counter<'namespace'>;
   readonly pointsProcessed: Counter<'namespace'>;
   readonly pointsRejected: Counter<'namespace' | 'reason'>;
+  readonly eventsRefused: Counter<'integration' | 'namespace' | 'reason' | 'scope'>;
+  readonly pointsRefused: Counter<'namespace' | 'reason' | 'scope'>;
   readonly authFailures: Counter<'endpoint' | 'reason'>;
   readonly sinkErrors: Counter<'sink'>;
   readonly routes: Gauge<'kind'>;
@@ -38,6 +40,18 @@ export class IngesterMetrics {
     this.pointsReceived = new Counter({ name: 'intake_datapoints_received_total', help: 'Metric data points in authenticated requests.', labelNames: ['namespace'], registers });
     this.pointsProcessed = new Counter({ name: 'intake_datapoints_processed_total', help: 'Metric data points written to series.', labelNames: ['namespace'], registers });
     this.pointsRejected = new Counter({ name: 'intake_datapoints_rejected_total', help: 'Metric data points not accepted, by reason.', labelNames: ['namespace', 'reason'], registers });
+    this.eventsRefused = new Counter({
+      name: 'intake_events_refused_total',
+      help: 'Events refused over a per-tenant limit, by reason (rate_limited, mapping_cpu) and scope (integration, namespace); a request refused before its body was read counts one.',
+      labelNames: ['integration', 'namespace', 'reason', 'scope'],
+      registers,
+    });
+    this.pointsRefused = new Counter({
+      name: 'intake_datapoints_refused_total',
+      help: 'Metric data points refused over a per-tenant limit, by reason (rate_limited) and scope (apikey, namespace); a request refused before its body was read counts one.',
+      labelNames: ['namespace', 'reason', 'scope'],
+      registers,
+    });
     this.authFailures = new Counter({ name: 'intake_auth_failures_total', help: 'Failed authentications, by endpoint and reason.', labelNames: ['endpoint', 'reason'], registers });
     this.sinkErrors = new Counter({ name: 'intake_sink_errors_total', help: 'Batches a sink failed to hold.', labelNames: ['sink'], registers });
     this.routes = new Gauge({ name: 'intake_routes', help: 'Routes in the active routing table, by kind.', labelNames: ['kind'], registers });

@@ -4,6 +4,7 @@
  * either the old table or the new one, never a mix.
  */
 import { compileMapping, MappingError, type CompiledMapping, type ExpressionRunner, type MappingLimits } from '../api/mapping/engine.js';
+import { defaultOverLimitStatus, type OverLimitStatus, type RouteLimits } from '../api/limits.js';
 import type { Route, RouteKind } from '../api/route.js';
 import { sha256 } from '../api/verifiers.js';
 import { CompiledCredential, type VerifiedCache } from './credentials.js';
@@ -15,6 +16,10 @@ export interface RouteEntry {
   readonly namespace: string;
   readonly suspended: boolean;
   readonly maxSeries?: number;
+  /** The route's effective limits as published (absent fields: the ingester's defaults; limits/tenant-limiter.ts). */
+  readonly limits: RouteLimits;
+  /** The status of a refusal over a limit (429, or 503 for senders that retry only 5xx). */
+  readonly overLimitStatus: OverLimitStatus;
   readonly credentials: readonly CompiledCredential[];
   /** The payload mapping, compiled when the table is built (never per request). */
   readonly mapping?: CompiledMapping;
@@ -91,6 +96,12 @@ export class RouteTable {
     return { table: new RouteTable(webhooks, apiKeys), skipped };
   }
 
+  /** Every route in the table once (for the per-tenant limiter). */
+  *entries(): IterableIterator<RouteEntry> {
+    yield* this.webhooks.values();
+    yield* new Set([...this.apiKeys.values()].map((v) => v.entry));
+  }
+
   get size(): { webhooks: number; apiKeys: number } {
     return { webhooks: this.webhooks.size, apiKeys: new Set([...this.apiKeys.values()].map((v) => v.entry)).size };
   }
@@ -157,6 +168,8 @@ function compile(route: Route, mappingLimits: MappingLimits | undefined, destina
     namespace: route.namespace,
     suspended: route.suspended ?? false,
     credentials: route.credentials.map((c) => new CompiledCredential(c)),
+    limits: route.limits ?? {},
+    overLimitStatus: route.limits?.overLimitStatus ?? defaultOverLimitStatus(route.kind === 'WebhookIntegration' ? route.mapping : undefined),
   };
   if (route.mapping && route.kind === 'WebhookIntegration') entry = { ...entry, mapping: compileMapping(route.mapping, mappingLimits, runner) };
   return route.limits?.maxSeries !== undefined ? { ...entry, maxSeries: route.limits.maxSeries } : entry;

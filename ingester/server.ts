@@ -17,6 +17,7 @@ import { LogLimiter } from './log-limiter.js';
 import { badHeader, IntakeError, methodNotAllowed, notFound, payloadTooLarge, unavailable, unsupportedMediaType } from './errors.js';
 import { clientErrorHandler, deferContinue, forwardedForProblem, serverTimeoutOptions, type TimeoutSettings } from './http-guards.js';
 import type { MappedWebhooks } from './mapping/pipeline.js';
+import type { TenantLimiter } from './limits/tenant-limiter.js';
 import type { Endpoint, IngesterMetrics } from './metrics.js';
 import { EventLoopGuard } from './overload.js';
 import type { RouteEntry, RouteTable } from './route-table.js';
@@ -68,6 +69,8 @@ export interface IngestServerOptions {
   https?: { key: Buffer; cert: Buffer };
   /** Data mapping, dry run and dead letter (ingester/mapping/). */
   mapped: MappedWebhooks;
+  /** Per-tenant limits (limits/tenant-limiter.ts); absent: none. */
+  limiter?: TenantLimiter;
 }
 
 /** What the route modules get: the options, plus the per-server pieces built here. */

@@ -10,16 +10,31 @@ export interface ReadyState {
 }
 
 export function setReady(existing: readonly Condition[] | undefined, state: ReadyState, generation: number | undefined, now: Date): Condition[] {
-  const others = (existing ?? []).filter((c) => c.type !== 'Ready');
-  const previous = existing?.find((c) => c.type === 'Ready');
+  return setCondition(existing, 'Ready', state, generation, now);
+}
+
+/** Throttled: True (reason Clamped) when spec.limits asks for more than the namespace's quota allows. */
+export interface ConditionState {
+  status: 'True' | 'False';
+  reason: string;
+  message: string;
+}
+
+/** Sets one condition in place (others keep their order), keeping lastTransitionTime while the status is unchanged. */
+export function setCondition(existing: readonly Condition[] | undefined, type: string, state: ConditionState, generation: number | undefined, now: Date): Condition[] {
+  const previous = existing?.find((c) => c.type === type);
   const lastTransitionTime = previous && previous.status === state.status ? previous.lastTransitionTime : now.toISOString().replace(/\.\d{3}Z$/, 'Z');
-  const ready: Condition = { type: 'Ready', status: state.status, reason: state.reason, message: state.message, lastTransitionTime };
-  if (generation !== undefined) ready.observedGeneration = generation;
-  return [...others, ready];
+  const condition: Condition = { type, status: state.status, reason: state.reason, message: state.message, lastTransitionTime };
+  if (generation !== undefined) condition.observedGeneration = generation;
+  const list = [...(existing ?? [])];
+  const at = list.findIndex((c) => c.type === type);
+  if (at >= 0) list[at] = condition;
+  else list.push(condition);
+  return list;
 }
 
 /** A transition worth a Kubernetes Event: status or reason changed. */
-export function isTransition(existing: readonly Condition[] | undefined, state: ReadyState): boolean {
-  const previous = existing?.find((c) => c.type === 'Ready');
+export function isTransition(existing: readonly Condition[] | undefined, state: ConditionState, type = 'Ready'): boolean {
+  const previous = existing?.find((c) => c.type === type);
   return !previous || previous.status !== state.status || previous.reason !== state.reason;
 }

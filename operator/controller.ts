@@ -5,11 +5,13 @@
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, type KubernetesObject, type V1Secret } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { ExpressionRunner } from '../api/mapping/engine.js';
-import { ROUTE_LABEL, ROUTE_SECRET_KEY } from '../api/route.js';
-import { API_VERSION, FINALIZER, GROUP, PLURALS, VERSION, type ApiKey, type IntakeResource, type WebhookIntegration } from '../api/v1alpha1/types.js';
-import { isNamespaceTerminating } from '../kube/config.js';
+import { ROUTE_LABEL, ROUTE_SECRET_KEY, validateRoute } from '../api/route.js';
+import type { TenantLimitDefaults } from '../api/limits.js';
+import { API_VERSION, FINALIZER, GROUP, PLURALS, VERSION, type ApiKey, type IntakeQuota, type IntakeResource, type WebhookIntegration } from '../api/v1alpha1/types.js';
+import { isNamespaceTerminating, statusOf } from '../kube/config.js';
 import { Informer } from '../kube/informer.js';
-import { isTransition, setReady } from './conditions.js';
+import { isTransition, setCondition, setReady } from './conditions.js';
+import { namespaceLimits, quotaUsage, type NamespaceEffectiveLimits } from './limits.js';
 import { ScryptVerifiers } from './credentials.js';
 import type { OperatorMetrics } from './metrics.js';
 import { credentialsSecretName, integrationNameOf, parseQueueKey, queueKey, routeSecretName } from './naming.js';
@@ -31,6 +33,8 @@ export interface ControllerOptions {
   defaultMaxSeries: number;
   /** Destination names the ingesters are configured with. */
   destinations: readonly string[];
+  /** Cluster defaults of the per-tenant limits (--default-limits), under any IntakeQuota. */
+  limitDefaults: TenantLimitDefaults;
   resyncPeriodMs: number;
   workers: number;
   metrics: OperatorMetrics;
@@ -44,6 +48,7 @@ export class Controller {
   private readonly writer: Writer;
   private readonly webhooks: Array<Informer<WebhookIntegration>> = [];
   private readonly apiKeys: Array<Informer<ApiKey>> = [];
+  private readonly quotas: Array<Informer<IntakeQuota>> = [];
   private readonly credentialSecrets: Array<Informer<V1Secret>> = [];
   private readonly routeSecrets: Informer<V1Secret>;
   private readonly scrypt = new ScryptVerifiers();
@@ -57,6 +62,7 @@ export class Controller {
     for (const ns of scopes) {
       this.webhooks.push(this.customInformer<WebhookIntegration>('WebhookIntegration', ns, custom));
       this.apiKeys.push(this.customInformer<ApiKey>('ApiKey', ns, custom));
+      this.quotas.push(this.customInformer<IntakeQuota>('IntakeQuota', ns, custom));
       const selector = `${CREDENTIALS_LABEL}=true`;
       this.credentialSecrets.push(
         new Informer<V1Secret>({
@@ -91,7 +97,7 @@ export class Controller {
     });
   }
 
-  private customInformer<T extends IntakeResource>(kind: T['kind'], ns: string | undefined, custom: CustomObjectsApi): Informer<T> {
+  private customInformer<T extends IntakeResource | IntakeQuota>(kind: T['kind'], ns: string | undefined, custom: CustomObjectsApi): Informer<T> {
     const plural = PLURALS[kind];
     return new Informer<T>({
       name: `${plural}${ns ? `/${ns}` : ''}`,
@@ -99,14 +105,46 @@ export class Controller {
       logger: this.o.logger,
       watchPath: ns ? `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${plural}` : `/apis/${GROUP}/${VERSION}/${plural}`,
       list: async () => {
-        const l = (ns
-          ? await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural })
-          : await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural })) as { items: T[]; metadata?: { resourceVersion?: string } };
+        let l: { items: T[]; metadata?: { resourceVersion?: string } };
+        try {
+          l = (ns
+            ? await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural })
+            : await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural })) as typeof l;
+        } catch (err) {
+          // An operator upgraded before its CRDs: without the IntakeQuota CRD there are no quotas,
+          // and integrations and keys must still be served (with the cluster defaults).
+          if (kind !== 'IntakeQuota' || statusOf(err) !== 404) throw err;
+          this.o.logger.warn('the IntakeQuota CRD is not installed (kubectl apply -f crds/): cluster default limits apply everywhere');
+          return { items: [], resourceVersion: '' };
+        }
         // Lists omit kind and apiVersion on items; the rest of the operator relies on them.
         return { items: l.items.map((i) => ({ ...i, kind, apiVersion: API_VERSION })), resourceVersion: l.metadata?.resourceVersion ?? '' };
       },
-      onEvent: (n, old) => this.onResourceEvent(kind, n, old),
+      onEvent: (n, old) => (kind === 'IntakeQuota' ? this.onQuotaEvent(n as IntakeQuota | undefined, old as IntakeQuota | undefined) : this.onResourceEvent(kind, n as IntakeResource | undefined, old as IntakeResource | undefined)),
     });
+  }
+
+  /** A quota change re-plans every integration and key of its namespace (their limits), and the quota's own status. */
+  private onQuotaEvent(n: IntakeQuota | undefined, old: IntakeQuota | undefined): void {
+    const q = (n ?? old) as IntakeQuota;
+    if (n && old && n.metadata.generation === old.metadata.generation && !n.metadata.deletionTimestamp) return;
+    const ns = q.metadata.namespace as string;
+    for (const quota of this.quotasIn(ns)) this.queue.add(queueKey('IntakeQuota', ns, quota.metadata.name as string));
+    if (n) this.queue.add(queueKey('IntakeQuota', ns, n.metadata.name as string));
+    for (const wi of this.allWebhooks()) if (wi.metadata.namespace === ns) this.queue.add(queueKey('WebhookIntegration', ns, wi.metadata.name as string));
+    for (const ak of this.allApiKeys()) if (ak.metadata.namespace === ns) this.queue.add(queueKey('ApiKey', ns, ak.metadata.name as string));
+  }
+
+  private quotasIn(namespace: string): IntakeQuota[] {
+    return this.quotas.flatMap((i) => i.list()).filter((q) => q.metadata.namespace === namespace && !q.metadata.deletionTimestamp);
+  }
+
+  private allApiKeys(): ApiKey[] {
+    return this.apiKeys.flatMap((i) => i.list());
+  }
+
+  private limitsIn(namespace: string): NamespaceEffectiveLimits {
+    return namespaceLimits(this.o.limitDefaults, this.quotasIn(namespace));
   }
 
   /** Enqueue only for changes that matter: skips our own status writes (generation unchanged). */
@@ -114,6 +152,8 @@ export class Controller {
     const obj = (n ?? old) as IntakeResource;
     if (n && old && !specOrMetaChanged(n, old)) return;
     this.queue.add(queueKey(kind, obj.metadata.namespace as string, obj.metadata.name as string));
+    // The namespace's quotas report what its integrations and keys were given.
+    for (const quota of this.quotasIn(obj.metadata.namespace as string)) this.queue.add(queueKey('IntakeQuota', obj.metadata.namespace as string, quota.metadata.name as string));
     if (kind !== 'WebhookIntegration') return;
     // A change to one integration can free or take a name another one wants.
     const names = new Set([n, old].filter(Boolean).map((o) => integrationNameOf(o as WebhookIntegration)));
@@ -134,7 +174,7 @@ export class Controller {
   }
 
   private informers(): Array<Informer<KubernetesObject>> {
-    return [...this.webhooks, ...this.apiKeys, ...this.credentialSecrets, this.routeSecrets] as Array<Informer<KubernetesObject>>;
+    return [...this.webhooks, ...this.apiKeys, ...this.quotas, ...this.credentialSecrets, this.routeSecrets] as Array<Informer<KubernetesObject>>;
   }
 
   /** Starts informers, waits for every cache, then runs the workers. */
@@ -162,7 +202,8 @@ export class Controller {
 
   private enqueueAll(): void {
     for (const wi of this.allWebhooks()) this.queue.add(queueKey('WebhookIntegration', wi.metadata.namespace as string, wi.metadata.name as string));
-    for (const ak of this.apiKeys.flatMap((i) => i.list())) this.queue.add(queueKey('ApiKey', ak.metadata.namespace as string, ak.metadata.name as string));
+    for (const ak of this.allApiKeys()) this.queue.add(queueKey('ApiKey', ak.metadata.namespace as string, ak.metadata.name as string));
+    for (const q of this.quotas.flatMap((i) => i.list())) this.queue.add(queueKey('IntakeQuota', q.metadata.namespace as string, q.metadata.name as string));
     // Route Secrets whose resource is gone (deleted while the operator was down, finalizer forced off).
     for (const secret of this.routeSecrets.list()) {
       const source = secret.metadata?.annotations?.[SOURCE_ANNOTATION];
@@ -202,6 +243,7 @@ export class Controller {
 
   async reconcile(key: string): Promise<ReconcileResult> {
     const { kind, namespace, name } = parseQueueKey(key);
+    if (kind === 'IntakeQuota') return this.reconcileQuota(namespace, name);
     const routeName = routeSecretName(kind, namespace, name);
     let obj = this.lookup(kind, namespace, name);
     if (!obj) {
@@ -230,6 +272,7 @@ export class Controller {
       scrypt: this.scrypt,
       destinations: this.o.destinations,
       ...(this.o.mappingRunner ? { mappingRunner: this.o.mappingRunner } : {}),
+      limits: this.limitsIn(namespace),
     };
     const plan = obj.kind === 'WebhookIntegration' ? await planWebhook(obj, ctx) : await planApiKey(obj, ctx);
     await this.applyCredentials(obj, plan, ctx.existingCredentials);
@@ -272,28 +315,77 @@ export class Controller {
         labels: { ...MANAGED_BY, [ROUTE_LABEL]: 'true' },
         annotations: { [SOURCE_ANNOTATION]: queueKey(obj.kind, obj.metadata.namespace as string, obj.metadata.name as string) },
       },
-      data: { [ROUTE_SECRET_KEY]: Buffer.from(JSON.stringify(plan.route)).toString('base64') },
+      // The contract is checked on both sides: a document the ingesters would skip is never written.
+      data: { [ROUTE_SECRET_KEY]: Buffer.from(JSON.stringify(validateRoute(plan.route))).toString('base64') },
     };
     await this.writer.applySecret(desired, existing);
   }
 
   private async applyStatus(obj: IntakeResource, plan: Plan, now: Date): Promise<void> {
     const previous = obj.status?.conditions;
-    const status = { ...plan.status, observedGeneration: obj.metadata.generation, conditions: setReady(previous, plan.ready, obj.metadata.generation, now) };
+    let conditions = setReady(previous, plan.ready, obj.metadata.generation, now);
+    if (plan.throttled) conditions = setCondition(conditions, 'Throttled', plan.throttled, obj.metadata.generation, now);
+    const status: Record<string, unknown> = { ...plan.status, observedGeneration: obj.metadata.generation, conditions };
+    if (plan.effectiveLimits) status.effectiveLimits = plan.effectiveLimits;
     if (JSON.stringify(normaliseStatus(obj.status)) !== JSON.stringify(normaliseStatus(status))) {
       // Merge patch: fields no longer set (url after a conflict) must be removed explicitly.
-      const cleared = Object.fromEntries(['integrationName', 'url', 'credentialsSecret', 'username'].filter((k) => !(k in status) && obj.status && k in obj.status).map((k) => [k, null]));
-      await this.writer.patchStatus(obj, { ...cleared, ...status });
+      const cleared = Object.fromEntries(['integrationName', 'url', 'credentialsSecret', 'username', 'effectiveLimits'].filter((k) => !(k in status) && obj.status && k in obj.status).map((k) => [k, null]));
+      // A merge patch merges nested objects: replace effectiveLimits whole (a field no longer set must go).
+      await this.writer.patchStatus(obj, { ...cleared, ...status, ...(status.effectiveLimits && obj.status?.effectiveLimits ? { effectiveLimits: withNulls(obj.status.effectiveLimits, status.effectiveLimits) } : {}) });
     }
     if (isTransition(previous, plan.ready)) {
       await this.writer.recordEvent(obj, plan.ready.status === 'True' ? 'Normal' : 'Warning', plan.ready.reason, plan.ready.message);
     }
+    if (plan.throttled && isTransition(previous, plan.throttled, 'Throttled') && (plan.throttled.status === 'True' || previous?.some((c) => c.type === 'Throttled'))) {
+      await this.writer.recordEvent(obj, plan.throttled.status === 'True' ? 'Warning' : 'Normal', plan.throttled.reason, plan.throttled.message);
+    }
+  }
+
+  /** An IntakeQuota's status: the limits in effect in its namespace and what its integrations and keys were given. */
+  private async reconcileQuota(namespace: string, name: string): Promise<ReconcileResult> {
+    const found = this.quotas.map((i) => i.get(`${namespace}/${name}`)).find(Boolean);
+    if (!found || found.metadata.deletionTimestamp) return;
+    const quota: IntakeQuota = { ...found, kind: 'IntakeQuota', apiVersion: API_VERSION };
+    const limits = this.limitsIn(namespace);
+    const webhooks = this.allWebhooks().filter((wi) => wi.metadata.namespace === namespace && !wi.metadata.deletionTimestamp);
+    const apiKeys = this.allApiKeys().filter((ak) => ak.metadata.namespace === namespace && !ak.metadata.deletionTimestamp);
+    const others = this.quotasIn(namespace).length - 1;
+    const ready = {
+      status: 'True' as const,
+      reason: 'Applied',
+      message: `applies to ${webhooks.length} integration(s) and ${apiKeys.length} API key(s)${others > 0 ? `, together with ${others} other IntakeQuota(s) in the namespace (the smallest value of each field applies)` : ''}`,
+    };
+    const status = {
+      observedGeneration: quota.metadata.generation,
+      effective: { namespace: limits.namespace, integration: limits.integration, apiKey: limits.apiKey },
+      used: quotaUsage(webhooks, apiKeys, limits),
+      conditions: setCondition(quota.status?.conditions, 'Ready', ready, quota.metadata.generation, new Date()),
+    };
+    if (JSON.stringify(normaliseStatus(quota.status)) !== JSON.stringify(normaliseStatus(status))) await this.writer.patchStatus(quota, status);
   }
 }
 
-function normaliseStatus(status: object | undefined): object {
-  const s = { ...(status ?? {}) } as Record<string, unknown>;
-  return Object.fromEntries(Object.keys(s).sort().map((k) => [k, s[k]]));
+/** `next`, plus null for every field `current` has and `next` does not (a merge patch removes only what is null). */
+function withNulls(current: object, next: object): object {
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(current)) if (!(k in next)) out[k] = null;
+  for (const [k, v] of Object.entries(next)) {
+    const c = (current as Record<string, unknown>)[k];
+    out[k] = v && typeof v === 'object' && !Array.isArray(v) && c && typeof c === 'object' ? withNulls(c, v) : v;
+  }
+  return out;
+}
+
+/** Keys sorted at every level: the API server returns objects with their keys sorted. */
+function normaliseStatus(status: object | undefined): unknown {
+  return sortKeys(status ?? {});
+}
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (!value || typeof value !== 'object') return value;
+  const o = value as Record<string, unknown>;
+  return Object.fromEntries(Object.keys(o).sort().map((k) => [k, sortKeys(o[k])]));
 }
 
 function specOrMetaChanged(a: IntakeResource, b: IntakeResource): boolean {

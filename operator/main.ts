@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { collectDefaultMetrics, Registry } from 'prom-client';
+import type { TenantLimitDefaults } from '../api/limits.js';
 import type { Listen } from '../common/config-files.js';
 import { loadKubeConfig } from '../kube/config.js';
 import { LeaderElector } from '../kube/leader.js';
@@ -22,6 +23,8 @@ export interface OperatorSettings {
   defaultMaxSeries: number;
   /** Destination names the ingesters are configured with (spec.destinations must name these). */
   destinations: string[];
+  /** Cluster defaults of the per-tenant limits (chart values tenantLimits), under any IntakeQuota. */
+  limitDefaults: TenantLimitDefaults;
   resyncPeriodMs: number;
   workers: number;
 }
@@ -46,6 +49,7 @@ export async function startOperator(s: OperatorSettings, logger: Logger, onFatal
     publicBaseUrl: s.publicBaseUrl.replace(/\/+$/, ''),
     defaultMaxSeries: s.defaultMaxSeries,
     destinations: s.destinations,
+    limitDefaults: s.limitDefaults,
     resyncPeriodMs: s.resyncPeriodMs,
     workers: s.workers,
     metrics,

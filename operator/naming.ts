@@ -34,10 +34,13 @@ export function routeSecretName(kind: IntakeResource['kind'], namespace: string,
   return `route-${kind === 'WebhookIntegration' ? 'wi' : 'ak'}-${createHash('sha256').update(full).digest('hex').slice(0, 24)}`;
 }
 
-/** Work queue keys: Kind/namespace/name. */
-export const queueKey = (kind: IntakeResource['kind'], namespace: string, name: string): string => `${kind}/${namespace}/${name}`;
+/** The kinds the work queue holds. */
+export type QueueKind = IntakeResource['kind'] | 'IntakeQuota';
 
-export function parseQueueKey(key: string): { kind: IntakeResource['kind']; namespace: string; name: string } {
-  const [kind, namespace, name] = key.split('/') as [IntakeResource['kind'], string, string];
+/** Work queue keys: Kind/namespace/name. */
+export const queueKey = (kind: QueueKind, namespace: string, name: string): string => `${kind}/${namespace}/${name}`;
+
+export function parseQueueKey(key: string): { kind: QueueKind; namespace: string; name: string } {
+  const [kind, namespace, name] = key.split('/') as [QueueKind, string, string];
   return { kind, namespace, name };
 }

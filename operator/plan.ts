@@ -7,7 +7,9 @@ import { checkMapping, DEFAULT_MAPPING_LIMITS, type ExpressionRunner, type Mappi
 import { ROUTE_API_VERSION, ROUTE_SECRET_KEY, type Route, type RouteCredential } from '../api/route.js';
 import { ROTATE_ANNOTATION, type ApiKey, type IntakeResource, type WebhookIntegration } from '../api/v1alpha1/types.js';
 import { sha256Hex } from '../api/verifiers.js';
-import type { ReadyState } from './conditions.js';
+import { DEFAULT_TENANT_LIMITS, mergeTenantLimitDefaults, type RouteLimits } from '../api/limits.js';
+import type { ConditionState, ReadyState } from './conditions.js';
+import { apiKeyLimits, namespaceLimits, webhookLimits, type NamespaceEffectiveLimits, type ResolvedLimits } from './limits.js';
 import { basicAuthorization, generateApiKey, generatePassword, sha256Verifier, type ScryptVerifiers } from './credentials.js';
 import { parseDuration } from '../common/duration.js';
 import { credentialsSecretName, integrationNameOf, isValidIntegrationName, toRouteName } from './naming.js';
@@ -21,6 +23,10 @@ export interface Plan {
   credentials?: { name: string; data: Record<string, string>; rotatedFor: string };
   status: Record<string, string>;
   requeueAfterMs?: number;
+  /** The limits the new route carries (status.effectiveLimits); absent when no new route is published. */
+  effectiveLimits?: RouteLimits;
+  /** The Throttled condition, with the effective limits. */
+  throttled?: ConditionState;
   /** Kubernetes Events worth emitting besides the Ready transition. */
   notices: Array<{ type: 'Normal' | 'Warning'; reason: string; message: string }>;
 }
@@ -42,6 +48,33 @@ export interface PlanContext {
   destinations: readonly string[];
   /** Where tenants' expressions run their tests (worker threads, stopped at their limits); absent: here. */
   mappingRunner?: ExpressionRunner;
+  /** The namespace's limits (cluster defaults and its IntakeQuotas); absent: the built-in defaults with defaultMaxSeries. */
+  limits?: NamespaceEffectiveLimits;
+}
+
+const limitsOf = (ctx: PlanContext): NamespaceEffectiveLimits =>
+  ctx.limits ?? namespaceLimits(mergeTenantLimitDefaults(DEFAULT_TENANT_LIMITS, { apiKey: { maxSeries: ctx.defaultMaxSeries } }), []);
+
+/** A newly planned route carries the resolved limits; a route kept as it was (the spec is not servable) keeps its own. */
+function applyLimits(plan: Plan, resolved: ResolvedLimits, ctx: PlanContext): Plan {
+  if (!plan.route || plan.route === ctx.existingRoute) return plan;
+  plan.route.limits = resolved.route;
+  plan.effectiveLimits = resolved.route;
+  plan.throttled = throttledState(resolved);
+  return plan;
+}
+
+/**
+ * The operator does not see the ingesters' refusals, so Throttled says what it can know: True when
+ * spec.limits asks for more than the namespace's quota allows (the sender will be refused earlier
+ * than its owner expects). Whether requests are refused right now: intake_events_refused_total.
+ */
+export function throttledState(resolved: ResolvedLimits): ConditionState {
+  const r = resolved.route;
+  const rate = r.eventsPerSecond !== undefined ? `${r.eventsPerSecond} events/s, burst ${r.eventsBurst}` : `${r.dataPointsPerSecond} data points/s, burst ${r.dataPointsBurst}, ${r.maxSeries} series`;
+  const inEffect = `in effect: ${rate}, over the limit answered ${r.overLimitStatus} (status.effectiveLimits)`;
+  if (resolved.clamped.length > 0) return { status: 'True', reason: 'Clamped', message: `spec.limits asks for more than the namespace allows: ${resolved.clamped.join('; ')}; ${inEffect}` };
+  return { status: 'False', reason: 'WithinQuota', message: inEffect };
 }
 
 const decode = (secret: V1Secret | undefined, key: string): string | undefined => {
@@ -81,7 +114,7 @@ export async function planWebhook(wi: WebhookIntegration, ctx: PlanContext): Pro
   const plan = await planWebhookCredentials(wi, ctx, name, url, ref, graceMs);
   if (plan.route && mapping) plan.route.mapping = routeMapping(mapping);
   if (plan.route && destinations.length > 0) plan.route.destinations = [...destinations];
-  return plan;
+  return applyLimits(plan, webhookLimits(wi, limitsOf(ctx)), ctx);
 }
 
 /** Names the ingesters do not have, described with the configured ones; undefined when all are known. */
@@ -145,9 +178,8 @@ export async function planApiKey(key: ApiKey, ctx: PlanContext): Promise<Plan> {
   const credentials = [{ username, secret: sha256Verifier(current) }, ...carriedOver(ctx, current, previous, username, graceMs)];
   const data = { apiKey: current, username, url, authorization: basicAuthorization(username, current) };
   const plan = finish(key, toRouteName(key.metadata.name ?? '') || 'key', url, secretName, credentials, ctx, { name: secretName, data, rotatedFor: key.metadata.annotations?.[ROTATE_ANNOTATION] ?? '' }, notices);
-  if (plan.route) plan.route.limits = { maxSeries: key.spec?.maxSeries ?? ctx.defaultMaxSeries };
   plan.status = { username, url, credentialsSecret: secretName };
-  return plan;
+  return applyLimits(plan, apiKeyLimits(key, limitsOf(ctx)), ctx);
 }
 
 function finish(

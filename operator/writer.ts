@@ -1,6 +1,9 @@
 /** The operator's writes to the API server, each one idempotent and skipped when nothing differs. */
-import { CoreV1Api, CustomObjectsApi, setHeaderOptions, type V1Secret } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, setHeaderOptions, type V1ObjectMeta, type V1Secret } from '@kubernetes/client-node';
 import { GROUP, PLURALS, VERSION, type IntakeResource } from '../api/v1alpha1/types.js';
+
+/** Any of our custom resources (status and Events are written the same way for each). */
+type CustomResource = { apiVersion: string; kind: keyof typeof PLURALS; metadata: V1ObjectMeta };
 import { statusOf } from '../kube/config.js';
 
 const MERGE_PATCH = setHeaderOptions('Content-Type', 'application/merge-patch+json');
@@ -50,14 +53,14 @@ export class Writer {
     )) as IntakeResource;
   }
 
-  async patchStatus(obj: IntakeResource, status: object): Promise<void> {
+  async patchStatus(obj: CustomResource, status: object): Promise<void> {
     await this.custom.patchNamespacedCustomObjectStatus(
       { group: GROUP, version: VERSION, plural: PLURALS[obj.kind], namespace: obj.metadata.namespace as string, name: obj.metadata.name as string, body: { status } },
       MERGE_PATCH,
     );
   }
 
-  async recordEvent(obj: IntakeResource, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
+  async recordEvent(obj: CustomResource, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
     const now = new Date();
     const namespace = obj.metadata.namespace as string;
     await this.core.createNamespacedEvent({

@@ -1,5 +1,6 @@
 /** The intake.dev/v1alpha1 custom resources (crds/ holds their schemas), as TypeScript types. */
 import type { V1ObjectMeta } from '@kubernetes/client-node';
+import type { ApiKeyLimits, IntegrationLimits, NamespaceLimits, OverLimitStatus, RouteLimits } from '../limits.js';
 import type { MappingSpec } from '../mapping/engine.js';
 
 export const GROUP = 'intake.dev';
@@ -23,6 +24,8 @@ export interface CommonStatus {
   credentialsSecret?: string;
   observedGeneration?: number;
   conditions?: Condition[];
+  /** The limits in effect (cluster defaults, the namespace's IntakeQuota, spec.limits clamped by it), as published in the route. */
+  effectiveLimits?: RouteLimits;
 }
 
 export interface WebhookIntegration {
@@ -40,6 +43,8 @@ export interface WebhookIntegration {
     mapping?: MappingSpec;
     /** Destination names configured in the ingester; absent: the default destinations. */
     destinations?: string[];
+    /** Optional limits for this integration, at most what the namespace's IntakeQuota allows. */
+    limits?: Partial<IntegrationLimits> & { overLimitStatus?: OverLimitStatus };
   };
   status?: CommonStatus & { integrationName?: string };
 }
@@ -53,10 +58,37 @@ export interface ApiKey {
     maxSeries?: number;
     suspend?: boolean;
     rotationGracePeriod?: string;
+    /** Optional limits for this key, at most what the namespace's IntakeQuota allows. */
+    limits?: Partial<ApiKeyLimits> & { overLimitStatus?: OverLimitStatus };
   };
   status?: CommonStatus & { username?: string };
 }
 
+/**
+ * Per-tenant limits of one namespace, written by cluster admins only (tenants' roles may read it):
+ * `spec.namespace` replaces the cluster defaults for the namespace as a whole; `spec.integration`
+ * and `spec.apiKey` are what any one integration or key in it gets, and the most its spec.limits
+ * may ask for. Several quotas in a namespace: the smallest value of each field applies.
+ */
+export interface IntakeQuota {
+  apiVersion: typeof API_VERSION;
+  kind: 'IntakeQuota';
+  metadata: V1ObjectMeta;
+  spec?: {
+    namespace?: Partial<NamespaceLimits>;
+    integration?: Partial<IntegrationLimits>;
+    apiKey?: Partial<ApiKeyLimits>;
+  };
+  status?: {
+    observedGeneration?: number;
+    conditions?: Condition[];
+    /** The limits in effect in the namespace: this and every other quota there, over the cluster defaults. */
+    effective?: { namespace: NamespaceLimits; integration: IntegrationLimits; apiKey: ApiKeyLimits };
+    /** What the namespace's integrations and keys were given: their count and the sum of their effective rates. */
+    used?: { integrations: number; apiKeys: number; eventsPerSecond: number; dataPointsPerSecond: number };
+  };
+}
+
 export type IntakeResource = WebhookIntegration | ApiKey;
 
-export const PLURALS = { WebhookIntegration: 'webhookintegrations', ApiKey: 'apikeys' } as const;
+export const PLURALS = { WebhookIntegration: 'webhookintegrations', ApiKey: 'apikeys', IntakeQuota: 'intakequotas' } as const;

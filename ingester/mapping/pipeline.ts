@@ -41,8 +41,8 @@ export interface MappedWebhooksOptions {
   eventsPerRequest: number;
   /** Events one mapped payload may give (mapping.maxEvents; default eventsPerRequest). */
   mappedEventsPerRequest?: number;
-  /** Told the CPU time of every evaluation, successful or not (per-namespace budgets). */
-  onEvaluated?: (labels: { integration: string; namespace: string }, cpuMs: number) => void;
+  /** Charges every evaluation's CPU milliseconds, successful or not, to the route's namespace (per-tenant limits). */
+  chargeMappingCpu?: (entry: RouteEntry, cpuMs: number) => void;
 }
 
 export const isDryRun = (query: unknown): boolean => {
@@ -93,7 +93,7 @@ export class MappedWebhooks {
   private charge(entry: RouteEntry, cpuMs: number): void {
     const labels = { integration: entry.name, namespace: entry.namespace };
     this.o.metrics.cpuSeconds.inc(labels, cpuMs / 1000);
-    this.o.onEvaluated?.(labels, cpuMs);
+    this.o.chargeMappingCpu?.(entry, cpuMs);
   }
 
   /** A live request: events, or the payload kept in the dead letter and a 422 (503 if it cannot be kept). */

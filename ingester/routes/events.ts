@@ -40,6 +40,7 @@ export function eventsRoute(ctx: IngestContext): RouteOptions {
     schema: { response: okSchema },
     onRequest: async (req: EventsRequest, reply: FastifyReply) => {
       req.routeEntry = await ctx.auth.webhook(req, req.params.name);
+      ctx.limiter?.admitRequest(req.routeEntry);
       continueIfExpected(req, reply);
     },
     handler: async (req: EventsRequest, reply: FastifyReply) => {
@@ -49,6 +50,8 @@ export function eventsRoute(ctx: IngestContext): RouteOptions {
       // ?dryRun=true: what the body maps to, accepting and counting nothing.
       if (isDryRun(req.query)) return reply.type('application/json; charset=utf-8').send(JSON.stringify(await ctx.mapped.dryRun(req.body, entry, eventCtx, req.rawJson ?? undefined)));
       const events = await validate(req, entry, eventCtx);
+      // Per-tenant limits: the whole batch, or a refusal (429/503) and nothing accepted.
+      ctx.limiter?.take(entry, events.length);
       metrics.eventsReceived.inc(labels, events.length);
       const result = await handOff(req, events);
       metrics.eventsProcessed.inc(labels, result.processed);

@@ -24,7 +24,7 @@ export function metricsRoute(ctx: IngestContext): RouteOptions {
 
   const store = (entry: RouteEntry, points: DataPoint[]): void => {
     try {
-      ctx.series.write(entry.namespace, points, entry.maxSeries);
+      ctx.series.write(entry.namespace, points, ctx.limiter ? ctx.limiter.maxSeries(entry) : entry.maxSeries);
     } catch (err) {
       metrics.pointsRejected.inc({ namespace: entry.namespace, reason: 'series_limit' }, points.length);
       throw err;
@@ -37,12 +37,15 @@ export function metricsRoute(ctx: IngestContext): RouteOptions {
     schema: { response: okSchema },
     onRequest: async (req: FastifyRequest, reply: FastifyReply) => {
       req.routeEntry = await ctx.auth.apiKey(req);
+      ctx.limiter?.admitRequest(req.routeEntry);
       continueIfExpected(req, reply);
     },
     handler: async (req: FastifyRequest, reply: FastifyReply) => {
       const entry = req.routeEntry as RouteEntry;
       const points = validate(req, entry.namespace);
       metrics.pointsReceived.inc({ namespace: entry.namespace }, points.length);
+      // Per-tenant limits: the whole batch, or a refusal (429/503) and nothing accepted.
+      ctx.limiter?.take(entry, points.length);
       // Remote write admits the batch first (503 when its queue is full), and queues it only once
       // the series caps accepted it: all or nothing.
       const forward = ctx.remoteWrite?.admit(entry.namespace, points);

@@ -120,7 +120,7 @@ describe('charts/intake', () => {
   it('installs for real', async () => {
     // Other tests installed the CRDs with kubectl; hand them to this release the way Helm adopts
     // existing objects, so the chart's CRD templates (and their keep policy) are installed for real.
-    for (const crd of ['crd/webhookintegrations.intake.dev', 'crd/apikeys.intake.dev']) {
+    for (const crd of ['crd/webhookintegrations.intake.dev', 'crd/apikeys.intake.dev', 'crd/intakequotas.intake.dev']) {
       await ok(kubectl(['label', crd, 'app.kubernetes.io/managed-by=Helm', '--overwrite']));
       await ok(kubectl(['annotate', crd, `meta.helm.sh/release-name=${release}`, `meta.helm.sh/release-namespace=${ns}`, '--overwrite']));
     }
@@ -137,7 +137,7 @@ describe('charts/intake', () => {
     const ingesterKubeconfig = await kubeconfigFor(`${release}-intake-ingester`);
     const operator = await startOperator(ns, [], ['--kubeconfig', operatorKubeconfig, '--leader-elect']);
     running.push(operator);
-    const ingester = await startIngester(ns, ['--kubeconfig', ingesterKubeconfig]);
+    const ingester = await startIngester(ns, ['--kubeconfig', ingesterKubeconfig, '--service', `${release}-intake-ingester`]);
     running.push(ingester);
     await apply(`apiVersion: intake.dev/v1alpha1
 kind: WebhookIntegration
@@ -167,6 +167,27 @@ spec: {}
     expect(await canI(operator, ['delete', 'webhookintegrations.intake.dev', '-n', tenant])).toBe('no');
     expect(await canI(operator, ['update', 'leases.coordination.k8s.io/some-other-lease', '-n', ns])).toBe('no');
     expect(await canI(operator, ['update', 'leases.coordination.k8s.io/intake-operator', '-n', ns])).toBe('yes');
+    // Per-tenant limits: the ingester counts its Service's ready endpoints; the operator reads
+    // IntakeQuotas (and writes their status) but never changes one.
+    expect(await canI(ingester, ['list', 'endpointslices.discovery.k8s.io', '-n', ns])).toBe('yes');
+    expect(await canI(ingester, ['list', 'endpointslices.discovery.k8s.io', '-n', tenant])).toBe('no');
+    expect(await canI(operator, ['watch', 'intakequotas.intake.dev', '-n', tenant])).toBe('yes');
+    expect(await canI(operator, ['patch', 'intakequotas.intake.dev', '--subresource=status', '-n', tenant])).toBe('yes');
+    for (const verb of ['create', 'update', 'patch', 'delete']) expect(await canI(operator, [verb, 'intakequotas.intake.dev', '-n', tenant])).toBe('no');
+  });
+
+  it("gives tenants (the roles aggregated into admin and edit) integrations and keys, and IntakeQuotas read-only", async () => {
+    // The test API server runs no aggregation controller: bind the chart's role itself.
+    await ok(kubectl(['create', 'serviceaccount', 'team-admin', '-n', tenant]));
+    await ok(kubectl(['create', 'rolebinding', 'team-admin', '-n', tenant, `--clusterrole=${release}-intake-edit`, `--serviceaccount=${tenant}:team-admin`]));
+    const labels = await ok(kubectl(['get', 'clusterrole', `${release}-intake-edit`, '-o', 'jsonpath={.metadata.labels}']));
+    expect(labels).toContain('"rbac.authorization.k8s.io/aggregate-to-admin":"true"');
+    const tenantCan = async (args: string[]) => (await kubectl(['auth', 'can-i', ...args, '-n', tenant, `--as=system:serviceaccount:${tenant}:team-admin`])).stdout.trim();
+    expect(await tenantCan(['create', 'webhookintegrations.intake.dev'])).toBe('yes');
+    expect(await tenantCan(['patch', 'apikeys.intake.dev'])).toBe('yes');
+    expect(await tenantCan(['get', 'intakequotas.intake.dev'])).toBe('yes');
+    for (const verb of ['create', 'update', 'patch', 'delete']) expect(await tenantCan([verb, 'intakequotas.intake.dev'])).toBe('no');
+    expect(await tenantCan(['patch', 'intakequotas.intake.dev', '--subresource=status'])).toBe('no');
   });
 
   it('upgrades with changed values and uninstalls without orphans, keeping the CRDs', async () => {

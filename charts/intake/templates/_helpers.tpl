@@ -64,6 +64,15 @@ shutdown: {{- toYaml .Values.ingester.shutdown | nindent 2 }}
 {{ include "intake.metricsConfig" . }}
 {{ include "intake.mappingConfig" . }}
 {{- include "intake.destinationsConfig" . }}
+tenantLimits: {{- include "intake.tenantLimits" . | nindent 2 }}
+{{- end -}}
+
+{{/* The per-tenant limit defaults, the same for the operator (--default-limits) and the ingesters. */}}
+{{- define "intake.tenantLimits" -}}
+{{- $l := deepCopy .Values.tenantLimits }}
+{{- $_ := set $l.namespace "maxSeries" .Values.ingester.limits.maxSeriesPerNamespace }}
+{{- $_ := set $l.apiKey "maxSeries" .Values.operator.defaultMaxSeries }}
+{{- toYaml $l }}
 {{- end -}}
 
 {{/* sinks and spool in the ingester's settings file; files come from the volumes in ingester.yaml. */}}

@@ -140,7 +140,7 @@ export async function createNamespace(name: string): Promise<void> {
 export async function applyCrds(): Promise<void> {
   const r = await kubectl(['apply', '--server-side', '-f', resolve(ROOT, 'crds')]);
   if (r.code !== 0) throw new Error(`applying CRDs failed: ${r.stderr}`);
-  await kubectl(['wait', '--for=condition=Established', 'crd/webhookintegrations.intake.dev', 'crd/apikeys.intake.dev', '--timeout=30s']);
+  await kubectl(['wait', '--for=condition=Established', 'crd/webhookintegrations.intake.dev', 'crd/apikeys.intake.dev', 'crd/intakequotas.intake.dev', '--timeout=30s']);
 }
 
 export const basic = (user: string, password: string): string => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;

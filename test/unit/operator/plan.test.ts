@@ -92,7 +92,8 @@ describe('planApiKey', () => {
     const plan = await planApiKey(key, ctx());
     expect(plan.credentials?.data.apiKey).toMatch(/^team-a_[0-9a-f]{40}$/);
     expect(plan.credentials?.data.username).toBe('team-a');
-    expect(plan.route?.limits).toEqual({ maxSeries: 500 });
+    expect(plan.route?.limits).toMatchObject({ maxSeries: 500, overLimitStatus: 429 });
+    expect(plan.effectiveLimits).toEqual(plan.route?.limits);
   });
 });
 

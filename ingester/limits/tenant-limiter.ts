@@ -1,0 +1,233 @@
+/**
+ * Per-tenant limits on the request path (docs/design.md "Per-tenant limits"): events per
+ * integration and per namespace, data points per API key and per namespace, mapping CPU time per
+ * namespace. Each limit is cluster-wide and enforced here at limit / N, N the ready replicas.
+ *
+ * A request is refused whole, never in part: the tokens of every bucket it needs are checked
+ * first and taken only if all have them. The buckets survive route reloads (keyed by scope and
+ * name), so a reload elsewhere in the cluster does not refill anyone's bucket.
+ *
+ * The hot path is one Map look-up by the route entry and two bucket checks.
+ */
+import type { Counter } from 'prom-client';
+import { DEFAULT_TENANT_LIMITS, type NamespaceLimits, type OverLimitStatus, type TenantLimitDefaults } from '../../api/limits.js';
+import { rateLimited, type LimitDetails, type LimitResource, type LimitScope } from '../errors.js';
+import type { RouteEntry } from '../route-table.js';
+import { TokenBucket } from './token-bucket.js';
+
+/** How a refusal names the field that raises the limit: Kubernetes resources, or the standalone file. */
+export type LimitsMode = 'kubernetes' | 'file';
+
+export interface TenantLimiterOptions {
+  defaults?: TenantLimitDefaults;
+  mode: LimitsMode;
+  eventsRefused?: Counter<'integration' | 'namespace' | 'reason' | 'scope'>;
+  pointsRefused?: Counter<'namespace' | 'reason' | 'scope'>;
+  /** Monotonic milliseconds. */
+  now?: () => number;
+}
+
+/** One limit: its cluster-wide values, what it limits, and the bucket holding this replica's share. */
+class Limit {
+  readonly bucket: TokenBucket;
+  constructor(
+    readonly scope: LimitScope,
+    readonly resource: LimitResource,
+    readonly namespace: string,
+    readonly name: string,
+    public perSecond: number,
+    public burst: number,
+    replicas: number,
+    nowMs: number,
+  ) {
+    this.bucket = new TokenBucket(perSecond / replicas, burst / replicas, nowMs);
+  }
+
+  configure(perSecond: number, burst: number, replicas: number, nowMs: number): void {
+    this.perSecond = perSecond;
+    this.burst = burst;
+    this.bucket.configure(perSecond / replicas, burst / replicas, nowMs);
+  }
+}
+
+/** The limits one route's requests are checked against, resolved once per route reload. */
+interface Gate {
+  readonly own: Limit;
+  readonly namespace: Limit;
+  /** Mapping CPU of the namespace; only for integrations with a mapping. */
+  readonly cpu?: Limit;
+  readonly maxSeries: number;
+  readonly overLimitStatus: OverLimitStatus;
+}
+
+const MAX_RETRY_AFTER_SECONDS = 3600;
+
+export class TenantLimiter {
+  private readonly defaults: TenantLimitDefaults;
+  private readonly now: () => number;
+  private limits = new Map<string, Limit>();
+  private gates = new Map<RouteEntry, Gate>();
+  private replicaCount = 1;
+
+  constructor(private readonly o: TenantLimiterOptions) {
+    this.defaults = o.defaults ?? DEFAULT_TENANT_LIMITS;
+    this.now = o.now ?? (() => performance.now());
+  }
+
+  get replicas(): number {
+    return this.replicaCount;
+  }
+
+  /** Ready replicas sharing the cluster-wide limits (from EndpointSlices; 1 standalone). */
+  setReplicas(n: number): void {
+    const replicas = Math.max(1, Math.floor(n));
+    if (replicas === this.replicaCount) return;
+    this.replicaCount = replicas;
+    const nowMs = this.now();
+    for (const limit of this.limits.values()) limit.configure(limit.perSecond, limit.burst, replicas, nowMs);
+  }
+
+  /** Resolves every route's limits for a new routing table; buckets of routes that remain keep their tokens. */
+  sync(entries: Iterable<RouteEntry>): void {
+    const list = [...entries];
+    const namespaces = new Map<string, NamespaceLimits>();
+    for (const entry of list) namespaces.set(entry.namespace, smallest(namespaces.get(entry.namespace), this.namespaceLimitsOf(entry)));
+    const previous = this.limits;
+    this.limits = new Map();
+    const gates = new Map<RouteEntry, Gate>();
+    for (const entry of list) gates.set(entry, this.gateOf(entry, namespaces.get(entry.namespace) as NamespaceLimits, previous));
+    this.gates = gates;
+  }
+
+  /**
+   * Before the body is read: refuses a route whose bucket (or namespace's) is already empty, or
+   * whose namespace spent its mapping CPU, so a sender far over its limit costs little.
+   * A refusal here counts one item (the body, and so the count, is not known yet).
+   */
+  admitRequest(entry: RouteEntry): void {
+    const gate = this.gate(entry);
+    const nowMs = this.now();
+    const wait = Math.max(gate.own.bucket.waitMs(1, nowMs), gate.namespace.bucket.waitMs(1, nowMs));
+    if (wait > 0) this.refuse(entry, gate, this.slower(gate, 1, nowMs), 1, wait);
+    if (gate.cpu) {
+      const cpuWait = gate.cpu.bucket.debtMs(nowMs);
+      if (cpuWait > 0) this.refuse(entry, gate, gate.cpu, 1, cpuWait);
+    }
+  }
+
+  /** After validation: takes `count` events (or data points) from the route's and the namespace's buckets, or refuses the whole request. */
+  take(entry: RouteEntry, count: number): void {
+    const gate = this.gate(entry);
+    const nowMs = this.now();
+    const wait = Math.max(gate.own.bucket.waitMs(count, nowMs), gate.namespace.bucket.waitMs(count, nowMs));
+    if (wait > 0) this.refuse(entry, gate, this.slower(gate, count, nowMs), count, wait);
+    gate.own.bucket.take(count);
+    gate.namespace.bucket.take(count);
+  }
+
+  /** Charges the CPU milliseconds one mapping evaluation used to the namespace (it may go into debt). */
+  chargeMappingCpu(entry: RouteEntry, cpuMs: number): void {
+    this.gate(entry).cpu?.bucket.take(cpuMs);
+  }
+
+  /** The series cap for a write with this API key: the key's, at most the namespace's. */
+  maxSeries(entry: RouteEntry): number {
+    return this.gate(entry).maxSeries;
+  }
+
+  private gate(entry: RouteEntry): Gate {
+    let gate = this.gates.get(entry);
+    if (!gate) {
+      // A route this limiter has not seen in sync (tests, or a table built elsewhere): resolve it alone.
+      gate = this.gateOf(entry, this.namespaceLimitsOf(entry), this.limits);
+      this.gates.set(entry, gate);
+    }
+    return gate;
+  }
+
+  private namespaceLimitsOf(entry: RouteEntry): NamespaceLimits {
+    return { ...this.defaults.namespace, ...entry.limits.namespace };
+  }
+
+  private gateOf(entry: RouteEntry, ns: NamespaceLimits, previous: ReadonlyMap<string, Limit>): Gate {
+    const l = entry.limits;
+    const ownMaxSeries = l.maxSeries ?? ns.maxSeries;
+    if (entry.kind === 'WebhookIntegration') {
+      const d = this.defaults.integration;
+      return {
+        own: this.limit(previous, 'integration', 'events', entry.namespace, entry.name, l.eventsPerSecond ?? d.eventsPerSecond, l.eventsBurst ?? d.eventsBurst),
+        namespace: this.limit(previous, 'namespace', 'events', entry.namespace, entry.namespace, ns.eventsPerSecond, ns.eventsBurst),
+        ...(entry.mapping ? { cpu: this.limit(previous, 'namespace', 'mappingCpuMillis', entry.namespace, entry.namespace, ns.mappingCpuMillisPerSecond, ns.mappingCpuBurstMillis) } : {}),
+        maxSeries: ns.maxSeries,
+        overLimitStatus: entry.overLimitStatus,
+      };
+    }
+    const d = this.defaults.apiKey;
+    return {
+      own: this.limit(previous, 'apikey', 'dataPoints', entry.namespace, entry.name, l.dataPointsPerSecond ?? d.dataPointsPerSecond, l.dataPointsBurst ?? d.dataPointsBurst),
+      namespace: this.limit(previous, 'namespace', 'dataPoints', entry.namespace, entry.namespace, ns.dataPointsPerSecond, ns.dataPointsBurst),
+      maxSeries: Math.min(ownMaxSeries, ns.maxSeries),
+      overLimitStatus: entry.overLimitStatus,
+    };
+  }
+
+  /** The limit under this key from the previous set (reconfigured, tokens kept) or a new, full one. */
+  private limit(previous: ReadonlyMap<string, Limit>, scope: LimitScope, resource: LimitResource, namespace: string, name: string, perSecond: number, burst: number): Limit {
+    const key = `${scope}\0${resource}\0${namespace}\0${name}`;
+    let limit = this.limits.get(key);
+    if (limit) return limit;
+    const nowMs = this.now();
+    limit = previous.get(key);
+    if (limit) limit.configure(perSecond, burst, this.replicaCount, nowMs);
+    else limit = new Limit(scope, resource, namespace, name, perSecond, burst, this.replicaCount, nowMs);
+    this.limits.set(key, limit);
+    return limit;
+  }
+
+  /** Of the route's and the namespace's limit, the one that holds the request back longer. */
+  private slower(gate: Gate, count: number, nowMs: number): Limit {
+    return gate.namespace.bucket.waitMs(count, nowMs) > gate.own.bucket.waitMs(count, nowMs) ? gate.namespace : gate.own;
+  }
+
+  private refuse(entry: RouteEntry, gate: Gate, limit: Limit, count: number, waitMs: number): never {
+    const retryAfterSeconds = Math.min(MAX_RETRY_AFTER_SECONDS, Math.max(1, Math.ceil(waitMs / 1000)));
+    const reason = limit.resource === 'mappingCpuMillis' ? 'mapping_cpu' : 'rate_limited';
+    if (entry.kind === 'WebhookIntegration') this.o.eventsRefused?.inc({ integration: entry.name, namespace: entry.namespace, reason, scope: limit.scope }, count);
+    else this.o.pointsRefused?.inc({ namespace: entry.namespace, reason, scope: limit.scope }, count);
+    const details: LimitDetails = {
+      scope: limit.scope,
+      namespace: limit.namespace,
+      name: limit.name,
+      resource: limit.resource,
+      perSecond: limit.perSecond,
+      burst: limit.burst,
+      replicas: this.replicaCount,
+      requested: count,
+      retryAfterSeconds,
+      field: fieldFor(limit, entry, this.o.mode),
+    };
+    throw rateLimited(gate.overLimitStatus, details);
+  }
+}
+
+/** Field by field, the smaller of two namespace limits (routes of one namespace that disagree). */
+function smallest(a: NamespaceLimits | undefined, b: NamespaceLimits): NamespaceLimits {
+  if (!a) return b;
+  const out = { ...a };
+  for (const key of Object.keys(b) as Array<keyof NamespaceLimits>) if (b[key] < out[key]) out[key] = b[key];
+  return out;
+}
+
+const RATE_FIELD: Record<LimitResource, string> = { events: 'eventsPerSecond', dataPoints: 'dataPointsPerSecond', mappingCpuMillis: 'mappingCpuMillisPerSecond' };
+
+/** The setting that raises this limit, as the body's `limit.field` names it. */
+export function fieldFor(limit: { scope: LimitScope; resource: LimitResource }, entry: Pick<RouteEntry, 'kind' | 'name' | 'namespace'>, mode: LimitsMode): string {
+  const field = RATE_FIELD[limit.resource];
+  if (mode === 'file') {
+    if (limit.scope === 'namespace') return `routes[].limits.namespace.${field} (or tenantLimits.namespace.${field})`;
+    return `routes[].limits.${field} of ${entry.kind} ${entry.name} (or tenantLimits.${limit.scope === 'integration' ? 'integration' : 'apiKey'}.${field})`;
+  }
+  if (limit.scope === 'namespace') return `IntakeQuota spec.namespace.${field} in namespace ${entry.namespace} (cluster admins)`;
+  const quota = limit.scope === 'integration' ? 'integration' : 'apiKey';
+  return `spec.limits.${field} of ${entry.kind} ${entry.name} in namespace ${entry.namespace} (at most IntakeQuota spec.${quota}.${field})`;
+}

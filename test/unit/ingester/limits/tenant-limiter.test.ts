@@ -1,0 +1,147 @@
+import { Registry, Counter } from 'prom-client';
+import { DEFAULT_TENANT_LIMITS } from '../../../../api/limits.js';
+import type { Route } from '../../../../api/route.js';
+import { LimitError } from '../../../../ingester/errors.js';
+import { fieldFor, TenantLimiter } from '../../../../ingester/limits/tenant-limiter.js';
+import { RouteTable, type RouteEntry } from '../../../../ingester/route-table.js';
+
+const route = (kind: Route['kind'], name: string, namespace: string, extra: Partial<Route> = {}): Route => ({
+  apiVersion: 'intake.dev/v1alpha1',
+  kind,
+  name,
+  namespace,
+  credentials: [{ username: name, secret: { plain: `${namespace}_${name}-secret-0123456789abcdef` } }],
+  ...extra,
+});
+
+function tableOf(...routes: Route[]): { table: RouteTable; entry: (name: string) => RouteEntry } {
+  const { table, skipped } = RouteTable.build(routes.map((r, i) => ({ source: `r${i}`, route: r })), { allowPlaintext: true });
+  expect(skipped).toEqual([]);
+  return { table, entry: (name) => [...table.entries()].find((e) => e.name === name) as RouteEntry };
+}
+
+function refusal(fn: () => void): LimitError {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof LimitError) return err;
+    throw err;
+  }
+  throw new Error('expected a refusal');
+}
+
+describe('TenantLimiter', () => {
+  let nowMs = 0;
+  const limiter = (replicas = 1) => {
+    const registry = new Registry();
+    const eventsRefused = new Counter({ name: 'e', help: 'e', labelNames: ['integration', 'namespace', 'reason', 'scope'], registers: [registry] });
+    const l = new TenantLimiter({ mode: 'kubernetes', now: () => nowMs, eventsRefused });
+    l.setReplicas(replicas);
+    return { l, eventsRefused };
+  };
+  beforeEach(() => (nowMs = 0));
+
+  it('refuses a whole batch the integration cannot take, and takes nothing from the namespace', () => {
+    const { table, entry } = tableOf(route('WebhookIntegration', 'a', 'ns', { limits: { eventsPerSecond: 10, eventsBurst: 10 } }), route('WebhookIntegration', 'b', 'ns'));
+    const { l } = limiter();
+    l.sync(table.entries());
+    l.take(entry('a'), 8);
+    const err = refusal(() => l.take(entry('a'), 5));
+    expect(err.statusCode).toBe(429);
+    expect(err.headers).toEqual({ 'retry-after': '1' });
+    expect(err.toBody()).toMatchObject({ code: 'RATE_LIMITED', limit: { scope: 'integration', name: 'a', namespace: 'ns', perSecond: 10, burst: 10, requested: 5, field: expect.stringContaining('spec.limits.eventsPerSecond') } });
+    // The namespace gave 8, not 13: its default burst minus 8 is still there for b.
+    l.take(entry('b'), DEFAULT_TENANT_LIMITS.namespace.eventsBurst - 8);
+    expect(() => l.take(entry('b'), 1)).toThrow(LimitError);
+  });
+
+  it('shares the namespace limit among its integrations and names scope namespace', () => {
+    const ns = { namespace: { eventsPerSecond: 2, eventsBurst: 4 } };
+    const { table, entry } = tableOf(route('WebhookIntegration', 'a', 'ns', { limits: ns }), route('WebhookIntegration', 'b', 'ns', { limits: ns }), route('WebhookIntegration', 'c', 'other'));
+    const { l, eventsRefused } = limiter();
+    l.sync(table.entries());
+    l.take(entry('a'), 3);
+    const err = refusal(() => l.take(entry('b'), 2));
+    expect(err.limit).toMatchObject({ scope: 'namespace', name: 'ns', perSecond: 2, burst: 4, field: expect.stringContaining('IntakeQuota spec.namespace.eventsPerSecond') });
+    l.take(entry('c'), 100);
+    const counted = eventsRefused.get() as unknown as Promise<{ values: Array<{ labels: Record<string, string>; value: number }> }>;
+    return counted.then((m) => expect(m.values).toEqual([{ labels: { integration: 'b', namespace: 'ns', reason: 'rate_limited', scope: 'namespace' }, value: 2 }]));
+  });
+
+  it('divides every limit by the ready replicas', () => {
+    const { table, entry } = tableOf(route('WebhookIntegration', 'a', 'ns', { limits: { eventsPerSecond: 10, eventsBurst: 10 } }));
+    const { l } = limiter(2);
+    l.sync(table.entries());
+    l.take(entry('a'), 5);
+    const err = refusal(() => l.admitRequest(entry('a')));
+    expect(err.limit).toMatchObject({ perSecond: 10, burst: 10, replicas: 2 });
+    // At 5/s per replica, one event is back after 200 ms.
+    nowMs = 200;
+    expect(() => l.admitRequest(entry('a'))).not.toThrow();
+  });
+
+  it('keeps a bucket across route reloads (a reload elsewhere refills nobody)', () => {
+    const a = route('WebhookIntegration', 'a', 'ns', { limits: { eventsPerSecond: 1, eventsBurst: 2 } });
+    const { l } = limiter();
+    const first = tableOf(a);
+    l.sync(first.table.entries());
+    l.take(first.entry('a'), 2);
+    const second = tableOf(a, route('WebhookIntegration', 'z', 'elsewhere'));
+    l.sync(second.table.entries());
+    expect(() => l.take(second.entry('a'), 1)).toThrow(LimitError);
+  });
+
+  it('takes the smallest namespace limit when the routes of a namespace disagree', () => {
+    const { table, entry } = tableOf(
+      route('WebhookIntegration', 'a', 'ns', { limits: { namespace: { eventsPerSecond: 100, eventsBurst: 3 } } }),
+      route('WebhookIntegration', 'b', 'ns', { limits: { namespace: { eventsPerSecond: 100, eventsBurst: 50 } } }),
+    );
+    const { l } = limiter();
+    l.sync(table.entries());
+    l.take(entry('a'), 3);
+    expect(refusal(() => l.take(entry('b'), 1)).limit).toMatchObject({ scope: 'namespace', burst: 3 });
+  });
+
+  it('answers 503 for the alertmanager preset and for overLimitStatus 503', () => {
+    const { table, entry } = tableOf(
+      route('WebhookIntegration', 'am', 'ns', { mapping: { preset: 'alertmanager' }, limits: { eventsPerSecond: 1, eventsBurst: 1 } }),
+      route('WebhookIntegration', 'x', 'ns', { limits: { eventsPerSecond: 1, eventsBurst: 1, overLimitStatus: 503 } }),
+      route('WebhookIntegration', 'y', 'ns', { mapping: { preset: 'alertmanager' }, limits: { eventsPerSecond: 1, eventsBurst: 1, overLimitStatus: 429 } }),
+    );
+    const { l } = limiter();
+    l.sync(table.entries());
+    for (const [name, status] of [['am', 503], ['x', 503], ['y', 429]] as const) {
+      l.take(entry(name), 1);
+      expect(refusal(() => l.take(entry(name), 1)).statusCode).toBe(status);
+    }
+  });
+
+  it('refuses mapped requests of a namespace in CPU debt until the debt is paid', () => {
+    const { table, entry } = tableOf(route('WebhookIntegration', 'm', 'ns', { mapping: { expression: '$' }, limits: { namespace: { mappingCpuMillisPerSecond: 100, mappingCpuBurstMillis: 50 } } }));
+    const { l } = limiter();
+    l.sync(table.entries());
+    l.admitRequest(entry('m'));
+    l.chargeMappingCpu(entry('m'), 250);
+    const err = refusal(() => l.admitRequest(entry('m')));
+    expect(err.toBody()).toMatchObject({ code: 'MAPPING_CPU_LIMITED', limit: { scope: 'namespace', resource: 'mappingCpuMillis', perSecond: 100, burst: 50, retryAfterSeconds: 2 } });
+    nowMs = 2001;
+    expect(() => l.admitRequest(entry('m'))).not.toThrow();
+  });
+
+  it("caps an API key's series at the namespace's", () => {
+    const { table, entry } = tableOf(
+      route('ApiKey', 'k1', 'ns', { limits: { maxSeries: 500, namespace: { maxSeries: 200 } } }),
+      route('ApiKey', 'k2', 'ns2', { limits: { maxSeries: 50 } }),
+    );
+    const { l } = limiter();
+    l.sync(table.entries());
+    expect(l.maxSeries(entry('k1'))).toBe(200);
+    expect(l.maxSeries(entry('k2'))).toBe(50);
+  });
+
+  it('names the standalone file fields in file mode', () => {
+    const entry = { kind: 'WebhookIntegration', name: 'demo', namespace: 'default' } as const;
+    expect(fieldFor({ scope: 'integration', resource: 'events' }, entry, 'file')).toContain('routes[].limits.eventsPerSecond');
+    expect(fieldFor({ scope: 'namespace', resource: 'dataPoints' }, entry, 'file')).toContain('routes[].limits.namespace.dataPointsPerSecond');
+  });
+});
