@@ -39,10 +39,15 @@ const route = (name: string, namespace: string, expression: string) => ({
   mapping: { expression },
 });
 const auth = (name: string): string => `Basic ${Buffer.from(`${name}:${name}-password`).toString('base64')}`;
+/** Status 0: the connection was reset or the request failed (counted like a refusal). */
 const send = async (url: string, name: string, body: unknown): Promise<{ status: number; id: string | null }> => {
-  const res = await fetch(`${url}/events/webhook_${name}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: auth(name) }, body: JSON.stringify(body) });
-  await res.arrayBuffer();
-  return { status: res.status, id: res.headers.get('x-intake-dead-letter-id') };
+  try {
+    const res = await fetch(`${url}/events/webhook_${name}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: auth(name) }, body: JSON.stringify(body) });
+    await res.arrayBuffer();
+    return { status: res.status, id: res.headers.get('x-intake-dead-letter-id') };
+  } catch {
+    return { status: 0, id: null };
+  }
 };
 
 async function main(): Promise<void> {
@@ -57,7 +62,7 @@ async function main(): Promise<void> {
     routes: [route('flood', 'team-a', '{"source": host}'), route('steady', 'team-b', '{"source": hostname, "severity": level}'), route('quiet', 'team-b', '{"source": host}')],
   };
   writeFileSync(join(dir, 'intake.yaml'), JSON.stringify(config));
-  const child = spawn(process.execPath, [join(dist, 'cmd/intake.js'), 'ingester', '--config', join(dir, 'intake.yaml')], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(process.execPath, [join(dist, 'cmd/intake.js'), 'ingester', '--config', join(dir, 'intake.yaml')], { stdio: ['ignore', 'ignore', 'pipe'] });
   const url = `http://127.0.0.1:${port}`;
   const admin = `http://127.0.0.1:${adminPort}`;
   try {

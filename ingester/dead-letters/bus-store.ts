@@ -46,6 +46,7 @@ export const LETTER_HEADER = {
 export const oneLine = (text: string, max = 1024): string => text.replace(/[\r\n]+/g, ' ').slice(0, max);
 
 const RECONCILE_MS = 15_000;
+const CATCH_UP_WAIT_MS = 10_000;
 const RETRY_ATTACH_MS = 2000;
 /** Placeholders for letters being published sort after every real sequence (newest). */
 const PENDING_BASE = 2 ** 52;
@@ -148,7 +149,8 @@ export class BusDeadLetters implements DeadLetterStore {
         if (m.info.pending === 0) caughtUp();
       }
     })().catch(() => undefined);
-    await done;
+    // Puts work before the ledger caught up (the stream's max_bytes still bounds them); do not wait forever.
+    await Promise.race([done, new Promise((r) => setTimeout(r, CATCH_UP_WAIT_MS).unref())]);
   }
 
   private async metaFromHeaders(seq: number, h: MsgHdrs | undefined, jsm: JetStreamManager): Promise<LetterMeta | undefined> {

@@ -6,6 +6,8 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { jest } from '@jest/globals';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 import { parse, stringify } from 'yaml';
 import { waitFor } from '../../integration/support/cluster.js';
 import { startIngester, type RunningIngester } from '../support/ingester.js';
@@ -45,6 +47,17 @@ const fixed = async (ing: RunningIngester): Promise<boolean> => {
   const r = await sendAs(ing, 'fixme', { hostname: 'probe', level: 1 }, '?dryRun=true');
   return r.status === 200 && (r.json() as { success?: boolean }).success === true;
 };
+
+it('bounds the dead-letter stream in bytes (it had no limit), dropping the oldest when the server must', async () => {
+  const nc = await connect({ servers: nats.url });
+  try {
+    const info = await (await jetstreamManager(nc)).streams.info('INTAKE_DEADLETTER');
+    expect(info.config.max_bytes).toBe(Math.floor(32 * 1024 * 1024 * 1.25));
+    expect(info.config.discard).toBe('old');
+  } finally {
+    await nc.close();
+  }
+});
 
 it('lists and replays from one replica a mapping failure the other accepted, once even when both replay at once', async () => {
   const [a, b] = replicas as [RunningIngester, RunningIngester];

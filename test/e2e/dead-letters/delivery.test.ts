@@ -25,7 +25,7 @@ beforeAll(async () => {
   receiver = await startEventReceiver();
   receiver.refuse = () => true;
   ing = await startIngester((c) => {
-    c.destinations = [{ name: 'tickets', default: true, http: { url: receiver.url }, delivery: { batchSize: 100 } }];
+    c.destinations = [{ name: 'tickets', default: true, http: { url: receiver.url, batchSize: 100 } }];
     c.spool = { path: spool, maxBytes: 65536 };
     c.deadLetter = { maxBytes: 4 * SHARE, maxBytesPerNamespace: SHARE };
   });
@@ -43,7 +43,12 @@ it('keeps at most a namespace share of refused events, drops and counts the olde
   const sent = 3000;
   for (let n = 0; n < sent / 100; n++) {
     const events = Array.from({ length: 100 }, (_, i) => ({ source: `refused-${n * 100 + i}`, severity: 3, description: 'x'.repeat(100) }));
-    const res = await post(`${ing.url}/events/webhook_demo`, events, { authorization: basic(DEMO.user, DEMO.password) });
+    // The outbox (spool.maxBytes 65536) holds about one request's events: a sender retries its 503 until delivery made room.
+    let res = await post(`${ing.url}/events/webhook_demo`, events, { authorization: basic(DEMO.user, DEMO.password) });
+    for (let retry = 0; res.status === 503 && retry < 300; retry++) {
+      await new Promise((w) => setTimeout(w, 100));
+      res = await post(`${ing.url}/events/webhook_demo`, events, { authorization: basic(DEMO.user, DEMO.password) });
+    }
     expect(res.status).toBe(200);
   }
   await waitFor('every event refused by the receiver', async () => (await metricValue(ing.adminUrl, 'intake_destination_dead_lettered_total{destination="tickets",reason="http_400"}')) === sent, 120_000, 200);
@@ -62,4 +67,34 @@ it('keeps at most a namespace share of refused events, drops and counts the olde
   expect(dirBytes(spool)).toBeLessThan(16 * 1024 * 1024);
   const more = await post(`${ing.url}/events/webhook_demo`, { source: 'after', severity: 1 }, { authorization: basic(DEMO.user, DEMO.password) });
   expect(more.status).toBe(200);
+});
+
+it('counts a replayed event once however many dead letters it had, so the outbox does not stay "full" while empty', async () => {
+  // Issue 16, defect 12: five dead letters of one event id, replayed, were counted five times and
+  // inserted once: the outbox said "61684 of 65536 bytes" while empty and answered 503 until restart.
+  receiver.refuse = (e) => e.source === 'same-event';
+  const same = { source: 'same-event', severity: 3, description: 'y'.repeat(9000) };
+  const auth = { authorization: basic(DEMO.user, DEMO.password) };
+  const letters = async () => (await listLetters(ing, 'kind=delivery&limit=10000')).entries.filter((e) => e.event?.source === 'same-event');
+  for (let n = 1; n <= 5; n++) {
+    // The same content is the same event id; each one is refused and kept before the next is sent.
+    expect((await post(`${ing.url}/events/webhook_demo`, same, auth)).status).toBe(200);
+    await waitFor(`dead letter ${n}`, async () => (await letters()).length === n, 30_000, 100);
+  }
+  const ids = (await letters()).map((e) => e.id);
+  expect(new Set((await letters()).map((e) => e.event?.id)).size).toBe(1);
+  receiver.refuse = () => false;
+  const before = receiver.requests.filter((r) => r.answer !== 'reset' && r.answer.status === 200 && r.events.some((e) => e.source === 'same-event')).length;
+  const res = await fetch(`${ing.adminUrl}/deadletter/replay?id=${ids.join(',')}`, { method: 'POST' });
+  expect(((await res.json()) as { replayed: number }).replayed).toBe(5);
+  await waitFor('replayed event delivered', async () => receiver.requests.filter((r) => r.answer !== 'reset' && r.answer.status === 200 && r.events.some((e) => e.source === 'same-event')).length > before, 30_000, 100);
+  // The outbox is empty again: a request of 40 KB (more than 65536 minus four phantom copies) fits.
+  const big = Array.from({ length: 4 }, (_, i) => ({ source: `after-${i}`, severity: 1, description: 'z'.repeat(9000) }));
+  const accepted = await waitFor('accepted', async () => {
+    const r = await post(`${ing.url}/events/webhook_demo`, big, auth);
+    return r.status === 200 ? r : undefined;
+  }, 15_000, 500).catch(async () => post(`${ing.url}/events/webhook_demo`, big, auth));
+  expect({ status: accepted.status, body: accepted.text }).toMatchObject({ status: 200 });
+  // Ready again once those are delivered (before: unready until restart).
+  await waitFor('ready', async () => (await fetch(`${ing.adminUrl}/readyz`)).status === 200, 15_000, 200);
 });

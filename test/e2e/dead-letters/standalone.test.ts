@@ -144,8 +144,14 @@ describe('with a spool directory (deadletters.sqlite in it)', () => {
   it('hands each payload on once when two replays run at the same time', async () => {
     const sent: string[] = [];
     for (let i = 0; i < 20; i++) {
-      const r = await sendAs(ing, 'fixme', { hostname: `twice-${i}`, level: 4 });
-      expect(r.status).toBe(422);
+      let r = await sendAs(ing, 'fixme', { hostname: `twice-${i}`, level: 4 });
+      // On a loaded machine the overload guard may still answer 503 right after the flood: a sender retries.
+      for (let retry = 0; r.status === 503 && retry < 20; retry++) {
+        process.stdout.write(`503 before the replay test (retried): ${r.text}\n`);
+        await new Promise((w) => setTimeout(w, 250));
+        r = await sendAs(ing, 'fixme', { hostname: `twice-${i}`, level: 4 });
+      }
+      expect({ status: r.status, body: r.text }).toMatchObject({ status: 422 });
       sent.push(`twice-${i}`);
     }
     useMapping(ing, 'fixme', FIXED);
