@@ -19,6 +19,7 @@
 #   BENCH_NO_ALERTMANAGER=1 run without the Alertmanager comparison even when it is installed
 #   BENCH_NO_REMOTE_WRITE=1 skip the remote write scenario; BENCH_NO_JETSTREAM=1 skip the JetStream one;
 #   BENCH_NO_DESTINATIONS=1 skip the destinations one (BENCH_DESTINATION_EVENTS: events per case, 20000)
+#   BENCH_NO_NOISY_NEIGHBOUR=1 skip the noisy-neighbour one (BENCH_NOISY_DURATION, BENCH_NOISY_RATE: see the file)
 #   BENCH_KEEP=1            keep the work dir (config, logs, wrk output, profiles) afterwards
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -122,6 +123,11 @@ follow_on() {
   fi
 }
 if [ "$status" = 0 ] && [ -z "${BENCH_PROFILE:-}" ]; then
+  # Tenants that cannot hurt each other (bench/noisy-neighbour.ts: tenant B beside tenant A at 10x
+  # its limit with a hostile expression; the per-tenant limiter's cost).
+  if [ "${BENCH_NO_NOISY_NEIGHBOUR:-}" != 1 ]; then
+    follow_on dist/bench/noisy-neighbour.js
+  fi
   # Remote write to a real Prometheus (bench/remote-write.ts: points/s end to end, peak RSS).
   if [ "${BENCH_NO_REMOTE_WRITE:-}" != 1 ]; then
     if command -v prometheus >/dev/null 2>&1; then

@@ -63,9 +63,9 @@ describe('hand-off settings', () => {
     expect(resolveSettings({}, {}).sinks.log.enabled).toBe(true);
   });
 
-  it('refuses a duplicate window under 15 minutes, a spool without a bus, and two credentials', () => {
+  it('refuses a duplicate window under 15 minutes and two credentials; takes a spool without a bus (for dead letters)', () => {
     expect(() => resolveSettings({ sinks: { jetstream: { url: 'nats://x', streamConfig: { duplicateWindowSeconds: 120 } } } }, {})).toThrow(/duplicateWindowSeconds/);
-    expect(() => resolveSettings({ spool: { path: '/tmp/s' } }, {})).toThrow(/configure sinks.jetstream/);
+    expect(resolveSettings({ spool: { path: '/tmp/s' } }, {}).spool?.path).toBe('/tmp/s');
     expect(() => resolveSettings({ sinks: { log: { enabled: false } } }, {})).toThrow(/events must go somewhere/);
     expect(resolveSettings({ sinks: { log: { enabled: false } }, spool: { path: '/tmp/x' }, destinations: [{ name: 'am', alertmanager: { urls: ['http://127.0.0.1:9093'] } }] }, {}).sinks.log.enabled).toBe(false);
     expect(() => resolveSettings({ sinks: { jetstream: { url: 'nats://x', credsFile: 'a', nkeySeedFile: 'b' } } }, {})).toThrow(/not both/);

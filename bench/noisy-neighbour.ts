@@ -1,0 +1,209 @@
+/**
+ * The noisy-neighbour benchmark (part of make bench): can one tenant slow another?
+ *
+ * One built ingester on CPU 0 (log sink to a file), three integrations:
+ *   - `steady` (namespace team-b): tenant B, single events at a fixed rate (open loop: requests go
+ *     out on schedule whatever the answers, so a slowed server shows as latency, not as fewer sends);
+ *   - `noisy` (namespace team-a): tenant A at 10x its events/s limit;
+ *   - `hostile` (namespace team-a): tenant A's expression that would run for seconds in one built-in
+ *     call ($distinct over 100,000 items), posted back to back by HOSTILE_SENDERS senders.
+ * "B alone" and "B beside A" alternate RUNS times; the tables quote medians. B must see no refusal
+ * and keep its throughput and p99 within 10% of B alone.
+ *
+ * Then the per-tenant limiter's cost on the single-event path: the ingester's throughput at
+ * saturation (wrk) and the limiter's own work per request measured in this process on the same
+ * routes (TenantLimiter admitRequest + take), as a share of the CPU time one request costs.
+ *
+ *   BENCH_NOISY_DURATION   seconds per phase (default 10)
+ *   BENCH_NOISY_RATE       tenant B's events/s (default 1000)
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { availableParallelism, cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type autocannon from 'autocannon';
+import { stringify } from 'yaml';
+import { freePort, ROOT, waitFor } from '../test/integration/support/cluster.js';
+import { TenantLimiter } from '../ingester/limits/tenant-limiter.js';
+import { RouteTable } from '../ingester/route-table.js';
+import { DEFAULT_TENANT_LIMITS, mergeTenantLimitDefaults } from '../api/limits.js';
+import type { Route } from '../api/route.js';
+import { peakRssMiB, pinnedServer, runBenchmark } from './processes.js';
+
+const PHASE_SECONDS = Number(process.env.BENCH_NOISY_DURATION ?? 10);
+const RATE_B = Number(process.env.BENCH_NOISY_RATE ?? 1000);
+const RUNS = 3;
+const A_LIMIT = 200;
+const A_RATE = 10 * A_LIMIT;
+const HOSTILE_SENDERS = 2;
+const dir = mkdtempSync(join(process.env.BENCH_DIR || tmpdir(), 'intake-bench-noisy-'));
+
+const basic = (user: string): string => `Basic ${Buffer.from(`${user}:${user}-password`).toString('base64')}`;
+const webhook = (name: string, namespace: string, extra: Record<string, unknown> = {}): Route =>
+  ({ apiVersion: 'intake.dev/v1alpha1', kind: 'WebhookIntegration', name, namespace, credentials: [{ username: name, secret: { plain: `${name}-password` } }], ...extra }) as Route;
+
+/** Tenant B is far inside its limits; tenant A has a low events/s limit and a small mapping CPU budget. */
+const ROUTES: Route[] = [
+  webhook('steady', 'team-b'),
+  webhook('noisy', 'team-a', { limits: { eventsPerSecond: A_LIMIT, eventsBurst: A_LIMIT } }),
+  webhook('hostile', 'team-a', {
+    mapping: { expression: '{"source": "h", "severity": $count($distinct([1..100000]))}' },
+    limits: { namespace: { mappingCpuMillisPerSecond: 50, mappingCpuBurstMillis: 500 } },
+  }),
+];
+const UNLIMITED = 1_000_000_000;
+const GENEROUS = { namespace: { eventsPerSecond: UNLIMITED, eventsBurst: UNLIMITED }, integration: { eventsPerSecond: UNLIMITED, eventsBurst: UNLIMITED } };
+
+const EVENT = JSON.stringify({ source: 'web-01.example.com', severity: 'critical', class: 'cpu', type: 'high', description: 'CPU above 95%' });
+
+interface Load {
+  rps: number;
+  p50: number;
+  p99: number;
+  byStatus: Record<string, number>;
+  errors: number;
+}
+
+function fromResult(r: autocannon.Result): Load {
+  const byStatus: Record<string, number> = {};
+  for (const [code, s] of Object.entries(r.statusCodeStats ?? {})) byStatus[code] = (s as { count: number }).count;
+  return { rps: r.requests.total / r.duration, p50: r.latency.p50, p99: r.latency.p99, byStatus, errors: r.errors + r.timeouts };
+}
+
+/**
+ * Open-loop load at `rate` requests/s for `seconds`: autocannon's CLI (overallRate) in a process of
+ * its own on CPU 1, so one tenant's load generator never delays another's sends.
+ */
+async function fixedRate(url: string, user: string, rate: number, seconds: number): Promise<Load> {
+  const args = ['-c', '1', process.execPath, join(ROOT, 'node_modules/autocannon/autocannon.js'), '--json', '-m', 'POST', '-H', `authorization=${basic(user)}`, '-H', 'content-type=application/json', '-b', EVENT];
+  args.push('-c', String(Math.max(4, Math.ceil(rate / 250))), '-R', String(rate), '-d', String(seconds), url);
+  const child = spawn('taskset', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  if (code !== 0) throw new Error(`autocannon exited with ${code}`);
+  return fromResult(JSON.parse(out) as autocannon.Result);
+}
+
+/** HOSTILE_SENDERS senders posting the hostile payload back to back until `until`. */
+async function hostile(url: string, until: number): Promise<Record<string, number>> {
+  const byStatus: Record<string, number> = {};
+  const sender = async (): Promise<void> => {
+    while (Date.now() < until) {
+      const res = await fetch(url, { method: 'POST', headers: { authorization: basic('hostile'), 'content-type': 'application/json' }, body: '{"any": 1}' });
+      await res.arrayBuffer();
+      byStatus[res.status] = (byStatus[res.status] ?? 0) + 1;
+    }
+  };
+  await Promise.all(Array.from({ length: HOSTILE_SENDERS }, sender));
+  return byStatus;
+}
+
+interface Phase {
+  b: Load;
+  a?: Load;
+  hostile?: Record<string, number>;
+}
+
+async function phase(port: number, withA: boolean): Promise<Phase> {
+  const base = `http://127.0.0.1:${port}/events/webhook_`;
+  const until = Date.now() + PHASE_SECONDS * 1000;
+  const [b, a, h] = await Promise.all([
+    fixedRate(`${base}steady`, 'steady', RATE_B, PHASE_SECONDS),
+    withA ? fixedRate(`${base}noisy`, 'noisy', A_RATE, PHASE_SECONDS) : undefined,
+    withA ? hostile(`${base}hostile`, until) : undefined,
+  ]);
+  return { b, ...(a ? { a } : {}), ...(h ? { hostile: h } : {}) };
+}
+
+/** The single-event path at saturation: wrk on CPU 1 against the ingester on CPU 0. */
+function saturatedRps(port: number): number {
+  const script = join(dir, 'single.lua');
+  writeFileSync(script, [`wrk.method = "POST"`, `wrk.body = ${JSON.stringify(EVENT)}`, `wrk.headers["Content-Type"] = "application/json"`, `wrk.headers["Authorization"] = ${JSON.stringify(basic('steady'))}`, ''].join('\n'));
+  const r = spawnSync('taskset', ['-c', '1', 'wrk', '-t1', '-c32', `-d${PHASE_SECONDS}s`, '-s', script, `http://127.0.0.1:${port}/events/webhook_steady`], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`wrk failed: ${r.stderr}`);
+  return Number(/Requests\/sec:\s+([\d.]+)/.exec(r.stdout)?.[1]);
+}
+
+/** The limiter's own work for one single-event request (admit before the body, take after validation), in ns. */
+function limiterNsPerRequest(): number {
+  const limiter = new TenantLimiter({ defaults: mergeTenantLimitDefaults(DEFAULT_TENANT_LIMITS, GENEROUS), mode: 'file' });
+  const { table } = RouteTable.build(ROUTES.map((route) => ({ route, source: 'bench' })), { allowPlaintext: true });
+  limiter.sync(table.entries());
+  const entry = [...table.entries()].find((e) => e.name === 'steady');
+  if (!entry) throw new Error('route steady missing');
+  const loop = (n: number): number => {
+    const start = process.hrtime.bigint();
+    for (let i = 0; i < n; i++) {
+      limiter.admitRequest(entry);
+      limiter.take(entry, 1);
+    }
+    return Number(process.hrtime.bigint() - start) / n;
+  };
+  loop(200_000);
+  return median(Array.from({ length: 5 }, () => loop(1_000_000)));
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+const medianLoad = (xs: Load[]): Load => ({ rps: median(xs.map((x) => x.rps)), p50: median(xs.map((x) => x.p50)), p99: median(xs.map((x) => x.p99)), byStatus: sumStatus(xs.map((x) => x.byStatus)), errors: xs.reduce((n, x) => n + x.errors, 0) });
+const sumStatus = (xs: Record<string, number>[]): Record<string, number> => {
+  const out: Record<string, number> = {};
+  for (const x of xs) for (const [k, v] of Object.entries(x)) out[k] = (out[k] ?? 0) + v;
+  return out;
+};
+const statuses = (s: Record<string, number>): string =>
+  Object.entries(s)
+    .map(([k, v]) => `${k}: ${v}`)
+    .join(', ') || 'none';
+const refusals = (l: Load): number => Object.entries(l.byStatus).reduce((n, [code, v]) => (code === '200' ? n : n + v), 0) + l.errors;
+
+async function main(): Promise<void> {
+  const [port, admin] = [await freePort(), await freePort()];
+  const config = { listen: `127.0.0.1:${port}`, adminListen: `127.0.0.1:${admin}`, logLevel: 'warn', sinks: { log: { path: join(dir, 'events.log') } }, tenantLimits: GENEROUS, routes: ROUTES };
+  writeFileSync(join(dir, 'noisy.yaml'), stringify(config));
+  const child = pinnedServer('ingester', '0', process.execPath, ['--max-semi-space-size=4', join(ROOT, 'dist/cmd/intake.js'), 'ingester', '--config', join(dir, 'noisy.yaml')]);
+  await waitFor('ingester', async () => (await fetch(`http://127.0.0.1:${admin}/readyz`)).ok, 20_000, 100);
+
+  await phase(port, false); // warm-up
+  const alone: Load[] = [];
+  const beside: Phase[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    alone.push((await phase(port, false)).b);
+    beside.push(await phase(port, true));
+  }
+  const bAlone = medianLoad(alone);
+  const bBeside = medianLoad(beside.map((p) => p.b));
+  const aNoisy = medianLoad(beside.map((p) => p.a as Load));
+  const aHostile = sumStatus(beside.map((p) => p.hostile ?? {}));
+
+  saturatedRps(port); // warm-up
+  const saturated = median(Array.from({ length: RUNS }, () => saturatedRps(port)));
+  const limiterNs = limiterNsPerRequest();
+  const limiterShare = (limiterNs * saturated) / 1e9;
+  const rss = peakRssMiB(child.pid);
+
+  const f = (n: number, d = 0): string => (Number.isFinite(n) ? n.toFixed(d) : 'n/a');
+  const pct = (a: number, b: number): string => `${f((a / b) * 100, 1)}%`;
+  const verdict = (ok: boolean): string => (ok ? 'PASS' : 'MISS');
+  const table = [
+    `Noisy neighbour. Machine: ${process.env.BENCH_NPROC ?? availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown'}), node ${process.version}; the ingester on CPU 0 (log sink to a file), the load on CPU 1. Tenant B: ${RATE_B} single events/s (open loop). Tenant A: ${A_RATE} events/s against a limit of ${A_LIMIT}/s, and ${HOSTILE_SENDERS} senders posting an expression that would run for seconds (team-a mapping CPU ${50} ms/s). ${PHASE_SECONDS} s phases, "B alone" and "B beside A" alternating, medians of ${RUNS}. Peak RSS ${f(rss)} MiB.`,
+    '',
+    '| phase | tenant | requests/s | p50 ms | p99 ms | answers |',
+    '|---|---|---|---|---|---|',
+    `| B alone | B | ${f(bAlone.rps)} | ${f(bAlone.p50, 2)} | ${f(bAlone.p99, 2)} | ${statuses(bAlone.byStatus)} |`,
+    `| B beside A | B | ${f(bBeside.rps)} | ${f(bBeside.p50, 2)} | ${f(bBeside.p99, 2)} | ${statuses(bBeside.byStatus)} |`,
+    `| B beside A | A at 10x its limit | ${f(aNoisy.rps)} | ${f(aNoisy.p50, 2)} | ${f(aNoisy.p99, 2)} | ${statuses(aNoisy.byStatus)} |`,
+    `| B beside A | A's hostile expression | | | | ${statuses(aHostile)} |`,
+    '',
+    '| target | measured | wanted | verdict |',
+    '|---|---|---|---|',
+    `| B's throughput beside A / alone | ${pct(bBeside.rps, bAlone.rps)} | >= 90% | ${verdict(bBeside.rps >= 0.9 * bAlone.rps)} |`,
+    `| B's p99 beside A / alone | ${pct(bBeside.p99, bAlone.p99)} (${f(bBeside.p99, 2)} vs ${f(bAlone.p99, 2)} ms) | <= 110% | ${verdict(bBeside.p99 <= 1.1 * bAlone.p99)} |`,
+    `| B's refusals and errors beside A | ${refusals(bBeside)} | 0 | ${verdict(refusals(bBeside) === 0)} |`,
+    `| the limiter's share of a single-event request's CPU (${f(limiterNs)} ns x ${f(saturated)} requests/s at saturation) | ${f(limiterShare * 100, 2)}% | <= 3% | ${verdict(limiterShare <= 0.03)} |`,
+  ].join('\n');
+  process.stdout.write(`\n${table}\n`);
+  if (process.env.BENCH_OUT) writeFileSync(process.env.BENCH_OUT, `\n${table}\n`, { flag: 'a' });
+}
+
+runBenchmark(main);
