@@ -14,7 +14,7 @@ import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { freePort, ROOT, waitFor } from '../test/integration/support/cluster.js';
-import { canConnect, peakRssMiB, pinnedServer, runBenchmark } from './processes.js';
+import { canConnect, peakRssMiB, pinnedServer, runBenchmark, BENCH_TENANT_LIMITS } from './processes.js';
 
 const EVENTS = Number(process.env.BENCH_DESTINATION_EVENTS ?? 20_000);
 const PASSWORD = 'bench-password';
@@ -58,6 +58,7 @@ async function runCase(c: Case, natsUrl: string): Promise<{ seconds: number; rss
     logLevel: 'warn',
     ...(c.queue === 'bus' ? { sinks: { jetstream: { url: natsUrl, stream: `BENCH_${c.name.replace(/\W/g, '_')}`, subjectPrefix: `bench.${c.name.replace(/\W/g, '_')}`, deadLetterSubjectPrefix: `benchdl.${c.name.replace(/\W/g, '_')}`, deadLetterStream: `BENCH_DL_${c.name.replace(/\W/g, '_')}`, alertBucketPrefix: `bench-${c.name.replace(/\W/g, '-')}` } } } : { spool: { path: join(dir, `${c.name}-spool`) } }),
     destinations: [{ name: 'target', default: true, ...c.destination }],
+    tenantLimits: BENCH_TENANT_LIMITS,
     routes: [{ apiVersion: 'intake.dev/v1alpha1', kind: 'WebhookIntegration', name: 'bench', namespace: 'bench', credentials: [{ username: 'bench', secret: { plain: PASSWORD } }] }],
   };
   const file = join(dir, `${c.name.replace(/\W/g, '_')}.yaml`);

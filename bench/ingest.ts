@@ -34,6 +34,7 @@ import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
+import { BENCH_TENANT_LIMITS } from './processes.js';
 import { summariseFile } from './cpuprofile.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -353,6 +354,7 @@ async function prepare(): Promise<Setup> {
     adminListen: `127.0.0.1:${ports.admin}`,
     logLevel: 'warn',
     limits: { pointsPerRequest: SERIES_BATCH, maxSeriesPerNamespace: 250_000, maxSeriesTotal: 250_000 },
+    tenantLimits: BENCH_TENANT_LIMITS,
     // In the work dir: the default (/tmp/intake-deadletter.jsonl) would be shared with other runs.
     deadLetter: { path: join(DIR, 'deadletter.jsonl') },
     routes: [

@@ -13,7 +13,7 @@ import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { freePort, ROOT, waitFor } from '../test/integration/support/cluster.js';
-import { canConnect, peakRssMiB, pinnedServer, runBenchmark } from './processes.js';
+import { canConnect, peakRssMiB, pinnedServer, runBenchmark, BENCH_TENANT_LIMITS } from './processes.js';
 
 const DURATION = process.env.BENCH_DURATION ?? '10s';
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -90,6 +90,7 @@ async function ingester(name: string, sinks: Record<string, unknown>, extra: Rec
     logLevel: 'warn',
     sinks,
     ...extra,
+    tenantLimits: BENCH_TENANT_LIMITS,
     routes: [{ apiVersion: 'intake.dev/v1alpha1', kind: 'WebhookIntegration', name: 'bench', namespace: 'bench', credentials: [{ username: 'bench', secret: { plain: PASSWORD } }] }],
   };
   writeFileSync(join(dir, `${name}.yaml`), stringify(config));

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { freePort, ROOT, waitFor } from '../test/integration/support/cluster.js';
 import { startPrometheus, type Prometheus } from '../test/e2e/support/prometheus.js';
-import { peakRssMiB, runBenchmark, track } from './processes.js';
+import { peakRssMiB, runBenchmark, track, BENCH_TENANT_LIMITS } from './processes.js';
 
 const DURATION_S = Number(process.env.BENCH_RW_SECONDS ?? 20);
 const CONNECTIONS = Number(process.env.BENCH_RW_CONNECTIONS ?? 8);
@@ -50,6 +50,7 @@ async function main(): Promise<void> {
       adminListen: `127.0.0.1:${admin}`,
       logLevel: 'warn',
       limits: { maxSeriesPerNamespace: 250_000, maxSeriesTotal: 250_000 },
+      tenantLimits: BENCH_TENANT_LIMITS,
       remoteWrite: { url: prom.writeUrl },
       exposition: { enabled: false },
       routes: [{ apiVersion: 'intake.dev/v1alpha1', kind: 'ApiKey', name: 'bench', namespace: 'bench', credentials: [{ username: 'bench', secret: { plain: API_KEY } }] }],
