@@ -3,9 +3,11 @@
  * (discard new), the account or the server out of JetStream storage. Unlike a one-off refusal this
  * is a state: every event is refused until space is freed (max_age removes old events, an operator
  * raises a limit). While it lasts, this replica answers 503 for whatever its spool cannot take, so
- * readiness must say so. It ends with the next PubAck, or when a probe shows room again: stream
- * info and account info, at most once per PROBE_INTERVAL_MS while readiness asks (an unready
- * replica gets no requests, so no PubAck would ever end it).
+ * readiness must say so. It ends with the next PubAck, a new connection, or when a probe (at most
+ * once per PROBE_INTERVAL_MS while readiness asks: an unready replica gets no requests, so no
+ * PubAck would end it) shows room again: the account's storage in use dropped since the refusal
+ * (old events aged out, a purge; the only sign of a server out of storage, whose limit the
+ * account info does not show), or the stream's or the account's own limit now leaves room.
  */
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -24,6 +26,8 @@ export function isStorageRefusal(description: string): boolean {
 
 export class BusStorage {
   private refusal?: string;
+  /** The account's storage in use when the refusal began (measured by the first probe). */
+  private usedAtRefusal?: number;
   private lastProbe = 0;
   private probing?: Promise<void>;
   private closed = false;
@@ -38,8 +42,13 @@ export class BusStorage {
   /** The outcome of one publish round: a storage refusal starts the state, a PubAck ends it. */
   observe(acked: number, refused: number, lastRefusal: string | undefined): void {
     if (refused > 0 && lastRefusal !== undefined && isStorageRefusal(lastRefusal)) {
-      if (this.refusal === undefined) this.logger.warn({ reason: lastRefusal }, 'the stream refuses events for lack of storage; unready unless the spool takes them');
+      const starting = this.refusal === undefined;
       this.refusal = lastRefusal;
+      if (starting) {
+        this.logger.warn({ reason: lastRefusal }, 'the stream refuses events for lack of storage; unready unless the spool takes them');
+        this.usedAtRefusal = undefined;
+        this.startProbe();
+      }
     } else if (acked > 0 && this.refusal !== undefined) {
       this.end('a publish was acknowledged');
     }
@@ -48,15 +57,23 @@ export class BusStorage {
   /** Why the bus refuses events now, or undefined; starts a probe in the background when due. */
   refusing(): string | undefined {
     if (this.refusal === undefined) return undefined;
-    if (!this.probing && Date.now() - this.lastProbe >= PROBE_INTERVAL_MS) {
-      this.lastProbe = Date.now();
-      this.probing = this.probe().finally(() => (this.probing = undefined));
-    }
+    if (Date.now() - this.lastProbe >= PROBE_INTERVAL_MS) this.startProbe();
     return `the stream refuses events for lack of storage (${this.refusal})`;
+  }
+
+  /** A new connection: whatever the bus said before is found out again by the next publish. */
+  reset(): void {
+    this.refusal = undefined;
   }
 
   close(): void {
     this.closed = true;
+  }
+
+  private startProbe(): void {
+    if (this.probing) return;
+    this.lastProbe = Date.now();
+    this.probing = this.probe().finally(() => (this.probing = undefined));
   }
 
   private end(why: string): void {
@@ -64,7 +81,6 @@ export class BusStorage {
     this.refusal = undefined;
   }
 
-  /** Room in the stream's limits and the account's storage; the server's own limit shows in the account's when set. */
   private async probe(): Promise<void> {
     const nc = this.connection();
     if (!nc || this.closed) return;
@@ -72,10 +88,20 @@ export class BusStorage {
       const jsm = await jetstreamManager(nc, { timeout: this.s.timeoutMs });
       const { config, state } = await jsm.streams.info(this.s.stream);
       const account = await jsm.getAccountInfo();
-      const hasRoom = (used: number, max: number | undefined, room: number): boolean => max === undefined || max <= 0 || used + Math.min(room, max / 100) <= max;
-      if (hasRoom(state.bytes, config.max_bytes, ROOM_BYTES) && hasRoom(state.messages, config.max_msgs, ROOM_MSGS) && hasRoom(account.storage, account.limits.max_storage, ROOM_BYTES)) {
-        if (this.refusal !== undefined && !this.closed) this.end('the stream and the account have room again');
+      if (this.refusal === undefined || this.closed) return;
+      if (this.usedAtRefusal === undefined) {
+        this.usedAtRefusal = account.storage;
+        return;
       }
+      const room = (max: number, unit: number): number => Math.min(unit, max / 100);
+      const hasRoom = (used: number, max: number | undefined, unit: number): boolean => max === undefined || max <= 0 || used + room(max, unit) <= max;
+      const freed = account.storage + room(this.usedAtRefusal, ROOM_BYTES) <= this.usedAtRefusal;
+      const streamLimited = (config.max_bytes ?? -1) > 0 || (config.max_msgs ?? -1) > 0;
+      const streamRoom = streamLimited && hasRoom(state.bytes, config.max_bytes, ROOM_BYTES) && hasRoom(state.messages, config.max_msgs, ROOM_MSGS);
+      const accountRoom = account.limits.max_storage > 0 && hasRoom(account.storage, account.limits.max_storage, ROOM_BYTES);
+      if (freed) this.end('storage was freed since the refusal');
+      else if (/maximum (bytes|messages)/i.test(this.refusal) && streamRoom) this.end("the stream's limits leave room again");
+      else if (/account/i.test(this.refusal) && accountRoom) this.end("the account's storage limit leaves room again");
     } catch {
       // The bus cannot tell now: the state stays until a PubAck or a later probe.
     }

@@ -152,6 +152,11 @@ export function resolveJetStream(f: JetStreamFile | undefined): JetStreamSetting
   if (settings.credsFile && settings.nkeySeedFile) throw new ConfigError('sinks.jetstream: give credsFile or nkeySeedFile, not both');
   if ((settings.tls?.certFile === undefined) !== (settings.tls?.keyFile === undefined)) throw new ConfigError('sinks.jetstream.tls: certFile and keyFile go together');
   if (settings.deadLetterStream === settings.stream) throw new ConfigError('sinks.jetstream: deadLetterStream must differ from stream');
+  const { maxAgeSeconds, duplicateWindowSeconds } = settings.streamConfig;
+  // The server refuses such a stream; the bus would never come up.
+  if (maxAgeSeconds > 0 && maxAgeSeconds < duplicateWindowSeconds) {
+    throw new ConfigError(`sinks.jetstream.streamConfig: maxAgeSeconds (${maxAgeSeconds}) must be 0 or at least duplicateWindowSeconds (${duplicateWindowSeconds})`);
+  }
   if (subjectsOverlap(settings.deadLetterSubjectPrefix, settings.subjectPrefix)) {
     throw new ConfigError(`sinks.jetstream: deadLetterSubjectPrefix ${settings.deadLetterSubjectPrefix} and subjectPrefix ${settings.subjectPrefix} must not contain one another (two streams cannot share subjects)`);
   }

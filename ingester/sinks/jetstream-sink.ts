@@ -246,6 +246,7 @@ export class JetStreamSink implements EventSink {
     this.up = up;
     this.metrics.connected.set(up ? 1 : 0);
     if (!up) return;
+    this.busStorage.reset();
     for (const w of this.upWaiters.splice(0)) w();
     this.replayer?.wake();
     if (this.nc) for (const l of this.connectedListeners) l(this.nc);

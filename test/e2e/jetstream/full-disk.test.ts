@@ -107,3 +107,31 @@ it('is unready while the NATS server has no JetStream storage left and there is 
   await waitFor('ready again', async () => (await readyz(ing)).status === 200, 20_000, 200);
   expect((await post(`${ing.url}/events/webhook_demo`, batch('after', 0), { authorization: basic(DEMO.user, DEMO.password) })).status).toBe(200);
 }, 120_000);
+
+it('is unready while the stream is at its maxBytes, and ready again once the limit leaves room', async () => {
+  const nats = await startNats();
+  running.push(nats);
+  const ing = await startIngester(handoffConfig(nats, { jetstream: { streamConfig: { maxBytes: 1024 * 1024 } } }));
+  running.push(ing);
+  let refused = 0;
+  let refusedWhileReady = 0;
+  for (let n = 0; n < 50 && refused < 3; n++) {
+    const answer = await post(`${ing.url}/events/webhook_demo`, batch('limit', n), { authorization: basic(DEMO.user, DEMO.password) });
+    if (answer.status === 503) {
+      refused++;
+      if ((await readyz(ing)).status === 200) refusedWhileReady++;
+    }
+  }
+  expect(refused).toBe(3);
+  expect(refusedWhileReady).toBe(0);
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  expect((await readyz(ing)).body).toMatch(/maximum bytes exceeded/);
+
+  // The operator raises the stream's limit: the probe sees room without any request.
+  const nc = await connect({ servers: nats.url });
+  const jsm = await jetstreamManager(nc);
+  await jsm.streams.update('INTAKE_EVENTS', { ...(await jsm.streams.info('INTAKE_EVENTS')).config, max_bytes: 64 * 1024 * 1024 });
+  await nc.close();
+  await waitFor('ready again', async () => (await readyz(ing)).status === 200, 20_000, 200);
+  expect((await post(`${ing.url}/events/webhook_demo`, batch('raised', 0), { authorization: basic(DEMO.user, DEMO.password) })).status).toBe(200);
+}, 120_000);

@@ -58,6 +58,7 @@ describe('hand-off settings', () => {
     const s = resolveSettings({ sinks: { jetstream: { url: 'nats://127.0.0.1:4222' } }, spool: { path: '/var/lib/intake/spool' } }, {});
     expect(s.sinks.jetstream).toMatchObject({ servers: ['nats://127.0.0.1:4222'], stream: 'INTAKE_EVENTS', subjectPrefix: 'intake.events', createStream: true, timeoutMs: 2000 });
     expect(s.sinks.jetstream?.streamConfig.duplicateWindowSeconds).toBe(900);
+    expect(s.sinks.jetstream?.streamConfig.maxAgeSeconds).toBe(72 * 3600);
     expect(s.spool).toMatchObject({ path: '/var/lib/intake/spool', maxBytes: 1073741824 });
     expect(s.sinks.log.enabled).toBe(false);
     expect(resolveSettings({}, {}).sinks.log.enabled).toBe(true);
@@ -65,6 +66,7 @@ describe('hand-off settings', () => {
 
   it('refuses a duplicate window under 15 minutes and two credentials; takes a spool without a bus (for dead letters)', () => {
     expect(() => resolveSettings({ sinks: { jetstream: { url: 'nats://x', streamConfig: { duplicateWindowSeconds: 120 } } } }, {})).toThrow(/duplicateWindowSeconds/);
+    expect(() => resolveSettings({ sinks: { jetstream: { url: 'nats://x', streamConfig: { maxAgeSeconds: 60 } } } }, {})).toThrow(/maxAgeSeconds \(60\) must be 0 or at least duplicateWindowSeconds \(900\)/);
     expect(resolveSettings({ spool: { path: '/tmp/s' } }, {}).spool?.path).toBe('/tmp/s');
     expect(() => resolveSettings({ sinks: { log: { enabled: false } } }, {})).toThrow(/events must go somewhere/);
     expect(resolveSettings({ sinks: { log: { enabled: false } }, spool: { path: '/tmp/x' }, destinations: [{ name: 'am', alertmanager: { urls: ['http://127.0.0.1:9093'] } }] }, {}).sinks.log.enabled).toBe(false);
