@@ -43,9 +43,9 @@ export function metricsRoute(ctx: IngestContext): RouteOptions {
     handler: async (req: FastifyRequest, reply: FastifyReply) => {
       const entry = req.routeEntry as RouteEntry;
       const points = validate(req, entry.namespace);
-      metrics.pointsReceived.inc({ namespace: entry.namespace }, points.length);
       // Per-tenant limits: the whole batch, or a refusal (429/503) and nothing accepted.
       ctx.limiter?.take(entry, points.length);
+      metrics.pointsReceived.inc({ namespace: entry.namespace }, points.length);
       // Remote write admits the batch first (503 when its queue is full), and queues it only once
       // the series caps accepted it: all or nothing.
       const forward = ctx.remoteWrite?.admit(entry.namespace, points);
