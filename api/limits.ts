@@ -64,16 +64,16 @@ export interface RouteLimits {
 
 export const DEFAULT_TENANT_LIMITS: TenantLimitDefaults = {
   namespace: {
-    eventsPerSecond: 1000,
-    eventsBurst: 5000,
-    dataPointsPerSecond: 20_000,
-    dataPointsBurst: 100_000,
+    eventsPerSecond: 10_000,
+    eventsBurst: 100_000,
+    dataPointsPerSecond: 100_000,
+    dataPointsBurst: 1_000_000,
     maxSeries: 10_000,
     mappingCpuMillisPerSecond: 500,
     mappingCpuBurstMillis: 2000,
   },
-  integration: { eventsPerSecond: 500, eventsBurst: 2500 },
-  apiKey: { dataPointsPerSecond: 10_000, dataPointsBurst: 50_000, maxSeries: 10_000 },
+  integration: { eventsPerSecond: 5000, eventsBurst: 50_000 },
+  apiKey: { dataPointsPerSecond: 50_000, dataPointsBurst: 500_000, maxSeries: 10_000 },
 };
 
 export const NAMESPACE_LIMIT_FIELDS = ['eventsPerSecond', 'eventsBurst', 'dataPointsPerSecond', 'dataPointsBurst', 'maxSeries', 'mappingCpuMillisPerSecond', 'mappingCpuBurstMillis'] as const;

@@ -16,7 +16,7 @@ describe('effective limits', () => {
     expect(lower.clamped).toEqual([]);
     const higher = webhookLimits(wi('a', { limits: { eventsPerSecond: 1_000_000 } }), ns);
     expect(higher.route.eventsPerSecond).toBe(DEFAULT_TENANT_LIMITS.integration.eventsPerSecond);
-    expect(higher.clamped).toEqual([`spec.limits.eventsPerSecond 1000000 -> 500 (the cluster default tenantLimits.integration.eventsPerSecond)`]);
+    expect(higher.clamped).toEqual([`spec.limits.eventsPerSecond 1000000 -> ${DEFAULT_TENANT_LIMITS.integration.eventsPerSecond} (the cluster default tenantLimits.integration.eventsPerSecond)`]);
     expect(throttledState(higher)).toMatchObject({ status: 'True', reason: 'Clamped' });
     expect(throttledState(lower)).toMatchObject({ status: 'False', reason: 'WithinQuota' });
   });
