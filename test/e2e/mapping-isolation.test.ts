@@ -93,12 +93,12 @@ describe('a tenant rewriting built-in functions (defect 1)', () => {
 
 describe('a hostile expression (defect 2)', () => {
   /** Runs the hostile request while timing /healthz and team-b's requests; returns what was seen. */
-  async function whileHostile(name: string): Promise<{ status: number; code: string; message: string; tookMs: number; health: number[]; others: Array<{ status: number; ms: number }> }> {
+  async function whileHostile(name: string): Promise<{ status: number; code: string; message: string; tookMs: number; health: number[]; others: Array<{ integration: string; status: number; ms: number }> }> {
     const started = performance.now();
     let done = false;
     const hostile = post(`${ing.url}/events/webhook_${name}`, { any: 1 }, auth(name)).finally(() => (done = true));
     const health: number[] = [];
-    const others: Array<{ status: number; ms: number }> = [];
+    const others: Array<{ integration: string; status: number; ms: number }> = [];
     let i = 0;
     while (!done && performance.now() - started < 30_000) {
       const t0 = performance.now();
@@ -111,7 +111,7 @@ describe('a hostile expression (defect 2)', () => {
       ] as const) {
         const t1 = performance.now();
         const res = await post(`${ing.url}/events/webhook_${integration}`, body, auth(integration));
-        others.push({ status: res.status, ms: performance.now() - t1 });
+        others.push({ integration, status: res.status, ms: performance.now() - t1 });
       }
       i++;
     }
@@ -124,14 +124,15 @@ describe('a hostile expression (defect 2)', () => {
 
   it.each(['distinct', 'pad'])('%s: stopped at about its limit (422) while the admin port and other tenants keep answering', async (name) => {
     const seen = await whileHostile(name);
-    console.log(`${name}: ${seen.status} after ${Math.round(seen.tookMs)} ms; healthz max ${Math.round(Math.max(...seen.health))} ms; other tenants p99 ${Math.round(p99(seen.others.map((o) => o.ms)))} ms over ${seen.others.length} requests; ${seen.message}`);
+    console.log(`${name}: ${seen.status} after ${Math.round(seen.tookMs)} ms; healthz max ${Math.round(Math.max(...seen.health))} ms; other tenants p99 ${['nagios', 'checker'].map((i) => `${i} ${Math.round(p99(seen.others.filter((o) => o.integration === i).map((o) => o.ms)))} ms`).join(', ')} over ${seen.others.length} requests; ${seen.message}`);
     expect(seen.status).toBe(422);
     expect(seen.code).toBe('MAPPING_FAILED');
     expect(seen.message).toMatch(/D1012/);
     // The limit counts CPU time: stopped just past it. On a shared machine the wall clock runs
     // longer. Before the fix: 200 after about 5 s (distinct), or the process held ~13 s (pad).
-    const cpuMs = Number(/stopped after (\d+) ms of CPU time/.exec(seen.message)?.[1] ?? /after (\d+) milliseconds/.exec(seen.message)?.[1]);
-    expect(cpuMs).toBeGreaterThanOrEqual(TIMEOUT_MS);
+    // (A machine too busy to give the worker a core stops it by the wall-clock backstop instead.)
+    const cpuMs = Number(/(\d+) ms of CPU time/.exec(seen.message)?.[1] ?? /after (\d+) milliseconds/.exec(seen.message)?.[1]);
+    if (!/wall-clock backstop/.test(seen.message)) expect(cpuMs).toBeGreaterThanOrEqual(TIMEOUT_MS);
     expect(cpuMs).toBeLessThan(TIMEOUT_MS * 2);
     expect(seen.tookMs).toBeLessThan(10_000);
     expect(seen.others.length).toBeGreaterThan(0);
