@@ -65,6 +65,8 @@ interface Slot {
   watch?: NodeJS.Timeout;
   /** Set once the pool gave up on this worker (terminated, died); it takes no more work. */
   lost?: boolean;
+  /** The current evaluation's CPU time at the last check, ms. */
+  lastCpuMs?: number;
 }
 
 const utf8 = new TextDecoder('utf-8');
@@ -185,6 +187,7 @@ export class MappingWorkerPool implements ExpressionRunner {
       return; // the worker is gone; its exit handler settles the task
     }
     if (slot.task !== task) return;
+    slot.lastCpuMs = cpuMs;
     const grace = Math.max(50, limitMs * 0.2);
     const wallLimitMs = Math.max(5000, limitMs * this.wallFactor);
     if (cpuMs > limitMs + grace || wallMs > wallLimitMs) {
@@ -222,6 +225,7 @@ export class MappingWorkerPool implements ExpressionRunner {
     slot.watch = undefined;
     slot.task = undefined;
     slot.startedAt = undefined;
+    slot.lastCpuMs = undefined;
   }
 
   /** Gives up on a worker: its evaluation fails with `err`, the worker is terminated, a new one starts when needed. */
@@ -229,11 +233,13 @@ export class MappingWorkerPool implements ExpressionRunner {
     if (slot.lost) return;
     slot.lost = true;
     const task = slot.task;
+    const lastCpuMs = slot.lastCpuMs;
     this.clear(slot);
     const index = this.slots.indexOf(slot);
     if (index >= 0) this.slots.splice(index, 1);
     if (task) {
-      if (err instanceof MappingError && err.cpuMs === undefined) err.cpuMs = task.limits.timeoutMs;
+      // A worker that died (heap cap) cannot say what it used: the last reading, else the limit.
+      if (err instanceof MappingError && err.cpuMs === undefined) err.cpuMs = lastCpuMs ?? task.limits.timeoutMs;
       this.settle(task, err);
     }
     if (!this.closed) {

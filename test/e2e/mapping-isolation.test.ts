@@ -236,7 +236,7 @@ describe('a 300,000-deep nested body (defect 15)', () => {
   });
 });
 
-describe('when every mapping worker is busy and the queue is full', () => {
+describe('a small pool: one worker, one payload queued, a 32 MiB heap', () => {
   let small: RunningIngester;
 
   beforeAll(async () => {
@@ -245,8 +245,10 @@ describe('when every mapping worker is busy and the queue is full', () => {
         route('quick', 'team-a', { expression: '{"source": "q", "severity": 1}' }),
         route('distinct', 'team-a', { expression: '[1..3].$count($distinct([1..100000]))' }),
         route('nagios', 'team-b', { preset: 'nagios' }),
+        // 1,000 copies of a 100,000-item array: about 800 MB, quickly.
+        route('hoarder', 'team-a', { expression: '($a := [1..99999]; [1..1000].{"x": $append($a, $)})' }),
       );
-      config.mapping = { timeoutMs: 1000, workers: 1, maxQueued: 1 };
+      config.mapping = { timeoutMs: 1000, workers: 1, maxQueued: 1, workerHeapMb: 32 };
       config.deadLetter = { path: join(mkdtempSync(join(tmpdir(), 'intake-e2e-busy-')), 'dead.jsonl'), maxBytes: 1 << 20 };
     });
   });
@@ -255,7 +257,7 @@ describe('when every mapping worker is busy and the queue is full', () => {
     await small?.stop();
   });
 
-  it('answers 503 MAPPING_BUSY with Retry-After, keeps nothing, stays ready, and presets are still served', async () => {
+  it('answers 503 MAPPING_BUSY with Retry-After when the worker is busy and the queue full: nothing kept, still ready, presets still served', async () => {
     const send = () => post(`${small.url}/events/webhook_distinct`, { any: 1 }, auth('distinct'));
     // The worker starts with the first payload: start it, then occupy it and fill the queue.
     expect((await post(`${small.url}/events/webhook_quick`, { any: 1 }, auth('quick'))).status).toBe(200);
@@ -274,5 +276,12 @@ describe('when every mapping worker is busy and the queue is full', () => {
     expect((await queued).status).toBe(422);
     const kept = (await (await fetch(`${small.adminUrl}/deadletter`)).json()) as { count: number };
     expect(kept.count).toBe(2);
+  });
+
+  it('stops an expression that fills its heap at mapping.workerHeapMb (422 INTAKE_MEMORY_LIMIT); a new worker maps the next payload', async () => {
+    const res = await post(`${small.url}/events/webhook_hoarder`, { any: 1 }, auth('hoarder'));
+    expect(res.status).toBe(422);
+    expect(String(res.json().message)).toMatch(/INTAKE_MEMORY_LIMIT.*mapping\.workerHeapMb/);
+    expect((await post(`${small.url}/events/webhook_quick`, { any: 1 }, auth('quick'))).status).toBe(200);
   });
 });
