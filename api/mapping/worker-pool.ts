@@ -107,7 +107,8 @@ export class MappingWorkerPool implements ExpressionRunner {
     if (this.queue.length >= this.maxQueued) {
       return Promise.reject(new MappingBusy(`${this.queue.length} payloads are waiting for a mapping worker (mapping.maxQueued ${this.maxQueued}); retry later`, 1));
     }
-    if (this.bytes + json.byteLength > this.maxQueuedBytes) {
+    // A payload larger than the whole budget still runs when it is alone (limits.bodyBytes may be set higher).
+    if (this.bytes > 0 && this.bytes + json.byteLength > this.maxQueuedBytes) {
       return Promise.reject(new MappingBusy(`payloads waiting for a mapping worker hold ${this.bytes} bytes (mapping.maxQueuedBytes ${this.maxQueuedBytes}); retry later`, 1));
     }
     this.bytes += json.byteLength;
