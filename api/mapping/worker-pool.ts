@@ -4,8 +4,9 @@
  * be interrupted between nodes, so the only way to stop it at its limit without holding the
  * process is to run it on another thread and terminate that thread.
  *
- * - Each worker evaluates one payload at a time; workers are started when needed (none until the
- *   first tenant expression runs) and a terminated one is replaced at once.
+ * - Each worker evaluates one payload at a time; the pool starts when first needed (no worker
+ *   until a tenant expression runs), all `size` workers at once, and a terminated one is replaced
+ *   at once.
  * - Deadline: while an evaluation runs, the pool reads the worker's CPU time (worker.cpuUsage())
  *   every `watchMs`; past limits.timeoutMs (plus a grace for the worker's own check to answer
  *   D1012 first) the worker is terminated and the evaluation fails with D1012. The wall clock is
@@ -132,11 +133,11 @@ export class MappingWorkerPool implements ExpressionRunner {
         this.start(idle, this.queue.shift() as Task);
         continue;
       }
-      // No idle worker: start one for each waiting evaluation while the pool is not full; the
+      // No idle worker: start the whole pool, so that while one tenant's expression holds a worker
+      // the next payload finds another one ready instead of waiting for a cold start. The
       // evaluations wait for them (or for a busy one to finish).
-      const starting = this.slots.filter((s) => !s.ready).length;
-      if (starting >= this.queue.length || this.slots.length >= this.size) return;
-      this.spawn();
+      while (this.slots.length < this.size) this.spawn();
+      return;
     }
   }
 
