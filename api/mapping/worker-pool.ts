@@ -4,8 +4,9 @@
  * be interrupted between nodes, so the only way to stop it at its limit without holding the
  * process is to run it on another thread and terminate that thread.
  *
- * - Each worker evaluates one payload at a time; workers are started when needed (none until the
- *   first tenant expression runs) and a terminated one is replaced at once.
+ * - Each worker evaluates one payload at a time; the pool starts when first needed (no worker
+ *   until a tenant expression runs), all `size` workers at once, and a terminated one is replaced
+ *   at once.
  * - Deadline: while an evaluation runs, the pool reads the worker's CPU time (worker.cpuUsage())
  *   every `watchMs`; past limits.timeoutMs (plus a grace for the worker's own check to answer
  *   D1012 first) the worker is terminated and the evaluation fails with D1012. The wall clock is
@@ -65,6 +66,8 @@ interface Slot {
   watch?: NodeJS.Timeout;
   /** Set once the pool gave up on this worker (terminated, died); it takes no more work. */
   lost?: boolean;
+  /** The current evaluation's CPU time at the last check, ms. */
+  lastCpuMs?: number;
 }
 
 const utf8 = new TextDecoder('utf-8');
@@ -105,7 +108,8 @@ export class MappingWorkerPool implements ExpressionRunner {
     if (this.queue.length >= this.maxQueued) {
       return Promise.reject(new MappingBusy(`${this.queue.length} payloads are waiting for a mapping worker (mapping.maxQueued ${this.maxQueued}); retry later`, 1));
     }
-    if (this.bytes + json.byteLength > this.maxQueuedBytes) {
+    // A payload larger than the whole budget still runs when it is alone (limits.bodyBytes may be set higher).
+    if (this.bytes > 0 && this.bytes + json.byteLength > this.maxQueuedBytes) {
       return Promise.reject(new MappingBusy(`payloads waiting for a mapping worker hold ${this.bytes} bytes (mapping.maxQueuedBytes ${this.maxQueuedBytes}); retry later`, 1));
     }
     this.bytes += json.byteLength;
@@ -129,11 +133,11 @@ export class MappingWorkerPool implements ExpressionRunner {
         this.start(idle, this.queue.shift() as Task);
         continue;
       }
-      // No idle worker: start one for each waiting evaluation while the pool is not full; the
+      // No idle worker: start the whole pool, so that while one tenant's expression holds a worker
+      // the next payload finds another one ready instead of waiting for a cold start. The
       // evaluations wait for them (or for a busy one to finish).
-      const starting = this.slots.filter((s) => !s.ready).length;
-      if (starting >= this.queue.length || this.slots.length >= this.size) return;
-      this.spawn();
+      while (this.slots.length < this.size) this.spawn();
+      return;
     }
   }
 
@@ -185,6 +189,7 @@ export class MappingWorkerPool implements ExpressionRunner {
       return; // the worker is gone; its exit handler settles the task
     }
     if (slot.task !== task) return;
+    slot.lastCpuMs = cpuMs;
     const grace = Math.max(50, limitMs * 0.2);
     const wallLimitMs = Math.max(5000, limitMs * this.wallFactor);
     if (cpuMs > limitMs + grace || wallMs > wallLimitMs) {
@@ -222,6 +227,7 @@ export class MappingWorkerPool implements ExpressionRunner {
     slot.watch = undefined;
     slot.task = undefined;
     slot.startedAt = undefined;
+    slot.lastCpuMs = undefined;
   }
 
   /** Gives up on a worker: its evaluation fails with `err`, the worker is terminated, a new one starts when needed. */
@@ -229,11 +235,13 @@ export class MappingWorkerPool implements ExpressionRunner {
     if (slot.lost) return;
     slot.lost = true;
     const task = slot.task;
+    const lastCpuMs = slot.lastCpuMs;
     this.clear(slot);
     const index = this.slots.indexOf(slot);
     if (index >= 0) this.slots.splice(index, 1);
     if (task) {
-      if (err instanceof MappingError && err.cpuMs === undefined) err.cpuMs = task.limits.timeoutMs;
+      // A worker that died (heap cap) cannot say what it used: the last reading, else the limit.
+      if (err instanceof MappingError && err.cpuMs === undefined) err.cpuMs = lastCpuMs ?? task.limits.timeoutMs;
       this.settle(task, err);
     }
     if (!this.closed) {

@@ -93,12 +93,12 @@ describe('a tenant rewriting built-in functions (defect 1)', () => {
 
 describe('a hostile expression (defect 2)', () => {
   /** Runs the hostile request while timing /healthz and team-b's requests; returns what was seen. */
-  async function whileHostile(name: string): Promise<{ status: number; code: string; message: string; tookMs: number; health: number[]; others: Array<{ status: number; ms: number }> }> {
+  async function whileHostile(name: string): Promise<{ status: number; code: string; message: string; tookMs: number; health: number[]; others: Array<{ integration: string; status: number; ms: number }> }> {
     const started = performance.now();
     let done = false;
     const hostile = post(`${ing.url}/events/webhook_${name}`, { any: 1 }, auth(name)).finally(() => (done = true));
     const health: number[] = [];
-    const others: Array<{ status: number; ms: number }> = [];
+    const others: Array<{ integration: string; status: number; ms: number }> = [];
     let i = 0;
     while (!done && performance.now() - started < 30_000) {
       const t0 = performance.now();
@@ -111,7 +111,7 @@ describe('a hostile expression (defect 2)', () => {
       ] as const) {
         const t1 = performance.now();
         const res = await post(`${ing.url}/events/webhook_${integration}`, body, auth(integration));
-        others.push({ status: res.status, ms: performance.now() - t1 });
+        others.push({ integration, status: res.status, ms: performance.now() - t1 });
       }
       i++;
     }
@@ -124,14 +124,15 @@ describe('a hostile expression (defect 2)', () => {
 
   it.each(['distinct', 'pad'])('%s: stopped at about its limit (422) while the admin port and other tenants keep answering', async (name) => {
     const seen = await whileHostile(name);
-    console.log(`${name}: ${seen.status} after ${Math.round(seen.tookMs)} ms; healthz max ${Math.round(Math.max(...seen.health))} ms; other tenants p99 ${Math.round(p99(seen.others.map((o) => o.ms)))} ms over ${seen.others.length} requests; ${seen.message}`);
+    console.log(`${name}: ${seen.status} after ${Math.round(seen.tookMs)} ms; healthz max ${Math.round(Math.max(...seen.health))} ms; other tenants p99 ${['nagios', 'checker'].map((i) => `${i} ${Math.round(p99(seen.others.filter((o) => o.integration === i).map((o) => o.ms)))} ms`).join(', ')} over ${seen.others.length} requests; ${seen.message}`);
     expect(seen.status).toBe(422);
     expect(seen.code).toBe('MAPPING_FAILED');
     expect(seen.message).toMatch(/D1012/);
     // The limit counts CPU time: stopped just past it. On a shared machine the wall clock runs
     // longer. Before the fix: 200 after about 5 s (distinct), or the process held ~13 s (pad).
-    const cpuMs = Number(/stopped after (\d+) ms of CPU time/.exec(seen.message)?.[1] ?? /after (\d+) milliseconds/.exec(seen.message)?.[1]);
-    expect(cpuMs).toBeGreaterThanOrEqual(TIMEOUT_MS);
+    // (A machine too busy to give the worker a core stops it by the wall-clock backstop instead.)
+    const cpuMs = Number(/(\d+) ms of CPU time/.exec(seen.message)?.[1] ?? /after (\d+) milliseconds/.exec(seen.message)?.[1]);
+    if (!/wall-clock backstop/.test(seen.message)) expect(cpuMs).toBeGreaterThanOrEqual(TIMEOUT_MS);
     expect(cpuMs).toBeLessThan(TIMEOUT_MS * 2);
     expect(seen.tookMs).toBeLessThan(10_000);
     expect(seen.others.length).toBeGreaterThan(0);
@@ -235,7 +236,7 @@ describe('a 300,000-deep nested body (defect 15)', () => {
   });
 });
 
-describe('when every mapping worker is busy and the queue is full', () => {
+describe('a small pool: one worker, one payload queued, a 32 MiB heap', () => {
   let small: RunningIngester;
 
   beforeAll(async () => {
@@ -244,8 +245,10 @@ describe('when every mapping worker is busy and the queue is full', () => {
         route('quick', 'team-a', { expression: '{"source": "q", "severity": 1}' }),
         route('distinct', 'team-a', { expression: '[1..3].$count($distinct([1..100000]))' }),
         route('nagios', 'team-b', { preset: 'nagios' }),
+        // 1,000 copies of a 100,000-item array: about 800 MB, quickly.
+        route('hoarder', 'team-a', { expression: '($a := [1..99999]; [1..1000].{"x": $append($a, $)})' }),
       );
-      config.mapping = { timeoutMs: 1000, workers: 1, maxQueued: 1 };
+      config.mapping = { timeoutMs: 1000, workers: 1, maxQueued: 1, workerHeapMb: 32 };
       config.deadLetter = { path: join(mkdtempSync(join(tmpdir(), 'intake-e2e-busy-')), 'dead.jsonl'), maxBytes: 1 << 20 };
     });
   });
@@ -254,7 +257,7 @@ describe('when every mapping worker is busy and the queue is full', () => {
     await small?.stop();
   });
 
-  it('answers 503 MAPPING_BUSY with Retry-After, keeps nothing, stays ready, and presets are still served', async () => {
+  it('answers 503 MAPPING_BUSY with Retry-After when the worker is busy and the queue full: nothing kept, still ready, presets still served', async () => {
     const send = () => post(`${small.url}/events/webhook_distinct`, { any: 1 }, auth('distinct'));
     // The worker starts with the first payload: start it, then occupy it and fill the queue.
     expect((await post(`${small.url}/events/webhook_quick`, { any: 1 }, auth('quick'))).status).toBe(200);
@@ -273,5 +276,12 @@ describe('when every mapping worker is busy and the queue is full', () => {
     expect((await queued).status).toBe(422);
     const kept = (await (await fetch(`${small.adminUrl}/deadletter`)).json()) as { count: number };
     expect(kept.count).toBe(2);
+  });
+
+  it('stops an expression that fills its heap at mapping.workerHeapMb (422 INTAKE_MEMORY_LIMIT); a new worker maps the next payload', async () => {
+    const res = await post(`${small.url}/events/webhook_hoarder`, { any: 1 }, auth('hoarder'));
+    expect(res.status).toBe(422);
+    expect(String(res.json().message)).toMatch(/INTAKE_MEMORY_LIMIT.*mapping\.workerHeapMb/);
+    expect((await post(`${small.url}/events/webhook_quick`, { any: 1 }, auth('quick'))).status).toBe(200);
   });
 });

@@ -73,3 +73,18 @@ describe('hand-off settings', () => {
     expect(() => resolveSettings({ sinks: { jetstream: { url: 'nats://x', credsFile: 'a', nkeySeedFile: 'b' } } }, {})).toThrow(/not both/);
   });
 });
+
+describe('mapping settings', () => {
+  it('bound the mapped output at four times the body limit unless given, and take the worker settings', () => {
+    const defaults = resolveSettings({}, {});
+    expect(defaults.mapping).toMatchObject({ maxOutputBytes: 4 * 1024 * 1024, maxEvents: 10_000, maxQueued: 64, maxQueuedBytes: 16 * 1024 * 1024, workerHeapMb: 128 });
+    expect(defaults.mapping.workers).toBeGreaterThanOrEqual(2);
+    expect(defaults.limits.maxJsonDepth).toBe(64);
+    expect(resolveSettings({ limits: { bodyBytes: 2 * 1024 * 1024 } }, {}).mapping.maxOutputBytes).toBe(8 * 1024 * 1024);
+    expect(resolveSettings({ limits: { bodyBytes: 2 * 1024 * 1024 }, mapping: { maxOutputBytes: 1000, workers: 1 } }, {}).mapping).toMatchObject({ maxOutputBytes: 1000, workers: 1 });
+  });
+
+  it('refuses a worker heap too small to load the engine', () => {
+    expect(() => resolveSettings({ mapping: { workerHeapMb: 4 } }, {})).toThrow(/workerHeapMb/);
+  });
+});
