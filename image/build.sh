@@ -28,12 +28,8 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/intake-image.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 start=$(date +%s)
 
-# A layer from a directory: a tar whose bytes depend only on the files' contents, modes and names.
-pack() {
-  tar --create --file "$2" --directory "$1" --sort=name --format=posix \
-    --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime \
-    --mtime="@$SOURCE_DATE_EPOCH" --clamp-mtime --owner=0 --group=0 --numeric-owner .
-}
+# shellcheck source=image/lib.sh
+. "$here/lib.sh"
 
 # 1. root filesystem
 rootfs="${ROOTFS:-$work/rootfs.tar}"
