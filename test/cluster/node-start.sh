@@ -22,6 +22,7 @@ HOST_IP=10.244.255.1 NODE_IP=10.244.255.2
 POD_CIDR=10.244.0.0/24 SERVICE_CIDR=10.0.0.0/24
 NODE_NAME=intake-node
 CGROUP_ROOT=/intake-testcluster
+LOCAL_VOLUMES=6
 # nsenter joins only the network namespace: `ip netns exec` would also give each process its own
 # mount namespace (and a new /sys), and the kubelet's volume mounts must be seen by containerd.
 in_node() { nsenter --net="/run/netns/$NETNS" "$@"; }
@@ -192,6 +193,29 @@ for _ in $(seq 1 300); do
 done
 kubectl get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' | grep -q True || fail "the node is not Ready after 150 s" "$dir/kubelet.log"
 
+# Volumes for StatefulSets' claims: local PersistentVolumes on the node (the kubelet gives a local
+# volume to the pod's fsGroup, so a non-root pod can write it), in the default StorageClass local.
+for i in $(seq 1 $LOCAL_VOLUMES); do mkdir -p "$dir/volumes/pv$i"; done
+{
+  echo 'apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: local, annotations: {storageclass.kubernetes.io/is-default-class: "true"}}
+provisioner: kubernetes.io/no-provisioner
+volumeBindingMode: WaitForFirstConsumer'
+  for i in $(seq 1 $LOCAL_VOLUMES); do
+    echo "---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: local-pv$i}
+spec:
+  capacity: {storage: 10Gi}
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: Delete
+  storageClassName: local
+  local: {path: $dir/volumes/pv$i}
+  nodeAffinity: {required: {nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [$NODE_NAME]}]}]}}"
+  done
+} | kubectl apply -f - >/dev/null
 kubectl apply -f "$here/manifests/coredns.yaml" -f "$here/manifests/infra.yaml" >/dev/null
 kubectl -n kube-system rollout status deployment/coredns --timeout=180s >&2 || fail "CoreDNS is not ready" "$dir/kubelet.log"
 kubectl -n infra rollout status deployment/nats --timeout=180s >&2 || fail "nats is not ready" "$dir/kubelet.log"

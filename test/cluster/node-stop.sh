@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Stops what node-start.sh [DIR] started and removes what it created: the pods' containers
 # (through containerd), kubelet, kube-proxy, containerd, kube-scheduler, the API server, the mounts
-# under DIR, the cgroups, the routes, the veth and the network namespace. Keeps DIR's data
-# (ports, certificates) for the next start, except the node's runtime state.
+# under DIR, the cgroups, the routes, the veth and the network namespace, and DIR's data but its
+# ports (each start is a new cluster).
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 dir="${1:-$here/../../.testcluster-node}"
@@ -44,7 +44,8 @@ for _ in 1 2 3; do
   [ "${#mounts[@]}" = 0 ] && break
   for m in "${mounts[@]}"; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null; done
 done
-rm -rf "$dir/containerd/state" "$dir/containerd/root" "$dir/kubelet" "$dir/cni/ipam" "$dir/pods-log"
+# Every start is a fresh cluster: only the chosen ports stay.
+find "$dir" -mindepth 1 -maxdepth 1 ! -name port ! -name etcd-port -exec rm -rf {} +
 
 # cgroups the kubelet created under CGROUP_ROOT, deepest first (empty once the processes are gone).
 for c in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do

@@ -26,7 +26,7 @@ const stream = `EVENTS_${tag}`.toUpperCase();
 const selector = `app.kubernetes.io/instance=${release}`;
 const { core } = kubeClients();
 const values = [
-  '--set', 'publicBaseUrl=https://intake.test',
+  '--set', 'publicBaseUrl=https://intake.test', '--set', `operator.watchNamespaces={${tenant}}`,
   '--set', 'image.repository=intake.local/intake', '--set', `image.tag=${version}`, '--set', 'image.pullPolicy=Never',
   '--set', 'sinks.jetstream.enabled=true', '--set', 'sinks.jetstream.url=nats://nats.infra.svc:4222',
   '--set', `sinks.jetstream.stream=${stream}`, '--set', `sinks.jetstream.subjectPrefix=${tag}.events`,
