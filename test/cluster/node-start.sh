@@ -138,6 +138,10 @@ if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
   mkdir -p "/sys/fs/cgroup$CGROUP_ROOT"
 else
   for c in /sys/fs/cgroup/*/; do [ "$(basename "$c")" = unified ] || mkdir -p "$c${CGROUP_ROOT#/}"; done
+  # A new v1 cpuset starts with no CPUs and no memory nodes: give it its parent's.
+  if [ -d /sys/fs/cgroup/cpuset ]; then
+    for f in cpuset.cpus cpuset.mems; do cat "/sys/fs/cgroup/cpuset/$f" > "/sys/fs/cgroup/cpuset$CGROUP_ROOT/$f"; done
+  fi
 fi
 : > "$dir/resolv.conf"
 cat > "$dir/kubelet.yaml" <<EOF
