@@ -27,7 +27,10 @@ LOCAL_VOLUMES=6
 # mount namespace (and a new /sys), and the kubelet's volume mounts must be seen by containerd.
 in_node() { nsenter --net="/run/netns/$NETNS" "$@"; }
 log() { echo "testcluster-node: $*" >&2; }
-fail() { log "$1"; for f in "${@:2}"; do [ -f "$f" ] && { echo "--- $f" >&2; tail -n 30 "$f" >&2; }; done; bash "$here/node-stop.sh" "$dir" >&2 || true; exit 1; }
+fail() {
+  log "$1"
+  [ -f "$dir/kubeconfig" ] && { kubectl --kubeconfig "$dir/kubeconfig" get pods -A -o wide >&2; kubectl --kubeconfig "$dir/kubeconfig" get events -A --field-selector type=Warning >&2; } 2>/dev/null
+  for f in "${@:2}"; do [ -f "$f" ] && { echo "--- $f" >&2; grep -v "filesystem info\|HasDedicatedImageFs" "$f" | tail -n 25 >&2; }; done; bash "$here/node-stop.sh" "$dir" >&2 || true; exit 1; }
 
 if [ -f "$dir/node-pids" ] && kill -0 "$(head -1 "$dir/node-pids")" 2>/dev/null; then
   echo "testcluster node already running; kubeconfig $dir/kubeconfig"; exit 0
@@ -196,6 +199,9 @@ for _ in $(seq 1 300); do
   sleep 0.5
 done
 kubectl get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' | grep -q True || fail "the node is not Ready after 150 s" "$dir/kubelet.log"
+# The kubelet registers the node tainted not-ready; the node-lifecycle controller would lift it
+# once Ready, and it does not run here (it would also evict pods from a node it finds NotReady).
+kubectl taint node "$NODE_NAME" node.kubernetes.io/not-ready:NoSchedule- >/dev/null 2>&1 || true
 
 # Volumes for StatefulSets' claims: local PersistentVolumes on the node (the kubelet gives a local
 # volume to the pod's fsGroup, so a non-root pod can write it), in the default StorageClass local.
@@ -221,7 +227,7 @@ spec:
   done
 } | kubectl apply -f - >/dev/null
 kubectl apply -f "$here/manifests/coredns.yaml" -f "$here/manifests/infra.yaml" >/dev/null
-kubectl -n kube-system rollout status deployment/coredns --timeout=180s >&2 || fail "CoreDNS is not ready" "$dir/kubelet.log"
+kubectl -n kube-system rollout status deployment/coredns --timeout=180s >&2 || fail "CoreDNS is not ready" "$dir/kubelet.log" "$dir/containerd.log"
 kubectl -n infra rollout status deployment/nats --timeout=180s >&2 || fail "nats is not ready" "$dir/kubelet.log"
 kubectl -n infra rollout status deployment/alertmanager --timeout=180s >&2 || fail "Alertmanager is not ready" "$dir/kubelet.log"
 echo "testcluster node ready in $(( $(date +%s) - start )) s: https://$HOST_IP:$port; export KUBECONFIG=$dir/kubeconfig"
