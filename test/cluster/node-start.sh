@@ -100,6 +100,10 @@ state = "$dir/containerd/state"
   sandbox_image = "registry.k8s.io/pause:3.10"
   stream_server_address = "127.0.0.1"
   enable_selinux = false
+  # A pod sandbox asks for oom_score_adj -998; lowering it needs CAP_SYS_RESOURCE beyond what a
+  # sandboxed root may have (runc: "failed to update /proc/self/oom_score_adj: Permission
+  # denied"). Clamp every container's to containerd's own instead.
+  restrict_oom_score_adj = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
