@@ -30,7 +30,7 @@ image() {
   local name=$1 ref=$2 tag=$3 user=$4 binary=$5 dest=$6 with_base=$7; shift 7
   local archive="$out/$name.tar"
   local key
-  key=$( (sha256sum "$binary" "$here/images.sh" "$root/image/lib.sh"; echo "$base_key $with_base $*") | sha256sum | cut -d' ' -f1)
+  key=$( (sha256sum "$binary" "$here/images.sh" "$root/image/lib.sh"; echo "$base_key $with_base $* ${EXTRA:-}") | sha256sum | cut -d' ' -f1)
   if [ -f "$archive" ] && [ "$(cat "$archive.key" 2>/dev/null)" = "$key" ]; then
     echo "$name $archive $ref:$tag"; return
   fi
@@ -38,6 +38,8 @@ image() {
   work=$(mktemp -d "${TMPDIR:-/tmp}/intake-testcluster-image.XXXXXX")
   mkdir -p "$work/layer$(dirname "$dest")"
   install -m 0755 "$binary" "$work/layer$dest"
+  # Files the binary reads from the host's package (EXTRA: space-separated directories).
+  for d in ${EXTRA:-}; do mkdir -p "$work/layer$(dirname "$d")"; cp -a "$d" "$work/layer$d"; done
   pack "$work/layer" "$work/layer.tar"
   umoci init --layout "$work/oci"
   umoci new --image "$work/oci:$tag"
@@ -63,4 +65,5 @@ alertmanager=/usr/bin/prometheus-alertmanager
 image pause registry.k8s.io/pause 3.10 65535:65535 "$here/bin/pause" /pause none /pause
 image coredns intake.local/coredns test 65532:65532 "$here/bin/coredns" /coredns base /coredns
 image nats intake.local/nats test 65532:65532 "$root/.tools/bin/nats-server" /nats-server base /nats-server
-image alertmanager intake.local/alertmanager test 65532:65532 "$alertmanager" /alertmanager base /alertmanager
+# Debian's build reads its default notification templates from the package's share directory.
+EXTRA=/usr/share/prometheus/alertmanager image alertmanager intake.local/alertmanager test 65532:65532 "$alertmanager" /alertmanager base /alertmanager
