@@ -127,7 +127,7 @@ spec: {}
     const before = new Set((await podsOf(ns, selector)).map((p) => p.metadata.name));
     const load = sendUnderLoad('upgrade');
     await new Promise((r) => setTimeout(r, 3_000));
-    await ok(helm(['upgrade', release, CHART, '-n', ns, ...values, '--set', 'ingester.logLevel=debug', '--wait', '--timeout', '5m']));
+    await ok(helm(['upgrade', release, CHART, '-n', ns, ...values, '--set', `ingester.podAnnotations.rollout=${Date.now()}`, '--wait', '--timeout', '5m']));
     await new Promise((r) => setTimeout(r, 3_000));
     await checkLoad(await load.stop());
     const after = (await podsOf(ns, selector)).filter((p) => p.metadata.labels['app.kubernetes.io/component'] === 'ingester');

@@ -39,6 +39,8 @@ it('replays what a deleted StatefulSet pod spooled on its PersistentVolume while
   await createNamespace(ns);
   await createNamespace(tenant);
   await ok(helm(['install', release, CHART, '-n', ns, '--wait', '--timeout', '5m',
+    // The CRDs are installed already (kept by an earlier release, crds.keep).
+    '--set', 'crds.enabled=false',
     '--set', 'publicBaseUrl=https://intake.test', '--set', `operator.watchNamespaces={${tenant}}`, '--set', 'operator.replicas=1',
     '--set', 'image.repository=intake.local/intake', '--set', `image.tag=${version}`, '--set', 'image.pullPolicy=Never',
     '--set', 'ingester.replicas=1', '--set', 'ingester.authThrottle.failures=1000000',
