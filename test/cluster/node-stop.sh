@@ -52,6 +52,9 @@ for c in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
   [ -d "$c${CGROUP_ROOT#/}" ] && find "$c${CGROUP_ROOT#/}" -depth -type d -exec rmdir {} \; 2>/dev/null
 done
 
+# The pods' network namespaces: containerd's CRI names them cni-<uuid> under /run/netns; killing
+# the tasks does not remove them (only a StopPodSandbox would). This machine runs no other CRI.
+for n in $(ip netns list | awk '/^cni-/ {print $1}'); do ip netns del "$n" 2>/dev/null; done
 ip link del "$HOST_IF" 2>/dev/null
 ip netns del "$NETNS" 2>/dev/null
 rm -f "$dir/netns"
