@@ -17,7 +17,7 @@ HELM_STAMP := .tools/bin/.helm-$(HELM_VERSION)-$(HELM_GIT_COMMIT)
 NATS_SERVER_VERSION := v2.12.3
 NATS_SERVER := .tools/bin/nats-server
 
-.PHONY: all deps tools debian-tools build lint test test-unit test-e2e test-integration testcluster testcluster-stop bench-build bench bench-operator clean
+.PHONY: all deps tools debian-tools build image lint test test-unit test-e2e test-integration test-cluster testcluster testcluster-stop testcluster-node testcluster-node-stop bench-build bench bench-operator clean
 
 all: build
 
@@ -55,8 +55,12 @@ $(HELM): $(HELM_STAMP)
 $(NATS_SERVER):
 	GOBIN=$(CURDIR)/.tools/bin CGO_ENABLED=0 go install github.com/nats-io/nats-server/v2@$(NATS_SERVER_VERSION)
 # Debian packages the tests run for real (binary:package): Prometheus as the remote write receiver,
-# Alertmanager for the mapping end-to-end test, jq for the shipped Nagios/Icinga notification script. Installed when missing (CI runs as root).
-DEBIAN_TOOLS := /usr/bin/prometheus:prometheus /usr/bin/prometheus-alertmanager:prometheus-alertmanager /usr/bin/jq:jq
+# Alertmanager for the mapping end-to-end test, jq for the shipped Nagios/Icinga notification script;
+# mmdebstrap and umoci build the image (make image); containerd, runc, the CNI plugins and
+# iptables make the test cluster's node. Installed when missing (CI runs as root).
+DEBIAN_TOOLS := /usr/bin/prometheus:prometheus /usr/bin/prometheus-alertmanager:prometheus-alertmanager /usr/bin/jq:jq \
+  /usr/bin/mmdebstrap:mmdebstrap /usr/bin/umoci:umoci /usr/bin/containerd:containerd /usr/sbin/runc:runc \
+  /usr/lib/cni/bridge:containernetworking-plugins /usr/sbin/iptables:iptables
 debian-tools:
 	@missing=""; for t in $(DEBIAN_TOOLS); do [ -x "$${t%%:*}" ] || missing="$$missing $${t##*:}"; done; \
 	if [ -n "$$missing" ]; then \
@@ -71,6 +75,11 @@ build: deps
 
 lint: deps
 	npm run lint
+
+# The intake image as an OCI archive, without Docker: build/intake-image.tar (image/build.sh).
+# Push it with `skopeo copy oci-archive:build/intake-image.tar docker://REGISTRY/intake:TAG`.
+image: build debian-tools
+	bash image/build.sh
 
 # Everything: lint, unit and end-to-end tests, then the integration tests against a real
 # kube-apiserver (built from source on first use; stopped afterwards if this run started it).
@@ -95,6 +104,18 @@ testcluster:
 testcluster-stop:
 	bash test/cluster/stop.sh
 
+# The same control plane with a real node (kubelet, containerd, kube-proxy, CoreDNS; nats-server and
+# Alertmanager as pods) in a network namespace of its own: .testcluster-node/kubeconfig. Root only.
+testcluster-node: tools
+	bash test/cluster/node-start.sh
+
+testcluster-node-stop:
+	bash test/cluster/node-stop.sh
+
+# The chart installed with helm on that node, with the image make image builds (test/node).
+test-cluster: image tools
+	bash test/with-testcluster-node.sh $(JEST) --ci --runInBand --selectProjects node
+
 # Benchmarks, not tests: they print tables measured in one run on this machine.
 bench-build: build
 	npx tsc -p tsconfig.bench.json
@@ -106,4 +127,4 @@ bench-operator: bench-build
 	bash test/with-testcluster.sh node dist/bench/operator.js
 
 clean:
-	rm -rf dist coverage
+	rm -rf dist coverage build

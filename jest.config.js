@@ -17,5 +17,7 @@ export default {
     { ...common, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.test.ts'] },
     // Against the real API server (make testcluster); run with --runInBand, they share one cluster.
     { ...common, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.test.ts'] },
+    // The chart's pods on the test cluster's node (make testcluster-node, make test-cluster).
+    { ...common, displayName: 'node', testMatch: ['<rootDir>/test/node/**/*.test.ts'] },
   ],
 };

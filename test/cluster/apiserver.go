@@ -28,8 +28,8 @@ func runAPIServer(ctx context.Context, o options, f clusterFiles, etcdURL string
 	}
 	args := []string{
 		"--etcd-servers=" + etcdURL,
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
+		"--bind-address=" + o.bindAddress,
+		"--advertise-address=" + o.bindAddress,
 		fmt.Sprintf("--secure-port=%d", o.port),
 		"--cert-dir=" + f.certDir,
 		"--authorization-mode=RBAC",
@@ -40,10 +40,17 @@ func runAPIServer(ctx context.Context, o options, f clusterFiles, etcdURL string
 		"--api-audiences=" + serviceAccountIssuer,
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--enable-priority-and-fairness=false",
+		"--v=0",
+	}
+	if o.workloads {
+		// Pods reach the API server through the kubernetes Service, whose endpoint is the
+		// advertised address; the kubelet is reached at its node's InternalIP (its hostname
+		// resolves nowhere).
+		args = append(args, "--endpoint-reconciler-type=lease", "--kubelet-preferred-address-types=InternalIP")
+	} else {
 		// The default reconciler would publish 127.0.0.1 as the kubernetes Service endpoint,
 		// which Endpoints validation refuses; nothing here needs that Service.
-		"--endpoint-reconciler-type=none",
-		"--v=0",
+		args = append(args, "--endpoint-reconciler-type=none")
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -69,7 +76,7 @@ type controllerManager struct {
 
 // newControllerManager parses the controller manager's flags. It must run before the API server
 // adds the shared feature gates to its flag set: after that, gate defaults can no longer change.
-func newControllerManager(kubeconfig string, f clusterFiles) (*controllerManager, error) {
+func newControllerManager(kubeconfig string, f clusterFiles, workloads bool) (*controllerManager, error) {
 	s, err := ctrloptions.NewKubeControllerManagerOptions()
 	if err != nil {
 		return nil, err
@@ -78,9 +85,18 @@ func newControllerManager(kubeconfig string, f clusterFiles) (*controllerManager
 	for _, set := range s.Flags(ctrlapp.KnownControllers(), ctrlapp.ControllersDisabledByDefault(), ctrlapp.ControllerAliases()).FlagSets {
 		fs.AddFlagSet(set)
 	}
+	controllers := "garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller"
+	if workloads {
+		// What a node's workloads need: Deployments and StatefulSets make pods, Services get
+		// endpoints, PersistentVolumeClaims bind to the node's local volumes, finished pods go,
+		// and every namespace gets kube-root-ca.crt for the pods' ServiceAccount tokens.
+		controllers += ",deployment-controller,replicaset-controller,statefulset-controller,endpoints-controller,endpointslice-controller," +
+			"persistentvolume-binder-controller,persistentvolume-protection-controller,persistentvolumeclaim-protection-controller," +
+			"pod-garbage-collector-controller,root-ca-certificate-publisher-controller,disruption-controller"
+	}
 	args := []string{
 		"--kubeconfig=" + kubeconfig,
-		"--controllers=garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller",
+		"--controllers=" + controllers,
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--service-account-private-key-file=" + f.serviceAcctKey,
@@ -103,7 +119,7 @@ func (m *controllerManager) run(ctx context.Context) error {
 }
 
 // waitReady polls /readyz with the admin token until it answers 200.
-func waitReady(ctx context.Context, port int, token string, failed <-chan error) error {
+func waitReady(ctx context.Context, host string, port int, token string, failed <-chan error) error {
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback readiness probe of a self-signed test server
 	deadline := time.Now().Add(120 * time.Second)
 	for time.Now().Before(deadline) {
@@ -114,7 +130,7 @@ func waitReady(ctx context.Context, port int, token string, failed <-chan error)
 			return ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/readyz", port), nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://%s:%d/readyz", host, port), nil)
 		req.Header.Set("Authorization", "Bearer "+token)
 		if res, err := client.Do(req); err == nil {
 			res.Body.Close()

@@ -13,7 +13,7 @@ mkdir -p bin
 start=$(date +%s)
 echo "testcluster: building kube-apiserver ${K8S_VERSION} + etcd (cached after the first build)..." >&2
 pkg=k8s.io/component-base/version
-CGO_ENABLED=0 go build -trimpath -o bin/testcluster.tmp \
+CGO_ENABLED=0 nice -n 15 go build -trimpath -o bin/testcluster.tmp \
   -ldflags "-s -w -X ${pkg}.gitVersion=${K8S_VERSION} -X ${pkg}.gitMajor=1 -X ${pkg}.gitMinor=34 -X ${pkg}.gitTreeState=clean" .
 mv bin/testcluster.tmp bin/testcluster
 echo "$digest" > "$stamp"

@@ -71,7 +71,7 @@ func ensureAdminToken(path string) (string, error) {
 }
 
 // writeKubeconfig trusts the serving certificate chain kube-apiserver generated in certDir.
-func writeKubeconfig(path string, port int, f clusterFiles) error {
+func writeKubeconfig(path, host string, port int, f clusterFiles) error {
 	ca, err := os.ReadFile(filepath.Join(f.certDir, "apiserver.crt"))
 	if err != nil {
 		return fmt.Errorf("reading the serving certificate: %w", err)
@@ -81,7 +81,7 @@ kind: Config
 clusters:
 - name: testcluster
   cluster:
-    server: https://127.0.0.1:%d
+    server: https://%s:%d
     certificate-authority-data: %s
 users:
 - name: admin
@@ -91,7 +91,7 @@ contexts:
 - name: testcluster
   context: {cluster: testcluster, user: admin, namespace: default}
 current-context: testcluster
-`, port, base64.StdEncoding.EncodeToString(ca), f.adminToken)
+`, host, port, base64.StdEncoding.EncodeToString(ca), f.adminToken)
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, []byte(cfg), 0o600); err != nil {
 		return err

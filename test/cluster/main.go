@@ -22,6 +22,8 @@ type options struct {
 	port          int
 	etcdPort      int
 	kubeconfigOut string
+	bindAddress   string
+	workloads     bool
 }
 
 func main() {
@@ -30,6 +32,8 @@ func main() {
 	flag.IntVar(&o.port, "port", 6443, "kube-apiserver secure port on 127.0.0.1")
 	flag.IntVar(&o.etcdPort, "etcd-port", 0, "etcd client port on 127.0.0.1 (default: port+10000; the peer port is one above)")
 	flag.StringVar(&o.kubeconfigOut, "kubeconfig-out", "", "where to write the admin kubeconfig (default: <data-dir>/kubeconfig)")
+	flag.StringVar(&o.bindAddress, "bind-address", "127.0.0.1", "the one address kube-apiserver listens on and advertises (a node's pods reach it there)")
+	flag.BoolVar(&o.workloads, "workloads", false, "also run the controllers a node's workloads need (deployments, statefulsets, endpoints, volume binding)")
 	flag.Parse()
 	if o.etcdPort == 0 {
 		o.etcdPort = o.port + 10000
@@ -53,7 +57,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	kcm, err := newControllerManager(o.kubeconfigOut, files)
+	kcm, err := newControllerManager(o.kubeconfigOut, files, o.workloads)
 	if err != nil {
 		return fmt.Errorf("kube-controller-manager flags: %w", err)
 	}
@@ -65,15 +69,15 @@ func run(ctx context.Context, o options) error {
 
 	apiErr := make(chan error, 1)
 	go func() { apiErr <- runAPIServer(ctx, o, files, etcd.clientURL) }()
-	if err := waitReady(ctx, o.port, files.adminToken, apiErr); err != nil {
+	if err := waitReady(ctx, o.bindAddress, o.port, files.adminToken, apiErr); err != nil {
 		return fmt.Errorf("kube-apiserver: %w", err)
 	}
-	if err := writeKubeconfig(o.kubeconfigOut, o.port, files); err != nil {
+	if err := writeKubeconfig(o.kubeconfigOut, o.bindAddress, o.port, files); err != nil {
 		return err
 	}
 	kcmErr := make(chan error, 1)
 	go func() { kcmErr <- kcm.run(ctx) }()
-	klog.Infof("testcluster ready: https://127.0.0.1:%d, kubeconfig %s", o.port, o.kubeconfigOut)
+	klog.Infof("testcluster ready: https://%s:%d, kubeconfig %s", o.bindAddress, o.port, o.kubeconfigOut)
 
 	select {
 	case <-ctx.Done():

@@ -1,0 +1,218 @@
+/**
+ * The chart running for real (make test-cluster): `helm install` of charts/intake with the image
+ * `make image` built, on the test cluster's node (make testcluster-node: kubelet, containerd,
+ * kube-proxy, CoreDNS; nats-server and Alertmanager as pods in the namespace infra). The pods'
+ * probes, security context, Services and DNS names are the real ones; the tests reach Services
+ * by their ClusterIPs, routed to the node's network namespace.
+ */
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { jest } from '@jest/globals';
+import { activeAlerts } from '../e2e/support/alertmanager.js';
+import { readStream, tally } from '../e2e/support/nats-server.js';
+import { apply, createNamespace, kubeClients, kubectl, requireCluster, ROOT, uniqueName, waitFor } from '../integration/support/cluster.js';
+import { helm, ok, podsOf, serviceUrl } from './support.js';
+
+jest.setTimeout(300_000);
+requireCluster();
+
+const CHART = resolve(ROOT, 'charts/intake');
+const version = (JSON.parse(readFileSync(resolve(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+const release = uniqueName('node');
+const ns = uniqueName('intake-node');
+const tenant = uniqueName('tenant');
+const tag = release.replace(/-/g, '_');
+const stream = `EVENTS_${tag}`.toUpperCase();
+const selector = `app.kubernetes.io/instance=${release}`;
+const { core } = kubeClients();
+const values = [
+  '--set', 'publicBaseUrl=https://intake.test', '--set', `operator.watchNamespaces={${tenant}}`,
+  '--set', 'image.repository=intake.local/intake', '--set', `image.tag=${version}`, '--set', 'image.pullPolicy=Never',
+  '--set', 'sinks.jetstream.enabled=true', '--set', 'sinks.jetstream.url=nats://nats.infra.svc:4222',
+  '--set', `sinks.jetstream.stream=${stream}`, '--set', `sinks.jetstream.subjectPrefix=${tag}.events`,
+  '--set', 'destinations[0].name=alertmanager', '--set', 'destinations[0].default=true',
+  '--set', 'destinations[0].alertmanager.urls={http://alertmanager.infra.svc:9093}',
+  // The tests post before the operator has published new credentials: the guard would block them.
+  '--set', 'ingester.authThrottle.failures=1000000',
+  '--set', 'operator.resources.requests.cpu=10m', '--set', 'ingester.resources.requests.cpu=10m',
+];
+let natsUrl = '';
+let amUrl = '';
+let ingestUrl = '';
+let authorization = '';
+
+async function post(body: Record<string, unknown>): Promise<number> {
+  const res = await fetch(`${ingestUrl}/events/webhook_node-hook`, {
+    method: 'POST',
+    headers: { authorization, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(10_000),
+  });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+beforeAll(async () => {
+  await createNamespace(ns);
+  await createNamespace(tenant);
+  natsUrl = (await serviceUrl('infra', 'nats', 'client')).replace('http://', 'nats://');
+  amUrl = await serviceUrl('infra', 'alertmanager', 'http');
+  const started = Date.now();
+  await ok(helm(['install', release, CHART, '-n', ns, ...values, '--wait', '--timeout', '5m']));
+  console.log(`helm install --wait: ${Date.now() - started} ms`);
+  ingestUrl = await serviceUrl(ns, `${release}-intake-ingester`, 'ingest');
+});
+
+afterAll(async () => {
+  await helm(['uninstall', release, '-n', ns, '--wait', '--timeout', '2m']);
+  await kubectl(['delete', 'namespace', ns, tenant, '--wait=false']);
+});
+
+describe('charts/intake on a node', () => {
+  it('runs the operator and two ingesters Ready through their probes, as 65532 on a read-only root filesystem', async () => {
+    const pods = await podsOf(ns, selector);
+    const ingesters = pods.filter((p) => p.metadata.labels['app.kubernetes.io/component'] === 'ingester');
+    const operators = pods.filter((p) => p.metadata.labels['app.kubernetes.io/component'] === 'operator');
+    expect(ingesters).toHaveLength(2);
+    expect(operators.length).toBeGreaterThanOrEqual(1);
+    for (const pod of pods) {
+      expect(pod.status.conditions.find((c) => c.type === 'Ready')?.status).toBe('True');
+      expect(pod.status.containerStatuses.every((c) => c.restartCount === 0)).toBe(true);
+      // What the process itself sees, not only what the spec asks for.
+      const probe = "const fs=require('fs');let w;try{fs.writeFileSync('/app/x','');w='writable'}catch(e){w=e.code}console.log(JSON.stringify({uid:process.getuid(),gid:process.getgid(),root:w}))";
+      const seen = JSON.parse(await ok(kubectl(['exec', '-n', ns, pod.metadata.name, '--', 'node', '-e', probe]))) as { uid: number; gid: number; root: string };
+      expect(seen).toEqual({ uid: 65532, gid: 65532, root: 'EROFS' });
+    }
+    for (const pod of ingesters) {
+      const logs = await ok(kubectl(['logs', '-n', ns, pod.metadata.name]));
+      expect(logs).not.toMatch(/EROFS|EACCES|read-only file system/i);
+    }
+  });
+
+  it('delivers an event posted through the ingester Service to JetStream and, as an alert, to the Alertmanager pod', async () => {
+    await apply(`apiVersion: intake.dev/v1alpha1
+kind: WebhookIntegration
+metadata: {name: node-hook, namespace: ${tenant}}
+spec: {}
+`);
+    const secret = await waitFor('credentials', () => core.readNamespacedSecret({ namespace: tenant, name: 'intake-webhook-node-hook' }).catch(() => undefined), 60_000, 500);
+    authorization = Buffer.from(secret.data?.authorization ?? '', 'base64').toString();
+    // Both replicas must know the credentials: the Service picks one per connection.
+    await waitFor('accepted by every replica', async () => {
+      for (let i = 0; i < 6; i++) if ((await post({ source: 'node-01', severity: 'critical', type: 'NodeDown', description: `probe ${i}` })) !== 200) return false;
+      return true;
+    }, 60_000, 500);
+    const events = await readStream(natsUrl, stream);
+    expect(events.length).toBeGreaterThan(0);
+    expect(events[0]?.subject).toBe(`${tag}.events.${tenant}.node-hook`);
+    expect(events[0]?.event).toMatchObject({ source: 'node-01', type: 'NodeDown', namespace: tenant, integration: 'node-hook' });
+    const alert = await waitFor('alert in Alertmanager', async () => (await activeAlerts(amUrl)).find((a) => a.labels.namespace === tenant), 60_000, 500);
+    expect(alert.labels).toMatchObject({ alertname: 'NodeDown', source: 'node-01', severity: 'critical', integration: 'node-hook' });
+  });
+
+  it('loses nothing it acknowledged while an ingester pod is deleted under load; the sender sees only retryable answers', async () => {
+    const victim = (await podsOf(ns, selector)).find((p) => p.metadata.labels['app.kubernetes.io/component'] === 'ingester');
+    const load = sendUnderLoad('delete');
+    await new Promise((r) => setTimeout(r, 3_000));
+    await ok(kubectl(['delete', 'pod', '-n', ns, victim?.metadata.name ?? '', '--wait=false']));
+    await waitFor('a replacement ingester Ready', async () => {
+      const ingesters = (await podsOf(ns, selector)).filter((p) => p.metadata.labels['app.kubernetes.io/component'] === 'ingester' && !p.metadata.deletionTimestamp);
+      return ingesters.length === 2 && ingesters.every((p) => p.metadata.name !== victim?.metadata.name && p.status.conditions.find((c) => c.type === 'Ready')?.status === 'True');
+    }, 180_000, 1000);
+    await new Promise((r) => setTimeout(r, 3_000));
+    await checkLoad(await load.stop());
+  });
+
+  it('rolls the ingesters on helm upgrade under load without a non-retryable answer or a lost event', async () => {
+    const before = new Set((await podsOf(ns, selector)).map((p) => p.metadata.name));
+    const load = sendUnderLoad('upgrade');
+    await new Promise((r) => setTimeout(r, 3_000));
+    await ok(helm(['upgrade', release, CHART, '-n', ns, ...values, '--set', `ingester.podAnnotations.rollout=${Date.now()}`, '--wait', '--timeout', '5m']));
+    await new Promise((r) => setTimeout(r, 3_000));
+    await checkLoad(await load.stop());
+    const after = (await podsOf(ns, selector)).filter((p) => p.metadata.labels['app.kubernetes.io/component'] === 'ingester');
+    expect(after.every((p) => !before.has(p.metadata.name))).toBe(true);
+  });
+
+  it('fails over the operator lease to the other replica when the leader is deleted, and keeps reconciling', async () => {
+    const lease = async () => JSON.parse(await ok(kubectl(['get', 'lease', 'intake-operator', '-n', ns, '-o', 'json']))) as { spec: { holderIdentity: string; leaseDurationSeconds: number } };
+    const first = await waitFor('a leader', async () => (await lease()).spec.holderIdentity || undefined, 60_000, 500);
+    const leader = (await podsOf(ns, selector)).find((p) => first.startsWith(p.metadata.name));
+    expect(leader).toBeDefined();
+    const { leaseDurationSeconds } = (await lease()).spec;
+    const deleted = Date.now();
+    await ok(kubectl(['delete', 'pod', '-n', ns, leader?.metadata.name ?? '', '--wait=false']));
+    const next = await waitFor('another leader', async () => {
+      const holder = (await lease()).spec.holderIdentity;
+      return holder && !holder.startsWith(leader?.metadata.name ?? '') ? holder : undefined;
+    }, 120_000, 500);
+    // The deleted leader releases the lease on SIGTERM, or the other waits out the lease.
+    expect(Date.now() - deleted).toBeLessThan((leaseDurationSeconds + 15) * 1000);
+    expect(next).not.toBe(first);
+    await apply(`apiVersion: intake.dev/v1alpha1
+kind: WebhookIntegration
+metadata: {name: after-failover, namespace: ${tenant}}
+spec: {}
+`);
+    await waitFor('reconciled by the new leader', () => core.readNamespacedSecret({ namespace: tenant, name: 'intake-webhook-after-failover' }).catch(() => undefined), 60_000, 500);
+  });
+
+  it('leaves nothing of the release on helm uninstall but the CRDs the docs say are kept', async () => {
+    await ok(helm(['uninstall', release, '-n', ns, '--wait', '--timeout', '2m']));
+    const kinds = 'pods,deployments,statefulsets,services,configmaps,serviceaccounts,roles,rolebindings,leases';
+    await waitFor('pods gone', async () => (await ok(kubectl(['get', 'pods', '-n', ns, '-l', selector, '-o', 'name']))).trim() === '', 120_000, 1000);
+    expect((await ok(kubectl(['get', kinds, '-n', ns, '-l', selector, '-o', 'name']))).trim()).toBe('');
+    expect((await ok(kubectl(['get', 'clusterroles,clusterrolebindings', '-l', selector, '-o', 'name']))).trim()).toBe('');
+    expect((await kubectl(['get', 'crd', 'webhookintegrations.intake.dev'])).code).toBe(0);
+  });
+});
+
+/**
+ * A sender at a bounded rate (20 events/s) with retries, as a monitoring tool would: every event
+ * is retried until it is acknowledged (200), for at most 60 s. Records every answer.
+ */
+function sendUnderLoad(label: string): { stop: () => Promise<{ acknowledged: string[]; answers: Map<string, number> }> } {
+  let running = true;
+  const acknowledged: string[] = [];
+  const answers = new Map<string, number>();
+  const note = (a: string) => answers.set(a, (answers.get(a) ?? 0) + 1);
+  const one = async (i: number): Promise<void> => {
+    const description = `${label}-${i}`;
+    const deadline = Date.now() + 60_000;
+    while (Date.now() < deadline) {
+      try {
+        const status = await post({ source: 'load', severity: 'warning', type: 'Load', description });
+        note(String(status));
+        if (status === 200) { acknowledged.push(description); return; }
+      } catch (err) {
+        note((err as Error).name === 'TimeoutError' ? 'timeout' : 'connection');
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  };
+  const inFlight: Array<Promise<void>> = [];
+  const loop = (async () => {
+    for (let i = 0; running; i++) {
+      inFlight.push(one(i));
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await loop;
+      await Promise.all(inFlight);
+      return { acknowledged, answers };
+    },
+  };
+}
+
+async function checkLoad({ acknowledged, answers }: { acknowledged: string[]; answers: Map<string, number> }): Promise<void> {
+  console.log(`answers: ${JSON.stringify(Object.fromEntries(answers))}; acknowledged ${acknowledged.length}`);
+  expect(acknowledged.length).toBeGreaterThan(50);
+  // Retryable: 503 (draining, not ready), 502/504 from nothing in between, a refused or reset connection.
+  for (const answer of answers.keys()) expect(['200', '503', 'connection', 'timeout']).toContain(answer);
+  const stored = tally((await readStream(natsUrl, stream)).map((e) => String(e.event.description)));
+  for (const description of acknowledged) expect([description, stored.get(description)]).toEqual([description, 1]);
+}
+
