@@ -5,6 +5,7 @@
  * thread when an evaluation runs past its limit, or V8 does when it passes the heap cap; a new one
  * takes its place.
  */
+import { setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
 import { compileCached, evaluateHere, MappingError, threadCpuMicros, type MappingLimits } from './engine.js';
 
@@ -28,6 +29,16 @@ export interface WorkerReady {
 
 const port = parentPort;
 if (!port) throw new Error('mapping-worker.js runs as a worker thread (worker-pool.ts starts it)');
+
+/**
+ * Tenants' expressions give way to the thread that answers requests: at nice 10 this worker gets
+ * about a tenth of a core the main thread needs, and all of one it does not. Its CPU limit counts
+ * its own CPU time, so a slowed evaluation is not stopped early (the wall-clock backstop is 10x).
+ * Linux only: there the nice value belongs to the calling thread; elsewhere it would lower the
+ * whole process.
+ */
+export const WORKER_NICE = 10;
+if (process.platform === 'linux') setPriority(WORKER_NICE);
 const utf8 = new TextDecoder('utf-8');
 const utf8Encoder = new TextEncoder();
 
