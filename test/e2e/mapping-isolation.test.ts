@@ -5,7 +5,7 @@
  * nested body is one clear 4xx.
  */
 import { jest } from '@jest/globals';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { postAlerts, startAlertmanager } from './support/alertmanager.js';
@@ -172,6 +172,19 @@ function alertmanagerGroup(alerts: number): Record<string, unknown> {
     truncatedAlerts: 0,
   };
 }
+
+/** The nice value of a thread, from /proc/<pid>/task/<tid>/stat (field 19; the name may hold spaces). */
+const niceOf = (stat: string): number => Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+
+describe('the worker threads', () => {
+  (process.platform === 'linux' ? it : it.skip)("run tenants' expressions at nice 10, so the thread that answers requests preempts them; that thread keeps the process's own", async () => {
+    expect((await post(`${ing.url}/events/webhook_checker`, { host: 'db-1', level: 'WARNING' }, auth('checker'))).status).toBe(200);
+    const pid = ing.child.pid as number;
+    const threads = readdirSync(`/proc/${pid}/task`).map((tid) => ({ tid: Number(tid), nice: niceOf(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')) }));
+    expect(threads.find((t) => t.tid === pid)?.nice).toBe(niceOf(readFileSync('/proc/self/stat', 'utf8')));
+    expect(threads.filter((t) => t.nice === 10).length).toBeGreaterThanOrEqual(1);
+  });
+});
 
 describe('an Alertmanager group of 1,001 alerts (defect 11)', () => {
   it('is accepted whole: 200 and one event per alert (Alertmanager never retries a 4xx)', async () => {
