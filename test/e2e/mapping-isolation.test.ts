@@ -9,20 +9,13 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { postAlerts, startAlertmanager } from './support/alertmanager.js';
-import { basic, post, startIngester, type RunningIngester } from './support/ingester.js';
+import { tenantAuth, tenantRoute, post, startIngester, type RunningIngester } from './support/ingester.js';
 
 // A busy machine: worker start-up, hostile expressions running into their limits.
 jest.setTimeout(120_000);
 
-const route = (name: string, namespace: string, mapping: Record<string, unknown>) => ({
-  apiVersion: 'intake.dev/v1alpha1',
-  kind: 'WebhookIntegration',
-  name,
-  namespace,
-  credentials: [{ username: name, secret: { plain: `${name}-password` } }],
-  mapping,
-});
-const auth = (name: string) => ({ authorization: basic(name, `${name}-password`) });
+const route = (name: string, namespace: string, mapping: Record<string, unknown>) => tenantRoute(name, namespace, { mapping });
+const auth = tenantAuth;
 
 const TIMEOUT_MS = 500;
 let ing: RunningIngester;

@@ -3,22 +3,15 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ROOT } from '../../integration/support/cluster.js';
-import { basic, post, type RunningIngester } from '../support/ingester.js';
+import { post, tenantAuth, tenantRoute, type RunningIngester } from '../support/ingester.js';
 
 /** A mapping that needs `host`; payloads carry `hostname`, so each one fails until FIXED is loaded. */
 export const BROKEN = { expression: '{"source": host, "severity": level}' };
 export const FIXED = { expression: '{"source": hostname, "severity": level}' };
 
-export const integration = (name: string, namespace: string, mapping: Record<string, unknown> = BROKEN) => ({
-  apiVersion: 'intake.dev/v1alpha1',
-  kind: 'WebhookIntegration',
-  name,
-  namespace,
-  credentials: [{ username: name, secret: { plain: `${name}-password` } }],
-  mapping,
-});
+export const integration = (name: string, namespace: string, mapping: Record<string, unknown> = BROKEN) => tenantRoute(name, namespace, { mapping });
 
-export const sendAs = (ing: RunningIngester, name: string, body: unknown, query = '') => post(`${ing.url}/events/webhook_${name}${query}`, body, { authorization: basic(name, `${name}-password`) });
+export const sendAs = (ing: RunningIngester, name: string, body: unknown, query = '') => post(`${ing.url}/events/webhook_${name}${query}`, body, tenantAuth(name));
 
 export interface Listed {
   store: string;

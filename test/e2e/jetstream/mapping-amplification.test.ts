@@ -9,20 +9,13 @@ import { readFileSync } from 'node:fs';
 import { jest } from '@jest/globals';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import { basic, DEMO, post, startIngester, type RunningIngester } from '../support/ingester.js';
+import { tenantAuth, tenantRoute, basic, DEMO, post, startIngester, type RunningIngester } from '../support/ingester.js';
 import { handoffConfig, startNats, type RunningNats } from '../support/nats-server.js';
 
 jest.setTimeout(120_000);
 
-const route = (name: string, namespace: string, mapping: Record<string, unknown>) => ({
-  apiVersion: 'intake.dev/v1alpha1',
-  kind: 'WebhookIntegration',
-  name,
-  namespace,
-  credentials: [{ username: name, secret: { plain: `${name}-password` } }],
-  mapping,
-});
-const auth = (name: string) => ({ authorization: basic(name, `${name}-password`) });
+const route = (name: string, namespace: string, mapping: Record<string, unknown>) => tenantRoute(name, namespace, { mapping });
+const auth = tenantAuth;
 
 let nats: RunningNats;
 let ing: RunningIngester;

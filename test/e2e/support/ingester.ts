@@ -78,6 +78,19 @@ export async function startIngester(edit: (config: Record<string, unknown>) => v
 
 export const basic = (user: string, password: string): string => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
 
+/** A tenant's integration for a standalone file: user `name`, password `<name>-password`, plus `extra` (mapping, limits...). */
+export const tenantRoute = (name: string, namespace: string, extra: Record<string, unknown> = {}) => ({
+  apiVersion: 'intake.dev/v1alpha1',
+  kind: 'WebhookIntegration',
+  name,
+  namespace,
+  credentials: [{ username: name, secret: { plain: `${name}-password` } }],
+  ...extra,
+});
+
+/** The Basic header of a tenantRoute. */
+export const tenantAuth = (name: string): { authorization: string } => ({ authorization: basic(name, `${name}-password`) });
+
 export async function post(url: string, body: unknown, headers: Record<string, string>): Promise<{ status: number; headers: Headers; text: string; json: () => Record<string, unknown> }> {
   const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : Buffer.isBuffer(body) ? new Uint8Array(body) as unknown as string : JSON.stringify(body) });
   const text = await res.text();
