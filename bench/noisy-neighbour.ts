@@ -8,6 +8,8 @@
  *   - `hostile` (namespace team-a): tenant A's expression that would run for seconds in one built-in
  *     call ($distinct over 100,000 items), posted HOSTILE_RATE times a second: allowed to run, that
  *     is ten cores' worth of CPU asked for every second.
+ * Every load is an open loop with evenly spaced sends (bench/open-loop.ts): a rate, as a sender's
+ * clock makes it, not autocannon's burst at the start of each second.
  * "B alone" and "B beside A" alternate RUNS times; the tables quote medians. B must see no refusal
  * and keep its throughput and p99 within 10% of B alone.
  *
@@ -16,6 +18,7 @@
  * routes (TenantLimiter admitRequest + take), as a share of the CPU time one request costs.
  *
  *   BENCH_NOISY_DURATION   seconds per phase (default 10)
+ *   BENCH_NOISY_RUNS       alternating pairs of phases (default 5)
  *   BENCH_NOISY_RATE       tenant B's events/s (default 1000)
  *   BENCH_NOISY_A          what tenant A does beside B: rate, hostile or both (default both)
  */
@@ -23,7 +26,6 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type autocannon from 'autocannon';
 import { stringify } from 'yaml';
 import { freePort, ROOT, waitFor } from '../test/integration/support/cluster.js';
 import { TenantLimiter } from '../ingester/limits/tenant-limiter.js';
@@ -34,7 +36,7 @@ import { peakRssMiB, pinnedServer, runBenchmark } from './processes.js';
 
 const PHASE_SECONDS = Number(process.env.BENCH_NOISY_DURATION ?? 10);
 const RATE_B = Number(process.env.BENCH_NOISY_RATE ?? 1000);
-const RUNS = 3;
+const RUNS = Number(process.env.BENCH_NOISY_RUNS ?? 5);
 const A_LIMIT = 200;
 const A_RATE = 10 * A_LIMIT;
 const HOSTILE_RATE = 20;
@@ -68,36 +70,29 @@ interface Load {
   errors: number;
 }
 
-function fromResult(r: autocannon.Result): Load {
-  const byStatus: Record<string, number> = {};
-  for (const [code, s] of Object.entries(r.statusCodeStats ?? {})) byStatus[code] = (s as { count: number }).count;
-  return { rps: r.requests.total / r.duration, p50: r.latency.p50, p99: r.latency.p99, byStatus, errors: r.errors + r.timeouts };
-}
-
 /**
- * Load from autocannon's CLI in a process of its own on CPU 1. Tenant B's is the measuring one;
- * tenant A's run at nice 19, so that on the shared client core A's load generators never delay
- * B's sends or B's clock (what is measured is the ingester, not the load generators).
+ * Load from bench/open-loop.ts in a process of its own on CPU 1: evenly spaced sends, latency in
+ * microseconds from when each request was due. Tenant A's generators run at nice 19, so that on
+ * the shared client core they never delay B's sends or B's clock (what is measured is the
+ * ingester, not the load generators).
  */
-async function load(o: { url: string; user: string; body: string; connections: number; seconds: number; rate?: number; nice?: boolean }): Promise<Load> {
-  const cannon = [process.execPath, join(ROOT, 'node_modules/autocannon/autocannon.js'), '--json', '-m', 'POST', '-H', `authorization=${basic(o.user)}`, '-H', 'content-type=application/json', '-b', o.body];
-  cannon.push('-c', String(o.connections), '-d', String(o.seconds), ...(o.rate ? ['-R', String(o.rate)] : []), o.url);
-  const pinned = ['taskset', '-c', '1', ...cannon];
+async function load(o: { url: string; user: string; body: string; rate: number; seconds: number; connections: number; nice?: boolean }): Promise<Load> {
+  const generator = [process.execPath, join(ROOT, 'dist/bench/open-loop.js'), o.url, basic(o.user), o.body, String(o.rate), String(o.seconds), String(o.connections)];
+  const pinned = ['taskset', '-c', '1', ...generator];
   const argv = o.nice ? ['nice', '-n', '19', ...pinned] : pinned;
-  const child = spawn(argv[0] as string, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(argv[0] as string, argv.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   child.stdout.on('data', (d) => (out += d));
   const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-  if (code !== 0) throw new Error(`autocannon exited with ${code}`);
-  return fromResult(JSON.parse(out) as autocannon.Result);
+  if (code !== 0) throw new Error(`open-loop exited with ${code}`);
+  return JSON.parse(out) as Load;
 }
 
-/** Open loop at `rate` requests/s: requests go out on schedule whatever the answers. */
-const fixedRate = (url: string, user: string, rate: number, seconds: number, nice = false): Promise<Load> =>
-  load({ url, user, body: EVENT, connections: Math.max(16, Math.ceil(rate / 50)), seconds, rate, nice });
+const singleEvents = (url: string, user: string, rate: number, seconds: number, nice = false): Promise<Load> =>
+  load({ url, user, body: EVENT, rate, seconds, connections: 32, nice });
 
-/** The hostile expression's payload, HOSTILE_RATE a second (open loop). */
-const hostile = (url: string, seconds: number): Promise<Load> => load({ url, user: 'hostile', body: '{"any": 1}', connections: 8, seconds, rate: HOSTILE_RATE, nice: true });
+/** The hostile expression's payload, HOSTILE_RATE a second. */
+const hostile = (url: string, seconds: number): Promise<Load> => load({ url, user: 'hostile', body: '{"any": 1}', rate: HOSTILE_RATE, seconds, connections: 8, nice: true });
 
 interface Phase {
   b: Load;
@@ -108,8 +103,8 @@ interface Phase {
 async function phase(port: number, withA: boolean): Promise<Phase> {
   const base = `http://127.0.0.1:${port}/events/webhook_`;
   const [b, a, h] = await Promise.all([
-    fixedRate(`${base}steady`, 'steady', RATE_B, PHASE_SECONDS),
-    withA && A_DOES !== 'hostile' ? fixedRate(`${base}noisy`, 'noisy', A_RATE, PHASE_SECONDS, true) : undefined,
+    singleEvents(`${base}steady`, 'steady', RATE_B, PHASE_SECONDS),
+    withA && A_DOES !== 'hostile' ? singleEvents(`${base}noisy`, 'noisy', A_RATE, PHASE_SECONDS, true) : undefined,
     withA && A_DOES !== 'rate' ? hostile(`${base}hostile`, PHASE_SECONDS) : undefined,
   ]);
   return { b, ...(a ? { a } : {}), ...(h ? { hostile: h } : {}) };

@@ -20,7 +20,13 @@ export class IntakeError extends Error {
     readonly headers?: Record<string, string>,
     options?: { cause?: unknown },
   ) {
+    // A client-visible error is an answer, not a fault: its stack is never shown or logged, and
+    // capturing one was the largest single cost of a refusal (a sender far over its rate limit
+    // makes thousands a second). A cause keeps its own stack.
+    const stackTraceLimit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(message, options);
+    Error.stackTraceLimit = stackTraceLimit;
     this.name = 'IntakeError';
   }
 

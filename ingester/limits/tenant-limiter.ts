@@ -11,7 +11,7 @@
  */
 import type { Counter } from 'prom-client';
 import { DEFAULT_TENANT_LIMITS, type NamespaceLimits, type OverLimitStatus, type TenantLimitDefaults } from '../../api/limits.js';
-import { rateLimited, type LimitDetails, type LimitResource, type LimitScope } from '../errors.js';
+import { rateLimited, type LimitDetails, type LimitError, type LimitResource, type LimitScope } from '../errors.js';
 import type { RouteEntry } from '../route-table.js';
 import { TokenBucket } from './token-bucket.js';
 
@@ -30,6 +30,12 @@ export interface TenantLimiterOptions {
 /** One limit: its cluster-wide values, what it limits, and the bucket holding this replica's share. */
 class Limit {
   readonly bucket: TokenBucket;
+  /**
+   * Refusals already built, by what varies between them (status, count, Retry-After, replicas):
+   * a sender far over its limit gets the same answer thousands of times a second. Small: cleared
+   * when it grows past REFUSALS_KEPT and whenever the limit changes.
+   */
+  readonly refusals = new Map<string, LimitError>();
   constructor(
     readonly scope: LimitScope,
     readonly resource: LimitResource,
@@ -46,6 +52,7 @@ class Limit {
   configure(perSecond: number, burst: number, replicas: number, nowMs: number): void {
     this.perSecond = perSecond;
     this.burst = burst;
+    this.refusals.clear();
     this.bucket.configure(perSecond / replicas, burst / replicas, nowMs);
   }
 }
@@ -61,6 +68,7 @@ interface Gate {
 }
 
 const MAX_RETRY_AFTER_SECONDS = 3600;
+const REFUSALS_KEPT = 32;
 
 export class TenantLimiter {
   private readonly defaults: TenantLimitDefaults;
@@ -194,6 +202,9 @@ export class TenantLimiter {
     const reason = limit.resource === 'mappingCpuMillis' ? 'mapping_cpu' : 'rate_limited';
     if (entry.kind === 'WebhookIntegration') this.o.eventsRefused?.inc({ integration: entry.name, namespace: entry.namespace, reason, scope: limit.scope }, count);
     else this.o.pointsRefused?.inc({ namespace: entry.namespace, reason, scope: limit.scope }, count);
+    const key = `${gate.overLimitStatus} ${count} ${retryAfterSeconds} ${this.replicaCount}`;
+    const known = limit.refusals.get(key);
+    if (known) throw known;
     const details: LimitDetails = {
       scope: limit.scope,
       namespace: limit.namespace,
@@ -206,7 +217,10 @@ export class TenantLimiter {
       retryAfterSeconds,
       field: fieldFor(limit, entry, this.o.mode),
     };
-    throw rateLimited(gate.overLimitStatus, details);
+    const refusal = rateLimited(gate.overLimitStatus, details);
+    if (limit.refusals.size >= REFUSALS_KEPT) limit.refusals.clear();
+    limit.refusals.set(key, refusal);
+    throw refusal;
   }
 }
 

@@ -80,6 +80,24 @@ describe('TenantLimiter', () => {
     expect(() => l.admitRequest(entry('a'))).not.toThrow();
   });
 
+  it('answers a repeated refusal alike, counts each one, and names the new limit once it changes', async () => {
+    const limited = (perSecond: number) => route('WebhookIntegration', 'a', 'ns', { limits: { eventsPerSecond: perSecond, eventsBurst: 2 } });
+    const { l, eventsRefused } = limiter();
+    const first = tableOf(limited(1));
+    l.sync(first.table.entries());
+    l.take(first.entry('a'), 2);
+    const once = refusal(() => l.admitRequest(first.entry('a')));
+    const twice = refusal(() => l.admitRequest(first.entry('a')));
+    expect(twice.toBody()).toEqual(once.toBody());
+    const counted = (await eventsRefused.get()).values.reduce((n, v) => n + v.value, 0);
+    expect(counted).toBe(2);
+    const raised = tableOf(limited(7));
+    l.sync(raised.table.entries());
+    expect(refusal(() => l.admitRequest(raised.entry('a'))).limit).toMatchObject({ perSecond: 7 });
+    l.setReplicas(2);
+    expect(refusal(() => l.admitRequest(raised.entry('a'))).limit).toMatchObject({ perSecond: 7, replicas: 2 });
+  });
+
   it('keeps a bucket across route reloads (a reload elsewhere refills nobody)', () => {
     const a = route('WebhookIntegration', 'a', 'ns', { limits: { eventsPerSecond: 1, eventsBurst: 2 } });
     const { l } = limiter();
