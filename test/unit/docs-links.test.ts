@@ -33,7 +33,7 @@ const prose = (markdown: string): string[] => {
 };
 
 /** GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens, repeats numbered. */
-export const anchors = (markdown: string): Set<string> => {
+const anchors = (markdown: string): Set<string> => {
   const seen = new Map<string, number>();
   const out = new Set<string>();
   let fence: string | undefined;
@@ -45,7 +45,7 @@ export const anchors = (markdown: string): Set<string> => {
     }
     const heading = fence === undefined ? /^ {0,3}#{1,6}\s+(.*?)\s*#*\s*$/.exec(line) : null;
     if (!heading) continue;
-    const text = heading[1]
+    const text = (heading[1] ?? '')
       .replace(/!?\[([^\]]*)\]\([^)]*\)/g, '$1') // a link's text stays
       .replace(/<[^>]+>/g, '');
     const base = text
@@ -60,12 +60,12 @@ export const anchors = (markdown: string): Set<string> => {
 };
 
 /** Every problem with the relative links of one page (`file` relative to `root`). */
-export const brokenLinks = (file: string, markdown: string, root = ROOT, read = (path: string) => readFileSync(path, 'utf8')): string[] => {
+const brokenLinks = (file: string, markdown: string, root = ROOT, read = (path: string) => readFileSync(path, 'utf8')): string[] => {
   const problems: string[] = [];
   const here = dirname(join(root, file));
   prose(markdown).forEach((line, index) => {
     for (const match of line.matchAll(/!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) {
-      const target = match[1];
+      const target = match[1] ?? '';
       if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue; // https:, mailto:, ...
       const where = `${file}:${index + 1}: ${target}`;
       const [path, anchor] = target.split('#', 2) as [string, string | undefined];
@@ -83,8 +83,8 @@ export const brokenLinks = (file: string, markdown: string, root = ROOT, read = 
         problems.push(`${where}: an anchor into a file that is not markdown`);
         continue;
       }
-      const target_ = path === '' ? markdown : read(resolved);
-      if (!anchors(target_).has(anchor)) problems.push(`${where}: no heading #${anchor} in ${relative(root, resolved)}`);
+      const linked = path === '' ? markdown : read(resolved);
+      if (!anchors(linked).has(anchor)) problems.push(`${where}: no heading #${anchor} in ${relative(root, resolved)}`);
     }
   });
   return problems;
