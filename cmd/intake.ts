@@ -77,7 +77,7 @@ program
   .addOption(new Option('--lease-name <name>', 'name of the leader Lease').default('intake-operator'))
   .addOption(new Option('--admin-listen <host:port>', '/healthz /readyz /metrics').default('127.0.0.1:8082').env('INTAKE_ADMIN_LISTEN'))
   .addOption(new Option('--default-max-series <n>', 'series cap for an ApiKey without spec.maxSeries').default('10000'))
-  .addOption(new Option('--default-limits <json>', 'cluster defaults of the per-tenant limits, JSON {"namespace":{...},"integration":{...},"apiKey":{...}} (fields: README "Per-tenant limits"); an IntakeQuota overrides them per namespace').env('INTAKE_DEFAULT_LIMITS'))
+  .addOption(new Option('--default-limits <json>', 'cluster defaults of the per-tenant limits, JSON {"namespace":{...},"integration":{...},"apiKey":{...}} (fields: docs/limits.md); an IntakeQuota overrides them per namespace').env('INTAKE_DEFAULT_LIMITS'))
   .addOption(new Option('--destinations <names>', "comma-separated destination names the ingesters are configured with (spec.destinations must name these; default: none)").env('INTAKE_DESTINATIONS'))
   .addOption(new Option('--resync-period <seconds>', 'reconcile everything this often (picks up changes to referenced Secrets)').default('300'))
   .addOption(new Option('--workers <n>', 'concurrent reconciles').default('4'))
