@@ -13,7 +13,9 @@ import { createServer, type Server } from 'node:http';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { freePort, ROOT, waitFor } from '../test/integration/support/cluster.js';
+import { ROOT } from '../test/support/paths.js';
+import { freePort } from '../test/support/ports.js';
+import { waitFor } from '../test/support/waiting.js';
 import { canConnect, peakRssMiB, pinnedServer, runBenchmark, BENCH_TENANT_LIMITS } from './processes.js';
 
 const EVENTS = Number(process.env.BENCH_DESTINATION_EVENTS ?? 20_000);

@@ -11,7 +11,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { freePort, ROOT, waitFor } from '../test/integration/support/cluster.js';
+import { ROOT } from '../test/support/paths.js';
+import { freePort } from '../test/support/ports.js';
+import { waitFor } from '../test/support/waiting.js';
 import { startPrometheus, type Prometheus } from '../test/e2e/support/prometheus.js';
 import { peakRssMiB, runBenchmark, track, BENCH_TENANT_LIMITS } from './processes.js';
 

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { hashScrypt } from '../../api/verifiers.js';
-import { ROOT } from '../integration/support/cluster.js';
+import { ROOT } from '../support/paths.js';
 import { basic, post, startIngester, type RunningIngester } from './support/ingester.js';
 
 const EVENT = { source: 'web-01', severity: 3 };

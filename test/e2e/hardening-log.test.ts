@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, w
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { waitFor } from '../integration/support/cluster.js';
+import { waitFor } from '../support/waiting.js';
 import { basic, DEMO, post, startIngester } from './support/ingester.js';
 
 const AUTH = basic(DEMO.user, DEMO.password);

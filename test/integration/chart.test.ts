@@ -11,8 +11,10 @@ import { jest } from '@jest/globals';
 import { parseAllDocuments } from 'yaml';
 import { resolveSettings } from '../../ingester/config.js';
 import {
-  apply, applyCrds, createNamespace, KUBECONFIG, kubeClients, kubectl, postEvent, ROOT, startIngester, startOperator, uniqueName, waitFor, type Proc,
+  apply, applyCrds, createNamespace, KUBECONFIG, kubeClients, kubectl, postEvent, startIngester, startOperator, uniqueName, type Proc,
 } from './support/cluster.js';
+import { ROOT } from '../support/paths.js';
+import { waitFor } from '../support/waiting.js';
 
 jest.setTimeout(180_000);
 

@@ -7,8 +7,11 @@ import { dirname, resolve } from 'node:path';
 import { jest } from '@jest/globals';
 import type { V1Secret } from '@kubernetes/client-node';
 import {
-  apply, applyCrds, basic, createNamespace, KUBECONFIG, kubeClients, kubectl, postEvent, requireCluster, ROOT, startIngester, startOperator, uniqueName, waitFor, type Proc,
+  apply, applyCrds, createNamespace, KUBECONFIG, kubeClients, kubectl, postEvent, requireCluster, startIngester, startOperator, uniqueName, type Proc,
 } from './support/cluster.js';
+import { ROOT } from '../support/paths.js';
+import { waitFor } from '../support/waiting.js';
+import { basic } from '../support/credentials.js';
 
 
 jest.setTimeout(120_000);
