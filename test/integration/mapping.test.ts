@@ -106,7 +106,9 @@ tests:
   - input: ${JSON.stringify(AM_PAYLOAD)}
     expect: {source: web-1, severity: critical}`));
     await waitFor('Ready again', async () => (await ready())?.status === 'True', 10_000);
+    expect((await ready())?.status).toBe('True');
     const auth = await authorization();
     await waitFor('new mapping served', async () => (await dryRun(auth)).mapping === 'expression', 5000);
+    expect((await dryRun(auth)).mapping).toBe('expression');
   });
 });

@@ -109,6 +109,7 @@ describe('Informer', () => {
     informer.start();
     await informer.waitForSync();
     await waitUntil(() => fake.lists >= 2);
+    expect(fake.lists).toBeGreaterThanOrEqual(2);
     informer.stop();
     fake.server.close();
   });

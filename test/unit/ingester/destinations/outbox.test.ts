@@ -93,6 +93,8 @@ describe('outbox', () => {
     second.start([{ name: 'a', dispatcher: d, leaseMs: 200 }]);
     await until(() => a.seen.length === 1);
     await until(() => second.depth('a') === 0);
+    expect(a.seen).toEqual(['1']);
+    expect(second.depth('a')).toBe(0);
     second.stop();
     await d.idle();
     await second.close();
