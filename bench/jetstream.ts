@@ -15,7 +15,8 @@ import { stringify } from 'yaml';
 import { ROOT } from '../test/support/paths.js';
 import { freePort } from '../test/support/ports.js';
 import { waitFor } from '../test/support/waiting.js';
-import { canConnect, median, peakRssMiB, pinnedServer, runBenchmark, BENCH_AUTH, BENCH_PASSWORD, BENCH_TENANT_LIMITS, BENCH_USER } from './processes.js';
+import { median } from '../test/support/stats.js';
+import { canConnect, peakRssMiB, pinnedServer, runBenchmark, BENCH_AUTH, BENCH_PASSWORD, BENCH_TENANT_LIMITS, BENCH_USER } from './processes.js';
 
 const DURATION = process.env.BENCH_DURATION ?? '10s';
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);

@@ -5,7 +5,8 @@
 import { spawn } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { cpuBusyPercent, cpuTimes, median, processCpuSeconds } from './processes.js';
+import { median } from '../test/support/stats.js';
+import { cpuBusyPercent, cpuTimes, processCpuSeconds } from './processes.js';
 import type { Server } from './servers.js';
 import { CONNECTIONS, DIR, DURATION_S, LOAD_CPU, log, LUA, RUNS, SERVER_CPU, WARMUP_S } from './settings.js';
 

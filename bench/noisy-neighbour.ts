@@ -35,7 +35,8 @@ import { RouteTable } from '../ingester/route-table.js';
 import { DEFAULT_TENANT_LIMITS, mergeTenantLimitDefaults } from '../api/limits.js';
 import type { Route } from '../api/route.js';
 import { tenantAuth, tenantRoute } from '../test/support/credentials.js';
-import { median, peakRssMiB, pinnedServer, runBenchmark } from './processes.js';
+import { median } from '../test/support/stats.js';
+import { peakRssMiB, pinnedServer, runBenchmark } from './processes.js';
 
 const PHASE_SECONDS = Number(process.env.BENCH_NOISY_DURATION ?? 10);
 const RATE_B = Number(process.env.BENCH_NOISY_RATE ?? 1000);

@@ -1,6 +1,6 @@
 /**
  * What the benchmarks share: servers pinned to a CPU and stopped whatever happens, a port probe,
- * what /proc says of a process and the CPUs (memory, CPU time), medians, the bench tenant's
+ * what /proc says of a process and the CPUs (memory, CPU time), the bench tenant's
  * credentials and limits, and the run itself for the follow-on benchmarks (exit codes run.sh
  * understands: 1 on failure, 130 on SIGINT, 143 when its time limit sends SIGTERM).
  */
@@ -79,13 +79,6 @@ export function cpuBusyPercent(before: Map<string, { busy: number; total: number
   if (!a || !b || b.total === a.total) return NaN;
   return ((b.busy - a.busy) / (b.total - a.total)) * 100;
 }
-
-/** The median (of an even count, the mean of the middle two). */
-export const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
-};
 
 function stopChildren(): void {
   for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');

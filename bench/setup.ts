@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { freePort } from '../test/support/ports.js';
 import type { Target } from './load.js';
-import { BENCH_API_KEY, BENCH_AUTH, BENCH_PASSWORD, BENCH_TENANT_LIMITS, BENCH_USER, median } from './processes.js';
+import { BENCH_API_KEY, BENCH_AUTH, BENCH_PASSWORD, BENCH_TENANT_LIMITS, BENCH_USER } from './processes.js';
+import { median } from '../test/support/stats.js';
 import { peakRssMiB, request, rssMiB, type Server } from './servers.js';
 import { DIR, log, NOTIFICATION_ALERTS, NOTIFICATION_CONNECTIONS, OK_EVENT, RENDERS, SERIES, SERIES_BATCH } from './settings.js';
 

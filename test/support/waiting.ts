@@ -15,3 +15,12 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }
+
+/** Checks the in-process condition `what` every 10 ms until it holds; throws after `timeoutMs`. */
+export async function until(what: () => boolean, timeoutMs = 5000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!what()) {
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
