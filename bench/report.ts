@@ -47,10 +47,10 @@ export interface Results {
   series: SeriesResult;
 }
 
-/** Prints the tables, and writes them as markdown to BENCH_OUT when set. */
-export function report(results: Results): void {
-  const { singleResults, single, baseSingle, alerts, compareFlags, comparedSingle, rssAfterSingle, batch, rssAfterBatch, gateway, metric, push, rssAfterMetric } = results;
-  const { eventsPerNotification, notification, rssAfterNotification, unmapped, mapped, rssAfterMapped, series } = results;
+/** The main table: each scenario's medians and the server's peak RSS after it. */
+function scenarioTable(r: Results, md: boolean): string {
+  const { single, baseSingle, alerts, compareFlags, comparedSingle, rssAfterSingle, batch, rssAfterBatch, gateway, metric, push, rssAfterMetric } = r;
+  const { eventsPerNotification, notification, rssAfterNotification, unmapped, mapped, rssAfterMapped } = r;
   const header = ['scenario', 'server', 'requests/s', 'events or points/s', 'p50 ms', 'p99 ms', 'peak RSS MiB'];
   const row = (scenario: string, server: string, m: Measured | undefined, perRequest: number, rss: number): Row => [
     scenario,
@@ -73,6 +73,12 @@ export function report(results: Results): void {
     row('single event, unmapped (paired with the next row)', 'ingester', unmapped, 1, rssAfterMapped),
     row('single event, small custom JSONata mapping', 'ingester', mapped, 1, rssAfterMapped),
   ];
+  return table(header, rows, md);
+}
+
+/** Each run in order, with the CPU the server and its neighbours used. */
+function runsTable(r: Results, md: boolean): string {
+  const { single, baseSingle, alerts, compareFlags, comparedSingle, batch, metric, push, notification, unmapped, mapped } = r;
   const runsHeader = [
     'scenario',
     'server',
@@ -108,6 +114,12 @@ export function report(results: Results): void {
     runsRow('single event, unmapped', 'ingester', unmapped),
     runsRow('single event, custom mapping', 'ingester', mapped),
   ];
+  return table(runsHeader, runRows, md, 99);
+}
+
+/** The ratios of compared servers in each round. */
+function ratioTable(r: Results, md: boolean): string {
+  const { single, baseSingle, alerts, compareFlags, comparedSingle, metric, push, unmapped, mapped } = r;
   // Ratios within each round (the two runs of a round are back to back): how steady the ratio is.
   const roundRatios = (a: Measured, b: Measured, pick: (r: WrkRun) => number, digits: number, suffix: string): string =>
     a.runs.map((r, i) => f((pick(r) / pick(b.runs[i] as WrkRun)) * (suffix === '%' ? 100 : 1), digits) + suffix).join(' / ');
@@ -132,6 +144,12 @@ export function report(results: Results): void {
     ['single event: custom mapping / unmapped requests/s', roundRatios(mapped, unmapped, (r) => r.rps, 1, '%')],
     ['single event: custom mapping / unmapped requests per server CPU-second', roundRatios(mapped, unmapped, perCpu, 1, '%')],
   ];
+  return table(['ratio in each round', 'round 1 / 2 / 3 ...'], pairRows, md, 99);
+}
+
+/** How much of the server's core other processes took. */
+function noiseLine(r: Results): string {
+  const { singleResults, batch, metric, push, notification, unmapped, mapped } = r;
   const all = [...singleResults, batch, metric, ...(push ? [push] : []), notification, unmapped, mapped].flatMap((m) => m.runs);
   const stolen = Math.max(...all.map((r) => r.serverCpuBusy - r.serverCpu));
   const noise =
@@ -139,6 +157,10 @@ export function report(results: Results): void {
       ? `Noise: in at least one run other processes used ${f(stolen)}% of CPU ${SERVER_CPU}, the server's core; those runs understate the server. ` +
         'Requests per server CPU-second (below) is the steadier measure of cost per core.'
       : `Noise: other processes used at most ${f(Math.max(0, stolen))}% of CPU ${SERVER_CPU} in any run.`;
+  return noise;
+}
+
+function seriesTable({ series }: Results, md: boolean): string {
   const seriesHeader = ['100,000 active series (fresh ingester)', 'value'];
   const seriesRows: Row[] = [
     ['create: 10 POSTs of 10,000 distinct points', `${f(series.createMs)} ms (${f((SERIES / series.createMs) * 1000)} points/s)`],
@@ -147,6 +169,12 @@ export function report(results: Results): void {
     ['ingester RSS after the renders', `${f(series.rssAfter)} MiB`],
     ['ingester peak RSS (VmHWM)', `${f(series.peakRss)} MiB`],
   ];
+  return table(seriesHeader, seriesRows, md, 99);
+}
+
+/** The targets, PASS or MISS. */
+function targetTable(r: Results, md: boolean): string {
+  const { single, baseSingle, alerts, rssAfterSingle, batch, metric, push, notification, eventsPerNotification, unmapped, mapped, series } = r;
   const targetHeader = ['target', 'measured', 'wanted', 'verdict'];
   const eventsPerSecond = batch.rps * 100;
   const targetRows: Row[] = [
@@ -162,6 +190,11 @@ export function report(results: Results): void {
     ['100,000 series: ingester RSS after', `${f(series.rssAfter)} MiB`, '< 400 MiB', verdict(series.rssAfter < 400)],
   ];
 
+  return table(targetHeader, targetRows, md, 99);
+}
+
+/** Prints the tables, and writes them as markdown to BENCH_OUT when set. */
+export function report(results: Results): void {
   const about =
     `Machine: ${machine()}; ingester node flags: ${deployedNodeFlags().join(' ') || '(none)'}. Servers pinned to CPU ${SERVER_CPU}, wrk (-t1 -c${CONNECTIONS}, ${DURATION_S} s runs, ${WARMUP_S} s warm-up) on CPU ${LOAD_CPU}; ` +
     `medians of ${RUNS} runs; compared servers measured alternately. Latencies are wrk's; peak RSS is VmHWM after the scenario.`;
@@ -169,19 +202,19 @@ export function report(results: Results): void {
     [
       about,
       '',
-      table(header, rows, md),
+      scenarioTable(results, md),
       '',
-      table(seriesHeader, seriesRows, md, 99),
+      seriesTable(results, md),
       '',
-      table(targetHeader, targetRows, md, 99),
+      targetTable(results, md),
       '',
-      noise,
+      noiseLine(results),
       '',
       'Each run (in order):',
       '',
-      table(runsHeader, runRows, md, 99),
+      runsTable(results, md),
       '',
-      table(['ratio in each round', 'round 1 / 2 / 3 ...'], pairRows, md, 99),
+      ratioTable(results, md),
     ].join('\n');
   process.stdout.write(`\n${render(false)}\n`);
   if (process.env.BENCH_OUT) {
