@@ -1,5 +1,6 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import jest from 'eslint-plugin-jest';
 
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'test/cluster/', '.testcluster/', '.tools/', 'coverage/', 'ingester/remote-write/generated/'] },
@@ -9,6 +10,17 @@ export default tseslint.config(
     languageOptions: { globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', URL: 'readonly' } },
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+    },
+  },
+  // Every test asserts what it checks (not only by a waitFor timing out), and none is left skipped or focused.
+  {
+    files: ['test/**/*.test.ts'],
+    plugins: { jest },
+    rules: {
+      // checkLoad (test/node/chart.test.ts): the sender's answers and the stream, checked with expect.
+      'jest/expect-expect': ['error', { assertFunctionNames: ['expect', 'checkLoad'] }],
+      'jest/no-disabled-tests': 'error',
+      'jest/no-focused-tests': 'error',
     },
   },
   // Components depend on the shared contracts (api/, common/, kube/), never on each other.

@@ -13,12 +13,12 @@ import { createServer, type Server } from 'node:http';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { freePort, ROOT, waitFor } from '../test/integration/support/cluster.js';
-import { canConnect, peakRssMiB, pinnedServer, runBenchmark, BENCH_TENANT_LIMITS } from './processes.js';
+import { ROOT } from '../test/support/paths.js';
+import { freePort } from '../test/support/ports.js';
+import { waitFor } from '../test/support/waiting.js';
+import { canConnect, peakRssMiB, pinnedServer, runBenchmark, BENCH_AUTH, BENCH_PASSWORD, BENCH_TENANT_LIMITS, BENCH_USER } from './processes.js';
 
 const EVENTS = Number(process.env.BENCH_DESTINATION_EVENTS ?? 20_000);
-const PASSWORD = 'bench-password';
-const AUTH = `Basic ${Buffer.from(`bench:${PASSWORD}`).toString('base64')}`;
 const dir = mkdtempSync(join(process.env.BENCH_DIR || tmpdir(), 'intake-bench-dest-'));
 
 /** An HTTP destination that counts events. */
@@ -59,7 +59,7 @@ async function runCase(c: Case, natsUrl: string): Promise<{ seconds: number; rss
     ...(c.queue === 'bus' ? { sinks: { jetstream: { url: natsUrl, stream: `BENCH_${c.name.replace(/\W/g, '_')}`, subjectPrefix: `bench.${c.name.replace(/\W/g, '_')}`, deadLetterSubjectPrefix: `benchdl.${c.name.replace(/\W/g, '_')}`, deadLetterStream: `BENCH_DL_${c.name.replace(/\W/g, '_')}`, alertBucketPrefix: `bench-${c.name.replace(/\W/g, '-')}` } } } : { spool: { path: join(dir, `${c.name}-spool`) } }),
     destinations: [{ name: 'target', default: true, ...c.destination }],
     tenantLimits: BENCH_TENANT_LIMITS,
-    routes: [{ apiVersion: 'intake.dev/v1alpha1', kind: 'WebhookIntegration', name: 'bench', namespace: 'bench', credentials: [{ username: 'bench', secret: { plain: PASSWORD } }] }],
+    routes: [{ apiVersion: 'intake.dev/v1alpha1', kind: 'WebhookIntegration', name: 'bench', namespace: 'bench', credentials: [{ username: BENCH_USER, secret: { plain: BENCH_PASSWORD } }] }],
   };
   const file = join(dir, `${c.name.replace(/\W/g, '_')}.yaml`);
   writeFileSync(file, stringify(config));
@@ -72,7 +72,7 @@ async function runCase(c: Case, natsUrl: string): Promise<{ seconds: number; rss
       for (let sent = next; sent < EVENTS; sent = next) {
         next += 100;
         const body = JSON.stringify(Array.from({ length: 100 }, (_, i) => ({ source: `host-${(sent + i) % 500}`, signature: `sig-${sent + i}`, severity: 1 + ((sent + i) % 5), type: 'Bench', description: `event ${sent + i}` })));
-        const res = await fetch(`http://127.0.0.1:${port}/events/webhook_bench`, { method: 'POST', headers: { authorization: AUTH, 'content-type': 'application/json', 'idempotency-key': `${c.name}-${sent}` }, body });
+        const res = await fetch(`http://127.0.0.1:${port}/events/webhook_bench`, { method: 'POST', headers: { authorization: BENCH_AUTH, 'content-type': 'application/json', 'idempotency-key': `${c.name}-${sent}` }, body });
         if (res.status !== 200) throw new Error(`${c.name}: POST answered ${res.status}`);
       }
     };

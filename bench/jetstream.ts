@@ -12,14 +12,15 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { freePort, ROOT, waitFor } from '../test/integration/support/cluster.js';
-import { canConnect, peakRssMiB, pinnedServer, runBenchmark, BENCH_TENANT_LIMITS } from './processes.js';
+import { ROOT } from '../test/support/paths.js';
+import { freePort } from '../test/support/ports.js';
+import { waitFor } from '../test/support/waiting.js';
+import { median } from '../test/support/stats.js';
+import { canConnect, peakRssMiB, pinnedServer, runBenchmark, BENCH_AUTH, BENCH_PASSWORD, BENCH_TENANT_LIMITS, BENCH_USER } from './processes.js';
 
 const DURATION = process.env.BENCH_DURATION ?? '10s';
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const RUNS = 3;
-const PASSWORD = 'bench-password';
-const AUTH = `Basic ${Buffer.from(`bench:${PASSWORD}`).toString('base64')}`;
 // Inside run.sh's work dir when run from it, so its trap removes the data (a JetStream store reached 1.2 GiB).
 const dir = mkdtempSync(join(process.env.BENCH_DIR || tmpdir(), 'intake-bench-js-'));
 
@@ -38,7 +39,7 @@ function luaScript(name: string, body: string): string {
       `wrk.method = "POST"`,
       `wrk.body = ${JSON.stringify(body)}`,
       `wrk.headers["Content-Type"] = "application/json"`,
-      `wrk.headers["Authorization"] = ${JSON.stringify(AUTH)}`,
+      `wrk.headers["Authorization"] = ${JSON.stringify(BENCH_AUTH)}`,
       `local n = 0`,
       `local run = tostring(os.time()) .. "-" .. tostring(math.random(1, 1e9))`,
       `request = function()`,
@@ -66,7 +67,6 @@ function wrk(url: string, script: string, duration = DURATION): WrkResult {
   return { rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(r.stdout)?.[1]), p50: lat('50'), p99: lat('99') };
 }
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 const medianOf = (runs: WrkResult[]): WrkResult => ({ rps: median(runs.map((r) => r.rps)), p50: median(runs.map((r) => r.p50)), p99: median(runs.map((r) => r.p99)) });
 
 /** Two servers compared by ratio: runs alternate, so a noisy neighbour hits both alike. */
@@ -91,7 +91,7 @@ async function ingester(name: string, sinks: Record<string, unknown>, extra: Rec
     sinks,
     ...extra,
     tenantLimits: BENCH_TENANT_LIMITS,
-    routes: [{ apiVersion: 'intake.dev/v1alpha1', kind: 'WebhookIntegration', name: 'bench', namespace: 'bench', credentials: [{ username: 'bench', secret: { plain: PASSWORD } }] }],
+    routes: [{ apiVersion: 'intake.dev/v1alpha1', kind: 'WebhookIntegration', name: 'bench', namespace: 'bench', credentials: [{ username: BENCH_USER, secret: { plain: BENCH_PASSWORD } }] }],
   };
   writeFileSync(join(dir, `${name}.yaml`), stringify(config));
   const child = pinnedServer(name, '0', process.execPath, [join(ROOT, 'dist/cmd/intake.js'), 'ingester', '--config', join(dir, `${name}.yaml`)]);

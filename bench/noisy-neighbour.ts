@@ -27,11 +27,15 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { freePort, ROOT, waitFor } from '../test/integration/support/cluster.js';
+import { ROOT } from '../test/support/paths.js';
+import { freePort } from '../test/support/ports.js';
+import { waitFor } from '../test/support/waiting.js';
 import { TenantLimiter } from '../ingester/limits/tenant-limiter.js';
 import { RouteTable } from '../ingester/route-table.js';
 import { DEFAULT_TENANT_LIMITS, mergeTenantLimitDefaults } from '../api/limits.js';
 import type { Route } from '../api/route.js';
+import { tenantAuth, tenantRoute } from '../test/support/credentials.js';
+import { median } from '../test/support/stats.js';
 import { peakRssMiB, pinnedServer, runBenchmark } from './processes.js';
 
 const PHASE_SECONDS = Number(process.env.BENCH_NOISY_DURATION ?? 10);
@@ -44,9 +48,7 @@ const A_DOES = process.env.BENCH_NOISY_A ?? 'both';
 if (!['rate', 'hostile', 'both'].includes(A_DOES)) throw new Error(`BENCH_NOISY_A must be rate, hostile or both, not ${JSON.stringify(A_DOES)}`);
 const dir = mkdtempSync(join(process.env.BENCH_DIR || tmpdir(), 'intake-bench-noisy-'));
 
-const basic = (user: string): string => `Basic ${Buffer.from(`${user}:${user}-password`).toString('base64')}`;
-const webhook = (name: string, namespace: string, extra: Record<string, unknown> = {}): Route =>
-  ({ apiVersion: 'intake.dev/v1alpha1', kind: 'WebhookIntegration', name, namespace, credentials: [{ username: name, secret: { plain: `${name}-password` } }], ...extra }) as Route;
+const webhook = (name: string, namespace: string, extra: Record<string, unknown> = {}): Route => tenantRoute(name, namespace, extra) as Route;
 
 /** Tenant B is far inside its limits; tenant A has a low events/s limit and a small mapping CPU budget. */
 const ROUTES: Route[] = [
@@ -77,7 +79,7 @@ interface Load {
  * ingester, not the load generators).
  */
 async function load(o: { url: string; user: string; body: string; rate: number; seconds: number; connections: number; nice?: boolean }): Promise<Load> {
-  const generator = [process.execPath, join(ROOT, 'dist/bench/open-loop.js'), o.url, basic(o.user), o.body, String(o.rate), String(o.seconds), String(o.connections)];
+  const generator = [process.execPath, join(ROOT, 'dist/bench/open-loop.js'), o.url, tenantAuth(o.user).authorization, o.body, String(o.rate), String(o.seconds), String(o.connections)];
   const pinned = ['taskset', '-c', '1', ...generator];
   const argv = o.nice ? ['nice', '-n', '19', ...pinned] : pinned;
   const child = spawn(argv[0] as string, argv.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -113,7 +115,7 @@ async function phase(port: number, withA: boolean): Promise<Phase> {
 /** The single-event path at saturation: wrk on CPU 1 against the ingester on CPU 0. */
 function saturatedRps(port: number): number {
   const script = join(dir, 'single.lua');
-  writeFileSync(script, [`wrk.method = "POST"`, `wrk.body = ${JSON.stringify(EVENT)}`, `wrk.headers["Content-Type"] = "application/json"`, `wrk.headers["Authorization"] = ${JSON.stringify(basic('steady'))}`, ''].join('\n'));
+  writeFileSync(script, [`wrk.method = "POST"`, `wrk.body = ${JSON.stringify(EVENT)}`, `wrk.headers["Content-Type"] = "application/json"`, `wrk.headers["Authorization"] = ${JSON.stringify(tenantAuth('steady').authorization)}`, ''].join('\n'));
   const r = spawnSync('taskset', ['-c', '1', 'wrk', '-t1', '-c32', `-d${PHASE_SECONDS}s`, '-s', script, `http://127.0.0.1:${port}/events/webhook_steady`], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`wrk failed: ${r.stderr}`);
   return Number(/Requests\/sec:\s+([\d.]+)/.exec(r.stdout)?.[1]);
@@ -138,7 +140,6 @@ function limiterNsPerRequest(): number {
   return median(Array.from({ length: 5 }, () => loop(1_000_000)));
 }
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 const medianLoad = (xs: Load[]): Load => ({ rps: median(xs.map((x) => x.rps)), p50: median(xs.map((x) => x.p50)), p99: median(xs.map((x) => x.p99)), byStatus: sumStatus(xs.map((x) => x.byStatus)), errors: xs.reduce((n, x) => n + x.errors, 0) });
 const sumStatus = (xs: Record<string, number>[]): Record<string, number> => {
   const out: Record<string, number> = {};

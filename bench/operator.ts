@@ -5,8 +5,9 @@
  */
 import { availableParallelism, cpus } from 'node:os';
 import {
-  applyCrds, createNamespace, kubeClients, kubectl, postEvent, requireCluster, startIngester, startOperator, uniqueName, waitFor,
+  applyCrds, createNamespace, kubeClients, kubectl, postEvent, requireCluster, startIngester, startOperator, uniqueName,
 } from '../test/integration/support/cluster.js';
+import { waitFor } from '../test/support/waiting.js';
 
 const BURST = Number(process.env.BENCH_BURST ?? 500);
 const SINGLES = Number(process.env.BENCH_SINGLES ?? 40);

@@ -1,11 +1,13 @@
 /**
- * What the follow-on benchmarks (jetstream, destinations, remote write) share: servers pinned to a
- * CPU and stopped whatever happens, a port probe, peak memory, and the run itself (exit codes
- * run.sh understands: 1 on failure, 130 on SIGINT, 143 when its time limit sends SIGTERM).
+ * What the benchmarks share: servers pinned to a CPU and stopped whatever happens, a port probe,
+ * what /proc says of a process and the CPUs (memory, CPU time), the bench tenant's
+ * credentials and limits, and the run itself for the follow-on benchmarks (exit codes run.sh
+ * understands: 1 on failure, 130 on SIGINT, 143 when its time limit sends SIGTERM).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
+import { basic } from '../test/support/credentials.js';
 
 const children: ChildProcess[] = [];
 
@@ -31,7 +33,52 @@ export const canConnect = (port: number): Promise<boolean> =>
     socket.on('error', () => resolve(false));
   });
 
-export const peakRssMiB = (pid: number | undefined): number => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+/** A field of /proc/PID/status in KiB; NaN once the process is gone. */
+export function procStatusKiB(pid: number | undefined, field: 'VmHWM' | 'VmRSS'): number {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    return Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
+  } catch {
+    return NaN;
+  }
+}
+
+/** Peak RSS (VmHWM) of a process, in MiB. */
+export const peakRssMiB = (pid: number | undefined): number => procStatusKiB(pid, 'VmHWM') / 1024;
+
+const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+
+/** CPU seconds (user + system) a process has used so far. */
+export function processCpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+  } catch {
+    return NaN;
+  }
+}
+
+/** Per-CPU jiffies from /proc/stat: busy (neither idle nor iowait) and total. */
+export function cpuTimes(): Map<string, { busy: number; total: number }> {
+  const out = new Map<string, { busy: number; total: number }>();
+  for (const line of readFileSync('/proc/stat', 'utf8').split('\n')) {
+    const m = /^cpu(\d+)\s+(.*)$/.exec(line);
+    if (!m) continue;
+    const v = (m[2] as string).split(/\s+/).map(Number);
+    // user nice system idle iowait irq softirq steal (guest time is already in user)
+    const total = v.slice(0, 8).reduce((a, b) => a + b, 0);
+    out.set(m[1] as string, { busy: total - (v[3] ?? 0) - (v[4] ?? 0), total });
+  }
+  return out;
+}
+
+export function cpuBusyPercent(before: Map<string, { busy: number; total: number }>, after: Map<string, { busy: number; total: number }>, cpu: string): number {
+  const a = before.get(cpu);
+  const b = after.get(cpu);
+  if (!a || !b || b.total === a.total) return NaN;
+  return ((b.busy - a.busy) / (b.total - a.total)) * 100;
+}
 
 function stopChildren(): void {
   for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
@@ -55,6 +102,12 @@ export function runBenchmark(main: () => Promise<void>, stop: () => Promise<void
       await stop();
     });
 }
+
+/** The benchmarks' tenant: webhook user, password and API key, and the Basic header. */
+export const BENCH_USER = 'bench';
+export const BENCH_PASSWORD = 'bench-password';
+export const BENCH_API_KEY = 'bench_0123456789abcdef0123456789abcdef';
+export const BENCH_AUTH = basic(BENCH_USER, BENCH_PASSWORD);
 
 /**
  * Throughput benchmarks measure the ingester, not a tenant's rate limit: every per-tenant rate is

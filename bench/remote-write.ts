@@ -11,14 +11,15 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { freePort, ROOT, waitFor } from '../test/integration/support/cluster.js';
+import { ROOT } from '../test/support/paths.js';
+import { freePort } from '../test/support/ports.js';
+import { waitFor } from '../test/support/waiting.js';
 import { startPrometheus, type Prometheus } from '../test/e2e/support/prometheus.js';
-import { peakRssMiB, runBenchmark, track, BENCH_TENANT_LIMITS } from './processes.js';
+import { peakRssMiB, runBenchmark, track, BENCH_API_KEY, BENCH_TENANT_LIMITS, BENCH_USER } from './processes.js';
 
 const DURATION_S = Number(process.env.BENCH_RW_SECONDS ?? 20);
 const CONNECTIONS = Number(process.env.BENCH_RW_CONNECTIONS ?? 8);
 const POINTS = 1000;
-const API_KEY = 'bench_0123456789abcdef0123456789abcdef';
 // Inside run.sh's work dir when run from it, so its trap removes it with the rest.
 const dir = mkdtempSync(join(process.env.BENCH_DIR || tmpdir(), 'intake-bench-rw-'));
 let prom: Prometheus | undefined;
@@ -53,7 +54,7 @@ async function main(): Promise<void> {
       tenantLimits: BENCH_TENANT_LIMITS,
       remoteWrite: { url: prom.writeUrl },
       exposition: { enabled: false },
-      routes: [{ apiVersion: 'intake.dev/v1alpha1', kind: 'ApiKey', name: 'bench', namespace: 'bench', credentials: [{ username: 'bench', secret: { plain: API_KEY } }] }],
+      routes: [{ apiVersion: 'intake.dev/v1alpha1', kind: 'ApiKey', name: 'bench', namespace: 'bench', credentials: [{ username: BENCH_USER, secret: { plain: BENCH_API_KEY } }] }],
     }),
   );
   const ingester = spawn('taskset', ['-c', '0', process.execPath, join(ROOT, 'dist/cmd/intake.js'), 'ingester', '--config', join(dir, 'intake.yaml')], { stdio: 'ignore' });
@@ -63,7 +64,7 @@ async function main(): Promise<void> {
   // 1000 series per request, each point stamped when received: every request adds one sample to each.
   const body = JSON.stringify(Array.from({ length: POINTS }, (_, i) => ({ metric: 'bench.rw', data: i, source: 'bench-host', tags: { i } })));
   const script = join(dir, 'rw.lua');
-  writeFileSync(script, `wrk.method = "POST"\nwrk.body = ${JSON.stringify(body)}\nwrk.headers["Content-Type"] = "application/json"\nwrk.headers["apiKey"] = "${API_KEY}"\n`);
+  writeFileSync(script, `wrk.method = "POST"\nwrk.body = ${JSON.stringify(body)}\nwrk.headers["Content-Type"] = "application/json"\nwrk.headers["apiKey"] = "${BENCH_API_KEY}"\n`);
   const url = `http://127.0.0.1:${ingest}/v1/integrations/metrics`;
   const ingestMetrics = `http://127.0.0.1:${admin}/metrics`;
   const promMetrics = `${prom.url}/metrics`;

@@ -6,7 +6,8 @@ import { randomBytes } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { hashScrypt } from '../../api/verifiers.js';
-import { ROOT } from '../integration/support/cluster.js';
+import { ROOT } from '../support/paths.js';
+import { median } from '../support/stats.js';
 import { basic, post, startIngester, type RunningIngester } from './support/ingester.js';
 
 const EVENT = { source: 'web-01', severity: 3 };
@@ -60,7 +61,6 @@ describe('timing of failed checks', () => {
     await ing.stop();
   });
 
-  const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
   async function timeOf(name: string, user: string, password: string): Promise<number> {
     const started = performance.now();
     const res = await post(`${ing.url}/events/webhook_${name}`, EVENT, { authorization: basic(user, password) });

@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, w
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { waitFor } from '../integration/support/cluster.js';
+import { waitFor } from '../support/waiting.js';
 import { basic, DEMO, post, startIngester } from './support/ingester.js';
 
 const AUTH = basic(DEMO.user, DEMO.password);
@@ -135,6 +135,8 @@ describe('reloading a file startup would refuse', () => {
       const config = { routes: [{ apiVersion: 'intake.dev/v1alpha1', kind: 'WebhookIntegration', name: 'demo', namespace: 'default', credentials: [{ username: 'demo', secret: { plain: 'new-password' } }] }] };
       writeFileSync(ing.configPath, stringify(config));
       await waitFor('new password accepted', async () => (await post(`${ing.url}/events/webhook_demo`, event('z'), { authorization: basic('demo', 'new-password') })).status === 200, 10_000);
+      expect((await post(`${ing.url}/events/webhook_demo`, event('z'), { authorization: basic('demo', 'new-password') })).status).toBe(200);
+      expect((await post(`${ing.url}/events/webhook_demo`, event('z'), { authorization: basic('demo', 'demo-password') })).status).toBe(401);
     } finally {
       await ing.stop();
     }

@@ -3,13 +3,13 @@
  * series lookups slow, label texts that broke every tenant's scrape, unbounded `time` values, and
  * one tenant's HELP text shown above another's series.
  */
+import { median } from '../support/stats.js';
 import { API_KEY, post, startIngester, type RunningIngester } from './support/ingester.js';
 
 const TEAM_B_KEY = 'team-b_fedcba9876543210fedcba9876543210';
 const teamB = (c: Record<string, unknown>): void => {
   (c.routes as unknown[]).push({ apiVersion: 'intake.dev/v1alpha1', kind: 'ApiKey', name: 'b', namespace: 'team-b', credentials: [{ username: 'team-b', secret: { plain: TEAM_B_KEY } }] });
 };
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
 /** A point whose 20 tag values are 1000 characters long, all alike but for their last digits. */
 const longPoint = (i: number) => {

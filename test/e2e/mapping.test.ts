@@ -8,7 +8,9 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parse, stringify } from 'yaml';
-import { freePort, ROOT, waitFor } from '../integration/support/cluster.js';
+import { ROOT } from '../support/paths.js';
+import { freePort } from '../support/ports.js';
+import { waitFor } from '../support/waiting.js';
 import { postAlerts, startAlertmanager, type RunningAlertmanager } from './support/alertmanager.js';
 import { basic, DEMO, post, startIngester, type RunningIngester } from './support/ingester.js';
 

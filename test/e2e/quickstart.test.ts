@@ -2,7 +2,7 @@
 import { writeFileSync } from 'node:fs';
 import { readFileSync } from 'node:fs';
 import { parse, stringify } from 'yaml';
-import { waitFor } from '../integration/support/cluster.js';
+import { waitFor } from '../support/waiting.js';
 import { API_KEY, basic, DEMO, eventLines, post, startIngester, type RunningIngester } from './support/ingester.js';
 
 

@@ -3,7 +3,8 @@
  * out-of-order window 30m), and to a recording receiver of our own for the wire details.
  */
 import { jest } from '@jest/globals';
-import { freePort, waitFor } from '../integration/support/cluster.js';
+import { freePort } from '../support/ports.js';
+import { waitFor } from '../support/waiting.js';
 import { API_KEY, post, startIngester, type RunningIngester } from './support/ingester.js';
 import { query, startPrometheus, type Prometheus } from './support/prometheus.js';
 import { flatten, startRecordingReceiver } from './support/recording-receiver.js';

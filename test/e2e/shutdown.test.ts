@@ -3,7 +3,7 @@
  * other answer is a 503 with Retry-After or a refused connection; the process exits 0.
  */
 import { Agent, request } from 'node:http';
-import { waitFor } from '../integration/support/cluster.js';
+import { waitFor } from '../support/waiting.js';
 import { basic, DEMO, eventLines, startIngester } from './support/ingester.js';
 
 interface Outcome {

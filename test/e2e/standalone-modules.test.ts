@@ -9,7 +9,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { freePort, ROOT, waitFor } from '../integration/support/cluster.js';
+import { ROOT } from '../support/paths.js';
+import { freePort } from '../support/ports.js';
+import { waitFor } from '../support/waiting.js';
 import { EXAMPLE } from './support/ingester.js';
 
 const HOOK = `

@@ -4,18 +4,9 @@
  * naming the limit, while another tenant's requests all succeed.
  */
 import { jest } from '@jest/globals';
-import { basic, eventLines, post, startIngester, type RunningIngester } from './support/ingester.js';
+import { eventLines, post, startIngester, tenantAuth, tenantRoute, type RunningIngester } from './support/ingester.js';
 
 jest.setTimeout(60_000);
-
-const webhook = (name: string, namespace: string, extra: Record<string, unknown> = {}) => ({
-  apiVersion: 'intake.dev/v1alpha1',
-  kind: 'WebhookIntegration',
-  name,
-  namespace,
-  credentials: [{ username: name, secret: { plain: `${name}-password` } }],
-  ...extra,
-});
 
 const AM_PAYLOAD = {
   receiver: 'intake', status: 'firing', version: '4', groupKey: '{}:{alertname="Down"}', externalURL: 'http://am',
@@ -25,20 +16,20 @@ const AM_PAYLOAD = {
 let ing: RunningIngester;
 
 const send = (name: string, body: unknown = { source: `${name}-host`, severity: 'warning' }) =>
-  post(`${ing.url}/events/webhook_${name}`, body, { authorization: basic(name, `${name}-password`) });
+  post(`${ing.url}/events/webhook_${name}`, body, tenantAuth(name));
 const sentBy = (name: string): number => eventLines(ing.stdout()).filter((e) => e.integration === name).length;
 
 beforeAll(async () => {
   ing = await startIngester((config) => {
     (config.routes as unknown[]).push(
       // One event per 10 s after a burst of 3: a test on a slow machine never sees a refill.
-      webhook('noisy', 'team-a', { limits: { eventsPerSecond: 1, eventsBurst: 3 } }),
-      webhook('quiet', 'team-b'),
-      webhook('am', 'team-c', { mapping: { preset: 'alertmanager' }, limits: { eventsPerSecond: 1, eventsBurst: 1 } }),
-      webhook('plain-503', 'team-c', { limits: { eventsPerSecond: 1, eventsBurst: 1, overLimitStatus: 503 } }),
-      webhook('first', 'team-d', { limits: { namespace: { eventsPerSecond: 1, eventsBurst: 2 } } }),
-      webhook('second', 'team-d', { limits: { namespace: { eventsPerSecond: 1, eventsBurst: 2 } } }),
-      webhook('costly', 'team-e', { mapping: { expression: '($n := $count([1..100000]); {"source": "h" & $string($n), "severity": 2})' }, limits: { namespace: { mappingCpuMillisPerSecond: 1, mappingCpuBurstMillis: 1 } } }),
+      tenantRoute('noisy', 'team-a', { limits: { eventsPerSecond: 1, eventsBurst: 3 } }),
+      tenantRoute('quiet', 'team-b'),
+      tenantRoute('am', 'team-c', { mapping: { preset: 'alertmanager' }, limits: { eventsPerSecond: 1, eventsBurst: 1 } }),
+      tenantRoute('plain-503', 'team-c', { limits: { eventsPerSecond: 1, eventsBurst: 1, overLimitStatus: 503 } }),
+      tenantRoute('first', 'team-d', { limits: { namespace: { eventsPerSecond: 1, eventsBurst: 2 } } }),
+      tenantRoute('second', 'team-d', { limits: { namespace: { eventsPerSecond: 1, eventsBurst: 2 } } }),
+      tenantRoute('costly', 'team-e', { mapping: { expression: '($n := $count([1..100000]); {"source": "h" & $string($n), "severity": 2})' }, limits: { namespace: { mappingCpuMillisPerSecond: 1, mappingCpuBurstMillis: 1 } } }),
       {
         apiVersion: 'intake.dev/v1alpha1',
         kind: 'ApiKey',

@@ -4,7 +4,7 @@ import { copyFileSync, mkdtempSync, readFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { waitFor } from '../integration/support/cluster.js';
+import { waitFor } from '../support/waiting.js';
 import { basic, DEMO, startIngester } from './support/ingester.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'intake-tls-'));

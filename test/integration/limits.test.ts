@@ -5,7 +5,8 @@
  */
 import { jest } from '@jest/globals';
 import type { V1Secret } from '@kubernetes/client-node';
-import { apply, applyCrds, createNamespace, kubeClients, kubectl, requireCluster, startIngester, startOperator, uniqueName, waitFor, type Proc } from './support/cluster.js';
+import { apply, applyCrds, createNamespace, kubeClients, kubectl, requireCluster, startIngester, startOperator, uniqueName, type Proc } from './support/cluster.js';
+import { waitFor } from '../support/waiting.js';
 
 jest.setTimeout(120_000);
 

@@ -4,7 +4,8 @@
  * there, and one that runs a single endless built-in call must not hold the operator.
  */
 import { jest } from '@jest/globals';
-import { apply, applyCrds, createNamespace, kubeClients, kubectl, requireCluster, startOperator, uniqueName, waitFor, type Proc } from './support/cluster.js';
+import { apply, applyCrds, createNamespace, kubeClients, kubectl, requireCluster, startOperator, uniqueName, type Proc } from './support/cluster.js';
+import { waitFor } from '../support/waiting.js';
 
 jest.setTimeout(180_000);
 

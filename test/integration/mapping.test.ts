@@ -5,7 +5,8 @@
  */
 import { jest } from '@jest/globals';
 import type { V1Secret } from '@kubernetes/client-node';
-import { apply, applyCrds, createNamespace, kubeClients, kubectl, requireCluster, startIngester, startOperator, uniqueName, waitFor, type Proc } from './support/cluster.js';
+import { apply, applyCrds, createNamespace, kubeClients, kubectl, requireCluster, startIngester, startOperator, uniqueName, type Proc } from './support/cluster.js';
+import { waitFor } from '../support/waiting.js';
 
 jest.setTimeout(120_000);
 
@@ -105,7 +106,9 @@ tests:
   - input: ${JSON.stringify(AM_PAYLOAD)}
     expect: {source: web-1, severity: critical}`));
     await waitFor('Ready again', async () => (await ready())?.status === 'True', 10_000);
+    expect((await ready())?.status).toBe('True');
     const auth = await authorization();
     await waitFor('new mapping served', async () => (await dryRun(auth)).mapping === 'expression', 5000);
+    expect((await dryRun(auth)).mapping).toBe('expression');
   });
 });

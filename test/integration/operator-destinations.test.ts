@@ -9,7 +9,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { jest } from '@jest/globals';
 import type { V1Secret } from '@kubernetes/client-node';
-import { apply, applyCrds, createNamespace, kubeClients, kubectl, postEvent, requireCluster, ROOT, startIngester, startOperator, uniqueName, waitFor, type Proc } from './support/cluster.js';
+import { apply, applyCrds, createNamespace, kubeClients, kubectl, postEvent, requireCluster, startIngester, startOperator, uniqueName, type Proc } from './support/cluster.js';
+import { ROOT } from '../support/paths.js';
+import { waitFor } from '../support/waiting.js';
 
 jest.setTimeout(60_000);
 

@@ -7,8 +7,11 @@ import { dirname, resolve } from 'node:path';
 import { jest } from '@jest/globals';
 import type { V1Secret } from '@kubernetes/client-node';
 import {
-  apply, applyCrds, basic, createNamespace, KUBECONFIG, kubeClients, kubectl, postEvent, requireCluster, ROOT, startIngester, startOperator, uniqueName, waitFor, type Proc,
+  apply, applyCrds, createNamespace, KUBECONFIG, kubeClients, kubectl, postEvent, requireCluster, startIngester, startOperator, uniqueName, type Proc,
 } from './support/cluster.js';
+import { ROOT } from '../support/paths.js';
+import { waitFor } from '../support/waiting.js';
+import { basic } from '../support/credentials.js';
 
 
 jest.setTimeout(120_000);
@@ -106,6 +109,7 @@ stringData: {username: grafana, password: chosen-by-me}
   it('reports SecretNotFound for a missing referenced Secret', async () => {
     await apply(webhook(teamA, 'noref', '{credentials: {secretRef: {name: does-not-exist}}}'));
     await waitFor('SecretNotFound', async () => (await readyOf(teamA, 'noref'))?.reason === 'SecretNotFound', 5000);
+    expect(await readyOf(teamA, 'noref')).toMatchObject({ status: 'False', reason: 'SecretNotFound' });
   });
 
   it('gives a name to the oldest resource and moves it on when that one goes', async () => {
@@ -174,6 +178,8 @@ stringData: {username: grafana, password: chosen-by-me}
       return list.items.some((s) => decode(s, 'route.json').includes('"name":"drift"'));
     }, 5000);
     await waitFor('accepted again', async () => (await postEvent(ingester.url, 'drift', creds.authorization)) === 200, 3000);
+    expect((await credentialsOf(teamA, 'drift')).url).toBe('https://intake.test/events/webhook_drift');
+    expect(await postEvent(ingester.url, 'drift', creds.authorization)).toBe(200);
   });
 
   it('regenerates deleted credentials, says so in an Event, and stops accepting the lost password', async () => {
@@ -244,6 +250,8 @@ describe('operator lifecycle', () => {
     operator = await startOperator(system, [teamA, teamB]);
     const creds = await credentialsOf(teamB, 'while-down');
     await waitFor('accepted', async () => (await postEvent(ingester.url, 'while-down', creds.authorization)) === 200, 5000);
+    expect(await postEvent(ingester.url, 'while-down', creds.authorization)).toBe(200);
+    expect((await readyOf(teamB, 'while-down'))?.status).toBe('True');
   });
 
   it('recovers when the API server restarts; the ingester keeps serving meanwhile', async () => {

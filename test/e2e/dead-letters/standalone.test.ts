@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jest } from '@jest/globals';
 import { parse, stringify } from 'yaml';
-import { waitFor } from '../../integration/support/cluster.js';
+import { waitFor } from '../../support/waiting.js';
 import { metricValue } from '../support/nats-server.js';
 import { startIngester, type RunningIngester } from '../support/ingester.js';
 import { FIXED, integration, listLetters, percentile, replay, sendAs } from './support.js';

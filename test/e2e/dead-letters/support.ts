@@ -2,7 +2,7 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { ROOT } from '../../integration/support/cluster.js';
+import { ROOT } from '../../support/paths.js';
 import { post, tenantAuth, tenantRoute, type RunningIngester } from '../support/ingester.js';
 
 /** A mapping that needs `host`; payloads carry `hostname`, so each one fails until FIXED is loaded. */

@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { waitFor } from '../../integration/support/cluster.js';
+import { waitFor } from '../../support/waiting.js';
 import { activeAlerts, startAlertmanager, type RunningAlertmanager } from '../support/alertmanager.js';
 import { basic, DEMO, post, startIngester, type RunningIngester } from '../support/ingester.js';
 

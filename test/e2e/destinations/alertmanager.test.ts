@@ -2,7 +2,7 @@
  * Events become Alertmanager alerts, delivered from the bus (a durable consumer, alert states in a
  * JetStream key-value bucket), against a real Alertmanager and nats-server on loopback.
  */
-import { waitFor } from '../../integration/support/cluster.js';
+import { waitFor } from '../../support/waiting.js';
 import { activeAlerts, startAlertmanager, type RunningAlertmanager } from '../support/alertmanager.js';
 import { basic, DEMO, post, startIngester, type RunningIngester } from '../support/ingester.js';
 import { handoffConfig, metricValue, startNats, type RunningNats } from '../support/nats-server.js';

@@ -10,7 +10,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { waitFor } from '../../integration/support/cluster.js';
+import { waitFor } from '../../support/waiting.js';
 import { basic, DEMO, post, startIngester, type RunningIngester } from '../support/ingester.js';
 import { startMisbehavingReceiver, peakRssMiB, type MisbehavingReceiver, type ReceivedCall } from '../support/misbehaving-receiver.js';
 import { metricValue } from '../support/nats-server.js';

@@ -8,7 +8,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { ROOT, waitFor } from '../../integration/support/cluster.js';
+import { ROOT } from '../../support/paths.js';
+import { waitFor } from '../../support/waiting.js';
 import { activeAlerts, startAlertmanager, type RunningAlertmanager } from '../support/alertmanager.js';
 import { basic, DEMO, post, startIngester, type RunningIngester } from '../support/ingester.js';
 import { metricValue } from '../support/nats-server.js';
@@ -71,8 +72,13 @@ it('delivers, after a restart, what a killed ingester acknowledged while Alertma
   ingesters.push(second);
   // The killed process held them leased: they are handed out again after the claim timeout (41 s
   // for the 10 s default Alertmanager timeout) at the latest; the re-send brings the states sooner.
-  await waitFor('all 20 alerts in Alertmanager', async () => (await activeAlerts(am.url)).length === 20, 50_000, 200);
+  const alerts = await waitFor('all 20 alerts in Alertmanager', async () => {
+    const active = await activeAlerts(am.url);
+    return active.length === 20 ? active : undefined;
+  }, 50_000, 200);
+  expect(alerts.map((a) => a.labels.source).sort()).toEqual(sent.map((e) => e.source).sort());
   await waitFor('outbox empty', async () => (await metricValue(second.adminUrl, 'intake_destination_lag{destination="alertmanager"}')) === 0, 50_000, 200);
+  expect(await metricValue(second.adminUrl, 'intake_destination_lag{destination="alertmanager"}')).toBe(0);
 }, 120_000);
 
 it('answers 503 and turns unready when the outbox is full, and accepts again once it drained', async () => {

@@ -3,7 +3,7 @@
  * both are healthy each event is delivered once; kill -9 one of them mid-delivery and the other
  * delivers what it held (after the claim timeout), so nothing is lost.
  */
-import { waitFor } from '../../integration/support/cluster.js';
+import { waitFor } from '../../support/waiting.js';
 import { startEventReceiver, type EventReceiver } from '../support/event-receiver.js';
 import { basic, DEMO, post, startIngester, type RunningIngester } from '../support/ingester.js';
 import { handoffConfig, metricValue, startNats, type RunningNats } from '../support/nats-server.js';

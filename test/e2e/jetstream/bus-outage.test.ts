@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { waitFor } from '../../integration/support/cluster.js';
+import { waitFor } from '../../support/waiting.js';
 import { startIngester, type RunningIngester } from '../support/ingester.js';
 import { handoffConfig, metricValue, readStream, startNats, tally, type RunningNats } from '../support/nats-server.js';
 import { acknowledgedTraces, sendLoad } from '../support/senders.js';

@@ -7,7 +7,7 @@
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { waitFor } from '../../integration/support/cluster.js';
+import { waitFor } from '../../support/waiting.js';
 import { basic, DEMO, post, startIngester, type RunningIngester } from '../support/ingester.js';
 import { handoffConfig, metricValue, startNats, type RunningNats } from '../support/nats-server.js';
 

@@ -4,7 +4,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { freePort, waitFor } from '../../integration/support/cluster.js';
+import { freePort } from '../../support/ports.js';
+import { waitFor } from '../../support/waiting.js';
 
 export const ALERTMANAGER = process.env.INTAKE_TEST_ALERTMANAGER ?? '/usr/bin/prometheus-alertmanager';
 

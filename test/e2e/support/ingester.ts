@@ -4,11 +4,13 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
-import { freePort, ROOT, waitFor } from '../../integration/support/cluster.js';
+import { ROOT } from '../../support/paths.js';
+import { freePort } from '../../support/ports.js';
+import { waitFor } from '../../support/waiting.js';
 
 export const EXAMPLE = join(ROOT, 'examples/intake.yaml');
-export const DEMO = { user: 'demo', password: 'demo-password' };
-export const API_KEY = 'default_0123456789abcdef0123456789abcdef';
+// The demo credentials and a tenant's route, shared with the unit tests and the benchmarks.
+export { API_KEY, basic, DEMO, tenantAuth, tenantRoute } from '../../support/credentials.js';
 
 export interface RunningIngester {
   child: ChildProcess;
@@ -75,21 +77,6 @@ export async function startIngester(edit: (config: Record<string, unknown>) => v
     },
   };
 }
-
-export const basic = (user: string, password: string): string => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
-
-/** A tenant's integration for a standalone file: user `name`, password `<name>-password`, plus `extra` (mapping, limits...). */
-export const tenantRoute = (name: string, namespace: string, extra: Record<string, unknown> = {}) => ({
-  apiVersion: 'intake.dev/v1alpha1',
-  kind: 'WebhookIntegration',
-  name,
-  namespace,
-  credentials: [{ username: name, secret: { plain: `${name}-password` } }],
-  ...extra,
-});
-
-/** The Basic header of a tenantRoute. */
-export const tenantAuth = (name: string): { authorization: string } => ({ authorization: basic(name, `${name}-password`) });
 
 export async function post(url: string, body: unknown, headers: Record<string, string>): Promise<{ status: number; headers: Headers; text: string; json: () => Record<string, unknown> }> {
   const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : Buffer.isBuffer(body) ? new Uint8Array(body) as unknown as string : JSON.stringify(body) });

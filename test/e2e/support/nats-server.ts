@@ -9,7 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NodeConnectionOptions } from '@nats-io/transport-node';
-import { freePort, ROOT, waitFor } from '../../integration/support/cluster.js';
+import { ROOT } from '../../support/paths.js';
+import { freePort } from '../../support/ports.js';
+import { waitFor } from '../../support/waiting.js';
 
 export const NATS_SERVER = join(ROOT, '.tools/bin/nats-server');
 

@@ -7,7 +7,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, waitFor } from '../../integration/support/cluster.js';
+import { freePort } from '../../support/ports.js';
+import { waitFor } from '../../support/waiting.js';
 
 export const PROMETHEUS_BIN = process.env.INTAKE_TEST_PROMETHEUS ?? '/usr/bin/prometheus';
 

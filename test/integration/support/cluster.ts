@@ -1,26 +1,20 @@
 /**
  * Helpers for tests against the real test API server (`make testcluster`): kubectl as a user
  * would run it, a typed client for assertions, and the built operator and ingester as processes.
+ * What needs no Kubernetes (paths, ports, waiting, credentials) is in test/support.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { createServer } from 'node:net';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, resolve } from 'node:path';
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { ROOT } from '../../support/paths.js';
+import { freePort } from '../../support/ports.js';
+import { waitFor } from '../../support/waiting.js';
 
-/** The repository root: found by walking up, so this also works compiled (bench/operator imports it). */
-function findRoot(start: string): string {
-  let dir = start;
-  while (!existsSync(resolve(dir, 'tsconfig.build.json'))) {
-    const parent = dirname(dir);
-    if (parent === dir) throw new Error(`no repository root above ${start}`);
-    dir = parent;
-  }
-  return dir;
-}
-export const ROOT = findRoot(dirname(fileURLToPath(import.meta.url)));
+// The cluster tests (test/node) take these from here too.
+export { ROOT, waitFor };
+
 export const KUBECONFIG = process.env.INTAKE_TEST_KUBECONFIG ?? resolve(ROOT, '.testcluster/kubeconfig');
 
 export function requireCluster(): void {
@@ -48,32 +42,6 @@ export async function kubectl(args: string[], input?: string): Promise<{ stdout:
 export async function apply(yaml: string): Promise<void> {
   const r = await kubectl(['apply', '-f', '-'], yaml);
   if (r.code !== 0) throw new Error(`kubectl apply failed: ${r.stderr}`);
-}
-
-export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 10_000, intervalMs = 50): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v !== undefined && v !== false) return v as T;
-    } catch (err) {
-      lastError = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${(lastError as Error).message}` : ''}`);
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolvePromise, reject) => {
-    const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolvePromise(port));
-    });
-    srv.on('error', reject);
-  });
 }
 
 export interface Proc {
@@ -142,8 +110,6 @@ export async function applyCrds(): Promise<void> {
   if (r.code !== 0) throw new Error(`applying CRDs failed: ${r.stderr}`);
   await kubectl(['wait', '--for=condition=Established', 'crd/webhookintegrations.intake.dev', 'crd/apikeys.intake.dev', 'crd/intakequotas.intake.dev', '--timeout=30s']);
 }
-
-export const basic = (user: string, password: string): string => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
 
 export async function postEvent(ingestUrl: string, name: string, authorization: string): Promise<number> {
   const res = await fetch(`${ingestUrl}/events/webhook_${name}`, {

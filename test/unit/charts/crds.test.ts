@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT } from '../../integration/support/cluster.js';
+import { ROOT } from '../../support/paths.js';
 
 describe('the chart CRDs', () => {
   it('are byte-for-byte the ones in crds/ (one source; copy with cp crds/*.yaml charts/intake/files/crds/)', () => {

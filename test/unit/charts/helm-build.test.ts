@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ROOT } from '../../integration/support/cluster.js';
+import { ROOT } from '../../support/paths.js';
 
 const HELM = join(ROOT, '.tools/bin/helm');
 

@@ -15,8 +15,9 @@ import { SeriesStore } from '../../../ingester/series-store.js';
 import { buildIngestServer, type Lifecycle } from '../../../ingester/server.js';
 import type { DeliveryReport, EventSink } from '../../../ingester/sinks/sink.js';
 
-export const DEMO_AUTH = `Basic ${Buffer.from('demo:demo-password').toString('base64')}`;
-export const API_KEY = 'default_0123456789abcdef0123456789abcdef';
+import { API_KEY, DEMO_AUTH } from '../../support/credentials.js';
+
+export { API_KEY, DEMO_AUTH };
 
 export const demoRoutes = (): Route[] => [
   { apiVersion: 'intake.dev/v1alpha1', kind: 'WebhookIntegration', name: 'demo', namespace: 'default', credentials: [{ username: 'demo', secret: { plain: 'demo-password' } }] },

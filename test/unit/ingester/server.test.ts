@@ -1,7 +1,7 @@
+import { basic } from '../../support/credentials.js';
 import { API_KEY, DEMO_AUTH, harness } from './harness.js';
 
 const event = { source: 'web-01', severity: 'critical', class: 'cpu', type: 'high' };
-const basic = (user: string, pass: string) => `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
 
 describe('POST /events/webhook_<name>', () => {
   it('accepts one event with the exact body of the interface document', async () => {

@@ -6,7 +6,7 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT } from '../../integration/support/cluster.js';
+import { ROOT } from '../../support/paths.js';
 
 const FLAG = '--max-semi-space-size=4';
 const read = (path: string): string => readFileSync(join(ROOT, path), 'utf8');

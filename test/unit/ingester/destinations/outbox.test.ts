@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { until } from '../../../support/waiting.js';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import type { Destination } from '../../../../ingester/destinations/destination.js';
@@ -49,14 +50,6 @@ const noBury = async (letter: NewDeadLetter): Promise<string> => {
 };
 const store = () => new SqliteDeadLetters(join(tempDir(), 'deadletters.sqlite'), { maxBytes: 1 << 20, maxBytesPerNamespace: 1 << 20 });
 
-const until = async (what: () => boolean, ms = 5000): Promise<void> => {
-  const end = Date.now() + ms;
-  while (!what()) {
-    if (Date.now() > end) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-};
-
 describe('outbox', () => {
   it('holds each event once per destination and delivers it to each', async () => {
     const outbox = new Outbox(tempDir(), 1 << 20, routing, noBury);
@@ -93,6 +86,8 @@ describe('outbox', () => {
     second.start([{ name: 'a', dispatcher: d, leaseMs: 200 }]);
     await until(() => a.seen.length === 1);
     await until(() => second.depth('a') === 0);
+    expect(a.seen).toEqual(['1']);
+    expect(second.depth('a')).toBe(0);
     second.stop();
     await d.idle();
     await second.close();

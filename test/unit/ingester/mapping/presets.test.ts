@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { firstDifference } from '../../../../api/mapping/engine.js';
 import { PRESET_NAMES } from '../../../../api/mapping/presets.js';
 import type { Route } from '../../../../api/route.js';
-import { ROOT } from '../../../integration/support/cluster.js';
+import { ROOT } from '../../../support/paths.js';
 import { DEMO_AUTH, harness } from '../harness.js';
 
 interface Fixture {

@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { OutboundClient, USER_AGENT } from '../../../../ingester/outbound/http-client.js';
 import { classify } from '../../../../ingester/outbound/outcome.js';
-import { ROOT, waitFor } from '../../../integration/support/cluster.js';
+import { ROOT } from '../../../support/paths.js';
+import { waitFor } from '../../../support/waiting.js';
 import { startMisbehavingReceiver, type MisbehavingReceiver } from '../../../e2e/support/misbehaving-receiver.js';
 
 let receiver: MisbehavingReceiver;

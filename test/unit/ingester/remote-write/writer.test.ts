@@ -8,7 +8,8 @@ import { Counter, Registry } from 'prom-client';
 import type { DataPoint } from '../../../../ingester/datapoints.js';
 import { resolveRemoteWrite, type RemoteWriteFile } from '../../../../ingester/remote-write/settings.js';
 import { RemoteWriter } from '../../../../ingester/remote-write/writer.js';
-import { ROOT, waitFor } from '../../../integration/support/cluster.js';
+import { ROOT } from '../../../support/paths.js';
+import { waitFor } from '../../../support/waiting.js';
 import { flatten, startRecordingReceiver, type RecordingReceiver } from '../../../e2e/support/recording-receiver.js';
 
 let receiver: RecordingReceiver;

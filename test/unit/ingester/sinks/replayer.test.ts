@@ -6,7 +6,7 @@ import { Registry } from 'prom-client';
 import { HandoffMetrics } from '../../../../ingester/sinks/handoff-metrics.js';
 import { Replayer } from '../../../../ingester/sinks/replayer.js';
 import { Spool, type SpooledRow } from '../../../../ingester/sinks/spool.js';
-import { waitFor } from '../../../integration/support/cluster.js';
+import { waitFor } from '../../../support/waiting.js';
 
 const dirs: string[] = [];
 afterAll(() => {
