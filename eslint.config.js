@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'test/cluster/', '.testcluster/', '.tools/', 'coverage/', 'ingester/remote-write/generated/'] },
+  { ignores: ['dist/', 'node_modules/', 'test/cluster/', '.testcluster/', '.tools/', 'coverage/', 'ingester/series/remote-write/generated/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -29,7 +29,7 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { freePort, ROOT, waitFor } from '../test/integration/support/cluster.js';
 import { TenantLimiter } from '../ingester/limits/tenant-limiter.js';
-import { RouteTable } from '../ingester/route-table.js';
+import { RouteTable } from '../ingester/routing/route-table.js';
 import { DEFAULT_TENANT_LIMITS, mergeTenantLimitDefaults } from '../api/limits.js';
 import type { Route } from '../api/route.js';
 import { peakRssMiB, pinnedServer, runBenchmark } from './processes.js';

@@ -154,10 +154,10 @@ async function replicaCount(namespace: string | undefined, service: string | und
 /** Kubernetes mode (route Secrets) when a namespace is given, else standalone (the config file). */
 async function routeSource(namespace: string | undefined, kubeconfig: string | undefined, config: string, destinations: IngesterSettings['destinations'], logger: ReturnType<typeof createLogger>): Promise<RouteSource> {
   if (namespace) {
-    const [{ KubernetesRouteSource }, { loadKubeConfig }] = await Promise.all([import('../ingester/route-sources/kubernetes.js'), import('../kube/config.js')]);
+    const [{ KubernetesRouteSource }, { loadKubeConfig }] = await Promise.all([import('../ingester/routing/kubernetes-source.js'), import('../kube/config.js')]);
     return new KubernetesRouteSource(loadKubeConfig(kubeconfig), namespace, logger);
   }
-  const { FileRouteSource } = await import('../ingester/route-sources/file.js');
+  const { FileRouteSource } = await import('../ingester/routing/file-source.js');
   return new FileRouteSource(config, destinations);
 }
 

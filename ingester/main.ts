@@ -6,20 +6,20 @@ import { watch } from 'chokidar';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
-import { buildAdminServer } from './admin.js';
-import { AuthThrottle } from './auth-throttle.js';
+import { buildAdminServer } from './http/admin-listener.js';
+import { AuthThrottle } from './auth/auth-throttle.js';
 import type { IngesterSettings } from './config.js';
-import { IngesterMetrics } from './metrics.js';
-import { RouteTable, type RouteInput, type SkippedRoute } from './route-table.js';
-import { SeriesStore } from './series-store.js';
-import { ingestConnectionCap, openFilesLimit } from './http-guards.js';
-import { buildIngestServer, type Lifecycle } from './server.js';
+import { IngesterMetrics } from './core/ingester-metrics.js';
+import { RouteTable, type RouteInput, type SkippedRoute } from './routing/route-table.js';
+import { SeriesStore } from './series/series-store.js';
+import { ingestConnectionCap, openFilesLimit } from './http/guards.js';
+import { buildIngestServer, type Lifecycle } from './http/listener.js';
 import { registerDeadLetterRoutes } from './dead-letters/admin-routes.js';
 import { setUpDeadLetters } from './dead-letters/setup.js';
 import { MappingMetrics } from './mapping/metrics.js';
-import { MappedWebhooks } from './mapping/pipeline.js';
+import { MappedWebhooks } from './mapping/mapped-webhooks.js';
 import { MappingWorkerPool } from '../api/mapping/worker-pool.js';
-import { replayMapping } from './mapping/replay.js';
+import { replayMapping } from './events/mapping-replay.js';
 import { LogSink } from './sinks/log-sink.js';
 import type { ReplicaCount } from './limits/replicas.js';
 import { TenantLimiter } from './limits/tenant-limiter.js';
@@ -74,7 +74,7 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
   // Delivery after the hand-off, loaded only when destinations are configured.
   const destinations =
     settings.destinations.length > 0
-      ? (await import('./destinations/wiring.js')).setUpDestinations({
+      ? (await import('./destinations/set-up-destinations.js')).setUpDestinations({
           destinations: settings.destinations,
           routes: () => table,
           registry,
@@ -86,7 +86,7 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
       : undefined;
   if (destinations?.sink) sinks.push(destinations.sink);
   const remoteWrite = settings.remoteWrite
-    ? new (await import('./remote-write/writer.js')).RemoteWriter(settings.remoteWrite, { registry, logger, seriesTtlMs: settings.limits.seriesTTLSeconds * 1000, rejected: metrics.pointsRejected })
+    ? new (await import('./series/remote-write/writer.js')).RemoteWriter(settings.remoteWrite, { registry, logger, seriesTtlMs: settings.limits.seriesTTLSeconds * 1000, rejected: metrics.pointsRejected })
     : undefined;
   let table = RouteTable.empty();
   const mappingMetrics = new MappingMetrics(registry);

@@ -18,8 +18,8 @@ import { DiscardPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageTyp
 import { Kvm, type KV } from '@nats-io/kv';
 import { headers as natsHeaders, nanos, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import type { FieldError } from '../errors.js';
-import type { NormalisedEvent } from '../events.js';
+import type { FieldError } from '../core/errors.js';
+import type { NormalisedEvent } from '../core/event.js';
 import type { JetStreamSettings } from '../sinks/handoff-config.js';
 import { subjectsOf } from '../sinks/jetstream-stream.js';
 import { bodyOf, letterBytes, LetterTooLarge, matches, metaOf, type DeadLetter, type DeadLetterLimits, type DeadLetterQuery, type DeadLetterStore, type DroppedLetter, type LetterMeta, type NewDeadLetter } from './model.js';

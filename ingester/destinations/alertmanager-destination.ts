@@ -15,8 +15,8 @@
  * its time on the event loop do not grow with the number of alerts.
  */
 import type { Logger } from 'pino';
-import type { NormalisedEvent } from '../events.js';
-import { LogLimiter } from '../log-limiter.js';
+import type { NormalisedEvent } from '../core/event.js';
+import { LogLimiter } from '../core/log-limiter.js';
 import type { AlertCounts, AlertStore } from './alert-store.js';
 import { alertKey, alertsOf, applyEvent, expire, isSpent, type AlertState, type PostableAlert, type Timing } from './alerts.js';
 import type { Destination } from './destination.js';

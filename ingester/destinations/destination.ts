@@ -2,7 +2,7 @@
  * A destination receives normalised events after the hand-off, from the durable queue (the
  * JetStream consumer or the standalone outbox), never inside the sender's request.
  */
-import type { NormalisedEvent } from '../events.js';
+import type { NormalisedEvent } from '../core/event.js';
 import type { Outcome } from '../outbound/outcome.js';
 
 export interface Destination {

@@ -7,8 +7,8 @@
  * Nothing is settled before the destination answered, so a crash means a redelivery, not a loss.
  */
 import type { Logger } from 'pino';
-import type { NormalisedEvent } from '../events.js';
-import { LogLimiter } from '../log-limiter.js';
+import type { NormalisedEvent } from '../core/event.js';
+import { LogLimiter } from '../core/log-limiter.js';
 import { retryDelayMs, type Destination } from './destination.js';
 import type { Outcome } from '../outbound/outcome.js';
 import type { DestinationMetrics } from './metrics.js';

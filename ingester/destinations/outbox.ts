@@ -13,13 +13,13 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import type { NormalisedEvent } from '../events.js';
-import { GroupCommit } from '../sinks/group-commit.js';
-import { StoreBudget } from '../sinks/store-budget.js';
+import type { NormalisedEvent } from '../core/event.js';
+import { GroupCommit } from '../storage/group-commit.js';
+import { StoreBudget } from '../storage/store-budget.js';
 import { SinkError, type DeliveryReport, type EventSink } from '../sinks/sink.js';
 import { LetterTooLarge, type DeliveryDeadLetter, type NewDeadLetter } from '../dead-letters/model.js';
 import type { Dispatcher } from './dispatcher.js';
-import type { Routing } from './jetstream-queue.js';
+import type { Routing } from './jetstream-deliveries.js';
 
 /** Bytes a row costs beyond its strings (SQLite row and index overhead, roughly). */
 const ROW_OVERHEAD = 96;

@@ -11,8 +11,8 @@
  */
 import type { Counter } from 'prom-client';
 import { DEFAULT_TENANT_LIMITS, type NamespaceLimits, type OverLimitStatus, type TenantLimitDefaults } from '../../api/limits.js';
-import { rateLimited, type LimitDetails, type LimitError, type LimitResource, type LimitScope } from '../errors.js';
-import type { RouteEntry } from '../route-table.js';
+import { rateLimited, type LimitDetails, type LimitError, type LimitResource, type LimitScope } from '../core/errors.js';
+import type { RouteEntry } from '../routing/route-table.js';
 import { TokenBucket } from './token-bucket.js';
 
 /** How a refusal names the field that raises the limit: Kubernetes resources, or the standalone file. */

@@ -15,14 +15,14 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, credsAuthenticator, nkeyAuthenticator, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import type { NormalisedEvent } from '../events.js';
+import type { NormalisedEvent } from '../core/event.js';
 import type { JetStreamSettings, SpoolSettings } from './handoff-config.js';
 import { HandoffMetrics } from './handoff-metrics.js';
 import { InFlightLimit } from './in-flight.js';
 import { ensureStream } from './jetstream-stream.js';
 import { BusStorage } from './bus-storage.js';
 import { PubAckPublisher, type PubOutcome } from './pub-acks.js';
-import { Replayer } from './replayer.js';
+import { Replayer } from './spool-replayer.js';
 import { SinkError, type DeliveryReport, type EventSink } from './sink.js';
 import { Spool, SpoolError, type SpoolRecord, type SpooledRow } from './spool.js';
 

@@ -20,8 +20,8 @@
  */
 import { closeSync, fstatSync, ftruncateSync, openSync, statSync, writeSync } from 'node:fs';
 import type { Writable } from 'node:stream';
-import type { NormalisedEvent } from '../events.js';
-import { GroupCommit } from './group-commit.js';
+import type { NormalisedEvent } from '../core/event.js';
+import { GroupCommit } from '../storage/group-commit.js';
 import { SinkError, type DeliveryReport, type EventSink } from './sink.js';
 
 interface Pending {

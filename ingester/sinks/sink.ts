@@ -3,8 +3,8 @@
  * reached their destination, `cached` events are durably spooled for later delivery. A sink that
  * can hold nothing rejects, and the request is answered 503 so the sender retries.
  */
-import type { NormalisedEvent } from '../events.js';
-import { sinkFailed } from '../errors.js';
+import type { NormalisedEvent } from '../core/event.js';
+import { sinkFailed } from '../core/errors.js';
 
 export interface DeliveryReport {
   delivered: number;

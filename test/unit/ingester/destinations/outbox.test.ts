@@ -9,7 +9,7 @@ import type { Outcome } from '../../../../ingester/outbound/outcome.js';
 import { DestinationMetrics } from '../../../../ingester/destinations/metrics.js';
 import { Outbox } from '../../../../ingester/destinations/outbox.js';
 import { SqliteAlertStores } from '../../../../ingester/destinations/sqlite-alert-store.js';
-import type { NormalisedEvent } from '../../../../ingester/events.js';
+import type { NormalisedEvent } from '../../../../ingester/core/event.js';
 import type { DeliveryDeadLetter, NewDeadLetter } from '../../../../ingester/dead-letters/model.js';
 import { SqliteDeadLetters } from '../../../../ingester/dead-letters/sqlite-store.js';
 
