@@ -11,9 +11,11 @@ import { AuthThrottle } from './auth/auth-throttle.js';
 import type { IngesterSettings } from './config.js';
 import { IngesterMetrics } from './core/ingester-metrics.js';
 import { RouteTable, type RouteInput, type SkippedRoute } from './routing/route-table.js';
+import type { RouteSource } from './routing/route-source.js';
 import { SeriesStore } from './series/series-store.js';
 import { ingestConnectionCap, openFilesLimit } from './http/guards.js';
-import { buildIngestServer, type Lifecycle } from './http/listener.js';
+import type { Lifecycle } from './http/context.js';
+import { buildIngestServer } from './http/listener.js';
 import { registerDeadLetterRoutes } from './dead-letters/admin-routes.js';
 import { setUpDeadLetters } from './dead-letters/setup.js';
 import { MappingMetrics } from './mapping/metrics.js';
@@ -24,17 +26,6 @@ import { LogSink } from './sinks/log-sink.js';
 import type { ReplicaCount } from './limits/replicas.js';
 import { TenantLimiter } from './limits/tenant-limiter.js';
 import type { EventSink } from './sinks/sink.js';
-
-/** Where routes come from: the YAML file (standalone) or route Secrets (Kubernetes mode). */
-export interface RouteSource {
-  readonly allowPlaintext: boolean;
-  /**
-   * Calls onRoutes with every complete set of routes (and the documents it could not parse), the
-   * first time before start resolves; onError when a new set could not be read at all.
-   */
-  start(handlers: { onRoutes(inputs: RouteInput[], unparsable?: SkippedRoute[]): void; onError(err: Error): void }): Promise<void>;
-  stop(): Promise<void>;
-}
 
 export interface RunningIngester {
   ingestUrl: string;

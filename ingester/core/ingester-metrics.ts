@@ -1,6 +1,10 @@
 /** The ingester's own metrics, served on the admin port at /metrics. The registry is injected. */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { SeriesStore } from '../series/series-store.js';
+
+/** What the series gauge reads (series/series-store.ts SeriesStore). */
+export interface SeriesCounts {
+  namespaceSeries(): ReadonlyMap<string, number>;
+}
 
 export type Endpoint = 'events' | 'metrics' | 'other';
 
@@ -22,7 +26,7 @@ export class IngesterMetrics {
   readonly routeReloads: Counter<'result'>;
   readonly routesSkipped: Gauge;
 
-  constructor(readonly registry: Registry, series: SeriesStore, options: { defaultMetrics?: boolean } = {}) {
+  constructor(readonly registry: Registry, series: SeriesCounts, options: { defaultMetrics?: boolean } = {}) {
     const registers = [registry];
     if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'intake_ingester_' });
     this.requests = new Counter({ name: 'intake_http_requests_total', help: 'Ingest requests answered, by endpoint and status code.', labelNames: ['endpoint', 'status'], registers });

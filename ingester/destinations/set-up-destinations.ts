@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { NormalisedEvent } from '../core/event.js';
 import { LogLimiter } from '../core/log-limiter.js';
-import type { RouteTable } from '../routing/route-table.js';
+import { destinationsFor, type RouteTable } from '../routing/route-table.js';
 import type { JetStreamSettings, SpoolSettings } from '../sinks/handoff-config.js';
 import type { EventSink } from '../sinks/sink.js';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -23,7 +23,7 @@ import { JetStreamDeliveries, type Routing } from './jetstream-deliveries.js';
 import { DestinationMetrics } from './metrics.js';
 import { Outbox } from './outbox.js';
 import { SqliteAlertStores } from './sqlite-alert-store.js';
-import { claimTimeoutMs, destinationsFor, type DestinationSettings } from './settings.js';
+import { claimTimeoutMs, type DestinationSettings } from './settings.js';
 
 export interface DestinationsOptions {
   destinations: readonly DestinationSettings[];

@@ -11,7 +11,8 @@ import { notFound } from '../core/errors.js';
 import { ADMIN_MAX_CONNECTIONS, clientErrorHandler, serverTimeoutOptions, type TimeoutSettings } from './guards.js';
 import { securityHeaders } from './security-headers.js';
 import type { SeriesStore } from '../series/series-store.js';
-import { sendError, type Lifecycle } from './listener.js';
+import type { Lifecycle } from './context.js';
+import { sendError } from './listener.js';
 import type { EventSink } from '../sinks/sink.js';
 
 export const EXPOSITION_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';

@@ -1,85 +1,43 @@
 /**
  * The ingest listener (docs/design.md §4): POST /events/webhook_<name> and POST /v1/integrations/metrics.
- * This file builds the server and what every request goes through (security headers, shutdown and
- * overload answers, the body budget, metrics, error mapping); each route lives in routes/.
- * Authentication runs in the route's onRequest, before the body is read, so unauthenticated
- * senders cost little.
+ * This file builds the server and what every request goes through; each endpoint lives in
+ * endpoints/ and gets the listener's context (context.ts).
+ *
+ * A request's lifecycle, in fastify's hook order as used here (nothing else is hooked):
+ *
+ * | step | fastify stage                | where                          | what                                                                    | refusal (errors catalogue)                  |
+ * |------|------------------------------|--------------------------------|-------------------------------------------------------------------------|---------------------------------------------|
+ * | 0    | node http server             | guards.ts                      | malformed HTTP, header/request timeouts; `Expect: 100-continue` deferred | 400/408/431 (clientErrorHandler)            |
+ * | 1    | onRequest (global)           | below                          | security headers; X-Forwarded-For check; shutting down; event loop late  | badHeader 400, unavailable 503              |
+ * | 2    | onRequest (endpoint)         | endpoints/*.ts `authenticate`  | credentials, then per-tenant request admission; 100 Continue sent        | unauthorized 401, suspended 403, 429/503    |
+ * | 3    | preParsing (global)          | below                          | reserve the body's bytes in the in-flight body budget                    | unavailable 503                             |
+ * | 4    | content type parser          | below, body.ts                 | content-encoding, JSON with a depth limit; raw JSON kept for workers     | 413, 415, invalidJson 400, jsonTooDeep 400  |
+ * | 5    | handler                      | endpoints/*.ts                 | decode, map, validate, hand off or store, answer 200                     | 400, 422, 429, 503                          |
+ * | 6    | error handler                | below `toIntakeError`          | any error becomes a catalogue error and its JSON body                    | BAD_REQUEST 4xx, INTERNAL 500               |
+ * | 6'   | not-found / other methods    | below                          | unknown path, method other than POST                                     | notFound 404, methodNotAllowed 405          |
+ * | 7    | onResponse (global)          | below                          | request count and duration metrics                                       |                                             |
+ * | 8    | onClose                      | below                          | stop the event loop guard                                                |                                             |
+ *
+ * Authentication (2) runs before any byte of the body is read (3, 4), so unauthenticated senders cost little.
  */
 import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Server } from 'node:http';
-import type { Logger } from 'pino';
-import { AuthThrottle } from '../auth/auth-throttle.js';
 import { Authenticator } from '../auth/authenticator.js';
+import type { Endpoint } from '../core/ingester-metrics.js';
+import { badHeader, IntakeError, methodNotAllowed, notFound, payloadTooLarge, unavailable, unsupportedMediaType } from '../core/errors.js';
+import { LogLimiter } from '../core/log-limiter.js';
+import { newVerifiedCache } from '../routing/credentials.js';
+import type { RouteEntry } from '../routing/route-table.js';
 import { BodyBudget } from './body-budget.js';
 import { decodeContentEncoding, parseJsonBody } from './body.js';
-import { newVerifiedCache } from '../routing/credentials.js';
-import { LogLimiter } from '../core/log-limiter.js';
-import { badHeader, IntakeError, methodNotAllowed, notFound, payloadTooLarge, unavailable, unsupportedMediaType } from '../core/errors.js';
+import type { IngestContext, IngestLimits, IngestServerOptions } from './context.js';
+import { dataPointsEndpoint, METRICS_PATH } from './endpoints/data-points.js';
+import { eventsEndpoint, EVENTS_PATH } from './endpoints/events.js';
 import { clientErrorHandler, deferContinue, forwardedForProblem, serverTimeoutOptions, type TimeoutSettings } from './guards.js';
-import type { MappedWebhooks } from '../mapping/mapped-webhooks.js';
-import type { TenantLimiter } from '../limits/tenant-limiter.js';
-import type { Endpoint, IngesterMetrics } from '../core/ingester-metrics.js';
 import { EventLoopGuard } from './overload.js';
-import type { RouteEntry, RouteTable } from '../routing/route-table.js';
-import type { RemoteWriter } from '../series/remote-write/writer.js';
-import { eventsRoute, EVENTS_PATH } from './endpoints/events.js';
-import { metricsRoute, METRICS_PATH } from './endpoints/data-points.js';
 import { securityHeaders } from './security-headers.js';
-import type { SeriesStore } from '../series/series-store.js';
-import type { EventSink } from '../sinks/sink.js';
 
 export { EVENTS_PATH, METRICS_PATH };
-
-export interface IngestLimits extends Partial<TimeoutSettings> {
-  bodyBytes: number;
-  eventsPerRequest: number;
-  pointsPerRequest: number;
-  maxEventLoopDelayMs: number;
-  /** Request-body bytes held in memory at once across all requests (default 64 MiB). */
-  maxInFlightBodyBytes?: number;
-  /** Total characters of one series' labels (default 2048). */
-  maxSeriesLabelChars?: number;
-  /** Client connections held at once (default: from the file-descriptor limit). */
-  maxConnections?: number;
-  /** Nesting of a JSON body at most (default 64). */
-  maxJsonDepth?: number;
-}
-
-/** Shared with the admin listener and the shutdown sequence. */
-export interface Lifecycle {
-  ready: boolean;
-  closing: boolean;
-}
-
-export interface IngestServerOptions {
-  /** Returns the current table; reloads swap it underneath without locking. */
-  routes: () => RouteTable;
-  sinks: readonly EventSink[];
-  series: SeriesStore;
-  /** When set, data points are also forwarded by Prometheus Remote Write. */
-  remoteWrite?: RemoteWriter;
-  metrics: IngesterMetrics;
-  limits: IngestLimits;
-  throttle: AuthThrottle;
-  /** Least time before a 401 for wrong credentials (see authenticate.ts); default 0. */
-  authFailureDelayMs?: number;
-  lifecycle: Lifecycle;
-  logger: Logger;
-  trustProxy?: boolean | number | string;
-  https?: { key: Buffer; cert: Buffer };
-  /** Data mapping, dry run and dead letter (ingester/mapping/). */
-  mapped: MappedWebhooks;
-  /** Per-tenant limits (limits/tenant-limiter.ts); absent: none. */
-  limiter?: TenantLimiter;
-}
-
-/** What the route modules get: the options, plus the per-server pieces built here. */
-export interface IngestContext extends IngestServerOptions {
-  auth: Authenticator;
-  mapped: MappedWebhooks;
-  /** Sink failures repeat while a sink is down: logged at most once per interval. */
-  failures: LogLimiter;
-}
 
 export const DEFAULT_TIMEOUTS: TimeoutSettings = { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 5_000 };
 const DEFAULT_IN_FLIGHT_BODY_BYTES = 64 * 1024 * 1024;
@@ -179,8 +137,8 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
   });
   app.setNotFoundHandler((req, reply) => sendError(reply, notFound(req.method, req.url)));
 
-  app.route(eventsRoute(ctx));
-  app.route(metricsRoute(ctx));
+  app.route(eventsEndpoint(ctx));
+  app.route(dataPointsEndpoint(ctx));
   for (const url of [EVENTS_PATH, METRICS_PATH]) {
     app.route({ method: [...OTHER_METHODS], url, handler: async (req, reply) => sendError(reply, methodNotAllowed(req.method, 'POST')) });
   }

@@ -9,14 +9,15 @@ import { readFileSync } from 'node:fs';
 import { watch, type FSWatcher } from 'chokidar';
 import { validateRoute, RouteValidationError } from '../../api/route.js';
 import { ConfigError, readYamlFile } from '../../common/config-files.js';
-import { checkSettingsFile } from '../config.js';
-import type { RouteSource } from '../main.js';
-import { unknownDestination, type RouteInput } from './route-table.js';
-import type { DestinationSettings } from '../destinations/settings.js';
+import type { RouteSource } from './route-source.js';
+import { unknownDestination, type KnownDestination, type RouteInput } from './route-table.js';
 import { verifyMappings } from './verify-mappings.js';
 
+/** The settings' own check of the whole file (config.ts checkSettingsFile), given by the caller: routing sits below the settings. */
+export type SettingsFileCheck = (file: unknown, source: string) => void;
+
 /** Every route is checked, including that the destinations it names are configured (`destinations:`). */
-export function loadRoutesFromFile(path: string, destinations: readonly DestinationSettings[] = []): RouteInput[] {
+export function loadRoutesFromFile(path: string, destinations: readonly KnownDestination[] = [], checkSettingsFile: SettingsFileCheck = () => undefined): RouteInput[] {
   const doc = readYamlFile(path) as { routes?: unknown };
   checkSettingsFile(doc, path);
   const routes = doc.routes;
@@ -43,12 +44,13 @@ export class FileRouteSource implements RouteSource {
 
   constructor(
     private readonly path: string,
-    private readonly destinations: readonly DestinationSettings[] = [],
+    private readonly destinations: readonly KnownDestination[] = [],
+    private readonly checkSettingsFile: SettingsFileCheck = () => undefined,
   ) {}
 
   /** Loads once (throws if the file is bad: refuse to start on a broken config), then watches. */
   async start(handlers: Parameters<RouteSource['start']>[0]): Promise<void> {
-    handlers.onRoutes(await verifyMappings(loadRoutesFromFile(this.path, this.destinations)));
+    handlers.onRoutes(await verifyMappings(loadRoutesFromFile(this.path, this.destinations, this.checkSettingsFile)));
     this.lastDigest = this.digest() ?? '';
     this.watcher = watch(this.path, { atomic: 200, awaitWriteFinish: { stabilityThreshold: 100, pollInterval: 50 }, ignoreInitial: true });
     const reload = async (): Promise<void> => {
@@ -56,7 +58,7 @@ export class FileRouteSource implements RouteSource {
       if (digest === undefined) return handlers.onError(new ConfigError(`${this.path} cannot be read`));
       if (digest === this.lastDigest) return;
       try {
-        const inputs = await verifyMappings(loadRoutesFromFile(this.path, this.destinations));
+        const inputs = await verifyMappings(loadRoutesFromFile(this.path, this.destinations, this.checkSettingsFile));
         this.lastDigest = digest;
         handlers.onRoutes(inputs);
       } catch (err) {

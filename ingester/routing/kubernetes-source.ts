@@ -8,7 +8,7 @@ import { CoreV1Api, type KubeConfig, type V1Secret } from '@kubernetes/client-no
 import type { Logger } from 'pino';
 import { ROUTE_LABEL, ROUTE_SECRET_KEY, validateRoute, RouteValidationError } from '../../api/route.js';
 import { Informer } from '../../kube/informer.js';
-import type { RouteSource } from '../main.js';
+import type { RouteSource } from './route-source.js';
 import type { RouteInput, SkippedRoute } from './route-table.js';
 
 /** Coalesces bursts (500 integrations applied at once) into one rebuild. */

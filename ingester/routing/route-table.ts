@@ -8,7 +8,6 @@ import { defaultOverLimitStatus, type OverLimitStatus, type RouteLimits } from '
 import type { Route, RouteKind } from '../../api/route.js';
 import { sha256 } from '../../api/verifiers.js';
 import { CompiledCredential, type VerifiedCache } from './credentials.js';
-import { destinationsFor, type DestinationSettings } from '../destinations/settings.js';
 
 export interface RouteEntry {
   readonly kind: RouteKind;
@@ -25,6 +24,19 @@ export interface RouteEntry {
   readonly mapping?: CompiledMapping;
   /** WebhookIntegration: the destinations its events are delivered to (named, else the defaults). */
   readonly destinations: readonly string[];
+}
+
+/** What the table needs of a configured destination (destinations/settings.ts DestinationSettings). */
+export interface KnownDestination {
+  readonly name: string;
+  /** Integrations that name no destinations are delivered to every default destination. */
+  readonly default: boolean;
+}
+
+/** An integration's destinations: the ones it names, else every default destination. */
+export function destinationsFor(named: readonly string[] | undefined, all: readonly KnownDestination[]): string[] {
+  if (named && named.length > 0) return [...named];
+  return all.filter((d) => d.default).map((d) => d.name);
 }
 
 export interface SkippedRoute {
@@ -59,7 +71,7 @@ export class RouteTable {
    */
   static build(
     inputs: readonly RouteInput[],
-    options: { allowPlaintext: boolean; mappingLimits?: MappingLimits; mappingRunner?: ExpressionRunner; destinations?: readonly DestinationSettings[] },
+    options: { allowPlaintext: boolean; mappingLimits?: MappingLimits; mappingRunner?: ExpressionRunner; destinations?: readonly KnownDestination[] },
   ): { table: RouteTable; skipped: SkippedRoute[] } {
     const destinations = options.destinations ?? [];
     const webhooks = new Map<string, RouteEntry>();
@@ -153,14 +165,14 @@ function unusable(route: Route, allowPlaintext: boolean): string | undefined {
 }
 
 /** A route naming a destination this ingester does not have; undefined when every name is known. */
-export function unknownDestination(route: Route, destinations: readonly DestinationSettings[]): string | undefined {
+export function unknownDestination(route: Route, destinations: readonly KnownDestination[]): string | undefined {
   const unknown = (route.destinations ?? []).filter((name) => !destinations.some((d) => d.name === name));
   if (unknown.length === 0) return undefined;
   const known = destinations.map((d) => d.name);
   return `unknown destination${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (configured: ${known.length > 0 ? known.join(', ') : 'none'})`;
 }
 
-function compile(route: Route, mappingLimits: MappingLimits | undefined, destinations: readonly DestinationSettings[], runner?: ExpressionRunner): RouteEntry {
+function compile(route: Route, mappingLimits: MappingLimits | undefined, destinations: readonly KnownDestination[], runner?: ExpressionRunner): RouteEntry {
   let entry: RouteEntry = {
     destinations: route.kind === 'WebhookIntegration' ? destinationsFor(route.destinations, destinations) : [],
     kind: route.kind,

@@ -5,12 +5,12 @@
 import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { parseDataPoints, type DataPoint } from '../../series/data-points.js';
 import type { RouteEntry } from '../../routing/route-table.js';
-import type { IngestContext } from '../listener.js';
+import type { IngestContext } from '../context.js';
 import { continueIfExpected, okBody, okSchema } from './reply.js';
 
 export const METRICS_PATH = '/v1/integrations/metrics';
 
-export function metricsRoute(ctx: IngestContext): RouteOptions {
+export function dataPointsEndpoint(ctx: IngestContext): RouteOptions {
   const { metrics } = ctx;
 
   const validate = (req: FastifyRequest, namespace: string): DataPoint[] => {

@@ -7,7 +7,7 @@ import { idSourceOf } from '../../core/event-id.js';
 import { parseEvents, type EventContext, type NormalisedEvent } from '../../core/event.js';
 import { isDryRun } from '../../mapping/mapped-webhooks.js';
 import type { RouteEntry } from '../../routing/route-table.js';
-import type { IngestContext } from '../listener.js';
+import type { IngestContext } from '../context.js';
 import { deliverToAll } from '../../sinks/sink.js';
 import { continueIfExpected, okBody, okSchema } from './reply.js';
 
@@ -15,7 +15,7 @@ export const EVENTS_PATH = '/events/webhook_:name';
 
 type EventsRequest = FastifyRequest<{ Params: { name: string } }>;
 
-export function eventsRoute(ctx: IngestContext): RouteOptions {
+export function eventsEndpoint(ctx: IngestContext): RouteOptions {
   const { metrics } = ctx;
 
   /** The integration's mapping (if any) turns the body into events; then the usual validation. */

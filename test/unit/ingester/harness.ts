@@ -12,7 +12,8 @@ import { SqliteDeadLetters } from '../../../ingester/dead-letters/sqlite-store.j
 import { MappingMetrics } from '../../../ingester/mapping/metrics.js';
 import { MappedWebhooks } from '../../../ingester/mapping/mapped-webhooks.js';
 import { SeriesStore } from '../../../ingester/series/series-store.js';
-import { buildIngestServer, type Lifecycle } from '../../../ingester/http/listener.js';
+import type { Lifecycle } from '../../../ingester/http/context.js';
+import { buildIngestServer } from '../../../ingester/http/listener.js';
 import type { DeliveryReport, EventSink } from '../../../ingester/sinks/sink.js';
 
 export const DEMO_AUTH = `Basic ${Buffer.from('demo:demo-password').toString('base64')}`;
