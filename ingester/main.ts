@@ -156,7 +156,7 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
   registerDeadLetterRoutes(admin, {
     store: deadLetters.store,
     replayers: {
-      mapping: (letter) => replayMapping(letter, { pipeline: mapped, routes: () => table, sinks, metrics, logger }),
+      mapping: (letter) => replayMapping(letter, { mapped, routes: () => table, sinks, metrics, logger }),
       ...(destinations ? { delivery: (letter) => destinations.requeue(letter) } : {}),
     },
     metrics: deadLetters.metrics,

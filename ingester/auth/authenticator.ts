@@ -35,7 +35,7 @@ export class Authenticator {
   private slowCheckMs = 0;
   private calibrated = false;
 
-  constructor(private readonly o: AuthenticatorOptions) {}
+  constructor(private readonly options: AuthenticatorOptions) {}
 
   /**
    * Seeds the floor with one check at the operator's parameters, so that failures soon after
@@ -44,7 +44,7 @@ export class Authenticator {
    * briefly takes 32 MiB of memory.
    */
   private calibrate(table: RouteTable): void {
-    if (this.calibrated || this.o.failureDelayMs === 0 || !table.hasSlowCredentials) return;
+    if (this.calibrated || this.options.failureDelayMs === 0 || !table.hasSlowCredentials) return;
     this.calibrated = true;
     const started = performance.now();
     hashScrypt('calibration', Buffer.alloc(16)).then(
@@ -59,18 +59,18 @@ export class Authenticator {
     this.refuseBlocked(req);
     const creds = parseBasicAuth(soleHeader(req.raw.rawHeaders, 'authorization'));
     if (!creds) return this.fail(req, 'events', 'missing');
-    const table = this.o.routes();
+    const table = this.options.routes();
     this.calibrate(table);
     const charged = table.isSlowToVerify(name);
     if (charged) {
-      const blocked = await this.o.throttle.recordFailure(req.ip);
+      const blocked = await this.options.throttle.recordFailure(req.ip);
       if (blocked > 0) throw authThrottled(blocked);
     }
     const checkStartedMs = performance.now();
-    const entry = await table.authenticateWebhook(name, creds.username, creds.password, this.o.verified);
+    const entry = await table.authenticateWebhook(name, creds.username, creds.password, this.options.verified);
     if (charged) this.slowCheckMs = Math.max(performance.now() - checkStartedMs, this.slowCheckMs * 0.95);
     if (!entry) return this.fail(req, 'events', 'invalid', startedMs, charged);
-    if (charged) await this.o.throttle.refund(req.ip);
+    if (charged) await this.options.throttle.refund(req.ip);
     return this.accept(req, entry);
   }
 
@@ -82,18 +82,18 @@ export class Authenticator {
     let entry: RouteEntry | undefined;
     if (header !== undefined) {
       if (typeof header !== 'string' || header === '') return this.fail(req, 'metrics', 'missing');
-      entry = this.o.routes().authenticateApiKey(header.trim(), undefined);
+      entry = this.options.routes().authenticateApiKey(header.trim(), undefined);
     } else {
       const creds = parseBasicAuth(soleHeader(req.raw.rawHeaders, 'authorization'));
       if (!creds) return this.fail(req, 'metrics', 'missing');
-      entry = this.o.routes().authenticateApiKey(creds.password, creds.username);
+      entry = this.options.routes().authenticateApiKey(creds.password, creds.username);
     }
     if (!entry) return this.fail(req, 'metrics', 'invalid', startedMs);
     return this.accept(req, entry);
   }
 
   private refuseBlocked(req: FastifyRequest): void {
-    const wait = this.o.throttle.blockedFor(req.ip);
+    const wait = this.options.throttle.blockedFor(req.ip);
     if (wait > 0) throw authThrottled(wait);
   }
 
@@ -105,10 +105,10 @@ export class Authenticator {
   }
 
   private async fail(req: FastifyRequest, endpoint: Endpoint, reason: 'missing' | 'invalid', startedMs?: number, alreadyCharged = false): Promise<never> {
-    this.o.metrics.authFailures.inc({ endpoint, reason });
-    const blocked = alreadyCharged ? this.o.throttle.blockedFor(req.ip) : await this.o.throttle.recordFailure(req.ip);
-    if (startedMs !== undefined && this.o.failureDelayMs > 0) {
-      const wait = Math.max(this.o.failureDelayMs, this.slowCheckMs * 1.25) - (performance.now() - startedMs);
+    this.options.metrics.authFailures.inc({ endpoint, reason });
+    const blocked = alreadyCharged ? this.options.throttle.blockedFor(req.ip) : await this.options.throttle.recordFailure(req.ip);
+    if (startedMs !== undefined && this.options.failureDelayMs > 0) {
+      const wait = Math.max(this.options.failureDelayMs, this.slowCheckMs * 1.25) - (performance.now() - startedMs);
       if (wait > 0) await sleep(wait);
     }
     if (blocked > 0) throw authThrottled(blocked);

@@ -90,6 +90,33 @@ export const unsupportedMediaType = (contentType: string | undefined): IntakeErr
 export const payloadTooLarge = (limitBytes: number): IntakeError =>
   new IntakeError('PAYLOAD_TOO_LARGE', 413, `request body exceeds the limit of ${limitBytes} bytes`);
 
+/** More data points in one request than the whole remote write queue holds: a 503 would be retried for ever. */
+export const largerThanRemoteWriteQueue = (points: number, bytes: number, maxQueuedBytes: number): IntakeError =>
+  new IntakeError('PAYLOAD_TOO_LARGE', 413, `these ${points} data points would take ${bytes} bytes of the remote write queue, more than all of it (remoteWrite.maxQueuedBytes ${maxQueuedBytes}); send fewer points per request`);
+
+export const unsupportedContentEncoding = (name: string): IntakeError =>
+  new IntakeError('UNSUPPORTED_MEDIA_TYPE', 415, `unsupported content encoding ${JSON.stringify(name.slice(0, 50))}: send gzip, deflate or an uncompressed body`);
+
+export const invalidIdempotencyKey = (message: string): IntakeError =>
+  new IntakeError('INVALID_IDEMPOTENCY_KEY', 400, `header Idempotency-Key ${message}`, [{ field: 'Idempotency-Key', message }]);
+
+/** Answered by the HTTP server itself, before fastify sees the request (http/guards.ts clientErrorHandler). */
+export const requestTimeout = (): IntakeError => new IntakeError('REQUEST_TIMEOUT', 408, 'the request was not received in time; nothing of it was accepted');
+export const headersTooLarge = (): IntakeError => new IntakeError('HEADERS_TOO_LARGE', 431, 'the request headers are too large');
+export const malformedRequest = (): IntakeError => new IntakeError('BAD_REQUEST', 400, 'malformed HTTP request');
+
+/** Any other 4xx fastify raises, with its message; anything else is an internal error, with none. */
+export const badRequest = (statusCode: number, message: string): IntakeError => new IntakeError('BAD_REQUEST', statusCode, message);
+export const internalError = (): IntakeError => new IntakeError('INTERNAL', 500, 'internal error; the request was not accepted');
+
+/** A mapped payload gave no valid events: 422, with the dead letter's id when it was kept. */
+export const mappingFailed = (message: string, errors: FieldError[], deadLetterId?: string): IntakeError =>
+  new IntakeError('MAPPING_FAILED', 422, message, errors, deadLetterId ? { 'x-intake-dead-letter-id': deadLetterId } : undefined);
+
+/** A mapping failure that could not be kept as a dead letter: the sender retries later. */
+export const deadLetterFailed = (message: string, errors: FieldError[], cause: unknown): IntakeError =>
+  new IntakeError('DEAD_LETTER_FAILED', 503, message, errors, { 'retry-after': '30' }, { cause });
+
 export const seriesLimit = (message: string): IntakeError => new IntakeError('SERIES_LIMIT', 429, message);
 
 export const notFound = (method: string, url: string): IntakeError =>

@@ -14,7 +14,7 @@
  * events by reusing its keys or content. Ids are base64url, 43 characters.
  */
 import { createHash } from 'node:crypto';
-import { IntakeError } from './errors.js';
+import { invalidIdempotencyKey } from './errors.js';
 
 /** Visible ASCII only (RFC 9110 field values without spaces/controls), and not unbounded. */
 const KEY_PATTERN = /^[\x21-\x7e]{1,256}$/;
@@ -28,7 +28,7 @@ export function idSourceOf(header: string | string[] | undefined): IdSource {
   const key = value.length === 1 ? (value[0] as string).trim() : '';
   if (!KEY_PATTERN.test(key)) {
     const message = 'must be given once, 1..256 visible ASCII characters';
-    throw new IntakeError('INVALID_IDEMPOTENCY_KEY', 400, `header Idempotency-Key ${message}`, [{ field: 'Idempotency-Key', message }]);
+    throw invalidIdempotencyKey(message);
   }
   return { kind: 'key', key };
 }

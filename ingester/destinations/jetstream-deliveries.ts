@@ -54,7 +54,7 @@ export class JetStreamDeliveries {
   private readonly startedAt = new Date().toISOString();
 
   constructor(
-    private readonly s: JetStreamSettings,
+    private readonly settings: JetStreamSettings,
     private readonly destinations: readonly QueuedDestination[],
     private readonly routing: Routing,
     private readonly metrics: DestinationMetrics,
@@ -82,13 +82,13 @@ export class JetStreamDeliveries {
   private async attachTo(nc: NatsConnection): Promise<void> {
     while (!this.closing && this.nc === nc && !nc.isClosed()) {
       try {
-        const jsm = await jetstreamManager(nc, { timeout: this.s.timeoutMs });
-        const js = jetstream(nc, { timeout: this.s.timeoutMs });
+        const jsm = await jetstreamManager(nc, { timeout: this.settings.timeoutMs });
+        const js = jetstream(nc, { timeout: this.settings.timeoutMs });
         for (const d of this.destinations) {
           await this.ensureConsumer(jsm, d);
           // Bound to this connection: a new connection gets new handles.
           if (d.settings.kind === 'alertmanager') {
-            const kv = await new Kvm(js).create(`${this.s.alertBucketPrefix}-${d.settings.name}`, { history: 1, replicas: this.s.streamConfig.replicas, storage: StorageType.File });
+            const kv = await new Kvm(js).create(`${this.settings.alertBucketPrefix}-${d.settings.name}`, { history: 1, replicas: this.settings.streamConfig.replicas, storage: StorageType.File });
             this.stores.set(d.settings.name, new KvAlertStore(kv));
           }
         }
@@ -113,17 +113,17 @@ export class JetStreamDeliveries {
       // accepted while the consumer was being created is missed), not the stream's history.
       deliver_policy: DeliverPolicy.StartTime,
       opt_start_time: this.startedAt,
-      filter_subject: subjectsOf(this.s.subjectPrefix),
+      filter_subject: subjectsOf(this.settings.subjectPrefix),
       ack_wait: nanos(claimTimeoutMs(d.settings)),
       // The attempt limit is intake's (then the dead letter), not the server's (which drops silently).
       max_deliver: -1,
       max_ack_pending: Math.max(1000, d.settings.delivery.maxInFlight * 4),
     };
     try {
-      await jsm.consumers.add(this.s.stream, config);
+      await jsm.consumers.add(this.settings.stream, config);
     } catch {
       // It exists with other settings (an upgrade changed a limit): keep its position, update what can change.
-      await jsm.consumers.update(this.s.stream, config.durable_name, { ack_wait: config.ack_wait, max_ack_pending: config.max_ack_pending });
+      await jsm.consumers.update(this.settings.stream, config.durable_name, { ack_wait: config.ack_wait, max_ack_pending: config.max_ack_pending });
     }
   }
 
@@ -137,7 +137,7 @@ export class JetStreamDeliveries {
     const loop = (async () => {
       while (!stopped && !this.closing) {
         try {
-          const consumer = await js.consumers.get(this.s.stream, consumerName(d.settings.name));
+          const consumer = await js.consumers.get(this.settings.stream, consumerName(d.settings.name));
           const messages = await consumer.consume({ max_messages: Math.min(d.settings.delivery.maxInFlight, Math.max(64, 2 * d.dispatcher.destination.maxBatch)) });
           stopMessages = () => void messages.stop();
           if (stopped) messages.stop();
@@ -205,7 +205,7 @@ export class JetStreamDeliveries {
     if (!js) throw new Error('the bus is not connected');
     const h = natsHeaders();
     h.set(ONLY_FOR, letter.destination);
-    await js.publish(letter.subject ?? `${this.s.subjectPrefix}.replayed`, JSON.stringify(letter.event), { msgID: `${letter.event.id}~replay~${letter.id}`, headers: h });
+    await js.publish(letter.subject ?? `${this.settings.subjectPrefix}.replayed`, JSON.stringify(letter.event), { msgID: `${letter.event.id}~replay~${letter.id}`, headers: h });
   }
 
   private startLag(): void {
@@ -214,7 +214,7 @@ export class JetStreamDeliveries {
       const jsm = this.jsm;
       if (!jsm) return;
       for (const d of this.destinations) {
-        const info = await jsm.consumers.info(this.s.stream, consumerName(d.settings.name)).catch(() => undefined);
+        const info = await jsm.consumers.info(this.settings.stream, consumerName(d.settings.name)).catch(() => undefined);
         if (info) this.metrics.lag.set({ destination: d.settings.name }, info.num_pending + info.num_ack_pending);
       }
     };

@@ -16,7 +16,7 @@ import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type { NormalisedEvent } from '../core/event.js';
 import { GroupCommit } from '../storage/group-commit.js';
 import { StoreBudget } from '../storage/store-budget.js';
-import { SinkError, type DeliveryReport, type EventSink } from '../sinks/sink.js';
+import { SinkError, type HandOffReport, type EventSink } from '../sinks/sink.js';
 import { LetterTooLarge, type DeliveryDeadLetter, type NewDeadLetter } from '../dead-letters/model.js';
 import type { Dispatcher } from './dispatcher.js';
 import type { Routing } from './jetstream-deliveries.js';
@@ -108,7 +108,7 @@ export class Outbox implements EventSink {
   // ---- the hand-off side (EventSink) ----
 
   /** Every event is held once per destination it goes to; events with no destination are done. */
-  async deliver(events: readonly NormalisedEvent[]): Promise<DeliveryReport> {
+  async handOff(events: readonly NormalisedEvent[]): Promise<HandOffReport> {
     const rows: PendingAppend['rows'] = [];
     let bytes = 0;
     for (const e of events) {
@@ -123,7 +123,7 @@ export class Outbox implements EventSink {
     if (rows.length > 0) {
       await new Promise<void>((resolve, reject) => this.group.add({ rows, bytes, resolve, reject }));
     }
-    return { delivered: events.length, cached: 0 };
+    return { processed: events.length, cached: 0 };
   }
 
   unavailable(): string | undefined {

@@ -4,7 +4,7 @@
  */
 import { constants as zlibConstants, gunzipSync, inflateSync } from 'node:zlib';
 import sjson from 'secure-json-parse';
-import { IntakeError, invalidJson, jsonTooDeep, payloadTooLarge, unsupportedMediaType } from '../core/errors.js';
+import { IntakeError, invalidJson, jsonTooDeep, payloadTooLarge, unsupportedContentEncoding, unsupportedMediaType } from '../core/errors.js';
 
 const JSON_TYPE = /^\s*(application\/([a-z0-9.+-]*\+)?json|text\/plain)\s*(;|$)/i;
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)"?/i;
@@ -50,7 +50,7 @@ export function decodeContentEncoding(encoding: string | undefined, raw: Buffer,
   const name = encoding?.trim().toLowerCase();
   if (!name || name === 'identity') return raw;
   if (name !== 'gzip' && name !== 'x-gzip' && name !== 'deflate') {
-    throw new IntakeError('UNSUPPORTED_MEDIA_TYPE', 415, `unsupported content encoding ${JSON.stringify(name.slice(0, 50))}: send gzip, deflate or an uncompressed body`);
+    throw unsupportedContentEncoding(name);
   }
   try {
     const options = { maxOutputLength: limitBytes, finishFlush: zlibConstants.Z_SYNC_FLUSH };

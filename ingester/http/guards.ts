@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { isIP, type Socket } from 'node:net';
-import { IntakeError } from '../core/errors.js';
+import { headersTooLarge, malformedRequest, requestTimeout } from '../core/errors.js';
 
 /** Descriptors kept for everything that is not a client connection: files, watchers, the bus. */
 const RESERVED_DESCRIPTORS = 64;
@@ -66,10 +66,10 @@ export function clientErrorHandler(securityHeaders: Readonly<Record<string, stri
     if (err.code === 'ECONNRESET' || socket.destroyed) return;
     const e =
       err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? new IntakeError('REQUEST_TIMEOUT', 408, 'the request was not received in time; nothing of it was accepted')
+        ? requestTimeout()
         : err.code === 'HPE_HEADER_OVERFLOW'
-          ? new IntakeError('HEADERS_TOO_LARGE', 431, 'the request headers are too large')
-          : new IntakeError('BAD_REQUEST', 400, 'malformed HTTP request');
+          ? headersTooLarge()
+          : malformedRequest();
     const body = JSON.stringify(e.toBody());
     if (socket.writable) {
       socket.write(

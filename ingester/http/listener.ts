@@ -24,7 +24,7 @@ import Fastify, { LogController, type FastifyError, type FastifyInstance, type F
 import type { Server } from 'node:http';
 import { Authenticator } from '../auth/authenticator.js';
 import type { Endpoint } from '../core/ingester-metrics.js';
-import { badHeader, IntakeError, methodNotAllowed, notFound, payloadTooLarge, unavailable, unsupportedMediaType } from '../core/errors.js';
+import { badHeader, badRequest, internalError, IntakeError, methodNotAllowed, notFound, payloadTooLarge, unavailable, unsupportedMediaType } from '../core/errors.js';
 import { LogLimiter } from '../core/log-limiter.js';
 import { newVerifiedCache } from '../routing/credentials.js';
 import type { RouteEntry } from '../routing/route-table.js';
@@ -172,6 +172,6 @@ export function toIntakeError(err: FastifyError | IntakeError, bodyLimit: number
       return unsupportedMediaType(undefined);
   }
   const status = err.statusCode ?? 500;
-  if (status >= 400 && status < 500) return new IntakeError('BAD_REQUEST', status, err.message);
-  return new IntakeError('INTERNAL', 500, 'internal error; the request was not accepted');
+  if (status >= 400 && status < 500) return badRequest(status, err.message);
+  return internalError();
 }

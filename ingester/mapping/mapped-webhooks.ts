@@ -6,8 +6,7 @@
  * in the dead letter first, then answered 422 with the errors. `?dryRun=true` runs the same steps
  * and shows the result without accepting, keeping or counting anything.
  */
-import type { FieldError } from '../core/errors.js';
-import { IntakeError, mappingBusy } from '../core/errors.js';
+import { deadLetterFailed, IntakeError, mappingBusy, mappingFailed, type FieldError } from '../core/errors.js';
 import { parseEvents, type EventContext, type NormalisedEvent } from '../core/event.js';
 import type { RouteEntry } from '../routing/route-table.js';
 import { MappingBusy, MappingError, type MappingResult } from '../../api/mapping/engine.js';
@@ -51,19 +50,20 @@ export const isDryRun = (query: unknown): boolean => {
 };
 
 export class MappedWebhooks {
-  constructor(private readonly o: MappedWebhooksOptions) {}
+  constructor(private readonly options: MappedWebhooksOptions) {}
 
   get deadLetter(): DeadLetterStore {
-    return this.o.deadLetter;
+    return this.options.deadLetter;
   }
 
   /**
-   * Step 1+2: the mapping (when the route has one), then validation; throws MappingFailure, the
-   * usual 400, or 503 when the mapping workers are full. `json`: the body's bytes, for a mapping
+   * The mapping (when the route has one: the one place on the events path that asks), then
+   * validation; throws MappingFailure, the usual 400, or 503 when the mapping workers are full.
+   * A live request (toEvents), a dry run and a dead letter's replay all come through here. `json`: the body's bytes, for a mapping
    * that runs in a worker.
    */
   async map(body: unknown, entry: RouteEntry, ctx: EventContext, json?: Uint8Array): Promise<NormalisedEvent[]> {
-    if (!entry.mapping) return parseEvents(body, this.o.eventsPerRequest, ctx);
+    if (!entry.mapping) return parseEvents(body, this.options.eventsPerRequest, ctx);
     let result: MappingResult;
     try {
       result = await entry.mapping.evaluate(body, json);
@@ -81,7 +81,7 @@ export class MappedWebhooks {
       throw new MappingFailure('no_events', message, [{ field: '', message }]);
     }
     try {
-      return parseEvents(mapped, this.o.mappedEventsPerRequest ?? this.o.eventsPerRequest, ctx);
+      return parseEvents(mapped, this.options.mappedEventsPerRequest ?? this.options.eventsPerRequest, ctx);
     } catch (err) {
       if (!(err instanceof IntakeError)) throw err;
       const problems = err.fieldErrors?.length ?? 1;
@@ -92,8 +92,8 @@ export class MappedWebhooks {
 
   private charge(entry: RouteEntry, cpuMs: number): void {
     const labels = { integration: entry.name, namespace: entry.namespace };
-    this.o.metrics.cpuSeconds.inc(labels, cpuMs / 1000);
-    this.o.chargeMappingCpu?.(entry, cpuMs);
+    this.options.metrics.cpuSeconds.inc(labels, cpuMs / 1000);
+    this.options.chargeMappingCpu?.(entry, cpuMs);
   }
 
   /** A live request: events, or the payload kept in the dead letter and a 422 (503 if it cannot be kept). */
@@ -103,17 +103,17 @@ export class MappedWebhooks {
     } catch (err) {
       if (!(err instanceof MappingFailure)) throw err;
       const labels = { integration: entry.name, namespace: entry.namespace };
-      this.o.metrics.failures.inc({ ...labels, reason: err.reason });
+      this.options.metrics.failures.inc({ ...labels, reason: err.reason });
       let id: string;
       try {
-        id = await this.o.deadLetter.put({ kind: 'mapping', ...labels, reason: err.message, errors: err.errors.slice(0, 20), ...(contentType ? { contentType } : {}), payload: body });
+        id = await this.options.deadLetter.put({ kind: 'mapping', ...labels, reason: err.message, errors: err.errors.slice(0, 20), ...(contentType ? { contentType } : {}), payload: body });
       } catch (cause) {
         // Too large for any namespace's share: retrying cannot help, so the 422 says it was not kept (and it is counted).
-        if (cause instanceof LetterTooLarge) throw unprocessable(`${err.message}; the payload was not kept for replay: ${cause.message}`, err.errors);
-        throw new IntakeError('DEAD_LETTER_FAILED', 503, `${err.message}; the payload could not be kept for replay (${(cause as Error).message}), so retry later`, err.errors, { 'retry-after': '30' }, { cause });
+        if (cause instanceof LetterTooLarge) throw mappingFailed(`${err.message}; the payload was not kept for replay: ${cause.message}`, err.errors);
+        throw deadLetterFailed(`${err.message}; the payload could not be kept for replay (${(cause as Error).message}), so retry later`, err.errors, cause);
       }
-      this.o.metrics.deadLettered.inc(labels);
-      throw unprocessable(`${err.message}; the payload was kept for replay as dead letter ${id}`, err.errors, id);
+      this.options.metrics.deadLettered.inc(labels);
+      throw mappingFailed(`${err.message}; the payload was kept for replay as dead letter ${id}`, err.errors, id);
     }
   }
 
@@ -131,7 +131,4 @@ export class MappedWebhooks {
     }
   }
 }
-
-export const unprocessable = (message: string, errors: FieldError[], deadLetterId?: string): IntakeError =>
-  new IntakeError('MAPPING_FAILED', 422, message, errors, deadLetterId ? { 'x-intake-dead-letter-id': deadLetterId } : undefined);
 

@@ -33,11 +33,11 @@ export class Replayer {
   constructor(
     private readonly spool: Spool,
     private readonly target: ReplayTarget,
-    private readonly o: ReplayOptions,
+    private readonly options: ReplayOptions,
     private readonly metrics: HandoffMetrics,
     private readonly logger: Logger,
   ) {
-    this.backoffMs = o.backoffMinMs;
+    this.backoffMs = options.backoffMinMs;
     spool.onAppend(() => this.wake());
   }
 
@@ -78,11 +78,11 @@ export class Replayer {
         this.logger.error({ err: { message: (err as Error).message } }, 'spool replay failed; backing off');
       }
       if (complete) {
-        this.backoffMs = this.o.backoffMinMs;
+        this.backoffMs = this.options.backoffMinMs;
         continue;
       }
       await this.pause(jitter(this.backoffMs));
-      this.backoffMs = Math.min(this.o.backoffMaxMs, this.backoffMs * 2);
+      this.backoffMs = Math.min(this.options.backoffMaxMs, this.backoffMs * 2);
     }
   }
 
@@ -94,7 +94,7 @@ export class Replayer {
       this.spool.remove(this.undeleted);
       this.undeleted = [];
     }
-    const rows = this.spool.peek(this.o.batch);
+    const rows = this.spool.peek(this.options.batch);
     const acked = await this.target.publish(rows);
     const done = rows.filter((_, i) => acked[i]);
     this.metrics.replayed.inc(done.length);

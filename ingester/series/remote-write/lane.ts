@@ -77,7 +77,7 @@ export class Lane {
   private sending = false;
   private running: Promise<void> = Promise.resolve();
 
-  constructor(private readonly o: LaneOptions) {}
+  constructor(private readonly options: LaneOptions) {}
 
   /** Samples not yet acknowledged or dropped, in this lane. */
   get queuedSamples(): number {
@@ -111,8 +111,8 @@ export class Lane {
     entry.values.push(value);
     entry.timestamps.push(ts);
     state.lastTs = ts;
-    if (++this.buildingSamples >= this.o.batchSize) this.cut();
-    else this.timer ??= setTimeout(() => this.cut(), this.o.flushIntervalMs).unref();
+    if (++this.buildingSamples >= this.options.batchSize) this.cut();
+    else this.timer ??= setTimeout(() => this.cut(), this.options.flushIntervalMs).unref();
     return bytes;
   }
 
@@ -125,7 +125,7 @@ export class Lane {
     this.building = [];
     for (const e of entries) e.state.pending = undefined;
     const series = entries.map(({ state, samples }) => ({ labelBytes: state.labelBytes, labels: state.labels, help: state.help, unit: state.unit, ...samples }));
-    const protocol = this.o.protocol.current;
+    const protocol = this.options.protocol.current;
     this.ready.push({ body: encode(protocol, series), samples: this.buildingSamples, bytes: this.buildingBytes, protocol, series: protocol === '2.0' ? series : undefined });
     this.buildingSamples = 0;
     this.buildingBytes = 0;
@@ -152,11 +152,11 @@ export class Lane {
 
   private async drain(): Promise<void> {
     try {
-      while (this.ready.length > 0 && !this.o.signal.aborted) {
+      while (this.ready.length > 0 && !this.options.signal.aborted) {
         const batch = this.ready[0] as Batch;
         if (!(await this.deliver(batch))) return;
         this.ready.shift();
-        this.o.settled(batch.samples, batch.bytes);
+        this.options.settled(batch.samples, batch.bytes);
       }
     } finally {
       // Synchronously with the loop's end, so a cut() right after starts a new drain.
@@ -166,24 +166,24 @@ export class Lane {
 
   /** True once the batch is settled; false when the lane was aborted with the batch unsettled. */
   private async deliver(batch: Batch): Promise<boolean> {
-    const { metrics, tenant } = this.o;
+    const { metrics, tenant } = this.options;
     const labels = { namespace: tenant };
     for (let attempt = 0; ; attempt++) {
       if (attempt > 0) metrics.retried.inc(labels, batch.samples);
       const stop = metrics.duration.startTimer();
-      const outcome = await this.o.send(batch.body, tenant, attempt, this.o.signal, batch.protocol);
+      const outcome = await this.options.send(batch.body, tenant, attempt, this.options.signal, batch.protocol);
       stop({ result: RESULT_LABEL[outcome.kind] });
       if (outcome.kind === 'delivered') {
         metrics.sent.inc(labels, batch.samples);
         metrics.lastSuccess.setToCurrentTime();
-        if (attempt > 0) this.o.logger.info({ tenant, receiver: this.o.receiver, attempts: attempt + 1 }, 'remote write delivered after retries');
+        if (attempt > 0) this.options.logger.info({ tenant, receiver: this.options.receiver, attempts: attempt + 1 }, 'remote write delivered after retries');
         return true;
       }
-      if (this.o.signal.aborted) return false;
+      if (this.options.signal.aborted) return false;
       if (outcome.kind === 'unsupported' && batch.series) {
-        if (this.o.protocol.current === '2.0') {
-          this.o.protocol.current = '1.0';
-          this.o.logger.warn({ receiver: this.o.receiver, status: outcome.status }, 'the remote write receiver does not speak 2.0 (415, or no *-Written headers); falling back to 1.0 for good');
+        if (this.options.protocol.current === '2.0') {
+          this.options.protocol.current = '1.0';
+          this.options.logger.warn({ receiver: this.options.receiver, status: outcome.status }, 'the remote write receiver does not speak 2.0 (415, or no *-Written headers); falling back to 1.0 for good');
         }
         batch.body = encode('1.0', batch.series);
         batch.protocol = '1.0';
@@ -193,17 +193,17 @@ export class Lane {
       metrics.failed.inc(labels, batch.samples);
       if (outcome.kind === 'reject') {
         metrics.dropped.inc({ ...labels, reason: 'rejected' }, batch.samples);
-        this.o.logger.warn({ tenant, receiver: this.o.receiver, status: outcome.status, reason: outcome.error, samples: batch.samples }, 'remote write receiver refused a batch; dropped, not retried');
+        this.options.logger.warn({ tenant, receiver: this.options.receiver, status: outcome.status, reason: outcome.error, samples: batch.samples }, 'remote write receiver refused a batch; dropped, not retried');
         return true;
       }
       const delay = Math.min((outcome.kind === 'retry' ? outcome.retryAfterMs : undefined) ?? this.backoff(attempt), MAX_RETRY_AFTER_MS);
       // A down receiver would otherwise log every few milliseconds.
       if (attempt % 10 === 0) {
         const reason = outcome.kind === 'retry' ? outcome.error : 'the receiver answered 2xx to a 1.0 request without taking it';
-        this.o.logger.warn({ tenant, receiver: this.o.receiver, status: outcome.status, reason, attempt: attempt + 1, retryInMs: Math.round(delay) }, 'remote write failed; retrying');
+        this.options.logger.warn({ tenant, receiver: this.options.receiver, status: outcome.status, reason, attempt: attempt + 1, retryInMs: Math.round(delay) }, 'remote write failed; retrying');
       }
       try {
-        await sleep(delay, undefined, { signal: this.o.signal });
+        await sleep(delay, undefined, { signal: this.options.signal });
       } catch {
         return false;
       }
@@ -212,7 +212,7 @@ export class Lane {
 
   /** Exponential, capped, with jitter (half fixed, half random) so lanes do not retry in step. */
   private backoff(attempt: number): number {
-    const ceiling = Math.min(this.o.maxBackoffMs, this.o.minBackoffMs * 2 ** Math.min(attempt, 30));
+    const ceiling = Math.min(this.options.maxBackoffMs, this.options.minBackoffMs * 2 ** Math.min(attempt, 30));
     return ceiling / 2 + (Math.random() * ceiling) / 2;
   }
 }

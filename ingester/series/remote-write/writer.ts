@@ -18,7 +18,7 @@ import type { Logger } from 'pino';
 import type { Counter, Registry } from 'prom-client';
 import type { DataPoint } from '../data-points.js';
 import { ErrorCollector } from '../../core/batch.js';
-import { IntakeError, unavailable } from '../../core/errors.js';
+import { IntakeError, largerThanRemoteWriteQueue, unavailable } from '../../core/errors.js';
 import { RemoteWriteClient, type SendOutcome } from './client.js';
 import { seriesKey, wireLabels } from './labels.js';
 import { Lane, SAMPLE_BYTES, seriesEntryBytes, type SeriesState } from './lane.js';
@@ -70,17 +70,17 @@ export class RemoteWriter {
   private readonly sweeper: NodeJS.Timeout;
   private readonly now: () => number;
 
-  constructor(private readonly settings: RemoteWriteSettings, private readonly o: RemoteWriterOptions) {
-    this.now = o.now ?? Date.now;
+  constructor(private readonly settings: RemoteWriteSettings, private readonly options: RemoteWriterOptions) {
+    this.now = options.now ?? Date.now;
     this.protocol = { current: settings.protocol };
-    this.metrics = new RemoteWriteMetrics(o.registry, settings, () => this.queuedPerTenant, () => this.queuedBytes);
-    if (o.send) this.send = o.send;
+    this.metrics = new RemoteWriteMetrics(options.registry, settings, () => this.queuedPerTenant, () => this.queuedBytes);
+    if (options.send) this.send = options.send;
     else {
       const client = new RemoteWriteClient(settings);
       this.client = client;
       this.send = (body, tenant, attempt, signal, protocol) => client.send(body, tenant, attempt, signal, protocol);
     }
-    this.sweeper = setInterval(() => this.sweep(), Math.min(SWEEP_INTERVAL_MS, o.seriesTtlMs)).unref();
+    this.sweeper = setInterval(() => this.sweep(), Math.min(SWEEP_INTERVAL_MS, options.seriesTtlMs)).unref();
   }
 
   get queuedSamples(): number {
@@ -107,13 +107,13 @@ export class RemoteWriter {
     const receivedAtMs = this.now();
     this.refuseTooOld(tenant, points, receivedAtMs);
     if (this.queued + points.length > this.settings.maxQueuedSamples) {
-      this.o.rejected.inc({ namespace: tenant, reason: 'queue_full' }, points.length);
+      this.options.rejected.inc({ namespace: tenant, reason: 'queue_full' }, points.length);
       this.refused = { samples: Math.min(points.length, this.settings.maxQueuedSamples), bytes: 0 };
       throw unavailable(`the remote write queue is full (${this.queued} of ${this.settings.maxQueuedSamples} samples waiting for the receiver); nothing was accepted, retry later`);
     }
     const ofTenant = this.queuedPerTenant.get(tenant) ?? 0;
     if (ofTenant + points.length > this.settings.maxQueuedSamplesPerTenant) {
-      this.o.rejected.inc({ namespace: tenant, reason: 'queue_full' }, points.length);
+      this.options.rejected.inc({ namespace: tenant, reason: 'queue_full' }, points.length);
       throw unavailable(`the remote write queue of namespace ${tenant} is full (${ofTenant} of ${this.settings.maxQueuedSamplesPerTenant} samples waiting for the receiver); nothing was accepted, retry later`);
     }
     let bytes = 0;
@@ -127,11 +127,11 @@ export class RemoteWriter {
     });
     if (bytes > this.settings.maxQueuedBytes) {
       // It would never fit, not even in an empty queue: a 503 would be retried for ever.
-      this.o.rejected.inc({ namespace: tenant, reason: 'queue_full' }, points.length);
-      throw new IntakeError('PAYLOAD_TOO_LARGE', 413, `these ${points.length} data points would take ${bytes} bytes of the remote write queue, more than all of it (remoteWrite.maxQueuedBytes ${this.settings.maxQueuedBytes}); send fewer points per request`);
+      this.options.rejected.inc({ namespace: tenant, reason: 'queue_full' }, points.length);
+      throw largerThanRemoteWriteQueue(points.length, bytes, this.settings.maxQueuedBytes);
     }
     if (this.queuedBytes + bytes > this.settings.maxQueuedBytes) {
-      this.o.rejected.inc({ namespace: tenant, reason: 'queue_full' }, points.length);
+      this.options.rejected.inc({ namespace: tenant, reason: 'queue_full' }, points.length);
       this.refused = { samples: 0, bytes: Math.min(bytes, this.settings.maxQueuedBytes) };
       throw unavailable(`the remote write queue is full (${this.queuedBytes} of ${this.settings.maxQueuedBytes} bytes waiting for the receiver, remoteWrite.maxQueuedBytes); nothing was accepted, retry later`);
     }
@@ -152,7 +152,7 @@ export class RemoteWriter {
       collector.add([{ index: i, field: 'time', message: `is more than ${Math.round(this.settings.maxSampleAgeMs / 60_000)} minutes in the past (remoteWrite.maxSampleAgeMs): the remote write receiver would refuse it, and the whole batch it is sent in` }]);
     }
     if (!collector) return;
-    this.o.rejected.inc({ namespace: tenant, reason: 'too_old' }, points.length);
+    this.options.rejected.inc({ namespace: tenant, reason: 'too_old' }, points.length);
     collector.throwIfAny('data point', points.length);
   }
 
@@ -199,7 +199,7 @@ export class RemoteWriter {
               this.queuedPerTenant.set(tenant, (this.queuedPerTenant.get(tenant) ?? 0) - samples);
             },
             metrics: this.metrics,
-            logger: this.o.logger,
+            logger: this.options.logger,
             signal: this.abort.signal,
             receiver: this.client?.origin ?? 'test',
           }),
@@ -212,7 +212,7 @@ export class RemoteWriter {
 
   /** Forgets ordering state of series idle past the TTL (never one with a sample still unsent). */
   sweep(): void {
-    const cutoff = this.now() - this.o.seriesTtlMs;
+    const cutoff = this.now() - this.options.seriesTtlMs;
     for (const [key, state] of this.series) if (state.lastSeenMs < cutoff && !state.pending) this.series.delete(key);
   }
 
@@ -237,7 +237,7 @@ export class RemoteWriter {
       const left = tenantLanes.reduce((n, lane) => n + lane.abandon(), 0);
       if (left > 0) {
         this.metrics.dropped.inc({ namespace: tenant, reason: 'shutdown' }, left);
-        this.o.logger.error({ tenant, samples: left }, 'remote write: samples still queued at the shutdown deadline were dropped');
+        this.options.logger.error({ tenant, samples: left }, 'remote write: samples still queued at the shutdown deadline were dropped');
       }
     }
     await this.client?.close();

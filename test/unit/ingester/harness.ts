@@ -14,7 +14,7 @@ import { MappedWebhooks } from '../../../ingester/mapping/mapped-webhooks.js';
 import { SeriesStore } from '../../../ingester/series/series-store.js';
 import type { Lifecycle } from '../../../ingester/http/context.js';
 import { buildIngestServer } from '../../../ingester/http/listener.js';
-import type { DeliveryReport, EventSink } from '../../../ingester/sinks/sink.js';
+import type { HandOffReport, EventSink } from '../../../ingester/sinks/sink.js';
 
 export const DEMO_AUTH = `Basic ${Buffer.from('demo:demo-password').toString('base64')}`;
 export const API_KEY = 'default_0123456789abcdef0123456789abcdef';
@@ -29,11 +29,11 @@ export class MemorySink implements EventSink {
   readonly name = 'memory';
   readonly events: NormalisedEvent[] = [];
   fail = false;
-  report?: (n: number) => DeliveryReport;
-  async deliver(events: readonly NormalisedEvent[]): Promise<DeliveryReport> {
+  report?: (n: number) => HandOffReport;
+  async handOff(events: readonly NormalisedEvent[]): Promise<HandOffReport> {
     if (this.fail) throw new Error('sink down');
     this.events.push(...events);
-    return this.report ? this.report(events.length) : { delivered: events.length, cached: 0 };
+    return this.report ? this.report(events.length) : { processed: events.length, cached: 0 };
   }
   async flush(): Promise<void> {}
   async close(): Promise<void> {}

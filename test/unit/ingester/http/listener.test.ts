@@ -21,7 +21,7 @@ describe('POST /events/webhook_<name>', () => {
 
   it('reports cached when a sink only spooled the events', async () => {
     const h = await harness();
-    h.sink.report = (n) => ({ delivered: 0, cached: n });
+    h.sink.report = (n) => ({ processed: 0, cached: n });
     expect((await h.postEvents([event, event])).json().response).toEqual({ processed: 0, cached: 2, received: 2 });
   });
 
