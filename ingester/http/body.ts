@@ -4,7 +4,7 @@
  */
 import { constants as zlibConstants, gunzipSync, inflateSync } from 'node:zlib';
 import sjson from 'secure-json-parse';
-import { IntakeError, invalidJson, jsonTooDeep, payloadTooLarge, unsupportedContentEncoding, unsupportedMediaType } from '../core/errors.js';
+import { invalidJson, jsonTooDeep, payloadTooLarge, unsupportedContentEncoding, unsupportedMediaType } from '../core/errors.js';
 
 const JSON_TYPE = /^\s*(application\/([a-z0-9.+-]*\+)?json|text\/plain)\s*(;|$)/i;
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)"?/i;

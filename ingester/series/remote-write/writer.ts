@@ -18,7 +18,7 @@ import type { Logger } from 'pino';
 import type { Counter, Registry } from 'prom-client';
 import type { DataPoint } from '../data-points.js';
 import { ErrorCollector } from '../../core/batch.js';
-import { IntakeError, largerThanRemoteWriteQueue, unavailable } from '../../core/errors.js';
+import { largerThanRemoteWriteQueue, unavailable } from '../../core/errors.js';
 import { RemoteWriteClient, type SendOutcome } from './client.js';
 import { seriesKey, wireLabels } from './labels.js';
 import { Lane, SAMPLE_BYTES, seriesEntryBytes, type SeriesState } from './lane.js';
