@@ -38,8 +38,8 @@ export class IngesterMetrics {
       registers,
     });
     this.eventsReceived = new Counter({ name: 'intake_events_received_total', help: 'Events in authenticated requests.', labelNames: ['integration', 'namespace'], registers });
-    this.eventsProcessed = new Counter({ name: 'intake_events_processed_total', help: 'Events delivered to every sink.', labelNames: ['integration', 'namespace'], registers });
-    this.eventsCached = new Counter({ name: 'intake_events_cached_total', help: 'Events durably spooled for later delivery.', labelNames: ['integration', 'namespace'], registers });
+    this.eventsProcessed = new Counter({ name: 'intake_events_processed_total', help: 'Events handed off to every sink and stored by each.', labelNames: ['integration', 'namespace'], registers });
+    this.eventsCached = new Counter({ name: 'intake_events_cached_total', help: 'Events durably spooled by a sink, to be handed on later.', labelNames: ['integration', 'namespace'], registers });
     this.eventsRejected = new Counter({ name: 'intake_events_rejected_total', help: 'Events not accepted, by reason.', labelNames: ['integration', 'namespace', 'reason'], registers });
     this.pointsReceived = new Counter({ name: 'intake_datapoints_received_total', help: 'Metric data points in authenticated requests.', labelNames: ['namespace'], registers });
     this.pointsProcessed = new Counter({ name: 'intake_datapoints_processed_total', help: 'Metric data points written to series.', labelNames: ['namespace'], registers });

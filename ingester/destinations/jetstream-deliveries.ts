@@ -15,6 +15,7 @@ import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, StorageType, typ
 import { Kvm } from '@nats-io/kv';
 import { headers as natsHeaders, nanos, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
+import type { Routing } from './destination.js';
 import type { NormalisedEvent } from '../core/event.js';
 import type { JetStreamSettings } from '../sinks/handoff-config.js';
 import { subjectsOf } from '../sinks/jetstream-stream.js';
@@ -29,11 +30,6 @@ import { claimTimeoutMs, type DestinationSettings } from './settings.js';
 export interface QueuedDestination {
   settings: DestinationSettings;
   dispatcher: Dispatcher;
-}
-
-export interface Routing {
-  /** The destinations an event goes to now (its integration's, else the defaults). */
-  destinationsOf(e: NormalisedEvent): readonly string[];
 }
 
 /** On an events-stream message: "for this destination only" (a replayed dead letter). */
