@@ -1,5 +1,5 @@
 /**
- * Replay of a mapping dead letter (kind `mapping`; dead-letters/replay.ts claims and removes it):
+ * Replay of a mapping dead letter (kind `mapping`; dead-letters/dead-letter-replay.ts claims and removes it):
  * the kept payload runs through its integration's current mapping, and the events are accepted
  * like a live request's (accept.ts). Event ids come from the content as for a live request, so a
  * payload replayed twice gives the same ids (stored once by the bus).

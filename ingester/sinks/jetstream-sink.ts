@@ -22,7 +22,7 @@ import { InFlightLimit } from './in-flight.js';
 import { ensureStream } from './jetstream-stream.js';
 import { BusStorage } from './bus-storage.js';
 import { PubAckPublisher, type PubOutcome } from './pub-acks.js';
-import { Replayer } from './spool-replayer.js';
+import { SpoolReplayer } from './spool-replayer.js';
 import { SinkError, type HandOffReport, type EventSink } from './sink.js';
 import { Spool, SpoolError, type SpoolRecord, type SpooledRow } from './spool.js';
 
@@ -47,7 +47,7 @@ export class JetStreamSink implements EventSink {
   readonly spool?: Spool;
   private readonly metrics: HandoffMetrics;
   private readonly limit: InFlightLimit;
-  private readonly replayer?: Replayer;
+  private readonly replayer?: SpoolReplayer;
   private readonly logger: Logger;
   private readonly settings: JetStreamSettings;
   private nc?: NatsConnection;
@@ -74,7 +74,7 @@ export class JetStreamSink implements EventSink {
     this.busStorage = new BusStorage(this.settings, () => (this.up ? this.nc : undefined), this.logger);
     if (this.spool && options.spool) {
       const target = { isUp: () => this.up, publish: async (rows: SpooledRow[]) => (await this.publishBatch(rows)).map((o) => o === 'acked') };
-      this.replayer = new Replayer(this.spool, target, { batch: options.spool.replayBatch, backoffMinMs: options.spool.replayBackoffMinMs, backoffMaxMs: options.spool.replayBackoffMaxMs }, this.metrics, this.logger);
+      this.replayer = new SpoolReplayer(this.spool, target, { batch: options.spool.replayBatch, backoffMinMs: options.spool.replayBackoffMinMs, backoffMaxMs: options.spool.replayBackoffMaxMs }, this.metrics, this.logger);
     }
   }
 

@@ -1,5 +1,5 @@
 /**
- * Hands spooled events to the bus, oldest first, with the same msg ids they were spooled with (so
+ * Spool replay (not dead-letter replay, dead-letters/dead-letter-replay.ts): hands spooled events to the bus, oldest first, with the same msg ids they were spooled with (so
  * an event the bus took before its request timed out is stored once), and deletes them only after
  * their PubAck. While the bus is down or refuses, it backs off exponentially with jitter.
  */
@@ -7,13 +7,13 @@ import type { Logger } from 'pino';
 import type { HandoffMetrics } from './handoff-metrics.js';
 import type { Spool, SpooledRow } from './spool.js';
 
-export interface ReplayOptions {
+export interface SpoolReplayOptions {
   batch: number;
   backoffMinMs: number;
   backoffMaxMs: number;
 }
 
-export interface ReplayTarget {
+export interface SpoolReplayTarget {
   /** Connected and the stream verified. */
   isUp(): boolean;
   /** One flag per row: true on PubAck; never rejects. */
@@ -23,7 +23,7 @@ export interface ReplayTarget {
 /** How long an idle replayer sleeps when nothing wakes it (a safety net, not the signal). */
 const IDLE_POLL_MS = 1000;
 
-export class Replayer {
+export class SpoolReplayer {
   private stopped = false;
   private backoffMs: number;
   private wakeUp?: () => void;
@@ -32,8 +32,8 @@ export class Replayer {
 
   constructor(
     private readonly spool: Spool,
-    private readonly target: ReplayTarget,
-    private readonly options: ReplayOptions,
+    private readonly target: SpoolReplayTarget,
+    private readonly options: SpoolReplayOptions,
     private readonly metrics: HandoffMetrics,
     private readonly logger: Logger,
   ) {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { HandoffMetrics } from '../../../../ingester/sinks/handoff-metrics.js';
-import { Replayer } from '../../../../ingester/sinks/spool-replayer.js';
+import { SpoolReplayer } from '../../../../ingester/sinks/spool-replayer.js';
 import { Spool, type SpooledRow } from '../../../../ingester/sinks/spool.js';
 import { waitFor } from '../../../integration/support/cluster.js';
 
@@ -40,7 +40,7 @@ describe('spool replayer', () => {
           return true;
         }),
     };
-    const replayer = new Replayer(spool, target, options, new HandoffMetrics(new Registry(), spool), pino({ level: 'silent' }));
+    const replayer = new SpoolReplayer(spool, target, options, new HandoffMetrics(new Registry(), spool), pino({ level: 'silent' }));
     replayer.start();
     await waitFor('spool empty', async () => spool.depth === 0, 5000, 5);
     await replayer.stop();
@@ -53,7 +53,7 @@ describe('spool replayer', () => {
     let up = false;
     const published: string[] = [];
     const target = { isUp: () => up, publish: async (rows: SpooledRow[]) => rows.map((r) => (published.push(r.id), true)) };
-    const replayer = new Replayer(spool, target, { ...options, backoffMinMs: 60_000, backoffMaxMs: 60_000 }, new HandoffMetrics(new Registry(), spool), pino({ level: 'silent' }));
+    const replayer = new SpoolReplayer(spool, target, { ...options, backoffMinMs: 60_000, backoffMaxMs: 60_000 }, new HandoffMetrics(new Registry(), spool), pino({ level: 'silent' }));
     replayer.start();
     await new Promise((r) => setTimeout(r, 50));
     expect(published).toEqual([]);
@@ -75,7 +75,7 @@ describe('spool replayer', () => {
       remove(rows);
     };
     const target = { isUp: () => true, publish: async (rows: SpooledRow[]) => rows.map((r) => (published.push(r.id), true)) };
-    const replayer = new Replayer(spool, target, options, new HandoffMetrics(new Registry(), spool), pino({ level: 'silent' }));
+    const replayer = new SpoolReplayer(spool, target, options, new HandoffMetrics(new Registry(), spool), pino({ level: 'silent' }));
     replayer.start();
     await waitFor('spool empty', async () => spool.depth === 0, 5000, 5);
     await replayer.stop();

@@ -10,14 +10,14 @@ import type { DeadLetter, DeadLetterQuery, DeadLetterStore, DeliveryDeadLetter, 
 import type { DeadLetterMetrics } from './metrics.js';
 
 /** How each kind is handed on again; each throws with the reason when it cannot be. */
-export interface Replayers {
+export interface DeadLetterReplayers {
   /** Runs the payload through its integration's current mapping and hands the events off; resolves with their count. */
   mapping(letter: MappingDeadLetter): Promise<number>;
   /** Hands the event back to its destination (attempts start again); undefined without destinations. */
   delivery?(letter: DeliveryDeadLetter): Promise<void>;
 }
 
-export interface ReplayResult {
+export interface DeadLetterReplayResult {
   id: string;
   kind: DeadLetter['kind'];
   namespace: string;
@@ -28,19 +28,19 @@ export interface ReplayResult {
   message?: string;
 }
 
-export interface ReplayReport {
+export interface DeadLetterReplayReport {
   replayed: number;
   failed: number;
   skipped: number;
-  results: ReplayResult[];
+  results: DeadLetterReplayResult[];
 }
 
-export async function replayLetters(store: DeadLetterStore, q: DeadLetterQuery, replayers: Replayers, leaseMs: number, metrics: DeadLetterMetrics): Promise<ReplayReport> {
-  const results: ReplayResult[] = [];
+export async function replayLetters(store: DeadLetterStore, q: DeadLetterQuery, replayers: DeadLetterReplayers, leaseMs: number, metrics: DeadLetterMetrics): Promise<DeadLetterReplayReport> {
+  const results: DeadLetterReplayResult[] = [];
   for (const listed of await store.list(q)) {
     const base = { id: listed.id, kind: listed.kind, namespace: listed.namespace, integration: listed.integration, ...(listed.kind === 'delivery' ? { destination: listed.destination } : {}) };
     const letter = await store.claim(listed, leaseMs);
-    let result: ReplayResult;
+    let result: DeadLetterReplayResult;
     if (!letter) {
       result = { ...base, result: 'skipped', message: 'another replay holds it, or it was replayed meanwhile' };
     } else {
@@ -61,6 +61,6 @@ export async function replayLetters(store: DeadLetterStore, q: DeadLetterQuery, 
     metrics.replayed.inc({ kind: base.kind, namespace: base.namespace, integration: base.integration, result: result.result });
     results.push(result);
   }
-  const count = (r: ReplayResult['result']): number => results.filter((x) => x.result === r).length;
+  const count = (r: DeadLetterReplayResult['result']): number => results.filter((x) => x.result === r).length;
   return { replayed: count('delivered'), failed: count('failed'), skipped: count('skipped'), results };
 }
