@@ -1,7 +1,7 @@
 /**
  * Ingester settings: defaults, then the YAML file, then environment variables, then flags (each
  * later source wins). The file may also list routes (standalone mode); those are read by
- * route-sources/file.ts, not here.
+ * routing/file-source.ts, not here.
  */
 import { isIP } from 'node:net';
 import { Ajv } from 'ajv';

@@ -46,7 +46,7 @@ export interface IngestServerOptions {
   metrics: IngesterMetrics;
   limits: IngestLimits;
   throttle: AuthThrottle;
-  /** Least time before a 401 for wrong credentials (see authenticate.ts); default 0. */
+  /** Least time before a 401 for wrong credentials (see auth/authenticator.ts); default 0. */
   authFailureDelayMs?: number;
   lifecycle: Lifecycle;
   logger: Logger;

@@ -2,7 +2,7 @@
  * Forwards accepted data points to a Prometheus Remote Write receiver (docs/design.md §4, README "remote write").
  *
  * The request handler calls admit() after validation (which refuses a `time` more than 5 minutes
- * ahead, see datapoints.ts): it refuses the whole request, before anything is changed, with 400
+ * ahead, see data-points.ts): it refuses the whole request, before anything is changed, with 400
  * when a point is older than maxSampleAgeMs (the receiver would refuse the whole batch it travels
  * in, and with it other requests' points), with 503 when the queue is full in samples or in bytes;
  * else it returns the step that queues the points. A 200 therefore means "queued for sending", not
