@@ -31,7 +31,7 @@ import { ROOT } from '../test/support/paths.js';
 import { freePort } from '../test/support/ports.js';
 import { waitFor } from '../test/support/waiting.js';
 import { TenantLimiter } from '../ingester/limits/tenant-limiter.js';
-import { RouteTable } from '../ingester/route-table.js';
+import { RouteTable } from '../ingester/routing/route-table.js';
 import { DEFAULT_TENANT_LIMITS, mergeTenantLimitDefaults } from '../api/limits.js';
 import type { Route } from '../api/route.js';
 import { tenantAuth, tenantRoute } from '../test/support/credentials.js';

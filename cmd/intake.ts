@@ -2,18 +2,19 @@
 /**
  * The `intake` command: one entry point for every component.
  *
- * Each command imports its component when it runs, not before: @kubernetes/client-node alone adds
- * about 55 MiB of resident memory, which a standalone ingester (routes from a file) never needs.
+ * Each command imports its component when it runs, not before (only types are imported statically):
+ * @kubernetes/client-node alone adds about 55 MiB of resident memory, which a standalone ingester
+ * (routes from a file) never needs, and `intake deadletter list` or `--help` load no component at
+ * all (test/e2e/standalone-modules.test.ts checks both).
  * The shebang's V8 flag (a small young generation, see Dockerfile) is the one the image sets.
  */
 import { Ajv } from 'ajv';
 import { Command, Option } from 'commander';
 import { DEFAULT_TENANT_LIMITS, mergeTenantLimitDefaults, tenantLimitDefaultsSchema, type PartialTenantLimitDefaults, type TenantLimitDefaults } from '../api/limits.js';
 import { ConfigError, parseListen, readYamlFile } from '../common/config-files.js';
-import { resolveSettings, type IngesterSettings } from '../ingester/config.js';
+import type { IngesterSettings } from '../ingester/config.js';
 import { createLogger } from '../common/logger.js';
-import { DESTINATION_NAME_PATTERN } from '../ingester/destinations/settings.js';
-import type { RouteSource } from '../ingester/main.js';
+import type { RouteSource } from '../ingester/routing/route-source.js';
 
 const program = new Command('intake').description('Kubernetes-native ingestion of monitoring events and metric data points').showHelpAfterError();
 
@@ -33,6 +34,7 @@ program
   .addOption(new Option('--log-level <level>', 'operational log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).env('INTAKE_LOG_LEVEL'))
   .action(async (opts: Record<string, string | undefined>) => {
     const file = opts.config ? readYamlFile(opts.config) : {};
+    const { resolveSettings } = await import('../ingester/config.js');
     const settings = resolveSettings(file, opts, opts.config ?? 'config');
     const logger = createLogger(settings.logLevel);
     if (!opts.namespace && !opts.config) throw new ConfigError('give --config FILE (standalone: routes from the file) or --namespace NS (Kubernetes: routes from Secrets)');
@@ -102,7 +104,7 @@ program
         leaseName: String(opts.leaseName),
         adminListen: parseListen(String(opts.adminListen), '--admin-listen'),
         defaultMaxSeries: int('defaultMaxSeries'),
-        destinations: destinationNames(opts.destinations),
+        destinations: await destinationNames(opts.destinations),
         limitDefaults: defaultLimits(opts.defaultLimits, int('defaultMaxSeries')),
         resyncPeriodMs: int('resyncPeriod') * 1000,
         workers: int('workers'),
@@ -137,7 +139,8 @@ function defaultLimits(value: string | boolean | undefined, defaultMaxSeries: nu
 }
 
 /** The operator's --destinations: names as the ingester config spells them (destinations[].name). */
-function destinationNames(value: string | boolean | undefined): string[] {
+async function destinationNames(value: string | boolean | undefined): Promise<string[]> {
+  const { DESTINATION_NAME_PATTERN } = await import('../ingester/destinations/settings.js');
   const names = typeof value === 'string' ? value.split(',').map((n) => n.trim()).filter(Boolean) : [];
   const bad = names.find((n) => !new RegExp(DESTINATION_NAME_PATTERN).test(n));
   if (bad !== undefined) throw new ConfigError(`--destinations: ${JSON.stringify(bad)} is not a destination name (lowercase letters, digits and dashes, at most 63)`);
@@ -154,11 +157,11 @@ async function replicaCount(namespace: string | undefined, service: string | und
 /** Kubernetes mode (route Secrets) when a namespace is given, else standalone (the config file). */
 async function routeSource(namespace: string | undefined, kubeconfig: string | undefined, config: string, destinations: IngesterSettings['destinations'], logger: ReturnType<typeof createLogger>): Promise<RouteSource> {
   if (namespace) {
-    const [{ KubernetesRouteSource }, { loadKubeConfig }] = await Promise.all([import('../ingester/route-sources/kubernetes.js'), import('../kube/config.js')]);
+    const [{ KubernetesRouteSource }, { loadKubeConfig }] = await Promise.all([import('../ingester/routing/kubernetes-source.js'), import('../kube/config.js')]);
     return new KubernetesRouteSource(loadKubeConfig(kubeconfig), namespace, logger);
   }
-  const { FileRouteSource } = await import('../ingester/route-sources/file.js');
-  return new FileRouteSource(config, destinations);
+  const [{ FileRouteSource }, { checkSettingsFile }] = await Promise.all([import('../ingester/routing/file-source.js'), import('../ingester/config.js')]);
+  return new FileRouteSource(config, destinations, checkSettingsFile);
 }
 
 // Dead letters (mapping and delivery failures) live in the ingester's store; these talk to its

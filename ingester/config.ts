@@ -1,13 +1,13 @@
 /**
  * Ingester settings: defaults, then the YAML file, then environment variables, then flags (each
  * later source wins). The file may also list routes (standalone mode); those are read by
- * route-sources/file.ts, not here.
+ * routing/file-source.ts, not here.
  */
 import { isIP } from 'node:net';
 import { Ajv } from 'ajv';
 import { ConfigError, parseListen, type Listen } from '../common/config-files.js';
 import { jetstreamSchema, resolveJetStream, resolveSpool, spoolSchema, type JetStreamSettings, type SpoolSettings } from './sinks/handoff-config.js';
-import { expositionSchema, remoteWriteSchema, resolveRemoteWrite, type RemoteWriteFile, type RemoteWriteSettings } from './remote-write/settings.js';
+import { expositionSchema, remoteWriteSchema, resolveRemoteWrite, type RemoteWriteFile, type RemoteWriteSettings } from './series/remote-write/settings.js';
 import { DEFAULT_MAPPING_LIMITS, type MappingLimits } from '../api/mapping/engine.js';
 import { DEFAULT_POOL, defaultWorkers } from '../api/mapping/worker-pool.js';
 import { destinationsSchema, resolveDestinations, type DestinationFile, type DestinationSettings } from './destinations/settings.js';

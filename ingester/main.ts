@@ -6,35 +6,27 @@ import { watch } from 'chokidar';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
-import { buildAdminServer } from './admin.js';
-import { AuthThrottle } from './auth-throttle.js';
+import { buildAdminServer } from './http/admin-listener.js';
+import { AuthThrottle } from './auth/auth-throttle.js';
 import type { IngesterSettings } from './config.js';
-import { IngesterMetrics } from './metrics.js';
-import { RouteTable, type RouteInput, type SkippedRoute } from './route-table.js';
-import { SeriesStore } from './series-store.js';
-import { ingestConnectionCap, openFilesLimit } from './http-guards.js';
-import { buildIngestServer, type Lifecycle } from './server.js';
+import { IngesterMetrics } from './core/ingester-metrics.js';
+import { RouteTable, type RouteInput, type SkippedRoute } from './routing/route-table.js';
+import type { RouteSource } from './routing/route-source.js';
+import { SeriesStore } from './series/series-store.js';
+import { ingestConnectionCap, openFilesLimit } from './http/guards.js';
+import type { Lifecycle } from './http/context.js';
+import { buildIngestServer } from './http/listener.js';
 import { registerDeadLetterRoutes } from './dead-letters/admin-routes.js';
+import type { DeadLetterStore } from './dead-letters/model.js';
 import { setUpDeadLetters } from './dead-letters/setup.js';
 import { MappingMetrics } from './mapping/metrics.js';
-import { MappedWebhooks } from './mapping/pipeline.js';
+import { MappedWebhooks } from './mapping/mapped-webhooks.js';
 import { MappingWorkerPool } from '../api/mapping/worker-pool.js';
-import { replayMapping } from './mapping/replay.js';
+import { replayMapping } from './events/mapping-replay.js';
 import { LogSink } from './sinks/log-sink.js';
 import type { ReplicaCount } from './limits/replicas.js';
 import { TenantLimiter } from './limits/tenant-limiter.js';
 import type { EventSink } from './sinks/sink.js';
-
-/** Where routes come from: the YAML file (standalone) or route Secrets (Kubernetes mode). */
-export interface RouteSource {
-  readonly allowPlaintext: boolean;
-  /**
-   * Calls onRoutes with every complete set of routes (and the documents it could not parse), the
-   * first time before start resolves; onError when a new set could not be read at all.
-   */
-  start(handlers: { onRoutes(inputs: RouteInput[], unparsable?: SkippedRoute[]): void; onError(err: Error): void }): Promise<void>;
-  stop(): Promise<void>;
-}
 
 export interface RunningIngester {
   ingestUrl: string;
@@ -49,7 +41,11 @@ export interface RunningIngester {
 const SWEEP_INTERVAL_MS = 30_000;
 const KEEP_ALIVE_GRACE_MS = 1000;
 
-/** `replicas`: Kubernetes mode, the ready replicas sharing the per-tenant limits (standalone: 1). */
+/**
+ * `replicas`: Kubernetes mode, the ready replicas sharing the per-tenant limits (standalone: 1).
+ * The steps, in order: the hand-off sinks, the dead-letter store, destinations, remote write,
+ * mapping and limits, the first routing table, the listeners; shutdown undoes them in reverse.
+ */
 export async function startIngester(settings: IngesterSettings, source: RouteSource, logger: Logger, replicas?: ReplicaCount): Promise<RunningIngester> {
   const lifecycle: Lifecycle = { ready: false, closing: false };
   const registry = new Registry();
@@ -59,99 +55,36 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
     maxSeriesPerNamespace: settings.limits.maxSeriesPerNamespace,
   });
   const metrics = new IngesterMetrics(registry, series);
-  const logSink = settings.sinks.log.enabled === false ? undefined : new LogSink(settings.sinks.log.path, { timeoutMs: settings.sinks.log.timeoutMs });
-  const sinks: EventSink[] = logSink ? [logSink] : [];
-  // The bus client, SQLite and the remote write client are loaded only when configured: a
-  // standalone ingester with the log sink does not pay their memory (about 40 MiB resident).
-  const bus = settings.sinks.jetstream ? new (await import('./sinks/jetstream-sink.js')).JetStreamSink({ settings: settings.sinks.jetstream, ...(settings.spool ? { spool: settings.spool } : {}), registry, logger, drainTimeoutMs: drainBudgetMs(settings) }) : undefined;
-  if (bus) {
-    sinks.push(bus);
-    await bus.start();
-  }
-  const busHooks = bus && settings.sinks.jetstream ? { settings: settings.sinks.jetstream, onConnected: (l: Parameters<typeof bus.onConnected>[0]) => bus.onConnected(l) } : undefined;
-  // Mapping and delivery failures, one store (the bus, the spool directory, or a local file).
-  const deadLetters = await setUpDeadLetters({ settings: settings.deadLetter, ...(busHooks ? { bus: busHooks } : {}), ...(settings.spool ? { spool: settings.spool } : {}), registry, logger });
-  // Delivery after the hand-off, loaded only when destinations are configured.
-  const destinations =
-    settings.destinations.length > 0
-      ? (await import('./destinations/wiring.js')).setUpDestinations({
-          destinations: settings.destinations,
-          routes: () => table,
-          registry,
-          logger,
-          ...(busHooks ? { bus: busHooks } : {}),
-          ...(settings.spool ? { spool: settings.spool } : {}),
-          deadLetters: deadLetters.store,
-        })
-      : undefined;
-  if (destinations?.sink) sinks.push(destinations.sink);
-  const remoteWrite = settings.remoteWrite
-    ? new (await import('./remote-write/writer.js')).RemoteWriter(settings.remoteWrite, { registry, logger, seriesTtlMs: settings.limits.seriesTTLSeconds * 1000, rejected: metrics.pointsRejected })
-    : undefined;
   let table = RouteTable.empty();
-  const mappingMetrics = new MappingMetrics(registry);
-  // Tenants' expressions run in worker threads, stopped at their limits (presets run here).
-  const mappingWorkers = new MappingWorkerPool({
-    size: settings.mapping.workers,
-    maxQueued: settings.mapping.maxQueued,
-    maxQueuedBytes: settings.mapping.maxQueuedBytes,
-    heapMb: settings.mapping.workerHeapMb,
-    onWorkerLost: (reason) => {
-      mappingMetrics.workerRestarts.inc();
-      logger.warn({ reason }, 'mapping worker terminated and replaced');
-    },
-  });
-  const limiter = new TenantLimiter({
-    defaults: settings.tenantLimits,
-    mode: source.allowPlaintext ? 'file' : 'kubernetes',
-    eventsRefused: metrics.eventsRefused,
-    pointsRefused: metrics.pointsRefused,
-  });
+  const routes = (): RouteTable => table;
+
+  const handOff = await startSinks(settings, registry, logger);
+  // Mapping and delivery failures, one store (the bus, the spool directory, or a local file).
+  const deadLetters = await setUpDeadLetters({ settings: settings.deadLetter, ...(handOff.bus ? { bus: handOff.bus } : {}), ...(settings.spool ? { spool: settings.spool } : {}), registry, logger });
+  const destinations = await setUpDestinationsIfAny(settings, routes, handOff, deadLetters.store, registry, logger);
+  if (destinations?.sink) handOff.sinks.push(destinations.sink);
+  const remoteWrite = settings.remoteWrite
+    ? new (await import('./series/remote-write/writer.js')).RemoteWriter(settings.remoteWrite, { registry, logger, seriesTtlMs: settings.limits.seriesTTLSeconds * 1000, rejected: metrics.pointsRejected })
+    : undefined;
+  const { mappingWorkers, limiter, mapped } = setUpMappingAndLimits(settings, source, metrics, deadLetters.store, registry, logger);
   replicas?.start((n) => limiter.setReplicas(n));
-  const mapped = new MappedWebhooks({
-    deadLetter: deadLetters.store,
-    metrics: mappingMetrics,
-    eventsPerRequest: settings.limits.eventsPerRequest,
-    mappedEventsPerRequest: settings.mapping.maxEvents,
-    chargeMappingCpu: (entry, cpuMs) => limiter.chargeMappingCpu(entry, cpuMs),
-  });
 
-  const install = (inputs: RouteInput[], unparsable: SkippedRoute[] = []): void => {
-    const built = RouteTable.build(inputs, { allowPlaintext: source.allowPlaintext, mappingLimits: settings.mapping, mappingRunner: mappingWorkers, destinations: settings.destinations });
-    const skipped = [...unparsable, ...built.skipped];
-    for (const s of skipped) logger.warn({ route: s.source, reason: s.reason }, 'route skipped');
-    metrics.routesSkipped.set(skipped.length);
-    limiter.sync(built.table.entries());
-    table = built.table;
-    metrics.routes.set({ kind: 'WebhookIntegration' }, table.size.webhooks);
-    metrics.routes.set({ kind: 'ApiKey' }, table.size.apiKeys);
-    metrics.routeReloads.inc({ result: 'ok' });
-    logger.info({ webhooks: table.size.webhooks, apiKeys: table.size.apiKeys, skipped: skipped.length }, 'routing table installed');
+  await loadRoutes(source, metrics, logger, (inputs, unparsable) => {
+    table = buildTable(inputs, unparsable, { settings, source, mappingWorkers, limiter, metrics, logger });
     lifecycle.ready = true;
-  };
-
-  await source.start({
-    onRoutes: install,
-    onError: (err) => {
-      metrics.routeReloads.inc({ result: 'error' });
-      logger.error({ err: { message: err.message, code: (err as { code?: string }).code } }, 'routes not reloaded; keeping the current table');
-    },
   });
-
   // The first routing table decides which destinations get which events: deliver only from now.
   destinations?.start();
 
+  const { sinks } = handOff;
   const tls = settings.tls ? readTls(settings.tls) : undefined;
-  const fdLimit = openFilesLimit();
-  const maxConnections = ingestConnectionCap(fdLimit, settings.limits.maxConnections);
-  logger.info({ maxConnections, openFilesLimit: fdLimit ?? 'unknown' }, 'ingest connection cap');
   const ingest = await buildIngestServer({
-    routes: () => table,
+    routes,
     sinks,
     series,
     ...(remoteWrite ? { remoteWrite } : {}),
     metrics,
-    limits: { ...settings.limits, maxConnections },
+    limits: { ...settings.limits, maxConnections: connectionCap(settings, logger) },
     throttle: new AuthThrottle(settings.authThrottle),
     authFailureDelayMs: settings.authThrottle.failureDelayMs,
     lifecycle,
@@ -165,7 +98,7 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
   registerDeadLetterRoutes(admin, {
     store: deadLetters.store,
     replayers: {
-      mapping: (letter) => replayMapping(letter, { pipeline: mapped, routes: () => table, sinks, metrics, logger }),
+      mapping: (letter) => replayMapping(letter, { mapped, routes, sinks, metrics, logger }),
       ...(destinations ? { delivery: (letter) => destinations.requeue(letter) } : {}),
     },
     metrics: deadLetters.metrics,
@@ -200,11 +133,7 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
       await stopTlsWatch?.();
       await source.stop();
       replicas?.stop();
-      await connectionsDrained(ingest, Math.min(KEEP_ALIVE_GRACE_MS, settings.limits.keepAliveTimeoutMs));
-      // An upload that never finishes must not hold the shutdown past its deadline.
-      const hardStop = setTimeout(() => (ingest.server as unknown as { closeAllConnections(): void }).closeAllConnections(), Math.max(1000, settings.shutdown.timeoutSeconds * 1000 - 3000));
-      await ingest.close();
-      clearTimeout(hardStop);
+      await closeIngestListener(ingest, settings);
       await remoteWrite?.close(deadlineMs);
       // Deliveries in flight are settled before the bus connection or the outbox closes.
       await destinations?.close();
@@ -216,7 +145,123 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
     })();
     return stopping;
   };
-  return { ingestUrl, adminUrl, metrics, shutdown, reopenFiles: () => logSink?.reopen() };
+  return { ingestUrl, adminUrl, metrics, shutdown, reopenFiles: () => handOff.logSink?.reopen() };
+}
+
+/** The hand-off sinks: the log sink, the bus (started). */
+async function startSinks(settings: IngesterSettings, registry: Registry, logger: Logger) {
+  const logSink = settings.sinks.log.enabled === false ? undefined : new LogSink(settings.sinks.log.path, { timeoutMs: settings.sinks.log.timeoutMs });
+  const sinks: EventSink[] = logSink ? [logSink] : [];
+  // The bus client, SQLite and the remote write client are loaded only when configured: a
+  // standalone ingester with the log sink does not pay their memory (about 40 MiB resident).
+  const jetstream = settings.sinks.jetstream;
+  const busSink = jetstream ? new (await import('./sinks/jetstream-sink.js')).JetStreamSink({ settings: jetstream, ...(settings.spool ? { spool: settings.spool } : {}), registry, logger, drainTimeoutMs: drainBudgetMs(settings) }) : undefined;
+  if (busSink) {
+    sinks.push(busSink);
+    await busSink.start();
+  }
+  const bus = busSink && jetstream ? { settings: jetstream, onConnected: (l: Parameters<typeof busSink.onConnected>[0]) => busSink.onConnected(l) } : undefined;
+  return { sinks, logSink, bus };
+}
+
+/** Delivery after the hand-off, loaded only when destinations are configured. */
+async function setUpDestinationsIfAny(
+  settings: IngesterSettings,
+  routes: () => RouteTable,
+  handOff: Awaited<ReturnType<typeof startSinks>>,
+  deadLetters: DeadLetterStore,
+  registry: Registry,
+  logger: Logger,
+) {
+  if (settings.destinations.length === 0) return undefined;
+  const { setUpDestinations } = await import('./destinations/set-up-destinations.js');
+  return setUpDestinations({
+    destinations: settings.destinations,
+    routes,
+    registry,
+    logger,
+    ...(handOff.bus ? { bus: handOff.bus } : {}),
+    ...(settings.spool ? { spool: settings.spool } : {}),
+    deadLetters,
+  });
+}
+
+/** The mapping workers, the per-tenant limits and the mapped-webhook pipeline that uses both. */
+function setUpMappingAndLimits(settings: IngesterSettings, source: RouteSource, metrics: IngesterMetrics, deadLetters: DeadLetterStore, registry: Registry, logger: Logger) {
+  const mappingMetrics = new MappingMetrics(registry);
+  // Tenants' expressions run in worker threads, stopped at their limits (presets run here).
+  const mappingWorkers = new MappingWorkerPool({
+    size: settings.mapping.workers,
+    maxQueued: settings.mapping.maxQueued,
+    maxQueuedBytes: settings.mapping.maxQueuedBytes,
+    heapMb: settings.mapping.workerHeapMb,
+    onWorkerLost: (reason) => {
+      mappingMetrics.workerRestarts.inc();
+      logger.warn({ reason }, 'mapping worker terminated and replaced');
+    },
+  });
+  const limiter = new TenantLimiter({
+    defaults: settings.tenantLimits,
+    mode: source.allowPlaintext ? 'file' : 'kubernetes',
+    eventsRefused: metrics.eventsRefused,
+    pointsRefused: metrics.pointsRefused,
+  });
+  const mapped = new MappedWebhooks({
+    deadLetter: deadLetters,
+    metrics: mappingMetrics,
+    eventsPerRequest: settings.limits.eventsPerRequest,
+    mappedEventsPerRequest: settings.mapping.maxEvents,
+    chargeMappingCpu: (entry, cpuMs) => limiter.chargeMappingCpu(entry, cpuMs),
+  });
+  return { mappingWorkers, limiter, mapped };
+}
+
+/** Starts the route source: `install` gets every complete set of routes, the first before this resolves. */
+async function loadRoutes(source: RouteSource, metrics: IngesterMetrics, logger: Logger, install: (inputs: RouteInput[], unparsable?: SkippedRoute[]) => void): Promise<void> {
+  await source.start({
+    onRoutes: install,
+    onError: (err) => {
+      metrics.routeReloads.inc({ result: 'error' });
+      logger.error({ err: { message: err.message, code: (err as { code?: string }).code } }, 'routes not reloaded; keeping the current table');
+    },
+  });
+}
+
+/** A new routing table from a set of routes: skipped ones logged and counted, limits synced. */
+function buildTable(
+  inputs: RouteInput[],
+  unparsable: SkippedRoute[] = [],
+  o: { settings: IngesterSettings; source: RouteSource; mappingWorkers: MappingWorkerPool; limiter: TenantLimiter; metrics: IngesterMetrics; logger: Logger },
+): RouteTable {
+  const { settings, metrics, logger } = o;
+  const built = RouteTable.build(inputs, { allowPlaintext: o.source.allowPlaintext, mappingLimits: settings.mapping, mappingRunner: o.mappingWorkers, destinations: settings.destinations });
+  const skipped = [...unparsable, ...built.skipped];
+  for (const s of skipped) logger.warn({ route: s.source, reason: s.reason }, 'route skipped');
+  metrics.routesSkipped.set(skipped.length);
+  o.limiter.sync(built.table.entries());
+  const table = built.table;
+  metrics.routes.set({ kind: 'WebhookIntegration' }, table.size.webhooks);
+  metrics.routes.set({ kind: 'ApiKey' }, table.size.apiKeys);
+  metrics.routeReloads.inc({ result: 'ok' });
+  logger.info({ webhooks: table.size.webhooks, apiKeys: table.size.apiKeys, skipped: skipped.length }, 'routing table installed');
+  return table;
+}
+
+/** The ingest listener's connection cap, from the open-files limit unless configured. */
+function connectionCap(settings: IngesterSettings, logger: Logger): number {
+  const fdLimit = openFilesLimit();
+  const maxConnections = ingestConnectionCap(fdLimit, settings.limits.maxConnections);
+  logger.info({ maxConnections, openFilesLimit: fdLimit ?? 'unknown' }, 'ingest connection cap');
+  return maxConnections;
+}
+
+/** Lets idle keep-alive connections get their 503, then closes the listener (cut off at the deadline). */
+async function closeIngestListener(ingest: FastifyInstance, settings: IngesterSettings): Promise<void> {
+  await connectionsDrained(ingest, Math.min(KEEP_ALIVE_GRACE_MS, settings.limits.keepAliveTimeoutMs));
+  // An upload that never finishes must not hold the shutdown past its deadline.
+  const hardStop = setTimeout(() => (ingest.server as unknown as { closeAllConnections(): void }).closeAllConnections(), Math.max(1000, settings.shutdown.timeoutSeconds * 1000 - 3000));
+  await ingest.close();
+  clearTimeout(hardStop);
 }
 
 /** Resolves when the server holds no connection any more, or after `maxMs`. */

@@ -13,11 +13,11 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import type { DeadLetterMetrics } from './metrics.js';
 import { DEAD_LETTER_KINDS, type DeadLetter, type DeadLetterKind, type DeadLetterQuery, type DeadLetterStore } from './model.js';
-import { replayLetters, type Replayers } from './replay.js';
+import { replayLetters, type DeadLetterReplayers } from './dead-letter-replay.js';
 
 export interface DeadLetterRoutesOptions {
   store: DeadLetterStore;
-  replayers: Replayers;
+  replayers: DeadLetterReplayers;
   metrics: DeadLetterMetrics;
   leaseMs: number;
   /** Destinations configured now (the deprecated routes refuse other names, as they did). */

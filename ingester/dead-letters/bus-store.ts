@@ -18,8 +18,8 @@ import { DiscardPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageTyp
 import { Kvm, type KV } from '@nats-io/kv';
 import { headers as natsHeaders, nanos, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import type { FieldError } from '../errors.js';
-import type { NormalisedEvent } from '../events.js';
+import type { FieldError } from '../core/errors.js';
+import type { NormalisedEvent } from '../core/event.js';
 import type { JetStreamSettings } from '../sinks/handoff-config.js';
 import { subjectsOf } from '../sinks/jetstream-stream.js';
 import { bodyOf, letterBytes, LetterTooLarge, matches, metaOf, type DeadLetter, type DeadLetterLimits, type DeadLetterQuery, type DeadLetterStore, type DroppedLetter, type LetterMeta, type NewDeadLetter } from './model.js';
@@ -67,14 +67,14 @@ export class BusDeadLetters implements DeadLetterStore {
   private readonly holder = randomUUID();
 
   constructor(
-    private readonly s: JetStreamSettings,
+    private readonly settings: JetStreamSettings,
     limits: DeadLetterLimits,
     private readonly leaseMs: number,
     private readonly logger: Logger,
     private readonly onDropped: (dropped: DroppedLetter[]) => void = () => undefined,
   ) {
     this.ledger = new ShareLedger(limits);
-    this.description = `stream ${s.deadLetterStream} on the bus`;
+    this.description = `stream ${settings.deadLetterStream} on the bus`;
   }
 
   /** The bus is up on `nc` (first connect or a new connection): set up the stream, claims and the index. */
@@ -87,12 +87,12 @@ export class BusDeadLetters implements DeadLetterStore {
   private async attachTo(nc: NatsConnection): Promise<void> {
     while (!this.closing && this.nc === nc && !nc.isClosed()) {
       try {
-        const jsm = await jetstreamManager(nc, { timeout: this.s.timeoutMs });
-        const js = jetstream(nc, { timeout: this.s.timeoutMs });
+        const jsm = await jetstreamManager(nc, { timeout: this.settings.timeoutMs });
+        const js = jetstream(nc, { timeout: this.settings.timeoutMs });
         await this.ensureStream(jsm);
-        const bucket = `${this.s.deadLetterStream}-claims`;
+        const bucket = `${this.settings.deadLetterStream}-claims`;
         const kvm = new Kvm(js);
-        this.claims = await kvm.create(bucket, { history: 1, ttl: this.leaseMs, replicas: this.s.streamConfig.replicas, storage: StorageType.File }).catch(() => kvm.open(bucket));
+        this.claims = await kvm.create(bucket, { history: 1, ttl: this.leaseMs, replicas: this.settings.streamConfig.replicas, storage: StorageType.File }).catch(() => kvm.open(bucket));
         this.maxPayload = nc.info?.max_payload ?? this.maxPayload;
         this.jsm = jsm;
         this.js = js;
@@ -107,7 +107,7 @@ export class BusDeadLetters implements DeadLetterStore {
   }
 
   private async ensureStream(jsm: JetStreamManager): Promise<void> {
-    const name = this.s.deadLetterStream;
+    const name = this.settings.deadLetterStream;
     // The server's bound: above the shares' total, so that normally intake's policy decides what goes.
     const maxBytes = Math.floor(this.ledger.limits.maxBytes * 1.25);
     const info = await jsm.streams.info(name).catch(() => undefined);
@@ -117,26 +117,26 @@ export class BusDeadLetters implements DeadLetterStore {
     }
     await jsm.streams.add({
       name,
-      subjects: [subjectsOf(this.s.deadLetterSubjectPrefix)],
+      subjects: [subjectsOf(this.settings.deadLetterSubjectPrefix)],
       retention: RetentionPolicy.Limits,
       storage: StorageType.File,
       // A dead letter must never block intake: past max_bytes the oldest go (intake drops by share before that).
       discard: DiscardPolicy.Old,
-      max_age: nanos(this.s.deadLetterMaxAgeSeconds * 1000),
+      max_age: nanos(this.settings.deadLetterMaxAgeSeconds * 1000),
       max_bytes: maxBytes,
-      num_replicas: this.s.streamConfig.replicas,
+      num_replicas: this.settings.streamConfig.replicas,
     });
   }
 
   /** Reads every letter's headers into the ledger, then keeps following new ones (any replica's). */
   private async follow(js: JetStreamClient, jsm: JetStreamManager): Promise<void> {
     this.stopFollow?.();
-    const consumer = await js.consumers.get(this.s.deadLetterStream, { headers_only: true });
+    const consumer = await js.consumers.get(this.settings.deadLetterStream, { headers_only: true });
     const messages = await consumer.consume();
     this.stopFollow = () => void messages.stop();
     let caughtUp: () => void = () => undefined;
     const done = new Promise<void>((resolve) => (caughtUp = resolve));
-    const initial = (await jsm.streams.info(this.s.deadLetterStream)).state.messages;
+    const initial = (await jsm.streams.info(this.settings.deadLetterStream)).state.messages;
     if (initial === 0) caughtUp();
     void (async () => {
       for await (const m of messages) {
@@ -168,7 +168,7 @@ export class BusDeadLetters implements DeadLetterStore {
       };
     }
     // A delivery dead letter written before letters carried their namespace: read the event once.
-    const msg = await jsm.streams.getMessage(this.s.deadLetterStream, { seq }).catch(() => null);
+    const msg = await jsm.streams.getMessage(this.settings.deadLetterStream, { seq }).catch(() => null);
     const letter = msg ? toLetter(msg) : undefined;
     return letter ? metaOf(letter) : undefined;
   }
@@ -183,7 +183,7 @@ export class BusDeadLetters implements DeadLetterStore {
   async reconcile(): Promise<void> {
     const jsm = this.jsm;
     if (!jsm) return;
-    const info = await jsm.streams.info(this.s.deadLetterStream, { deleted_details: true });
+    const info = await jsm.streams.info(this.settings.deadLetterStream, { deleted_details: true });
     const deleted = new Set(info.state.deleted ?? []);
     for (const m of this.ledger.all()) if (m.seq < PENDING_BASE && (m.seq < info.state.first_seq || deleted.has(m.seq))) this.ledger.delete(m.seq, m.namespace);
   }
@@ -220,7 +220,7 @@ export class BusDeadLetters implements DeadLetterStore {
         room = this.ledger.makeRoom(letter.namespace, 0);
         for (const { meta } of room) this.ledger.delete(meta.seq, meta.namespace);
       }
-      const ack = await js.publish(`${this.s.deadLetterSubjectPrefix}.${letter.kind}.${letter.namespace}`, data, { msgID: letter.id, headers: h });
+      const ack = await js.publish(`${this.settings.deadLetterSubjectPrefix}.${letter.kind}.${letter.namespace}`, data, { msgID: letter.id, headers: h });
       this.ledger.delete(placeholder, letter.namespace);
       if (!this.ledger.has(ack.seq)) this.ledger.add({ ...metaOf(letter), seq: ack.seq });
       return letter.id;
@@ -233,7 +233,7 @@ export class BusDeadLetters implements DeadLetterStore {
   /** True when the message was there and is deleted now; false when it was gone already. */
   private async deleteLetter(jsm: JetStreamManager, seq: number): Promise<boolean> {
     try {
-      return await jsm.streams.deleteMessage(this.s.deadLetterStream, seq, false);
+      return await jsm.streams.deleteMessage(this.settings.deadLetterStream, seq, false);
     } catch (err) {
       if (/no message found|not found/i.test((err as Error).message)) return false;
       throw err;
@@ -253,7 +253,7 @@ export class BusDeadLetters implements DeadLetterStore {
   }
 
   private async read(jsm: JetStreamManager, seq: number): Promise<DeadLetter | undefined> {
-    const msg = await jsm.streams.getMessage(this.s.deadLetterStream, { seq }).catch(() => null);
+    const msg = await jsm.streams.getMessage(this.settings.deadLetterStream, { seq }).catch(() => null);
     return msg ? toLetter(msg) : undefined;
   }
 

@@ -8,8 +8,8 @@
  * `deadLetter.path` when there is neither. Every store gives each namespace a byte share, so one
  * tenant's failures never push out or refuse another's (shares.ts).
  */
-import type { FieldError } from '../errors.js';
-import type { NormalisedEvent } from '../events.js';
+import type { FieldError } from '../core/errors.js';
+import type { NormalisedEvent } from '../core/event.js';
 
 export const DEAD_LETTER_KINDS = ['mapping', 'delivery'] as const;
 export type DeadLetterKind = (typeof DEAD_LETTER_KINDS)[number];

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import type { FieldError } from '../errors.js';
+import type { FieldError } from '../core/errors.js';
 import type { JetStreamSettings, SpoolSettings } from '../sinks/handoff-config.js';
 import { DeadLetterMetrics } from './metrics.js';
 import type { DeadLetter, DeadLetterLimits, DeadLetterQuery, DeadLetterStore, DroppedLetter, NewDeadLetter } from './model.js';

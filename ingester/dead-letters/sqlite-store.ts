@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import { GroupCommit } from '../sinks/group-commit.js';
+import { GroupCommit } from '../storage/group-commit.js';
 import { matches, metaOf, type DeadLetter, type DeadLetterLimits, type DeadLetterQuery, type DeadLetterStore, type DroppedLetter, type NewDeadLetter } from './model.js';
 import { ShareLedger } from './shares.js';
 

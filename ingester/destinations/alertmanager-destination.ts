@@ -15,8 +15,8 @@
  * its time on the event loop do not grow with the number of alerts.
  */
 import type { Logger } from 'pino';
-import type { NormalisedEvent } from '../events.js';
-import { LogLimiter } from '../log-limiter.js';
+import type { NormalisedEvent } from '../core/event.js';
+import { LogLimiter } from '../core/log-limiter.js';
 import type { AlertCounts, AlertStore } from './alert-store.js';
 import { alertKey, alertsOf, applyEvent, expire, isSpent, type AlertState, type PostableAlert, type Timing } from './alerts.js';
 import type { Destination } from './destination.js';
@@ -55,15 +55,15 @@ export class AlertmanagerDestination implements Destination {
 
   constructor(
     readonly name: string,
-    private readonly s: AlertmanagerSettings,
+    private readonly settings: AlertmanagerSettings,
     /** The store, once it can be used (the bus may still be connecting). */
     private readonly store: () => AlertStore | undefined,
     private readonly metrics: DestinationMetrics,
     logger: Logger,
     private readonly holder: string,
   ) {
-    this.client = new OutboundClient({ where: `destinations.${name}.alertmanager`, auth: s, timeoutMs: s.timeoutMs, maxConnections: 4 });
-    this.timing = { resendIntervalMs: s.resendIntervalMs, resolvedRetentionMs: s.resolvedRetentionMs };
+    this.client = new OutboundClient({ where: `destinations.${name}.alertmanager`, auth: settings, timeoutMs: settings.timeoutMs, maxConnections: 4 });
+    this.timing = { resendIntervalMs: settings.resendIntervalMs, resolvedRetentionMs: settings.resolvedRetentionMs };
     this.logger = logger.child({ destination: name });
     this.refusals = new LogLimiter(this.logger);
   }
@@ -130,8 +130,8 @@ export class AlertmanagerDestination implements Destination {
   /** Takes a place for a new state in `namespace`; throws AlertLimitError when a cap is reached. */
   private take(namespace: string): void {
     const inNamespace = this.counts.get(namespace) ?? 0;
-    if (inNamespace >= this.s.maxAlertsPerNamespace) throw new AlertLimitError('namespace');
-    if (this.total >= this.s.maxAlerts) throw new AlertLimitError('total');
+    if (inNamespace >= this.settings.maxAlertsPerNamespace) throw new AlertLimitError('namespace');
+    if (this.total >= this.settings.maxAlerts) throw new AlertLimitError('total');
     this.counts.set(namespace, inNamespace + 1);
     this.total++;
   }
@@ -145,7 +145,7 @@ export class AlertmanagerDestination implements Destination {
 
   private refuse(e: NormalisedEvent, limit: 'namespace' | 'total'): void {
     this.metrics.alertsRefused.inc({ destination: this.name, namespace: e.namespace, limit });
-    const max = limit === 'namespace' ? `maxAlertsPerNamespace (${this.s.maxAlertsPerNamespace})` : `maxAlerts (${this.s.maxAlerts})`;
+    const max = limit === 'namespace' ? `maxAlertsPerNamespace (${this.settings.maxAlertsPerNamespace})` : `maxAlerts (${this.settings.maxAlerts})`;
     this.refusals.error(`alert-limit-${limit}`, new Error(`the ${limit === 'namespace' ? 'namespace' : 'destination'} holds ${max} alert states`), { namespace: e.namespace, integration: e.integration, limit }, 'a new alert was refused: not kept, not sent to Alertmanager');
   }
 
@@ -193,9 +193,9 @@ export class AlertmanagerDestination implements Destination {
     try {
       for (let from = 0; from < alerts.length; from += MAX_ALERTS_PER_POST) {
         const body = JSON.stringify(alerts.slice(from, from + MAX_ALERTS_PER_POST));
-        const results = await Promise.all(this.s.urls.map((url) => this.client.post(`${url}/api/v2/alerts`, body, JSON_BODY)));
+        const results = await Promise.all(this.settings.urls.map((url) => this.client.post(`${url}/api/v2/alerts`, body, JSON_BODY)));
         if (results.some((r) => r.kind === 'delivered')) continue;
-        return worstOf(results, this.s.urls);
+        return worstOf(results, this.settings.urls);
       }
       return { kind: 'delivered' };
     } finally {
@@ -208,7 +208,7 @@ export class AlertmanagerDestination implements Destination {
     const tick = (): void => {
       this.resending ??= this.resend().finally(() => (this.resending = undefined));
     };
-    this.resendTimer = setInterval(tick, this.s.resendIntervalMs);
+    this.resendTimer = setInterval(tick, this.settings.resendIntervalMs);
     this.resendTimer.unref();
   }
 
@@ -222,7 +222,7 @@ export class AlertmanagerDestination implements Destination {
     if (!store) return;
     try {
       // Held for two intervals: if this replica stops, another takes over well before alerts expire (4).
-      if (!(await store.holdResendLease(this.holder, 2 * this.s.resendIntervalMs))) {
+      if (!(await store.holdResendLease(this.holder, 2 * this.settings.resendIntervalMs))) {
         this.metrics.resends.inc({ destination: this.name, result: 'skipped' });
         const stored = await store.loadCounts();
         if (stored) this.setCounts(stored);
@@ -268,9 +268,9 @@ export class AlertmanagerDestination implements Destination {
 
   /** Resolves a firing alert past resolveAfter; an event that arrived meanwhile wins (compare-and-set). */
   private async expireIfDue(store: AlertStore, listed: AlertState, now: number): Promise<AlertState | undefined> {
-    if (!expire(listed, now, this.s.resolveAfterMs)) return undefined;
+    if (!expire(listed, now, this.settings.resolveAfterMs)) return undefined;
     const current = await store.get(listed.key);
-    const expired = current && expire(current.state, now, this.s.resolveAfterMs);
+    const expired = current && expire(current.state, now, this.settings.resolveAfterMs);
     if (!current || !expired) return current?.state;
     return (await store.put(expired, current.version)) ? expired : (await store.get(listed.key))?.state;
   }

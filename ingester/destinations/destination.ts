@@ -2,7 +2,7 @@
  * A destination receives normalised events after the hand-off, from the durable queue (the
  * JetStream consumer or the standalone outbox), never inside the sender's request.
  */
-import type { NormalisedEvent } from '../events.js';
+import type { NormalisedEvent } from '../core/event.js';
 import type { Outcome } from '../outbound/outcome.js';
 
 export interface Destination {
@@ -26,3 +26,9 @@ export function retryDelayMs(attempt: number, o: { backoffMinMs: number; backoff
 
 /** A receiver asking for more than this is waited for this long, then tried again. */
 export const MAX_RETRY_AFTER_MS = 3_600_000;
+
+/** Which destinations an event goes to (the hand-off sinks ask it per event). */
+export interface Routing {
+  /** The destinations an event goes to now (its integration's, else the defaults). */
+  destinationsOf(e: NormalisedEvent): readonly string[];
+}

@@ -7,8 +7,8 @@
  * Nothing is settled before the destination answered, so a crash means a redelivery, not a loss.
  */
 import type { Logger } from 'pino';
-import type { NormalisedEvent } from '../events.js';
-import { LogLimiter } from '../log-limiter.js';
+import type { NormalisedEvent } from '../core/event.js';
+import { LogLimiter } from '../core/log-limiter.js';
 import { retryDelayMs, type Destination } from './destination.js';
 import type { Outcome } from '../outbound/outcome.js';
 import type { DestinationMetrics } from './metrics.js';
@@ -34,7 +34,7 @@ export class Dispatcher {
 
   constructor(
     readonly destination: Destination,
-    private readonly o: DeliverySettings,
+    private readonly options: DeliverySettings,
     private readonly metrics: DestinationMetrics,
     logger: Logger,
   ) {
@@ -43,7 +43,7 @@ export class Dispatcher {
 
   /** How many more events may be submitted now. */
   free(): number {
-    return Math.max(0, this.o.maxInFlight - this.inFlight);
+    return Math.max(0, this.options.maxInFlight - this.inFlight);
   }
 
   /** Resolves once an event may be submitted. */
@@ -104,11 +104,11 @@ export class Dispatcher {
     this.metrics.retries.inc({ destination: name, reason: outcome.reason }, batch.length);
     this.logs.error(`retry:${outcome.reason}`, new Error(outcome.error), { destination: name, events: batch.length }, 'delivery failed; retrying with backoff');
     await this.settle(batch, (d) => {
-      if (d.attempt >= this.o.maxAttempts) {
+      if (d.attempt >= this.options.maxAttempts) {
         this.metrics.deadLettered.inc({ destination: name, reason: 'attempts_exhausted' });
         return d.deadLetter('attempts_exhausted', `${d.attempt} attempts, the last: ${outcome.error}`);
       }
-      return d.retry(retryDelayMs(d.attempt, this.o, outcome.retryAfterMs), outcome.error);
+      return d.retry(retryDelayMs(d.attempt, this.options, outcome.retryAfterMs), outcome.error);
     });
   }
 

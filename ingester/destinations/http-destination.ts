@@ -6,7 +6,7 @@
  * brings.
  */
 import { createHash } from 'node:crypto';
-import type { NormalisedEvent } from '../events.js';
+import type { NormalisedEvent } from '../core/event.js';
 import { OutboundClient } from '../outbound/http-client.js';
 import type { Outcome } from '../outbound/outcome.js';
 import type { HttpSettings } from './settings.js';
@@ -19,20 +19,20 @@ export class HttpDestination implements Destination {
 
   constructor(
     readonly name: string,
-    private readonly s: HttpSettings,
+    private readonly settings: HttpSettings,
     maxInFlight: number,
   ) {
-    this.maxBatch = s.batchSize;
+    this.maxBatch = settings.batchSize;
     // One socket per request the dispatcher may have in flight: none waits for another's socket.
-    this.client = new OutboundClient({ where: `destinations.${name}.http`, auth: s, timeoutMs: s.timeoutMs, maxConnections: Math.max(1, Math.ceil(maxInFlight / s.batchSize)) });
+    this.client = new OutboundClient({ where: `destinations.${name}.http`, auth: settings, timeoutMs: settings.timeoutMs, maxConnections: Math.max(1, Math.ceil(maxInFlight / settings.batchSize)) });
   }
 
   send(events: readonly NormalisedEvent[]): Promise<Outcome> {
-    const single = this.s.batchSize === 1 && events.length === 1;
+    const single = this.settings.batchSize === 1 && events.length === 1;
     const body = JSON.stringify(single ? events[0] : events);
     const key = single ? (events[0] as NormalisedEvent).id : `batch-${createHash('sha256').update(events.map((e) => e.id).join('\n')).digest('hex')}`;
-    return this.client.post(this.s.url, body, {
-      ...this.s.headers,
+    return this.client.post(this.settings.url, body, {
+      ...this.settings.headers,
       'content-type': 'application/json',
       'idempotency-key': key,
       'intake-event-count': String(events.length),

@@ -222,11 +222,6 @@ function checkUrl(value: string, where: string): string {
 }
 
 /** The destinations an integration's events go to: the ones it names, else the defaults. */
-export function destinationsFor(named: readonly string[] | undefined, all: readonly DestinationSettings[]): string[] {
-  if (named && named.length > 0) return [...named];
-  return all.filter((d) => d.default).map((d) => d.name);
-}
-
 /**
  * How long an event handed to a delivery stays claimed (JetStream ack_wait, the outbox lease)
  * before it is handed out again: longer than one delivery with its timeout, so a slow receiver

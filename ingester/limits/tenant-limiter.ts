@@ -11,8 +11,8 @@
  */
 import type { Counter } from 'prom-client';
 import { DEFAULT_TENANT_LIMITS, type NamespaceLimits, type OverLimitStatus, type TenantLimitDefaults } from '../../api/limits.js';
-import { rateLimited, type LimitDetails, type LimitError, type LimitResource, type LimitScope } from '../errors.js';
-import type { RouteEntry } from '../route-table.js';
+import { rateLimited, type LimitDetails, type LimitError, type LimitResource, type LimitScope } from '../core/errors.js';
+import type { RouteEntry } from '../routing/route-table.js';
 import { TokenBucket } from './token-bucket.js';
 
 /** How a refusal names the field that raises the limit: Kubernetes resources, or the standalone file. */
@@ -77,9 +77,9 @@ export class TenantLimiter {
   private gates = new Map<RouteEntry, Gate>();
   private replicaCount = 1;
 
-  constructor(private readonly o: TenantLimiterOptions) {
-    this.defaults = o.defaults ?? DEFAULT_TENANT_LIMITS;
-    this.now = o.now ?? (() => performance.now());
+  constructor(private readonly options: TenantLimiterOptions) {
+    this.defaults = options.defaults ?? DEFAULT_TENANT_LIMITS;
+    this.now = options.now ?? (() => performance.now());
   }
 
   get replicas(): number {
@@ -200,8 +200,8 @@ export class TenantLimiter {
   private refuse(entry: RouteEntry, gate: Gate, limit: Limit, count: number, waitMs: number): never {
     const retryAfterSeconds = Math.min(MAX_RETRY_AFTER_SECONDS, Math.max(1, Math.ceil(waitMs / 1000)));
     const reason = limit.resource === 'mappingCpuMillis' ? 'mapping_cpu' : 'rate_limited';
-    if (entry.kind === 'WebhookIntegration') this.o.eventsRefused?.inc({ integration: entry.name, namespace: entry.namespace, reason, scope: limit.scope }, count);
-    else this.o.pointsRefused?.inc({ namespace: entry.namespace, reason, scope: limit.scope }, count);
+    if (entry.kind === 'WebhookIntegration') this.options.eventsRefused?.inc({ integration: entry.name, namespace: entry.namespace, reason, scope: limit.scope }, count);
+    else this.options.pointsRefused?.inc({ namespace: entry.namespace, reason, scope: limit.scope }, count);
     const key = `${gate.overLimitStatus} ${count} ${retryAfterSeconds} ${this.replicaCount}`;
     const known = limit.refusals.get(key);
     if (known) throw known;
@@ -215,7 +215,7 @@ export class TenantLimiter {
       replicas: this.replicaCount,
       requested: count,
       retryAfterSeconds,
-      field: fieldFor(limit, entry, this.o.mode),
+      field: fieldFor(limit, entry, this.options.mode),
     };
     const refusal = rateLimited(gate.overLimitStatus, details);
     if (limit.refusals.size >= REFUSALS_KEPT) limit.refusals.clear();

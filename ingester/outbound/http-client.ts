@@ -47,30 +47,30 @@ export class OutboundClient {
   private readonly credentials: CredentialFiles;
   private readonly maxResponseBytes: number;
 
-  constructor(private readonly o: OutboundClientOptions) {
-    this.credentials = new CredentialFiles(o.where);
-    this.maxResponseBytes = o.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
-    const tls = o.auth.tls;
+  constructor(private readonly options: OutboundClientOptions) {
+    this.credentials = new CredentialFiles(options.where);
+    this.maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    const tls = options.auth.tls;
     this.agent = new Agent({
-      ...(o.maxConnections !== undefined ? { connections: o.maxConnections } : {}),
+      ...(options.maxConnections !== undefined ? { connections: options.maxConnections } : {}),
       // The deadline below covers these too; they are set so undici never waits longer on its own.
-      headersTimeout: o.timeoutMs,
-      bodyTimeout: o.timeoutMs,
+      headersTimeout: options.timeoutMs,
+      bodyTimeout: options.timeoutMs,
       connect: {
-        ...(tls?.caFile ? { ca: readTlsFile(tls.caFile, o.where) } : {}),
-        ...(tls?.certFile && tls.keyFile ? { cert: readTlsFile(tls.certFile, o.where), key: readTlsFile(tls.keyFile, o.where) } : {}),
+        ...(tls?.caFile ? { ca: readTlsFile(tls.caFile, options.where) } : {}),
+        ...(tls?.certFile && tls.keyFile ? { cert: readTlsFile(tls.certFile, options.where), key: readTlsFile(tls.keyFile, options.where) } : {}),
         ...(tls?.insecureSkipVerify ? { rejectUnauthorized: false } : {}),
       },
     });
     // Fail at start-up, not at the first request, when a credential file is missing.
-    this.credentials.authorization(o.auth);
+    this.credentials.authorization(options.auth);
   }
 
   /** POSTs `body`; never rejects. `signal` aborts it early (the sender is shutting down). */
   async post(url: string | URL, body: Buffer | string, headers: Record<string, string>, signal?: AbortSignal): Promise<Outcome> {
     let authorization: string | undefined;
     try {
-      authorization = this.credentials.authorization(this.o.auth);
+      authorization = this.credentials.authorization(this.options.auth);
     } catch (err) {
       return { kind: 'retry', reason: 'credentials', error: (err as Error).message };
     }
@@ -80,7 +80,7 @@ export class OutboundClient {
     // One controller per request, aborted by the deadline or the caller's signal; the listener on
     // the caller's long-lived signal is removed when the request ends, so none accumulate.
     const abort = new AbortController();
-    const deadline = setTimeout(() => abort.abort(new Error('deadline')), this.o.timeoutMs);
+    const deadline = setTimeout(() => abort.abort(new Error('deadline')), this.options.timeoutMs);
     const forward = (): void => abort.abort(signal?.reason);
     signal?.addEventListener('abort', forward, { once: true });
     try {
@@ -120,7 +120,7 @@ export class OutboundClient {
   private failure(err: Error & { code?: string }, aborted: boolean, signal: AbortSignal | undefined): Outcome {
     if (signal?.aborted) return ABORTED;
     if (aborted || err.code === 'UND_ERR_HEADERS_TIMEOUT' || err.code === 'UND_ERR_BODY_TIMEOUT') {
-      return { kind: 'retry', reason: 'timeout', error: `no complete answer within ${this.o.timeoutMs} ms; the request was aborted` };
+      return { kind: 'retry', reason: 'timeout', error: `no complete answer within ${this.options.timeoutMs} ms; the request was aborted` };
     }
     // A request that cannot even be built (a bad header value) fails the same way every time.
     if (err.code === 'UND_ERR_INVALID_ARG') return { kind: 'reject', reason: 'invalid_request', error: err.message };

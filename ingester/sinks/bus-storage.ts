@@ -33,7 +33,7 @@ export class BusStorage {
   private closed = false;
 
   constructor(
-    private readonly s: JetStreamSettings,
+    private readonly settings: JetStreamSettings,
     /** The connection while the bus is up. */
     private readonly connection: () => NatsConnection | undefined,
     private readonly logger: Logger,
@@ -85,8 +85,8 @@ export class BusStorage {
     const nc = this.connection();
     if (!nc || this.closed) return;
     try {
-      const jsm = await jetstreamManager(nc, { timeout: this.s.timeoutMs });
-      const { config, state } = await jsm.streams.info(this.s.stream);
+      const jsm = await jetstreamManager(nc, { timeout: this.settings.timeoutMs });
+      const { config, state } = await jsm.streams.info(this.settings.stream);
       const account = await jsm.getAccountInfo();
       if (this.refusal === undefined || this.closed) return;
       if (this.usedAtRefusal === undefined) {

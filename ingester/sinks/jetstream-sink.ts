@@ -1,6 +1,6 @@
 /**
  * The bus sink: every event of a request is published to NATS JetStream with its id as
- * `Nats-Msg-Id`, and counts as `delivered` only on its PubAck. What the bus did not acknowledge
+ * `Nats-Msg-Id`, and counts as `processed` only on its PubAck. What the bus did not acknowledge
  * within timeoutMs (down, slow, full, misconfigured) goes to the local spool and counts as
  * `cached` once fsynced; without a spool, or when the spool refuses, the request fails (503) and
  * the sender's retry carries the same ids, so whatever did reach the bus is stored once.
@@ -15,15 +15,15 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, credsAuthenticator, nkeyAuthenticator, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import type { NormalisedEvent } from '../events.js';
+import type { NormalisedEvent } from '../core/event.js';
 import type { JetStreamSettings, SpoolSettings } from './handoff-config.js';
 import { HandoffMetrics } from './handoff-metrics.js';
 import { InFlightLimit } from './in-flight.js';
 import { ensureStream } from './jetstream-stream.js';
 import { BusStorage } from './bus-storage.js';
 import { PubAckPublisher, type PubOutcome } from './pub-acks.js';
-import { Replayer } from './replayer.js';
-import { SinkError, type DeliveryReport, type EventSink } from './sink.js';
+import { SpoolReplayer } from './spool-replayer.js';
+import { SinkError, type HandOffReport, type EventSink } from './sink.js';
 import { Spool, SpoolError, type SpoolRecord, type SpooledRow } from './spool.js';
 
 export interface JetStreamSinkOptions {
@@ -47,9 +47,9 @@ export class JetStreamSink implements EventSink {
   readonly spool?: Spool;
   private readonly metrics: HandoffMetrics;
   private readonly limit: InFlightLimit;
-  private readonly replayer?: Replayer;
+  private readonly replayer?: SpoolReplayer;
   private readonly logger: Logger;
-  private readonly s: JetStreamSettings;
+  private readonly settings: JetStreamSettings;
   private nc?: NatsConnection;
   private publisher?: PubAckPublisher;
   private lastRefusalLog = 0;
@@ -63,18 +63,18 @@ export class JetStreamSink implements EventSink {
   private upWaiters: Array<() => void> = [];
   private readonly connectedListeners: Array<(nc: NatsConnection) => void> = [];
 
-  constructor(private readonly o: JetStreamSinkOptions) {
-    this.s = o.settings;
-    this.logger = o.logger.child({ sink: 'jetstream' });
-    if (o.spool) this.spool = new Spool(o.spool.path, o.spool.maxBytes);
+  constructor(private readonly options: JetStreamSinkOptions) {
+    this.settings = options.settings;
+    this.logger = options.logger.child({ sink: 'jetstream' });
+    if (options.spool) this.spool = new Spool(options.spool.path, options.spool.maxBytes);
     const openProblem = this.spool?.unavailableReason;
     if (openProblem) this.logger.error({ reason: openProblem }, 'spool unavailable; events the bus cannot take are answered 503 until it opens');
-    this.metrics = new HandoffMetrics(o.registry, this.spool);
-    this.limit = new InFlightLimit(this.s.maxInFlight);
-    this.busStorage = new BusStorage(this.s, () => (this.up ? this.nc : undefined), this.logger);
-    if (this.spool && o.spool) {
+    this.metrics = new HandoffMetrics(options.registry, this.spool);
+    this.limit = new InFlightLimit(this.settings.maxInFlight);
+    this.busStorage = new BusStorage(this.settings, () => (this.up ? this.nc : undefined), this.logger);
+    if (this.spool && options.spool) {
       const target = { isUp: () => this.up, publish: async (rows: SpooledRow[]) => (await this.publishBatch(rows)).map((o) => o === 'acked') };
-      this.replayer = new Replayer(this.spool, target, { batch: o.spool.replayBatch, backoffMinMs: o.spool.replayBackoffMinMs, backoffMaxMs: o.spool.replayBackoffMaxMs }, this.metrics, this.logger);
+      this.replayer = new SpoolReplayer(this.spool, target, { batch: options.spool.replayBatch, backoffMinMs: options.spool.replayBackoffMinMs, backoffMaxMs: options.spool.replayBackoffMaxMs }, this.metrics, this.logger);
     }
   }
 
@@ -83,7 +83,7 @@ export class JetStreamSink implements EventSink {
     this.connecting = this.connectLoop();
     this.replayer?.start();
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, this.s.timeoutMs);
+      const timer = setTimeout(resolve, this.settings.timeoutMs);
       this.upWaiters.push(() => (clearTimeout(timer), resolve()));
     });
   }
@@ -109,13 +109,13 @@ export class JetStreamSink implements EventSink {
     return `${busProblem} and the spool cannot take events (${this.spool.unavailableReason ?? 'full'})`;
   }
 
-  async deliver(events: readonly NormalisedEvent[]): Promise<DeliveryReport> {
+  async handOff(events: readonly NormalisedEvent[]): Promise<HandOffReport> {
     const outgoing: Outgoing[] = events.map((e) => ({ id: e.id, subject: this.subjectOf(e), payload: JSON.stringify(e) }));
     const acked = await this.publishAll(outgoing);
     const rest = outgoing.filter((_, i) => !acked[i]);
     const delivered = outgoing.length - rest.length;
     if (delivered > 0) this.metrics.sinkEvents.inc({ sink: this.name, outcome: 'processed' }, delivered);
-    if (rest.length === 0) return { delivered, cached: 0 };
+    if (rest.length === 0) return { processed: delivered, cached: 0 };
     if (!this.spool) throw new SinkError(this.name, `the bus acknowledged ${delivered} of ${events.length} events and there is no spool`);
     try {
       await this.spool.append(rest);
@@ -125,7 +125,7 @@ export class JetStreamSink implements EventSink {
       throw new SinkError(this.name, `the bus acknowledged ${delivered} of ${events.length} events and the spool refused the rest: ${(err as Error).message}`, { cause: err });
     }
     this.metrics.sinkEvents.inc({ sink: this.name, outcome: 'cached' }, rest.length);
-    return { delivered, cached: rest.length };
+    return { processed: delivered, cached: rest.length };
   }
 
   /** One flag per event: acknowledged by the bus or not. Waits for room under maxInFlight first. */
@@ -135,7 +135,7 @@ export class JetStreamSink implements EventSink {
       this.metrics.publishFailures.inc({ reason: 'down' }, outgoing.length);
       return none();
     }
-    const slots = await this.limit.acquire(outgoing.length, this.s.inFlightWaitMs);
+    const slots = await this.limit.acquire(outgoing.length, this.settings.inFlightWaitMs);
     if (slots === 0) {
       this.metrics.publishFailures.inc({ reason: 'no_slot' }, outgoing.length);
       return none();
@@ -157,7 +157,7 @@ export class JetStreamSink implements EventSink {
     const publisher = this.publisher;
     if (!this.up || !publisher) return outgoing.map(() => 'timeout');
     const started = performance.now();
-    const outcomes = await publisher.publish(outgoing, this.s.timeoutMs);
+    const outcomes = await publisher.publish(outgoing, this.settings.timeoutMs);
     this.metrics.publishDuration.observe((performance.now() - started) / 1000);
     let timeouts = 0;
     let refused = 0;
@@ -181,25 +181,25 @@ export class JetStreamSink implements EventSink {
   }
 
   private subjectOf(e: NormalisedEvent): string {
-    return `${this.s.subjectPrefix}.${token(e.namespace)}.${token(e.integration)}`;
+    return `${this.settings.subjectPrefix}.${token(e.namespace)}.${token(e.integration)}`;
   }
 
   /** Dials until connected (the client then reconnects by itself), verifying the stream each time. */
   private async connectLoop(): Promise<void> {
-    let wait = this.s.reconnectWaitMs;
+    let wait = this.settings.reconnectWaitMs;
     while (!this.closing) {
       try {
         const nc = await connect(this.connectionOptions());
         this.nc = nc;
         this.publisher = new PubAckPublisher(nc);
-        this.logger.info({ servers: this.s.servers.map(redactUrl) }, 'connected to NATS');
+        this.logger.info({ servers: this.settings.servers.map(redactUrl) }, 'connected to NATS');
         void this.watchStatus(nc);
         await this.verifyUntilUp(nc);
         const closed = await nc.closed();
         this.setUp(false);
         if (this.closing) return;
         this.logger.error({ err: closed instanceof Error ? { message: closed.message } : undefined }, 'NATS connection closed; dialling again');
-        wait = this.s.reconnectWaitMs;
+        wait = this.settings.reconnectWaitMs;
       } catch (err) {
         this.logger.warn({ err: { message: (err as Error).message }, retryInMs: wait }, 'cannot connect to NATS');
         await this.sleep(wait);
@@ -210,11 +210,11 @@ export class JetStreamSink implements EventSink {
 
   /** The sink is up only once the stream is known to keep intake's guarantees. */
   private async verifyUntilUp(nc: NatsConnection): Promise<void> {
-    let wait = this.s.reconnectWaitMs;
+    let wait = this.settings.reconnectWaitMs;
     while (!this.closing && !nc.isClosed()) {
       try {
-        const changed = await ensureStream(await jetstreamManager(nc, { timeout: this.s.timeoutMs }), this.s);
-        if (changed.length > 0) this.logger.warn({ stream: this.s.stream, changed }, 'the existing stream was brought in line with streamConfig');
+        const changed = await ensureStream(await jetstreamManager(nc, { timeout: this.settings.timeoutMs }), this.settings);
+        if (changed.length > 0) this.logger.warn({ stream: this.settings.stream, changed }, 'the existing stream was brought in line with streamConfig');
         this.setUp(true);
         return;
       } catch (err) {
@@ -254,20 +254,20 @@ export class JetStreamSink implements EventSink {
 
   private connectionOptions(): NodeConnectionOptions {
     const opts: NodeConnectionOptions = {
-      servers: this.s.servers,
+      servers: this.settings.servers,
       name: 'intake-ingester',
       reconnect: true,
       maxReconnectAttempts: -1,
-      reconnectTimeWait: this.s.reconnectWaitMs,
-      timeout: this.s.timeoutMs,
+      reconnectTimeWait: this.settings.reconnectWaitMs,
+      timeout: this.settings.timeoutMs,
     };
-    if (this.s.tls) opts.tls = { ...this.s.tls };
+    if (this.settings.tls) opts.tls = { ...this.settings.tls };
     // Read at each dial, so a rotated Secret is picked up on the next connection.
-    if (this.s.credsFile) {
-      const file = this.s.credsFile;
+    if (this.settings.credsFile) {
+      const file = this.settings.credsFile;
       opts.authenticator = credsAuthenticator(() => readFileSync(file));
-    } else if (this.s.nkeySeedFile) {
-      const file = this.s.nkeySeedFile;
+    } else if (this.settings.nkeySeedFile) {
+      const file = this.settings.nkeySeedFile;
       opts.authenticator = nkeyAuthenticator(() => new TextEncoder().encode(readFileSync(file, 'utf8').trim()));
     }
     return opts;
@@ -279,8 +279,8 @@ export class JetStreamSink implements EventSink {
   /** Hands the spool to the bus for as long as the grace period allows, then disconnects. */
   async close(): Promise<void> {
     if (this.replayer && this.spool && this.spool.depth > 0) {
-      const deadline = Date.now() + this.o.drainTimeoutMs;
-      this.logger.info({ events: this.spool.depth, timeoutMs: this.o.drainTimeoutMs }, 'handing the spool to the bus before exit');
+      const deadline = Date.now() + this.options.drainTimeoutMs;
+      this.logger.info({ events: this.spool.depth, timeoutMs: this.options.drainTimeoutMs }, 'handing the spool to the bus before exit');
       const empty = await this.replayer.drain(deadline);
       this.logger.info({ remaining: this.spool.depth, drained: empty }, empty ? 'spool drained' : 'spool not drained in the grace period; the rest is replayed at the next start');
     }

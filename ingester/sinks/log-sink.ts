@@ -1,6 +1,6 @@
 /**
  * The log sink: one JSON line per event on stdout (or appended to a file), for a cluster log
- * pipeline to pick up. An event counts as delivered once its line is handed to the kernel.
+ * pipeline to pick up. An event counts as processed once its line is handed to the kernel.
  *
  * Group commit: the lines of every request that arrives within one turn of the event loop go out
  * in one write, and each of those requests is acknowledged only after that write returned. Under
@@ -20,14 +20,14 @@
  */
 import { closeSync, fstatSync, ftruncateSync, openSync, statSync, writeSync } from 'node:fs';
 import type { Writable } from 'node:stream';
-import type { NormalisedEvent } from '../events.js';
-import { GroupCommit } from './group-commit.js';
-import { SinkError, type DeliveryReport, type EventSink } from './sink.js';
+import type { NormalisedEvent } from '../core/event.js';
+import { GroupCommit } from '../storage/group-commit.js';
+import { SinkError, type HandOffReport, type EventSink } from './sink.js';
 
 interface Pending {
   lines: string;
   count: number;
-  resolve: (report: DeliveryReport) => void;
+  resolve: (report: HandOffReport) => void;
   reject: (err: SinkError) => void;
 }
 
@@ -82,7 +82,7 @@ export class LogSink implements EventSink {
     return undefined;
   }
 
-  deliver(events: readonly NormalisedEvent[]): Promise<DeliveryReport> {
+  handOff(events: readonly NormalisedEvent[]): Promise<HandOffReport> {
     const problem = this.unavailable();
     if (problem) return Promise.reject(new SinkError(this.name, problem));
     let lines = '';
@@ -182,7 +182,7 @@ export class LogSink implements EventSink {
 function settle(group: Pending[], sink: string, err?: Error): void {
   for (const p of group) {
     if (err) p.reject(new SinkError(sink, `writing events failed: ${err.message}`, { cause: err }));
-    else p.resolve({ delivered: p.count, cached: 0 });
+    else p.resolve({ processed: p.count, cached: 0 });
   }
   group.length = 0;
 }

@@ -15,9 +15,9 @@
 import { mkdirSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import { GroupCommit } from './group-commit.js';
-import { configureSpace, DiskReserve, isDiskFull, reclaimStep, WAL_SIZE_LIMIT_BYTES } from './sqlite-space.js';
-import { StoreBudget } from './store-budget.js';
+import { GroupCommit } from '../storage/group-commit.js';
+import { configureSpace, DiskReserve, isDiskFull, reclaimStep, WAL_SIZE_LIMIT_BYTES } from '../storage/sqlite-space.js';
+import { StoreBudget } from '../storage/store-budget.js';
 
 export interface SpoolRecord {
   id: string;

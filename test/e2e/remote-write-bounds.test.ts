@@ -9,7 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import { fromBinary } from '@bufbuild/protobuf';
 import { uncompressSync } from 'snappy';
-import { WriteRequestSchema } from '../../ingester/remote-write/generated/remote_write_v1_pb.js';
+import { WriteRequestSchema } from '../../ingester/series/remote-write/generated/remote_write_v1_pb.js';
 import { waitFor } from '../support/waiting.js';
 import { API_KEY, post, startIngester, type RunningIngester } from './support/ingester.js';
 import { peakRssMiB, rssMiB, startMisbehavingReceiver, type MisbehavingReceiver, type ReceivedCall } from './support/misbehaving-receiver.js';

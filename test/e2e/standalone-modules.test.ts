@@ -50,6 +50,27 @@ async function modulesOfStandaloneIngester(): Promise<string[]> {
   return JSON.parse(readFileSync(modulesFile, 'utf8')) as string[];
 }
 
+/** Runs a command of the built `intake` to its end with the hook; returns what it resolved. */
+async function modulesOfCommand(args: string[]): Promise<string[]> {
+  const modulesFile = join(dir, 'command-modules.json');
+  const child = spawn(process.execPath, ['--import', pathToFileURL(join(dir, 'hook.mjs')).href, join(ROOT, 'dist/cmd/intake.js'), ...args], {
+    stdio: ['ignore', 'ignore', 'ignore'],
+    env: { ...process.env, NODE_OPTIONS: '', INTAKE_TEST_MODULES_FILE: modulesFile },
+  });
+  await new Promise((done) => child.once('exit', done));
+  return JSON.parse(readFileSync(modulesFile, 'utf8')) as string[];
+}
+
+const components = (modules: string[]) => modules.filter((url) => url.includes('/dist/ingester/') || url.includes('/dist/operator/') || url.includes('/@kubernetes/client-node/'));
+
+describe('the intake command', () => {
+  it('loads no component for --help or for a dead-letter listing (an admin listener client)', async () => {
+    expect(components(await modulesOfCommand(['--help']))).toEqual([]);
+    // Nothing listens on port 9: the command fails after its imports, which is all this looks at.
+    expect(components(await modulesOfCommand(['deadletter', 'list', '--admin-url', 'http://127.0.0.1:9']))).toEqual([]);
+  });
+});
+
 describe('a standalone ingester', () => {
   it('loads the ingester but neither the operator nor @kubernetes/client-node', async () => {
     const modules = await modulesOfStandaloneIngester();

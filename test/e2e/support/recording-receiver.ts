@@ -7,8 +7,8 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { fromBinary } from '@bufbuild/protobuf';
 import { uncompressSync } from 'snappy';
-import { WriteRequestSchema, type WriteRequest } from '../../../ingester/remote-write/generated/remote_write_v1_pb.js';
-import { RequestSchema, type Request } from '../../../ingester/remote-write/generated/remote_write_v2_pb.js';
+import { WriteRequestSchema, type WriteRequest } from '../../../ingester/series/remote-write/generated/remote_write_v1_pb.js';
+import { RequestSchema, type Request } from '../../../ingester/series/remote-write/generated/remote_write_v2_pb.js';
 
 export interface Recorded {
   atMs: number;

@@ -3,17 +3,18 @@ import pino from 'pino';
 import { Registry } from 'prom-client';
 import type { ExpressionRunner } from '../../../api/mapping/engine.js';
 import type { Route } from '../../../api/route.js';
-import { AuthThrottle } from '../../../ingester/auth-throttle.js';
-import type { NormalisedEvent } from '../../../ingester/events.js';
-import { IngesterMetrics } from '../../../ingester/metrics.js';
-import { RouteTable } from '../../../ingester/route-table.js';
+import { AuthThrottle } from '../../../ingester/auth/auth-throttle.js';
+import type { NormalisedEvent } from '../../../ingester/core/event.js';
+import { IngesterMetrics } from '../../../ingester/core/ingester-metrics.js';
+import { RouteTable } from '../../../ingester/routing/route-table.js';
 import type { DeadLetterStore } from '../../../ingester/dead-letters/model.js';
 import { SqliteDeadLetters } from '../../../ingester/dead-letters/sqlite-store.js';
 import { MappingMetrics } from '../../../ingester/mapping/metrics.js';
-import { MappedWebhooks } from '../../../ingester/mapping/pipeline.js';
-import { SeriesStore } from '../../../ingester/series-store.js';
-import { buildIngestServer, type Lifecycle } from '../../../ingester/server.js';
-import type { DeliveryReport, EventSink } from '../../../ingester/sinks/sink.js';
+import { MappedWebhooks } from '../../../ingester/mapping/mapped-webhooks.js';
+import { SeriesStore } from '../../../ingester/series/series-store.js';
+import type { Lifecycle } from '../../../ingester/http/context.js';
+import { buildIngestServer } from '../../../ingester/http/listener.js';
+import type { HandOffReport, EventSink } from '../../../ingester/sinks/sink.js';
 
 import { API_KEY, DEMO_AUTH } from '../../support/credentials.js';
 
@@ -29,11 +30,11 @@ export class MemorySink implements EventSink {
   readonly name = 'memory';
   readonly events: NormalisedEvent[] = [];
   fail = false;
-  report?: (n: number) => DeliveryReport;
-  async deliver(events: readonly NormalisedEvent[]): Promise<DeliveryReport> {
+  report?: (n: number) => HandOffReport;
+  async handOff(events: readonly NormalisedEvent[]): Promise<HandOffReport> {
     if (this.fail) throw new Error('sink down');
     this.events.push(...events);
-    return this.report ? this.report(events.length) : { delivered: events.length, cached: 0 };
+    return this.report ? this.report(events.length) : { processed: events.length, cached: 0 };
   }
   async flush(): Promise<void> {}
   async close(): Promise<void> {}

@@ -6,7 +6,7 @@ import type { AlertCounts, AlertStore, Versioned } from '../../../../ingester/de
 import { AlertmanagerDestination } from '../../../../ingester/destinations/alertmanager-destination.js';
 import type { AlertState, PostableAlert } from '../../../../ingester/destinations/alerts.js';
 import { DestinationMetrics } from '../../../../ingester/destinations/metrics.js';
-import type { NormalisedEvent } from '../../../../ingester/events.js';
+import type { NormalisedEvent } from '../../../../ingester/core/event.js';
 
 /** The store's contract in memory: versions, compare-and-set, a lease. */
 class MemoryStore implements AlertStore {

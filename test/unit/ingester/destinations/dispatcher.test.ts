@@ -4,7 +4,7 @@ import { retryDelayMs, type Destination } from '../../../../ingester/destination
 import { Dispatcher, type Delivery } from '../../../../ingester/destinations/dispatcher.js';
 import { classify, type Outcome } from '../../../../ingester/outbound/outcome.js';
 import { DestinationMetrics } from '../../../../ingester/destinations/metrics.js';
-import type { NormalisedEvent } from '../../../../ingester/events.js';
+import type { NormalisedEvent } from '../../../../ingester/core/event.js';
 
 const settings = { maxAttempts: 3, backoffMinMs: 100, backoffMaxMs: 1000, maxInFlight: 4 };
 

@@ -10,7 +10,7 @@ import type { Outcome } from '../../../../ingester/outbound/outcome.js';
 import { DestinationMetrics } from '../../../../ingester/destinations/metrics.js';
 import { Outbox } from '../../../../ingester/destinations/outbox.js';
 import { SqliteAlertStores } from '../../../../ingester/destinations/sqlite-alert-store.js';
-import type { NormalisedEvent } from '../../../../ingester/events.js';
+import type { NormalisedEvent } from '../../../../ingester/core/event.js';
 import type { DeliveryDeadLetter, NewDeadLetter } from '../../../../ingester/dead-letters/model.js';
 import { SqliteDeadLetters } from '../../../../ingester/dead-letters/sqlite-store.js';
 
@@ -57,7 +57,7 @@ describe('outbox', () => {
     const b = new Recording('b');
     const da = dispatcher(a);
     const db = dispatcher(b);
-    expect(await outbox.deliver([ev('1'), ev('2'), ev('3', 'none')])).toEqual({ delivered: 3, cached: 0 });
+    expect(await outbox.handOff([ev('1'), ev('2'), ev('3', 'none')])).toEqual({ processed: 3, cached: 0 });
     expect([outbox.depth('a'), outbox.depth('b')]).toEqual([2, 2]);
     outbox.start([
       { name: 'a', dispatcher: da, leaseMs: 1000 },
@@ -73,7 +73,7 @@ describe('outbox', () => {
   it('hands out again, after the lease, what a crashed process held', async () => {
     const dir = tempDir();
     const first = new Outbox(dir, 1 << 20, { destinationsOf: () => ['a'] }, noBury);
-    await first.deliver([ev('1')]);
+    await first.handOff([ev('1')]);
     const stuck = new Recording('a');
     stuck.send = () => new Promise(() => {}); // never answers: the process "dies" mid-delivery
     first.start([{ name: 'a', dispatcher: dispatcher(stuck), leaseMs: 200 }]);
@@ -98,7 +98,7 @@ describe('outbox', () => {
     const outbox = new Outbox(tempDir(), 1 << 20, { destinationsOf: () => ['a'] }, (l) => letters.put(l));
     const a = new Recording('a', { kind: 'reject', reason: 'http_400', error: 'HTTP 400: no' });
     const d = dispatcher(a);
-    await outbox.deliver([ev('1'), ev('2')]);
+    await outbox.handOff([ev('1'), ev('2')]);
     outbox.start([{ name: 'a', dispatcher: d, leaseMs: 1000 }]);
     await until(() => outbox.depth('a') === 0);
     await d.idle();
@@ -125,13 +125,13 @@ describe('outbox', () => {
     for (let i = 0; i < 5; i++) outbox.requeue({ ...letter, id: `x${i}`, seq: i + 1 });
     expect(outbox.depth('a')).toBe(1);
     expect(outbox.unavailable()).toBeUndefined();
-    await expect(outbox.deliver([ev('b1'), ev('b2'), ev('b3'), ev('b4')].map((x) => ({ ...x, received_at: e.received_at })))).resolves.toEqual({ delivered: 4, cached: 0 });
+    await expect(outbox.handOff([ev('b1'), ev('b2'), ev('b3'), ev('b4')].map((x) => ({ ...x, received_at: e.received_at })))).resolves.toEqual({ processed: 4, cached: 0 });
     await outbox.close();
   });
 
   it('refuses a whole request when full (the request gets 503)', async () => {
     const outbox = new Outbox(tempDir(), 2000, { destinationsOf: () => ['a'] }, noBury);
-    await expect(outbox.deliver(Array.from({ length: 50 }, (_, i) => ev(`e${i}`)))).rejects.toThrow(/outbox is full/);
+    await expect(outbox.handOff(Array.from({ length: 50 }, (_, i) => ev(`e${i}`)))).rejects.toThrow(/outbox is full/);
     expect(outbox.depth('a')).toBe(0);
     await outbox.close();
   });
@@ -160,7 +160,7 @@ describe('outbox', () => {
 describe('outbox after a destination was removed from the config', () => {
   it('names the destinations it still holds events for', async () => {
     const outbox = new Outbox(tempDir(), 1 << 20, { destinationsOf: () => ['a', 'gone'] }, noBury);
-    await outbox.deliver([ev('1'), ev('2')]);
+    await outbox.handOff([ev('1'), ev('2')]);
     expect(outbox.orphans(['a'])).toEqual({ gone: 2 });
     expect(outbox.orphans(['a', 'gone'])).toEqual({});
     await outbox.close();

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { resolveSettings } from '../../../../ingester/config.js';
 import { claimTimeoutMs, resolveDestinations } from '../../../../ingester/destinations/settings.js';
-import { loadRoutesFromFile } from '../../../../ingester/route-sources/file.js';
-import { RouteTable } from '../../../../ingester/route-table.js';
+import { loadRoutesFromFile } from '../../../../ingester/routing/file-source.js';
+import { RouteTable } from '../../../../ingester/routing/route-table.js';
 import type { Route } from '../../../../api/route.js';
 
 const am = { name: 'alertmanager', default: true, alertmanager: { urls: ['http://127.0.0.1:9093/'] } };

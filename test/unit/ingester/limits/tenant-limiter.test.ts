@@ -1,9 +1,9 @@
 import { Registry, Counter } from 'prom-client';
 import { DEFAULT_TENANT_LIMITS } from '../../../../api/limits.js';
 import type { Route } from '../../../../api/route.js';
-import { LimitError } from '../../../../ingester/errors.js';
+import { LimitError } from '../../../../ingester/core/errors.js';
 import { fieldFor, TenantLimiter } from '../../../../ingester/limits/tenant-limiter.js';
-import { RouteTable, type RouteEntry } from '../../../../ingester/route-table.js';
+import { RouteTable, type RouteEntry } from '../../../../ingester/routing/route-table.js';
 
 const route = (kind: Route['kind'], name: string, namespace: string, extra: Partial<Route> = {}): Route => ({
   apiVersion: 'intake.dev/v1alpha1',

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import type { NormalisedEvent } from '../../../../ingester/events.js';
+import type { NormalisedEvent } from '../../../../ingester/core/event.js';
 import { LogSink } from '../../../../ingester/sinks/log-sink.js';
 import { SinkError } from '../../../../ingester/sinks/sink.js';
 
@@ -23,22 +23,22 @@ describe('LogSink', () => {
   it('writes one JSON line per event, and the requests of one turn in one write', async () => {
     const { writes, stream } = recorder();
     const sink = new LogSink(undefined, stream);
-    const [a, b] = await Promise.all([sink.deliver([ev('1'), ev('2')]), sink.deliver([ev('3')])]);
-    expect(a).toEqual({ delivered: 2, cached: 0 });
-    expect(b).toEqual({ delivered: 1, cached: 0 });
+    const [a, b] = await Promise.all([sink.handOff([ev('1'), ev('2')]), sink.handOff([ev('3')])]);
+    expect(a).toEqual({ processed: 2, cached: 0 });
+    expect(b).toEqual({ processed: 1, cached: 0 });
     expect(writes).toHaveLength(1);
     expect((writes[0] as string).split('\n').filter(Boolean).map((l) => JSON.parse(l).id)).toEqual(['1', '2', '3']);
   });
 
   it('rejects every request of a failed write with a SinkError', async () => {
     const sink = new LogSink(undefined, recorder(true).stream);
-    await expect(sink.deliver([ev('1')])).rejects.toBeInstanceOf(SinkError);
+    await expect(sink.handOff([ev('1')])).rejects.toBeInstanceOf(SinkError);
   });
 
   it('appends to a file and has written everything once flushed', async () => {
     const path = join(mkdtempSync(join(tmpdir(), 'intake-sink-')), 'events.log');
     const sink = new LogSink(path);
-    const pending = sink.deliver([ev('a')]);
+    const pending = sink.handOff([ev('a')]);
     await sink.flush();
     expect(readFileSync(path, 'utf8')).toContain('"id":"a"');
     await pending;
@@ -49,20 +49,20 @@ describe('LogSink', () => {
     let finish: (() => void) | undefined;
     const stream = new Writable({ write: (_c, _e, cb) => void (finish = () => cb()) });
     const sink = new LogSink(undefined, { stream, timeoutMs: 50 });
-    await expect(sink.deliver([ev('1')])).rejects.toThrow(/within 50 ms/);
+    await expect(sink.handOff([ev('1')])).rejects.toThrow(/within 50 ms/);
     expect(sink.unavailable()).toMatch(/stalled/);
-    await expect(sink.deliver([ev('2')])).rejects.toBeInstanceOf(SinkError);
+    await expect(sink.handOff([ev('2')])).rejects.toBeInstanceOf(SinkError);
     (finish as () => void)();
     expect(sink.unavailable()).toBeUndefined();
-    const next = sink.deliver([ev('3')]);
+    const next = sink.handOff([ev('3')]);
     await new Promise((r) => setImmediate(r));
     (finish as () => void)();
-    await expect(next).resolves.toEqual({ delivered: 1, cached: 0 });
+    await expect(next).resolves.toEqual({ processed: 1, cached: 0 });
   });
 
   it('is unavailable for good once its stream failed, and starts the next line anew', async () => {
     const sink = new LogSink(undefined, recorder(true).stream);
-    await expect(sink.deliver([ev('1')])).rejects.toBeInstanceOf(SinkError);
+    await expect(sink.handOff([ev('1')])).rejects.toBeInstanceOf(SinkError);
     expect(sink.unavailable()).toMatch(/writing failed: disk full/);
   });
 });

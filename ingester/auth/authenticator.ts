@@ -1,0 +1,117 @@
+/**
+ * The authentication step of both ingest routes, run in onRequest before any body is read.
+ *
+ * Three properties hold whatever the verifier (ingester hardening):
+ * - a blocked address never gets past this step, even with the right credentials, and even when
+ *   it became blocked while its own check was running;
+ * - guesses sent at once cannot outrun the throttle: a check that may run a slow hash (scrypt) is
+ *   charged as a failure before it runs, and refunded only if it succeeds;
+ * - a failed check takes the same time whether the integration, the username or only the password
+ *   was wrong: every 401 for wrong credentials is answered no sooner than `failureDelayMs` after
+ *   the check began, or a quarter longer than recent scrypt checks took if that is more (a loaded
+ *   machine hashes slower than the configured floor assumes).
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { FastifyRequest } from 'fastify';
+import { hashScrypt } from '../../api/verifiers.js';
+import { parseBasicAuth, soleHeader } from './basic-auth.js';
+import type { AuthThrottle } from './auth-throttle.js';
+import type { VerifiedCache } from '../routing/credentials.js';
+import { authThrottled, suspended, unauthorized, unauthorizedApiKey } from '../core/errors.js';
+import type { Endpoint, IngesterMetrics } from '../core/ingester-metrics.js';
+import type { RouteEntry, RouteTable } from '../routing/route-table.js';
+
+export interface AuthenticatorOptions {
+  routes: () => RouteTable;
+  throttle: AuthThrottle;
+  metrics: IngesterMetrics;
+  verified: VerifiedCache;
+  /** Least time before a 401 for wrong credentials is answered (0: no floor, failures answer at once). */
+  failureDelayMs: number;
+}
+
+export class Authenticator {
+  /** Recent duration of slow checks: the largest, decaying by 5% per check. */
+  private slowCheckMs = 0;
+  private calibrated = false;
+
+  constructor(private readonly options: AuthenticatorOptions) {}
+
+  /**
+   * Seeds the floor with one check at the operator's parameters, so that failures soon after
+   * startup already wait as long as a scrypt check takes on this machine. Only once some route
+   * has a scrypt credential: without one there is no slow check to hide, and a scrypt check
+   * briefly takes 32 MiB of memory.
+   */
+  private calibrate(table: RouteTable): void {
+    if (this.calibrated || this.options.failureDelayMs === 0 || !table.hasSlowCredentials) return;
+    this.calibrated = true;
+    const started = performance.now();
+    hashScrypt('calibration', Buffer.alloc(16)).then(
+      () => (this.slowCheckMs = Math.max(this.slowCheckMs, performance.now() - started)),
+      () => {},
+    );
+  }
+
+  /** Basic credentials against the integration named in the URL; resolves to its route or throws. */
+  async webhook(req: FastifyRequest, name: string): Promise<RouteEntry> {
+    const startedMs = performance.now();
+    this.refuseBlocked(req);
+    const creds = parseBasicAuth(soleHeader(req.raw.rawHeaders, 'authorization'));
+    if (!creds) return this.fail(req, 'events', 'missing');
+    const table = this.options.routes();
+    this.calibrate(table);
+    const charged = table.isSlowToVerify(name);
+    if (charged) {
+      const blocked = await this.options.throttle.recordFailure(req.ip);
+      if (blocked > 0) throw authThrottled(blocked);
+    }
+    const checkStartedMs = performance.now();
+    const entry = await table.authenticateWebhook(name, creds.username, creds.password, this.options.verified);
+    if (charged) this.slowCheckMs = Math.max(performance.now() - checkStartedMs, this.slowCheckMs * 0.95);
+    if (!entry) return this.fail(req, 'events', 'invalid', startedMs, charged);
+    if (charged) await this.options.throttle.refund(req.ip);
+    return this.accept(req, entry);
+  }
+
+  /** `apiKey: <key>` header, or Basic `<username>:<key>`; resolves to the key's route or throws. */
+  async apiKey(req: FastifyRequest): Promise<RouteEntry> {
+    const startedMs = performance.now();
+    this.refuseBlocked(req);
+    const header = req.headers.apikey;
+    let entry: RouteEntry | undefined;
+    if (header !== undefined) {
+      if (typeof header !== 'string' || header === '') return this.fail(req, 'metrics', 'missing');
+      entry = this.options.routes().authenticateApiKey(header.trim(), undefined);
+    } else {
+      const creds = parseBasicAuth(soleHeader(req.raw.rawHeaders, 'authorization'));
+      if (!creds) return this.fail(req, 'metrics', 'missing');
+      entry = this.options.routes().authenticateApiKey(creds.password, creds.username);
+    }
+    if (!entry) return this.fail(req, 'metrics', 'invalid', startedMs);
+    return this.accept(req, entry);
+  }
+
+  private refuseBlocked(req: FastifyRequest): void {
+    const wait = this.options.throttle.blockedFor(req.ip);
+    if (wait > 0) throw authThrottled(wait);
+  }
+
+  /** Right credentials: still refused if the address got blocked meanwhile, or the route is suspended. */
+  private accept(req: FastifyRequest, entry: RouteEntry): RouteEntry {
+    this.refuseBlocked(req);
+    if (entry.suspended) throw suspended(entry.kind, entry.kind === 'ApiKey' ? `${entry.namespace}/${entry.name}` : entry.name);
+    return entry;
+  }
+
+  private async fail(req: FastifyRequest, endpoint: Endpoint, reason: 'missing' | 'invalid', startedMs?: number, alreadyCharged = false): Promise<never> {
+    this.options.metrics.authFailures.inc({ endpoint, reason });
+    const blocked = alreadyCharged ? this.options.throttle.blockedFor(req.ip) : await this.options.throttle.recordFailure(req.ip);
+    if (startedMs !== undefined && this.options.failureDelayMs > 0) {
+      const wait = Math.max(this.options.failureDelayMs, this.slowCheckMs * 1.25) - (performance.now() - startedMs);
+      if (wait > 0) await sleep(wait);
+    }
+    if (blocked > 0) throw authThrottled(blocked);
+    throw endpoint === 'events' ? unauthorized() : unauthorizedApiKey();
+  }
+}

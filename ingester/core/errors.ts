@@ -1,0 +1,181 @@
+/**
+ * The catalogue of client-visible errors (after fastify lib/errors.js): each has a stable code and
+ * an HTTP status, and is rendered as the JSON body `{"success":false,"message":...}` plus, for
+ * validation failures, `errors: [{index, field, message}]`.
+ */
+
+export interface FieldError {
+  /** Position in the batch; absent when the problem is the request as a whole. */
+  index?: number;
+  field: string;
+  message: string;
+}
+
+export class IntakeError extends Error {
+  constructor(
+    readonly code: string,
+    readonly statusCode: number,
+    message: string,
+    readonly fieldErrors?: FieldError[],
+    readonly headers?: Record<string, string>,
+    options?: { cause?: unknown },
+  ) {
+    // A client-visible error is an answer, not a fault: its stack is never shown or logged, and
+    // capturing one was the largest single cost of a refusal (a sender far over its rate limit
+    // makes thousands a second). A cause keeps its own stack.
+    const stackTraceLimit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    super(message, options);
+    Error.stackTraceLimit = stackTraceLimit;
+    this.name = 'IntakeError';
+  }
+
+  toBody(): { success: false; message: string; code: string; errors?: FieldError[] } {
+    const body: { success: false; message: string; code: string; errors?: FieldError[] } = {
+      success: false,
+      message: this.message,
+      code: this.code,
+    };
+    if (this.fieldErrors) body.errors = this.fieldErrors;
+    return body;
+  }
+}
+
+const BASIC_CHALLENGE = { 'www-authenticate': 'Basic realm="intake", charset="UTF-8"' };
+
+/** One body for unknown integration, unknown user and wrong password: nothing is revealed. */
+export const unauthorized = (): IntakeError =>
+  new IntakeError('UNAUTHORIZED', 401, 'missing or invalid credentials', undefined, BASIC_CHALLENGE);
+
+export const unauthorizedApiKey = (): IntakeError =>
+  new IntakeError('UNAUTHORIZED', 401, 'missing or invalid API key (header apiKey, or Basic <username>:<key>)', undefined, BASIC_CHALLENGE);
+
+export const suspended = (kind: string, name: string): IntakeError =>
+  new IntakeError('SUSPENDED', 403, `${kind} ${name} is suspended`);
+
+export const authThrottled = (retryAfterSeconds: number): IntakeError =>
+  new IntakeError('AUTH_THROTTLED', 429, `too many failed authentication attempts from this address; retry after ${retryAfterSeconds}s`, undefined, {
+    'retry-after': String(retryAfterSeconds),
+  });
+
+/** `count` may exceed errors.length when the list was cut short; the message says so. */
+export const invalidBatch = (noun: string, errors: FieldError[], total: number, count = errors.length): IntakeError =>
+  new IntakeError(
+    'INVALID_BODY',
+    400,
+    `${count === 1 ? '1 problem' : `${count} problems`} in the request` +
+      (count > errors.length ? ` (the first ${errors.length} are listed)` : '') +
+      `; none of the ${total} ${noun}(s) was accepted`,
+    errors,
+  );
+
+export const badHeader = (header: string, message: string): IntakeError =>
+  new IntakeError('BAD_HEADER', 400, message, [{ field: `header:${header}`, message }]);
+
+export const invalidJson = (message: string): IntakeError =>
+  new IntakeError('INVALID_JSON', 400, message, [{ field: '', message }]);
+
+export const jsonTooDeep = (maxDepth: number): IntakeError => {
+  const message = `the body nests objects or arrays deeper than ${maxDepth} levels (limits.maxJsonDepth); no event or tool payload needs that`;
+  return new IntakeError('JSON_TOO_DEEP', 400, message, [{ field: '', message }]);
+};
+
+export const unsupportedMediaType = (contentType: string | undefined): IntakeError =>
+  new IntakeError(
+    'UNSUPPORTED_MEDIA_TYPE',
+    415,
+    `unsupported content type ${contentType ? JSON.stringify(contentType.slice(0, 100)) : '(none)'}: send application/json, application/*+json, or text/plain holding JSON`,
+  );
+
+export const payloadTooLarge = (limitBytes: number): IntakeError =>
+  new IntakeError('PAYLOAD_TOO_LARGE', 413, `request body exceeds the limit of ${limitBytes} bytes`);
+
+/** More data points in one request than the whole remote write queue holds: a 503 would be retried for ever. */
+export const largerThanRemoteWriteQueue = (points: number, bytes: number, maxQueuedBytes: number): IntakeError =>
+  new IntakeError('PAYLOAD_TOO_LARGE', 413, `these ${points} data points would take ${bytes} bytes of the remote write queue, more than all of it (remoteWrite.maxQueuedBytes ${maxQueuedBytes}); send fewer points per request`);
+
+export const unsupportedContentEncoding = (name: string): IntakeError =>
+  new IntakeError('UNSUPPORTED_MEDIA_TYPE', 415, `unsupported content encoding ${JSON.stringify(name.slice(0, 50))}: send gzip, deflate or an uncompressed body`);
+
+export const invalidIdempotencyKey = (message: string): IntakeError =>
+  new IntakeError('INVALID_IDEMPOTENCY_KEY', 400, `header Idempotency-Key ${message}`, [{ field: 'Idempotency-Key', message }]);
+
+/** Answered by the HTTP server itself, before fastify sees the request (http/guards.ts clientErrorHandler). */
+export const requestTimeout = (): IntakeError => new IntakeError('REQUEST_TIMEOUT', 408, 'the request was not received in time; nothing of it was accepted');
+export const headersTooLarge = (): IntakeError => new IntakeError('HEADERS_TOO_LARGE', 431, 'the request headers are too large');
+export const malformedRequest = (): IntakeError => new IntakeError('BAD_REQUEST', 400, 'malformed HTTP request');
+
+/** Any other 4xx fastify raises, with its message; anything else is an internal error, with none. */
+export const badRequest = (statusCode: number, message: string): IntakeError => new IntakeError('BAD_REQUEST', statusCode, message);
+export const internalError = (): IntakeError => new IntakeError('INTERNAL', 500, 'internal error; the request was not accepted');
+
+/** A mapped payload gave no valid events: 422, with the dead letter's id when it was kept. */
+export const mappingFailed = (message: string, errors: FieldError[], deadLetterId?: string): IntakeError =>
+  new IntakeError('MAPPING_FAILED', 422, message, errors, deadLetterId ? { 'x-intake-dead-letter-id': deadLetterId } : undefined);
+
+/** A mapping failure that could not be kept as a dead letter: the sender retries later. */
+export const deadLetterFailed = (message: string, errors: FieldError[], cause: unknown): IntakeError =>
+  new IntakeError('DEAD_LETTER_FAILED', 503, message, errors, { 'retry-after': '30' }, { cause });
+
+export const seriesLimit = (message: string): IntakeError => new IntakeError('SERIES_LIMIT', 429, message);
+
+export const notFound = (method: string, url: string): IntakeError =>
+  new IntakeError('NOT_FOUND', 404, `no route for ${method} ${url.slice(0, 200)}`);
+
+export const methodNotAllowed = (method: string, allow: string): IntakeError =>
+  new IntakeError('METHOD_NOT_ALLOWED', 405, `method ${method} not allowed; use ${allow}`, undefined, { allow });
+
+export const unavailable = (message: string, retryAfterSeconds = 5): IntakeError =>
+  new IntakeError('UNAVAILABLE', 503, message, undefined, { 'retry-after': String(retryAfterSeconds) });
+
+/** The mapping workers' queue is full (count or bytes): nothing is wrong with the payload. */
+export const mappingBusy = (message: string, retryAfterSeconds: number): IntakeError =>
+  new IntakeError('MAPPING_BUSY', 503, message, undefined, { 'retry-after': String(retryAfterSeconds) });
+
+export const sinkFailed = (sink: string, cause: unknown): IntakeError =>
+  new IntakeError('SINK_FAILED', 503, `event sink ${sink} failed; nothing was acknowledged, retry later`, undefined, { 'retry-after': '5' }, { cause });
+
+export type LimitScope = 'integration' | 'apikey' | 'namespace';
+export type LimitResource = 'events' | 'dataPoints' | 'mappingCpuMillis';
+
+/** The `limit` object of a refusal over a per-tenant limit: which one, its values, and what raises it. */
+export interface LimitDetails {
+  scope: LimitScope;
+  namespace: string;
+  /** The integration, API key or namespace the limit belongs to. */
+  name: string;
+  resource: LimitResource;
+  /** Cluster-wide values; each of `replicas` ready replicas enforces its share. */
+  perSecond: number;
+  burst: number;
+  replicas: number;
+  /** Events or data points in the request (1 when refused before the body was read, and for mapping CPU). */
+  requested: number;
+  retryAfterSeconds: number;
+  /** The setting that raises the limit. */
+  field: string;
+}
+
+const LIMIT_NOUNS: Record<LimitResource, string> = { events: 'events/s', dataPoints: 'data points/s', mappingCpuMillis: 'mapping CPU ms/s' };
+
+/** Over a per-tenant limit: nothing of the request was accepted. 429, or 503 for senders that retry only server errors. */
+export class LimitError extends IntakeError {
+  constructor(statusCode: number, readonly limit: LimitDetails) {
+    const of = limit.scope === 'namespace' ? `namespace ${limit.namespace}` : `${limit.scope === 'apikey' ? 'API key' : 'integration'} ${limit.name} (namespace ${limit.namespace})`;
+    super(
+      limit.resource === 'mappingCpuMillis' ? 'MAPPING_CPU_LIMITED' : 'RATE_LIMITED',
+      statusCode,
+      `${LIMIT_NOUNS[limit.resource]} limit of ${of} reached: ${limit.perSecond}/s, burst ${limit.burst}` +
+        (limit.replicas > 1 ? ` (across ${limit.replicas} replicas)` : '') +
+        `; nothing of this request was accepted, retry after ${limit.retryAfterSeconds}s. To raise it: ${limit.field}`,
+      undefined,
+      { 'retry-after': String(limit.retryAfterSeconds) },
+    );
+  }
+
+  override toBody(): ReturnType<IntakeError['toBody']> & { limit: LimitDetails } {
+    return { ...super.toBody(), limit: this.limit };
+  }
+}
+
+export const rateLimited = (statusCode: number, limit: LimitDetails): LimitError => new LimitError(statusCode, limit);

@@ -1,0 +1,116 @@
+/**
+ * The outbox's table (outbox.ts): SQLite through node:sqlite, WAL, synchronous=FULL like the
+ * spool, one row per event and destination, within a byte budget. The sink, the lease loop and the
+ * dead-letter side all write through here; each write is one transaction (one fsync).
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { StoreBudget } from '../storage/store-budget.js';
+
+/** Bytes a row costs beyond its strings (SQLite row and index overhead, roughly). */
+const ROW_OVERHEAD = 96;
+/** What a row counts against maxBytes. */
+export const rowBytes = (destination: string, id: string, payload: string): number => destination.length + id.length + Buffer.byteLength(payload) + ROW_OVERHEAD;
+
+export interface NewOutboxRow {
+  destination: string;
+  id: string;
+  payload: string;
+}
+
+export interface OutboxRow extends NewOutboxRow {
+  seq: number;
+  attempts: number;
+}
+
+export class OutboxTable {
+  readonly db: DatabaseSync;
+  readonly budget: StoreBudget;
+  private readonly statements: Record<'insert' | 'due' | 'nextDue' | 'lease' | 'remove' | 'reschedule' | 'count' | 'total', StatementSync>;
+
+  constructor(
+    dir: string,
+    readonly maxBytes: number,
+  ) {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    this.db = new DatabaseSync(join(dir, 'outbox.sqlite'));
+    this.db.exec('PRAGMA journal_mode = WAL');
+    this.db.exec('PRAGMA synchronous = FULL');
+    this.db.exec(`
+      CREATE TABLE IF NOT EXISTS outbox (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        destination TEXT NOT NULL,
+        id TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_at INTEGER NOT NULL,
+        last_error TEXT,
+        UNIQUE (destination, id)
+      );
+      CREATE INDEX IF NOT EXISTS outbox_due ON outbox (destination, next_at);`);
+    const p = (sql: string): StatementSync => this.db.prepare(sql);
+    this.statements = {
+      insert: p('INSERT OR IGNORE INTO outbox (destination, id, payload, next_at) VALUES (?, ?, ?, 0)'),
+      due: p('SELECT seq, destination, id, payload, attempts FROM outbox WHERE destination = ? AND next_at <= ? ORDER BY next_at, seq LIMIT ?'),
+      nextDue: p('SELECT min(next_at) AS t FROM outbox WHERE destination = ?'),
+      lease: p('UPDATE outbox SET next_at = ?, attempts = attempts + 1 WHERE seq = ?'),
+      remove: p('DELETE FROM outbox WHERE seq = ?'),
+      reschedule: p('UPDATE outbox SET next_at = ?, last_error = ? WHERE seq = ?'),
+      count: p('SELECT count(*) AS n FROM outbox WHERE destination = ?'),
+      total: p('SELECT coalesce(sum(length(destination) + length(id) + length(CAST(payload AS BLOB))), 0) AS b, count(*) AS n FROM outbox'),
+    };
+    const t = this.statements.total.get() as { b: number; n: number };
+    this.budget = new StoreBudget(maxBytes);
+    this.budget.used = t.b + t.n * ROW_OVERHEAD;
+  }
+
+  /** Runs `fn` in one write transaction; rolls back and rethrows if it fails. */
+  transaction(fn: () => void): void {
+    try {
+      this.db.exec('BEGIN IMMEDIATE');
+      fn();
+      this.db.exec('COMMIT');
+    } catch (err) {
+      if (this.db.isTransaction) this.db.exec('ROLLBACK');
+      throw err;
+    }
+  }
+
+  /** Inserts a row unless the event is already held for that destination; returns the bytes added (0 when it was). */
+  insert(r: NewOutboxRow): number {
+    return Number(this.statements.insert.run(r.destination, r.id, r.payload).changes) > 0 ? rowBytes(r.destination, r.id, r.payload) : 0;
+  }
+
+  due(destination: string, now: number, limit: number): OutboxRow[] {
+    return this.statements.due.all(destination, now, limit) as unknown as OutboxRow[];
+  }
+
+  /** When the destination's next row is due, or null when it has none. */
+  nextDue(destination: string): number | null {
+    return (this.statements.nextDue.get(destination) as { t: number | null }).t;
+  }
+
+  lease(seq: number, until: number): void {
+    this.statements.lease.run(until, seq);
+  }
+
+  reschedule(seq: number, at: number, error: string): void {
+    this.statements.reschedule.run(at, error, seq);
+  }
+
+  /** Removes a row and gives its bytes back to the budget. */
+  remove(r: OutboxRow): void {
+    if (Number(this.statements.remove.run(r.seq).changes) > 0) this.budget.used -= rowBytes(r.destination, r.id, r.payload);
+  }
+
+  depth(destination: string): number {
+    return (this.statements.count.get(destination) as { n: number }).n;
+  }
+
+  /** Rows held for destinations not in `configured`, by name. */
+  orphans(configured: readonly string[]): Record<string, number> {
+    const rows = this.db.prepare('SELECT destination, count(*) AS n FROM outbox GROUP BY destination').all() as Array<{ destination: string; n: number }>;
+    return Object.fromEntries(rows.filter((r) => !configured.includes(r.destination)).map((r) => [r.destination, r.n]));
+  }
+}

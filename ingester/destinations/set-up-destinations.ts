@@ -1,0 +1,152 @@
+/**
+ * Puts delivery together: one destination client and one dispatcher per configured destination,
+ * fed by the bus (JetStream consumers) when there is one, else by the standalone outbox in the
+ * spool directory, which then is also the hand-off sink that holds accepted events.
+ */
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { NormalisedEvent } from '../core/event.js';
+import { LogLimiter } from '../core/log-limiter.js';
+import { destinationsFor, type RouteTable } from '../routing/route-table.js';
+import type { JetStreamSettings, SpoolSettings } from '../sinks/handoff-config.js';
+import type { EventSink } from '../sinks/sink.js';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { AlertStore } from './alert-store.js';
+import { AlertmanagerDestination } from './alertmanager-destination.js';
+import type { DeadLetterStore, DeliveryDeadLetter } from '../dead-letters/model.js';
+import type { Destination, Routing } from './destination.js';
+import { Dispatcher } from './dispatcher.js';
+import { HttpDestination } from './http-destination.js';
+import { JetStreamDeliveries } from './jetstream-deliveries.js';
+import { DestinationMetrics } from './metrics.js';
+import { Outbox } from './outbox.js';
+import { SqliteAlertStores } from './sqlite-alert-store.js';
+import { claimTimeoutMs, type DestinationSettings } from './settings.js';
+
+export interface DestinationsOptions {
+  destinations: readonly DestinationSettings[];
+  routes: () => RouteTable;
+  registry: Registry;
+  logger: Logger;
+  /** With the bus: its settings and how to learn of each (re)connection. */
+  bus?: { settings: JetStreamSettings; onConnected(listener: (nc: NatsConnection) => void): void };
+  /** Without the bus: the spool directory holds the outbox. */
+  spool?: SpoolSettings;
+  /** Where events a destination gave up on are kept (dead-letters/). */
+  deadLetters: DeadLetterStore;
+}
+
+export interface Destinations {
+  /** Standalone: the outbox, a hand-off sink of its own. */
+  readonly sink?: EventSink;
+  /** Hands a replayed dead letter back to its destination (attempts start again). */
+  requeue(letter: DeliveryDeadLetter): Promise<void>;
+  readonly names: readonly string[];
+  /** Begins delivering; call once the first routing table is installed (it decides who gets what). */
+  start(): void;
+  /** Stops taking events and waits for the deliveries in flight to be settled. */
+  close(): Promise<void>;
+}
+
+const LAG_INTERVAL_MS = 5000;
+
+export function setUpDestinations(o: DestinationsOptions): Destinations {
+  const metrics = new DestinationMetrics(o.registry);
+  const routing: Routing = { destinationsOf: (e) => destinationsOfEvent(e, o.routes(), o.destinations) };
+  const holder = `${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`;
+  let alertStore: (name: string) => AlertStore | undefined = () => undefined;
+  const clients: Destination[] = o.destinations.map((d) =>
+    d.kind === 'alertmanager'
+      ? new AlertmanagerDestination(d.name, d.alertmanager, () => alertStore(d.name), metrics, o.logger, holder)
+      : new HttpDestination(d.name, d.http, d.delivery.maxInFlight),
+  );
+  const queued = o.destinations.map((settings, i) => ({ settings, dispatcher: new Dispatcher(clients[i] as Destination, settings.delivery, metrics, o.logger) }));
+  const names = o.destinations.map((d) => d.name);
+  const closeClients = (): Promise<unknown> => Promise.all(clients.map((c) => c.close()));
+
+  if (o.bus) {
+    const bus = o.bus;
+    const deliveries = new JetStreamDeliveries(bus.settings, queued, routing, metrics, o.deadLetters, o.logger);
+    alertStore = (name) => deliveries.alertStore(name);
+    return {
+      requeue: async (letter) => {
+        if (!names.includes(letter.destination)) throw new Error(`destination ${letter.destination} is not configured`);
+        await deliveries.requeue(letter);
+      },
+      names,
+      start: () => {
+        bus.onConnected((nc) => deliveries.attach(nc));
+        for (const c of clients) c.start?.();
+        o.logger.info({ destinations: names }, 'destinations are delivered from the bus (one durable consumer each)');
+      },
+      close: async () => {
+        await deliveries.close();
+        await closeClients();
+      },
+    };
+  }
+
+  const spool = o.spool;
+  if (!spool) throw new Error('destinations without the bus need the spool (config.ts refuses this earlier)');
+  const errors = new LogLimiter(o.logger);
+  const outbox = new Outbox(spool.path, spool.maxBytes, routing, (letter) => o.deadLetters.put(letter), (err) => errors.error('outbox', err, {}, 'outbox rows not handed out; trying again'));
+  const alertStores = new SqliteAlertStores(spool.path);
+  const stores = new Map(names.map((n) => [n, alertStores.store(n)]));
+  alertStore = (name) => stores.get(name);
+  let lagTimer: NodeJS.Timeout | undefined;
+  return {
+    sink: outbox,
+    requeue: async (letter) => {
+      if (!names.includes(letter.destination)) throw new Error(`destination ${letter.destination} is not configured`);
+      outbox.requeue(letter);
+    },
+    names,
+    start: () => {
+      void moveLegacyDeadLetters(outbox, o.deadLetters, o.logger);
+      outbox.start(queued.map((q) => ({ name: q.settings.name, dispatcher: q.dispatcher, leaseMs: claimTimeoutMs(q.settings) })));
+      for (const c of clients) c.start?.();
+      const measure = (): void => {
+        for (const n of names) metrics.lag.set({ destination: n }, outbox.depth(n));
+      };
+      measure();
+      lagTimer = setInterval(measure, LAG_INTERVAL_MS);
+      lagTimer.unref();
+      o.logger.info({ destinations: names, outbox: `${spool.path}/outbox.sqlite` }, 'no bus configured: destinations are delivered from the local spool (required with destinations)');
+      const orphans = outbox.orphans(names);
+      if (Object.keys(orphans).length > 0) {
+        o.logger.warn({ events: orphans }, 'the outbox holds events for destinations no longer configured; they stay there until those destinations are configured again');
+      }
+    },
+    close: async () => {
+      clearInterval(lagTimer);
+      outbox.stop();
+      await Promise.all(queued.map((q) => q.dispatcher.idle()));
+      await closeClients();
+      await outbox.close();
+      alertStores.close();
+    },
+  };
+}
+
+/** Dead letters an earlier version kept in the outbox database go to the dead-letter store, once. */
+async function moveLegacyDeadLetters(outbox: Outbox, store: DeadLetterStore, logger: Logger): Promise<void> {
+  const legacy = outbox.legacyDeadLetters();
+  if (legacy.length === 0) return;
+  try {
+    // Ids derived from their old positions: a crash mid-way and a second run keep each one once.
+    for (const { seq: _seq, ...letter } of legacy) await store.put(letter).catch((err: Error) => (err.name === 'LetterTooLarge' ? undefined : Promise.reject(err)));
+    outbox.dropLegacyDeadLetters();
+    logger.info({ letters: legacy.length, store: store.description }, 'dead letters of an earlier version moved from the outbox to the dead-letter store');
+  } catch (err) {
+    logger.error({ err: { message: (err as Error).message } }, 'dead letters of an earlier version not moved from the outbox; trying again at the next start');
+  }
+}
+
+/** The integration's destinations when it is still published in the event's namespace, else the defaults. */
+function destinationsOfEvent(e: NormalisedEvent, table: RouteTable, all: readonly DestinationSettings[]): readonly string[] {
+  const route = table.webhook(e.integration);
+  if (route && route.namespace === e.namespace) return route.destinations;
+  return destinationsFor(undefined, all);
+}

@@ -1,0 +1,28 @@
+/**
+ * The accept step of the events path, shared by a live request (http/endpoints/events.ts) and the
+ * replay of a mapping dead letter (mapping-replay.ts): events that passed mapping and validation
+ * are counted, handed off to every sink, and counted again by what the sinks hold.
+ */
+import type { NormalisedEvent } from '../core/event.js';
+import type { IngesterMetrics } from '../core/ingester-metrics.js';
+import { handOffToAll, type EventSink, type HandOffResult } from '../sinks/sink.js';
+
+export interface AcceptOptions {
+  sinks: readonly EventSink[];
+  metrics: IngesterMetrics;
+  /** A sink failed (counted here); the caller logs it its own way. */
+  onSinkError(sink: string, err: unknown): void;
+}
+
+/** Hands the events to every sink; resolves with what all of them hold, or throws sinkFailed (503). */
+export async function acceptEvents(events: readonly NormalisedEvent[], tenant: { integration: string; namespace: string }, o: AcceptOptions): Promise<HandOffResult> {
+  const labels = { integration: tenant.integration, namespace: tenant.namespace };
+  o.metrics.eventsReceived.inc(labels, events.length);
+  const result = await handOffToAll(o.sinks, events, (sink, err) => {
+    o.metrics.sinkErrors.inc({ sink });
+    o.onSinkError(sink, err);
+  });
+  o.metrics.eventsProcessed.inc(labels, result.processed);
+  if (result.cached > 0) o.metrics.eventsCached.inc(labels, result.cached);
+  return result;
+}

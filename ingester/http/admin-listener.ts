@@ -1,0 +1,69 @@
+/**
+ * The admin listener: health, readiness, the ingester's own metrics and the received series.
+ * Never expose it publicly: /metrics/ingested holds every tenant's series.
+ */
+import { Readable } from 'node:stream';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import type { Server } from 'node:http';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import { notFound } from '../core/errors.js';
+import { ADMIN_MAX_CONNECTIONS, clientErrorHandler, serverTimeoutOptions, type TimeoutSettings } from './guards.js';
+import { securityHeaders } from './security-headers.js';
+import type { SeriesStore } from '../series/series-store.js';
+import type { Lifecycle } from './context.js';
+import { sendError } from './listener.js';
+import type { EventSink } from '../sinks/sink.js';
+
+export const EXPOSITION_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+
+export interface AdminServerOptions {
+  registry: Registry;
+  series: SeriesStore;
+  /** Serve /metrics/ingested (off when points go by remote write only). */
+  exposition?: boolean;
+  lifecycle: Lifecycle;
+  logger: Logger;
+  /** Readiness also means every sink can take events now. */
+  sinks?: readonly EventSink[];
+  /** Other parts that may refuse requests for a reason another replica may not have (remote write's full queue). */
+  refusing?: ReadonlyArray<{ unavailable(): string | undefined }>;
+  timeouts?: TimeoutSettings;
+}
+
+export function buildAdminServer(o: AdminServerOptions): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: o.logger,
+    logController: new LogController({ disableRequestLogging: true }),
+    return503OnClosing: false,
+    clientErrorHandler: clientErrorHandler(securityHeaders()),
+    ...(o.timeouts ? { http: serverTimeoutOptions(o.timeouts), requestTimeout: o.timeouts.requestTimeoutMs } : {}),
+  }) as unknown as FastifyInstance;
+  (app.server as Server).maxConnections = ADMIN_MAX_CONNECTIONS;
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_req, reply) => {
+    const unready = o.lifecycle.closing ? 'shutting down' : !o.lifecycle.ready ? 'not ready' : (sinkProblem(o.sinks ?? []) ?? o.refusing?.map((r) => r.unavailable()).find((p) => p !== undefined));
+    if (unready === undefined) return { status: 'ready' };
+    return reply.code(503).header('retry-after', '1').send({ status: unready });
+  });
+  app.get('/metrics', async (_req, reply) => reply.type(o.registry.contentType).send(await o.registry.metrics()));
+  if (o.exposition ?? true) app.get('/metrics/ingested', async (_req, reply) => reply.type(EXPOSITION_CONTENT_TYPE).send(Readable.from(yieldingChunks(o.series))));
+  app.setNotFoundHandler((req, reply) => sendError(reply, notFound(req.method, req.url)));
+  return app;
+}
+
+function sinkProblem(sinks: readonly EventSink[]): string | undefined {
+  for (const sink of sinks) {
+    const problem = sink.unavailable?.();
+    if (problem) return `sink ${sink.name} cannot take events: ${problem}`;
+  }
+  return undefined;
+}
+
+/** The exposition's chunks, with a turn of the event loop between them so ingest requests go on. */
+async function* yieldingChunks(series: SeriesStore): AsyncGenerator<string> {
+  for (const chunk of series.chunks()) {
+    yield chunk;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}

@@ -1,0 +1,92 @@
+/**
+ * Request body parsing: JSON from application/json, application/*+json or text/plain, strict
+ * UTF-8, and no prototype-poisoning keys. Anything else is a 4xx with a JSON body.
+ */
+import { constants as zlibConstants, gunzipSync, inflateSync } from 'node:zlib';
+import sjson from 'secure-json-parse';
+import { invalidJson, jsonTooDeep, payloadTooLarge, unsupportedContentEncoding, unsupportedMediaType } from '../core/errors.js';
+
+const JSON_TYPE = /^\s*(application\/([a-z0-9.+-]*\+)?json|text\/plain)\s*(;|$)/i;
+const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)"?/i;
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+
+export function isAcceptedContentType(contentType: string | undefined): boolean {
+  if (!contentType || !JSON_TYPE.test(contentType)) return false;
+  const charset = CHARSET.exec(contentType)?.[1]?.toLowerCase();
+  return charset === undefined || charset === 'utf-8' || charset === 'utf8' || charset === 'us-ascii';
+}
+
+/** JSON nesting allowed when the caller gives none (limits.maxJsonDepth). */
+export const DEFAULT_MAX_JSON_DEPTH = 64;
+
+export function parseJsonBody(contentType: string | undefined, raw: Buffer, maxDepth = DEFAULT_MAX_JSON_DEPTH): unknown {
+  if (!isAcceptedContentType(contentType)) throw unsupportedMediaType(contentType);
+  // Before parsing: whatever reads the parsed body later (a mapping, the dead letter's
+  // JSON.stringify, custom_info checks) may recurse, and a stack overflow there is no answer a
+  // sender can act on. No tool's payload nests anywhere near the limit.
+  if (jsonDepthExceeds(raw, maxDepth)) throw jsonTooDeep(maxDepth);
+  let text: string;
+  try {
+    text = strictUtf8.decode(raw);
+  } catch {
+    throw invalidJson('the body is not valid UTF-8');
+  }
+  if (text.trim() === '') throw invalidJson('the body is empty; send a JSON object or array');
+  try {
+    return sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
+  } catch (err) {
+    const message = (err as Error).message;
+    if (/prototype|constructor/i.test(message)) throw invalidJson('the body contains a forbidden key (__proto__ or constructor.prototype)');
+    throw invalidJson(`the body is not valid JSON: ${message.slice(0, 200)}`);
+  }
+}
+
+/**
+ * Undoes Content-Encoding gzip or deflate (what senders such as Grafana and Datadog may use). The
+ * decompressed size counts against the body limit: output is capped at it, so a small compressed
+ * body cannot expand into a large one in memory.
+ */
+export function decodeContentEncoding(encoding: string | undefined, raw: Buffer, limitBytes: number): Buffer {
+  const name = encoding?.trim().toLowerCase();
+  if (!name || name === 'identity') return raw;
+  if (name !== 'gzip' && name !== 'x-gzip' && name !== 'deflate') {
+    throw unsupportedContentEncoding(name);
+  }
+  try {
+    const options = { maxOutputLength: limitBytes, finishFlush: zlibConstants.Z_SYNC_FLUSH };
+    return name === 'deflate' ? inflateSync(raw, options) : gunzipSync(raw, options);
+  } catch (err) {
+    if ((err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') throw payloadTooLarge(limitBytes);
+    throw invalidJson(`the body is not valid ${name} data`);
+  }
+}
+
+const OPEN_BRACE = 0x7b;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACE = 0x7d;
+const CLOSE_BRACKET = 0x5d;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+/**
+ * True when the JSON text nests objects and arrays deeper than `maxDepth`: one pass over the
+ * bytes, brackets inside strings not counted (UTF-8 continuation bytes never equal these ASCII
+ * codes). Malformed text is left to the parser.
+ */
+export function jsonDepthExceeds(raw: Uint8Array, maxDepth: number): boolean {
+  // A body shorter than the limit cannot nest deeper than it.
+  if (raw.length <= maxDepth) return false;
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < raw.length; i++) {
+    const c = raw[i] as number;
+    if (inString) {
+      if (c === BACKSLASH) i++;
+      else if (c === QUOTE) inString = false;
+    } else if (c === QUOTE) inString = true;
+    else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      if (++depth > maxDepth) return true;
+    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) depth--;
+  }
+  return false;
+}

@@ -1,0 +1,58 @@
+/**
+ * POST /v1/integrations/metrics: authenticate the API key (onRequest), then validate the data
+ * points and write them to the series of the key's namespace, all or nothing.
+ */
+import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import { parseDataPoints, type DataPoint } from '../../series/data-points.js';
+import type { RouteEntry } from '../../routing/route-table.js';
+import type { IngestContext } from '../context.js';
+import { continueIfExpected, okBody, okSchema } from './reply.js';
+
+export const METRICS_PATH = '/v1/integrations/metrics';
+
+export function dataPointsEndpoint(ctx: IngestContext): RouteOptions {
+  const { metrics } = ctx;
+
+  const validate = (req: FastifyRequest, namespace: string): DataPoint[] => {
+    try {
+      return parseDataPoints(req.body, ctx.limits.pointsPerRequest, { maxLabelChars: ctx.limits.maxSeriesLabelChars });
+    } catch (err) {
+      metrics.pointsRejected.inc({ namespace, reason: 'invalid' }, Array.isArray(req.body) ? req.body.length : 1);
+      throw err;
+    }
+  };
+
+  const store = (entry: RouteEntry, points: DataPoint[]): void => {
+    try {
+      ctx.series.write(entry.namespace, points, ctx.limiter ? ctx.limiter.maxSeries(entry) : entry.maxSeries);
+    } catch (err) {
+      metrics.pointsRejected.inc({ namespace: entry.namespace, reason: 'series_limit' }, points.length);
+      throw err;
+    }
+  };
+
+  return {
+    method: 'POST',
+    url: METRICS_PATH,
+    schema: { response: okSchema },
+    onRequest: async (req: FastifyRequest, reply: FastifyReply) => {
+      req.routeEntry = await ctx.auth.apiKey(req);
+      ctx.limiter?.admitRequest(req.routeEntry);
+      continueIfExpected(req, reply);
+    },
+    handler: async (req: FastifyRequest, reply: FastifyReply) => {
+      const entry = req.routeEntry as RouteEntry;
+      const points = validate(req, entry.namespace);
+      // Per-tenant limits: the whole batch, or a refusal (429/503) and nothing accepted.
+      ctx.limiter?.take(entry, points.length);
+      metrics.pointsReceived.inc({ namespace: entry.namespace }, points.length);
+      // Remote write admits the batch first (503 when its queue is full), and queues it only once
+      // the series caps accepted it: all or nothing.
+      const forward = ctx.remoteWrite?.admit(entry.namespace, points);
+      store(entry, points);
+      forward?.commit();
+      metrics.pointsProcessed.inc({ namespace: entry.namespace }, points.length);
+      return reply.send(okBody(points.length, 0, points.length, 'data point'));
+    },
+  };
+}

@@ -1,0 +1,113 @@
+/**
+ * What protects the listeners themselves, before any route runs: a connection cap below the
+ * process's file-descriptor limit, short timeouts for connections that send nothing or send a
+ * body too slowly, JSON answers for requests Node itself refuses, and `100 Continue` only after
+ * authentication.
+ */
+import { readFileSync } from 'node:fs';
+import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { isIP, type Socket } from 'node:net';
+import { headersTooLarge, malformedRequest, requestTimeout } from '../core/errors.js';
+
+/** Descriptors kept for everything that is not a client connection: files, watchers, the bus. */
+const RESERVED_DESCRIPTORS = 64;
+/** Connections the admin listener accepts (probes and scrapers, never the public). */
+export const ADMIN_MAX_CONNECTIONS = 32;
+
+/** The soft limit on open files (`ulimit -n`), from /proc; undefined where it cannot be read. */
+export function openFilesLimit(limitsText?: string): number | undefined {
+  let text = limitsText;
+  if (text === undefined) {
+    try {
+      text = readFileSync('/proc/self/limits', 'utf8');
+    } catch {
+      return undefined;
+    }
+  }
+  const m = /^Max open files\s+(\d+|unlimited)\s/m.exec(text);
+  if (!m || m[1] === 'unlimited') return undefined;
+  return Number(m[1]);
+}
+
+/**
+ * Connections the ingest listener may hold: the descriptor limit minus the admin listener's share
+ * and a reserve, so running out of descriptors refuses connections instead of failing elsewhere.
+ */
+export function ingestConnectionCap(fdLimit: number | undefined, configured?: number): number {
+  const ceiling = fdLimit === undefined ? 65_536 : Math.max(8, fdLimit - RESERVED_DESCRIPTORS - ADMIN_MAX_CONNECTIONS);
+  return configured === undefined ? ceiling : Math.min(configured, ceiling);
+}
+
+export interface TimeoutSettings {
+  /** From connection start (or the end of the previous request) until the request's headers are in. */
+  headersTimeoutMs: number;
+  /** From connection start until the whole request, body included, is in. */
+  requestTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+}
+
+/** Options for http(s).createServer: Node checks the timeouts above every this often. */
+export const serverTimeoutOptions = (t: TimeoutSettings): { headersTimeout: number; requestTimeout: number; keepAliveTimeout: number; connectionsCheckingInterval: number } => ({
+  headersTimeout: t.headersTimeoutMs,
+  requestTimeout: t.requestTimeoutMs,
+  keepAliveTimeout: t.keepAliveTimeoutMs,
+  connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(t.headersTimeoutMs / 4))),
+});
+
+/**
+ * Node answers malformed requests, oversized headers and timeouts itself, in plain text. This
+ * answers them in the catalogue's JSON shape, with the security headers, then closes.
+ */
+export function clientErrorHandler(securityHeaders: Readonly<Record<string, string>>): (err: NodeJS.ErrnoException, socket: Socket) => void {
+  const extra = Object.entries(securityHeaders)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
+  return (err, socket) => {
+    if (err.code === 'ECONNRESET' || socket.destroyed) return;
+    const e =
+      err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? requestTimeout()
+        : err.code === 'HPE_HEADER_OVERFLOW'
+          ? headersTooLarge()
+          : malformedRequest();
+    const body = JSON.stringify(e.toBody());
+    if (socket.writable) {
+      socket.write(
+        `HTTP/1.1 ${e.statusCode} ${STATUS_CODES[e.statusCode]}\r\ncontent-type: application/json; charset=utf-8\r\n` +
+          `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n${extra}\r\n${body}`,
+      );
+    }
+    socket.destroy();
+  };
+}
+
+/**
+ * Node answers `Expect: 100-continue` at once unless someone listens for it. Route such requests
+ * like any other instead; the ingest routes send `100 Continue` once the sender has authenticated,
+ * so an unauthenticated sender is never invited to upload its body.
+ */
+export function deferContinue(server: Server): void {
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => server.emit('request', req, res));
+}
+
+export function expectsContinue(req: IncomingMessage): boolean {
+  const expect = req.headers.expect;
+  return typeof expect === 'string' && expect.toLowerCase() === '100-continue';
+}
+
+const MAX_FORWARDED_FOR = 1024;
+
+/**
+ * With a trusted proxy, X-Forwarded-For decides the address the throttle sees: it must be a short
+ * list of IP addresses. Anything else is refused before fastify parses it (a long value of
+ * garbage would otherwise become a huge throttle key).
+ */
+export function forwardedForProblem(value: string | string[] | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const text = Array.isArray(value) ? value.join(',') : value;
+  if (text.length > MAX_FORWARDED_FOR) return `X-Forwarded-For is longer than ${MAX_FORWARDED_FOR} characters`;
+  for (const part of text.split(',')) {
+    if (isIP(part.trim()) === 0) return 'X-Forwarded-For must be a comma-separated list of IP addresses';
+  }
+  return undefined;
+}

@@ -1,0 +1,177 @@
+/**
+ * The ingest listener (docs/design.md §4): POST /events/webhook_<name> and POST /v1/integrations/metrics.
+ * This file builds the server and what every request goes through; each endpoint lives in
+ * endpoints/ and gets the listener's context (context.ts).
+ *
+ * A request's lifecycle, in fastify's hook order as used here (nothing else is hooked):
+ *
+ * | step | fastify stage                | where                          | what                                                                    | refusal (errors catalogue)                  |
+ * |------|------------------------------|--------------------------------|-------------------------------------------------------------------------|---------------------------------------------|
+ * | 0    | node http server             | guards.ts                      | malformed HTTP, header/request timeouts; `Expect: 100-continue` deferred | 400/408/431 (clientErrorHandler)            |
+ * | 1    | onRequest (global)           | below                          | security headers; X-Forwarded-For check; shutting down; event loop late  | badHeader 400, unavailable 503              |
+ * | 2    | onRequest (endpoint)         | endpoints/*.ts `authenticate`  | credentials, then per-tenant request admission; 100 Continue sent        | unauthorized 401, suspended 403, 429/503    |
+ * | 3    | preParsing (global)          | below                          | reserve the body's bytes in the in-flight body budget                    | unavailable 503                             |
+ * | 4    | content type parser          | below, body.ts                 | content-encoding, JSON with a depth limit; raw JSON kept for workers     | 413, 415, invalidJson 400, jsonTooDeep 400  |
+ * | 5    | handler                      | endpoints/*.ts                 | decode, map, validate, hand off or store, answer 200                     | 400, 422, 429, 503                          |
+ * | 6    | error handler                | below `toIntakeError`          | any error becomes a catalogue error and its JSON body                    | BAD_REQUEST 4xx, INTERNAL 500               |
+ * | 6'   | not-found / other methods    | below                          | unknown path, method other than POST                                     | notFound 404, methodNotAllowed 405          |
+ * | 7    | onResponse (global)          | below                          | request count and duration metrics                                       |                                             |
+ * | 8    | onClose                      | below                          | stop the event loop guard                                                |                                             |
+ *
+ * Authentication (2) runs before any byte of the body is read (3, 4), so unauthenticated senders cost little.
+ */
+import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { Server } from 'node:http';
+import { Authenticator } from '../auth/authenticator.js';
+import type { Endpoint } from '../core/ingester-metrics.js';
+import { badHeader, badRequest, internalError, IntakeError, methodNotAllowed, notFound, payloadTooLarge, unavailable, unsupportedMediaType } from '../core/errors.js';
+import { LogLimiter } from '../core/log-limiter.js';
+import { newVerifiedCache } from '../routing/credentials.js';
+import type { RouteEntry } from '../routing/route-table.js';
+import { BodyBudget } from './body-budget.js';
+import { decodeContentEncoding, parseJsonBody } from './body.js';
+import type { IngestContext, IngestLimits, IngestServerOptions } from './context.js';
+import { dataPointsEndpoint, METRICS_PATH } from './endpoints/data-points.js';
+import { eventsEndpoint, EVENTS_PATH } from './endpoints/events.js';
+import { clientErrorHandler, deferContinue, forwardedForProblem, serverTimeoutOptions, type TimeoutSettings } from './guards.js';
+import { EventLoopGuard } from './overload.js';
+import { securityHeaders } from './security-headers.js';
+
+export { EVENTS_PATH, METRICS_PATH };
+
+export const DEFAULT_TIMEOUTS: TimeoutSettings = { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 5_000 };
+const DEFAULT_IN_FLIGHT_BODY_BYTES = 64 * 1024 * 1024;
+const OTHER_METHODS = ['GET', 'HEAD', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as const;
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    routeEntry: RouteEntry | null;
+    /** The body's JSON bytes, kept for a mapping that runs in a worker (it gets these, not the object). */
+    rawJson: Buffer | null;
+  }
+}
+
+export async function buildIngestServer(o: IngestServerOptions): Promise<FastifyInstance> {
+  const headers = securityHeaders();
+  const timeouts = serverTimeoutOptions({ ...DEFAULT_TIMEOUTS, ...definedOnly(o.limits) });
+  const app = Fastify({
+    loggerInstance: o.logger,
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: o.limits.bodyBytes,
+    return503OnClosing: false,
+    // Idle keep-alive connections are not reset at shutdown: they get the 503 below (see main.ts).
+    forceCloseConnections: false,
+    exposeHeadRoutes: false,
+    requestTimeout: timeouts.requestTimeout,
+    keepAliveTimeout: timeouts.keepAliveTimeout,
+    clientErrorHandler: clientErrorHandler(headers),
+    // fastify accepts a hop count at run time; its types omit it.
+    trustProxy: (o.trustProxy ?? false) as boolean,
+    ...(o.https ? { https: { ...o.https, ...timeouts } } : { http: timeouts }),
+  }) as unknown as FastifyInstance;
+  const server = app.server as Server;
+  if (o.limits.maxConnections !== undefined) server.maxConnections = o.limits.maxConnections;
+  deferContinue(server);
+
+  const overload = new EventLoopGuard(o.limits.maxEventLoopDelayMs);
+  app.addHook('onClose', (_app, done) => (overload.stop(), done()));
+  const bodies = new BodyBudget(o.limits.maxInFlightBodyBytes ?? DEFAULT_IN_FLIGHT_BODY_BYTES);
+  const ctx: IngestContext = {
+    ...o,
+    auth: new Authenticator({ routes: o.routes, throttle: o.throttle, metrics: o.metrics, verified: newVerifiedCache(), failureDelayMs: o.authFailureDelayMs ?? 0 }),
+    failures: new LogLimiter(o.logger),
+    mapped: o.mapped,
+  };
+
+  app.decorateRequest('routeEntry', null);
+  app.decorateRequest('rawJson', null);
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (req, body, done) => {
+    try {
+      const raw = decodeContentEncoding(req.headers['content-encoding'], body as Buffer, o.limits.bodyBytes);
+      const parsed = parseJsonBody(req.headers['content-type'], raw, o.limits.maxJsonDepth);
+      if (req.routeEntry?.mapping?.isolated) req.rawJson = raw;
+      done(null, parsed);
+    } catch (err) {
+      done(err as Error, undefined);
+    }
+  });
+
+  const trustsProxy = o.trustProxy !== undefined && o.trustProxy !== false;
+  // Callback-style hooks: the hot path allocates no promise for them.
+  app.addHook('onRequest', (req, reply, done) => {
+    reply.headers(headers);
+    if (trustsProxy) {
+      const problem = forwardedForProblem(req.headers['x-forwarded-for']);
+      if (problem) return sendError(reply, badHeader('x-forwarded-for', problem));
+    }
+    if (o.lifecycle.closing) {
+      reply.header('connection', 'close');
+      return sendError(reply, unavailable('the ingester is shutting down; retry against another replica', 1));
+    }
+    if (overload.overloaded) return sendError(reply, unavailable('the ingester is overloaded; retry later'));
+    done();
+  });
+
+  // After authentication (route onRequest), before any byte of the body is read.
+  app.addHook('preParsing', (req, reply, payload, done) => {
+    const announced = Number(req.headers['content-length']);
+    const bytes = Number.isFinite(announced) && announced >= 0 ? Math.min(announced, o.limits.bodyBytes) : o.limits.bodyBytes;
+    const release = bodies.reserve(bytes);
+    if (!release) return done(unavailable('too many request bodies are being received at once; retry later', 1));
+    reply.raw.once('close', release);
+    done(null, payload);
+  });
+
+  app.addHook('onResponse', (req, reply, done) => {
+    const endpoint = endpointOf(req);
+    o.metrics.requests.inc({ endpoint, status: reply.statusCode });
+    o.metrics.requestDuration.observe({ endpoint }, reply.elapsedTime / 1000);
+    done();
+  });
+
+  app.setErrorHandler((err: FastifyError | IntakeError, req, reply) => {
+    const mapped = toIntakeError(err, o.limits.bodyBytes);
+    if (mapped.statusCode >= 500 && mapped.code === 'INTERNAL') req.log.error({ err }, 'request failed');
+    sendError(reply, mapped);
+  });
+  app.setNotFoundHandler((req, reply) => sendError(reply, notFound(req.method, req.url)));
+
+  app.route(eventsEndpoint(ctx));
+  app.route(dataPointsEndpoint(ctx));
+  for (const url of [EVENTS_PATH, METRICS_PATH]) {
+    app.route({ method: [...OTHER_METHODS], url, handler: async (req, reply) => sendError(reply, methodNotAllowed(req.method, 'POST')) });
+  }
+  return app;
+}
+
+function definedOnly(limits: IngestLimits): Partial<TimeoutSettings> {
+  const out: Partial<TimeoutSettings> = {};
+  for (const key of ['headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs'] as const) if (limits[key] !== undefined) out[key] = limits[key];
+  return out;
+}
+
+function endpointOf(req: FastifyRequest): Endpoint {
+  const url = req.routeOptions.url;
+  return url === EVENTS_PATH ? 'events' : url === METRICS_PATH ? 'metrics' : 'other';
+}
+
+export function sendError(reply: FastifyReply, err: IntakeError): FastifyReply {
+  if (err.headers) reply.headers(err.headers);
+  return reply.code(err.statusCode).type('application/json; charset=utf-8').send(err.toBody());
+}
+
+/** Maps fastify's own errors (body limits, content types, malformed requests) into the catalogue. */
+export function toIntakeError(err: FastifyError | IntakeError, bodyLimit: number): IntakeError {
+  if (err instanceof IntakeError) return err;
+  switch (err.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return payloadTooLarge(bodyLimit);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_TYPE':
+      return unsupportedMediaType(undefined);
+  }
+  const status = err.statusCode ?? 500;
+  if (status >= 400 && status < 500) return badRequest(status, err.message);
+  return internalError();
+}

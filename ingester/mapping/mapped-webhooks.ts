@@ -1,0 +1,134 @@
+/**
+ * The mapped webhook pipeline (docs/design.md §3-4, README "Data mapping"), one step after another:
+ *   body -> mapping (preset or expression, guardrails on) -> one event or an array
+ *        -> the usual validation and normalisation (parseEvents, unchanged)
+ * A payload that authenticated but cannot become valid events is never dropped silently: it is kept
+ * in the dead letter first, then answered 422 with the errors. `?dryRun=true` runs the same steps
+ * and shows the result without accepting, keeping or counting anything.
+ */
+import { deadLetterFailed, IntakeError, mappingBusy, mappingFailed, type FieldError } from '../core/errors.js';
+import { parseEvents, type EventContext, type NormalisedEvent } from '../core/event.js';
+import type { RouteEntry } from '../routing/route-table.js';
+import { MappingBusy, MappingError, type MappingResult } from '../../api/mapping/engine.js';
+import { LetterTooLarge, type DeadLetterStore } from '../dead-letters/model.js';
+import type { MappingFailureReason, MappingMetrics } from './metrics.js';
+
+/** Why a mapped payload produced no valid events: what the 422 and the dead letter say. */
+export class MappingFailure extends Error {
+  constructor(
+    readonly reason: MappingFailureReason,
+    message: string,
+    readonly errors: FieldError[],
+  ) {
+    super(message);
+    this.name = 'MappingFailure';
+  }
+}
+
+export interface DryRunResult {
+  success: boolean;
+  dryRun: true;
+  message: string;
+  mapping: string;
+  events?: NormalisedEvent[];
+  errors?: FieldError[];
+}
+
+export interface MappedWebhooksOptions {
+  deadLetter: DeadLetterStore;
+  metrics: MappingMetrics;
+  eventsPerRequest: number;
+  /** Events one mapped payload may give (mapping.maxEvents; default eventsPerRequest). */
+  mappedEventsPerRequest?: number;
+  /** Charges every evaluation's CPU milliseconds, successful or not, to the route's namespace (per-tenant limits). */
+  chargeMappingCpu?: (entry: RouteEntry, cpuMs: number) => void;
+}
+
+export const isDryRun = (query: unknown): boolean => {
+  const v = (query as Record<string, unknown> | undefined)?.dryRun;
+  return v === 'true' || v === '1' || v === '';
+};
+
+export class MappedWebhooks {
+  constructor(private readonly options: MappedWebhooksOptions) {}
+
+  get deadLetter(): DeadLetterStore {
+    return this.options.deadLetter;
+  }
+
+  /**
+   * The mapping (when the route has one: the one place on the events path that asks), then
+   * validation; throws MappingFailure, the usual 400, or 503 when the mapping workers are full.
+   * A live request (toEvents), a dry run and a dead letter's replay all come through here. `json`: the body's bytes, for a mapping
+   * that runs in a worker.
+   */
+  async map(body: unknown, entry: RouteEntry, ctx: EventContext, json?: Uint8Array): Promise<NormalisedEvent[]> {
+    if (!entry.mapping) return parseEvents(body, this.options.eventsPerRequest, ctx);
+    let result: MappingResult;
+    try {
+      result = await entry.mapping.evaluate(body, json);
+    } catch (err) {
+      if (err instanceof MappingBusy) throw mappingBusy(err.message, err.retryAfterSeconds);
+      const e = MappingError.from(err);
+      this.charge(entry, e.cpuMs ?? 0);
+      const message = `the mapping (${entry.mapping.label}) failed: ${e.describe()}`;
+      throw new MappingFailure(e.guardrail ? 'guardrail' : 'evaluation', message, [{ field: '', message }]);
+    }
+    this.charge(entry, result.cpuMs);
+    const mapped = result.items;
+    if (mapped.length === 0) {
+      const message = `the mapping (${entry.mapping.label}) produced no event from this payload`;
+      throw new MappingFailure('no_events', message, [{ field: '', message }]);
+    }
+    try {
+      return parseEvents(mapped, this.options.mappedEventsPerRequest ?? this.options.eventsPerRequest, ctx);
+    } catch (err) {
+      if (!(err instanceof IntakeError)) throw err;
+      const problems = err.fieldErrors?.length ?? 1;
+      const message = `the mapping (${entry.mapping.label}) produced ${mapped.length} event(s) that do not pass validation (${problems} problem(s), listed in errors)`;
+      throw new MappingFailure('invalid_events', message, err.fieldErrors ?? [{ field: '', message: err.message }]);
+    }
+  }
+
+  private charge(entry: RouteEntry, cpuMs: number): void {
+    const labels = { integration: entry.name, namespace: entry.namespace };
+    this.options.metrics.cpuSeconds.inc(labels, cpuMs / 1000);
+    this.options.chargeMappingCpu?.(entry, cpuMs);
+  }
+
+  /** A live request: events, or the payload kept in the dead letter and a 422 (503 if it cannot be kept). */
+  async toEvents(body: unknown, entry: RouteEntry, ctx: EventContext, contentType?: string, json?: Uint8Array): Promise<NormalisedEvent[]> {
+    try {
+      return await this.map(body, entry, ctx, json);
+    } catch (err) {
+      if (!(err instanceof MappingFailure)) throw err;
+      const labels = { integration: entry.name, namespace: entry.namespace };
+      this.options.metrics.failures.inc({ ...labels, reason: err.reason });
+      let id: string;
+      try {
+        id = await this.options.deadLetter.put({ kind: 'mapping', ...labels, reason: err.message, errors: err.errors.slice(0, 20), ...(contentType ? { contentType } : {}), payload: body });
+      } catch (cause) {
+        // Too large for any namespace's share: retrying cannot help, so the 422 says it was not kept (and it is counted).
+        if (cause instanceof LetterTooLarge) throw mappingFailed(`${err.message}; the payload was not kept for replay: ${cause.message}`, err.errors);
+        throw deadLetterFailed(`${err.message}; the payload could not be kept for replay (${(cause as Error).message}), so retry later`, err.errors, cause);
+      }
+      this.options.metrics.deadLettered.inc(labels);
+      throw mappingFailed(`${err.message}; the payload was kept for replay as dead letter ${id}`, err.errors, id);
+    }
+  }
+
+  /** ?dryRun=true: the same steps, nothing accepted, kept or counted. */
+  async dryRun(body: unknown, entry: RouteEntry, ctx: EventContext, json?: Uint8Array): Promise<DryRunResult> {
+    const mapping = entry.mapping?.label ?? 'none';
+    try {
+      const events = await this.map(body, entry, ctx, json);
+      return { success: true, dryRun: true, mapping, message: `dry run: ${events.length} event(s) would be accepted; nothing was accepted`, events };
+    } catch (err) {
+      if (err instanceof MappingFailure) return { success: false, dryRun: true, mapping, message: `dry run: ${err.message}`, errors: err.errors };
+      // A 503 (workers full) is the answer itself: the sender retries.
+      if (err instanceof IntakeError && err.statusCode < 500) return { success: false, dryRun: true, mapping, message: `dry run: ${err.message}`, errors: err.fieldErrors ?? [] };
+      throw err;
+    }
+  }
+}
+

@@ -1,0 +1,66 @@
+/**
+ * Credentials as the ingester checks them: digests computed once when the route table is built,
+ * and a cache of successful slow-hash checks so a busy sender does not pay scrypt on every request.
+ */
+import { LRUCache } from 'lru-cache';
+import type { RouteCredential } from '../../api/route.js';
+import { digestsEqual, parseScrypt, sha256, sha256Hex, verifyScrypt, type ScryptParams } from '../../api/verifiers.js';
+
+/** A credential prepared for checking: digests computed once when the route table is built. */
+export class CompiledCredential {
+  readonly usernameDigest: Buffer;
+  private readonly secretDigest?: Buffer;
+  private readonly scryptParams?: ScryptParams;
+  private readonly scryptId?: string;
+  readonly notBefore: number;
+  readonly notAfter: number;
+  /** SHA-256 of the secret when it is known (sha256 or plain verifiers): lets API keys be found in O(1). */
+  readonly secretDigestHex?: string;
+
+  constructor(cred: RouteCredential) {
+    this.usernameDigest = sha256(cred.username);
+    const s = cred.secret;
+    if ('sha256' in s) {
+      this.secretDigest = Buffer.from(s.sha256, 'hex');
+    } else if ('plain' in s) {
+      this.secretDigest = sha256(s.plain);
+    } else {
+      this.scryptParams = parseScrypt(s.scrypt);
+      this.scryptId = s.scrypt;
+    }
+    this.secretDigestHex = this.secretDigest?.toString('hex');
+    this.notBefore = cred.notBefore ? Date.parse(cred.notBefore) : -Infinity;
+    this.notAfter = cred.notAfter ? Date.parse(cred.notAfter) : Infinity;
+  }
+
+  get isSlow(): boolean {
+    return this.scryptParams !== undefined;
+  }
+
+  validAt(nowMs: number): boolean {
+    return nowMs >= this.notBefore && nowMs <= this.notAfter;
+  }
+
+  /** Fast path for digest verifiers; callers use verifySlow for scrypt. */
+  verifyFast(usernameDigest: Buffer, secretDigest: Buffer): boolean {
+    // Evaluate both comparisons whatever the first says, so timing does not reveal which failed.
+    const userOk = digestsEqual(this.usernameDigest, usernameDigest);
+    const secretOk = this.secretDigest !== undefined && digestsEqual(this.secretDigest, secretDigest);
+    return userOk && secretOk;
+  }
+
+  async verifySlow(usernameDigest: Buffer, password: string, cache: VerifiedCache): Promise<boolean> {
+    if (!this.scryptParams || !this.scryptId) return false;
+    if (!digestsEqual(this.usernameDigest, usernameDigest)) return false;
+    const cacheKey = sha256Hex(`${this.scryptId}\0${password}`);
+    if (cache.has(cacheKey)) return true;
+    const ok = await verifyScrypt(this.scryptParams, password);
+    if (ok) cache.set(cacheKey, true);
+    return ok;
+  }
+}
+
+/** Successful slow-hash checks, keyed by a digest of verifier and password (never the password). */
+export type VerifiedCache = LRUCache<string, true>;
+
+export const newVerifiedCache = (max = 10_000, ttlMs = 15 * 60_000): VerifiedCache => new LRUCache<string, true>({ max, ttl: ttlMs });

@@ -1,0 +1,85 @@
+/**
+ * Kubernetes mode: routes from Secrets labelled intake.dev/route=true in the ingester's own
+ * namespace (the only read access it needs). Every change rebuilds the whole table, which the
+ * ingester swaps in at once; a Secret whose document cannot be parsed is skipped, logged and
+ * counted, never fatal. The table is kept while the API server is unreachable.
+ */
+import { CoreV1Api, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { ROUTE_LABEL, ROUTE_SECRET_KEY, validateRoute, RouteValidationError } from '../../api/route.js';
+import { Informer } from '../../kube/informer.js';
+import type { RouteSource } from './route-source.js';
+import type { RouteInput, SkippedRoute } from './route-table.js';
+
+/** Coalesces bursts (500 integrations applied at once) into one rebuild. */
+const REBUILD_DELAY_MS = 20;
+
+export class KubernetesRouteSource implements RouteSource {
+  readonly allowPlaintext = false;
+  private informer?: Informer<V1Secret>;
+  private timer?: NodeJS.Timeout;
+
+  constructor(
+    private readonly kubeConfig: KubeConfig,
+    private readonly namespace: string,
+    private readonly logger: Logger,
+  ) {}
+
+  async start(handlers: Parameters<RouteSource['start']>[0]): Promise<void> {
+    const core = this.kubeConfig.makeApiClient(CoreV1Api);
+    const labelSelector = `${ROUTE_LABEL}=true`;
+    const rebuild = (): void => {
+      this.timer = undefined;
+      const { inputs, skipped } = this.parseAll();
+      handlers.onRoutes(inputs, skipped);
+    };
+    this.informer = new Informer<V1Secret>({
+      name: 'route-secrets',
+      kubeConfig: this.kubeConfig,
+      logger: this.logger,
+      labelSelector,
+      watchPath: `/api/v1/namespaces/${encodeURIComponent(this.namespace)}/secrets`,
+      list: async () => {
+        const list = await core.listNamespacedSecret({ namespace: this.namespace, labelSelector });
+        return { items: list.items, resourceVersion: list.metadata?.resourceVersion ?? '' };
+      },
+      onEvent: () => {
+        if (this.informer?.hasSynced && this.timer === undefined) this.timer = setTimeout(rebuild, REBUILD_DELAY_MS);
+      },
+    });
+    this.informer.start();
+    await this.informer.waitForSync();
+    rebuild();
+  }
+
+  private parseAll(): { inputs: RouteInput[]; skipped: SkippedRoute[] } {
+    const inputs: RouteInput[] = [];
+    const skipped: SkippedRoute[] = [];
+    for (const secret of this.informer?.list() ?? []) {
+      const source = `secret ${this.namespace}/${secret.metadata?.name}`;
+      const encoded = secret.data?.[ROUTE_SECRET_KEY];
+      try {
+        if (!encoded) throw new Error(`has no ${ROUTE_SECRET_KEY} key`);
+        inputs.push({ source, route: validateRoute(parseJson(Buffer.from(encoded, 'base64').toString('utf8'))) });
+      } catch (err) {
+        skipped.push({ source, reason: err instanceof RouteValidationError ? err.problems.join('; ') : (err as Error).message });
+      }
+    }
+    return { inputs, skipped };
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.informer?.stop();
+  }
+}
+
+/** JSON.parse's message quotes the text, which may hold secret material: say only where it broke. */
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    const position = /position (\d+)/.exec((err as Error).message)?.[1];
+    throw new Error(`${ROUTE_SECRET_KEY} is not valid JSON${position ? ` (at character ${position})` : ''}`);
+  }
+}

@@ -1,0 +1,12 @@
+import type { RouteInput, SkippedRoute } from './route-table.js';
+
+/** Where routes come from: the YAML file (standalone) or route Secrets (Kubernetes mode). */
+export interface RouteSource {
+  readonly allowPlaintext: boolean;
+  /**
+   * Calls onRoutes with every complete set of routes (and the documents it could not parse), the
+   * first time before start resolves; onError when a new set could not be read at all.
+   */
+  start(handlers: { onRoutes(inputs: RouteInput[], unparsable?: SkippedRoute[]): void; onError(err: Error): void }): Promise<void>;
+  stop(): Promise<void>;
+}

@@ -1,0 +1,188 @@
+/**
+ * The routing table: what the ingester knows about published integrations and API keys. It is
+ * immutable once built; a reload builds a new table and swaps one reference, so a request sees
+ * either the old table or the new one, never a mix.
+ */
+import { compileMapping, MappingError, type CompiledMapping, type ExpressionRunner, type MappingLimits } from '../../api/mapping/engine.js';
+import { defaultOverLimitStatus, type OverLimitStatus, type RouteLimits } from '../../api/limits.js';
+import type { Route, RouteKind } from '../../api/route.js';
+import { sha256 } from '../../api/verifiers.js';
+import { CompiledCredential, type VerifiedCache } from './credentials.js';
+
+export interface RouteEntry {
+  readonly kind: RouteKind;
+  readonly name: string;
+  readonly namespace: string;
+  readonly suspended: boolean;
+  readonly maxSeries?: number;
+  /** The route's effective limits as published (absent fields: the ingester's defaults; limits/tenant-limiter.ts). */
+  readonly limits: RouteLimits;
+  /** The status of a refusal over a limit (429, or 503 for senders that retry only 5xx). */
+  readonly overLimitStatus: OverLimitStatus;
+  readonly credentials: readonly CompiledCredential[];
+  /** The payload mapping, compiled when the table is built (never per request). */
+  readonly mapping?: CompiledMapping;
+  /** WebhookIntegration: the destinations its events are delivered to (named, else the defaults). */
+  readonly destinations: readonly string[];
+}
+
+/** What the table needs of a configured destination (destinations/settings.ts DestinationSettings). */
+export interface KnownDestination {
+  readonly name: string;
+  /** Integrations that name no destinations are delivered to every default destination. */
+  readonly default: boolean;
+}
+
+/** An integration's destinations: the ones it names, else every default destination. */
+export function destinationsFor(named: readonly string[] | undefined, all: readonly KnownDestination[]): string[] {
+  if (named && named.length > 0) return [...named];
+  return all.filter((d) => d.default).map((d) => d.name);
+}
+
+export interface SkippedRoute {
+  source: string;
+  reason: string;
+}
+
+export interface RouteInput {
+  /** Where the document came from (file position or Secret name), for logs. */
+  source: string;
+  route: Route;
+}
+
+export class RouteTable {
+  /** Whether any integration is checked with a slow hash (scrypt). */
+  readonly hasSlowCredentials: boolean;
+
+  private constructor(
+    private readonly webhooks: ReadonlyMap<string, RouteEntry>,
+    private readonly apiKeys: ReadonlyMap<string, { entry: RouteEntry; credential: CompiledCredential }>,
+  ) {
+    this.hasSlowCredentials = [...webhooks.values()].some((e) => e.credentials.some((c) => c.isSlow));
+  }
+
+  static empty(): RouteTable {
+    return new RouteTable(new Map(), new Map());
+  }
+
+  /**
+   * Builds a table from validated routes. A route that cannot be used (an integration name taken
+   * twice, an API key verified by a slow hash) is skipped and reported, never fatal.
+   */
+  static build(
+    inputs: readonly RouteInput[],
+    options: { allowPlaintext: boolean; mappingLimits?: MappingLimits; mappingRunner?: ExpressionRunner; destinations?: readonly KnownDestination[] },
+  ): { table: RouteTable; skipped: SkippedRoute[] } {
+    const destinations = options.destinations ?? [];
+    const webhooks = new Map<string, RouteEntry>();
+    const apiKeys = new Map<string, { entry: RouteEntry; credential: CompiledCredential }>();
+    const skipped: SkippedRoute[] = [];
+    for (const { source, route } of inputs) {
+      const problem = unusable(route, options.allowPlaintext) ?? unknownDestination(route, destinations);
+      if (problem) {
+        skipped.push({ source, reason: problem });
+        continue;
+      }
+      let entry: RouteEntry;
+      try {
+        entry = compile(route, options.mappingLimits, destinations, options.mappingRunner);
+      } catch (err) {
+        skipped.push({ source, reason: err instanceof MappingError ? `mapping: ${err.describe()}` : (err as Error).message });
+        continue;
+      }
+      if (entry.kind === 'WebhookIntegration') {
+        if (webhooks.has(entry.name)) {
+          skipped.push({ source, reason: `integration name ${entry.name} is already published` });
+          continue;
+        }
+        webhooks.set(entry.name, entry);
+        continue;
+      }
+      const clash = entry.credentials.find((c) => apiKeys.has(c.secretDigestHex as string));
+      if (clash) {
+        skipped.push({ source, reason: `API key of ${entry.namespace}/${entry.name} is already published by another route` });
+        continue;
+      }
+      for (const credential of entry.credentials) apiKeys.set(credential.secretDigestHex as string, { entry, credential });
+    }
+    return { table: new RouteTable(webhooks, apiKeys), skipped };
+  }
+
+  /** Every route in the table once (for the per-tenant limiter). */
+  *entries(): IterableIterator<RouteEntry> {
+    yield* this.webhooks.values();
+    yield* new Set([...this.apiKeys.values()].map((v) => v.entry));
+  }
+
+  get size(): { webhooks: number; apiKeys: number } {
+    return { webhooks: this.webhooks.size, apiKeys: new Set([...this.apiKeys.values()].map((v) => v.entry)).size };
+  }
+
+  /** Whether checking credentials for this integration may run a slow hash (scrypt). */
+  isSlowToVerify(name: string): boolean {
+    return this.webhooks.get(name)?.credentials.some((c) => c.isSlow) ?? false;
+  }
+
+  /** The integration published under `name` (for replaying dead-lettered payloads). */
+  webhook(name: string): RouteEntry | undefined {
+    return this.webhooks.get(name);
+  }
+
+  /** Checks Basic credentials against an integration. Unknown name and wrong password look the same. */
+  async authenticateWebhook(name: string, username: string, password: string, cache: VerifiedCache, nowMs = Date.now()): Promise<RouteEntry | undefined> {
+    const entry = this.webhooks.get(name);
+    const usernameDigest = sha256(username);
+    const passwordDigest = sha256(password);
+    if (!entry) return undefined;
+    for (const credential of entry.credentials) {
+      if (!credential.validAt(nowMs)) continue;
+      const ok = credential.isSlow
+        ? await credential.verifySlow(usernameDigest, password, cache)
+        : credential.verifyFast(usernameDigest, passwordDigest);
+      if (ok) return entry;
+    }
+    return undefined;
+  }
+
+  /** Finds the API key in O(1) by its digest; with Basic credentials the username must match too. */
+  authenticateApiKey(key: string, username: string | undefined, nowMs = Date.now()): RouteEntry | undefined {
+    const keyDigest = sha256(key);
+    const found = this.apiKeys.get(keyDigest.toString('hex'));
+    if (!found || !found.credential.validAt(nowMs)) return undefined;
+    if (username !== undefined && !found.credential.verifyFast(sha256(username), keyDigest)) return undefined;
+    return found.entry;
+  }
+}
+
+function unusable(route: Route, allowPlaintext: boolean): string | undefined {
+  if (!allowPlaintext && route.credentials.some((c) => 'plain' in c.secret)) {
+    return 'plaintext secrets are only allowed in standalone mode';
+  }
+  if (route.kind === 'ApiKey' && route.credentials.some((c) => 'scrypt' in c.secret)) {
+    return 'an API key must be verified by sha256 (or plain in standalone mode): it is looked up by digest';
+  }
+  return undefined;
+}
+
+/** A route naming a destination this ingester does not have; undefined when every name is known. */
+export function unknownDestination(route: Route, destinations: readonly KnownDestination[]): string | undefined {
+  const unknown = (route.destinations ?? []).filter((name) => !destinations.some((d) => d.name === name));
+  if (unknown.length === 0) return undefined;
+  const known = destinations.map((d) => d.name);
+  return `unknown destination${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (configured: ${known.length > 0 ? known.join(', ') : 'none'})`;
+}
+
+function compile(route: Route, mappingLimits: MappingLimits | undefined, destinations: readonly KnownDestination[], runner?: ExpressionRunner): RouteEntry {
+  let entry: RouteEntry = {
+    destinations: route.kind === 'WebhookIntegration' ? destinationsFor(route.destinations, destinations) : [],
+    kind: route.kind,
+    name: route.name,
+    namespace: route.namespace,
+    suspended: route.suspended ?? false,
+    credentials: route.credentials.map((c) => new CompiledCredential(c)),
+    limits: route.limits ?? {},
+    overLimitStatus: route.limits?.overLimitStatus ?? defaultOverLimitStatus(route.kind === 'WebhookIntegration' ? route.mapping : undefined),
+  };
+  if (route.mapping && route.kind === 'WebhookIntegration') entry = { ...entry, mapping: compileMapping(route.mapping, mappingLimits, runner) };
+  return route.limits?.maxSeries !== undefined ? { ...entry, maxSeries: route.limits.maxSeries } : entry;
+}

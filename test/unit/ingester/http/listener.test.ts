@@ -1,0 +1,229 @@
+import { basic } from '../../../support/credentials.js';
+import { API_KEY, DEMO_AUTH, harness } from '../harness.js';
+
+const event = { source: 'web-01', severity: 'critical', class: 'cpu', type: 'high' };
+
+describe('POST /events/webhook_<name>', () => {
+  it('accepts one event with the exact body of the interface document', async () => {
+    const h = await harness();
+    const res = await h.postEvents(event);
+    expect(res.statusCode).toBe(200);
+    expect(res.body).toBe('{"response":{"processed":1,"cached":0,"received":1},"success":true,"message":"Processed 1 event(s)"}');
+    expect(h.sink.events[0]).toMatchObject({ integration: 'demo', namespace: 'default', severity: 5, signature: 'web-01:cpu:high' });
+  });
+
+  it('accepts a batch and counts every event', async () => {
+    const h = await harness();
+    const res = await h.postEvents([event, event, { ...event, severity: 0 }]);
+    expect(res.json()).toEqual({ response: { processed: 3, cached: 0, received: 3 }, success: true, message: 'Processed 3 event(s)' });
+    expect(h.sink.events).toHaveLength(3);
+  });
+
+  it('reports cached when a sink only spooled the events', async () => {
+    const h = await harness();
+    h.sink.report = (n) => ({ processed: 0, cached: n });
+    expect((await h.postEvents([event, event])).json().response).toEqual({ processed: 0, cached: 2, received: 2 });
+  });
+
+  it('answers 503 and acknowledges nothing when a sink fails', async () => {
+    const h = await harness();
+    h.sink.fail = true;
+    const res = await h.postEvents(event);
+    expect(res.statusCode).toBe(503);
+    expect(res.headers['retry-after']).toBeDefined();
+    expect(res.json()).toMatchObject({ success: false, code: 'SINK_FAILED' });
+  });
+
+  it.each([
+    ['wrong password', basic('demo', 'nope'), 'demo'],
+    ['wrong username', basic('other', 'demo-password'), 'demo'],
+    ['unknown integration', DEMO_AUTH, 'nosuch'],
+    ['no credentials', '', 'demo'],
+    ['a non-Basic scheme', 'Bearer abc', 'demo'],
+    ['malformed base64', 'Basic !!!', 'demo'],
+  ])('answers 401 with one indistinguishable body for %s', async (_what, authorization, name) => {
+    const h = await harness();
+    const res = await h.postEvents(event, { authorization }, name);
+    expect(res.statusCode).toBe(401);
+    expect(res.headers['www-authenticate']).toMatch(/^Basic /);
+    expect(res.body).toBe('{"success":false,"message":"missing or invalid credentials","code":"UNAUTHORIZED"}');
+  });
+
+  it('answers 403 for a suspended integration, only after authentication', async () => {
+    const h = await harness();
+    expect((await h.postEvents(event, { authorization: basic('paused', 'pw') }, 'paused')).statusCode).toBe(403);
+    expect((await h.postEvents(event, { authorization: basic('paused', 'bad') }, 'paused')).statusCode).toBe(401);
+  });
+
+  it('throttles an address after repeated failures, even when it then sends the right password', async () => {
+    const h = await harness({ failures: 2 });
+    const bad = { authorization: basic('demo', 'guess') };
+    expect((await h.postEvents(event, bad)).statusCode).toBe(401);
+    expect((await h.postEvents(event, bad)).statusCode).toBe(401);
+    const third = await h.postEvents(event, bad);
+    expect(third.statusCode).toBe(429);
+    expect(Number(third.headers['retry-after'])).toBeGreaterThan(0);
+    const right = await h.postEvents(event);
+    expect(right.statusCode).toBe(429);
+    expect(right.json().code).toBe('AUTH_THROTTLED');
+  });
+
+  it.each([
+    ['application/json', 200],
+    ['application/json; charset=utf-8', 200],
+    ['application/vnd.acme+json', 200],
+    ['text/plain', 200],
+    ['text/html', 415],
+    ['application/x-www-form-urlencoded', 415],
+    ['application/json; charset=latin1', 415],
+  ])('content type %s gives %i', async (contentType, status) => {
+    const h = await harness();
+    const res = await h.postEvents(event, { 'content-type': contentType });
+    expect(res.statusCode).toBe(status);
+    expect(res.headers['content-type']).toMatch(/^application\/json/);
+  });
+
+  it('answers 413 past the body limit', async () => {
+    const h = await harness({ bodyBytes: 1000 });
+    const res = await h.postEvents({ ...event, description: 'x'.repeat(2000) });
+    expect(res.statusCode).toBe(413);
+    expect(res.json()).toMatchObject({ success: false, code: 'PAYLOAD_TOO_LARGE' });
+  });
+
+  it('rejects a whole batch when one event is invalid, naming index and field', async () => {
+    const h = await harness();
+    const res = await h.postEvents([event, { ...event, severity: 9 }, { severity: 1 }]);
+    expect(res.statusCode).toBe(400);
+    const body = res.json();
+    expect(body.success).toBe(false);
+    expect(body.errors).toEqual([
+      { index: 1, field: 'severity', message: expect.stringMatching(/0\.\.5/) },
+      { index: 2, field: 'source', message: 'is required' },
+    ]);
+    expect(h.sink.events).toHaveLength(0);
+  });
+
+  it('rejects invalid JSON with 400', async () => {
+    const h = await harness();
+    const res = await h.postEvents('{"source":');
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ success: false, code: 'INVALID_JSON' });
+  });
+
+  it('rejects __proto__ keys', async () => {
+    const h = await harness();
+    const res = await h.postEvents('{"source":"a","severity":1,"__proto__":{"polluted":true}}');
+    expect(res.statusCode).toBe(400);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  it('answers 405 with Allow for other methods, 404 JSON for other paths', async () => {
+    const h = await harness();
+    const get = await h.app.inject({ method: 'GET', url: '/events/webhook_demo' });
+    expect(get.statusCode).toBe(405);
+    expect(get.headers.allow).toBe('POST');
+    const missing = await h.app.inject({ method: 'POST', url: '/events/other' });
+    expect(missing.statusCode).toBe(404);
+    expect(missing.json()).toMatchObject({ success: false, code: 'NOT_FOUND' });
+  });
+
+  it('answers 503 with Retry-After when the event loop is overloaded', async () => {
+    const h = await harness({ maxEventLoopDelayMs: 20 });
+    // Block the event loop past under-pressure's 1 s sample, as a CPU-bound overload would.
+    const until = Date.now() + 1100;
+    while (Date.now() < until);
+    await new Promise((r) => setTimeout(r, 50));
+    const res = await h.postEvents(event);
+    expect(res.statusCode).toBe(503);
+    expect(res.headers['retry-after']).toBeDefined();
+    expect(res.json()).toMatchObject({ success: false, code: 'UNAVAILABLE' });
+    await h.app.close();
+  });
+
+  it('answers 503 with Retry-After while shutting down', async () => {
+    const h = await harness();
+    h.lifecycle.closing = true;
+    const res = await h.postEvents(event);
+    expect(res.statusCode).toBe(503);
+    expect(res.headers['retry-after']).toBe('1');
+  });
+
+  it('sets helmet security headers on every response, errors included', async () => {
+    const h = await harness();
+    for (const res of [await h.postEvents(event), await h.app.inject({ method: 'GET', url: '/nowhere' })]) {
+      expect(res.headers['x-content-type-options']).toBe('nosniff');
+      expect(res.headers['content-security-policy']).toBe("default-src 'none';frame-ancestors 'none'");
+      expect(res.headers['strict-transport-security']).toMatch(/max-age=\d+/);
+    }
+  });
+
+  it('counts requests by endpoint and status', async () => {
+    const h = await harness();
+    await h.postEvents(event);
+    await h.postEvents(event, { authorization: basic('demo', 'x') });
+    const text = await h.registry.metrics();
+    expect(text).toContain('intake_http_requests_total{endpoint="events",status="200"} 1');
+    expect(text).toContain('intake_http_requests_total{endpoint="events",status="401"} 1');
+    expect(text).toContain('intake_auth_failures_total{endpoint="events",reason="invalid"} 1');
+    expect(text).toContain('intake_events_processed_total{integration="demo",namespace="default"} 1');
+  });
+});
+
+describe('POST /v1/integrations/metrics', () => {
+  const point = { metric: 'cpu.load', data: 0.5, source: 'web-01', tags: { env: 'prod' } };
+
+  it('accepts a point with the apiKey header', async () => {
+    const h = await harness();
+    const res = await h.postMetrics(point);
+    expect(res.statusCode).toBe(200);
+    expect(res.body).toBe('{"response":{"processed":1,"cached":0,"received":1},"success":true,"message":"Processed 1 data point(s)"}');
+    expect(h.series.render()).toContain('cpu_load{env="prod",key="",namespace="default",source="web-01"} 0.5');
+  });
+
+  it('accepts Basic <username>:<key> and rejects the key under another username', async () => {
+    const h = await harness();
+    expect((await h.postMetrics(point, { authorization: basic('default', API_KEY) })).statusCode).toBe(200);
+    expect((await h.postMetrics(point, { authorization: basic('other', API_KEY) })).statusCode).toBe(401);
+  });
+
+  it.each([
+    ['no credentials', {}],
+    ['a wrong key', { apikey: 'default_wrong' }],
+    ['an empty key', { apikey: '' }],
+  ])('answers 401 for %s', async (_what, headers) => {
+    const h = await harness();
+    const res = await h.postMetrics(point, headers as Record<string, string>);
+    expect(res.statusCode).toBe(401);
+    expect(res.json()).toMatchObject({ success: false, code: 'UNAUTHORIZED' });
+  });
+
+  it('never lets a sender write another namespace: the namespace tag is renamed', async () => {
+    const h = await harness();
+    await h.postMetrics({ ...point, tags: { namespace: 'kube-system' } });
+    expect(h.series.render()).toContain('namespace="default"');
+    expect(h.series.render()).toContain('tag_namespace="kube-system"');
+  });
+
+  it('answers 429 naming the cap when new series pass it; existing series keep updating', async () => {
+    const h = await harness({ maxSeriesPerNamespace: 2 });
+    expect((await h.postMetrics([{ ...point, key: 'a' }, { ...point, key: 'b' }])).statusCode).toBe(200);
+    const over = await h.postMetrics({ ...point, key: 'c' });
+    expect(over.statusCode).toBe(429);
+    expect(over.json().message).toMatch(/cap 2/);
+    expect((await h.postMetrics({ ...point, key: 'a', data: 7 })).statusCode).toBe(200);
+    expect(h.series.render()).toContain('key="a",namespace="default",source="web-01"} 7');
+  });
+
+  it('rejects the whole batch if one point is invalid', async () => {
+    const h = await harness();
+    const res = await h.postMetrics([point, { ...point, data: 'NaN' }]);
+    expect(res.statusCode).toBe(400);
+    expect(res.json().errors).toEqual([{ index: 1, field: 'data', message: expect.any(String) }]);
+    expect(h.series.activeSeries).toBe(0);
+  });
+
+  it('answers 405 for GET', async () => {
+    const h = await harness();
+    expect((await h.app.inject({ method: 'GET', url: '/v1/integrations/metrics' })).statusCode).toBe(405);
+  });
+});

@@ -1,0 +1,78 @@
+import { randomBytes } from 'node:crypto';
+import type { Route } from '../../../../api/route.js';
+import { hashScrypt, sha256Hex } from '../../../../api/verifiers.js';
+import { newVerifiedCache } from '../../../../ingester/routing/credentials.js';
+import { parseBasicAuth, soleHeader } from '../../../../ingester/auth/basic-auth.js';
+import { RouteTable } from '../../../../ingester/routing/route-table.js';
+
+const webhook = (name: string, secret: Route['credentials'][number]['secret'], extra: Partial<Route['credentials'][number]> = {}): Route => ({
+  apiVersion: 'intake.dev/v1alpha1', kind: 'WebhookIntegration', name, namespace: 'ns', credentials: [{ username: 'u', secret, ...extra }],
+});
+const build = (routes: Route[], allowPlaintext = true) => RouteTable.build(routes.map((route, i) => ({ source: `#${i}`, route })), { allowPlaintext });
+
+describe('RouteTable authentication', () => {
+  it('verifies sha256 verifiers', async () => {
+    const { table } = build([webhook('a', { sha256: sha256Hex('secret') })]);
+    expect(await table.authenticateWebhook('a', 'u', 'secret', newVerifiedCache())).toBeDefined();
+    expect(await table.authenticateWebhook('a', 'u', 'Secret', newVerifiedCache())).toBeUndefined();
+  });
+
+  it('verifies scrypt verifiers and caches a success', async () => {
+    const phc = await hashScrypt('pw', randomBytes(16), 10);
+    const { table } = build([webhook('a', { scrypt: phc })]);
+    const cache = newVerifiedCache();
+    expect(await table.authenticateWebhook('a', 'u', 'wrong', cache)).toBeUndefined();
+    expect(cache.size).toBe(0);
+    expect(await table.authenticateWebhook('a', 'u', 'pw', cache)).toBeDefined();
+    expect(cache.size).toBe(1);
+    expect(await table.authenticateWebhook('a', 'u', 'pw', cache)).toBeDefined();
+  });
+
+  it('honours validity windows (rotation grace period)', async () => {
+    const { table } = build([webhook('a', { plain: 'old' }, { notAfter: '2026-01-01T00:00:00Z' })]);
+    const before = Date.parse('2025-12-31T23:59:59Z');
+    const after = Date.parse('2026-01-01T00:00:01Z');
+    expect(await table.authenticateWebhook('a', 'u', 'old', newVerifiedCache(), before)).toBeDefined();
+    expect(await table.authenticateWebhook('a', 'u', 'old', newVerifiedCache(), after)).toBeUndefined();
+  });
+
+  it('skips plaintext routes outside standalone mode, and a second route for a taken name', () => {
+    expect(build([webhook('a', { plain: 'x' })], false).skipped[0]?.reason).toMatch(/plaintext/);
+    const { skipped, table } = build([webhook('a', { plain: 'x' }), webhook('a', { plain: 'y' })]);
+    expect(skipped).toHaveLength(1);
+    expect(table.size.webhooks).toBe(1);
+  });
+
+  it('finds API keys by digest and refuses scrypt-verified keys', async () => {
+    const key: Route = { apiVersion: 'intake.dev/v1alpha1', kind: 'ApiKey', name: 'k', namespace: 'ns', credentials: [{ username: 'ns', secret: { sha256: sha256Hex('ns_abc') } }] };
+    const { table } = build([key]);
+    expect(table.authenticateApiKey('ns_abc', undefined)?.namespace).toBe('ns');
+    expect(table.authenticateApiKey('ns_abc', 'ns')).toBeDefined();
+    expect(table.authenticateApiKey('ns_abc', 'other')).toBeUndefined();
+    const slow = { ...key, credentials: [{ username: 'ns', secret: { scrypt: await hashScrypt('k', randomBytes(16), 10) } }] };
+    expect(build([slow]).skipped[0]?.reason).toMatch(/sha256/);
+  });
+});
+
+describe('parseBasicAuth', () => {
+  const enc = (s: string) => `Basic ${Buffer.from(s).toString('base64')}`;
+  it('splits at the first colon, so passwords may contain colons', () => {
+    expect(parseBasicAuth(enc('user:pa:ss'))).toEqual({ username: 'user', password: 'pa:ss' });
+  });
+  it('accepts any case of the scheme', () => {
+    expect(parseBasicAuth(`bAsIc ${Buffer.from('a:b').toString('base64')}`)).toEqual({ username: 'a', password: 'b' });
+  });
+  it.each([[undefined], [''], ['Basic'], ['Bearer abc'], [enc('nocolon')], ['Basic @@@'], [[enc('a:b'), enc('c:d')]]])('refuses %p', (h) => {
+    expect(parseBasicAuth(h as string | string[] | undefined)).toBeUndefined();
+  });
+});
+
+describe('soleHeader', () => {
+  it('returns the one value, any case of the name', () => {
+    expect(soleHeader(['Host', 'x', 'AUTHORIZATION', 'Basic a'], 'authorization')).toBe('Basic a');
+  });
+  it('refuses a repeated header and reports a missing one as undefined', () => {
+    expect(soleHeader(['Authorization', 'Basic a', 'authorization', 'Basic b'], 'authorization')).toBeUndefined();
+    expect(soleHeader(['Host', 'x'], 'authorization')).toBeUndefined();
+  });
+});

@@ -1,0 +1,31 @@
+/** The request assembled from cached label bytes is the message the generated schema encodes. */
+import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
+import { uncompressSync } from 'snappy';
+import { WriteRequestSchema } from '../../../../../ingester/series/remote-write/generated/remote_write_v1_pb.js';
+import { encodeLabels, encodeWriteRequest, snappyBlock } from '../../../../../ingester/series/remote-write/wire.js';
+
+const a: Array<[string, string]> = [['__name__', 'up'], ['job', 'x']];
+const b: Array<[string, string]> = [['__name__', 'temp'], ['source', 'h\u00e9']];
+
+it('encodes byte for byte what toBinary gives for the whole WriteRequest', () => {
+  const assembled = encodeWriteRequest([
+    { labelBytes: encodeLabels(a), values: [1.5, -2], timestamps: [1_700_000_000_000, 1_700_000_000_001] },
+    { labelBytes: encodeLabels(b), values: [Infinity], timestamps: [1_700_000_000_002] },
+  ]);
+  const whole = toBinary(
+    WriteRequestSchema,
+    create(WriteRequestSchema, {
+      timeseries: [
+        { labels: a.map(([name, value]) => ({ name, value })), samples: [{ value: 1.5, timestamp: 1_700_000_000_000n }, { value: -2, timestamp: 1_700_000_000_001n }] },
+        { labels: b.map(([name, value]) => ({ name, value })), samples: [{ value: Infinity, timestamp: 1_700_000_000_002n }] },
+      ],
+    }),
+  );
+  expect(Buffer.from(assembled).equals(Buffer.from(whole))).toBe(true);
+});
+
+it('round-trips through the Snappy block format, zero and NaN values included', () => {
+  const body = snappyBlock(encodeWriteRequest([{ labelBytes: encodeLabels(a), values: [0, NaN], timestamps: [1, 2] }]));
+  const decoded = fromBinary(WriteRequestSchema, uncompressSync(body) as Buffer);
+  expect(decoded.timeseries[0]?.samples.map((s) => [s.value, s.timestamp])).toEqual([[0, 1n], [NaN, 2n]]);
+});

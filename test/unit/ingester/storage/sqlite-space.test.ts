@@ -1,0 +1,72 @@
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { isStorageRefusal } from '../../../../ingester/sinks/bus-storage.js';
+import { configureSpace, DiskReserve, isDiskFull, reclaimStep } from '../../../../ingester/storage/sqlite-space.js';
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+const tempDir = (): string => {
+  const d = mkdtempSync(join(tmpdir(), 'intake-space-'));
+  dirs.push(d);
+  return d;
+};
+
+describe('sqlite space', () => {
+  it('gives a drained database back to a few pages in bounded steps, and truncates the WAL', () => {
+    const dir = tempDir();
+    const db = new DatabaseSync(join(dir, 'db.sqlite'));
+    configureSpace(db);
+    db.exec('PRAGMA journal_mode = WAL');
+    db.exec('CREATE TABLE t (v TEXT)');
+    const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
+    db.exec('BEGIN');
+    for (let i = 0; i < 5000; i++) insert.run('x'.repeat(4000));
+    db.exec('COMMIT');
+    db.exec('DELETE FROM t');
+    const full = statSync(join(dir, 'db.sqlite')).size;
+    expect(full).toBeGreaterThan(16 * 1024 * 1024);
+    let steps = 1;
+    while (reclaimStep(db, true)) steps++;
+    expect(steps).toBeGreaterThan(1);
+    expect(statSync(join(dir, 'db.sqlite')).size).toBeLessThan(64 * 1024);
+    expect(statSync(join(dir, 'db.sqlite-wal')).size).toBe(0);
+    db.close();
+  });
+
+  it('converts a database made without auto_vacuum once it is empty', () => {
+    const dir = tempDir();
+    const db = new DatabaseSync(join(dir, 'db.sqlite'));
+    db.exec('PRAGMA journal_mode = WAL');
+    db.exec('CREATE TABLE t (v TEXT)');
+    expect(reclaimStep(db, false)).toBe(false);
+    expect(Object.values(db.prepare('PRAGMA auto_vacuum').get() ?? {})[0]).toBe(0);
+    reclaimStep(db, true);
+    expect(Object.values(db.prepare('PRAGMA auto_vacuum').get() ?? {})[0]).toBe(2);
+    db.close();
+  });
+
+  it('keeps a reserve file that can be released and written again', () => {
+    const path = join(tempDir(), 'reserve');
+    const reserve = new DiskReserve(path, 256 * 1024);
+    expect(reserve.ensure()).toBe(true);
+    expect(statSync(path).size).toBe(256 * 1024);
+    expect(reserve.release()).toBe(true);
+    expect(existsSync(path)).toBe(false);
+    expect(reserve.release()).toBe(false);
+  });
+
+  it('recognises a full disk and the bus refusing for storage', () => {
+    expect(isDiskFull(Object.assign(new Error('database or disk is full'), { errcode: 13 }))).toBe(true);
+    expect(isDiskFull(new Error('UNIQUE constraint failed'))).toBe(false);
+    expect(isStorageRefusal('insufficient resources')).toBe(true);
+    expect(isStorageRefusal('maximum bytes exceeded')).toBe(true);
+    expect(isStorageRefusal('maximum messages exceeded')).toBe(true);
+    expect(isStorageRefusal('resource limits exceeded for account')).toBe(true);
+    expect(isStorageRefusal('no stream listens on the subject (no responders)')).toBe(false);
+    expect(isStorageRefusal('message size exceeds maximum allowed')).toBe(false);
+  });
+});
