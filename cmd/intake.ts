@@ -255,6 +255,12 @@ undelivered
     process.stdout.write(`${body.replayed} event(s) handed back for delivery\n`);
   });
 
+// `intake deadletter list | head`: a reader that closes the pipe early is not an error.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(0);
+  throw err;
+});
+
 program.parseAsync(process.argv).catch((err: Error) => {
   const known = err instanceof ConfigError || (err as { code?: string }).code === 'EADDRINUSE';
   process.stderr.write(`intake: ${known ? err.message : (err.stack ?? err.message)}\n`);

@@ -142,6 +142,14 @@ describe('dead letter and replay', () => {
     expect(listed.code).toBe(0);
     expect(listed.stdout).toMatch(/ mapping {2}default\/custom {2}the mapping \(expression\)/);
     expect(listed.stdout).toContain('1 dead letter(s) listed');
+    // A reader that stops early (| head) ends the listing quietly: no EPIPE stack trace, exit 0.
+    // The read end is closed before the CLI has its answer from the admin port, so its write fails.
+    const piped = spawn(process.execPath, [join(ROOT, 'dist/cmd/intake.js'), 'deadletter', 'list', '--json', '--admin-url', ing.adminUrl], { stdio: ['ignore', 'pipe', 'pipe'] });
+    piped.stdout.destroy();
+    let pipedErr = '';
+    piped.stderr.on('data', (d) => (pipedErr += d));
+    expect(await new Promise((resolve) => piped.on('exit', resolve))).toBe(0);
+    expect(pipedErr).toBe('');
 
     const config = parse(readFileSync(ing.configPath, 'utf8')) as { routes: Array<{ name: string; mapping?: unknown }> };
     (config.routes.find((r) => r.name === 'custom') as { mapping?: unknown }).mapping = FIXED;
