@@ -76,7 +76,15 @@ export const DEFAULT_TENANT_LIMITS: TenantLimitDefaults = {
   apiKey: { dataPointsPerSecond: 50_000, dataPointsBurst: 500_000, maxSeries: 10_000 },
 };
 
-export const NAMESPACE_LIMIT_FIELDS = ['eventsPerSecond', 'eventsBurst', 'dataPointsPerSecond', 'dataPointsBurst', 'maxSeries', 'mappingCpuMillisPerSecond', 'mappingCpuBurstMillis'] as const;
+export const NAMESPACE_LIMIT_FIELDS = [
+  'eventsPerSecond',
+  'eventsBurst',
+  'dataPointsPerSecond',
+  'dataPointsBurst',
+  'maxSeries',
+  'mappingCpuMillisPerSecond',
+  'mappingCpuBurstMillis',
+] as const;
 export const INTEGRATION_LIMIT_FIELDS = ['eventsPerSecond', 'eventsBurst'] as const;
 export const API_KEY_LIMIT_FIELDS = ['dataPointsPerSecond', 'dataPointsBurst', 'maxSeries'] as const;
 
@@ -92,16 +100,31 @@ export const tenantLimitDefaultsSchema = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    namespace: { type: 'object', additionalProperties: false, properties: Object.fromEntries(NAMESPACE_LIMIT_FIELDS.map((f) => [f, count])) },
-    integration: { type: 'object', additionalProperties: false, properties: Object.fromEntries(INTEGRATION_LIMIT_FIELDS.map((f) => [f, count])) },
-    apiKey: { type: 'object', additionalProperties: false, properties: Object.fromEntries(API_KEY_LIMIT_FIELDS.map((f) => [f, count])) },
+    namespace: {
+      type: 'object',
+      additionalProperties: false,
+      properties: Object.fromEntries(NAMESPACE_LIMIT_FIELDS.map((f) => [f, count])),
+    },
+    integration: {
+      type: 'object',
+      additionalProperties: false,
+      properties: Object.fromEntries(INTEGRATION_LIMIT_FIELDS.map((f) => [f, count])),
+    },
+    apiKey: {
+      type: 'object',
+      additionalProperties: false,
+      properties: Object.fromEntries(API_KEY_LIMIT_FIELDS.map((f) => [f, count])),
+    },
   },
 } as const;
 
 export type PartialTenantLimitDefaults = { [K in keyof TenantLimitDefaults]?: Partial<TenantLimitDefaults[K]> };
 
 /** Defaults with a partial override merged in, field by field. */
-export function mergeTenantLimitDefaults(base: TenantLimitDefaults, override: PartialTenantLimitDefaults | undefined): TenantLimitDefaults {
+export function mergeTenantLimitDefaults(
+  base: TenantLimitDefaults,
+  override: PartialTenantLimitDefaults | undefined,
+): TenantLimitDefaults {
   return {
     namespace: { ...base.namespace, ...override?.namespace },
     integration: { ...base.integration, ...override?.integration },

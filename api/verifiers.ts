@@ -27,7 +27,13 @@ export function parseScrypt(phc: string): ScryptParams {
   const m = PHC_SCRYPT.exec(phc);
   if (!m) throw new Error('scrypt verifier is not a PHC string $scrypt$ln=..,r=..,p=..$salt$hash');
   const [, ln, r, p, salt, hash] = m as unknown as [string, string, string, string, string, string];
-  const params = { N: 2 ** Number(ln), r: Number(r), p: Number(p), salt: Buffer.from(salt, 'base64'), hash: Buffer.from(hash, 'base64') };
+  const params = {
+    N: 2 ** Number(ln),
+    r: Number(r),
+    p: Number(p),
+    salt: Buffer.from(salt, 'base64'),
+    hash: Buffer.from(hash, 'base64'),
+  };
   if (params.N < 2 || params.N > 2 ** 20 || params.r < 1 || params.p < 1 || params.hash.length < 16) {
     throw new Error('scrypt verifier parameters out of range (ln 1..20, r >= 1, p >= 1, hash >= 16 bytes)');
   }
@@ -37,8 +43,12 @@ export function parseScrypt(phc: string): ScryptParams {
 function scryptAsync(password: string, params: ScryptParams): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const maxmem = 128 * params.N * params.r * 2 + 1024 * 1024;
-    scryptCallback(password, params.salt, params.hash.length, { N: params.N, r: params.r, p: params.p, maxmem }, (err, key) =>
-      err ? reject(err) : resolve(key),
+    scryptCallback(
+      password,
+      params.salt,
+      params.hash.length,
+      { N: params.N, r: params.r, p: params.p, maxmem },
+      (err, key) => (err ? reject(err) : resolve(key)),
     );
   });
 }

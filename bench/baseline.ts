@@ -24,9 +24,13 @@ const server = createServer((req, res) => {
   req.on('data', (chunk: Buffer) => chunks.push(chunk));
   req.on('end', () => {
     const header = req.headers.authorization ?? '';
-    const given = createHash('sha256').update(Buffer.from(header.slice(6), 'base64').toString('utf8'), 'utf8').digest();
+    const given = createHash('sha256')
+      .update(Buffer.from(header.slice(6), 'base64').toString('utf8'), 'utf8')
+      .digest();
     if (!header.startsWith('Basic ') || !timingSafeEqual(given, expected)) {
-      res.writeHead(401, { 'content-type': 'application/json; charset=utf-8', 'www-authenticate': 'Basic' }).end(UNAUTHORIZED);
+      res
+        .writeHead(401, { 'content-type': 'application/json; charset=utf-8', 'www-authenticate': 'Basic' })
+        .end(UNAUTHORIZED);
       return;
     }
     try {

@@ -84,7 +84,9 @@ export function summarise(profile: CpuProfile, window?: Window): ProfileSummary 
   let totalUs = 0;
   let at = profile.startTime;
   if (window && (window.endUs < profile.startTime || window.startUs > profile.endTime)) {
-    throw new Error(`the window ${window.startUs}..${window.endUs} µs lies outside the profile (${profile.startTime}..${profile.endTime} µs): not the same clock?`);
+    throw new Error(
+      `the window ${window.startUs}..${window.endUs} µs lies outside the profile (${profile.startTime}..${profile.endTime} µs): not the same clock?`,
+    );
   }
   // timeDeltas[i] is the time before sample i; attributing it to sample i is what DevTools does.
   for (let i = 0; i < profile.samples.length; i++) {
@@ -110,10 +112,17 @@ export function summarise(profile: CpuProfile, window?: Window): ProfileSummary 
   }
   const functions = [...total.entries()].map(([key, totalTime]) => {
     const [name, url, line] = key.split('\u0000') as [string, string, string];
-    return { name, where: url ? `${shortUrl(url)}:${Number(line) + 1}` : '', selfMs: (self.get(key) ?? 0) / 1000, totalMs: totalTime / 1000 };
+    return {
+      name,
+      where: url ? `${shortUrl(url)}:${Number(line) + 1}` : '',
+      selfMs: (self.get(key) ?? 0) / 1000,
+      totalMs: totalTime / 1000,
+    };
   });
   functions.sort((a, b) => b.selfMs - a.selfMs);
-  const originList = [...origins.entries()].map(([origin, us]) => ({ origin, selfMs: us / 1000 })).sort((a, b) => b.selfMs - a.selfMs);
+  const originList = [...origins.entries()]
+    .map(([origin, us]) => ({ origin, selfMs: us / 1000 }))
+    .sort((a, b) => b.selfMs - a.selfMs);
   return { totalMs: totalUs / 1000, functions, origins: originList };
 }
 
@@ -127,17 +136,25 @@ export function formatSummary(s: ProfileSummary, top = 25, requests?: number): s
     `${(s.totalMs / 1000).toFixed(1)} s sampled. Inclusive time counts callees too; behind fastify's callback-style hooks it`,
     'also counts the hooks and handler that run after them, so read it with care.',
     '',
-    ...(requests ? [`${requests} requests in that time: ${((s.totalMs * 1000) / requests).toFixed(1)} µs of sampled time per request (idle included).`, ''] : []),
+    ...(requests
+      ? [
+          `${requests} requests in that time: ${((s.totalMs * 1000) / requests).toFixed(1)} µs of sampled time per request (idle included).`,
+          '',
+        ]
+      : []),
     `top ${top} functions by self time:`,
     '',
     `| self | self % |${perHead} inclusive % | function | where |`,
     `|---:|---:|${perAlign}---:|---|---|`,
   ];
   for (const f of s.functions.slice(0, top)) {
-    lines.push(`| ${f.selfMs.toFixed(0)} ms | ${pct(f.selfMs)} |${per(f.selfMs)} ${pct(f.totalMs)} | \`${f.name}\` | ${f.where} |`);
+    lines.push(
+      `| ${f.selfMs.toFixed(0)} ms | ${pct(f.selfMs)} |${per(f.selfMs)} ${pct(f.totalMs)} | \`${f.name}\` | ${f.where} |`,
+    );
   }
   lines.push('', 'self time by origin:', '', `| origin | self | self % |${perHead}`, `|---|---:|---:|${perAlign}`);
-  for (const o of s.origins.slice(0, 20)) lines.push(`| ${o.origin} | ${o.selfMs.toFixed(0)} ms | ${pct(o.selfMs)} |${per(o.selfMs)}`);
+  for (const o of s.origins.slice(0, 20))
+    lines.push(`| ${o.origin} | ${o.selfMs.toFixed(0)} ms | ${pct(o.selfMs)} |${per(o.selfMs)}`);
   return lines.join('\n');
 }
 

@@ -42,7 +42,11 @@ const auth = (name: string): string => `Basic ${Buffer.from(`${name}:${name}-pas
 /** Status 0: the connection was reset or the request failed (counted like a refusal). */
 const send = async (url: string, name: string, body: unknown): Promise<{ status: number; id: string | null }> => {
   try {
-    const res = await fetch(`${url}/events/webhook_${name}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: auth(name) }, body: JSON.stringify(body) });
+    const res = await fetch(`${url}/events/webhook_${name}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: auth(name) },
+      body: JSON.stringify(body),
+    });
     await res.arrayBuffer();
     return { status: res.status, id: res.headers.get('x-intake-dead-letter-id') };
   } catch {
@@ -58,11 +62,21 @@ async function main(): Promise<void> {
     adminListen: `127.0.0.1:${adminPort}`,
     logLevel: 'warn',
     sinks: { log: { path: join(dir, 'events.jsonl') } },
-    deadLetter: oldConfig ? { path: join(dir, 'deadletter.jsonl'), maxBytes: 64 * 1024 * 1024 } : { path: join(dir, 'deadletter.jsonl') },
-    routes: [route('flood', 'team-a', '{"source": host}'), route('steady', 'team-b', '{"source": hostname, "severity": level}'), route('quiet', 'team-b', '{"source": host}')],
+    deadLetter: oldConfig
+      ? { path: join(dir, 'deadletter.jsonl'), maxBytes: 64 * 1024 * 1024 }
+      : { path: join(dir, 'deadletter.jsonl') },
+    routes: [
+      route('flood', 'team-a', '{"source": host}'),
+      route('steady', 'team-b', '{"source": hostname, "severity": level}'),
+      route('quiet', 'team-b', '{"source": host}'),
+    ],
   };
   writeFileSync(join(dir, 'intake.yaml'), JSON.stringify(config));
-  const child = spawn(process.execPath, [join(dist, 'cmd/intake.js'), 'ingester', '--config', join(dir, 'intake.yaml')], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [join(dist, 'cmd/intake.js'), 'ingester', '--config', join(dir, 'intake.yaml')],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
   const url = `http://127.0.0.1:${port}`;
   const admin = `http://127.0.0.1:${adminPort}`;
   try {
@@ -96,7 +110,8 @@ async function main(): Promise<void> {
     await flood;
     const seconds = (performance.now() - started) / 1000;
     latencies.sort((a, b) => a - b);
-    const pct = (p: number): string => (latencies[Math.min(latencies.length - 1, Math.floor((latencies.length * p) / 100))] ?? 0).toFixed(1);
+    const pct = (p: number): string =>
+      (latencies[Math.min(latencies.length - 1, Math.floor((latencies.length * p) / 100))] ?? 0).toFixed(1);
     const ok = statuses.get(200) ?? 0;
     const listed = (await (await fetch(`${admin}/deadletter`)).json()) as { entries: Array<{ id: string }> };
     const survived = listed.entries.some((e) => e.id === quiet.id);

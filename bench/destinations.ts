@@ -16,7 +16,16 @@ import { stringify } from 'yaml';
 import { ROOT } from '../test/support/paths.js';
 import { freePort } from '../test/support/ports.js';
 import { waitFor } from '../test/support/waiting.js';
-import { canConnect, peakRssMiB, pinnedServer, runBenchmark, BENCH_AUTH, BENCH_PASSWORD, BENCH_TENANT_LIMITS, BENCH_USER } from './processes.js';
+import {
+  canConnect,
+  peakRssMiB,
+  pinnedServer,
+  runBenchmark,
+  BENCH_AUTH,
+  BENCH_PASSWORD,
+  BENCH_TENANT_LIMITS,
+  BENCH_USER,
+} from './processes.js';
 
 const EVENTS = Number(process.env.BENCH_DESTINATION_EVENTS ?? 20_000);
 const dir = mkdtempSync(join(process.env.BENCH_DIR || tmpdir(), 'intake-bench-dest-'));
@@ -56,14 +65,41 @@ async function runCase(c: Case, natsUrl: string): Promise<{ seconds: number; rss
     listen: `127.0.0.1:${port}`,
     adminListen: `127.0.0.1:${admin}`,
     logLevel: 'warn',
-    ...(c.queue === 'bus' ? { sinks: { jetstream: { url: natsUrl, stream: `BENCH_${c.name.replace(/\W/g, '_')}`, subjectPrefix: `bench.${c.name.replace(/\W/g, '_')}`, deadLetterSubjectPrefix: `benchdl.${c.name.replace(/\W/g, '_')}`, deadLetterStream: `BENCH_DL_${c.name.replace(/\W/g, '_')}`, alertBucketPrefix: `bench-${c.name.replace(/\W/g, '-')}` } } } : { spool: { path: join(dir, `${c.name}-spool`) } }),
+    ...(c.queue === 'bus'
+      ? {
+          sinks: {
+            jetstream: {
+              url: natsUrl,
+              stream: `BENCH_${c.name.replace(/\W/g, '_')}`,
+              subjectPrefix: `bench.${c.name.replace(/\W/g, '_')}`,
+              deadLetterSubjectPrefix: `benchdl.${c.name.replace(/\W/g, '_')}`,
+              deadLetterStream: `BENCH_DL_${c.name.replace(/\W/g, '_')}`,
+              alertBucketPrefix: `bench-${c.name.replace(/\W/g, '-')}`,
+            },
+          },
+        }
+      : { spool: { path: join(dir, `${c.name}-spool`) } }),
     destinations: [{ name: 'target', default: true, ...c.destination }],
     tenantLimits: BENCH_TENANT_LIMITS,
-    routes: [{ apiVersion: 'intake.dev/v1alpha1', kind: 'WebhookIntegration', name: 'bench', namespace: 'bench', credentials: [{ username: BENCH_USER, secret: { plain: BENCH_PASSWORD } }] }],
+    routes: [
+      {
+        apiVersion: 'intake.dev/v1alpha1',
+        kind: 'WebhookIntegration',
+        name: 'bench',
+        namespace: 'bench',
+        credentials: [{ username: BENCH_USER, secret: { plain: BENCH_PASSWORD } }],
+      },
+    ],
   };
   const file = join(dir, `${c.name.replace(/\W/g, '_')}.yaml`);
   writeFileSync(file, stringify(config));
-  const child = pinnedServer(c.name, '0', process.execPath, ['--max-semi-space-size=4', join(ROOT, 'dist/cmd/intake.js'), 'ingester', '--config', file]);
+  const child = pinnedServer(c.name, '0', process.execPath, [
+    '--max-semi-space-size=4',
+    join(ROOT, 'dist/cmd/intake.js'),
+    'ingester',
+    '--config',
+    file,
+  ]);
   try {
     await waitFor(c.name, async () => (await fetch(`http://127.0.0.1:${admin}/readyz`)).ok, 20_000, 100);
     const started = performance.now();
@@ -71,13 +107,34 @@ async function runCase(c: Case, natsUrl: string): Promise<{ seconds: number; rss
     const sender = async (): Promise<void> => {
       for (let sent = next; sent < EVENTS; sent = next) {
         next += 100;
-        const body = JSON.stringify(Array.from({ length: 100 }, (_, i) => ({ source: `host-${(sent + i) % 500}`, signature: `sig-${sent + i}`, severity: 1 + ((sent + i) % 5), type: 'Bench', description: `event ${sent + i}` })));
-        const res = await fetch(`http://127.0.0.1:${port}/events/webhook_bench`, { method: 'POST', headers: { authorization: BENCH_AUTH, 'content-type': 'application/json', 'idempotency-key': `${c.name}-${sent}` }, body });
+        const body = JSON.stringify(
+          Array.from({ length: 100 }, (_, i) => ({
+            source: `host-${(sent + i) % 500}`,
+            signature: `sig-${sent + i}`,
+            severity: 1 + ((sent + i) % 5),
+            type: 'Bench',
+            description: `event ${sent + i}`,
+          })),
+        );
+        const res = await fetch(`http://127.0.0.1:${port}/events/webhook_bench`, {
+          method: 'POST',
+          headers: {
+            authorization: BENCH_AUTH,
+            'content-type': 'application/json',
+            'idempotency-key': `${c.name}-${sent}`,
+          },
+          body,
+        });
         if (res.status !== 200) throw new Error(`${c.name}: POST answered ${res.status}`);
       }
     };
     await Promise.all([sender(), sender(), sender(), sender()]);
-    await waitFor(`${c.name} delivered`, async () => (await metric(admin, 'intake_destination_delivered_total{destination="target"}')) >= EVENTS, 600_000, 50);
+    await waitFor(
+      `${c.name} delivered`,
+      async () => (await metric(admin, 'intake_destination_delivered_total{destination="target"}')) >= EVENTS,
+      600_000,
+      50,
+    );
     const seconds = (performance.now() - started) / 1000;
     const rss = peakRssMiB(child.pid);
     return { seconds, rss };
@@ -93,7 +150,12 @@ async function alertmanager(): Promise<{ url: string; start: () => Promise<void>
   return {
     url,
     start: async () => {
-      pinnedServer('alertmanager', '1', 'prometheus-alertmanager', [`--config.file=${join(dir, 'am.yml')}`, `--storage.path=${join(dir, `am-${port}-${Date.now()}`)}`, `--web.listen-address=127.0.0.1:${port}`, '--cluster.listen-address=']);
+      pinnedServer('alertmanager', '1', 'prometheus-alertmanager', [
+        `--config.file=${join(dir, 'am.yml')}`,
+        `--storage.path=${join(dir, `am-${port}-${Date.now()}`)}`,
+        `--web.listen-address=127.0.0.1:${port}`,
+        '--cluster.listen-address=',
+      ]);
       await waitFor('alertmanager', () => canConnect(port), 20_000, 50);
     },
   };
@@ -101,7 +163,15 @@ async function alertmanager(): Promise<{ url: string; start: () => Promise<void>
 
 async function main(): Promise<void> {
   const natsPort = await freePort();
-  pinnedServer('nats-server', '1', join(ROOT, '.tools/bin/nats-server'), ['-a', '127.0.0.1', '-p', String(natsPort), '-js', '-sd', join(dir, 'nats')]);
+  pinnedServer('nats-server', '1', join(ROOT, '.tools/bin/nats-server'), [
+    '-a',
+    '127.0.0.1',
+    '-p',
+    String(natsPort),
+    '-js',
+    '-sd',
+    join(dir, 'nats'),
+  ]);
   await waitFor('nats-server', () => canConnect(natsPort), 10_000, 100);
   const natsUrl = `nats://127.0.0.1:${natsPort}`;
   const delivery = { backoffMin: '100ms', backoffMax: '500ms', maxAttempts: 1000 };
@@ -109,15 +179,25 @@ async function main(): Promise<void> {
   for (const queue of ['bus', 'outbox'] as const) {
     for (const batchSize of [1, 100]) {
       const r = await receiver();
-      const result = await runCase({ name: `http-${batchSize}-${queue}`, queue, destination: { http: { url: r.url, batchSize }, delivery } }, natsUrl);
+      const result = await runCase(
+        { name: `http-${batchSize}-${queue}`, queue, destination: { http: { url: r.url, batchSize }, delivery } },
+        natsUrl,
+      );
       r.close();
-      rows.push(`| HTTP, batchSize ${batchSize} | ${queue === 'bus' ? 'JetStream consumer' : 'outbox (standalone)'} | ${(EVENTS / result.seconds).toFixed(0)} | ${result.seconds.toFixed(1)} | ${result.rss.toFixed(0)} |`);
+      rows.push(
+        `| HTTP, batchSize ${batchSize} | ${queue === 'bus' ? 'JetStream consumer' : 'outbox (standalone)'} | ${(EVENTS / result.seconds).toFixed(0)} | ${result.seconds.toFixed(1)} | ${result.rss.toFixed(0)} |`,
+      );
     }
     if (process.env.BENCH_NO_ALERTMANAGER !== '1') {
       const am = await alertmanager();
       await am.start();
-      const result = await runCase({ name: `am-${queue}`, queue, destination: { alertmanager: { urls: [am.url], timeout: '2s' }, delivery } }, natsUrl);
-      rows.push(`| Alertmanager (one alert per event) | ${queue === 'bus' ? 'JetStream consumer' : 'outbox (standalone)'} | ${(EVENTS / result.seconds).toFixed(0)} | ${result.seconds.toFixed(1)} | ${result.rss.toFixed(0)} |`);
+      const result = await runCase(
+        { name: `am-${queue}`, queue, destination: { alertmanager: { urls: [am.url], timeout: '2s' }, delivery } },
+        natsUrl,
+      );
+      rows.push(
+        `| Alertmanager (one alert per event) | ${queue === 'bus' ? 'JetStream consumer' : 'outbox (standalone)'} | ${(EVENTS / result.seconds).toFixed(0)} | ${result.seconds.toFixed(1)} | ${result.rss.toFixed(0)} |`,
+      );
     }
   }
   const table = [

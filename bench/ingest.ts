@@ -40,39 +40,91 @@ import { measure, monotonicUs, wrk, type Measured, type Target } from './load.js
 import { BENCH_AUTH, BENCH_PASSWORD, BENCH_USER } from './processes.js';
 import { f, report } from './report.js';
 import {
-  deployedNodeFlags, machine, peakRssMiB, request, servers, startAlertmanager, startComparedIngester, startIngester, startServer, stopAll, stopServer, waitReady, type Server,
+  deployedNodeFlags,
+  machine,
+  peakRssMiB,
+  request,
+  servers,
+  startAlertmanager,
+  startComparedIngester,
+  startIngester,
+  startServer,
+  stopAll,
+  stopServer,
+  waitReady,
+  type Server,
 } from './servers.js';
 import { checkIngester, checkMapping, prepare, seriesScenario, targets } from './setup.js';
 import { DIR, DURATION_S, log, OK_EVENT, PROFILE, WARMUP_S } from './settings.js';
 
 async function benchmark(): Promise<void> {
   const s = await prepare();
-  const hasGateway = process.env.BENCH_NO_PUSHGATEWAY !== '1' && spawnSync('sh', ['-c', 'command -v prometheus-pushgateway'], { stdio: 'ignore' }).status === 0;
+  const hasGateway =
+    process.env.BENCH_NO_PUSHGATEWAY !== '1' &&
+    spawnSync('sh', ['-c', 'command -v prometheus-pushgateway'], { stdio: 'ignore' }).status === 0;
   log(`work dir ${DIR}; ${machine()}; ingester node flags: ${deployedNodeFlags().join(' ') || '(none)'}`);
   if (!hasGateway) log('running without the Prometheus Pushgateway: the metric-push comparison is skipped');
-  const hasAlertmanager = process.env.BENCH_NO_ALERTMANAGER !== '1' && spawnSync('sh', ['-c', 'command -v prometheus-alertmanager'], { stdio: 'ignore' }).status === 0;
+  const hasAlertmanager =
+    process.env.BENCH_NO_ALERTMANAGER !== '1' &&
+    spawnSync('sh', ['-c', 'command -v prometheus-alertmanager'], { stdio: 'ignore' }).status === 0;
   if (!hasAlertmanager) log('running without Prometheus Alertmanager: the single-alert comparison is skipped');
 
   let ingester = await startIngester(s);
-  const baseline = startServer('baseline', [process.execPath, join(ROOT, 'dist/bench/baseline.js'), String(s.ports.baseline), BENCH_USER, BENCH_PASSWORD]);
-  await waitReady(baseline, async () => (await request(`http://127.0.0.1:${s.ports.baseline}/`, { method: 'POST', body: '{}' }, 1000)).status === 401);
-  const base = await request(`http://127.0.0.1:${s.ports.baseline}/`, { method: 'POST', headers: { authorization: BENCH_AUTH }, body: readFileSync(s.bodies.event) });
+  const baseline = startServer('baseline', [
+    process.execPath,
+    join(ROOT, 'dist/bench/baseline.js'),
+    String(s.ports.baseline),
+    BENCH_USER,
+    BENCH_PASSWORD,
+  ]);
+  await waitReady(
+    baseline,
+    async () =>
+      (await request(`http://127.0.0.1:${s.ports.baseline}/`, { method: 'POST', body: '{}' }, 1000)).status === 401,
+  );
+  const base = await request(`http://127.0.0.1:${s.ports.baseline}/`, {
+    method: 'POST',
+    headers: { authorization: BENCH_AUTH },
+    body: readFileSync(s.bodies.event),
+  });
   if (base.status !== 200 || base.text !== OK_EVENT) throw new Error(`baseline answered ${base.status} ${base.text}`);
   let gateway: Server | undefined;
   if (hasGateway) {
     // --persistence.file= (empty): no persistence; Debian's default would write under /var/lib.
-    gateway = startServer('pushgateway', ['prometheus-pushgateway', `--web.listen-address=127.0.0.1:${s.ports.gateway}`, '--persistence.file=', '--log.level=warn']);
-    await waitReady(gateway, async () => (await request(`http://127.0.0.1:${s.ports.gateway}/-/ready`, {}, 1000)).status === 200);
-    const push = await request(`http://127.0.0.1:${s.ports.gateway}/metrics/job/bench`, { method: 'POST', headers: { 'content-type': 'text/plain; version=0.0.4' }, body: readFileSync(s.bodies.push) });
+    gateway = startServer('pushgateway', [
+      'prometheus-pushgateway',
+      `--web.listen-address=127.0.0.1:${s.ports.gateway}`,
+      '--persistence.file=',
+      '--log.level=warn',
+    ]);
+    await waitReady(
+      gateway,
+      async () => (await request(`http://127.0.0.1:${s.ports.gateway}/-/ready`, {}, 1000)).status === 200,
+    );
+    const push = await request(`http://127.0.0.1:${s.ports.gateway}/metrics/job/bench`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain; version=0.0.4' },
+      body: readFileSync(s.bodies.push),
+    });
     if (push.status !== 200) throw new Error(`pushgateway answered the push with ${push.status} ${push.text}`);
   }
   const alertmanager = hasAlertmanager ? await startAlertmanager(s) : undefined;
   await checkIngester(s);
-  const t = targets(s, { ingester, baseline, ...(gateway ? { gateway } : {}), ...(alertmanager ? { alertmanager } : {}) });
+  const t = targets(s, {
+    ingester,
+    baseline,
+    ...(gateway ? { gateway } : {}),
+    ...(alertmanager ? { alertmanager } : {}),
+  });
 
   const compareFlags = process.env.BENCH_COMPARE_NODE_OPTIONS?.split(/\s+/).filter(Boolean);
   const compared = compareFlags ? await startComparedIngester(s, compareFlags) : undefined;
-  const singleTargets = [t.single, t.baseline, ...(alertmanager ? [t.alert] : []), ...(compared ? [compared.target] : [])];
+  const singleTargets = [
+    t.single,
+    t.baseline,
+    ...(alertmanager ? [t.alert] : []),
+    ...(compared ? [compared.target] : []),
+  ];
   const singleResults = await measure(...singleTargets);
   const [single, baseSingle] = singleResults as [Measured, Measured];
   const alerts = alertmanager ? singleResults[2] : undefined;
@@ -88,7 +140,10 @@ async function benchmark(): Promise<void> {
   if (alertmanager) await stopServer(alertmanager);
   const [batch] = (await measure(t.batch)) as [Measured];
   const rssAfterBatch = peakRssMiB(ingester);
-  const [metric, push] = (gateway ? await measure(t.metric, t.push) : await measure(t.metric)) as [Measured, Measured | undefined];
+  const [metric, push] = (gateway ? await measure(t.metric, t.push) : await measure(t.metric)) as [
+    Measured,
+    Measured | undefined,
+  ];
   const rssAfterMetric = { ingester: peakRssMiB(ingester), gateway: gateway ? peakRssMiB(gateway) : NaN };
   // Data mapping, on the same ingester: notifications through the preset, then the custom mapping
   // against unmapped single events, alternately.
@@ -106,8 +161,26 @@ async function benchmark(): Promise<void> {
   const series = await seriesScenario(s, ingester);
 
   report({
-    singleResults, single, baseSingle, alerts, compareFlags, comparedSingle, rssAfterSingle, batch, rssAfterBatch, gateway, metric, push, rssAfterMetric,
-    eventsPerNotification, notification, rssAfterNotification, unmapped, mapped, rssAfterMapped, series,
+    singleResults,
+    single,
+    baseSingle,
+    alerts,
+    compareFlags,
+    comparedSingle,
+    rssAfterSingle,
+    batch,
+    rssAfterBatch,
+    gateway,
+    metric,
+    push,
+    rssAfterMetric,
+    eventsPerNotification,
+    notification,
+    rssAfterNotification,
+    unmapped,
+    mapped,
+    rssAfterMapped,
+    series,
   });
 }
 
@@ -120,15 +193,20 @@ async function benchmark(): Promise<void> {
  */
 
 /** A warm-up, then one measured run of `target` while the server runs under --cpu-prof. */
-async function loadUnderProfiler(target: Target): Promise<{ window: { startUs: number; endUs: number }; requests: number; what: string }> {
+async function loadUnderProfiler(
+  target: Target,
+): Promise<{ window: { startUs: number; endUs: number }; requests: number; what: string }> {
   await wrk(target, WARMUP_S);
   const r = await wrk(target, DURATION_S);
-  log(`${target.label} under --cpu-prof: ${r.rps.toFixed(0)} requests/s, p99 ${r.p99.toFixed(2)} ms, server CPU ${r.serverCpu.toFixed(0)}% (profiling slows it)`);
+  log(
+    `${target.label} under --cpu-prof: ${r.rps.toFixed(0)} requests/s, p99 ${r.p99.toFixed(2)} ms, server CPU ${r.serverCpu.toFixed(0)}% (profiling slows it)`,
+  );
   return { window: r, requests: r.requests, what: `${target.label}: ${f(r.rps)} requests/s under the profiler` };
 }
 async function profile(scenario: string): Promise<void> {
   const known = ['single', 'batch', 'metric', 'series', 'alertmanager', 'mapped', 'baseline'];
-  if (!known.includes(scenario)) throw new Error(`BENCH_PROFILE must be one of ${known.join(', ')}, not ${JSON.stringify(scenario)}`);
+  if (!known.includes(scenario))
+    throw new Error(`BENCH_PROFILE must be one of ${known.join(', ')}, not ${JSON.stringify(scenario)}`);
   const s = await prepare();
   const profDir = join(DIR, 'cpuprofile');
   mkdirSync(profDir, { recursive: true });
@@ -139,8 +217,19 @@ async function profile(scenario: string): Promise<void> {
   let what: string;
   let requests: number | undefined;
   if (scenario === 'baseline') {
-    server = startServer('baseline', [process.execPath, ...prof, join(ROOT, 'dist/bench/baseline.js'), String(s.ports.baseline), BENCH_USER, BENCH_PASSWORD]);
-    await waitReady(server, async () => (await request(`http://127.0.0.1:${s.ports.baseline}/`, { method: 'POST', body: '{}' }, 1000)).status === 401);
+    server = startServer('baseline', [
+      process.execPath,
+      ...prof,
+      join(ROOT, 'dist/bench/baseline.js'),
+      String(s.ports.baseline),
+      BENCH_USER,
+      BENCH_PASSWORD,
+    ]);
+    await waitReady(
+      server,
+      async () =>
+        (await request(`http://127.0.0.1:${s.ports.baseline}/`, { method: 'POST', body: '{}' }, 1000)).status === 401,
+    );
     ({ window, requests, what } = await loadUnderProfiler(targets(s, { baseline: server }).baseline));
   } else {
     server = await startIngester(s, prof);
@@ -153,12 +242,21 @@ async function profile(scenario: string): Promise<void> {
     } else {
       const t = targets(s, { ingester: server });
       if (scenario === 'alertmanager' || scenario === 'mapped') await checkMapping(s);
-      const byName: Record<string, Target> = { single: t.single, batch: t.batch, metric: t.metric, alertmanager: t.notification, mapped: t.mapped };
+      const byName: Record<string, Target> = {
+        single: t.single,
+        batch: t.batch,
+        metric: t.metric,
+        alertmanager: t.notification,
+        mapped: t.mapped,
+      };
       ({ window, requests, what } = await loadUnderProfiler(byName[scenario] as Target));
     }
   }
   await stopServer(server, 30_000);
-  const file = readdirSync(profDir).filter((n) => n.endsWith('.cpuprofile')).sort().pop();
+  const file = readdirSync(profDir)
+    .filter((n) => n.endsWith('.cpuprofile'))
+    .sort()
+    .pop();
   if (!file) throw new Error(`no .cpuprofile written to ${profDir}`);
   const path = join(profDir, file);
   writeFileSync(`${path}.window.json`, JSON.stringify({ startUs: window.startUs, endUs: window.endUs, requests }));

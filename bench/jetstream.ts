@@ -16,7 +16,16 @@ import { ROOT } from '../test/support/paths.js';
 import { freePort } from '../test/support/ports.js';
 import { waitFor } from '../test/support/waiting.js';
 import { median } from '../test/support/stats.js';
-import { canConnect, peakRssMiB, pinnedServer, runBenchmark, BENCH_AUTH, BENCH_PASSWORD, BENCH_TENANT_LIMITS, BENCH_USER } from './processes.js';
+import {
+  canConnect,
+  peakRssMiB,
+  pinnedServer,
+  runBenchmark,
+  BENCH_AUTH,
+  BENCH_PASSWORD,
+  BENCH_TENANT_LIMITS,
+  BENCH_USER,
+} from './processes.js';
 
 const DURATION = process.env.BENCH_DURATION ?? '10s';
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -56,7 +65,11 @@ function luaScript(name: string, body: string): string {
 const ms = (v: string, unit: string): number => Number(v) * ({ us: 0.001, ms: 1, s: 1000 }[unit] ?? 1);
 
 function wrk(url: string, script: string, duration = DURATION): WrkResult {
-  const r = spawnSync('taskset', ['-c', '1', 'wrk', '-t1', `-c${CONNECTIONS}`, `-d${duration}`, '--latency', '-s', script, url], { encoding: 'utf8' });
+  const r = spawnSync(
+    'taskset',
+    ['-c', '1', 'wrk', '-t1', `-c${CONNECTIONS}`, `-d${duration}`, '--latency', '-s', script, url],
+    { encoding: 'utf8' },
+  );
   if (r.status !== 0) throw new Error(`wrk failed: ${r.stderr}`);
   const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(r.stdout)?.[1] ?? 0);
   if (non2xx > 0) throw new Error(`wrk saw ${non2xx} non-2xx responses against ${url}:\n${r.stdout}`);
@@ -67,7 +80,11 @@ function wrk(url: string, script: string, duration = DURATION): WrkResult {
   return { rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(r.stdout)?.[1]), p50: lat('50'), p99: lat('99') };
 }
 
-const medianOf = (runs: WrkResult[]): WrkResult => ({ rps: median(runs.map((r) => r.rps)), p50: median(runs.map((r) => r.p50)), p99: median(runs.map((r) => r.p99)) });
+const medianOf = (runs: WrkResult[]): WrkResult => ({
+  rps: median(runs.map((r) => r.rps)),
+  p50: median(runs.map((r) => r.p50)),
+  p99: median(runs.map((r) => r.p99)),
+});
 
 /** Two servers compared by ratio: runs alternate, so a noisy neighbour hits both alike. */
 function measurePair(a: [string, string], b: [string, string]): [WrkResult, WrkResult] {
@@ -82,7 +99,11 @@ function measurePair(a: [string, string], b: [string, string]): [WrkResult, WrkR
   return [medianOf(ra), medianOf(rb)];
 }
 
-async function ingester(name: string, sinks: Record<string, unknown>, extra: Record<string, unknown> = {}): Promise<{ port: number; admin: number; child: ChildProcess }> {
+async function ingester(
+  name: string,
+  sinks: Record<string, unknown>,
+  extra: Record<string, unknown> = {},
+): Promise<{ port: number; admin: number; child: ChildProcess }> {
   const [port, admin] = [await freePort(), await freePort()];
   const config = {
     listen: `127.0.0.1:${port}`,
@@ -91,26 +112,66 @@ async function ingester(name: string, sinks: Record<string, unknown>, extra: Rec
     sinks,
     ...extra,
     tenantLimits: BENCH_TENANT_LIMITS,
-    routes: [{ apiVersion: 'intake.dev/v1alpha1', kind: 'WebhookIntegration', name: 'bench', namespace: 'bench', credentials: [{ username: BENCH_USER, secret: { plain: BENCH_PASSWORD } }] }],
+    routes: [
+      {
+        apiVersion: 'intake.dev/v1alpha1',
+        kind: 'WebhookIntegration',
+        name: 'bench',
+        namespace: 'bench',
+        credentials: [{ username: BENCH_USER, secret: { plain: BENCH_PASSWORD } }],
+      },
+    ],
   };
   writeFileSync(join(dir, `${name}.yaml`), stringify(config));
-  const child = pinnedServer(name, '0', process.execPath, [join(ROOT, 'dist/cmd/intake.js'), 'ingester', '--config', join(dir, `${name}.yaml`)]);
+  const child = pinnedServer(name, '0', process.execPath, [
+    join(ROOT, 'dist/cmd/intake.js'),
+    'ingester',
+    '--config',
+    join(dir, `${name}.yaml`),
+  ]);
   await waitFor(name, async () => (await fetch(`http://127.0.0.1:${admin}/readyz`)).ok, 20_000, 100);
   return { port, admin, child };
 }
 
 async function main(): Promise<void> {
   const natsPort = await freePort();
-  const nats = pinnedServer('nats-server', '1', join(ROOT, '.tools/bin/nats-server'), ['-a', '127.0.0.1', '-p', String(natsPort), '-js', '-sd', join(dir, 'nats')]);
+  const nats = pinnedServer('nats-server', '1', join(ROOT, '.tools/bin/nats-server'), [
+    '-a',
+    '127.0.0.1',
+    '-p',
+    String(natsPort),
+    '-js',
+    '-sd',
+    join(dir, 'nats'),
+  ]);
   await waitFor('nats-server', () => canConnect(natsPort), 10_000, 100);
   const log = await ingester('log', { log: { path: join(dir, 'events.log') } });
-  const js = await ingester('jetstream', { jetstream: { url: `nats://127.0.0.1:${natsPort}` } }, { spool: { path: join(dir, 'spool') } });
+  const js = await ingester(
+    'jetstream',
+    { jetstream: { url: `nats://127.0.0.1:${natsPort}` } },
+    { spool: { path: join(dir, 'spool') } },
+  );
 
-  const event = JSON.stringify({ source: 'web-01.example.com', severity: 'critical', class: 'cpu', type: 'high', description: 'CPU above 95%' });
-  const batch = JSON.stringify(Array.from({ length: 100 }, (_, i) => ({ source: `web-${i}`, severity: i % 6, class: 'cpu', type: 'high' })));
-  const [single, singleLog] = measurePair([`http://127.0.0.1:${js.port}/events/webhook_bench`, luaScript('js-event', event)], [`http://127.0.0.1:${log.port}/events/webhook_bench`, luaScript('log-event', event)]);
+  const event = JSON.stringify({
+    source: 'web-01.example.com',
+    severity: 'critical',
+    class: 'cpu',
+    type: 'high',
+    description: 'CPU above 95%',
+  });
+  const batch = JSON.stringify(
+    Array.from({ length: 100 }, (_, i) => ({ source: `web-${i}`, severity: i % 6, class: 'cpu', type: 'high' })),
+  );
+  const [single, singleLog] = measurePair(
+    [`http://127.0.0.1:${js.port}/events/webhook_bench`, luaScript('js-event', event)],
+    [`http://127.0.0.1:${log.port}/events/webhook_bench`, luaScript('log-event', event)],
+  );
   wrk(`http://127.0.0.1:${js.port}/events/webhook_bench`, luaScript('js-batch-warm', batch), '5s');
-  const batched = medianOf(Array.from({ length: RUNS }, (_, i) => wrk(`http://127.0.0.1:${js.port}/events/webhook_bench`, luaScript(`js-batch-${i}`, batch))));
+  const batched = medianOf(
+    Array.from({ length: RUNS }, (_, i) =>
+      wrk(`http://127.0.0.1:${js.port}/events/webhook_bench`, luaScript(`js-batch-${i}`, batch)),
+    ),
+  );
   const metrics = await (await fetch(`http://127.0.0.1:${js.admin}/metrics`)).text();
   const cached = /intake_sink_events_total\{sink="jetstream",outcome="cached"\} (\d+)/.exec(metrics)?.[1] ?? '0';
   const rss = { js: peakRssMiB(js.child.pid), log: peakRssMiB(log.child.pid), nats: peakRssMiB(nats.pid) };

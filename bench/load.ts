@@ -43,7 +43,20 @@ export interface WrkRun {
 export const monotonicUs = (): number => Number(process.hrtime.bigint() / 1000n);
 
 export async function wrk(t: Target, seconds: number): Promise<WrkRun> {
-  const args = ['-c', LOAD_CPU, 'wrk', '-t1', `-c${t.connections ?? CONNECTIONS}`, `-d${seconds}s`, '--timeout', '5s', '--latency', '-s', LUA, t.url];
+  const args = [
+    '-c',
+    LOAD_CPU,
+    'wrk',
+    '-t1',
+    `-c${t.connections ?? CONNECTIONS}`,
+    `-d${seconds}s`,
+    '--timeout',
+    '5s',
+    '--latency',
+    '-s',
+    LUA,
+    t.url,
+  ];
   const env = {
     ...process.env,
     WRK_BODY_FILE: t.bodyFile,
@@ -63,7 +76,9 @@ export async function wrk(t: Target, seconds: number): Promise<WrkRun> {
   const code = await new Promise<number | null>((done) => child.once('close', (c) => done(c)));
   clearTimeout(timer);
   const endUs = monotonicUs();
-  const serverCpu = t.server ? ((processCpuSeconds(t.server.pid) - serverBefore) / ((endUs - startUs) / 1e6)) * 100 : NaN;
+  const serverCpu = t.server
+    ? ((processCpuSeconds(t.server.pid) - serverBefore) / ((endUs - startUs) / 1e6)) * 100
+    : NaN;
   const cpuAfter = cpuTimes();
   const loadCpuBusy = cpuBusyPercent(cpuBefore, cpuAfter, LOAD_CPU);
   const serverCpuBusy = cpuBusyPercent(cpuBefore, cpuAfter, SERVER_CPU);
@@ -73,7 +88,10 @@ export async function wrk(t: Target, seconds: number): Promise<WrkRun> {
   if (code !== 0 || !json) throw new Error(`wrk against ${t.label} failed (exit ${code}):\n${stdout}${stderr}`);
   const r = JSON.parse(json) as Record<string, number>;
   const num = (k: string): number => r[k] as number;
-  if (num('status') > 0) throw new Error(`wrk: ${num('status')} of ${num('requests')} responses from ${t.label} were not 2xx/3xx:\n${stdout}`);
+  if (num('status') > 0)
+    throw new Error(
+      `wrk: ${num('status')} of ${num('requests')} responses from ${t.label} were not 2xx/3xx:\n${stdout}`,
+    );
   if (num('requests') === 0) throw new Error(`wrk: no response from ${t.label}:\n${stdout}`);
   return {
     rps: num('requests') / (num('duration_us') / 1e6),
@@ -115,7 +133,9 @@ export async function measure(...targets: Target[]): Promise<Measured[]> {
   for (let i = 0; i < RUNS; i++) {
     for (const [j, t] of targets.entries()) {
       const r = await wrk(t, DURATION_S);
-      log(`${t.label}: run ${i + 1}/${RUNS}: ${r.rps.toFixed(0)} requests/s, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms`);
+      log(
+        `${t.label}: run ${i + 1}/${RUNS}: ${r.rps.toFixed(0)} requests/s, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms`,
+      );
       (runs[j] as WrkRun[]).push(r);
     }
   }

@@ -45,10 +45,12 @@ const A_LIMIT = 200;
 const A_RATE = 10 * A_LIMIT;
 const HOSTILE_RATE = 20;
 const A_DOES = process.env.BENCH_NOISY_A ?? 'both';
-if (!['rate', 'hostile', 'both'].includes(A_DOES)) throw new Error(`BENCH_NOISY_A must be rate, hostile or both, not ${JSON.stringify(A_DOES)}`);
+if (!['rate', 'hostile', 'both'].includes(A_DOES))
+  throw new Error(`BENCH_NOISY_A must be rate, hostile or both, not ${JSON.stringify(A_DOES)}`);
 const dir = mkdtempSync(join(process.env.BENCH_DIR || tmpdir(), 'intake-bench-noisy-'));
 
-const webhook = (name: string, namespace: string, extra: Record<string, unknown> = {}): Route => tenantRoute(name, namespace, extra) as Route;
+const webhook = (name: string, namespace: string, extra: Record<string, unknown> = {}): Route =>
+  tenantRoute(name, namespace, extra) as Route;
 
 /** Tenant B is far inside its limits; tenant A has a low events/s limit and a small mapping CPU budget. */
 const ROUTES: Route[] = [
@@ -60,9 +62,18 @@ const ROUTES: Route[] = [
   }),
 ];
 const UNLIMITED = 1_000_000_000;
-const GENEROUS = { namespace: { eventsPerSecond: UNLIMITED, eventsBurst: UNLIMITED }, integration: { eventsPerSecond: UNLIMITED, eventsBurst: UNLIMITED } };
+const GENEROUS = {
+  namespace: { eventsPerSecond: UNLIMITED, eventsBurst: UNLIMITED },
+  integration: { eventsPerSecond: UNLIMITED, eventsBurst: UNLIMITED },
+};
 
-const EVENT = JSON.stringify({ source: 'web-01.example.com', severity: 'critical', class: 'cpu', type: 'high', description: 'CPU above 95%' });
+const EVENT = JSON.stringify({
+  source: 'web-01.example.com',
+  severity: 'critical',
+  class: 'cpu',
+  type: 'high',
+  description: 'CPU above 95%',
+});
 
 interface Load {
   rps: number;
@@ -78,8 +89,25 @@ interface Load {
  * the shared client core they never delay B's sends or B's clock (what is measured is the
  * ingester, not the load generators).
  */
-async function load(o: { url: string; user: string; body: string; rate: number; seconds: number; connections: number; nice?: boolean }): Promise<Load> {
-  const generator = [process.execPath, join(ROOT, 'dist/bench/open-loop.js'), o.url, tenantAuth(o.user).authorization, o.body, String(o.rate), String(o.seconds), String(o.connections)];
+async function load(o: {
+  url: string;
+  user: string;
+  body: string;
+  rate: number;
+  seconds: number;
+  connections: number;
+  nice?: boolean;
+}): Promise<Load> {
+  const generator = [
+    process.execPath,
+    join(ROOT, 'dist/bench/open-loop.js'),
+    o.url,
+    tenantAuth(o.user).authorization,
+    o.body,
+    String(o.rate),
+    String(o.seconds),
+    String(o.connections),
+  ];
   const pinned = ['taskset', '-c', '1', ...generator];
   const argv = o.nice ? ['nice', '-n', '19', ...pinned] : pinned;
   const child = spawn(argv[0] as string, argv.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -94,7 +122,8 @@ const singleEvents = (url: string, user: string, rate: number, seconds: number, 
   load({ url, user, body: EVENT, rate, seconds, connections: 32, nice });
 
 /** The hostile expression's payload, HOSTILE_RATE a second. */
-const hostile = (url: string, seconds: number): Promise<Load> => load({ url, user: 'hostile', body: '{"any": 1}', rate: HOSTILE_RATE, seconds, connections: 8, nice: true });
+const hostile = (url: string, seconds: number): Promise<Load> =>
+  load({ url, user: 'hostile', body: '{"any": 1}', rate: HOSTILE_RATE, seconds, connections: 8, nice: true });
 
 interface Phase {
   b: Load;
@@ -115,16 +144,45 @@ async function phase(port: number, withA: boolean): Promise<Phase> {
 /** The single-event path at saturation: wrk on CPU 1 against the ingester on CPU 0. */
 function saturatedRps(port: number): number {
   const script = join(dir, 'single.lua');
-  writeFileSync(script, [`wrk.method = "POST"`, `wrk.body = ${JSON.stringify(EVENT)}`, `wrk.headers["Content-Type"] = "application/json"`, `wrk.headers["Authorization"] = ${JSON.stringify(tenantAuth('steady').authorization)}`, ''].join('\n'));
-  const r = spawnSync('taskset', ['-c', '1', 'wrk', '-t1', '-c32', `-d${PHASE_SECONDS}s`, '-s', script, `http://127.0.0.1:${port}/events/webhook_steady`], { encoding: 'utf8' });
+  writeFileSync(
+    script,
+    [
+      `wrk.method = "POST"`,
+      `wrk.body = ${JSON.stringify(EVENT)}`,
+      `wrk.headers["Content-Type"] = "application/json"`,
+      `wrk.headers["Authorization"] = ${JSON.stringify(tenantAuth('steady').authorization)}`,
+      '',
+    ].join('\n'),
+  );
+  const r = spawnSync(
+    'taskset',
+    [
+      '-c',
+      '1',
+      'wrk',
+      '-t1',
+      '-c32',
+      `-d${PHASE_SECONDS}s`,
+      '-s',
+      script,
+      `http://127.0.0.1:${port}/events/webhook_steady`,
+    ],
+    { encoding: 'utf8' },
+  );
   if (r.status !== 0) throw new Error(`wrk failed: ${r.stderr}`);
   return Number(/Requests\/sec:\s+([\d.]+)/.exec(r.stdout)?.[1]);
 }
 
 /** The limiter's own work for one single-event request (admit before the body, take after validation), in ns. */
 function limiterNsPerRequest(): number {
-  const limiter = new TenantLimiter({ defaults: mergeTenantLimitDefaults(DEFAULT_TENANT_LIMITS, GENEROUS), mode: 'file' });
-  const { table } = RouteTable.build(ROUTES.map((route) => ({ route, source: 'bench' })), { allowPlaintext: true });
+  const limiter = new TenantLimiter({
+    defaults: mergeTenantLimitDefaults(DEFAULT_TENANT_LIMITS, GENEROUS),
+    mode: 'file',
+  });
+  const { table } = RouteTable.build(
+    ROUTES.map((route) => ({ route, source: 'bench' })),
+    { allowPlaintext: true },
+  );
   limiter.sync(table.entries());
   const entry = [...table.entries()].find((e) => e.name === 'steady');
   if (!entry) throw new Error('route steady missing');
@@ -140,7 +198,13 @@ function limiterNsPerRequest(): number {
   return median(Array.from({ length: 5 }, () => loop(1_000_000)));
 }
 
-const medianLoad = (xs: Load[]): Load => ({ rps: median(xs.map((x) => x.rps)), p50: median(xs.map((x) => x.p50)), p99: median(xs.map((x) => x.p99)), byStatus: sumStatus(xs.map((x) => x.byStatus)), errors: xs.reduce((n, x) => n + x.errors, 0) });
+const medianLoad = (xs: Load[]): Load => ({
+  rps: median(xs.map((x) => x.rps)),
+  p50: median(xs.map((x) => x.p50)),
+  p99: median(xs.map((x) => x.p99)),
+  byStatus: sumStatus(xs.map((x) => x.byStatus)),
+  errors: xs.reduce((n, x) => n + x.errors, 0),
+});
 const sumStatus = (xs: Record<string, number>[]): Record<string, number> => {
   const out: Record<string, number> = {};
   for (const x of xs) for (const [k, v] of Object.entries(x)) out[k] = (out[k] ?? 0) + v;
@@ -150,13 +214,27 @@ const statuses = (s: Record<string, number>): string =>
   Object.entries(s)
     .map(([k, v]) => `${k}: ${v}`)
     .join(', ') || 'none';
-const refusals = (l: Load): number => Object.entries(l.byStatus).reduce((n, [code, v]) => (code === '200' ? n : n + v), 0) + l.errors;
+const refusals = (l: Load): number =>
+  Object.entries(l.byStatus).reduce((n, [code, v]) => (code === '200' ? n : n + v), 0) + l.errors;
 
 async function main(): Promise<void> {
   const [port, admin] = [await freePort(), await freePort()];
-  const config = { listen: `127.0.0.1:${port}`, adminListen: `127.0.0.1:${admin}`, logLevel: 'warn', sinks: { log: { path: join(dir, 'events.log') } }, tenantLimits: GENEROUS, routes: ROUTES };
+  const config = {
+    listen: `127.0.0.1:${port}`,
+    adminListen: `127.0.0.1:${admin}`,
+    logLevel: 'warn',
+    sinks: { log: { path: join(dir, 'events.log') } },
+    tenantLimits: GENEROUS,
+    routes: ROUTES,
+  };
   writeFileSync(join(dir, 'noisy.yaml'), stringify(config));
-  const child = pinnedServer('ingester', '0', process.execPath, ['--max-semi-space-size=4', join(ROOT, 'dist/cmd/intake.js'), 'ingester', '--config', join(dir, 'noisy.yaml')]);
+  const child = pinnedServer('ingester', '0', process.execPath, [
+    '--max-semi-space-size=4',
+    join(ROOT, 'dist/cmd/intake.js'),
+    'ingester',
+    '--config',
+    join(dir, 'noisy.yaml'),
+  ]);
   await waitFor('ingester', async () => (await fetch(`http://127.0.0.1:${admin}/readyz`)).ok, 20_000, 100);
 
   await phase(port, false); // warm-up
@@ -188,7 +266,11 @@ async function main(): Promise<void> {
     '|---|---|---|---|---|---|',
     `| B alone | B | ${f(bAlone.rps)} | ${f(bAlone.p50, 2)} | ${f(bAlone.p99, 2)} | ${statuses(bAlone.byStatus)} |`,
     `| B beside A | B | ${f(bBeside.rps)} | ${f(bBeside.p50, 2)} | ${f(bBeside.p99, 2)} | ${statuses(bBeside.byStatus)} |`,
-    ...(aNoisy ? [`| B beside A | A at 10x its limit | ${f(aNoisy.rps)} | ${f(aNoisy.p50, 2)} | ${f(aNoisy.p99, 2)} | ${statuses(aNoisy.byStatus)} |`] : []),
+    ...(aNoisy
+      ? [
+          `| B beside A | A at 10x its limit | ${f(aNoisy.rps)} | ${f(aNoisy.p50, 2)} | ${f(aNoisy.p99, 2)} | ${statuses(aNoisy.byStatus)} |`,
+        ]
+      : []),
     ...(A_DOES !== 'rate' ? [`| B beside A | A's hostile expression | | | | ${statuses(aHostile)} |`] : []),
     '',
     '| target | measured | wanted | verdict |',

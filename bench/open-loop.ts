@@ -36,7 +36,14 @@ function parseArgs(argv: string[]): Args {
   if (!url || !authorization || body === undefined || !rate || !seconds) {
     throw new Error('usage: open-loop <url> <authorization> <body> <rate> <seconds> [connections]');
   }
-  return { url: new URL(url), authorization, body, rate: Number(rate), seconds: Number(seconds), connections: Number(connections ?? 32) };
+  return {
+    url: new URL(url),
+    authorization,
+    body,
+    rate: Number(rate),
+    seconds: Number(seconds),
+    connections: Number(connections ?? 32),
+  };
 }
 
 /**
@@ -101,7 +108,8 @@ class Connection {
   }
 }
 
-const percentile = (sorted: Float64Array, q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
+const percentile = (sorted: Float64Array, q: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
 
 async function run(a: Args): Promise<void> {
   const request = Buffer.from(
@@ -175,7 +183,13 @@ async function run(a: Args): Promise<void> {
   for (const c of connections) c.close();
 
   const sorted = latencies.slice(0, counted).sort();
-  const result = { rps: counted / elapsed, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), byStatus, errors: errors + (total - answered) };
+  const result = {
+    rps: counted / elapsed,
+    p50: percentile(sorted, 0.5),
+    p99: percentile(sorted, 0.99),
+    byStatus,
+    errors: errors + (total - answered),
+  };
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }
 

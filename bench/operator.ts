@@ -5,7 +5,15 @@
  */
 import { availableParallelism, cpus } from 'node:os';
 import {
-  applyCrds, createNamespace, kubeClients, kubectl, postEvent, requireCluster, startIngester, startOperator, uniqueName,
+  applyCrds,
+  createNamespace,
+  kubeClients,
+  kubectl,
+  postEvent,
+  requireCluster,
+  startIngester,
+  startOperator,
+  uniqueName,
 } from '../test/integration/support/cluster.js';
 import { waitFor } from '../test/support/waiting.js';
 
@@ -30,23 +38,38 @@ async function main(): Promise<void> {
   const operator = await startOperator(system, tenants, ['--log-level', 'info', '--workers', '8']);
   const ingester = await startIngester(system, ['--log-level', 'warn']);
   try {
-    const docs = Array.from({ length: BURST }, (_, i) => `apiVersion: intake.dev/v1alpha1
+    const docs = Array.from(
+      { length: BURST },
+      (_, i) => `apiVersion: intake.dev/v1alpha1
 kind: WebhookIntegration
 metadata: {name: burst-${i}, namespace: ${tenants[i % TENANTS]}}
 spec: {}
-`).join('---\n');
+`,
+    ).join('---\n');
     const t0 = performance.now();
     const applied = await kubectl(['apply', '-f', '-'], docs);
     if (applied.code !== 0) throw new Error(applied.stderr);
     const applyMs = performance.now() - t0;
-    await waitFor(`${BURST} Ready`, async () => {
-      let ready = 0;
-      for (const namespace of tenants) {
-        const list = (await custom.listNamespacedCustomObject({ group: 'intake.dev', version: 'v1alpha1', namespace, plural: 'webhookintegrations' })) as Listed;
-        ready += list.items.filter((i) => i.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length;
-      }
-      return ready === BURST;
-    }, 300_000, 250);
+    await waitFor(
+      `${BURST} Ready`,
+      async () => {
+        let ready = 0;
+        for (const namespace of tenants) {
+          const list = (await custom.listNamespacedCustomObject({
+            group: 'intake.dev',
+            version: 'v1alpha1',
+            namespace,
+            plural: 'webhookintegrations',
+          })) as Listed;
+          ready += list.items.filter((i) =>
+            i.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+          ).length;
+        }
+        return ready === BURST;
+      },
+      300_000,
+      250,
+    );
     const allReadyMs = performance.now() - t0;
 
     const latencies: number[] = [];
@@ -54,24 +77,52 @@ spec: {}
       const namespace = tenants[i % TENANTS] as string;
       const name = `single-${i}`;
       const start = performance.now();
-      await custom.createNamespacedCustomObject({ group: 'intake.dev', version: 'v1alpha1', namespace, plural: 'webhookintegrations', body: { apiVersion: 'intake.dev/v1alpha1', kind: 'WebhookIntegration', metadata: { name, namespace }, spec: {} } });
-      await waitFor(`${name} accepted`, async () => {
-        const secret = await core.readNamespacedSecret({ namespace, name: `intake-webhook-${name}` }).catch(() => undefined);
-        const auth = secret?.data?.authorization;
-        return auth !== undefined && (await postEvent(ingester.url, name, Buffer.from(auth, 'base64').toString())) === 200;
-      }, 30_000, 10);
+      await custom.createNamespacedCustomObject({
+        group: 'intake.dev',
+        version: 'v1alpha1',
+        namespace,
+        plural: 'webhookintegrations',
+        body: {
+          apiVersion: 'intake.dev/v1alpha1',
+          kind: 'WebhookIntegration',
+          metadata: { name, namespace },
+          spec: {},
+        },
+      });
+      await waitFor(
+        `${name} accepted`,
+        async () => {
+          const secret = await core
+            .readNamespacedSecret({ namespace, name: `intake-webhook-${name}` })
+            .catch(() => undefined);
+          const auth = secret?.data?.authorization;
+          return (
+            auth !== undefined && (await postEvent(ingester.url, name, Buffer.from(auth, 'base64').toString())) === 200
+          );
+        },
+        30_000,
+        10,
+      );
       latencies.push(performance.now() - start);
     }
     const rows = [
       ['machine', `${availableParallelism()} cores, ${cpus()[0]?.model ?? 'unknown CPU'}, node ${process.version}`],
       [`burst: kubectl apply of ${BURST} WebhookIntegrations`, `${(applyMs / 1000).toFixed(1)} s`],
-      [`burst: apply start -> all ${BURST} Ready`, `${(allReadyMs / 1000).toFixed(1)} s (target < 60 s: ${allReadyMs < 60_000 ? 'PASS' : 'MISS'})`],
+      [
+        `burst: apply start -> all ${BURST} Ready`,
+        `${(allReadyMs / 1000).toFixed(1)} s (target < 60 s: ${allReadyMs < 60_000 ? 'PASS' : 'MISS'})`,
+      ],
       [`single apply -> first accepted event, p50 (n=${SINGLES})`, `${percentile(latencies, 50).toFixed(0)} ms`],
-      [`single apply -> first accepted event, p99 (n=${SINGLES})`, `${percentile(latencies, 99).toFixed(0)} ms (target < 2000 ms: ${percentile(latencies, 99) < 2000 ? 'PASS' : 'MISS'})`],
+      [
+        `single apply -> first accepted event, p99 (n=${SINGLES})`,
+        `${percentile(latencies, 99).toFixed(0)} ms (target < 2000 ms: ${percentile(latencies, 99) < 2000 ? 'PASS' : 'MISS'})`,
+      ],
     ];
     process.stdout.write(`\n| measure | result |\n|---|---|\n${rows.map(([a, b]) => `| ${a} | ${b} |`).join('\n')}\n`);
   } catch (err) {
-    process.stderr.write(`operator log (tail):\n${operator.output().slice(-4000)}\ningester log (tail):\n${ingester.output().slice(-2000)}\n`);
+    process.stderr.write(
+      `operator log (tail):\n${operator.output().slice(-4000)}\ningester log (tail):\n${ingester.output().slice(-2000)}\n`,
+    );
     throw err;
   } finally {
     await operator.stop();

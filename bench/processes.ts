@@ -16,7 +16,10 @@ export function pinnedServer(name: string, cpu: string, cmd: string, args: strin
   const child = spawn('taskset', ['-c', cpu, cmd, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (d) => (stderr = (stderr + d).slice(-4000)));
-  child.on('exit', (code) => code && code !== 143 && process.stderr.write(`bench: ${name} exited with ${code}\n${stderr}\n`));
+  child.on(
+    'exit',
+    (code) => code && code !== 143 && process.stderr.write(`bench: ${name} exited with ${code}\n${stderr}\n`),
+  );
   children.push(child);
   return child;
 }
@@ -73,7 +76,11 @@ export function cpuTimes(): Map<string, { busy: number; total: number }> {
   return out;
 }
 
-export function cpuBusyPercent(before: Map<string, { busy: number; total: number }>, after: Map<string, { busy: number; total: number }>, cpu: string): number {
+export function cpuBusyPercent(
+  before: Map<string, { busy: number; total: number }>,
+  after: Map<string, { busy: number; total: number }>,
+  cpu: string,
+): number {
   const a = before.get(cpu);
   const b = after.get(cpu);
   if (!a || !b || b.total === a.total) return NaN;
@@ -115,7 +122,14 @@ export const BENCH_AUTH = basic(BENCH_USER, BENCH_PASSWORD);
  */
 const OUT_OF_REACH = 1_000_000_000;
 export const BENCH_TENANT_LIMITS = {
-  namespace: { eventsPerSecond: OUT_OF_REACH, eventsBurst: OUT_OF_REACH, dataPointsPerSecond: OUT_OF_REACH, dataPointsBurst: OUT_OF_REACH, mappingCpuMillisPerSecond: OUT_OF_REACH, mappingCpuBurstMillis: OUT_OF_REACH },
+  namespace: {
+    eventsPerSecond: OUT_OF_REACH,
+    eventsBurst: OUT_OF_REACH,
+    dataPointsPerSecond: OUT_OF_REACH,
+    dataPointsBurst: OUT_OF_REACH,
+    mappingCpuMillisPerSecond: OUT_OF_REACH,
+    mappingCpuBurstMillis: OUT_OF_REACH,
+  },
   integration: { eventsPerSecond: OUT_OF_REACH, eventsBurst: OUT_OF_REACH },
   apiKey: { dataPointsPerSecond: OUT_OF_REACH, dataPointsBurst: OUT_OF_REACH },
 } as const;

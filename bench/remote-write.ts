@@ -27,12 +27,22 @@ let prom: Prometheus | undefined;
 async function metricValue(url: string, name: string): Promise<number> {
   const text = await (await fetch(url)).text();
   let sum = 0;
-  for (const line of text.split('\n')) if (line.startsWith(name) && (line[name.length] === ' ' || line[name.length] === '{')) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+  for (const line of text.split('\n'))
+    if (line.startsWith(name) && (line[name.length] === ' ' || line[name.length] === '{'))
+      sum += Number(line.slice(line.lastIndexOf(' ') + 1));
   return sum;
 }
 
-function wrk(url: string, script: string, seconds: number): { requests: number; non2xx: number; p50: string; p99: string } {
-  const r = spawnSync('taskset', ['-c', '1', 'wrk', '-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency', '-s', script, url], { encoding: 'utf8' });
+function wrk(
+  url: string,
+  script: string,
+  seconds: number,
+): { requests: number; non2xx: number; p50: string; p99: string } {
+  const r = spawnSync(
+    'taskset',
+    ['-c', '1', 'wrk', '-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency', '-s', script, url],
+    { encoding: 'utf8' },
+  );
   if (r.status !== 0) throw new Error(`wrk failed: ${r.stderr}`);
   const requests = Number(/(\d+) requests in/.exec(r.stdout)?.[1] ?? 0);
   const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(r.stdout)?.[1] ?? 0);
@@ -54,21 +64,44 @@ async function main(): Promise<void> {
       tenantLimits: BENCH_TENANT_LIMITS,
       remoteWrite: { url: prom.writeUrl },
       exposition: { enabled: false },
-      routes: [{ apiVersion: 'intake.dev/v1alpha1', kind: 'ApiKey', name: 'bench', namespace: 'bench', credentials: [{ username: BENCH_USER, secret: { plain: BENCH_API_KEY } }] }],
+      routes: [
+        {
+          apiVersion: 'intake.dev/v1alpha1',
+          kind: 'ApiKey',
+          name: 'bench',
+          namespace: 'bench',
+          credentials: [{ username: BENCH_USER, secret: { plain: BENCH_API_KEY } }],
+        },
+      ],
     }),
   );
-  const ingester = spawn('taskset', ['-c', '0', process.execPath, join(ROOT, 'dist/cmd/intake.js'), 'ingester', '--config', join(dir, 'intake.yaml')], { stdio: 'ignore' });
+  const ingester = spawn(
+    'taskset',
+    ['-c', '0', process.execPath, join(ROOT, 'dist/cmd/intake.js'), 'ingester', '--config', join(dir, 'intake.yaml')],
+    { stdio: 'ignore' },
+  );
   track(ingester);
   await waitFor('ingester', async () => (await fetch(`http://127.0.0.1:${admin}/readyz`)).ok, 20_000, 100);
 
   // 1000 series per request, each point stamped when received: every request adds one sample to each.
-  const body = JSON.stringify(Array.from({ length: POINTS }, (_, i) => ({ metric: 'bench.rw', data: i, source: 'bench-host', tags: { i } })));
+  const body = JSON.stringify(
+    Array.from({ length: POINTS }, (_, i) => ({ metric: 'bench.rw', data: i, source: 'bench-host', tags: { i } })),
+  );
   const script = join(dir, 'rw.lua');
-  writeFileSync(script, `wrk.method = "POST"\nwrk.body = ${JSON.stringify(body)}\nwrk.headers["Content-Type"] = "application/json"\nwrk.headers["apiKey"] = "${BENCH_API_KEY}"\n`);
+  writeFileSync(
+    script,
+    `wrk.method = "POST"\nwrk.body = ${JSON.stringify(body)}\nwrk.headers["Content-Type"] = "application/json"\nwrk.headers["apiKey"] = "${BENCH_API_KEY}"\n`,
+  );
   const url = `http://127.0.0.1:${ingest}/v1/integrations/metrics`;
   const ingestMetrics = `http://127.0.0.1:${admin}/metrics`;
   const promMetrics = `${prom.url}/metrics`;
-  const drained = () => waitFor('queue drained', async () => (await metricValue(ingestMetrics, 'intake_remote_write_queued_samples')) === 0, 120_000, 200);
+  const drained = () =>
+    waitFor(
+      'queue drained',
+      async () => (await metricValue(ingestMetrics, 'intake_remote_write_queued_samples')) === 0,
+      120_000,
+      200,
+    );
 
   wrk(url, script, 5);
   await drained();
@@ -100,7 +133,11 @@ async function main(): Promise<void> {
   if (process.env.BENCH_OUT) writeFileSync(process.env.BENCH_OUT, `\n${table}\n`, { flag: 'a' });
 }
 
-const PROM_VERSION = (): string => /version (\S+)/.exec(spawnSync(process.env.INTAKE_TEST_PROMETHEUS ?? '/usr/bin/prometheus', ['--version'], { encoding: 'utf8' }).stdout ?? '')?.[1] ?? '?';
+const PROM_VERSION = (): string =>
+  /version (\S+)/.exec(
+    spawnSync(process.env.INTAKE_TEST_PROMETHEUS ?? '/usr/bin/prometheus', ['--version'], { encoding: 'utf8' })
+      .stdout ?? '',
+  )?.[1] ?? '?';
 
 runBenchmark(main, async () => {
   await prom?.stop();

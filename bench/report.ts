@@ -6,7 +6,20 @@ import { writeFileSync } from 'node:fs';
 import type { Measured, WrkRun } from './load.js';
 import { alertmanagerVersion, deployedNodeFlags, machine, pushgatewayVersion, type Server } from './servers.js';
 import type { SeriesResult } from './setup.js';
-import { CONNECTIONS, DURATION_S, LOAD_CPU, log, MiB, NOTIFICATION_ALERTS, NOTIFICATION_CONNECTIONS, RUNS, SERIES, SERVER_CPU, WARMUP_S, RENDERS } from './settings.js';
+import {
+  CONNECTIONS,
+  DURATION_S,
+  LOAD_CPU,
+  log,
+  MiB,
+  NOTIFICATION_ALERTS,
+  NOTIFICATION_CONNECTIONS,
+  RUNS,
+  SERIES,
+  SERVER_CPU,
+  WARMUP_S,
+  RENDERS,
+} from './settings.js';
 
 export type Row = string[];
 
@@ -16,11 +29,18 @@ export function table(header: Row, rows: Row[], markdown: boolean, rightFrom = 2
     return [header, align, ...rows].map((r) => `| ${r.join(' | ')} |`).join('\n');
   }
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (r: Row): string => r.map((c, i) => (i >= rightFrom ? c.padStart(widths[i] as number) : c.padEnd(widths[i] as number))).join('  ').trimEnd();
+  const line = (r: Row): string =>
+    r
+      .map((c, i) => (i >= rightFrom ? c.padStart(widths[i] as number) : c.padEnd(widths[i] as number)))
+      .join('  ')
+      .trimEnd();
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
 }
 
-export const f = (n: number | undefined, digits = 0): string => (n !== undefined && Number.isFinite(n) ? n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }) : 'n/a');
+export const f = (n: number | undefined, digits = 0): string =>
+  n !== undefined && Number.isFinite(n)
+    ? n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
+    : 'n/a';
 export const verdict = (ok: boolean | undefined): string => (ok === undefined ? 'n/a' : ok ? 'PASS' : 'MISS');
 
 /** What benchmark() measured, scenario by scenario; NaN or undefined where a peer did not run. */
@@ -49,7 +69,20 @@ export interface Results {
 
 /** The main table: each scenario's medians and the server's peak RSS after it. */
 function scenarioTable(r: Results, md: boolean): string {
-  const { single, baseSingle, alerts, compareFlags, comparedSingle, rssAfterSingle, batch, rssAfterBatch, gateway, metric, push, rssAfterMetric } = r;
+  const {
+    single,
+    baseSingle,
+    alerts,
+    compareFlags,
+    comparedSingle,
+    rssAfterSingle,
+    batch,
+    rssAfterBatch,
+    gateway,
+    metric,
+    push,
+    rssAfterMetric,
+  } = r;
   const { eventsPerNotification, notification, rssAfterNotification, unmapped, mapped, rssAfterMapped } = r;
   const header = ['scenario', 'server', 'requests/s', 'events or points/s', 'p50 ms', 'p99 ms', 'peak RSS MiB'];
   const row = (scenario: string, server: string, m: Measured | undefined, perRequest: number, rss: number): Row => [
@@ -64,12 +97,38 @@ function scenarioTable(r: Results, md: boolean): string {
   const rows: Row[] = [
     row('single event (webhook)', 'ingester', single, 1, rssAfterSingle.ingester),
     row('single event (webhook)', 'node:http baseline', baseSingle, 1, rssAfterSingle.baseline),
-    ...(comparedSingle ? [row('single event (webhook)', `ingester, node flags: ${compareFlags?.join(' ') || 'none'}`, comparedSingle, 1, rssAfterSingle.compared)] : []),
-    alerts ? row('single alert (POST /api/v2/alerts)', `Alertmanager ${alertmanagerVersion()}`, alerts, 1, rssAfterSingle.alertmanager) : ['single alert', 'Alertmanager (not run)', 'n/a', 'n/a', 'n/a', 'n/a', 'n/a'],
+    ...(comparedSingle
+      ? [
+          row(
+            'single event (webhook)',
+            `ingester, node flags: ${compareFlags?.join(' ') || 'none'}`,
+            comparedSingle,
+            1,
+            rssAfterSingle.compared,
+          ),
+        ]
+      : []),
+    alerts
+      ? row(
+          'single alert (POST /api/v2/alerts)',
+          `Alertmanager ${alertmanagerVersion()}`,
+          alerts,
+          1,
+          rssAfterSingle.alertmanager,
+        )
+      : ['single alert', 'Alertmanager (not run)', 'n/a', 'n/a', 'n/a', 'n/a', 'n/a'],
     row('100-event batch (webhook)', 'ingester', batch, 100, rssAfterBatch),
     row('single metric point', 'ingester', metric, 1, rssAfterMetric.ingester),
-    gateway ? row('single metric push', `Pushgateway ${pushgatewayVersion()}`, push, 1, rssAfterMetric.gateway) : ['single metric push', 'Pushgateway (not run)', 'n/a', 'n/a', 'n/a', 'n/a', 'n/a'],
-    row(`Alertmanager notification, ${NOTIFICATION_ALERTS} alerts (preset alertmanager, wrk -c${NOTIFICATION_CONNECTIONS})`, 'ingester', notification, eventsPerNotification, rssAfterNotification),
+    gateway
+      ? row('single metric push', `Pushgateway ${pushgatewayVersion()}`, push, 1, rssAfterMetric.gateway)
+      : ['single metric push', 'Pushgateway (not run)', 'n/a', 'n/a', 'n/a', 'n/a', 'n/a'],
+    row(
+      `Alertmanager notification, ${NOTIFICATION_ALERTS} alerts (preset alertmanager, wrk -c${NOTIFICATION_CONNECTIONS})`,
+      'ingester',
+      notification,
+      eventsPerNotification,
+      rssAfterNotification,
+    ),
     row('single event, unmapped (paired with the next row)', 'ingester', unmapped, 1, rssAfterMapped),
     row('single event, small custom JSONata mapping', 'ingester', mapped, 1, rssAfterMapped),
   ];
@@ -78,7 +137,19 @@ function scenarioTable(r: Results, md: boolean): string {
 
 /** Each run in order, with the CPU the server and its neighbours used. */
 function runsTable(r: Results, md: boolean): string {
-  const { single, baseSingle, alerts, compareFlags, comparedSingle, batch, metric, push, notification, unmapped, mapped } = r;
+  const {
+    single,
+    baseSingle,
+    alerts,
+    compareFlags,
+    comparedSingle,
+    batch,
+    metric,
+    push,
+    notification,
+    unmapped,
+    mapped,
+  } = r;
   const runsHeader = [
     'scenario',
     'server',
@@ -90,7 +161,8 @@ function runsTable(r: Results, md: boolean): string {
     'requests per server CPU-second',
     'socket errors',
   ];
-  const each = (m: Measured, pick: (r: WrkRun) => number, digits = 0): string => m.runs.map((r) => f(pick(r), digits)).join(' / ');
+  const each = (m: Measured, pick: (r: WrkRun) => number, digits = 0): string =>
+    m.runs.map((r) => f(pick(r), digits)).join(' / ');
   const runsRow = (scenario: string, server: string, m: Measured): Row => [
     scenario,
     server,
@@ -106,7 +178,9 @@ function runsTable(r: Results, md: boolean): string {
     runsRow('single event', 'ingester', single),
     runsRow('single event', 'node:http baseline', baseSingle),
     ...(alerts ? [runsRow('single alert', 'Alertmanager', alerts)] : []),
-    ...(comparedSingle ? [runsRow('single event', `ingester, node flags: ${compareFlags?.join(' ') || 'none'}`, comparedSingle)] : []),
+    ...(comparedSingle
+      ? [runsRow('single event', `ingester, node flags: ${compareFlags?.join(' ') || 'none'}`, comparedSingle)]
+      : []),
     runsRow('100-event batch', 'ingester', batch),
     runsRow('single metric point', 'ingester', metric),
     ...(push ? [runsRow('single metric push', 'Pushgateway', push)] : []),
@@ -122,27 +196,44 @@ function ratioTable(r: Results, md: boolean): string {
   const { single, baseSingle, alerts, compareFlags, comparedSingle, metric, push, unmapped, mapped } = r;
   // Ratios within each round (the two runs of a round are back to back): how steady the ratio is.
   const roundRatios = (a: Measured, b: Measured, pick: (r: WrkRun) => number, digits: number, suffix: string): string =>
-    a.runs.map((r, i) => f((pick(r) / pick(b.runs[i] as WrkRun)) * (suffix === '%' ? 100 : 1), digits) + suffix).join(' / ');
+    a.runs
+      .map((r, i) => f((pick(r) / pick(b.runs[i] as WrkRun)) * (suffix === '%' ? 100 : 1), digits) + suffix)
+      .join(' / ');
   const perCpu = (r: WrkRun): number => r.rps / (r.serverCpu / 100);
   const pairRows: Row[] = [
     ['single event: ingester / baseline requests/s', roundRatios(single, baseSingle, (r) => r.rps, 1, '%')],
-    ['single event: ingester / baseline requests per server CPU-second', roundRatios(single, baseSingle, perCpu, 1, '%')],
+    [
+      'single event: ingester / baseline requests per server CPU-second',
+      roundRatios(single, baseSingle, perCpu, 1, '%'),
+    ],
     ['single event: ingester p99 / baseline p99', roundRatios(single, baseSingle, (r) => r.p99, 2, 'x')],
     ...(alerts
       ? [
           ['single event: ingester / Alertmanager requests/s', roundRatios(single, alerts, (r) => r.rps, 2, 'x')],
-          ['single event: ingester / Alertmanager requests per server CPU-second', roundRatios(single, alerts, perCpu, 2, 'x')],
+          [
+            'single event: ingester / Alertmanager requests per server CPU-second',
+            roundRatios(single, alerts, perCpu, 2, 'x'),
+          ],
         ]
       : []),
     ...(comparedSingle
       ? [
-          [`single event: ingester / ingester with node flags "${compareFlags?.join(' ') ?? ''}" requests/s`, roundRatios(single, comparedSingle, (r) => r.rps, 2, 'x')],
-          [`single event: ingester / ingester with node flags "${compareFlags?.join(' ') ?? ''}" requests per server CPU-second`, roundRatios(single, comparedSingle, perCpu, 2, 'x')],
+          [
+            `single event: ingester / ingester with node flags "${compareFlags?.join(' ') ?? ''}" requests/s`,
+            roundRatios(single, comparedSingle, (r) => r.rps, 2, 'x'),
+          ],
+          [
+            `single event: ingester / ingester with node flags "${compareFlags?.join(' ') ?? ''}" requests per server CPU-second`,
+            roundRatios(single, comparedSingle, perCpu, 2, 'x'),
+          ],
         ]
       : []),
     ...(push ? [['metric: ingester / Pushgateway requests/s', roundRatios(metric, push, (r) => r.rps, 2, 'x')]] : []),
     ['single event: custom mapping / unmapped requests/s', roundRatios(mapped, unmapped, (r) => r.rps, 1, '%')],
-    ['single event: custom mapping / unmapped requests per server CPU-second', roundRatios(mapped, unmapped, perCpu, 1, '%')],
+    [
+      'single event: custom mapping / unmapped requests per server CPU-second',
+      roundRatios(mapped, unmapped, perCpu, 1, '%'),
+    ],
   ];
   return table(['ratio in each round', 'round 1 / 2 / 3 ...'], pairRows, md, 99);
 }
@@ -150,7 +241,9 @@ function ratioTable(r: Results, md: boolean): string {
 /** How much of the server's core other processes took. */
 function noiseLine(r: Results): string {
   const { singleResults, batch, metric, push, notification, unmapped, mapped } = r;
-  const all = [...singleResults, batch, metric, ...(push ? [push] : []), notification, unmapped, mapped].flatMap((m) => m.runs);
+  const all = [...singleResults, batch, metric, ...(push ? [push] : []), notification, unmapped, mapped].flatMap(
+    (m) => m.runs,
+  );
   const stolen = Math.max(...all.map((r) => r.serverCpuBusy - r.serverCpu));
   const noise =
     stolen > 10
@@ -163,8 +256,14 @@ function noiseLine(r: Results): string {
 function seriesTable({ series }: Results, md: boolean): string {
   const seriesHeader = ['100,000 active series (fresh ingester)', 'value'];
   const seriesRows: Row[] = [
-    ['create: 10 POSTs of 10,000 distinct points', `${f(series.createMs)} ms (${f((SERIES / series.createMs) * 1000)} points/s)`],
-    [`GET /metrics/ingested, median of ${RENDERS}`, `${f(series.renderMs, 1)} ms (min ${f(series.renderMin, 1)}, max ${f(series.renderMax, 1)})`],
+    [
+      'create: 10 POSTs of 10,000 distinct points',
+      `${f(series.createMs)} ms (${f((SERIES / series.createMs) * 1000)} points/s)`,
+    ],
+    [
+      `GET /metrics/ingested, median of ${RENDERS}`,
+      `${f(series.renderMs, 1)} ms (min ${f(series.renderMin, 1)}, max ${f(series.renderMax, 1)})`,
+    ],
     ['response size', `${f(series.bytes)} bytes (${f(series.bytes / MiB, 1)} MiB), ${f(series.lines)} samples`],
     ['ingester RSS after the renders', `${f(series.rssAfter)} MiB`],
     ['ingester peak RSS (VmHWM)', `${f(series.peakRss)} MiB`],
@@ -174,19 +273,72 @@ function seriesTable({ series }: Results, md: boolean): string {
 
 /** The targets, PASS or MISS. */
 function targetTable(r: Results, md: boolean): string {
-  const { single, baseSingle, alerts, rssAfterSingle, batch, metric, push, notification, eventsPerNotification, unmapped, mapped, series } = r;
+  const {
+    single,
+    baseSingle,
+    alerts,
+    rssAfterSingle,
+    batch,
+    metric,
+    push,
+    notification,
+    eventsPerNotification,
+    unmapped,
+    mapped,
+    series,
+  } = r;
   const targetHeader = ['target', 'measured', 'wanted', 'verdict'];
   const eventsPerSecond = batch.rps * 100;
   const targetRows: Row[] = [
-    ['single event: ingester / baseline requests/s', `${f((single.rps / baseSingle.rps) * 100, 1)}%`, '>= 80%', verdict(single.rps >= 0.8 * baseSingle.rps)],
-    ['single event: ingester p99 / baseline p99', `${f(single.p99 / baseSingle.p99, 2)}x`, '<= 2x', verdict(single.p99 <= 2 * baseSingle.p99)],
-    ['single event: ingester / Alertmanager requests/s', alerts ? `${f(single.rps / alerts.rps, 2)}x` : 'n/a (no Alertmanager)', '>= 1.0x', alerts ? verdict(single.rps >= alerts.rps) : 'n/a'],
-    ['single event: ingester peak RSS (VmHWM)', `${f(rssAfterSingle.ingester)} MiB`, '<= 128 MiB', verdict(rssAfterSingle.ingester <= 128)],
+    [
+      'single event: ingester / baseline requests/s',
+      `${f((single.rps / baseSingle.rps) * 100, 1)}%`,
+      '>= 80%',
+      verdict(single.rps >= 0.8 * baseSingle.rps),
+    ],
+    [
+      'single event: ingester p99 / baseline p99',
+      `${f(single.p99 / baseSingle.p99, 2)}x`,
+      '<= 2x',
+      verdict(single.p99 <= 2 * baseSingle.p99),
+    ],
+    [
+      'single event: ingester / Alertmanager requests/s',
+      alerts ? `${f(single.rps / alerts.rps, 2)}x` : 'n/a (no Alertmanager)',
+      '>= 1.0x',
+      alerts ? verdict(single.rps >= alerts.rps) : 'n/a',
+    ],
+    [
+      'single event: ingester peak RSS (VmHWM)',
+      `${f(rssAfterSingle.ingester)} MiB`,
+      '<= 128 MiB',
+      verdict(rssAfterSingle.ingester <= 128),
+    ],
     ['100-event batches: events/s on one core', f(eventsPerSecond), '>= 100,000', verdict(eventsPerSecond >= 100_000)],
-    ['metric points: ingester / Pushgateway requests/s', push ? `${f(metric.rps / push.rps, 2)}x` : 'n/a (no Pushgateway)', '>= 5x', push ? verdict(metric.rps >= 5 * push.rps) : 'n/a'],
-    ['preset alertmanager: events/s on one core', f(notification.rps * eventsPerNotification), '>= 20,000', verdict(notification.rps * eventsPerNotification >= 20_000)],
-    ['single event: custom mapping / unmapped requests/s', `${f((mapped.rps / unmapped.rps) * 100, 1)}%`, '>= 60%', verdict(mapped.rps >= 0.6 * unmapped.rps)],
-    ['100,000 series: /metrics/ingested render, median', `${f(series.renderMs, 1)} ms`, '< 300 ms', verdict(series.renderMs < 300)],
+    [
+      'metric points: ingester / Pushgateway requests/s',
+      push ? `${f(metric.rps / push.rps, 2)}x` : 'n/a (no Pushgateway)',
+      '>= 5x',
+      push ? verdict(metric.rps >= 5 * push.rps) : 'n/a',
+    ],
+    [
+      'preset alertmanager: events/s on one core',
+      f(notification.rps * eventsPerNotification),
+      '>= 20,000',
+      verdict(notification.rps * eventsPerNotification >= 20_000),
+    ],
+    [
+      'single event: custom mapping / unmapped requests/s',
+      `${f((mapped.rps / unmapped.rps) * 100, 1)}%`,
+      '>= 60%',
+      verdict(mapped.rps >= 0.6 * unmapped.rps),
+    ],
+    [
+      '100,000 series: /metrics/ingested render, median',
+      `${f(series.renderMs, 1)} ms`,
+      '< 300 ms',
+      verdict(series.renderMs < 300),
+    ],
     ['100,000 series: ingester RSS after', `${f(series.rssAfter)} MiB`, '< 400 MiB', verdict(series.rssAfter < 400)],
   ];
 

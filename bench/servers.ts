@@ -34,7 +34,9 @@ export function startServer(name: string, argv: string[], stdoutFile?: string): 
   closeSync(err);
   if (child.pid === undefined) throw new Error(`${name} did not start (is taskset installed?)`);
   appendFileSync(PIDS_FILE, `${child.pid}\n`);
-  const exited = new Promise<number | null>((done) => child.once('exit', (code, signal) => done(code ?? (signal ? 128 : null))));
+  const exited = new Promise<number | null>((done) =>
+    child.once('exit', (code, signal) => done(code ?? (signal ? 128 : null))),
+  );
   const server = { name, child, pid: child.pid, logFile, exited };
   servers.push(server);
   return server;
@@ -59,13 +61,15 @@ export function logTail(s: Server, lines = 15): string {
 export async function waitReady(s: Server, probe: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (s.child.exitCode !== null || s.child.signalCode !== null) throw new Error(`${s.name} exited during start-up; its log (${s.logFile}) ends:\n${logTail(s)}`);
+    if (s.child.exitCode !== null || s.child.signalCode !== null)
+      throw new Error(`${s.name} exited during start-up; its log (${s.logFile}) ends:\n${logTail(s)}`);
     try {
       if (await probe()) return;
     } catch {
       // not listening yet
     }
-    if (Date.now() > deadline) throw new Error(`${s.name} not ready after ${timeoutMs / 1000} s; its log (${s.logFile}) ends:\n${logTail(s)}`);
+    if (Date.now() > deadline)
+      throw new Error(`${s.name} not ready after ${timeoutMs / 1000} s; its log (${s.logFile}) ends:\n${logTail(s)}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -73,7 +77,11 @@ export async function waitReady(s: Server, probe: () => Promise<boolean>, timeou
 export const peakRssMiB = (s: Server): number => procStatusKiB(s.pid, 'VmHWM') / 1024;
 export const rssMiB = (s: Server): number => procStatusKiB(s.pid, 'VmRSS') / 1024;
 
-export async function request(url: string, init: RequestInit = {}, timeoutMs = 30_000): Promise<{ status: number; text: string; ms: number }> {
+export async function request(
+  url: string,
+  init: RequestInit = {},
+  timeoutMs = 30_000,
+): Promise<{ status: number; text: string; ms: number }> {
   const start = performance.now();
   const res = await fetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
   const text = await res.text();
@@ -94,7 +102,18 @@ export function deployedNodeFlags(): string[] {
 export async function startComparedIngester(s: Setup, flags: string[]): Promise<{ server: Server; target: Target }> {
   const [ingest, admin] = [await freePort(), await freePort()];
   const eventsFile = join(DIR, 'events-compared.jsonl');
-  const argv = [process.execPath, ...flags, join(ROOT, 'dist/cmd/intake.js'), 'ingester', '--config', s.configFile, '--listen', `127.0.0.1:${ingest}`, '--admin-listen', `127.0.0.1:${admin}`];
+  const argv = [
+    process.execPath,
+    ...flags,
+    join(ROOT, 'dist/cmd/intake.js'),
+    'ingester',
+    '--config',
+    s.configFile,
+    '--listen',
+    `127.0.0.1:${ingest}`,
+    '--admin-listen',
+    `127.0.0.1:${admin}`,
+  ];
   const server = startServer('ingester-compared', argv, eventsFile);
   await waitReady(server, async () => (await request(`http://127.0.0.1:${admin}/readyz`, {}, 1000)).status === 200);
   const target: Target = {
@@ -109,14 +128,29 @@ export async function startComparedIngester(s: Setup, flags: string[]): Promise<
 }
 
 export async function startIngester(s: Setup, nodeArgs: string[] = []): Promise<Server> {
-  const server = startServer('ingester', [process.execPath, ...deployedNodeFlags(), ...nodeArgs, join(ROOT, 'dist/cmd/intake.js'), 'ingester', '--config', s.configFile], s.eventsFile);
-  await waitReady(server, async () => (await request(`http://127.0.0.1:${s.ports.admin}/readyz`, {}, 1000)).status === 200);
+  const server = startServer(
+    'ingester',
+    [
+      process.execPath,
+      ...deployedNodeFlags(),
+      ...nodeArgs,
+      join(ROOT, 'dist/cmd/intake.js'),
+      'ingester',
+      '--config',
+      s.configFile,
+    ],
+    s.eventsFile,
+  );
+  await waitReady(
+    server,
+    async () => (await request(`http://127.0.0.1:${s.ports.admin}/readyz`, {}, 1000)).status === 200,
+  );
   return server;
 }
 
-
 export function machine(): string {
-  const model = /^model name\s*:\s*(.*)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? cpus()[0]?.model ?? 'unknown';
+  const model =
+    /^model name\s*:\s*(.*)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? cpus()[0]?.model ?? 'unknown';
   // This script runs pinned to one CPU, where nproc would say 1: run.sh passes the machine's.
   const nproc = process.env.BENCH_NPROC || String(cpus().length);
   return `${nproc} cores (${model}), node ${process.version}`;
@@ -139,11 +173,19 @@ export async function startAlertmanager(s: Setup): Promise<Server> {
     '--cluster.listen-address=',
     '--log.level=warn',
   ]);
-  await waitReady(server, async () => (await request(`http://127.0.0.1:${s.ports.alertmanager}/-/ready`, {}, 1000)).status === 200);
-  const post = await request(`http://127.0.0.1:${s.ports.alertmanager}/api/v2/alerts`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: readFileSync(s.bodies.alert) });
+  await waitReady(
+    server,
+    async () => (await request(`http://127.0.0.1:${s.ports.alertmanager}/-/ready`, {}, 1000)).status === 200,
+  );
+  const post = await request(`http://127.0.0.1:${s.ports.alertmanager}/api/v2/alerts`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: readFileSync(s.bodies.alert),
+  });
   if (post.status !== 200) throw new Error(`alertmanager answered the alert with ${post.status} ${post.text}`);
   const held = await request(`http://127.0.0.1:${s.ports.alertmanager}/api/v2/alerts`);
-  if (!held.text.includes('"alertname":"cpu_high"')) throw new Error(`alertmanager does not hold the posted alert: ${held.text.slice(0, 300)}`);
+  if (!held.text.includes('"alertname":"cpu_high"'))
+    throw new Error(`alertmanager does not hold the posted alert: ${held.text.slice(0, 300)}`);
   return server;
 }
 

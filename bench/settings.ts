@@ -37,7 +37,8 @@ mkdirSync(DIR, { recursive: true });
 /** Every server's pid, one a line: bench/run.sh's trap kills them if this process dies first. */
 export const PIDS_FILE = join(DIR, 'pids');
 
-export const OK_EVENT = '{"response":{"processed":1,"cached":0,"received":1},"success":true,"message":"Processed 1 event(s)"}';
+export const OK_EVENT =
+  '{"response":{"processed":1,"cached":0,"received":1},"success":true,"message":"Processed 1 event(s)"}';
 export const SERIES = 100_000;
 export const SERIES_BATCH = 10_000;
 export const RENDERS = 10;

@@ -11,18 +11,41 @@ import type { Target } from './load.js';
 import { BENCH_API_KEY, BENCH_AUTH, BENCH_PASSWORD, BENCH_TENANT_LIMITS, BENCH_USER } from './processes.js';
 import { median } from '../test/support/stats.js';
 import { peakRssMiB, request, rssMiB, type Server } from './servers.js';
-import { DIR, log, NOTIFICATION_ALERTS, NOTIFICATION_CONNECTIONS, OK_EVENT, RENDERS, SERIES, SERIES_BATCH } from './settings.js';
+import {
+  DIR,
+  log,
+  NOTIFICATION_ALERTS,
+  NOTIFICATION_CONNECTIONS,
+  OK_EVENT,
+  RENDERS,
+  SERIES,
+  SERIES_BATCH,
+} from './settings.js';
 
 export interface Setup {
   ports: { ingest: number; admin: number; baseline: number; gateway: number; alertmanager: number };
   configFile: string;
   eventsFile: string;
-  bodies: { event: string; batch: string; point: string; push: string; alert: string; notification: string; raw: string };
+  bodies: {
+    event: string;
+    batch: string;
+    point: string;
+    push: string;
+    alert: string;
+    notification: string;
+    raw: string;
+  };
   alertmanagerConfig: string;
 }
 
 export async function prepare(): Promise<Setup> {
-  const ports = { ingest: await freePort(), admin: await freePort(), baseline: await freePort(), gateway: await freePort(), alertmanager: await freePort() };
+  const ports = {
+    ingest: await freePort(),
+    admin: await freePort(),
+    baseline: await freePort(),
+    gateway: await freePort(),
+    alertmanager: await freePort(),
+  };
   const configFile = join(DIR, 'intake.yaml');
   const config = {
     listen: `127.0.0.1:${ports.ingest}`,
@@ -33,14 +56,36 @@ export async function prepare(): Promise<Setup> {
     // In the work dir: the default (/tmp/intake-deadletter.jsonl) would be shared with other runs.
     deadLetter: { path: join(DIR, 'deadletter.jsonl') },
     routes: [
-      { apiVersion: 'intake.dev/v1alpha1', kind: 'WebhookIntegration', name: 'bench', namespace: 'bench', credentials: [{ username: BENCH_USER, secret: { plain: BENCH_PASSWORD } }] },
-      { apiVersion: 'intake.dev/v1alpha1', kind: 'ApiKey', name: 'bench', namespace: 'bench', credentials: [{ username: BENCH_USER, secret: { plain: BENCH_API_KEY } }] },
+      {
+        apiVersion: 'intake.dev/v1alpha1',
+        kind: 'WebhookIntegration',
+        name: 'bench',
+        namespace: 'bench',
+        credentials: [{ username: BENCH_USER, secret: { plain: BENCH_PASSWORD } }],
+      },
+      {
+        apiVersion: 'intake.dev/v1alpha1',
+        kind: 'ApiKey',
+        name: 'bench',
+        namespace: 'bench',
+        credentials: [{ username: BENCH_USER, secret: { plain: BENCH_API_KEY } }],
+      },
       ...MAPPED_ROUTES,
     ],
   };
   writeFileSync(configFile, `# written by bench/ingest.ts\n${stringify(config)}`);
-  const event = { source: 'web-01.example.com', severity: 'critical', class: 'cpu', type: 'high', description: 'CPU above 95% for 5 minutes' };
-  const batch = Array.from({ length: 100 }, (_, i) => ({ ...event, source: `web-${String(i).padStart(2, '0')}.example.com`, severity: i % 6 }));
+  const event = {
+    source: 'web-01.example.com',
+    severity: 'critical',
+    class: 'cpu',
+    type: 'high',
+    description: 'CPU above 95% for 5 minutes',
+  };
+  const batch = Array.from({ length: 100 }, (_, i) => ({
+    ...event,
+    source: `web-${String(i).padStart(2, '0')}.example.com`,
+    severity: i % 6,
+  }));
   const bodies = {
     event: join(DIR, 'event.json'),
     batch: join(DIR, 'batch.json'),
@@ -52,10 +97,16 @@ export async function prepare(): Promise<Setup> {
   };
   writeFileSync(bodies.event, JSON.stringify(event));
   writeFileSync(bodies.batch, JSON.stringify(batch));
-  writeFileSync(bodies.point, JSON.stringify({ metric: 'cpu.load', data: 0.75, source: 'web-01', tags: { env: 'prod' } }));
+  writeFileSync(
+    bodies.point,
+    JSON.stringify({ metric: 'cpu.load', data: 0.75, source: 'web-01', tags: { env: 'prod' } }),
+  );
   writeFileSync(bodies.push, 'cpu_load{source="web-01",env="prod"} 0.75\n');
   // The same event as an Alertmanager alert: one alert per request, as the webhook sends one event.
-  const alert = { labels: { alertname: 'cpu_high', instance: event.source, severity: event.severity, class: event.class }, annotations: { description: event.description } };
+  const alert = {
+    labels: { alertname: 'cpu_high', instance: event.source, severity: event.severity, class: event.class },
+    annotations: { description: event.description },
+  };
   writeFileSync(bodies.alert, JSON.stringify([alert]));
   writeFileSync(bodies.notification, alertmanagerNotification(NOTIFICATION_ALERTS));
   // The same event in a tool's own shape, which the custom mapping turns into the event above.
@@ -77,7 +128,9 @@ export const mappedRoute = (name: string, mapping: Record<string, string>) => ({
 });
 export const MAPPED_ROUTES = [
   mappedRoute('bench-am', { preset: 'alertmanager' }),
-  mappedRoute('bench-mapped', { expression: '{"source": host, "severity": level, "class": "cpu", "type": "high", "description": msg}' }),
+  mappedRoute('bench-mapped', {
+    expression: '{"source": host, "severity": level, "class": "cpu", "type": "high", "description": msg}',
+  }),
 ];
 
 /** An Alertmanager webhook_config notification (version 4) of one group: one alert in ten resolved. */
@@ -95,7 +148,12 @@ export function alertmanagerNotification(alerts: number): string {
     commonAnnotations: {},
     alerts: Array.from({ length: alerts }, (_, i) => ({
       status: i % 10 === 0 ? 'resolved' : 'firing',
-      labels: { alertname: 'HighCPU', job: 'node', instance: `web-${i}:9100`, severity: i % 2 ? 'warning' : 'critical' },
+      labels: {
+        alertname: 'HighCPU',
+        job: 'node',
+        instance: `web-${i}:9100`,
+        severity: i % 2 ? 'warning' : 'critical',
+      },
       annotations: { summary: `CPU high on web-${i}` },
       startsAt,
       endsAt: i % 10 === 0 ? startsAt : '0001-01-01T00:00:00Z',
@@ -108,12 +166,22 @@ export function alertmanagerNotification(alerts: number): string {
 /** One request of each kind before measuring: a benchmark of wrong answers measures nothing. */
 export async function checkIngester(s: Setup): Promise<void> {
   const before = existsSync(s.eventsFile) ? statSync(s.eventsFile).size : 0;
-  const ev = await request(`http://127.0.0.1:${s.ports.ingest}/events/webhook_bench`, { method: 'POST', headers: { authorization: BENCH_AUTH, 'content-type': 'application/json' }, body: readFileSync(s.bodies.event) });
-  if (ev.status !== 200 || ev.text !== OK_EVENT) throw new Error(`ingester answered the single event with ${ev.status} ${ev.text}`);
+  const ev = await request(`http://127.0.0.1:${s.ports.ingest}/events/webhook_bench`, {
+    method: 'POST',
+    headers: { authorization: BENCH_AUTH, 'content-type': 'application/json' },
+    body: readFileSync(s.bodies.event),
+  });
+  if (ev.status !== 200 || ev.text !== OK_EVENT)
+    throw new Error(`ingester answered the single event with ${ev.status} ${ev.text}`);
   const after = statSync(s.eventsFile).size;
   const line = readFileSync(s.eventsFile, 'utf8').slice(before);
-  if (after <= before || !line.includes('"integration":"bench"')) throw new Error(`the event did not reach ${s.eventsFile} (stdout)`);
-  const pt = await request(`http://127.0.0.1:${s.ports.ingest}/v1/integrations/metrics`, { method: 'POST', headers: { apikey: BENCH_API_KEY, 'content-type': 'application/json' }, body: readFileSync(s.bodies.point) });
+  if (after <= before || !line.includes('"integration":"bench"'))
+    throw new Error(`the event did not reach ${s.eventsFile} (stdout)`);
+  const pt = await request(`http://127.0.0.1:${s.ports.ingest}/v1/integrations/metrics`, {
+    method: 'POST',
+    headers: { apikey: BENCH_API_KEY, 'content-type': 'application/json' },
+    body: readFileSync(s.bodies.point),
+  });
   if (pt.status !== 200) throw new Error(`ingester answered the metric point with ${pt.status} ${pt.text}`);
 }
 
@@ -123,14 +191,24 @@ export async function checkIngester(s: Setup): Promise<void> {
  */
 export async function checkMapping(s: Setup): Promise<{ eventsPerNotification: number }> {
   const post = (name: string, body: string) =>
-    request(`http://127.0.0.1:${s.ports.ingest}/events/webhook_${name}`, { method: 'POST', headers: { authorization: BENCH_AUTH, 'content-type': 'application/json' }, body: readFileSync(body) });
+    request(`http://127.0.0.1:${s.ports.ingest}/events/webhook_${name}`, {
+      method: 'POST',
+      headers: { authorization: BENCH_AUTH, 'content-type': 'application/json' },
+      body: readFileSync(body),
+    });
   const am = await post('bench-am', s.bodies.notification);
-  const processed = am.status === 200 ? (JSON.parse(am.text) as { response?: { processed?: number } }).response?.processed : undefined;
-  if (processed !== NOTIFICATION_ALERTS) throw new Error(`ingester answered the Alertmanager notification (preset alertmanager) with ${am.status} ${am.text}`);
+  const processed =
+    am.status === 200 ? (JSON.parse(am.text) as { response?: { processed?: number } }).response?.processed : undefined;
+  if (processed !== NOTIFICATION_ALERTS)
+    throw new Error(
+      `ingester answered the Alertmanager notification (preset alertmanager) with ${am.status} ${am.text}`,
+    );
   const mapped = await post('bench-mapped', s.bodies.raw);
-  if (mapped.status !== 200 || mapped.text !== OK_EVENT) throw new Error(`ingester answered the event for the custom mapping with ${mapped.status} ${mapped.text}`);
+  if (mapped.status !== 200 || mapped.text !== OK_EVENT)
+    throw new Error(`ingester answered the event for the custom mapping with ${mapped.status} ${mapped.text}`);
   const line = readFileSync(s.eventsFile, 'utf8').trimEnd().split('\n').pop() ?? '';
-  if (!line.includes('"integration":"bench-mapped"') || !line.includes('"description":"CPU above 95% for 5 minutes"')) throw new Error(`the mapped event did not reach ${s.eventsFile} as mapped: ${line.slice(0, 300)}`);
+  if (!line.includes('"integration":"bench-mapped"') || !line.includes('"description":"CPU above 95% for 5 minutes"'))
+    throw new Error(`the mapped event did not reach ${s.eventsFile} as mapped: ${line.slice(0, 300)}`);
   return { eventsPerNotification: processed };
 }
 
@@ -149,8 +227,17 @@ export async function seriesScenario(s: Setup, ingester: Server): Promise<Series
   const url = `http://127.0.0.1:${s.ports.ingest}/v1/integrations/metrics`;
   let createMs = 0;
   for (let b = 0; b < SERIES / SERIES_BATCH; b++) {
-    const points = Array.from({ length: SERIES_BATCH }, (_, i) => ({ metric: 'bench_series', data: i, source: 'bench-host', tags: { i: String(b * SERIES_BATCH + i) } }));
-    const r = await request(url, { method: 'POST', headers: { apikey: BENCH_API_KEY, 'content-type': 'application/json' }, body: JSON.stringify(points) });
+    const points = Array.from({ length: SERIES_BATCH }, (_, i) => ({
+      metric: 'bench_series',
+      data: i,
+      source: 'bench-host',
+      tags: { i: String(b * SERIES_BATCH + i) },
+    }));
+    const r = await request(url, {
+      method: 'POST',
+      headers: { apikey: BENCH_API_KEY, 'content-type': 'application/json' },
+      body: JSON.stringify(points),
+    });
     if (r.status !== 200) throw new Error(`series batch ${b}: ${r.status} ${r.text.slice(0, 300)}`);
     createMs += r.ms;
   }
@@ -166,10 +253,22 @@ export async function seriesScenario(s: Setup, ingester: Server): Promise<Series
   }
   if (lines !== SERIES) throw new Error(`/metrics/ingested holds ${lines} bench_series samples, expected ${SERIES}`);
   log(`series: renders ${times.map((t) => t.toFixed(0)).join(', ')} ms`);
-  return { createMs, renderMs: median(times), renderMin: Math.min(...times), renderMax: Math.max(...times), bytes, lines, rssAfter: rssMiB(ingester), peakRss: peakRssMiB(ingester) };
+  return {
+    createMs,
+    renderMs: median(times),
+    renderMin: Math.min(...times),
+    renderMax: Math.max(...times),
+    bytes,
+    lines,
+    rssAfter: rssMiB(ingester),
+    peakRss: peakRssMiB(ingester),
+  };
 }
 
-export function targets(s: Setup, on: { ingester?: Server; baseline?: Server; gateway?: Server; alertmanager?: Server }) {
+export function targets(
+  s: Setup,
+  on: { ingester?: Server; baseline?: Server; gateway?: Server; alertmanager?: Server },
+) {
   const emptyEvents = (): void => {
     if (existsSync(s.eventsFile)) truncateSync(s.eventsFile, 0);
   };
@@ -182,7 +281,13 @@ export function targets(s: Setup, on: { ingester?: Server; baseline?: Server; ga
     ...(on.ingester ? { server: on.ingester } : {}),
   };
   const single: Target = ingestEvents;
-  const baseline: Target = { label: 'node:http baseline single event', url: `http://127.0.0.1:${s.ports.baseline}/`, bodyFile: s.bodies.event, headers: { authorization: BENCH_AUTH }, ...(on.baseline ? { server: on.baseline } : {}) };
+  const baseline: Target = {
+    label: 'node:http baseline single event',
+    url: `http://127.0.0.1:${s.ports.baseline}/`,
+    bodyFile: s.bodies.event,
+    headers: { authorization: BENCH_AUTH },
+    ...(on.baseline ? { server: on.baseline } : {}),
+  };
   const batch: Target = { ...ingestEvents, label: 'ingester 100-event batch', bodyFile: s.bodies.batch };
   const metric: Target = {
     label: 'ingester single metric point',
@@ -212,7 +317,11 @@ export function targets(s: Setup, on: { ingester?: Server; baseline?: Server; ga
     bodyFile: s.bodies.notification,
     connections: NOTIFICATION_CONNECTIONS,
   };
-  const mapped: Target = { ...ingestEvents, label: 'ingester single event, custom mapping', url: `http://127.0.0.1:${s.ports.ingest}/events/webhook_bench-mapped`, bodyFile: s.bodies.raw };
+  const mapped: Target = {
+    ...ingestEvents,
+    label: 'ingester single event, custom mapping',
+    url: `http://127.0.0.1:${s.ports.ingest}/events/webhook_bench-mapped`,
+    bodyFile: s.bodies.raw,
+  };
   return { single, baseline, batch, metric, push, alert, notification, mapped };
 }
-

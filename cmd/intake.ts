@@ -10,40 +10,100 @@
  */
 import { Ajv } from 'ajv';
 import { Command, Option } from 'commander';
-import { DEFAULT_TENANT_LIMITS, mergeTenantLimitDefaults, tenantLimitDefaultsSchema, type PartialTenantLimitDefaults, type TenantLimitDefaults } from '../api/limits.js';
+import {
+  DEFAULT_TENANT_LIMITS,
+  mergeTenantLimitDefaults,
+  tenantLimitDefaultsSchema,
+  type PartialTenantLimitDefaults,
+  type TenantLimitDefaults,
+} from '../api/limits.js';
 import { ConfigError, parseListen, readYamlFile } from '../common/config-files.js';
 import type { IngesterSettings } from '../ingester/config.js';
 import { createLogger } from '../common/logger.js';
 import type { RouteSource } from '../ingester/routing/route-source.js';
 
-const program = new Command('intake').description('Kubernetes-native ingestion of monitoring events and metric data points').showHelpAfterError();
+const program = new Command('intake')
+  .description('Kubernetes-native ingestion of monitoring events and metric data points')
+  .showHelpAfterError();
 
 program
   .command('ingester')
   .description('accept events and metric data points over HTTP (standalone with --config, or from route Secrets)')
-  .addOption(new Option('-c, --config <file>', 'YAML config file: settings and, in standalone mode, routes').env('INTAKE_CONFIG'))
+  .addOption(
+    new Option('-c, --config <file>', 'YAML config file: settings and, in standalone mode, routes').env(
+      'INTAKE_CONFIG',
+    ),
+  )
   .addOption(new Option('--listen <host:port>', 'ingest listener (default 127.0.0.1:8080)').env('INTAKE_LISTEN'))
-  .addOption(new Option('--admin-listen <host:port>', 'admin listener: /healthz /readyz /metrics /metrics/ingested (default 127.0.0.1:8081)').env('INTAKE_ADMIN_LISTEN'))
-  .addOption(new Option('--tls-cert <file>', 'serve HTTPS with this certificate (reloaded on change)').env('INTAKE_TLS_CERT'))
+  .addOption(
+    new Option(
+      '--admin-listen <host:port>',
+      'admin listener: /healthz /readyz /metrics /metrics/ingested (default 127.0.0.1:8081)',
+    ).env('INTAKE_ADMIN_LISTEN'),
+  )
+  .addOption(
+    new Option('--tls-cert <file>', 'serve HTTPS with this certificate (reloaded on change)').env('INTAKE_TLS_CERT'),
+  )
   .addOption(new Option('--tls-key <file>', 'private key for --tls-cert').env('INTAKE_TLS_KEY'))
-  .addOption(new Option('--events-log <file>', 'where the log sink writes events, one JSON line each ("-" = stdout)').env('INTAKE_EVENTS_LOG'))
-  .addOption(new Option('--trust-proxy <value>', 'trust X-Forwarded-For from proxies at these comma-separated addresses/CIDRs (or loopback, linklocal, uniquelocal)').env('INTAKE_TRUST_PROXY'))
-  .addOption(new Option('--namespace <ns>', 'Kubernetes mode: read route Secrets labelled intake.dev/route=true in this namespace').env('INTAKE_NAMESPACE'))
-  .addOption(new Option('--kubeconfig <file>', 'Kubernetes mode: kubeconfig file (default: in-cluster service account)').env('INTAKE_KUBECONFIG'))
-  .addOption(new Option('--service <name>', "Kubernetes mode: the ingesters' Service; its ready endpoints are the N replicas per-tenant limits are divided by (default: N = 1)").env('INTAKE_SERVICE'))
-  .addOption(new Option('--log-level <level>', 'operational log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).env('INTAKE_LOG_LEVEL'))
+  .addOption(
+    new Option('--events-log <file>', 'where the log sink writes events, one JSON line each ("-" = stdout)').env(
+      'INTAKE_EVENTS_LOG',
+    ),
+  )
+  .addOption(
+    new Option(
+      '--trust-proxy <value>',
+      'trust X-Forwarded-For from proxies at these comma-separated addresses/CIDRs (or loopback, linklocal, uniquelocal)',
+    ).env('INTAKE_TRUST_PROXY'),
+  )
+  .addOption(
+    new Option(
+      '--namespace <ns>',
+      'Kubernetes mode: read route Secrets labelled intake.dev/route=true in this namespace',
+    ).env('INTAKE_NAMESPACE'),
+  )
+  .addOption(
+    new Option('--kubeconfig <file>', 'Kubernetes mode: kubeconfig file (default: in-cluster service account)').env(
+      'INTAKE_KUBECONFIG',
+    ),
+  )
+  .addOption(
+    new Option(
+      '--service <name>',
+      "Kubernetes mode: the ingesters' Service; its ready endpoints are the N replicas per-tenant limits are divided by (default: N = 1)",
+    ).env('INTAKE_SERVICE'),
+  )
+  .addOption(
+    new Option('--log-level <level>', 'operational log level')
+      .choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+      .env('INTAKE_LOG_LEVEL'),
+  )
   .action(async (opts: Record<string, string | undefined>) => {
     const file = opts.config ? readYamlFile(opts.config) : {};
     const { resolveSettings } = await import('../ingester/config.js');
     const settings = resolveSettings(file, opts, opts.config ?? 'config');
     const logger = createLogger(settings.logLevel);
-    if (!opts.namespace && !opts.config) throw new ConfigError('give --config FILE (standalone: routes from the file) or --namespace NS (Kubernetes: routes from Secrets)');
-    const source = await routeSource(opts.namespace, opts.kubeconfig, opts.config as string, settings.destinations, logger);
+    if (!opts.namespace && !opts.config)
+      throw new ConfigError(
+        'give --config FILE (standalone: routes from the file) or --namespace NS (Kubernetes: routes from Secrets)',
+      );
+    const source = await routeSource(
+      opts.namespace,
+      opts.kubeconfig,
+      opts.config as string,
+      settings.destinations,
+      logger,
+    );
     if (opts.namespace && opts.config && Array.isArray((file as { routes?: unknown }).routes)) {
       logger.warn({ config: opts.config }, 'Kubernetes mode: routes listed in the config file are ignored');
     }
     const { startIngester } = await import('../ingester/main.js');
-    const running = await startIngester(settings, source, logger, await replicaCount(opts.namespace, opts.service, opts.kubeconfig, logger));
+    const running = await startIngester(
+      settings,
+      source,
+      logger,
+      await replicaCount(opts.namespace, opts.service, opts.kubeconfig, logger),
+    );
     const stop = (signal: string): void => {
       logger.info({ signal }, 'signal received');
       const timer = setTimeout(() => {
@@ -71,34 +131,81 @@ program
 program
   .command('operator')
   .description('turn WebhookIntegration and ApiKey resources into credentials Secrets and routes')
-  .addOption(new Option('--kubeconfig <file>', 'kubeconfig file (default: in-cluster service account)').env('INTAKE_KUBECONFIG'))
-  .addOption(new Option('--namespace <ns>', 'namespace of the ingesters, where route Secrets and the leader Lease live').env('INTAKE_NAMESPACE').makeOptionMandatory())
-  .addOption(new Option('--public-base-url <url>', 'base URL senders use, for status.url and the credentials Secret').env('INTAKE_PUBLIC_BASE_URL').makeOptionMandatory())
-  .addOption(new Option('--watch-namespaces <list>', 'comma-separated namespaces to watch (default: all)').env('INTAKE_WATCH_NAMESPACES'))
-  .addOption(new Option('--leader-elect', 'run only while holding the Lease (for several replicas)').env('INTAKE_LEADER_ELECT'))
+  .addOption(
+    new Option('--kubeconfig <file>', 'kubeconfig file (default: in-cluster service account)').env('INTAKE_KUBECONFIG'),
+  )
+  .addOption(
+    new Option('--namespace <ns>', 'namespace of the ingesters, where route Secrets and the leader Lease live')
+      .env('INTAKE_NAMESPACE')
+      .makeOptionMandatory(),
+  )
+  .addOption(
+    new Option('--public-base-url <url>', 'base URL senders use, for status.url and the credentials Secret')
+      .env('INTAKE_PUBLIC_BASE_URL')
+      .makeOptionMandatory(),
+  )
+  .addOption(
+    new Option('--watch-namespaces <list>', 'comma-separated namespaces to watch (default: all)').env(
+      'INTAKE_WATCH_NAMESPACES',
+    ),
+  )
+  .addOption(
+    new Option('--leader-elect', 'run only while holding the Lease (for several replicas)').env('INTAKE_LEADER_ELECT'),
+  )
   .addOption(new Option('--lease-name <name>', 'name of the leader Lease').default('intake-operator'))
-  .addOption(new Option('--admin-listen <host:port>', '/healthz /readyz /metrics').default('127.0.0.1:8082').env('INTAKE_ADMIN_LISTEN'))
+  .addOption(
+    new Option('--admin-listen <host:port>', '/healthz /readyz /metrics')
+      .default('127.0.0.1:8082')
+      .env('INTAKE_ADMIN_LISTEN'),
+  )
   .addOption(new Option('--default-max-series <n>', 'series cap for an ApiKey without spec.maxSeries').default('10000'))
-  .addOption(new Option('--default-limits <json>', 'cluster defaults of the per-tenant limits, JSON {"namespace":{...},"integration":{...},"apiKey":{...}} (fields: docs/limits.md); an IntakeQuota overrides them per namespace').env('INTAKE_DEFAULT_LIMITS'))
-  .addOption(new Option('--destinations <names>', "comma-separated destination names the ingesters are configured with (spec.destinations must name these; default: none)").env('INTAKE_DESTINATIONS'))
-  .addOption(new Option('--resync-period <seconds>', 'reconcile everything this often (picks up changes to referenced Secrets)').default('300'))
+  .addOption(
+    new Option(
+      '--default-limits <json>',
+      'cluster defaults of the per-tenant limits, JSON {"namespace":{...},"integration":{...},"apiKey":{...}} (fields: docs/limits.md); an IntakeQuota overrides them per namespace',
+    ).env('INTAKE_DEFAULT_LIMITS'),
+  )
+  .addOption(
+    new Option(
+      '--destinations <names>',
+      'comma-separated destination names the ingesters are configured with (spec.destinations must name these; default: none)',
+    ).env('INTAKE_DESTINATIONS'),
+  )
+  .addOption(
+    new Option(
+      '--resync-period <seconds>',
+      'reconcile everything this often (picks up changes to referenced Secrets)',
+    ).default('300'),
+  )
   .addOption(new Option('--workers <n>', 'concurrent reconciles').default('4'))
-  .addOption(new Option('--log-level <level>', 'operational log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').env('INTAKE_LOG_LEVEL'))
+  .addOption(
+    new Option('--log-level <level>', 'operational log level')
+      .choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+      .default('info')
+      .env('INTAKE_LOG_LEVEL'),
+  )
   .action(async (opts: Record<string, string | boolean | undefined>) => {
     const int = (name: string): number => {
       const n = Number(opts[name]);
-      if (!Number.isInteger(n) || n <= 0) throw new ConfigError(`--${name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} must be a positive integer`);
+      if (!Number.isInteger(n) || n <= 0)
+        throw new ConfigError(`--${name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} must be a positive integer`);
       return n;
     };
     const publicBaseUrl = String(opts.publicBaseUrl);
-    if (!/^https?:\/\/[^\s/]+/.test(publicBaseUrl)) throw new ConfigError(`--public-base-url must be an http(s) URL, got ${JSON.stringify(publicBaseUrl)}`);
+    if (!/^https?:\/\/[^\s/]+/.test(publicBaseUrl))
+      throw new ConfigError(`--public-base-url must be an http(s) URL, got ${JSON.stringify(publicBaseUrl)}`);
     const logger = createLogger(String(opts.logLevel), 'operator');
     const { startOperator } = await import('../operator/main.js');
     const running = await startOperator(
       {
         ...(opts.kubeconfig ? { kubeconfig: String(opts.kubeconfig) } : {}),
         namespace: String(opts.namespace),
-        watchNamespaces: opts.watchNamespaces ? String(opts.watchNamespaces).split(',').map((n) => n.trim()).filter(Boolean) : [],
+        watchNamespaces: opts.watchNamespaces
+          ? String(opts.watchNamespaces)
+              .split(',')
+              .map((n) => n.trim())
+              .filter(Boolean)
+          : [],
         publicBaseUrl,
         leaderElect: Boolean(opts.leaderElect),
         leaseName: String(opts.leaseName),
@@ -117,7 +224,10 @@ program
     );
     const stop = (signal: string): void => {
       logger.info({ signal }, 'signal received');
-      running.stop().then(() => process.exit(0), () => process.exit(1));
+      running.stop().then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
     };
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);
@@ -134,44 +244,87 @@ function defaultLimits(value: string | boolean | undefined, defaultMaxSeries: nu
     throw new ConfigError('--default-limits must be JSON, e.g. {"namespace":{"eventsPerSecond":1000}}');
   }
   const validate = new Ajv({ allErrors: true, strict: false }).compile(tenantLimitDefaultsSchema);
-  if (!validate(parsed)) throw new ConfigError(`--default-limits: ${(validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message}${e.keyword === 'additionalProperties' ? ` (${String(e.params.additionalProperty)})` : ''}`).join('; ')}`);
+  if (!validate(parsed))
+    throw new ConfigError(
+      `--default-limits: ${(validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message}${e.keyword === 'additionalProperties' ? ` (${String(e.params.additionalProperty)})` : ''}`).join('; ')}`,
+    );
   return mergeTenantLimitDefaults(base, parsed as PartialTenantLimitDefaults);
 }
 
 /** The operator's --destinations: names as the ingester config spells them (destinations[].name). */
 async function destinationNames(value: string | boolean | undefined): Promise<string[]> {
   const { DESTINATION_NAME_PATTERN } = await import('../ingester/destinations/settings.js');
-  const names = typeof value === 'string' ? value.split(',').map((n) => n.trim()).filter(Boolean) : [];
+  const names =
+    typeof value === 'string'
+      ? value
+          .split(',')
+          .map((n) => n.trim())
+          .filter(Boolean)
+      : [];
   const bad = names.find((n) => !new RegExp(DESTINATION_NAME_PATTERN).test(n));
-  if (bad !== undefined) throw new ConfigError(`--destinations: ${JSON.stringify(bad)} is not a destination name (lowercase letters, digits and dashes, at most 63)`);
+  if (bad !== undefined)
+    throw new ConfigError(
+      `--destinations: ${JSON.stringify(bad)} is not a destination name (lowercase letters, digits and dashes, at most 63)`,
+    );
   return [...new Set(names)];
 }
 
 /** Kubernetes mode with --service: ready replicas from the Service's EndpointSlices; otherwise none (N = 1). */
-async function replicaCount(namespace: string | undefined, service: string | undefined, kubeconfig: string | undefined, logger: ReturnType<typeof createLogger>) {
+async function replicaCount(
+  namespace: string | undefined,
+  service: string | undefined,
+  kubeconfig: string | undefined,
+  logger: ReturnType<typeof createLogger>,
+) {
   if (!namespace || !service) return undefined;
-  const [{ EndpointSliceReplicas }, { loadKubeConfig }] = await Promise.all([import('../ingester/limits/replicas.js'), import('../kube/config.js')]);
+  const [{ EndpointSliceReplicas }, { loadKubeConfig }] = await Promise.all([
+    import('../ingester/limits/replicas.js'),
+    import('../kube/config.js'),
+  ]);
   return new EndpointSliceReplicas(loadKubeConfig(kubeconfig), namespace, service, logger);
 }
 
 /** Kubernetes mode (route Secrets) when a namespace is given, else standalone (the config file). */
-async function routeSource(namespace: string | undefined, kubeconfig: string | undefined, config: string, destinations: IngesterSettings['destinations'], logger: ReturnType<typeof createLogger>): Promise<RouteSource> {
+async function routeSource(
+  namespace: string | undefined,
+  kubeconfig: string | undefined,
+  config: string,
+  destinations: IngesterSettings['destinations'],
+  logger: ReturnType<typeof createLogger>,
+): Promise<RouteSource> {
   if (namespace) {
-    const [{ KubernetesRouteSource }, { loadKubeConfig }] = await Promise.all([import('../ingester/routing/kubernetes-source.js'), import('../kube/config.js')]);
+    const [{ KubernetesRouteSource }, { loadKubeConfig }] = await Promise.all([
+      import('../ingester/routing/kubernetes-source.js'),
+      import('../kube/config.js'),
+    ]);
     return new KubernetesRouteSource(loadKubeConfig(kubeconfig), namespace, logger);
   }
-  const [{ FileRouteSource }, { checkSettingsFile }] = await Promise.all([import('../ingester/routing/file-source.js'), import('../ingester/config.js')]);
+  const [{ FileRouteSource }, { checkSettingsFile }] = await Promise.all([
+    import('../ingester/routing/file-source.js'),
+    import('../ingester/config.js'),
+  ]);
   return new FileRouteSource(config, destinations, checkSettingsFile);
 }
 
 // Dead letters (mapping and delivery failures) live in the ingester's store; these talk to its
 // admin listener (ingester/dead-letters/admin-routes.ts).
-const deadletter = program.command('deadletter').description('what intake accepted but could not finish, kept for replay: payloads a mapping could not turn into events (kind mapping, answered 422) and events a destination gave up on (kind delivery)');
-const adminUrlOption = () => new Option('--admin-url <url>', "the ingester's admin listener").default('http://127.0.0.1:8081').env('INTAKE_ADMIN_URL');
+const deadletter = program
+  .command('deadletter')
+  .description(
+    'what intake accepted but could not finish, kept for replay: payloads a mapping could not turn into events (kind mapping, answered 422) and events a destination gave up on (kind delivery)',
+  );
+const adminUrlOption = () =>
+  new Option('--admin-url <url>', "the ingester's admin listener")
+    .default('http://127.0.0.1:8081')
+    .env('INTAKE_ADMIN_URL');
 const kindOption = () => new Option('--kind <kind>', 'only this kind').choices(['mapping', 'delivery']);
-const deadLetterQuery = (opts: Record<string, string | boolean | undefined>, extra: Record<string, string> = {}): string => {
+const deadLetterQuery = (
+  opts: Record<string, string | boolean | undefined>,
+  extra: Record<string, string> = {},
+): string => {
   const q = new URLSearchParams(extra);
-  for (const key of ['kind', 'namespace', 'integration', 'destination', 'id', 'seq', 'limit'] as const) if (typeof opts[key] === 'string') q.set(key, opts[key]);
+  for (const key of ['kind', 'namespace', 'integration', 'destination', 'id', 'seq', 'limit'] as const)
+    if (typeof opts[key] === 'string') q.set(key, opts[key]);
   return q.size > 0 ? `?${q}` : '';
 };
 const adminCall = async (url: string, method: string): Promise<Record<string, unknown>> => {
@@ -179,7 +332,9 @@ const adminCall = async (url: string, method: string): Promise<Record<string, un
   try {
     res = await fetch(url, { method });
   } catch (err) {
-    throw new ConfigError(`cannot reach the ingester's admin listener at ${url}: ${((err as Error).cause as Error | undefined)?.message ?? (err as Error).message}`);
+    throw new ConfigError(
+      `cannot reach the ingester's admin listener at ${url}: ${((err as Error).cause as Error | undefined)?.message ?? (err as Error).message}`,
+    );
   }
   const body = (await res.json()) as Record<string, unknown>;
   if (!res.ok) throw new ConfigError(`${method} ${url}: ${res.status} ${JSON.stringify(body)}`);
@@ -194,33 +349,73 @@ const withFilters = (c: Command): Command =>
     .option('--destination <name>', 'only this destination (kind delivery)')
     .option('--id <id,...>', 'only these dead letters (ids from list)')
     .option('--limit <n>', 'at most this many (default 1000)');
-type Letter = { id: string; kind: string; at: string; namespace: string; integration: string; destination?: string; reason: string; attempts?: number };
-withFilters(deadletter.command('list').description('list kept dead letters (id, time, kind, namespace/integration, destination, why)'))
+type Letter = {
+  id: string;
+  kind: string;
+  at: string;
+  namespace: string;
+  integration: string;
+  destination?: string;
+  reason: string;
+  attempts?: number;
+};
+withFilters(
+  deadletter
+    .command('list')
+    .description('list kept dead letters (id, time, kind, namespace/integration, destination, why)'),
+)
   .option('--json', 'print the full JSON, payloads and events included')
   .action(async (opts: Record<string, string | boolean | undefined>) => {
-    const body = await adminCall(`${opts.adminUrl}/deadletter${deadLetterQuery(opts, opts.json ? { payload: 'true' } : {})}`, 'GET');
+    const body = await adminCall(
+      `${opts.adminUrl}/deadletter${deadLetterQuery(opts, opts.json ? { payload: 'true' } : {})}`,
+      'GET',
+    );
     if (opts.json) return void process.stdout.write(`${JSON.stringify(body, null, 2)}\n`);
     const entries = body.entries as Letter[];
     for (const e of entries) {
       const to = e.destination ? `  -> ${e.destination} after ${e.attempts} attempt(s)` : '';
       process.stdout.write(`${e.id}  ${e.at}  ${e.kind}  ${e.namespace}/${e.integration}${to}  ${e.reason}\n`);
     }
-    process.stdout.write(`${entries.length} dead letter(s) listed; the store (${body.store}) holds ${body.bytes} bytes\n`);
+    process.stdout.write(
+      `${entries.length} dead letter(s) listed; the store (${body.store}) holds ${body.bytes} bytes\n`,
+    );
   });
-withFilters(deadletter.command('replay').description("replay kept dead letters once each: a mapping failure through its integration's current mapping, a delivery failure back to its destination; replayed ones are removed")).action(
-  async (opts: Record<string, string | boolean | undefined>) => {
-    const body = await adminCall(`${opts.adminUrl}/deadletter/replay${deadLetterQuery(opts)}`, 'POST');
-    for (const r of body.results as Array<{ id: string; kind: string; integration: string; destination?: string; result: string; events?: number; message?: string }>) {
-      const what = r.result === 'delivered' ? (r.kind === 'mapping' ? `delivered ${r.events} event(s)` : `handed back to ${r.destination}`) : `${r.result}: ${r.message}`;
-      process.stdout.write(`${r.id}  ${r.kind}  ${r.integration}  ${what}\n`);
-    }
-    process.stdout.write(`${body.replayed} replayed, ${body.failed} failed, ${body.skipped} skipped (held by another replay)\n`);
-    if (Number(body.failed) > 0) process.exitCode = 1;
-  },
-);
+withFilters(
+  deadletter
+    .command('replay')
+    .description(
+      "replay kept dead letters once each: a mapping failure through its integration's current mapping, a delivery failure back to its destination; replayed ones are removed",
+    ),
+).action(async (opts: Record<string, string | boolean | undefined>) => {
+  const body = await adminCall(`${opts.adminUrl}/deadletter/replay${deadLetterQuery(opts)}`, 'POST');
+  for (const r of body.results as Array<{
+    id: string;
+    kind: string;
+    integration: string;
+    destination?: string;
+    result: string;
+    events?: number;
+    message?: string;
+  }>) {
+    const what =
+      r.result === 'delivered'
+        ? r.kind === 'mapping'
+          ? `delivered ${r.events} event(s)`
+          : `handed back to ${r.destination}`
+        : `${r.result}: ${r.message}`;
+    process.stdout.write(`${r.id}  ${r.kind}  ${r.integration}  ${what}\n`);
+  }
+  process.stdout.write(
+    `${body.replayed} replayed, ${body.failed} failed, ${body.skipped} skipped (held by another replay)\n`,
+  );
+  if (Number(body.failed) > 0) process.exitCode = 1;
+});
 
 // Deprecated for one release: `intake undelivered` is `intake deadletter --kind delivery`.
-const deprecated = (): void => void process.stderr.write('intake: `intake undelivered` is deprecated and goes away in the next release; use `intake deadletter list|replay --kind delivery`\n');
+const deprecated = (): void =>
+  void process.stderr.write(
+    'intake: `intake undelivered` is deprecated and goes away in the next release; use `intake deadletter list|replay --kind delivery`\n',
+  );
 const undelivered = program.command('undelivered').description('deprecated: use `intake deadletter --kind delivery`');
 // They call the deprecated admin routes, which answer as before.
 const undeliveredQuery = (opts: Record<string, string | boolean | undefined>): string => {
@@ -239,8 +434,19 @@ undelivered
     deprecated();
     const body = await adminCall(`${opts.adminUrl}/destinations/deadletter${undeliveredQuery(opts)}`, 'GET');
     if (opts.json) return void process.stdout.write(`${JSON.stringify(body, null, 2)}\n`);
-    const items = body.items as Array<{ seq: number; destination: string; reason: string; error: string; attempts: number; failedAt: string; event: { id: string; namespace: string; integration: string } }>;
-    for (const i of items) process.stdout.write(`${i.seq}  ${i.failedAt}  ${i.destination}  ${i.reason} after ${i.attempts} attempt(s)  ${i.event.namespace}/${i.event.integration}  ${i.event.id}  ${i.error}\n`);
+    const items = body.items as Array<{
+      seq: number;
+      destination: string;
+      reason: string;
+      error: string;
+      attempts: number;
+      failedAt: string;
+      event: { id: string; namespace: string; integration: string };
+    }>;
+    for (const i of items)
+      process.stdout.write(
+        `${i.seq}  ${i.failedAt}  ${i.destination}  ${i.reason} after ${i.attempts} attempt(s)  ${i.event.namespace}/${i.event.integration}  ${i.event.id}  ${i.error}\n`,
+      );
     process.stdout.write(`${items.length} event(s) kept\n`);
   });
 undelivered

@@ -22,7 +22,10 @@ export class ConfigError extends Error {
 export function parseListen(value: string, what: string): Listen {
   const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(value.trim());
   const port = m ? Number(m[3]) : NaN;
-  if (!m || port > 65535) throw new ConfigError(`${what}: expected HOST:PORT (e.g. 127.0.0.1:8080 or [::1]:8080), got ${JSON.stringify(value)}`);
+  if (!m || port > 65535)
+    throw new ConfigError(
+      `${what}: expected HOST:PORT (e.g. 127.0.0.1:8080 or [::1]:8080), got ${JSON.stringify(value)}`,
+    );
   return { host: m[1] ?? (m[2] || '0.0.0.0'), port };
 }
 

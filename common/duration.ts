@@ -9,6 +9,7 @@ export function parseDuration(value: string | undefined): number {
     total += Number(m[1]) * unit[m[2] as keyof typeof unit];
     consumed = re.lastIndex;
   }
-  if (consumed !== value.length) throw new Error(`invalid duration ${JSON.stringify(value)}: use e.g. 0s, 90s, 15m, 1h30m`);
+  if (consumed !== value.length)
+    throw new Error(`invalid duration ${JSON.stringify(value)}: use e.g. 0s, 90s, 15m, 1h30m`);
   return total;
 }

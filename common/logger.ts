@@ -12,5 +12,8 @@ export const REDACTED_PATHS = [
 ];
 
 export function createLogger(level: string, component = 'ingester', destination: number | string = 2): Logger {
-  return pino({ level, redact: { paths: REDACTED_PATHS, censor: '[redacted]' }, base: { component } }, pino.destination({ dest: destination, sync: true }));
+  return pino(
+    { level, redact: { paths: REDACTED_PATHS, censor: '[redacted]' }, base: { component } },
+    pino.destination({ dest: destination, sync: true }),
+  );
 }

@@ -6,11 +6,29 @@
 import { isIP } from 'node:net';
 import { Ajv } from 'ajv';
 import { ConfigError, parseListen, type Listen } from '../common/config-files.js';
-import { jetstreamSchema, resolveJetStream, resolveSpool, spoolSchema, type JetStreamSettings, type SpoolSettings } from './sinks/handoff-config.js';
-import { expositionSchema, remoteWriteSchema, resolveRemoteWrite, type RemoteWriteFile, type RemoteWriteSettings } from './series/remote-write/settings.js';
+import {
+  jetstreamSchema,
+  resolveJetStream,
+  resolveSpool,
+  spoolSchema,
+  type JetStreamSettings,
+  type SpoolSettings,
+} from './sinks/handoff-config.js';
+import {
+  expositionSchema,
+  remoteWriteSchema,
+  resolveRemoteWrite,
+  type RemoteWriteFile,
+  type RemoteWriteSettings,
+} from './series/remote-write/settings.js';
 import { DEFAULT_MAPPING_LIMITS, type MappingLimits } from '../api/mapping/engine.js';
 import { DEFAULT_POOL, defaultWorkers } from '../api/mapping/worker-pool.js';
-import { destinationsSchema, resolveDestinations, type DestinationFile, type DestinationSettings } from './destinations/settings.js';
+import {
+  destinationsSchema,
+  resolveDestinations,
+  type DestinationFile,
+  type DestinationSettings,
+} from './destinations/settings.js';
 import type { DeadLetterSettings } from './dead-letters/setup.js';
 import type { PartialTenantLimitDefaults, TenantLimitDefaults } from '../api/limits.js';
 import { resolveTenantLimits, tenantLimitsSchema } from './limits/settings.js';
@@ -100,8 +118,20 @@ export const DEFAULT_SETTINGS: IngesterSettings = {
   sinks: { log: { path: '-', timeoutMs: 5_000 } },
   shutdown: { drainDelaySeconds: 0, timeoutSeconds: 25 },
   exposition: { enabled: true },
-  mapping: { ...DEFAULT_MAPPING_LIMITS, maxOutputBytes: OUTPUT_PER_BODY * 1024 * 1024, workers: defaultWorkers(), maxQueued: DEFAULT_POOL.maxQueued, maxQueuedBytes: DEFAULT_POOL.maxQueuedBytes, workerHeapMb: DEFAULT_POOL.heapMb },
-  deadLetter: { path: '/tmp/intake-deadletter.jsonl', maxBytes: 256 * 1024 * 1024, maxBytesPerNamespace: 16 * 1024 * 1024, replayLeaseSeconds: 300 },
+  mapping: {
+    ...DEFAULT_MAPPING_LIMITS,
+    maxOutputBytes: OUTPUT_PER_BODY * 1024 * 1024,
+    workers: defaultWorkers(),
+    maxQueued: DEFAULT_POOL.maxQueued,
+    maxQueuedBytes: DEFAULT_POOL.maxQueuedBytes,
+    workerHeapMb: DEFAULT_POOL.heapMb,
+  },
+  deadLetter: {
+    path: '/tmp/intake-deadletter.jsonl',
+    maxBytes: 256 * 1024 * 1024,
+    maxBytesPerNamespace: 16 * 1024 * 1024,
+    replayLeaseSeconds: 300,
+  },
   destinations: [],
   tenantLimits: resolveTenantLimits(undefined, 10000),
 };
@@ -113,7 +143,12 @@ const settingsFileSchema = {
   properties: {
     listen: { type: 'string' },
     adminListen: { type: 'string' },
-    tls: { type: 'object', additionalProperties: false, required: ['certFile', 'keyFile'], properties: { certFile: { type: 'string' }, keyFile: { type: 'string' } } },
+    tls: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['certFile', 'keyFile'],
+      properties: { certFile: { type: 'string' }, keyFile: { type: 'string' } },
+    },
     trustProxy: { type: ['boolean', 'integer', 'string'] },
     logLevel: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
     limits: {
@@ -139,13 +174,22 @@ const settingsFileSchema = {
     authThrottle: {
       type: 'object',
       additionalProperties: false,
-      properties: { failures: positive, windowSeconds: positive, blockSeconds: positive, failureDelayMs: { type: 'integer', minimum: 0 } },
+      properties: {
+        failures: positive,
+        windowSeconds: positive,
+        blockSeconds: positive,
+        failureDelayMs: { type: 'integer', minimum: 0 },
+      },
     },
     sinks: {
       type: 'object',
       additionalProperties: false,
       properties: {
-        log: { type: 'object', additionalProperties: false, properties: { path: { type: 'string', minLength: 1 }, timeoutMs: positive, enabled: { type: 'boolean' } } },
+        log: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { path: { type: 'string', minLength: 1 }, timeoutMs: positive, enabled: { type: 'boolean' } },
+        },
         jetstream: jetstreamSchema,
       },
     },
@@ -153,7 +197,10 @@ const settingsFileSchema = {
     shutdown: {
       type: 'object',
       additionalProperties: false,
-      properties: { drainDelaySeconds: { type: 'number', minimum: 0 }, timeoutSeconds: { type: 'number', exclusiveMinimum: 0 } },
+      properties: {
+        drainDelaySeconds: { type: 'number', minimum: 0 },
+        timeoutSeconds: { type: 'number', exclusiveMinimum: 0 },
+      },
     },
     remoteWrite: remoteWriteSchema,
     exposition: expositionSchema,
@@ -176,7 +223,12 @@ const settingsFileSchema = {
     deadLetter: {
       type: 'object',
       additionalProperties: false,
-      properties: { path: { type: 'string', minLength: 1 }, maxBytes: { type: 'integer', minimum: 4096 }, maxBytesPerNamespace: { type: 'integer', minimum: 4096 }, replayLeaseSeconds: { type: 'integer', minimum: 1, maximum: 86400 } },
+      properties: {
+        path: { type: 'string', minLength: 1 },
+        maxBytes: { type: 'integer', minimum: 4096 },
+        maxBytesPerNamespace: { type: 'integer', minimum: 4096 },
+        replayLeaseSeconds: { type: 'integer', minimum: 1, maximum: 86400 },
+      },
     },
     destinations: destinationsSchema,
     tenantLimits: tenantLimitsSchema,
@@ -200,7 +252,10 @@ export interface SettingOverrides {
 /** The config file's shape, checked the same way at startup and at every reload. */
 export function checkSettingsFile(file: unknown, source: string): void {
   if (!validateFile(file)) {
-    const problems = (validateFile.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message}${e.keyword === 'additionalProperties' ? ` (${e.params.additionalProperty})` : ''}`);
+    const problems = (validateFile.errors ?? []).map(
+      (e) =>
+        `${e.instancePath || '/'} ${e.message}${e.keyword === 'additionalProperties' ? ` (${e.params.additionalProperty})` : ''}`,
+    );
     throw new ConfigError(`${source}: ${problems.join('; ')}`);
   }
 }
@@ -215,7 +270,10 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
     logLevel?: string;
     limits?: Partial<IngesterSettings['limits']>;
     authThrottle?: Partial<IngesterSettings['authThrottle']>;
-    sinks?: { log?: { path?: string; timeoutMs?: number; enabled?: boolean }; jetstream?: Parameters<typeof resolveJetStream>[0] };
+    sinks?: {
+      log?: { path?: string; timeoutMs?: number; enabled?: boolean };
+      jetstream?: Parameters<typeof resolveJetStream>[0];
+    };
     spool?: Parameters<typeof resolveSpool>[0];
     shutdown?: Partial<IngesterSettings['shutdown']>;
     remoteWrite?: RemoteWriteFile;
@@ -229,36 +287,53 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
   const limits = { ...d.limits, ...f.limits };
   const settings: IngesterSettings = {
     listen: parseListen(overrides.listen ?? f.listen ?? `${d.listen.host}:${d.listen.port}`, 'listen'),
-    adminListen: parseListen(overrides.adminListen ?? f.adminListen ?? `${d.adminListen.host}:${d.adminListen.port}`, 'adminListen'),
+    adminListen: parseListen(
+      overrides.adminListen ?? f.adminListen ?? `${d.adminListen.host}:${d.adminListen.port}`,
+      'adminListen',
+    ),
     trustProxy: checkTrustProxy(parseTrustProxy(overrides.trustProxy) ?? f.trustProxy ?? d.trustProxy),
     logLevel: overrides.logLevel ?? f.logLevel ?? d.logLevel,
     limits,
     authThrottle: { ...d.authThrottle, ...f.authThrottle },
-    sinks: { log: { path: overrides.eventsLog ?? f.sinks?.log?.path ?? d.sinks.log.path, timeoutMs: f.sinks?.log?.timeoutMs ?? d.sinks.log.timeoutMs } },
+    sinks: {
+      log: {
+        path: overrides.eventsLog ?? f.sinks?.log?.path ?? d.sinks.log.path,
+        timeoutMs: f.sinks?.log?.timeoutMs ?? d.sinks.log.timeoutMs,
+      },
+    },
     shutdown: { ...d.shutdown, ...f.shutdown },
     exposition: { ...d.exposition, ...f.exposition },
     // The output bound follows the body limit unless given: a larger body may map to more.
     mapping: { ...d.mapping, maxOutputBytes: OUTPUT_PER_BODY * limits.bodyBytes, ...f.mapping },
     deadLetter: { ...d.deadLetter, ...f.deadLetter },
     destinations: resolveDestinations(f.destinations),
-    tenantLimits: resolveTenantLimits(f.tenantLimits, f.limits?.maxSeriesPerNamespace ?? d.limits.maxSeriesPerNamespace),
+    tenantLimits: resolveTenantLimits(
+      f.tenantLimits,
+      f.limits?.maxSeriesPerNamespace ?? d.limits.maxSeriesPerNamespace,
+    ),
   };
   const jetstream = resolveJetStream(f.sinks?.jetstream);
   const spool = resolveSpool(f.spool, jetstream, settings.destinations.length > 0);
   if (jetstream) settings.sinks.jetstream = jetstream;
   if (spool) settings.spool = spool;
-  settings.sinks.log.enabled = f.sinks?.log?.enabled ?? (jetstream === undefined);
+  settings.sinks.log.enabled = f.sinks?.log?.enabled ?? jetstream === undefined;
   if (!settings.sinks.log.enabled && !jetstream && settings.destinations.length === 0) {
-    throw new ConfigError('sinks: with sinks.log.enabled false, configure sinks.jetstream or destinations: events must go somewhere');
+    throw new ConfigError(
+      'sinks: with sinks.log.enabled false, configure sinks.jetstream or destinations: events must go somewhere',
+    );
   }
   if (f.remoteWrite) settings.remoteWrite = resolveRemoteWrite(f.remoteWrite);
-  if (!settings.exposition.enabled && !settings.remoteWrite) throw new ConfigError('exposition.enabled is false and remoteWrite is not set: received data points would go nowhere');
+  if (!settings.exposition.enabled && !settings.remoteWrite)
+    throw new ConfigError(
+      'exposition.enabled is false and remoteWrite is not set: received data points would go nowhere',
+    );
   const certFile = overrides.tlsCert ?? f.tls?.certFile;
   const keyFile = overrides.tlsKey ?? f.tls?.keyFile;
-  if ((certFile === undefined) !== (keyFile === undefined)) throw new ConfigError('TLS needs both a certificate file and a key file');
+  if ((certFile === undefined) !== (keyFile === undefined))
+    throw new ConfigError('TLS needs both a certificate file and a key file');
   if (certFile !== undefined && keyFile !== undefined) settings.tls = { certFile, keyFile };
   if (settings.listen.port === settings.adminListen.port && settings.listen.host === settings.adminListen.host) {
-    throw new ConfigError('listen and adminListen must differ: the admin port holds every tenant\'s series');
+    throw new ConfigError("listen and adminListen must differ: the admin port holds every tenant's series");
   }
   return settings;
 }
@@ -270,15 +345,25 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
  */
 function checkTrustProxy(value: boolean | number | string): false | string {
   if (value === true) {
-    throw new ConfigError('trustProxy: true would let any client choose its address through X-Forwarded-For; give the addresses or CIDRs of the proxies in front of intake (e.g. "10.0.0.0/8"), or uniquelocal for any private address');
+    throw new ConfigError(
+      'trustProxy: true would let any client choose its address through X-Forwarded-For; give the addresses or CIDRs of the proxies in front of intake (e.g. "10.0.0.0/8"), or uniquelocal for any private address',
+    );
   }
   if (typeof value === 'number') {
     // fastify 5 ignores X-Forwarded-For when given only a hop count (it cannot check the peer).
-    throw new ConfigError('trustProxy: hop counts are not supported; give the proxies\' addresses or CIDRs (e.g. "10.0.0.0/8"), or uniquelocal for any private address');
+    throw new ConfigError(
+      'trustProxy: hop counts are not supported; give the proxies\' addresses or CIDRs (e.g. "10.0.0.0/8"), or uniquelocal for any private address',
+    );
   }
   if (typeof value === 'string') {
-    const bad = value.split(',').map((s) => s.trim()).find((s) => !isAddressOrCidr(s));
-    if (bad !== undefined) throw new ConfigError(`trustProxy: ${JSON.stringify(bad.slice(0, 60))} is not an IP address or CIDR; give comma-separated addresses/CIDRs of the proxies, or loopback, linklocal, uniquelocal`);
+    const bad = value
+      .split(',')
+      .map((s) => s.trim())
+      .find((s) => !isAddressOrCidr(s));
+    if (bad !== undefined)
+      throw new ConfigError(
+        `trustProxy: ${JSON.stringify(bad.slice(0, 60))} is not an IP address or CIDR; give comma-separated addresses/CIDRs of the proxies, or loopback, linklocal, uniquelocal`,
+      );
   }
   return value;
 }

@@ -46,7 +46,12 @@ const KEEP_ALIVE_GRACE_MS = 1000;
  * The steps, in order: the hand-off sinks, the dead-letter store, destinations, remote write,
  * mapping and limits, the first routing table, the listeners; shutdown undoes them in reverse.
  */
-export async function startIngester(settings: IngesterSettings, source: RouteSource, logger: Logger, replicas?: ReplicaCount): Promise<RunningIngester> {
+export async function startIngester(
+  settings: IngesterSettings,
+  source: RouteSource,
+  logger: Logger,
+  replicas?: ReplicaCount,
+): Promise<RunningIngester> {
   const lifecycle: Lifecycle = { ready: false, closing: false };
   const registry = new Registry();
   const series = new SeriesStore({
@@ -60,13 +65,31 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
 
   const handOff = await startSinks(settings, registry, logger);
   // Mapping and delivery failures, one store (the bus, the spool directory, or a local file).
-  const deadLetters = await setUpDeadLetters({ settings: settings.deadLetter, ...(handOff.bus ? { bus: handOff.bus } : {}), ...(settings.spool ? { spool: settings.spool } : {}), registry, logger });
+  const deadLetters = await setUpDeadLetters({
+    settings: settings.deadLetter,
+    ...(handOff.bus ? { bus: handOff.bus } : {}),
+    ...(settings.spool ? { spool: settings.spool } : {}),
+    registry,
+    logger,
+  });
   const destinations = await setUpDestinationsIfAny(settings, routes, handOff, deadLetters.store, registry, logger);
   if (destinations?.sink) handOff.sinks.push(destinations.sink);
   const remoteWrite = settings.remoteWrite
-    ? new (await import('./series/remote-write/writer.js')).RemoteWriter(settings.remoteWrite, { registry, logger, seriesTtlMs: settings.limits.seriesTTLSeconds * 1000, rejected: metrics.pointsRejected })
+    ? new (await import('./series/remote-write/writer.js')).RemoteWriter(settings.remoteWrite, {
+        registry,
+        logger,
+        seriesTtlMs: settings.limits.seriesTTLSeconds * 1000,
+        rejected: metrics.pointsRejected,
+      })
     : undefined;
-  const { mappingWorkers, limiter, mapped } = setUpMappingAndLimits(settings, source, metrics, deadLetters.store, registry, logger);
+  const { mappingWorkers, limiter, mapped } = setUpMappingAndLimits(
+    settings,
+    source,
+    metrics,
+    deadLetters.store,
+    registry,
+    logger,
+  );
   replicas?.start((n) => limiter.setReplicas(n));
 
   await loadRoutes(source, metrics, logger, (inputs, unparsable) => {
@@ -94,7 +117,16 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
     limiter,
     ...(tls ? { https: tls } : {}),
   });
-  const admin = buildAdminServer({ registry, series, exposition: settings.exposition.enabled, lifecycle, logger, sinks, timeouts: settings.limits, ...(remoteWrite ? { refusing: [remoteWrite] } : {}) });
+  const admin = buildAdminServer({
+    registry,
+    series,
+    exposition: settings.exposition.enabled,
+    lifecycle,
+    logger,
+    sinks,
+    timeouts: settings.limits,
+    ...(remoteWrite ? { refusing: [remoteWrite] } : {}),
+  });
   registerDeadLetterRoutes(admin, {
     store: deadLetters.store,
     replayers: {
@@ -107,7 +139,10 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
     logger,
   });
   const stopTlsWatch = settings.tls ? watchTls(settings.tls, ingest, logger) : undefined;
-  const sweeper = setInterval(() => series.sweep(), Math.min(SWEEP_INTERVAL_MS, settings.limits.seriesTTLSeconds * 1000));
+  const sweeper = setInterval(
+    () => series.sweep(),
+    Math.min(SWEEP_INTERVAL_MS, settings.limits.seriesTTLSeconds * 1000),
+  );
   sweeper.unref();
 
   await ingest.listen({ host: settings.listen.host, port: settings.listen.port });
@@ -123,7 +158,8 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
       const deadlineMs = Date.now() + settings.shutdown.timeoutSeconds * 1000 - 1000;
       lifecycle.ready = false;
       logger.info({ drainDelaySeconds: settings.shutdown.drainDelaySeconds }, 'shutting down: unready');
-      if (settings.shutdown.drainDelaySeconds > 0) await new Promise((r) => setTimeout(r, settings.shutdown.drainDelaySeconds * 1000));
+      if (settings.shutdown.drainDelaySeconds > 0)
+        await new Promise((r) => setTimeout(r, settings.shutdown.drainDelaySeconds * 1000));
       // From here every request is answered 503 with `Connection: close`, including those that
       // arrive on idle keep-alive connections. A request a sender already sent on such a
       // connection arrives within a moment: wait that moment (or until every connection is gone)
@@ -150,17 +186,31 @@ export async function startIngester(settings: IngesterSettings, source: RouteSou
 
 /** The hand-off sinks: the log sink, the bus (started). */
 async function startSinks(settings: IngesterSettings, registry: Registry, logger: Logger) {
-  const logSink = settings.sinks.log.enabled === false ? undefined : new LogSink(settings.sinks.log.path, { timeoutMs: settings.sinks.log.timeoutMs });
+  const logSink =
+    settings.sinks.log.enabled === false
+      ? undefined
+      : new LogSink(settings.sinks.log.path, { timeoutMs: settings.sinks.log.timeoutMs });
   const sinks: EventSink[] = logSink ? [logSink] : [];
   // The bus client, SQLite and the remote write client are loaded only when configured: a
   // standalone ingester with the log sink does not pay their memory (about 40 MiB resident).
   const jetstream = settings.sinks.jetstream;
-  const busSink = jetstream ? new (await import('./sinks/jetstream-sink.js')).JetStreamSink({ settings: jetstream, ...(settings.spool ? { spool: settings.spool } : {}), registry, logger, drainTimeoutMs: drainBudgetMs(settings) }) : undefined;
+  const busSink = jetstream
+    ? new (await import('./sinks/jetstream-sink.js')).JetStreamSink({
+        settings: jetstream,
+        ...(settings.spool ? { spool: settings.spool } : {}),
+        registry,
+        logger,
+        drainTimeoutMs: drainBudgetMs(settings),
+      })
+    : undefined;
   if (busSink) {
     sinks.push(busSink);
     await busSink.start();
   }
-  const bus = busSink && jetstream ? { settings: jetstream, onConnected: (l: Parameters<typeof busSink.onConnected>[0]) => busSink.onConnected(l) } : undefined;
+  const bus =
+    busSink && jetstream
+      ? { settings: jetstream, onConnected: (l: Parameters<typeof busSink.onConnected>[0]) => busSink.onConnected(l) }
+      : undefined;
   return { sinks, logSink, bus };
 }
 
@@ -187,7 +237,14 @@ async function setUpDestinationsIfAny(
 }
 
 /** The mapping workers, the per-tenant limits and the mapped-webhook pipeline that uses both. */
-function setUpMappingAndLimits(settings: IngesterSettings, source: RouteSource, metrics: IngesterMetrics, deadLetters: DeadLetterStore, registry: Registry, logger: Logger) {
+function setUpMappingAndLimits(
+  settings: IngesterSettings,
+  source: RouteSource,
+  metrics: IngesterMetrics,
+  deadLetters: DeadLetterStore,
+  registry: Registry,
+  logger: Logger,
+) {
   const mappingMetrics = new MappingMetrics(registry);
   // Tenants' expressions run in worker threads, stopped at their limits (presets run here).
   const mappingWorkers = new MappingWorkerPool({
@@ -217,12 +274,20 @@ function setUpMappingAndLimits(settings: IngesterSettings, source: RouteSource, 
 }
 
 /** Starts the route source: `install` gets every complete set of routes, the first before this resolves. */
-async function loadRoutes(source: RouteSource, metrics: IngesterMetrics, logger: Logger, install: (inputs: RouteInput[], unparsable?: SkippedRoute[]) => void): Promise<void> {
+async function loadRoutes(
+  source: RouteSource,
+  metrics: IngesterMetrics,
+  logger: Logger,
+  install: (inputs: RouteInput[], unparsable?: SkippedRoute[]) => void,
+): Promise<void> {
   await source.start({
     onRoutes: install,
     onError: (err) => {
       metrics.routeReloads.inc({ result: 'error' });
-      logger.error({ err: { message: err.message, code: (err as { code?: string }).code } }, 'routes not reloaded; keeping the current table');
+      logger.error(
+        { err: { message: err.message, code: (err as { code?: string }).code } },
+        'routes not reloaded; keeping the current table',
+      );
     },
   });
 }
@@ -231,10 +296,22 @@ async function loadRoutes(source: RouteSource, metrics: IngesterMetrics, logger:
 function buildTable(
   inputs: RouteInput[],
   unparsable: SkippedRoute[] = [],
-  o: { settings: IngesterSettings; source: RouteSource; mappingWorkers: MappingWorkerPool; limiter: TenantLimiter; metrics: IngesterMetrics; logger: Logger },
+  o: {
+    settings: IngesterSettings;
+    source: RouteSource;
+    mappingWorkers: MappingWorkerPool;
+    limiter: TenantLimiter;
+    metrics: IngesterMetrics;
+    logger: Logger;
+  },
 ): RouteTable {
   const { settings, metrics, logger } = o;
-  const built = RouteTable.build(inputs, { allowPlaintext: o.source.allowPlaintext, mappingLimits: settings.mapping, mappingRunner: o.mappingWorkers, destinations: settings.destinations });
+  const built = RouteTable.build(inputs, {
+    allowPlaintext: o.source.allowPlaintext,
+    mappingLimits: settings.mapping,
+    mappingRunner: o.mappingWorkers,
+    destinations: settings.destinations,
+  });
   const skipped = [...unparsable, ...built.skipped];
   for (const s of skipped) logger.warn({ route: s.source, reason: s.reason }, 'route skipped');
   metrics.routesSkipped.set(skipped.length);
@@ -243,7 +320,10 @@ function buildTable(
   metrics.routes.set({ kind: 'WebhookIntegration' }, table.size.webhooks);
   metrics.routes.set({ kind: 'ApiKey' }, table.size.apiKeys);
   metrics.routeReloads.inc({ result: 'ok' });
-  logger.info({ webhooks: table.size.webhooks, apiKeys: table.size.apiKeys, skipped: skipped.length }, 'routing table installed');
+  logger.info(
+    { webhooks: table.size.webhooks, apiKeys: table.size.apiKeys, skipped: skipped.length },
+    'routing table installed',
+  );
   return table;
 }
 
@@ -259,7 +339,10 @@ function connectionCap(settings: IngesterSettings, logger: Logger): number {
 async function closeIngestListener(ingest: FastifyInstance, settings: IngesterSettings): Promise<void> {
   await connectionsDrained(ingest, Math.min(KEEP_ALIVE_GRACE_MS, settings.limits.keepAliveTimeoutMs));
   // An upload that never finishes must not hold the shutdown past its deadline.
-  const hardStop = setTimeout(() => (ingest.server as unknown as { closeAllConnections(): void }).closeAllConnections(), Math.max(1000, settings.shutdown.timeoutSeconds * 1000 - 3000));
+  const hardStop = setTimeout(
+    () => (ingest.server as unknown as { closeAllConnections(): void }).closeAllConnections(),
+    Math.max(1000, settings.shutdown.timeoutSeconds * 1000 - 3000),
+  );
   await ingest.close();
   clearTimeout(hardStop);
 }
@@ -267,7 +350,8 @@ async function closeIngestListener(ingest: FastifyInstance, settings: IngesterSe
 /** Resolves when the server holds no connection any more, or after `maxMs`. */
 async function connectionsDrained(app: FastifyInstance, maxMs: number): Promise<void> {
   const deadline = Date.now() + maxMs;
-  const count = (): Promise<number> => new Promise((resolve) => app.server.getConnections((err, n) => resolve(err ? 0 : n)));
+  const count = (): Promise<number> =>
+    new Promise((resolve) => app.server.getConnections((err, n) => resolve(err ? 0 : n)));
   while (Date.now() < deadline && (await count()) > 0) await new Promise((r) => setTimeout(r, 50));
 }
 
@@ -287,14 +371,24 @@ function readTls(files: { certFile: string; keyFile: string }): { cert: Buffer; 
 }
 
 /** Certificates rotate (cert-manager renews them): reload them in place, keep serving on failure. */
-function watchTls(files: { certFile: string; keyFile: string }, app: FastifyInstance, logger: Logger): () => Promise<void> {
-  const watcher = watch([files.certFile, files.keyFile], { ignoreInitial: true, awaitWriteFinish: { stabilityThreshold: 200, pollInterval: 50 } });
+function watchTls(
+  files: { certFile: string; keyFile: string },
+  app: FastifyInstance,
+  logger: Logger,
+): () => Promise<void> {
+  const watcher = watch([files.certFile, files.keyFile], {
+    ignoreInitial: true,
+    awaitWriteFinish: { stabilityThreshold: 200, pollInterval: 50 },
+  });
   watcher.on('all', () => {
     try {
       (app.server as unknown as HttpsServer).setSecureContext(readTls(files));
       logger.info('TLS certificate reloaded');
     } catch (err) {
-      logger.error({ err: { message: (err as Error).message } }, 'TLS certificate not reloaded; keeping the current one');
+      logger.error(
+        { err: { message: (err as Error).message } },
+        'TLS certificate not reloaded; keeping the current one',
+      );
     }
   });
   return () => watcher.close();

@@ -89,7 +89,10 @@ export class Informer<T extends KubernetesObject> {
         this.failures++;
         // 0.5 s doubling to 10 s, +-20% jitter so replicas do not reconnect in step.
         const delay = Math.min(10_000, 250 * 2 ** Math.min(this.failures, 6)) * (0.8 + Math.random() * 0.4);
-        this.o.logger.warn({ informer: this.o.name, err: { message: (err as Error).message }, retryInMs: Math.round(delay) }, 'list/watch failed; keeping the cache and retrying');
+        this.o.logger.warn(
+          { informer: this.o.name, err: { message: (err as Error).message }, retryInMs: Math.round(delay) },
+          'list/watch failed; keeping the cache and retrying',
+        );
         await new Promise((r) => setTimeout(r, delay));
       }
     }
@@ -134,7 +137,10 @@ export class Informer<T extends KubernetesObject> {
           (phase: string, obj: T & { code?: number; message?: string }) => {
             if (failed) return;
             if (phase === 'ERROR') {
-              failed = obj.code === 410 ? new GoneError('resourceVersion too old') : new Error(`watch error ${obj.code ?? ''}: ${obj.message ?? ''}`);
+              failed =
+                obj.code === 410
+                  ? new GoneError('resourceVersion too old')
+                  : new Error(`watch error ${obj.code ?? ''}: ${obj.message ?? ''}`);
               this.abort?.abort();
               return;
             }

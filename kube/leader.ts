@@ -81,7 +81,8 @@ export class LeaderElector {
       const renewed = spec.renewTime ? new Date(spec.renewTime as unknown as string).getTime() : 0;
       const expired = renewed + (spec.leaseDurationSeconds ?? this.leaseSeconds) * 1000 < now.getTime();
       if (holder && holder !== this.o.identity && !expired) return false;
-      const acquiredAt = holder === this.o.identity && spec.acquireTime ? new Date(spec.acquireTime as unknown as string) : now;
+      const acquiredAt =
+        holder === this.o.identity && spec.acquireTime ? new Date(spec.acquireTime as unknown as string) : now;
       const transitions = (spec.leaseTransitions ?? 0) + (holder === this.o.identity ? 0 : 1);
       const body = this.leaseBody(acquiredAt, now, transitions);
       body.metadata = { ...body.metadata, resourceVersion: lease.metadata?.resourceVersion };

@@ -26,7 +26,8 @@ export class WorkQueue {
   constructor(options: WorkQueueOptions = {}) {
     this.baseDelayMs = options.baseDelayMs ?? 50;
     this.maxDelayMs = options.maxDelayMs ?? 60_000;
-    if (this.baseDelayMs <= 0 || this.maxDelayMs < this.baseDelayMs) throw new RangeError('WorkQueue: need 0 < baseDelayMs <= maxDelayMs');
+    if (this.baseDelayMs <= 0 || this.maxDelayMs < this.baseDelayMs)
+      throw new RangeError('WorkQueue: need 0 < baseDelayMs <= maxDelayMs');
   }
 
   get length(): number {
@@ -72,7 +73,11 @@ export class WorkQueue {
   }
 
   /** Runs `workers` loops until shutdown; errors back the key off, results may requeue it. */
-  run(workers: number, handler: (key: string) => Promise<ReconcileResult>, onError: (key: string, err: unknown) => void): Promise<void> {
+  run(
+    workers: number,
+    handler: (key: string) => Promise<ReconcileResult>,
+    onError: (key: string, err: unknown) => void,
+  ): Promise<void> {
     const loop = async (): Promise<void> => {
       for (;;) {
         const key = await this.next();

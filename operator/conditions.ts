@@ -1,7 +1,15 @@
 /** Ready conditions after cert-manager's pkg/api/util/conditions.go: keep lastTransitionTime when nothing changed. */
 import type { Condition } from '../api/v1alpha1/types.js';
 
-export type ReadyReason = 'Published' | 'NameConflict' | 'SecretNotFound' | 'SecretInvalid' | 'InvalidSpec' | 'InvalidMapping' | 'UnknownDestination' | 'Suspended';
+export type ReadyReason =
+  | 'Published'
+  | 'NameConflict'
+  | 'SecretNotFound'
+  | 'SecretInvalid'
+  | 'InvalidSpec'
+  | 'InvalidMapping'
+  | 'UnknownDestination'
+  | 'Suspended';
 
 export interface ReadyState {
   status: 'True' | 'False';
@@ -9,7 +17,12 @@ export interface ReadyState {
   message: string;
 }
 
-export function setReady(existing: readonly Condition[] | undefined, state: ReadyState, generation: number | undefined, now: Date): Condition[] {
+export function setReady(
+  existing: readonly Condition[] | undefined,
+  state: ReadyState,
+  generation: number | undefined,
+  now: Date,
+): Condition[] {
   return setCondition(existing, 'Ready', state, generation, now);
 }
 
@@ -21,10 +34,25 @@ export interface ConditionState {
 }
 
 /** Sets one condition in place (others keep their order), keeping lastTransitionTime while the status is unchanged. */
-export function setCondition(existing: readonly Condition[] | undefined, type: string, state: ConditionState, generation: number | undefined, now: Date): Condition[] {
+export function setCondition(
+  existing: readonly Condition[] | undefined,
+  type: string,
+  state: ConditionState,
+  generation: number | undefined,
+  now: Date,
+): Condition[] {
   const previous = existing?.find((c) => c.type === type);
-  const lastTransitionTime = previous && previous.status === state.status ? previous.lastTransitionTime : now.toISOString().replace(/\.\d{3}Z$/, 'Z');
-  const condition: Condition = { type, status: state.status, reason: state.reason, message: state.message, lastTransitionTime };
+  const lastTransitionTime =
+    previous && previous.status === state.status
+      ? previous.lastTransitionTime
+      : now.toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const condition: Condition = {
+    type,
+    status: state.status,
+    reason: state.reason,
+    message: state.message,
+    lastTransitionTime,
+  };
   if (generation !== undefined) condition.observedGeneration = generation;
   const list = [...(existing ?? [])];
   const at = list.findIndex((c) => c.type === type);
@@ -34,7 +62,11 @@ export function setCondition(existing: readonly Condition[] | undefined, type: s
 }
 
 /** A transition worth a Kubernetes Event: status or reason changed. */
-export function isTransition(existing: readonly Condition[] | undefined, state: ConditionState, type = 'Ready'): boolean {
+export function isTransition(
+  existing: readonly Condition[] | undefined,
+  state: ConditionState,
+  type = 'Ready',
+): boolean {
   const previous = existing?.find((c) => c.type === type);
   return !previous || previous.status !== state.status || previous.reason !== state.reason;
 }

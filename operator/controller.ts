@@ -2,12 +2,28 @@
  * The operator's control loop: informers fill caches and enqueue keys; workers reconcile one key
  * at a time. Reconcile reads the caches, plans, writes only what differs, and patches status once.
  */
-import { CoreV1Api, CustomObjectsApi, type KubeConfig, type KubernetesObject, type V1Secret } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  type KubernetesObject,
+  type V1Secret,
+} from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { ExpressionRunner } from '../api/mapping/engine.js';
 import { ROUTE_LABEL, ROUTE_SECRET_KEY, validateRoute } from '../api/route.js';
 import type { TenantLimitDefaults } from '../api/limits.js';
-import { API_VERSION, FINALIZER, GROUP, PLURALS, VERSION, type ApiKey, type IntakeQuota, type IntakeResource, type WebhookIntegration } from '../api/v1alpha1/types.js';
+import {
+  API_VERSION,
+  FINALIZER,
+  GROUP,
+  PLURALS,
+  VERSION,
+  type ApiKey,
+  type IntakeQuota,
+  type IntakeResource,
+  type WebhookIntegration,
+} from '../api/v1alpha1/types.js';
 import { isNamespaceTerminating, statusOf } from '../kube/config.js';
 import { Informer } from '../kube/informer.js';
 import { isTransition, setCondition, setReady } from './conditions.js';
@@ -15,7 +31,14 @@ import { namespaceLimits, quotaUsage, type NamespaceEffectiveLimits } from './li
 import { ScryptVerifiers } from './credentials.js';
 import type { OperatorMetrics } from './metrics.js';
 import { credentialsSecretName, integrationNameOf, parseQueueKey, queueKey, routeSecretName } from './naming.js';
-import { planApiKey, planWebhook, routeFromSecret, ROTATED_FOR_ANNOTATION, type Plan, type PlanContext } from './plan.js';
+import {
+  planApiKey,
+  planWebhook,
+  routeFromSecret,
+  ROTATED_FOR_ANNOTATION,
+  type Plan,
+  type PlanContext,
+} from './plan.js';
 import { WorkQueue, type ReconcileResult } from '../kube/workqueue.js';
 import { Writer } from './writer.js';
 
@@ -72,7 +95,9 @@ export class Controller {
           labelSelector: selector,
           watchPath: ns ? `/api/v1/namespaces/${ns}/secrets` : '/api/v1/secrets',
           list: async () => {
-            const l = ns ? await core.listNamespacedSecret({ namespace: ns, labelSelector: selector }) : await core.listSecretForAllNamespaces({ labelSelector: selector });
+            const l = ns
+              ? await core.listNamespacedSecret({ namespace: ns, labelSelector: selector })
+              : await core.listSecretForAllNamespaces({ labelSelector: selector });
             return { items: l.items, resourceVersion: l.metadata?.resourceVersion ?? '' };
           },
           onEvent: (n, old) => this.enqueueOwnerOf(n ?? old),
@@ -97,7 +122,11 @@ export class Controller {
     });
   }
 
-  private customInformer<T extends IntakeResource | IntakeQuota>(kind: T['kind'], ns: string | undefined, custom: CustomObjectsApi): Informer<T> {
+  private customInformer<T extends IntakeResource | IntakeQuota>(
+    kind: T['kind'],
+    ns: string | undefined,
+    custom: CustomObjectsApi,
+  ): Informer<T> {
     const plural = PLURALS[kind];
     return new Informer<T>({
       name: `${plural}${ns ? `/${ns}` : ''}`,
@@ -107,20 +136,30 @@ export class Controller {
       list: async () => {
         let l: { items: T[]; metadata?: { resourceVersion?: string } };
         try {
-          l = (ns
-            ? await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural })
-            : await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural })) as typeof l;
+          l = (
+            ns
+              ? await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural })
+              : await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural })
+          ) as typeof l;
         } catch (err) {
           // An operator upgraded before its CRDs: without the IntakeQuota CRD there are no quotas,
           // and integrations and keys must still be served (with the cluster defaults).
           if (kind !== 'IntakeQuota' || statusOf(err) !== 404) throw err;
-          this.o.logger.warn('the IntakeQuota CRD is not installed (kubectl apply -f crds/): cluster default limits apply everywhere');
+          this.o.logger.warn(
+            'the IntakeQuota CRD is not installed (kubectl apply -f crds/): cluster default limits apply everywhere',
+          );
           return { items: [], resourceVersion: '' };
         }
         // Lists omit kind and apiVersion on items; the rest of the operator relies on them.
-        return { items: l.items.map((i) => ({ ...i, kind, apiVersion: API_VERSION })), resourceVersion: l.metadata?.resourceVersion ?? '' };
+        return {
+          items: l.items.map((i) => ({ ...i, kind, apiVersion: API_VERSION })),
+          resourceVersion: l.metadata?.resourceVersion ?? '',
+        };
       },
-      onEvent: (n, old) => (kind === 'IntakeQuota' ? this.onQuotaEvent(n as IntakeQuota | undefined, old as IntakeQuota | undefined) : this.onResourceEvent(kind, n as IntakeResource | undefined, old as IntakeResource | undefined)),
+      onEvent: (n, old) =>
+        kind === 'IntakeQuota'
+          ? this.onQuotaEvent(n as IntakeQuota | undefined, old as IntakeQuota | undefined)
+          : this.onResourceEvent(kind, n as IntakeResource | undefined, old as IntakeResource | undefined),
     });
   }
 
@@ -131,12 +170,16 @@ export class Controller {
     const ns = q.metadata.namespace as string;
     for (const quota of this.quotasIn(ns)) this.queue.add(queueKey('IntakeQuota', ns, quota.metadata.name as string));
     if (n) this.queue.add(queueKey('IntakeQuota', ns, n.metadata.name as string));
-    for (const wi of this.allWebhooks()) if (wi.metadata.namespace === ns) this.queue.add(queueKey('WebhookIntegration', ns, wi.metadata.name as string));
-    for (const ak of this.allApiKeys()) if (ak.metadata.namespace === ns) this.queue.add(queueKey('ApiKey', ns, ak.metadata.name as string));
+    for (const wi of this.allWebhooks())
+      if (wi.metadata.namespace === ns) this.queue.add(queueKey('WebhookIntegration', ns, wi.metadata.name as string));
+    for (const ak of this.allApiKeys())
+      if (ak.metadata.namespace === ns) this.queue.add(queueKey('ApiKey', ns, ak.metadata.name as string));
   }
 
   private quotasIn(namespace: string): IntakeQuota[] {
-    return this.quotas.flatMap((i) => i.list()).filter((q) => q.metadata.namespace === namespace && !q.metadata.deletionTimestamp);
+    return this.quotas
+      .flatMap((i) => i.list())
+      .filter((q) => q.metadata.namespace === namespace && !q.metadata.deletionTimestamp);
   }
 
   private allApiKeys(): ApiKey[] {
@@ -148,17 +191,23 @@ export class Controller {
   }
 
   /** Enqueue only for changes that matter: skips our own status writes (generation unchanged). */
-  private onResourceEvent(kind: IntakeResource['kind'], n: IntakeResource | undefined, old: IntakeResource | undefined): void {
+  private onResourceEvent(
+    kind: IntakeResource['kind'],
+    n: IntakeResource | undefined,
+    old: IntakeResource | undefined,
+  ): void {
     const obj = (n ?? old) as IntakeResource;
     if (n && old && !specOrMetaChanged(n, old)) return;
     this.queue.add(queueKey(kind, obj.metadata.namespace as string, obj.metadata.name as string));
     // The namespace's quotas report what its integrations and keys were given.
-    for (const quota of this.quotasIn(obj.metadata.namespace as string)) this.queue.add(queueKey('IntakeQuota', obj.metadata.namespace as string, quota.metadata.name as string));
+    for (const quota of this.quotasIn(obj.metadata.namespace as string))
+      this.queue.add(queueKey('IntakeQuota', obj.metadata.namespace as string, quota.metadata.name as string));
     if (kind !== 'WebhookIntegration') return;
     // A change to one integration can free or take a name another one wants.
     const names = new Set([n, old].filter(Boolean).map((o) => integrationNameOf(o as WebhookIntegration)));
     for (const wi of this.allWebhooks()) {
-      if (names.has(integrationNameOf(wi)) && wi.metadata.uid !== obj.metadata.uid) this.queue.add(queueKey('WebhookIntegration', wi.metadata.namespace as string, wi.metadata.name as string));
+      if (names.has(integrationNameOf(wi)) && wi.metadata.uid !== obj.metadata.uid)
+        this.queue.add(queueKey('WebhookIntegration', wi.metadata.namespace as string, wi.metadata.name as string));
     }
   }
 
@@ -174,7 +223,9 @@ export class Controller {
   }
 
   private informers(): Array<Informer<KubernetesObject>> {
-    return [...this.webhooks, ...this.apiKeys, ...this.quotas, ...this.credentialSecrets, this.routeSecrets] as Array<Informer<KubernetesObject>>;
+    return [...this.webhooks, ...this.apiKeys, ...this.quotas, ...this.credentialSecrets, this.routeSecrets] as Array<
+      Informer<KubernetesObject>
+    >;
   }
 
   /** Starts informers, waits for every cache, then runs the workers. */
@@ -184,10 +235,17 @@ export class Controller {
     this.o.logger.info('caches synced; reconciling');
     this.enqueueAll();
     this.resync = setInterval(() => this.enqueueAll(), this.o.resyncPeriodMs);
-    await this.queue.run(this.o.workers, (key) => this.reconcileTimed(key), (key, err) => {
-      this.o.metrics.reconcileErrors.inc({ kind: parseQueueKey(key).kind });
-      this.o.logger.warn({ key, err: { message: (err as Error).message, code: (err as { code?: number }).code } }, 'reconcile failed; backing off');
-    });
+    await this.queue.run(
+      this.o.workers,
+      (key) => this.reconcileTimed(key),
+      (key, err) => {
+        this.o.metrics.reconcileErrors.inc({ kind: parseQueueKey(key).kind });
+        this.o.logger.warn(
+          { key, err: { message: (err as Error).message, code: (err as { code?: number }).code } },
+          'reconcile failed; backing off',
+        );
+      },
+    );
   }
 
   get synced(): boolean {
@@ -201,9 +259,12 @@ export class Controller {
   }
 
   private enqueueAll(): void {
-    for (const wi of this.allWebhooks()) this.queue.add(queueKey('WebhookIntegration', wi.metadata.namespace as string, wi.metadata.name as string));
-    for (const ak of this.allApiKeys()) this.queue.add(queueKey('ApiKey', ak.metadata.namespace as string, ak.metadata.name as string));
-    for (const q of this.quotas.flatMap((i) => i.list())) this.queue.add(queueKey('IntakeQuota', q.metadata.namespace as string, q.metadata.name as string));
+    for (const wi of this.allWebhooks())
+      this.queue.add(queueKey('WebhookIntegration', wi.metadata.namespace as string, wi.metadata.name as string));
+    for (const ak of this.allApiKeys())
+      this.queue.add(queueKey('ApiKey', ak.metadata.namespace as string, ak.metadata.name as string));
+    for (const q of this.quotas.flatMap((i) => i.list()))
+      this.queue.add(queueKey('IntakeQuota', q.metadata.namespace as string, q.metadata.name as string));
     // Route Secrets whose resource is gone (deleted while the operator was down, finalizer forced off).
     for (const secret of this.routeSecrets.list()) {
       const source = secret.metadata?.annotations?.[SOURCE_ANNOTATION];
@@ -248,17 +309,26 @@ export class Controller {
     let obj = this.lookup(kind, namespace, name);
     if (!obj) {
       // Gone (finalizer already handled, or removed by force): make sure no route outlives it.
-      if (this.routeSecrets.get(`${this.o.namespace}/${routeName}`)) await this.writer.deleteSecret(this.o.namespace, routeName);
+      if (this.routeSecrets.get(`${this.o.namespace}/${routeName}`))
+        await this.writer.deleteSecret(this.o.namespace, routeName);
       return;
     }
     const finalizers = obj.metadata.finalizers ?? [];
     if (obj.metadata.deletionTimestamp) {
       if (!finalizers.includes(FINALIZER)) return;
       await this.writer.deleteSecret(this.o.namespace, routeName);
-      await this.writer.setFinalizers(obj, finalizers.filter((f) => f !== FINALIZER));
+      await this.writer.setFinalizers(
+        obj,
+        finalizers.filter((f) => f !== FINALIZER),
+      );
       return;
     }
-    if (!finalizers.includes(FINALIZER)) obj = { ...(await this.writer.setFinalizers(obj, [...finalizers, FINALIZER])), kind, apiVersion: API_VERSION } as IntakeResource;
+    if (!finalizers.includes(FINALIZER))
+      obj = {
+        ...(await this.writer.setFinalizers(obj, [...finalizers, FINALIZER])),
+        kind,
+        apiVersion: API_VERSION,
+      } as IntakeResource;
 
     const existingRouteSecret = this.routeSecrets.get(`${this.o.namespace}/${routeName}`);
     const ctx: PlanContext = {
@@ -266,7 +336,9 @@ export class Controller {
       defaultMaxSeries: this.o.defaultMaxSeries,
       now: new Date(),
       webhooks: this.allWebhooks(),
-      existingCredentials: this.credentialSecrets.map((i) => i.get(`${namespace}/${credentialsSecretName(obj as IntakeResource)}`)).find(Boolean),
+      existingCredentials: this.credentialSecrets
+        .map((i) => i.get(`${namespace}/${credentialsSecretName(obj as IntakeResource)}`))
+        .find(Boolean),
       existingRoute: routeFromSecret(existingRouteSecret),
       readSecret: (ns, n) => this.writer.readSecret(ns, n),
       scrypt: this.scrypt,
@@ -293,14 +365,30 @@ export class Controller {
         namespace: obj.metadata.namespace,
         labels: { ...MANAGED_BY, [CREDENTIALS_LABEL]: 'true' },
         annotations: { [ROTATED_FOR_ANNOTATION]: plan.credentials.rotatedFor },
-        ownerReferences: [{ apiVersion: API_VERSION, kind: obj.kind, name: obj.metadata.name as string, uid: obj.metadata.uid as string, controller: true, blockOwnerDeletion: true }],
+        ownerReferences: [
+          {
+            apiVersion: API_VERSION,
+            kind: obj.kind,
+            name: obj.metadata.name as string,
+            uid: obj.metadata.uid as string,
+            controller: true,
+            blockOwnerDeletion: true,
+          },
+        ],
       },
-      data: Object.fromEntries(Object.entries(plan.credentials.data).map(([k, v]) => [k, Buffer.from(v).toString('base64')])),
+      data: Object.fromEntries(
+        Object.entries(plan.credentials.data).map(([k, v]) => [k, Buffer.from(v).toString('base64')]),
+      ),
     };
     await this.writer.applySecret(desired, existing);
   }
 
-  private async applyRoute(obj: IntakeResource, plan: Plan, routeName: string, existing: V1Secret | undefined): Promise<void> {
+  private async applyRoute(
+    obj: IntakeResource,
+    plan: Plan,
+    routeName: string,
+    existing: V1Secret | undefined,
+  ): Promise<void> {
     if (!plan.route) {
       if (existing) await this.writer.deleteSecret(this.o.namespace, routeName);
       return;
@@ -313,7 +401,9 @@ export class Controller {
         name: routeName,
         namespace: this.o.namespace,
         labels: { ...MANAGED_BY, [ROUTE_LABEL]: 'true' },
-        annotations: { [SOURCE_ANNOTATION]: queueKey(obj.kind, obj.metadata.namespace as string, obj.metadata.name as string) },
+        annotations: {
+          [SOURCE_ANNOTATION]: queueKey(obj.kind, obj.metadata.namespace as string, obj.metadata.name as string),
+        },
       },
       // The contract is checked on both sides: a document the ingesters would skip is never written.
       data: { [ROUTE_SECRET_KEY]: Buffer.from(JSON.stringify(validateRoute(plan.route))).toString('base64') },
@@ -324,20 +414,45 @@ export class Controller {
   private async applyStatus(obj: IntakeResource, plan: Plan, now: Date): Promise<void> {
     const previous = obj.status?.conditions;
     let conditions = setReady(previous, plan.ready, obj.metadata.generation, now);
-    if (plan.throttled) conditions = setCondition(conditions, 'Throttled', plan.throttled, obj.metadata.generation, now);
+    if (plan.throttled)
+      conditions = setCondition(conditions, 'Throttled', plan.throttled, obj.metadata.generation, now);
     const status: Record<string, unknown> = { ...plan.status, observedGeneration: obj.metadata.generation, conditions };
     if (plan.effectiveLimits) status.effectiveLimits = plan.effectiveLimits;
     if (JSON.stringify(normaliseStatus(obj.status)) !== JSON.stringify(normaliseStatus(status))) {
       // Merge patch: fields no longer set (url after a conflict) must be removed explicitly.
-      const cleared = Object.fromEntries(['integrationName', 'url', 'credentialsSecret', 'username', 'effectiveLimits'].filter((k) => !(k in status) && obj.status && k in obj.status).map((k) => [k, null]));
+      const cleared = Object.fromEntries(
+        ['integrationName', 'url', 'credentialsSecret', 'username', 'effectiveLimits']
+          .filter((k) => !(k in status) && obj.status && k in obj.status)
+          .map((k) => [k, null]),
+      );
       // A merge patch merges nested objects: replace effectiveLimits whole (a field no longer set must go).
-      await this.writer.patchStatus(obj, { ...cleared, ...status, ...(status.effectiveLimits && obj.status?.effectiveLimits ? { effectiveLimits: withNulls(obj.status.effectiveLimits, status.effectiveLimits) } : {}) });
+      await this.writer.patchStatus(obj, {
+        ...cleared,
+        ...status,
+        ...(status.effectiveLimits && obj.status?.effectiveLimits
+          ? { effectiveLimits: withNulls(obj.status.effectiveLimits, status.effectiveLimits) }
+          : {}),
+      });
     }
     if (isTransition(previous, plan.ready)) {
-      await this.writer.recordEvent(obj, plan.ready.status === 'True' ? 'Normal' : 'Warning', plan.ready.reason, plan.ready.message);
+      await this.writer.recordEvent(
+        obj,
+        plan.ready.status === 'True' ? 'Normal' : 'Warning',
+        plan.ready.reason,
+        plan.ready.message,
+      );
     }
-    if (plan.throttled && isTransition(previous, plan.throttled, 'Throttled') && (plan.throttled.status === 'True' || previous?.some((c) => c.type === 'Throttled'))) {
-      await this.writer.recordEvent(obj, plan.throttled.status === 'True' ? 'Warning' : 'Normal', plan.throttled.reason, plan.throttled.message);
+    if (
+      plan.throttled &&
+      isTransition(previous, plan.throttled, 'Throttled') &&
+      (plan.throttled.status === 'True' || previous?.some((c) => c.type === 'Throttled'))
+    ) {
+      await this.writer.recordEvent(
+        obj,
+        plan.throttled.status === 'True' ? 'Warning' : 'Normal',
+        plan.throttled.reason,
+        plan.throttled.message,
+      );
     }
   }
 
@@ -347,8 +462,12 @@ export class Controller {
     if (!found || found.metadata.deletionTimestamp) return;
     const quota: IntakeQuota = { ...found, kind: 'IntakeQuota', apiVersion: API_VERSION };
     const limits = this.limitsIn(namespace);
-    const webhooks = this.allWebhooks().filter((wi) => wi.metadata.namespace === namespace && !wi.metadata.deletionTimestamp);
-    const apiKeys = this.allApiKeys().filter((ak) => ak.metadata.namespace === namespace && !ak.metadata.deletionTimestamp);
+    const webhooks = this.allWebhooks().filter(
+      (wi) => wi.metadata.namespace === namespace && !wi.metadata.deletionTimestamp,
+    );
+    const apiKeys = this.allApiKeys().filter(
+      (ak) => ak.metadata.namespace === namespace && !ak.metadata.deletionTimestamp,
+    );
     const others = this.quotasIn(namespace).length - 1;
     const ready = {
       status: 'True' as const,
@@ -361,7 +480,8 @@ export class Controller {
       used: quotaUsage(webhooks, apiKeys, limits),
       conditions: setCondition(quota.status?.conditions, 'Ready', ready, quota.metadata.generation, new Date()),
     };
-    if (JSON.stringify(normaliseStatus(quota.status)) !== JSON.stringify(normaliseStatus(status))) await this.writer.patchStatus(quota, status);
+    if (JSON.stringify(normaliseStatus(quota.status)) !== JSON.stringify(normaliseStatus(status)))
+      await this.writer.patchStatus(quota, status);
   }
 }
 
@@ -385,11 +505,21 @@ function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeys);
   if (!value || typeof value !== 'object') return value;
   const o = value as Record<string, unknown>;
-  return Object.fromEntries(Object.keys(o).sort().map((k) => [k, sortKeys(o[k])]));
+  return Object.fromEntries(
+    Object.keys(o)
+      .sort()
+      .map((k) => [k, sortKeys(o[k])]),
+  );
 }
 
 function specOrMetaChanged(a: IntakeResource, b: IntakeResource): boolean {
   const m = (o: IntakeResource) =>
-    JSON.stringify([o.metadata.generation, o.metadata.labels ?? {}, o.metadata.annotations ?? {}, o.metadata.finalizers ?? [], o.metadata.deletionTimestamp ?? null]);
+    JSON.stringify([
+      o.metadata.generation,
+      o.metadata.labels ?? {},
+      o.metadata.annotations ?? {},
+      o.metadata.finalizers ?? [],
+      o.metadata.deletionTimestamp ?? null,
+    ]);
   return m(a) !== m(b);
 }

@@ -10,7 +10,8 @@ export const generatePassword = (): string => randomBytes(32).toString('base64ur
 /** `<namespace>_<40 hex digits>`: 160 random bits after the underscore. */
 export const generateApiKey = (namespace: string): string => `${namespace}_${randomBytes(20).toString('hex')}`;
 
-export const basicAuthorization = (username: string, password: string): string => `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
+export const basicAuthorization = (username: string, password: string): string =>
+  `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
 
 export const sha256Verifier = (secret: string): SecretVerifier => ({ sha256: sha256Hex(secret) });
 

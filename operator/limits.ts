@@ -41,7 +41,11 @@ export interface ResolvedLimits {
 type Section = 'namespace' | 'integration' | 'apiKey';
 
 /** The smallest value any quota gives a field, with the quota's name; undefined when none gives it. */
-function fromQuotas(quotas: readonly IntakeQuota[], section: Section, field: string): { value: number; quota: string } | undefined {
+function fromQuotas(
+  quotas: readonly IntakeQuota[],
+  section: Section,
+  field: string,
+): { value: number; quota: string } | undefined {
   let best: { value: number; quota: string } | undefined;
   for (const q of quotas) {
     const value = (q.spec?.[section] as Record<string, number | undefined> | undefined)?.[field];
@@ -50,17 +54,26 @@ function fromQuotas(quotas: readonly IntakeQuota[], section: Section, field: str
   return best;
 }
 
-export function namespaceLimits(defaults: TenantLimitDefaults, quotas: readonly IntakeQuota[]): NamespaceEffectiveLimits {
+export function namespaceLimits(
+  defaults: TenantLimitDefaults,
+  quotas: readonly IntakeQuota[],
+): NamespaceEffectiveLimits {
   const namespace = { ...defaults.namespace };
-  for (const f of NAMESPACE_LIMIT_FIELDS) namespace[f] = fromQuotas(quotas, 'namespace', f)?.value ?? defaults.namespace[f];
+  for (const f of NAMESPACE_LIMIT_FIELDS)
+    namespace[f] = fromQuotas(quotas, 'namespace', f)?.value ?? defaults.namespace[f];
   const sources: Record<string, string> = {};
-  const ceiling = <S extends 'integration' | 'apiKey'>(section: S, fields: readonly (keyof TenantLimitDefaults[S] & keyof NamespaceLimits)[]): TenantLimitDefaults[S] => {
+  const ceiling = <S extends 'integration' | 'apiKey'>(
+    section: S,
+    fields: readonly (keyof TenantLimitDefaults[S] & keyof NamespaceLimits)[],
+  ): TenantLimitDefaults[S] => {
     const base = defaults[section] as unknown as Record<string, number>;
     const out: Record<string, number> = { ...base };
     for (const f of fields) {
       const quota = fromQuotas(quotas, section, f);
       let value = quota?.value ?? (base[f] as number);
-      let source = quota ? `IntakeQuota ${quota.quota} spec.${section}.${f}` : `the cluster default tenantLimits.${section}.${f}`;
+      let source = quota
+        ? `IntakeQuota ${quota.quota} spec.${section}.${f}`
+        : `the cluster default tenantLimits.${section}.${f}`;
       if (namespace[f] < value) {
         value = namespace[f];
         source = `the namespace's own limit (${fromQuotas(quotas, 'namespace', f) ? 'IntakeQuota' : 'cluster default'} namespace.${f})`;
@@ -70,7 +83,12 @@ export function namespaceLimits(defaults: TenantLimitDefaults, quotas: readonly 
     }
     return out as unknown as TenantLimitDefaults[S];
   };
-  return { namespace, integration: ceiling('integration', INTEGRATION_LIMIT_FIELDS), apiKey: ceiling('apiKey', API_KEY_LIMIT_FIELDS), sources };
+  return {
+    namespace,
+    integration: ceiling('integration', INTEGRATION_LIMIT_FIELDS),
+    apiKey: ceiling('apiKey', API_KEY_LIMIT_FIELDS),
+    sources,
+  };
 }
 
 /** A field of spec.limits at most its ceiling; a clamp is described. */
@@ -85,7 +103,14 @@ export function webhookLimits(wi: WebhookIntegration, ns: NamespaceEffectiveLimi
   const asked = wi.spec?.limits;
   const clamped: string[] = [];
   const route: RouteLimits = {};
-  for (const f of INTEGRATION_LIMIT_FIELDS) route[f] = clamp(asked?.[f], ns.integration[f], `spec.limits.${f}`, ns.sources[`integration.${f}`] as string, clamped);
+  for (const f of INTEGRATION_LIMIT_FIELDS)
+    route[f] = clamp(
+      asked?.[f],
+      ns.integration[f],
+      `spec.limits.${f}`,
+      ns.sources[`integration.${f}`] as string,
+      clamped,
+    );
   route.overLimitStatus = asked?.overLimitStatus ?? defaultOverLimitStatus(wi.spec?.mapping);
   route.namespace = { ...ns.namespace };
   return { route, clamped };
@@ -95,17 +120,28 @@ export function apiKeyLimits(key: ApiKey, ns: NamespaceEffectiveLimits): Resolve
   const asked = key.spec?.limits;
   const clamped: string[] = [];
   const route: RouteLimits = {};
-  for (const f of ['dataPointsPerSecond', 'dataPointsBurst'] as const) route[f] = clamp(asked?.[f], ns.apiKey[f], `spec.limits.${f}`, ns.sources[`apiKey.${f}`] as string, clamped);
+  for (const f of ['dataPointsPerSecond', 'dataPointsBurst'] as const)
+    route[f] = clamp(asked?.[f], ns.apiKey[f], `spec.limits.${f}`, ns.sources[`apiKey.${f}`] as string, clamped);
   // spec.maxSeries is the older spelling of spec.limits.maxSeries.
   const maxSeriesField = asked?.maxSeries !== undefined ? 'spec.limits.maxSeries' : 'spec.maxSeries';
-  route.maxSeries = clamp(asked?.maxSeries ?? key.spec?.maxSeries, ns.apiKey.maxSeries, maxSeriesField, ns.sources['apiKey.maxSeries'] as string, clamped);
+  route.maxSeries = clamp(
+    asked?.maxSeries ?? key.spec?.maxSeries,
+    ns.apiKey.maxSeries,
+    maxSeriesField,
+    ns.sources['apiKey.maxSeries'] as string,
+    clamped,
+  );
   route.overLimitStatus = asked?.overLimitStatus ?? 429;
   route.namespace = { ...ns.namespace };
   return { route, clamped };
 }
 
 /** The IntakeQuota's status.used: what the namespace's integrations and keys were given. */
-export function quotaUsage(webhooks: readonly WebhookIntegration[], apiKeys: readonly ApiKey[], ns: NamespaceEffectiveLimits): NonNullable<NonNullable<IntakeQuota['status']>['used']> {
+export function quotaUsage(
+  webhooks: readonly WebhookIntegration[],
+  apiKeys: readonly ApiKey[],
+  ns: NamespaceEffectiveLimits,
+): NonNullable<NonNullable<IntakeQuota['status']>['used']> {
   let eventsPerSecond = 0;
   let dataPointsPerSecond = 0;
   for (const wi of webhooks) eventsPerSecond += webhookLimits(wi, ns).route.eventsPerSecond as number;

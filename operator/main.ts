@@ -34,14 +34,21 @@ export interface RunningOperator {
   stop(): Promise<void>;
 }
 
-export async function startOperator(s: OperatorSettings, logger: Logger, onFatal: (reason: string) => void): Promise<RunningOperator> {
+export async function startOperator(
+  s: OperatorSettings,
+  logger: Logger,
+  onFatal: (reason: string) => void,
+): Promise<RunningOperator> {
   const kubeConfig = loadKubeConfig(s.kubeconfig);
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'intake_operator_' });
   const metrics = new OperatorMetrics(registry);
   // Tenants' mapping tests run in one worker thread, stopped at the CPU limit: a hostile
   // expression cannot hold the controller.
-  const mappingWorkers = new MappingWorkerPool({ size: 1, onWorkerLost: (reason) => logger.warn({ reason }, 'mapping test worker terminated and replaced') });
+  const mappingWorkers = new MappingWorkerPool({
+    size: 1,
+    onWorkerLost: (reason) => logger.warn({ reason }, 'mapping test worker terminated and replaced'),
+  });
   const controller = new Controller({
     kubeConfig,
     namespace: s.namespace,
@@ -63,7 +70,13 @@ export async function startOperator(s: OperatorSettings, logger: Logger, onFatal
   const adminUrl = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
 
   const elector = s.leaderElect
-    ? new LeaderElector({ kubeConfig, namespace: s.namespace, name: s.leaseName, identity: `${hostname()}-${process.pid}`, logger })
+    ? new LeaderElector({
+        kubeConfig,
+        namespace: s.namespace,
+        name: s.leaseName,
+        identity: `${hostname()}-${process.pid}`,
+        logger,
+      })
     : undefined;
   const run = async (): Promise<void> => {
     if (elector) {
@@ -75,7 +88,16 @@ export async function startOperator(s: OperatorSettings, logger: Logger, onFatal
     await controller.run();
   };
   run().catch((err: Error) => onFatal(`controller failed: ${err.message}`));
-  logger.info({ admin: adminUrl, namespace: s.namespace, watchNamespaces: s.watchNamespaces, leaderElect: s.leaderElect, destinations: s.destinations }, 'operator started');
+  logger.info(
+    {
+      admin: adminUrl,
+      namespace: s.namespace,
+      watchNamespaces: s.watchNamespaces,
+      leaderElect: s.leaderElect,
+      destinations: s.destinations,
+    },
+    'operator started',
+  );
 
   return {
     adminUrl,
@@ -90,9 +112,14 @@ export async function startOperator(s: OperatorSettings, logger: Logger, onFatal
 }
 
 function buildAdmin(registry: Registry, ready: () => boolean, logger: Logger): FastifyInstance {
-  const app = Fastify({ loggerInstance: logger, logController: new LogController({ disableRequestLogging: true }) }) as unknown as FastifyInstance;
+  const app = Fastify({
+    loggerInstance: logger,
+    logController: new LogController({ disableRequestLogging: true }),
+  }) as unknown as FastifyInstance;
   app.get('/healthz', async () => ({ status: 'ok' }));
-  app.get('/readyz', async (_req, reply) => (ready() ? { status: 'ready' } : reply.code(503).send({ status: 'caches not synced' })));
+  app.get('/readyz', async (_req, reply) =>
+    ready() ? { status: 'ready' } : reply.code(503).send({ status: 'caches not synced' }),
+  );
   app.get('/metrics', async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()));
   return app;
 }

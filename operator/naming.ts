@@ -11,7 +11,11 @@ export function integrationNameOf(wi: WebhookIntegration): string {
 
 /** A metadata.name (a DNS subdomain, dots allowed, up to 253) in the route-name shape. */
 export function toRouteName(name: string): string {
-  return name.toLowerCase().replace(/[^a-z0-9_-]/g, '-').slice(0, 63).replace(/^[^a-z0-9]+|[^a-z0-9]+$/g, '');
+  return name
+    .toLowerCase()
+    .replace(/[^a-z0-9_-]/g, '-')
+    .slice(0, 63)
+    .replace(/^[^a-z0-9]+|[^a-z0-9]+$/g, '');
 }
 
 export const isValidIntegrationName = (name: string): boolean => INTEGRATION_NAME.test(name);

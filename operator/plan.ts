@@ -3,14 +3,31 @@
  * the route to publish (or none), the credentials Secret data, and when to look again.
  */
 import type { V1Secret } from '@kubernetes/client-node';
-import { checkMapping, DEFAULT_MAPPING_LIMITS, type ExpressionRunner, type MappingSpec } from '../api/mapping/engine.js';
+import {
+  checkMapping,
+  DEFAULT_MAPPING_LIMITS,
+  type ExpressionRunner,
+  type MappingSpec,
+} from '../api/mapping/engine.js';
 import { ROUTE_API_VERSION, ROUTE_SECRET_KEY, type Route, type RouteCredential } from '../api/route.js';
 import { ROTATE_ANNOTATION, type ApiKey, type IntakeResource, type WebhookIntegration } from '../api/v1alpha1/types.js';
 import { sha256Hex } from '../api/verifiers.js';
 import { DEFAULT_TENANT_LIMITS, mergeTenantLimitDefaults, type RouteLimits } from '../api/limits.js';
 import type { ConditionState, ReadyState } from './conditions.js';
-import { apiKeyLimits, namespaceLimits, webhookLimits, type NamespaceEffectiveLimits, type ResolvedLimits } from './limits.js';
-import { basicAuthorization, generateApiKey, generatePassword, sha256Verifier, type ScryptVerifiers } from './credentials.js';
+import {
+  apiKeyLimits,
+  namespaceLimits,
+  webhookLimits,
+  type NamespaceEffectiveLimits,
+  type ResolvedLimits,
+} from './limits.js';
+import {
+  basicAuthorization,
+  generateApiKey,
+  generatePassword,
+  sha256Verifier,
+  type ScryptVerifiers,
+} from './credentials.js';
 import { parseDuration } from '../common/duration.js';
 import { credentialsSecretName, integrationNameOf, isValidIntegrationName, toRouteName } from './naming.js';
 
@@ -53,7 +70,8 @@ export interface PlanContext {
 }
 
 const limitsOf = (ctx: PlanContext): NamespaceEffectiveLimits =>
-  ctx.limits ?? namespaceLimits(mergeTenantLimitDefaults(DEFAULT_TENANT_LIMITS, { apiKey: { maxSeries: ctx.defaultMaxSeries } }), []);
+  ctx.limits ??
+  namespaceLimits(mergeTenantLimitDefaults(DEFAULT_TENANT_LIMITS, { apiKey: { maxSeries: ctx.defaultMaxSeries } }), []);
 
 /** A newly planned route carries the resolved limits; a route kept as it was (the spec is not servable) keeps its own. */
 function applyLimits(plan: Plan, resolved: ResolvedLimits, ctx: PlanContext): Plan {
@@ -71,9 +89,17 @@ function applyLimits(plan: Plan, resolved: ResolvedLimits, ctx: PlanContext): Pl
  */
 export function throttledState(resolved: ResolvedLimits): ConditionState {
   const r = resolved.route;
-  const rate = r.eventsPerSecond !== undefined ? `${r.eventsPerSecond} events/s, burst ${r.eventsBurst}` : `${r.dataPointsPerSecond} data points/s, burst ${r.dataPointsBurst}, ${r.maxSeries} series`;
+  const rate =
+    r.eventsPerSecond !== undefined
+      ? `${r.eventsPerSecond} events/s, burst ${r.eventsBurst}`
+      : `${r.dataPointsPerSecond} data points/s, burst ${r.dataPointsBurst}, ${r.maxSeries} series`;
   const inEffect = `in effect: ${rate}, over the limit answered ${r.overLimitStatus} (status.effectiveLimits)`;
-  if (resolved.clamped.length > 0) return { status: 'True', reason: 'Clamped', message: `spec.limits asks for more than the namespace allows: ${resolved.clamped.join('; ')}; ${inEffect}` };
+  if (resolved.clamped.length > 0)
+    return {
+      status: 'True',
+      reason: 'Clamped',
+      message: `spec.limits asks for more than the namespace allows: ${resolved.clamped.join('; ')}; ${inEffect}`,
+    };
   return { status: 'False', reason: 'WithinQuota', message: inEffect };
 }
 
@@ -90,7 +116,8 @@ const notReady = (reason: ReadyState['reason'], message: string, status: Record<
 
 export async function planWebhook(wi: WebhookIntegration, ctx: PlanContext): Promise<Plan> {
   const name = integrationNameOf(wi);
-  if (!isValidIntegrationName(name)) return notReady('InvalidSpec', `integration name ${JSON.stringify(name)} is not valid; set spec.name`);
+  if (!isValidIntegrationName(name))
+    return notReady('InvalidSpec', `integration name ${JSON.stringify(name)} is not valid; set spec.name`);
   const url = `${ctx.publicBaseUrl}/events/webhook_${name}`;
   let graceMs: number;
   try {
@@ -100,17 +127,31 @@ export async function planWebhook(wi: WebhookIntegration, ctx: PlanContext): Pro
   }
   const holder = nameHolder(name, ctx.webhooks);
   if (holder && holder.metadata.uid !== wi.metadata.uid) {
-    return notReady('NameConflict', `integration name ${name} is already used by ${holder.metadata.namespace}/${holder.metadata.name}`, { integrationName: name });
+    return notReady(
+      'NameConflict',
+      `integration name ${name} is already used by ${holder.metadata.namespace}/${holder.metadata.name}`,
+      { integrationName: name },
+    );
   }
   const ref = wi.spec?.credentials?.secretRef?.name;
   const mapping = wi.spec?.mapping;
   if (mapping) {
     const problem = await checkMapping(mapping, DEFAULT_MAPPING_LIMITS, ctx.mappingRunner);
-    if (problem) return invalidMapping(problem, ctx, { integrationName: name, url, credentialsSecret: ref ?? credentialsSecretName(wi) });
+    if (problem)
+      return invalidMapping(problem, ctx, {
+        integrationName: name,
+        url,
+        credentialsSecret: ref ?? credentialsSecretName(wi),
+      });
   }
   const destinations = wi.spec?.destinations ?? [];
   const unknown = unknownDestinations(destinations, ctx.destinations);
-  if (unknown) return keepPublished('UnknownDestination', `spec.destinations: ${unknown}`, ctx, { integrationName: name, url, credentialsSecret: ref ?? credentialsSecretName(wi) });
+  if (unknown)
+    return keepPublished('UnknownDestination', `spec.destinations: ${unknown}`, ctx, {
+      integrationName: name,
+      url,
+      credentialsSecret: ref ?? credentialsSecretName(wi),
+    });
   const plan = await planWebhookCredentials(wi, ctx, name, url, ref, graceMs);
   if (plan.route && mapping) plan.route.mapping = routeMapping(mapping);
   if (plan.route && destinations.length > 0) plan.route.destinations = [...destinations];
@@ -133,34 +174,76 @@ function invalidMapping(problem: string, ctx: PlanContext, status: Record<string
 }
 
 /** Ready=False for a spec the ingesters cannot serve; the route already published (if any) stays as it is. */
-function keepPublished(reason: ReadyState['reason'], message: string, ctx: PlanContext, status: Record<string, string>): Plan {
-  const plan = notReady(reason, message, ctx.existingRoute ? status : { integrationName: status.integrationName as string, url: status.url as string });
+function keepPublished(
+  reason: ReadyState['reason'],
+  message: string,
+  ctx: PlanContext,
+  status: Record<string, string>,
+): Plan {
+  const plan = notReady(
+    reason,
+    message,
+    ctx.existingRoute ? status : { integrationName: status.integrationName as string, url: status.url as string },
+  );
   if (ctx.existingRoute) plan.route = ctx.existingRoute;
   return plan;
 }
 
 /** The route carries what the ingester evaluates; the tests stay in the resource. */
-const routeMapping = (m: MappingSpec): MappingSpec => (m.preset !== undefined ? { preset: m.preset } : { expression: m.expression as string });
+const routeMapping = (m: MappingSpec): MappingSpec =>
+  m.preset !== undefined ? { preset: m.preset } : { expression: m.expression as string };
 
-async function planWebhookCredentials(wi: WebhookIntegration, ctx: PlanContext, name: string, url: string, ref: string | undefined, graceMs: number): Promise<Plan> {
+async function planWebhookCredentials(
+  wi: WebhookIntegration,
+  ctx: PlanContext,
+  name: string,
+  url: string,
+  ref: string | undefined,
+  graceMs: number,
+): Promise<Plan> {
   const ns = wi.metadata.namespace as string;
   if (ref) {
     const secret = await ctx.readSecret(ns, ref);
-    if (!secret) return notReady('SecretNotFound', `Secret ${ns}/${ref} named in spec.credentials.secretRef does not exist`, { integrationName: name, url });
+    if (!secret)
+      return notReady('SecretNotFound', `Secret ${ns}/${ref} named in spec.credentials.secretRef does not exist`, {
+        integrationName: name,
+        url,
+      });
     const password = decode(secret, 'password');
-    if (!password) return notReady('SecretInvalid', `Secret ${ns}/${ref} has no password key`, { integrationName: name, url });
+    if (!password)
+      return notReady('SecretInvalid', `Secret ${ns}/${ref} has no password key`, { integrationName: name, url });
     const username = decode(secret, 'username') || wi.spec?.credentials?.username || name;
-    if (username.includes(':')) return notReady('SecretInvalid', `the username in Secret ${ns}/${ref} contains a colon`, { integrationName: name, url });
+    if (username.includes(':'))
+      return notReady('SecretInvalid', `the username in Secret ${ns}/${ref} contains a colon`, {
+        integrationName: name,
+        url,
+      });
     const published = ctx.existingRoute?.credentials[0]?.secret;
-    const secretVerifier = await ctx.scrypt.verifierFor(`${ns}/${wi.metadata.name}`, password, published && 'scrypt' in published ? published.scrypt : undefined);
+    const secretVerifier = await ctx.scrypt.verifierFor(
+      `${ns}/${wi.metadata.name}`,
+      password,
+      published && 'scrypt' in published ? published.scrypt : undefined,
+    );
     return finish(wi, name, url, ref, [{ username, secret: secretVerifier }], ctx, undefined, []);
   }
   const username = wi.spec?.credentials?.username ?? name;
   const secretName = credentialsSecretName(wi);
   const { current, previous, notices } = resolveGenerated(wi, ctx, 'password', generatePassword);
-  const credentials = [{ username, secret: sha256Verifier(current) }, ...carriedOver(ctx, current, previous, username, graceMs)];
+  const credentials = [
+    { username, secret: sha256Verifier(current) },
+    ...carriedOver(ctx, current, previous, username, graceMs),
+  ];
   const data = { username, password: current, url, authorization: basicAuthorization(username, current) };
-  return finish(wi, name, url, secretName, credentials, ctx, { name: secretName, data, rotatedFor: wi.metadata.annotations?.[ROTATE_ANNOTATION] ?? '' }, notices);
+  return finish(
+    wi,
+    name,
+    url,
+    secretName,
+    credentials,
+    ctx,
+    { name: secretName, data, rotatedFor: wi.metadata.annotations?.[ROTATE_ANNOTATION] ?? '' },
+    notices,
+  );
 }
 
 export async function planApiKey(key: ApiKey, ctx: PlanContext): Promise<Plan> {
@@ -175,9 +258,21 @@ export async function planApiKey(key: ApiKey, ctx: PlanContext): Promise<Plan> {
   }
   const secretName = credentialsSecretName(key);
   const { current, previous, notices } = resolveGenerated(key, ctx, 'apiKey', () => generateApiKey(ns));
-  const credentials = [{ username, secret: sha256Verifier(current) }, ...carriedOver(ctx, current, previous, username, graceMs)];
+  const credentials = [
+    { username, secret: sha256Verifier(current) },
+    ...carriedOver(ctx, current, previous, username, graceMs),
+  ];
   const data = { apiKey: current, username, url, authorization: basicAuthorization(username, current) };
-  const plan = finish(key, toRouteName(key.metadata.name ?? '') || 'key', url, secretName, credentials, ctx, { name: secretName, data, rotatedFor: key.metadata.annotations?.[ROTATE_ANNOTATION] ?? '' }, notices);
+  const plan = finish(
+    key,
+    toRouteName(key.metadata.name ?? '') || 'key',
+    url,
+    secretName,
+    credentials,
+    ctx,
+    { name: secretName, data, rotatedFor: key.metadata.annotations?.[ROTATE_ANNOTATION] ?? '' },
+    notices,
+  );
   plan.status = { username, url, credentialsSecret: secretName };
   return applyLimits(plan, apiKeyLimits(key, limitsOf(ctx)), ctx);
 }
@@ -193,12 +288,20 @@ function finish(
   notices: Plan['notices'],
 ): Plan {
   const suspended = obj.spec?.suspend ?? false;
-  const route: Route = { apiVersion: ROUTE_API_VERSION, kind: obj.kind, name: routeName, namespace: obj.metadata.namespace as string, credentials };
+  const route: Route = {
+    apiVersion: ROUTE_API_VERSION,
+    kind: obj.kind,
+    name: routeName,
+    namespace: obj.metadata.namespace as string,
+    credentials,
+  };
   if (suspended) route.suspended = true;
   const ready: ReadyState = suspended
     ? { status: 'False', reason: 'Suspended', message: 'spec.suspend is true: senders get 403; credentials are kept' }
     : { status: 'True', reason: 'Published', message: `accepting requests at ${url}` };
-  const expiries = credentials.map((c) => (c.notAfter ? Date.parse(c.notAfter) - ctx.now.getTime() : Infinity)).filter((ms) => ms > 0 && ms < Infinity);
+  const expiries = credentials
+    .map((c) => (c.notAfter ? Date.parse(c.notAfter) - ctx.now.getTime() : Infinity))
+    .filter((ms) => ms > 0 && ms < Infinity);
   const plan: Plan = { ready, route, status: { url, credentialsSecret }, notices };
   if (obj.kind === 'WebhookIntegration') plan.status.integrationName = routeName;
   if (generated) plan.credentials = generated;
@@ -211,14 +314,25 @@ function finish(
  * The current generated secret: kept from the credentials Secret; new when there is none, when the
  * rotate annotation changed, or when the Secret's value no longer matches what was published.
  */
-function resolveGenerated(obj: IntakeResource, ctx: PlanContext, field: string, generate: () => string): { current: string; previous?: string; notices: Plan['notices'] } {
+function resolveGenerated(
+  obj: IntakeResource,
+  ctx: PlanContext,
+  field: string,
+  generate: () => string,
+): { current: string; previous?: string; notices: Plan['notices'] } {
   const existing = decode(ctx.existingCredentials, field);
   const rotate = obj.metadata.annotations?.[ROTATE_ANNOTATION] ?? '';
   const rotatedFor = ctx.existingCredentials?.metadata?.annotations?.[ROTATED_FOR_ANNOTATION] ?? '';
   const secretName = credentialsSecretName(obj);
   if (!existing) {
     const notices: Plan['notices'] = ctx.existingRoute
-      ? [{ type: 'Warning', reason: 'CredentialsRegenerated', message: `credentials Secret ${secretName} was missing; new credentials were generated` }]
+      ? [
+          {
+            type: 'Warning',
+            reason: 'CredentialsRegenerated',
+            message: `credentials Secret ${secretName} was missing; new credentials were generated`,
+          },
+        ]
       : [];
     return { current: generate(), notices };
   }
@@ -226,17 +340,33 @@ function resolveGenerated(obj: IntakeResource, ctx: PlanContext, field: string, 
   if (published && 'sha256' in published && published.sha256 !== sha256Hex(existing)) {
     return {
       current: generate(),
-      notices: [{ type: 'Warning', reason: 'CredentialsRegenerated', message: `the ${field} in Secret ${secretName} was edited; new credentials were generated (use spec.credentials.secretRef to choose a password)` }],
+      notices: [
+        {
+          type: 'Warning',
+          reason: 'CredentialsRegenerated',
+          message: `the ${field} in Secret ${secretName} was edited; new credentials were generated (use spec.credentials.secretRef to choose a password)`,
+        },
+      ],
     };
   }
   if (rotate !== rotatedFor) {
-    return { current: generate(), previous: existing, notices: [{ type: 'Normal', reason: 'Rotated', message: `new credentials written to Secret ${secretName}` }] };
+    return {
+      current: generate(),
+      previous: existing,
+      notices: [{ type: 'Normal', reason: 'Rotated', message: `new credentials written to Secret ${secretName}` }],
+    };
   }
   return { current: existing, notices: [] };
 }
 
 /** Credentials still inside a rotation grace period, plus the one just rotated out. */
-function carriedOver(ctx: PlanContext, current: string, previous: string | undefined, username: string, graceMs: number): RouteCredential[] {
+function carriedOver(
+  ctx: PlanContext,
+  current: string,
+  previous: string | undefined,
+  username: string,
+  graceMs: number,
+): RouteCredential[] {
   const now = ctx.now.getTime();
   const currentDigest = sha256Hex(current);
   const kept = (ctx.existingRoute?.credentials ?? []).filter(

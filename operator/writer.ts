@@ -1,5 +1,11 @@
 /** The operator's writes to the API server, each one idempotent and skipped when nothing differs. */
-import { CoreV1Api, CustomObjectsApi, setHeaderOptions, type V1ObjectMeta, type V1Secret } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  setHeaderOptions,
+  type V1ObjectMeta,
+  type V1Secret,
+} from '@kubernetes/client-node';
 import { GROUP, PLURALS, VERSION, type IntakeResource } from '../api/v1alpha1/types.js';
 
 /** Any of our custom resources (status and Events are written the same way for each). */
@@ -22,7 +28,10 @@ export class Writer {
       return true;
     }
     if (secretMatches(desired, existing)) return false;
-    const body: V1Secret = { ...desired, metadata: { ...desired.metadata, resourceVersion: existing.metadata?.resourceVersion } };
+    const body: V1Secret = {
+      ...desired,
+      metadata: { ...desired.metadata, resourceVersion: existing.metadata?.resourceVersion },
+    };
     await this.core.replaceNamespacedSecret({ namespace, name: desired.metadata?.name as string, body });
     return true;
   }
@@ -48,14 +57,28 @@ export class Writer {
   async setFinalizers(obj: IntakeResource, finalizers: string[]): Promise<IntakeResource> {
     const body = { metadata: { finalizers, resourceVersion: obj.metadata.resourceVersion } };
     return (await this.custom.patchNamespacedCustomObject(
-      { group: GROUP, version: VERSION, plural: PLURALS[obj.kind], namespace: obj.metadata.namespace as string, name: obj.metadata.name as string, body },
+      {
+        group: GROUP,
+        version: VERSION,
+        plural: PLURALS[obj.kind],
+        namespace: obj.metadata.namespace as string,
+        name: obj.metadata.name as string,
+        body,
+      },
       MERGE_PATCH,
     )) as IntakeResource;
   }
 
   async patchStatus(obj: CustomResource, status: object): Promise<void> {
     await this.custom.patchNamespacedCustomObjectStatus(
-      { group: GROUP, version: VERSION, plural: PLURALS[obj.kind], namespace: obj.metadata.namespace as string, name: obj.metadata.name as string, body: { status } },
+      {
+        group: GROUP,
+        version: VERSION,
+        plural: PLURALS[obj.kind],
+        namespace: obj.metadata.namespace as string,
+        name: obj.metadata.name as string,
+        body: { status },
+      },
       MERGE_PATCH,
     );
   }
@@ -67,7 +90,14 @@ export class Writer {
       namespace,
       body: {
         metadata: { namespace, generateName: `${obj.metadata.name}.` },
-        involvedObject: { apiVersion: obj.apiVersion, kind: obj.kind, name: obj.metadata.name, namespace, uid: obj.metadata.uid, resourceVersion: obj.metadata.resourceVersion },
+        involvedObject: {
+          apiVersion: obj.apiVersion,
+          kind: obj.kind,
+          name: obj.metadata.name,
+          namespace,
+          uid: obj.metadata.uid,
+          resourceVersion: obj.metadata.resourceVersion,
+        },
         type,
         reason,
         message: message.slice(0, 1024),

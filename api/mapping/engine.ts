@@ -101,8 +101,14 @@ export class MappingError extends Error {
     const e = (err ?? {}) as { code?: unknown; message?: unknown; position?: unknown; token?: unknown };
     const message = typeof e.message === 'string' ? e.message : String(err);
     // V8's own limits surface as plain errors (RangeError: Invalid string length, stack overflow).
-    const code = typeof e.code === 'string' ? e.code : err instanceof RangeError ? rangeErrorCode(message) : 'INTAKE_EVALUATION';
-    return new MappingError(code, message.slice(0, 500), typeof e.position === 'number' ? e.position : undefined, typeof e.token === 'string' ? e.token : undefined);
+    const code =
+      typeof e.code === 'string' ? e.code : err instanceof RangeError ? rangeErrorCode(message) : 'INTAKE_EVALUATION';
+    return new MappingError(
+      code,
+      message.slice(0, 500),
+      typeof e.position === 'number' ? e.position : undefined,
+      typeof e.token === 'string' ? e.token : undefined,
+    );
   }
 }
 
@@ -175,13 +181,21 @@ export function compileCached(source: string, limits: MappingLimits): jsonata.Ex
  * preset. With a runner, a tenant's expression is evaluated there (a worker thread); presets always
  * run in this thread.
  */
-export function compileMapping(spec: MappingSpec, limits: MappingLimits = DEFAULT_MAPPING_LIMITS, runner?: ExpressionRunner): CompiledMapping {
+export function compileMapping(
+  spec: MappingSpec,
+  limits: MappingLimits = DEFAULT_MAPPING_LIMITS,
+  runner?: ExpressionRunner,
+): CompiledMapping {
   if ((spec.preset === undefined) === (spec.expression === undefined)) {
     throw new MappingError('INTAKE_MAPPING_SPEC', 'give exactly one of mapping.preset and mapping.expression');
   }
   if (spec.preset !== undefined) {
     const preset = PRESETS[spec.preset as PresetName];
-    if (!preset) throw new MappingError('INTAKE_UNKNOWN_PRESET', `unknown preset ${JSON.stringify(spec.preset)}; known: ${Object.keys(PRESETS).join(', ')}`);
+    if (!preset)
+      throw new MappingError(
+        'INTAKE_UNKNOWN_PRESET',
+        `unknown preset ${JSON.stringify(spec.preset)}; known: ${Object.keys(PRESETS).join(', ')}`,
+      );
     const label = `preset ${spec.preset}`;
     const native = NATIVE_PRESETS[spec.preset];
     if (native) return { label, isolated: false, evaluate: async (body) => nativeEvaluate(native, body, limits) };
@@ -222,13 +236,22 @@ const withCpu = (err: MappingError, cpuMs: number): MappingError => Object.assig
  * Evaluates in this thread, output measured. The CPU time is this thread's from start to end: on
  * the main thread (presets only) it may include other requests' steps that interleaved.
  */
-export async function evaluateHere(expr: jsonata.Expression, body: unknown, limits: MappingLimits, keepJson = false): Promise<MappingResult & { json?: string }> {
+export async function evaluateHere(
+  expr: jsonata.Expression,
+  body: unknown,
+  limits: MappingLimits,
+  keepJson = false,
+): Promise<MappingResult & { json?: string }> {
   const started = threadCpuMicros();
   try {
     const result: unknown = await expr.evaluate(body);
     const items = result === undefined ? [] : Array.isArray(result) ? [...result] : [result];
     const { bytes, parts } = measureOutput(items, limits, keepJson);
-    const out: MappingResult & { json?: string } = { items, cpuMs: (threadCpuMicros() - started) / 1000, outputBytes: bytes };
+    const out: MappingResult & { json?: string } = {
+      items,
+      cpuMs: (threadCpuMicros() - started) / 1000,
+      outputBytes: bytes,
+    };
     if (keepJson) out.json = `[${parts.join(',')}]`;
     return out;
   } catch (err) {
@@ -242,9 +265,16 @@ export async function evaluateHere(expr: jsonata.Expression, body: unknown, limi
  * alerts) is refused after a few events instead of being serialised a thousand times. `keep`:
  * return each event's JSON (the worker sends them instead of serialising again).
  */
-export function measureOutput(items: readonly unknown[], limits: MappingLimits, keep: boolean): { bytes: number; parts: string[] } {
+export function measureOutput(
+  items: readonly unknown[],
+  limits: MappingLimits,
+  keep: boolean,
+): { bytes: number; parts: string[] } {
   if (items.length > limits.maxEvents) {
-    throw new MappingError('INTAKE_EVENT_LIMIT', `the mapping produced ${items.length} events; the limit is ${limits.maxEvents} per payload (mapping.maxEvents)`);
+    throw new MappingError(
+      'INTAKE_EVENT_LIMIT',
+      `the mapping produced ${items.length} events; the limit is ${limits.maxEvents} per payload (mapping.maxEvents)`,
+    );
   }
   const parts: string[] = [];
   let bytes = 2;
@@ -272,15 +302,21 @@ function compile(source: string, limits: MappingLimits): jsonata.Expression {
     throw MappingError.from(err);
   }
   const maxString = limits.maxStringLength;
-  expr.assign(EXIT_HOOK as unknown as string, (_node: unknown, _input: unknown, env: { base: SliceState }, result: unknown) => {
-    if (typeof result === 'string' && result.length > maxString) {
-      throw new MappingError('INTAKE_STRING_LIMIT', `a string of ${result.length} characters exceeds the mapping limit of ${maxString}`);
-    }
-    // A function definition the expression got hold of ($now, $millis: made per expression, and
-    // shared by every evaluation of it) is locked before a transform can write into it.
-    if (isNativeFunction(result) && Object.isExtensible(result)) lockFunction(result as object);
-    return pace(env.base, limits.timeoutMs);
-  });
+  expr.assign(
+    EXIT_HOOK as unknown as string,
+    (_node: unknown, _input: unknown, env: { base: SliceState }, result: unknown) => {
+      if (typeof result === 'string' && result.length > maxString) {
+        throw new MappingError(
+          'INTAKE_STRING_LIMIT',
+          `a string of ${result.length} characters exceeds the mapping limit of ${maxString}`,
+        );
+      }
+      // A function definition the expression got hold of ($now, $millis: made per expression, and
+      // shared by every evaluation of it) is locked before a transform can write into it.
+      if (isNativeFunction(result) && Object.isExtensible(result)) lockFunction(result as object);
+      return pace(env.base, limits.timeoutMs);
+    },
+  );
   return expr;
 }
 
@@ -320,7 +356,11 @@ function pace(state: SliceState, timeoutMs: number): Promise<void> | undefined {
     return undefined;
   }
   const used = (state.intakeUsedCpu ?? 0) + (cpu - (state.intakeSliceCpu ?? cpu));
-  if (used > timeoutMs * 1000) throw Object.assign(new MappingError('D1012', `Evaluation timeout after ${timeoutMs} milliseconds. Check for infinite loop`), { value: timeoutMs });
+  if (used > timeoutMs * 1000)
+    throw Object.assign(
+      new MappingError('D1012', `Evaluation timeout after ${timeoutMs} milliseconds. Check for infinite loop`),
+      { value: timeoutMs },
+    );
   if (wall - state.intakeSliceWall < SLICE_MS) return undefined;
   state.intakeUsedCpu = used;
   return new Promise((resolve) =>
@@ -337,7 +377,11 @@ function pace(state: SliceState, timeoutMs: number): Promise<void> | undefined {
  * counts as one), and every field given in an expected event must equal the mapped one (fields not
  * given are not checked). Returns the first failure, described, or undefined when all pass.
  */
-export async function runMappingTests(spec: MappingSpec, limits: MappingLimits = DEFAULT_MAPPING_LIMITS, runner?: ExpressionRunner): Promise<string | undefined> {
+export async function runMappingTests(
+  spec: MappingSpec,
+  limits: MappingLimits = DEFAULT_MAPPING_LIMITS,
+  runner?: ExpressionRunner,
+): Promise<string | undefined> {
   const mapping = compileMapping(spec, limits, runner);
   const tests = spec.tests ?? [];
   for (let i = 0; i < tests.length; i++) {
@@ -349,7 +393,8 @@ export async function runMappingTests(spec: MappingSpec, limits: MappingLimits =
       return `tests[${i}]: ${MappingError.from(err).describe()}`;
     }
     const expected = Array.isArray(test.expect) ? test.expect : [test.expect];
-    if (actual.length !== expected.length) return `tests[${i}]: expected ${expected.length} event(s), the mapping produced ${actual.length}`;
+    if (actual.length !== expected.length)
+      return `tests[${i}]: expected ${expected.length} event(s), the mapping produced ${actual.length}`;
     for (let j = 0; j < expected.length; j++) {
       const difference = firstDifference(expected[j], actual[j], '');
       if (difference) return `tests[${i}]: event ${j}: ${difference}`;
@@ -362,15 +407,21 @@ export async function runMappingTests(spec: MappingSpec, limits: MappingLimits =
 export function firstDifference(expected: unknown, actual: unknown, path: string): string | undefined {
   const where = path || '(event)';
   if (expected !== null && typeof expected === 'object' && !Array.isArray(expected)) {
-    if (actual === null || typeof actual !== 'object' || Array.isArray(actual)) return `${where}: expected an object, got ${show(actual)}`;
+    if (actual === null || typeof actual !== 'object' || Array.isArray(actual))
+      return `${where}: expected an object, got ${show(actual)}`;
     for (const key of Object.keys(expected)) {
-      const d = firstDifference((expected as Record<string, unknown>)[key], (actual as Record<string, unknown>)[key], path ? `${path}.${key}` : key);
+      const d = firstDifference(
+        (expected as Record<string, unknown>)[key],
+        (actual as Record<string, unknown>)[key],
+        path ? `${path}.${key}` : key,
+      );
       if (d) return d;
     }
     return undefined;
   }
   if (Array.isArray(expected)) {
-    if (!Array.isArray(actual) || actual.length !== expected.length) return `${where}: expected ${show(expected)}, got ${show(actual)}`;
+    if (!Array.isArray(actual) || actual.length !== expected.length)
+      return `${where}: expected ${show(expected)}, got ${show(actual)}`;
     for (let i = 0; i < expected.length; i++) {
       const d = firstDifference(expected[i], actual[i], `${path}[${i}]`);
       if (d) return d;
@@ -383,7 +434,11 @@ export function firstDifference(expected: unknown, actual: unknown, path: string
 const show = (v: unknown): string => (v === undefined ? 'nothing' : JSON.stringify(v).slice(0, 200));
 
 /** Compiles and runs the tests; the problem as one message ("S0203 at 9: ..." or "tests[0]: ..."), or undefined. */
-export async function checkMapping(spec: MappingSpec, limits: MappingLimits = DEFAULT_MAPPING_LIMITS, runner?: ExpressionRunner): Promise<string | undefined> {
+export async function checkMapping(
+  spec: MappingSpec,
+  limits: MappingLimits = DEFAULT_MAPPING_LIMITS,
+  runner?: ExpressionRunner,
+): Promise<string | undefined> {
   try {
     return await runMappingTests(spec, limits, runner);
   } catch (err) {

@@ -19,7 +19,16 @@ export interface WorkerTask {
 
 export type WorkerReply =
   | { id: number; ok: true; json: Uint8Array; count: number; cpuMs: number; outputBytes: number; threadCpuMs: number }
-  | { id: number; ok: false; code: string; message: string; position?: number; token?: string; cpuMs: number; threadCpuMs: number };
+  | {
+      id: number;
+      ok: false;
+      code: string;
+      message: string;
+      position?: number;
+      token?: string;
+      cpuMs: number;
+      threadCpuMs: number;
+    };
 
 /** Sent once the worker has loaded (its start-up CPU time is not charged to the first evaluation). */
 export interface WorkerReady {

@@ -12,7 +12,19 @@ type Json = Record<string, unknown>;
 const failure = (code: string, message: string): Error => Object.assign(new Error(message), { code });
 
 const SEVERITY: Record<string, number> = {
-  critical: 5, fatal: 5, page: 5, error: 4, high: 4, major: 4, minor: 3, medium: 3, warning: 2, warn: 2, low: 2, info: 1, none: 1,
+  critical: 5,
+  fatal: 5,
+  page: 5,
+  error: 4,
+  high: 4,
+  major: 4,
+  minor: 3,
+  medium: 3,
+  warning: 2,
+  warn: 2,
+  low: 2,
+  info: 1,
+  none: 1,
 };
 const GRAFANA_EXTRA = ['dashboardURL', 'panelURL', 'silenceURL', 'valueString'] as const;
 
@@ -27,7 +39,8 @@ function truthy(v: unknown): boolean {
 }
 
 const elvis = (...values: unknown[]): unknown => values.find(truthy) ?? values[values.length - 1];
-const field = (o: unknown, key: string): unknown => (o !== null && typeof o === 'object' && !Array.isArray(o) ? (o as Json)[key] : undefined);
+const field = (o: unknown, key: string): unknown =>
+  o !== null && typeof o === 'object' && !Array.isArray(o) ? (o as Json)[key] : undefined;
 
 /** Drops undefined members, as JSONata leaves them out of the objects it builds. */
 function defined(o: Json): Json {
@@ -49,7 +62,8 @@ function severityOf(resolved: boolean, labels: unknown): number {
   if (resolved) return 0;
   const given = field(labels, 'severity');
   if (given === undefined) return 1;
-  if (typeof given !== 'string') throw failure('T0410', 'Argument 1 of function "lowercase" does not match function signature');
+  if (typeof given !== 'string')
+    throw failure('T0410', 'Argument 1 of function "lowercase" does not match function signature');
   return SEVERITY[given.toLowerCase()] ?? 1;
 }
 
@@ -76,7 +90,12 @@ function alertEvent(alert: unknown, manager: string, body: Json, grafana: boolea
     type: field(labels, 'job'),
     manager,
     external_id: fingerprint,
-    description: elvis(field(annotations, 'summary'), field(annotations, 'description'), field(annotations, 'message'), field(labels, 'alertname')),
+    description: elvis(
+      field(annotations, 'summary'),
+      field(annotations, 'description'),
+      field(annotations, 'message'),
+      field(labels, 'alertname'),
+    ),
     agent_time: resolved ? field(alert, 'endsAt') : field(alert, 'startsAt'),
     custom_info: defined(customInfo),
   });
@@ -91,11 +110,13 @@ function flatten(items: unknown[]): unknown[] {
   return items.some(Array.isArray) ? items.flat(Infinity) : items;
 }
 
-const alertGroup = (manager: string, grafana: boolean) => (body: unknown): unknown[] => {
-  const alerts = field(body, 'alerts');
-  if (!Array.isArray(alerts) || alerts.length === 0) throw failure('D3141', 'alerts must be a non-empty array');
-  return flatten(alerts).map((alert) => alertEvent(alert, manager, body as Json, grafana));
-};
+const alertGroup =
+  (manager: string, grafana: boolean) =>
+  (body: unknown): unknown[] => {
+    const alerts = field(body, 'alerts');
+    if (!Array.isArray(alerts) || alerts.length === 0) throw failure('D3141', 'alerts must be a non-empty array');
+    return flatten(alerts).map((alert) => alertEvent(alert, manager, body as Json, grafana));
+  };
 
 /** Preset name -> native implementation; presets not listed run their JSONata expression. */
 export const NATIVE_PRESETS: Readonly<Record<string, (body: unknown) => unknown[]>> = {

@@ -45,16 +45,21 @@ const amAlerts = (manager: string, extra: string): string => `(
 
 export const PRESETS = {
   alertmanager: {
-    description: 'Prometheus Alertmanager webhook_config: one request per alert group, firing and resolved alerts mixed',
+    description:
+      'Prometheus Alertmanager webhook_config: one request per alert group, firing and resolved alerts mixed',
     expression: amAlerts('Alertmanager', ''),
   },
   grafana: {
-    description: 'Grafana Alerting webhook contact point (version 1): Alertmanager-like groups with dashboard and panel links',
-    expression: amAlerts('Grafana', `,
+    description:
+      'Grafana Alerting webhook contact point (version 1): Alertmanager-like groups with dashboard and panel links',
+    expression: amAlerts(
+      'Grafana',
+      `,
         "dashboardURL": dashboardURL,
         "panelURL": panelURL,
         "silenceURL": silenceURL,
-        "valueString": valueString`),
+        "valueString": valueString`,
+    ),
   },
   'pagerduty-events-v2': {
     description: 'PagerDuty Events API v2 (POST /v2/enqueue body): trigger, acknowledge or resolve with a dedup_key',
@@ -123,7 +128,8 @@ export const PRESETS = {
 )`,
   },
   nagios: {
-    description: "Nagios Core or Icinga 2 notification command with intake's script (README): host or service notifications",
+    description:
+      "Nagios Core or Icinga 2 notification command with intake's script (README): host or service notifications",
     expression: `(
   $assert($exists(host) and host != "", "host is required ($HOSTNAME$ / $host.name$)");
   $assert($exists(state) and state != "", "state is required ($SERVICESTATE$ or $HOSTSTATE$ / $service.state$ or $host.state$)");

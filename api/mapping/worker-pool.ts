@@ -106,11 +106,21 @@ export class MappingWorkerPool implements ExpressionRunner {
   run(source: string, limits: MappingLimits, json: Uint8Array): Promise<MappingResult> {
     if (this.closed) return Promise.reject(new MappingBusy('the mapping workers are shutting down', 1));
     if (this.queue.length >= this.maxQueued) {
-      return Promise.reject(new MappingBusy(`${this.queue.length} payloads are waiting for a mapping worker (mapping.maxQueued ${this.maxQueued}); retry later`, 1));
+      return Promise.reject(
+        new MappingBusy(
+          `${this.queue.length} payloads are waiting for a mapping worker (mapping.maxQueued ${this.maxQueued}); retry later`,
+          1,
+        ),
+      );
     }
     // A payload larger than the whole budget still runs when it is alone (limits.bodyBytes may be set higher).
     if (this.bytes > 0 && this.bytes + json.byteLength > this.maxQueuedBytes) {
-      return Promise.reject(new MappingBusy(`payloads waiting for a mapping worker hold ${this.bytes} bytes (mapping.maxQueuedBytes ${this.maxQueuedBytes}); retry later`, 1));
+      return Promise.reject(
+        new MappingBusy(
+          `payloads waiting for a mapping worker hold ${this.bytes} bytes (mapping.maxQueuedBytes ${this.maxQueuedBytes}); retry later`,
+          1,
+        ),
+      );
     }
     this.bytes += json.byteLength;
     return new Promise<MappingResult>((resolve, reject) => {
@@ -122,7 +132,8 @@ export class MappingWorkerPool implements ExpressionRunner {
   /** Terminates every worker; evaluations still waiting are refused. */
   async close(): Promise<void> {
     this.closed = true;
-    for (const task of this.queue.splice(0)) this.settle(task, new MappingBusy('the mapping workers are shutting down', 1));
+    for (const task of this.queue.splice(0))
+      this.settle(task, new MappingBusy('the mapping workers are shutting down', 1));
     await Promise.all(this.slots.map((s) => this.lose(s, new MappingBusy('the mapping workers are shutting down', 1))));
   }
 
@@ -142,7 +153,11 @@ export class MappingWorkerPool implements ExpressionRunner {
   }
 
   private spawn(): void {
-    const worker = new Worker(this.workerUrl, { resourceLimits: { maxOldGenerationSizeMb: this.heapMb }, stdout: false, stderr: false });
+    const worker = new Worker(this.workerUrl, {
+      resourceLimits: { maxOldGenerationSizeMb: this.heapMb },
+      stdout: false,
+      stderr: false,
+    });
     // Idle workers never keep the process alive.
     worker.unref();
     const slot: Slot = { worker, ready: false, baseCpuMs: 0 };
@@ -159,7 +174,10 @@ export class MappingWorkerPool implements ExpressionRunner {
     worker.on('error', (err: Error & { code?: string }) => {
       const failure =
         err.code === 'ERR_WORKER_OUT_OF_MEMORY'
-          ? new MappingError('INTAKE_MEMORY_LIMIT', `the evaluation used more than the mapping heap of ${this.heapMb} MiB (mapping.workerHeapMb)`)
+          ? new MappingError(
+              'INTAKE_MEMORY_LIMIT',
+              `the evaluation used more than the mapping heap of ${this.heapMb} MiB (mapping.workerHeapMb)`,
+            )
           : new MappingError('INTAKE_EVALUATION', `the mapping worker failed: ${err.message}`);
       void this.lose(slot, failure);
     });
@@ -171,7 +189,10 @@ export class MappingWorkerPool implements ExpressionRunner {
     slot.startedAt = performance.now();
     const message: WorkerTask = { id: task.id, source: task.source, limits: task.limits, json: task.json };
     // The payload's bytes move to the worker (no copy) when they own their buffer.
-    const ownBuffer = task.json.byteOffset === 0 && task.json.byteLength === task.json.buffer.byteLength && task.json.buffer instanceof ArrayBuffer;
+    const ownBuffer =
+      task.json.byteOffset === 0 &&
+      task.json.byteLength === task.json.buffer.byteLength &&
+      task.json.buffer instanceof ArrayBuffer;
     slot.worker.postMessage(message, ownBuffer ? [task.json.buffer as ArrayBuffer] : []);
     slot.watch = setInterval(() => void this.check(slot, task), this.watchMs);
   }
@@ -193,8 +214,14 @@ export class MappingWorkerPool implements ExpressionRunner {
     const grace = Math.max(50, limitMs * 0.2);
     const wallLimitMs = Math.max(5000, limitMs * this.wallFactor);
     if (cpuMs > limitMs + grace || wallMs > wallLimitMs) {
-      const why = cpuMs > limitMs + grace ? `${Math.round(cpuMs)} ms of CPU time` : `${Math.round(wallMs)} ms (the wall-clock backstop; ${Math.round(cpuMs)} ms of CPU time)`;
-      const err = new MappingError('D1012', `Evaluation timeout: stopped after ${why}; the limit is ${limitMs} ms of CPU time (mapping.timeoutMs)`);
+      const why =
+        cpuMs > limitMs + grace
+          ? `${Math.round(cpuMs)} ms of CPU time`
+          : `${Math.round(wallMs)} ms (the wall-clock backstop; ${Math.round(cpuMs)} ms of CPU time)`;
+      const err = new MappingError(
+        'D1012',
+        `Evaluation timeout: stopped after ${why}; the limit is ${limitMs} ms of CPU time (mapping.timeoutMs)`,
+      );
       err.cpuMs = cpuMs;
       await this.lose(slot, err);
     }
@@ -210,7 +237,13 @@ export class MappingWorkerPool implements ExpressionRunner {
       try {
         items = JSON.parse(utf8.decode(reply.json)) as unknown[];
       } catch (err) {
-        this.settle(task, new MappingError('INTAKE_EVALUATION', `the mapping worker answered what is not JSON: ${(err as Error).message}`));
+        this.settle(
+          task,
+          new MappingError(
+            'INTAKE_EVALUATION',
+            `the mapping worker answered what is not JSON: ${(err as Error).message}`,
+          ),
+        );
         return this.dispatch();
       }
       this.settle(task, { items, cpuMs: reply.cpuMs, outputBytes: reply.outputBytes });

@@ -91,4 +91,8 @@ export interface IntakeQuota {
 
 export type IntakeResource = WebhookIntegration | ApiKey;
 
-export const PLURALS = { WebhookIntegration: 'webhookintegrations', ApiKey: 'apikeys', IntakeQuota: 'intakequotas' } as const;
+export const PLURALS = {
+  WebhookIntegration: 'webhookintegrations',
+  ApiKey: 'apikeys',
+  IntakeQuota: 'intakequotas',
+} as const;

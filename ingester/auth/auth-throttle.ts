@@ -26,9 +26,14 @@ export class AuthThrottle {
 
   constructor(private readonly options: AuthThrottleOptions) {
     for (const key of ['failures', 'windowSeconds', 'blockSeconds'] as const) {
-      if (!Number.isInteger(options[key]) || options[key] <= 0) throw new RangeError(`AuthThrottle: ${key} must be a positive integer`);
+      if (!Number.isInteger(options[key]) || options[key] <= 0)
+        throw new RangeError(`AuthThrottle: ${key} must be a positive integer`);
     }
-    this.limiter = new RateLimiterMemory({ points: options.failures, duration: options.windowSeconds, blockDuration: options.blockSeconds });
+    this.limiter = new RateLimiterMemory({
+      points: options.failures,
+      duration: options.windowSeconds,
+      blockDuration: options.blockSeconds,
+    });
   }
 
   /** Seconds until the address may try again, or 0 when it may try now. */

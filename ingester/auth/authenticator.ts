@@ -100,13 +100,22 @@ export class Authenticator {
   /** Right credentials: still refused if the address got blocked meanwhile, or the route is suspended. */
   private accept(req: FastifyRequest, entry: RouteEntry): RouteEntry {
     this.refuseBlocked(req);
-    if (entry.suspended) throw suspended(entry.kind, entry.kind === 'ApiKey' ? `${entry.namespace}/${entry.name}` : entry.name);
+    if (entry.suspended)
+      throw suspended(entry.kind, entry.kind === 'ApiKey' ? `${entry.namespace}/${entry.name}` : entry.name);
     return entry;
   }
 
-  private async fail(req: FastifyRequest, endpoint: Endpoint, reason: 'missing' | 'invalid', startedMs?: number, alreadyCharged = false): Promise<never> {
+  private async fail(
+    req: FastifyRequest,
+    endpoint: Endpoint,
+    reason: 'missing' | 'invalid',
+    startedMs?: number,
+    alreadyCharged = false,
+  ): Promise<never> {
     this.options.metrics.authFailures.inc({ endpoint, reason });
-    const blocked = alreadyCharged ? this.options.throttle.blockedFor(req.ip) : await this.options.throttle.recordFailure(req.ip);
+    const blocked = alreadyCharged
+      ? this.options.throttle.blockedFor(req.ip)
+      : await this.options.throttle.recordFailure(req.ip);
     if (startedMs !== undefined && this.options.failureDelayMs > 0) {
       const wait = Math.max(this.options.failureDelayMs, this.slowCheckMs * 1.25) - (performance.now() - startedMs);
       if (wait > 0) await sleep(wait);

@@ -28,7 +28,8 @@ export function parseBasicAuth(header: string | string[] | undefined): BasicCred
 export function soleHeader(rawHeaders: readonly string[], lowerName: string): string | undefined {
   let found: string | undefined;
   for (let i = 0; i < rawHeaders.length; i += 2) {
-    if ((rawHeaders[i] as string).length !== lowerName.length || (rawHeaders[i] as string).toLowerCase() !== lowerName) continue;
+    if ((rawHeaders[i] as string).length !== lowerName.length || (rawHeaders[i] as string).toLowerCase() !== lowerName)
+      continue;
     if (found !== undefined) return undefined;
     found = rawHeaders[i + 1];
   }

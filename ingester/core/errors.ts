@@ -48,15 +48,27 @@ export const unauthorized = (): IntakeError =>
   new IntakeError('UNAUTHORIZED', 401, 'missing or invalid credentials', undefined, BASIC_CHALLENGE);
 
 export const unauthorizedApiKey = (): IntakeError =>
-  new IntakeError('UNAUTHORIZED', 401, 'missing or invalid API key (header apiKey, or Basic <username>:<key>)', undefined, BASIC_CHALLENGE);
+  new IntakeError(
+    'UNAUTHORIZED',
+    401,
+    'missing or invalid API key (header apiKey, or Basic <username>:<key>)',
+    undefined,
+    BASIC_CHALLENGE,
+  );
 
 export const suspended = (kind: string, name: string): IntakeError =>
   new IntakeError('SUSPENDED', 403, `${kind} ${name} is suspended`);
 
 export const authThrottled = (retryAfterSeconds: number): IntakeError =>
-  new IntakeError('AUTH_THROTTLED', 429, `too many failed authentication attempts from this address; retry after ${retryAfterSeconds}s`, undefined, {
-    'retry-after': String(retryAfterSeconds),
-  });
+  new IntakeError(
+    'AUTH_THROTTLED',
+    429,
+    `too many failed authentication attempts from this address; retry after ${retryAfterSeconds}s`,
+    undefined,
+    {
+      'retry-after': String(retryAfterSeconds),
+    },
+  );
 
 /** `count` may exceed errors.length when the list was cut short; the message says so. */
 export const invalidBatch = (noun: string, errors: FieldError[], total: number, count = errors.length): IntakeError =>
@@ -92,26 +104,46 @@ export const payloadTooLarge = (limitBytes: number): IntakeError =>
 
 /** More data points in one request than the whole remote write queue holds: a 503 would be retried for ever. */
 export const largerThanRemoteWriteQueue = (points: number, bytes: number, maxQueuedBytes: number): IntakeError =>
-  new IntakeError('PAYLOAD_TOO_LARGE', 413, `these ${points} data points would take ${bytes} bytes of the remote write queue, more than all of it (remoteWrite.maxQueuedBytes ${maxQueuedBytes}); send fewer points per request`);
+  new IntakeError(
+    'PAYLOAD_TOO_LARGE',
+    413,
+    `these ${points} data points would take ${bytes} bytes of the remote write queue, more than all of it (remoteWrite.maxQueuedBytes ${maxQueuedBytes}); send fewer points per request`,
+  );
 
 export const unsupportedContentEncoding = (name: string): IntakeError =>
-  new IntakeError('UNSUPPORTED_MEDIA_TYPE', 415, `unsupported content encoding ${JSON.stringify(name.slice(0, 50))}: send gzip, deflate or an uncompressed body`);
+  new IntakeError(
+    'UNSUPPORTED_MEDIA_TYPE',
+    415,
+    `unsupported content encoding ${JSON.stringify(name.slice(0, 50))}: send gzip, deflate or an uncompressed body`,
+  );
 
 export const invalidIdempotencyKey = (message: string): IntakeError =>
-  new IntakeError('INVALID_IDEMPOTENCY_KEY', 400, `header Idempotency-Key ${message}`, [{ field: 'Idempotency-Key', message }]);
+  new IntakeError('INVALID_IDEMPOTENCY_KEY', 400, `header Idempotency-Key ${message}`, [
+    { field: 'Idempotency-Key', message },
+  ]);
 
 /** Answered by the HTTP server itself, before fastify sees the request (http/guards.ts clientErrorHandler). */
-export const requestTimeout = (): IntakeError => new IntakeError('REQUEST_TIMEOUT', 408, 'the request was not received in time; nothing of it was accepted');
-export const headersTooLarge = (): IntakeError => new IntakeError('HEADERS_TOO_LARGE', 431, 'the request headers are too large');
+export const requestTimeout = (): IntakeError =>
+  new IntakeError('REQUEST_TIMEOUT', 408, 'the request was not received in time; nothing of it was accepted');
+export const headersTooLarge = (): IntakeError =>
+  new IntakeError('HEADERS_TOO_LARGE', 431, 'the request headers are too large');
 export const malformedRequest = (): IntakeError => new IntakeError('BAD_REQUEST', 400, 'malformed HTTP request');
 
 /** Any other 4xx fastify raises, with its message; anything else is an internal error, with none. */
-export const badRequest = (statusCode: number, message: string): IntakeError => new IntakeError('BAD_REQUEST', statusCode, message);
-export const internalError = (): IntakeError => new IntakeError('INTERNAL', 500, 'internal error; the request was not accepted');
+export const badRequest = (statusCode: number, message: string): IntakeError =>
+  new IntakeError('BAD_REQUEST', statusCode, message);
+export const internalError = (): IntakeError =>
+  new IntakeError('INTERNAL', 500, 'internal error; the request was not accepted');
 
 /** A mapped payload gave no valid events: 422, with the dead letter's id when it was kept. */
 export const mappingFailed = (message: string, errors: FieldError[], deadLetterId?: string): IntakeError =>
-  new IntakeError('MAPPING_FAILED', 422, message, errors, deadLetterId ? { 'x-intake-dead-letter-id': deadLetterId } : undefined);
+  new IntakeError(
+    'MAPPING_FAILED',
+    422,
+    message,
+    errors,
+    deadLetterId ? { 'x-intake-dead-letter-id': deadLetterId } : undefined,
+  );
 
 /** A mapping failure that could not be kept as a dead letter: the sender retries later. */
 export const deadLetterFailed = (message: string, errors: FieldError[], cause: unknown): IntakeError =>
@@ -133,7 +165,14 @@ export const mappingBusy = (message: string, retryAfterSeconds: number): IntakeE
   new IntakeError('MAPPING_BUSY', 503, message, undefined, { 'retry-after': String(retryAfterSeconds) });
 
 export const sinkFailed = (sink: string, cause: unknown): IntakeError =>
-  new IntakeError('SINK_FAILED', 503, `event sink ${sink} failed; nothing was acknowledged, retry later`, undefined, { 'retry-after': '5' }, { cause });
+  new IntakeError(
+    'SINK_FAILED',
+    503,
+    `event sink ${sink} failed; nothing was acknowledged, retry later`,
+    undefined,
+    { 'retry-after': '5' },
+    { cause },
+  );
 
 export type LimitScope = 'integration' | 'apikey' | 'namespace';
 export type LimitResource = 'events' | 'dataPoints' | 'mappingCpuMillis';
@@ -156,12 +195,22 @@ export interface LimitDetails {
   field: string;
 }
 
-const LIMIT_NOUNS: Record<LimitResource, string> = { events: 'events/s', dataPoints: 'data points/s', mappingCpuMillis: 'mapping CPU ms/s' };
+const LIMIT_NOUNS: Record<LimitResource, string> = {
+  events: 'events/s',
+  dataPoints: 'data points/s',
+  mappingCpuMillis: 'mapping CPU ms/s',
+};
 
 /** Over a per-tenant limit: nothing of the request was accepted. 429, or 503 for senders that retry only server errors. */
 export class LimitError extends IntakeError {
-  constructor(statusCode: number, readonly limit: LimitDetails) {
-    const of = limit.scope === 'namespace' ? `namespace ${limit.namespace}` : `${limit.scope === 'apikey' ? 'API key' : 'integration'} ${limit.name} (namespace ${limit.namespace})`;
+  constructor(
+    statusCode: number,
+    readonly limit: LimitDetails,
+  ) {
+    const of =
+      limit.scope === 'namespace'
+        ? `namespace ${limit.namespace}`
+        : `${limit.scope === 'apikey' ? 'API key' : 'integration'} ${limit.name} (namespace ${limit.namespace})`;
     super(
       limit.resource === 'mappingCpuMillis' ? 'MAPPING_CPU_LIMITED' : 'RATE_LIMITED',
       statusCode,

@@ -33,7 +33,13 @@ export function idSourceOf(header: string | string[] | undefined): IdSource {
   return { kind: 'key', key };
 }
 
-export function eventId(namespace: string, integration: string, source: IdSource, index: number, item: unknown): string {
+export function eventId(
+  namespace: string,
+  integration: string,
+  source: IdSource,
+  index: number,
+  item: unknown,
+): string {
   const h = createHash('sha256');
   if (source.kind === 'key') h.update(JSON.stringify([namespace, integration, 'key', source.key, index]));
   else h.update(`${JSON.stringify([namespace, integration, 'content'])}${canonicalJson(item)}`);

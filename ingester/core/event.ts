@@ -26,7 +26,8 @@ export const EVENT_STRING_FIELDS: Record<string, number> = {
 export const MAX_CUSTOM_DEPTH = 32;
 
 /** RFC 3339 date-time ("2026-11-22T20:43:01.316853583Z", "...+02:00"; also ISO 8601 "+0200" as PagerDuty writes it). */
-const RFC3339 = '^\\s*[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:?[0-9]{2})\\s*$';
+const RFC3339 =
+  '^\\s*[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:?[0-9]{2})\\s*$';
 
 const caseInsensitive = (word: string): string => [...word].map((c) => `[${c}${c.toUpperCase()}]`).join('');
 
@@ -34,7 +35,9 @@ export const eventSchema = {
   type: 'object',
   required: ['source', 'severity'],
   properties: {
-    ...Object.fromEntries(Object.entries(EVENT_STRING_FIELDS).map(([name, max]) => [name, { type: 'string', maxLength: max }])),
+    ...Object.fromEntries(
+      Object.entries(EVENT_STRING_FIELDS).map(([name, max]) => [name, { type: 'string', maxLength: max }]),
+    ),
     source: { type: 'string', minLength: 1, maxLength: EVENT_STRING_FIELDS.source },
     severity: {
       anyOf: [
@@ -56,7 +59,8 @@ export const eventSchema = {
 
 const FIELD_MESSAGES: Record<string, string> = {
   severity: `must be an integer 0..5, a numeric string, or one of ${SEVERITY_NAMES.join(', ')} (any case)`,
-  agent_time: 'must be Unix epoch time in seconds or milliseconds (a positive number or numeric string), or an RFC 3339 date-time',
+  agent_time:
+    'must be Unix epoch time in seconds or milliseconds (a positive number or numeric string), or an RFC 3339 date-time',
   custom_info: 'must be an object',
 };
 
@@ -112,7 +116,11 @@ export function parseEvents(body: unknown, maxEvents: number, ctx: EventContext)
   return out;
 }
 
-function normalise(raw: Record<string, unknown>, index: number, ctx: EventContext): { event: NormalisedEvent } | { errors: FieldError[] } {
+function normalise(
+  raw: Record<string, unknown>,
+  index: number,
+  ctx: EventContext,
+): { event: NormalisedEvent } | { errors: FieldError[] } {
   const agentTimeMs = raw.agent_time === undefined ? ctx.receivedAtMs : epochToMs(raw.agent_time as number | string);
   if (!Number.isFinite(agentTimeMs) || agentTimeMs > MAX_TIME_MS || agentTimeMs < 0) {
     return { errors: [{ index, field: 'agent_time', message: 'is out of range (before 1970 or after year 9999)' }] };
@@ -143,7 +151,15 @@ function normalise(raw: Record<string, unknown>, index: number, ctx: EventContex
 
 const CONTENT_IDS: IdSource = { kind: 'content' };
 
-const OPTIONAL_STRINGS = ['source_id', 'external_id', 'agent_location', 'type', 'manager', 'class', 'description'] as const;
+const OPTIONAL_STRINGS = [
+  'source_id',
+  'external_id',
+  'agent_location',
+  'type',
+  'manager',
+  'class',
+  'description',
+] as const;
 
 const MAX_TIME_MS = Date.UTC(9999, 11, 31);
 /** Values this large as seconds would be past year 5000: they are milliseconds. */
@@ -170,7 +186,8 @@ function collectCustomInfo(raw: Record<string, unknown>): { info: Record<string,
   if (given) for (const key of Object.keys(given)) info[key] = given[key];
   for (const key of Object.keys(raw)) if (!KNOWN_FIELDS.has(key)) info[key] = raw[key];
   for (const key of Object.keys(info)) {
-    if (depthExceeds(info[key], MAX_CUSTOM_DEPTH - 1)) return { info, tooDeep: given && key in given ? `custom_info.${key}` : key };
+    if (depthExceeds(info[key], MAX_CUSTOM_DEPTH - 1))
+      return { info, tooDeep: given && key in given ? `custom_info.${key}` : key };
   }
   return { info };
 }

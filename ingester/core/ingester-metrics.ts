@@ -26,10 +26,19 @@ export class IngesterMetrics {
   readonly routeReloads: Counter<'result'>;
   readonly routesSkipped: Gauge;
 
-  constructor(readonly registry: Registry, series: SeriesCounts, options: { defaultMetrics?: boolean } = {}) {
+  constructor(
+    readonly registry: Registry,
+    series: SeriesCounts,
+    options: { defaultMetrics?: boolean } = {},
+  ) {
     const registers = [registry];
     if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'intake_ingester_' });
-    this.requests = new Counter({ name: 'intake_http_requests_total', help: 'Ingest requests answered, by endpoint and status code.', labelNames: ['endpoint', 'status'], registers });
+    this.requests = new Counter({
+      name: 'intake_http_requests_total',
+      help: 'Ingest requests answered, by endpoint and status code.',
+      labelNames: ['endpoint', 'status'],
+      registers,
+    });
     this.requestDuration = new Histogram({
       name: 'intake_http_request_duration_seconds',
       help: 'Time from request received to response sent, by endpoint.',
@@ -37,13 +46,48 @@ export class IngesterMetrics {
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers,
     });
-    this.eventsReceived = new Counter({ name: 'intake_events_received_total', help: 'Events in authenticated requests.', labelNames: ['integration', 'namespace'], registers });
-    this.eventsProcessed = new Counter({ name: 'intake_events_processed_total', help: 'Events handed off to every sink and stored by each.', labelNames: ['integration', 'namespace'], registers });
-    this.eventsCached = new Counter({ name: 'intake_events_cached_total', help: 'Events durably spooled by a sink, to be handed on later.', labelNames: ['integration', 'namespace'], registers });
-    this.eventsRejected = new Counter({ name: 'intake_events_rejected_total', help: 'Events not accepted, by reason.', labelNames: ['integration', 'namespace', 'reason'], registers });
-    this.pointsReceived = new Counter({ name: 'intake_datapoints_received_total', help: 'Metric data points in authenticated requests.', labelNames: ['namespace'], registers });
-    this.pointsProcessed = new Counter({ name: 'intake_datapoints_processed_total', help: 'Metric data points written to series.', labelNames: ['namespace'], registers });
-    this.pointsRejected = new Counter({ name: 'intake_datapoints_rejected_total', help: 'Metric data points not accepted, by reason.', labelNames: ['namespace', 'reason'], registers });
+    this.eventsReceived = new Counter({
+      name: 'intake_events_received_total',
+      help: 'Events in authenticated requests.',
+      labelNames: ['integration', 'namespace'],
+      registers,
+    });
+    this.eventsProcessed = new Counter({
+      name: 'intake_events_processed_total',
+      help: 'Events handed off to every sink and stored by each.',
+      labelNames: ['integration', 'namespace'],
+      registers,
+    });
+    this.eventsCached = new Counter({
+      name: 'intake_events_cached_total',
+      help: 'Events durably spooled by a sink, to be handed on later.',
+      labelNames: ['integration', 'namespace'],
+      registers,
+    });
+    this.eventsRejected = new Counter({
+      name: 'intake_events_rejected_total',
+      help: 'Events not accepted, by reason.',
+      labelNames: ['integration', 'namespace', 'reason'],
+      registers,
+    });
+    this.pointsReceived = new Counter({
+      name: 'intake_datapoints_received_total',
+      help: 'Metric data points in authenticated requests.',
+      labelNames: ['namespace'],
+      registers,
+    });
+    this.pointsProcessed = new Counter({
+      name: 'intake_datapoints_processed_total',
+      help: 'Metric data points written to series.',
+      labelNames: ['namespace'],
+      registers,
+    });
+    this.pointsRejected = new Counter({
+      name: 'intake_datapoints_rejected_total',
+      help: 'Metric data points not accepted, by reason.',
+      labelNames: ['namespace', 'reason'],
+      registers,
+    });
     this.eventsRefused = new Counter({
       name: 'intake_events_refused_total',
       help: 'Events refused over a per-tenant limit, by reason (rate_limited, mapping_cpu) and scope (integration, namespace); a request refused before its body was read counts one.',
@@ -56,11 +100,35 @@ export class IngesterMetrics {
       labelNames: ['namespace', 'reason', 'scope'],
       registers,
     });
-    this.authFailures = new Counter({ name: 'intake_auth_failures_total', help: 'Failed authentications, by endpoint and reason.', labelNames: ['endpoint', 'reason'], registers });
-    this.sinkErrors = new Counter({ name: 'intake_sink_errors_total', help: 'Batches a sink failed to hold.', labelNames: ['sink'], registers });
-    this.routes = new Gauge({ name: 'intake_routes', help: 'Routes in the active routing table, by kind.', labelNames: ['kind'], registers });
-    this.routeReloads = new Counter({ name: 'intake_route_reloads_total', help: 'Routing table reloads, by result (ok, error).', labelNames: ['result'], registers });
-    this.routesSkipped = new Gauge({ name: 'intake_routes_skipped', help: 'Route documents in the current set that could not be parsed or used (see the log).', registers });
+    this.authFailures = new Counter({
+      name: 'intake_auth_failures_total',
+      help: 'Failed authentications, by endpoint and reason.',
+      labelNames: ['endpoint', 'reason'],
+      registers,
+    });
+    this.sinkErrors = new Counter({
+      name: 'intake_sink_errors_total',
+      help: 'Batches a sink failed to hold.',
+      labelNames: ['sink'],
+      registers,
+    });
+    this.routes = new Gauge({
+      name: 'intake_routes',
+      help: 'Routes in the active routing table, by kind.',
+      labelNames: ['kind'],
+      registers,
+    });
+    this.routeReloads = new Counter({
+      name: 'intake_route_reloads_total',
+      help: 'Routing table reloads, by result (ok, error).',
+      labelNames: ['result'],
+      registers,
+    });
+    this.routesSkipped = new Gauge({
+      name: 'intake_routes_skipped',
+      help: 'Route documents in the current set that could not be parsed or used (see the log).',
+      registers,
+    });
     new Gauge({
       name: 'intake_ingested_series_active',
       help: 'Active received metric series, by namespace.',

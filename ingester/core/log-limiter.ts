@@ -23,7 +23,14 @@ export class LogLimiter {
     }
     const e = err as { message?: string; code?: string; cause?: { code?: string } };
     // Not under `err`: pino's error serializer would add a stack.
-    this.logger.error({ ...fields, error: { message: e?.message ?? String(err), code: e?.cause?.code ?? e?.code }, suppressed: seen?.suppressed ?? 0 }, message);
+    this.logger.error(
+      {
+        ...fields,
+        error: { message: e?.message ?? String(err), code: e?.cause?.code ?? e?.code },
+        suppressed: seen?.suppressed ?? 0,
+      },
+      message,
+    );
     this.last.set(key, { atMs: nowMs, suppressed: 0 });
   }
 }

@@ -12,7 +12,13 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import type { DeadLetterMetrics } from './metrics.js';
-import { DEAD_LETTER_KINDS, type DeadLetter, type DeadLetterKind, type DeadLetterQuery, type DeadLetterStore } from './model.js';
+import {
+  DEAD_LETTER_KINDS,
+  type DeadLetter,
+  type DeadLetterKind,
+  type DeadLetterQuery,
+  type DeadLetterStore,
+} from './model.js';
 import { replayLetters, type DeadLetterReplayers } from './dead-letter-replay.js';
 
 export interface DeadLetterRoutesOptions {
@@ -25,7 +31,9 @@ export interface DeadLetterRoutesOptions {
   logger: Logger;
 }
 
-type Query = Partial<Record<'kind' | 'namespace' | 'integration' | 'destination' | 'id' | 'seq' | 'limit' | 'payload', string>>;
+type Query = Partial<
+  Record<'kind' | 'namespace' | 'integration' | 'destination' | 'id' | 'seq' | 'limit' | 'payload', string>
+>;
 
 const DEFAULT_LIMIT = 1000;
 const MAX_LIMIT = 10_000;
@@ -59,7 +67,22 @@ export function registerDeadLetterRoutes(app: FastifyInstance, o: DeadLetterRout
     void reply.header('deprecation', 'true').header('warning', `299 - "${DEPRECATED}"`);
     const letters = await withStore(() => o.store.list(q), reply);
     if (!letters) return reply;
-    const items = letters.flatMap((l) => (l.kind === 'delivery' ? [{ seq: l.seq, destination: l.destination, reason: l.reason, error: l.error, attempts: l.attempts, failedAt: l.at, ...(l.subject ? { subject: l.subject } : {}), event: l.event }] : []));
+    const items = letters.flatMap((l) =>
+      l.kind === 'delivery'
+        ? [
+            {
+              seq: l.seq,
+              destination: l.destination,
+              reason: l.reason,
+              error: l.error,
+              attempts: l.attempts,
+              failedAt: l.at,
+              ...(l.subject ? { subject: l.subject } : {}),
+              event: l.event,
+            },
+          ]
+        : [],
+    );
     return { count: items.length, items };
   });
   app.post<{ Querystring: Query }>('/destinations/deadletter/replay', async (req, reply) => {
@@ -77,12 +100,15 @@ const withoutBody = (l: DeadLetter): Record<string, unknown> => {
 };
 
 function queryOf(q: Query, reply: FastifyReply): DeadLetterQuery | undefined {
-  const fail = (field: string, message: string): undefined => void reply.code(400).send({ error: 'invalid_query', field, message });
+  const fail = (field: string, message: string): undefined =>
+    void reply.code(400).send({ error: 'invalid_query', field, message });
   const limit = q.limit === undefined ? DEFAULT_LIMIT : Number(q.limit);
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) return fail('limit', `must be an integer 1..${MAX_LIMIT}`);
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT)
+    return fail('limit', `must be an integer 1..${MAX_LIMIT}`);
   const out: DeadLetterQuery = { limit };
   if (q.kind !== undefined) {
-    if (!(DEAD_LETTER_KINDS as readonly string[]).includes(q.kind)) return fail('kind', `must be one of ${DEAD_LETTER_KINDS.join(', ')}`);
+    if (!(DEAD_LETTER_KINDS as readonly string[]).includes(q.kind))
+      return fail('kind', `must be one of ${DEAD_LETTER_KINDS.join(', ')}`);
     out.kind = q.kind as DeadLetterKind;
   }
   for (const key of ['namespace', 'integration', 'destination'] as const) {
@@ -93,12 +119,14 @@ function queryOf(q: Query, reply: FastifyReply): DeadLetterQuery | undefined {
   }
   if (q.id !== undefined) {
     const ids = q.id.split(',').filter(Boolean);
-    if (ids.length === 0 || ids.length > MAX_LIMIT) return fail('id', `must be 1..${MAX_LIMIT} ids separated by commas`);
+    if (ids.length === 0 || ids.length > MAX_LIMIT)
+      return fail('id', `must be 1..${MAX_LIMIT} ids separated by commas`);
     out.ids = ids;
   }
   if (q.seq !== undefined) {
     const seqs = q.seq.split(',').map(Number);
-    if (seqs.length === 0 || seqs.some((n) => !Number.isInteger(n) || n < 1)) return fail('seq', 'must be positive integers separated by commas');
+    if (seqs.length === 0 || seqs.some((n) => !Number.isInteger(n) || n < 1))
+      return fail('seq', 'must be positive integers separated by commas');
     out.seqs = seqs;
   }
   return out;
@@ -106,7 +134,11 @@ function queryOf(q: Query, reply: FastifyReply): DeadLetterQuery | undefined {
 
 function legacyQuery(q: Query, o: DeadLetterRoutesOptions, reply: FastifyReply): DeadLetterQuery | undefined {
   if (q.destination !== undefined && !o.destinations.includes(q.destination)) {
-    return void reply.code(400).send({ error: 'invalid_query', field: 'destination', message: `unknown destination ${JSON.stringify(q.destination)} (configured: ${o.destinations.join(', ')})` });
+    return void reply.code(400).send({
+      error: 'invalid_query',
+      field: 'destination',
+      message: `unknown destination ${JSON.stringify(q.destination)} (configured: ${o.destinations.join(', ')})`,
+    });
   }
   const out = queryOf({ ...q, kind: 'delivery' }, reply);
   return out;

@@ -14,7 +14,16 @@
  * lease. Creating the key `seq-<n>` succeeds for one replay only, in whichever replica.
  */
 import { randomUUID } from 'node:crypto';
-import { DiscardPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager, type StoredMsg } from '@nats-io/jetstream';
+import {
+  DiscardPolicy,
+  jetstream,
+  jetstreamManager,
+  RetentionPolicy,
+  StorageType,
+  type JetStreamClient,
+  type JetStreamManager,
+  type StoredMsg,
+} from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import { headers as natsHeaders, nanos, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
@@ -22,7 +31,20 @@ import type { FieldError } from '../core/errors.js';
 import type { NormalisedEvent } from '../core/event.js';
 import type { JetStreamSettings } from '../sinks/handoff-config.js';
 import { subjectsOf } from '../sinks/jetstream-stream.js';
-import { bodyOf, letterBytes, LetterTooLarge, matches, metaOf, type DeadLetter, type DeadLetterLimits, type DeadLetterQuery, type DeadLetterStore, type DroppedLetter, type LetterMeta, type NewDeadLetter } from './model.js';
+import {
+  bodyOf,
+  letterBytes,
+  LetterTooLarge,
+  matches,
+  metaOf,
+  type DeadLetter,
+  type DeadLetterLimits,
+  type DeadLetterQuery,
+  type DeadLetterStore,
+  type DroppedLetter,
+  type LetterMeta,
+  type NewDeadLetter,
+} from './model.js';
 import { ShareLedger } from './shares.js';
 
 /** Header names of a dead letter; `Intake-Destination` also marks a replayed event (destinations/). */
@@ -92,7 +114,14 @@ export class BusDeadLetters implements DeadLetterStore {
         await this.ensureStream(jsm);
         const bucket = `${this.settings.deadLetterStream}-claims`;
         const kvm = new Kvm(js);
-        this.claims = await kvm.create(bucket, { history: 1, ttl: this.leaseMs, replicas: this.settings.streamConfig.replicas, storage: StorageType.File }).catch(() => kvm.open(bucket));
+        this.claims = await kvm
+          .create(bucket, {
+            history: 1,
+            ttl: this.leaseMs,
+            replicas: this.settings.streamConfig.replicas,
+            storage: StorageType.File,
+          })
+          .catch(() => kvm.open(bucket));
         this.maxPayload = nc.info?.max_payload ?? this.maxPayload;
         this.jsm = jsm;
         this.js = js;
@@ -100,7 +129,10 @@ export class BusDeadLetters implements DeadLetterStore {
         this.startReconcile();
         return;
       } catch (err) {
-        this.logger.error({ err: { message: (err as Error).message }, retryInMs: RETRY_ATTACH_MS }, 'dead-letter stream not ready; trying again');
+        this.logger.error(
+          { err: { message: (err as Error).message }, retryInMs: RETRY_ATTACH_MS },
+          'dead-letter stream not ready; trying again',
+        );
         await new Promise((r) => setTimeout(r, RETRY_ATTACH_MS).unref());
       }
     }
@@ -153,7 +185,11 @@ export class BusDeadLetters implements DeadLetterStore {
     await Promise.race([done, new Promise((r) => setTimeout(r, CATCH_UP_WAIT_MS).unref())]);
   }
 
-  private async metaFromHeaders(seq: number, h: MsgHdrs | undefined, jsm: JetStreamManager): Promise<LetterMeta | undefined> {
+  private async metaFromHeaders(
+    seq: number,
+    h: MsgHdrs | undefined,
+    jsm: JetStreamManager,
+  ): Promise<LetterMeta | undefined> {
     if (!h) return undefined;
     const get = (k: string): string => h.get(k);
     if (get(LETTER_HEADER.namespace) && get(LETTER_HEADER.kind)) {
@@ -185,14 +221,22 @@ export class BusDeadLetters implements DeadLetterStore {
     if (!jsm) return;
     const info = await jsm.streams.info(this.settings.deadLetterStream, { deleted_details: true });
     const deleted = new Set(info.state.deleted ?? []);
-    for (const m of this.ledger.all()) if (m.seq < PENDING_BASE && (m.seq < info.state.first_seq || deleted.has(m.seq))) this.ledger.delete(m.seq, m.namespace);
+    for (const m of this.ledger.all())
+      if (m.seq < PENDING_BASE && (m.seq < info.state.first_seq || deleted.has(m.seq)))
+        this.ledger.delete(m.seq, m.namespace);
   }
 
   async put(input: NewDeadLetter): Promise<string> {
     const js = this.js;
     const jsm = this.jsm;
     if (!js || !jsm) throw new Error('the bus is not connected; the dead letter cannot be written now');
-    const letter = { ...input, id: input.id ?? randomUUID(), at: input.at ?? new Date().toISOString(), seq: 0, bytes: 0 } as DeadLetter;
+    const letter = {
+      ...input,
+      id: input.id ?? randomUUID(),
+      at: input.at ?? new Date().toISOString(),
+      seq: 0,
+      bytes: 0,
+    } as DeadLetter;
     letter.bytes = letterBytes(letter);
     const data = JSON.stringify(bodyOf(letter));
     const h = headersOf(letter);
@@ -213,14 +257,22 @@ export class BusDeadLetters implements DeadLetterStore {
       // A victim another replica removed already (this ledger learns of that only at the next
       // reconcile) freed nothing: make room again until every deletion freed something.
       for (let round = 0; room.length > 0 && round < 10; round++) {
-        const freed = await Promise.all(room.map(({ meta }) => (meta.seq < PENDING_BASE ? this.deleteLetter(jsm, meta.seq) : false)));
-        const dropped = room.filter((_, i) => freed[i]).map(({ meta, reason }) => ({ kind: meta.kind, namespace: meta.namespace, reason }));
+        const freed = await Promise.all(
+          room.map(({ meta }) => (meta.seq < PENDING_BASE ? this.deleteLetter(jsm, meta.seq) : false)),
+        );
+        const dropped = room
+          .filter((_, i) => freed[i])
+          .map(({ meta, reason }) => ({ kind: meta.kind, namespace: meta.namespace, reason }));
         if (dropped.length > 0) this.onDropped(dropped);
         if (freed.every(Boolean)) break;
         room = this.ledger.makeRoom(letter.namespace, 0);
         for (const { meta } of room) this.ledger.delete(meta.seq, meta.namespace);
       }
-      const ack = await js.publish(`${this.settings.deadLetterSubjectPrefix}.${letter.kind}.${letter.namespace}`, data, { msgID: letter.id, headers: h });
+      const ack = await js.publish(
+        `${this.settings.deadLetterSubjectPrefix}.${letter.kind}.${letter.namespace}`,
+        data,
+        { msgID: letter.id, headers: h },
+      );
       this.ledger.delete(placeholder, letter.namespace);
       if (!this.ledger.has(ack.seq)) this.ledger.add({ ...metaOf(letter), seq: ack.seq });
       return letter.id;
@@ -318,7 +370,8 @@ function headersOf(l: DeadLetter): MsgHdrs {
   return h;
 }
 
-const headerBytes = (h: MsgHdrs): number => [...h.keys()].reduce((n, k) => n + k.length + Buffer.byteLength(h.get(k)) + 4, 12);
+const headerBytes = (h: MsgHdrs): number =>
+  [...h.keys()].reduce((n, k) => n + k.length + Buffer.byteLength(h.get(k)) + 4, 12);
 
 function toLetter(msg: StoredMsg): DeadLetter | undefined {
   const get = (k: string): string => msg.header.get(k);

@@ -35,10 +35,22 @@ export interface DeadLetterReplayReport {
   results: DeadLetterReplayResult[];
 }
 
-export async function replayLetters(store: DeadLetterStore, q: DeadLetterQuery, replayers: DeadLetterReplayers, leaseMs: number, metrics: DeadLetterMetrics): Promise<DeadLetterReplayReport> {
+export async function replayLetters(
+  store: DeadLetterStore,
+  q: DeadLetterQuery,
+  replayers: DeadLetterReplayers,
+  leaseMs: number,
+  metrics: DeadLetterMetrics,
+): Promise<DeadLetterReplayReport> {
   const results: DeadLetterReplayResult[] = [];
   for (const listed of await store.list(q)) {
-    const base = { id: listed.id, kind: listed.kind, namespace: listed.namespace, integration: listed.integration, ...(listed.kind === 'delivery' ? { destination: listed.destination } : {}) };
+    const base = {
+      id: listed.id,
+      kind: listed.kind,
+      namespace: listed.namespace,
+      integration: listed.integration,
+      ...(listed.kind === 'delivery' ? { destination: listed.destination } : {}),
+    };
     const letter = await store.claim(listed, leaseMs);
     let result: DeadLetterReplayResult;
     if (!letter) {
@@ -58,7 +70,12 @@ export async function replayLetters(store: DeadLetterStore, q: DeadLetterQuery, 
         result = { ...base, result: 'failed', message: (err as Error).message };
       }
     }
-    metrics.replayed.inc({ kind: base.kind, namespace: base.namespace, integration: base.integration, result: result.result });
+    metrics.replayed.inc({
+      kind: base.kind,
+      namespace: base.namespace,
+      integration: base.integration,
+      result: result.result,
+    });
     results.push(result);
   }
   const count = (r: DeadLetterReplayResult['result']): number => results.filter((x) => x.result === r).length;

@@ -14,7 +14,12 @@ export class DeadLetterMetrics {
       labelNames: ['kind', 'namespace', 'reason'],
       registers,
     });
-    this.replayed = new Counter({ name: 'intake_deadletter_replayed_total', help: 'Dead letters replayed, by kind and result (delivered, failed, skipped: another replay holds it).', labelNames: ['kind', 'namespace', 'integration', 'result'], registers });
+    this.replayed = new Counter({
+      name: 'intake_deadletter_replayed_total',
+      help: 'Dead letters replayed, by kind and result (delivered, failed, skipped: another replay holds it).',
+      labelNames: ['kind', 'namespace', 'integration', 'result'],
+      registers,
+    });
     new Gauge({
       name: 'intake_deadletter_bytes',
       help: "Bytes held in the dead-letter store, by namespace (with the bus: this replica's view of the stream).",

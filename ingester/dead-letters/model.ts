@@ -109,7 +109,9 @@ export class LetterTooLarge extends Error {
     readonly bytes: number,
     readonly share: number,
   ) {
-    super(`the dead letter (${bytes} bytes) is larger than a namespace's share of the dead-letter store (${share} bytes)`);
+    super(
+      `the dead letter (${bytes} bytes) is larger than a namespace's share of the dead-letter store (${share} bytes)`,
+    );
     this.name = 'LetterTooLarge';
   }
 }
@@ -118,7 +120,8 @@ export class LetterTooLarge extends Error {
 export const bodyOf = (l: NewDeadLetter | DeadLetter): unknown => (l.kind === 'mapping' ? l.payload : l.event);
 
 /** What a letter counts: its JSON form (body and metadata), as the SQLite store holds it. */
-export const letterBytes = (l: NewDeadLetter | DeadLetter): number => Buffer.byteLength(JSON.stringify({ ...l, seq: 0, bytes: 0 }));
+export const letterBytes = (l: NewDeadLetter | DeadLetter): number =>
+  Buffer.byteLength(JSON.stringify({ ...l, seq: 0, bytes: 0 }));
 
 /** What the stores index of a letter (without its body): enough to select, share and drop. */
 export interface LetterMeta {
@@ -131,7 +134,15 @@ export interface LetterMeta {
   bytes: number;
 }
 
-export const metaOf = (l: DeadLetter): LetterMeta => ({ id: l.id, seq: l.seq, kind: l.kind, namespace: l.namespace, integration: l.integration, bytes: l.bytes, ...(l.kind === 'delivery' ? { destination: l.destination } : {}) });
+export const metaOf = (l: DeadLetter): LetterMeta => ({
+  id: l.id,
+  seq: l.seq,
+  kind: l.kind,
+  namespace: l.namespace,
+  integration: l.integration,
+  bytes: l.bytes,
+  ...(l.kind === 'delivery' ? { destination: l.destination } : {}),
+});
 
 export function matches(l: LetterMeta, q: DeadLetterQuery): boolean {
   return (

@@ -15,7 +15,14 @@ import type { Registry } from 'prom-client';
 import type { FieldError } from '../core/errors.js';
 import type { JetStreamSettings, SpoolSettings } from '../sinks/handoff-config.js';
 import { DeadLetterMetrics } from './metrics.js';
-import type { DeadLetter, DeadLetterLimits, DeadLetterQuery, DeadLetterStore, DroppedLetter, NewDeadLetter } from './model.js';
+import type {
+  DeadLetter,
+  DeadLetterLimits,
+  DeadLetterQuery,
+  DeadLetterStore,
+  DroppedLetter,
+  NewDeadLetter,
+} from './model.js';
 
 export interface DeadLetterSettings extends DeadLetterLimits {
   /** The fallback store's location (and where an earlier version's JSON-lines file is looked for). */
@@ -45,7 +52,14 @@ export async function setUpDeadLetters(o: DeadLetterSetupOptions): Promise<DeadL
   const metrics = new DeadLetterMetrics(o.registry, () => store);
   const onDropped = (dropped: DroppedLetter[]): void => {
     metrics.countDropped(dropped);
-    o.logger.warn({ dropped: dropped.length, namespaces: [...new Set(dropped.map((d) => d.namespace))], reasons: [...new Set(dropped.map((d) => d.reason))] }, 'dead letters dropped to make room (their namespace is over its share, or the store is full)');
+    o.logger.warn(
+      {
+        dropped: dropped.length,
+        namespaces: [...new Set(dropped.map((d) => d.namespace))],
+        reasons: [...new Set(dropped.map((d) => d.reason))],
+      },
+      'dead letters dropped to make room (their namespace is over its share, or the store is full)',
+    );
   };
   const limits = { maxBytes: o.settings.maxBytes, maxBytesPerNamespace: o.settings.maxBytesPerNamespace };
   const leaseMs = o.settings.replayLeaseSeconds * 1000;
@@ -67,10 +81,14 @@ export async function setUpDeadLetters(o: DeadLetterSetupOptions): Promise<DeadL
       // Letters kept before a restart are counted (and listed) from the start.
       if (existsSync(file)) lazy.openNow();
       store = lazy;
-      durable = 'this replica only, lost with its disk: configure sinks.jetstream (or spool.path) to keep dead letters durably';
+      durable =
+        'this replica only, lost with its disk: configure sinks.jetstream (or spool.path) to keep dead letters durably';
     }
   }
-  o.logger.info({ store: store.description, maxBytes: limits.maxBytes, maxBytesPerNamespace: limits.maxBytesPerNamespace }, `dead letters (mapping and delivery failures): ${store.description}, ${durable}`);
+  o.logger.info(
+    { store: store.description, maxBytes: limits.maxBytes, maxBytesPerNamespace: limits.maxBytesPerNamespace },
+    `dead letters (mapping and delivery failures): ${store.description}, ${durable}`,
+  );
   const legacy = o.settings.path;
   if (existsSync(legacy) && !legacy.endsWith('.sqlite')) {
     const importing = importLegacyFile(store, legacy, o.logger);
@@ -106,7 +124,17 @@ export async function importLegacyFile(store: DeadLetterStore, path: string, log
     try {
       let kept = 0;
       for (const e of entries) {
-        const letter: NewDeadLetter = { kind: 'mapping', id: e.id, at: e.receivedAt, namespace: e.namespace, integration: e.integration, reason: e.reason, ...(e.errors ? { errors: e.errors } : {}), ...(e.contentType ? { contentType: e.contentType } : {}), payload: e.payload };
+        const letter: NewDeadLetter = {
+          kind: 'mapping',
+          id: e.id,
+          at: e.receivedAt,
+          namespace: e.namespace,
+          integration: e.integration,
+          reason: e.reason,
+          ...(e.errors ? { errors: e.errors } : {}),
+          ...(e.contentType ? { contentType: e.contentType } : {}),
+          payload: e.payload,
+        };
         try {
           await store.put(letter);
           kept++;
@@ -115,10 +143,16 @@ export async function importLegacyFile(store: DeadLetterStore, path: string, log
         }
       }
       renameSync(path, `${path}.imported`);
-      logger.info({ file: path, entries: entries.length, kept, store: store.description, renamedTo: `${path}.imported` }, 'dead letters of an earlier version imported');
+      logger.info(
+        { file: path, entries: entries.length, kept, store: store.description, renamedTo: `${path}.imported` },
+        'dead letters of an earlier version imported',
+      );
       return kept;
     } catch (err) {
-      logger.warn({ err: { message: (err as Error).message }, file: path, retryInMs: IMPORT_RETRY_MS }, 'earlier dead letters not imported yet; trying again');
+      logger.warn(
+        { err: { message: (err as Error).message }, file: path, retryInMs: IMPORT_RETRY_MS },
+        'earlier dead letters not imported yet; trying again',
+      );
       await new Promise((r) => setTimeout(r, IMPORT_RETRY_MS).unref());
     }
   }

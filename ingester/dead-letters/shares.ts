@@ -43,7 +43,12 @@ export class ShareLedger {
     const list = this.byNamespace.get(m.namespace) ?? [];
     // Almost always the newest; an index rebuilt from the bus may see them in any order.
     if (list.length === 0 || (list.at(-1) as LetterMeta).seq < m.seq) list.push(m);
-    else list.splice(list.findIndex((x) => x.seq > m.seq), 0, m);
+    else
+      list.splice(
+        list.findIndex((x) => x.seq > m.seq),
+        0,
+        m,
+      );
     this.byNamespace.set(m.namespace, list);
     this.bytesOf.set(m.namespace, (this.bytesOf.get(m.namespace) ?? 0) + m.bytes);
     this.total += m.bytes;
@@ -51,7 +56,9 @@ export class ShareLedger {
 
   delete(seq: number, namespace?: string): LetterMeta | undefined {
     if (!this.seqs.has(seq)) return undefined;
-    for (const [ns, list] of namespace === undefined ? this.byNamespace : [[namespace, this.byNamespace.get(namespace) ?? []] as const]) {
+    for (const [ns, list] of namespace === undefined
+      ? this.byNamespace
+      : [[namespace, this.byNamespace.get(namespace) ?? []] as const]) {
       const i = list.findIndex((m) => m.seq === seq);
       if (i < 0) continue;
       const [m] = list.splice(i, 1) as [LetterMeta];

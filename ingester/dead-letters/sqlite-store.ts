@@ -13,7 +13,16 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { GroupCommit } from '../storage/group-commit.js';
-import { matches, metaOf, type DeadLetter, type DeadLetterLimits, type DeadLetterQuery, type DeadLetterStore, type DroppedLetter, type NewDeadLetter } from './model.js';
+import {
+  matches,
+  metaOf,
+  type DeadLetter,
+  type DeadLetterLimits,
+  type DeadLetterQuery,
+  type DeadLetterStore,
+  type DroppedLetter,
+  type NewDeadLetter,
+} from './model.js';
 import { ShareLedger } from './shares.js';
 
 interface PendingPut {
@@ -66,12 +75,39 @@ export class SqliteDeadLetters implements DeadLetterStore {
     };
     this.ledger = new ShareLedger(limits);
     // Metadata only (json_extract reads inside SQLite; the bodies never reach JavaScript).
-    const rows = this.db.prepare("SELECT seq, id, kind, namespace, bytes, json_extract(letter, '$.integration') AS integration, json_extract(letter, '$.destination') AS destination FROM letters ORDER BY seq").all() as Array<{ seq: number; id: string; kind: 'mapping' | 'delivery'; namespace: string; bytes: number; integration: string; destination: string | null }>;
-    for (const r of rows) this.ledger.add({ seq: r.seq, id: r.id, kind: r.kind, namespace: r.namespace, bytes: r.bytes, integration: r.integration, ...(r.destination ? { destination: r.destination } : {}) });
+    const rows = this.db
+      .prepare(
+        "SELECT seq, id, kind, namespace, bytes, json_extract(letter, '$.integration') AS integration, json_extract(letter, '$.destination') AS destination FROM letters ORDER BY seq",
+      )
+      .all() as Array<{
+      seq: number;
+      id: string;
+      kind: 'mapping' | 'delivery';
+      namespace: string;
+      bytes: number;
+      integration: string;
+      destination: string | null;
+    }>;
+    for (const r of rows)
+      this.ledger.add({
+        seq: r.seq,
+        id: r.id,
+        kind: r.kind,
+        namespace: r.namespace,
+        bytes: r.bytes,
+        integration: r.integration,
+        ...(r.destination ? { destination: r.destination } : {}),
+      });
   }
 
   put(input: NewDeadLetter): Promise<string> {
-    const letter = { ...input, id: input.id ?? randomUUID(), at: input.at ?? new Date().toISOString(), seq: 0, bytes: 0 } as DeadLetter;
+    const letter = {
+      ...input,
+      id: input.id ?? randomUUID(),
+      at: input.at ?? new Date().toISOString(),
+      seq: 0,
+      bytes: 0,
+    } as DeadLetter;
     const json = JSON.stringify(letter);
     letter.bytes = Buffer.byteLength(json);
     return new Promise((resolve, reject) => this.puts.add({ letter, json, resolve, reject }));
@@ -112,7 +148,8 @@ export class SqliteDeadLetters implements DeadLetterStore {
       // The ledger must match the file again: what this transaction added or dropped did not happen.
       for (const { seq } of kept) if (seq > 0) this.ledger.delete(seq);
       this.reloadDropped(droppedSeqs);
-      for (const p of group) p.reject(new Error(`writing the dead letter failed: ${(err as Error).message}`, { cause: err }));
+      for (const p of group)
+        p.reject(new Error(`writing the dead letter failed: ${(err as Error).message}`, { cause: err }));
       return;
     }
     if (dropped.length > 0) this.onDropped(dropped);
@@ -127,7 +164,10 @@ export class SqliteDeadLetters implements DeadLetterStore {
   }
 
   async list(q: DeadLetterQuery): Promise<DeadLetter[]> {
-    const chosen = this.ledger.all().filter((m) => matches(m, q)).slice(0, q.limit);
+    const chosen = this.ledger
+      .all()
+      .filter((m) => matches(m, q))
+      .slice(0, q.limit);
     return chosen.map((m) => this.read(m.seq)).filter((l): l is DeadLetter => l !== undefined);
   }
 

@@ -18,7 +18,16 @@ import type { Logger } from 'pino';
 import type { NormalisedEvent } from '../core/event.js';
 import { LogLimiter } from '../core/log-limiter.js';
 import type { AlertCounts, AlertStore } from './alert-store.js';
-import { alertKey, alertsOf, applyEvent, expire, isSpent, type AlertState, type PostableAlert, type Timing } from './alerts.js';
+import {
+  alertKey,
+  alertsOf,
+  applyEvent,
+  expire,
+  isSpent,
+  type AlertState,
+  type PostableAlert,
+  type Timing,
+} from './alerts.js';
 import type { Destination } from './destination.js';
 import { OutboundClient } from '../outbound/http-client.js';
 import type { Outcome } from '../outbound/outcome.js';
@@ -62,7 +71,12 @@ export class AlertmanagerDestination implements Destination {
     logger: Logger,
     private readonly holder: string,
   ) {
-    this.client = new OutboundClient({ where: `destinations.${name}.alertmanager`, auth: settings, timeoutMs: settings.timeoutMs, maxConnections: 4 });
+    this.client = new OutboundClient({
+      where: `destinations.${name}.alertmanager`,
+      auth: settings,
+      timeoutMs: settings.timeoutMs,
+      maxConnections: 4,
+    });
     this.timing = { resendIntervalMs: settings.resendIntervalMs, resolvedRetentionMs: settings.resolvedRetentionMs };
     this.logger = logger.child({ destination: name });
     this.refusals = new LogLimiter(this.logger);
@@ -145,8 +159,16 @@ export class AlertmanagerDestination implements Destination {
 
   private refuse(e: NormalisedEvent, limit: 'namespace' | 'total'): void {
     this.metrics.alertsRefused.inc({ destination: this.name, namespace: e.namespace, limit });
-    const max = limit === 'namespace' ? `maxAlertsPerNamespace (${this.settings.maxAlertsPerNamespace})` : `maxAlerts (${this.settings.maxAlerts})`;
-    this.refusals.error(`alert-limit-${limit}`, new Error(`the ${limit === 'namespace' ? 'namespace' : 'destination'} holds ${max} alert states`), { namespace: e.namespace, integration: e.integration, limit }, 'a new alert was refused: not kept, not sent to Alertmanager');
+    const max =
+      limit === 'namespace'
+        ? `maxAlertsPerNamespace (${this.settings.maxAlertsPerNamespace})`
+        : `maxAlerts (${this.settings.maxAlerts})`;
+    this.refusals.error(
+      `alert-limit-${limit}`,
+      new Error(`the ${limit === 'namespace' ? 'namespace' : 'destination'} holds ${max} alert states`),
+      { namespace: e.namespace, integration: e.integration, limit },
+      'a new alert was refused: not kept, not sent to Alertmanager',
+    );
   }
 
   private setCounts(counts: AlertCounts): void {
@@ -193,7 +215,9 @@ export class AlertmanagerDestination implements Destination {
     try {
       for (let from = 0; from < alerts.length; from += MAX_ALERTS_PER_POST) {
         const body = JSON.stringify(alerts.slice(from, from + MAX_ALERTS_PER_POST));
-        const results = await Promise.all(this.settings.urls.map((url) => this.client.post(`${url}/api/v2/alerts`, body, JSON_BODY)));
+        const results = await Promise.all(
+          this.settings.urls.map((url) => this.client.post(`${url}/api/v2/alerts`, body, JSON_BODY)),
+        );
         if (results.some((r) => r.kind === 'delivered')) continue;
         return worstOf(results, this.settings.urls);
       }
@@ -259,10 +283,14 @@ export class AlertmanagerDestination implements Destination {
       this.metrics.alerts.set({ destination: this.name, state: 'resolved' }, resolved);
       if (sent === 0) return;
       this.metrics.resends.inc({ destination: this.name, result: failure === undefined ? 'ok' : 'failed' });
-      if (failure !== undefined) this.logger.warn({ alerts: sent, error: failure }, 'alert re-send failed; trying again next interval');
+      if (failure !== undefined)
+        this.logger.warn({ alerts: sent, error: failure }, 'alert re-send failed; trying again next interval');
     } catch (err) {
       this.metrics.resends.inc({ destination: this.name, result: 'failed' });
-      this.logger.warn({ err: { message: (err as Error).message } }, 'alert re-send failed; trying again next interval');
+      this.logger.warn(
+        { err: { message: (err as Error).message } },
+        'alert re-send failed; trying again next interval',
+      );
     }
   }
 
@@ -292,7 +320,12 @@ function worstOf(results: Outcome[], urls: readonly string[]): Outcome {
   }
   const waits = retries.map((r) => r.retryAfterMs).filter((ms): ms is number => ms !== undefined);
   const first = retries[0] as Extract<Outcome, { kind: 'retry' }>;
-  return { kind: 'retry', reason: first.reason, error: errors, ...(waits.length > 0 ? { retryAfterMs: Math.min(...waits) } : {}) };
+  return {
+    kind: 'retry',
+    reason: first.reason,
+    error: errors,
+    ...(waits.length > 0 ? { retryAfterMs: Math.min(...waits) } : {}),
+  };
 }
 
 /** Counts a kept state under its namespace (the label; every state carries it). */

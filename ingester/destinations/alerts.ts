@@ -67,7 +67,15 @@ export function labelsOf(e: NormalisedEvent): Record<string, string> {
 
 export function annotationsOf(e: NormalisedEvent): Record<string, string> {
   const a: Record<string, string> = { event_id: e.id, agent_time: e.agent_time, received_at: e.received_at };
-  for (const field of ['description', 'manager', 'agent_location', 'external_id', 'source_id', 'class', 'type'] as const) {
+  for (const field of [
+    'description',
+    'manager',
+    'agent_location',
+    'external_id',
+    'source_id',
+    'class',
+    'type',
+  ] as const) {
     const value = e[field];
     if (value) a[field] = value;
   }
@@ -79,14 +87,21 @@ export function annotationsOf(e: NormalisedEvent): Record<string, string> {
  * The state after `e`, and whether anything changed. Applying the same event twice (a redelivery)
  * or an older one changes nothing.
  */
-export function applyEvent(prev: AlertState | undefined, e: NormalisedEvent, nowMs: number): { next: AlertState | undefined; changed: boolean } {
+export function applyEvent(
+  prev: AlertState | undefined,
+  e: NormalisedEvent,
+  nowMs: number,
+): { next: AlertState | undefined; changed: boolean } {
   const eventAtMs = Date.parse(e.agent_time);
   if (prev && (prev.lastEventId === e.id || eventAtMs < prev.lastEventAtMs)) return { next: prev, changed: false };
   const now = new Date(nowMs).toISOString();
   if (e.severity === 0) {
     // A clear for a signature with no firing alert has nothing to resolve.
     if (!prev || prev.resolvedAt) return { next: prev, changed: false };
-    return { next: { ...prev, resolvedAt: now, lastEventAtMs: eventAtMs, lastEventId: e.id, lastSeenMs: nowMs }, changed: true };
+    return {
+      next: { ...prev, resolvedAt: now, lastEventAtMs: eventAtMs, lastEventId: e.id, lastSeenMs: nowMs },
+      changed: true,
+    };
   }
   const labels = labelsOf(e);
   const annotations = annotationsOf(e);
@@ -113,12 +128,28 @@ export function applyEvent(prev: AlertState | undefined, e: NormalisedEvent, now
 export function alertsOf(s: AlertState, nowMs: number, t: Timing): PostableAlert[] {
   const out: PostableAlert[] = [];
   if (s.replaced && nowMs - Date.parse(s.replaced.endedAt) < t.resolvedRetentionMs) {
-    out.push({ labels: s.replaced.labels, annotations: s.replaced.annotations, startsAt: s.replaced.startsAt, endsAt: s.replaced.endedAt });
+    out.push({
+      labels: s.replaced.labels,
+      annotations: s.replaced.annotations,
+      startsAt: s.replaced.startsAt,
+      endsAt: s.replaced.endedAt,
+    });
   }
   if (s.resolvedAt) {
-    if (nowMs - Date.parse(s.resolvedAt) < t.resolvedRetentionMs) out.push({ labels: s.labels, annotations: s.annotations, startsAt: s.startsAt, endsAt: endsAfterStart(s.startsAt, s.resolvedAt) });
+    if (nowMs - Date.parse(s.resolvedAt) < t.resolvedRetentionMs)
+      out.push({
+        labels: s.labels,
+        annotations: s.annotations,
+        startsAt: s.startsAt,
+        endsAt: endsAfterStart(s.startsAt, s.resolvedAt),
+      });
   } else {
-    out.push({ labels: s.labels, annotations: s.annotations, startsAt: s.startsAt, endsAt: new Date(nowMs + ENDS_AT_INTERVALS * t.resendIntervalMs).toISOString() });
+    out.push({
+      labels: s.labels,
+      annotations: s.annotations,
+      startsAt: s.startsAt,
+      endsAt: new Date(nowMs + ENDS_AT_INTERVALS * t.resendIntervalMs).toISOString(),
+    });
   }
   return out;
 }
@@ -128,8 +159,13 @@ export function alertsOf(s: AlertState, nowMs: number, t: Timing): PostableAlert
  * resolved now; undefined when it is not due (or resolveAfter is off).
  */
 export function expire(s: AlertState, nowMs: number, resolveAfterMs: number): AlertState | undefined {
-  if (resolveAfterMs <= 0 || s.resolvedAt || nowMs - (s.lastSeenMs ?? s.lastEventAtMs) < resolveAfterMs) return undefined;
-  return { ...s, resolvedAt: new Date(nowMs).toISOString(), annotations: { ...s.annotations, resolved_by: `resolveAfter: no event for ${Math.round(resolveAfterMs / 1000)}s` } };
+  if (resolveAfterMs <= 0 || s.resolvedAt || nowMs - (s.lastSeenMs ?? s.lastEventAtMs) < resolveAfterMs)
+    return undefined;
+  return {
+    ...s,
+    resolvedAt: new Date(nowMs).toISOString(),
+    annotations: { ...s.annotations, resolved_by: `resolveAfter: no event for ${Math.round(resolveAfterMs / 1000)}s` },
+  };
 }
 
 /** Whether the state can be forgotten: resolved and past the retention, nothing replaced still to send. */

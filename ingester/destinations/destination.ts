@@ -18,7 +18,12 @@ export interface Destination {
 }
 
 /** Exponential backoff with full jitter: random(0, min(max, min * 2^(attempt-1))); Retry-After wins when given. */
-export function retryDelayMs(attempt: number, o: { backoffMinMs: number; backoffMaxMs: number }, retryAfterMs?: number, random = Math.random): number {
+export function retryDelayMs(
+  attempt: number,
+  o: { backoffMinMs: number; backoffMaxMs: number },
+  retryAfterMs?: number,
+  random = Math.random,
+): number {
   if (retryAfterMs !== undefined) return Math.min(Math.max(0, retryAfterMs), MAX_RETRY_AFTER_MS);
   const ceiling = Math.min(o.backoffMaxMs, o.backoffMinMs * 2 ** Math.min(30, Math.max(0, attempt - 1)));
   return Math.round(random() * ceiling);

@@ -91,18 +91,29 @@ export class Dispatcher {
     if (outcome.kind === 'delivered') {
       const now = Date.now();
       this.metrics.delivered.inc({ destination: name }, batch.length);
-      for (const d of batch) this.metrics.latency.observe({ destination: name }, Math.max(0, now - Date.parse(d.event.received_at)) / 1000);
+      for (const d of batch)
+        this.metrics.latency.observe({ destination: name }, Math.max(0, now - Date.parse(d.event.received_at)) / 1000);
       await this.settle(batch, (d) => d.ack());
       return;
     }
     if (outcome.kind === 'reject') {
       this.metrics.deadLettered.inc({ destination: name, reason: outcome.reason }, batch.length);
-      this.logs.error(`reject:${outcome.reason}`, new Error(outcome.error), { destination: name, events: batch.length }, 'destination refused events; they are in the dead letter');
+      this.logs.error(
+        `reject:${outcome.reason}`,
+        new Error(outcome.error),
+        { destination: name, events: batch.length },
+        'destination refused events; they are in the dead letter',
+      );
       await this.settle(batch, (d) => d.deadLetter(outcome.reason, outcome.error));
       return;
     }
     this.metrics.retries.inc({ destination: name, reason: outcome.reason }, batch.length);
-    this.logs.error(`retry:${outcome.reason}`, new Error(outcome.error), { destination: name, events: batch.length }, 'delivery failed; retrying with backoff');
+    this.logs.error(
+      `retry:${outcome.reason}`,
+      new Error(outcome.error),
+      { destination: name, events: batch.length },
+      'delivery failed; retrying with backoff',
+    );
     await this.settle(batch, (d) => {
       if (d.attempt >= this.options.maxAttempts) {
         this.metrics.deadLettered.inc({ destination: name, reason: 'attempts_exhausted' });
@@ -117,7 +128,12 @@ export class Dispatcher {
     const results = await Promise.allSettled(batch.map(how));
     const failed = results.filter((r) => r.status === 'rejected');
     if (failed.length > 0) {
-      this.logs.error('settle', (failed[0] as PromiseRejectedResult).reason, { destination: this.destination.name, events: failed.length }, 'could not settle deliveries with the queue; they will be delivered again');
+      this.logs.error(
+        'settle',
+        (failed[0] as PromiseRejectedResult).reason,
+        { destination: this.destination.name, events: failed.length },
+        'could not settle deliveries with the queue; they will be delivered again',
+      );
     }
   }
 }

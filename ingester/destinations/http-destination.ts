@@ -24,13 +24,22 @@ export class HttpDestination implements Destination {
   ) {
     this.maxBatch = settings.batchSize;
     // One socket per request the dispatcher may have in flight: none waits for another's socket.
-    this.client = new OutboundClient({ where: `destinations.${name}.http`, auth: settings, timeoutMs: settings.timeoutMs, maxConnections: Math.max(1, Math.ceil(maxInFlight / settings.batchSize)) });
+    this.client = new OutboundClient({
+      where: `destinations.${name}.http`,
+      auth: settings,
+      timeoutMs: settings.timeoutMs,
+      maxConnections: Math.max(1, Math.ceil(maxInFlight / settings.batchSize)),
+    });
   }
 
   send(events: readonly NormalisedEvent[]): Promise<Outcome> {
     const single = this.settings.batchSize === 1 && events.length === 1;
     const body = JSON.stringify(single ? events[0] : events);
-    const key = single ? (events[0] as NormalisedEvent).id : `batch-${createHash('sha256').update(events.map((e) => e.id).join('\n')).digest('hex')}`;
+    const key = single
+      ? (events[0] as NormalisedEvent).id
+      : `batch-${createHash('sha256')
+          .update(events.map((e) => e.id).join('\n'))
+          .digest('hex')}`;
     return this.client.post(this.settings.url, body, {
       ...this.settings.headers,
       'content-type': 'application/json',

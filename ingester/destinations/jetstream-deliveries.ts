@@ -11,7 +11,16 @@
  * acknowledged and skipped. A replayed dead letter carries `Intake-Destination` and goes to that
  * destination only.
  */
-import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, StorageType, type JetStreamClient, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  jetstream,
+  jetstreamManager,
+  StorageType,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+} from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { headers as natsHeaders, nanos, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
@@ -84,7 +93,11 @@ export class JetStreamDeliveries {
           await this.ensureConsumer(jsm, d);
           // Bound to this connection: a new connection gets new handles.
           if (d.settings.kind === 'alertmanager') {
-            const kv = await new Kvm(js).create(`${this.settings.alertBucketPrefix}-${d.settings.name}`, { history: 1, replicas: this.settings.streamConfig.replicas, storage: StorageType.File });
+            const kv = await new Kvm(js).create(`${this.settings.alertBucketPrefix}-${d.settings.name}`, {
+              history: 1,
+              replicas: this.settings.streamConfig.replicas,
+              storage: StorageType.File,
+            });
             this.stores.set(d.settings.name, new KvAlertStore(kv));
           }
         }
@@ -95,7 +108,10 @@ export class JetStreamDeliveries {
         this.logger.info({ destinations: this.destinations.map((d) => d.settings.name) }, 'delivering from the bus');
         return;
       } catch (err) {
-        this.logger.error({ err: { message: (err as Error).message }, retryInMs: RETRY_ATTACH_MS }, 'destination consumers not ready; trying again');
+        this.logger.error(
+          { err: { message: (err as Error).message }, retryInMs: RETRY_ATTACH_MS },
+          'destination consumers not ready; trying again',
+        );
         await sleep(RETRY_ATTACH_MS);
       }
     }
@@ -119,7 +135,10 @@ export class JetStreamDeliveries {
       await jsm.consumers.add(this.settings.stream, config);
     } catch {
       // It exists with other settings (an upgrade changed a limit): keep its position, update what can change.
-      await jsm.consumers.update(this.settings.stream, config.durable_name, { ack_wait: config.ack_wait, max_ack_pending: config.max_ack_pending });
+      await jsm.consumers.update(this.settings.stream, config.durable_name, {
+        ack_wait: config.ack_wait,
+        max_ack_pending: config.max_ack_pending,
+      });
     }
   }
 
@@ -134,7 +153,12 @@ export class JetStreamDeliveries {
       while (!stopped && !this.closing) {
         try {
           const consumer = await js.consumers.get(this.settings.stream, consumerName(d.settings.name));
-          const messages = await consumer.consume({ max_messages: Math.min(d.settings.delivery.maxInFlight, Math.max(64, 2 * d.dispatcher.destination.maxBatch)) });
+          const messages = await consumer.consume({
+            max_messages: Math.min(
+              d.settings.delivery.maxInFlight,
+              Math.max(64, 2 * d.dispatcher.destination.maxBatch),
+            ),
+          });
           stopMessages = () => void messages.stop();
           if (stopped) messages.stop();
           for await (const m of messages) {
@@ -143,7 +167,10 @@ export class JetStreamDeliveries {
           }
         } catch (err) {
           if (stopped || this.closing) return;
-          this.logger.warn({ destination: d.settings.name, err: { message: (err as Error).message } }, 'consumer interrupted; resuming');
+          this.logger.warn(
+            { destination: d.settings.name, err: { message: (err as Error).message } },
+            'consumer interrupted; resuming',
+          );
           await sleep(RETRY_ATTACH_MS);
         }
       }
@@ -184,13 +211,27 @@ export class JetStreamDeliveries {
       event = undefined;
     }
     if (event) {
-      const letter = { kind: 'delivery', id: `${destination}-${m.info.streamSequence}`, namespace: event.namespace, integration: event.integration, destination, reason: oneLine(reason, 128), error: oneLine(error), attempts: m.info.deliveryCount, subject: m.subject, event } as const;
+      const letter = {
+        kind: 'delivery',
+        id: `${destination}-${m.info.streamSequence}`,
+        namespace: event.namespace,
+        integration: event.integration,
+        destination,
+        reason: oneLine(reason, 128),
+        error: oneLine(error),
+        attempts: m.info.deliveryCount,
+        subject: m.subject,
+        event,
+      } as const;
       await this.deadLetters.put(letter).catch((err: Error) => {
         // Larger than a namespace's share: it can never be kept (the store counted the drop).
         if (!(err instanceof LetterTooLarge)) throw err;
       });
     } else {
-      this.logger.error({ destination, subject: m.subject, seq: m.info.streamSequence, reason }, 'an unreadable message on the events stream was dropped');
+      this.logger.error(
+        { destination, subject: m.subject, seq: m.info.streamSequence, reason },
+        'an unreadable message on the events stream was dropped',
+      );
     }
     m.term(oneLine(reason, 128));
   }
@@ -201,7 +242,10 @@ export class JetStreamDeliveries {
     if (!js) throw new Error('the bus is not connected');
     const h = natsHeaders();
     h.set(ONLY_FOR, letter.destination);
-    await js.publish(letter.subject ?? `${this.settings.subjectPrefix}.replayed`, JSON.stringify(letter.event), { msgID: `${letter.event.id}~replay~${letter.id}`, headers: h });
+    await js.publish(letter.subject ?? `${this.settings.subjectPrefix}.replayed`, JSON.stringify(letter.event), {
+      msgID: `${letter.event.id}~replay~${letter.id}`,
+      headers: h,
+    });
   }
 
   private startLag(): void {
@@ -210,7 +254,9 @@ export class JetStreamDeliveries {
       const jsm = this.jsm;
       if (!jsm) return;
       for (const d of this.destinations) {
-        const info = await jsm.consumers.info(this.settings.stream, consumerName(d.settings.name)).catch(() => undefined);
+        const info = await jsm.consumers
+          .info(this.settings.stream, consumerName(d.settings.name))
+          .catch(() => undefined);
         if (info) this.metrics.lag.set({ destination: d.settings.name }, info.num_pending + info.num_ack_pending);
       }
     };

@@ -14,7 +14,12 @@ export class DestinationMetrics {
 
   constructor(registry: Registry) {
     const registers = [registry];
-    this.delivered = new Counter({ name: 'intake_destination_delivered_total', help: 'Events a destination accepted (2xx).', labelNames: ['destination'], registers });
+    this.delivered = new Counter({
+      name: 'intake_destination_delivered_total',
+      help: 'Events a destination accepted (2xx).',
+      labelNames: ['destination'],
+      registers,
+    });
     this.retries = new Counter({
       name: 'intake_destination_retries_total',
       help: 'Deliveries that failed and are tried again after a backoff, by reason (network, timeout, http_<status>, state_store).',
@@ -43,7 +48,7 @@ export class DestinationMetrics {
     });
     this.lag = new Gauge({
       name: 'intake_destination_lag',
-      help: 'Events waiting to be delivered to a destination (JetStream: the consumer\'s pending and unacknowledged messages; standalone: outbox rows).',
+      help: "Events waiting to be delivered to a destination (JetStream: the consumer's pending and unacknowledged messages; standalone: outbox rows).",
       labelNames: ['destination'],
       registers,
     });
@@ -59,6 +64,11 @@ export class DestinationMetrics {
       labelNames: ['destination', 'namespace', 'limit'],
       registers,
     });
-    this.alerts = new Gauge({ name: 'intake_destination_alerts', help: 'Alert states kept for an Alertmanager destination, by state (firing, resolved), as of the last re-send.', labelNames: ['destination', 'state'], registers });
+    this.alerts = new Gauge({
+      name: 'intake_destination_alerts',
+      help: 'Alert states kept for an Alertmanager destination, by state (firing, resolved), as of the last re-send.',
+      labelNames: ['destination', 'state'],
+      registers,
+    });
   }
 }

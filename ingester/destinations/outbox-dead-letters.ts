@@ -15,17 +15,46 @@ export type LegacyDeadLetter = Extract<NewDeadLetter, { kind: 'delivery' }> & { 
  * failed, was replayed and failed again) become one row, and were once counted five times.
  */
 export function requeueDeadLetter(table: OutboxTable, letter: DeliveryDeadLetter): void {
-  table.budget.used += table.insert({ destination: letter.destination, id: letter.event.id, payload: JSON.stringify(letter.event) });
+  table.budget.used += table.insert({
+    destination: letter.destination,
+    id: letter.event.id,
+    payload: JSON.stringify(letter.event),
+  });
 }
 
 /** Dead letters an earlier version kept in this database (moved to the dead-letter store at startup). */
 export function legacyDeadLetters(table: OutboxTable): LegacyDeadLetter[] {
-  if (!table.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'dead_letters'").get()) return [];
-  type Row = { seq: number; destination: string; payload: string; reason: string; error: string; attempts: number; failedAt: string };
-  const rows = table.db.prepare('SELECT seq, destination, payload, reason, error, attempts, failed_at AS failedAt FROM dead_letters ORDER BY seq').all() as unknown as Row[];
+  if (!table.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'dead_letters'").get())
+    return [];
+  type Row = {
+    seq: number;
+    destination: string;
+    payload: string;
+    reason: string;
+    error: string;
+    attempts: number;
+    failedAt: string;
+  };
+  const rows = table.db
+    .prepare(
+      'SELECT seq, destination, payload, reason, error, attempts, failed_at AS failedAt FROM dead_letters ORDER BY seq',
+    )
+    .all() as unknown as Row[];
   return rows.map((r) => {
     const event = JSON.parse(r.payload) as NormalisedEvent;
-    return { seq: r.seq, kind: 'delivery', id: `outbox-${r.seq}`, at: r.failedAt, namespace: event.namespace, integration: event.integration, destination: r.destination, reason: r.reason, error: r.error, attempts: r.attempts, event };
+    return {
+      seq: r.seq,
+      kind: 'delivery',
+      id: `outbox-${r.seq}`,
+      at: r.failedAt,
+      namespace: event.namespace,
+      integration: event.integration,
+      destination: r.destination,
+      reason: r.reason,
+      error: r.error,
+      attempts: r.attempts,
+      event,
+    };
   });
 }
 

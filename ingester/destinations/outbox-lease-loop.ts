@@ -100,7 +100,16 @@ export class OutboxLeaseLoops {
       retry: (delayMs, error) => this.settle(() => this.table.reschedule(r.seq, Date.now() + delayMs, error)),
       deadLetter: async (reason, error) => {
         // Kept first, then the row goes: a crash between the two delivers the event again, never loses it.
-        await this.bury({ kind: 'delivery', namespace: event.namespace, integration: event.integration, destination: r.destination, reason, error, attempts: r.attempts + 1, event }).catch((err: Error) => {
+        await this.bury({
+          kind: 'delivery',
+          namespace: event.namespace,
+          integration: event.integration,
+          destination: r.destination,
+          reason,
+          error,
+          attempts: r.attempts + 1,
+          event,
+        }).catch((err: Error) => {
           // Larger than a namespace's share: it can never be kept (the store counted the drop).
           if (!(err instanceof LetterTooLarge)) throw err;
         });

@@ -11,7 +11,8 @@ import { StoreBudget } from '../storage/store-budget.js';
 /** Bytes a row costs beyond its strings (SQLite row and index overhead, roughly). */
 const ROW_OVERHEAD = 96;
 /** What a row counts against maxBytes. */
-export const rowBytes = (destination: string, id: string, payload: string): number => destination.length + id.length + Buffer.byteLength(payload) + ROW_OVERHEAD;
+export const rowBytes = (destination: string, id: string, payload: string): number =>
+  destination.length + id.length + Buffer.byteLength(payload) + ROW_OVERHEAD;
 
 export interface NewOutboxRow {
   destination: string;
@@ -27,7 +28,10 @@ export interface OutboxRow extends NewOutboxRow {
 export class OutboxTable {
   readonly db: DatabaseSync;
   readonly budget: StoreBudget;
-  private readonly statements: Record<'insert' | 'due' | 'nextDue' | 'lease' | 'remove' | 'reschedule' | 'count' | 'total', StatementSync>;
+  private readonly statements: Record<
+    'insert' | 'due' | 'nextDue' | 'lease' | 'remove' | 'reschedule' | 'count' | 'total',
+    StatementSync
+  >;
 
   constructor(
     dir: string,
@@ -52,13 +56,17 @@ export class OutboxTable {
     const p = (sql: string): StatementSync => this.db.prepare(sql);
     this.statements = {
       insert: p('INSERT OR IGNORE INTO outbox (destination, id, payload, next_at) VALUES (?, ?, ?, 0)'),
-      due: p('SELECT seq, destination, id, payload, attempts FROM outbox WHERE destination = ? AND next_at <= ? ORDER BY next_at, seq LIMIT ?'),
+      due: p(
+        'SELECT seq, destination, id, payload, attempts FROM outbox WHERE destination = ? AND next_at <= ? ORDER BY next_at, seq LIMIT ?',
+      ),
       nextDue: p('SELECT min(next_at) AS t FROM outbox WHERE destination = ?'),
       lease: p('UPDATE outbox SET next_at = ?, attempts = attempts + 1 WHERE seq = ?'),
       remove: p('DELETE FROM outbox WHERE seq = ?'),
       reschedule: p('UPDATE outbox SET next_at = ?, last_error = ? WHERE seq = ?'),
       count: p('SELECT count(*) AS n FROM outbox WHERE destination = ?'),
-      total: p('SELECT coalesce(sum(length(destination) + length(id) + length(CAST(payload AS BLOB))), 0) AS b, count(*) AS n FROM outbox'),
+      total: p(
+        'SELECT coalesce(sum(length(destination) + length(id) + length(CAST(payload AS BLOB))), 0) AS b, count(*) AS n FROM outbox',
+      ),
     };
     const t = this.statements.total.get() as { b: number; n: number };
     this.budget = new StoreBudget(maxBytes);
@@ -79,7 +87,9 @@ export class OutboxTable {
 
   /** Inserts a row unless the event is already held for that destination; returns the bytes added (0 when it was). */
   insert(r: NewOutboxRow): number {
-    return Number(this.statements.insert.run(r.destination, r.id, r.payload).changes) > 0 ? rowBytes(r.destination, r.id, r.payload) : 0;
+    return Number(this.statements.insert.run(r.destination, r.id, r.payload).changes) > 0
+      ? rowBytes(r.destination, r.id, r.payload)
+      : 0;
   }
 
   due(destination: string, now: number, limit: number): OutboxRow[] {
@@ -101,7 +111,8 @@ export class OutboxTable {
 
   /** Removes a row and gives its bytes back to the budget. */
   remove(r: OutboxRow): void {
-    if (Number(this.statements.remove.run(r.seq).changes) > 0) this.budget.used -= rowBytes(r.destination, r.id, r.payload);
+    if (Number(this.statements.remove.run(r.seq).changes) > 0)
+      this.budget.used -= rowBytes(r.destination, r.id, r.payload);
   }
 
   depth(destination: string): number {
@@ -110,7 +121,10 @@ export class OutboxTable {
 
   /** Rows held for destinations not in `configured`, by name. */
   orphans(configured: readonly string[]): Record<string, number> {
-    const rows = this.db.prepare('SELECT destination, count(*) AS n FROM outbox GROUP BY destination').all() as Array<{ destination: string; n: number }>;
+    const rows = this.db.prepare('SELECT destination, count(*) AS n FROM outbox GROUP BY destination').all() as Array<{
+      destination: string;
+      n: number;
+    }>;
     return Object.fromEntries(rows.filter((r) => !configured.includes(r.destination)).map((r) => [r.destination, r.n]));
   }
 }

@@ -15,7 +15,12 @@ import type { DeliveryDeadLetter, NewDeadLetter } from '../dead-letters/model.js
 import { SinkError, type EventSink, type HandOffReport } from '../sinks/sink.js';
 import { GroupCommit } from '../storage/group-commit.js';
 import type { Routing } from './destination.js';
-import { dropLegacyDeadLetters, legacyDeadLetters, requeueDeadLetter, type LegacyDeadLetter } from './outbox-dead-letters.js';
+import {
+  dropLegacyDeadLetters,
+  legacyDeadLetters,
+  requeueDeadLetter,
+  type LegacyDeadLetter,
+} from './outbox-dead-letters.js';
 import { OutboxLeaseLoops, type OutboxDestination } from './outbox-lease-loop.js';
 import { OutboxTable, rowBytes, type NewOutboxRow } from './outbox-table.js';
 
@@ -70,7 +75,9 @@ export class Outbox implements EventSink {
   }
 
   unavailable(): string | undefined {
-    return this.table.budget.hasRoom() ? undefined : `the outbox is full (${this.table.budget.used} of ${this.maxBytes} bytes): destinations are not keeping up`;
+    return this.table.budget.hasRoom()
+      ? undefined
+      : `the outbox is full (${this.table.budget.used} of ${this.maxBytes} bytes): destinations are not keeping up`;
   }
 
   async flush(): Promise<void> {
@@ -79,7 +86,9 @@ export class Outbox implements EventSink {
 
   private commit(group: PendingAppend[]): void {
     const budget = this.table.budget;
-    const admitted = budget.admit(group, (p) => p.reject(new SinkError(this.name, `the outbox is full (${budget.used} of ${this.maxBytes} bytes used)`)));
+    const admitted = budget.admit(group, (p) =>
+      p.reject(new SinkError(this.name, `the outbox is full (${budget.used} of ${this.maxBytes} bytes used)`)),
+    );
     if (admitted.length === 0) return;
     let added = 0;
     try {
@@ -87,7 +96,9 @@ export class Outbox implements EventSink {
         for (const p of admitted) for (const r of p.rows) added += this.table.insert(r);
       });
     } catch (err) {
-      const failure = new SinkError(this.name, `writing to the outbox failed: ${(err as Error).message}`, { cause: err });
+      const failure = new SinkError(this.name, `writing to the outbox failed: ${(err as Error).message}`, {
+        cause: err,
+      });
       for (const p of admitted) p.reject(failure);
       return;
     }

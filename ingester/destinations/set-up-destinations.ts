@@ -62,7 +62,10 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
       ? new AlertmanagerDestination(d.name, d.alertmanager, () => alertStore(d.name), metrics, o.logger, holder)
       : new HttpDestination(d.name, d.http, d.delivery.maxInFlight),
   );
-  const queued = o.destinations.map((settings, i) => ({ settings, dispatcher: new Dispatcher(clients[i] as Destination, settings.delivery, metrics, o.logger) }));
+  const queued = o.destinations.map((settings, i) => ({
+    settings,
+    dispatcher: new Dispatcher(clients[i] as Destination, settings.delivery, metrics, o.logger),
+  }));
   const names = o.destinations.map((d) => d.name);
   const closeClients = (): Promise<unknown> => Promise.all(clients.map((c) => c.close()));
 
@@ -91,7 +94,13 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
   const spool = o.spool;
   if (!spool) throw new Error('destinations without the bus need the spool (config.ts refuses this earlier)');
   const errors = new LogLimiter(o.logger);
-  const outbox = new Outbox(spool.path, spool.maxBytes, routing, (letter) => o.deadLetters.put(letter), (err) => errors.error('outbox', err, {}, 'outbox rows not handed out; trying again'));
+  const outbox = new Outbox(
+    spool.path,
+    spool.maxBytes,
+    routing,
+    (letter) => o.deadLetters.put(letter),
+    (err) => errors.error('outbox', err, {}, 'outbox rows not handed out; trying again'),
+  );
   const alertStores = new SqliteAlertStores(spool.path);
   const stores = new Map(names.map((n) => [n, alertStores.store(n)]));
   alertStore = (name) => stores.get(name);
@@ -105,7 +114,9 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
     names,
     start: () => {
       void moveLegacyDeadLetters(outbox, o.deadLetters, o.logger);
-      outbox.start(queued.map((q) => ({ name: q.settings.name, dispatcher: q.dispatcher, leaseMs: claimTimeoutMs(q.settings) })));
+      outbox.start(
+        queued.map((q) => ({ name: q.settings.name, dispatcher: q.dispatcher, leaseMs: claimTimeoutMs(q.settings) })),
+      );
       for (const c of clients) c.start?.();
       const measure = (): void => {
         for (const n of names) metrics.lag.set({ destination: n }, outbox.depth(n));
@@ -113,10 +124,16 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
       measure();
       lagTimer = setInterval(measure, LAG_INTERVAL_MS);
       lagTimer.unref();
-      o.logger.info({ destinations: names, outbox: `${spool.path}/outbox.sqlite` }, 'no bus configured: destinations are delivered from the local spool (required with destinations)');
+      o.logger.info(
+        { destinations: names, outbox: `${spool.path}/outbox.sqlite` },
+        'no bus configured: destinations are delivered from the local spool (required with destinations)',
+      );
       const orphans = outbox.orphans(names);
       if (Object.keys(orphans).length > 0) {
-        o.logger.warn({ events: orphans }, 'the outbox holds events for destinations no longer configured; they stay there until those destinations are configured again');
+        o.logger.warn(
+          { events: orphans },
+          'the outbox holds events for destinations no longer configured; they stay there until those destinations are configured again',
+        );
       }
     },
     close: async () => {
@@ -136,16 +153,27 @@ async function moveLegacyDeadLetters(outbox: Outbox, store: DeadLetterStore, log
   if (legacy.length === 0) return;
   try {
     // Ids derived from their old positions: a crash mid-way and a second run keep each one once.
-    for (const { seq: _seq, ...letter } of legacy) await store.put(letter).catch((err: Error) => (err.name === 'LetterTooLarge' ? undefined : Promise.reject(err)));
+    for (const { seq: _seq, ...letter } of legacy)
+      await store.put(letter).catch((err: Error) => (err.name === 'LetterTooLarge' ? undefined : Promise.reject(err)));
     outbox.dropLegacyDeadLetters();
-    logger.info({ letters: legacy.length, store: store.description }, 'dead letters of an earlier version moved from the outbox to the dead-letter store');
+    logger.info(
+      { letters: legacy.length, store: store.description },
+      'dead letters of an earlier version moved from the outbox to the dead-letter store',
+    );
   } catch (err) {
-    logger.error({ err: { message: (err as Error).message } }, 'dead letters of an earlier version not moved from the outbox; trying again at the next start');
+    logger.error(
+      { err: { message: (err as Error).message } },
+      'dead letters of an earlier version not moved from the outbox; trying again at the next start',
+    );
   }
 }
 
 /** The integration's destinations when it is still published in the event's namespace, else the defaults. */
-function destinationsOfEvent(e: NormalisedEvent, table: RouteTable, all: readonly DestinationSettings[]): readonly string[] {
+function destinationsOfEvent(
+  e: NormalisedEvent,
+  table: RouteTable,
+  all: readonly DestinationSettings[],
+): readonly string[] {
   const route = table.webhook(e.integration);
   if (route && route.namespace === e.namespace) return route.destinations;
   return destinationsFor(undefined, all);

@@ -62,19 +62,41 @@ interface DestinationBase {
   delivery: DeliverySettings;
 }
 
-export type DestinationSettings = (DestinationBase & { kind: 'alertmanager'; alertmanager: AlertmanagerSettings }) | (DestinationBase & { kind: 'http'; http: HttpSettings });
+export type DestinationSettings =
+  | (DestinationBase & { kind: 'alertmanager'; alertmanager: AlertmanagerSettings })
+  | (DestinationBase & { kind: 'http'; http: HttpSettings });
 
-export const DEFAULT_DELIVERY: DeliverySettings = { maxAttempts: 10, backoffMinMs: 1000, backoffMaxMs: 300_000, maxInFlight: 256 };
-const DEFAULT_ALERTMANAGER = { resendInterval: '60s', resolvedRetention: '15m', timeout: '10s', maxAlertsPerNamespace: 10_000, maxAlerts: 50_000 };
+export const DEFAULT_DELIVERY: DeliverySettings = {
+  maxAttempts: 10,
+  backoffMinMs: 1000,
+  backoffMaxMs: 300_000,
+  maxInFlight: 256,
+};
+const DEFAULT_ALERTMANAGER = {
+  resendInterval: '60s',
+  resolvedRetention: '15m',
+  timeout: '10s',
+  maxAlertsPerNamespace: 10_000,
+  maxAlerts: 50_000,
+};
 const DEFAULT_HTTP = { timeout: '5s', batchSize: 1 };
 
 const duration = { type: 'string', pattern: '^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$' } as const;
 const file = { type: 'string', minLength: 1 } as const;
 const httpUrl = { type: 'string', pattern: '^https?://[^\\s]+$' } as const;
 const clientAuthProperties = {
-  basicAuth: { type: 'object', additionalProperties: false, required: ['username', 'passwordFile'], properties: { username: { type: 'string', minLength: 1 }, passwordFile: file } },
+  basicAuth: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['username', 'passwordFile'],
+    properties: { username: { type: 'string', minLength: 1 }, passwordFile: file },
+  },
   bearerTokenFile: file,
-  tls: { type: 'object', additionalProperties: false, properties: { caFile: file, certFile: file, keyFile: file, insecureSkipVerify: { type: 'boolean' } } },
+  tls: {
+    type: 'object',
+    additionalProperties: false,
+    properties: { caFile: file, certFile: file, keyFile: file, insecureSkipVerify: { type: 'boolean' } },
+  },
 } as const;
 
 /** JSON Schema fragment for the settings file (config.ts). */
@@ -117,7 +139,12 @@ export const destinationsSchema = {
       delivery: {
         type: 'object',
         additionalProperties: false,
-        properties: { maxAttempts: { type: 'integer', minimum: 1 }, backoffMin: duration, backoffMax: duration, maxInFlight: { type: 'integer', minimum: 1, maximum: 10000 } },
+        properties: {
+          maxAttempts: { type: 'integer', minimum: 1 },
+          backoffMin: duration,
+          backoffMax: duration,
+          maxInFlight: { type: 'integer', minimum: 1, maximum: 10000 },
+        },
       },
     },
   },
@@ -132,13 +159,30 @@ interface AuthFile {
 export interface DestinationFile {
   name: string;
   default?: boolean;
-  alertmanager?: AuthFile & { urls: string[]; resendInterval?: string; resolvedRetention?: string; resolveAfter?: string; timeout?: string; maxAlertsPerNamespace?: number; maxAlerts?: number };
+  alertmanager?: AuthFile & {
+    urls: string[];
+    resendInterval?: string;
+    resolvedRetention?: string;
+    resolveAfter?: string;
+    timeout?: string;
+    maxAlertsPerNamespace?: number;
+    maxAlerts?: number;
+  };
   http?: AuthFile & { url: string; headers?: Record<string, string>; timeout?: string; batchSize?: number };
   delivery?: { maxAttempts?: number; backoffMin?: string; backoffMax?: string; maxInFlight?: number };
 }
 
 /** Headers intake sets itself; a destination may not override them. */
-const RESERVED_HEADERS = new Set(['content-type', 'content-length', 'idempotency-key', 'authorization', 'host', 'user-agent', 'transfer-encoding', 'connection']);
+const RESERVED_HEADERS = new Set([
+  'content-type',
+  'content-length',
+  'idempotency-key',
+  'authorization',
+  'host',
+  'user-agent',
+  'transfer-encoding',
+  'connection',
+]);
 
 /** Defaults applied and cross-field rules checked; called after the schema passed. */
 export function resolveDestinations(files: readonly DestinationFile[] | undefined): DestinationSettings[] {
@@ -148,7 +192,8 @@ export function resolveDestinations(files: readonly DestinationFile[] | undefine
     const where = `destinations[${i}] (${f.name})`;
     if (seen.has(f.name)) throw new ConfigError(`${where}: the name ${f.name} is used twice`);
     seen.add(f.name);
-    if ((f.alertmanager === undefined) === (f.http === undefined)) throw new ConfigError(`${where}: give exactly one of alertmanager or http`);
+    if ((f.alertmanager === undefined) === (f.http === undefined))
+      throw new ConfigError(`${where}: give exactly one of alertmanager or http`);
     const ms = (value: string, field: string): number => {
       const n = parseDuration(value);
       if (n <= 0) throw new ConfigError(`${where}: ${field} must be longer than 0`);
@@ -157,11 +202,14 @@ export function resolveDestinations(files: readonly DestinationFile[] | undefine
     const d = f.delivery ?? {};
     const delivery: DeliverySettings = {
       maxAttempts: d.maxAttempts ?? DEFAULT_DELIVERY.maxAttempts,
-      backoffMinMs: d.backoffMin === undefined ? DEFAULT_DELIVERY.backoffMinMs : ms(d.backoffMin, 'delivery.backoffMin'),
-      backoffMaxMs: d.backoffMax === undefined ? DEFAULT_DELIVERY.backoffMaxMs : ms(d.backoffMax, 'delivery.backoffMax'),
+      backoffMinMs:
+        d.backoffMin === undefined ? DEFAULT_DELIVERY.backoffMinMs : ms(d.backoffMin, 'delivery.backoffMin'),
+      backoffMaxMs:
+        d.backoffMax === undefined ? DEFAULT_DELIVERY.backoffMaxMs : ms(d.backoffMax, 'delivery.backoffMax'),
       maxInFlight: d.maxInFlight ?? DEFAULT_DELIVERY.maxInFlight,
     };
-    if (delivery.backoffMaxMs < delivery.backoffMinMs) throw new ConfigError(`${where}: delivery.backoffMax must be at least delivery.backoffMin`);
+    if (delivery.backoffMaxMs < delivery.backoffMinMs)
+      throw new ConfigError(`${where}: delivery.backoffMax must be at least delivery.backoffMin`);
     const base = { name: f.name, default: f.default ?? false, delivery };
     if (f.alertmanager) {
       const a = f.alertmanager;
@@ -173,7 +221,10 @@ export function resolveDestinations(files: readonly DestinationFile[] | undefine
           ...auth,
           urls: a.urls.map((u) => checkUrl(u, `${where}.alertmanager.urls`)),
           resendIntervalMs: ms(a.resendInterval ?? DEFAULT_ALERTMANAGER.resendInterval, 'alertmanager.resendInterval'),
-          resolvedRetentionMs: ms(a.resolvedRetention ?? DEFAULT_ALERTMANAGER.resolvedRetention, 'alertmanager.resolvedRetention'),
+          resolvedRetentionMs: ms(
+            a.resolvedRetention ?? DEFAULT_ALERTMANAGER.resolvedRetention,
+            'alertmanager.resolvedRetention',
+          ),
           resolveAfterMs: a.resolveAfter === undefined ? 0 : ms(a.resolveAfter, 'alertmanager.resolveAfter'),
           timeoutMs: ms(a.timeout ?? DEFAULT_ALERTMANAGER.timeout, 'alertmanager.timeout'),
           maxAlertsPerNamespace: a.maxAlertsPerNamespace ?? DEFAULT_ALERTMANAGER.maxAlertsPerNamespace,
@@ -184,7 +235,10 @@ export function resolveDestinations(files: readonly DestinationFile[] | undefine
     }
     const h = f.http as NonNullable<DestinationFile['http']>;
     const reserved = Object.keys(h.headers ?? {}).find((k) => RESERVED_HEADERS.has(k.toLowerCase()));
-    if (reserved) throw new ConfigError(`${where}.http.headers: ${reserved} is set by intake (use basicAuth or bearerTokenFile for credentials)`);
+    if (reserved)
+      throw new ConfigError(
+        `${where}.http.headers: ${reserved} is set by intake (use basicAuth or bearerTokenFile for credentials)`,
+      );
     out.push({
       ...base,
       kind: 'http',
@@ -202,7 +256,8 @@ export function resolveDestinations(files: readonly DestinationFile[] | undefine
 
 function resolveAuth(a: AuthFile, where: string): ClientAuth {
   if (a.basicAuth && a.bearerTokenFile) throw new ConfigError(`${where}: give basicAuth or bearerTokenFile, not both`);
-  if (a.tls && (a.tls.certFile === undefined) !== (a.tls.keyFile === undefined)) throw new ConfigError(`${where}.tls: certFile and keyFile go together`);
+  if (a.tls && (a.tls.certFile === undefined) !== (a.tls.keyFile === undefined))
+    throw new ConfigError(`${where}.tls: certFile and keyFile go together`);
   const auth: ClientAuth = {};
   if (a.basicAuth) auth.basicAuth = { ...a.basicAuth };
   if (a.bearerTokenFile) auth.bearerTokenFile = a.bearerTokenFile;
@@ -217,7 +272,8 @@ function checkUrl(value: string, where: string): string {
   } catch {
     throw new ConfigError(`${where}: ${JSON.stringify(value)} is not a URL`);
   }
-  if (url.username || url.password) throw new ConfigError(`${where}: put credentials in basicAuth.passwordFile or bearerTokenFile, not in the URL`);
+  if (url.username || url.password)
+    throw new ConfigError(`${where}: put credentials in basicAuth.passwordFile or bearerTokenFile, not in the URL`);
   return value.replace(/\/+$/, '');
 }
 

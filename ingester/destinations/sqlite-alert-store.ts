@@ -49,7 +49,10 @@ export class SqliteAlertStores {
       },
       put: async (state, version) => {
         const data = JSON.stringify(state);
-        const changes = version === 0 ? this.st.insert.run(destination, state.key, data).changes : this.st.update.run(data, destination, state.key, version).changes;
+        const changes =
+          version === 0
+            ? this.st.insert.run(destination, state.key, data).changes
+            : this.st.update.run(data, destination, state.key, version).changes;
         return Number(changes) > 0;
       },
       delete: async (key) => void this.st.delete.run(destination, key),

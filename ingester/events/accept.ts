@@ -15,7 +15,11 @@ export interface AcceptOptions {
 }
 
 /** Hands the events to every sink; resolves with what all of them hold, or throws sinkFailed (503). */
-export async function acceptEvents(events: readonly NormalisedEvent[], tenant: { integration: string; namespace: string }, o: AcceptOptions): Promise<HandOffResult> {
+export async function acceptEvents(
+  events: readonly NormalisedEvent[],
+  tenant: { integration: string; namespace: string },
+  o: AcceptOptions,
+): Promise<HandOffResult> {
   const labels = { integration: tenant.integration, namespace: tenant.namespace };
   o.metrics.eventsReceived.inc(labels, events.length);
   const result = await handOffToAll(o.sinks, events, (sink, err) => {

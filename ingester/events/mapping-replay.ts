@@ -24,9 +24,17 @@ export interface MappingReplayOptions {
 export async function replayMapping(letter: MappingDeadLetter, o: MappingReplayOptions): Promise<number> {
   const tenant = { integration: letter.integration, namespace: letter.namespace };
   const route = o.routes().webhook(letter.integration);
-  if (!route || route.namespace !== letter.namespace) throw new Error(`integration ${letter.integration} is not published in namespace ${letter.namespace}`);
+  if (!route || route.namespace !== letter.namespace)
+    throw new Error(`integration ${letter.integration} is not published in namespace ${letter.namespace}`);
   if (route.suspended) throw new Error(`integration ${letter.integration} is suspended`);
-  const events = await o.mapped.map(letter.payload, route, { ...tenant, receivedAtMs: Date.parse(letter.at) || Date.now() });
-  await acceptEvents(events, tenant, { sinks: o.sinks, metrics: o.metrics, onSinkError: (sink, err) => o.logger.error({ err, sink }, 'event sink failed during replay') });
+  const events = await o.mapped.map(letter.payload, route, {
+    ...tenant,
+    receivedAtMs: Date.parse(letter.at) || Date.now(),
+  });
+  await acceptEvents(events, tenant, {
+    sinks: o.sinks,
+    metrics: o.metrics,
+    onSinkError: (sink, err) => o.logger.error({ err, sink }, 'event sink failed during replay'),
+  });
   return events.length;
 }

@@ -42,12 +42,19 @@ export function buildAdminServer(o: AdminServerOptions): FastifyInstance {
   (app.server as Server).maxConnections = ADMIN_MAX_CONNECTIONS;
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_req, reply) => {
-    const unready = o.lifecycle.closing ? 'shutting down' : !o.lifecycle.ready ? 'not ready' : (sinkProblem(o.sinks ?? []) ?? o.refusing?.map((r) => r.unavailable()).find((p) => p !== undefined));
+    const unready = o.lifecycle.closing
+      ? 'shutting down'
+      : !o.lifecycle.ready
+        ? 'not ready'
+        : (sinkProblem(o.sinks ?? []) ?? o.refusing?.map((r) => r.unavailable()).find((p) => p !== undefined));
     if (unready === undefined) return { status: 'ready' };
     return reply.code(503).header('retry-after', '1').send({ status: unready });
   });
   app.get('/metrics', async (_req, reply) => reply.type(o.registry.contentType).send(await o.registry.metrics()));
-  if (o.exposition ?? true) app.get('/metrics/ingested', async (_req, reply) => reply.type(EXPOSITION_CONTENT_TYPE).send(Readable.from(yieldingChunks(o.series))));
+  if (o.exposition ?? true)
+    app.get('/metrics/ingested', async (_req, reply) =>
+      reply.type(EXPOSITION_CONTENT_TYPE).send(Readable.from(yieldingChunks(o.series))),
+    );
   app.setNotFoundHandler((req, reply) => sendError(reply, notFound(req.method, req.url)));
   return app;
 }

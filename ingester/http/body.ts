@@ -4,7 +4,13 @@
  */
 import { constants as zlibConstants, gunzipSync, inflateSync } from 'node:zlib';
 import sjson from 'secure-json-parse';
-import { invalidJson, jsonTooDeep, payloadTooLarge, unsupportedContentEncoding, unsupportedMediaType } from '../core/errors.js';
+import {
+  invalidJson,
+  jsonTooDeep,
+  payloadTooLarge,
+  unsupportedContentEncoding,
+  unsupportedMediaType,
+} from '../core/errors.js';
 
 const JSON_TYPE = /^\s*(application\/([a-z0-9.+-]*\+)?json|text\/plain)\s*(;|$)/i;
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)"?/i;
@@ -19,7 +25,11 @@ export function isAcceptedContentType(contentType: string | undefined): boolean 
 /** JSON nesting allowed when the caller gives none (limits.maxJsonDepth). */
 export const DEFAULT_MAX_JSON_DEPTH = 64;
 
-export function parseJsonBody(contentType: string | undefined, raw: Buffer, maxDepth = DEFAULT_MAX_JSON_DEPTH): unknown {
+export function parseJsonBody(
+  contentType: string | undefined,
+  raw: Buffer,
+  maxDepth = DEFAULT_MAX_JSON_DEPTH,
+): unknown {
   if (!isAcceptedContentType(contentType)) throw unsupportedMediaType(contentType);
   // Before parsing: whatever reads the parsed body later (a mapping, the dead letter's
   // JSON.stringify, custom_info checks) may recurse, and a stack overflow there is no answer a
@@ -36,7 +46,8 @@ export function parseJsonBody(contentType: string | undefined, raw: Buffer, maxD
     return sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
   } catch (err) {
     const message = (err as Error).message;
-    if (/prototype|constructor/i.test(message)) throw invalidJson('the body contains a forbidden key (__proto__ or constructor.prototype)');
+    if (/prototype|constructor/i.test(message))
+      throw invalidJson('the body contains a forbidden key (__proto__ or constructor.prototype)');
     throw invalidJson(`the body is not valid JSON: ${message.slice(0, 200)}`);
   }
 }

@@ -47,7 +47,14 @@ export interface TimeoutSettings {
 }
 
 /** Options for http(s).createServer: Node checks the timeouts above every this often. */
-export const serverTimeoutOptions = (t: TimeoutSettings): { headersTimeout: number; requestTimeout: number; keepAliveTimeout: number; connectionsCheckingInterval: number } => ({
+export const serverTimeoutOptions = (
+  t: TimeoutSettings,
+): {
+  headersTimeout: number;
+  requestTimeout: number;
+  keepAliveTimeout: number;
+  connectionsCheckingInterval: number;
+} => ({
   headersTimeout: t.headersTimeoutMs,
   requestTimeout: t.requestTimeoutMs,
   keepAliveTimeout: t.keepAliveTimeoutMs,
@@ -58,7 +65,9 @@ export const serverTimeoutOptions = (t: TimeoutSettings): { headersTimeout: numb
  * Node answers malformed requests, oversized headers and timeouts itself, in plain text. This
  * answers them in the catalogue's JSON shape, with the security headers, then closes.
  */
-export function clientErrorHandler(securityHeaders: Readonly<Record<string, string>>): (err: NodeJS.ErrnoException, socket: Socket) => void {
+export function clientErrorHandler(
+  securityHeaders: Readonly<Record<string, string>>,
+): (err: NodeJS.ErrnoException, socket: Socket) => void {
   const extra = Object.entries(securityHeaders)
     .map(([name, value]) => `${name}: ${value}\r\n`)
     .join('');

@@ -20,11 +20,27 @@
  *
  * Authentication (2) runs before any byte of the body is read (3, 4), so unauthenticated senders cost little.
  */
-import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
 import type { Server } from 'node:http';
 import { Authenticator } from '../auth/authenticator.js';
 import type { Endpoint } from '../core/ingester-metrics.js';
-import { badHeader, badRequest, internalError, IntakeError, methodNotAllowed, notFound, payloadTooLarge, unavailable, unsupportedMediaType } from '../core/errors.js';
+import {
+  badHeader,
+  badRequest,
+  internalError,
+  IntakeError,
+  methodNotAllowed,
+  notFound,
+  payloadTooLarge,
+  unavailable,
+  unsupportedMediaType,
+} from '../core/errors.js';
 import { LogLimiter } from '../core/log-limiter.js';
 import { newVerifiedCache } from '../routing/credentials.js';
 import type { RouteEntry } from '../routing/route-table.js';
@@ -33,13 +49,23 @@ import { decodeContentEncoding, parseJsonBody } from './body.js';
 import type { IngestContext, IngestLimits, IngestServerOptions } from './context.js';
 import { dataPointsEndpoint, METRICS_PATH } from './endpoints/data-points.js';
 import { eventsEndpoint, EVENTS_PATH } from './endpoints/events.js';
-import { clientErrorHandler, deferContinue, forwardedForProblem, serverTimeoutOptions, type TimeoutSettings } from './guards.js';
+import {
+  clientErrorHandler,
+  deferContinue,
+  forwardedForProblem,
+  serverTimeoutOptions,
+  type TimeoutSettings,
+} from './guards.js';
 import { EventLoopGuard } from './overload.js';
 import { securityHeaders } from './security-headers.js';
 
 export { EVENTS_PATH, METRICS_PATH };
 
-export const DEFAULT_TIMEOUTS: TimeoutSettings = { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 5_000 };
+export const DEFAULT_TIMEOUTS: TimeoutSettings = {
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+};
 const DEFAULT_IN_FLIGHT_BODY_BYTES = 64 * 1024 * 1024;
 const OTHER_METHODS = ['GET', 'HEAD', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as const;
 
@@ -78,7 +104,13 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
   const bodies = new BodyBudget(o.limits.maxInFlightBodyBytes ?? DEFAULT_IN_FLIGHT_BODY_BYTES);
   const ctx: IngestContext = {
     ...o,
-    auth: new Authenticator({ routes: o.routes, throttle: o.throttle, metrics: o.metrics, verified: newVerifiedCache(), failureDelayMs: o.authFailureDelayMs ?? 0 }),
+    auth: new Authenticator({
+      routes: o.routes,
+      throttle: o.throttle,
+      metrics: o.metrics,
+      verified: newVerifiedCache(),
+      failureDelayMs: o.authFailureDelayMs ?? 0,
+    }),
     failures: new LogLimiter(o.logger),
     mapped: o.mapped,
   };
@@ -116,7 +148,8 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
   // After authentication (route onRequest), before any byte of the body is read.
   app.addHook('preParsing', (req, reply, payload, done) => {
     const announced = Number(req.headers['content-length']);
-    const bytes = Number.isFinite(announced) && announced >= 0 ? Math.min(announced, o.limits.bodyBytes) : o.limits.bodyBytes;
+    const bytes =
+      Number.isFinite(announced) && announced >= 0 ? Math.min(announced, o.limits.bodyBytes) : o.limits.bodyBytes;
     const release = bodies.reserve(bytes);
     if (!release) return done(unavailable('too many request bodies are being received at once; retry later', 1));
     reply.raw.once('close', release);
@@ -140,14 +173,19 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
   app.route(eventsEndpoint(ctx));
   app.route(dataPointsEndpoint(ctx));
   for (const url of [EVENTS_PATH, METRICS_PATH]) {
-    app.route({ method: [...OTHER_METHODS], url, handler: async (req, reply) => sendError(reply, methodNotAllowed(req.method, 'POST')) });
+    app.route({
+      method: [...OTHER_METHODS],
+      url,
+      handler: async (req, reply) => sendError(reply, methodNotAllowed(req.method, 'POST')),
+    });
   }
   return app;
 }
 
 function definedOnly(limits: IngestLimits): Partial<TimeoutSettings> {
   const out: Partial<TimeoutSettings> = {};
-  for (const key of ['headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs'] as const) if (limits[key] !== undefined) out[key] = limits[key];
+  for (const key of ['headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs'] as const)
+    if (limits[key] !== undefined) out[key] = limits[key];
   return out;
 }
 

@@ -48,7 +48,10 @@ export class EndpointSliceReplicas implements ReplicaCount {
       if (!this.informer?.hasSynced) return;
       const n = Math.max(1, readyEndpoints(this.informer.list()));
       if (n === this.last) return;
-      this.logger.info({ service: this.service, replicas: n, previous: this.last || undefined }, 'ready ingester replicas changed: per-tenant limits are divided by this number');
+      this.logger.info(
+        { service: this.service, replicas: n, previous: this.last || undefined },
+        'ready ingester replicas changed: per-tenant limits are divided by this number',
+      );
       this.last = n;
       onChange(n);
     };

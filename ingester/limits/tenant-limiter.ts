@@ -10,8 +10,19 @@
  * The hot path is one Map look-up by the route entry and two bucket checks.
  */
 import type { Counter } from 'prom-client';
-import { DEFAULT_TENANT_LIMITS, type NamespaceLimits, type OverLimitStatus, type TenantLimitDefaults } from '../../api/limits.js';
-import { rateLimited, type LimitDetails, type LimitError, type LimitResource, type LimitScope } from '../core/errors.js';
+import {
+  DEFAULT_TENANT_LIMITS,
+  type NamespaceLimits,
+  type OverLimitStatus,
+  type TenantLimitDefaults,
+} from '../../api/limits.js';
+import {
+  rateLimited,
+  type LimitDetails,
+  type LimitError,
+  type LimitResource,
+  type LimitScope,
+} from '../core/errors.js';
 import type { RouteEntry } from '../routing/route-table.js';
 import { TokenBucket } from './token-bucket.js';
 
@@ -99,11 +110,13 @@ export class TenantLimiter {
   sync(entries: Iterable<RouteEntry>): void {
     const list = [...entries];
     const namespaces = new Map<string, NamespaceLimits>();
-    for (const entry of list) namespaces.set(entry.namespace, smallest(namespaces.get(entry.namespace), this.namespaceLimitsOf(entry)));
+    for (const entry of list)
+      namespaces.set(entry.namespace, smallest(namespaces.get(entry.namespace), this.namespaceLimitsOf(entry)));
     const previous = this.limits;
     this.limits = new Map();
     const gates = new Map<RouteEntry, Gate>();
-    for (const entry of list) gates.set(entry, this.gateOf(entry, namespaces.get(entry.namespace) as NamespaceLimits, previous));
+    for (const entry of list)
+      gates.set(entry, this.gateOf(entry, namespaces.get(entry.namespace) as NamespaceLimits, previous));
     this.gates = gates;
   }
 
@@ -163,24 +176,76 @@ export class TenantLimiter {
     if (entry.kind === 'WebhookIntegration') {
       const d = this.defaults.integration;
       return {
-        own: this.limit(previous, 'integration', 'events', entry.namespace, entry.name, l.eventsPerSecond ?? d.eventsPerSecond, l.eventsBurst ?? d.eventsBurst),
-        namespace: this.limit(previous, 'namespace', 'events', entry.namespace, entry.namespace, ns.eventsPerSecond, ns.eventsBurst),
-        ...(entry.mapping ? { cpu: this.limit(previous, 'namespace', 'mappingCpuMillis', entry.namespace, entry.namespace, ns.mappingCpuMillisPerSecond, ns.mappingCpuBurstMillis) } : {}),
+        own: this.limit(
+          previous,
+          'integration',
+          'events',
+          entry.namespace,
+          entry.name,
+          l.eventsPerSecond ?? d.eventsPerSecond,
+          l.eventsBurst ?? d.eventsBurst,
+        ),
+        namespace: this.limit(
+          previous,
+          'namespace',
+          'events',
+          entry.namespace,
+          entry.namespace,
+          ns.eventsPerSecond,
+          ns.eventsBurst,
+        ),
+        ...(entry.mapping
+          ? {
+              cpu: this.limit(
+                previous,
+                'namespace',
+                'mappingCpuMillis',
+                entry.namespace,
+                entry.namespace,
+                ns.mappingCpuMillisPerSecond,
+                ns.mappingCpuBurstMillis,
+              ),
+            }
+          : {}),
         maxSeries: ns.maxSeries,
         overLimitStatus: entry.overLimitStatus,
       };
     }
     const d = this.defaults.apiKey;
     return {
-      own: this.limit(previous, 'apikey', 'dataPoints', entry.namespace, entry.name, l.dataPointsPerSecond ?? d.dataPointsPerSecond, l.dataPointsBurst ?? d.dataPointsBurst),
-      namespace: this.limit(previous, 'namespace', 'dataPoints', entry.namespace, entry.namespace, ns.dataPointsPerSecond, ns.dataPointsBurst),
+      own: this.limit(
+        previous,
+        'apikey',
+        'dataPoints',
+        entry.namespace,
+        entry.name,
+        l.dataPointsPerSecond ?? d.dataPointsPerSecond,
+        l.dataPointsBurst ?? d.dataPointsBurst,
+      ),
+      namespace: this.limit(
+        previous,
+        'namespace',
+        'dataPoints',
+        entry.namespace,
+        entry.namespace,
+        ns.dataPointsPerSecond,
+        ns.dataPointsBurst,
+      ),
       maxSeries: Math.min(ownMaxSeries, ns.maxSeries),
       overLimitStatus: entry.overLimitStatus,
     };
   }
 
   /** The limit under this key from the previous set (reconfigured, tokens kept) or a new, full one. */
-  private limit(previous: ReadonlyMap<string, Limit>, scope: LimitScope, resource: LimitResource, namespace: string, name: string, perSecond: number, burst: number): Limit {
+  private limit(
+    previous: ReadonlyMap<string, Limit>,
+    scope: LimitScope,
+    resource: LimitResource,
+    namespace: string,
+    name: string,
+    perSecond: number,
+    burst: number,
+  ): Limit {
     const key = `${scope}\0${resource}\0${namespace}\0${name}`;
     let limit = this.limits.get(key);
     if (limit) return limit;
@@ -194,13 +259,19 @@ export class TenantLimiter {
 
   /** Of the route's and the namespace's limit, the one that holds the request back longer. */
   private slower(gate: Gate, count: number, nowMs: number): Limit {
-    return gate.namespace.bucket.waitMs(count, nowMs) > gate.own.bucket.waitMs(count, nowMs) ? gate.namespace : gate.own;
+    return gate.namespace.bucket.waitMs(count, nowMs) > gate.own.bucket.waitMs(count, nowMs)
+      ? gate.namespace
+      : gate.own;
   }
 
   private refuse(entry: RouteEntry, gate: Gate, limit: Limit, count: number, waitMs: number): never {
     const retryAfterSeconds = Math.min(MAX_RETRY_AFTER_SECONDS, Math.max(1, Math.ceil(waitMs / 1000)));
     const reason = limit.resource === 'mappingCpuMillis' ? 'mapping_cpu' : 'rate_limited';
-    if (entry.kind === 'WebhookIntegration') this.options.eventsRefused?.inc({ integration: entry.name, namespace: entry.namespace, reason, scope: limit.scope }, count);
+    if (entry.kind === 'WebhookIntegration')
+      this.options.eventsRefused?.inc(
+        { integration: entry.name, namespace: entry.namespace, reason, scope: limit.scope },
+        count,
+      );
     else this.options.pointsRefused?.inc({ namespace: entry.namespace, reason, scope: limit.scope }, count);
     const key = `${gate.overLimitStatus} ${count} ${retryAfterSeconds} ${this.replicaCount}`;
     const known = limit.refusals.get(key);
@@ -232,16 +303,25 @@ function smallest(a: NamespaceLimits | undefined, b: NamespaceLimits): Namespace
   return out;
 }
 
-const RATE_FIELD: Record<LimitResource, string> = { events: 'eventsPerSecond', dataPoints: 'dataPointsPerSecond', mappingCpuMillis: 'mappingCpuMillisPerSecond' };
+const RATE_FIELD: Record<LimitResource, string> = {
+  events: 'eventsPerSecond',
+  dataPoints: 'dataPointsPerSecond',
+  mappingCpuMillis: 'mappingCpuMillisPerSecond',
+};
 
 /** The setting that raises this limit, as the body's `limit.field` names it. */
-export function fieldFor(limit: { scope: LimitScope; resource: LimitResource }, entry: Pick<RouteEntry, 'kind' | 'name' | 'namespace'>, mode: LimitsMode): string {
+export function fieldFor(
+  limit: { scope: LimitScope; resource: LimitResource },
+  entry: Pick<RouteEntry, 'kind' | 'name' | 'namespace'>,
+  mode: LimitsMode,
+): string {
   const field = RATE_FIELD[limit.resource];
   if (mode === 'file') {
     if (limit.scope === 'namespace') return `routes[].limits.namespace.${field} (or tenantLimits.namespace.${field})`;
     return `routes[].limits.${field} of ${entry.kind} ${entry.name} (or tenantLimits.${limit.scope === 'integration' ? 'integration' : 'apiKey'}.${field})`;
   }
-  if (limit.scope === 'namespace') return `IntakeQuota spec.namespace.${field} in namespace ${entry.namespace} (cluster admins)`;
+  if (limit.scope === 'namespace')
+    return `IntakeQuota spec.namespace.${field} in namespace ${entry.namespace} (cluster admins)`;
   const quota = limit.scope === 'integration' ? 'integration' : 'apiKey';
   return `spec.limits.${field} of ${entry.kind} ${entry.name} in namespace ${entry.namespace} (at most IntakeQuota spec.${quota}.${field})`;
 }

@@ -97,7 +97,13 @@ export class MappedWebhooks {
   }
 
   /** A live request: events, or the payload kept in the dead letter and a 422 (503 if it cannot be kept). */
-  async toEvents(body: unknown, entry: RouteEntry, ctx: EventContext, contentType?: string, json?: Uint8Array): Promise<NormalisedEvent[]> {
+  async toEvents(
+    body: unknown,
+    entry: RouteEntry,
+    ctx: EventContext,
+    contentType?: string,
+    json?: Uint8Array,
+  ): Promise<NormalisedEvent[]> {
     try {
       return await this.map(body, entry, ctx, json);
     } catch (err) {
@@ -106,11 +112,23 @@ export class MappedWebhooks {
       this.options.metrics.failures.inc({ ...labels, reason: err.reason });
       let id: string;
       try {
-        id = await this.options.deadLetter.put({ kind: 'mapping', ...labels, reason: err.message, errors: err.errors.slice(0, 20), ...(contentType ? { contentType } : {}), payload: body });
+        id = await this.options.deadLetter.put({
+          kind: 'mapping',
+          ...labels,
+          reason: err.message,
+          errors: err.errors.slice(0, 20),
+          ...(contentType ? { contentType } : {}),
+          payload: body,
+        });
       } catch (cause) {
         // Too large for any namespace's share: retrying cannot help, so the 422 says it was not kept (and it is counted).
-        if (cause instanceof LetterTooLarge) throw mappingFailed(`${err.message}; the payload was not kept for replay: ${cause.message}`, err.errors);
-        throw deadLetterFailed(`${err.message}; the payload could not be kept for replay (${(cause as Error).message}), so retry later`, err.errors, cause);
+        if (cause instanceof LetterTooLarge)
+          throw mappingFailed(`${err.message}; the payload was not kept for replay: ${cause.message}`, err.errors);
+        throw deadLetterFailed(
+          `${err.message}; the payload could not be kept for replay (${(cause as Error).message}), so retry later`,
+          err.errors,
+          cause,
+        );
       }
       this.options.metrics.deadLettered.inc(labels);
       throw mappingFailed(`${err.message}; the payload was kept for replay as dead letter ${id}`, err.errors, id);
@@ -122,13 +140,26 @@ export class MappedWebhooks {
     const mapping = entry.mapping?.label ?? 'none';
     try {
       const events = await this.map(body, entry, ctx, json);
-      return { success: true, dryRun: true, mapping, message: `dry run: ${events.length} event(s) would be accepted; nothing was accepted`, events };
+      return {
+        success: true,
+        dryRun: true,
+        mapping,
+        message: `dry run: ${events.length} event(s) would be accepted; nothing was accepted`,
+        events,
+      };
     } catch (err) {
-      if (err instanceof MappingFailure) return { success: false, dryRun: true, mapping, message: `dry run: ${err.message}`, errors: err.errors };
+      if (err instanceof MappingFailure)
+        return { success: false, dryRun: true, mapping, message: `dry run: ${err.message}`, errors: err.errors };
       // A 503 (workers full) is the answer itself: the sender retries.
-      if (err instanceof IntakeError && err.statusCode < 500) return { success: false, dryRun: true, mapping, message: `dry run: ${err.message}`, errors: err.fieldErrors ?? [] };
+      if (err instanceof IntakeError && err.statusCode < 500)
+        return {
+          success: false,
+          dryRun: true,
+          mapping,
+          message: `dry run: ${err.message}`,
+          errors: err.fieldErrors ?? [],
+        };
       throw err;
     }
   }
 }
-

@@ -32,7 +32,8 @@ export class CredentialFiles {
   /** The Authorization header value, or undefined without credentials; throws ConfigError when a file cannot be read. */
   authorization(auth: AuthFiles): string | undefined {
     if (auth.bearerTokenFile) return `Bearer ${this.read(auth.bearerTokenFile)}`;
-    if (auth.basicAuth) return `Basic ${Buffer.from(`${auth.basicAuth.username}:${this.read(auth.basicAuth.passwordFile)}`).toString('base64')}`;
+    if (auth.basicAuth)
+      return `Basic ${Buffer.from(`${auth.basicAuth.username}:${this.read(auth.basicAuth.passwordFile)}`).toString('base64')}`;
     return undefined;
   }
 

@@ -58,7 +58,9 @@ export class OutboundClient {
       bodyTimeout: options.timeoutMs,
       connect: {
         ...(tls?.caFile ? { ca: readTlsFile(tls.caFile, options.where) } : {}),
-        ...(tls?.certFile && tls.keyFile ? { cert: readTlsFile(tls.certFile, options.where), key: readTlsFile(tls.keyFile, options.where) } : {}),
+        ...(tls?.certFile && tls.keyFile
+          ? { cert: readTlsFile(tls.certFile, options.where), key: readTlsFile(tls.keyFile, options.where) }
+          : {}),
         ...(tls?.insecureSkipVerify ? { rejectUnauthorized: false } : {}),
       },
     });
@@ -67,14 +69,23 @@ export class OutboundClient {
   }
 
   /** POSTs `body`; never rejects. `signal` aborts it early (the sender is shutting down). */
-  async post(url: string | URL, body: Buffer | string, headers: Record<string, string>, signal?: AbortSignal): Promise<Outcome> {
+  async post(
+    url: string | URL,
+    body: Buffer | string,
+    headers: Record<string, string>,
+    signal?: AbortSignal,
+  ): Promise<Outcome> {
     let authorization: string | undefined;
     try {
       authorization = this.credentials.authorization(this.options.auth);
     } catch (err) {
       return { kind: 'retry', reason: 'credentials', error: (err as Error).message };
     }
-    const all: Record<string, string> = { ...headers, 'content-length': String(Buffer.byteLength(body)), 'user-agent': USER_AGENT };
+    const all: Record<string, string> = {
+      ...headers,
+      'content-length': String(Buffer.byteLength(body)),
+      'user-agent': USER_AGENT,
+    };
     if (authorization) all.authorization = authorization;
     if (signal?.aborted) return ABORTED;
     // One controller per request, aborted by the deadline or the caller's signal; the listener on
@@ -84,7 +95,13 @@ export class OutboundClient {
     const forward = (): void => abort.abort(signal?.reason);
     signal?.addEventListener('abort', forward, { once: true });
     try {
-      const res = await request(url, { method: 'POST', headers: all, body, dispatcher: this.agent, signal: abort.signal });
+      const res = await request(url, {
+        method: 'POST',
+        headers: all,
+        body,
+        dispatcher: this.agent,
+        signal: abort.signal,
+      });
       const text = await this.readAnswer(res.body, res.statusCode >= 200 && res.statusCode < 300);
       return classify(res.statusCode, text.trim(), res.headers);
     } catch (err) {
@@ -106,7 +123,8 @@ export class OutboundClient {
     try {
       for await (const chunk of body) {
         read += chunk.length;
-        if (!delivered && text.length < MAX_ERROR_TEXT) text += chunk.toString('utf8', 0, Math.min(chunk.length, MAX_ERROR_TEXT));
+        if (!delivered && text.length < MAX_ERROR_TEXT)
+          text += chunk.toString('utf8', 0, Math.min(chunk.length, MAX_ERROR_TEXT));
         if (read > this.maxResponseBytes) break;
       }
     } catch {
@@ -120,7 +138,11 @@ export class OutboundClient {
   private failure(err: Error & { code?: string }, aborted: boolean, signal: AbortSignal | undefined): Outcome {
     if (signal?.aborted) return ABORTED;
     if (aborted || err.code === 'UND_ERR_HEADERS_TIMEOUT' || err.code === 'UND_ERR_BODY_TIMEOUT') {
-      return { kind: 'retry', reason: 'timeout', error: `no complete answer within ${this.options.timeoutMs} ms; the request was aborted` };
+      return {
+        kind: 'retry',
+        reason: 'timeout',
+        error: `no complete answer within ${this.options.timeoutMs} ms; the request was aborted`,
+      };
     }
     // A request that cannot even be built (a bad header value) fails the same way every time.
     if (err.code === 'UND_ERR_INVALID_ARG') return { kind: 'reject', reason: 'invalid_request', error: err.message };

@@ -22,7 +22,11 @@ export type FailureReason = 'timeout' | 'network' | 'credentials' | 'aborted' | 
 /** The receiver's answer text is kept for the dead letter and the log, but never more than this. */
 export const MAX_ERROR_TEXT = 512;
 
-export function classify(status: number, text: string, headers: Readonly<Record<string, string | string[] | undefined>>): Outcome {
+export function classify(
+  status: number,
+  text: string,
+  headers: Readonly<Record<string, string | string[] | undefined>>,
+): Outcome {
   if (status >= 200 && status < 300) return { kind: 'delivered', status, headers };
   const error = `HTTP ${status}${text ? `: ${text.slice(0, MAX_ERROR_TEXT)}` : ''}`;
   const reason = `http_${status}`;

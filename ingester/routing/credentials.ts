@@ -63,4 +63,5 @@ export class CompiledCredential {
 /** Successful slow-hash checks, keyed by a digest of verifier and password (never the password). */
 export type VerifiedCache = LRUCache<string, true>;
 
-export const newVerifiedCache = (max = 10_000, ttlMs = 15 * 60_000): VerifiedCache => new LRUCache<string, true>({ max, ttl: ttlMs });
+export const newVerifiedCache = (max = 10_000, ttlMs = 15 * 60_000): VerifiedCache =>
+  new LRUCache<string, true>({ max, ttl: ttlMs });

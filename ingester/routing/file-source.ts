@@ -17,11 +17,18 @@ import { verifyMappings } from './verify-mappings.js';
 export type SettingsFileCheck = (file: unknown, source: string) => void;
 
 /** Every route is checked, including that the destinations it names are configured (`destinations:`). */
-export function loadRoutesFromFile(path: string, destinations: readonly KnownDestination[] = [], checkSettingsFile: SettingsFileCheck = () => undefined): RouteInput[] {
+export function loadRoutesFromFile(
+  path: string,
+  destinations: readonly KnownDestination[] = [],
+  checkSettingsFile: SettingsFileCheck = () => undefined,
+): RouteInput[] {
   const doc = readYamlFile(path) as { routes?: unknown };
   checkSettingsFile(doc, path);
   const routes = doc.routes;
-  if (routes === undefined) throw new ConfigError(`${path}: no routes: list (standalone mode reads its routes from this file; write routes: [] to run with none)`);
+  if (routes === undefined)
+    throw new ConfigError(
+      `${path}: no routes: list (standalone mode reads its routes from this file; write routes: [] to run with none)`,
+    );
   if (!Array.isArray(routes)) throw new ConfigError(`${path}: routes must be a list`);
   return routes.map((raw, i) => {
     try {
@@ -30,7 +37,8 @@ export function loadRoutesFromFile(path: string, destinations: readonly KnownDes
       if (problem) throw new ConfigError(`${path}: routes[${i}] (${route.name}): destinations: ${problem}`);
       return { source: `${path}#routes[${i}]`, route };
     } catch (err) {
-      if (err instanceof RouteValidationError) throw new ConfigError(`${path}: routes[${i}]: ${err.problems.join('; ')}`, { cause: err });
+      if (err instanceof RouteValidationError)
+        throw new ConfigError(`${path}: routes[${i}]: ${err.problems.join('; ')}`, { cause: err });
       throw err;
     }
   });
@@ -52,7 +60,11 @@ export class FileRouteSource implements RouteSource {
   async start(handlers: Parameters<RouteSource['start']>[0]): Promise<void> {
     handlers.onRoutes(await verifyMappings(loadRoutesFromFile(this.path, this.destinations, this.checkSettingsFile)));
     this.lastDigest = this.digest() ?? '';
-    this.watcher = watch(this.path, { atomic: 200, awaitWriteFinish: { stabilityThreshold: 100, pollInterval: 50 }, ignoreInitial: true });
+    this.watcher = watch(this.path, {
+      atomic: 200,
+      awaitWriteFinish: { stabilityThreshold: 100, pollInterval: 50 },
+      ignoreInitial: true,
+    });
     const reload = async (): Promise<void> => {
       const digest = this.digest();
       if (digest === undefined) return handlers.onError(new ConfigError(`${this.path} cannot be read`));
@@ -65,7 +77,10 @@ export class FileRouteSource implements RouteSource {
         handlers.onError(err as Error);
       }
     };
-    this.watcher.on('change', reload).on('add', reload).on('error', (err) => handlers.onError(err as Error));
+    this.watcher
+      .on('change', reload)
+      .on('add', reload)
+      .on('error', (err) => handlers.onError(err as Error));
   }
 
   private digest(): string | undefined {

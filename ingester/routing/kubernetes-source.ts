@@ -62,7 +62,10 @@ export class KubernetesRouteSource implements RouteSource {
         if (!encoded) throw new Error(`has no ${ROUTE_SECRET_KEY} key`);
         inputs.push({ source, route: validateRoute(parseJson(Buffer.from(encoded, 'base64').toString('utf8'))) });
       } catch (err) {
-        skipped.push({ source, reason: err instanceof RouteValidationError ? err.problems.join('; ') : (err as Error).message });
+        skipped.push({
+          source,
+          reason: err instanceof RouteValidationError ? err.problems.join('; ') : (err as Error).message,
+        });
       }
     }
     return { inputs, skipped };

@@ -7,6 +7,9 @@ export interface RouteSource {
    * Calls onRoutes with every complete set of routes (and the documents it could not parse), the
    * first time before start resolves; onError when a new set could not be read at all.
    */
-  start(handlers: { onRoutes(inputs: RouteInput[], unparsable?: SkippedRoute[]): void; onError(err: Error): void }): Promise<void>;
+  start(handlers: {
+    onRoutes(inputs: RouteInput[], unparsable?: SkippedRoute[]): void;
+    onError(err: Error): void;
+  }): Promise<void>;
   stop(): Promise<void>;
 }

@@ -3,7 +3,13 @@
  * immutable once built; a reload builds a new table and swaps one reference, so a request sees
  * either the old table or the new one, never a mix.
  */
-import { compileMapping, MappingError, type CompiledMapping, type ExpressionRunner, type MappingLimits } from '../../api/mapping/engine.js';
+import {
+  compileMapping,
+  MappingError,
+  type CompiledMapping,
+  type ExpressionRunner,
+  type MappingLimits,
+} from '../../api/mapping/engine.js';
 import { defaultOverLimitStatus, type OverLimitStatus, type RouteLimits } from '../../api/limits.js';
 import type { Route, RouteKind } from '../../api/route.js';
 import { sha256 } from '../../api/verifiers.js';
@@ -71,7 +77,12 @@ export class RouteTable {
    */
   static build(
     inputs: readonly RouteInput[],
-    options: { allowPlaintext: boolean; mappingLimits?: MappingLimits; mappingRunner?: ExpressionRunner; destinations?: readonly KnownDestination[] },
+    options: {
+      allowPlaintext: boolean;
+      mappingLimits?: MappingLimits;
+      mappingRunner?: ExpressionRunner;
+      destinations?: readonly KnownDestination[];
+    },
   ): { table: RouteTable; skipped: SkippedRoute[] } {
     const destinations = options.destinations ?? [];
     const webhooks = new Map<string, RouteEntry>();
@@ -87,7 +98,10 @@ export class RouteTable {
       try {
         entry = compile(route, options.mappingLimits, destinations, options.mappingRunner);
       } catch (err) {
-        skipped.push({ source, reason: err instanceof MappingError ? `mapping: ${err.describe()}` : (err as Error).message });
+        skipped.push({
+          source,
+          reason: err instanceof MappingError ? `mapping: ${err.describe()}` : (err as Error).message,
+        });
         continue;
       }
       if (entry.kind === 'WebhookIntegration') {
@@ -100,10 +114,14 @@ export class RouteTable {
       }
       const clash = entry.credentials.find((c) => apiKeys.has(c.secretDigestHex as string));
       if (clash) {
-        skipped.push({ source, reason: `API key of ${entry.namespace}/${entry.name} is already published by another route` });
+        skipped.push({
+          source,
+          reason: `API key of ${entry.namespace}/${entry.name} is already published by another route`,
+        });
         continue;
       }
-      for (const credential of entry.credentials) apiKeys.set(credential.secretDigestHex as string, { entry, credential });
+      for (const credential of entry.credentials)
+        apiKeys.set(credential.secretDigestHex as string, { entry, credential });
     }
     return { table: new RouteTable(webhooks, apiKeys), skipped };
   }
@@ -129,7 +147,13 @@ export class RouteTable {
   }
 
   /** Checks Basic credentials against an integration. Unknown name and wrong password look the same. */
-  async authenticateWebhook(name: string, username: string, password: string, cache: VerifiedCache, nowMs = Date.now()): Promise<RouteEntry | undefined> {
+  async authenticateWebhook(
+    name: string,
+    username: string,
+    password: string,
+    cache: VerifiedCache,
+    nowMs = Date.now(),
+  ): Promise<RouteEntry | undefined> {
     const entry = this.webhooks.get(name);
     const usernameDigest = sha256(username);
     const passwordDigest = sha256(password);
@@ -172,7 +196,12 @@ export function unknownDestination(route: Route, destinations: readonly KnownDes
   return `unknown destination${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (configured: ${known.length > 0 ? known.join(', ') : 'none'})`;
 }
 
-function compile(route: Route, mappingLimits: MappingLimits | undefined, destinations: readonly KnownDestination[], runner?: ExpressionRunner): RouteEntry {
+function compile(
+  route: Route,
+  mappingLimits: MappingLimits | undefined,
+  destinations: readonly KnownDestination[],
+  runner?: ExpressionRunner,
+): RouteEntry {
   let entry: RouteEntry = {
     destinations: route.kind === 'WebhookIntegration' ? destinationsFor(route.destinations, destinations) : [],
     kind: route.kind,
@@ -181,8 +210,11 @@ function compile(route: Route, mappingLimits: MappingLimits | undefined, destina
     suspended: route.suspended ?? false,
     credentials: route.credentials.map((c) => new CompiledCredential(c)),
     limits: route.limits ?? {},
-    overLimitStatus: route.limits?.overLimitStatus ?? defaultOverLimitStatus(route.kind === 'WebhookIntegration' ? route.mapping : undefined),
+    overLimitStatus:
+      route.limits?.overLimitStatus ??
+      defaultOverLimitStatus(route.kind === 'WebhookIntegration' ? route.mapping : undefined),
   };
-  if (route.mapping && route.kind === 'WebhookIntegration') entry = { ...entry, mapping: compileMapping(route.mapping, mappingLimits, runner) };
+  if (route.mapping && route.kind === 'WebhookIntegration')
+    entry = { ...entry, mapping: compileMapping(route.mapping, mappingLimits, runner) };
   return route.limits?.maxSeries !== undefined ? { ...entry, maxSeries: route.limits.maxSeries } : entry;
 }

@@ -24,7 +24,12 @@ export const dataPointSchema = {
       additionalProperties: { anyOf: [{ type: 'string', maxLength: 1024 }, { type: 'number' }, { type: 'boolean' }] },
     },
     utc_offset: { type: 'string', pattern: '^GMT[+-](0[0-9]|1[0-4]):[0-5][0-9]$' },
-    time: { anyOf: [{ type: 'number', exclusiveMinimum: 0 }, { type: 'string', pattern: '^\\s*[0-9]{1,16}(\\.[0-9]{1,9})?\\s*$' }] },
+    time: {
+      anyOf: [
+        { type: 'number', exclusiveMinimum: 0 },
+        { type: 'string', pattern: '^\\s*[0-9]{1,16}(\\.[0-9]{1,9})?\\s*$' },
+      ],
+    },
     class: { type: 'string', maxLength: 256 },
     description: { type: 'string', maxLength: 1024 },
     unit: { type: 'string', maxLength: 64 },
@@ -83,12 +88,24 @@ export function parseDataPoints(body: unknown, maxPoints: number, limits: DataPo
     }
     const labelChars = labelLength(item);
     if (labelChars > maxLabelChars) {
-      collector.add([{ index: i, field: 'tags', message: `the labels of this point (metric, source, key, tag names and values) total ${labelChars} characters; the limit is ${maxLabelChars} (limits.maxSeriesLabelChars)` }]);
+      collector.add([
+        {
+          index: i,
+          field: 'tags',
+          message: `the labels of this point (metric, source, key, tag names and values) total ${labelChars} characters; the limit is ${maxLabelChars} (limits.maxSeriesLabelChars)`,
+        },
+      ]);
       continue;
     }
     const point = toPoint(item, value);
     if (point.timeMs !== undefined && !(point.timeMs <= latestMs)) {
-      collector.add([{ index: i, field: 'time', message: `is more than ${MAX_FUTURE_MS / 60_000} minutes in the future (by the receiver's clock), or not a finite time` }]);
+      collector.add([
+        {
+          index: i,
+          field: 'time',
+          message: `is more than ${MAX_FUTURE_MS / 60_000} minutes in the future (by the receiver's clock), or not a finite time`,
+        },
+      ]);
       continue;
     }
     if (collector.count === 0) out.push(point);
@@ -98,7 +115,8 @@ export function parseDataPoints(body: unknown, maxPoints: number, limits: DataPo
 }
 
 function labelLength(item: Record<string, unknown>): number {
-  let n = (item.metric as string).length + (item.source as string).length + ((item.key as string | undefined)?.length ?? 0);
+  let n =
+    (item.metric as string).length + (item.source as string).length + ((item.key as string | undefined)?.length ?? 0);
   const tags = item.tags as Record<string, unknown> | undefined;
   if (tags) for (const name of Object.keys(tags)) n += name.length + String(tags[name]).length;
   return n;
@@ -108,8 +126,15 @@ function toPoint(item: Record<string, unknown>, value: number): DataPoint {
   const tags: Record<string, string> = Object.create(null);
   const given = item.tags as Record<string, string | number | boolean> | undefined;
   if (given) for (const name of Object.keys(given)) tags[name] = String(given[name]);
-  const point: DataPoint = { metric: item.metric as string, value, source: item.source as string, key: (item.key as string | undefined) ?? '', tags };
-  if (item.time !== undefined) point.timeMs = epochToMs(item.time as number | string) - utcOffsetMs(item.utc_offset as string | undefined);
+  const point: DataPoint = {
+    metric: item.metric as string,
+    value,
+    source: item.source as string,
+    key: (item.key as string | undefined) ?? '',
+    tags,
+  };
+  if (item.time !== undefined)
+    point.timeMs = epochToMs(item.time as number | string) - utcOffsetMs(item.utc_offset as string | undefined);
   if (typeof item.description === 'string') point.description = item.description;
   if (typeof item.unit === 'string') point.unit = item.unit;
   return point;

@@ -60,7 +60,8 @@ export class SeriesStore {
 
   constructor(private readonly options: SeriesStoreOptions) {
     for (const key of ['ttlMs', 'maxSeriesTotal', 'maxSeriesPerNamespace'] as const) {
-      if (!Number.isInteger(options[key]) || options[key] <= 0) throw new RangeError(`SeriesStore: ${key} must be a positive integer`);
+      if (!Number.isInteger(options[key]) || options[key] <= 0)
+        throw new RangeError(`SeriesStore: ${key} must be a positive integer`);
     }
     this.now = options.now ?? Date.now;
   }
@@ -97,7 +98,9 @@ export class SeriesStore {
   }
 
   private wouldExceed(namespace: string, fresh: number, namespaceCap: number): boolean {
-    return (this.perNamespace.get(namespace) ?? 0) + fresh > namespaceCap || this.total + fresh > this.options.maxSeriesTotal;
+    return (
+      (this.perNamespace.get(namespace) ?? 0) + fresh > namespaceCap || this.total + fresh > this.options.maxSeriesTotal
+    );
   }
 
   private checkCaps(namespace: string, fresh: number, namespaceCap: number): void {

@@ -21,7 +21,9 @@ const ROOM_MSGS = 1000;
 
 /** The server's words for "no storage left" (stream limits with discard new, account or server storage). */
 export function isStorageRefusal(description: string): boolean {
-  return /insufficient (storage )?resources|maximum (bytes|messages) exceeded|resource limits exceeded|storage resources exceeded|no space left/i.test(description);
+  return /insufficient (storage )?resources|maximum (bytes|messages) exceeded|resource limits exceeded|storage resources exceeded|no space left/i.test(
+    description,
+  );
 }
 
 export class BusStorage {
@@ -45,7 +47,10 @@ export class BusStorage {
       const starting = this.refusal === undefined;
       this.refusal = lastRefusal;
       if (starting) {
-        this.logger.warn({ reason: lastRefusal }, 'the stream refuses events for lack of storage; unready unless the spool takes them');
+        this.logger.warn(
+          { reason: lastRefusal },
+          'the stream refuses events for lack of storage; unready unless the spool takes them',
+        );
         this.usedAtRefusal = undefined;
         this.startProbe();
       }
@@ -94,13 +99,19 @@ export class BusStorage {
         return;
       }
       const room = (max: number, unit: number): number => Math.min(unit, max / 100);
-      const hasRoom = (used: number, max: number | undefined, unit: number): boolean => max === undefined || max <= 0 || used + room(max, unit) <= max;
+      const hasRoom = (used: number, max: number | undefined, unit: number): boolean =>
+        max === undefined || max <= 0 || used + room(max, unit) <= max;
       const freed = account.storage + room(this.usedAtRefusal, ROOM_BYTES) <= this.usedAtRefusal;
       const streamLimited = (config.max_bytes ?? -1) > 0 || (config.max_msgs ?? -1) > 0;
-      const streamRoom = streamLimited && hasRoom(state.bytes, config.max_bytes, ROOM_BYTES) && hasRoom(state.messages, config.max_msgs, ROOM_MSGS);
-      const accountRoom = account.limits.max_storage > 0 && hasRoom(account.storage, account.limits.max_storage, ROOM_BYTES);
+      const streamRoom =
+        streamLimited &&
+        hasRoom(state.bytes, config.max_bytes, ROOM_BYTES) &&
+        hasRoom(state.messages, config.max_msgs, ROOM_MSGS);
+      const accountRoom =
+        account.limits.max_storage > 0 && hasRoom(account.storage, account.limits.max_storage, ROOM_BYTES);
       if (freed) this.end('storage was freed since the refusal');
-      else if (/maximum (bytes|messages)/i.test(this.refusal) && streamRoom) this.end("the stream's limits leave room again");
+      else if (/maximum (bytes|messages)/i.test(this.refusal) && streamRoom)
+        this.end("the stream's limits leave room again");
       else if (/account/i.test(this.refusal) && accountRoom) this.end("the account's storage limit leaves room again");
     } catch {
       // The bus cannot tell now: the state stays until a PubAck or a later probe.

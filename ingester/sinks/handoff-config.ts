@@ -79,7 +79,14 @@ export const DEFAULT_JETSTREAM: Omit<JetStreamSettings, 'servers'> = {
   deadLetterSubjectPrefix: 'intake.deadletter',
   deadLetterMaxAgeSeconds: 14 * 24 * 3600,
   alertBucketPrefix: 'intake-alerts',
-  streamConfig: { replicas: 1, maxBytes: -1, maxMsgs: -1, maxAgeSeconds: DEFAULT_STREAM_MAX_AGE_SECONDS, duplicateWindowSeconds: MIN_DUPLICATE_WINDOW_SECONDS, storage: 'file' },
+  streamConfig: {
+    replicas: 1,
+    maxBytes: -1,
+    maxMsgs: -1,
+    maxAgeSeconds: DEFAULT_STREAM_MAX_AGE_SECONDS,
+    duplicateWindowSeconds: MIN_DUPLICATE_WINDOW_SECONDS,
+    storage: 'file',
+  },
 };
 
 export const DEFAULT_SPOOL: Omit<SpoolSettings, 'path'> = {
@@ -99,7 +106,12 @@ export const jetstreamSchema = {
   additionalProperties: false,
   required: ['url'],
   properties: {
-    url: { anyOf: [{ type: 'string', minLength: 1 }, { type: 'array', minItems: 1, items: { type: 'string', minLength: 1 } }] },
+    url: {
+      anyOf: [
+        { type: 'string', minLength: 1 },
+        { type: 'array', minItems: 1, items: { type: 'string', minLength: 1 } },
+      ],
+    },
     stream: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,255}$' },
     subjectPrefix: { type: 'string', pattern: '^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$' },
     createStream: { type: 'boolean' },
@@ -142,23 +154,38 @@ export const spoolSchema = {
   },
 } as const;
 
-type JetStreamFile = Partial<Omit<JetStreamSettings, 'servers' | 'streamConfig'>> & { url: string | string[]; streamConfig?: Partial<JetStreamSettings['streamConfig']> };
+type JetStreamFile = Partial<Omit<JetStreamSettings, 'servers' | 'streamConfig'>> & {
+  url: string | string[];
+  streamConfig?: Partial<JetStreamSettings['streamConfig']>;
+};
 
 /** Defaults applied; called after the schema passed. */
 export function resolveJetStream(f: JetStreamFile | undefined): JetStreamSettings | undefined {
   if (!f) return undefined;
   const { url, streamConfig, ...rest } = f;
-  const settings: JetStreamSettings = { ...DEFAULT_JETSTREAM, ...rest, servers: Array.isArray(url) ? url : [url], streamConfig: { ...DEFAULT_JETSTREAM.streamConfig, ...streamConfig } };
-  if (settings.credsFile && settings.nkeySeedFile) throw new ConfigError('sinks.jetstream: give credsFile or nkeySeedFile, not both');
-  if ((settings.tls?.certFile === undefined) !== (settings.tls?.keyFile === undefined)) throw new ConfigError('sinks.jetstream.tls: certFile and keyFile go together');
-  if (settings.deadLetterStream === settings.stream) throw new ConfigError('sinks.jetstream: deadLetterStream must differ from stream');
+  const settings: JetStreamSettings = {
+    ...DEFAULT_JETSTREAM,
+    ...rest,
+    servers: Array.isArray(url) ? url : [url],
+    streamConfig: { ...DEFAULT_JETSTREAM.streamConfig, ...streamConfig },
+  };
+  if (settings.credsFile && settings.nkeySeedFile)
+    throw new ConfigError('sinks.jetstream: give credsFile or nkeySeedFile, not both');
+  if ((settings.tls?.certFile === undefined) !== (settings.tls?.keyFile === undefined))
+    throw new ConfigError('sinks.jetstream.tls: certFile and keyFile go together');
+  if (settings.deadLetterStream === settings.stream)
+    throw new ConfigError('sinks.jetstream: deadLetterStream must differ from stream');
   const { maxAgeSeconds, duplicateWindowSeconds } = settings.streamConfig;
   // The server refuses such a stream; the bus would never come up.
   if (maxAgeSeconds > 0 && maxAgeSeconds < duplicateWindowSeconds) {
-    throw new ConfigError(`sinks.jetstream.streamConfig: maxAgeSeconds (${maxAgeSeconds}) must be 0 or at least duplicateWindowSeconds (${duplicateWindowSeconds})`);
+    throw new ConfigError(
+      `sinks.jetstream.streamConfig: maxAgeSeconds (${maxAgeSeconds}) must be 0 or at least duplicateWindowSeconds (${duplicateWindowSeconds})`,
+    );
   }
   if (subjectsOverlap(settings.deadLetterSubjectPrefix, settings.subjectPrefix)) {
-    throw new ConfigError(`sinks.jetstream: deadLetterSubjectPrefix ${settings.deadLetterSubjectPrefix} and subjectPrefix ${settings.subjectPrefix} must not contain one another (two streams cannot share subjects)`);
+    throw new ConfigError(
+      `sinks.jetstream: deadLetterSubjectPrefix ${settings.deadLetterSubjectPrefix} and subjectPrefix ${settings.subjectPrefix} must not contain one another (two streams cannot share subjects)`,
+    );
   }
   return settings;
 }
@@ -171,13 +198,21 @@ function subjectsOverlap(a: string, b: string): boolean {
   return a === b || a.startsWith(`${b}.`) || b.startsWith(`${a}.`);
 }
 
-export function resolveSpool(f: (Partial<SpoolSettings> & { path: string }) | undefined, jetstream: JetStreamSettings | undefined, hasDestinations = false): SpoolSettings | undefined {
+export function resolveSpool(
+  f: (Partial<SpoolSettings> & { path: string }) | undefined,
+  jetstream: JetStreamSettings | undefined,
+  hasDestinations = false,
+): SpoolSettings | undefined {
   if (!f) {
-    if (hasDestinations && !jetstream) throw new ConfigError('destinations are delivered from a durable queue: configure sinks.jetstream (the bus) or spool (a local queue, standalone)');
+    if (hasDestinations && !jetstream)
+      throw new ConfigError(
+        'destinations are delivered from a durable queue: configure sinks.jetstream (the bus) or spool (a local queue, standalone)',
+      );
     return undefined;
   }
   // Alone, the spool directory holds only the dead letters (dead-letters/setup.ts: deadletters.sqlite).
   const settings: SpoolSettings = { ...DEFAULT_SPOOL, ...f };
-  if (settings.replayBackoffMaxMs < settings.replayBackoffMinMs) throw new ConfigError('spool: replayBackoffMaxMs must be at least replayBackoffMinMs');
+  if (settings.replayBackoffMaxMs < settings.replayBackoffMinMs)
+    throw new ConfigError('spool: replayBackoffMaxMs must be at least replayBackoffMinMs');
   return settings;
 }

@@ -12,7 +12,13 @@
 import { readFileSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { connect, credsAuthenticator, nkeyAuthenticator, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
+import {
+  connect,
+  credsAuthenticator,
+  nkeyAuthenticator,
+  type NatsConnection,
+  type NodeConnectionOptions,
+} from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { NormalisedEvent } from '../core/event.js';
@@ -68,13 +74,30 @@ export class JetStreamSink implements EventSink {
     this.logger = options.logger.child({ sink: 'jetstream' });
     if (options.spool) this.spool = new Spool(options.spool.path, options.spool.maxBytes);
     const openProblem = this.spool?.unavailableReason;
-    if (openProblem) this.logger.error({ reason: openProblem }, 'spool unavailable; events the bus cannot take are answered 503 until it opens');
+    if (openProblem)
+      this.logger.error(
+        { reason: openProblem },
+        'spool unavailable; events the bus cannot take are answered 503 until it opens',
+      );
     this.metrics = new HandoffMetrics(options.registry, this.spool);
     this.limit = new InFlightLimit(this.settings.maxInFlight);
     this.busStorage = new BusStorage(this.settings, () => (this.up ? this.nc : undefined), this.logger);
     if (this.spool && options.spool) {
-      const target = { isUp: () => this.up, publish: async (rows: SpooledRow[]) => (await this.publishBatch(rows)).map((o) => o === 'acked') };
-      this.replayer = new SpoolReplayer(this.spool, target, { batch: options.spool.replayBatch, backoffMinMs: options.spool.replayBackoffMinMs, backoffMaxMs: options.spool.replayBackoffMaxMs }, this.metrics, this.logger);
+      const target = {
+        isUp: () => this.up,
+        publish: async (rows: SpooledRow[]) => (await this.publishBatch(rows)).map((o) => o === 'acked'),
+      };
+      this.replayer = new SpoolReplayer(
+        this.spool,
+        target,
+        {
+          batch: options.spool.replayBatch,
+          backoffMinMs: options.spool.replayBackoffMinMs,
+          backoffMaxMs: options.spool.replayBackoffMaxMs,
+        },
+        this.metrics,
+        this.logger,
+      );
     }
   }
 
@@ -110,19 +133,31 @@ export class JetStreamSink implements EventSink {
   }
 
   async handOff(events: readonly NormalisedEvent[]): Promise<HandOffReport> {
-    const outgoing: Outgoing[] = events.map((e) => ({ id: e.id, subject: this.subjectOf(e), payload: JSON.stringify(e) }));
+    const outgoing: Outgoing[] = events.map((e) => ({
+      id: e.id,
+      subject: this.subjectOf(e),
+      payload: JSON.stringify(e),
+    }));
     const acked = await this.publishAll(outgoing);
     const rest = outgoing.filter((_, i) => !acked[i]);
     const delivered = outgoing.length - rest.length;
     if (delivered > 0) this.metrics.sinkEvents.inc({ sink: this.name, outcome: 'processed' }, delivered);
     if (rest.length === 0) return { processed: delivered, cached: 0 };
-    if (!this.spool) throw new SinkError(this.name, `the bus acknowledged ${delivered} of ${events.length} events and there is no spool`);
+    if (!this.spool)
+      throw new SinkError(
+        this.name,
+        `the bus acknowledged ${delivered} of ${events.length} events and there is no spool`,
+      );
     try {
       await this.spool.append(rest);
     } catch (err) {
       const reason = err instanceof SpoolError ? err.reason : 'write_failed';
       this.metrics.spoolAppendFailures.inc({ reason });
-      throw new SinkError(this.name, `the bus acknowledged ${delivered} of ${events.length} events and the spool refused the rest: ${(err as Error).message}`, { cause: err });
+      throw new SinkError(
+        this.name,
+        `the bus acknowledged ${delivered} of ${events.length} events and the spool refused the rest: ${(err as Error).message}`,
+        { cause: err },
+      );
     }
     this.metrics.sinkEvents.inc({ sink: this.name, outcome: 'cached' }, rest.length);
     return { processed: delivered, cached: rest.length };
@@ -174,7 +209,10 @@ export class JetStreamSink implements EventSink {
       const now = Date.now();
       if (now - this.lastRefusalLog > REFUSAL_LOG_INTERVAL_MS) {
         this.lastRefusalLog = now;
-        this.logger.warn({ refused, reason: publisher.lastRefusal }, 'the stream refused events; they go to the spool (or 503)');
+        this.logger.warn(
+          { refused, reason: publisher.lastRefusal },
+          'the stream refused events; they go to the spool (or 503)',
+        );
       }
     }
     return outcomes;
@@ -198,7 +236,10 @@ export class JetStreamSink implements EventSink {
         const closed = await nc.closed();
         this.setUp(false);
         if (this.closing) return;
-        this.logger.error({ err: closed instanceof Error ? { message: closed.message } : undefined }, 'NATS connection closed; dialling again');
+        this.logger.error(
+          { err: closed instanceof Error ? { message: closed.message } : undefined },
+          'NATS connection closed; dialling again',
+        );
         wait = this.settings.reconnectWaitMs;
       } catch (err) {
         this.logger.warn({ err: { message: (err as Error).message }, retryInMs: wait }, 'cannot connect to NATS');
@@ -213,12 +254,22 @@ export class JetStreamSink implements EventSink {
     let wait = this.settings.reconnectWaitMs;
     while (!this.closing && !nc.isClosed()) {
       try {
-        const changed = await ensureStream(await jetstreamManager(nc, { timeout: this.settings.timeoutMs }), this.settings);
-        if (changed.length > 0) this.logger.warn({ stream: this.settings.stream, changed }, 'the existing stream was brought in line with streamConfig');
+        const changed = await ensureStream(
+          await jetstreamManager(nc, { timeout: this.settings.timeoutMs }),
+          this.settings,
+        );
+        if (changed.length > 0)
+          this.logger.warn(
+            { stream: this.settings.stream, changed },
+            'the existing stream was brought in line with streamConfig',
+          );
         this.setUp(true);
         return;
       } catch (err) {
-        this.logger.error({ err: { message: (err as Error).message }, retryInMs: wait }, 'JetStream stream not usable; events go to the spool (or 503) until it is');
+        this.logger.error(
+          { err: { message: (err as Error).message }, retryInMs: wait },
+          'JetStream stream not usable; events go to the spool (or 503) until it is',
+        );
         await this.sleep(wait);
         wait = Math.min(MAX_VERIFY_BACKOFF_MS, wait * 2);
       }
@@ -280,9 +331,15 @@ export class JetStreamSink implements EventSink {
   async close(): Promise<void> {
     if (this.replayer && this.spool && this.spool.depth > 0) {
       const deadline = Date.now() + this.options.drainTimeoutMs;
-      this.logger.info({ events: this.spool.depth, timeoutMs: this.options.drainTimeoutMs }, 'handing the spool to the bus before exit');
+      this.logger.info(
+        { events: this.spool.depth, timeoutMs: this.options.drainTimeoutMs },
+        'handing the spool to the bus before exit',
+      );
       const empty = await this.replayer.drain(deadline);
-      this.logger.info({ remaining: this.spool.depth, drained: empty }, empty ? 'spool drained' : 'spool not drained in the grace period; the rest is replayed at the next start');
+      this.logger.info(
+        { remaining: this.spool.depth, drained: empty },
+        empty ? 'spool drained' : 'spool not drained in the grace period; the rest is replayed at the next start',
+      );
     }
     this.closing = true;
     this.stopping.abort();
@@ -307,4 +364,3 @@ function token(value: string): string {
 function redactUrl(url: string): string {
   return url.replace(/\/\/[^@/]*@/, '//***@');
 }
-

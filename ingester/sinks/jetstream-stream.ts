@@ -3,7 +3,13 @@
  * existing stream must pass (createStream: false, or a stream someone else made) with a message
  * that says exactly what is wrong.
  */
-import { DiscardPolicy, RetentionPolicy, StorageType, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
+import {
+  DiscardPolicy,
+  RetentionPolicy,
+  StorageType,
+  type JetStreamManager,
+  type StreamConfig,
+} from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import { MIN_DUPLICATE_WINDOW_SECONDS, type JetStreamSettings } from './handoff-config.js';
 
@@ -36,19 +42,28 @@ export function wantedStream(s: JetStreamSettings): Partial<StreamConfig> & { na
 }
 
 /** Everything about an existing stream that breaks intake's guarantees; empty when it is fine. */
-export function streamProblems(config: Pick<StreamConfig, 'subjects' | 'discard' | 'duplicate_window'>, subjectPrefix: string): string[] {
+export function streamProblems(
+  config: Pick<StreamConfig, 'subjects' | 'discard' | 'duplicate_window'>,
+  subjectPrefix: string,
+): string[] {
   const problems: string[] = [];
   const needed = subjectsOf(subjectPrefix);
   const subjects = config.subjects ?? [];
   if (!subjects.some((s) => subjectCovers(s, needed))) {
-    problems.push(`its subjects ${JSON.stringify(subjects)} do not cover ${needed} (events are published to ${subjectPrefix}.<namespace>.<integration>)`);
+    problems.push(
+      `its subjects ${JSON.stringify(subjects)} do not cover ${needed} (events are published to ${subjectPrefix}.<namespace>.<integration>)`,
+    );
   }
   if (config.discard !== DiscardPolicy.New) {
-    problems.push(`its discard policy is ${JSON.stringify(config.discard ?? 'old')}; intake needs "new" so a full stream refuses events instead of dropping the oldest`);
+    problems.push(
+      `its discard policy is ${JSON.stringify(config.discard ?? 'old')}; intake needs "new" so a full stream refuses events instead of dropping the oldest`,
+    );
   }
   const windowSeconds = (config.duplicate_window ?? 0) / 1e9;
   if (windowSeconds < MIN_DUPLICATE_WINDOW_SECONDS) {
-    problems.push(`its duplicate_window is ${windowSeconds}s; intake needs at least ${MIN_DUPLICATE_WINDOW_SECONDS}s so retried and replayed events are stored once`);
+    problems.push(
+      `its duplicate_window is ${windowSeconds}s; intake needs at least ${MIN_DUPLICATE_WINDOW_SECONDS}s so retried and replayed events are stored once`,
+    );
   }
   return problems;
 }
@@ -67,7 +82,10 @@ export function subjectCovers(pattern: string, wanted: string): boolean {
 }
 
 /** The limits intake manages on a stream it owns (createStream: true): how far they differ from streamConfig. */
-export function limitChanges(current: Pick<StreamConfig, 'max_age' | 'max_bytes' | 'max_msgs'>, wanted: Pick<StreamConfig, 'max_age' | 'max_bytes' | 'max_msgs'>): string[] {
+export function limitChanges(
+  current: Pick<StreamConfig, 'max_age' | 'max_bytes' | 'max_msgs'>,
+  wanted: Pick<StreamConfig, 'max_age' | 'max_bytes' | 'max_msgs'>,
+): string[] {
   const changes: string[] = [];
   for (const k of ['max_age', 'max_bytes', 'max_msgs'] as const) {
     // The server reports "no limit" as 0 for max_age and -1 for the others.
@@ -109,8 +127,11 @@ export async function ensureStream(jsm: JetStreamManager, s: JetStreamSettings):
         return [...problems, ...changes];
       } catch (updateErr) {
         // Limits the server will not take (a max_bytes beyond its storage) are not worth refusing events for.
-        if (problems.length === 0) return [`updating the limits (${changes.join(', ')}) failed: ${(updateErr as Error).message}`];
-        throw new StreamConfigError(`stream ${s.stream} exists, ${problems.join('; ')}, and updating it failed: ${(updateErr as Error).message}`);
+        if (problems.length === 0)
+          return [`updating the limits (${changes.join(', ')}) failed: ${(updateErr as Error).message}`];
+        throw new StreamConfigError(
+          `stream ${s.stream} exists, ${problems.join('; ')}, and updating it failed: ${(updateErr as Error).message}`,
+        );
       }
     }
   }
@@ -118,7 +139,9 @@ export async function ensureStream(jsm: JetStreamManager, s: JetStreamSettings):
   try {
     info = await jsm.streams.info(s.stream);
   } catch (err) {
-    throw new StreamConfigError(`stream ${s.stream} is not usable (createStream is false, so intake does not create it): ${(err as Error).message}`);
+    throw new StreamConfigError(
+      `stream ${s.stream} is not usable (createStream is false, so intake does not create it): ${(err as Error).message}`,
+    );
   }
   const problems = streamProblems(info.config, s.subjectPrefix);
   if (problems.length > 0) throw new StreamConfigError(`stream ${s.stream} is misconfigured: ${problems.join('; ')}`);

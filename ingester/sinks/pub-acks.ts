@@ -64,11 +64,18 @@ export class PubAckPublisher {
    * Publishes every event with its id as Nats-Msg-Id; resolves with one outcome per event, at
    * the latest after timeoutMs. Never rejects.
    */
-  publish(events: ReadonlyArray<{ subject: string; payload: string; id: string }>, timeoutMs: number): Promise<PubOutcome[]> {
+  publish(
+    events: ReadonlyArray<{ subject: string; payload: string; id: string }>,
+    timeoutMs: number,
+  ): Promise<PubOutcome[]> {
     if (events.length === 0) return Promise.resolve([]);
     return new Promise((resolve) => {
       const replies: string[] = [];
-      const batch: Batch = { outcomes: new Array<PubOutcome>(events.length).fill('timeout'), open: events.length, done: () => {} };
+      const batch: Batch = {
+        outcomes: new Array<PubOutcome>(events.length).fill('timeout'),
+        open: events.length,
+        done: () => {},
+      };
       const timer = setTimeout(() => {
         for (const r of replies) this.pending.delete(r);
         resolve(batch.outcomes);

@@ -43,7 +43,11 @@ export interface HandOffResult {
 }
 
 /** Hands a batch to every sink; the answer is what all of them hold. */
-export async function handOffToAll(sinks: readonly EventSink[], events: readonly NormalisedEvent[], onError: (sink: string, err: unknown) => void): Promise<HandOffResult> {
+export async function handOffToAll(
+  sinks: readonly EventSink[],
+  events: readonly NormalisedEvent[],
+  onError: (sink: string, err: unknown) => void,
+): Promise<HandOffResult> {
   const reports = await Promise.allSettled(sinks.map((s) => s.handOff(events)));
   let processed = events.length;
   for (let i = 0; i < reports.length; i++) {
@@ -54,7 +58,13 @@ export async function handOffToAll(sinks: readonly EventSink[], events: readonly
       throw sinkFailed(name, report.reason);
     }
     if (report.value.processed + report.value.cached < events.length) {
-      onError(name, new SinkError(name, `sink ${name} acknowledged ${report.value.processed + report.value.cached} of ${events.length} events`));
+      onError(
+        name,
+        new SinkError(
+          name,
+          `sink ${name} acknowledged ${report.value.processed + report.value.cached} of ${events.length} events`,
+        ),
+      );
       throw sinkFailed(name, undefined);
     }
     processed = Math.min(processed, report.value.processed);

@@ -104,7 +104,11 @@ export class SpoolReplayer {
       this.undeleted = done;
       throw err;
     }
-    if (done.length < rows.length) this.logger.warn({ replayed: done.length, failed: rows.length - done.length, depth: this.spool.depth }, 'spool replay incomplete; backing off');
+    if (done.length < rows.length)
+      this.logger.warn(
+        { replayed: done.length, failed: rows.length - done.length, depth: this.spool.depth },
+        'spool replay incomplete; backing off',
+      );
     return done.length === rows.length;
   }
 

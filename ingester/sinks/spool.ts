@@ -111,7 +111,11 @@ export class Spool {
         payload TEXT NOT NULL,
         spooled_at INTEGER NOT NULL
       )`);
-      const totals = db.prepare(`SELECT count(*) AS n, coalesce(sum(length(id) + length(subject) + length(CAST(payload AS BLOB))), 0) AS b FROM events`).get() as { n: number; b: number };
+      const totals = db
+        .prepare(
+          `SELECT count(*) AS n, coalesce(sum(length(id) + length(subject) + length(CAST(payload AS BLOB))), 0) AS b FROM events`,
+        )
+        .get() as { n: number; b: number };
       this.st = {
         insert: db.prepare('INSERT OR IGNORE INTO events (id, subject, payload, spooled_at) VALUES (?, ?, ?, ?)'),
         peek: db.prepare('SELECT seq, id, subject, payload, spooled_at AS spooledAt FROM events ORDER BY seq LIMIT ?'),
@@ -195,7 +199,9 @@ export class Spool {
     const db = this.db as DatabaseSync;
     const st = this.st as Statements;
     // Admission first: a request that does not fit is refused whole, before anything is written.
-    const admitted = this.budget.admit(group, (p) => p.reject(new SpoolError('full', `spool is full (${this.budget.used} of ${this.maxBytes} bytes used)`)));
+    const admitted = this.budget.admit(group, (p) =>
+      p.reject(new SpoolError('full', `spool is full (${this.budget.used} of ${this.maxBytes} bytes used)`)),
+    );
     if (admitted.length === 0) return;
     let addedRows = 0;
     let addedBytes = 0;
@@ -215,7 +221,9 @@ export class Spool {
     } catch (err) {
       rollback(db);
       this.writeFailure = { message: (err as Error).message, bytes: admitted.reduce((sum, p) => sum + p.bytes, 0) };
-      const failure = new SpoolError('write_failed', `writing to the spool failed: ${(err as Error).message}`, { cause: err });
+      const failure = new SpoolError('write_failed', `writing to the spool failed: ${(err as Error).message}`, {
+        cause: err,
+      });
       for (const p of admitted) p.reject(failure);
       return;
     }

@@ -63,7 +63,12 @@ export const DISK_RESERVE_BYTES = 8 * 1024 * 1024;
 /** SQLITE_FULL, or the filesystem's ENOSPC / EDQUOT underneath. */
 export function isDiskFull(err: unknown): boolean {
   const e = err as { errcode?: number; code?: string; message?: string };
-  return (e.errcode !== undefined && (e.errcode & 0xff) === 13) || e.code === 'ENOSPC' || e.code === 'EDQUOT' || /database or disk is full|no space left|quota/i.test(e.message ?? '');
+  return (
+    (e.errcode !== undefined && (e.errcode & 0xff) === 13) ||
+    e.code === 'ENOSPC' ||
+    e.code === 'EDQUOT' ||
+    /database or disk is full|no space left|quota/i.test(e.message ?? '')
+  );
 }
 
 /**

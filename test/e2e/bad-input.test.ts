@@ -24,11 +24,38 @@ const nested = (n: number): unknown => {
   return v;
 };
 
-type Case = [name: string, path: 'events' | 'metrics', body: string | Buffer, status: number, headers?: Record<string, string>, field?: string];
+type Case = [
+  name: string,
+  path: 'events' | 'metrics',
+  body: string | Buffer,
+  status: number,
+  headers?: Record<string, string>,
+  field?: string,
+];
 // Every row has all six columns: jest.each needs a rectangular table.
-const raw = (name: string, path: Case[1], body: string | Buffer, status: number, headers?: Record<string, string>): Case => [name, path, body, status, headers, undefined];
-const ev = (name: string, body: unknown, status: number, field?: string): Case => [name, 'events', typeof body === 'string' ? body : JSON.stringify(body), status, undefined, field];
-const mp = (name: string, body: unknown, status: number, field?: string): Case => [name, 'metrics', typeof body === 'string' ? body : JSON.stringify(body), status, undefined, field];
+const raw = (
+  name: string,
+  path: Case[1],
+  body: string | Buffer,
+  status: number,
+  headers?: Record<string, string>,
+): Case => [name, path, body, status, headers, undefined];
+const ev = (name: string, body: unknown, status: number, field?: string): Case => [
+  name,
+  'events',
+  typeof body === 'string' ? body : JSON.stringify(body),
+  status,
+  undefined,
+  field,
+];
+const mp = (name: string, body: unknown, status: number, field?: string): Case => [
+  name,
+  'metrics',
+  typeof body === 'string' ? body : JSON.stringify(body),
+  status,
+  undefined,
+  field,
+];
 
 const cases: Case[] = [
   ev('truncated JSON', '{"source":"a","sever', 400),
@@ -42,7 +69,11 @@ const cases: Case[] = [
   ev('JSON string', '"hello"', 400),
   ev('JSON number', '42', 400),
   ev('empty array', [], 400),
-  ev('1001 events', Array.from({ length: 1001 }, () => ok), 400),
+  ev(
+    '1001 events',
+    Array.from({ length: 1001 }, () => ok),
+    400,
+  ),
   ev('array of arrays', [[ok]], 400, ''),
   ev('missing source', { severity: 1 }, 400, 'source'),
   ev('missing severity', { source: 'a' }, 400, 'severity'),
@@ -80,10 +111,14 @@ const cases: Case[] = [
   raw('application/xml', 'events', '<event/>', 415, { 'content-type': 'application/xml' }),
   raw('charset latin1', 'events', JSON.stringify(ok), 415, { 'content-type': 'application/json; charset=latin1' }),
   raw('malformed Basic base64', 'events', JSON.stringify(ok), 401, { authorization: 'Basic %%%' }),
-  raw('Basic without colon', 'events', JSON.stringify(ok), 401, { authorization: `Basic ${Buffer.from('demo').toString('base64')}` }),
+  raw('Basic without colon', 'events', JSON.stringify(ok), 401, {
+    authorization: `Basic ${Buffer.from('demo').toString('base64')}`,
+  }),
   raw('Bearer scheme', 'events', JSON.stringify(ok), 401, { authorization: 'Bearer demo-password' }),
   raw('empty authorization', 'events', JSON.stringify(ok), 401, { authorization: '' }),
-  raw('huge authorization header value', 'events', JSON.stringify(ok), 401, { authorization: `Basic ${'A'.repeat(8000)}` }),
+  raw('huge authorization header value', 'events', JSON.stringify(ok), 401, {
+    authorization: `Basic ${'A'.repeat(8000)}`,
+  }),
   raw('empty apiKey', 'metrics', JSON.stringify(point), 401, { apikey: '' }),
   raw('apiKey of another form', 'metrics', JSON.stringify(point), 401, { apikey: 'default_' }),
   mp('data "NaN"', { ...point, data: 'NaN' }, 400, 'data'),
@@ -95,11 +130,20 @@ const cases: Case[] = [
   mp('metric too long', { ...point, metric: 'm'.repeat(201) }, 400, 'metric'),
   mp('tags as string', { ...point, tags: 'env=prod' }, 400, 'tags'),
   mp('tag value object', { ...point, tags: { env: { a: 1 } } }, 400, 'tags.env'),
-  mp('33 tags', { ...point, tags: Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`t${i}`, 'v'])) }, 400, 'tags'),
+  mp(
+    '33 tags',
+    { ...point, tags: Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`t${i}`, 'v'])) },
+    400,
+    'tags',
+  ),
   mp('utc_offset malformed', { ...point, utc_offset: '+01:00' }, 400, 'utc_offset'),
   mp('time text', { ...point, time: 'now' }, 400, 'time'),
   mp('unknown field', { ...point, host: 'x' }, 400, 'host'),
-  mp('10001 points', Array.from({ length: 10001 }, () => point), 400),
+  mp(
+    '10001 points',
+    Array.from({ length: 10001 }, () => point),
+    400,
+  ),
 ];
 
 describe('hostile and malformed input', () => {
@@ -111,10 +155,18 @@ describe('hostile and malformed input', () => {
     const url = path === 'events' ? `${ing.url}/events/webhook_demo` : `${ing.url}/v1/integrations/metrics`;
     const auth: Record<string, string> = path === 'events' ? { authorization: AUTH } : { apikey: API_KEY };
     const before = eventLines(ing.stdout()).length;
-    const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...auth, ...headers }, body: typeof body === 'string' ? body : new Uint8Array(body) });
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...auth, ...headers },
+      body: typeof body === 'string' ? body : new Uint8Array(body),
+    });
     expect(res.status).toBe(status);
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
-    const json = (await res.json()) as { success: boolean; message: string; errors?: Array<{ index?: number; field: string }> };
+    const json = (await res.json()) as {
+      success: boolean;
+      message: string;
+      errors?: Array<{ index?: number; field: string }>;
+    };
     expect(json.success).toBe(false);
     expect(json.message.length).toBeGreaterThan(0);
     if (field !== undefined) expect(json.errors?.map((e) => e.field)).toContain(field);
@@ -140,7 +192,11 @@ describe('hostile and malformed input', () => {
 
   it('is alive afterwards, accepts a valid request, and never logged a secret', async () => {
     expect((await fetch(`${ing.adminUrl}/healthz`)).status).toBe(200);
-    const res = await fetch(`${ing.url}/events/webhook_demo`, { method: 'POST', headers: { authorization: AUTH, 'content-type': 'application/json' }, body: JSON.stringify(ok) });
+    const res = await fetch(`${ing.url}/events/webhook_demo`, {
+      method: 'POST',
+      headers: { authorization: AUTH, 'content-type': 'application/json' },
+      body: JSON.stringify(ok),
+    });
     expect(res.status).toBe(200);
     expect(ing.stderr()).not.toContain(DEMO.password);
     expect(ing.stderr()).not.toContain(API_KEY);

@@ -15,7 +15,9 @@ describe('descriptor exhaustion by idle connections (no credentials needed)', ()
   let ing: RunningIngester;
   const sockets: Socket[] = [];
   beforeAll(async () => {
-    ing = await startIngester((c) => (c.limits = { ...(c.limits as object), headersTimeoutMs: 1500 }), { fdLimit: 256 });
+    ing = await startIngester((c) => (c.limits = { ...(c.limits as object), headersTimeoutMs: 1500 }), {
+      fdLimit: 256,
+    });
   });
   afterAll(async () => {
     for (const s of sockets) s.destroy();
@@ -54,7 +56,9 @@ describe('slow and malformed requests', () => {
 
   it('answers 408 in JSON to an authenticated upload that never completes', async () => {
     const socket = await openSocket(ing.port);
-    socket.write(`POST /events/webhook_demo HTTP/1.1\r\nHost: x\r\nAuthorization: ${AUTH}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"source":`);
+    socket.write(
+      `POST /events/webhook_demo HTTP/1.1\r\nHost: x\r\nAuthorization: ${AUTH}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"source":`,
+    );
     const { text, closed } = await readAll(socket, 6000);
     expect(closed).toBe(true);
     expect(text).toMatch(/^HTTP\/1\.1 408 /);
@@ -74,14 +78,18 @@ describe('slow and malformed requests', () => {
 
   it('sends 100 Continue only after authentication', async () => {
     const wrong = await openSocket(ing.port);
-    wrong.write(`POST /events/webhook_demo HTTP/1.1\r\nHost: x\r\nAuthorization: ${basic('demo', 'wrong')}\r\nContent-Type: application/json\r\nContent-Length: ${EVENT.length}\r\nExpect: 100-continue\r\n\r\n`);
+    wrong.write(
+      `POST /events/webhook_demo HTTP/1.1\r\nHost: x\r\nAuthorization: ${basic('demo', 'wrong')}\r\nContent-Type: application/json\r\nContent-Length: ${EVENT.length}\r\nExpect: 100-continue\r\n\r\n`,
+    );
     const refused = await waitForText(wrong, /\r\n\r\n\{.*\}$/s);
     expect(refused).not.toMatch(/100 Continue/);
     expect(refused).toMatch(/^HTTP\/1\.1 401 /);
     wrong.destroy();
 
     const right = await openSocket(ing.port);
-    right.write(`POST /events/webhook_demo HTTP/1.1\r\nHost: x\r\nAuthorization: ${AUTH}\r\nContent-Type: application/json\r\nContent-Length: ${EVENT.length}\r\nExpect: 100-continue\r\n\r\n`);
+    right.write(
+      `POST /events/webhook_demo HTTP/1.1\r\nHost: x\r\nAuthorization: ${AUTH}\r\nContent-Type: application/json\r\nContent-Length: ${EVENT.length}\r\nExpect: 100-continue\r\n\r\n`,
+    );
     expect(await waitForText(right, /100 Continue\r\n\r\n/)).toMatch(/^HTTP\/1\.1 100 Continue/);
     right.write(EVENT);
     expect(await waitForText(right, /"success":true/)).toMatch(/HTTP\/1\.1 200 /);
@@ -90,7 +98,9 @@ describe('slow and malformed requests', () => {
 
   it('finishes SIGTERM within its timeout although an upload is still open', async () => {
     const socket = await openSocket(ing.port);
-    socket.write(`POST /events/webhook_demo HTTP/1.1\r\nHost: x\r\nAuthorization: ${AUTH}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{`);
+    socket.write(
+      `POST /events/webhook_demo HTTP/1.1\r\nHost: x\r\nAuthorization: ${AUTH}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{`,
+    );
     const closed = readAll(socket, 10_000);
     await new Promise((r) => setTimeout(r, 200));
     const started = Date.now();
@@ -106,11 +116,19 @@ describe('SIGTERM with keep-alive connections', () => {
     const agent = new Agent({ keepAlive: true, maxSockets: 4 });
     const send = (): Promise<{ status: number; body: string }> =>
       new Promise((resolve, reject) => {
-        const req = request(`${ing.url}/events/webhook_demo`, { method: 'POST', agent, headers: { authorization: AUTH, 'content-type': 'application/json', 'content-length': EVENT.length } }, (res) => {
-          let body = '';
-          res.on('data', (d) => (body += d));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-        });
+        const req = request(
+          `${ing.url}/events/webhook_demo`,
+          {
+            method: 'POST',
+            agent,
+            headers: { authorization: AUTH, 'content-type': 'application/json', 'content-length': EVENT.length },
+          },
+          (res) => {
+            let body = '';
+            res.on('data', (d) => (body += d));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+          },
+        );
         req.on('error', reject);
         req.end(EVENT);
       });

@@ -11,7 +11,11 @@ import { waitFor } from '../support/waiting.js';
 import { basic, DEMO, post, startIngester } from './support/ingester.js';
 
 const AUTH = basic(DEMO.user, DEMO.password);
-const event = (marker: string, pad = 300) => ({ source: 'web-01', severity: 3, description: `${marker} ${'x'.repeat(pad)}` });
+const event = (marker: string, pad = 300) => ({
+  source: 'web-01',
+  severity: 3,
+  description: `${marker} ${'x'.repeat(pad)}`,
+});
 const markersIn = (text: string): string[] =>
   text
     .split('\n')
@@ -36,7 +40,9 @@ const isRoot = process.getuid?.() === 0;
       const accepted: string[] = [];
       const refused: string[] = [];
       for (let i = 0; i < 60; i++) {
-        const res = await post(`${ing.url}/events/webhook_demo`, [event(`a${i}`), event(`b${i}`)], { authorization: AUTH });
+        const res = await post(`${ing.url}/events/webhook_demo`, [event(`a${i}`), event(`b${i}`)], {
+          authorization: AUTH,
+        });
         (res.status === 200 ? accepted : refused).push(`a${i}`, `b${i}`);
         if (res.status !== 200) expect(res.status).toBe(503);
       }
@@ -47,7 +53,10 @@ const isRoot = process.getuid?.() === 0;
       accepted.push('after');
       // Every line is whole JSON, and the log holds exactly the acknowledged events.
       expect(markersIn(readFileSync(log, 'utf8'))).toEqual(accepted);
-      const failures = ing.stderr().split('\n').filter((l) => l.includes('event sink failed'));
+      const failures = ing
+        .stderr()
+        .split('\n')
+        .filter((l) => l.includes('event sink failed'));
       expect(failures.length).toBeGreaterThanOrEqual(1);
       expect(failures.length).toBeLessThanOrEqual(3);
       expect(ing.stderr()).not.toMatch(/"stack"/);
@@ -73,7 +82,9 @@ describe('stdout with a stalled reader', () => {
       expect(await ready.json()).toMatchObject({ status: expect.stringMatching(/sink log cannot take events/) });
       ing.resumeStdout();
       await waitFor('ready again', async () => (await fetch(`${ing.adminUrl}/readyz`)).ok, 10_000);
-      expect((await post(`${ing.url}/events/webhook_demo`, [event('resumed')], { authorization: AUTH })).status).toBe(200);
+      expect((await post(`${ing.url}/events/webhook_demo`, [event('resumed')], { authorization: AUTH })).status).toBe(
+        200,
+      );
     } finally {
       ing.resumeStdout();
       await ing.stop();
@@ -87,15 +98,21 @@ describe('log rotation', () => {
     const log = join(dir, 'events.log');
     const ing = await startIngester((c) => (c.sinks = { log: { path: log } }));
     try {
-      expect((await post(`${ing.url}/events/webhook_demo`, [event('before')], { authorization: AUTH })).status).toBe(200);
+      expect((await post(`${ing.url}/events/webhook_demo`, [event('before')], { authorization: AUTH })).status).toBe(
+        200,
+      );
       renameSync(log, `${log}.1`);
       ing.child.kill('SIGHUP');
       await waitFor('reopened', async () => existsSync(log), 5000);
-      expect((await post(`${ing.url}/events/webhook_demo`, [event('after-hup')], { authorization: AUTH })).status).toBe(200);
+      expect((await post(`${ing.url}/events/webhook_demo`, [event('after-hup')], { authorization: AUTH })).status).toBe(
+        200,
+      );
       // Deleted without a signal: the path is checked every second.
       rmSync(log);
       await waitFor('recreated', async () => existsSync(log), 5000);
-      expect((await post(`${ing.url}/events/webhook_demo`, [event('after-delete')], { authorization: AUTH })).status).toBe(200);
+      expect(
+        (await post(`${ing.url}/events/webhook_demo`, [event('after-delete')], { authorization: AUTH })).status,
+      ).toBe(200);
       expect(markersIn(readFileSync(`${log}.1`, 'utf8'))).toEqual(['before']);
       expect(markersIn(readFileSync(log, 'utf8'))).toEqual(['after-delete']);
     } finally {
@@ -132,11 +149,33 @@ describe('reloading a file startup would refuse', () => {
       await waitFor('reload refused', async () => ing.stderr().includes('routes not reloaded'), 10_000);
       const dir = mkdtempSync(join(tmpdir(), 'intake-reload-'));
       mkdirSync(dir, { recursive: true });
-      const config = { routes: [{ apiVersion: 'intake.dev/v1alpha1', kind: 'WebhookIntegration', name: 'demo', namespace: 'default', credentials: [{ username: 'demo', secret: { plain: 'new-password' } }] }] };
+      const config = {
+        routes: [
+          {
+            apiVersion: 'intake.dev/v1alpha1',
+            kind: 'WebhookIntegration',
+            name: 'demo',
+            namespace: 'default',
+            credentials: [{ username: 'demo', secret: { plain: 'new-password' } }],
+          },
+        ],
+      };
       writeFileSync(ing.configPath, stringify(config));
-      await waitFor('new password accepted', async () => (await post(`${ing.url}/events/webhook_demo`, event('z'), { authorization: basic('demo', 'new-password') })).status === 200, 10_000);
-      expect((await post(`${ing.url}/events/webhook_demo`, event('z'), { authorization: basic('demo', 'new-password') })).status).toBe(200);
-      expect((await post(`${ing.url}/events/webhook_demo`, event('z'), { authorization: basic('demo', 'demo-password') })).status).toBe(401);
+      await waitFor(
+        'new password accepted',
+        async () =>
+          (await post(`${ing.url}/events/webhook_demo`, event('z'), { authorization: basic('demo', 'new-password') }))
+            .status === 200,
+        10_000,
+      );
+      expect(
+        (await post(`${ing.url}/events/webhook_demo`, event('z'), { authorization: basic('demo', 'new-password') }))
+          .status,
+      ).toBe(200);
+      expect(
+        (await post(`${ing.url}/events/webhook_demo`, event('z'), { authorization: basic('demo', 'demo-password') }))
+          .status,
+      ).toBe(401);
     } finally {
       await ing.stop();
     }

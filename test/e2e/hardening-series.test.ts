@@ -8,7 +8,13 @@ import { API_KEY, post, startIngester, type RunningIngester } from './support/in
 
 const TEAM_B_KEY = 'team-b_fedcba9876543210fedcba9876543210';
 const teamB = (c: Record<string, unknown>): void => {
-  (c.routes as unknown[]).push({ apiVersion: 'intake.dev/v1alpha1', kind: 'ApiKey', name: 'b', namespace: 'team-b', credentials: [{ username: 'team-b', secret: { plain: TEAM_B_KEY } }] });
+  (c.routes as unknown[]).push({
+    apiVersion: 'intake.dev/v1alpha1',
+    kind: 'ApiKey',
+    name: 'b',
+    namespace: 'team-b',
+    credentials: [{ username: 'team-b', secret: { plain: TEAM_B_KEY } }],
+  });
 };
 
 /** A point whose 20 tag values are 1000 characters long, all alike but for their last digits. */
@@ -41,7 +47,11 @@ describe('series with long label texts (limit raised to allow them)', () => {
     };
     const early = median([await timedRequest(), await timedRequest(), await timedRequest()]);
     while (next < 3000) {
-      const res = await post(url, Array.from({ length: 200 }, () => longPoint(next++)), { apikey: API_KEY });
+      const res = await post(
+        url,
+        Array.from({ length: 200 }, () => longPoint(next++)),
+        { apikey: API_KEY },
+      );
       expect(res.status).toBe(200);
     }
     const late = median([await timedRequest(), await timedRequest(), await timedRequest()]);
@@ -75,27 +85,46 @@ describe('label size, time and HELP (default limits)', () => {
     const res = await post(url(), [{ metric: 'm', data: 1, source: 's', tags }], { apikey: API_KEY });
     expect(res.status).toBe(400);
     expect(res.json()).toMatchObject({ errors: [{ index: 0, field: 'tags' }] });
-    expect(String(res.json().errors && (res.json().errors as Array<{ message: string }>)[0]?.message)).toMatch(/limit is 2048 \(limits\.maxSeriesLabelChars\)/);
+    expect(String(res.json().errors && (res.json().errors as Array<{ message: string }>)[0]?.message)).toMatch(
+      /limit is 2048 \(limits\.maxSeriesLabelChars\)/,
+    );
     expect((await fetch(`${ing.adminUrl}/metrics/ingested`)).status).toBe(200);
   });
 
   it.each([
     ['1e400 (Infinity once parsed)', '[{"metric":"t_bound","data":1,"source":"s","time":1e400}]'],
     ['a 16-digit string', '[{"metric":"t_bound","data":1,"source":"s","time":"9999999999999999"}]'],
-    ['an hour ahead', JSON.stringify([{ metric: 't_bound', data: 1, source: 's', time: Math.floor(Date.now() / 1000) + 3600 }])],
+    [
+      'an hour ahead',
+      JSON.stringify([{ metric: 't_bound', data: 1, source: 's', time: Math.floor(Date.now() / 1000) + 3600 }]),
+    ],
   ])('refuses a time of %s with 400 naming the field, and later writes still apply', async (_what, body) => {
     const res = await post(url(), body, { apikey: API_KEY });
     expect(res.status).toBe(400);
     expect(res.json()).toMatchObject({ errors: [{ index: 0, field: 'time' }] });
     expect((await post(url(), [{ metric: 't_bound', data: 7, source: 's' }], { apikey: API_KEY })).status).toBe(200);
-    expect(await (await fetch(`${ing.adminUrl}/metrics/ingested`)).text()).toMatch(/^t_bound\{key="",namespace="default",source="s"\} 7$/m);
+    expect(await (await fetch(`${ing.adminUrl}/metrics/ingested`)).text()).toMatch(
+      /^t_bound\{key="",namespace="default",source="s"\} 7$/m,
+    );
   });
 
   it("never shows one tenant's description above another tenant's series", async () => {
-    expect((await post(url(), [{ metric: 'shared_name', data: 1, source: 's', description: 'from default' }], { apikey: API_KEY })).status).toBe(200);
+    expect(
+      (
+        await post(url(), [{ metric: 'shared_name', data: 1, source: 's', description: 'from default' }], {
+          apikey: API_KEY,
+        })
+      ).status,
+    ).toBe(200);
     let text = await (await fetch(`${ing.adminUrl}/metrics/ingested`)).text();
     expect(text).toContain('# HELP shared_name from default\n');
-    expect((await post(url(), [{ metric: 'shared_name', data: 2, source: 's', description: 'team-b says otherwise' }], { apikey: TEAM_B_KEY })).status).toBe(200);
+    expect(
+      (
+        await post(url(), [{ metric: 'shared_name', data: 2, source: 's', description: 'team-b says otherwise' }], {
+          apikey: TEAM_B_KEY,
+        })
+      ).status,
+    ).toBe(200);
     text = await (await fetch(`${ing.adminUrl}/metrics/ingested`)).text();
     expect(text).not.toMatch(/# HELP shared_name/);
     expect(text).toMatch(/^shared_name\{key="",namespace="team-b",source="s"\} 2$/m);

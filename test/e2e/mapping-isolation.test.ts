@@ -14,7 +14,8 @@ import { tenantAuth, tenantRoute, post, startIngester, type RunningIngester } fr
 // A busy machine: worker start-up, hostile expressions running into their limits.
 jest.setTimeout(120_000);
 
-const route = (name: string, namespace: string, mapping: Record<string, unknown>) => tenantRoute(name, namespace, { mapping });
+const route = (name: string, namespace: string, mapping: Record<string, unknown>) =>
+  tenantRoute(name, namespace, { mapping });
 const auth = tenantAuth;
 
 const TIMEOUT_MS = 500;
@@ -23,7 +24,11 @@ let eventsFile: string;
 
 const logEvents = (integration: string): Array<Record<string, unknown>> =>
   existsSync(eventsFile)
-    ? readFileSync(eventsFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>).filter((e) => e.integration === integration)
+    ? readFileSync(eventsFile, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .filter((e) => e.integration === integration)
     : [];
 
 beforeAll(async () => {
@@ -38,7 +43,9 @@ beforeAll(async () => {
       route('pad', 'team-a', { expression: '[1..100000].$pad("", 4000000, "x")' }),
       // team-b: a preset, and its own expression using the same built-ins.
       route('nagios', 'team-b', { preset: 'nagios' }),
-      route('checker', 'team-b', { expression: '{"source": host, "severity": $lowercase(level), "description": $uppercase(host)}' }),
+      route('checker', 'team-b', {
+        expression: '{"source": host, "severity": $lowercase(level), "description": $uppercase(host)}',
+      }),
       route('am', 'team-b', { preset: 'alertmanager' }),
     );
     config.mapping = { timeoutMs: TIMEOUT_MS, workers: 2 };
@@ -53,11 +60,20 @@ afterAll(async () => {
 
 /** What team-b's mappings produce, by dry run (nothing accepted). */
 async function teamB(): Promise<{ nagios: Record<string, unknown>; checker: Record<string, unknown> }> {
-  const nagios = await post(`${ing.url}/events/webhook_nagios?dryRun=true`, { notification_type: 'PROBLEM', host: 'web-9', service: 'HTTP', state: 'CRITICAL', output: 'timeout' }, auth('nagios'));
-  const checker = await post(`${ing.url}/events/webhook_checker?dryRun=true`, { host: 'web-1', level: 'MAJOR' }, auth('checker'));
+  const nagios = await post(
+    `${ing.url}/events/webhook_nagios?dryRun=true`,
+    { notification_type: 'PROBLEM', host: 'web-9', service: 'HTTP', state: 'CRITICAL', output: 'timeout' },
+    auth('nagios'),
+  );
+  const checker = await post(
+    `${ing.url}/events/webhook_checker?dryRun=true`,
+    { host: 'web-1', level: 'MAJOR' },
+    auth('checker'),
+  );
   expect(nagios.status).toBe(200);
   expect(checker.status).toBe(200);
-  const first = (r: typeof nagios) => ((r.json().events as Array<Record<string, unknown>> | undefined) ?? [])[0] ?? r.json();
+  const first = (r: typeof nagios) =>
+    ((r.json().events as Array<Record<string, unknown>> | undefined) ?? [])[0] ?? r.json();
   return { nagios: first(nagios), checker: first(checker) };
 }
 
@@ -86,7 +102,14 @@ describe('a tenant rewriting built-in functions (defect 1)', () => {
 
 describe('a hostile expression (defect 2)', () => {
   /** Runs the hostile request while timing /healthz and team-b's requests; returns what was seen. */
-  async function whileHostile(name: string): Promise<{ status: number; code: string; message: string; tookMs: number; health: number[]; others: Array<{ integration: string; status: number; ms: number }> }> {
+  async function whileHostile(name: string): Promise<{
+    status: number;
+    code: string;
+    message: string;
+    tookMs: number;
+    health: number[];
+    others: Array<{ integration: string; status: number; ms: number }>;
+  }> {
     const started = performance.now();
     let done = false;
     const hostile = post(`${ing.url}/events/webhook_${name}`, { any: 1 }, auth(name)).finally(() => (done = true));
@@ -110,32 +133,56 @@ describe('a hostile expression (defect 2)', () => {
     }
     const res = await hostile;
     const json = res.json();
-    return { status: res.status, code: String(json.code), message: String(json.message), tookMs: performance.now() - started, health, others };
+    return {
+      status: res.status,
+      code: String(json.code),
+      message: String(json.message),
+      tookMs: performance.now() - started,
+      health,
+      others,
+    };
   }
 
-  const p99 = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.max(0, Math.ceil(values.length * 0.99) - 1)] ?? 0;
+  const p99 = (values: number[]): number =>
+    [...values].sort((a, b) => a - b)[Math.max(0, Math.ceil(values.length * 0.99) - 1)] ?? 0;
 
-  it.each(['distinct', 'pad'])('%s: stopped at about its limit (422) while the admin port and other tenants keep answering', async (name) => {
-    const seen = await whileHostile(name);
-    console.log(`${name}: ${seen.status} after ${Math.round(seen.tookMs)} ms; healthz max ${Math.round(Math.max(...seen.health))} ms; other tenants p99 ${['nagios', 'checker'].map((i) => `${i} ${Math.round(p99(seen.others.filter((o) => o.integration === i).map((o) => o.ms)))} ms`).join(', ')} over ${seen.others.length} requests; ${seen.message}`);
-    expect(seen.status).toBe(422);
-    expect(seen.code).toBe('MAPPING_FAILED');
-    expect(seen.message).toMatch(/D1012/);
-    // The limit counts CPU time: stopped just past it. On a shared machine the wall clock runs
-    // longer. Before the fix: 200 after about 5 s (distinct), or the process held ~13 s (pad).
-    // (A machine too busy to give the worker a core stops it by the wall-clock backstop instead.)
-    const cpuMs = Number(/(\d+) ms of CPU time/.exec(seen.message)?.[1] ?? /after (\d+) milliseconds/.exec(seen.message)?.[1]);
-    if (!/wall-clock backstop/.test(seen.message)) expect(cpuMs).toBeGreaterThanOrEqual(TIMEOUT_MS);
-    expect(cpuMs).toBeLessThan(TIMEOUT_MS * 2);
-    expect(seen.tookMs).toBeLessThan(10_000);
-    expect(seen.others.length).toBeGreaterThan(0);
-    expect(seen.others.every((o) => o.status === 200)).toBe(true);
-    expect(Math.max(...seen.health)).toBeLessThan(400);
-  });
+  it.each(['distinct', 'pad'])(
+    '%s: stopped at about its limit (422) while the admin port and other tenants keep answering',
+    async (name) => {
+      const seen = await whileHostile(name);
+      console.log(
+        `${name}: ${seen.status} after ${Math.round(seen.tookMs)} ms; healthz max ${Math.round(Math.max(...seen.health))} ms; other tenants p99 ${['nagios', 'checker'].map((i) => `${i} ${Math.round(p99(seen.others.filter((o) => o.integration === i).map((o) => o.ms)))} ms`).join(', ')} over ${seen.others.length} requests; ${seen.message}`,
+      );
+      expect(seen.status).toBe(422);
+      expect(seen.code).toBe('MAPPING_FAILED');
+      expect(seen.message).toMatch(/D1012/);
+      // The limit counts CPU time: stopped just past it. On a shared machine the wall clock runs
+      // longer. Before the fix: 200 after about 5 s (distinct), or the process held ~13 s (pad).
+      // (A machine too busy to give the worker a core stops it by the wall-clock backstop instead.)
+      const cpuMs = Number(
+        /(\d+) ms of CPU time/.exec(seen.message)?.[1] ?? /after (\d+) milliseconds/.exec(seen.message)?.[1],
+      );
+      if (!/wall-clock backstop/.test(seen.message)) expect(cpuMs).toBeGreaterThanOrEqual(TIMEOUT_MS);
+      expect(cpuMs).toBeLessThan(TIMEOUT_MS * 2);
+      expect(seen.tookMs).toBeLessThan(10_000);
+      expect(seen.others.length).toBeGreaterThan(0);
+      expect(seen.others.every((o) => o.status === 200)).toBe(true);
+      expect(Math.max(...seen.health)).toBeLessThan(400);
+    },
+  );
 
   it('is charged for the CPU time it used (intake_mapping_cpu_seconds_total)', async () => {
     const text = await (await fetch(`${ing.adminUrl}/metrics`)).text();
-    const used = (integration: string) => Number(/\s(\S+)$/.exec(text.split('\n').find((l) => l.startsWith('intake_mapping_cpu_seconds_total{') && l.includes(`integration="${integration}"`)) ?? ' NaN')?.[1]);
+    const used = (integration: string) =>
+      Number(
+        /\s(\S+)$/.exec(
+          text
+            .split('\n')
+            .find(
+              (l) => l.startsWith('intake_mapping_cpu_seconds_total{') && l.includes(`integration="${integration}"`),
+            ) ?? ' NaN',
+        )?.[1],
+      );
     expect(used('distinct')).toBeGreaterThanOrEqual((TIMEOUT_MS / 1000) * 0.8);
     expect(used('checker')).toBeGreaterThan(0);
   });
@@ -170,13 +217,21 @@ function alertmanagerGroup(alerts: number): Record<string, unknown> {
 const niceOf = (stat: string): number => Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
 
 describe('the worker threads', () => {
-  (process.platform === 'linux' ? it : it.skip)("run tenants' expressions at nice 19, so the thread that answers requests preempts them; that thread keeps the process's own", async () => {
-    expect((await post(`${ing.url}/events/webhook_checker`, { host: 'db-1', level: 'WARNING' }, auth('checker'))).status).toBe(200);
-    const pid = ing.child.pid as number;
-    const threads = readdirSync(`/proc/${pid}/task`).map((tid) => ({ tid: Number(tid), nice: niceOf(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')) }));
-    expect(threads.find((t) => t.tid === pid)?.nice).toBe(niceOf(readFileSync('/proc/self/stat', 'utf8')));
-    expect(threads.filter((t) => t.nice === 19).length).toBeGreaterThanOrEqual(1);
-  });
+  (process.platform === 'linux' ? it : it.skip)(
+    "run tenants' expressions at nice 19, so the thread that answers requests preempts them; that thread keeps the process's own",
+    async () => {
+      expect(
+        (await post(`${ing.url}/events/webhook_checker`, { host: 'db-1', level: 'WARNING' }, auth('checker'))).status,
+      ).toBe(200);
+      const pid = ing.child.pid as number;
+      const threads = readdirSync(`/proc/${pid}/task`).map((tid) => ({
+        tid: Number(tid),
+        nice: niceOf(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')),
+      }));
+      expect(threads.find((t) => t.tid === pid)?.nice).toBe(niceOf(readFileSync('/proc/self/stat', 'utf8')));
+      expect(threads.filter((t) => t.nice === 19).length).toBeGreaterThanOrEqual(1);
+    },
+  );
 });
 
 describe('an Alertmanager group of 1,001 alerts (defect 11)', () => {
@@ -192,12 +247,20 @@ describe('an Alertmanager group of 1,001 alerts (defect 11)', () => {
 
 describe('a real Alertmanager with a group of 1,001 alerts (defect 11)', () => {
   it('every notification is accepted, the whole group as one event per alert', async () => {
-    const am = await startAlertmanager({ url: `${ing.url}/events/webhook_am`, username: 'am', password: 'am-password' });
+    const am = await startAlertmanager({
+      url: `${ing.url}/events/webhook_am`,
+      username: 'am',
+      password: 'am-password',
+    });
     try {
       const startsAt = new Date(Date.now() - 60_000).toISOString();
       await postAlerts(
         am.url,
-        Array.from({ length: 1001 }, (_, i) => ({ labels: { alertname: 'RealGroup', instance: `node-${i}`, severity: 'warning' }, annotations: { summary: `node-${i}` }, startsAt })),
+        Array.from({ length: 1001 }, (_, i) => ({
+          labels: { alertname: 'RealGroup', instance: `node-${i}`, severity: 'warning' },
+          annotations: { summary: `node-${i}` },
+          startsAt,
+        })),
       );
       // Alertmanager may first flush part of the group, then the whole of it (each notification
       // carries every firing alert of the group): wait for one notification with all 1,001.
@@ -205,7 +268,8 @@ describe('a real Alertmanager with a group of 1,001 alerts (defect 11)', () => {
       let whole: Array<Record<string, unknown>> = [];
       while (Date.now() < deadline && whole.length < 1001) {
         const byNotification = new Map<unknown, Array<Record<string, unknown>>>();
-        for (const e of logEvents('am').filter((e) => e.class === 'RealGroup')) byNotification.set(e.received_at, [...(byNotification.get(e.received_at) ?? []), e]);
+        for (const e of logEvents('am').filter((e) => e.class === 'RealGroup'))
+          byNotification.set(e.received_at, [...(byNotification.get(e.received_at) ?? []), e]);
         whole = [...byNotification.values()].sort((a, b) => b.length - a.length)[0] ?? [];
         if (whole.length < 1001) await new Promise((r) => setTimeout(r, 200));
       }
@@ -255,7 +319,10 @@ describe('a small pool: one worker, one payload queued, a 32 MiB heap', () => {
         route('hoarder', 'team-a', { expression: '($a := [1..99999]; [1..1000].{"x": $append($a, $)})' }),
       );
       config.mapping = { timeoutMs: 1000, workers: 1, maxQueued: 1, workerHeapMb: 32 };
-      config.deadLetter = { path: join(mkdtempSync(join(tmpdir(), 'intake-e2e-busy-')), 'dead.jsonl'), maxBytes: 1 << 20 };
+      config.deadLetter = {
+        path: join(mkdtempSync(join(tmpdir(), 'intake-e2e-busy-')), 'dead.jsonl'),
+        maxBytes: 1 << 20,
+      };
     });
   });
 
@@ -274,9 +341,16 @@ describe('a small pool: one worker, one payload queued, a 32 MiB heap', () => {
     const refused = await send();
     expect(refused.status).toBe(503);
     expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
-    expect(refused.json()).toMatchObject({ code: 'MAPPING_BUSY', message: expect.stringContaining('mapping.maxQueued') });
+    expect(refused.json()).toMatchObject({
+      code: 'MAPPING_BUSY',
+      message: expect.stringContaining('mapping.maxQueued'),
+    });
     expect((await fetch(`${small.adminUrl}/readyz`)).status).toBe(200);
-    const preset = await post(`${small.url}/events/webhook_nagios`, { host: 'web-1', state: 'CRITICAL' }, auth('nagios'));
+    const preset = await post(
+      `${small.url}/events/webhook_nagios`,
+      { host: 'web-1', state: 'CRITICAL' },
+      auth('nagios'),
+    );
     expect(preset.status).toBe(200);
     expect((await running).status).toBe(422);
     expect((await queued).status).toBe(422);

@@ -35,7 +35,12 @@ let eventsFile: string;
 let deadLetterFile: string;
 
 const logEvents = (): Array<Record<string, unknown>> =>
-  existsSync(eventsFile) ? readFileSync(eventsFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>) : [];
+  existsSync(eventsFile)
+    ? readFileSync(eventsFile, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+    : [];
 
 beforeAll(async () => {
   const dir = mkdtempSync(join(tmpdir(), 'intake-e2e-mapping-'));
@@ -69,37 +74,81 @@ describe('a real Alertmanager posting to preset alertmanager', () => {
       { labels: labels('web-2', 'warning'), annotations: { summary: 'CPU high on web-2' }, startsAt },
       { labels: labels('web-3', 'warning'), annotations: { summary: 'CPU high on web-3' }, startsAt },
     ]);
-    const firing = await waitFor('three firing events', async () => {
-      const found = logEvents().filter((e) => e.integration === 'am' && e.severity !== 0);
-      return found.length >= 3 ? found : undefined;
-    }, 40_000, 100);
+    const firing = await waitFor(
+      'three firing events',
+      async () => {
+        const found = logEvents().filter((e) => e.integration === 'am' && e.severity !== 0);
+        return found.length >= 3 ? found : undefined;
+      },
+      40_000,
+      100,
+    );
     const first = firing.slice(0, 3);
     expect(new Set(first.map((e) => e.source))).toEqual(new Set(['web-1', 'web-2', 'web-3']));
     // One notification carried the whole group: the events share the request's receive time.
     expect(new Set(first.map((e) => e.received_at)).size).toBe(1);
     const web1 = first.find((e) => e.source === 'web-1') as Record<string, unknown>;
-    expect(web1).toMatchObject({ severity: 5, class: 'HighCPU', manager: 'Alertmanager', description: 'CPU high on web-1' });
+    expect(web1).toMatchObject({
+      severity: 5,
+      class: 'HighCPU',
+      manager: 'Alertmanager',
+      description: 'CPU high on web-1',
+    });
 
-    await postAlerts(am.url, [{ labels: labels('web-1', 'critical'), startsAt, endsAt: new Date(Date.now() - 1000).toISOString() }]);
-    const clear = await waitFor('a clear for web-1', async () => logEvents().find((e) => e.integration === 'am' && e.source === 'web-1' && e.severity === 0), 40_000, 100);
+    await postAlerts(am.url, [
+      { labels: labels('web-1', 'critical'), startsAt, endsAt: new Date(Date.now() - 1000).toISOString() },
+    ]);
+    const clear = await waitFor(
+      'a clear for web-1',
+      async () => logEvents().find((e) => e.integration === 'am' && e.source === 'web-1' && e.severity === 0),
+      40_000,
+      100,
+    );
     expect(clear.signature).toBe(web1.signature);
     expect(clear.severity_name).toBe('clear');
   });
 });
 
-describe("the shipped Nagios/Icinga notification script, preset nagios", () => {
+describe('the shipped Nagios/Icinga notification script, preset nagios', () => {
   it('posts a problem and its recovery, which clears it under the same signature', async () => {
-    const env = { ...process.env, INTAKE_URL: `${ing.url}/events/webhook_nagios`, INTAKE_AUTHORIZATION: basic('nagios', 'nagios-password') };
+    const env = {
+      ...process.env,
+      INTAKE_URL: `${ing.url}/events/webhook_nagios`,
+      INTAKE_AUTHORIZATION: basic('nagios', 'nagios-password'),
+    };
     const script = join(ROOT, 'examples/senders/notify-intake.sh');
-    const problem = await run('sh', [script, 'PROBLEM', 'web-9', '10.0.0.9', 'HTTP', 'CRITICAL', 'HARD', 'CRITICAL - "timeout" after 10s', '1763844181'], env);
+    const problem = await run(
+      'sh',
+      [
+        script,
+        'PROBLEM',
+        'web-9',
+        '10.0.0.9',
+        'HTTP',
+        'CRITICAL',
+        'HARD',
+        'CRITICAL - "timeout" after 10s',
+        '1763844181',
+      ],
+      env,
+    );
     expect(problem).toMatchObject({ code: 0 });
-    const recovery = await run('sh', [script, 'RECOVERY', 'web-9', '10.0.0.9', 'HTTP', 'OK', 'HARD', 'HTTP OK', '1763844481'], env);
+    const recovery = await run(
+      'sh',
+      [script, 'RECOVERY', 'web-9', '10.0.0.9', 'HTTP', 'OK', 'HARD', 'HTTP OK', '1763844481'],
+      env,
+    );
     expect(recovery).toMatchObject({ code: 0 });
     const [p, r] = await waitFor('both events', async () => {
       const found = logEvents().filter((e) => e.integration === 'nagios');
       return found.length >= 2 ? found : undefined;
     });
-    expect(p).toMatchObject({ source: 'web-9', severity: 5, description: 'CRITICAL - "timeout" after 10s', agent_time: '2025-11-22T20:43:01.000Z' });
+    expect(p).toMatchObject({
+      source: 'web-9',
+      severity: 5,
+      description: 'CRITICAL - "timeout" after 10s',
+      agent_time: '2025-11-22T20:43:01.000Z',
+    });
     expect(r).toMatchObject({ source: 'web-9', severity: 0, signature: p?.signature });
   });
 });
@@ -108,14 +157,22 @@ describe('a hostile expression', () => {
   it('hits its time limit (422, dead letter) while other requests keep being answered', async () => {
     const started = Date.now();
     let hostileDoneAt = 0;
-    const hostile = post(`${ing.url}/events/webhook_hostile`, { any: 1 }, { authorization: basic('hostile', 'hostile-password') }).then((r) => {
+    const hostile = post(
+      `${ing.url}/events/webhook_hostile`,
+      { any: 1 },
+      { authorization: basic('hostile', 'hostile-password') },
+    ).then((r) => {
       hostileDoneAt = Date.now();
       return r;
     });
     await new Promise((r) => setTimeout(r, 200));
     const answeredAt: number[] = [];
     for (let i = 0; i < 5; i++) {
-      const res = await post(`${ing.url}/events/webhook_demo`, { source: `meanwhile-${i}`, severity: 1 }, { authorization: basic(DEMO.user, DEMO.password) });
+      const res = await post(
+        `${ing.url}/events/webhook_demo`,
+        { source: `meanwhile-${i}`, severity: 1 },
+        { authorization: basic(DEMO.user, DEMO.password) },
+      );
       expect(res.status).toBe(200);
       answeredAt.push(Date.now());
     }
@@ -133,9 +190,19 @@ describe('dead letter and replay', () => {
   it('keeps a payload the mapping cannot turn into events, and the CLI replays it once the mapping is fixed', async () => {
     const res = await post(`${ing.url}/events/webhook_custom`, { hostname: 'db-7', level: 3 }, { authorization: auth });
     expect(res.status).toBe(422);
-    expect(res.json()).toMatchObject({ code: 'MAPPING_FAILED', errors: [{ index: 0, field: 'source', message: 'is required' }] });
-    const kept = (await (await fetch(`${ing.adminUrl}/deadletter?kind=mapping&integration=custom&payload=true`)).json()) as { entries: Array<{ id: string; payload: unknown }> };
-    expect(kept.entries).toEqual([expect.objectContaining({ id: res.headers.get('x-intake-dead-letter-id'), payload: { hostname: 'db-7', level: 3 } })]);
+    expect(res.json()).toMatchObject({
+      code: 'MAPPING_FAILED',
+      errors: [{ index: 0, field: 'source', message: 'is required' }],
+    });
+    const kept = (await (
+      await fetch(`${ing.adminUrl}/deadletter?kind=mapping&integration=custom&payload=true`)
+    ).json()) as { entries: Array<{ id: string; payload: unknown }> };
+    expect(kept.entries).toEqual([
+      expect.objectContaining({
+        id: res.headers.get('x-intake-dead-letter-id'),
+        payload: { hostname: 'db-7', level: 3 },
+      }),
+    ]);
     expect(existsSync(deadLetterFile.replace(/\.jsonl$/, '.sqlite'))).toBe(true);
 
     const listed = await cli(['deadletter', 'list', '--admin-url', ing.adminUrl, '--integration', 'custom']);
@@ -144,33 +211,67 @@ describe('dead letter and replay', () => {
     expect(listed.stdout).toContain('1 dead letter(s) listed');
     // A reader that stops early (| head) ends the listing quietly: no EPIPE stack trace, exit 0.
     // The read end is closed before the CLI has its answer from the admin port, so its write fails.
-    const piped = spawn(process.execPath, [join(ROOT, 'dist/cmd/intake.js'), 'deadletter', 'list', '--json', '--admin-url', ing.adminUrl], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const piped = spawn(
+      process.execPath,
+      [join(ROOT, 'dist/cmd/intake.js'), 'deadletter', 'list', '--json', '--admin-url', ing.adminUrl],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     piped.stdout.destroy();
     let pipedErr = '';
     piped.stderr.on('data', (d) => (pipedErr += d));
     expect(await new Promise((resolve) => piped.on('exit', resolve))).toBe(0);
     expect(pipedErr).toBe('');
 
-    const config = parse(readFileSync(ing.configPath, 'utf8')) as { routes: Array<{ name: string; mapping?: unknown }> };
+    const config = parse(readFileSync(ing.configPath, 'utf8')) as {
+      routes: Array<{ name: string; mapping?: unknown }>;
+    };
     (config.routes.find((r) => r.name === 'custom') as { mapping?: unknown }).mapping = FIXED;
     writeFileSync(ing.configPath, stringify(config));
-    await waitFor('fixed mapping loaded', async () => {
-      const dry = await post(`${ing.url}/events/webhook_custom?dryRun=true`, { hostname: 'probe', level: 1 }, { authorization: auth });
-      return dry.json().success === true;
-    }, 10_000, 100);
+    await waitFor(
+      'fixed mapping loaded',
+      async () => {
+        const dry = await post(
+          `${ing.url}/events/webhook_custom?dryRun=true`,
+          { hostname: 'probe', level: 1 },
+          { authorization: auth },
+        );
+        return dry.json().success === true;
+      },
+      10_000,
+      100,
+    );
 
     const replay = await cli(['deadletter', 'replay', '--admin-url', ing.adminUrl, '--integration', 'custom']);
     expect(replay.stdout).toContain('1 replayed, 0 failed, 0 skipped');
     expect(replay.code).toBe(0);
-    const delivered = await waitFor('replayed event in the log', async () => logEvents().find((e) => e.integration === 'custom' && e.source === 'db-7'));
+    const delivered = await waitFor('replayed event in the log', async () =>
+      logEvents().find((e) => e.integration === 'custom' && e.source === 'db-7'),
+    );
     expect(delivered.severity).toBe(3);
-    expect((await cli(['deadletter', 'list', '--admin-url', ing.adminUrl, '--integration', 'custom'])).stdout).toContain('0 dead letter(s) listed');
+    expect(
+      (await cli(['deadletter', 'list', '--admin-url', ing.adminUrl, '--integration', 'custom'])).stdout,
+    ).toContain('0 dead letter(s) listed');
   });
 
   it('refuses a config file whose mapping fails its tests', async () => {
     const path = join(dirname(ing.configPath), 'bad.yaml');
-    writeFileSync(path, stringify({ routes: [route('t', { preset: 'nagios', tests: [{ input: { host: 'h', state: 'OK' }, expect: { severity: 5 } }] })] }));
-    const r = await cli(['ingester', '--config', path, '--listen', `127.0.0.1:${await freePort()}`, '--admin-listen', `127.0.0.1:${await freePort()}`]);
+    writeFileSync(
+      path,
+      stringify({
+        routes: [
+          route('t', { preset: 'nagios', tests: [{ input: { host: 'h', state: 'OK' }, expect: { severity: 5 } }] }),
+        ],
+      }),
+    );
+    const r = await cli([
+      'ingester',
+      '--config',
+      path,
+      '--listen',
+      `127.0.0.1:${await freePort()}`,
+      '--admin-listen',
+      `127.0.0.1:${await freePort()}`,
+    ]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('invalid mapping: tests[0]: event 0: severity: expected 5, got 0');
   });
@@ -178,7 +279,11 @@ describe('dead letter and replay', () => {
 
 const cli = (args: string[]) => run(process.execPath, [join(ROOT, 'dist/cmd/intake.js'), ...args]);
 
-function run(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function run(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
     let stdout = '';

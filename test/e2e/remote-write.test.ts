@@ -12,7 +12,13 @@ import { flatten, startRecordingReceiver } from './support/recording-receiver.js
 jest.setTimeout(60_000);
 
 const TEAM_B_KEY = 'teamb_0123456789abcdef0123456789abcdef';
-const teamB = { apiVersion: 'intake.dev/v1alpha1', kind: 'ApiKey', name: 'team-b', namespace: 'team-b', credentials: [{ username: 'team-b', secret: { plain: TEAM_B_KEY } }] };
+const teamB = {
+  apiVersion: 'intake.dev/v1alpha1',
+  kind: 'ApiKey',
+  name: 'team-b',
+  namespace: 'team-b',
+  credentials: [{ username: 'team-b', secret: { plain: TEAM_B_KEY } }],
+};
 
 /** The example config, remote writing to `url` with short intervals, exposition off. */
 function remoteWriting(url: string, extra: Record<string, unknown> = {}): Promise<RunningIngester> {
@@ -23,7 +29,8 @@ function remoteWriting(url: string, extra: Record<string, unknown> = {}): Promis
   });
 }
 
-const send = (ing: RunningIngester, body: unknown, key = API_KEY) => post(`${ing.url}/v1/integrations/metrics`, body, { apikey: key });
+const send = (ing: RunningIngester, body: unknown, key = API_KEY) =>
+  post(`${ing.url}/v1/integrations/metrics`, body, { apikey: key });
 
 async function ownMetric(ing: RunningIngester, line: string): Promise<number> {
   const text = await (await fetch(`${ing.adminUrl}/metrics`)).text();
@@ -32,9 +39,14 @@ async function ownMetric(ing: RunningIngester, line: string): Promise<number> {
 }
 
 /** Raw samples of the series `selector` selects over the last hour: [{metric, values: [[s, "v"]]}]. */
-async function raw(prom: Prometheus, selector: string): Promise<Array<{ metric: Record<string, string>; values: Array<[number, string]> }>> {
+async function raw(
+  prom: Prometheus,
+  selector: string,
+): Promise<Array<{ metric: Record<string, string>; values: Array<[number, string]> }>> {
   const res = await fetch(`${prom.url}/api/v1/query?${new URLSearchParams({ query: `${selector}[1h]` })}`);
-  const body = (await res.json()) as { data: { result: Array<{ metric: Record<string, string>; values: Array<[number, string]> }> } };
+  const body = (await res.json()) as {
+    data: { result: Array<{ metric: Record<string, string>; values: Array<[number, string]> }> };
+  };
   return body.data.result;
 }
 
@@ -64,14 +76,24 @@ describe('remote write to a real Prometheus', () => {
       { metric: 'rw.e2e.temp', data: '22', source: 'host-2', time: nowS - 30 + 7200, utc_offset: 'GMT+02:00' },
       { metric: 'rw.e2e.temp', data: 23, source: 'host-3' },
     ]);
-    expect(res.json()).toEqual({ response: { processed: 3, cached: 0, received: 3 }, success: true, message: 'Processed 3 data point(s)' });
+    expect(res.json()).toEqual({
+      response: { processed: 3, cached: 0, received: 3 },
+      success: true,
+      message: 'Processed 3 data point(s)',
+    });
     const series = await waitFor('three series', async () => {
       const r = await raw(prom, 'rw_e2e_temp');
       return r.length === 3 ? r : undefined;
     });
     const bySource = Object.fromEntries(series.map((s) => [s.metric.source, s]));
-    expect(bySource['host-1']).toEqual({ metric: { __name__: 'rw_e2e_temp', env: 'prod', key: 'cpu0', namespace: 'default', source: 'host-1' }, values: [[nowS - 60, '21.5']] });
-    expect(bySource['host-2']).toEqual({ metric: { __name__: 'rw_e2e_temp', namespace: 'default', source: 'host-2' }, values: [[nowS - 30, '22']] });
+    expect(bySource['host-1']).toEqual({
+      metric: { __name__: 'rw_e2e_temp', env: 'prod', key: 'cpu0', namespace: 'default', source: 'host-1' },
+      values: [[nowS - 60, '21.5']],
+    });
+    expect(bySource['host-2']).toEqual({
+      metric: { __name__: 'rw_e2e_temp', namespace: 'default', source: 'host-2' },
+      values: [[nowS - 30, '22']],
+    });
     const [receivedAt, value] = bySource['host-3']!.values[0]!;
     expect(value).toBe('23');
     expect(Math.abs(receivedAt - Date.now() / 1000)).toBeLessThan(30);
@@ -85,7 +107,9 @@ describe('remote write to a real Prometheus', () => {
       { metric: 'rw.e2e.future', data: 2, source: 'h', time: nowS + 600 },
     ]);
     expect(res.status).toBe(400);
-    expect(res.json().errors).toEqual([{ index: 1, field: 'time', message: expect.stringContaining('more than 5 minutes in the future') }]);
+    expect(res.json().errors).toEqual([
+      { index: 1, field: 'time', message: expect.stringContaining('more than 5 minutes in the future') },
+    ]);
     await new Promise((r) => setTimeout(r, 500));
     expect(await query(prom, 'count(rw_e2e_future)')).toEqual([]);
   });
@@ -93,17 +117,33 @@ describe('remote write to a real Prometheus', () => {
   it('refuses a point older than remoteWrite.maxSampleAgeMs with 400 naming its index and time, so it cannot take the current points of its batch down with it', async () => {
     const ing = await started(remoteWriting(prom.writeUrl));
     const nowS = Math.floor(Date.now() / 1000);
-    const points = Array.from({ length: 52 }, (_, i) => ({ metric: 'rw.e2e.bound', data: i, source: `h${i}`, time: i === 17 ? nowS - 3 * 3600 : nowS - 5 }));
+    const points = Array.from({ length: 52 }, (_, i) => ({
+      metric: 'rw.e2e.bound',
+      data: i,
+      source: `h${i}`,
+      time: i === 17 ? nowS - 3 * 3600 : nowS - 5,
+    }));
     const res = await send(ing, points);
     expect(res.status).toBe(400);
-    expect(res.json().errors).toEqual([{ index: 17, field: 'time', message: expect.stringContaining('45 minutes in the past') }]);
+    expect(res.json().errors).toEqual([
+      { index: 17, field: 'time', message: expect.stringContaining('45 minutes in the past') },
+    ]);
     await new Promise((r) => setTimeout(r, 500));
     expect(await query(prom, 'count(rw_e2e_bound)')).toEqual([]);
     // The 51 current points, sent again without the old one, all arrive.
-    expect((await send(ing, points.filter((_, i) => i !== 17))).status).toBe(200);
+    expect(
+      (
+        await send(
+          ing,
+          points.filter((_, i) => i !== 17),
+        )
+      ).status,
+    ).toBe(200);
     await waitFor('51 series', async () => (await raw(prom, 'rw_e2e_bound')).length === 51);
     // A point 40 minutes old is within the bound, and within what Prometheus takes.
-    expect((await send(ing, { metric: 'rw.e2e.bound.recent', data: 1, source: 'h', time: nowS - 40 * 60 })).status).toBe(200);
+    expect(
+      (await send(ing, { metric: 'rw.e2e.bound.recent', data: 1, source: 'h', time: nowS - 40 * 60 })).status,
+    ).toBe(200);
     await waitFor('the 40-minute-old sample', async () => (await raw(prom, 'rw_e2e_bound_recent')).length === 1);
   });
 
@@ -113,9 +153,17 @@ describe('remote write to a real Prometheus', () => {
     // The receiver's head has current samples (as in any running Prometheus).
     expect((await send(ing, { metric: 'rw.e2e.oob.now', data: 1, source: 'h', time: nowS - 5 })).status).toBe(200);
     await waitFor('a current sample', async () => (await raw(prom, 'rw_e2e_oob_now')).length === 1);
-    const points = Array.from({ length: 52 }, (_, i) => ({ metric: 'rw.e2e.oob', data: i, source: `h${i}`, time: i === 17 ? nowS - 3 * 3600 : nowS - 5 }));
+    const points = Array.from({ length: 52 }, (_, i) => ({
+      metric: 'rw.e2e.oob',
+      data: i,
+      source: `h${i}`,
+      time: i === 17 ? nowS - 3 * 3600 : nowS - 5,
+    }));
     expect((await send(ing, points)).status).toBe(200);
-    await waitFor('retries', async () => (await ownMetric(ing, 'intake_remote_write_samples_retried_total{namespace="default"}')) >= 52 * 3);
+    await waitFor(
+      'retries',
+      async () => (await ownMetric(ing, 'intake_remote_write_samples_retried_total{namespace="default"}')) >= 52 * 3,
+    );
     expect(ing.stderr() + ing.stdout()).toMatch(/"status":500,"reason":"HTTP 500: too old sample"/);
     // The current points that share the old one's batch (its lane: series are spread over two) are
     // not stored: the batch is refused as a whole, again and again, and holds its lane.
@@ -131,10 +179,14 @@ describe('remote write to a real Prometheus', () => {
       const res = await send(i % 2 === 0 ? a : b, { metric: 'rw.e2e.shared', data: i, source: 'h', time: t0 + i });
       expect(res.status).toBe(200);
     }
-    const series = await waitFor('20 samples', async () => {
-      const r = await raw(prom, 'rw_e2e_shared');
-      return r.length === 1 && r[0]!.values.length === 20 ? r : undefined;
-    }, 15_000);
+    const series = await waitFor(
+      '20 samples',
+      async () => {
+        const r = await raw(prom, 'rw_e2e_shared');
+        return r.length === 1 && r[0]!.values.length === 20 ? r : undefined;
+      },
+      15_000,
+    );
     expect(series[0]!.values).toEqual(Array.from({ length: 20 }, (_, i) => [t0 + i, String(i)]));
   });
 
@@ -146,7 +198,11 @@ describe('remote write to a real Prometheus', () => {
     await waitFor('the first value', async () => (await raw(prom, 'rw_e2e_dup')).length === 1);
     // Same series, same timestamp, another value: Prometheus answers 400 (duplicate sample).
     expect((await send(b, { metric: 'rw.e2e.dup', data: 2, source: 'h', time: t })).status).toBe(200);
-    await waitFor('the drop', async () => (await ownMetric(b, 'intake_remote_write_samples_dropped_total{namespace="default",reason="rejected"}')) === 1);
+    await waitFor(
+      'the drop',
+      async () =>
+        (await ownMetric(b, 'intake_remote_write_samples_dropped_total{namespace="default",reason="rejected"}')) === 1,
+    );
     await new Promise((r) => setTimeout(r, 1000));
     expect(await ownMetric(b, 'intake_remote_write_samples_retried_total{namespace="default"}')).toBe(0);
     expect(b.stderr() + b.stdout()).toMatch(/"status":400.*duplicate sample/);
@@ -157,14 +213,22 @@ describe('remote write to a real Prometheus', () => {
     const ing = await started(remoteWriting(prom.writeUrl));
     await prom.kill('SIGKILL');
     const t0 = Math.floor(Date.now() / 1000) - 30;
-    for (let i = 0; i < 5; i++) expect((await send(ing, { metric: 'rw.e2e.outage', data: i, source: 'h', time: t0 + i })).status).toBe(200);
-    await waitFor('failed attempts', async () => (await ownMetric(ing, 'intake_remote_write_samples_failed_total{namespace="default"}')) > 0);
+    for (let i = 0; i < 5; i++)
+      expect((await send(ing, { metric: 'rw.e2e.outage', data: i, source: 'h', time: t0 + i })).status).toBe(200);
+    await waitFor(
+      'failed attempts',
+      async () => (await ownMetric(ing, 'intake_remote_write_samples_failed_total{namespace="default"}')) > 0,
+    );
     await new Promise((r) => setTimeout(r, 1000));
     await prom.restart();
-    const series = await waitFor('5 samples', async () => {
-      const r = await raw(prom, 'rw_e2e_outage');
-      return r.length === 1 && r[0]!.values.length === 5 ? r : undefined;
-    }, 20_000);
+    const series = await waitFor(
+      '5 samples',
+      async () => {
+        const r = await raw(prom, 'rw_e2e_outage');
+        return r.length === 1 && r[0]!.values.length === 5 ? r : undefined;
+      },
+      20_000,
+    );
     expect(series[0]!.values.map((v) => v[1])).toEqual(['0', '1', '2', '3', '4']);
     expect(await ownMetric(ing, 'intake_remote_write_samples_retried_total{namespace="default"}')).toBeGreaterThan(0);
   });
@@ -192,7 +256,10 @@ describe('remote write to a real Prometheus', () => {
 describe('remote write without a reachable receiver', () => {
   let ing: RunningIngester;
   beforeAll(async () => {
-    ing = await remoteWriting(`http://127.0.0.1:${await freePort()}/api/v1/write`, { maxQueuedSamples: 5, batchSize: 5 });
+    ing = await remoteWriting(`http://127.0.0.1:${await freePort()}/api/v1/write`, {
+      maxQueuedSamples: 5,
+      batchSize: 5,
+    });
   });
   afterAll(async () => {
     await ing?.stop('SIGKILL');
@@ -221,7 +288,9 @@ it('sends each tenant in requests of its own, with the tenant header (two API ke
   try {
     for (let i = 0; i < 3; i++) {
       expect((await send(ing, { metric: 'rw.e2e.tenant', data: i, source: 'a', tags: { i } })).status).toBe(200);
-      expect((await send(ing, { metric: 'rw.e2e.tenant', data: i, source: 'b', tags: { i } }, TEAM_B_KEY)).status).toBe(200);
+      expect((await send(ing, { metric: 'rw.e2e.tenant', data: i, source: 'b', tags: { i } }, TEAM_B_KEY)).status).toBe(
+        200,
+      );
     }
     await waitFor('6 samples', async () => receiver.requests.flatMap((r) => flatten(r.request)).length === 6);
     for (const r of receiver.requests) {

@@ -16,12 +16,31 @@ interface Outcome {
 function send(url: URL, agent: Agent, ids: string[]): Promise<Outcome> {
   const body = JSON.stringify(ids.map((id) => ({ source: 'load', severity: 2, trace: id })));
   return new Promise((resolve) => {
-    const req = request(url, { method: 'POST', agent, headers: { authorization: basic(DEMO.user, DEMO.password), 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      let text = '';
-      res.on('data', (d) => (text += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, ids, retryAfter: res.headers['retry-after'] as string | undefined, body: text }));
-      res.on('error', () => resolve({ status: 'error', ids }));
-    });
+    const req = request(
+      url,
+      {
+        method: 'POST',
+        agent,
+        headers: {
+          authorization: basic(DEMO.user, DEMO.password),
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+        },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (d) => (text += d));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            ids,
+            retryAfter: res.headers['retry-after'] as string | undefined,
+            body: text,
+          }),
+        );
+        res.on('error', () => resolve({ status: 'error', ids }));
+      },
+    );
     req.on('error', () => resolve({ status: 'error', ids }));
     req.end(body);
   });
@@ -45,7 +64,12 @@ it('loses no acknowledged event when stopped with SIGTERM during load', async ()
   const senders = Array.from({ length: 20 }, (_, i) => sender(i));
   await new Promise((r) => setTimeout(r, 700));
   ing.child.kill('SIGTERM');
-  await waitFor('readyz turns 503 during the drain delay', async () => (await fetch(`${ing.adminUrl}/readyz`)).status === 503, 900, 20);
+  await waitFor(
+    'readyz turns 503 during the drain delay',
+    async () => (await fetch(`${ing.adminUrl}/readyz`)).status === 503,
+    900,
+    20,
+  );
   const code = await ing.exited;
   await new Promise((r) => setTimeout(r, 200));
   stop = true;

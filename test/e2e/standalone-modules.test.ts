@@ -33,16 +33,35 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 async function modulesOfStandaloneIngester(): Promise<string[]> {
   const [port, adminPort] = [await freePort(), await freePort()];
   const modulesFile = join(dir, 'modules.json');
-  const args = ['--import', pathToFileURL(join(dir, 'hook.mjs')).href, join(ROOT, 'dist/cmd/intake.js'), 'ingester', '--config', EXAMPLE, '--listen', `127.0.0.1:${port}`, '--admin-listen', `127.0.0.1:${adminPort}`];
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, NODE_OPTIONS: '', INTAKE_TEST_MODULES_FILE: modulesFile } });
+  const args = [
+    '--import',
+    pathToFileURL(join(dir, 'hook.mjs')).href,
+    join(ROOT, 'dist/cmd/intake.js'),
+    'ingester',
+    '--config',
+    EXAMPLE,
+    '--listen',
+    `127.0.0.1:${port}`,
+    '--admin-listen',
+    `127.0.0.1:${adminPort}`,
+  ];
+  const child = spawn(process.execPath, args, {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, NODE_OPTIONS: '', INTAKE_TEST_MODULES_FILE: modulesFile },
+  });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
   const exited = new Promise((done) => child.once('exit', done));
   try {
-    await waitFor('ingester ready', async () => {
-      if (child.exitCode !== null) throw new Error(`ingester exited: ${stderr}`);
-      return (await fetch(`http://127.0.0.1:${adminPort}/readyz`)).ok;
-    }, 15_000, 50);
+    await waitFor(
+      'ingester ready',
+      async () => {
+        if (child.exitCode !== null) throw new Error(`ingester exited: ${stderr}`);
+        return (await fetch(`http://127.0.0.1:${adminPort}/readyz`)).ok;
+      },
+      15_000,
+      50,
+    );
   } finally {
     child.kill('SIGTERM');
     await exited;
@@ -53,15 +72,23 @@ async function modulesOfStandaloneIngester(): Promise<string[]> {
 /** Runs a command of the built `intake` to its end with the hook; returns what it resolved. */
 async function modulesOfCommand(args: string[]): Promise<string[]> {
   const modulesFile = join(dir, 'command-modules.json');
-  const child = spawn(process.execPath, ['--import', pathToFileURL(join(dir, 'hook.mjs')).href, join(ROOT, 'dist/cmd/intake.js'), ...args], {
-    stdio: ['ignore', 'ignore', 'ignore'],
-    env: { ...process.env, NODE_OPTIONS: '', INTAKE_TEST_MODULES_FILE: modulesFile },
-  });
+  const child = spawn(
+    process.execPath,
+    ['--import', pathToFileURL(join(dir, 'hook.mjs')).href, join(ROOT, 'dist/cmd/intake.js'), ...args],
+    {
+      stdio: ['ignore', 'ignore', 'ignore'],
+      env: { ...process.env, NODE_OPTIONS: '', INTAKE_TEST_MODULES_FILE: modulesFile },
+    },
+  );
   await new Promise((done) => child.once('exit', done));
   return JSON.parse(readFileSync(modulesFile, 'utf8')) as string[];
 }
 
-const components = (modules: string[]) => modules.filter((url) => url.includes('/dist/ingester/') || url.includes('/dist/operator/') || url.includes('/@kubernetes/client-node/'));
+const components = (modules: string[]) =>
+  modules.filter(
+    (url) =>
+      url.includes('/dist/ingester/') || url.includes('/dist/operator/') || url.includes('/@kubernetes/client-node/'),
+  );
 
 describe('the intake command', () => {
   it('loads no component for --help or for a dead-letter listing (an admin listener client)', async () => {
@@ -75,6 +102,11 @@ describe('a standalone ingester', () => {
   it('loads the ingester but neither the operator nor @kubernetes/client-node', async () => {
     const modules = await modulesOfStandaloneIngester();
     expect(modules.some((url) => url.endsWith('/dist/ingester/main.js'))).toBe(true);
-    expect(modules.filter((url) => url.includes('/@kubernetes/client-node/') || url.includes('/dist/operator/') || url.includes('/dist/kube/'))).toEqual([]);
+    expect(
+      modules.filter(
+        (url) =>
+          url.includes('/@kubernetes/client-node/') || url.includes('/dist/operator/') || url.includes('/dist/kube/'),
+      ),
+    ).toEqual([]);
   });
 });

@@ -9,8 +9,21 @@ import { eventLines, post, startIngester, tenantAuth, tenantRoute, type RunningI
 jest.setTimeout(60_000);
 
 const AM_PAYLOAD = {
-  receiver: 'intake', status: 'firing', version: '4', groupKey: '{}:{alertname="Down"}', externalURL: 'http://am',
-  alerts: [{ status: 'firing', labels: { alertname: 'Down', instance: 'web-1', severity: 'critical' }, annotations: {}, startsAt: '2026-11-22T20:00:00Z', endsAt: '0001-01-01T00:00:00Z', fingerprint: 'f00d' }],
+  receiver: 'intake',
+  status: 'firing',
+  version: '4',
+  groupKey: '{}:{alertname="Down"}',
+  externalURL: 'http://am',
+  alerts: [
+    {
+      status: 'firing',
+      labels: { alertname: 'Down', instance: 'web-1', severity: 'critical' },
+      annotations: {},
+      startsAt: '2026-11-22T20:00:00Z',
+      endsAt: '0001-01-01T00:00:00Z',
+      fingerprint: 'f00d',
+    },
+  ],
 };
 
 let ing: RunningIngester;
@@ -25,11 +38,17 @@ beforeAll(async () => {
       // One event per 10 s after a burst of 3: a test on a slow machine never sees a refill.
       tenantRoute('noisy', 'team-a', { limits: { eventsPerSecond: 1, eventsBurst: 3 } }),
       tenantRoute('quiet', 'team-b'),
-      tenantRoute('am', 'team-c', { mapping: { preset: 'alertmanager' }, limits: { eventsPerSecond: 1, eventsBurst: 1 } }),
+      tenantRoute('am', 'team-c', {
+        mapping: { preset: 'alertmanager' },
+        limits: { eventsPerSecond: 1, eventsBurst: 1 },
+      }),
       tenantRoute('plain-503', 'team-c', { limits: { eventsPerSecond: 1, eventsBurst: 1, overLimitStatus: 503 } }),
       tenantRoute('first', 'team-d', { limits: { namespace: { eventsPerSecond: 1, eventsBurst: 2 } } }),
       tenantRoute('second', 'team-d', { limits: { namespace: { eventsPerSecond: 1, eventsBurst: 2 } } }),
-      tenantRoute('costly', 'team-e', { mapping: { expression: '($n := $count([1..100000]); {"source": "h" & $string($n), "severity": 2})' }, limits: { namespace: { mappingCpuMillisPerSecond: 1, mappingCpuBurstMillis: 1 } } }),
+      tenantRoute('costly', 'team-e', {
+        mapping: { expression: '($n := $count([1..100000]); {"source": "h" & $string($n), "severity": 2})' },
+        limits: { namespace: { mappingCpuMillisPerSecond: 1, mappingCpuBurstMillis: 1 } },
+      }),
       {
         apiVersion: 'intake.dev/v1alpha1',
         kind: 'ApiKey',
@@ -39,7 +58,10 @@ beforeAll(async () => {
         limits: { dataPointsPerSecond: 1, dataPointsBurst: 2 },
       },
     );
-    config.tenantLimits = { integration: { eventsPerSecond: 1000, eventsBurst: 1000 }, namespace: { eventsPerSecond: 1000, eventsBurst: 1000 } };
+    config.tenantLimits = {
+      integration: { eventsPerSecond: 1000, eventsBurst: 1000 },
+      namespace: { eventsPerSecond: 1000, eventsBurst: 1000 },
+    };
   });
 });
 
@@ -55,7 +77,15 @@ describe('an integration over its limit', () => {
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     const body = refused.json();
     expect(body).toMatchObject({ success: false, code: 'RATE_LIMITED' });
-    expect(body.limit).toMatchObject({ scope: 'integration', name: 'noisy', namespace: 'team-a', resource: 'events', perSecond: 1, burst: 3, replicas: 1 });
+    expect(body.limit).toMatchObject({
+      scope: 'integration',
+      name: 'noisy',
+      namespace: 'team-a',
+      resource: 'events',
+      perSecond: 1,
+      burst: 3,
+      replicas: 1,
+    });
     expect((body.limit as { field: string }).field).toContain('routes[].limits.eventsPerSecond');
     expect(body.message).toMatch(/events\/s limit of integration noisy/);
   });
@@ -69,9 +99,13 @@ describe('an integration over its limit', () => {
     expect(sentBy('noisy')).toBe(before);
   });
 
-  it("does not cost another tenant anything: every request of tenant B succeeds while A is refused", async () => {
+  it('does not cost another tenant anything: every request of tenant B succeeds while A is refused', async () => {
     const results = await Promise.all(
-      Array.from({ length: 120 }, (_, i) => (i % 3 === 0 ? send('quiet').then((r) => ['quiet', r.status] as const) : send('noisy').then((r) => ['noisy', r.status] as const))),
+      Array.from({ length: 120 }, (_, i) =>
+        i % 3 === 0
+          ? send('quiet').then((r) => ['quiet', r.status] as const)
+          : send('noisy').then((r) => ['noisy', r.status] as const),
+      ),
     );
     const quiet = results.filter(([who]) => who === 'quiet').map(([, status]) => status);
     const noisy = results.filter(([who]) => who === 'noisy').map(([, status]) => status);
@@ -82,7 +116,15 @@ describe('an integration over its limit', () => {
 
   it('is counted in intake_events_refused_total by reason and scope', async () => {
     const text = await (await fetch(`${ing.adminUrl}/metrics`)).text();
-    const line = text.split('\n').find((l) => l.startsWith('intake_events_refused_total{') && l.includes('integration="noisy"') && l.includes('reason="rate_limited"') && l.includes('scope="integration"'));
+    const line = text
+      .split('\n')
+      .find(
+        (l) =>
+          l.startsWith('intake_events_refused_total{') &&
+          l.includes('integration="noisy"') &&
+          l.includes('reason="rate_limited"') &&
+          l.includes('scope="integration"'),
+      );
     expect(line).toBeDefined();
     expect(Number(line?.split(' ').pop())).toBeGreaterThan(50);
   });
@@ -121,7 +163,10 @@ describe('mapping CPU time per namespace', () => {
     expect((await send('costly', { any: 'thing' })).status).toBe(200);
     const refused = await send('costly', { any: 'thing' });
     expect(refused.status).toBe(429);
-    expect(refused.json()).toMatchObject({ code: 'MAPPING_CPU_LIMITED', limit: { scope: 'namespace', resource: 'mappingCpuMillis', name: 'team-e' } });
+    expect(refused.json()).toMatchObject({
+      code: 'MAPPING_CPU_LIMITED',
+      limit: { scope: 'namespace', resource: 'mappingCpuMillis', name: 'team-e' },
+    });
     expect((await send('quiet')).status).toBe(200);
   });
 });
@@ -133,8 +178,13 @@ describe('data points per API key', () => {
     expect((await post(`${ing.url}/v1/integrations/metrics`, [point, point], headers)).status).toBe(200);
     const refused = await post(`${ing.url}/v1/integrations/metrics`, point, headers);
     expect(refused.status).toBe(429);
-    expect(refused.json()).toMatchObject({ code: 'RATE_LIMITED', limit: { scope: 'apikey', name: 'meter', resource: 'dataPoints', perSecond: 1, burst: 2 } });
+    expect(refused.json()).toMatchObject({
+      code: 'RATE_LIMITED',
+      limit: { scope: 'apikey', name: 'meter', resource: 'dataPoints', perSecond: 1, burst: 2 },
+    });
     const text = await (await fetch(`${ing.adminUrl}/metrics`)).text();
-    expect(text).toMatch(/intake_datapoints_refused_total\{namespace="team-a",reason="rate_limited",scope="apikey"\} [1-9]/);
+    expect(text).toMatch(
+      /intake_datapoints_refused_total\{namespace="team-a",reason="rate_limited",scope="apikey"\} [1-9]/,
+    );
   });
 });

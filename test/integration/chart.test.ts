@@ -11,7 +11,17 @@ import { jest } from '@jest/globals';
 import { parseAllDocuments } from 'yaml';
 import { resolveSettings } from '../../ingester/config.js';
 import {
-  apply, applyCrds, createNamespace, KUBECONFIG, kubeClients, kubectl, postEvent, startIngester, startOperator, uniqueName, type Proc,
+  apply,
+  applyCrds,
+  createNamespace,
+  KUBECONFIG,
+  kubeClients,
+  kubectl,
+  postEvent,
+  startIngester,
+  startOperator,
+  uniqueName,
+  type Proc,
 } from './support/cluster.js';
 import { ROOT } from '../support/paths.js';
 import { waitFor } from '../support/waiting.js';
@@ -22,8 +32,20 @@ const HELM = resolve(ROOT, '.tools/bin/helm');
 const CHART = resolve(ROOT, 'charts/intake');
 const ALL = resolve(ROOT, 'test/integration/fixtures/all-features.yaml');
 const DESTINATIONS = resolve(ROOT, 'test/integration/fixtures/destinations.yaml');
-const REMOTE_WRITE = ['--set', 'ingester.remoteWrite.enabled=true', '--set', 'ingester.remoteWrite.url=https://mimir.example/api/v1/push', '--set', 'ingester.remoteWrite.tenantHeader=X-Scope-OrgID',
-  '--set', 'ingester.remoteWrite.secretName=rw', '--set', 'ingester.remoteWrite.basicAuth.username=intake', '--set', 'ingester.remoteWrite.tls.ca=true'];
+const REMOTE_WRITE = [
+  '--set',
+  'ingester.remoteWrite.enabled=true',
+  '--set',
+  'ingester.remoteWrite.url=https://mimir.example/api/v1/push',
+  '--set',
+  'ingester.remoteWrite.tenantHeader=X-Scope-OrgID',
+  '--set',
+  'ingester.remoteWrite.secretName=rw',
+  '--set',
+  'ingester.remoteWrite.basicAuth.username=intake',
+  '--set',
+  'ingester.remoteWrite.tls.ca=true',
+];
 const release = uniqueName('it');
 const ns = uniqueName('intake-chart');
 const tenant = uniqueName('chart-tenant');
@@ -53,22 +75,33 @@ async function kubeconfigFor(serviceAccount: string): Promise<string> {
   const { kc } = kubeClients();
   const cluster = kc.getCurrentCluster();
   const path = join(mkdtempSync(join(tmpdir(), 'intake-sa-')), 'kubeconfig');
-  writeFileSync(path, `apiVersion: v1
+  writeFileSync(
+    path,
+    `apiVersion: v1
 kind: Config
 clusters: [{name: c, cluster: {server: "${cluster?.server}", certificate-authority-data: "${cluster?.caData}"}}]
 users: [{name: sa, user: {token: "${token}"}}]
 contexts: [{name: c, context: {cluster: c, user: sa}}]
 current-context: c
-`);
+`,
+  );
   return path;
 }
 
-const canI = async (sa: string, args: string[]): Promise<string> => (await kubectl(['auth', 'can-i', ...args, `--as=system:serviceaccount:${ns}:${sa}`])).stdout.trim();
+const canI = async (sa: string, args: string[]): Promise<string> =>
+  (await kubectl(['auth', 'can-i', ...args, `--as=system:serviceaccount:${ns}:${sa}`])).stdout.trim();
 
 beforeAll(async () => {
   await applyCrds();
   await ok(kubectl(['apply', '--server-side', '-f', resolve(ROOT, 'test/integration/fixtures/monitoring-crds.yaml')]));
-  await kubectl(['wait', '--for=condition=Established', 'crd/servicemonitors.monitoring.coreos.com', 'crd/podmonitors.monitoring.coreos.com', 'crd/prometheusrules.monitoring.coreos.com', '--timeout=30s']);
+  await kubectl([
+    'wait',
+    '--for=condition=Established',
+    'crd/servicemonitors.monitoring.coreos.com',
+    'crd/podmonitors.monitoring.coreos.com',
+    'crd/prometheusrules.monitoring.coreos.com',
+    '--timeout=30s',
+  ]);
   await createNamespace(ns);
   await createNamespace(tenant);
 });
@@ -92,27 +125,84 @@ describe('charts/intake', () => {
   });
 
   it('renders remote write as a config the ingester accepts, with exposition off and not scraped', async () => {
-    const rendered = await ok(helm(['template', release, CHART, '-n', ns, '--kube-version', 'v1.34.3', '-f', ALL, ...REMOTE_WRITE]));
-    const docs = parseAllDocuments(rendered).map((d) => d.toJS() as { kind?: string; data?: Record<string, string>; spec?: Record<string, unknown> }).filter((d) => d?.kind);
+    const rendered = await ok(
+      helm(['template', release, CHART, '-n', ns, '--kube-version', 'v1.34.3', '-f', ALL, ...REMOTE_WRITE]),
+    );
+    const docs = parseAllDocuments(rendered)
+      .map((d) => d.toJS() as { kind?: string; data?: Record<string, string>; spec?: Record<string, unknown> })
+      .filter((d) => d?.kind);
     const config = docs.find((d) => d.kind === 'ConfigMap' && d.data?.['intake.yaml'])?.data?.['intake.yaml'] as string;
     const settings = resolveSettings(parseAllDocuments(config)[0]?.toJS(), {});
     expect(settings.exposition.enabled).toBe(false);
-    expect(settings.remoteWrite).toMatchObject({ url: 'https://mimir.example/api/v1/push', tenantHeader: 'X-Scope-OrgID', basicAuth: { username: 'intake', passwordFile: '/etc/intake/remote-write/password' }, tls: { caFile: '/etc/intake/remote-write/ca.crt' } });
+    expect(settings.remoteWrite).toMatchObject({
+      url: 'https://mimir.example/api/v1/push',
+      tenantHeader: 'X-Scope-OrgID',
+      basicAuth: { username: 'intake', passwordFile: '/etc/intake/remote-write/password' },
+      tls: { caFile: '/etc/intake/remote-write/ca.crt' },
+    });
     expect(rendered).not.toMatch(/path: \/metrics\/ingested/);
     expect(rendered).toMatch(/alert: IntakeRemoteWriteFailing/);
   });
 
-  it.each([['defaults', []], ['every feature on', ['-f', ALL]], ['remote write on', ['-f', ALL, ...REMOTE_WRITE]], ['destinations without JetStream', ['-f', DESTINATIONS]], ['destinations with JetStream', ['-f', ALL, '-f', DESTINATIONS, '--set', 'ingester.replicas=2']]])('renders objects the API server accepts (%s)', async (_what, extra) => {
-    const rendered = await ok(helm(['template', release, CHART, '-n', ns, '--kube-version', 'v1.34.3', ...(extra as string[])]));
-    const r = await kubectl(['apply', '--server-side', '--force-conflicts', '--field-manager=chart-test', '--dry-run=server', '-n', ns, '-f', '-'], rendered);
+  it.each([
+    ['defaults', []],
+    ['every feature on', ['-f', ALL]],
+    ['remote write on', ['-f', ALL, ...REMOTE_WRITE]],
+    ['destinations without JetStream', ['-f', DESTINATIONS]],
+    ['destinations with JetStream', ['-f', ALL, '-f', DESTINATIONS, '--set', 'ingester.replicas=2']],
+  ])('renders objects the API server accepts (%s)', async (_what, extra) => {
+    const rendered = await ok(
+      helm(['template', release, CHART, '-n', ns, '--kube-version', 'v1.34.3', ...(extra as string[])]),
+    );
+    const r = await kubectl(
+      [
+        'apply',
+        '--server-side',
+        '--force-conflicts',
+        '--field-manager=chart-test',
+        '--dry-run=server',
+        '-n',
+        ns,
+        '-f',
+        '-',
+      ],
+      rendered,
+    );
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/deployment.apps\/\S+-intake-ingester serverside-applied \(server dry run\)/);
   });
 
   it('renders the ingester as a StatefulSet with a spool PVC per pod when the spool is persistent', async () => {
-    const rendered = await ok(helm(['template', release, CHART, '-n', ns, '--kube-version', 'v1.34.3', '-f', ALL, '--set', 'spool.persistence.enabled=true']));
-    const r = await kubectl(['apply', '--server-side', '--force-conflicts', '--field-manager=chart-test', '--dry-run=server', '-n', ns, '-f', '-'], rendered);
+    const rendered = await ok(
+      helm([
+        'template',
+        release,
+        CHART,
+        '-n',
+        ns,
+        '--kube-version',
+        'v1.34.3',
+        '-f',
+        ALL,
+        '--set',
+        'spool.persistence.enabled=true',
+      ]),
+    );
+    const r = await kubectl(
+      [
+        'apply',
+        '--server-side',
+        '--force-conflicts',
+        '--field-manager=chart-test',
+        '--dry-run=server',
+        '-n',
+        ns,
+        '-f',
+        '-',
+      ],
+      rendered,
+    );
     expect(r.stderr).toBe('');
     expect(r.stdout).toMatch(/statefulset.apps\/\S+-intake-ingester serverside-applied \(server dry run\)/);
     expect(rendered).toMatch(/volumeClaimTemplates:\s+- metadata:\s+name: spool/);
@@ -124,10 +214,26 @@ describe('charts/intake', () => {
     // existing objects, so the chart's CRD templates (and their keep policy) are installed for real.
     for (const crd of ['crd/webhookintegrations.intake.dev', 'crd/apikeys.intake.dev', 'crd/intakequotas.intake.dev']) {
       await ok(kubectl(['label', crd, 'app.kubernetes.io/managed-by=Helm', '--overwrite']));
-      await ok(kubectl(['annotate', crd, `meta.helm.sh/release-name=${release}`, `meta.helm.sh/release-namespace=${ns}`, '--overwrite']));
+      await ok(
+        kubectl([
+          'annotate',
+          crd,
+          `meta.helm.sh/release-name=${release}`,
+          `meta.helm.sh/release-namespace=${ns}`,
+          '--overwrite',
+        ]),
+      );
     }
     await ok(helm(['install', release, CHART, '-n', ns, '--set', 'publicBaseUrl=https://intake.test']));
-    const crd = await ok(kubectl(['get', 'crd', 'webhookintegrations.intake.dev', '-o', 'jsonpath={.metadata.annotations.helm\\.sh/resource-policy}']));
+    const crd = await ok(
+      kubectl([
+        'get',
+        'crd',
+        'webhookintegrations.intake.dev',
+        '-o',
+        'jsonpath={.metadata.annotations.helm\\.sh/resource-policy}',
+      ]),
+    );
     expect(crd).toBe('keep');
     const deployments = await kubectl(['get', 'deployments', '-n', ns, '-o', 'name']);
     expect(deployments.stdout).toContain(`deployment.apps/${release}-intake-operator`);
@@ -139,18 +245,32 @@ describe('charts/intake', () => {
     const ingesterKubeconfig = await kubeconfigFor(`${release}-intake-ingester`);
     const operator = await startOperator(ns, [], ['--kubeconfig', operatorKubeconfig, '--leader-elect']);
     running.push(operator);
-    const ingester = await startIngester(ns, ['--kubeconfig', ingesterKubeconfig, '--service', `${release}-intake-ingester`]);
+    const ingester = await startIngester(ns, [
+      '--kubeconfig',
+      ingesterKubeconfig,
+      '--service',
+      `${release}-intake-ingester`,
+    ]);
     running.push(ingester);
     await apply(`apiVersion: intake.dev/v1alpha1
 kind: WebhookIntegration
 metadata: {name: least-privilege, namespace: ${tenant}}
 spec: {}
 `);
-    const secret = await waitFor('credentials', () => core.readNamespacedSecret({ namespace: tenant, name: 'intake-webhook-least-privilege' }).catch(() => undefined), 15_000);
+    const secret = await waitFor(
+      'credentials',
+      () =>
+        core.readNamespacedSecret({ namespace: tenant, name: 'intake-webhook-least-privilege' }).catch(() => undefined),
+      15_000,
+    );
     const auth = Buffer.from(secret.data?.authorization ?? '', 'base64').toString();
     await waitFor('accepted', async () => (await postEvent(ingester.url, 'least-privilege', auth)) === 200, 10_000);
     await kubectl(['delete', 'webhookintegration', 'least-privilege', '-n', tenant]);
-    await waitFor('401 after delete', async () => (await postEvent(ingester.url, 'least-privilege', auth)) === 401, 10_000);
+    await waitFor(
+      '401 after delete',
+      async () => (await postEvent(ingester.url, 'least-privilege', auth)) === 401,
+      10_000,
+    );
     // An RBAC denial reads 'User "system:serviceaccount:..." cannot <verb> resource ...'.
     expect(operator.output()).not.toMatch(/cannot \w+ resource/);
     expect(ingester.output()).not.toMatch(/cannot \w+ resource/);
@@ -174,21 +294,40 @@ spec: {}
     expect(await canI(ingester, ['list', 'endpointslices.discovery.k8s.io', '-n', ns])).toBe('yes');
     expect(await canI(ingester, ['list', 'endpointslices.discovery.k8s.io', '-n', tenant])).toBe('no');
     expect(await canI(operator, ['watch', 'intakequotas.intake.dev', '-n', tenant])).toBe('yes');
-    expect(await canI(operator, ['patch', 'intakequotas.intake.dev', '--subresource=status', '-n', tenant])).toBe('yes');
-    for (const verb of ['create', 'update', 'patch', 'delete']) expect(await canI(operator, [verb, 'intakequotas.intake.dev', '-n', tenant])).toBe('no');
+    expect(await canI(operator, ['patch', 'intakequotas.intake.dev', '--subresource=status', '-n', tenant])).toBe(
+      'yes',
+    );
+    for (const verb of ['create', 'update', 'patch', 'delete'])
+      expect(await canI(operator, [verb, 'intakequotas.intake.dev', '-n', tenant])).toBe('no');
   });
 
-  it("gives tenants (the roles aggregated into admin and edit) integrations and keys, and IntakeQuotas read-only", async () => {
+  it('gives tenants (the roles aggregated into admin and edit) integrations and keys, and IntakeQuotas read-only', async () => {
     // The test API server runs no aggregation controller: bind the chart's role itself.
     await ok(kubectl(['create', 'serviceaccount', 'team-admin', '-n', tenant]));
-    await ok(kubectl(['create', 'rolebinding', 'team-admin', '-n', tenant, `--clusterrole=${release}-intake-edit`, `--serviceaccount=${tenant}:team-admin`]));
-    const labels = await ok(kubectl(['get', 'clusterrole', `${release}-intake-edit`, '-o', 'jsonpath={.metadata.labels}']));
+    await ok(
+      kubectl([
+        'create',
+        'rolebinding',
+        'team-admin',
+        '-n',
+        tenant,
+        `--clusterrole=${release}-intake-edit`,
+        `--serviceaccount=${tenant}:team-admin`,
+      ]),
+    );
+    const labels = await ok(
+      kubectl(['get', 'clusterrole', `${release}-intake-edit`, '-o', 'jsonpath={.metadata.labels}']),
+    );
     expect(labels).toContain('"rbac.authorization.k8s.io/aggregate-to-admin":"true"');
-    const tenantCan = async (args: string[]) => (await kubectl(['auth', 'can-i', ...args, '-n', tenant, `--as=system:serviceaccount:${tenant}:team-admin`])).stdout.trim();
+    const tenantCan = async (args: string[]) =>
+      (
+        await kubectl(['auth', 'can-i', ...args, '-n', tenant, `--as=system:serviceaccount:${tenant}:team-admin`])
+      ).stdout.trim();
     expect(await tenantCan(['create', 'webhookintegrations.intake.dev'])).toBe('yes');
     expect(await tenantCan(['patch', 'apikeys.intake.dev'])).toBe('yes');
     expect(await tenantCan(['get', 'intakequotas.intake.dev'])).toBe('yes');
-    for (const verb of ['create', 'update', 'patch', 'delete']) expect(await tenantCan([verb, 'intakequotas.intake.dev'])).toBe('no');
+    for (const verb of ['create', 'update', 'patch', 'delete'])
+      expect(await tenantCan([verb, 'intakequotas.intake.dev'])).toBe('no');
     expect(await tenantCan(['patch', 'intakequotas.intake.dev', '--subresource=status'])).toBe('no');
   });
 
@@ -199,7 +338,8 @@ spec: {}
     expect((await kubectl(['get', 'ingress', '-n', ns, '-o', 'name'])).stdout.trim()).toBe('');
     await ok(helm(['uninstall', release, '-n', ns]));
     const selector = `app.kubernetes.io/instance=${release}`;
-    const kinds = 'deployments,services,configmaps,serviceaccounts,roles,rolebindings,ingresses,networkpolicies,poddisruptionbudgets,horizontalpodautoscalers';
+    const kinds =
+      'deployments,services,configmaps,serviceaccounts,roles,rolebindings,ingresses,networkpolicies,poddisruptionbudgets,horizontalpodautoscalers';
     const left = await kubectl(['get', kinds, '-n', ns, '-l', selector, '-o', 'name']);
     expect(left.stdout.trim()).toBe('');
     const cluster = await kubectl(['get', 'clusterroles,clusterrolebindings', '-l', selector, '-o', 'name']);
@@ -209,14 +349,26 @@ spec: {}
 });
 
 describe('charts/intake destinations', () => {
-  type Doc = { kind?: string; metadata?: { name?: string }; data?: Record<string, string>; spec?: Record<string, unknown> };
+  type Doc = {
+    kind?: string;
+    metadata?: { name?: string };
+    data?: Record<string, string>;
+    spec?: Record<string, unknown>;
+  };
   const render = async (extra: string[]): Promise<Doc[]> =>
-    parseAllDocuments(await ok(helm(['template', release, CHART, '-n', ns, '--kube-version', 'v1.34.3', ...extra]))).map((d) => d.toJS() as Doc).filter((d) => d?.kind);
+    parseAllDocuments(await ok(helm(['template', release, CHART, '-n', ns, '--kube-version', 'v1.34.3', ...extra])))
+      .map((d) => d.toJS() as Doc)
+      .filter((d) => d?.kind);
   const ingesterPod = (docs: Doc[]) => {
-    const workload = docs.find((d) => (d.kind === 'Deployment' || d.kind === 'StatefulSet') && d.metadata?.name?.endsWith('-ingester')) as { spec: { template: { spec: PodSpec } } };
+    const workload = docs.find(
+      (d) => (d.kind === 'Deployment' || d.kind === 'StatefulSet') && d.metadata?.name?.endsWith('-ingester'),
+    ) as { spec: { template: { spec: PodSpec } } };
     return workload.spec.template.spec;
   };
-  type PodSpec = { containers: Array<{ args: string[]; volumeMounts: Array<{ name: string; mountPath: string; readOnly?: boolean }> }>; volumes: Array<{ name: string; secret?: { secretName: string } }> };
+  type PodSpec = {
+    containers: Array<{ args: string[]; volumeMounts: Array<{ name: string; mountPath: string; readOnly?: boolean }> }>;
+    volumes: Array<{ name: string; secret?: { secretName: string } }>;
+  };
   const refused = async (extra: string[]): Promise<string> => {
     const r = await helm(['template', release, CHART, ...extra]);
     expect(r.code).not.toBe(0);
@@ -224,37 +376,73 @@ describe('charts/intake destinations', () => {
   };
 
   it('passes helm lint --strict with destinations, with and without JetStream', async () => {
-    expect(await ok(helm(['lint', '--strict', CHART, '-f', DESTINATIONS]))).toContain('1 chart(s) linted, 0 chart(s) failed');
-    expect(await ok(helm(['lint', '--strict', CHART, '-f', ALL, '-f', DESTINATIONS, '--set', 'ingester.replicas=2']))).toContain('1 chart(s) linted, 0 chart(s) failed');
+    expect(await ok(helm(['lint', '--strict', CHART, '-f', DESTINATIONS]))).toContain(
+      '1 chart(s) linted, 0 chart(s) failed',
+    );
+    expect(
+      await ok(helm(['lint', '--strict', CHART, '-f', ALL, '-f', DESTINATIONS, '--set', 'ingester.replicas=2'])),
+    ).toContain('1 chart(s) linted, 0 chart(s) failed');
   });
 
   it('refuses a key the ingester does not know under destinations, naming it', async () => {
-    expect(await refused(['-f', DESTINATIONS, '--set', 'destinations[1].http.retries=3'])).toMatch(/\/destinations\/1\/http.*retries/);
+    expect(await refused(['-f', DESTINATIONS, '--set', 'destinations[1].http.retries=3'])).toMatch(
+      /\/destinations\/1\/http.*retries/,
+    );
     expect(await refused(['-f', DESTINATIONS, '--set', 'destinations[0].delivery.maxAtempts=3'])).toMatch(/maxAtempts/);
   });
 
   it('refuses a destination with both or neither of alertmanager and http', async () => {
-    expect(await refused(['-f', DESTINATIONS, '--set', 'destinations[1].alertmanager.urls={http://am:9093}'])).toMatch(/\/destinations\/1.*oneOf/);
-    expect(await refused(['--set', 'destinations[0].name=nothing', '--set', 'ingester.replicas=1'])).toMatch(/\/destinations\/0.*oneOf/);
+    expect(await refused(['-f', DESTINATIONS, '--set', 'destinations[1].alertmanager.urls={http://am:9093}'])).toMatch(
+      /\/destinations\/1.*oneOf/,
+    );
+    expect(await refused(['--set', 'destinations[0].name=nothing', '--set', 'ingester.replicas=1'])).toMatch(
+      /\/destinations\/0.*oneOf/,
+    );
   });
 
   it('renders the destinations into a config the ingester accepts, with the spool as their queue', async () => {
     const docs = await render(['-f', DESTINATIONS]);
     const config = docs.find((d) => d.kind === 'ConfigMap' && d.data?.['intake.yaml'])?.data?.['intake.yaml'] as string;
     const settings = resolveSettings(parseAllDocuments(config)[0]?.toJS(), {});
-    expect(settings.destinations.map((d) => [d.name, d.kind, d.default])).toEqual([['alertmanager', 'alertmanager', true], ['tickets', 'http', false]]);
-    expect(settings.destinations[0]).toMatchObject({ alertmanager: { urls: ['http://alertmanager-operated.monitoring:9093'], resendIntervalMs: 30_000, tls: { caFile: '/etc/intake/destinations/am-tls/ca.crt' } } });
+    expect(settings.destinations.map((d) => [d.name, d.kind, d.default])).toEqual([
+      ['alertmanager', 'alertmanager', true],
+      ['tickets', 'http', false],
+    ]);
+    expect(settings.destinations[0]).toMatchObject({
+      alertmanager: {
+        urls: ['http://alertmanager-operated.monitoring:9093'],
+        resendIntervalMs: 30_000,
+        tls: { caFile: '/etc/intake/destinations/am-tls/ca.crt' },
+      },
+    });
     expect(settings.destinations[1]).toMatchObject({
-      http: { url: 'https://tickets.example.com/hooks/intake', headers: { 'X-Team': 'sre' }, batchSize: 50, basicAuth: { username: 'intake', passwordFile: '/etc/intake/destinations/tickets-auth/password' } },
+      http: {
+        url: 'https://tickets.example.com/hooks/intake',
+        headers: { 'X-Team': 'sre' },
+        batchSize: 50,
+        basicAuth: { username: 'intake', passwordFile: '/etc/intake/destinations/tickets-auth/password' },
+      },
       delivery: { maxAttempts: 5, backoffMinMs: 2000 },
     });
     expect(settings.spool?.path).toBe('/var/lib/intake/spool');
     expect(settings.sinks.jetstream).toBeUndefined();
-    expect(ingesterPod(docs).containers[0]?.volumeMounts).toContainEqual({ name: 'spool', mountPath: '/var/lib/intake/spool' });
+    expect(ingesterPod(docs).containers[0]?.volumeMounts).toContainEqual({
+      name: 'spool',
+      mountPath: '/var/lib/intake/spool',
+    });
   });
 
   it('leaves the spool off with JetStream, where destinations are delivered from the stream', async () => {
-    const docs = await render(['-f', ALL, '-f', DESTINATIONS, '--set', 'spool.enabled=false', '--set', 'ingester.replicas=2']);
+    const docs = await render([
+      '-f',
+      ALL,
+      '-f',
+      DESTINATIONS,
+      '--set',
+      'spool.enabled=false',
+      '--set',
+      'ingester.replicas=2',
+    ]);
     const config = docs.find((d) => d.kind === 'ConfigMap' && d.data?.['intake.yaml'])?.data?.['intake.yaml'] as string;
     const settings = resolveSettings(parseAllDocuments(config)[0]?.toJS(), {});
     expect(settings.destinations).toHaveLength(2);
@@ -269,12 +457,20 @@ describe('charts/intake destinations', () => {
       { name: 'destination-secret-0', mountPath: '/etc/intake/destinations/tickets-auth', readOnly: true },
       { name: 'destination-secret-1', mountPath: '/etc/intake/destinations/am-tls', readOnly: true },
     ]);
-    expect(pod.volumes.filter((v) => v.secret?.secretName === 'tickets-auth' || v.secret?.secretName === 'am-tls').map((v) => v.name)).toEqual(['destination-secret-0', 'destination-secret-1']);
+    expect(
+      pod.volumes
+        .filter((v) => v.secret?.secretName === 'tickets-auth' || v.secret?.secretName === 'am-tls')
+        .map((v) => v.name),
+    ).toEqual(['destination-secret-0', 'destination-secret-1']);
   });
 
   it('gives the operator the destination names, and no flag without destinations', async () => {
     const operatorArgs = (docs: Doc[]) =>
-      (docs.find((d) => d.kind === 'Deployment' && d.metadata?.name?.endsWith('-operator')) as { spec: { template: { spec: PodSpec } } }).spec.template.spec.containers[0]?.args;
+      (
+        docs.find((d) => d.kind === 'Deployment' && d.metadata?.name?.endsWith('-operator')) as {
+          spec: { template: { spec: PodSpec } };
+        }
+      ).spec.template.spec.containers[0]?.args;
     expect(operatorArgs(await render(['-f', DESTINATIONS]))).toContain('--destinations=alertmanager,tickets');
     expect((operatorArgs(await render([])) ?? []).filter((a) => a.startsWith('--destinations'))).toEqual([]);
   });
@@ -283,47 +479,89 @@ describe('charts/intake destinations', () => {
     expect(await refused(['-f', DESTINATIONS, '--set', 'destinationSecrets={am-tls}'])).toContain(
       'destinations[1] (tickets): /etc/intake/destinations/tickets-auth/password is in Secret tickets-auth, which is not mounted: add it to destinationSecrets',
     );
-    expect(await refused(['-f', DESTINATIONS, '--set', 'destinations[1].name=alertmanager'])).toContain('destinations[1] (alertmanager): the name alertmanager is used twice');
-    expect(await refused(['-f', DESTINATIONS, '--set', 'ingester.replicas=2'])).toContain('destinations[0] (alertmanager): Alertmanager destinations without sinks.jetstream need one ingester');
-    expect(await refused(['-f', DESTINATIONS, '--set', 'destinations[1].http.bearerTokenFile=/etc/intake/destinations/tickets-auth/token'])).toContain('give basicAuth or bearerTokenFile, not both');
+    expect(await refused(['-f', DESTINATIONS, '--set', 'destinations[1].name=alertmanager'])).toContain(
+      'destinations[1] (alertmanager): the name alertmanager is used twice',
+    );
+    expect(await refused(['-f', DESTINATIONS, '--set', 'ingester.replicas=2'])).toContain(
+      'destinations[0] (alertmanager): Alertmanager destinations without sinks.jetstream need one ingester',
+    );
+    expect(
+      await refused([
+        '-f',
+        DESTINATIONS,
+        '--set',
+        'destinations[1].http.bearerTokenFile=/etc/intake/destinations/tickets-auth/token',
+      ]),
+    ).toContain('give basicAuth or bearerTokenFile, not both');
   });
 
   it('renders destination alerts that fire on dead letters and on a growing backlog only (promtool test rules)', async () => {
     const docs = await render(['-f', DESTINATIONS, '--set', 'monitoring.prometheusRule.enabled=true']);
-    const rule = docs.find((d) => d.kind === 'PrometheusRule') as { spec: { groups: Array<{ name: string; rules: Array<{ alert: string; annotations: Record<string, string> }> }> } };
+    const rule = docs.find((d) => d.kind === 'PrometheusRule') as {
+      spec: { groups: Array<{ name: string; rules: Array<{ alert: string; annotations: Record<string, string> }> }> };
+    };
     const dir = mkdtempSync(join(tmpdir(), 'intake-rules-'));
     writeFileSync(join(dir, 'rules.yaml'), JSON.stringify({ groups: rule.spec.groups }));
     const annotations = (alert: string, destination: string) =>
-      Object.fromEntries(Object.entries(rule.spec.groups[0]?.rules.find((r) => r.alert === alert)?.annotations ?? {}).map(([k, v]) => [k, v.replaceAll('{{ $labels.destination }}', destination)]));
-    const alert = (alert: string, destination: string) => ({ exp_labels: { severity: 'warning', destination }, exp_annotations: annotations(alert, destination) });
-    writeFileSync(join(dir, 'test.yaml'), JSON.stringify({
-      rule_files: ['rules.yaml'],
-      evaluation_interval: '1m',
-      tests: [{
-        interval: '1m',
-        input_series: [
-          // One dead letter at minute 2 on one pod, none after.
-          { series: 'intake_destination_dead_lettered_total{destination="tickets",reason="status_400",pod="a"}', values: '0 0 1x40' },
-          { series: 'intake_destination_dead_lettered_total{destination="alertmanager",reason="attempts",pod="a"}', values: '0x40' },
-          // A backlog growing by 20 a minute on every replica, and a large but steady one.
-          { series: 'intake_destination_lag{destination="alertmanager",pod="a"}', values: '0+20x40' },
-          { series: 'intake_destination_lag{destination="alertmanager",pod="b"}', values: '0+20x40' },
-          { series: 'intake_destination_lag{destination="tickets",pod="a"}', values: '500x40' },
+      Object.fromEntries(
+        Object.entries(rule.spec.groups[0]?.rules.find((r) => r.alert === alert)?.annotations ?? {}).map(([k, v]) => [
+          k,
+          v.replaceAll('{{ $labels.destination }}', destination),
+        ]),
+      );
+    const alert = (alert: string, destination: string) => ({
+      exp_labels: { severity: 'warning', destination },
+      exp_annotations: annotations(alert, destination),
+    });
+    writeFileSync(
+      join(dir, 'test.yaml'),
+      JSON.stringify({
+        rule_files: ['rules.yaml'],
+        evaluation_interval: '1m',
+        tests: [
+          {
+            interval: '1m',
+            input_series: [
+              // One dead letter at minute 2 on one pod, none after.
+              {
+                series: 'intake_destination_dead_lettered_total{destination="tickets",reason="status_400",pod="a"}',
+                values: '0 0 1x40',
+              },
+              {
+                series: 'intake_destination_dead_lettered_total{destination="alertmanager",reason="attempts",pod="a"}',
+                values: '0x40',
+              },
+              // A backlog growing by 20 a minute on every replica, and a large but steady one.
+              { series: 'intake_destination_lag{destination="alertmanager",pod="a"}', values: '0+20x40' },
+              { series: 'intake_destination_lag{destination="alertmanager",pod="b"}', values: '0+20x40' },
+              { series: 'intake_destination_lag{destination="tickets",pod="a"}', values: '500x40' },
+            ],
+            alert_rule_test: [
+              {
+                eval_time: '5m',
+                alertname: 'IntakeDestinationDeadLetters',
+                exp_alerts: [alert('IntakeDestinationDeadLetters', 'tickets')],
+              },
+              { eval_time: '20m', alertname: 'IntakeDestinationDeadLetters', exp_alerts: [] },
+              { eval_time: '12m', alertname: 'IntakeDestinationLagGrowing', exp_alerts: [] },
+              {
+                eval_time: '30m',
+                alertname: 'IntakeDestinationLagGrowing',
+                exp_alerts: [alert('IntakeDestinationLagGrowing', 'alertmanager')],
+              },
+            ],
+          },
         ],
-        alert_rule_test: [
-          { eval_time: '5m', alertname: 'IntakeDestinationDeadLetters', exp_alerts: [alert('IntakeDestinationDeadLetters', 'tickets')] },
-          { eval_time: '20m', alertname: 'IntakeDestinationDeadLetters', exp_alerts: [] },
-          { eval_time: '12m', alertname: 'IntakeDestinationLagGrowing', exp_alerts: [] },
-          { eval_time: '30m', alertname: 'IntakeDestinationLagGrowing', exp_alerts: [alert('IntakeDestinationLagGrowing', 'alertmanager')] },
-        ],
-      }],
-    }));
+      }),
+    );
     const r = await new Promise<{ code: number; out: string }>((done) => {
       const child = spawn('promtool', ['test', 'rules', join(dir, 'test.yaml')]);
       let out = '';
       child.stdout.on('data', (d) => (out += d));
       child.stderr.on('data', (d) => (out += d));
-      child.on('error', (err) => done({ code: -1, out: `promtool (Debian package prometheus, make tools) could not run: ${err.message}` }));
+      child.on('error', (err) =>
+        done({ code: -1, out: `promtool (Debian package prometheus, make tools) could not run: ${err.message}` }),
+      );
       child.on('close', (code) => done({ code: code ?? -1, out }));
     });
     rmSync(dir, { recursive: true, force: true });

@@ -4,7 +4,17 @@
  * there, and one that runs a single endless built-in call must not hold the operator.
  */
 import { jest } from '@jest/globals';
-import { apply, applyCrds, createNamespace, kubeClients, kubectl, requireCluster, startOperator, uniqueName, type Proc } from './support/cluster.js';
+import {
+  apply,
+  applyCrds,
+  createNamespace,
+  kubeClients,
+  kubectl,
+  requireCluster,
+  startOperator,
+  uniqueName,
+  type Proc,
+} from './support/cluster.js';
 import { waitFor } from '../support/waiting.js';
 
 jest.setTimeout(180_000);
@@ -24,8 +34,17 @@ spec:
 ${mapping.replace(/^/gm, '    ')}
 `;
 
-async function ready(namespace: string, name: string): Promise<{ status: string; reason: string; message: string } | undefined> {
-  const wi = (await custom.getNamespacedCustomObject({ group: 'intake.dev', version: 'v1alpha1', namespace, plural: 'webhookintegrations', name })) as {
+async function ready(
+  namespace: string,
+  name: string,
+): Promise<{ status: string; reason: string; message: string } | undefined> {
+  const wi = (await custom.getNamespacedCustomObject({
+    group: 'intake.dev',
+    version: 'v1alpha1',
+    namespace,
+    plural: 'webhookintegrations',
+    name,
+  })) as {
     status?: { conditions?: Array<{ type: string; status: string; reason: string; message: string }> };
   };
   return wi.status?.conditions?.find((c) => c.type === 'Ready');
@@ -52,10 +71,16 @@ afterAll(async () => {
 
 it("a tenant's test that rewrites $uppercase fails for that tenant and leaves another tenant's nagios preset intact", async () => {
   const rewrite = uniqueName('rewrite');
-  await apply(resource(teamA, rewrite, `expression: '$ ~> |$uppercase|function($x){"OK"}|'
+  await apply(
+    resource(
+      teamA,
+      rewrite,
+      `expression: '$ ~> |$uppercase|function($x){"OK"}|'
 tests:
   - input: {a: 1}
-    expect: {a: 1}`));
+    expect: {a: 1}`,
+    ),
+  );
   const condition = await waitFor('the hostile mapping is judged', async () => ready(teamA, rewrite), 30_000);
   expect(condition).toMatchObject({ status: 'False', reason: 'InvalidMapping' });
 
@@ -67,17 +92,27 @@ tests:
 
 it('a test running one endless built-in call is stopped at the limit while the operator goes on', async () => {
   const pad = uniqueName('pad');
-  await apply(resource(teamA, pad, `expression: '[1..100000].$pad("", 4000000, "x")'
+  await apply(
+    resource(
+      teamA,
+      pad,
+      `expression: '[1..100000].$pad("", 4000000, "x")'
 tests:
   - input: {a: 1}
-    expect: {a: 1}`));
+    expect: {a: 1}`,
+    ),
+  );
   const nagios = uniqueName('nagios');
   await apply(resource(teamB, nagios, NAGIOS_TESTS));
   const started = Date.now();
   const other = await waitFor('the other tenant is published', async () => ready(teamB, nagios), 60_000);
   expect(other).toMatchObject({ status: 'True' });
   const stopped = await waitFor('the endless test is stopped', async () => ready(teamA, pad), 60_000);
-  expect(stopped).toMatchObject({ status: 'False', reason: 'InvalidMapping', message: expect.stringContaining('D1012') });
+  expect(stopped).toMatchObject({
+    status: 'False',
+    reason: 'InvalidMapping',
+    message: expect.stringContaining('D1012'),
+  });
   // Before: the operator's event loop was held for about 13 s.
   expect(Date.now() - started).toBeLessThan(30_000);
 });

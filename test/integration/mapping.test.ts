@@ -5,7 +5,18 @@
  */
 import { jest } from '@jest/globals';
 import type { V1Secret } from '@kubernetes/client-node';
-import { apply, applyCrds, createNamespace, kubeClients, kubectl, requireCluster, startIngester, startOperator, uniqueName, type Proc } from './support/cluster.js';
+import {
+  apply,
+  applyCrds,
+  createNamespace,
+  kubeClients,
+  kubectl,
+  requireCluster,
+  startIngester,
+  startOperator,
+  uniqueName,
+  type Proc,
+} from './support/cluster.js';
 import { waitFor } from '../support/waiting.js';
 
 jest.setTimeout(120_000);
@@ -17,8 +28,21 @@ let operator: Proc;
 let ingester: Proc;
 
 const AM_PAYLOAD = {
-  receiver: 'intake', status: 'firing', version: '4', groupKey: '{}:{alertname="Down"}', externalURL: 'http://am',
-  alerts: [{ status: 'firing', labels: { alertname: 'Down', instance: 'web-1', severity: 'critical' }, annotations: {}, startsAt: '2026-11-22T20:00:00Z', endsAt: '0001-01-01T00:00:00Z', fingerprint: 'f00d' }],
+  receiver: 'intake',
+  status: 'firing',
+  version: '4',
+  groupKey: '{}:{alertname="Down"}',
+  externalURL: 'http://am',
+  alerts: [
+    {
+      status: 'firing',
+      labels: { alertname: 'Down', instance: 'web-1', severity: 'critical' },
+      annotations: {},
+      startsAt: '2026-11-22T20:00:00Z',
+      endsAt: '0001-01-01T00:00:00Z',
+      fingerprint: 'f00d',
+    },
+  ],
 };
 
 const resource = (mapping: string) => `apiVersion: intake.dev/v1alpha1
@@ -30,26 +54,40 @@ ${mapping.replace(/^/gm, '    ')}
 `;
 
 const ready = async () => {
-  const wi = (await custom.getNamespacedCustomObject({ group: 'intake.dev', version: 'v1alpha1', namespace: team, plural: 'webhookintegrations', name: 'mapped' })) as {
+  const wi = (await custom.getNamespacedCustomObject({
+    group: 'intake.dev',
+    version: 'v1alpha1',
+    namespace: team,
+    plural: 'webhookintegrations',
+    name: 'mapped',
+  })) as {
     status?: { conditions?: Array<{ type: string; status: string; reason: string; message: string }> };
   };
   return wi.status?.conditions?.find((c) => c.type === 'Ready');
 };
 
 async function authorization(): Promise<string> {
-  const secret = await waitFor('credentials Secret', async () => {
-    try {
-      return await core.readNamespacedSecret({ namespace: team, name: 'intake-webhook-mapped' });
-    } catch {
-      return undefined;
-    }
-  }, 10_000);
+  const secret = await waitFor(
+    'credentials Secret',
+    async () => {
+      try {
+        return await core.readNamespacedSecret({ namespace: team, name: 'intake-webhook-mapped' });
+      } catch {
+        return undefined;
+      }
+    },
+    10_000,
+  );
   return Buffer.from((secret as V1Secret).data?.authorization ?? '', 'base64').toString('utf8');
 }
 
 /** What the ingester currently maps the Alertmanager payload with, via a dry run. */
 async function dryRun(auth: string): Promise<{ status: number; mapping?: string; success?: boolean }> {
-  const res = await fetch(`${ingester.url}/events/webhook_mapped?dryRun=true`, { method: 'POST', headers: { authorization: auth, 'content-type': 'application/json' }, body: JSON.stringify(AM_PAYLOAD) });
+  const res = await fetch(`${ingester.url}/events/webhook_mapped?dryRun=true`, {
+    method: 'POST',
+    headers: { authorization: auth, 'content-type': 'application/json' },
+    body: JSON.stringify(AM_PAYLOAD),
+  });
   const body = (await res.json()) as { mapping?: string; success?: boolean };
   return { status: res.status, ...body };
 }
@@ -70,41 +108,75 @@ afterAll(async () => {
 
 describe('WebhookIntegration spec.mapping', () => {
   it('publishes a preset whose tests pass, and the ingester maps with it', async () => {
-    await apply(resource(`preset: alertmanager
+    await apply(
+      resource(`preset: alertmanager
 tests:
   - input: ${JSON.stringify(AM_PAYLOAD)}
-    expect: [{source: web-1, severity: 5, signature: "alertmanager:f00d"}]`));
+    expect: [{source: web-1, severity: 5, signature: "alertmanager:f00d"}]`),
+    );
     await waitFor('Ready', async () => (await ready())?.status === 'True', 10_000);
     const auth = await authorization();
     await waitFor('mapped by the preset', async () => (await dryRun(auth)).mapping === 'preset alertmanager', 5000);
-    const res = await fetch(`${ingester.url}/events/webhook_mapped`, { method: 'POST', headers: { authorization: auth, 'content-type': 'application/json' }, body: JSON.stringify(AM_PAYLOAD) });
+    const res = await fetch(`${ingester.url}/events/webhook_mapped`, {
+      method: 'POST',
+      headers: { authorization: auth, 'content-type': 'application/json' },
+      body: JSON.stringify(AM_PAYLOAD),
+    });
     expect(res.status).toBe(200);
   });
 
   it('gives InvalidMapping with the JSONata code and position for an invalid expression, and keeps the previous mapping', async () => {
     await apply(resource(`expression: '{"source": foo'`));
-    const condition = await waitFor('InvalidMapping', async () => ((await ready())?.reason === 'InvalidMapping' ? ready() : undefined), 10_000);
-    expect(condition).toMatchObject({ status: 'False', message: 'spec.mapping: S0203 at 14: Expected "}" before end of expression' });
-    const events = await kubectl(['get', 'events', '-n', team, '--field-selector', 'involvedObject.name=mapped,reason=InvalidMapping', '-o', 'jsonpath={.items[*].message}']);
+    const condition = await waitFor(
+      'InvalidMapping',
+      async () => ((await ready())?.reason === 'InvalidMapping' ? ready() : undefined),
+      10_000,
+    );
+    expect(condition).toMatchObject({
+      status: 'False',
+      message: 'spec.mapping: S0203 at 14: Expected "}" before end of expression',
+    });
+    const events = await kubectl([
+      'get',
+      'events',
+      '-n',
+      team,
+      '--field-selector',
+      'involvedObject.name=mapped,reason=InvalidMapping',
+      '-o',
+      'jsonpath={.items[*].message}',
+    ]);
     expect(events.stdout).toContain('S0203 at 14');
-    expect(await dryRun(await authorization())).toMatchObject({ status: 200, success: true, mapping: 'preset alertmanager' });
+    expect(await dryRun(await authorization())).toMatchObject({
+      status: 200,
+      success: true,
+      mapping: 'preset alertmanager',
+    });
   });
 
   it('gives InvalidMapping with the first difference for a failing test, and keeps the previous mapping', async () => {
-    await apply(resource(`expression: '{"source": alerts[0].labels.instance, "severity": "warning"}'
+    await apply(
+      resource(`expression: '{"source": alerts[0].labels.instance, "severity": "warning"}'
 tests:
   - input: ${JSON.stringify(AM_PAYLOAD)}
-    expect: {severity: 5}`));
-    await waitFor('failing test reported', async () => (await ready())?.message.includes('tests[0]: event 0: severity: expected 5, got "warning"'), 10_000);
+    expect: {severity: 5}`),
+    );
+    await waitFor(
+      'failing test reported',
+      async () => (await ready())?.message.includes('tests[0]: event 0: severity: expected 5, got "warning"'),
+      10_000,
+    );
     expect((await ready())?.reason).toBe('InvalidMapping');
     expect((await dryRun(await authorization())).mapping).toBe('preset alertmanager');
   });
 
   it('turns Ready and serves the new mapping once fixed', async () => {
-    await apply(resource(`expression: '{"source": alerts[0].labels.instance, "severity": "critical"}'
+    await apply(
+      resource(`expression: '{"source": alerts[0].labels.instance, "severity": "critical"}'
 tests:
   - input: ${JSON.stringify(AM_PAYLOAD)}
-    expect: {source: web-1, severity: critical}`));
+    expect: {source: web-1, severity: critical}`),
+    );
     await waitFor('Ready again', async () => (await ready())?.status === 'True', 10_000);
     expect((await ready())?.status).toBe('True');
     const auth = await authorization();

@@ -9,7 +9,19 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { jest } from '@jest/globals';
 import type { V1Secret } from '@kubernetes/client-node';
-import { apply, applyCrds, createNamespace, kubeClients, kubectl, postEvent, requireCluster, startIngester, startOperator, uniqueName, type Proc } from './support/cluster.js';
+import {
+  apply,
+  applyCrds,
+  createNamespace,
+  kubeClients,
+  kubectl,
+  postEvent,
+  requireCluster,
+  startIngester,
+  startOperator,
+  uniqueName,
+  type Proc,
+} from './support/cluster.js';
 import { ROOT } from '../support/paths.js';
 import { waitFor } from '../support/waiting.js';
 
@@ -28,7 +40,13 @@ metadata: {name: ${name}, namespace: ${team}}
 spec: ${spec}
 `;
 const readyOf = async (name: string) => {
-  const wi = (await custom.getNamespacedCustomObject({ group: 'intake.dev', version: 'v1alpha1', namespace: team, plural: 'webhookintegrations', name })) as {
+  const wi = (await custom.getNamespacedCustomObject({
+    group: 'intake.dev',
+    version: 'v1alpha1',
+    namespace: team,
+    plural: 'webhookintegrations',
+    name,
+  })) as {
     status?: { conditions?: Array<{ type: string; status: string; reason: string; message: string }> };
   };
   return wi.status?.conditions?.find((c) => c.type === 'Ready');
@@ -36,7 +54,10 @@ const readyOf = async (name: string) => {
 /** The route document the operator published for an integration, if any. */
 const routeOf = async (name: string): Promise<Record<string, unknown> | undefined> => {
   const secrets = await core.listNamespacedSecret({ namespace: system, labelSelector: 'intake.dev/route=true' });
-  const routes = secrets.items.map((s: V1Secret) => JSON.parse(Buffer.from(s.data?.['route.json'] ?? '', 'base64').toString('utf8')) as Record<string, unknown>);
+  const routes = secrets.items.map(
+    (s: V1Secret) =>
+      JSON.parse(Buffer.from(s.data?.['route.json'] ?? '', 'base64').toString('utf8')) as Record<string, unknown>,
+  );
   return routes.find((r) => r.name === name && r.namespace === team);
 };
 
@@ -47,12 +68,15 @@ beforeAll(async () => {
   operator = await startOperator(system, [team], ['--destinations', 'alertmanager,tickets']);
   // The ingesters' side of the same names (nothing listens on port 9: delivery is not tested here).
   const config = join(dir, 'intake.yaml');
-  writeFileSync(config, `authThrottle: {failures: 1000000, windowSeconds: 60, blockSeconds: 1}
+  writeFileSync(
+    config,
+    `authThrottle: {failures: 1000000, windowSeconds: 60, blockSeconds: 1}
 spool: {path: ${join(dir, 'spool')}}
 destinations:
   - {name: alertmanager, default: true, alertmanager: {urls: ['http://127.0.0.1:9']}}
   - {name: tickets, http: {url: 'http://127.0.0.1:9/hooks'}}
-`);
+`,
+  );
   ingester = await startIngester(system, ['--config', config]);
 });
 
@@ -66,11 +90,18 @@ afterAll(async () => {
 describe('WebhookIntegration spec.destinations', () => {
   it('gives Ready=False UnknownDestination for a name the ingesters do not have, and publishes no route', async () => {
     await apply(webhook('paging', '{destinations: [alertmanager, pager]}'));
-    const ready = await waitFor('UnknownDestination', async () => {
-      const r = await readyOf('paging');
-      return r?.reason === 'UnknownDestination' ? r : undefined;
-    }, 5000);
-    expect(ready).toMatchObject({ status: 'False', message: 'spec.destinations: unknown destination pager (configured: alertmanager, tickets)' });
+    const ready = await waitFor(
+      'UnknownDestination',
+      async () => {
+        const r = await readyOf('paging');
+        return r?.reason === 'UnknownDestination' ? r : undefined;
+      },
+      5000,
+    );
+    expect(ready).toMatchObject({
+      status: 'False',
+      message: 'spec.destinations: unknown destination pager (configured: alertmanager, tickets)',
+    });
     expect(await routeOf('paging')).toBeUndefined();
   });
 
@@ -81,7 +112,11 @@ describe('WebhookIntegration spec.destinations', () => {
   });
 
   it('has its route served by an ingester configured with those destinations', async () => {
-    const secret = await waitFor('credentials', () => core.readNamespacedSecret({ namespace: team, name: 'intake-webhook-paging' }).catch(() => undefined), 5000);
+    const secret = await waitFor(
+      'credentials',
+      () => core.readNamespacedSecret({ namespace: team, name: 'intake-webhook-paging' }).catch(() => undefined),
+      5000,
+    );
     const authorization = Buffer.from(secret.data?.authorization ?? '', 'base64').toString('utf8');
     await waitFor('event accepted', async () => (await postEvent(ingester.url, 'paging', authorization)) === 200, 5000);
     expect(ingester.output()).not.toMatch(/route skipped|unknown destination/);
@@ -111,13 +146,28 @@ describe('WebhookIntegration spec.destinations', () => {
 
 describe('intake operator --destinations', () => {
   it('refuses a name that cannot be a destination name, before connecting anywhere', async () => {
-    const child = spawn(process.execPath, [resolve(ROOT, 'dist/cmd/intake.js'), 'operator', '--namespace', system, '--public-base-url', 'https://intake.test', '--destinations', 'alertmanager,Tickets_1'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        resolve(ROOT, 'dist/cmd/intake.js'),
+        'operator',
+        '--namespace',
+        system,
+        '--public-base-url',
+        'https://intake.test',
+        '--destinations',
+        'alertmanager,Tickets_1',
+      ],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let stderr = '';
     child.stderr.on('data', (d) => (stderr += d));
     const code = await new Promise<number | null>((done) => child.on('exit', done));
     expect(code).toBe(2);
-    expect(stderr).toBe('intake: --destinations: "Tickets_1" is not a destination name (lowercase letters, digits and dashes, at most 63)\n');
+    expect(stderr).toBe(
+      'intake: --destinations: "Tickets_1" is not a destination name (lowercase letters, digits and dashes, at most 63)\n',
+    );
   });
 });

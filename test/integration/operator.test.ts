@@ -7,12 +7,22 @@ import { dirname, resolve } from 'node:path';
 import { jest } from '@jest/globals';
 import type { V1Secret } from '@kubernetes/client-node';
 import {
-  apply, applyCrds, createNamespace, KUBECONFIG, kubeClients, kubectl, postEvent, requireCluster, startIngester, startOperator, uniqueName, type Proc,
+  apply,
+  applyCrds,
+  createNamespace,
+  KUBECONFIG,
+  kubeClients,
+  kubectl,
+  postEvent,
+  requireCluster,
+  startIngester,
+  startOperator,
+  uniqueName,
+  type Proc,
 } from './support/cluster.js';
 import { ROOT } from '../support/paths.js';
 import { waitFor } from '../support/waiting.js';
 import { basic } from '../support/credentials.js';
-
 
 jest.setTimeout(120_000);
 
@@ -39,11 +49,24 @@ const readSecret = async (ns: string, name: string): Promise<V1Secret | undefine
   }
 };
 const getWi = async (ns: string, name: string) =>
-  (await custom.getNamespacedCustomObject({ group: 'intake.dev', version: 'v1alpha1', namespace: ns, plural: 'webhookintegrations', name })) as {
-    status?: { url?: string; integrationName?: string; credentialsSecret?: string; observedGeneration?: number; conditions?: Array<{ type: string; status: string; reason: string }> };
+  (await custom.getNamespacedCustomObject({
+    group: 'intake.dev',
+    version: 'v1alpha1',
+    namespace: ns,
+    plural: 'webhookintegrations',
+    name,
+  })) as {
+    status?: {
+      url?: string;
+      integrationName?: string;
+      credentialsSecret?: string;
+      observedGeneration?: number;
+      conditions?: Array<{ type: string; status: string; reason: string }>;
+    };
     metadata: { generation: number };
   };
-const readyOf = async (ns: string, name: string) => (await getWi(ns, name)).status?.conditions?.find((c) => c.type === 'Ready');
+const readyOf = async (ns: string, name: string) =>
+  (await getWi(ns, name)).status?.conditions?.find((c) => c.type === 'Ready');
 
 const webhook = (ns: string, name: string, spec = '{}') => `apiVersion: intake.dev/v1alpha1
 kind: WebhookIntegration
@@ -52,8 +75,18 @@ spec: ${spec}
 `;
 
 async function credentialsOf(ns: string, name: string) {
-  const secret = await waitFor(`credentials Secret for ${ns}/${name}`, () => readSecret(ns, `intake-webhook-${name}`), 5000);
-  return { username: decode(secret, 'username'), password: decode(secret, 'password'), authorization: decode(secret, 'authorization'), url: decode(secret, 'url'), secret };
+  const secret = await waitFor(
+    `credentials Secret for ${ns}/${name}`,
+    () => readSecret(ns, `intake-webhook-${name}`),
+    5000,
+  );
+  return {
+    username: decode(secret, 'username'),
+    password: decode(secret, 'password'),
+    authorization: decode(secret, 'authorization'),
+    url: decode(secret, 'url'),
+    secret,
+  };
 }
 
 beforeAll(async () => {
@@ -76,10 +109,19 @@ describe('WebhookIntegration', () => {
     await apply(webhook(teamA, 'alerts'));
     const creds = await credentialsOf(teamA, 'alerts');
     await waitFor('Ready', async () => (await readyOf(teamA, 'alerts'))?.status === 'True', 2000);
-    await waitFor('event accepted', async () => (await postEvent(ingester.url, 'alerts', creds.authorization)) === 200, 2000);
+    await waitFor(
+      'event accepted',
+      async () => (await postEvent(ingester.url, 'alerts', creds.authorization)) === 200,
+      2000,
+    );
     expect(Date.now() - started).toBeLessThan(2000 + 500);
     const wi = await getWi(teamA, 'alerts');
-    expect(wi.status).toMatchObject({ integrationName: 'alerts', url: 'https://intake.test/events/webhook_alerts', credentialsSecret: 'intake-webhook-alerts', observedGeneration: wi.metadata.generation });
+    expect(wi.status).toMatchObject({
+      integrationName: 'alerts',
+      url: 'https://intake.test/events/webhook_alerts',
+      credentialsSecret: 'intake-webhook-alerts',
+      observedGeneration: wi.metadata.generation,
+    });
     expect(creds.url).toBe('https://intake.test/events/webhook_alerts');
     expect(creds.authorization).toBe(basic(creds.username, creds.password));
     expect(await postEvent(ingester.url, 'alerts', basic('alerts', 'wrong'))).toBe(401);
@@ -100,7 +142,11 @@ metadata: {name: my-creds, namespace: ${teamA}}
 stringData: {username: grafana, password: chosen-by-me}
 `);
     await apply(webhook(teamA, 'byref', '{credentials: {secretRef: {name: my-creds}}}'));
-    await waitFor('accepted with the referenced password', async () => (await postEvent(ingester.url, 'byref', basic('grafana', 'chosen-by-me'))) === 200, 5000);
+    await waitFor(
+      'accepted with the referenced password',
+      async () => (await postEvent(ingester.url, 'byref', basic('grafana', 'chosen-by-me'))) === 200,
+      5000,
+    );
     expect((await getWi(teamA, 'byref')).status?.credentialsSecret).toBe('my-creds');
     const secret = await readSecret(teamA, 'my-creds');
     expect(secret?.metadata?.ownerReferences).toBeUndefined();
@@ -117,12 +163,25 @@ stringData: {username: grafana, password: chosen-by-me}
     const winner = await credentialsOf(teamA, 'first');
     await apply(webhook(teamB, 'second', '{name: contested}'));
     await waitFor('NameConflict', async () => (await readyOf(teamB, 'second'))?.reason === 'NameConflict', 5000);
-    const events = await kubectl(['get', 'events', '-n', teamB, '--field-selector', 'involvedObject.name=second', '-o', 'jsonpath={.items[*].message}']);
+    const events = await kubectl([
+      'get',
+      'events',
+      '-n',
+      teamB,
+      '--field-selector',
+      'involvedObject.name=second',
+      '-o',
+      'jsonpath={.items[*].message}',
+    ]);
     expect(events.stdout).toContain(`integration name contested is already used by ${teamA}/first`);
     expect(await postEvent(ingester.url, 'contested', winner.authorization)).toBe(200);
     await kubectl(['delete', 'webhookintegration', 'first', '-n', teamA]);
     const loser = await credentialsOf(teamB, 'second');
-    await waitFor('the later one takes the name', async () => (await postEvent(ingester.url, 'contested', loser.authorization)) === 200, 5000);
+    await waitFor(
+      'the later one takes the name',
+      async () => (await postEvent(ingester.url, 'contested', loser.authorization)) === 200,
+      5000,
+    );
     expect((await readyOf(teamB, 'second'))?.status).toBe('True');
   });
 
@@ -140,13 +199,26 @@ stringData: {username: grafana, password: chosen-by-me}
     const old = await credentialsOf(teamA, 'rotating');
     await waitFor('accepted', async () => (await postEvent(ingester.url, 'rotating', old.authorization)) === 200, 5000);
     await kubectl(['annotate', 'webhookintegration', 'rotating', '-n', teamA, 'intake.dev/rotate=1', '--overwrite']);
-    const fresh = await waitFor('new password', async () => {
-      const c = await credentialsOf(teamA, 'rotating');
-      return c.password !== old.password ? c : undefined;
-    }, 5000);
-    await waitFor('new accepted', async () => (await postEvent(ingester.url, 'rotating', fresh.authorization)) === 200, 3000);
+    const fresh = await waitFor(
+      'new password',
+      async () => {
+        const c = await credentialsOf(teamA, 'rotating');
+        return c.password !== old.password ? c : undefined;
+      },
+      5000,
+    );
+    await waitFor(
+      'new accepted',
+      async () => (await postEvent(ingester.url, 'rotating', fresh.authorization)) === 200,
+      3000,
+    );
     expect(await postEvent(ingester.url, 'rotating', old.authorization)).toBe(200);
-    await waitFor('old rejected after the grace period', async () => (await postEvent(ingester.url, 'rotating', old.authorization)) === 401, 10_000, 200);
+    await waitFor(
+      'old rejected after the grace period',
+      async () => (await postEvent(ingester.url, 'rotating', old.authorization)) === 401,
+      10_000,
+      200,
+    );
     expect(await postEvent(ingester.url, 'rotating', fresh.authorization)).toBe(200);
   });
 
@@ -160,7 +232,12 @@ stringData: {username: grafana, password: chosen-by-me}
     expect(Date.now() - started).toBeLessThan(2500);
     // The garbage collector notices a new CRD's resources on its discovery resync (every 30 s in
     // kube-controller-manager), so on a fresh cluster this can take that long.
-    await waitFor('credentials Secret collected', async () => (await readSecret(teamA, 'intake-webhook-doomed')) === undefined, 60_000, 250);
+    await waitFor(
+      'credentials Secret collected',
+      async () => (await readSecret(teamA, 'intake-webhook-doomed')) === undefined,
+      60_000,
+      250,
+    );
     const routes = await core.listNamespacedSecret({ namespace: system, labelSelector: 'intake.dev/route=true' });
     expect(routes.items.map((s) => decode(s, 'route.json')).join()).not.toContain('"name":"doomed"');
   });
@@ -168,16 +245,37 @@ stringData: {username: grafana, password: chosen-by-me}
   it('repairs drift: an edited credentials Secret is restored, a deleted route Secret is republished', async () => {
     await apply(webhook(teamA, 'drift'));
     const creds = await credentialsOf(teamA, 'drift');
-    await kubectl(['patch', 'secret', 'intake-webhook-drift', '-n', teamA, '--type=merge', '-p', '{"stringData":{"url":"https://evil.example"}}']);
-    await waitFor('url restored', async () => (await credentialsOf(teamA, 'drift')).url === 'https://intake.test/events/webhook_drift', 5000);
+    await kubectl([
+      'patch',
+      'secret',
+      'intake-webhook-drift',
+      '-n',
+      teamA,
+      '--type=merge',
+      '-p',
+      '{"stringData":{"url":"https://evil.example"}}',
+    ]);
+    await waitFor(
+      'url restored',
+      async () => (await credentialsOf(teamA, 'drift')).url === 'https://intake.test/events/webhook_drift',
+      5000,
+    );
     const routes = await core.listNamespacedSecret({ namespace: system, labelSelector: 'intake.dev/route=true' });
     const route = routes.items.find((s) => decode(s, 'route.json').includes('"name":"drift"'));
     await kubectl(['delete', 'secret', route?.metadata?.name as string, '-n', system]);
-    await waitFor('route back', async () => {
-      const list = await core.listNamespacedSecret({ namespace: system, labelSelector: 'intake.dev/route=true' });
-      return list.items.some((s) => decode(s, 'route.json').includes('"name":"drift"'));
-    }, 5000);
-    await waitFor('accepted again', async () => (await postEvent(ingester.url, 'drift', creds.authorization)) === 200, 3000);
+    await waitFor(
+      'route back',
+      async () => {
+        const list = await core.listNamespacedSecret({ namespace: system, labelSelector: 'intake.dev/route=true' });
+        return list.items.some((s) => decode(s, 'route.json').includes('"name":"drift"'));
+      },
+      5000,
+    );
+    await waitFor(
+      'accepted again',
+      async () => (await postEvent(ingester.url, 'drift', creds.authorization)) === 200,
+      3000,
+    );
     expect((await credentialsOf(teamA, 'drift')).url).toBe('https://intake.test/events/webhook_drift');
     expect(await postEvent(ingester.url, 'drift', creds.authorization)).toBe(200);
   });
@@ -187,13 +285,30 @@ stringData: {username: grafana, password: chosen-by-me}
     const old = await credentialsOf(teamA, 'lost');
     await waitFor('accepted', async () => (await postEvent(ingester.url, 'lost', old.authorization)) === 200, 5000);
     await kubectl(['delete', 'secret', 'intake-webhook-lost', '-n', teamA]);
-    const fresh = await waitFor('new credentials', async () => {
-      const c = await credentialsOf(teamA, 'lost');
-      return c.password !== old.password ? c : undefined;
-    }, 5000);
-    await waitFor('new accepted', async () => (await postEvent(ingester.url, 'lost', fresh.authorization)) === 200, 3000);
+    const fresh = await waitFor(
+      'new credentials',
+      async () => {
+        const c = await credentialsOf(teamA, 'lost');
+        return c.password !== old.password ? c : undefined;
+      },
+      5000,
+    );
+    await waitFor(
+      'new accepted',
+      async () => (await postEvent(ingester.url, 'lost', fresh.authorization)) === 200,
+      3000,
+    );
     expect(await postEvent(ingester.url, 'lost', old.authorization)).toBe(401);
-    const events = await kubectl(['get', 'events', '-n', teamA, '--field-selector', 'involvedObject.name=lost', '-o', 'jsonpath={.items[*].reason}']);
+    const events = await kubectl([
+      'get',
+      'events',
+      '-n',
+      teamA,
+      '--field-selector',
+      'involvedObject.name=lost',
+      '-o',
+      'jsonpath={.items[*].reason}',
+    ]);
     expect(events.stdout.split(' ')).toEqual(expect.arrayContaining(['Published', 'CredentialsRegenerated']));
   });
 
@@ -211,12 +326,20 @@ kind: Secret
 metadata: {name: garbage-route, namespace: ${system}, labels: {intake.dev/route: "true"}}
 stringData: {route.json: "{not json"}
 `);
-    await waitFor('skipped route counted', async () => /^intake_routes_skipped 1$/m.test(await (await fetch(`${ingester.adminUrl}/metrics`)).text()), 5000);
+    await waitFor(
+      'skipped route counted',
+      async () => /^intake_routes_skipped 1$/m.test(await (await fetch(`${ingester.adminUrl}/metrics`)).text()),
+      5000,
+    );
     expect((await fetch(`${ingester.adminUrl}/readyz`)).status).toBe(200);
     const creds = await credentialsOf(teamA, 'alerts');
     expect(await postEvent(ingester.url, 'alerts', creds.authorization)).toBe(200);
     await kubectl(['delete', 'secret', 'garbage-route', '-n', system]);
-    await waitFor('count back to 0', async () => /^intake_routes_skipped 0$/m.test(await (await fetch(`${ingester.adminUrl}/metrics`)).text()), 5000);
+    await waitFor(
+      'count back to 0',
+      async () => /^intake_routes_skipped 0$/m.test(await (await fetch(`${ingester.adminUrl}/metrics`)).text()),
+      5000,
+    );
   });
 });
 
@@ -230,16 +353,27 @@ spec: {maxSeries: 50}
     const secret = await waitFor('ApiKey Secret', () => readSecret(teamA, 'intake-apikey-metrics'), 5000);
     const key = decode(secret, 'apiKey');
     expect(key).toMatch(new RegExp(`^${teamA}_[0-9a-f]{40}$`));
-    await waitFor('metric accepted', async () => {
-      const res = await fetch(`${ingester.url}/v1/integrations/metrics`, {
-        method: 'POST',
-        headers: { apikey: key, 'content-type': 'application/json' },
-        body: JSON.stringify({ metric: 'queue.depth', data: 3, source: 'worker-1', tags: { namespace: 'kube-system' } }),
-      });
-      return res.status === 200;
-    }, 3000);
+    await waitFor(
+      'metric accepted',
+      async () => {
+        const res = await fetch(`${ingester.url}/v1/integrations/metrics`, {
+          method: 'POST',
+          headers: { apikey: key, 'content-type': 'application/json' },
+          body: JSON.stringify({
+            metric: 'queue.depth',
+            data: 3,
+            source: 'worker-1',
+            tags: { namespace: 'kube-system' },
+          }),
+        });
+        return res.status === 200;
+      },
+      3000,
+    );
     const exposition = await (await fetch(`${ingester.adminUrl}/metrics/ingested`)).text();
-    expect(exposition).toContain(`queue_depth{key="",namespace="${teamA}",source="worker-1",tag_namespace="kube-system"} 3`);
+    expect(exposition).toContain(
+      `queue_depth{key="",namespace="${teamA}",source="worker-1",tag_namespace="kube-system"} 3`,
+    );
   });
 });
 
@@ -249,7 +383,11 @@ describe('operator lifecycle', () => {
     await apply(webhook(teamB, 'while-down'));
     operator = await startOperator(system, [teamA, teamB]);
     const creds = await credentialsOf(teamB, 'while-down');
-    await waitFor('accepted', async () => (await postEvent(ingester.url, 'while-down', creds.authorization)) === 200, 5000);
+    await waitFor(
+      'accepted',
+      async () => (await postEvent(ingester.url, 'while-down', creds.authorization)) === 200,
+      5000,
+    );
     expect(await postEvent(ingester.url, 'while-down', creds.authorization)).toBe(200);
     expect((await readyOf(teamB, 'while-down'))?.status).toBe('True');
   });
@@ -261,13 +399,19 @@ describe('operator lifecycle', () => {
     expect(await restartCluster('start')).toBe(0);
     await apply(webhook(teamB, 'after-restart'));
     const fresh = await credentialsOf(teamB, 'after-restart');
-    await waitFor('accepted after the restart', async () => (await postEvent(ingester.url, 'after-restart', fresh.authorization)) === 200, 30_000, 200);
+    await waitFor(
+      'accepted after the restart',
+      async () => (await postEvent(ingester.url, 'after-restart', fresh.authorization)) === 200,
+      30_000,
+      200,
+    );
     expect(await postEvent(ingester.url, 'alerts', creds.authorization)).toBe(200);
   });
 
   it('runs one leader among two replicas; the other takes over when it stops', async () => {
     await operator.stop();
-    const leaderMetric = async (p: Proc) => /^intake_operator_leader 1$/m.test(await (await fetch(`${p.adminUrl}/metrics`)).text());
+    const leaderMetric = async (p: Proc) =>
+      /^intake_operator_leader 1$/m.test(await (await fetch(`${p.adminUrl}/metrics`)).text());
     const a = await startOperator(system, [teamA, teamB], ['--leader-elect']);
     await waitFor('a leads', () => leaderMetric(a), 10_000, 100);
     const b = await startOperator(system, [teamA, teamB], ['--leader-elect']);
@@ -277,7 +421,11 @@ describe('operator lifecycle', () => {
     await waitFor('b leads', () => leaderMetric(b), 10_000, 100);
     await apply(webhook(teamB, 'after-failover'));
     const creds = await credentialsOf(teamB, 'after-failover');
-    await waitFor('accepted', async () => (await postEvent(ingester.url, 'after-failover', creds.authorization)) === 200, 5000);
+    await waitFor(
+      'accepted',
+      async () => (await postEvent(ingester.url, 'after-failover', creds.authorization)) === 200,
+      5000,
+    );
     operator = b;
   });
 });

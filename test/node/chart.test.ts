@@ -10,7 +10,16 @@ import { resolve } from 'node:path';
 import { jest } from '@jest/globals';
 import { activeAlerts } from '../e2e/support/alertmanager.js';
 import { readStream, tally } from '../e2e/support/nats-server.js';
-import { apply, createNamespace, kubeClients, kubectl, requireCluster, ROOT, uniqueName, waitFor } from '../integration/support/cluster.js';
+import {
+  apply,
+  createNamespace,
+  kubeClients,
+  kubectl,
+  requireCluster,
+  ROOT,
+  uniqueName,
+  waitFor,
+} from '../integration/support/cluster.js';
 import { helm, ok, podsOf, serviceUrl } from './support.js';
 
 jest.setTimeout(300_000);
@@ -26,15 +35,37 @@ const stream = `EVENTS_${tag}`.toUpperCase();
 const selector = `app.kubernetes.io/instance=${release}`;
 const { core } = kubeClients();
 const values = [
-  '--set', 'publicBaseUrl=https://intake.test', '--set', `operator.watchNamespaces={${tenant}}`,
-  '--set', 'image.repository=intake.local/intake', '--set', `image.tag=${version}`, '--set', 'image.pullPolicy=Never',
-  '--set', 'sinks.jetstream.enabled=true', '--set', 'sinks.jetstream.url=nats://nats.infra.svc:4222',
-  '--set', `sinks.jetstream.stream=${stream}`, '--set', `sinks.jetstream.subjectPrefix=${tag}.events`,
-  '--set', 'destinations[0].name=alertmanager', '--set', 'destinations[0].default=true',
-  '--set', 'destinations[0].alertmanager.urls={http://alertmanager.infra.svc:9093}',
+  '--set',
+  'publicBaseUrl=https://intake.test',
+  '--set',
+  `operator.watchNamespaces={${tenant}}`,
+  '--set',
+  'image.repository=intake.local/intake',
+  '--set',
+  `image.tag=${version}`,
+  '--set',
+  'image.pullPolicy=Never',
+  '--set',
+  'sinks.jetstream.enabled=true',
+  '--set',
+  'sinks.jetstream.url=nats://nats.infra.svc:4222',
+  '--set',
+  `sinks.jetstream.stream=${stream}`,
+  '--set',
+  `sinks.jetstream.subjectPrefix=${tag}.events`,
+  '--set',
+  'destinations[0].name=alertmanager',
+  '--set',
+  'destinations[0].default=true',
+  '--set',
+  'destinations[0].alertmanager.urls={http://alertmanager.infra.svc:9093}',
   // The tests post before the operator has published new credentials: the guard would block them.
-  '--set', 'ingester.authThrottle.failures=1000000',
-  '--set', 'operator.resources.requests.cpu=10m', '--set', 'ingester.resources.requests.cpu=10m',
+  '--set',
+  'ingester.authThrottle.failures=1000000',
+  '--set',
+  'operator.resources.requests.cpu=10m',
+  '--set',
+  'ingester.resources.requests.cpu=10m',
 ];
 let natsUrl = '';
 let amUrl = '';
@@ -79,8 +110,13 @@ describe('charts/intake on a node', () => {
       expect(pod.status.conditions.find((c) => c.type === 'Ready')?.status).toBe('True');
       expect(pod.status.containerStatuses.every((c) => c.restartCount === 0)).toBe(true);
       // What the process itself sees, not only what the spec asks for.
-      const probe = "const fs=require('fs');let w;try{fs.writeFileSync('/app/x','');w='writable'}catch(e){w=e.code}console.log(JSON.stringify({uid:process.getuid(),gid:process.getgid(),root:w}))";
-      const seen = JSON.parse(await ok(kubectl(['exec', '-n', ns, pod.metadata.name, '--', 'node', '-e', probe]))) as { uid: number; gid: number; root: string };
+      const probe =
+        "const fs=require('fs');let w;try{fs.writeFileSync('/app/x','');w='writable'}catch(e){w=e.code}console.log(JSON.stringify({uid:process.getuid(),gid:process.getgid(),root:w}))";
+      const seen = JSON.parse(await ok(kubectl(['exec', '-n', ns, pod.metadata.name, '--', 'node', '-e', probe]))) as {
+        uid: number;
+        gid: number;
+        root: string;
+      };
       expect(seen).toEqual({ uid: 65532, gid: 65532, root: 'EROFS' });
     }
     for (const pod of ingesters) {
@@ -95,30 +131,76 @@ kind: WebhookIntegration
 metadata: {name: node-hook, namespace: ${tenant}}
 spec: {}
 `);
-    const secret = await waitFor('credentials', () => core.readNamespacedSecret({ namespace: tenant, name: 'intake-webhook-node-hook' }).catch(() => undefined), 60_000, 500);
+    const secret = await waitFor(
+      'credentials',
+      () => core.readNamespacedSecret({ namespace: tenant, name: 'intake-webhook-node-hook' }).catch(() => undefined),
+      60_000,
+      500,
+    );
     authorization = Buffer.from(secret.data?.authorization ?? '', 'base64').toString();
     // Both replicas must know the credentials: the Service picks one per connection.
-    await waitFor('accepted by every replica', async () => {
-      for (let i = 0; i < 6; i++) if ((await post({ source: 'node-01', severity: 'critical', type: 'NodeDown', description: `probe ${i}` })) !== 200) return false;
-      return true;
-    }, 60_000, 500);
+    await waitFor(
+      'accepted by every replica',
+      async () => {
+        for (let i = 0; i < 6; i++)
+          if (
+            (await post({ source: 'node-01', severity: 'critical', type: 'NodeDown', description: `probe ${i}` })) !==
+            200
+          )
+            return false;
+        return true;
+      },
+      60_000,
+      500,
+    );
     const events = await readStream(natsUrl, stream);
     expect(events.length).toBeGreaterThan(0);
     expect(events[0]?.subject).toBe(`${tag}.events.${tenant}.node-hook`);
-    expect(events[0]?.event).toMatchObject({ source: 'node-01', type: 'NodeDown', namespace: tenant, integration: 'node-hook' });
-    const alert = await waitFor('alert in Alertmanager', async () => (await activeAlerts(amUrl)).find((a) => a.labels.namespace === tenant), 60_000, 500);
-    expect(alert.labels).toMatchObject({ alertname: 'NodeDown', source: 'node-01', severity: 'critical', integration: 'node-hook' });
+    expect(events[0]?.event).toMatchObject({
+      source: 'node-01',
+      type: 'NodeDown',
+      namespace: tenant,
+      integration: 'node-hook',
+    });
+    const alert = await waitFor(
+      'alert in Alertmanager',
+      async () => (await activeAlerts(amUrl)).find((a) => a.labels.namespace === tenant),
+      60_000,
+      500,
+    );
+    expect(alert.labels).toMatchObject({
+      alertname: 'NodeDown',
+      source: 'node-01',
+      severity: 'critical',
+      integration: 'node-hook',
+    });
   });
 
   it('loses nothing it acknowledged while an ingester pod is deleted under load; the sender sees only retryable answers', async () => {
-    const victim = (await podsOf(ns, selector)).find((p) => p.metadata.labels['app.kubernetes.io/component'] === 'ingester');
+    const victim = (await podsOf(ns, selector)).find(
+      (p) => p.metadata.labels['app.kubernetes.io/component'] === 'ingester',
+    );
     const load = sendUnderLoad('delete');
     await new Promise((r) => setTimeout(r, 3_000));
     await ok(kubectl(['delete', 'pod', '-n', ns, victim?.metadata.name ?? '', '--wait=false']));
-    await waitFor('a replacement ingester Ready', async () => {
-      const ingesters = (await podsOf(ns, selector)).filter((p) => p.metadata.labels['app.kubernetes.io/component'] === 'ingester' && !p.metadata.deletionTimestamp);
-      return ingesters.length === 2 && ingesters.every((p) => p.metadata.name !== victim?.metadata.name && p.status.conditions.find((c) => c.type === 'Ready')?.status === 'True');
-    }, 180_000, 1000);
+    await waitFor(
+      'a replacement ingester Ready',
+      async () => {
+        const ingesters = (await podsOf(ns, selector)).filter(
+          (p) => p.metadata.labels['app.kubernetes.io/component'] === 'ingester' && !p.metadata.deletionTimestamp,
+        );
+        return (
+          ingesters.length === 2 &&
+          ingesters.every(
+            (p) =>
+              p.metadata.name !== victim?.metadata.name &&
+              p.status.conditions.find((c) => c.type === 'Ready')?.status === 'True',
+          )
+        );
+      },
+      180_000,
+      1000,
+    );
     await new Promise((r) => setTimeout(r, 3_000));
     await checkLoad(await load.stop());
   });
@@ -127,25 +209,49 @@ spec: {}
     const before = new Set((await podsOf(ns, selector)).map((p) => p.metadata.name));
     const load = sendUnderLoad('upgrade');
     await new Promise((r) => setTimeout(r, 3_000));
-    await ok(helm(['upgrade', release, CHART, '-n', ns, ...values, '--set', `ingester.podAnnotations.rollout=${Date.now()}`, '--wait', '--timeout', '5m']));
+    await ok(
+      helm([
+        'upgrade',
+        release,
+        CHART,
+        '-n',
+        ns,
+        ...values,
+        '--set',
+        `ingester.podAnnotations.rollout=${Date.now()}`,
+        '--wait',
+        '--timeout',
+        '5m',
+      ]),
+    );
     await new Promise((r) => setTimeout(r, 3_000));
     await checkLoad(await load.stop());
-    const after = (await podsOf(ns, selector)).filter((p) => p.metadata.labels['app.kubernetes.io/component'] === 'ingester');
+    const after = (await podsOf(ns, selector)).filter(
+      (p) => p.metadata.labels['app.kubernetes.io/component'] === 'ingester',
+    );
     expect(after.every((p) => !before.has(p.metadata.name))).toBe(true);
   });
 
   it('fails over the operator lease to the other replica when the leader is deleted, and keeps reconciling', async () => {
-    const lease = async () => JSON.parse(await ok(kubectl(['get', 'lease', 'intake-operator', '-n', ns, '-o', 'json']))) as { spec: { holderIdentity: string; leaseDurationSeconds: number } };
+    const lease = async () =>
+      JSON.parse(await ok(kubectl(['get', 'lease', 'intake-operator', '-n', ns, '-o', 'json']))) as {
+        spec: { holderIdentity: string; leaseDurationSeconds: number };
+      };
     const first = await waitFor('a leader', async () => (await lease()).spec.holderIdentity || undefined, 60_000, 500);
     const leader = (await podsOf(ns, selector)).find((p) => first.startsWith(p.metadata.name));
     expect(leader).toBeDefined();
     const { leaseDurationSeconds } = (await lease()).spec;
     const deleted = Date.now();
     await ok(kubectl(['delete', 'pod', '-n', ns, leader?.metadata.name ?? '', '--wait=false']));
-    const next = await waitFor('another leader', async () => {
-      const holder = (await lease()).spec.holderIdentity;
-      return holder && !holder.startsWith(leader?.metadata.name ?? '') ? holder : undefined;
-    }, 120_000, 500);
+    const next = await waitFor(
+      'another leader',
+      async () => {
+        const holder = (await lease()).spec.holderIdentity;
+        return holder && !holder.startsWith(leader?.metadata.name ?? '') ? holder : undefined;
+      },
+      120_000,
+      500,
+    );
     // The deleted leader releases the lease on SIGTERM, or the other waits out the lease.
     expect(Date.now() - deleted).toBeLessThan((leaseDurationSeconds + 15) * 1000);
     expect(next).not.toBe(first);
@@ -154,15 +260,28 @@ kind: WebhookIntegration
 metadata: {name: after-failover, namespace: ${tenant}}
 spec: {}
 `);
-    await waitFor('reconciled by the new leader', () => core.readNamespacedSecret({ namespace: tenant, name: 'intake-webhook-after-failover' }).catch(() => undefined), 60_000, 500);
+    await waitFor(
+      'reconciled by the new leader',
+      () =>
+        core.readNamespacedSecret({ namespace: tenant, name: 'intake-webhook-after-failover' }).catch(() => undefined),
+      60_000,
+      500,
+    );
   });
 
   it('leaves nothing of the release on helm uninstall but the CRDs the docs say are kept', async () => {
     await ok(helm(['uninstall', release, '-n', ns, '--wait', '--timeout', '2m']));
     const kinds = 'pods,deployments,statefulsets,services,configmaps,serviceaccounts,roles,rolebindings,leases';
-    await waitFor('pods gone', async () => (await ok(kubectl(['get', 'pods', '-n', ns, '-l', selector, '-o', 'name']))).trim() === '', 120_000, 1000);
+    await waitFor(
+      'pods gone',
+      async () => (await ok(kubectl(['get', 'pods', '-n', ns, '-l', selector, '-o', 'name']))).trim() === '',
+      120_000,
+      1000,
+    );
     expect((await ok(kubectl(['get', kinds, '-n', ns, '-l', selector, '-o', 'name']))).trim()).toBe('');
-    expect((await ok(kubectl(['get', 'clusterroles,clusterrolebindings', '-l', selector, '-o', 'name']))).trim()).toBe('');
+    expect((await ok(kubectl(['get', 'clusterroles,clusterrolebindings', '-l', selector, '-o', 'name']))).trim()).toBe(
+      '',
+    );
     expect((await kubectl(['get', 'crd', 'webhookintegrations.intake.dev'])).code).toBe(0);
   });
 });
@@ -171,7 +290,9 @@ spec: {}
  * A sender at a bounded rate (20 events/s) with retries, as a monitoring tool would: every event
  * is retried until it is acknowledged (200), for at most 60 s. Records every answer.
  */
-function sendUnderLoad(label: string): { stop: () => Promise<{ acknowledged: string[]; answers: Map<string, number> }> } {
+function sendUnderLoad(label: string): {
+  stop: () => Promise<{ acknowledged: string[]; answers: Map<string, number> }>;
+} {
   let running = true;
   const acknowledged: string[] = [];
   const answers = new Map<string, number>();
@@ -183,7 +304,10 @@ function sendUnderLoad(label: string): { stop: () => Promise<{ acknowledged: str
       try {
         const status = await post({ source: 'load', severity: 'warning', type: 'Load', description });
         note(String(status));
-        if (status === 200) { acknowledged.push(description); return; }
+        if (status === 200) {
+          acknowledged.push(description);
+          return;
+        }
       } catch (err) {
         note((err as Error).name === 'TimeoutError' ? 'timeout' : 'connection');
       }
@@ -207,7 +331,13 @@ function sendUnderLoad(label: string): { stop: () => Promise<{ acknowledged: str
   };
 }
 
-async function checkLoad({ acknowledged, answers }: { acknowledged: string[]; answers: Map<string, number> }): Promise<void> {
+async function checkLoad({
+  acknowledged,
+  answers,
+}: {
+  acknowledged: string[];
+  answers: Map<string, number>;
+}): Promise<void> {
   console.log(`answers: ${JSON.stringify(Object.fromEntries(answers))}; acknowledged ${acknowledged.length}`);
   expect(acknowledged.length).toBeGreaterThan(50);
   // Retryable: 503 (draining, not ready), 502/504 from nothing in between, a refused or reset connection.
@@ -215,4 +345,3 @@ async function checkLoad({ acknowledged, answers }: { acknowledged: string[]; an
   const stored = tally((await readStream(natsUrl, stream)).map((e) => String(e.event.description)));
   for (const description of acknowledged) expect([description, stored.get(description)]).toEqual([description, 1]);
 }
-

@@ -7,7 +7,16 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { jest } from '@jest/globals';
 import { readStream, tally } from '../e2e/support/nats-server.js';
-import { apply, createNamespace, kubeClients, kubectl, requireCluster, ROOT, uniqueName, waitFor } from '../integration/support/cluster.js';
+import {
+  apply,
+  createNamespace,
+  kubeClients,
+  kubectl,
+  requireCluster,
+  ROOT,
+  uniqueName,
+  waitFor,
+} from '../integration/support/cluster.js';
 import { helm, ok, podsOf, serviceUrl } from './support.js';
 
 jest.setTimeout(480_000);
@@ -38,18 +47,58 @@ afterAll(async () => {
 it('replays what a deleted StatefulSet pod spooled on its PersistentVolume while the bus was down', async () => {
   await createNamespace(ns);
   await createNamespace(tenant);
-  await ok(helm(['install', release, CHART, '-n', ns, '--wait', '--timeout', '5m',
-    // The CRDs are installed already (kept by an earlier release, crds.keep).
-    '--set', 'crds.enabled=false',
-    '--set', 'publicBaseUrl=https://intake.test', '--set', `operator.watchNamespaces={${tenant}}`, '--set', 'operator.replicas=1',
-    '--set', 'image.repository=intake.local/intake', '--set', `image.tag=${version}`, '--set', 'image.pullPolicy=Never',
-    '--set', 'ingester.replicas=1', '--set', 'ingester.authThrottle.failures=1000000',
-    '--set', 'sinks.jetstream.enabled=true', '--set', 'sinks.jetstream.url=nats://nats.infra.svc:4222',
-    '--set', `sinks.jetstream.stream=${stream}`, '--set', `sinks.jetstream.subjectPrefix=${tag}.events`, '--set', 'sinks.jetstream.timeoutMs=500',
-    '--set', 'spool.enabled=true', '--set', 'spool.persistence.enabled=true', '--set', 'spool.persistence.storageClassName=local',
-    '--set', 'spool.persistence.size=1Gi',
-  ]));
-  expect((await ok(kubectl(['get', 'statefulsets', '-n', ns, '-o', 'name']))).trim()).toBe(`statefulset.apps/${release}-intake-ingester`);
+  await ok(
+    helm([
+      'install',
+      release,
+      CHART,
+      '-n',
+      ns,
+      '--wait',
+      '--timeout',
+      '5m',
+      // The CRDs are installed already (kept by an earlier release, crds.keep).
+      '--set',
+      'crds.enabled=false',
+      '--set',
+      'publicBaseUrl=https://intake.test',
+      '--set',
+      `operator.watchNamespaces={${tenant}}`,
+      '--set',
+      'operator.replicas=1',
+      '--set',
+      'image.repository=intake.local/intake',
+      '--set',
+      `image.tag=${version}`,
+      '--set',
+      'image.pullPolicy=Never',
+      '--set',
+      'ingester.replicas=1',
+      '--set',
+      'ingester.authThrottle.failures=1000000',
+      '--set',
+      'sinks.jetstream.enabled=true',
+      '--set',
+      'sinks.jetstream.url=nats://nats.infra.svc:4222',
+      '--set',
+      `sinks.jetstream.stream=${stream}`,
+      '--set',
+      `sinks.jetstream.subjectPrefix=${tag}.events`,
+      '--set',
+      'sinks.jetstream.timeoutMs=500',
+      '--set',
+      'spool.enabled=true',
+      '--set',
+      'spool.persistence.enabled=true',
+      '--set',
+      'spool.persistence.storageClassName=local',
+      '--set',
+      'spool.persistence.size=1Gi',
+    ]),
+  );
+  expect((await ok(kubectl(['get', 'statefulsets', '-n', ns, '-o', 'name']))).trim()).toBe(
+    `statefulset.apps/${release}-intake-ingester`,
+  );
   const ingestUrl = await serviceUrl(ns, `${release}-intake-ingester`, 'ingest');
   const natsUrl = (await serviceUrl('infra', 'nats', 'client')).replace('http://', 'nats://');
   await apply(`apiVersion: intake.dev/v1alpha1
@@ -57,10 +106,20 @@ kind: WebhookIntegration
 metadata: {name: spooled, namespace: ${tenant}}
 spec: {}
 `);
-  const secret = await waitFor('credentials', () => core.readNamespacedSecret({ namespace: tenant, name: 'intake-webhook-spooled' }).catch(() => undefined), 60_000, 500);
+  const secret = await waitFor(
+    'credentials',
+    () => core.readNamespacedSecret({ namespace: tenant, name: 'intake-webhook-spooled' }).catch(() => undefined),
+    60_000,
+    500,
+  );
   const authorization = Buffer.from(secret.data?.authorization ?? '', 'base64').toString();
   const post = async (description: string): Promise<number> => {
-    const res = await fetch(`${ingestUrl}/events/webhook_spooled`, { method: 'POST', headers: { authorization, 'content-type': 'application/json' }, body: JSON.stringify({ source: 'spool', severity: 'warning', description }), signal: AbortSignal.timeout(10_000) });
+    const res = await fetch(`${ingestUrl}/events/webhook_spooled`, {
+      method: 'POST',
+      headers: { authorization, 'content-type': 'application/json' },
+      body: JSON.stringify({ source: 'spool', severity: 'warning', description }),
+      signal: AbortSignal.timeout(10_000),
+    });
     await res.arrayBuffer();
     return res.status;
   };
@@ -72,12 +131,25 @@ spec: {}
 
   const [pod] = await podsOf(ns, `${selector},app.kubernetes.io/component=ingester`);
   await ok(kubectl(['delete', 'pod', '-n', ns, pod?.metadata.name ?? '', '--wait=true', '--timeout=120s']));
-  await waitFor('the pod back', async () => (await podsOf(ns, `${selector},app.kubernetes.io/component=ingester`)).some((p) => p.status.conditions.some((c) => c.type === 'Ready' && c.status === 'True')), 180_000, 1000);
+  await waitFor(
+    'the pod back',
+    async () =>
+      (await podsOf(ns, `${selector},app.kubernetes.io/component=ingester`)).some((p) =>
+        p.status.conditions.some((c) => c.type === 'Ready' && c.status === 'True'),
+      ),
+    180_000,
+    1000,
+  );
 
   await natsReplicas(1);
-  const stored = await waitFor('every spooled event in the stream', async () => {
-    const counts = tally((await readStream(natsUrl, stream).catch(() => [])).map((e) => String(e.event.description)));
-    return spooled.every((d) => counts.has(d)) ? counts : undefined;
-  }, 180_000, 2000);
+  const stored = await waitFor(
+    'every spooled event in the stream',
+    async () => {
+      const counts = tally((await readStream(natsUrl, stream).catch(() => [])).map((e) => String(e.event.description)));
+      return spooled.every((d) => counts.has(d)) ? counts : undefined;
+    },
+    180_000,
+    2000,
+  );
   for (const d of spooled) expect([d, stored.get(d)]).toEqual([d, 1]);
 });

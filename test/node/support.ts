@@ -29,7 +29,7 @@ export interface Pod {
 
 export async function podsOf(namespace: string, selector: string): Promise<Pod[]> {
   const out = await ok(kubectl(['get', 'pods', '-n', namespace, '-l', selector, '-o', 'json']));
-  return ((JSON.parse(out) as { items: Pod[] }).items).map((p) => ({
+  return (JSON.parse(out) as { items: Pod[] }).items.map((p) => ({
     ...p,
     status: { conditions: p.status.conditions ?? [], containerStatuses: p.status.containerStatuses ?? [] },
   }));
@@ -37,7 +37,9 @@ export async function podsOf(namespace: string, selector: string): Promise<Pod[]
 
 /** http://<ClusterIP>:<port> of a Service's named port: the host routes the Service range to the node. */
 export async function serviceUrl(namespace: string, name: string, port: string): Promise<string> {
-  const svc = JSON.parse(await ok(kubectl(['get', 'service', name, '-n', namespace, '-o', 'json']))) as { spec: { clusterIP: string; ports: Array<{ name?: string; port: number }> } };
+  const svc = JSON.parse(await ok(kubectl(['get', 'service', name, '-n', namespace, '-o', 'json']))) as {
+    spec: { clusterIP: string; ports: Array<{ name?: string; port: number }> };
+  };
   const p = svc.spec.ports.find((x) => x.name === port) ?? svc.spec.ports[0];
   if (!p) throw new Error(`service ${namespace}/${name} has no port ${port}`);
   return `http://${svc.spec.clusterIP}:${p.port}`;

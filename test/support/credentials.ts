@@ -3,7 +3,8 @@
  * tenant's integration that unit, end-to-end tests and the benchmarks write into their configs.
  */
 
-export const basic = (user: string, password: string): string => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+export const basic = (user: string, password: string): string =>
+  `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
 
 /** The example config's webhook user. */
 export const DEMO = { user: 'demo', password: 'demo-password' };
@@ -22,4 +23,6 @@ export const tenantRoute = (name: string, namespace: string, extra: Record<strin
 });
 
 /** The Basic header of a tenantRoute. */
-export const tenantAuth = (name: string): { authorization: string } => ({ authorization: basic(name, `${name}-password`) });
+export const tenantAuth = (name: string): { authorization: string } => ({
+  authorization: basic(name, `${name}-password`),
+});

@@ -60,7 +60,12 @@ const anchors = (markdown: string): Set<string> => {
 };
 
 /** Every problem with the relative links of one page (`file` relative to `root`). */
-const brokenLinks = (file: string, markdown: string, root = ROOT, read = (path: string) => readFileSync(path, 'utf8')): string[] => {
+const brokenLinks = (
+  file: string,
+  markdown: string,
+  root = ROOT,
+  read = (path: string) => readFileSync(path, 'utf8'),
+): string[] => {
   const problems: string[] = [];
   const here = dirname(join(root, file));
   prose(markdown).forEach((line, index) => {
@@ -92,7 +97,9 @@ const brokenLinks = (file: string, markdown: string, root = ROOT, read = (path: 
 
 describe('the user docs', () => {
   it('cover README.md and every page under docs/', () => {
-    expect(pages()).toEqual(expect.arrayContaining(['README.md', 'docs/README.md', 'docs/http-api.md', 'docs/limits.md']));
+    expect(pages()).toEqual(
+      expect.arrayContaining(['README.md', 'docs/README.md', 'docs/http-api.md', 'docs/limits.md']),
+    );
   });
 
   it.each(pages())('%s: every relative link and #anchor resolves', (file) => {

@@ -49,7 +49,12 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
   /** The body as the listener parsed it, and where its events' ids and times come from. */
   const decode = (req: EventsRequest): Decoded => {
     const entry = req.routeEntry as RouteEntry;
-    const eventCtx: EventContext = { integration: entry.name, namespace: entry.namespace, receivedAtMs: Date.now(), idSource: idSourceOf(req.headers['idempotency-key']) };
+    const eventCtx: EventContext = {
+      integration: entry.name,
+      namespace: entry.namespace,
+      receivedAtMs: Date.now(),
+      idSource: idSourceOf(req.headers['idempotency-key']),
+    };
     return { entry, body: req.body, json: req.rawJson ?? undefined, eventCtx };
   };
 
@@ -61,7 +66,10 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
       // Only the contract's validation refuses a body as sent with INVALID_BODY; a mapped body's
       // problems are the mapping's (422, 503), never INVALID_BODY.
       const reason = err instanceof IntakeError && err.code === 'INVALID_BODY' ? 'invalid' : 'mapping';
-      metrics.eventsRejected.inc({ integration: d.entry.name, namespace: d.entry.namespace, reason }, Array.isArray(d.body) ? d.body.length : 1);
+      metrics.eventsRejected.inc(
+        { integration: d.entry.name, namespace: d.entry.namespace, reason },
+        Array.isArray(d.body) ? d.body.length : 1,
+      );
       throw err;
     }
   };
@@ -76,14 +84,18 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
     acceptEvents(events, d.eventCtx, {
       sinks: ctx.sinks,
       metrics,
-      onSinkError: (sink, err) => ctx.failures.error(`sink:${sink}`, err, { sink, reqId: req.id }, 'event sink failed; answered 503'),
+      onSinkError: (sink, err) =>
+        ctx.failures.error(`sink:${sink}`, err, { sink, reqId: req.id }, 'event sink failed; answered 503'),
     });
 
-  const answer = (reply: FastifyReply, result: HandOffResult, received: number): FastifyReply => reply.send(okBody(result.processed, result.cached, received, 'event'));
+  const answer = (reply: FastifyReply, result: HandOffResult, received: number): FastifyReply =>
+    reply.send(okBody(result.processed, result.cached, received, 'event'));
 
   /** ?dryRun=true: what the body maps to, accepting and counting nothing. */
   const answerDryRun = async (reply: FastifyReply, d: Decoded): Promise<FastifyReply> =>
-    reply.type('application/json; charset=utf-8').send(JSON.stringify(await ctx.mapped.dryRun(d.body, d.entry, d.eventCtx, d.json)));
+    reply
+      .type('application/json; charset=utf-8')
+      .send(JSON.stringify(await ctx.mapped.dryRun(d.body, d.entry, d.eventCtx, d.json)));
 
   return {
     method: 'POST',

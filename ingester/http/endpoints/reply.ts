@@ -6,7 +6,10 @@ export const okSchema = {
   200: {
     type: 'object',
     properties: {
-      response: { type: 'object', properties: { processed: { type: 'integer' }, cached: { type: 'integer' }, received: { type: 'integer' } } },
+      response: {
+        type: 'object',
+        properties: { processed: { type: 'integer' }, cached: { type: 'integer' }, received: { type: 'integer' } },
+      },
       success: { type: 'boolean' },
       message: { type: 'string' },
     },

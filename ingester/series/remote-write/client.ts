@@ -28,11 +28,18 @@ export class RemoteWriteClient {
     return this.url.origin;
   }
 
-  async send(body: Buffer, tenant: string, attempt: number, signal: AbortSignal, protocol: Protocol = '1.0'): Promise<SendOutcome> {
+  async send(
+    body: Buffer,
+    tenant: string,
+    attempt: number,
+    signal: AbortSignal,
+    protocol: Protocol = '1.0',
+  ): Promise<SendOutcome> {
     const headers: Record<string, string> = {
       ...this.settings.headers,
       'content-encoding': 'snappy',
-      'content-type': protocol === '2.0' ? 'application/x-protobuf;proto=io.prometheus.write.v2.Request' : 'application/x-protobuf',
+      'content-type':
+        protocol === '2.0' ? 'application/x-protobuf;proto=io.prometheus.write.v2.Request' : 'application/x-protobuf',
       'x-prometheus-remote-write-version': protocol === '2.0' ? '2.0.0' : '0.1.0',
     };
     if (this.settings.tenantHeader) headers[this.settings.tenantHeader] = tenant;
@@ -40,7 +47,8 @@ export class RemoteWriteClient {
     const outcome = await this.client.post(this.url, body, headers, signal);
     if (protocol !== '2.0') return outcome;
     if (outcome.status === 415) return { kind: 'unsupported', status: 415 };
-    const confirmed = outcome.kind === 'delivered' && outcome.headers?.['x-prometheus-remote-write-samples-written'] !== undefined;
+    const confirmed =
+      outcome.kind === 'delivered' && outcome.headers?.['x-prometheus-remote-write-samples-written'] !== undefined;
     return outcome.kind === 'delivered' && !confirmed ? { kind: 'unsupported', status: outcome.status ?? 0 } : outcome;
   }
 

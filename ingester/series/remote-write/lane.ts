@@ -63,7 +63,12 @@ export function seriesEntryBytes(state: { labelBytes: Uint8Array }): number {
 }
 
 /** The duration histogram's `result` values, as they were before the outbound client's vocabulary. */
-const RESULT_LABEL: Record<SendOutcome['kind'], string> = { delivered: 'sent', retry: 'retry', reject: 'rejected', unsupported: 'unsupported' };
+const RESULT_LABEL: Record<SendOutcome['kind'], string> = {
+  delivered: 'sent',
+  retry: 'retry',
+  reject: 'rejected',
+  unsupported: 'unsupported',
+};
 
 /** Retry-After values beyond this are treated as this: a receiver's typo must not park a lane for days. */
 const MAX_RETRY_AFTER_MS = 5 * 60_000;
@@ -124,9 +129,21 @@ export class Lane {
     const entries = this.building;
     this.building = [];
     for (const e of entries) e.state.pending = undefined;
-    const series = entries.map(({ state, samples }) => ({ labelBytes: state.labelBytes, labels: state.labels, help: state.help, unit: state.unit, ...samples }));
+    const series = entries.map(({ state, samples }) => ({
+      labelBytes: state.labelBytes,
+      labels: state.labels,
+      help: state.help,
+      unit: state.unit,
+      ...samples,
+    }));
     const protocol = this.options.protocol.current;
-    this.ready.push({ body: encode(protocol, series), samples: this.buildingSamples, bytes: this.buildingBytes, protocol, series: protocol === '2.0' ? series : undefined });
+    this.ready.push({
+      body: encode(protocol, series),
+      samples: this.buildingSamples,
+      bytes: this.buildingBytes,
+      protocol,
+      series: protocol === '2.0' ? series : undefined,
+    });
     this.buildingSamples = 0;
     this.buildingBytes = 0;
     if (!this.sending) {
@@ -176,14 +193,21 @@ export class Lane {
       if (outcome.kind === 'delivered') {
         metrics.sent.inc(labels, batch.samples);
         metrics.lastSuccess.setToCurrentTime();
-        if (attempt > 0) this.options.logger.info({ tenant, receiver: this.options.receiver, attempts: attempt + 1 }, 'remote write delivered after retries');
+        if (attempt > 0)
+          this.options.logger.info(
+            { tenant, receiver: this.options.receiver, attempts: attempt + 1 },
+            'remote write delivered after retries',
+          );
         return true;
       }
       if (this.options.signal.aborted) return false;
       if (outcome.kind === 'unsupported' && batch.series) {
         if (this.options.protocol.current === '2.0') {
           this.options.protocol.current = '1.0';
-          this.options.logger.warn({ receiver: this.options.receiver, status: outcome.status }, 'the remote write receiver does not speak 2.0 (415, or no *-Written headers); falling back to 1.0 for good');
+          this.options.logger.warn(
+            { receiver: this.options.receiver, status: outcome.status },
+            'the remote write receiver does not speak 2.0 (415, or no *-Written headers); falling back to 1.0 for good',
+          );
         }
         batch.body = encode('1.0', batch.series);
         batch.protocol = '1.0';
@@ -193,14 +217,37 @@ export class Lane {
       metrics.failed.inc(labels, batch.samples);
       if (outcome.kind === 'reject') {
         metrics.dropped.inc({ ...labels, reason: 'rejected' }, batch.samples);
-        this.options.logger.warn({ tenant, receiver: this.options.receiver, status: outcome.status, reason: outcome.error, samples: batch.samples }, 'remote write receiver refused a batch; dropped, not retried');
+        this.options.logger.warn(
+          {
+            tenant,
+            receiver: this.options.receiver,
+            status: outcome.status,
+            reason: outcome.error,
+            samples: batch.samples,
+          },
+          'remote write receiver refused a batch; dropped, not retried',
+        );
         return true;
       }
-      const delay = Math.min((outcome.kind === 'retry' ? outcome.retryAfterMs : undefined) ?? this.backoff(attempt), MAX_RETRY_AFTER_MS);
+      const delay = Math.min(
+        (outcome.kind === 'retry' ? outcome.retryAfterMs : undefined) ?? this.backoff(attempt),
+        MAX_RETRY_AFTER_MS,
+      );
       // A down receiver would otherwise log every few milliseconds.
       if (attempt % 10 === 0) {
-        const reason = outcome.kind === 'retry' ? outcome.error : 'the receiver answered 2xx to a 1.0 request without taking it';
-        this.options.logger.warn({ tenant, receiver: this.options.receiver, status: outcome.status, reason, attempt: attempt + 1, retryInMs: Math.round(delay) }, 'remote write failed; retrying');
+        const reason =
+          outcome.kind === 'retry' ? outcome.error : 'the receiver answered 2xx to a 1.0 request without taking it';
+        this.options.logger.warn(
+          {
+            tenant,
+            receiver: this.options.receiver,
+            status: outcome.status,
+            reason,
+            attempt: attempt + 1,
+            retryInMs: Math.round(delay),
+          },
+          'remote write failed; retrying',
+        );
       }
       try {
         await sleep(delay, undefined, { signal: this.options.signal });

@@ -11,16 +11,31 @@ export class RemoteWriteMetrics {
   readonly duration: Histogram<'result'>;
   readonly lastSuccess: Gauge;
 
-  constructor(registry: Registry, limits: { maxQueuedSamples: number; maxQueuedBytes: number }, queued: () => ReadonlyMap<string, number>, queuedBytes: () => number) {
+  constructor(
+    registry: Registry,
+    limits: { maxQueuedSamples: number; maxQueuedBytes: number },
+    queued: () => ReadonlyMap<string, number>,
+    queuedBytes: () => number,
+  ) {
     const registers = [registry];
-    this.sent = new Counter({ name: 'intake_remote_write_samples_sent_total', help: 'Samples the remote write receiver acknowledged (2xx).', labelNames: ['namespace'], registers });
+    this.sent = new Counter({
+      name: 'intake_remote_write_samples_sent_total',
+      help: 'Samples the remote write receiver acknowledged (2xx).',
+      labelNames: ['namespace'],
+      registers,
+    });
     this.failed = new Counter({
       name: 'intake_remote_write_samples_failed_total',
       help: 'Samples in remote write requests that failed (network error, 5xx, 429 or another 4xx), counted per attempt.',
       labelNames: ['namespace'],
       registers,
     });
-    this.retried = new Counter({ name: 'intake_remote_write_samples_retried_total', help: 'Samples sent again after a failure worth retrying (network error, 5xx, 429).', labelNames: ['namespace'], registers });
+    this.retried = new Counter({
+      name: 'intake_remote_write_samples_retried_total',
+      help: 'Samples sent again after a failure worth retrying (network error, 5xx, 429).',
+      labelNames: ['namespace'],
+      registers,
+    });
     this.dropped = new Counter({
       name: 'intake_remote_write_samples_dropped_total',
       help: 'Accepted samples never delivered, by reason: rejected (the receiver answered 4xx), out_of_order / duplicate_timestamp (older than or at the time of a sample already sent for the series), shutdown (still queued when the shutdown timeout ran out).',
@@ -34,7 +49,11 @@ export class RemoteWriteMetrics {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers,
     });
-    this.lastSuccess = new Gauge({ name: 'intake_remote_write_last_success_timestamp_seconds', help: 'When the receiver last acknowledged a request (Unix seconds; 0 = never).', registers });
+    this.lastSuccess = new Gauge({
+      name: 'intake_remote_write_last_success_timestamp_seconds',
+      help: 'When the receiver last acknowledged a request (Unix seconds; 0 = never).',
+      registers,
+    });
     new Gauge({
       name: 'intake_remote_write_queued_samples',
       help: 'Samples accepted and not yet acknowledged by the receiver, by namespace.',
@@ -45,7 +64,11 @@ export class RemoteWriteMetrics {
         for (const [namespace, count] of queued()) this.set({ namespace }, count);
       },
     });
-    new Gauge({ name: 'intake_remote_write_queue_capacity_samples', help: 'remoteWrite.maxQueuedSamples: past it, new data points get 503.', registers }).set(limits.maxQueuedSamples);
+    new Gauge({
+      name: 'intake_remote_write_queue_capacity_samples',
+      help: 'remoteWrite.maxQueuedSamples: past it, new data points get 503.',
+      registers,
+    }).set(limits.maxQueuedSamples);
     new Gauge({
       name: 'intake_remote_write_queued_bytes',
       help: 'What the queued samples take in the batches waiting for the receiver (labels once per batch, value and time per sample).',
@@ -54,6 +77,10 @@ export class RemoteWriteMetrics {
         this.set(queuedBytes());
       },
     });
-    new Gauge({ name: 'intake_remote_write_queue_capacity_bytes', help: 'remoteWrite.maxQueuedBytes: past it, new data points get 503.', registers }).set(limits.maxQueuedBytes);
+    new Gauge({
+      name: 'intake_remote_write_queue_capacity_bytes',
+      help: 'remoteWrite.maxQueuedBytes: past it, new data points get 503.',
+      registers,
+    }).set(limits.maxQueuedBytes);
   }
 }

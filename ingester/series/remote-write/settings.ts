@@ -57,8 +57,16 @@ export const REMOTE_WRITE_DEFAULTS = {
 } as const;
 
 /** Headers the protocol owns (the spec forbids overriding them) or that come from other settings. */
-const RESERVED_HEADERS = ['content-encoding', 'content-type', 'content-length', 'user-agent', 'x-prometheus-remote-write-version', 'authorization', 'host'];
-const HEADER_NAME = '^[!#$%&\'*+.^_`|~0-9A-Za-z-]+$';
+const RESERVED_HEADERS = [
+  'content-encoding',
+  'content-type',
+  'content-length',
+  'user-agent',
+  'x-prometheus-remote-write-version',
+  'authorization',
+  'host',
+];
+const HEADER_NAME = "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$";
 const positive = { type: 'integer', minimum: 1 } as const;
 
 /** JSON Schema of the block, embedded in the settings file schema. */
@@ -82,7 +90,11 @@ export const remoteWriteSchema = {
     tls: {
       type: 'object',
       additionalProperties: false,
-      properties: { caFile: { type: 'string', minLength: 1 }, certFile: { type: 'string', minLength: 1 }, keyFile: { type: 'string', minLength: 1 } },
+      properties: {
+        caFile: { type: 'string', minLength: 1 },
+        certFile: { type: 'string', minLength: 1 },
+        keyFile: { type: 'string', minLength: 1 },
+      },
     },
     batchSize: positive,
     flushIntervalMs: positive,
@@ -113,22 +125,36 @@ export function resolveRemoteWrite(block: RemoteWriteFile): RemoteWriteSettings 
   } catch {
     throw new ConfigError(`remoteWrite.url is not a valid URL`);
   }
-  if (url.username || url.password) throw new ConfigError('remoteWrite.url must not hold credentials: use remoteWrite.basicAuth with a passwordFile');
+  if (url.username || url.password)
+    throw new ConfigError('remoteWrite.url must not hold credentials: use remoteWrite.basicAuth with a passwordFile');
   const maxQueuedSamples = block.maxQueuedSamples ?? REMOTE_WRITE_DEFAULTS.maxQueuedSamples;
-  const settings: RemoteWriteSettings = { ...REMOTE_WRITE_DEFAULTS, maxQueuedSamplesPerTenant: maxQueuedSamples, ...block, tenant: 'namespace', headers: { ...block.headers } };
+  const settings: RemoteWriteSettings = {
+    ...REMOTE_WRITE_DEFAULTS,
+    maxQueuedSamplesPerTenant: maxQueuedSamples,
+    ...block,
+    tenant: 'namespace',
+    headers: { ...block.headers },
+  };
   const reserved = [...RESERVED_HEADERS, ...(settings.tenantHeader ? [settings.tenantHeader.toLowerCase()] : [])];
   for (const name of Object.keys(settings.headers)) {
     if (reserved.includes(name.toLowerCase())) {
-      throw new ConfigError(`remoteWrite.headers.${name} is set by intake itself (protocol headers, credentials, tenantHeader) and cannot be overridden`);
+      throw new ConfigError(
+        `remoteWrite.headers.${name} is set by intake itself (protocol headers, credentials, tenantHeader) and cannot be overridden`,
+      );
     }
   }
-  if (settings.basicAuth && settings.bearerTokenFile) throw new ConfigError('remoteWrite: set basicAuth or bearerTokenFile, not both');
+  if (settings.basicAuth && settings.bearerTokenFile)
+    throw new ConfigError('remoteWrite: set basicAuth or bearerTokenFile, not both');
   if ((settings.tls?.certFile === undefined) !== (settings.tls?.keyFile === undefined)) {
     throw new ConfigError('remoteWrite.tls: a client certificate needs both certFile and keyFile');
   }
-  if (settings.tls && url.protocol !== 'https:') throw new ConfigError('remoteWrite.tls is set but remoteWrite.url is not https');
-  if (settings.minBackoffMs > settings.maxBackoffMs) throw new ConfigError('remoteWrite.minBackoffMs must not exceed remoteWrite.maxBackoffMs');
-  if (settings.batchSize > settings.maxQueuedSamples) throw new ConfigError('remoteWrite.batchSize must not exceed remoteWrite.maxQueuedSamples');
-  if (settings.maxQueuedSamplesPerTenant > settings.maxQueuedSamples) throw new ConfigError('remoteWrite.maxQueuedSamplesPerTenant must not exceed remoteWrite.maxQueuedSamples');
+  if (settings.tls && url.protocol !== 'https:')
+    throw new ConfigError('remoteWrite.tls is set but remoteWrite.url is not https');
+  if (settings.minBackoffMs > settings.maxBackoffMs)
+    throw new ConfigError('remoteWrite.minBackoffMs must not exceed remoteWrite.maxBackoffMs');
+  if (settings.batchSize > settings.maxQueuedSamples)
+    throw new ConfigError('remoteWrite.batchSize must not exceed remoteWrite.maxQueuedSamples');
+  if (settings.maxQueuedSamplesPerTenant > settings.maxQueuedSamples)
+    throw new ConfigError('remoteWrite.maxQueuedSamplesPerTenant must not exceed remoteWrite.maxQueuedSamples');
   return settings;
 }

@@ -33,7 +33,10 @@ export type Protocol = '1.0' | '2.0';
 
 /** The `labels` fields (1) of a TimeSeries, for labels already sorted and free of empty strings. */
 export function encodeLabels(labels: Labels): Uint8Array {
-  return toBinary(TimeSeriesSchema, create(TimeSeriesSchema, { labels: labels.map(([name, value]) => ({ name, value })) }));
+  return toBinary(
+    TimeSeriesSchema,
+    create(TimeSeriesSchema, { labels: labels.map(([name, value]) => ({ name, value })) }),
+  );
 }
 
 /** WriteRequest { repeated TimeSeries timeseries = 1 }, each TimeSeries { labels = 1; samples = 2 }. */
@@ -43,7 +46,13 @@ export function encodeWriteRequest(series: Iterable<SeriesSamples>): Uint8Array 
     w.tag(1, WireType.LengthDelimited).fork().raw(s.labelBytes);
     for (let i = 0; i < s.values.length; i++) {
       // Sample { double value = 1; int64 timestamp = 2 }
-      w.tag(2, WireType.LengthDelimited).fork().tag(1, WireType.Bit64).double(s.values[i] as number).tag(2, WireType.Varint).int64(s.timestamps[i] as number).join();
+      w.tag(2, WireType.LengthDelimited)
+        .fork()
+        .tag(1, WireType.Bit64)
+        .double(s.values[i] as number)
+        .tag(2, WireType.Varint)
+        .int64(s.timestamps[i] as number)
+        .join();
     }
     w.join();
   }

@@ -37,7 +37,13 @@ export interface RemoteWriterOptions {
   rejected: Counter<'namespace' | 'reason'>;
   now?: () => number;
   /** Replaces the HTTP client (unit tests). */
-  send?: (body: Buffer, tenant: string, attempt: number, signal: AbortSignal, protocol: Protocol) => Promise<SendOutcome>;
+  send?: (
+    body: Buffer,
+    tenant: string,
+    attempt: number,
+    signal: AbortSignal,
+    protocol: Protocol,
+  ) => Promise<SendOutcome>;
 }
 
 export interface Admitted {
@@ -70,10 +76,18 @@ export class RemoteWriter {
   private readonly sweeper: NodeJS.Timeout;
   private readonly now: () => number;
 
-  constructor(private readonly settings: RemoteWriteSettings, private readonly options: RemoteWriterOptions) {
+  constructor(
+    private readonly settings: RemoteWriteSettings,
+    private readonly options: RemoteWriterOptions,
+  ) {
     this.now = options.now ?? Date.now;
     this.protocol = { current: settings.protocol };
-    this.metrics = new RemoteWriteMetrics(options.registry, settings, () => this.queuedPerTenant, () => this.queuedBytes);
+    this.metrics = new RemoteWriteMetrics(
+      options.registry,
+      settings,
+      () => this.queuedPerTenant,
+      () => this.queuedBytes,
+    );
     if (options.send) this.send = options.send;
     else {
       const client = new RemoteWriteClient(settings);
@@ -94,8 +108,10 @@ export class RemoteWriter {
   /** Why the writer refuses requests now, or undefined when the last refused one would fit (readiness). */
   unavailable(): string | undefined {
     const { maxQueuedSamples, maxQueuedBytes } = this.settings;
-    if (this.queued + this.refused.samples >= maxQueuedSamples) return `the remote write queue is full (${this.queued} of ${maxQueuedSamples} samples)`;
-    if (this.queuedBytes + this.refused.bytes >= maxQueuedBytes) return `the remote write queue is full (${this.queuedBytes} of ${maxQueuedBytes} bytes)`;
+    if (this.queued + this.refused.samples >= maxQueuedSamples)
+      return `the remote write queue is full (${this.queued} of ${maxQueuedSamples} samples)`;
+    if (this.queuedBytes + this.refused.bytes >= maxQueuedBytes)
+      return `the remote write queue is full (${this.queuedBytes} of ${maxQueuedBytes} bytes)`;
     return undefined;
   }
 
@@ -109,12 +125,16 @@ export class RemoteWriter {
     if (this.queued + points.length > this.settings.maxQueuedSamples) {
       this.options.rejected.inc({ namespace: tenant, reason: 'queue_full' }, points.length);
       this.refused = { samples: Math.min(points.length, this.settings.maxQueuedSamples), bytes: 0 };
-      throw unavailable(`the remote write queue is full (${this.queued} of ${this.settings.maxQueuedSamples} samples waiting for the receiver); nothing was accepted, retry later`);
+      throw unavailable(
+        `the remote write queue is full (${this.queued} of ${this.settings.maxQueuedSamples} samples waiting for the receiver); nothing was accepted, retry later`,
+      );
     }
     const ofTenant = this.queuedPerTenant.get(tenant) ?? 0;
     if (ofTenant + points.length > this.settings.maxQueuedSamplesPerTenant) {
       this.options.rejected.inc({ namespace: tenant, reason: 'queue_full' }, points.length);
-      throw unavailable(`the remote write queue of namespace ${tenant} is full (${ofTenant} of ${this.settings.maxQueuedSamplesPerTenant} samples waiting for the receiver); nothing was accepted, retry later`);
+      throw unavailable(
+        `the remote write queue of namespace ${tenant} is full (${ofTenant} of ${this.settings.maxQueuedSamplesPerTenant} samples waiting for the receiver); nothing was accepted, retry later`,
+      );
     }
     let bytes = 0;
     const prepared: Prepared[] = points.map((p) => {
@@ -122,8 +142,16 @@ export class RemoteWriter {
       const key = seriesKey(labels);
       // At most what commit() charges: as if every point started its series' entry in a batch.
       const state = this.series.get(key);
-      bytes += SAMPLE_BYTES + (state ? seriesEntryBytes(state) : labelBytesUpperBound(labels) + seriesEntryBytes(NO_LABELS));
-      return { key, labels, value: p.value, ts: Math.trunc(p.timeMs ?? receivedAtMs), help: p.description, unit: p.unit };
+      bytes +=
+        SAMPLE_BYTES + (state ? seriesEntryBytes(state) : labelBytesUpperBound(labels) + seriesEntryBytes(NO_LABELS));
+      return {
+        key,
+        labels,
+        value: p.value,
+        ts: Math.trunc(p.timeMs ?? receivedAtMs),
+        help: p.description,
+        unit: p.unit,
+      };
     });
     if (bytes > this.settings.maxQueuedBytes) {
       // It would never fit, not even in an empty queue: a 503 would be retried for ever.
@@ -133,7 +161,9 @@ export class RemoteWriter {
     if (this.queuedBytes + bytes > this.settings.maxQueuedBytes) {
       this.options.rejected.inc({ namespace: tenant, reason: 'queue_full' }, points.length);
       this.refused = { samples: 0, bytes: Math.min(bytes, this.settings.maxQueuedBytes) };
-      throw unavailable(`the remote write queue is full (${this.queuedBytes} of ${this.settings.maxQueuedBytes} bytes waiting for the receiver, remoteWrite.maxQueuedBytes); nothing was accepted, retry later`);
+      throw unavailable(
+        `the remote write queue is full (${this.queuedBytes} of ${this.settings.maxQueuedBytes} bytes waiting for the receiver, remoteWrite.maxQueuedBytes); nothing was accepted, retry later`,
+      );
     }
     this.refused = { samples: 0, bytes: 0 };
     // A request may list a series' points in any order; the wire needs them oldest first.
@@ -149,7 +179,13 @@ export class RemoteWriter {
       const t = (points[i] as DataPoint).timeMs;
       if (t === undefined || t >= oldest) continue;
       collector ??= new ErrorCollector();
-      collector.add([{ index: i, field: 'time', message: `is more than ${Math.round(this.settings.maxSampleAgeMs / 60_000)} minutes in the past (remoteWrite.maxSampleAgeMs): the remote write receiver would refuse it, and the whole batch it is sent in` }]);
+      collector.add([
+        {
+          index: i,
+          field: 'time',
+          message: `is more than ${Math.round(this.settings.maxSampleAgeMs / 60_000)} minutes in the past (remoteWrite.maxSampleAgeMs): the remote write receiver would refuse it, and the whole batch it is sent in`,
+        },
+      ]);
     }
     if (!collector) return;
     this.options.rejected.inc({ namespace: tenant, reason: 'too_old' }, points.length);
@@ -161,7 +197,16 @@ export class RemoteWriter {
     for (const p of prepared) {
       let state = this.series.get(p.key);
       if (!state) {
-        state = { labelBytes: encodeLabels(p.labels), labels: p.labels, help: '', unit: '', lane: this.laneFor(tenant, p.key), lastTs: -Infinity, pending: undefined, lastSeenMs: nowMs };
+        state = {
+          labelBytes: encodeLabels(p.labels),
+          labels: p.labels,
+          help: '',
+          unit: '',
+          lane: this.laneFor(tenant, p.key),
+          lastTs: -Infinity,
+          pending: undefined,
+          lastSeenMs: nowMs,
+        };
         this.series.set(p.key, state);
       }
       state.lastSeenMs = nowMs;
@@ -170,10 +215,17 @@ export class RemoteWriter {
       if (p.ts > state.lastTs) {
         this.queued++;
         this.queuedBytes += state.lane.add(state, p.value, p.ts);
-      } else if (p.ts === state.lastTs && state.pending && state.pending.timestamps[state.pending.timestamps.length - 1] === p.ts) {
+      } else if (
+        p.ts === state.lastTs &&
+        state.pending &&
+        state.pending.timestamps[state.pending.timestamps.length - 1] === p.ts
+      ) {
         state.pending.values[state.pending.values.length - 1] = p.value;
       } else {
-        this.metrics.dropped.inc({ namespace: tenant, reason: p.ts === state.lastTs ? 'duplicate_timestamp' : 'out_of_order' });
+        this.metrics.dropped.inc({
+          namespace: tenant,
+          reason: p.ts === state.lastTs ? 'duplicate_timestamp' : 'out_of_order',
+        });
       }
     }
     this.queuedPerTenant.set(tenant, (this.queuedPerTenant.get(tenant) ?? 0) + this.queued - queuedBefore);
@@ -226,7 +278,9 @@ export class RemoteWriter {
     for (const lane of lanes) lane.cut();
     const all = Promise.all(lanes.map((lane) => lane.idle()));
     let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), Math.max(0, deadlineMs - Date.now()))));
+    const late = new Promise<'late'>(
+      (resolve) => (timer = setTimeout(() => resolve('late'), Math.max(0, deadlineMs - Date.now()))),
+    );
     const result = await Promise.race([all, late]);
     clearTimeout(timer);
     if (result === 'late') {
@@ -237,7 +291,10 @@ export class RemoteWriter {
       const left = tenantLanes.reduce((n, lane) => n + lane.abandon(), 0);
       if (left > 0) {
         this.metrics.dropped.inc({ namespace: tenant, reason: 'shutdown' }, left);
-        this.options.logger.error({ tenant, samples: left }, 'remote write: samples still queued at the shutdown deadline were dropped');
+        this.options.logger.error(
+          { tenant, samples: left },
+          'remote write: samples still queued at the shutdown deadline were dropped',
+        );
       }
     }
     await this.client?.close();
@@ -254,7 +311,8 @@ function labelBytesUpperBound(labels: ReadonlyArray<[string, string]>): number {
 }
 
 function isSortedByTime(prepared: readonly Prepared[]): boolean {
-  for (let i = 1; i < prepared.length; i++) if ((prepared[i] as Prepared).ts < (prepared[i - 1] as Prepared).ts) return false;
+  for (let i = 1; i < prepared.length; i++)
+    if ((prepared[i] as Prepared).ts < (prepared[i - 1] as Prepared).ts) return false;
   return true;
 }
 

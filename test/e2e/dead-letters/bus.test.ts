@@ -69,12 +69,21 @@ it('lists and replays from one replica a mapping failure the other accepted, onc
     ids.push(res.headers.get('x-intake-dead-letter-id') as string);
   }
   // B sees A's letters (the stream, not A's disk).
-  const listed = await waitFor('B lists A\'s letters', async () => {
-    const l = await listLetters(b, 'kind=mapping&integration=fixme');
-    return l.count === 10 ? l : undefined;
-  }, 20_000, 100);
+  const listed = await waitFor(
+    "B lists A's letters",
+    async () => {
+      const l = await listLetters(b, 'kind=mapping&integration=fixme');
+      return l.count === 10 ? l : undefined;
+    },
+    20_000,
+    100,
+  );
   expect(listed.entries.map((e) => e.id).sort()).toEqual([...ids].sort());
-  expect(listed.entries[0]).toMatchObject({ kind: 'mapping', namespace: 'team-b', payload: { hostname: 'from-a-0', level: 3 } });
+  expect(listed.entries[0]).toMatchObject({
+    kind: 'mapping',
+    namespace: 'team-b',
+    payload: { hostname: 'from-a-0', level: 3 },
+  });
 
   for (const r of replicas) useMapping(r, 'fixme', FIXED);
   await waitFor('fixed mapping loaded on both', async () => (await fixed(a)) && (await fixed(b)), 15_000, 100);
@@ -83,17 +92,31 @@ it('lists and replays from one replica a mapping failure the other accepted, onc
   expect(fromA.failed + fromB.failed).toBe(0);
   expect(fromB.replayed).toBeGreaterThan(0);
 
-  const stored = await waitFor('replayed events on the events stream', async () => {
-    const all = (await readStream(nats.url, 'INTAKE_EVENTS')).filter((s) => String(s.event.source).startsWith('from-a-'));
-    return all.length >= 10 ? all : undefined;
-  }, 15_000, 200);
+  const stored = await waitFor(
+    'replayed events on the events stream',
+    async () => {
+      const all = (await readStream(nats.url, 'INTAKE_EVENTS')).filter((s) =>
+        String(s.event.source).startsWith('from-a-'),
+      );
+      return all.length >= 10 ? all : undefined;
+    },
+    15_000,
+    200,
+  );
   const counts = tally(stored.map((s) => String(s.event.source)));
   expect(counts.size).toBe(10);
   expect([...counts.values()].every((n) => n === 1)).toBe(true);
-  await waitFor('none left', async () => (await listLetters(a, 'integration=fixme')).count === 0 && (await listLetters(b, 'integration=fixme')).count === 0, 20_000, 200);
+  await waitFor(
+    'none left',
+    async () =>
+      (await listLetters(a, 'integration=fixme')).count === 0 &&
+      (await listLetters(b, 'integration=fixme')).count === 0,
+    20_000,
+    200,
+  );
 });
 
-it("lets a tenant flooding the dead letter push out only its own letters on the bus", async () => {
+it('lets a tenant flooding the dead letter push out only its own letters on the bus', async () => {
   const [a, b] = replicas as [RunningIngester, RunningIngester];
   useMapping(b, 'fixme', { expression: '{"source": host}' });
   await waitFor('broken again on B', async () => !(await fixed(b)), 15_000, 100);
@@ -102,14 +125,28 @@ it("lets a tenant flooding the dead letter push out only its own letters on the 
   const quietId = quiet.headers.get('x-intake-dead-letter-id');
   // Tenant A floods through both replicas: 24 payloads of 500 KB against a 3 MiB share.
   const blob = 'x'.repeat(500_000);
-  for (let i = 0; i < 24; i++) expect((await sendAs(i % 2 ? b : a, 'flood', { hostname: 'a', blob, n: i })).status).toBe(422);
-  const listed = await waitFor('reconciled', async () => {
-    const l = await listLetters(a);
-    return l.entries.filter((e) => e.namespace === 'team-a').length <= 7 ? l : undefined;
-  }, 30_000, 500);
+  for (let i = 0; i < 24; i++)
+    expect((await sendAs(i % 2 ? b : a, 'flood', { hostname: 'a', blob, n: i })).status).toBe(422);
+  const listed = await waitFor(
+    'reconciled',
+    async () => {
+      const l = await listLetters(a);
+      return l.entries.filter((e) => e.namespace === 'team-a').length <= 7 ? l : undefined;
+    },
+    30_000,
+    500,
+  );
   expect(listed.entries.some((e) => e.id === quietId)).toBe(true);
   expect(listed.entries.filter((e) => e.namespace === 'team-a').length).toBeGreaterThanOrEqual(4);
-  const dropped = (await metricValue(a.adminUrl, 'intake_deadletter_dropped_total{kind="mapping",namespace="team-a",reason="namespace_share"}')) ?? 0;
-  const droppedB = (await metricValue(b.adminUrl, 'intake_deadletter_dropped_total{kind="mapping",namespace="team-a",reason="namespace_share"}')) ?? 0;
+  const dropped =
+    (await metricValue(
+      a.adminUrl,
+      'intake_deadletter_dropped_total{kind="mapping",namespace="team-a",reason="namespace_share"}',
+    )) ?? 0;
+  const droppedB =
+    (await metricValue(
+      b.adminUrl,
+      'intake_deadletter_dropped_total{kind="mapping",namespace="team-a",reason="namespace_share"}',
+    )) ?? 0;
   expect(dropped + droppedB).toBeGreaterThanOrEqual(12);
 });

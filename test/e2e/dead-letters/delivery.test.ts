@@ -42,7 +42,11 @@ const dirBytes = (dir: string): number => readdirSync(dir).reduce((n, f) => n + 
 it('keeps at most a namespace share of refused events, drops and counts the oldest, and stays ready', async () => {
   const sent = 3000;
   for (let n = 0; n < sent / 100; n++) {
-    const events = Array.from({ length: 100 }, (_, i) => ({ source: `refused-${n * 100 + i}`, severity: 3, description: 'x'.repeat(100) }));
+    const events = Array.from({ length: 100 }, (_, i) => ({
+      source: `refused-${n * 100 + i}`,
+      severity: 3,
+      description: 'x'.repeat(100),
+    }));
     // The outbox (spool.maxBytes 65536) holds about one request's events: a sender retries its 503 until delivery made room.
     let res = await post(`${ing.url}/events/webhook_demo`, events, { authorization: basic(DEMO.user, DEMO.password) });
     for (let retry = 0; res.status === 503 && retry < 300; retry++) {
@@ -51,8 +55,22 @@ it('keeps at most a namespace share of refused events, drops and counts the olde
     }
     expect(res.status).toBe(200);
   }
-  await waitFor('every event refused by the receiver', async () => (await metricValue(ing.adminUrl, 'intake_destination_dead_lettered_total{destination="tickets",reason="http_400"}')) === sent, 120_000, 200);
-  await waitFor('outbox empty', async () => (await metricValue(ing.adminUrl, 'intake_destination_lag{destination="tickets"}')) === 0, 30_000, 200);
+  await waitFor(
+    'every event refused by the receiver',
+    async () =>
+      (await metricValue(
+        ing.adminUrl,
+        'intake_destination_dead_lettered_total{destination="tickets",reason="http_400"}',
+      )) === sent,
+    120_000,
+    200,
+  );
+  await waitFor(
+    'outbox empty',
+    async () => (await metricValue(ing.adminUrl, 'intake_destination_lag{destination="tickets"}')) === 0,
+    30_000,
+    200,
+  );
   const listed = await listLetters(ing, 'kind=delivery&limit=10000');
   expect(listed.namespaces.default).toBeLessThanOrEqual(SHARE);
   expect(listed.count).toBeGreaterThan(50);
@@ -61,11 +79,20 @@ it('keeps at most a namespace share of refused events, drops and counts the olde
   const sources = listed.entries.map((e) => String(e.event?.source));
   expect(sources).toContain(`refused-${sent - 1}`);
   expect(sources).not.toContain('refused-0');
-  expect(await metricValue(ing.adminUrl, 'intake_deadletter_dropped_total{kind="delivery",namespace="default",reason="namespace_share"}')).toBe(sent - listed.count);
+  expect(
+    await metricValue(
+      ing.adminUrl,
+      'intake_deadletter_dropped_total{kind="delivery",namespace="default",reason="namespace_share"}',
+    ),
+  ).toBe(sent - listed.count);
   // The outbox is empty (the dead letters live apart, bounded), and the spool directory stays small.
   expect((await fetch(`${ing.adminUrl}/readyz`)).status).toBe(200);
   expect(dirBytes(spool)).toBeLessThan(16 * 1024 * 1024);
-  const more = await post(`${ing.url}/events/webhook_demo`, { source: 'after', severity: 1 }, { authorization: basic(DEMO.user, DEMO.password) });
+  const more = await post(
+    `${ing.url}/events/webhook_demo`,
+    { source: 'after', severity: 1 },
+    { authorization: basic(DEMO.user, DEMO.password) },
+  );
   expect(more.status).toBe(200);
 });
 
@@ -75,7 +102,8 @@ it('counts a replayed event once however many dead letters it had, so the outbox
   receiver.refuse = (e) => e.source === 'same-event';
   const same = { source: 'same-event', severity: 3, description: 'y'.repeat(9000) };
   const auth = { authorization: basic(DEMO.user, DEMO.password) };
-  const letters = async () => (await listLetters(ing, 'kind=delivery&limit=10000')).entries.filter((e) => e.event?.source === 'same-event');
+  const letters = async () =>
+    (await listLetters(ing, 'kind=delivery&limit=10000')).entries.filter((e) => e.event?.source === 'same-event');
   for (let n = 1; n <= 5; n++) {
     // The same content is the same event id; each one is refused and kept before the next is sent.
     expect((await post(`${ing.url}/events/webhook_demo`, same, auth)).status).toBe(200);
@@ -84,16 +112,35 @@ it('counts a replayed event once however many dead letters it had, so the outbox
   const ids = (await letters()).map((e) => e.id);
   expect(new Set((await letters()).map((e) => e.event?.id)).size).toBe(1);
   receiver.refuse = () => false;
-  const before = receiver.requests.filter((r) => r.answer !== 'reset' && r.answer.status === 200 && r.events.some((e) => e.source === 'same-event')).length;
+  const before = receiver.requests.filter(
+    (r) => r.answer !== 'reset' && r.answer.status === 200 && r.events.some((e) => e.source === 'same-event'),
+  ).length;
   const res = await fetch(`${ing.adminUrl}/deadletter/replay?id=${ids.join(',')}`, { method: 'POST' });
   expect(((await res.json()) as { replayed: number }).replayed).toBe(5);
-  await waitFor('replayed event delivered', async () => receiver.requests.filter((r) => r.answer !== 'reset' && r.answer.status === 200 && r.events.some((e) => e.source === 'same-event')).length > before, 30_000, 100);
+  await waitFor(
+    'replayed event delivered',
+    async () =>
+      receiver.requests.filter(
+        (r) => r.answer !== 'reset' && r.answer.status === 200 && r.events.some((e) => e.source === 'same-event'),
+      ).length > before,
+    30_000,
+    100,
+  );
   // The outbox is empty again: a request of 40 KB (more than 65536 minus four phantom copies) fits.
-  const big = Array.from({ length: 4 }, (_, i) => ({ source: `after-${i}`, severity: 1, description: 'z'.repeat(9000) }));
-  const accepted = await waitFor('accepted', async () => {
-    const r = await post(`${ing.url}/events/webhook_demo`, big, auth);
-    return r.status === 200 ? r : undefined;
-  }, 15_000, 500).catch(async () => post(`${ing.url}/events/webhook_demo`, big, auth));
+  const big = Array.from({ length: 4 }, (_, i) => ({
+    source: `after-${i}`,
+    severity: 1,
+    description: 'z'.repeat(9000),
+  }));
+  const accepted = await waitFor(
+    'accepted',
+    async () => {
+      const r = await post(`${ing.url}/events/webhook_demo`, big, auth);
+      return r.status === 200 ? r : undefined;
+    },
+    15_000,
+    500,
+  ).catch(async () => post(`${ing.url}/events/webhook_demo`, big, auth));
   expect({ status: accepted.status, body: accepted.text }).toMatchObject({ status: 200 });
   // Ready again once those are delivered (before: unready until restart).
   await waitFor('ready', async () => (await fetch(`${ing.adminUrl}/readyz`)).status === 200, 15_000, 200);

@@ -31,11 +31,21 @@ afterAll(async () => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-const events = (file: string): Array<Record<string, unknown>> => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>) : []);
+const events = (file: string): Array<Record<string, unknown>> =>
+  existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+    : [];
 
 async function start(dir: string, extra: (c: Record<string, unknown>) => void = () => {}): Promise<RunningIngester> {
   const ing = await startIngester((c) => {
-    (c.routes as unknown[]).push(integration('flood', 'team-a'), integration('steady', 'team-b'), integration('fixme', 'team-b'));
+    (c.routes as unknown[]).push(
+      integration('flood', 'team-a'),
+      integration('steady', 'team-b'),
+      integration('fixme', 'team-b'),
+    );
     c.sinks = { log: { path: join(dir, 'events.jsonl') } };
     c.deadLetter = { path: join(dir, 'deadletter.jsonl') };
     extra(c);
@@ -63,12 +73,25 @@ it('keeps a mapping failure through kill -9 and restart (no bus, no spool: the l
 
   const second = await start(dir);
   const kept = await listLetters(second, 'kind=mapping');
-  expect(kept.entries).toEqual([expect.objectContaining({ id, kind: 'mapping', namespace: 'team-b', integration: 'fixme', payload: { hostname: 'db-7', level: 3 } })]);
+  expect(kept.entries).toEqual([
+    expect.objectContaining({
+      id,
+      kind: 'mapping',
+      namespace: 'team-b',
+      integration: 'fixme',
+      payload: { hostname: 'db-7', level: 3 },
+    }),
+  ]);
   useMapping(second, 'fixme', FIXED);
   await waitFor('fixed mapping loaded', () => fetchDry(second), 15_000, 100);
   const report = await replay(second, 'kind=mapping');
   expect(report).toMatchObject({ replayed: 1, failed: 0, skipped: 0 });
-  await waitFor('replayed event in the log', async () => events(join(dir, 'events.jsonl')).some((e) => e.source === 'db-7'), 10_000, 50);
+  await waitFor(
+    'replayed event in the log',
+    async () => events(join(dir, 'events.jsonl')).some((e) => e.source === 'db-7'),
+    10_000,
+    50,
+  );
   expect((await listLetters(second)).count).toBe(0);
   await second.stop();
 });
@@ -84,10 +107,17 @@ describe('with a spool directory (deadletters.sqlite in it)', () => {
   beforeAll(async () => {
     dir = tempDir();
     // An earlier version's dead letter, at deadLetter.path: imported once at startup.
-    writeFileSync(join(dir, 'deadletter.jsonl'), `${JSON.stringify({ id: 'legacy-1', receivedAt: '2026-11-20T10:00:00.000Z', integration: 'fixme', namespace: 'team-b', reason: 'old', payload: { hostname: 'legacy-host', level: 2 } })}\n`);
+    writeFileSync(
+      join(dir, 'deadletter.jsonl'),
+      `${JSON.stringify({ id: 'legacy-1', receivedAt: '2026-11-20T10:00:00.000Z', integration: 'fixme', namespace: 'team-b', reason: 'old', payload: { hostname: 'legacy-host', level: 2 } })}\n`,
+    );
     ing = await start(dir, (c) => {
       c.spool = { path: join(dir, 'spool') };
-      c.deadLetter = { path: join(dir, 'deadletter.jsonl'), maxBytes: 64 * 1024 * 1024, maxBytesPerNamespace: 8 * 1024 * 1024 };
+      c.deadLetter = {
+        path: join(dir, 'deadletter.jsonl'),
+        maxBytes: 64 * 1024 * 1024,
+        maxBytesPerNamespace: 8 * 1024 * 1024,
+      };
     });
   });
   afterAll(() => ing.stop());
@@ -98,7 +128,14 @@ describe('with a spool directory (deadletters.sqlite in it)', () => {
     expect(existsSync(join(dir, 'spool', 'deadletters.sqlite'))).toBe(true);
     const listed = await listLetters(ing, 'namespace=team-b');
     expect(listed.store).toContain(join(dir, 'spool', 'deadletters.sqlite'));
-    expect(listed.entries).toEqual([expect.objectContaining({ id: 'legacy-1', kind: 'mapping', integration: 'fixme', payload: { hostname: 'legacy-host', level: 2 } })]);
+    expect(listed.entries).toEqual([
+      expect.objectContaining({
+        id: 'legacy-1',
+        kind: 'mapping',
+        integration: 'fixme',
+        payload: { hostname: 'legacy-host', level: 2 },
+      }),
+    ]);
   });
 
   it("lets a tenant flooding the dead letter push out only its own letters, while another tenant's requests stay fast", async () => {
@@ -128,7 +165,9 @@ describe('with a spool directory (deadletters.sqlite in it)', () => {
     const aStatuses = await flood;
     latencies.sort((x, y) => x - y);
     const refused = bStatuses.filter((s) => s !== 200).length;
-    process.stdout.write(`dead-letter flood (SQLite share): tenant B ${bStatuses.length} requests, ${refused} not 200 (${((100 * refused) / bStatuses.length).toFixed(1)}%), p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${percentile(latencies, 99).toFixed(1)} ms, max ${(latencies.at(-1) ?? 0).toFixed(1)} ms\n`);
+    process.stdout.write(
+      `dead-letter flood (SQLite share): tenant B ${bStatuses.length} requests, ${refused} not 200 (${((100 * refused) / bStatuses.length).toFixed(1)}%), p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${percentile(latencies, 99).toFixed(1)} ms, max ${(latencies.at(-1) ?? 0).toFixed(1)} ms\n`,
+    );
     expect(aStatuses.every((s) => s === 422)).toBe(true);
     expect(refused).toBe(0);
     expect(bStatuses.length).toBeGreaterThan(10);
@@ -137,8 +176,18 @@ describe('with a spool directory (deadletters.sqlite in it)', () => {
     expect(listed.entries.some((e) => e.id === quietId)).toBe(true);
     expect(listed.namespaces['team-a']).toBeLessThanOrEqual(8 * 1024 * 1024);
     expect(listed.entries.filter((e) => e.namespace === 'team-a').length).toBeGreaterThanOrEqual(7);
-    expect(await metricValue(ing.adminUrl, 'intake_deadletter_dropped_total{kind="mapping",namespace="team-a",reason="namespace_share"}')).toBeGreaterThanOrEqual(60);
-    expect(await metricValue(ing.adminUrl, 'intake_deadletter_dropped_total{kind="mapping",namespace="team-b",reason="namespace_share"}')).toBeUndefined();
+    expect(
+      await metricValue(
+        ing.adminUrl,
+        'intake_deadletter_dropped_total{kind="mapping",namespace="team-a",reason="namespace_share"}',
+      ),
+    ).toBeGreaterThanOrEqual(60);
+    expect(
+      await metricValue(
+        ing.adminUrl,
+        'intake_deadletter_dropped_total{kind="mapping",namespace="team-b",reason="namespace_share"}',
+      ),
+    ).toBeUndefined();
   });
 
   it('hands each payload on once when two replays run at the same time', async () => {
@@ -161,9 +210,16 @@ describe('with a spool directory (deadletters.sqlite in it)', () => {
     expect(one.replayed + two.replayed).toBe(21);
     expect(one.failed + two.failed).toBe(0);
     const log = join(dir, 'events.jsonl');
-    await waitFor('replayed events in the log', async () => sent.every((s) => events(log).some((e) => e.source === s)), 10_000, 50);
+    await waitFor(
+      'replayed events in the log',
+      async () => sent.every((s) => events(log).some((e) => e.source === s)),
+      10_000,
+      50,
+    );
     const counts = new Map<string, number>();
-    for (const e of events(log)) if (typeof e.source === 'string' && (e.source.startsWith('twice-') || e.source === 'legacy-host')) counts.set(e.source, (counts.get(e.source) ?? 0) + 1);
+    for (const e of events(log))
+      if (typeof e.source === 'string' && (e.source.startsWith('twice-') || e.source === 'legacy-host'))
+        counts.set(e.source, (counts.get(e.source) ?? 0) + 1);
     expect([...counts.values()].every((n) => n === 1)).toBe(true);
     expect(counts.size).toBe(21);
     expect((await listLetters(ing, 'integration=fixme')).count).toBe(0);

@@ -9,16 +9,26 @@ import { post, tenantAuth, tenantRoute, type RunningIngester } from '../support/
 export const BROKEN = { expression: '{"source": host, "severity": level}' };
 export const FIXED = { expression: '{"source": hostname, "severity": level}' };
 
-export const integration = (name: string, namespace: string, mapping: Record<string, unknown> = BROKEN) => tenantRoute(name, namespace, { mapping });
+export const integration = (name: string, namespace: string, mapping: Record<string, unknown> = BROKEN) =>
+  tenantRoute(name, namespace, { mapping });
 
-export const sendAs = (ing: RunningIngester, name: string, body: unknown, query = '') => post(`${ing.url}/events/webhook_${name}${query}`, body, tenantAuth(name));
+export const sendAs = (ing: RunningIngester, name: string, body: unknown, query = '') =>
+  post(`${ing.url}/events/webhook_${name}${query}`, body, tenantAuth(name));
 
 export interface Listed {
   store: string;
   count: number;
   bytes: number;
   namespaces: Record<string, number>;
-  entries: Array<{ id: string; kind: string; namespace: string; integration: string; payload?: unknown; event?: Record<string, unknown>; destination?: string }>;
+  entries: Array<{
+    id: string;
+    kind: string;
+    namespace: string;
+    integration: string;
+    payload?: unknown;
+    event?: Record<string, unknown>;
+    destination?: string;
+  }>;
 }
 
 export async function listLetters(ing: RunningIngester, query = ''): Promise<Listed> {

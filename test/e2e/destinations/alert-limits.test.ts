@@ -38,10 +38,26 @@ it('refuses new alerts past maxAlertsPerNamespace, counts and logs them, and tak
   am = await startAlertmanager();
   ing = await startIngester((c) => {
     c.spool = { path: spoolDir };
-    c.destinations = [{ name: 'am', default: true, alertmanager: { urls: [am!.url], resendInterval: '1s', resolvedRetention: '1s', maxAlertsPerNamespace: 20 } }];
+    c.destinations = [
+      {
+        name: 'am',
+        default: true,
+        alertmanager: { urls: [am!.url], resendInterval: '1s', resolvedRetention: '1s', maxAlertsPerNamespace: 20 },
+      },
+    ];
   });
   await send(Array.from({ length: 30 }, (_, i) => ({ source: `host-${i}`, severity: 'critical', class: 'cpu' })));
-  await waitFor('refusals counted', async () => (await counter('intake_destination_alerts_refused_total', { destination: 'am', namespace: 'default', limit: 'namespace' })) === 10, 15_000, 100);
+  await waitFor(
+    'refusals counted',
+    async () =>
+      (await counter('intake_destination_alerts_refused_total', {
+        destination: 'am',
+        namespace: 'default',
+        limit: 'namespace',
+      })) === 10,
+    15_000,
+    100,
+  );
   await waitFor('20 alerts in Alertmanager', async () => (await activeAlerts(am!.url)).length === 20, 15_000, 100);
   // Re-sends (every second) keep exactly the kept ones.
   await new Promise((r) => setTimeout(r, 2500));
@@ -54,6 +70,11 @@ it('refuses new alerts past maxAlertsPerNamespace, counts and logs them, and tak
   await send({ source: 'host-0', severity: 'clear', class: 'cpu' });
   await new Promise((r) => setTimeout(r, 3500));
   await send({ source: 'late', severity: 'critical', class: 'cpu' });
-  await waitFor('the new alert in Alertmanager', async () => (await activeAlerts(am!.url)).some((a) => a.labels.source === 'late'), 15_000, 100);
+  await waitFor(
+    'the new alert in Alertmanager',
+    async () => (await activeAlerts(am!.url)).some((a) => a.labels.source === 'late'),
+    15_000,
+    100,
+  );
   expect(await counter('intake_destination_alerts_refused_total', { destination: 'am' })).toBe(10);
 }, 60_000);

@@ -26,12 +26,32 @@ beforeAll(async () => {
   [nats, receiver] = await Promise.all([startNats(), startEventReceiver()]);
   // History: an event already in the stream before the destination existed.
   const nc = await connect({ servers: nats.url });
-  await (await jetstreamManager(nc)).streams.add(wantedStream(resolveJetStream({ url: nats.url }) as JetStreamSettings));
-  await jetstream(nc).publish('intake.events.default.demo', JSON.stringify({ id: 'history-1', integration: 'demo', namespace: 'default', received_at: new Date().toISOString(), source: 'history', severity: 3, custom_info: {} }));
+  await (
+    await jetstreamManager(nc)
+  ).streams.add(wantedStream(resolveJetStream({ url: nats.url }) as JetStreamSettings));
+  await jetstream(nc).publish(
+    'intake.events.default.demo',
+    JSON.stringify({
+      id: 'history-1',
+      integration: 'demo',
+      namespace: 'default',
+      received_at: new Date().toISOString(),
+      source: 'history',
+      severity: 3,
+      custom_info: {},
+    }),
+  );
   await nc.close();
   ing = await startIngester((c) => {
     handoffConfig(nats)(c);
-    c.destinations = [{ name: 'tickets', default: true, http: { url: receiver.url, headers: { 'X-Team': 'sre' }, timeout: '1s' }, delivery: { maxAttempts: 20, backoffMin: '50ms', backoffMax: '400ms' } }];
+    c.destinations = [
+      {
+        name: 'tickets',
+        default: true,
+        http: { url: receiver.url, headers: { 'X-Team': 'sre' }, timeout: '1s' },
+        delivery: { maxAttempts: 20, backoffMin: '50ms', backoffMax: '400ms' },
+      },
+    ];
   });
 }, 60_000);
 
@@ -47,8 +67,19 @@ const send = async (events: unknown[]): Promise<void> => {
 const metric = (series: string): Promise<number | undefined> => metricValue(ing.adminUrl, series);
 
 it('delivers every event through 500s, 429 with Retry-After and connection resets', async () => {
-  receiver.script.push({ status: 500 }, { status: 503, body: 'busy' }, { status: 429, headers: { 'retry-after': '1' } }, 'reset', 'reset', { status: 502 });
-  const events = Array.from({ length: 30 }, (_, i) => ({ source: `host-${i}`, severity: 3, description: `event ${i}` }));
+  receiver.script.push(
+    { status: 500 },
+    { status: 503, body: 'busy' },
+    { status: 429, headers: { 'retry-after': '1' } },
+    'reset',
+    'reset',
+    { status: 502 },
+  );
+  const events = Array.from({ length: 30 }, (_, i) => ({
+    source: `host-${i}`,
+    severity: 3,
+    description: `event ${i}`,
+  }));
   await send(events);
   await waitFor('all 30 events accepted', async () => receiver.accepted.size === 30, 20_000, 50);
   const first = receiver.requests[0];
@@ -56,10 +87,16 @@ it('delivers every event through 500s, 429 with Retry-After and connection reset
   expect(first?.headers['x-team']).toBe('sre');
   expect(first?.headers['content-type']).toBe('application/json');
   // Every request carried one event whose id is its Idempotency-Key; repeats carry the same id.
-  expect(receiver.requests.every((r) => r.events.length === 1 && r.headers['idempotency-key'] === r.events[0]?.id)).toBe(true);
+  expect(
+    receiver.requests.every((r) => r.events.length === 1 && r.headers['idempotency-key'] === r.events[0]?.id),
+  ).toBe(true);
   // After the 429 the next attempt of that event waited for Retry-After (1 s).
-  const limited = receiver.requests.find((r) => r.answer !== 'reset' && r.answer.status === 429) as (typeof receiver.requests)[number];
-  const retry = receiver.requests.find((r) => r.atMs >= limited.atMs && r !== limited && r.events[0]?.id === limited.events[0]?.id);
+  const limited = receiver.requests.find(
+    (r) => r.answer !== 'reset' && r.answer.status === 429,
+  ) as (typeof receiver.requests)[number];
+  const retry = receiver.requests.find(
+    (r) => r.atMs >= limited.atMs && r !== limited && r.events[0]?.id === limited.events[0]?.id,
+  );
   expect(retry).toBeDefined();
   expect((retry?.atMs ?? 0) - limited.atMs).toBeGreaterThanOrEqual(900);
   expect(await metric('intake_destination_delivered_total{destination="tickets"}')).toBe(30);
@@ -73,33 +110,91 @@ it('delivers every event through 500s, 429 with Retry-After and connection reset
 it('dead-letters an event the receiver refuses with 400, with the reason, and replays it', async () => {
   receiver.refuse = (e) => e.source === 'poison';
   await send([{ source: 'poison', severity: 5, description: 'refused downstream' }]);
-  await waitFor('dead-lettered', async () => (await metric('intake_destination_dead_lettered_total{destination="tickets",reason="http_400"}')) === 1, 15_000, 50);
+  await waitFor(
+    'dead-lettered',
+    async () => (await metric('intake_destination_dead_lettered_total{destination="tickets",reason="http_400"}')) === 1,
+    15_000,
+    50,
+  );
   // Refused once, not retried.
   expect(receiver.requests.filter((r) => r.events[0]?.source === 'poison')).toHaveLength(1);
 
   const cli = join(ROOT, 'dist/cmd/intake.js');
   // Counted when given up on; kept a moment later (the dead-letter stream's PubAck).
-  type Listed = { entries: Array<{ kind: string; destination: string; reason: string; error: string; attempts: number; event: { source: string } }> };
-  const body = await waitFor('kept in the dead letter', async () => {
-    const listed = await run(process.execPath, [cli, 'deadletter', 'list', '--kind', 'delivery', '--admin-url', ing.adminUrl, '--json']);
-    const parsed = JSON.parse(listed.stdout) as Listed;
-    return parsed.entries.length > 0 ? parsed : undefined;
-  }, 15_000, 200).catch((err: Error) => {
+  type Listed = {
+    entries: Array<{
+      kind: string;
+      destination: string;
+      reason: string;
+      error: string;
+      attempts: number;
+      event: { source: string };
+    }>;
+  };
+  const body = await waitFor(
+    'kept in the dead letter',
+    async () => {
+      const listed = await run(process.execPath, [
+        cli,
+        'deadletter',
+        'list',
+        '--kind',
+        'delivery',
+        '--admin-url',
+        ing.adminUrl,
+        '--json',
+      ]);
+      const parsed = JSON.parse(listed.stdout) as Listed;
+      return parsed.entries.length > 0 ? parsed : undefined;
+    },
+    15_000,
+    200,
+  ).catch((err: Error) => {
     throw new Error(`${err.message}\n${ing.stdout().slice(-3000)}`);
   });
   expect(body.entries).toHaveLength(1);
-  expect(body.entries[0]).toMatchObject({ kind: 'delivery', destination: 'tickets', reason: 'http_400', attempts: 1, event: { source: 'poison' } });
+  expect(body.entries[0]).toMatchObject({
+    kind: 'delivery',
+    destination: 'tickets',
+    reason: 'http_400',
+    attempts: 1,
+    event: { source: 'poison' },
+  });
   expect(body.entries[0]?.error).toContain('field source is not accepted here');
   // The old command still answers as before, with a deprecation warning.
   const old = await run(process.execPath, [cli, 'undelivered', 'list', '--admin-url', ing.adminUrl, '--json']);
-  expect((JSON.parse(old.stdout) as { items: unknown[] }).items).toEqual([expect.objectContaining({ destination: 'tickets', reason: 'http_400', event: expect.objectContaining({ source: 'poison' }) })]);
+  expect((JSON.parse(old.stdout) as { items: unknown[] }).items).toEqual([
+    expect.objectContaining({
+      destination: 'tickets',
+      reason: 'http_400',
+      event: expect.objectContaining({ source: 'poison' }),
+    }),
+  ]);
   expect(old.stderr).toContain('deprecated');
 
   receiver.refuse = () => false;
-  const replayed = await run(process.execPath, [cli, 'undelivered', 'replay', '--admin-url', ing.adminUrl, '--destination', 'tickets']);
+  const replayed = await run(process.execPath, [
+    cli,
+    'undelivered',
+    'replay',
+    '--admin-url',
+    ing.adminUrl,
+    '--destination',
+    'tickets',
+  ]);
   expect(replayed.stdout).toContain('1 event(s) handed back');
-  await waitFor('replayed event accepted', async () => [...receiver.requests].some((r) => r.events[0]?.source === 'poison' && r.answer !== 'reset' && r.answer.status === 200), 15_000, 50);
-  expect((await run(process.execPath, [cli, 'undelivered', 'list', '--admin-url', ing.adminUrl])).stdout).toContain('0 event(s) kept');
+  await waitFor(
+    'replayed event accepted',
+    async () =>
+      [...receiver.requests].some(
+        (r) => r.events[0]?.source === 'poison' && r.answer !== 'reset' && r.answer.status === 200,
+      ),
+    15_000,
+    50,
+  );
+  expect((await run(process.execPath, [cli, 'undelivered', 'list', '--admin-url', ing.adminUrl])).stdout).toContain(
+    '0 event(s) kept',
+  );
 }, 30_000);
 
 it('answers 400 naming the field for a bad dead-letter query', async () => {

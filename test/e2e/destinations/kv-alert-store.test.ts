@@ -25,7 +25,14 @@ afterAll(async () => {
   await nats?.stop();
 });
 
-const state = (key: string, lastEventId: string): AlertState => ({ key, labels: { alertname: 'A' }, annotations: {}, startsAt: new Date(0).toISOString(), lastEventAtMs: 0, lastEventId });
+const state = (key: string, lastEventId: string): AlertState => ({
+  key,
+  labels: { alertname: 'A' },
+  annotations: {},
+  startsAt: new Date(0).toISOString(),
+  lastEventAtMs: 0,
+  lastEventId,
+});
 
 it('writes only over the version it read (compare-and-set)', async () => {
   expect(await store.put(state('k1', 'e1'), 0)).toBe(true);

@@ -12,7 +12,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { waitFor } from '../../support/waiting.js';
 import { basic, DEMO, post, startIngester, type RunningIngester } from '../support/ingester.js';
-import { startMisbehavingReceiver, peakRssMiB, type MisbehavingReceiver, type ReceivedCall } from '../support/misbehaving-receiver.js';
+import {
+  startMisbehavingReceiver,
+  peakRssMiB,
+  type MisbehavingReceiver,
+  type ReceivedCall,
+} from '../support/misbehaving-receiver.js';
 import { metricValue } from '../support/nats-server.js';
 
 const TIMEOUT_MS = 2000;
@@ -48,8 +53,10 @@ const send = async (events: unknown[]): Promise<string[]> => {
   return events.map((e) => (e as { source: string }).source);
 };
 const sourceOf = (call: ReceivedCall): string => (JSON.parse(call.body.toString('utf8')) as { source: string }).source;
-const callsOf = (sources: readonly string[]): ReceivedCall[] => receiver.calls.filter((c) => sources.includes(sourceOf(c)));
-const delivered = async (): Promise<number> => (await metricValue(ing.adminUrl, 'intake_destination_delivered_total{destination="slow"}')) ?? 0;
+const callsOf = (sources: readonly string[]): ReceivedCall[] =>
+  receiver.calls.filter((c) => sources.includes(sourceOf(c)));
+const delivered = async (): Promise<number> =>
+  (await metricValue(ing.adminUrl, 'intake_destination_delivered_total{destination="slow"}')) ?? 0;
 
 it('aborts requests whose answer headers never complete at the deadline, retries them, keeps one request per event in flight, and delivers all once the receiver behaves', async () => {
   receiver.behaviour = 'trickle-headers';
@@ -60,7 +67,9 @@ it('aborts requests whose answer headers never complete at the deadline, retries
   const held = callsOf(sources);
   const peak = receiver.peakOpen;
   receiver.behaviour = 'ok';
-  process.stdout.write(`slow-loris destination: ${held.length} requests in 20 s for 5 events, at most ${peak} open at once, peak RSS ${peakRssMiB(ing.child.pid as number).toFixed(0)} MiB\n`);
+  process.stdout.write(
+    `slow-loris destination: ${held.length} requests in 20 s for 5 events, at most ${peak} open at once, peak RSS ${peakRssMiB(ing.child.pid as number).toFixed(0)} MiB\n`,
+  );
   // At most one request per event at a time (5 events, maxInFlight 64).
   expect(peak).toBeLessThanOrEqual(5);
   // Each request aborted by the sender at the 2 s deadline (not by the receiver's 120 s limit).
@@ -69,12 +78,20 @@ it('aborts requests whose answer headers never complete at the deadline, retries
   for (const c of closed) expect((c.closedAtMs as number) - c.atMs).toBeLessThan(TIMEOUT_MS + 2000);
   // Retried with backoff: every event was tried several times, never two requests of it at once.
   for (const s of sources) expect(held.filter((c) => sourceOf(c) === s).length).toBeGreaterThanOrEqual(2);
-  expect((await metricValue(ing.adminUrl, 'intake_destination_retries_total{destination="slow",reason="timeout"}')) ?? 0).toBeGreaterThanOrEqual(10);
+  expect(
+    (await metricValue(ing.adminUrl, 'intake_destination_retries_total{destination="slow",reason="timeout"}')) ?? 0,
+  ).toBeGreaterThanOrEqual(10);
 
-  await waitFor('every event delivered once the receiver answers', async () => sources.every((s) => receiver.calls.some((c) => c.behaviour === 'ok' && sourceOf(c) === s)), 20_000, 100);
+  await waitFor(
+    'every event delivered once the receiver answers',
+    async () => sources.every((s) => receiver.calls.some((c) => c.behaviour === 'ok' && sourceOf(c) === s)),
+    20_000,
+    100,
+  );
   expect(await delivered()).toBe(5);
   // Bounded duplicates: each event accepted once (a request aborted before any answer took nothing).
-  for (const s of sources) expect(receiver.calls.filter((c) => c.behaviour === 'ok' && sourceOf(c) === s)).toHaveLength(1);
+  for (const s of sources)
+    expect(receiver.calls.filter((c) => c.behaviour === 'ok' && sourceOf(c) === s)).toHaveLength(1);
 }, 90_000);
 
 it('counts a 200 whose body trickles as delivered, closing the connection at the deadline, and sends it once', async () => {
@@ -84,7 +101,12 @@ it('counts a 200 whose body trickles as delivered, closing the connection at the
   await waitFor('3 more delivered', async () => (await delivered()) === before + 3, 20_000, 100);
   const calls = callsOf(sources);
   expect(calls).toHaveLength(3);
-  await waitFor('connections closed by the sender', async () => calls.every((c) => c.closedAtMs !== undefined), 10_000, 100);
+  await waitFor(
+    'connections closed by the sender',
+    async () => calls.every((c) => c.closedAtMs !== undefined),
+    10_000,
+    100,
+  );
   for (const c of calls) expect((c.closedAtMs as number) - c.atMs).toBeLessThan(TIMEOUT_MS + 2000);
   receiver.behaviour = 'ok';
 }, 60_000);
@@ -97,12 +119,19 @@ it('reads at most a small part of a 256 MiB answer, delivers each event with one
   await waitFor('4 more delivered', async () => (await delivered()) === before + 4, 30_000, 100);
   const calls = callsOf(sources);
   expect(calls).toHaveLength(4);
-  await waitFor('connections closed by the sender', async () => calls.every((c) => c.closedAtMs !== undefined), 10_000, 100);
+  await waitFor(
+    'connections closed by the sender',
+    async () => calls.every((c) => c.closedAtMs !== undefined),
+    10_000,
+    100,
+  );
   // The client reads 64 KiB, then destroys the socket; what the receiver wrote beyond that sat in
   // the kernel's socket buffers.
   for (const c of calls) expect(c.bytesWritten).toBeLessThan(32 * 1024 * 1024);
   const peak = peakRssMiB(ing.child.pid as number);
-  process.stdout.write(`ingester peak RSS with a 256 MiB answer: ${peak.toFixed(0)} MiB; bytes written per call: ${calls.map((c) => c.bytesWritten).join(', ')}\n`);
+  process.stdout.write(
+    `ingester peak RSS with a 256 MiB answer: ${peak.toFixed(0)} MiB; bytes written per call: ${calls.map((c) => c.bytesWritten).join(', ')}\n`,
+  );
   expect(peak).toBeLessThan(250);
   receiver.behaviour = 'ok';
 }, 60_000);

@@ -25,14 +25,19 @@ afterAll(async () => {
 });
 
 /** The example file as shipped, with Alertmanager's and the spool's place on this machine. */
-const example = (amUrl: string) => (c: Record<string, unknown>): void => {
-  for (const k of Object.keys(c)) delete c[k];
-  const shipped = parse(readFileSync(join(ROOT, 'examples/intake-alertmanager.yaml'), 'utf8')) as Record<string, unknown> & { destinations: Array<{ alertmanager: { urls: string[]; resendInterval: string } }> };
-  Object.assign(c, shipped, { spool: { path: spoolDir } });
-  const am0 = shipped.destinations[0] as { alertmanager: { urls: string[]; resendInterval: string } };
-  am0.alertmanager.urls = [amUrl];
-  am0.alertmanager.resendInterval = '2s';
-};
+const example =
+  (amUrl: string) =>
+  (c: Record<string, unknown>): void => {
+    for (const k of Object.keys(c)) delete c[k];
+    const shipped = parse(readFileSync(join(ROOT, 'examples/intake-alertmanager.yaml'), 'utf8')) as Record<
+      string,
+      unknown
+    > & { destinations: Array<{ alertmanager: { urls: string[]; resendInterval: string } }> };
+    Object.assign(c, shipped, { spool: { path: spoolDir } });
+    const am0 = shipped.destinations[0] as { alertmanager: { urls: string[]; resendInterval: string } };
+    am0.alertmanager.urls = [amUrl];
+    am0.alertmanager.resendInterval = '2s';
+  };
 
 const send = async (ing: RunningIngester, body: unknown): Promise<Record<string, unknown>> => {
   const res = await post(`${ing.url}/events/webhook_demo`, body, { authorization: basic(DEMO.user, DEMO.password) });
@@ -44,12 +49,32 @@ it('turns an event into an alert and resolves it with a clear', async () => {
   am = await startAlertmanager();
   const ing = await startIngester(example(am.url));
   ingesters.push(ing);
-  expect(await send(ing, { source: 'web-01', severity: 'critical', class: 'disk', type: 'DiskFull', description: 'disk at 97%' })).toMatchObject({ response: { processed: 1, cached: 0, received: 1 } });
-  const [alert] = await waitFor('alert in Alertmanager', async () => {
-    const alerts = await activeAlerts(am.url);
-    return alerts.length === 1 ? alerts : undefined;
-  }, 15_000, 100);
-  expect(alert?.labels).toEqual({ alertname: 'DiskFull', signature: 'web-01:disk:DiskFull', source: 'web-01', severity: 'critical', integration: 'demo', namespace: 'default' });
+  expect(
+    await send(ing, {
+      source: 'web-01',
+      severity: 'critical',
+      class: 'disk',
+      type: 'DiskFull',
+      description: 'disk at 97%',
+    }),
+  ).toMatchObject({ response: { processed: 1, cached: 0, received: 1 } });
+  const [alert] = await waitFor(
+    'alert in Alertmanager',
+    async () => {
+      const alerts = await activeAlerts(am.url);
+      return alerts.length === 1 ? alerts : undefined;
+    },
+    15_000,
+    100,
+  );
+  expect(alert?.labels).toEqual({
+    alertname: 'DiskFull',
+    signature: 'web-01:disk:DiskFull',
+    source: 'web-01',
+    severity: 'critical',
+    integration: 'demo',
+    namespace: 'default',
+  });
   expect(ing.stderr() + ing.stdout()).toContain('destinations are delivered from the local spool');
   await send(ing, { source: 'web-01', severity: 0, class: 'disk', type: 'DiskFull' });
   await waitFor('alert resolved', async () => (await activeAlerts(am.url)).length === 0, 15_000, 100);
@@ -63,7 +88,16 @@ it('delivers, after a restart, what a killed ingester acknowledged while Alertma
   ingesters.push(first);
   const sent = Array.from({ length: 20 }, (_, i) => ({ source: `db-${i}`, severity: 'major', type: 'Replication' }));
   await send(first, sent);
-  await waitFor('retrying', async () => ((await metricValue(first.adminUrl, 'intake_destination_retries_total{destination="alertmanager",reason="network"}')) ?? 0) > 0, 10_000, 50);
+  await waitFor(
+    'retrying',
+    async () =>
+      ((await metricValue(
+        first.adminUrl,
+        'intake_destination_retries_total{destination="alertmanager",reason="network"}',
+      )) ?? 0) > 0,
+    10_000,
+    50,
+  );
   first.child.kill('SIGKILL');
   await first.exited;
 
@@ -72,12 +106,22 @@ it('delivers, after a restart, what a killed ingester acknowledged while Alertma
   ingesters.push(second);
   // The killed process held them leased: they are handed out again after the claim timeout (41 s
   // for the 10 s default Alertmanager timeout) at the latest; the re-send brings the states sooner.
-  const alerts = await waitFor('all 20 alerts in Alertmanager', async () => {
-    const active = await activeAlerts(am.url);
-    return active.length === 20 ? active : undefined;
-  }, 50_000, 200);
+  const alerts = await waitFor(
+    'all 20 alerts in Alertmanager',
+    async () => {
+      const active = await activeAlerts(am.url);
+      return active.length === 20 ? active : undefined;
+    },
+    50_000,
+    200,
+  );
   expect(alerts.map((a) => a.labels.source).sort()).toEqual(sent.map((e) => e.source).sort());
-  await waitFor('outbox empty', async () => (await metricValue(second.adminUrl, 'intake_destination_lag{destination="alertmanager"}')) === 0, 50_000, 200);
+  await waitFor(
+    'outbox empty',
+    async () => (await metricValue(second.adminUrl, 'intake_destination_lag{destination="alertmanager"}')) === 0,
+    50_000,
+    200,
+  );
   expect(await metricValue(second.adminUrl, 'intake_destination_lag{destination="alertmanager"}')).toBe(0);
 }, 120_000);
 
@@ -89,10 +133,17 @@ it('answers 503 and turns unready when the outbox is full, and accepts again onc
     c.spool = { path: mkdtempSync(join(tmpdir(), 'intake-outbox-full-')), maxBytes: 65536 };
   });
   ingesters.push(ing);
-  const batch = (n: number): unknown[] => Array.from({ length: 100 }, (_, i) => ({ source: `full-${n}-${i}`, severity: 'minor', description: 'x'.repeat(200) }));
+  const batch = (n: number): unknown[] =>
+    Array.from({ length: 100 }, (_, i) => ({
+      source: `full-${n}-${i}`,
+      severity: 'minor',
+      description: 'x'.repeat(200),
+    }));
   let refused: Awaited<ReturnType<typeof post>> | undefined;
   for (let n = 0; n < 10 && !refused; n++) {
-    const res = await post(`${ing.url}/events/webhook_demo`, batch(n), { authorization: basic(DEMO.user, DEMO.password) });
+    const res = await post(`${ing.url}/events/webhook_demo`, batch(n), {
+      authorization: basic(DEMO.user, DEMO.password),
+    });
     if (res.status !== 200) refused = res;
   }
   expect(refused?.status).toBe(503);

@@ -19,7 +19,14 @@ beforeAll(async () => {
       await startIngester((c) => {
         handoffConfig(nats)(c);
         // timeout 1s: an event a dead replica held is handed out again after 5 s.
-        c.destinations = [{ name: 'tickets', default: true, http: { url: receiver.url, timeout: '1s' }, delivery: { backoffMin: '50ms', backoffMax: '200ms' } }];
+        c.destinations = [
+          {
+            name: 'tickets',
+            default: true,
+            http: { url: receiver.url, timeout: '1s' },
+            delivery: { backoffMin: '50ms', backoffMax: '200ms' },
+          },
+        ];
       }),
     );
   }
@@ -31,14 +38,20 @@ afterAll(async () => {
 });
 
 const sendTo = async (ing: RunningIngester, from: number, count: number, phase: string): Promise<string[]> => {
-  const events = Array.from({ length: count }, (_, i) => ({ source: `host-${from + i}`, severity: 2, description: `${phase} ${from + i}` }));
+  const events = Array.from({ length: count }, (_, i) => ({
+    source: `host-${from + i}`,
+    severity: 2,
+    description: `${phase} ${from + i}`,
+  }));
   const res = await post(`${ing.url}/events/webhook_demo`, events, { authorization: basic(DEMO.user, DEMO.password) });
   expect(res.status).toBe(200);
   return events.map((e) => e.description);
 };
 const acceptedDescriptions = (): Map<string, number> => {
   const seen = new Map<string, number>();
-  for (const r of receiver.requests) if (r.answer !== 'reset' && r.answer.status === 200) for (const e of r.events) seen.set(e.description as string, (seen.get(e.description as string) ?? 0) + 1);
+  for (const r of receiver.requests)
+    if (r.answer !== 'reset' && r.answer.status === 200)
+      for (const e of r.events) seen.set(e.description as string, (seen.get(e.description as string) ?? 0) + 1);
   return seen;
 };
 
@@ -51,7 +64,9 @@ it('delivers each event once per destination while both are healthy', async () =
   const seen = acceptedDescriptions();
   expect(sent.filter((d) => seen.get(d) !== 1)).toEqual([]);
   expect(receiver.requests).toHaveLength(200);
-  const byIngester = await Promise.all(ingesters.map((i) => metricValue(i.adminUrl, 'intake_destination_delivered_total{destination="tickets"}')));
+  const byIngester = await Promise.all(
+    ingesters.map((i) => metricValue(i.adminUrl, 'intake_destination_delivered_total{destination="tickets"}')),
+  );
   expect((byIngester[0] ?? 0) + (byIngester[1] ?? 0)).toBe(200);
   // The work is shared: both replicas delivered some of it.
   expect(byIngester.every((n) => (n ?? 0) > 0)).toBe(true);
@@ -67,7 +82,12 @@ it('loses nothing when one of them is killed mid-delivery', async () => {
   a.child.kill('SIGKILL');
   await a.exited;
   receiver.delayMs = 0;
-  await waitFor('every event delivered by the survivor', async () => sent.every((d) => (acceptedDescriptions().get(d) ?? 0) >= 1), 30_000, 100);
+  await waitFor(
+    'every event delivered by the survivor',
+    async () => sent.every((d) => (acceptedDescriptions().get(d) ?? 0) >= 1),
+    30_000,
+    100,
+  );
   const seen = acceptedDescriptions();
   expect(sent.filter((d) => !seen.has(d))).toEqual([]);
 }, 60_000);

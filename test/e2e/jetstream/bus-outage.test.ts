@@ -46,7 +46,12 @@ it('stores every acknowledged event exactly once across a kill -9 and restart of
   stop = true;
   const outcomes = await load;
 
-  await waitFor('spool drained', async () => (await metricValue(ingester!.adminUrl, 'intake_spool_events')) === 0, 20_000, 100);
+  await waitFor(
+    'spool drained',
+    async () => (await metricValue(ingester!.adminUrl, 'intake_spool_events')) === 0,
+    20_000,
+    100,
+  );
   const stored = await readStream(nats.url, 'INTAKE_EVENTS');
 
   expect(cachedAnswers).toBeGreaterThan(0);

@@ -24,7 +24,11 @@ it('connects with an NKey seed from a file to a server that requires it, and kee
   nats = await startNats({ config: `authorization { users = [ { nkey: "${user.getPublicKey()}" } ] }` });
   ingester = await startIngester(handoffConfig(nats, { jetstream: { nkeySeedFile: seedFile } }));
 
-  const res = await post(`${ingester.url}/events/webhook_demo`, { source: 'signed', severity: 3 }, { authorization: basic(DEMO.user, DEMO.password) });
+  const res = await post(
+    `${ingester.url}/events/webhook_demo`,
+    { source: 'signed', severity: 3 },
+    { authorization: basic(DEMO.user, DEMO.password) },
+  );
   expect(res.json()).toMatchObject({ response: { processed: 1, cached: 0, received: 1 } });
   const stored = await readStream(nats.url, 'INTAKE_EVENTS', { authenticator: nkeyAuthenticator(user.getSeed()) });
   expect(stored.map((s) => s.event.source)).toEqual(['signed']);
@@ -32,10 +36,16 @@ it('connects with an NKey seed from a file to a server that requires it, and kee
 }, 60_000);
 
 it('spools, and logs why, while the server refuses the ingester for lack of credentials', async () => {
-  const server = await startNats({ config: `authorization { users = [ { nkey: "${nkeys.createUser().getPublicKey()}" } ] }` });
+  const server = await startNats({
+    config: `authorization { users = [ { nkey: "${nkeys.createUser().getPublicKey()}" } ] }`,
+  });
   const ing = await startIngester(handoffConfig(server, { spoolDir: join(dir, 'spool') }));
   try {
-    const res = await post(`${ing.url}/events/webhook_demo`, { source: 'unsigned', severity: 3 }, { authorization: basic(DEMO.user, DEMO.password) });
+    const res = await post(
+      `${ing.url}/events/webhook_demo`,
+      { source: 'unsigned', severity: 3 },
+      { authorization: basic(DEMO.user, DEMO.password) },
+    );
     expect(res.json()).toMatchObject({ response: { processed: 0, cached: 1, received: 1 } });
     expect(ing.stderr()).toMatch(/Authorization Violation[^\n]*cannot connect to NATS/);
   } finally {

@@ -31,50 +31,71 @@ const readyz = async (ing: RunningIngester): Promise<{ status: number; body: str
   return { status: res.status, body: await res.text() };
 };
 
-const batch = (tag: string, n: number) => Array.from({ length: 50 }, (_, i) => ({ source: 'disk', severity: 3, description: 'x'.repeat(4096), custom_info: { trace: `${tag}-${n}-${i}` } }));
+const batch = (tag: string, n: number) =>
+  Array.from({ length: 50 }, (_, i) => ({
+    source: 'disk',
+    severity: 3,
+    description: 'x'.repeat(4096),
+    custom_info: { trace: `${tag}-${n}-${i}` },
+  }));
 
 const itAsRoot = process.getuid?.() === 0 ? it : it.skip;
 
-itAsRoot('is unready while its spool is on a full filesystem, drains it completely once the bus is back, and is ready again', async () => {
-  // 24 MiB of disk under a spool allowed 64 MiB: the disk fills first.
-  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=24m,mode=0700', 'tmpfs', mountPoint]);
-  mounted = true;
-  const nats = await startNats();
-  running.push(nats);
-  const ing = await startIngester(handoffConfig(nats, { spoolDir: join(mountPoint, 'spool'), spoolMaxBytes: 64 * 1024 * 1024 }));
-  running.push(ing);
-  await nats.kill9();
+itAsRoot(
+  'is unready while its spool is on a full filesystem, drains it completely once the bus is back, and is ready again',
+  async () => {
+    // 24 MiB of disk under a spool allowed 64 MiB: the disk fills first.
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=24m,mode=0700', 'tmpfs', mountPoint]);
+    mounted = true;
+    const nats = await startNats();
+    running.push(nats);
+    const ing = await startIngester(
+      handoffConfig(nats, { spoolDir: join(mountPoint, 'spool'), spoolMaxBytes: 64 * 1024 * 1024 }),
+    );
+    running.push(ing);
+    await nats.kill9();
 
-  const accepted: string[] = [];
-  let refused = 0;
-  let refusedWhileReady = 0;
-  for (let n = 0; n < 200 && refused < 20; n++) {
-    const body = batch('spool', n);
-    const answer = await post(`${ing.url}/events/webhook_demo`, body, { authorization: basic(DEMO.user, DEMO.password) });
-    if (answer.status === 200) accepted.push(...body.map((e) => e.custom_info.trace));
-    else {
-      expect(answer.status).toBe(503);
-      refused++;
-      if ((await readyz(ing)).status === 200) refusedWhileReady++;
+    const accepted: string[] = [];
+    let refused = 0;
+    let refusedWhileReady = 0;
+    for (let n = 0; n < 200 && refused < 20; n++) {
+      const body = batch('spool', n);
+      const answer = await post(`${ing.url}/events/webhook_demo`, body, {
+        authorization: basic(DEMO.user, DEMO.password),
+      });
+      if (answer.status === 200) accepted.push(...body.map((e) => e.custom_info.trace));
+      else {
+        expect(answer.status).toBe(503);
+        refused++;
+        if ((await readyz(ing)).status === 200) refusedWhileReady++;
+      }
     }
-  }
-  expect(refused).toBe(20);
-  expect(accepted.length).toBeGreaterThan(1000);
-  expect(refusedWhileReady).toBe(0);
-  const unready = await readyz(ing);
-  expect(unready.status).toBe(503);
-  expect(unready.body).toMatch(/spool .* cannot be written/);
-  expect(await metricValue(ing.adminUrl, 'intake_spool_available')).toBe(0);
+    expect(refused).toBe(20);
+    expect(accepted.length).toBeGreaterThan(1000);
+    expect(refusedWhileReady).toBe(0);
+    const unready = await readyz(ing);
+    expect(unready.status).toBe(503);
+    expect(unready.body).toMatch(/spool .* cannot be written/);
+    expect(await metricValue(ing.adminUrl, 'intake_spool_available')).toBe(0);
 
-  await nats.restart();
-  await waitFor('spool drained', async () => (await metricValue(ing.adminUrl, 'intake_spool_events')) === 0, 60_000, 200);
-  await waitFor('ready again', async () => (await readyz(ing)).status === 200, 20_000, 200);
-  const stored = tally((await readStream(nats.url, 'INTAKE_EVENTS')).map((s) => (s.event.custom_info as { trace: string }).trace));
-  expect(accepted.filter((t) => !stored.has(t))).toEqual([]);
-  expect([...stored].filter(([, n]) => n > 1)).toEqual([]);
-  // Each spooled event was handed to the bus once, not again every backoff.
-  expect(await metricValue(ing.adminUrl, 'intake_spool_replayed_total')).toBe(accepted.length);
-}, 180_000);
+    await nats.restart();
+    await waitFor(
+      'spool drained',
+      async () => (await metricValue(ing.adminUrl, 'intake_spool_events')) === 0,
+      60_000,
+      200,
+    );
+    await waitFor('ready again', async () => (await readyz(ing)).status === 200, 20_000, 200);
+    const stored = tally(
+      (await readStream(nats.url, 'INTAKE_EVENTS')).map((s) => (s.event.custom_info as { trace: string }).trace),
+    );
+    expect(accepted.filter((t) => !stored.has(t))).toEqual([]);
+    expect([...stored].filter(([, n]) => n > 1)).toEqual([]);
+    // Each spooled event was handed to the bus once, not again every backoff.
+    expect(await metricValue(ing.adminUrl, 'intake_spool_replayed_total')).toBe(accepted.length);
+  },
+  180_000,
+);
 
 it('is unready while the NATS server has no JetStream storage left and there is no spool, and ready once storage is freed', async () => {
   const nats = await startNats({ config: 'jetstream { max_file_store: 4MB }' });
@@ -85,7 +106,9 @@ it('is unready while the NATS server has no JetStream storage left and there is 
   let refused = 0;
   let refusedWhileReady = 0;
   for (let n = 0; n < 200 && refused < 10; n++) {
-    const answer = await post(`${ing.url}/events/webhook_demo`, batch('bus', n), { authorization: basic(DEMO.user, DEMO.password) });
+    const answer = await post(`${ing.url}/events/webhook_demo`, batch('bus', n), {
+      authorization: basic(DEMO.user, DEMO.password),
+    });
     if (answer.status === 503) {
       refused++;
       if ((await readyz(ing)).status === 200) refusedWhileReady++;
@@ -105,7 +128,13 @@ it('is unready while the NATS server has no JetStream storage left and there is 
   await (await jetstreamManager(nc)).streams.purge('INTAKE_EVENTS');
   await nc.close();
   await waitFor('ready again', async () => (await readyz(ing)).status === 200, 20_000, 200);
-  expect((await post(`${ing.url}/events/webhook_demo`, batch('after', 0), { authorization: basic(DEMO.user, DEMO.password) })).status).toBe(200);
+  expect(
+    (
+      await post(`${ing.url}/events/webhook_demo`, batch('after', 0), {
+        authorization: basic(DEMO.user, DEMO.password),
+      })
+    ).status,
+  ).toBe(200);
 }, 120_000);
 
 it('is unready while the stream is at its maxBytes, and ready again once the limit leaves room', async () => {
@@ -116,7 +145,9 @@ it('is unready while the stream is at its maxBytes, and ready again once the lim
   let refused = 0;
   let refusedWhileReady = 0;
   for (let n = 0; n < 50 && refused < 3; n++) {
-    const answer = await post(`${ing.url}/events/webhook_demo`, batch('limit', n), { authorization: basic(DEMO.user, DEMO.password) });
+    const answer = await post(`${ing.url}/events/webhook_demo`, batch('limit', n), {
+      authorization: basic(DEMO.user, DEMO.password),
+    });
     if (answer.status === 503) {
       refused++;
       if ((await readyz(ing)).status === 200) refusedWhileReady++;
@@ -130,8 +161,17 @@ it('is unready while the stream is at its maxBytes, and ready again once the lim
   // The operator raises the stream's limit: the probe sees room without any request.
   const nc = await connect({ servers: nats.url });
   const jsm = await jetstreamManager(nc);
-  await jsm.streams.update('INTAKE_EVENTS', { ...(await jsm.streams.info('INTAKE_EVENTS')).config, max_bytes: 64 * 1024 * 1024 });
+  await jsm.streams.update('INTAKE_EVENTS', {
+    ...(await jsm.streams.info('INTAKE_EVENTS')).config,
+    max_bytes: 64 * 1024 * 1024,
+  });
   await nc.close();
   await waitFor('ready again', async () => (await readyz(ing)).status === 200, 20_000, 200);
-  expect((await post(`${ing.url}/events/webhook_demo`, batch('raised', 0), { authorization: basic(DEMO.user, DEMO.password) })).status).toBe(200);
+  expect(
+    (
+      await post(`${ing.url}/events/webhook_demo`, batch('raised', 0), {
+        authorization: basic(DEMO.user, DEMO.password),
+      })
+    ).status,
+  ).toBe(200);
 }, 120_000);

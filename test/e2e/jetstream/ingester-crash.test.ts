@@ -22,7 +22,14 @@ afterAll(async () => {
 
 const burst = async (url: string, ms: number): Promise<RequestOutcome[]> => {
   const until = Date.now() + ms;
-  return sendLoad({ url: `${url}/events/webhook_demo`, senders: 4, batch: 5, retries: 0, retryDelayMs: 0, done: () => Date.now() > until });
+  return sendLoad({
+    url: `${url}/events/webhook_demo`,
+    senders: 4,
+    batch: 5,
+    retries: 0,
+    retryDelayMs: 0,
+    done: () => Date.now() > until,
+  });
 };
 
 it('replays a spool left by a killed ingester so every acknowledged event arrives exactly once', async () => {
@@ -39,7 +46,12 @@ it('replays a spool left by a killed ingester so every acknowledged event arrive
   await nats.restart();
   const second = await startIngester(handoffConfig(nats, { spoolDir }));
   ingesters.push(second);
-  await waitFor('spool replayed', async () => (await metricValue(second.adminUrl, 'intake_spool_events')) === 0, 20_000, 100);
+  await waitFor(
+    'spool replayed',
+    async () => (await metricValue(second.adminUrl, 'intake_spool_events')) === 0,
+    20_000,
+    100,
+  );
   const stored = await readStream(nats.url, 'INTAKE_EVENTS');
 
   expect(during.filter((o) => o.status === 200).every((o) => o.body?.response?.cached === 5)).toBe(true);

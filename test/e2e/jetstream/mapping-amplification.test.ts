@@ -9,12 +9,21 @@ import { readFileSync } from 'node:fs';
 import { jest } from '@jest/globals';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import { tenantAuth, tenantRoute, basic, DEMO, post, startIngester, type RunningIngester } from '../support/ingester.js';
+import {
+  tenantAuth,
+  tenantRoute,
+  basic,
+  DEMO,
+  post,
+  startIngester,
+  type RunningIngester,
+} from '../support/ingester.js';
 import { handoffConfig, startNats, type RunningNats } from '../support/nats-server.js';
 
 jest.setTimeout(120_000);
 
-const route = (name: string, namespace: string, mapping: Record<string, unknown>) => tenantRoute(name, namespace, { mapping });
+const route = (name: string, namespace: string, mapping: Record<string, unknown>) =>
+  tenantRoute(name, namespace, { mapping });
 const auth = tenantAuth;
 
 let nats: RunningNats;
@@ -39,7 +48,8 @@ afterAll(async () => {
 });
 
 /** Resident memory of the ingester process, MiB. */
-const rssMiB = (): number => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${ing.child.pid}/status`, 'utf8'))?.[1]) / 1024;
+const rssMiB = (): number =>
+  Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${ing.child.pid}/status`, 'utf8'))?.[1]) / 1024;
 
 async function streamBytes(): Promise<number> {
   const nc = await connect({ servers: nats.url });
@@ -57,47 +67,68 @@ const amplifying = (): string =>
     status: 'firing',
     version: '4',
     groupKey: 'k'.repeat(900_000),
-    alerts: Array.from({ length: 1000 }, (_, i) => ({ status: 'firing', labels: { alertname: `a${i}` }, fingerprint: `f${i}` })),
+    alerts: Array.from({ length: 1000 }, (_, i) => ({
+      status: 'firing',
+      labels: { alertname: `a${i}` },
+      fingerprint: `f${i}`,
+    })),
   });
 
 describe('a mapping whose output is far larger than its body', () => {
-  it.each(['am', 'copier'])('%s: refused with 422 naming mapping.maxOutputBytes; memory and the stream stay flat, another tenant is served', async (name) => {
-    // Warm up: a first request of each kind, so the baseline includes what any request costs.
-    expect((await post(`${ing.url}/events/webhook_demo`, { source: 'warm', severity: 1 }, { authorization: basic(DEMO.user, DEMO.password) })).status).toBe(200);
-    const rssBefore = rssMiB();
-    const bytesBefore = await streamBytes();
-    const body = amplifying();
-    expect(body.length).toBeGreaterThan(900_000);
-    expect(body.length).toBeLessThan(1 << 20);
+  it.each(['am', 'copier'])(
+    '%s: refused with 422 naming mapping.maxOutputBytes; memory and the stream stay flat, another tenant is served',
+    async (name) => {
+      // Warm up: a first request of each kind, so the baseline includes what any request costs.
+      expect(
+        (
+          await post(
+            `${ing.url}/events/webhook_demo`,
+            { source: 'warm', severity: 1 },
+            { authorization: basic(DEMO.user, DEMO.password) },
+          )
+        ).status,
+      ).toBe(200);
+      const rssBefore = rssMiB();
+      const bytesBefore = await streamBytes();
+      const body = amplifying();
+      expect(body.length).toBeGreaterThan(900_000);
+      expect(body.length).toBeLessThan(1 << 20);
 
-    let others = 0;
-    let done = false;
-    const started = performance.now();
-    const hostile = post(`${ing.url}/events/webhook_${name}`, body, auth(name)).finally(() => (done = true));
-    const served: number[] = [];
-    while (!done || others === 0) {
-      const res = await post(`${ing.url}/events/webhook_demo`, { source: `meanwhile-${others}`, severity: 1 }, { authorization: basic(DEMO.user, DEMO.password) });
-      served.push(res.status);
-      others++;
-    }
-    const res = await hostile;
-    const tookMs = performance.now() - started;
-    const rssAfter = rssMiB();
-    const added = (await streamBytes()) - bytesBefore;
-    console.log(`${name}: ${res.status} after ${Math.round(tookMs)} ms; RSS ${Math.round(rssBefore)} -> ${Math.round(rssAfter)} MiB; stream +${added} bytes; ${others} other requests`);
+      let others = 0;
+      let done = false;
+      const started = performance.now();
+      const hostile = post(`${ing.url}/events/webhook_${name}`, body, auth(name)).finally(() => (done = true));
+      const served: number[] = [];
+      while (!done || others === 0) {
+        const res = await post(
+          `${ing.url}/events/webhook_demo`,
+          { source: `meanwhile-${others}`, severity: 1 },
+          { authorization: basic(DEMO.user, DEMO.password) },
+        );
+        served.push(res.status);
+        others++;
+      }
+      const res = await hostile;
+      const tookMs = performance.now() - started;
+      const rssAfter = rssMiB();
+      const added = (await streamBytes()) - bytesBefore;
+      console.log(
+        `${name}: ${res.status} after ${Math.round(tookMs)} ms; RSS ${Math.round(rssBefore)} -> ${Math.round(rssAfter)} MiB; stream +${added} bytes; ${others} other requests`,
+      );
 
-    expect(res.status).toBe(422);
-    expect(res.json()).toMatchObject({ code: 'MAPPING_FAILED' });
-    expect(String(res.json().message)).toMatch(/INTAKE_OUTPUT_LIMIT.*mapping\.maxOutputBytes/);
-    expect(served.every((s) => s === 200)).toBe(true);
-    // Only the other tenant's small events reached the stream.
-    expect(added).toBeLessThan(others * 2048);
-    expect(rssAfter - rssBefore).toBeLessThan(120);
+      expect(res.status).toBe(422);
+      expect(res.json()).toMatchObject({ code: 'MAPPING_FAILED' });
+      expect(String(res.json().message)).toMatch(/INTAKE_OUTPUT_LIMIT.*mapping\.maxOutputBytes/);
+      expect(served.every((s) => s === 200)).toBe(true);
+      // Only the other tenant's small events reached the stream.
+      expect(added).toBeLessThan(others * 2048);
+      expect(rssAfter - rssBefore).toBeLessThan(120);
 
-    // The dry run is bounded the same way.
-    const dry = await post(`${ing.url}/events/webhook_${name}?dryRun=true`, body, auth(name));
-    expect(dry.status).toBe(200);
-    expect(dry.json()).toMatchObject({ success: false, dryRun: true });
-    expect(String(dry.json().message)).toMatch(/mapping\.maxOutputBytes/);
-  });
+      // The dry run is bounded the same way.
+      const dry = await post(`${ing.url}/events/webhook_${name}?dryRun=true`, body, auth(name));
+      expect(dry.status).toBe(200);
+      expect(dry.json()).toMatchObject({ success: false, dryRun: true });
+      expect(String(dry.json().message)).toMatch(/mapping\.maxOutputBytes/);
+    },
+  );
 });

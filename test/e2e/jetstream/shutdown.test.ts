@@ -23,7 +23,14 @@ it('loses no acknowledged event when stopped with SIGTERM during load', async ()
     c.shutdown = { drainDelaySeconds: 0.5, timeoutSeconds: 10 };
   });
   let stop = false;
-  const load = sendLoad({ url: `${ingester.url}/events/webhook_demo`, senders: 8, batch: 5, retries: 0, retryDelayMs: 0, done: () => stop });
+  const load = sendLoad({
+    url: `${ingester.url}/events/webhook_demo`,
+    senders: 8,
+    batch: 5,
+    retries: 0,
+    retryDelayMs: 0,
+    done: () => stop,
+  });
   await new Promise((r) => setTimeout(r, 800));
   ingester.child.kill('SIGTERM');
   const code = await ingester.exited;
@@ -33,7 +40,9 @@ it('loses no acknowledged event when stopped with SIGTERM during load', async ()
   expect(code).toBe(0);
   const acknowledged = acknowledgedTraces(outcomes);
   expect(acknowledged.length).toBeGreaterThan(50);
-  const byTrace = tally((await readStream(nats.url, 'INTAKE_EVENTS')).map((s) => (s.event.custom_info as { trace: string }).trace));
+  const byTrace = tally(
+    (await readStream(nats.url, 'INTAKE_EVENTS')).map((s) => (s.event.custom_info as { trace: string }).trace),
+  );
   expect(acknowledged.filter((t) => byTrace.get(t) !== 1)).toEqual([]);
   for (const o of outcomes.filter((x) => x.status !== 200 && x.status !== 'error')) expect(o.status).toBe(503);
 }, 60_000);

@@ -39,9 +39,18 @@ it('gives the disk back after a burst is drained, and stays near maxBytes during
   for (let round = 0; round < 25; round++) {
     const answers = await Promise.all(
       Array.from({ length: 4 }, (_, r) =>
-        post(`${ingester!.url}/events/webhook_demo`, Array.from({ length: 50 }, (_, i) => ({ source: 'burst', severity: 3, description, custom_info: { round, r, i } })), {
-          authorization: basic(DEMO.user, DEMO.password),
-        }),
+        post(
+          `${ingester!.url}/events/webhook_demo`,
+          Array.from({ length: 50 }, (_, i) => ({
+            source: 'burst',
+            severity: 3,
+            description,
+            custom_info: { round, r, i },
+          })),
+          {
+            authorization: basic(DEMO.user, DEMO.password),
+          },
+        ),
       ),
     );
     accepted += answers.filter((a) => a.status === 200).length;
@@ -51,12 +60,19 @@ it('gives the disk back after a burst is drained, and stays near maxBytes during
   expect(await metricValue(ingester.adminUrl, 'intake_spool_events')).toBe(5000);
 
   await nats.restart();
-  await waitFor('spool drained', async () => (await metricValue(ingester!.adminUrl, 'intake_spool_events')) === 0, 60_000, 100);
+  await waitFor(
+    'spool drained',
+    async () => (await metricValue(ingester!.adminUrl, 'intake_spool_events')) === 0,
+    60_000,
+    100,
+  );
   // Space is given back in bounded steps after the drain.
   await waitFor('spool disk given back', async () => diskUse() < baseline + MiB, 20_000, 100).catch(() => undefined);
   const afterDrain = diskUse();
   // Reported in the test output: the numbers the README states.
-  console.log(`spool disk: baseline ${baseline}, peak during burst ${peak}, after drain ${afterDrain} (maxBytes ${maxBytes})`);
+  console.log(
+    `spool disk: baseline ${baseline}, peak during burst ${peak}, after drain ${afterDrain} (maxBytes ${maxBytes})`,
+  );
   // The documented bound: maxBytes plus SQLite's page overhead (~10%) plus the WAL limit (4 MiB), on top
   // of the baseline (the empty database and the 8 MiB disk reserve).
   expect(peak).toBeLessThan(baseline + 1.1 * maxBytes + 4 * MiB);

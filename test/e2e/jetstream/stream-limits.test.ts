@@ -36,9 +36,21 @@ it('brings an unbounded stream an older intake created to the configured limits'
   const nats = await startNats();
   running.push(nats);
   const nc = await connect({ servers: nats.url });
-  await (await jetstreamManager(nc)).streams.add({ name: 'INTAKE_EVENTS', subjects: ['intake.events.>'], discard: DiscardPolicy.New, duplicate_window: nanos(900_000), max_age: 0, max_bytes: -1, max_msgs: -1 });
+  await (
+    await jetstreamManager(nc)
+  ).streams.add({
+    name: 'INTAKE_EVENTS',
+    subjects: ['intake.events.>'],
+    discard: DiscardPolicy.New,
+    duplicate_window: nanos(900_000),
+    max_age: 0,
+    max_bytes: -1,
+    max_msgs: -1,
+  });
   await nc.close();
-  const ing = await startIngester(handoffConfig(nats, { jetstream: { streamConfig: { maxAgeSeconds: 3600, maxBytes: 64 * 1024 * 1024 } } }));
+  const ing = await startIngester(
+    handoffConfig(nats, { jetstream: { streamConfig: { maxAgeSeconds: 3600, maxBytes: 64 * 1024 * 1024 } } }),
+  );
   running.push(ing);
   const config = await streamConfigOf(nats.url, 'INTAKE_EVENTS');
   expect(config.max_age).toBe(nanos(3600 * 1000));

@@ -22,19 +22,45 @@ export interface RunningAlertmanager {
  * Starts Alertmanager, with one webhook receiver when given; groups by alertname and flushes
  * within about a second. `port`: start on this port (a restart after kill9).
  */
-export async function startAlertmanager(webhook?: { url: string; username: string; password: string }, o: { port?: number } = {}): Promise<RunningAlertmanager> {
+export async function startAlertmanager(
+  webhook?: { url: string; username: string; password: string },
+  o: { port?: number } = {},
+): Promise<RunningAlertmanager> {
   const dir = mkdtempSync(join(tmpdir(), 'intake-am-'));
   const config = webhook
     ? {
-        route: { receiver: 'intake', group_by: ['alertname'], group_wait: '1s', group_interval: '1s', repeat_interval: '1h' },
-        receivers: [{ name: 'intake', webhook_configs: [{ url: webhook.url, send_resolved: true, http_config: { basic_auth: { username: webhook.username, password: webhook.password } } }] }],
+        route: {
+          receiver: 'intake',
+          group_by: ['alertname'],
+          group_wait: '1s',
+          group_interval: '1s',
+          repeat_interval: '1h',
+        },
+        receivers: [
+          {
+            name: 'intake',
+            webhook_configs: [
+              {
+                url: webhook.url,
+                send_resolved: true,
+                http_config: { basic_auth: { username: webhook.username, password: webhook.password } },
+              },
+            ],
+          },
+        ],
       }
     : { route: { receiver: 'none' }, receivers: [{ name: 'none' }] };
   writeFileSync(join(dir, 'alertmanager.yml'), stringify(config));
   const port = o.port ?? (await freePort());
   const child: ChildProcess = spawn(
     ALERTMANAGER,
-    [`--config.file=${join(dir, 'alertmanager.yml')}`, `--storage.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`, '--cluster.listen-address=', '--log.level=debug'],
+    [
+      `--config.file=${join(dir, 'alertmanager.yml')}`,
+      `--storage.path=${join(dir, 'data')}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+      '--cluster.listen-address=',
+      '--log.level=debug',
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';
@@ -50,10 +76,15 @@ export async function startAlertmanager(webhook?: { url: string; username: strin
     clearTimeout(timer);
   };
   try {
-    await waitFor('alertmanager ready', async () => {
-      if (child.exitCode !== null) throw new Error(`alertmanager exited: ${out}`);
-      return (await fetch(`${url}/-/ready`)).ok;
-    }, 20_000, 100);
+    await waitFor(
+      'alertmanager ready',
+      async () => {
+        if (child.exitCode !== null) throw new Error(`alertmanager exited: ${out}`);
+        return (await fetch(`${url}/-/ready`)).ok;
+      },
+      20_000,
+      100,
+    );
   } catch (err) {
     await stop();
     throw err;
@@ -67,14 +98,35 @@ export async function startAlertmanager(webhook?: { url: string; username: strin
 }
 
 /** The alerts Alertmanager holds now (active; resolved ones are not listed). */
-export async function activeAlerts(amUrl: string): Promise<Array<{ labels: Record<string, string>; annotations: Record<string, string>; startsAt: string; endsAt: string }>> {
+export async function activeAlerts(
+  amUrl: string,
+): Promise<
+  Array<{ labels: Record<string, string>; annotations: Record<string, string>; startsAt: string; endsAt: string }>
+> {
   const res = await fetch(`${amUrl}/api/v2/alerts?active=true&silenced=true&inhibited=true`);
   if (!res.ok) throw new Error(`alertmanager answered ${res.status}`);
-  return (await res.json()) as Array<{ labels: Record<string, string>; annotations: Record<string, string>; startsAt: string; endsAt: string }>;
+  return (await res.json()) as Array<{
+    labels: Record<string, string>;
+    annotations: Record<string, string>;
+    startsAt: string;
+    endsAt: string;
+  }>;
 }
 
 /** POST /api/v2/alerts: creates or updates alerts (endsAt in the past resolves them). */
-export async function postAlerts(amUrl: string, alerts: Array<{ labels: Record<string, string>; annotations?: Record<string, string>; startsAt?: string; endsAt?: string }>): Promise<void> {
-  const res = await fetch(`${amUrl}/api/v2/alerts`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(alerts) });
+export async function postAlerts(
+  amUrl: string,
+  alerts: Array<{
+    labels: Record<string, string>;
+    annotations?: Record<string, string>;
+    startsAt?: string;
+    endsAt?: string;
+  }>,
+): Promise<void> {
+  const res = await fetch(`${amUrl}/api/v2/alerts`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(alerts),
+  });
   if (!res.ok) throw new Error(`alertmanager answered ${res.status}: ${await res.text()}`);
 }

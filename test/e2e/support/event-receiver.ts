@@ -28,18 +28,29 @@ export interface EventReceiver {
 }
 
 export async function startEventReceiver(): Promise<EventReceiver> {
-  const r: Omit<EventReceiver, 'url' | 'close'> = { requests: [], script: [], accepted: new Map(), refuse: () => false, delayMs: 0 };
+  const r: Omit<EventReceiver, 'url' | 'close'> = {
+    requests: [],
+    script: [],
+    accepted: new Map(),
+    refuse: () => false,
+    delayMs: 0,
+  };
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
       const events = (Array.isArray(parsed) ? parsed : [parsed]) as ReceivedRequest['events'];
-      const answer: ScriptedAnswer = r.script.shift() ?? (events.some((e) => r.refuse(e)) ? { status: 400, body: '{"error":"field source is not accepted here"}' } : { status: 200 });
+      const answer: ScriptedAnswer =
+        r.script.shift() ??
+        (events.some((e) => r.refuse(e))
+          ? { status: 400, body: '{"error":"field source is not accepted here"}' }
+          : { status: 200 });
       r.requests.push({ atMs: Date.now(), headers: req.headers, events, answer });
       setTimeout(() => {
         if (answer === 'reset') return void req.socket.destroy();
-        if (answer.status >= 200 && answer.status < 300) for (const e of events) r.accepted.set(e.id, (r.accepted.get(e.id) ?? 0) + 1);
+        if (answer.status >= 200 && answer.status < 300)
+          for (const e of events) r.accepted.set(e.id, (r.accepted.get(e.id) ?? 0) + 1);
         res.writeHead(answer.status, answer.headers ?? {});
         res.end(answer.body ?? '');
       }, r.delayMs);
@@ -49,9 +60,10 @@ export async function startEventReceiver(): Promise<EventReceiver> {
   const { port } = server.address() as AddressInfo;
   return Object.assign(r, {
     url: `http://127.0.0.1:${port}/hooks/intake`,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   });
 }

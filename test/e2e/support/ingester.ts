@@ -37,18 +37,33 @@ export interface StartOptions {
 }
 
 /** Copies the example config, applies `edit` to it, and starts the ingester with it. */
-export async function startIngester(edit: (config: Record<string, unknown>) => void = () => {}, options: StartOptions = {}): Promise<RunningIngester> {
+export async function startIngester(
+  edit: (config: Record<string, unknown>) => void = () => {},
+  options: StartOptions = {},
+): Promise<RunningIngester> {
   const config = parse(readFileSync(EXAMPLE, 'utf8')) as Record<string, unknown>;
   edit(config);
   const dir = mkdtempSync(join(tmpdir(), 'intake-e2e-'));
   const configPath = join(dir, 'intake.yaml');
   writeFileSync(configPath, stringify(config));
   const [port, adminPort] = [await freePort(), await freePort()];
-  const args = [...(options.nodeArgs ?? []), join(ROOT, 'dist/cmd/intake.js'), 'ingester', '--config', configPath, '--listen', `127.0.0.1:${port}`, '--admin-listen', `127.0.0.1:${adminPort}`];
+  const args = [
+    ...(options.nodeArgs ?? []),
+    join(ROOT, 'dist/cmd/intake.js'),
+    'ingester',
+    '--config',
+    configPath,
+    '--listen',
+    `127.0.0.1:${port}`,
+    '--admin-listen',
+    `127.0.0.1:${adminPort}`,
+  ];
   const child =
     options.fdLimit === undefined
       ? spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] })
-      : spawn('/bin/sh', ['-c', `ulimit -n ${options.fdLimit} && exec "$0" "$@"`, process.execPath, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+      : spawn('/bin/sh', ['-c', `ulimit -n ${options.fdLimit} && exec "$0" "$@"`, process.execPath, ...args], {
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
   let out = '';
   let err = '';
   const readStdout = (d: Buffer): void => void (out += d);
@@ -57,10 +72,17 @@ export async function startIngester(edit: (config: Record<string, unknown>) => v
   child.stderr?.on('data', (d) => (err += d));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const adminUrl = `http://127.0.0.1:${adminPort}`;
-  await waitFor('ingester ready', async () => {
-    if (child.exitCode !== null) throw new Error(`ingester exited: ${err}`);
-    return options.waitReady === false ? (await fetch(`${adminUrl}/healthz`)).ok : (await fetch(`${adminUrl}/readyz`)).ok;
-  }, 15_000, 50);
+  await waitFor(
+    'ingester ready',
+    async () => {
+      if (child.exitCode !== null) throw new Error(`ingester exited: ${err}`);
+      return options.waitReady === false
+        ? (await fetch(`${adminUrl}/healthz`)).ok
+        : (await fetch(`${adminUrl}/readyz`)).ok;
+    },
+    15_000,
+    50,
+  );
   return {
     child,
     url: `http://127.0.0.1:${port}`,
@@ -78,12 +100,28 @@ export async function startIngester(edit: (config: Record<string, unknown>) => v
   };
 }
 
-export async function post(url: string, body: unknown, headers: Record<string, string>): Promise<{ status: number; headers: Headers; text: string; json: () => Record<string, unknown> }> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : Buffer.isBuffer(body) ? new Uint8Array(body) as unknown as string : JSON.stringify(body) });
+export async function post(
+  url: string,
+  body: unknown,
+  headers: Record<string, string>,
+): Promise<{ status: number; headers: Headers; text: string; json: () => Record<string, unknown> }> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body:
+      typeof body === 'string'
+        ? body
+        : Buffer.isBuffer(body)
+          ? (new Uint8Array(body) as unknown as string)
+          : JSON.stringify(body),
+  });
   const text = await res.text();
   return { status: res.status, headers: res.headers, text, json: () => JSON.parse(text) as Record<string, unknown> };
 }
 
 export function eventLines(stdout: string): Array<Record<string, unknown>> {
-  return stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+  return stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 }

@@ -45,7 +45,14 @@ const TRICKLE_LIMIT_MS = 120_000;
 const CHUNK = Buffer.alloc(64 * 1024, 'x');
 
 export async function startMisbehavingReceiver(path = '/receive'): Promise<MisbehavingReceiver> {
-  const r: Omit<MisbehavingReceiver, 'url' | 'close'> = { behaviour: 'ok', okStatus: 200, hugeBytes: 256 * 1024 * 1024, calls: [], open: 0, peakOpen: 0 };
+  const r: Omit<MisbehavingReceiver, 'url' | 'close'> = {
+    behaviour: 'ok',
+    okStatus: 200,
+    hugeBytes: 256 * 1024 * 1024,
+    calls: [],
+    open: 0,
+    peakOpen: 0,
+  };
   const handle = (req: IncomingMessage, res: ServerResponse, body: Buffer): void => {
     const call: ReceivedCall = { atMs: Date.now(), behaviour: r.behaviour, body, bytesWritten: 0 };
     r.calls.push(call);
@@ -82,7 +89,8 @@ export async function startMisbehavingReceiver(path = '/receive'): Promise<Misbe
       }, 1000).unref();
     };
     if (call.behaviour === 'trickle-headers') return trickle('HTTP/1.1 200 OK\r\nX-Slow: ', () => 'a');
-    if (call.behaviour === 'trickle-body') return trickle('HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\n', () => 'x');
+    if (call.behaviour === 'trickle-body')
+      return trickle('HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\n', () => 'x');
     // huge-body: as fast as the sender reads (backpressure), until hugeBytes or the sender leaves.
     res.on('error', () => {});
     res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(r.hugeBytes) });

@@ -40,7 +40,10 @@ export async function startNats(o: { config?: string } = {}): Promise<RunningNat
     let args = ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir];
     if (o.config) {
       const file = join(storeDir, 'nats.conf');
-      writeFileSync(file, `listen: "127.0.0.1:${port}"\njetstream { store_dir: ${JSON.stringify(storeDir)} }\n${o.config}\n`);
+      writeFileSync(
+        file,
+        `listen: "127.0.0.1:${port}"\njetstream { store_dir: ${JSON.stringify(storeDir)} }\n${o.config}\n`,
+      );
       args = ['-c', file];
     }
     const proc = spawn(NATS_SERVER, args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -48,10 +51,15 @@ export async function startNats(o: { config?: string } = {}): Promise<RunningNat
     proc.stderr?.on('data', (d) => (log += d));
     exited = new Promise((resolve) => proc.once('exit', () => resolve()));
     child = proc;
-    await waitFor('nats-server ready', async () => {
-      if (proc.exitCode !== null) throw new Error(`nats-server exited: ${log}`);
-      return log.includes('Server is ready');
-    }, 15_000, 20);
+    await waitFor(
+      'nats-server ready',
+      async () => {
+        if (proc.exitCode !== null) throw new Error(`nats-server exited: ${log}`);
+        return log.includes('Server is ready');
+      },
+      15_000,
+      20,
+    );
   };
   const kill = async (signal: NodeJS.Signals): Promise<void> => {
     if (child && child.exitCode === null && child.signalCode === null) child.kill(signal);
@@ -78,7 +86,11 @@ export interface StoredEvent {
 }
 
 /** Every message in the stream, read with an ordered consumer. */
-export async function readStream(url: string, stream: string, auth: Partial<NodeConnectionOptions> = {}): Promise<StoredEvent[]> {
+export async function readStream(
+  url: string,
+  stream: string,
+  auth: Partial<NodeConnectionOptions> = {},
+): Promise<StoredEvent[]> {
   const nc = await connect({ servers: url, ...auth });
   try {
     const jsm = await jetstreamManager(nc);
@@ -91,7 +103,11 @@ export async function readStream(url: string, stream: string, auth: Partial<Node
       let got = 0;
       for await (const m of batch) {
         got++;
-        out.push({ msgId: m.headers?.get('Nats-Msg-Id') ?? '', subject: m.subject, event: m.json<Record<string, unknown>>() });
+        out.push({
+          msgId: m.headers?.get('Nats-Msg-Id') ?? '',
+          subject: m.subject,
+          event: m.json<Record<string, unknown>>(),
+        });
       }
       if (got === 0) throw new Error(`stream ${stream}: read ${out.length} of ${total} messages, then nothing`);
     }
@@ -116,9 +132,18 @@ export async function metricValue(adminUrl: string, name: string): Promise<numbe
 }
 
 /** Ingester config edit: JetStream hand-off to `nats` with test-sized intervals, a spool when given. */
-export function handoffConfig(nats: RunningNats, o: { spoolDir?: string; spoolMaxBytes?: number; jetstream?: Record<string, unknown> } = {}): (c: Record<string, unknown>) => void {
+export function handoffConfig(
+  nats: RunningNats,
+  o: { spoolDir?: string; spoolMaxBytes?: number; jetstream?: Record<string, unknown> } = {},
+): (c: Record<string, unknown>) => void {
   return (c) => {
     c.sinks = { jetstream: { url: nats.url, timeoutMs: 500, reconnectWaitMs: 100, ...o.jetstream } };
-    if (o.spoolDir) c.spool = { path: o.spoolDir, replayBackoffMinMs: 50, replayBackoffMaxMs: 500, ...(o.spoolMaxBytes ? { maxBytes: o.spoolMaxBytes } : {}) };
+    if (o.spoolDir)
+      c.spool = {
+        path: o.spoolDir,
+        replayBackoffMinMs: 50,
+        replayBackoffMaxMs: 500,
+        ...(o.spoolMaxBytes ? { maxBytes: o.spoolMaxBytes } : {}),
+      };
   };
 }

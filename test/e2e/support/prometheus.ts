@@ -43,16 +43,27 @@ export async function startPrometheus(): Promise<Prometheus> {
   const launch = async (): Promise<void> => {
     const c = spawn(
       PROMETHEUS_BIN,
-      [`--config.file=${configFile}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`, '--web.enable-remote-write-receiver', '--log.level=warn'],
+      [
+        `--config.file=${configFile}`,
+        `--storage.tsdb.path=${join(dir, 'data')}`,
+        `--web.listen-address=127.0.0.1:${port}`,
+        '--web.enable-remote-write-receiver',
+        '--log.level=warn',
+      ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     child = c;
     c.stdout?.on('data', (d) => (out += d));
     c.stderr?.on('data', (d) => (out += d));
-    await waitFor('prometheus ready', async () => {
-      if (c.exitCode !== null) throw new Error(`prometheus exited: ${out.slice(-2000)}`);
-      return (await fetch(`${url}/-/ready`)).ok;
-    }, 30_000, 100);
+    await waitFor(
+      'prometheus ready',
+      async () => {
+        if (c.exitCode !== null) throw new Error(`prometheus exited: ${out.slice(-2000)}`);
+        return (await fetch(`${url}/-/ready`)).ok;
+      },
+      30_000,
+      100,
+    );
   };
   const kill = async (signal: NodeJS.Signals = 'SIGKILL'): Promise<void> => {
     const c = child;

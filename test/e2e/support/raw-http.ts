@@ -26,7 +26,10 @@ export function readAll(socket: Socket, timeoutMs = 10_000): Promise<{ text: str
 export function waitForText(socket: Socket, pattern: RegExp, timeoutMs = 5000): Promise<string> {
   return new Promise((resolve, reject) => {
     let text = '';
-    const timer = setTimeout(() => reject(new Error(`no ${pattern} within ${timeoutMs} ms; got ${JSON.stringify(text.slice(0, 300))}`)), timeoutMs);
+    const timer = setTimeout(
+      () => reject(new Error(`no ${pattern} within ${timeoutMs} ms; got ${JSON.stringify(text.slice(0, 300))}`)),
+      timeoutMs,
+    );
     const onData = (d: Buffer): void => {
       text += d.toString();
       if (pattern.test(text)) {

@@ -2,12 +2,21 @@
  * A remote write receiver of our own on 127.0.0.1 that records every request (headers and the
  * decoded WriteRequest) and answers from a script, to check what goes over the wire.
  */
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { fromBinary } from '@bufbuild/protobuf';
 import { uncompressSync } from 'snappy';
-import { WriteRequestSchema, type WriteRequest } from '../../../ingester/series/remote-write/generated/remote_write_v1_pb.js';
+import {
+  WriteRequestSchema,
+  type WriteRequest,
+} from '../../../ingester/series/remote-write/generated/remote_write_v1_pb.js';
 import { RequestSchema, type Request } from '../../../ingester/series/remote-write/generated/remote_write_v2_pb.js';
 
 export interface Recorded {
@@ -74,7 +83,8 @@ export async function startRecordingReceiver(tls?: { cert: Buffer; key: Buffer }
 export function flatten(request: WriteRequest): Array<{ labels: Array<[string, string]>; value: number; ts: number }> {
   const out: Array<{ labels: Array<[string, string]>; value: number; ts: number }> = [];
   for (const s of request.timeseries) {
-    for (const sample of s.samples) out.push({ labels: s.labels.map((l) => [l.name, l.value]), value: sample.value, ts: Number(sample.timestamp) });
+    for (const sample of s.samples)
+      out.push({ labels: s.labels.map((l) => [l.name, l.value]), value: sample.value, ts: Number(sample.timestamp) });
   }
   return out;
 }

@@ -43,7 +43,11 @@ export async function sendLoad(o: LoadOptions): Promise<RequestOutcome[]> {
   return outcomes;
 }
 
-export async function sendWithRetries(o: Pick<LoadOptions, 'url' | 'retries' | 'retryDelayMs' | 'onAnswer'>, traces: string[], key = randomUUID()): Promise<RequestOutcome> {
+export async function sendWithRetries(
+  o: Pick<LoadOptions, 'url' | 'retries' | 'retryDelayMs' | 'onAnswer'>,
+  traces: string[],
+  key = randomUUID(),
+): Promise<RequestOutcome> {
   const body = JSON.stringify(traces.map((trace) => ({ source: 'load', severity: 'major', trace })));
   let outcome: RequestOutcome = { traces, key, status: 'error', attempts: 0 };
   for (let attempt = 0; attempt <= o.retries; attempt++) {
@@ -51,7 +55,11 @@ export async function sendWithRetries(o: Pick<LoadOptions, 'url' | 'retries' | '
     try {
       const res = await fetch(o.url, {
         method: 'POST',
-        headers: { authorization: basic(DEMO.user, DEMO.password), 'content-type': 'application/json', 'idempotency-key': key },
+        headers: {
+          authorization: basic(DEMO.user, DEMO.password),
+          'content-type': 'application/json',
+          'idempotency-key': key,
+        },
         body,
         signal: AbortSignal.timeout(10_000),
       });
@@ -70,4 +78,5 @@ export async function sendWithRetries(o: Pick<LoadOptions, 'url' | 'retries' | '
 }
 
 /** Traces of every event whose request was answered 200. */
-export const acknowledgedTraces = (outcomes: RequestOutcome[]): string[] => outcomes.filter((o) => o.status === 200).flatMap((o) => o.traces);
+export const acknowledgedTraces = (outcomes: RequestOutcome[]): string[] =>
+  outcomes.filter((o) => o.status === 200).flatMap((o) => o.traces);

@@ -18,7 +18,8 @@ export { ROOT, waitFor };
 export const KUBECONFIG = process.env.INTAKE_TEST_KUBECONFIG ?? resolve(ROOT, '.testcluster/kubeconfig');
 
 export function requireCluster(): void {
-  if (!existsSync(KUBECONFIG)) throw new Error(`no test cluster: ${KUBECONFIG} is missing; run make testcluster (make test does)`);
+  if (!existsSync(KUBECONFIG))
+    throw new Error(`no test cluster: ${KUBECONFIG} is missing; run make testcluster (make test does)`);
 }
 
 export function kubeClients() {
@@ -27,7 +28,10 @@ export function kubeClients() {
   return { kc, core: kc.makeApiClient(CoreV1Api), custom: kc.makeApiClient(CustomObjectsApi) };
 }
 
-export async function kubectl(args: string[], input?: string): Promise<{ stdout: string; stderr: string; code: number }> {
+export async function kubectl(
+  args: string[],
+  input?: string,
+): Promise<{ stdout: string; stderr: string; code: number }> {
   return new Promise((resolvePromise) => {
     const child = spawn('kubectl', ['--kubeconfig', KUBECONFIG, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
@@ -52,8 +56,16 @@ export interface Proc {
   stop: (signal?: NodeJS.Signals) => Promise<number | null>;
 }
 
-async function startProcess(args: string[], adminPort: number, ingestPort?: number, env: NodeJS.ProcessEnv = {}): Promise<Proc> {
-  const child = spawn(process.execPath, [resolve(ROOT, 'dist/cmd/intake.js'), ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+async function startProcess(
+  args: string[],
+  adminPort: number,
+  ingestPort?: number,
+  env: NodeJS.ProcessEnv = {},
+): Promise<Proc> {
+  const child = spawn(process.execPath, [resolve(ROOT, 'dist/cmd/intake.js'), ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout?.on('data', (d) => (out += d));
   child.stderr?.on('data', (d) => (out += d));
@@ -69,14 +81,35 @@ async function startProcess(args: string[], adminPort: number, ingestPort?: numb
       return exited;
     },
   };
-  await waitFor(`${args[0]} healthz`, async () => (child.exitCode !== null ? Promise.reject(new Error(`exited: ${out}`)) : (await fetch(`${adminUrl}/healthz`)).ok), 20_000, 100);
+  await waitFor(
+    `${args[0]} healthz`,
+    async () =>
+      child.exitCode !== null ? Promise.reject(new Error(`exited: ${out}`)) : (await fetch(`${adminUrl}/healthz`)).ok,
+    20_000,
+    100,
+  );
   return proc;
 }
 
 export async function startOperator(namespace: string, watch: string[], extra: string[] = []): Promise<Proc> {
   const admin = await freePort();
   return startProcess(
-    ['operator', '--kubeconfig', KUBECONFIG, '--namespace', namespace, '--watch-namespaces', watch.join(','), '--public-base-url', 'https://intake.test', '--admin-listen', `127.0.0.1:${admin}`, '--log-level', 'debug', ...extra],
+    [
+      'operator',
+      '--kubeconfig',
+      KUBECONFIG,
+      '--namespace',
+      namespace,
+      '--watch-namespaces',
+      watch.join(','),
+      '--public-base-url',
+      'https://intake.test',
+      '--admin-listen',
+      `127.0.0.1:${admin}`,
+      '--log-level',
+      'debug',
+      ...extra,
+    ],
     admin,
   );
 }
@@ -90,7 +123,22 @@ export async function startIngester(namespace: string, extra: string[] = []): Pr
   const config = join(mkdtempSync(join(tmpdir(), 'intake-it-')), 'intake.yaml');
   writeFileSync(config, 'authThrottle: {failures: 1000000, windowSeconds: 60, blockSeconds: 1}\n');
   const proc = await startProcess(
-    ['ingester', '--config', config, '--kubeconfig', KUBECONFIG, '--namespace', namespace, '--listen', `127.0.0.1:${ingest}`, '--admin-listen', `127.0.0.1:${admin}`, '--events-log', '/dev/null', ...extra],
+    [
+      'ingester',
+      '--config',
+      config,
+      '--kubeconfig',
+      KUBECONFIG,
+      '--namespace',
+      namespace,
+      '--listen',
+      `127.0.0.1:${ingest}`,
+      '--admin-listen',
+      `127.0.0.1:${admin}`,
+      '--events-log',
+      '/dev/null',
+      ...extra,
+    ],
     admin,
     ingest,
   );
@@ -108,7 +156,14 @@ export async function createNamespace(name: string): Promise<void> {
 export async function applyCrds(): Promise<void> {
   const r = await kubectl(['apply', '--server-side', '-f', resolve(ROOT, 'crds')]);
   if (r.code !== 0) throw new Error(`applying CRDs failed: ${r.stderr}`);
-  await kubectl(['wait', '--for=condition=Established', 'crd/webhookintegrations.intake.dev', 'crd/apikeys.intake.dev', 'crd/intakequotas.intake.dev', '--timeout=30s']);
+  await kubectl([
+    'wait',
+    '--for=condition=Established',
+    'crd/webhookintegrations.intake.dev',
+    'crd/apikeys.intake.dev',
+    'crd/intakequotas.intake.dev',
+    '--timeout=30s',
+  ]);
 }
 
 export async function postEvent(ingestUrl: string, name: string, authorization: string): Promise<number> {

@@ -8,7 +8,9 @@ describe('the chart CRDs', () => {
     const copy = readdirSync(join(ROOT, 'charts/intake/files/crds')).sort();
     expect(copy).toEqual(source);
     for (const file of source) {
-      expect(readFileSync(join(ROOT, 'charts/intake/files/crds', file), 'utf8')).toBe(readFileSync(join(ROOT, 'crds', file), 'utf8'));
+      expect(readFileSync(join(ROOT, 'charts/intake/files/crds', file), 'utf8')).toBe(
+        readFileSync(join(ROOT, 'crds', file), 'utf8'),
+      );
     }
   });
 });

@@ -14,14 +14,19 @@ const HELM = join(ROOT, '.tools/bin/helm');
 
 /** A `NAME := value` line of the Makefile: the pins the build used. */
 function makeVariable(name: string): string {
-  const line = readFileSync(join(ROOT, 'Makefile'), 'utf8').split('\n').find((l) => l.startsWith(`${name} :=`));
+  const line = readFileSync(join(ROOT, 'Makefile'), 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith(`${name} :=`));
   if (!line) throw new Error(`Makefile has no ${name}`);
   return line.slice(line.indexOf(':=') + 2).trim();
 }
 
 /** helm with its own homes in a temp dir, so a developer's repositories and plugins play no part. */
 function run(args: string[]): { status: number | null; stdout: string; stderr: string } {
-  return spawnSync(HELM, args, { encoding: 'utf8', env: { ...process.env, HELM_CACHE_HOME: tmp, HELM_CONFIG_HOME: tmp, HELM_DATA_HOME: tmp } });
+  return spawnSync(HELM, args, {
+    encoding: 'utf8',
+    env: { ...process.env, HELM_CACHE_HOME: tmp, HELM_CONFIG_HOME: tmp, HELM_DATA_HOME: tmp },
+  });
 }
 
 function helm(args: string[]): string {

@@ -15,7 +15,10 @@ describe('settings', () => {
   });
 
   it('lets flags win over the file and the file over defaults', () => {
-    const s = resolveSettings({ listen: '127.0.0.1:9000', limits: { eventsPerRequest: 5 } }, { listen: '127.0.0.1:9100' });
+    const s = resolveSettings(
+      { listen: '127.0.0.1:9000', limits: { eventsPerRequest: 5 } },
+      { listen: '127.0.0.1:9100' },
+    );
     expect(s.listen.port).toBe(9100);
     expect(s.limits.eventsPerRequest).toBe(5);
     expect(s.limits.pointsPerRequest).toBe(10000);
@@ -26,12 +29,18 @@ describe('settings', () => {
     expect(() => resolveSettings({ limits: { bodyBytes: -1 } }, {})).toThrow(ConfigError);
   });
 
-  it.each([[true, /true would let any client/], [1, /hop counts are not supported/], ['10.0.0.0/8, evil', /"evil" is not an IP address or CIDR/]])('refuses trustProxy %p', (trustProxy, message) => {
+  it.each([
+    [true, /true would let any client/],
+    [1, /hop counts are not supported/],
+    ['10.0.0.0/8, evil', /"evil" is not an IP address or CIDR/],
+  ])('refuses trustProxy %p', (trustProxy, message) => {
     expect(() => resolveSettings({ trustProxy }, {})).toThrow(message);
   });
 
   it('accepts proxy addresses, CIDRs and range names for trustProxy', () => {
-    expect(resolveSettings({ trustProxy: '10.0.0.0/8, 192.0.2.1, uniquelocal, 2001:db8::/32' }, {}).trustProxy).toBe('10.0.0.0/8, 192.0.2.1, uniquelocal, 2001:db8::/32');
+    expect(resolveSettings({ trustProxy: '10.0.0.0/8, 192.0.2.1, uniquelocal, 2001:db8::/32' }, {}).trustProxy).toBe(
+      '10.0.0.0/8, 192.0.2.1, uniquelocal, 2001:db8::/32',
+    );
   });
 
   it('needs both TLS files and distinct listeners', () => {
@@ -55,8 +64,17 @@ describe('readYamlFile', () => {
 
 describe('hand-off settings', () => {
   it('applies JetStream and spool defaults and turns the log sink off with JetStream', () => {
-    const s = resolveSettings({ sinks: { jetstream: { url: 'nats://127.0.0.1:4222' } }, spool: { path: '/var/lib/intake/spool' } }, {});
-    expect(s.sinks.jetstream).toMatchObject({ servers: ['nats://127.0.0.1:4222'], stream: 'INTAKE_EVENTS', subjectPrefix: 'intake.events', createStream: true, timeoutMs: 2000 });
+    const s = resolveSettings(
+      { sinks: { jetstream: { url: 'nats://127.0.0.1:4222' } }, spool: { path: '/var/lib/intake/spool' } },
+      {},
+    );
+    expect(s.sinks.jetstream).toMatchObject({
+      servers: ['nats://127.0.0.1:4222'],
+      stream: 'INTAKE_EVENTS',
+      subjectPrefix: 'intake.events',
+      createStream: true,
+      timeoutMs: 2000,
+    });
     expect(s.sinks.jetstream?.streamConfig.duplicateWindowSeconds).toBe(900);
     expect(s.sinks.jetstream?.streamConfig.maxAgeSeconds).toBe(72 * 3600);
     expect(s.spool).toMatchObject({ path: '/var/lib/intake/spool', maxBytes: 1073741824 });
@@ -65,23 +83,49 @@ describe('hand-off settings', () => {
   });
 
   it('refuses a duplicate window under 15 minutes and two credentials; takes a spool without a bus (for dead letters)', () => {
-    expect(() => resolveSettings({ sinks: { jetstream: { url: 'nats://x', streamConfig: { duplicateWindowSeconds: 120 } } } }, {})).toThrow(/duplicateWindowSeconds/);
-    expect(() => resolveSettings({ sinks: { jetstream: { url: 'nats://x', streamConfig: { maxAgeSeconds: 60 } } } }, {})).toThrow(/maxAgeSeconds \(60\) must be 0 or at least duplicateWindowSeconds \(900\)/);
+    expect(() =>
+      resolveSettings({ sinks: { jetstream: { url: 'nats://x', streamConfig: { duplicateWindowSeconds: 120 } } } }, {}),
+    ).toThrow(/duplicateWindowSeconds/);
+    expect(() =>
+      resolveSettings({ sinks: { jetstream: { url: 'nats://x', streamConfig: { maxAgeSeconds: 60 } } } }, {}),
+    ).toThrow(/maxAgeSeconds \(60\) must be 0 or at least duplicateWindowSeconds \(900\)/);
     expect(resolveSettings({ spool: { path: '/tmp/s' } }, {}).spool?.path).toBe('/tmp/s');
     expect(() => resolveSettings({ sinks: { log: { enabled: false } } }, {})).toThrow(/events must go somewhere/);
-    expect(resolveSettings({ sinks: { log: { enabled: false } }, spool: { path: '/tmp/x' }, destinations: [{ name: 'am', alertmanager: { urls: ['http://127.0.0.1:9093'] } }] }, {}).sinks.log.enabled).toBe(false);
-    expect(() => resolveSettings({ sinks: { jetstream: { url: 'nats://x', credsFile: 'a', nkeySeedFile: 'b' } } }, {})).toThrow(/not both/);
+    expect(
+      resolveSettings(
+        {
+          sinks: { log: { enabled: false } },
+          spool: { path: '/tmp/x' },
+          destinations: [{ name: 'am', alertmanager: { urls: ['http://127.0.0.1:9093'] } }],
+        },
+        {},
+      ).sinks.log.enabled,
+    ).toBe(false);
+    expect(() =>
+      resolveSettings({ sinks: { jetstream: { url: 'nats://x', credsFile: 'a', nkeySeedFile: 'b' } } }, {}),
+    ).toThrow(/not both/);
   });
 });
 
 describe('mapping settings', () => {
   it('bound the mapped output at four times the body limit unless given, and take the worker settings', () => {
     const defaults = resolveSettings({}, {});
-    expect(defaults.mapping).toMatchObject({ maxOutputBytes: 4 * 1024 * 1024, maxEvents: 10_000, maxQueued: 64, maxQueuedBytes: 16 * 1024 * 1024, workerHeapMb: 128 });
+    expect(defaults.mapping).toMatchObject({
+      maxOutputBytes: 4 * 1024 * 1024,
+      maxEvents: 10_000,
+      maxQueued: 64,
+      maxQueuedBytes: 16 * 1024 * 1024,
+      workerHeapMb: 128,
+    });
     expect(defaults.mapping.workers).toBeGreaterThanOrEqual(2);
     expect(defaults.limits.maxJsonDepth).toBe(64);
-    expect(resolveSettings({ limits: { bodyBytes: 2 * 1024 * 1024 } }, {}).mapping.maxOutputBytes).toBe(8 * 1024 * 1024);
-    expect(resolveSettings({ limits: { bodyBytes: 2 * 1024 * 1024 }, mapping: { maxOutputBytes: 1000, workers: 1 } }, {}).mapping).toMatchObject({ maxOutputBytes: 1000, workers: 1 });
+    expect(resolveSettings({ limits: { bodyBytes: 2 * 1024 * 1024 } }, {}).mapping.maxOutputBytes).toBe(
+      8 * 1024 * 1024,
+    );
+    expect(
+      resolveSettings({ limits: { bodyBytes: 2 * 1024 * 1024 }, mapping: { maxOutputBytes: 1000, workers: 1 } }, {})
+        .mapping,
+    ).toMatchObject({ maxOutputBytes: 1000, workers: 1 });
   });
 
   it('refuses a worker heap too small to load the engine', () => {

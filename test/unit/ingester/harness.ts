@@ -21,9 +21,28 @@ import { API_KEY, DEMO_AUTH } from '../../support/credentials.js';
 export { API_KEY, DEMO_AUTH };
 
 export const demoRoutes = (): Route[] => [
-  { apiVersion: 'intake.dev/v1alpha1', kind: 'WebhookIntegration', name: 'demo', namespace: 'default', credentials: [{ username: 'demo', secret: { plain: 'demo-password' } }] },
-  { apiVersion: 'intake.dev/v1alpha1', kind: 'WebhookIntegration', name: 'paused', namespace: 'team-a', suspended: true, credentials: [{ username: 'paused', secret: { plain: 'pw' } }] },
-  { apiVersion: 'intake.dev/v1alpha1', kind: 'ApiKey', name: 'default', namespace: 'default', credentials: [{ username: 'default', secret: { plain: API_KEY } }] },
+  {
+    apiVersion: 'intake.dev/v1alpha1',
+    kind: 'WebhookIntegration',
+    name: 'demo',
+    namespace: 'default',
+    credentials: [{ username: 'demo', secret: { plain: 'demo-password' } }],
+  },
+  {
+    apiVersion: 'intake.dev/v1alpha1',
+    kind: 'WebhookIntegration',
+    name: 'paused',
+    namespace: 'team-a',
+    suspended: true,
+    credentials: [{ username: 'paused', secret: { plain: 'pw' } }],
+  },
+  {
+    apiVersion: 'intake.dev/v1alpha1',
+    kind: 'ApiKey',
+    name: 'default',
+    namespace: 'default',
+    credentials: [{ username: 'default', secret: { plain: API_KEY } }],
+  },
 ];
 
 export class MemorySink implements EventSink {
@@ -55,11 +74,16 @@ export interface HarnessOptions {
 
 export async function harness(options: HarnessOptions = {}) {
   const registry = new Registry();
-  const series = new SeriesStore({ ttlMs: 600_000, maxSeriesTotal: options.maxSeriesTotal ?? 1000, maxSeriesPerNamespace: options.maxSeriesPerNamespace ?? 100 });
+  const series = new SeriesStore({
+    ttlMs: 600_000,
+    maxSeriesTotal: options.maxSeriesTotal ?? 1000,
+    maxSeriesPerNamespace: options.maxSeriesPerNamespace ?? 100,
+  });
   const metrics = new IngesterMetrics(registry, series, { defaultMetrics: false });
   const sink = new MemorySink();
   const lifecycle: Lifecycle = { ready: true, closing: false };
-  const deadLetter = options.deadLetter ?? new SqliteDeadLetters(':memory:', { maxBytes: 1 << 20, maxBytesPerNamespace: 1 << 20 });
+  const deadLetter =
+    options.deadLetter ?? new SqliteDeadLetters(':memory:', { maxBytes: 1 << 20, maxBytesPerNamespace: 1 << 20 });
   const mapped = new MappedWebhooks({ deadLetter, metrics: new MappingMetrics(registry), eventsPerRequest: 1000 });
   const { table } = RouteTable.build(
     (options.routes ?? demoRoutes()).map((route, i) => ({ source: `test#${i}`, route })),
@@ -70,15 +94,30 @@ export async function harness(options: HarnessOptions = {}) {
     sinks: options.sinks ?? [sink],
     series,
     metrics,
-    limits: { bodyBytes: options.bodyBytes ?? 1024 * 1024, eventsPerRequest: 1000, pointsPerRequest: 10000, maxEventLoopDelayMs: options.maxEventLoopDelayMs ?? 1000 },
+    limits: {
+      bodyBytes: options.bodyBytes ?? 1024 * 1024,
+      eventsPerRequest: 1000,
+      pointsPerRequest: 10000,
+      maxEventLoopDelayMs: options.maxEventLoopDelayMs ?? 1000,
+    },
     throttle: new AuthThrottle({ failures: options.failures ?? 1000, windowSeconds: 60, blockSeconds: 60 }),
     lifecycle,
     logger: pino({ level: 'silent' }),
     mapped,
   });
   const postEvents = (body: unknown, headers: Record<string, string> = {}, name = 'demo') =>
-    app.inject({ method: 'POST', url: `/events/webhook_${name}`, headers: { authorization: DEMO_AUTH, 'content-type': 'application/json', ...headers }, payload: typeof body === 'string' ? body : JSON.stringify(body) });
+    app.inject({
+      method: 'POST',
+      url: `/events/webhook_${name}`,
+      headers: { authorization: DEMO_AUTH, 'content-type': 'application/json', ...headers },
+      payload: typeof body === 'string' ? body : JSON.stringify(body),
+    });
   const postMetrics = (body: unknown, headers: Record<string, string> = { apikey: API_KEY }) =>
-    app.inject({ method: 'POST', url: '/v1/integrations/metrics', headers: { 'content-type': 'application/json', ...headers }, payload: typeof body === 'string' ? body : JSON.stringify(body) });
+    app.inject({
+      method: 'POST',
+      url: '/v1/integrations/metrics',
+      headers: { 'content-type': 'application/json', ...headers },
+      payload: typeof body === 'string' ? body : JSON.stringify(body),
+    });
   return { app, sink, series, registry, metrics, lifecycle, postEvents, postMetrics, deadLetter, mapped, table };
 }

@@ -4,7 +4,10 @@ import { harness } from './harness.js';
 describe('POST /events/webhook_<name> with Idempotency-Key', () => {
   it('gives a retried request the same event ids, and another key other ids', async () => {
     const h = await harness();
-    const batch = [{ source: 'a', severity: 1 }, { source: 'b', severity: 2 }];
+    const batch = [
+      { source: 'a', severity: 1 },
+      { source: 'b', severity: 2 },
+    ];
     await h.postEvents(batch, { 'idempotency-key': 'order-1' });
     await h.postEvents(batch, { 'idempotency-key': 'order-1' });
     await h.postEvents(batch, { 'idempotency-key': 'order-2' });

@@ -8,8 +8,15 @@ describe('API error helpers', () => {
   });
 
   it('tells a terminating namespace from an RBAC denial', () => {
-    expect(isNamespaceTerminating({ code: 403, body: '{"reason":"Forbidden","details":{"causes":[{"reason":"NamespaceTerminating"}]}}' })).toBe(true);
-    expect(isNamespaceTerminating({ code: 403, body: 'User "system:serviceaccount:a:b" cannot create resource "secrets"' })).toBe(false);
+    expect(
+      isNamespaceTerminating({
+        code: 403,
+        body: '{"reason":"Forbidden","details":{"causes":[{"reason":"NamespaceTerminating"}]}}',
+      }),
+    ).toBe(true);
+    expect(
+      isNamespaceTerminating({ code: 403, body: 'User "system:serviceaccount:a:b" cannot create resource "secrets"' }),
+    ).toBe(false);
     expect(isNamespaceTerminating({ code: 409, body: 'NamespaceTerminating' })).toBe(false);
   });
 });

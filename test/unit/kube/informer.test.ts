@@ -41,7 +41,12 @@ async function fakeServer(): Promise<Fake> {
 
 function informerFor(fake: Fake, events: string[]): Informer<V1ConfigMap> {
   const kc = new KubeConfig();
-  kc.loadFromOptions({ clusters: [{ name: 'c', server: fake.url, skipTLSVerify: true }], users: [{ name: 'u' }], contexts: [{ name: 'c', cluster: 'c', user: 'u' }], currentContext: 'c' });
+  kc.loadFromOptions({
+    clusters: [{ name: 'c', server: fake.url, skipTLSVerify: true }],
+    users: [{ name: 'u' }],
+    contexts: [{ name: 'c', cluster: 'c', user: 'u' }],
+    currentContext: 'c',
+  });
   return new Informer<V1ConfigMap>({
     name: 'test',
     kubeConfig: kc,
@@ -83,7 +88,9 @@ describe('Informer', () => {
   it('relists on an in-stream 410 Gone and keeps its cache meanwhile', async () => {
     const fake = await fakeServer();
     fake.script.push((res) => {
-      res.write(`${JSON.stringify({ type: 'ERROR', object: { kind: 'Status', code: 410, message: 'too old resource version' } })}\n`);
+      res.write(
+        `${JSON.stringify({ type: 'ERROR', object: { kind: 'Status', code: 410, message: 'too old resource version' } })}\n`,
+      );
     });
     const events: string[] = [];
     const informer = informerFor(fake, events);

@@ -9,7 +9,11 @@ describe('WorkQueue', () => {
     q.add('a');
     q.add('a');
     q.add('b');
-    const done = q.run(1, async (k) => void seen.push(k), () => {});
+    const done = q.run(
+      1,
+      async (k) => void seen.push(k),
+      () => {},
+    );
     await tick();
     q.shutdown();
     await done;
@@ -21,14 +25,18 @@ describe('WorkQueue', () => {
     let running = 0;
     let maxRunning = 0;
     let runs = 0;
-    const done = q.run(4, async () => {
-      running++;
-      runs++;
-      maxRunning = Math.max(maxRunning, running);
-      if (runs === 1) q.add('a');
-      await tick(10);
-      running--;
-    }, () => {});
+    const done = q.run(
+      4,
+      async () => {
+        running++;
+        runs++;
+        maxRunning = Math.max(maxRunning, running);
+        if (runs === 1) q.add('a');
+        await tick(10);
+        running--;
+      },
+      () => {},
+    );
     q.add('a');
     await tick(60);
     q.shutdown();
@@ -52,12 +60,16 @@ describe('WorkQueue', () => {
     const q = new WorkQueue({ baseDelayMs: 5 });
     const calls: number[] = [];
     const errors: unknown[] = [];
-    const done = q.run(1, async () => {
-      calls.push(Date.now());
-      if (calls.length === 1) throw new Error('boom');
-      if (calls.length === 2) return { requeueAfterMs: 20 };
-      return undefined;
-    }, (_k, e) => errors.push(e));
+    const done = q.run(
+      1,
+      async () => {
+        calls.push(Date.now());
+        if (calls.length === 1) throw new Error('boom');
+        if (calls.length === 2) return { requeueAfterMs: 20 };
+        return undefined;
+      },
+      (_k, e) => errors.push(e),
+    );
     q.add('x');
     await tick(100);
     q.shutdown();

@@ -3,12 +3,31 @@ import type { ApiKey, WebhookIntegration } from '../../../api/v1alpha1/types.js'
 import { sha256Hex } from '../../../api/verifiers.js';
 import { ScryptVerifiers } from '../../../operator/credentials.js';
 import { parseDuration } from '../../../common/duration.js';
-import { nameHolder, planApiKey, planWebhook, ROTATED_FOR_ANNOTATION, type PlanContext } from '../../../operator/plan.js';
+import {
+  nameHolder,
+  planApiKey,
+  planWebhook,
+  ROTATED_FOR_ANNOTATION,
+  type PlanContext,
+} from '../../../operator/plan.js';
 
-const wi = (name: string, ns: string, created: string, spec: WebhookIntegration['spec'] = {}, annotations: Record<string, string> = {}): WebhookIntegration => ({
+const wi = (
+  name: string,
+  ns: string,
+  created: string,
+  spec: WebhookIntegration['spec'] = {},
+  annotations: Record<string, string> = {},
+): WebhookIntegration => ({
   apiVersion: 'intake.dev/v1alpha1',
   kind: 'WebhookIntegration',
-  metadata: { name, namespace: ns, uid: `${ns}-${name}`, creationTimestamp: created as unknown as Date, generation: 1, annotations },
+  metadata: {
+    name,
+    namespace: ns,
+    uid: `${ns}-${name}`,
+    creationTimestamp: created as unknown as Date,
+    generation: 1,
+    annotations,
+  },
   spec,
 });
 
@@ -37,20 +56,37 @@ describe('planWebhook', () => {
     expect(plan.route?.credentials).toEqual([{ username: 'alerts', secret: { sha256: sha256Hex(password) } }]);
     expect(JSON.stringify(plan.route)).not.toContain(password);
     expect(plan.credentials?.data.authorization).toBe(`Basic ${b64(`alerts:${password}`)}`);
-    expect(plan.status).toMatchObject({ integrationName: 'alerts', url: 'https://intake.example.com/events/webhook_alerts', credentialsSecret: 'intake-webhook-alerts' });
+    expect(plan.status).toMatchObject({
+      integrationName: 'alerts',
+      url: 'https://intake.example.com/events/webhook_alerts',
+      credentialsSecret: 'intake-webhook-alerts',
+    });
     expect(plan.ready).toMatchObject({ status: 'True', reason: 'Published' });
   });
 
   it('keeps an existing password', async () => {
-    const plan = await planWebhook(wi('alerts', 'a', '2026-01-01T00:00:00Z'), ctx({ existingCredentials: credSecret({ password: 'kept' }) }));
+    const plan = await planWebhook(
+      wi('alerts', 'a', '2026-01-01T00:00:00Z'),
+      ctx({ existingCredentials: credSecret({ password: 'kept' }) }),
+    );
     expect(plan.credentials?.data.password).toBe('kept');
   });
 
   it('rotates when the annotation changes, keeping the old password for the grace period', async () => {
-    const obj = wi('alerts', 'a', '2026-01-01T00:00:00Z', { credentials: { rotationGracePeriod: '10m' } }, { 'intake.dev/rotate': '2' });
+    const obj = wi(
+      'alerts',
+      'a',
+      '2026-01-01T00:00:00Z',
+      { credentials: { rotationGracePeriod: '10m' } },
+      { 'intake.dev/rotate': '2' },
+    );
     const plan = await planWebhook(obj, ctx({ existingCredentials: credSecret({ password: 'old' }, '1') }));
     expect(plan.credentials?.data.password).not.toBe('old');
-    expect(plan.route?.credentials[1]).toEqual({ username: 'alerts', secret: { sha256: sha256Hex('old') }, notAfter: '2026-01-01T00:10:00.000Z' });
+    expect(plan.route?.credentials[1]).toEqual({
+      username: 'alerts',
+      secret: { sha256: sha256Hex('old') },
+      notAfter: '2026-01-01T00:10:00.000Z',
+    });
     expect(plan.requeueAfterMs).toBe(601_000);
     expect(plan.notices[0]?.reason).toBe('Rotated');
   });
@@ -68,7 +104,10 @@ describe('planWebhook', () => {
     const obj = wi('ref', 'a', '2026-01-01T00:00:00Z', { credentials: { secretRef: { name: 'mine' } } });
     const missing = await planWebhook(obj, ctx());
     expect(missing.ready.reason).toBe('SecretNotFound');
-    const found = await planWebhook(obj, ctx({ readSecret: async () => credSecret({ username: 'bob', password: 'pw' }) }));
+    const found = await planWebhook(
+      obj,
+      ctx({ readSecret: async () => credSecret({ username: 'bob', password: 'pw' }) }),
+    );
     expect(found.route?.credentials[0]?.username).toBe('bob');
     expect(found.route?.credentials[0]?.secret).toHaveProperty('scrypt');
     expect(found.credentials).toBeUndefined();
@@ -88,7 +127,12 @@ describe('planWebhook', () => {
 
 describe('planApiKey', () => {
   it('generates <namespace>_<160 bits> and carries the series cap', async () => {
-    const key: ApiKey = { apiVersion: 'intake.dev/v1alpha1', kind: 'ApiKey', metadata: { name: 'k', namespace: 'team-a', uid: 'u' }, spec: {} };
+    const key: ApiKey = {
+      apiVersion: 'intake.dev/v1alpha1',
+      kind: 'ApiKey',
+      metadata: { name: 'k', namespace: 'team-a', uid: 'u' },
+      spec: {},
+    };
     const plan = await planApiKey(key, ctx());
     expect(plan.credentials?.data.apiKey).toMatch(/^team-a_[0-9a-f]{40}$/);
     expect(plan.credentials?.data.username).toBe('team-a');
@@ -98,7 +142,13 @@ describe('planApiKey', () => {
 });
 
 describe('parseDuration', () => {
-  it.each([['0s', 0], ['90s', 90_000], ['1h30m', 5_400_000], ['250ms', 250], [undefined, 0]])('%p is %i ms', (v, ms) => {
+  it.each([
+    ['0s', 0],
+    ['90s', 90_000],
+    ['1h30m', 5_400_000],
+    ['250ms', 250],
+    [undefined, 0],
+  ])('%p is %i ms', (v, ms) => {
     expect(parseDuration(v)).toBe(ms);
   });
   it('refuses garbage', () => {
@@ -107,22 +157,49 @@ describe('parseDuration', () => {
 });
 
 describe('planWebhook with spec.mapping', () => {
-  const existingRoute = { apiVersion: 'intake.dev/v1alpha1' as const, kind: 'WebhookIntegration' as const, name: 'am', namespace: 'a', credentials: [{ username: 'am', secret: { sha256: sha256Hex('pw') } }], mapping: { preset: 'alertmanager' } };
+  const existingRoute = {
+    apiVersion: 'intake.dev/v1alpha1' as const,
+    kind: 'WebhookIntegration' as const,
+    name: 'am',
+    namespace: 'a',
+    credentials: [{ username: 'am', secret: { sha256: sha256Hex('pw') } }],
+    mapping: { preset: 'alertmanager' },
+  };
 
   it('publishes the mapping without its tests', async () => {
-    const plan = await planWebhook(wi('am', 'a', '2026-01-01T00:00:00Z', { mapping: { expression: '{"source": h, "severity": 1}', tests: [{ input: { h: 'x' }, expect: { source: 'x' } }] } }), ctx());
+    const plan = await planWebhook(
+      wi('am', 'a', '2026-01-01T00:00:00Z', {
+        mapping: {
+          expression: '{"source": h, "severity": 1}',
+          tests: [{ input: { h: 'x' }, expect: { source: 'x' } }],
+        },
+      }),
+      ctx(),
+    );
     expect(plan.ready.reason).toBe('Published');
     expect(plan.route?.mapping).toEqual({ expression: '{"source": h, "severity": 1}' });
   });
 
   it('gives InvalidMapping with the JSONata code and position, keeping the published route', async () => {
-    const plan = await planWebhook(wi('am', 'a', '2026-01-01T00:00:00Z', { mapping: { expression: '{"x": foo' } }), ctx({ existingRoute }));
-    expect(plan.ready).toEqual({ status: 'False', reason: 'InvalidMapping', message: 'spec.mapping: S0203 at 9: Expected "}" before end of expression' });
+    const plan = await planWebhook(
+      wi('am', 'a', '2026-01-01T00:00:00Z', { mapping: { expression: '{"x": foo' } }),
+      ctx({ existingRoute }),
+    );
+    expect(plan.ready).toEqual({
+      status: 'False',
+      reason: 'InvalidMapping',
+      message: 'spec.mapping: S0203 at 9: Expected "}" before end of expression',
+    });
     expect(plan.route).toBe(existingRoute);
   });
 
   it('gives InvalidMapping with the first difference when a test fails, publishing nothing new', async () => {
-    const plan = await planWebhook(wi('am', 'a', '2026-01-01T00:00:00Z', { mapping: { preset: 'nagios', tests: [{ input: { host: 'h', state: 'OK' }, expect: { severity: 5 } }] } }), ctx());
+    const plan = await planWebhook(
+      wi('am', 'a', '2026-01-01T00:00:00Z', {
+        mapping: { preset: 'nagios', tests: [{ input: { host: 'h', state: 'OK' }, expect: { severity: 5 } }] },
+      }),
+      ctx(),
+    );
     expect(plan.ready.reason).toBe('InvalidMapping');
     expect(plan.ready.message).toBe('spec.mapping: tests[0]: event 0: severity: expected 5, got 0');
     expect(plan.route).toBeUndefined();
@@ -131,10 +208,19 @@ describe('planWebhook with spec.mapping', () => {
 
 describe('planWebhook with spec.destinations', () => {
   const configured = { destinations: ['alertmanager', 'tickets'] };
-  const existingRoute = { apiVersion: 'intake.dev/v1alpha1' as const, kind: 'WebhookIntegration' as const, name: 'am', namespace: 'a', credentials: [{ username: 'am', secret: { sha256: sha256Hex('pw') } }] };
+  const existingRoute = {
+    apiVersion: 'intake.dev/v1alpha1' as const,
+    kind: 'WebhookIntegration' as const,
+    name: 'am',
+    namespace: 'a',
+    credentials: [{ username: 'am', secret: { sha256: sha256Hex('pw') } }],
+  };
 
   it('publishes the named destinations in the route', async () => {
-    const plan = await planWebhook(wi('am', 'a', '2026-01-01T00:00:00Z', { destinations: ['tickets'] }), ctx(configured));
+    const plan = await planWebhook(
+      wi('am', 'a', '2026-01-01T00:00:00Z', { destinations: ['tickets'] }),
+      ctx(configured),
+    );
     expect(plan.ready.reason).toBe('Published');
     expect(plan.route?.destinations).toEqual(['tickets']);
   });
@@ -148,15 +234,29 @@ describe('planWebhook with spec.destinations', () => {
   });
 
   it('gives UnknownDestination naming the unknown and the configured names, publishing nothing new', async () => {
-    const plan = await planWebhook(wi('am', 'a', '2026-01-01T00:00:00Z', { destinations: ['alertmanager', 'pager', 'chat'] }), ctx(configured));
-    expect(plan.ready).toEqual({ status: 'False', reason: 'UnknownDestination', message: 'spec.destinations: unknown destinations pager, chat (configured: alertmanager, tickets)' });
+    const plan = await planWebhook(
+      wi('am', 'a', '2026-01-01T00:00:00Z', { destinations: ['alertmanager', 'pager', 'chat'] }),
+      ctx(configured),
+    );
+    expect(plan.ready).toEqual({
+      status: 'False',
+      reason: 'UnknownDestination',
+      message: 'spec.destinations: unknown destinations pager, chat (configured: alertmanager, tickets)',
+    });
     expect(plan.route).toBeUndefined();
     expect(plan.credentials).toBeUndefined();
   });
 
   it('keeps the route already published when a destination becomes unknown', async () => {
-    const plan = await planWebhook(wi('am', 'a', '2026-01-01T00:00:00Z', { destinations: ['tickets'] }), ctx({ destinations: ['alertmanager'], existingRoute }));
-    expect(plan.ready).toMatchObject({ status: 'False', reason: 'UnknownDestination', message: 'spec.destinations: unknown destination tickets (configured: alertmanager)' });
+    const plan = await planWebhook(
+      wi('am', 'a', '2026-01-01T00:00:00Z', { destinations: ['tickets'] }),
+      ctx({ destinations: ['alertmanager'], existingRoute }),
+    );
+    expect(plan.ready).toMatchObject({
+      status: 'False',
+      reason: 'UnknownDestination',
+      message: 'spec.destinations: unknown destination tickets (configured: alertmanager)',
+    });
     expect(plan.route).toBe(existingRoute);
   });
 

@@ -24,12 +24,16 @@ describe('the Node flags intake runs with', () => {
   it('are set by the image, the npm scripts and the bin alike', () => {
     expect(read('Dockerfile')).toMatch(new RegExp(`^ENV NODE_OPTIONS=${FLAG}$`, 'm'));
     const scripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts;
-    for (const name of ['start', 'ingester', 'operator']) expect(scripts[name]).toContain(`node ${FLAG} dist/cmd/intake.js`);
+    for (const name of ['start', 'ingester', 'operator'])
+      expect(scripts[name]).toContain(`node ${FLAG} dist/cmd/intake.js`);
     expect(read('cmd/intake.ts').split('\n')[0]).toBe(`#!/usr/bin/env -S node ${FLAG}`);
   });
 
   it('keep the young generation at 2 x 4 MiB under a high allocation rate when given as NODE_OPTIONS', () => {
-    const run = spawnSync(process.execPath, ['-e', PROBE], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: FLAG } });
+    const run = spawnSync(process.execPath, ['-e', PROBE], {
+      encoding: 'utf8',
+      env: { ...process.env, NODE_OPTIONS: FLAG },
+    });
     expect(run.stderr).toBe('');
     expect(Number(run.stdout)).toBeGreaterThan(0);
     expect(Number(run.stdout)).toBeLessThanOrEqual(8);

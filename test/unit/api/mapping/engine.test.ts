@@ -1,4 +1,10 @@
-import { checkMapping, compileMapping, DEFAULT_MAPPING_LIMITS, MappingError, runMappingTests } from '../../../../api/mapping/engine.js';
+import {
+  checkMapping,
+  compileMapping,
+  DEFAULT_MAPPING_LIMITS,
+  MappingError,
+  runMappingTests,
+} from '../../../../api/mapping/engine.js';
 import { PRESET_NAMES } from '../../../../api/mapping/presets.js';
 import { routeSchema, validateRoute } from '../../../../api/route.js';
 
@@ -14,7 +20,9 @@ const failure = async (expression: string): Promise<MappingError> => {
 
 describe('compileMapping', () => {
   it('reports a syntax error with its JSONata code and position', () => {
-    expect(() => compileMapping({ expression: '{"x": foo' })).toThrow(expect.objectContaining({ code: 'S0203', position: 9 }));
+    expect(() => compileMapping({ expression: '{"x": foo' })).toThrow(
+      expect.objectContaining({ code: 'S0203', position: 9 }),
+    );
   });
 
   it('refuses an unknown preset, naming the known ones', () => {
@@ -22,8 +30,12 @@ describe('compileMapping', () => {
   });
 
   it('always returns an array, one event or many', async () => {
-    expect((await compileMapping({ expression: '{"source": a}' }).evaluate({ a: 'x' })).items).toEqual([{ source: 'x' }]);
-    expect((await compileMapping({ expression: 'items.{"source": $}' }).evaluate({ items: ['a', 'b'] })).items).toEqual([{ source: 'a' }, { source: 'b' }]);
+    expect((await compileMapping({ expression: '{"source": a}' }).evaluate({ a: 'x' })).items).toEqual([
+      { source: 'x' },
+    ]);
+    expect((await compileMapping({ expression: 'items.{"source": $}' }).evaluate({ items: ['a', 'b'] })).items).toEqual(
+      [{ source: 'a' }, { source: 'b' }],
+    );
     expect((await compileMapping({ expression: 'nothing' }).evaluate({})).items).toEqual([]);
   });
 });
@@ -81,16 +93,23 @@ describe('mapping tests', () => {
   const spec = { expression: '{"source": host, "severity": up ? 0 : 5}' };
 
   it('pass when every expected field matches (others are not compared)', async () => {
-    expect(await runMappingTests({ ...spec, tests: [{ input: { host: 'a', up: true }, expect: { severity: 0 } }] })).toBeUndefined();
+    expect(
+      await runMappingTests({ ...spec, tests: [{ input: { host: 'a', up: true }, expect: { severity: 0 } }] }),
+    ).toBeUndefined();
   });
 
   it('report the first difference', async () => {
-    const problem = await runMappingTests({ ...spec, tests: [{ input: { host: 'a', up: false }, expect: [{ source: 'a', severity: 0 }] }] });
+    const problem = await runMappingTests({
+      ...spec,
+      tests: [{ input: { host: 'a', up: false }, expect: [{ source: 'a', severity: 0 }] }],
+    });
     expect(problem).toBe('tests[0]: event 0: severity: expected 0, got 5');
   });
 
   it('report a wrong number of events', async () => {
-    expect(await runMappingTests({ ...spec, tests: [{ input: {}, expect: [{}, {}] }] })).toBe('tests[0]: expected 2 event(s), the mapping produced 1');
+    expect(await runMappingTests({ ...spec, tests: [{ input: {}, expect: [{}, {}] }] })).toBe(
+      'tests[0]: expected 2 event(s), the mapping produced 1',
+    );
   });
 
   it('checkMapping describes a compile error by code and position', async () => {
@@ -110,7 +129,11 @@ describe('the route contract', () => {
 
   it('accepts a preset or an expression, with tests', () => {
     expect(() => validateRoute(route({ preset: 'alertmanager' }))).not.toThrow();
-    expect(() => validateRoute(route({ expression: '{"source": "x", "severity": 1}', tests: [{ input: {}, expect: { severity: 1 } }] }))).not.toThrow();
+    expect(() =>
+      validateRoute(
+        route({ expression: '{"source": "x", "severity": 1}', tests: [{ input: {}, expect: { severity: 1 } }] }),
+      ),
+    ).not.toThrow();
   });
 
   it('rejects both at once, or neither', () => {
@@ -119,7 +142,9 @@ describe('the route contract', () => {
   });
 
   it('lists exactly the shipped presets', () => {
-    const mapping = (routeSchema as unknown as { definitions: { mapping: { properties: { preset: { enum: string[] } } } } }).definitions.mapping;
+    const mapping = (
+      routeSchema as unknown as { definitions: { mapping: { properties: { preset: { enum: string[] } } } } }
+    ).definitions.mapping;
     expect(mapping.properties.preset.enum).toEqual(PRESET_NAMES);
   });
 });

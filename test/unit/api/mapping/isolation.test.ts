@@ -6,12 +6,23 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { BUILTIN_FUNCTIONS } from '../../../../api/mapping/builtins.js';
-import { checkMapping, compileMapping, DEFAULT_MAPPING_LIMITS, MappingError, measureOutput } from '../../../../api/mapping/engine.js';
+import {
+  checkMapping,
+  compileMapping,
+  DEFAULT_MAPPING_LIMITS,
+  MappingError,
+  measureOutput,
+} from '../../../../api/mapping/engine.js';
 
 const nagiosChecked = () =>
   checkMapping({
     preset: 'nagios',
-    tests: [{ input: { notification_type: 'PROBLEM', host: 'web-9', service: 'HTTP', state: 'critical' }, expect: { severity: 5, signature: 'nagios:web-9:HTTP' } }],
+    tests: [
+      {
+        input: { notification_type: 'PROBLEM', host: 'web-9', service: 'HTTP', state: 'critical' },
+        expect: { severity: 5, signature: 'nagios:web-9:HTTP' },
+      },
+    ],
   });
 
 describe('built-in functions are read-only', () => {
@@ -30,10 +41,19 @@ describe('built-in functions are read-only', () => {
   ])('%s fails, and changes no other mapping', async (hostile) => {
     const err = await compileMapping({ expression: hostile })
       .evaluate({ any: 1 })
-      .then(() => undefined, (e: unknown) => e);
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(err).toBeInstanceOf(MappingError);
     expect(await nagiosChecked()).toBeUndefined();
-    expect((await compileMapping({ expression: '[$lowercase("MAJOR"), $uppercase("web"), $lookup({"a": 1}, "a")]' }).evaluate({})).items).toEqual(['major', 'WEB', 1]);
+    expect(
+      (
+        await compileMapping({
+          expression: '[$lowercase("MAJOR"), $uppercase("web"), $lookup({"a": 1}, "a")]',
+        }).evaluate({})
+      ).items,
+    ).toEqual(['major', 'WEB', 1]);
     expect((await compileMapping({ expression: '$now()' }).evaluate({})).items[0]).toMatch(/^20\d\d-/);
   });
 
@@ -55,7 +75,9 @@ describe('the output of a mapping is bounded', () => {
   const limits = { ...DEFAULT_MAPPING_LIMITS, maxOutputBytes: 10_000, maxEvents: 5 };
 
   it('in events (mapping.maxEvents)', () => {
-    expect(() => measureOutput([1, 2, 3, 4, 5, 6], limits, false)).toThrow(expect.objectContaining({ code: 'INTAKE_EVENT_LIMIT', message: expect.stringContaining('mapping.maxEvents') }));
+    expect(() => measureOutput([1, 2, 3, 4, 5, 6], limits, false)).toThrow(
+      expect.objectContaining({ code: 'INTAKE_EVENT_LIMIT', message: expect.stringContaining('mapping.maxEvents') }),
+    );
   });
 
   it('in bytes (mapping.maxOutputBytes), stopping at the first event past it', () => {
@@ -63,7 +85,10 @@ describe('the output of a mapping is bounded', () => {
     let serialised = 0;
     const counting = { toJSON: () => (serialised++, big) };
     expect(() => measureOutput([counting, counting, counting, counting, counting], limits, false)).toThrow(
-      expect.objectContaining({ code: 'INTAKE_OUTPUT_LIMIT', message: expect.stringMatching(/10000 bytes \(mapping\.maxOutputBytes\) at event 3 of 5/) }),
+      expect.objectContaining({
+        code: 'INTAKE_OUTPUT_LIMIT',
+        message: expect.stringMatching(/10000 bytes \(mapping\.maxOutputBytes\) at event 3 of 5/),
+      }),
     );
     expect(serialised).toBe(3);
   });
@@ -75,12 +100,22 @@ describe('the output of a mapping is bounded', () => {
   });
 
   it('applies to presets too (the alertmanager preset copies groupKey into every event)', async () => {
-    const body = { receiver: 'r', groupKey: 'g'.repeat(3000), alerts: Array.from({ length: 5 }, (_, i) => ({ status: 'firing', labels: { alertname: `a${i}` } })) };
+    const body = {
+      receiver: 'r',
+      groupKey: 'g'.repeat(3000),
+      alerts: Array.from({ length: 5 }, (_, i) => ({ status: 'firing', labels: { alertname: `a${i}` } })),
+    };
     const err = await compileMapping({ preset: 'alertmanager' }, { ...limits, maxEvents: 100 })
       .evaluate(body)
-      .then(() => undefined, (e: unknown) => e);
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(err).toMatchObject({ code: 'INTAKE_OUTPUT_LIMIT' });
-    const ok = await compileMapping({ preset: 'alertmanager' }, { ...limits, maxEvents: 100, maxOutputBytes: 1 << 20 }).evaluate(body);
+    const ok = await compileMapping(
+      { preset: 'alertmanager' },
+      { ...limits, maxEvents: 100, maxOutputBytes: 1 << 20 },
+    ).evaluate(body);
     expect(ok.items).toHaveLength(5);
     expect(ok.outputBytes).toBe(Buffer.byteLength(JSON.stringify(ok.items)));
     expect(ok.cpuMs).toBeGreaterThanOrEqual(0);

@@ -11,7 +11,10 @@ import { PRESETS } from '../../../../api/mapping/presets.js';
 
 const FIXTURES = join(process.cwd(), 'test/unit/api/mapping/fixtures');
 
-async function reference(preset: 'alertmanager' | 'grafana', body: unknown): Promise<{ value?: unknown; code?: string }> {
+async function reference(
+  preset: 'alertmanager' | 'grafana',
+  body: unknown,
+): Promise<{ value?: unknown; code?: string }> {
   try {
     const out = await jsonata(PRESETS[preset].expression).evaluate(body);
     return { value: JSON.parse(JSON.stringify(out === undefined ? [] : Array.isArray(out) ? out : [out])) };
@@ -66,26 +69,41 @@ function* payloads(seed: number, count: number): Generator<unknown> {
       };
       return JSON.parse(JSON.stringify(alert)) as unknown;
     });
-    yield JSON.parse(JSON.stringify({ receiver: maybe('intake'), status: 'firing', alerts, groupKey: maybe('{}:{alertname="HighCPU"}'), version: '4' }));
+    yield JSON.parse(
+      JSON.stringify({
+        receiver: maybe('intake'),
+        status: 'firing',
+        alerts,
+        groupKey: maybe('{}:{alertname="HighCPU"}'),
+        version: '4',
+      }),
+    );
   }
 }
 
 describe.each([['alertmanager'], ['grafana']] as const)('native preset %s', (preset) => {
   it('equals the JSONata preset on the fixture', async () => {
-    const fixture = JSON.parse(readFileSync(join(FIXTURES, `${preset}.json`), 'utf8')) as { cases: Array<{ input: unknown }>; malformed: unknown };
+    const fixture = JSON.parse(readFileSync(join(FIXTURES, `${preset}.json`), 'utf8')) as {
+      cases: Array<{ input: unknown }>;
+      malformed: unknown;
+    };
     for (const c of fixture.cases) expect(native(preset, c.input)).toEqual(await reference(preset, c.input));
     expect(native(preset, fixture.malformed)).toEqual(await reference(preset, fixture.malformed));
   });
 
   it('equals the JSONata preset on 300 generated payloads with missing, empty and odd fields', async () => {
-    for (const body of payloads(preset === 'grafana' ? 7 : 3, 300)) expect(native(preset, body)).toEqual(await reference(preset, body));
+    for (const body of payloads(preset === 'grafana' ? 7 : 3, 300))
+      expect(native(preset, body)).toEqual(await reference(preset, body));
   });
 
   it.each([
     ['no alerts', { receiver: 'x' }],
     ['alerts not an array', { alerts: { status: 'firing' } }],
     ['a numeric severity', { alerts: [{ status: 'firing', labels: { severity: 5, instance: 'a' } }] }],
-    ['nested arrays of alerts', { alerts: [[{ status: 'firing', labels: { instance: 'a' } }], { labels: { job: 'j' } }] }],
+    [
+      'nested arrays of alerts',
+      { alerts: [[{ status: 'firing', labels: { instance: 'a' } }], { labels: { job: 'j' } }] },
+    ],
     ['non-object alerts', { alerts: ['x', 3] }],
   ])('equals the JSONata preset on %s', async (_what, body) => {
     expect(native(preset, body)).toEqual(await reference(preset, body));

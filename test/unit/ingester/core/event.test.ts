@@ -14,13 +14,24 @@ function errorsOf(body: unknown, max = 1000) {
 
 describe('parseEvents', () => {
   it.each([
-    [0, 0], [5, 5], ['3', 3], [' 4 ', 4], ['clear', 0], ['Indeterminate', 1], ['WARNING', 2], ['minor', 3], ['Major', 4], ['critical', 5],
+    [0, 0],
+    [5, 5],
+    ['3', 3],
+    [' 4 ', 4],
+    ['clear', 0],
+    ['Indeterminate', 1],
+    ['WARNING', 2],
+    ['minor', 3],
+    ['Major', 4],
+    ['critical', 5],
   ])('reads severity %p as %i', (severity, expected) => {
     expect(parse({ source: 's', severity })[0]?.severity).toBe(expected);
   });
 
   it.each([[6], [-1], [2.5], ['6'], ['severe'], [null], [true], [[1]]])('rejects severity %p', (severity) => {
-    expect(errorsOf({ source: 's', severity })).toEqual([{ index: 0, field: 'severity', message: expect.stringMatching(/0\.\.5/) }]);
+    expect(errorsOf({ source: 's', severity })).toEqual([
+      { index: 0, field: 'severity', message: expect.stringMatching(/0\.\.5/) },
+    ]);
   });
 
   it('derives the signature from source:class:type when absent, keeps it when given', () => {
@@ -30,7 +41,9 @@ describe('parseEvents', () => {
 
   it('reads agent_time as epoch seconds or milliseconds, number or string; defaults to the receive time', () => {
     expect(parse({ source: 's', severity: 1, agent_time: 1767225600 })[0]?.agent_time).toBe('2026-01-01T00:00:00.000Z');
-    expect(parse({ source: 's', severity: 1, agent_time: '1767225600000' })[0]?.agent_time).toBe('2026-01-01T00:00:00.000Z');
+    expect(parse({ source: 's', severity: 1, agent_time: '1767225600000' })[0]?.agent_time).toBe(
+      '2026-01-01T00:00:00.000Z',
+    );
     expect(parse({ source: 's', severity: 1 })[0]?.agent_time).toBe('2026-01-01T00:00:00.000Z');
   });
 
@@ -46,7 +59,10 @@ describe('parseEvents', () => {
   it('refuses unknown fields nested deeper than 32 levels', () => {
     let deep: unknown = 'leaf';
     for (let i = 0; i < 40; i++) deep = { d: deep };
-    expect(errorsOf({ source: 's', severity: 1, extra: deep })?.[0]).toMatchObject({ field: 'extra', message: expect.stringMatching(/deeper/) });
+    expect(errorsOf({ source: 's', severity: 1, extra: deep })?.[0]).toMatchObject({
+      field: 'extra',
+      message: expect.stringMatching(/deeper/),
+    });
   });
 
   it('requires source and severity, and caps string lengths', () => {
@@ -55,8 +71,14 @@ describe('parseEvents', () => {
       { index: 0, field: 'severity', message: 'is required' },
     ]);
     expect(errorsOf({ source: '', severity: 1 })?.[0]).toMatchObject({ field: 'source', message: 'must not be empty' });
-    expect(errorsOf({ source: 's', severity: 1, type: 'x'.repeat(257) })?.[0]).toMatchObject({ field: 'type', message: 'must be at most 256 characters' });
-    expect(errorsOf({ source: 's', severity: 1, description: 5 })?.[0]).toMatchObject({ field: 'description', message: 'must be string' });
+    expect(errorsOf({ source: 's', severity: 1, type: 'x'.repeat(257) })?.[0]).toMatchObject({
+      field: 'type',
+      message: 'must be at most 256 characters',
+    });
+    expect(errorsOf({ source: 's', severity: 1, description: 5 })?.[0]).toMatchObject({
+      field: 'description',
+      message: 'must be string',
+    });
   });
 
   it('bounds the batch: not empty, not past the limit, objects only', () => {

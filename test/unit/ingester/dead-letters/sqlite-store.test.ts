@@ -13,8 +13,15 @@ const file = (): string => {
   dirs.push(d);
   return join(d, 'deadletters.sqlite');
 };
-const mapping = (namespace: string, n: number, pad = 1000): NewDeadLetter => ({ kind: 'mapping', namespace, integration: 'am', reason: `bad ${n}`, payload: { n, pad: 'x'.repeat(pad) } });
-const ns = (letters: Array<{ namespace: string; payload?: unknown; kind: string }>): string[] => letters.map((l) => `${l.namespace}:${(l as { payload: { n: number } }).payload.n}`);
+const mapping = (namespace: string, n: number, pad = 1000): NewDeadLetter => ({
+  kind: 'mapping',
+  namespace,
+  integration: 'am',
+  reason: `bad ${n}`,
+  payload: { n, pad: 'x'.repeat(pad) },
+});
+const ns = (letters: Array<{ namespace: string; payload?: unknown; kind: string }>): string[] =>
+  letters.map((l) => `${l.namespace}:${(l as { payload: { n: number } }).payload.n}`);
 
 describe('SqliteDeadLetters', () => {
   it('keeps letters across a restart, with their ids', async () => {
@@ -23,14 +30,18 @@ describe('SqliteDeadLetters', () => {
     const id = await first.put(mapping('a', 1));
     await first.close();
     const second = new SqliteDeadLetters(path, { maxBytes: 1 << 20, maxBytesPerNamespace: 1 << 20 });
-    expect(await second.list({ limit: 10 })).toEqual([expect.objectContaining({ id, kind: 'mapping', namespace: 'a', payload: { n: 1, pad: 'x'.repeat(1000) } })]);
+    expect(await second.list({ limit: 10 })).toEqual([
+      expect.objectContaining({ id, kind: 'mapping', namespace: 'a', payload: { n: 1, pad: 'x'.repeat(1000) } }),
+    ]);
     expect(second.usage().namespaces.get('a')).toBeGreaterThan(1000);
     await second.close();
   });
 
   it("drops a flooding namespace's own oldest letters, never another namespace's", async () => {
     const dropped: DroppedLetter[] = [];
-    const store = new SqliteDeadLetters(file(), { maxBytes: 20_000, maxBytesPerNamespace: 6000 }, (d) => dropped.push(...d));
+    const store = new SqliteDeadLetters(file(), { maxBytes: 20_000, maxBytesPerNamespace: 6000 }, (d) =>
+      dropped.push(...d),
+    );
     await store.put(mapping('quiet', 0));
     for (let n = 0; n < 30; n++) await store.put(mapping('noisy', n));
     const kept = await store.list({ limit: 100 });
@@ -45,7 +56,9 @@ describe('SqliteDeadLetters', () => {
 
   it('makes room in the largest namespace when the whole store is full', async () => {
     const dropped: DroppedLetter[] = [];
-    const store = new SqliteDeadLetters(file(), { maxBytes: 8000, maxBytesPerNamespace: 6000 }, (d) => dropped.push(...d));
+    const store = new SqliteDeadLetters(file(), { maxBytes: 8000, maxBytesPerNamespace: 6000 }, (d) =>
+      dropped.push(...d),
+    );
     for (let n = 0; n < 5; n++) await store.put(mapping('big', n));
     await store.put(mapping('small', 0));
     await store.put(mapping('small', 1));
@@ -58,7 +71,9 @@ describe('SqliteDeadLetters', () => {
 
   it('refuses a letter larger than a share, and counts it', async () => {
     const dropped: DroppedLetter[] = [];
-    const store = new SqliteDeadLetters(file(), { maxBytes: 100_000, maxBytesPerNamespace: 5000 }, (d) => dropped.push(...d));
+    const store = new SqliteDeadLetters(file(), { maxBytes: 100_000, maxBytesPerNamespace: 5000 }, (d) =>
+      dropped.push(...d),
+    );
     await expect(store.put(mapping('a', 1, 6000))).rejects.toBeInstanceOf(LetterTooLarge);
     expect(dropped).toEqual([{ kind: 'mapping', namespace: 'a', reason: 'too_large' }]);
     await store.close();
@@ -85,7 +100,16 @@ describe('SqliteDeadLetters', () => {
     const store = new SqliteDeadLetters(file(), { maxBytes: 1 << 20, maxBytesPerNamespace: 1 << 20 });
     const m = await store.put(mapping('a', 1));
     const event = { id: 'e1', namespace: 'b', integration: 'x' } as never;
-    const d = await store.put({ kind: 'delivery', namespace: 'b', integration: 'x', destination: 'tickets', reason: 'http_400', error: 'no', attempts: 1, event });
+    const d = await store.put({
+      kind: 'delivery',
+      namespace: 'b',
+      integration: 'x',
+      destination: 'tickets',
+      reason: 'http_400',
+      error: 'no',
+      attempts: 1,
+      event,
+    });
     expect((await store.list({ limit: 10, kind: 'mapping' })).map((l) => l.id)).toEqual([m]);
     expect((await store.list({ limit: 10, destination: 'tickets' })).map((l) => l.id)).toEqual([d]);
     expect((await store.list({ limit: 10, namespace: 'b', integration: 'x' })).map((l) => l.id)).toEqual([d]);

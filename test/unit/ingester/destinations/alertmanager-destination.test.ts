@@ -62,12 +62,35 @@ beforeEach(() => {
 });
 
 const event = (signature: string, severity: number, id: string, namespace = 'default'): NormalisedEvent =>
-  ({ id, integration: 'demo', namespace, received_at: new Date().toISOString(), agent_time: new Date().toISOString(), signature, source: 'h', severity, severity_name: severity === 0 ? 'clear' : 'major', custom_info: {} }) as NormalisedEvent;
+  ({
+    id,
+    integration: 'demo',
+    namespace,
+    received_at: new Date().toISOString(),
+    agent_time: new Date().toISOString(),
+    signature,
+    source: 'h',
+    severity,
+    severity_name: severity === 0 ? 'clear' : 'major',
+    custom_info: {},
+  }) as NormalisedEvent;
 
-const destination = (store: AlertStore, o: { resolveAfterMs?: number; maxAlertsPerNamespace?: number; maxAlerts?: number; registry?: Registry } = {}, holder = 'me'): AlertmanagerDestination =>
+const destination = (
+  store: AlertStore,
+  o: { resolveAfterMs?: number; maxAlertsPerNamespace?: number; maxAlerts?: number; registry?: Registry } = {},
+  holder = 'me',
+): AlertmanagerDestination =>
   new AlertmanagerDestination(
     'am',
-    { urls: [url], resendIntervalMs: 60_000, resolvedRetentionMs: 900_000, resolveAfterMs: o.resolveAfterMs ?? 0, timeoutMs: 1000, maxAlertsPerNamespace: o.maxAlertsPerNamespace ?? 10_000, maxAlerts: o.maxAlerts ?? 50_000 },
+    {
+      urls: [url],
+      resendIntervalMs: 60_000,
+      resolvedRetentionMs: 900_000,
+      resolveAfterMs: o.resolveAfterMs ?? 0,
+      timeoutMs: 1000,
+      maxAlertsPerNamespace: o.maxAlertsPerNamespace ?? 10_000,
+      maxAlerts: o.maxAlerts ?? 50_000,
+    },
     () => store,
     new DestinationMetrics(o.registry ?? new Registry()),
     pino({ level: 'silent' }),
@@ -75,7 +98,9 @@ const destination = (store: AlertStore, o: { resolveAfterMs?: number; maxAlertsP
   );
 
 const refusedCount = async (registry: Registry, limit: string): Promise<number> =>
-  ((await registry.getSingleMetric('intake_destination_alerts_refused_total')?.get())?.values ?? []).filter((v) => v.labels.limit === limit).reduce((sum, v) => sum + v.value, 0);
+  ((await registry.getSingleMetric('intake_destination_alerts_refused_total')?.get())?.values ?? [])
+    .filter((v) => v.labels.limit === limit)
+    .reduce((sum, v) => sum + v.value, 0);
 
 describe('Alertmanager destination', () => {
   it('stores each alert state and posts the alerts of a batch once each', async () => {
@@ -109,7 +134,7 @@ describe('Alertmanager destination', () => {
     const resent = posts.at(-1)?.[0];
     expect(Date.parse(resent?.endsAt ?? '')).toBeLessThanOrEqual(Date.now());
     expect(resent?.annotations.resolved_by).toMatch(/^resolveAfter/);
-    expect((await store.get(resent ? [...store.rows.keys()][0] as string : ''))?.state.resolvedAt).toBeDefined();
+    expect((await store.get(resent ? ([...store.rows.keys()][0] as string) : ''))?.state.resolvedAt).toBeDefined();
 
     const other = destination(store, {}, 'someone-else');
     const before = posts.length;
@@ -124,10 +149,17 @@ describe('Alertmanager destination', () => {
     const d = destination(store, { maxAlertsPerNamespace: 2, registry });
     expect(await d.send([event('a', 4, '1'), event('b', 4, '2'), event('c', 4, '3')])).toEqual({ kind: 'delivered' });
     expect(store.rows.size).toBe(2);
-    expect(posts.flat().map((a) => a.labels.signature).sort()).toEqual(['a', 'b']);
+    expect(
+      posts
+        .flat()
+        .map((a) => a.labels.signature)
+        .sort(),
+    ).toEqual(['a', 'b']);
     expect(await refusedCount(registry, 'namespace')).toBe(1);
     // Kept alerts update and resolve; a new namespace has its own cap.
-    expect(await d.send([event('a', 5, '4'), event('b', 0, '5'), event('x', 4, '6', 'other')])).toEqual({ kind: 'delivered' });
+    expect(await d.send([event('a', 5, '4'), event('b', 0, '5'), event('x', 4, '6', 'other')])).toEqual({
+      kind: 'delivered',
+    });
     expect(store.rows.size).toBe(3);
     expect(await refusedCount(registry, 'namespace')).toBe(1);
     await d.close();
@@ -137,7 +169,12 @@ describe('Alertmanager destination', () => {
     const store = new MemoryStore();
     const registry = new Registry();
     const d = destination(store, { maxAlerts: 3, registry });
-    await d.send([event('a', 4, '1', 'n1'), event('b', 4, '2', 'n2'), event('c', 4, '3', 'n3'), event('d', 4, '4', 'n4')]);
+    await d.send([
+      event('a', 4, '1', 'n1'),
+      event('b', 4, '2', 'n2'),
+      event('c', 4, '3', 'n3'),
+      event('d', 4, '4', 'n4'),
+    ]);
     expect(store.rows.size).toBe(3);
     expect(await refusedCount(registry, 'total')).toBe(1);
     await d.close();
@@ -159,7 +196,10 @@ describe('Alertmanager destination', () => {
   it('re-sends a page of at most 256 alerts at a time and stores the counts per namespace', async () => {
     const store = new MemoryStore();
     const d = destination(store);
-    for (let i = 0; i < 600; i += 100) await d.send(Array.from({ length: 100 }, (_, j) => event(`s${i + j}`, 4, `e${i + j}`, (i + j) % 3 === 0 ? 'x' : 'y')));
+    for (let i = 0; i < 600; i += 100)
+      await d.send(
+        Array.from({ length: 100 }, (_, j) => event(`s${i + j}`, 4, `e${i + j}`, (i + j) % 3 === 0 ? 'x' : 'y')),
+      );
     posts.length = 0;
     await d.resend();
     expect(posts.map((p) => p.length)).toEqual([256, 256, 88]);

@@ -1,4 +1,13 @@
-import { alertKey, alertsOf, applyEvent, ENDS_AT_INTERVALS, expire, isSpent, labelsOf, type AlertState } from '../../../../ingester/destinations/alerts.js';
+import {
+  alertKey,
+  alertsOf,
+  applyEvent,
+  ENDS_AT_INTERVALS,
+  expire,
+  isSpent,
+  labelsOf,
+  type AlertState,
+} from '../../../../ingester/destinations/alerts.js';
 import type { NormalisedEvent } from '../../../../ingester/core/event.js';
 
 const T0 = Date.parse('2026-11-23T10:00:00.000Z');
@@ -27,9 +36,28 @@ function event(over: Partial<NormalisedEvent> = {}, atMs = T0): NormalisedEvent 
 
 describe('events as Alertmanager alerts', () => {
   it('labels carry the identity, annotations the rest', () => {
-    const { next } = applyEvent(undefined, event({ manager: 'nagios', agent_location: 'dc1', external_id: 'X-1', source_id: 's1' }), T0);
-    expect(next?.labels).toEqual({ alertname: 'HighCPU', signature: 'web-1:cpu', source: 'web-1', severity: 'critical', integration: 'demo', namespace: 'team-a' });
-    expect(next?.annotations).toMatchObject({ description: 'CPU at 99%', manager: 'nagios', agent_location: 'dc1', external_id: 'X-1', source_id: 's1', class: 'cpu', custom_info: '{"rack":7}' });
+    const { next } = applyEvent(
+      undefined,
+      event({ manager: 'nagios', agent_location: 'dc1', external_id: 'X-1', source_id: 's1' }),
+      T0,
+    );
+    expect(next?.labels).toEqual({
+      alertname: 'HighCPU',
+      signature: 'web-1:cpu',
+      source: 'web-1',
+      severity: 'critical',
+      integration: 'demo',
+      namespace: 'team-a',
+    });
+    expect(next?.annotations).toMatchObject({
+      description: 'CPU at 99%',
+      manager: 'nagios',
+      agent_location: 'dc1',
+      external_id: 'X-1',
+      source_id: 's1',
+      class: 'cpu',
+      custom_info: '{"rack":7}',
+    });
     expect(next?.annotations.event_id).toMatch(/^id-/);
   });
 
@@ -62,12 +90,16 @@ describe('events as Alertmanager alerts', () => {
   });
 
   it('a clear for a signature with no alert changes nothing', () => {
-    expect(applyEvent(undefined, event({ severity: 0, severity_name: 'clear' }), T0)).toEqual({ next: undefined, changed: false });
+    expect(applyEvent(undefined, event({ severity: 0, severity_name: 'clear' }), T0)).toEqual({
+      next: undefined,
+      changed: false,
+    });
   });
 
   it('a new severity is a new alert, and the old one is resolved', () => {
     const critical = applyEvent(undefined, event({}, T0), T0).next as AlertState;
-    const minor = applyEvent(critical, event({ severity: 3, severity_name: 'minor' }, T0 + 1000), T0 + 1000).next as AlertState;
+    const minor = applyEvent(critical, event({ severity: 3, severity_name: 'minor' }, T0 + 1000), T0 + 1000)
+      .next as AlertState;
     const alerts = alertsOf(minor, T0 + 1000, timing);
     expect(alerts.map((a) => [a.labels.severity, a.endsAt === new Date(T0 + 1000).toISOString()])).toEqual([
       ['critical', true],
@@ -78,7 +110,8 @@ describe('events as Alertmanager alerts', () => {
 
   it('ignores an event older than the last one applied (a reordered redelivery)', () => {
     const firing = applyEvent(undefined, event({}, T0), T0).next as AlertState;
-    const cleared = applyEvent(firing, event({ severity: 0, severity_name: 'clear' }, T0 + 1000), T0 + 1000).next as AlertState;
+    const cleared = applyEvent(firing, event({ severity: 0, severity_name: 'clear' }, T0 + 1000), T0 + 1000)
+      .next as AlertState;
     expect(applyEvent(cleared, event({}, T0 + 500), T0 + 2000)).toEqual({ next: cleared, changed: false });
   });
 

@@ -50,7 +50,9 @@ describe('dispatcher', () => {
     await d.idle();
     expect(dest.batches).toEqual([['a', 'b'], ['c']]);
     expect(items.map((i) => i.settled)).toEqual([['ack'], ['ack'], ['ack']]);
-    expect(await registry.getSingleMetricAsString('intake_destination_delivered_total')).toContain('intake_destination_delivered_total{destination="fake"} 3');
+    expect(await registry.getSingleMetricAsString('intake_destination_delivered_total')).toContain(
+      'intake_destination_delivered_total{destination="fake"} 3',
+    );
   });
 
   it('retries with backoff, then dead-letters when the attempts ran out', async () => {
@@ -63,11 +65,18 @@ describe('dispatcher', () => {
     await d.idle();
     expect(early.settled).toEqual(['retry ok HTTP 503']);
     expect(last.settled).toEqual(['dead attempts_exhausted 3 attempts, the last: HTTP 503']);
-    expect(await registry.getSingleMetricAsString('intake_destination_dead_lettered_total')).toContain('reason="attempts_exhausted"} 1');
+    expect(await registry.getSingleMetricAsString('intake_destination_dead_lettered_total')).toContain(
+      'reason="attempts_exhausted"} 1',
+    );
   });
 
   it('honours Retry-After', async () => {
-    const dest = new FakeDestination(1, async () => ({ kind: 'retry', reason: 'http_429', error: 'HTTP 429', retryAfterMs: 7000 }));
+    const dest = new FakeDestination(1, async () => ({
+      kind: 'retry',
+      reason: 'http_429',
+      error: 'HTTP 429',
+      retryAfterMs: 7000,
+    }));
     const { d } = make(dest);
     const item = delivery('a');
     d.submit(item);
@@ -76,7 +85,11 @@ describe('dispatcher', () => {
   });
 
   it('dead-letters a refusal at once, with the reason', async () => {
-    const dest = new FakeDestination(1, async () => ({ kind: 'reject', reason: 'http_400', error: 'HTTP 400: bad field' }));
+    const dest = new FakeDestination(1, async () => ({
+      kind: 'reject',
+      reason: 'http_400',
+      error: 'HTTP 400: bad field',
+    }));
     const { d } = make(dest);
     const item = delivery('a');
     d.submit(item);
@@ -132,7 +145,13 @@ describe('backoff and classification', () => {
     expect(classify(status, 'why', {}).kind).toBe(kind);
   });
 
-  it('keeps the receiver\'s Retry-After and reason', () => {
-    expect(classify(429, 'slow down', { 'retry-after': '3' })).toEqual({ kind: 'retry', reason: 'http_429', status: 429, error: 'HTTP 429: slow down', retryAfterMs: 3000 });
+  it("keeps the receiver's Retry-After and reason", () => {
+    expect(classify(429, 'slow down', { 'retry-after': '3' })).toEqual({
+      kind: 'retry',
+      reason: 'http_429',
+      status: 429,
+      error: 'HTTP 429: slow down',
+      retryAfterMs: 3000,
+    });
   });
 });

@@ -24,7 +24,8 @@ const tempDir = (): string => {
   return d;
 };
 const routing = { destinationsOf: (e: NormalisedEvent) => (e.integration === 'none' ? [] : ['a', 'b']) };
-const ev = (id: string, integration = 'demo'): NormalisedEvent => ({ id, integration, namespace: 'default', received_at: new Date().toISOString() }) as NormalisedEvent;
+const ev = (id: string, integration = 'demo'): NormalisedEvent =>
+  ({ id, integration, namespace: 'default', received_at: new Date().toISOString() }) as NormalisedEvent;
 
 class Recording implements Destination {
   readonly kind = 'http';
@@ -42,13 +43,19 @@ class Recording implements Destination {
 }
 
 const dispatcher = (dest: Destination, maxAttempts = 3): Dispatcher =>
-  new Dispatcher(dest, { maxAttempts, backoffMinMs: 1, backoffMaxMs: 2, maxInFlight: 16 }, new DestinationMetrics(new Registry()), pino({ level: 'silent' }));
+  new Dispatcher(
+    dest,
+    { maxAttempts, backoffMinMs: 1, backoffMaxMs: 2, maxInFlight: 16 },
+    new DestinationMetrics(new Registry()),
+    pino({ level: 'silent' }),
+  );
 
 /** Where buried events go; these tests never expect one unless they use a real store. */
 const noBury = async (letter: NewDeadLetter): Promise<string> => {
   throw new Error(`unexpected dead letter ${JSON.stringify(letter)}`);
 };
-const store = () => new SqliteDeadLetters(join(tempDir(), 'deadletters.sqlite'), { maxBytes: 1 << 20, maxBytesPerNamespace: 1 << 20 });
+const store = () =>
+  new SqliteDeadLetters(join(tempDir(), 'deadletters.sqlite'), { maxBytes: 1 << 20, maxBytesPerNamespace: 1 << 20 });
 
 describe('outbox', () => {
   it('holds each event once per destination and delivers it to each', async () => {
@@ -64,7 +71,10 @@ describe('outbox', () => {
       { name: 'b', dispatcher: db, leaseMs: 1000 },
     ]);
     await until(() => outbox.depth('a') === 0 && outbox.depth('b') === 0);
-    expect([a.seen.sort(), b.seen.sort()]).toEqual([['1', '2'], ['1', '2']]);
+    expect([a.seen.sort(), b.seen.sort()]).toEqual([
+      ['1', '2'],
+      ['1', '2'],
+    ]);
     outbox.stop();
     await Promise.all([da.idle(), db.idle()]);
     await outbox.close();
@@ -121,11 +131,26 @@ describe('outbox', () => {
     const rowBytes = 'a'.length + e.id.length + Buffer.byteLength(JSON.stringify(e)) + 96;
     // Room for the requeued row and four more rows, not for four phantom copies on top.
     const outbox = new Outbox(tempDir(), rowBytes * 5 + 10, { destinationsOf: () => ['a'] }, noBury);
-    const letter = { kind: 'delivery', id: 'x', seq: 1, namespace: 'default', integration: 'demo', reason: 'http_500', at: '', bytes: 0, destination: 'a', error: '', attempts: 3, event: e } as DeliveryDeadLetter;
+    const letter = {
+      kind: 'delivery',
+      id: 'x',
+      seq: 1,
+      namespace: 'default',
+      integration: 'demo',
+      reason: 'http_500',
+      at: '',
+      bytes: 0,
+      destination: 'a',
+      error: '',
+      attempts: 3,
+      event: e,
+    } as DeliveryDeadLetter;
     for (let i = 0; i < 5; i++) outbox.requeue({ ...letter, id: `x${i}`, seq: i + 1 });
     expect(outbox.depth('a')).toBe(1);
     expect(outbox.unavailable()).toBeUndefined();
-    await expect(outbox.handOff([ev('b1'), ev('b2'), ev('b3'), ev('b4')].map((x) => ({ ...x, received_at: e.received_at })))).resolves.toEqual({ processed: 4, cached: 0 });
+    await expect(
+      outbox.handOff([ev('b1'), ev('b2'), ev('b3'), ev('b4')].map((x) => ({ ...x, received_at: e.received_at }))),
+    ).resolves.toEqual({ processed: 4, cached: 0 });
     await outbox.close();
   });
 

@@ -8,13 +8,35 @@ import { RouteTable } from '../../../../ingester/routing/route-table.js';
 import type { Route } from '../../../../api/route.js';
 
 const am = { name: 'alertmanager', default: true, alertmanager: { urls: ['http://127.0.0.1:9093/'] } };
-const tickets = { name: 'tickets', http: { url: 'https://tickets.example.com/hooks/intake', headers: { 'X-Team': 'sre' }, timeout: '5s', batchSize: 100 } };
+const tickets = {
+  name: 'tickets',
+  http: {
+    url: 'https://tickets.example.com/hooks/intake',
+    headers: { 'X-Team': 'sre' },
+    timeout: '5s',
+    batchSize: 100,
+  },
+};
 
 describe('destination settings', () => {
   it('applies the defaults', () => {
     const [a, t] = resolveDestinations([am, tickets]);
-    expect(a).toMatchObject({ kind: 'alertmanager', default: true, alertmanager: { urls: ['http://127.0.0.1:9093'], resendIntervalMs: 60_000, resolvedRetentionMs: 900_000, timeoutMs: 10_000 } });
-    expect(t).toMatchObject({ kind: 'http', default: false, http: { timeoutMs: 5000, batchSize: 100, headers: { 'X-Team': 'sre' } }, delivery: { maxAttempts: 10, backoffMinMs: 1000, backoffMaxMs: 300_000, maxInFlight: 256 } });
+    expect(a).toMatchObject({
+      kind: 'alertmanager',
+      default: true,
+      alertmanager: {
+        urls: ['http://127.0.0.1:9093'],
+        resendIntervalMs: 60_000,
+        resolvedRetentionMs: 900_000,
+        timeoutMs: 10_000,
+      },
+    });
+    expect(t).toMatchObject({
+      kind: 'http',
+      default: false,
+      http: { timeoutMs: 5000, batchSize: 100, headers: { 'X-Team': 'sre' } },
+      delivery: { maxAttempts: 10, backoffMinMs: 1000, backoffMaxMs: 300_000, maxInFlight: 256 },
+    });
   });
 
   it.each([
@@ -22,9 +44,24 @@ describe('destination settings', () => {
     [[{ name: 'x' }], /exactly one of alertmanager or http/],
     [[{ ...tickets, alertmanager: am.alertmanager }], /exactly one/],
     [[{ name: 'x', http: { url: 'https://u:p@example.com/' } }], /not in the URL/],
-    [[{ name: 'x', http: { url: 'https://example.com/', headers: { Authorization: 'Bearer x' } } }], /Authorization is set by intake/],
+    [
+      [{ name: 'x', http: { url: 'https://example.com/', headers: { Authorization: 'Bearer x' } } }],
+      /Authorization is set by intake/,
+    ],
     [[{ ...tickets, delivery: { backoffMin: '10s', backoffMax: '1s' } }], /backoffMax must be at least/],
-    [[{ name: 'x', http: { url: 'https://example.com/', basicAuth: { username: 'u', passwordFile: '/p' }, bearerTokenFile: '/t' } }], /not both/],
+    [
+      [
+        {
+          name: 'x',
+          http: {
+            url: 'https://example.com/',
+            basicAuth: { username: 'u', passwordFile: '/p' },
+            bearerTokenFile: '/t',
+          },
+        },
+      ],
+      /not both/,
+    ],
   ])('refuses %j', (destinations, message) => {
     expect(() => resolveDestinations(destinations as never)).toThrow(message);
   });
@@ -37,8 +74,12 @@ describe('destination settings', () => {
   });
 
   it('refuses unknown keys and bad names in the file', () => {
-    expect(() => resolveSettings({ destinations: [{ ...am, resend: '1s' }], spool: { path: '/tmp/x' } }, {})).toThrow(/resend/);
-    expect(() => resolveSettings({ destinations: [{ ...am, name: 'Bad_Name' }], spool: { path: '/tmp/x' } }, {})).toThrow(/name/);
+    expect(() => resolveSettings({ destinations: [{ ...am, resend: '1s' }], spool: { path: '/tmp/x' } }, {})).toThrow(
+      /resend/,
+    );
+    expect(() =>
+      resolveSettings({ destinations: [{ ...am, name: 'Bad_Name' }], spool: { path: '/tmp/x' } }, {}),
+    ).toThrow(/name/);
   });
 
   it('claims an event longer than one delivery with its timeout', () => {
@@ -60,14 +101,29 @@ describe('integrations naming destinations', () => {
   const configured = resolveDestinations([am, tickets]);
 
   it('get the defaults when they name none, else exactly what they name', () => {
-    expect(RouteTable.build([{ source: 'a', route: route() }], { allowPlaintext: true, destinations: configured }).table.webhook('demo')?.destinations).toEqual(['alertmanager']);
-    expect(RouteTable.build([{ source: 'a', route: route(['tickets']) }], { allowPlaintext: true, destinations: configured }).table.webhook('demo')?.destinations).toEqual(['tickets']);
+    expect(
+      RouteTable.build([{ source: 'a', route: route() }], {
+        allowPlaintext: true,
+        destinations: configured,
+      }).table.webhook('demo')?.destinations,
+    ).toEqual(['alertmanager']);
+    expect(
+      RouteTable.build([{ source: 'a', route: route(['tickets']) }], {
+        allowPlaintext: true,
+        destinations: configured,
+      }).table.webhook('demo')?.destinations,
+    ).toEqual(['tickets']);
   });
 
   it('are skipped (Kubernetes mode) when they name an unknown destination', () => {
-    const { table, skipped } = RouteTable.build([{ source: 'secret/x', route: route(['pager']) }], { allowPlaintext: true, destinations: configured });
+    const { table, skipped } = RouteTable.build([{ source: 'secret/x', route: route(['pager']) }], {
+      allowPlaintext: true,
+      destinations: configured,
+    });
     expect(table.webhook('demo')).toBeUndefined();
-    expect(skipped).toEqual([{ source: 'secret/x', reason: 'unknown destination pager (configured: alertmanager, tickets)' }]);
+    expect(skipped).toEqual([
+      { source: 'secret/x', reason: 'unknown destination pager (configured: alertmanager, tickets)' },
+    ]);
   });
 
   it('stop a standalone start with a clear error', () => {
@@ -75,7 +131,9 @@ describe('integrations naming destinations', () => {
     try {
       const file = join(dir, 'intake.yaml');
       writeFileSync(file, JSON.stringify({ routes: [route(['pager'])] }));
-      expect(() => loadRoutesFromFile(file, configured)).toThrow(/routes\[0\] \(demo\): destinations: unknown destination pager \(configured: alertmanager, tickets\)/);
+      expect(() => loadRoutesFromFile(file, configured)).toThrow(
+        /routes\[0\] \(demo\): destinations: unknown destination pager \(configured: alertmanager, tickets\)/,
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

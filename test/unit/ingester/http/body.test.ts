@@ -19,7 +19,11 @@ describe('JSON nesting (limits.maxJsonDepth)', () => {
       err = e;
     }
     expect(err).toBeInstanceOf(IntakeError);
-    expect(err).toMatchObject({ statusCode: 400, code: 'JSON_TOO_DEEP', message: expect.stringContaining('limits.maxJsonDepth') });
+    expect(err).toMatchObject({
+      statusCode: 400,
+      code: 'JSON_TOO_DEEP',
+      message: expect.stringContaining('limits.maxJsonDepth'),
+    });
     expect(parseJsonBody('application/json', Buffer.from(`{"deep":${nested(60)}}`), 64)).toHaveProperty('deep');
   });
 });

@@ -2,7 +2,8 @@ import { BodyBudget } from '../../../../ingester/http/body-budget.js';
 import { forwardedForProblem, ingestConnectionCap, openFilesLimit } from '../../../../ingester/http/guards.js';
 
 describe('openFilesLimit', () => {
-  const limits = (soft: string) => `Limit                     Soft Limit           Hard Limit           Units\nMax open files            ${soft}                 20000                files\n`;
+  const limits = (soft: string) =>
+    `Limit                     Soft Limit           Hard Limit           Units\nMax open files            ${soft}                 20000                files\n`;
   it('reads the soft limit from /proc/self/limits text', () => expect(openFilesLimit(limits('1024'))).toBe(1024));
   it('treats unlimited and unreadable as unknown', () => {
     expect(openFilesLimit(limits('unlimited'))).toBeUndefined();

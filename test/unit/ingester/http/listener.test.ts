@@ -8,14 +8,25 @@ describe('POST /events/webhook_<name>', () => {
     const h = await harness();
     const res = await h.postEvents(event);
     expect(res.statusCode).toBe(200);
-    expect(res.body).toBe('{"response":{"processed":1,"cached":0,"received":1},"success":true,"message":"Processed 1 event(s)"}');
-    expect(h.sink.events[0]).toMatchObject({ integration: 'demo', namespace: 'default', severity: 5, signature: 'web-01:cpu:high' });
+    expect(res.body).toBe(
+      '{"response":{"processed":1,"cached":0,"received":1},"success":true,"message":"Processed 1 event(s)"}',
+    );
+    expect(h.sink.events[0]).toMatchObject({
+      integration: 'demo',
+      namespace: 'default',
+      severity: 5,
+      signature: 'web-01:cpu:high',
+    });
   });
 
   it('accepts a batch and counts every event', async () => {
     const h = await harness();
     const res = await h.postEvents([event, event, { ...event, severity: 0 }]);
-    expect(res.json()).toEqual({ response: { processed: 3, cached: 0, received: 3 }, success: true, message: 'Processed 3 event(s)' });
+    expect(res.json()).toEqual({
+      response: { processed: 3, cached: 0, received: 3 },
+      success: true,
+      message: 'Processed 3 event(s)',
+    });
     expect(h.sink.events).toHaveLength(3);
   });
 
@@ -176,7 +187,9 @@ describe('POST /v1/integrations/metrics', () => {
     const h = await harness();
     const res = await h.postMetrics(point);
     expect(res.statusCode).toBe(200);
-    expect(res.body).toBe('{"response":{"processed":1,"cached":0,"received":1},"success":true,"message":"Processed 1 data point(s)"}');
+    expect(res.body).toBe(
+      '{"response":{"processed":1,"cached":0,"received":1},"success":true,"message":"Processed 1 data point(s)"}',
+    );
     expect(h.series.render()).toContain('cpu_load{env="prod",key="",namespace="default",source="web-01"} 0.5');
   });
 
@@ -206,7 +219,14 @@ describe('POST /v1/integrations/metrics', () => {
 
   it('answers 429 naming the cap when new series pass it; existing series keep updating', async () => {
     const h = await harness({ maxSeriesPerNamespace: 2 });
-    expect((await h.postMetrics([{ ...point, key: 'a' }, { ...point, key: 'b' }])).statusCode).toBe(200);
+    expect(
+      (
+        await h.postMetrics([
+          { ...point, key: 'a' },
+          { ...point, key: 'b' },
+        ])
+      ).statusCode,
+    ).toBe(200);
     const over = await h.postMetrics({ ...point, key: 'c' });
     expect(over.statusCode).toBe(429);
     expect(over.json().message).toMatch(/cap 2/);

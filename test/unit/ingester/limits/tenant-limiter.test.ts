@@ -15,7 +15,10 @@ const route = (kind: Route['kind'], name: string, namespace: string, extra: Part
 });
 
 function tableOf(...routes: Route[]): { table: RouteTable; entry: (name: string) => RouteEntry } {
-  const { table, skipped } = RouteTable.build(routes.map((r, i) => ({ source: `r${i}`, route: r })), { allowPlaintext: true });
+  const { table, skipped } = RouteTable.build(
+    routes.map((r, i) => ({ source: `r${i}`, route: r })),
+    { allowPlaintext: true },
+  );
   expect(skipped).toEqual([]);
   return { table, entry: (name) => [...table.entries()].find((e) => e.name === name) as RouteEntry };
 }
@@ -34,7 +37,12 @@ describe('TenantLimiter', () => {
   let nowMs = 0;
   const limiter = (replicas = 1) => {
     const registry = new Registry();
-    const eventsRefused = new Counter({ name: 'e', help: 'e', labelNames: ['integration', 'namespace', 'reason', 'scope'], registers: [registry] });
+    const eventsRefused = new Counter({
+      name: 'e',
+      help: 'e',
+      labelNames: ['integration', 'namespace', 'reason', 'scope'],
+      registers: [registry],
+    });
     const l = new TenantLimiter({ mode: 'kubernetes', now: () => nowMs, eventsRefused });
     l.setReplicas(replicas);
     return { l, eventsRefused };
@@ -42,14 +50,28 @@ describe('TenantLimiter', () => {
   beforeEach(() => (nowMs = 0));
 
   it('refuses a whole batch the integration cannot take, and takes nothing from the namespace', () => {
-    const { table, entry } = tableOf(route('WebhookIntegration', 'a', 'ns', { limits: { eventsPerSecond: 10, eventsBurst: 10 } }), route('WebhookIntegration', 'b', 'ns'));
+    const { table, entry } = tableOf(
+      route('WebhookIntegration', 'a', 'ns', { limits: { eventsPerSecond: 10, eventsBurst: 10 } }),
+      route('WebhookIntegration', 'b', 'ns'),
+    );
     const { l } = limiter();
     l.sync(table.entries());
     l.take(entry('a'), 8);
     const err = refusal(() => l.take(entry('a'), 5));
     expect(err.statusCode).toBe(429);
     expect(err.headers).toEqual({ 'retry-after': '1' });
-    expect(err.toBody()).toMatchObject({ code: 'RATE_LIMITED', limit: { scope: 'integration', name: 'a', namespace: 'ns', perSecond: 10, burst: 10, requested: 5, field: expect.stringContaining('spec.limits.eventsPerSecond') } });
+    expect(err.toBody()).toMatchObject({
+      code: 'RATE_LIMITED',
+      limit: {
+        scope: 'integration',
+        name: 'a',
+        namespace: 'ns',
+        perSecond: 10,
+        burst: 10,
+        requested: 5,
+        field: expect.stringContaining('spec.limits.eventsPerSecond'),
+      },
+    });
     // The namespace gave 8, not 13: its default burst minus 8 is still there for b.
     l.take(entry('b'), DEFAULT_TENANT_LIMITS.namespace.eventsBurst - 8);
     expect(() => l.take(entry('b'), 1)).toThrow(LimitError);
@@ -57,19 +79,37 @@ describe('TenantLimiter', () => {
 
   it('shares the namespace limit among its integrations and names scope namespace', () => {
     const ns = { namespace: { eventsPerSecond: 2, eventsBurst: 4 } };
-    const { table, entry } = tableOf(route('WebhookIntegration', 'a', 'ns', { limits: ns }), route('WebhookIntegration', 'b', 'ns', { limits: ns }), route('WebhookIntegration', 'c', 'other'));
+    const { table, entry } = tableOf(
+      route('WebhookIntegration', 'a', 'ns', { limits: ns }),
+      route('WebhookIntegration', 'b', 'ns', { limits: ns }),
+      route('WebhookIntegration', 'c', 'other'),
+    );
     const { l, eventsRefused } = limiter();
     l.sync(table.entries());
     l.take(entry('a'), 3);
     const err = refusal(() => l.take(entry('b'), 2));
-    expect(err.limit).toMatchObject({ scope: 'namespace', name: 'ns', perSecond: 2, burst: 4, field: expect.stringContaining('IntakeQuota spec.namespace.eventsPerSecond') });
+    expect(err.limit).toMatchObject({
+      scope: 'namespace',
+      name: 'ns',
+      perSecond: 2,
+      burst: 4,
+      field: expect.stringContaining('IntakeQuota spec.namespace.eventsPerSecond'),
+    });
     l.take(entry('c'), 100);
-    const counted = eventsRefused.get() as unknown as Promise<{ values: Array<{ labels: Record<string, string>; value: number }> }>;
-    return counted.then((m) => expect(m.values).toEqual([{ labels: { integration: 'b', namespace: 'ns', reason: 'rate_limited', scope: 'namespace' }, value: 2 }]));
+    const counted = eventsRefused.get() as unknown as Promise<{
+      values: Array<{ labels: Record<string, string>; value: number }>;
+    }>;
+    return counted.then((m) =>
+      expect(m.values).toEqual([
+        { labels: { integration: 'b', namespace: 'ns', reason: 'rate_limited', scope: 'namespace' }, value: 2 },
+      ]),
+    );
   });
 
   it('divides every limit by the ready replicas', () => {
-    const { table, entry } = tableOf(route('WebhookIntegration', 'a', 'ns', { limits: { eventsPerSecond: 10, eventsBurst: 10 } }));
+    const { table, entry } = tableOf(
+      route('WebhookIntegration', 'a', 'ns', { limits: { eventsPerSecond: 10, eventsBurst: 10 } }),
+    );
     const { l } = limiter(2);
     l.sync(table.entries());
     l.take(entry('a'), 5);
@@ -81,7 +121,8 @@ describe('TenantLimiter', () => {
   });
 
   it('answers a repeated refusal alike, counts each one, and names the new limit once it changes', async () => {
-    const limited = (perSecond: number) => route('WebhookIntegration', 'a', 'ns', { limits: { eventsPerSecond: perSecond, eventsBurst: 2 } });
+    const limited = (perSecond: number) =>
+      route('WebhookIntegration', 'a', 'ns', { limits: { eventsPerSecond: perSecond, eventsBurst: 2 } });
     const { l, eventsRefused } = limiter();
     const first = tableOf(limited(1));
     l.sync(first.table.entries());
@@ -122,26 +163,44 @@ describe('TenantLimiter', () => {
 
   it('answers 503 for the alertmanager preset and for overLimitStatus 503', () => {
     const { table, entry } = tableOf(
-      route('WebhookIntegration', 'am', 'ns', { mapping: { preset: 'alertmanager' }, limits: { eventsPerSecond: 1, eventsBurst: 1 } }),
+      route('WebhookIntegration', 'am', 'ns', {
+        mapping: { preset: 'alertmanager' },
+        limits: { eventsPerSecond: 1, eventsBurst: 1 },
+      }),
       route('WebhookIntegration', 'x', 'ns', { limits: { eventsPerSecond: 1, eventsBurst: 1, overLimitStatus: 503 } }),
-      route('WebhookIntegration', 'y', 'ns', { mapping: { preset: 'alertmanager' }, limits: { eventsPerSecond: 1, eventsBurst: 1, overLimitStatus: 429 } }),
+      route('WebhookIntegration', 'y', 'ns', {
+        mapping: { preset: 'alertmanager' },
+        limits: { eventsPerSecond: 1, eventsBurst: 1, overLimitStatus: 429 },
+      }),
     );
     const { l } = limiter();
     l.sync(table.entries());
-    for (const [name, status] of [['am', 503], ['x', 503], ['y', 429]] as const) {
+    for (const [name, status] of [
+      ['am', 503],
+      ['x', 503],
+      ['y', 429],
+    ] as const) {
       l.take(entry(name), 1);
       expect(refusal(() => l.take(entry(name), 1)).statusCode).toBe(status);
     }
   });
 
   it('refuses mapped requests of a namespace in CPU debt until the debt is paid', () => {
-    const { table, entry } = tableOf(route('WebhookIntegration', 'm', 'ns', { mapping: { expression: '$' }, limits: { namespace: { mappingCpuMillisPerSecond: 100, mappingCpuBurstMillis: 50 } } }));
+    const { table, entry } = tableOf(
+      route('WebhookIntegration', 'm', 'ns', {
+        mapping: { expression: '$' },
+        limits: { namespace: { mappingCpuMillisPerSecond: 100, mappingCpuBurstMillis: 50 } },
+      }),
+    );
     const { l } = limiter();
     l.sync(table.entries());
     l.admitRequest(entry('m'));
     l.chargeMappingCpu(entry('m'), 250);
     const err = refusal(() => l.admitRequest(entry('m')));
-    expect(err.toBody()).toMatchObject({ code: 'MAPPING_CPU_LIMITED', limit: { scope: 'namespace', resource: 'mappingCpuMillis', perSecond: 100, burst: 50, retryAfterSeconds: 2 } });
+    expect(err.toBody()).toMatchObject({
+      code: 'MAPPING_CPU_LIMITED',
+      limit: { scope: 'namespace', resource: 'mappingCpuMillis', perSecond: 100, burst: 50, retryAfterSeconds: 2 },
+    });
     nowMs = 2001;
     expect(() => l.admitRequest(entry('m'))).not.toThrow();
   });
@@ -159,7 +218,11 @@ describe('TenantLimiter', () => {
 
   it('names the standalone file fields in file mode', () => {
     const entry = { kind: 'WebhookIntegration', name: 'demo', namespace: 'default' } as const;
-    expect(fieldFor({ scope: 'integration', resource: 'events' }, entry, 'file')).toContain('routes[].limits.eventsPerSecond');
-    expect(fieldFor({ scope: 'namespace', resource: 'dataPoints' }, entry, 'file')).toContain('routes[].limits.namespace.dataPointsPerSecond');
+    expect(fieldFor({ scope: 'integration', resource: 'events' }, entry, 'file')).toContain(
+      'routes[].limits.eventsPerSecond',
+    );
+    expect(fieldFor({ scope: 'namespace', resource: 'dataPoints' }, entry, 'file')).toContain(
+      'routes[].limits.namespace.dataPointsPerSecond',
+    );
   });
 });

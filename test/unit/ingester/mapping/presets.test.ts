@@ -17,7 +17,8 @@ interface Fixture {
   malformed: unknown;
 }
 
-const fixture = (preset: string): Fixture => JSON.parse(readFileSync(join(ROOT, 'test/unit/api/mapping/fixtures', `${preset}.json`), 'utf8')) as Fixture;
+const fixture = (preset: string): Fixture =>
+  JSON.parse(readFileSync(join(ROOT, 'test/unit/api/mapping/fixtures', `${preset}.json`), 'utf8')) as Fixture;
 
 const mappedRoute = (preset: string): Route => ({
   apiVersion: 'intake.dev/v1alpha1',

@@ -2,12 +2,24 @@
  * A tenant's expression evaluated elsewhere (the ingester's worker threads), seen from the request
  * path with a fake runner: what it is given, what it is charged, and a full queue.
  */
-import { MappingBusy, type ExpressionRunner, type MappingLimits, type MappingResult } from '../../../../api/mapping/engine.js';
+import {
+  MappingBusy,
+  type ExpressionRunner,
+  type MappingLimits,
+  type MappingResult,
+} from '../../../../api/mapping/engine.js';
 import type { Route } from '../../../../api/route.js';
 import { DEMO_AUTH, harness } from '../harness.js';
 
 const custom = (expression: string): Route[] => [
-  { apiVersion: 'intake.dev/v1alpha1', kind: 'WebhookIntegration', name: 'demo', namespace: 'team-a', credentials: [{ username: 'demo', secret: { plain: 'demo-password' } }], mapping: { expression } },
+  {
+    apiVersion: 'intake.dev/v1alpha1',
+    kind: 'WebhookIntegration',
+    name: 'demo',
+    namespace: 'team-a',
+    credentials: [{ username: 'demo', secret: { plain: 'demo-password' } }],
+    mapping: { expression },
+  },
 ];
 
 class FakeRunner implements ExpressionRunner {
@@ -29,7 +41,9 @@ describe('an expression evaluated by a runner', () => {
     expect(res.statusCode).toBe(200);
     expect(runner.calls).toEqual([{ source: '{"source": host, "severity": 1}', json: sent }]);
     expect(h.sink.events.map((e) => e.source)).toEqual(['a']);
-    expect(await h.registry.getSingleMetricAsString('intake_mapping_cpu_seconds_total')).toContain('intake_mapping_cpu_seconds_total{integration="demo",namespace="team-a"} 0.012');
+    expect(await h.registry.getSingleMetricAsString('intake_mapping_cpu_seconds_total')).toContain(
+      'intake_mapping_cpu_seconds_total{integration="demo",namespace="team-a"} 0.012',
+    );
   });
 
   it('a full queue is 503 MAPPING_BUSY with Retry-After: nothing kept, and the dry run says the same', async () => {
@@ -42,7 +56,12 @@ describe('an expression evaluated by a runner', () => {
     expect(res.headers['retry-after']).toBe('1');
     expect(res.json()).toMatchObject({ code: 'MAPPING_BUSY', message: expect.stringContaining('mapping.maxQueued') });
     expect(await h.deadLetter.list({ limit: 10 })).toHaveLength(0);
-    const dry = await h.app.inject({ method: 'POST', url: '/events/webhook_demo?dryRun=true', headers: { authorization: DEMO_AUTH, 'content-type': 'application/json' }, payload: { host: 'a' } });
+    const dry = await h.app.inject({
+      method: 'POST',
+      url: '/events/webhook_demo?dryRun=true',
+      headers: { authorization: DEMO_AUTH, 'content-type': 'application/json' },
+      payload: { host: 'a' },
+    });
     expect(dry.statusCode).toBe(503);
   });
 });

@@ -37,7 +37,11 @@ it('sends User-Agent intake/<package.json version> and the credentials from a fi
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   try {
-    const outcome = await make({ auth: { bearerTokenFile: join(dir, 'token') } }).post(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, '{}', { 'content-type': 'application/json' });
+    const outcome = await make({ auth: { bearerTokenFile: join(dir, 'token') } }).post(
+      `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
+      '{}',
+      { 'content-type': 'application/json' },
+    );
     expect(outcome).toMatchObject({ kind: 'delivered', status: 200 });
     const version = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
     expect(USER_AGENT).toBe(`intake/${version}`);
@@ -83,7 +87,13 @@ it("keeps 512 characters of an error answer and the receiver's Retry-After", asy
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   try {
     const outcome = await make().post(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, 'x', {});
-    expect(outcome).toEqual({ kind: 'retry', reason: 'http_503', status: 503, retryAfterMs: 7000, error: `HTTP 503: ${'y'.repeat(512)}` });
+    expect(outcome).toEqual({
+      kind: 'retry',
+      reason: 'http_503',
+      status: 503,
+      retryAfterMs: 7000,
+      error: `HTTP 503: ${'y'.repeat(512)}`,
+    });
   } finally {
     server.close();
   }
@@ -99,7 +109,10 @@ it('tells a refused connection, an abort by the caller and a bad header apart', 
   const abort = new AbortController();
   setTimeout(() => abort.abort(), 100);
   expect(await c.post(receiver.url, 'x', {}, abort.signal)).toMatchObject({ kind: 'retry', reason: 'aborted' });
-  expect(await c.post(receiver.url, 'x', { 'x-bad': 'a\nb' })).toMatchObject({ kind: 'reject', reason: 'invalid_request' });
+  expect(await c.post(receiver.url, 'x', { 'x-bad': 'a\nb' })).toMatchObject({
+    kind: 'reject',
+    reason: 'invalid_request',
+  });
 });
 
 it.each([

@@ -5,10 +5,22 @@ import { newVerifiedCache } from '../../../../ingester/routing/credentials.js';
 import { parseBasicAuth, soleHeader } from '../../../../ingester/auth/basic-auth.js';
 import { RouteTable } from '../../../../ingester/routing/route-table.js';
 
-const webhook = (name: string, secret: Route['credentials'][number]['secret'], extra: Partial<Route['credentials'][number]> = {}): Route => ({
-  apiVersion: 'intake.dev/v1alpha1', kind: 'WebhookIntegration', name, namespace: 'ns', credentials: [{ username: 'u', secret, ...extra }],
+const webhook = (
+  name: string,
+  secret: Route['credentials'][number]['secret'],
+  extra: Partial<Route['credentials'][number]> = {},
+): Route => ({
+  apiVersion: 'intake.dev/v1alpha1',
+  kind: 'WebhookIntegration',
+  name,
+  namespace: 'ns',
+  credentials: [{ username: 'u', secret, ...extra }],
 });
-const build = (routes: Route[], allowPlaintext = true) => RouteTable.build(routes.map((route, i) => ({ source: `#${i}`, route })), { allowPlaintext });
+const build = (routes: Route[], allowPlaintext = true) =>
+  RouteTable.build(
+    routes.map((route, i) => ({ source: `#${i}`, route })),
+    { allowPlaintext },
+  );
 
 describe('RouteTable authentication', () => {
   it('verifies sha256 verifiers', async () => {
@@ -44,12 +56,21 @@ describe('RouteTable authentication', () => {
   });
 
   it('finds API keys by digest and refuses scrypt-verified keys', async () => {
-    const key: Route = { apiVersion: 'intake.dev/v1alpha1', kind: 'ApiKey', name: 'k', namespace: 'ns', credentials: [{ username: 'ns', secret: { sha256: sha256Hex('ns_abc') } }] };
+    const key: Route = {
+      apiVersion: 'intake.dev/v1alpha1',
+      kind: 'ApiKey',
+      name: 'k',
+      namespace: 'ns',
+      credentials: [{ username: 'ns', secret: { sha256: sha256Hex('ns_abc') } }],
+    };
     const { table } = build([key]);
     expect(table.authenticateApiKey('ns_abc', undefined)?.namespace).toBe('ns');
     expect(table.authenticateApiKey('ns_abc', 'ns')).toBeDefined();
     expect(table.authenticateApiKey('ns_abc', 'other')).toBeUndefined();
-    const slow = { ...key, credentials: [{ username: 'ns', secret: { scrypt: await hashScrypt('k', randomBytes(16), 10) } }] };
+    const slow = {
+      ...key,
+      credentials: [{ username: 'ns', secret: { scrypt: await hashScrypt('k', randomBytes(16), 10) } }],
+    };
     expect(build([slow]).skipped[0]?.reason).toMatch(/sha256/);
   });
 });
@@ -62,9 +83,12 @@ describe('parseBasicAuth', () => {
   it('accepts any case of the scheme', () => {
     expect(parseBasicAuth(`bAsIc ${Buffer.from('a:b').toString('base64')}`)).toEqual({ username: 'a', password: 'b' });
   });
-  it.each([[undefined], [''], ['Basic'], ['Bearer abc'], [enc('nocolon')], ['Basic @@@'], [[enc('a:b'), enc('c:d')]]])('refuses %p', (h) => {
-    expect(parseBasicAuth(h as string | string[] | undefined)).toBeUndefined();
-  });
+  it.each([[undefined], [''], ['Basic'], ['Bearer abc'], [enc('nocolon')], ['Basic @@@'], [[enc('a:b'), enc('c:d')]]])(
+    'refuses %p',
+    (h) => {
+      expect(parseBasicAuth(h as string | string[] | undefined)).toBeUndefined();
+    },
+  );
 });
 
 describe('soleHeader', () => {

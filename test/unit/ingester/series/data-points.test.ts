@@ -12,7 +12,12 @@ function errorsOf(body: unknown) {
 }
 
 describe('parseDataPoints', () => {
-  it.each([[1.5, 1.5], ['42', 42], [' -3e2 ', -300], ['.5', 0.5]])('reads data %p as %p', (data, value) => {
+  it.each([
+    [1.5, 1.5],
+    ['42', 42],
+    [' -3e2 ', -300],
+    ['.5', 0.5],
+  ])('reads data %p as %p', (data, value) => {
     expect(parseDataPoints({ ...ok, data }, 1)[0]?.value).toBe(value);
   });
 
@@ -22,14 +27,20 @@ describe('parseDataPoints', () => {
 
   it('caps the label text of one point, naming the limit', () => {
     const tags = { a: 'x'.repeat(1000), b: 'y'.repeat(1000) };
-    expect(errorsOf({ ...ok, tags: { ...tags, c: 'z'.repeat(100) } })?.[0]).toMatchObject({ field: 'tags', message: expect.stringMatching(/total 2105 characters; the limit is 2048/) });
+    expect(errorsOf({ ...ok, tags: { ...tags, c: 'z'.repeat(100) } })?.[0]).toMatchObject({
+      field: 'tags',
+      message: expect.stringMatching(/total 2105 characters; the limit is 2048/),
+    });
     expect(parseDataPoints({ ...ok, tags }, 1)).toHaveLength(1);
     expect(parseDataPoints({ ...ok, tags: { a: 'x'.repeat(1000) } }, 1, { maxLabelChars: 1010 })).toHaveLength(1);
   });
 
-  it.each([[Infinity], ['9999999999999999'], [Date.now() / 1000 + 3600]])('refuses time %p: not finite or more than 5 minutes ahead', (time) => {
-    expect(errorsOf({ ...ok, time })?.[0]?.field).toBe('time');
-  });
+  it.each([[Infinity], ['9999999999999999'], [Date.now() / 1000 + 3600]])(
+    'refuses time %p: not finite or more than 5 minutes ahead',
+    (time) => {
+      expect(errorsOf({ ...ok, time })?.[0]?.field).toBe('time');
+    },
+  );
 
   it('accepts time up to 5 minutes ahead', () => {
     expect(parseDataPoints({ ...ok, time: Date.now() / 1000 + 240 }, 1)).toHaveLength(1);

@@ -2,7 +2,14 @@ import type { DataPoint } from '../../../../ingester/series/data-points.js';
 import { IntakeError } from '../../../../ingester/core/errors.js';
 import { SeriesStore } from '../../../../ingester/series/series-store.js';
 
-const point = (over: Partial<DataPoint> = {}): DataPoint => ({ metric: 'cpu.load', value: 1, source: 'h1', key: '', tags: {}, ...over });
+const point = (over: Partial<DataPoint> = {}): DataPoint => ({
+  metric: 'cpu.load',
+  value: 1,
+  source: 'h1',
+  key: '',
+  tags: {},
+  ...over,
+});
 
 function store(over: Partial<ConstructorParameters<typeof SeriesStore>[0]> = {}) {
   let now = 1_000_000;
@@ -17,7 +24,9 @@ describe('SeriesStore', () => {
 
   it('renders gauges with sanitised names, sorted labels and HELP from description', () => {
     const { s } = store();
-    s.write('ns', [point({ metric: '9 disk/used%', description: 'Disk used\nin percent', tags: { 'mount point': '/', env: 'a"b' } })]);
+    s.write('ns', [
+      point({ metric: '9 disk/used%', description: 'Disk used\nin percent', tags: { 'mount point': '/', env: 'a"b' } }),
+    ]);
     expect(s.render()).toBe(
       '# HELP _9_disk_used_ Disk used\\nin percent\n# TYPE _9_disk_used_ gauge\n' +
         '_9_disk_used_{env="a\\"b",key="",mount_point="/",namespace="ns",source="h1"} 1\n',
@@ -92,7 +101,10 @@ describe('SeriesStore', () => {
 
   it('renders in chunks whose size does not grow with the number of series', () => {
     const { s } = store({ maxSeriesTotal: 5000, maxSeriesPerNamespace: 5000 });
-    s.write('ns', Array.from({ length: 4000 }, (_, i) => point({ key: `k${i}`, tags: { long: 'v'.repeat(200) } })));
+    s.write(
+      'ns',
+      Array.from({ length: 4000 }, (_, i) => point({ key: `k${i}`, tags: { long: 'v'.repeat(200) } })),
+    );
     const chunks = [...s.chunks()];
     expect(chunks.length).toBeGreaterThan(2);
     for (const c of chunks) expect(c.length).toBeLessThan(300 * 1024);

@@ -17,11 +17,19 @@ describe('stream checks', () => {
   });
 
   it('accepts a stream with covering subjects, discard new and a 15 minute duplicate window', () => {
-    expect(streamProblems({ subjects: ['intake.>'], discard: DiscardPolicy.New, duplicate_window: minutes(15) }, 'intake.events')).toEqual([]);
+    expect(
+      streamProblems(
+        { subjects: ['intake.>'], discard: DiscardPolicy.New, duplicate_window: minutes(15) },
+        'intake.events',
+      ),
+    ).toEqual([]);
   });
 
   it('names every problem of a stream that breaks the guarantees', () => {
-    const problems = streamProblems({ subjects: ['other.>'], discard: DiscardPolicy.Old, duplicate_window: minutes(2) }, 'intake.events');
+    const problems = streamProblems(
+      { subjects: ['other.>'], discard: DiscardPolicy.Old, duplicate_window: minutes(2) },
+      'intake.events',
+    );
     expect(problems).toHaveLength(3);
     expect(problems[0]).toMatch(/do not cover intake\.events\.>/);
     expect(problems[1]).toMatch(/discard policy is "old"/);
@@ -30,8 +38,14 @@ describe('stream checks', () => {
 
   it('names the limits an existing stream does not have yet, treating 0 and -1 alike as no limit', () => {
     const day = 24 * 3600 * 1e9;
-    expect(limitChanges({ max_age: 0, max_bytes: -1, max_msgs: -1 }, { max_age: 3 * day, max_bytes: -1, max_msgs: -1 })).toEqual([`max_age 0 -> ${3 * day}`]);
-    expect(limitChanges({ max_age: day, max_bytes: 0, max_msgs: -1 }, { max_age: day, max_bytes: -1, max_msgs: 0 })).toEqual([]);
-    expect(limitChanges({ max_age: day, max_bytes: -1, max_msgs: -1 }, { max_age: day, max_bytes: 1024, max_msgs: -1 })).toEqual(['max_bytes -1 -> 1024']);
+    expect(
+      limitChanges({ max_age: 0, max_bytes: -1, max_msgs: -1 }, { max_age: 3 * day, max_bytes: -1, max_msgs: -1 }),
+    ).toEqual([`max_age 0 -> ${3 * day}`]);
+    expect(
+      limitChanges({ max_age: day, max_bytes: 0, max_msgs: -1 }, { max_age: day, max_bytes: -1, max_msgs: 0 }),
+    ).toEqual([]);
+    expect(
+      limitChanges({ max_age: day, max_bytes: -1, max_msgs: -1 }, { max_age: day, max_bytes: 1024, max_msgs: -1 }),
+    ).toEqual(['max_bytes -1 -> 1024']);
   });
 });

@@ -27,7 +27,12 @@ describe('LogSink', () => {
     expect(a).toEqual({ processed: 2, cached: 0 });
     expect(b).toEqual({ processed: 1, cached: 0 });
     expect(writes).toHaveLength(1);
-    expect((writes[0] as string).split('\n').filter(Boolean).map((l) => JSON.parse(l).id)).toEqual(['1', '2', '3']);
+    expect(
+      (writes[0] as string)
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l).id),
+    ).toEqual(['1', '2', '3']);
   });
 
   it('rejects every request of a failed write with a SinkError', async () => {

@@ -40,7 +40,13 @@ describe('spool replayer', () => {
           return true;
         }),
     };
-    const replayer = new SpoolReplayer(spool, target, options, new HandoffMetrics(new Registry(), spool), pino({ level: 'silent' }));
+    const replayer = new SpoolReplayer(
+      spool,
+      target,
+      options,
+      new HandoffMetrics(new Registry(), spool),
+      pino({ level: 'silent' }),
+    );
     replayer.start();
     await waitFor('spool empty', async () => spool.depth === 0, 5000, 5);
     await replayer.stop();
@@ -52,8 +58,17 @@ describe('spool replayer', () => {
     const spool = await spoolWith(['a']);
     let up = false;
     const published: string[] = [];
-    const target = { isUp: () => up, publish: async (rows: SpooledRow[]) => rows.map((r) => (published.push(r.id), true)) };
-    const replayer = new SpoolReplayer(spool, target, { ...options, backoffMinMs: 60_000, backoffMaxMs: 60_000 }, new HandoffMetrics(new Registry(), spool), pino({ level: 'silent' }));
+    const target = {
+      isUp: () => up,
+      publish: async (rows: SpooledRow[]) => rows.map((r) => (published.push(r.id), true)),
+    };
+    const replayer = new SpoolReplayer(
+      spool,
+      target,
+      { ...options, backoffMinMs: 60_000, backoffMaxMs: 60_000 },
+      new HandoffMetrics(new Registry(), spool),
+      pino({ level: 'silent' }),
+    );
     replayer.start();
     await new Promise((r) => setTimeout(r, 50));
     expect(published).toEqual([]);
@@ -74,8 +89,17 @@ describe('spool replayer', () => {
       if (rows.length > 0 && failures-- > 0) throw new Error('database or disk is full');
       remove(rows);
     };
-    const target = { isUp: () => true, publish: async (rows: SpooledRow[]) => rows.map((r) => (published.push(r.id), true)) };
-    const replayer = new SpoolReplayer(spool, target, options, new HandoffMetrics(new Registry(), spool), pino({ level: 'silent' }));
+    const target = {
+      isUp: () => true,
+      publish: async (rows: SpooledRow[]) => rows.map((r) => (published.push(r.id), true)),
+    };
+    const replayer = new SpoolReplayer(
+      spool,
+      target,
+      options,
+      new HandoffMetrics(new Registry(), spool),
+      pino({ level: 'silent' }),
+    );
     replayer.start();
     await waitFor('spool empty', async () => spool.depth === 0, 5000, 5);
     await replayer.stop();

@@ -13,7 +13,11 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-const rec = (id: string, size = 10) => ({ id, subject: 'intake.events.default.demo', payload: JSON.stringify({ id, pad: 'x'.repeat(size) }) });
+const rec = (id: string, size = 10) => ({
+  id,
+  subject: 'intake.events.default.demo',
+  payload: JSON.stringify({ id, pad: 'x'.repeat(size) }),
+});
 
 describe('spool', () => {
   it('keeps committed events across a close and reopen, oldest first', async () => {

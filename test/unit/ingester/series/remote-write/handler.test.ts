@@ -23,15 +23,23 @@ async function build(maxQueuedSamples: number) {
   const metrics = new IngesterMetrics(registry, series, { defaultMetrics: false });
   // The receiver never answers (until shut down): whatever is admitted stays queued, so the queue shows what was accepted.
   const send = (_body: Buffer, _tenant: string, _attempt: number, signal: AbortSignal): Promise<SendOutcome> =>
-    new Promise((resolve) => signal.addEventListener('abort', () => resolve({ kind: 'retry', reason: 'aborted', error: 'aborted' })));
-  writer = new RemoteWriter(resolveRemoteWrite({ url: 'http://127.0.0.1:1/api/v1/write', batchSize: 1, maxQueuedSamples }), {
-    registry,
-    logger: pino({ level: 'silent' }),
-    seriesTtlMs: 600_000,
-    rejected: metrics.pointsRejected,
-    send,
-  });
-  const { table } = RouteTable.build(demoRoutes().map((route, i) => ({ source: `t#${i}`, route })), { allowPlaintext: true });
+    new Promise((resolve) =>
+      signal.addEventListener('abort', () => resolve({ kind: 'retry', reason: 'aborted', error: 'aborted' })),
+    );
+  writer = new RemoteWriter(
+    resolveRemoteWrite({ url: 'http://127.0.0.1:1/api/v1/write', batchSize: 1, maxQueuedSamples }),
+    {
+      registry,
+      logger: pino({ level: 'silent' }),
+      seriesTtlMs: 600_000,
+      rejected: metrics.pointsRejected,
+      send,
+    },
+  );
+  const { table } = RouteTable.build(
+    demoRoutes().map((route, i) => ({ source: `t#${i}`, route })),
+    { allowPlaintext: true },
+  );
   const app = await buildIngestServer({
     routes: () => table,
     sinks: [],
@@ -42,18 +50,33 @@ async function build(maxQueuedSamples: number) {
     throttle: new AuthThrottle({ failures: 1000, windowSeconds: 60, blockSeconds: 60 }),
     lifecycle: { ready: true, closing: false },
     logger: pino({ level: 'silent' }),
-    mapped: new MappedWebhooks({ deadLetter: new SqliteDeadLetters(':memory:', { maxBytes: 1 << 20, maxBytesPerNamespace: 1 << 20 }), metrics: new MappingMetrics(registry), eventsPerRequest: 1000 }),
+    mapped: new MappedWebhooks({
+      deadLetter: new SqliteDeadLetters(':memory:', { maxBytes: 1 << 20, maxBytesPerNamespace: 1 << 20 }),
+      metrics: new MappingMetrics(registry),
+      eventsPerRequest: 1000,
+    }),
   });
-  const post = (body: unknown) => app.inject({ method: 'POST', url: '/v1/integrations/metrics', headers: { 'content-type': 'application/json', apikey: API_KEY }, payload: JSON.stringify(body) });
+  const post = (body: unknown) =>
+    app.inject({
+      method: 'POST',
+      url: '/v1/integrations/metrics',
+      headers: { 'content-type': 'application/json', apikey: API_KEY },
+      payload: JSON.stringify(body),
+    });
   return { post, series };
 }
 
-const points = (n: number, from = 0) => Array.from({ length: n }, (_, i) => ({ metric: 'm', data: i, source: `s${from + i}` }));
+const points = (n: number, from = 0) =>
+  Array.from({ length: n }, (_, i) => ({ metric: 'm', data: i, source: `s${from + i}` }));
 
 it('answers 200 "processed" for points queued for sending', async () => {
   const { post } = await build(100);
   const res = await post(points(2));
-  expect(res.json()).toEqual({ response: { processed: 2, cached: 0, received: 2 }, success: true, message: 'Processed 2 data point(s)' });
+  expect(res.json()).toEqual({
+    response: { processed: 2, cached: 0, received: 2 },
+    success: true,
+    message: 'Processed 2 data point(s)',
+  });
   expect(writer.queuedSamples).toBe(2);
 });
 

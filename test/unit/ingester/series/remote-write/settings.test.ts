@@ -34,9 +34,18 @@ it.each([
   [{ remoteWrite: { url: 'ftp://x' } }, /remoteWrite\/url must match pattern/],
   [{ remoteWrite: {} }, /remoteWrite must have required property 'url'/],
   [{ remoteWrite: { url: 'http://u:p@host/api/v1/write' } }, /must not hold credentials/],
-  [{ remoteWrite: { url, headers: { 'Content-Type': 'x' } } }, /remoteWrite.headers.Content-Type is set by intake itself/],
-  [{ remoteWrite: { url, tenantHeader: 'X-Scope-OrgID', headers: { 'x-scope-orgid': 'x' } } }, /headers.x-scope-orgid is set by intake itself/],
-  [{ remoteWrite: { url, basicAuth: { username: 'u', passwordFile: '/p' }, bearerTokenFile: '/t' } }, /basicAuth or bearerTokenFile, not both/],
+  [
+    { remoteWrite: { url, headers: { 'Content-Type': 'x' } } },
+    /remoteWrite.headers.Content-Type is set by intake itself/,
+  ],
+  [
+    { remoteWrite: { url, tenantHeader: 'X-Scope-OrgID', headers: { 'x-scope-orgid': 'x' } } },
+    /headers.x-scope-orgid is set by intake itself/,
+  ],
+  [
+    { remoteWrite: { url, basicAuth: { username: 'u', passwordFile: '/p' }, bearerTokenFile: '/t' } },
+    /basicAuth or bearerTokenFile, not both/,
+  ],
   [{ remoteWrite: { url: 'https://x/w', tls: { certFile: '/c' } } }, /needs both certFile and keyFile/],
   [{ remoteWrite: { url, tls: { caFile: '/ca' } } }, /remoteWrite.tls is set but remoteWrite.url is not https/],
   [{ remoteWrite: { url, batchSize: 0 } }, /remoteWrite\/batchSize must be >= 1/],
@@ -51,7 +60,10 @@ it('accepts protocol 2.0', () => {
 });
 
 it('accepts remote write with exposition off', () => {
-  const s = load({ remoteWrite: { url, tenantHeader: 'X-Scope-OrgID', headers: { 'X-Extra': '1' } }, exposition: { enabled: false } });
+  const s = load({
+    remoteWrite: { url, tenantHeader: 'X-Scope-OrgID', headers: { 'X-Extra': '1' } },
+    exposition: { enabled: false },
+  });
   expect(s.exposition.enabled).toBe(false);
   expect(s.remoteWrite?.tenantHeader).toBe('X-Scope-OrgID');
 });

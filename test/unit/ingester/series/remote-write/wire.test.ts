@@ -4,8 +4,14 @@ import { uncompressSync } from 'snappy';
 import { WriteRequestSchema } from '../../../../../ingester/series/remote-write/generated/remote_write_v1_pb.js';
 import { encodeLabels, encodeWriteRequest, snappyBlock } from '../../../../../ingester/series/remote-write/wire.js';
 
-const a: Array<[string, string]> = [['__name__', 'up'], ['job', 'x']];
-const b: Array<[string, string]> = [['__name__', 'temp'], ['source', 'h\u00e9']];
+const a: Array<[string, string]> = [
+  ['__name__', 'up'],
+  ['job', 'x'],
+];
+const b: Array<[string, string]> = [
+  ['__name__', 'temp'],
+  ['source', 'h\u00e9'],
+];
 
 it('encodes byte for byte what toBinary gives for the whole WriteRequest', () => {
   const assembled = encodeWriteRequest([
@@ -16,8 +22,17 @@ it('encodes byte for byte what toBinary gives for the whole WriteRequest', () =>
     WriteRequestSchema,
     create(WriteRequestSchema, {
       timeseries: [
-        { labels: a.map(([name, value]) => ({ name, value })), samples: [{ value: 1.5, timestamp: 1_700_000_000_000n }, { value: -2, timestamp: 1_700_000_000_001n }] },
-        { labels: b.map(([name, value]) => ({ name, value })), samples: [{ value: Infinity, timestamp: 1_700_000_000_002n }] },
+        {
+          labels: a.map(([name, value]) => ({ name, value })),
+          samples: [
+            { value: 1.5, timestamp: 1_700_000_000_000n },
+            { value: -2, timestamp: 1_700_000_000_001n },
+          ],
+        },
+        {
+          labels: b.map(([name, value]) => ({ name, value })),
+          samples: [{ value: Infinity, timestamp: 1_700_000_000_002n }],
+        },
       ],
     }),
   );
@@ -27,5 +42,8 @@ it('encodes byte for byte what toBinary gives for the whole WriteRequest', () =>
 it('round-trips through the Snappy block format, zero and NaN values included', () => {
   const body = snappyBlock(encodeWriteRequest([{ labelBytes: encodeLabels(a), values: [0, NaN], timestamps: [1, 2] }]));
   const decoded = fromBinary(WriteRequestSchema, uncompressSync(body) as Buffer);
-  expect(decoded.timeseries[0]?.samples.map((s) => [s.value, s.timestamp])).toEqual([[0, 1n], [NaN, 2n]]);
+  expect(decoded.timeseries[0]?.samples.map((s) => [s.value, s.timestamp])).toEqual([
+    [0, 1n],
+    [NaN, 2n],
+  ]);
 });

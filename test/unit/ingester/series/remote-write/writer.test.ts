@@ -27,33 +27,62 @@ afterEach(async () => {
 });
 
 function start(overrides: Partial<RemoteWriteFile> = {}): RemoteWriter {
-  const settings = resolveRemoteWrite({ url: receiver.url, batchSize: 100, flushIntervalMs: 20, minBackoffMs: 10, maxBackoffMs: 50, ...overrides });
-  const rejected = new Counter({ name: 'rejected_total', help: 'h', labelNames: ['namespace', 'reason'], registers: [registry] });
+  const settings = resolveRemoteWrite({
+    url: receiver.url,
+    batchSize: 100,
+    flushIntervalMs: 20,
+    minBackoffMs: 10,
+    maxBackoffMs: 50,
+    ...overrides,
+  });
+  const rejected = new Counter({
+    name: 'rejected_total',
+    help: 'h',
+    labelNames: ['namespace', 'reason'],
+    registers: [registry],
+  });
   writer = new RemoteWriter(settings, { registry, logger: pino({ level: 'silent' }), seriesTtlMs: 60_000, rejected });
   return writer;
 }
 
 const NOW = Date.now();
-const point = (value: number, extra: Partial<DataPoint> = {}): DataPoint => ({ metric: 'cpu.load', value, source: 'host-1', key: '', tags: {}, ...extra });
+const point = (value: number, extra: Partial<DataPoint> = {}): DataPoint => ({
+  metric: 'cpu.load',
+  value,
+  source: 'host-1',
+  key: '',
+  tags: {},
+  ...extra,
+});
 const metric = async (name: string, labels: Record<string, string> = {}): Promise<number> => {
-  const m = (await registry.getSingleMetric(name)?.get())?.values.find((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x));
+  const m = (await registry.getSingleMetric(name)?.get())?.values.find((v) =>
+    Object.entries(labels).every(([k, x]) => v.labels[k] === x),
+  );
   return m?.value ?? 0;
 };
 
 it('sends Remote Write 1.0 headers and a snappy-compressed WriteRequest', async () => {
-  start().admit('team-a', [point(1, { timeMs: NOW })]).commit();
+  start()
+    .admit('team-a', [point(1, { timeMs: NOW })])
+    .commit();
   await waitFor('a request', async () => receiver.requests.length === 1);
   const r = receiver.requests[0]!;
   expect(r.method).toBe('POST');
   expect(r.headers['content-encoding']).toBe('snappy');
   expect(r.headers['content-type']).toBe('application/x-protobuf');
   expect(r.headers['x-prometheus-remote-write-version']).toBe('0.1.0');
-  expect(r.headers['user-agent']).toBe(`intake/${(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version}`);
+  expect(r.headers['user-agent']).toBe(
+    `intake/${(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version}`,
+  );
   expect(flatten(r.request)).toEqual([{ labels: expect.any(Array), value: 1, ts: NOW }]);
 });
 
 it('writes labels sorted by name, with __name__, the namespace from the key, and no empty values', async () => {
-  start().admit('team-a', [point(2, { timeMs: NOW, key: '', tags: { Zone: 'eu', env: 'prod', empty: '', namespace: 'spoofed' } })]).commit();
+  start()
+    .admit('team-a', [
+      point(2, { timeMs: NOW, key: '', tags: { Zone: 'eu', env: 'prod', empty: '', namespace: 'spoofed' } }),
+    ])
+    .commit();
   await waitFor('a request', async () => receiver.requests.length === 1);
   expect(flatten(receiver.requests[0]!.request)[0]!.labels).toEqual([
     ['Zone', 'eu'],
@@ -79,9 +108,15 @@ it('sends each tenant in requests of its own, with the tenant header', async () 
 
 it('retries a 5xx until the receiver takes the batch', async () => {
   receiver.script.push({ status: 500, body: 'busy' }, { status: 503 });
-  start().admit('team-a', [point(1, { timeMs: NOW })]).commit();
+  start()
+    .admit('team-a', [point(1, { timeMs: NOW })])
+    .commit();
   await waitFor('three attempts', async () => receiver.requests.length === 3);
-  expect(receiver.requests.map((r) => flatten(r.request))).toEqual([flatten(receiver.requests[0]!.request), flatten(receiver.requests[0]!.request), flatten(receiver.requests[0]!.request)]);
+  expect(receiver.requests.map((r) => flatten(r.request))).toEqual([
+    flatten(receiver.requests[0]!.request),
+    flatten(receiver.requests[0]!.request),
+    flatten(receiver.requests[0]!.request),
+  ]);
   await waitFor('sent counted', async () => (await metric('intake_remote_write_samples_sent_total')) === 1);
   expect(await metric('intake_remote_write_samples_retried_total')).toBe(2);
   expect(receiver.requests[2]!.headers['retry-attempt']).toBe('2');
@@ -89,7 +124,9 @@ it('retries a 5xx until the receiver takes the batch', async () => {
 
 it('waits as long as Retry-After says before retrying a 429', async () => {
   receiver.script.push({ status: 429, headers: { 'retry-after': '1' } });
-  start().admit('team-a', [point(1, { timeMs: NOW })]).commit();
+  start()
+    .admit('team-a', [point(1, { timeMs: NOW })])
+    .commit();
   await waitFor('the retry', async () => receiver.requests.length === 2, 5000);
   // The backoff alone would retry within 50 ms.
   expect(receiver.requests[1]!.atMs - receiver.requests[0]!.atMs).toBeGreaterThanOrEqual(900);
@@ -99,7 +136,10 @@ it('drops a batch the receiver refuses with 400, without retrying it', async () 
   receiver.script.push({ status: 400, body: 'out of bounds' });
   const w = start();
   w.admit('team-a', [point(1, { timeMs: NOW })]).commit();
-  await waitFor('dropped counted', async () => (await metric('intake_remote_write_samples_dropped_total', { reason: 'rejected' })) === 1);
+  await waitFor(
+    'dropped counted',
+    async () => (await metric('intake_remote_write_samples_dropped_total', { reason: 'rejected' })) === 1,
+  );
   w.admit('team-a', [point(2, { timeMs: NOW + 1 })]).commit();
   await waitFor('the next batch', async () => receiver.requests.length === 2);
   expect(flatten(receiver.requests[1]!.request).map((s) => s.value)).toEqual([2]);
@@ -108,24 +148,39 @@ it('drops a batch the receiver refuses with 400, without retrying it', async () 
 
 it("sends a series' points oldest first and drops a point older than one already sent", async () => {
   const w = start();
-  w.admit('team-a', [point(3, { timeMs: NOW + 3 }), point(1, { timeMs: NOW + 1 }), point(2, { timeMs: NOW + 2 })]).commit();
+  w.admit('team-a', [
+    point(3, { timeMs: NOW + 3 }),
+    point(1, { timeMs: NOW + 1 }),
+    point(2, { timeMs: NOW + 2 }),
+  ]).commit();
   await waitFor('a request', async () => receiver.requests.length === 1);
   w.admit('team-a', [point(0, { timeMs: NOW })]).commit();
-  await waitFor('dropped counted', async () => (await metric('intake_remote_write_samples_dropped_total', { reason: 'out_of_order' })) === 1);
-  expect(flatten(receiver.requests[0]!.request).map((s) => [s.ts - NOW, s.value])).toEqual([[1, 1], [2, 2], [3, 3]]);
+  await waitFor(
+    'dropped counted',
+    async () => (await metric('intake_remote_write_samples_dropped_total', { reason: 'out_of_order' })) === 1,
+  );
+  expect(flatten(receiver.requests[0]!.request).map((s) => [s.ts - NOW, s.value])).toEqual([
+    [1, 1],
+    [2, 2],
+    [3, 3],
+  ]);
   // Settled once the answer is read, a moment after the receiver recorded the request.
   await waitFor('settled', async () => w.queuedSamples === 0);
 });
 
 it('keeps the later value of two points for one series at the same millisecond', async () => {
-  start().admit('team-a', [point(1, { timeMs: NOW }), point(2, { timeMs: NOW })]).commit();
+  start()
+    .admit('team-a', [point(1, { timeMs: NOW }), point(2, { timeMs: NOW })])
+    .commit();
   await waitFor('a request', async () => receiver.requests.length === 1);
   expect(flatten(receiver.requests[0]!.request).map((s) => s.value)).toEqual([2]);
 });
 
 it('stamps a point without time with the time it was received', async () => {
   const before = Date.now();
-  start({ flushIntervalMs: 300 }).admit('team-a', [point(1)]).commit();
+  start({ flushIntervalMs: 300 })
+    .admit('team-a', [point(1)])
+    .commit();
   await waitFor('a request', async () => receiver.requests.length === 1);
   const ts = flatten(receiver.requests[0]!.request)[0]!.ts;
   expect(ts).toBeGreaterThanOrEqual(before);
@@ -143,18 +198,22 @@ it('answers 503 with Retry-After and queues nothing of a request that would over
   expect(w.queuedSamples).toBe(2);
 });
 
-it("answers 503 for a tenant past its own share of the queue, while other tenants still get in", async () => {
+it('answers 503 for a tenant past its own share of the queue, while other tenants still get in', async () => {
   for (let i = 0; i < 20; i++) receiver.script.push({ status: 503 });
   const w = start({ maxQueuedSamples: 10, maxQueuedSamplesPerTenant: 2, batchSize: 2 });
   w.admit('team-a', [point(1, { timeMs: NOW }), point(2, { timeMs: NOW + 1 })]).commit();
-  expect(() => w.admit('team-a', [point(3, { timeMs: NOW + 2 })])).toThrow(expect.objectContaining({ statusCode: 503, message: expect.stringContaining('namespace team-a') }));
+  expect(() => w.admit('team-a', [point(3, { timeMs: NOW + 2 })])).toThrow(
+    expect.objectContaining({ statusCode: 503, message: expect.stringContaining('namespace team-a') }),
+  );
   expect(() => w.admit('team-b', [point(3, { timeMs: NOW + 2 })]).commit()).not.toThrow();
   expect(w.queuedSamples).toBe(3);
 });
 
 it('sends Remote Write 2.0 with a symbol table, label references and gauge metadata', async () => {
   receiver.script.push({ status: 204, headers: { 'x-prometheus-remote-write-samples-written': '1' } });
-  start({ protocol: '2.0' }).admit('team-a', [point(1.5, { timeMs: NOW, description: 'CPU load', unit: 'ratio' })]).commit();
+  start({ protocol: '2.0' })
+    .admit('team-a', [point(1.5, { timeMs: NOW, description: 'CPU load', unit: 'ratio' })])
+    .commit();
   await waitFor('a request', async () => receiver.requests.length === 1);
   const r = receiver.requests[0]!;
   expect(r.headers['content-type']).toBe('application/x-protobuf;proto=io.prometheus.write.v2.Request');
@@ -163,10 +222,19 @@ it('sends Remote Write 2.0 with a symbol table, label references and gauge metad
   expect(symbols[0]).toBe('');
   const series = timeseries[0]!;
   const labels = [];
-  for (let i = 0; i < series.labelsRefs.length; i += 2) labels.push([symbols[series.labelsRefs[i]!], symbols[series.labelsRefs[i + 1]!]]);
-  expect(labels).toEqual([['__name__', 'cpu_load'], ['namespace', 'team-a'], ['source', 'host-1']]);
+  for (let i = 0; i < series.labelsRefs.length; i += 2)
+    labels.push([symbols[series.labelsRefs[i]!], symbols[series.labelsRefs[i + 1]!]]);
+  expect(labels).toEqual([
+    ['__name__', 'cpu_load'],
+    ['namespace', 'team-a'],
+    ['source', 'host-1'],
+  ]);
   expect(series.samples.map((s) => [s.value, Number(s.timestamp)])).toEqual([[1.5, NOW]]);
-  expect(series.metadata).toMatchObject({ type: 2, helpRef: symbols.indexOf('CPU load'), unitRef: symbols.indexOf('ratio') });
+  expect(series.metadata).toMatchObject({
+    type: 2,
+    helpRef: symbols.indexOf('CPU load'),
+    unitRef: symbols.indexOf('ratio'),
+  });
   await waitFor('sent counted', async () => (await metric('intake_remote_write_samples_sent_total')) === 1);
 });
 
@@ -204,12 +272,18 @@ it('counts what is still queued at the shutdown deadline as dropped (reason shut
 });
 
 it.each([
-  ['basicAuth', (dir: string) => ({ basicAuth: { username: 'intake', passwordFile: join(dir, 'secret') } }), `Basic ${Buffer.from('intake:s3cret').toString('base64')}`],
+  [
+    'basicAuth',
+    (dir: string) => ({ basicAuth: { username: 'intake', passwordFile: join(dir, 'secret') } }),
+    `Basic ${Buffer.from('intake:s3cret').toString('base64')}`,
+  ],
   ['bearerTokenFile', (dir: string) => ({ bearerTokenFile: join(dir, 'secret') }), 'Bearer s3cret'],
 ])('sends credentials read from a file (%s), and extra headers', async (_what, settings, expected) => {
   const dir = mkdtempSync(join(tmpdir(), 'intake-rw-'));
   writeFileSync(join(dir, 'secret'), 's3cret\n');
-  start({ ...settings(dir), headers: { 'X-Extra': 'yes' } }).admit('team-a', [point(1, { timeMs: NOW })]).commit();
+  start({ ...settings(dir), headers: { 'X-Extra': 'yes' } })
+    .admit('team-a', [point(1, { timeMs: NOW })])
+    .commit();
   await waitFor('a request', async () => receiver.requests.length === 1);
   expect(receiver.requests[0]!.headers.authorization).toBe(expected);
   expect(receiver.requests[0]!.headers['x-extra']).toBe('yes');
@@ -217,10 +291,35 @@ it.each([
 
 it('verifies an HTTPS receiver with the CA from tls.caFile', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'intake-rw-tls-'));
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=receiver', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      join(dir, 'key.pem'),
+      '-out',
+      join(dir, 'cert.pem'),
+      '-days',
+      '1',
+      '-subj',
+      '/CN=receiver',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ],
+    { stdio: 'ignore' },
+  );
   await receiver.close();
-  receiver = await startRecordingReceiver({ cert: readFileSync(join(dir, 'cert.pem')), key: readFileSync(join(dir, 'key.pem')) });
-  start({ tls: { caFile: join(dir, 'cert.pem') } }).admit('team-a', [point(1, { timeMs: NOW })]).commit();
+  receiver = await startRecordingReceiver({
+    cert: readFileSync(join(dir, 'cert.pem')),
+    key: readFileSync(join(dir, 'key.pem')),
+  });
+  start({ tls: { caFile: join(dir, 'cert.pem') } })
+    .admit('team-a', [point(1, { timeMs: NOW })])
+    .commit();
   await waitFor('a request over TLS', async () => receiver.requests.length === 1);
   expect(receiver.url).toMatch(/^https:/);
 });
@@ -230,11 +329,23 @@ it('answers 503 once the queued bytes would pass maxQueuedBytes, is unavailable 
   const w = start({ maxQueuedBytes: 65536, batchSize: 1000, flushIntervalMs: 50 });
   // ~1 KB of labels per point: 40 points take about 42 KB, the next 40 would pass 64 KiB.
   const heavy = (i: number) => point(i, { timeMs: NOW, source: `host-${i}`, tags: { blob: 'x'.repeat(1000) } });
-  w.admit('team-a', Array.from({ length: 40 }, (_, i) => heavy(i))).commit();
+  w.admit(
+    'team-a',
+    Array.from({ length: 40 }, (_, i) => heavy(i)),
+  ).commit();
   expect(w.queuedByteCount).toBeGreaterThan(40 * 1000);
   expect(w.unavailable()).toBeUndefined();
-  expect(() => w.admit('team-a', Array.from({ length: 40 }, (_, i) => heavy(100 + i)))).toThrow(
-    expect.objectContaining({ statusCode: 503, headers: { 'retry-after': '5' }, message: expect.stringContaining('remoteWrite.maxQueuedBytes') }),
+  expect(() =>
+    w.admit(
+      'team-a',
+      Array.from({ length: 40 }, (_, i) => heavy(100 + i)),
+    ),
+  ).toThrow(
+    expect.objectContaining({
+      statusCode: 503,
+      headers: { 'retry-after': '5' },
+      message: expect.stringContaining('remoteWrite.maxQueuedBytes'),
+    }),
   );
   expect(w.queuedSamples).toBe(40);
   expect(w.unavailable()).toMatch(/remote write queue is full \(\d+ of 65536 bytes\)/);
@@ -242,21 +353,40 @@ it('answers 503 once the queued bytes would pass maxQueuedBytes, is unavailable 
   await waitFor('sent', async () => w.queuedSamples === 0);
   expect(w.queuedByteCount).toBe(0);
   expect(w.unavailable()).toBeUndefined();
-  expect(() => w.admit('team-a', Array.from({ length: 40 }, (_, i) => heavy(100 + i))).commit()).not.toThrow();
+  expect(() =>
+    w
+      .admit(
+        'team-a',
+        Array.from({ length: 40 }, (_, i) => heavy(100 + i)),
+      )
+      .commit(),
+  ).not.toThrow();
 });
 
 it('answers 413 for a request that would not fit even in an empty queue (a 503 would be retried for ever)', () => {
   const w = start({ maxQueuedBytes: 65536 });
-  const points = Array.from({ length: 80 }, (_, i) => point(i, { timeMs: NOW, source: `host-${i}`, tags: { blob: 'x'.repeat(1000) } }));
-  expect(() => w.admit('team-a', points)).toThrow(expect.objectContaining({ statusCode: 413, code: 'PAYLOAD_TOO_LARGE' }));
+  const points = Array.from({ length: 80 }, (_, i) =>
+    point(i, { timeMs: NOW, source: `host-${i}`, tags: { blob: 'x'.repeat(1000) } }),
+  );
+  expect(() => w.admit('team-a', points)).toThrow(
+    expect.objectContaining({ statusCode: 413, code: 'PAYLOAD_TOO_LARGE' }),
+  );
   expect(w.unavailable()).toBeUndefined();
 });
 
 it('refuses a request with a point older than maxSampleAgeMs with 400 naming each such point and time, and queues nothing', () => {
   const w = start({ maxSampleAgeMs: 3_600_000 });
-  const points = [point(1, { timeMs: Date.now() }), point(2, { timeMs: Date.now() - 2 * 3_600_000, source: 'h2' }), point(3, { source: 'h3' })];
+  const points = [
+    point(1, { timeMs: Date.now() }),
+    point(2, { timeMs: Date.now() - 2 * 3_600_000, source: 'h2' }),
+    point(3, { source: 'h3' }),
+  ];
   expect(() => w.admit('team-a', points)).toThrow(
-    expect.objectContaining({ statusCode: 400, code: 'INVALID_BODY', fieldErrors: [{ index: 1, field: 'time', message: expect.stringContaining('60 minutes in the past') }] }),
+    expect.objectContaining({
+      statusCode: 400,
+      code: 'INVALID_BODY',
+      fieldErrors: [{ index: 1, field: 'time', message: expect.stringContaining('60 minutes in the past') }],
+    }),
   );
   expect(w.queuedSamples).toBe(0);
 });
