@@ -183,23 +183,35 @@ spec:
   it('loses nothing it acknowledged while an ingester pod is deleted under load; the sender sees only retryable answers', async () => {
     const victim = (await podsOf(ns, selector)).find((p) => p.metadata.labels['app.kubernetes.io/component'] === 'ingester');
     const load = sendUnderLoad('delete');
-    await new Promise((r) => setTimeout(r, 3_000));
-    await ok(kubectl(['delete', 'pod', '-n', ns, victim?.metadata.name ?? '', '--wait=false']));
-    await waitFor('a replacement ingester Ready', async () => {
-      const ingesters = (await podsOf(ns, selector)).filter((p) => p.metadata.labels['app.kubernetes.io/component'] === 'ingester' && !p.metadata.deletionTimestamp);
-      return ingesters.length === 2 && ingesters.every((p) => p.metadata.name !== victim?.metadata.name && p.status.conditions.find((c) => c.type === 'Ready')?.status === 'True');
-    }, 180_000, 1000);
-    await new Promise((r) => setTimeout(r, 3_000));
-    await checkLoad(await load.stop());
+    let sent: Sent;
+    try {
+      await new Promise((r) => setTimeout(r, 3_000));
+      await ok(kubectl(['delete', 'pod', '-n', ns, victim?.metadata.name ?? '', '--wait=false']));
+      await waitFor('a replacement ingester Ready', async () => {
+        const ingesters = (await podsOf(ns, selector)).filter((p) => p.metadata.labels['app.kubernetes.io/component'] === 'ingester' && !p.metadata.deletionTimestamp);
+        return ingesters.length === 2 && ingesters.every((p) => p.metadata.name !== victim?.metadata.name && p.status.conditions.find((c) => c.type === 'Ready')?.status === 'True');
+      }, 180_000, 1000);
+      await new Promise((r) => setTimeout(r, 3_000));
+    } finally {
+      sent = await load.stop();
+    }
+    await checkLoad(sent);
   });
 
   it('rolls the ingesters on helm upgrade under load without a non-retryable answer or a lost event', async () => {
     const before = new Set((await podsOf(ns, selector)).map((p) => p.metadata.name));
     const load = sendUnderLoad('upgrade');
-    await new Promise((r) => setTimeout(r, 3_000));
-    await ok(helm(['upgrade', release, CHART, '-n', ns, ...values, '--set', `ingester.podAnnotations.rollout=${Date.now()}`, '--wait', '--timeout', '5m']));
-    await new Promise((r) => setTimeout(r, 3_000));
-    await checkLoad(await load.stop());
+    let sent: Sent;
+    try {
+      await new Promise((r) => setTimeout(r, 3_000));
+      // A changed value that changes the pod template (a number: the chart quotes annotation values).
+      await ok(helm(['upgrade', release, CHART, '-n', ns, ...values, '--set', `ingester.podAnnotations.rollout=${Date.now()}`, '--wait', '--timeout', '5m']));
+      await new Promise((r) => setTimeout(r, 3_000));
+    } finally {
+      // Stopped whatever happened: a sender left running keeps Jest from exiting.
+      sent = await load.stop();
+    }
+    await checkLoad(sent);
     const after = (await podsOf(ns, selector)).filter((p) => p.metadata.labels['app.kubernetes.io/component'] === 'ingester');
     expect(after.every((p) => !before.has(p.metadata.name))).toBe(true);
   });
@@ -237,11 +249,14 @@ spec: {}
   });
 });
 
+/** What a sender got: the events acknowledged (200) and how often each answer came. */
+interface Sent { acknowledged: string[]; answers: Map<string, number> }
+
 /**
  * A sender at a bounded rate (20 events/s) with retries, as a monitoring tool would: every event
  * is retried until it is acknowledged (200), for at most 60 s. Records every answer.
  */
-function sendUnderLoad(label: string): { stop: () => Promise<{ acknowledged: string[]; answers: Map<string, number> }> } {
+function sendUnderLoad(label: string): { stop: () => Promise<Sent> } {
   let running = true;
   const acknowledged: string[] = [];
   const answers = new Map<string, number>();
@@ -277,7 +292,7 @@ function sendUnderLoad(label: string): { stop: () => Promise<{ acknowledged: str
   };
 }
 
-async function checkLoad({ acknowledged, answers }: { acknowledged: string[]; answers: Map<string, number> }): Promise<void> {
+async function checkLoad({ acknowledged, answers }: Sent): Promise<void> {
   console.log(`answers: ${JSON.stringify(Object.fromEntries(answers))}; acknowledged ${acknowledged.length}`);
   expect(acknowledged.length).toBeGreaterThan(50);
   // Retryable: 503 (draining, not ready), 502/504 from nothing in between, a refused or reset connection.
