@@ -212,8 +212,13 @@ spec:
       sent = await load.stop();
     }
     await checkLoad(sent);
-    const after = (await podsOf(ns, selector)).filter((p) => p.metadata.labels['app.kubernetes.io/component'] === 'ingester');
-    expect(after.every((p) => !before.has(p.metadata.name))).toBe(true);
+    // Rolled: the old pods finish terminating (drain delay, then the grace period at most) and two new ones serve.
+    const after = await waitFor('old ingesters gone', async () => {
+      const ingesters = (await podsOf(ns, selector)).filter((p) => p.metadata.labels['app.kubernetes.io/component'] === 'ingester');
+      return ingesters.some((p) => before.has(p.metadata.name)) ? undefined : ingesters;
+    }, 90_000, 1000);
+    expect(after).toHaveLength(2);
+    for (const p of after) expect(p.status.conditions.find((c) => c.type === 'Ready')?.status).toBe('True');
   });
 
   it('fails over the operator lease to the other replica when the leader is deleted, and keeps reconciling', async () => {
