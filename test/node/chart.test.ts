@@ -178,6 +178,18 @@ spec:
       return now.length === 1 ? now : undefined;
     }, 60_000, 500);
     expect(left[0]?.labels).toMatchObject({ source: 'web-2', signature: 'alertmanager:f00d0002' });
+
+    // A notification the preset cannot map: 422, kept as a dead letter (on the bus with JetStream),
+    // and no write refused by the read-only root filesystem on the way.
+    const unmappable = await fetch(`${ingestUrl}/events/webhook_am-mapped`, {
+      method: 'POST', headers: { authorization: auth, 'content-type': 'application/json' }, body: JSON.stringify({ receiver: 'intake', alerts: [] }), signal: AbortSignal.timeout(10_000),
+    });
+    expect((await unmappable.json()) as Record<string, unknown>).toMatchObject({ success: false });
+    expect(unmappable.status).toBe(422);
+    expect(unmappable.headers.get('x-intake-dead-letter-id')).toMatch(/\S/);
+    for (const pod of (await podsOf(ns, selector)).filter((p) => p.metadata.labels['app.kubernetes.io/component'] === 'ingester')) {
+      expect(await ok(kubectl(['logs', '-n', ns, pod.metadata.name]))).not.toMatch(/EROFS|EACCES|read-only file system/i);
+    }
   });
 
   it('loses nothing it acknowledged while an ingester pod is deleted under load; the sender sees only retryable answers', async () => {
