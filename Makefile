@@ -114,7 +114,8 @@ testcluster-node-stop:
 
 # The chart installed with helm on that node, with the image make image builds (test/node). Once
 # the node's images have a Debian base (test/cluster/bin/images/rootfs.tar, same scripts), the
-# intake image is built on it (image/build.sh's ROOTFS) instead of running mmdebstrap again;
+# intake image is built on it (image/build.sh's ROOTFS) instead of running mmdebstrap again
+# (its files carry the time of the commit the base was built at, so the digest is not make image's);
 # make image always builds a fresh base.
 TESTCLUSTER_ROOTFS := test/cluster/bin/images/rootfs.tar
 test-cluster: build tools
