@@ -262,7 +262,10 @@ spec: {}
     await waitFor('pods gone', async () => (await ok(kubectl(['get', 'pods', '-n', ns, '-l', selector, '-o', 'name']))).trim() === '', 120_000, 1000);
     expect((await ok(kubectl(['get', kinds, '-n', ns, '-l', selector, '-o', 'name']))).trim()).toBe('');
     expect((await ok(kubectl(['get', 'clusterroles,clusterrolebindings', '-l', selector, '-o', 'name']))).trim()).toBe('');
-    expect((await kubectl(['get', 'crd', 'webhookintegrations.intake.dev'])).code).toBe(0);
+    // Kept, as the README says: the CRDs (crds.keep) and so the integrations.
+    expect((await kubectl(['get', 'crd', 'webhookintegrations.intake.dev', 'apikeys.intake.dev', 'intakequotas.intake.dev'])).code).toBe(0);
+    expect((await ok(kubectl(['get', 'webhookintegrations', '-n', tenant, '-o', 'name']))).trim().split('\n').sort()).toEqual(
+      ['webhookintegration.intake.dev/after-failover', 'webhookintegration.intake.dev/am-mapped', 'webhookintegration.intake.dev/node-hook']);
   });
 });
 
