@@ -112,8 +112,16 @@ testcluster-node: tools
 testcluster-node-stop:
 	bash test/cluster/node-stop.sh
 
-# The chart installed with helm on that node, with the image make image builds (test/node).
-test-cluster: image tools
+# The chart installed with helm on that node, with the image make image builds (test/node). Once
+# the node's images have a Debian base (test/cluster/bin/images/rootfs.tar, same scripts), the
+# intake image is built on it (image/build.sh's ROOTFS) instead of running mmdebstrap again
+# (its files carry the time of the commit the base was built at, so the digest is not make image's);
+# make image always builds a fresh base.
+TESTCLUSTER_ROOTFS := test/cluster/bin/images/rootfs.tar
+test-cluster: build tools
+	@if [ -f $(TESTCLUSTER_ROOTFS) ] && [ "$$(cat $(TESTCLUSTER_ROOTFS).key 2>/dev/null)" = "$$(cat image/rootfs.sh image/rootfs-hook.sh | sha256sum | cut -d' ' -f1)" ]; then \
+	  echo "ROOTFS=$(TESTCLUSTER_ROOTFS) bash image/build.sh"; ROOTFS=$(CURDIR)/$(TESTCLUSTER_ROOTFS) bash image/build.sh; \
+	else echo "bash image/build.sh"; bash image/build.sh; fi
 	bash test/with-testcluster-node.sh $(JEST) --ci --runInBand --selectProjects node
 
 # Benchmarks, not tests: they print tables measured in one run on this machine.

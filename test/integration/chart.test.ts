@@ -173,6 +173,42 @@ describe('charts/intake', () => {
     expect(r.stdout).toMatch(/deployment.apps\/\S+-intake-ingester serverside-applied \(server dry run\)/);
   });
 
+  it('renders pod annotations set on the command line as strings the API server accepts (a number, a boolean)', async () => {
+    const rendered = await ok(
+      helm([
+        'template',
+        release,
+        CHART,
+        '-n',
+        ns,
+        '--kube-version',
+        'v1.34.3',
+        '--set',
+        'ingester.podAnnotations.rollout=1795493893561',
+        '--set',
+        'operator.podAnnotations.restarted=true',
+      ]),
+    );
+    expect(rendered).toContain('rollout: "1795493893561"');
+    expect(rendered).toContain('restarted: "true"');
+    const r = await kubectl(
+      [
+        'apply',
+        '--server-side',
+        '--force-conflicts',
+        '--field-manager=chart-test',
+        '--dry-run=server',
+        '-n',
+        ns,
+        '-f',
+        '-',
+      ],
+      rendered,
+    );
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+  });
+
   it('renders the ingester as a StatefulSet with a spool PVC per pod when the spool is persistent', async () => {
     const rendered = await ok(
       helm([

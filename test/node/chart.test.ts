@@ -176,60 +176,264 @@ spec: {}
     });
   });
 
+  it('maps an Alertmanager notification (preset alertmanager) posted through the ingester Service to one JetStream event and one Alertmanager alert per alert; the resolved one clears its alert', async () => {
+    await apply(`apiVersion: intake.dev/v1alpha1
+kind: WebhookIntegration
+metadata: {name: am-mapped, namespace: ${tenant}}
+spec:
+  mapping: {preset: alertmanager}
+`);
+    const secret = await waitFor(
+      'credentials',
+      () => core.readNamespacedSecret({ namespace: tenant, name: 'intake-webhook-am-mapped' }).catch(() => undefined),
+      60_000,
+      500,
+    );
+    const auth = Buffer.from(secret.data?.authorization ?? '', 'base64').toString();
+    const startsAt = new Date(Date.now() - 60_000).toISOString();
+    const alert = (instance: string, severity: string, status: 'firing' | 'resolved', fingerprint: string) => ({
+      status,
+      labels: { alertname: 'HighCPU', job: 'node', instance, severity },
+      annotations: { summary: `CPU high on ${instance}` },
+      startsAt,
+      endsAt: status === 'resolved' ? new Date().toISOString() : '0001-01-01T00:00:00Z',
+      generatorURL: 'http://prometheus/graph',
+      fingerprint,
+    });
+    // What Alertmanager's webhook receiver posts (version 4): one notification for a group of alerts.
+    const notification = (alerts: Array<ReturnType<typeof alert>>) => ({
+      receiver: 'intake',
+      status: alerts.some((a) => a.status === 'firing') ? 'firing' : 'resolved',
+      version: '4',
+      groupKey: '{}:{alertname="HighCPU"}',
+      groupLabels: { alertname: 'HighCPU' },
+      commonLabels: { alertname: 'HighCPU', job: 'node' },
+      commonAnnotations: {},
+      externalURL: 'http://alertmanager.example:9093',
+      truncatedAlerts: 0,
+      alerts,
+    });
+    const send = async (body: unknown, dryRun = false): Promise<{ status: number; body: Record<string, unknown> }> => {
+      const res = await fetch(`${ingestUrl}/events/webhook_am-mapped${dryRun ? '?dryRun=true' : ''}`, {
+        method: 'POST',
+        headers: { authorization: auth, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(10_000),
+      });
+      return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+    };
+    const firing = notification([
+      alert('web-1', 'critical', 'firing', 'f00d0001'),
+      alert('web-2', 'warning', 'firing', 'f00d0002'),
+    ]);
+    // Both replicas must serve the mapping first (the Service picks one per connection); a dry run keeps nothing.
+    await waitFor(
+      'mapped by every replica',
+      async () => {
+        for (let i = 0; i < 6; i++) {
+          const r = await send(firing, true);
+          if (
+            r.status !== 200 ||
+            r.body.mapping !== 'preset alertmanager' ||
+            (r.body.events as unknown[] | undefined)?.length !== 2
+          )
+            return false;
+        }
+        return true;
+      },
+      60_000,
+      500,
+    );
+    expect(await send(firing)).toEqual({
+      status: 200,
+      body: { response: { processed: 2, cached: 0, received: 2 }, success: true, message: 'Processed 2 event(s)' },
+    });
+
+    const subject = `${tag}.events.${tenant}.am-mapped`;
+    const mapped = await waitFor(
+      'two mapped events in the stream',
+      async () => {
+        const found = (await readStream(natsUrl, stream)).filter((e) => e.subject === subject);
+        return found.length >= 2 ? found : undefined;
+      },
+      30_000,
+      500,
+    );
+    expect(mapped).toHaveLength(2);
+    const bySource = new Map(mapped.map((e) => [e.event.source, e.event]));
+    expect(bySource.get('web-1')).toMatchObject({
+      namespace: tenant,
+      integration: 'am-mapped',
+      source: 'web-1',
+      severity: 5,
+      severity_name: 'critical',
+      class: 'HighCPU',
+      type: 'node',
+      manager: 'Alertmanager',
+      external_id: 'f00d0001',
+      signature: 'alertmanager:f00d0001',
+      description: 'CPU high on web-1',
+      agent_time: startsAt,
+    });
+    expect(bySource.get('web-1')?.custom_info).toMatchObject({
+      status: 'firing',
+      receiver: 'intake',
+      groupKey: '{}:{alertname="HighCPU"}',
+      labels: { instance: 'web-1', severity: 'critical' },
+    });
+    expect(bySource.get('web-2')).toMatchObject({
+      source: 'web-2',
+      severity: 2,
+      severity_name: 'warning',
+      signature: 'alertmanager:f00d0002',
+      description: 'CPU high on web-2',
+    });
+
+    // In Alertmanager: an alert per mapped event, named by the event's type (the job), with its identity as labels.
+    const ours = async () =>
+      (await activeAlerts(amUrl)).filter((a) => a.labels.namespace === tenant && a.labels.integration === 'am-mapped');
+    const alerts = await waitFor(
+      'two alerts in Alertmanager',
+      async () => ((await ours()).length === 2 ? ours() : undefined),
+      60_000,
+      500,
+    );
+    const web1 = alerts.find((a) => a.labels.source === 'web-1');
+    expect(web1?.labels).toEqual({
+      alertname: 'node',
+      signature: 'alertmanager:f00d0001',
+      source: 'web-1',
+      severity: 'critical',
+      integration: 'am-mapped',
+      namespace: tenant,
+    });
+    expect(web1?.annotations).toMatchObject({
+      description: 'CPU high on web-1',
+      manager: 'Alertmanager',
+      class: 'HighCPU',
+      external_id: 'f00d0001',
+    });
+    expect(alerts.find((a) => a.labels.source === 'web-2')?.labels).toMatchObject({
+      severity: 'warning',
+      signature: 'alertmanager:f00d0002',
+    });
+
+    // Alertmanager's resolved notification for web-1: a severity-0 clear under the same signature resolves its alert only.
+    expect((await send(notification([alert('web-1', 'critical', 'resolved', 'f00d0001')]))).status).toBe(200);
+    const clear = await waitFor(
+      'the clear in the stream',
+      async () => (await readStream(natsUrl, stream)).find((e) => e.subject === subject && e.event.severity === 0),
+      30_000,
+      500,
+    );
+    expect(clear.event).toMatchObject({ source: 'web-1', signature: 'alertmanager:f00d0001', severity_name: 'clear' });
+    const left = await waitFor(
+      'web-1 resolved in Alertmanager',
+      async () => {
+        const now = await ours();
+        return now.length === 1 ? now : undefined;
+      },
+      60_000,
+      500,
+    );
+    expect(left[0]?.labels).toMatchObject({ source: 'web-2', signature: 'alertmanager:f00d0002' });
+
+    // A notification the preset cannot map: 422, kept as a dead letter (on the bus with JetStream),
+    // and no write refused by the read-only root filesystem on the way.
+    const unmappable = await fetch(`${ingestUrl}/events/webhook_am-mapped`, {
+      method: 'POST',
+      headers: { authorization: auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ receiver: 'intake', alerts: [] }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    expect((await unmappable.json()) as Record<string, unknown>).toMatchObject({ success: false });
+    expect(unmappable.status).toBe(422);
+    expect(unmappable.headers.get('x-intake-dead-letter-id')).toMatch(/\S/);
+    for (const pod of (await podsOf(ns, selector)).filter(
+      (p) => p.metadata.labels['app.kubernetes.io/component'] === 'ingester',
+    )) {
+      expect(await ok(kubectl(['logs', '-n', ns, pod.metadata.name]))).not.toMatch(
+        /EROFS|EACCES|read-only file system/i,
+      );
+    }
+  });
+
   it('loses nothing it acknowledged while an ingester pod is deleted under load; the sender sees only retryable answers', async () => {
     const victim = (await podsOf(ns, selector)).find(
       (p) => p.metadata.labels['app.kubernetes.io/component'] === 'ingester',
     );
     const load = sendUnderLoad('delete');
-    await new Promise((r) => setTimeout(r, 3_000));
-    await ok(kubectl(['delete', 'pod', '-n', ns, victim?.metadata.name ?? '', '--wait=false']));
-    await waitFor(
-      'a replacement ingester Ready',
-      async () => {
-        const ingesters = (await podsOf(ns, selector)).filter(
-          (p) => p.metadata.labels['app.kubernetes.io/component'] === 'ingester' && !p.metadata.deletionTimestamp,
-        );
-        return (
-          ingesters.length === 2 &&
-          ingesters.every(
-            (p) =>
-              p.metadata.name !== victim?.metadata.name &&
-              p.status.conditions.find((c) => c.type === 'Ready')?.status === 'True',
-          )
-        );
-      },
-      180_000,
-      1000,
-    );
-    await new Promise((r) => setTimeout(r, 3_000));
-    await checkLoad(await load.stop());
+    let sent: Sent;
+    try {
+      await new Promise((r) => setTimeout(r, 3_000));
+      await ok(kubectl(['delete', 'pod', '-n', ns, victim?.metadata.name ?? '', '--wait=false']));
+      await waitFor(
+        'a replacement ingester Ready',
+        async () => {
+          const ingesters = (await podsOf(ns, selector)).filter(
+            (p) => p.metadata.labels['app.kubernetes.io/component'] === 'ingester' && !p.metadata.deletionTimestamp,
+          );
+          return (
+            ingesters.length === 2 &&
+            ingesters.every(
+              (p) =>
+                p.metadata.name !== victim?.metadata.name &&
+                p.status.conditions.find((c) => c.type === 'Ready')?.status === 'True',
+            )
+          );
+        },
+        180_000,
+        1000,
+      );
+      await new Promise((r) => setTimeout(r, 3_000));
+    } finally {
+      sent = await load.stop();
+    }
+    await checkLoad(sent);
   });
 
   it('rolls the ingesters on helm upgrade under load without a non-retryable answer or a lost event', async () => {
     const before = new Set((await podsOf(ns, selector)).map((p) => p.metadata.name));
     const load = sendUnderLoad('upgrade');
-    await new Promise((r) => setTimeout(r, 3_000));
-    await ok(
-      helm([
-        'upgrade',
-        release,
-        CHART,
-        '-n',
-        ns,
-        ...values,
-        '--set',
-        `ingester.podAnnotations.rollout=${Date.now()}`,
-        '--wait',
-        '--timeout',
-        '5m',
-      ]),
+    let sent: Sent;
+    try {
+      await new Promise((r) => setTimeout(r, 3_000));
+      // A changed value that changes the pod template (a number: the chart quotes annotation values).
+      await ok(
+        helm([
+          'upgrade',
+          release,
+          CHART,
+          '-n',
+          ns,
+          ...values,
+          '--set',
+          `ingester.podAnnotations.rollout=${Date.now()}`,
+          '--wait',
+          '--timeout',
+          '5m',
+        ]),
+      );
+      await new Promise((r) => setTimeout(r, 3_000));
+    } finally {
+      // Stopped whatever happened: a sender left running keeps Jest from exiting.
+      sent = await load.stop();
+    }
+    await checkLoad(sent);
+    // Rolled: the old pods finish terminating (drain delay, then the grace period at most) and two new ones serve.
+    const after = await waitFor(
+      'old ingesters gone',
+      async () => {
+        const ingesters = (await podsOf(ns, selector)).filter(
+          (p) => p.metadata.labels['app.kubernetes.io/component'] === 'ingester',
+        );
+        return ingesters.some((p) => before.has(p.metadata.name)) ? undefined : ingesters;
+      },
+      90_000,
+      1000,
     );
-    await new Promise((r) => setTimeout(r, 3_000));
-    await checkLoad(await load.stop());
-    const after = (await podsOf(ns, selector)).filter(
-      (p) => p.metadata.labels['app.kubernetes.io/component'] === 'ingester',
-    );
-    expect(after.every((p) => !before.has(p.metadata.name))).toBe(true);
+    expect(after).toHaveLength(2);
+    for (const p of after) expect(p.status.conditions.find((c) => c.type === 'Ready')?.status).toBe('True');
   });
 
   it('fails over the operator lease to the other replica when the leader is deleted, and keeps reconciling', async () => {
@@ -282,17 +486,32 @@ spec: {}
     expect((await ok(kubectl(['get', 'clusterroles,clusterrolebindings', '-l', selector, '-o', 'name']))).trim()).toBe(
       '',
     );
-    expect((await kubectl(['get', 'crd', 'webhookintegrations.intake.dev'])).code).toBe(0);
+    // Kept, as the README says: the CRDs (crds.keep) and so the integrations.
+    expect(
+      (await kubectl(['get', 'crd', 'webhookintegrations.intake.dev', 'apikeys.intake.dev', 'intakequotas.intake.dev']))
+        .code,
+    ).toBe(0);
+    expect(
+      (await ok(kubectl(['get', 'webhookintegrations', '-n', tenant, '-o', 'name']))).trim().split('\n').sort(),
+    ).toEqual([
+      'webhookintegration.intake.dev/after-failover',
+      'webhookintegration.intake.dev/am-mapped',
+      'webhookintegration.intake.dev/node-hook',
+    ]);
   });
 });
+
+/** What a sender got: the events acknowledged (200) and how often each answer came. */
+interface Sent {
+  acknowledged: string[];
+  answers: Map<string, number>;
+}
 
 /**
  * A sender at a bounded rate (20 events/s) with retries, as a monitoring tool would: every event
  * is retried until it is acknowledged (200), for at most 60 s. Records every answer.
  */
-function sendUnderLoad(label: string): {
-  stop: () => Promise<{ acknowledged: string[]; answers: Map<string, number> }>;
-} {
+function sendUnderLoad(label: string): { stop: () => Promise<Sent> } {
   let running = true;
   const acknowledged: string[] = [];
   const answers = new Map<string, number>();
@@ -331,13 +550,7 @@ function sendUnderLoad(label: string): {
   };
 }
 
-async function checkLoad({
-  acknowledged,
-  answers,
-}: {
-  acknowledged: string[];
-  answers: Map<string, number>;
-}): Promise<void> {
+async function checkLoad({ acknowledged, answers }: Sent): Promise<void> {
   console.log(`answers: ${JSON.stringify(Object.fromEntries(answers))}; acknowledged ${acknowledged.length}`);
   expect(acknowledged.length).toBeGreaterThan(50);
   // Retryable: 503 (draining, not ready), 502/504 from nothing in between, a refused or reset connection.
