@@ -34,7 +34,7 @@ function runtimeImports(file: string, source: string): string[] {
 }
 
 /** Every cycle found by depth-first search, each as the list of files around it. */
-export function findCycles(graph: Map<string, string[]>): string[][] {
+function findCycles(graph: Map<string, string[]>): string[][] {
   const cycles: string[][] = [];
   const state = new Map<string, 'open' | 'done'>();
   const stack: string[] = [];
