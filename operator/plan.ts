@@ -52,7 +52,7 @@ export interface PlanContext {
   publicBaseUrl: string;
   defaultMaxSeries: number;
   now: Date;
-  /** Every WebhookIntegration in the cache, for name conflicts. */
+  /** The cached WebhookIntegrations that claim this one's integration name (more do no harm), for name conflicts. */
   webhooks: readonly WebhookIntegration[];
   /** The operator's credentials Secret for this resource, from the cache. */
   existingCredentials?: V1Secret;
