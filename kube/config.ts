@@ -5,6 +5,8 @@ import { KubeConfig, type RequestContext } from '@kubernetes/client-node';
 
 /** Idle connections to the API server kept open for the next call (most writes come in bursts). */
 const MAX_FREE_SOCKETS = 8;
+/** How long an agent whose TLS identity was replaced keeps serving the calls that were under way on it. */
+const RETIRED_AGENT_GRACE_MS = 120_000;
 
 /**
  * client-node 1.x builds a new https.Agent for every API call (`KubeConfig.createAgent`), so each
@@ -30,7 +32,9 @@ export class PooledKubeConfig extends KubeConfig {
   private agentFor(options: Agent['options']): Agent {
     const identity = tlsIdentity(options);
     if (this.pooled?.identity !== identity) {
-      this.pooled?.agent.destroy();
+      // Calls already under way on the old identity finish; its idle connections go later.
+      const retired = this.pooled?.agent;
+      if (retired) setTimeout(() => retired.destroy(), RETIRED_AGENT_GRACE_MS).unref();
       this.pooled = {
         identity,
         agent: new Agent({ ...options, keepAlive: true, maxFreeSockets: MAX_FREE_SOCKETS, scheduling: 'lifo' }),

@@ -10,13 +10,17 @@ import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { PooledKubeConfig } from '../../../kube/config.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'intake-kubeconfig-'));
-let server: Server;
-let handshakes = 0;
-let url = '';
-let caData = '';
 
-beforeAll(async () => {
-  const [cert, key] = [join(dir, 'tls.crt'), join(dir, 'tls.key')];
+interface TestServer {
+  server: Server;
+  url: string;
+  caData: string;
+  handshakes: number;
+}
+
+/** An HTTPS server on loopback with its own self-signed certificate, answering every call with an empty NamespaceList. */
+async function startServer(name: string): Promise<TestServer> {
+  const [cert, key] = [join(dir, `${name}.crt`), join(dir, `${name}.key`)];
   execFileSync(
     'openssl',
     [
@@ -31,24 +35,33 @@ beforeAll(async () => {
       key,
       '-out',
       cert,
-    ].concat(['-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1']),
+    ].concat(['-days', '1', '-subj', `/CN=${name}`, '-addext', 'subjectAltName=IP:127.0.0.1']),
     { stdio: 'ignore' },
   );
-  caData = readFileSync(cert).toString('base64');
-  server = createServer({ cert: readFileSync(cert), key: readFileSync(key) }, (_req, res) => {
+  const server = createServer({ cert: readFileSync(cert), key: readFileSync(key) }, (_req, res) => {
     res.setHeader('content-type', 'application/json');
     res.end(JSON.stringify({ kind: 'NamespaceList', apiVersion: 'v1', metadata: {}, items: [] }));
   });
-  server.on('secureConnection', () => handshakes++);
+  const started: TestServer = { server, url: '', caData: readFileSync(cert).toString('base64'), handshakes: 0 };
+  server.on('secureConnection', () => started.handshakes++);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  started.url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return started;
+}
+
+let first: TestServer;
+let second: TestServer;
+
+beforeAll(async () => {
+  first = await startServer('first');
+  second = await startServer('second');
 }, 30_000);
 
-afterAll(() => new Promise<void>((r) => server.close(() => r())));
+afterAll(() => Promise.all([first, second].map((t) => new Promise<void>((r) => t.server.close(() => r())))));
 
-function configured(kc: KubeConfig): CoreV1Api {
+function configured(kc: KubeConfig, target: TestServer): CoreV1Api {
   kc.loadFromOptions({
-    clusters: [{ name: 'c', server: url, caData, skipTLSVerify: false }],
+    clusters: [{ name: 'c', server: target.url, caData: target.caData, skipTLSVerify: false }],
     users: [{ name: 'u', token: 'not-a-secret' }],
     contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
     currentContext: 'x',
@@ -56,18 +69,24 @@ function configured(kc: KubeConfig): CoreV1Api {
   return kc.makeApiClient(CoreV1Api);
 }
 
-async function handshakesFor(api: CoreV1Api, calls: number): Promise<number> {
-  const before = handshakes;
+async function handshakesFor(api: CoreV1Api, target: TestServer, calls: number): Promise<number> {
+  const before = target.handshakes;
   for (let i = 0; i < calls; i++) await api.listNamespace();
-  return handshakes - before;
+  return target.handshakes - before;
 }
 
 describe('PooledKubeConfig', () => {
   it('makes one TLS handshake for many sequential calls', async () => {
-    expect(await handshakesFor(configured(new PooledKubeConfig()), 5)).toBe(1);
+    expect(await handshakesFor(configured(new PooledKubeConfig(), first), first, 5)).toBe(1);
   });
 
   it('is needed: the library alone makes a handshake per call', async () => {
-    expect(await handshakesFor(configured(new KubeConfig()), 5)).toBe(5);
+    expect(await handshakesFor(configured(new KubeConfig(), first), first, 5)).toBe(5);
+  });
+
+  it('follows a changed TLS identity (another server and CA) with a new agent', async () => {
+    const kc = new PooledKubeConfig();
+    expect(await handshakesFor(configured(kc, first), first, 2)).toBe(1);
+    expect(await handshakesFor(configured(kc, second), second, 2)).toBe(1);
   });
 });
