@@ -5,7 +5,7 @@
  * - `signatureMatches`, over the body's exact bytes and before anything parses them: some listed
  *   signature equals the HMAC of the signed content under a secret valid now, compared in constant time.
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, timingSafeEqual, type KeyObject } from 'node:crypto';
 import type { AuthFailureReason } from '../core/errors.js';
 import type { SignatureRule } from '../../api/signatures.js';
 import type { CompiledSignature } from '../routing/signing-secrets.js';
@@ -71,7 +71,7 @@ export function signatureMatches(sig: CompiledSignature, headers: SignedHeaders,
 }
 
 /** The HMAC of the signed content: its parts fed in order, the body as the bytes received. */
-function hmacOf(rule: SignatureRule, key: Buffer, headers: SignedHeaders, body: Buffer): Buffer {
+function hmacOf(rule: SignatureRule, key: KeyObject, headers: SignedHeaders, body: Buffer): Buffer {
   const hmac = createHmac(rule.algorithm, key);
   for (const part of rule.signed) {
     if (part === 'body') hmac.update(body);
