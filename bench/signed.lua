@@ -21,15 +21,23 @@ local lines = {}
 for line in io.lines(headers_file) do
   lines[#lines + 1] = line
 end
+local requests = {}
 local i = 0
 
-request = function()
-  i = i % #lines + 1
-  local headers = { ["Content-Type"] = "application/json" }
-  for name, value in string.gmatch(lines[i], "([^\t:]+): ([^\t]+)") do
-    headers[name] = value
+-- Every request is formatted once, before the run: what is measured is the server, not Lua.
+function init(args)
+  for n, line in ipairs(lines) do
+    local headers = { ["Content-Type"] = "application/json" }
+    for name, value in string.gmatch(line, "([^\t:]+): ([^\t]+)") do
+      headers[name] = value
+    end
+    requests[n] = wrk.format("POST", nil, headers, body)
   end
-  return wrk.format("POST", nil, headers, body)
+end
+
+request = function()
+  i = i % #requests + 1
+  return requests[i]
 end
 
 function done(summary, latency, requests)
