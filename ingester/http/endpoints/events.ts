@@ -17,10 +17,9 @@
  * error of the catalogue (core/errors.ts), rendered by the listener's error handler.
  */
 import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
-import { idSourceOf } from '../../core/event-id.js';
+import { idSourceOf, type IdSource } from '../../core/event-id.js';
 import type { EventContext, NormalisedEvent } from '../../core/event.js';
 import { IntakeError } from '../../core/errors.js';
-import type { IdSource } from '../../core/event-id.js';
 import { acceptEvents } from '../../events/accept.js';
 import { isDryRun } from '../../mapping/mapped-webhooks.js';
 import type { RouteEntry } from '../../routing/route-table.js';
