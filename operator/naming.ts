@@ -2,6 +2,9 @@
 import { createHash } from 'node:crypto';
 import type { IntakeResource, WebhookIntegration } from '../api/v1alpha1/types.js';
 
+/** On the credentials Secret: the value of intake.dev/rotate its secrets were generated for. */
+export const ROTATED_FOR_ANNOTATION = 'intake.dev/rotated-for';
+
 const INTEGRATION_NAME = /^[a-z0-9]([a-z0-9_-]{0,61}[a-z0-9])?$/;
 
 /** spec.name, else metadata.name made a valid integration name (dots to dashes, at most 63 characters). */
