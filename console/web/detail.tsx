@@ -6,7 +6,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, LABEL_OF, resourcePath, type Plural, type Resource } from './api.js';
 import { GitOpsBadge, ReadyBadge, useTick } from './list.js';
-import { age, gitOpsOwner, href, isSuspended } from './model.js';
+import { age, curlCommand, gitOpsOwner, href, isSuspended } from './model.js';
 import { sampleFor } from './samples.js';
 
 interface Credentials {
@@ -32,15 +32,6 @@ function CopyButton({ text, label }: { text: string; label: string }) {
       {done ? 'Copied' : 'Copy'}
     </button>
   );
-}
-
-/** A POSIX-shell single-quoted word. */
-const shellQuote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
-
-export function curlCommand(url: string, username: string, secret: string | undefined, payload: string): string {
-  const user = secret === undefined ? `${username}:"$PASSWORD"` : `${username}:${secret}`;
-  const userArg = secret === undefined ? `"${user.replace(/"/g, '\\"')}"` : shellQuote(user);
-  return `curl -sS -u ${userArg} -H 'Content-Type: application/json' \\\n  --data-binary ${shellQuote(payload)} \\\n  ${shellQuote(url)}`;
 }
 
 function Connection({ ns, plural, r }: { ns: string; plural: Plural; r: Resource }) {
