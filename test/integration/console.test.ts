@@ -127,6 +127,33 @@ describe('intake console (kubeconfig mode)', () => {
     expect(r.stdout).toBe(`${ingester.url}/events/webhook_checkout`);
   });
 
+  it('is usable from the keyboard: Tab reaches the controls (with a visible focus ring), Enter acts', async () => {
+    await openNamespace(page, teamA);
+    const focused = () =>
+      page.evaluate(() => ({
+        text: document.activeElement?.textContent?.trim() ?? '',
+        outline: document.activeElement ? getComputedStyle(document.activeElement).outlineStyle : '',
+      }));
+    const tabTo = async (text: string) => {
+      for (let i = 0; i < 40 && (await focused()).text !== text; i++) await page.keyboard.press('Tab');
+      return focused();
+    };
+    expect(await tabTo('New integration')).toEqual({ text: 'New integration', outline: 'solid' });
+    await page.keyboard.press('Enter');
+    await page.locator('#f-name').waitFor();
+    await page.keyboard.press('Tab');
+    await tabTo('Form');
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('f-name');
+    await page.keyboard.type('keyboard');
+    expect((await tabTo('Create')).text).toBe('Create');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/webhookintegrations\/keyboard$/);
+    await page.locator('h1 .badge.ok').waitFor({ timeout: 10_000 });
+    expect(await page.locator('h1').textContent()).toContain('keyboard');
+  });
+
   it('2. reveals the password and sends a test event: the answer 200 is shown; copy as curl works', async () => {
     await page.goto(`${localConsole.base}/#/ns/${teamA}/webhookintegrations/checkout`);
     await page.getByRole('button', { name: 'Reveal' }).click();
