@@ -160,7 +160,8 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     return {
       mode: options.mode,
       signedIn: true,
-      user: session.user,
+      // A proxy's token has no session to remember the name in: ask the API server.
+      user: session.user || (await user.whoAmI().catch(() => 'unknown')),
       namespaces: await user.namespaces(),
       defaultNamespace: options.mode === 'kubeconfig' ? identities.defaultNamespace() : 'default',
     };
