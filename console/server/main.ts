@@ -40,6 +40,8 @@ export interface ConsoleOptions {
   /** Mark the session cookie Secure (token mode behind HTTPS). */
   secureCookie?: boolean;
   sessionTtlMs?: number;
+  /** Live list streams (each two Kubernetes watches) served at once; default 200. */
+  maxLiveStreams?: number;
   /** The built single-page app; default: dist/console/web next to this module. */
   webDir?: string;
   logger: Logger;
@@ -199,8 +201,14 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     return req.body as Record<string, unknown>;
   };
 
+  // Each open page holds two watches on the API server: a bounded number at once.
+  let liveStreams = 0;
   app.get('/api/namespaces/:ns/live', async (req, reply) => {
     const user = userOf(req);
+    if (liveStreams >= (options.maxLiveStreams ?? 200))
+      throw new HttpError(503, 'too_many_streams', 'the console follows too many pages at once; close some tabs');
+    liveStreams++;
+    reply.raw.once('close', () => liveStreams--);
     reply.hijack();
     streamNamespace(user, (req.params as Params).ns, reply.raw);
   });

@@ -19,6 +19,7 @@ import {
   apply,
   applyCrds,
   createNamespace,
+  KUBECONFIG,
   kubectl,
   requireCluster,
   ROOT,
@@ -27,6 +28,9 @@ import {
   uniqueName,
   type Proc,
 } from './support/cluster.js';
+import { KubeConfig } from '@kubernetes/client-node';
+import { pino } from 'pino';
+import { startConsole as startConsoleServer } from '../../console/server/main.js';
 import { launchBrowser, screenshot, SCREENSHOTS, startConsole, type ConsoleProc } from './support/console.js';
 import { waitFor } from '../support/waiting.js';
 
@@ -498,6 +502,50 @@ describe('6. intake console refuses requests without its token, with a foreign H
     const index = await raw(localConsole.port, '/', { host, cookie });
     expect(index.headers['content-security-policy']).toContain("script-src 'self'");
     expect(index.headers['content-security-policy']).not.toContain('unsafe-inline');
+  });
+});
+
+describe('bounds', () => {
+  it('follows a bounded number of live lists at once (each holds two watches), and frees a place when a page closes', async () => {
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromFile(KUBECONFIG);
+    const running = await startConsoleServer({
+      kubeConfig,
+      mode: 'kubeconfig',
+      host: '127.0.0.1',
+      port: 0,
+      maxLiveStreams: 1,
+      webDir: resolve(ROOT, 'dist/console/web'),
+      logger: pino({ level: 'silent' }),
+    });
+    try {
+      const signIn = await fetch(running.url, { redirect: 'manual' });
+      const cookie = (signIn.headers.get('set-cookie') ?? '').split(';')[0] as string;
+      const live = `http://127.0.0.1:${running.port}/api/namespaces/${teamA}/live`;
+      const first = new AbortController();
+      const open = await fetch(live, { headers: { cookie }, signal: first.signal });
+      expect(open.status).toBe(200);
+      expect(open.headers.get('content-type')).toContain('text/event-stream');
+      const refused = await fetch(live, { headers: { cookie } });
+      expect(refused.status).toBe(503);
+      expect(await refused.json()).toMatchObject({ error: 'too_many_streams' });
+      first.abort();
+      const again = await waitFor(
+        'a free place',
+        async () => {
+          const res = await fetch(live, { headers: { cookie }, signal: AbortSignal.timeout(2000) });
+          if (res.status === 200) return res;
+          await res.arrayBuffer();
+          return undefined;
+        },
+        10_000,
+        100,
+      );
+      expect(again.status).toBe(200);
+      await again.body?.cancel();
+    } finally {
+      await running.close();
+    }
   });
 });
 
