@@ -1,7 +1,7 @@
 /**
- * Operator benchmark (make bench-operator; not a test): against the test API server, apply 500
- * WebhookIntegrations at once and time until all are Ready; then apply single integrations one at
- * a time and time apply -> first event accepted by the ingester.
+ * Operator benchmark (make bench-operator; not a test): against the test API server, create 1,000
+ * WebhookIntegrations at once and time until all are Ready; then create single integrations one at
+ * a time and time create -> first event accepted by the ingester.
  */
 import { availableParallelism, cpus } from 'node:os';
 import {
@@ -17,7 +17,8 @@ import {
 } from '../test/integration/support/cluster.js';
 import { waitFor } from '../test/support/waiting.js';
 
-const BURST = Number(process.env.BENCH_BURST ?? 500);
+const BURST = Number(process.env.BENCH_BURST ?? 1000);
+const CREATE_CONCURRENCY = 8;
 const SINGLES = Number(process.env.BENCH_SINGLES ?? 40);
 const TENANTS = 5;
 const PROBE_MS = 5;
@@ -72,17 +73,29 @@ async function main(): Promise<void> {
   const operator = await startOperator(system, tenants, ['--log-level', 'info', '--workers', '8']);
   const ingester = await startIngester(system, ['--log-level', 'warn']);
   try {
-    const docs = Array.from(
-      { length: BURST },
-      (_, i) => `apiVersion: intake.dev/v1alpha1
-kind: WebhookIntegration
-metadata: {name: burst-${i}, namespace: ${tenants[i % TENANTS]}}
-spec: {}
-`,
-    ).join('---\n');
+    // Created the way a GitOps controller applies a change, several requests at a time, so that
+    // the figure is the operator's and not one kubectl's sequential client-side apply.
     const t0 = performance.now();
-    const applied = await kubectl(['apply', '-f', '-'], docs);
-    if (applied.code !== 0) throw new Error(applied.stderr);
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: CREATE_CONCURRENCY }, async () => {
+        for (let i = next++; i < BURST; i = next++) {
+          const namespace = tenants[i % TENANTS] as string;
+          await custom.createNamespacedCustomObject({
+            group: 'intake.dev',
+            version: 'v1alpha1',
+            namespace,
+            plural: 'webhookintegrations',
+            body: {
+              apiVersion: 'intake.dev/v1alpha1',
+              kind: 'WebhookIntegration',
+              metadata: { name: `burst-${i}`, namespace },
+              spec: {},
+            },
+          });
+        }
+      }),
+    );
     const applyMs = performance.now() - t0;
     await waitFor(
       `${BURST} Ready`,
@@ -102,7 +115,7 @@ spec: {}
         return ready === BURST;
       },
       300_000,
-      250,
+      500,
     );
     const allReadyMs = performance.now() - t0;
 
@@ -134,15 +147,21 @@ spec: {}
     }
     const rows = [
       ['machine', `${availableParallelism()} cores, ${cpus()[0]?.model ?? 'unknown CPU'}, node ${process.version}`],
-      [`burst: kubectl apply of ${BURST} WebhookIntegrations`, `${(applyMs / 1000).toFixed(1)} s`],
       [
-        `burst: apply start -> all ${BURST} Ready`,
-        `${(allReadyMs / 1000).toFixed(1)} s (target < 60 s: ${allReadyMs < 60_000 ? 'PASS' : 'MISS'})`,
+        `burst: ${BURST} WebhookIntegrations created (${CREATE_CONCURRENCY} requests at a time)`,
+        `${(applyMs / 1000).toFixed(1)} s`,
       ],
-      [`single apply -> first accepted event sent, p50 (n=${SINGLES})`, `${percentile(latencies, 50).toFixed(0)} ms`],
+      [
+        `burst: first create -> all ${BURST} Ready (polled every 0.5 s)`,
+        `${(allReadyMs / 1000).toFixed(1)} s (target <= 10 s: ${allReadyMs <= 10_000 ? 'PASS' : 'MISS'})`,
+      ],
+      [
+        `single apply -> first accepted event sent, p50 (n=${SINGLES})`,
+        `${percentile(latencies, 50).toFixed(0)} ms (target <= 100 ms: ${percentile(latencies, 50) <= 100 ? 'PASS' : 'MISS'})`,
+      ],
       [
         `single apply -> first accepted event sent, p99 (n=${SINGLES})`,
-        `${percentile(latencies, 99).toFixed(0)} ms (target < 2000 ms: ${percentile(latencies, 99) < 2000 ? 'PASS' : 'MISS'})`,
+        `${percentile(latencies, 99).toFixed(0)} ms (target <= 1000 ms: ${percentile(latencies, 99) <= 1000 ? 'PASS' : 'MISS'})`,
       ],
     ];
     process.stdout.write(`\n| measure | result |\n|---|---|\n${rows.map(([a, b]) => `| ${a} | ${b} |`).join('\n')}\n`);
