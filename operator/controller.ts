@@ -30,7 +30,14 @@ import { isTransition, setCondition, setReady } from './conditions.js';
 import { namespaceLimits, quotaUsage, type NamespaceEffectiveLimits } from './limits.js';
 import { ScryptVerifiers } from './credentials.js';
 import type { OperatorMetrics } from './metrics.js';
-import { credentialsSecretName, integrationNameOf, parseQueueKey, queueKey, routeSecretName } from './naming.js';
+import {
+  credentialsSecretName,
+  integrationNameOf,
+  MANAGED_BY,
+  parseQueueKey,
+  queueKey,
+  routeSecretName,
+} from './naming.js';
 import {
   planApiKey,
   planWebhook,
@@ -42,7 +49,6 @@ import {
 import { WorkQueue, type ReconcileResult } from '../kube/workqueue.js';
 import { Writer } from './writer.js';
 
-export const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'intake-operator' };
 const CREDENTIALS_LABEL = 'intake.dev/credentials';
 const SOURCE_ANNOTATION = 'intake.dev/source';
 

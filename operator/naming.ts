@@ -2,6 +2,9 @@
 import { createHash } from 'node:crypto';
 import type { IntakeResource, WebhookIntegration } from '../api/v1alpha1/types.js';
 
+/** The label on every Secret the operator writes (credentials and routes). */
+export const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'intake-operator' };
+
 const INTEGRATION_NAME = /^[a-z0-9]([a-z0-9_-]{0,61}[a-z0-9])?$/;
 
 /** spec.name, else metadata.name made a valid integration name (dots to dashes, at most 63 characters). */
