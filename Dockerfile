@@ -27,6 +27,7 @@ COPY --from=build /src/node_modules ./node_modules
 COPY --from=build /src/dist/api ./dist/api
 COPY --from=build /src/dist/cmd ./dist/cmd
 COPY --from=build /src/dist/common ./dist/common
+COPY --from=build /src/dist/console ./dist/console
 COPY --from=build /src/dist/ingester ./dist/ingester
 COPY --from=build /src/dist/kube ./dist/kube
 COPY --from=build /src/dist/operator ./dist/operator

@@ -57,10 +57,11 @@ $(NATS_SERVER):
 # Debian packages the tests run for real (binary:package): Prometheus as the remote write receiver,
 # Alertmanager for the mapping end-to-end test, jq for the shipped Nagios/Icinga notification script;
 # mmdebstrap and umoci build the image (make image); containerd, runc, the CNI plugins and
-# iptables make the test cluster's node. Installed when missing (CI runs as root).
+# iptables make the test cluster's node; chromium is the browser the console tests drive (playwright-core).
+# Installed when missing (CI runs as root).
 DEBIAN_TOOLS := /usr/bin/prometheus:prometheus /usr/bin/prometheus-alertmanager:prometheus-alertmanager /usr/bin/jq:jq \
   /usr/bin/mmdebstrap:mmdebstrap /usr/bin/umoci:umoci /usr/bin/containerd:containerd /usr/sbin/runc:runc \
-  /usr/lib/cni/bridge:containernetworking-plugins /usr/sbin/iptables:iptables
+  /usr/lib/cni/bridge:containernetworking-plugins /usr/sbin/iptables:iptables /usr/bin/chromium:chromium
 debian-tools:
 	@missing=""; for t in $(DEBIAN_TOOLS); do [ -x "$${t%%:*}" ] || missing="$$missing $${t##*:}"; done; \
 	if [ -n "$$missing" ]; then \

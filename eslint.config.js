@@ -135,6 +135,20 @@ export default tseslint.config(
       ],
     },
   },
+  // The console is a component like the operator: it shares api/, common/ and kube/, nothing else.
+  {
+    files: ['console/**/*.ts', 'console/**/*.tsx'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['**/ingester/**', '**/operator/**'], message: 'the console shares only api/, common/ and kube/' },
+          ],
+        },
+      ],
+    },
+  },
   // cmd/ loads a component only when its command runs: static imports of one are types only (await import() for the rest).
   {
     files: ['cmd/**/*.ts'],
@@ -144,7 +158,7 @@ export default tseslint.config(
         {
           patterns: [
             {
-              group: ['**/ingester/**', '**/operator/**'],
+              group: ['**/ingester/**', '**/operator/**', '**/console/**'],
               allowTypeImports: true,
               message: 'cmd/ loads a component lazily: `await import()` inside the command, or `import type`',
             },

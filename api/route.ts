@@ -8,6 +8,7 @@ import addFormatsModule from 'ajv-formats';
 import routeSchema from './route.schema.json' with { type: 'json' };
 import type { RouteLimits } from './limits.js';
 import type { MappingSpec } from './mapping/engine.js';
+import { authenticationProblems } from './signatures.js';
 
 export const ROUTE_API_VERSION = 'intake.dev/v1alpha1';
 /** Label the ingester selects route Secrets by, and the Secret data key holding the document. */
@@ -25,6 +26,34 @@ export interface RouteCredential {
   notAfter?: string;
 }
 
+/** How a WebhookIntegration's senders prove who they are (docs/signatures.md). */
+export type AuthenticationMode = 'basic' | 'signature' | 'basic+signature';
+export type SignatureScheme = 'standard-webhooks' | 'github' | 'grafana' | 'slack' | 'pagerduty' | 'hmac';
+
+export interface SigningSecret {
+  value: string;
+  notBefore?: string;
+  notAfter?: string;
+}
+
+export interface RouteSignature {
+  scheme: SignatureScheme;
+  secrets: SigningSecret[];
+  toleranceSeconds?: number;
+  header?: string;
+  timestampHeader?: string;
+  idHeader?: string;
+  algorithm?: 'sha256' | 'sha512';
+  encoding?: 'hex' | 'base64';
+  prefix?: string;
+  signedContent?: string;
+}
+
+export interface RouteAuthentication {
+  mode: AuthenticationMode;
+  signature?: RouteSignature;
+}
+
 export interface Route {
   apiVersion: typeof ROUTE_API_VERSION;
   kind: RouteKind;
@@ -36,6 +65,8 @@ export interface Route {
   limits?: RouteLimits;
   /** WebhookIntegration only: the payload mapping (api/mapping/). */
   mapping?: MappingSpec;
+  /** WebhookIntegration only: Basic credentials, a signature, or both (absent: basic). */
+  authentication?: RouteAuthentication;
   /** WebhookIntegration only: destination names; absent means the ingester's defaults. */
   destinations?: string[];
 }
@@ -58,7 +89,12 @@ export class RouteValidationError extends Error {
 
 /** Returns the document as a Route or throws RouteValidationError naming every problem. */
 export function validateRoute(doc: unknown): Route {
-  if (compiled(doc)) return doc;
+  if (compiled(doc)) {
+    // What the schema cannot say well: how the mode, the credentials and the signature's fields fit together.
+    const problems = authenticationProblems(doc);
+    if (problems.length === 0) return doc;
+    throw new RouteValidationError(problems);
+  }
   const problems = (compiled.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}`);
   throw new RouteValidationError(problems);
 }

@@ -20,11 +20,45 @@ import { waitFor } from '../test/support/waiting.js';
 const BURST = Number(process.env.BENCH_BURST ?? 500);
 const SINGLES = Number(process.env.BENCH_SINGLES ?? 40);
 const TENANTS = 5;
+const PROBE_MS = 5;
+const MAX_PROBES = 200;
 
 const percentile = (values: number[], p: number): number => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] as number;
 };
+
+/**
+ * When the first request that the ingester accepted was sent. Probes go out every PROBE_MS without
+ * waiting for earlier ones: a refused probe is answered only after the authentication failure
+ * floor (hundreds of milliseconds), and a poller that waited for each answer would measure that
+ * floor instead of when the route became usable.
+ */
+async function firstAcceptedSend(
+  ingestUrl: string,
+  name: string,
+  credentials: () => Promise<string | undefined>,
+): Promise<number> {
+  const deadline = performance.now() + 30_000;
+  const inFlight = new Set<Promise<void>>();
+  let acceptedAt: number | undefined;
+  let authorization: string | undefined;
+  while (acceptedAt === undefined) {
+    if (performance.now() > deadline) throw new Error(`${name}: no event accepted within 30 s`);
+    authorization ??= await credentials();
+    if (authorization !== undefined && inFlight.size < MAX_PROBES) {
+      const sentAt = performance.now();
+      const probe: Promise<void> = postEvent(ingestUrl, name, authorization).then((status) => {
+        if (status === 200 && (acceptedAt === undefined || sentAt < acceptedAt)) acceptedAt = sentAt;
+        inFlight.delete(probe);
+      });
+      inFlight.add(probe);
+    }
+    await new Promise((r) => setTimeout(r, PROBE_MS));
+  }
+  await Promise.all(inFlight);
+  return acceptedAt;
+}
 
 type Listed = { items: Array<{ status?: { conditions?: Array<{ type: string; status: string }> } }> };
 
@@ -72,6 +106,13 @@ spec: {}
     );
     const allReadyMs = performance.now() - t0;
 
+    const credentialsOf = async (namespace: string, name: string): Promise<string | undefined> => {
+      const secret = await core
+        .readNamespacedSecret({ namespace, name: `intake-webhook-${name}` })
+        .catch(() => undefined);
+      const auth = secret?.data?.authorization;
+      return auth === undefined ? undefined : Buffer.from(auth, 'base64').toString();
+    };
     const latencies: number[] = [];
     for (let i = 0; i < SINGLES; i++) {
       const namespace = tenants[i % TENANTS] as string;
@@ -89,21 +130,7 @@ spec: {}
           spec: {},
         },
       });
-      await waitFor(
-        `${name} accepted`,
-        async () => {
-          const secret = await core
-            .readNamespacedSecret({ namespace, name: `intake-webhook-${name}` })
-            .catch(() => undefined);
-          const auth = secret?.data?.authorization;
-          return (
-            auth !== undefined && (await postEvent(ingester.url, name, Buffer.from(auth, 'base64').toString())) === 200
-          );
-        },
-        30_000,
-        10,
-      );
-      latencies.push(performance.now() - start);
+      latencies.push((await firstAcceptedSend(ingester.url, name, () => credentialsOf(namespace, name))) - start);
     }
     const rows = [
       ['machine', `${availableParallelism()} cores, ${cpus()[0]?.model ?? 'unknown CPU'}, node ${process.version}`],
@@ -112,9 +139,9 @@ spec: {}
         `burst: apply start -> all ${BURST} Ready`,
         `${(allReadyMs / 1000).toFixed(1)} s (target < 60 s: ${allReadyMs < 60_000 ? 'PASS' : 'MISS'})`,
       ],
-      [`single apply -> first accepted event, p50 (n=${SINGLES})`, `${percentile(latencies, 50).toFixed(0)} ms`],
+      [`single apply -> first accepted event sent, p50 (n=${SINGLES})`, `${percentile(latencies, 50).toFixed(0)} ms`],
       [
-        `single apply -> first accepted event, p99 (n=${SINGLES})`,
+        `single apply -> first accepted event sent, p99 (n=${SINGLES})`,
         `${percentile(latencies, 99).toFixed(0)} ms (target < 2000 ms: ${percentile(latencies, 99) < 2000 ? 'PASS' : 'MISS'})`,
       ],
     ];

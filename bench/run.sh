@@ -20,6 +20,7 @@
 #   BENCH_NO_REMOTE_WRITE=1 skip the remote write scenario; BENCH_NO_JETSTREAM=1 skip the JetStream one;
 #   BENCH_NO_DESTINATIONS=1 skip the destinations one (BENCH_DESTINATION_EVENTS: events per case, 20000)
 #   BENCH_NO_NOISY_NEIGHBOUR=1 skip the noisy-neighbour one (BENCH_NOISY_DURATION, BENCH_NOISY_RATE: see the file)
+#   BENCH_NO_SIGNATURES=1   skip the signature one (BENCH_SIG_DURATION, BENCH_SIG_RUNS: see bench/signatures.ts)
 #   BENCH_KEEP=1            keep the work dir (config, logs, wrk output, profiles) afterwards
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -127,6 +128,10 @@ if [ "$status" = 0 ] && [ -z "${BENCH_PROFILE:-}" ]; then
   # its limit with a hostile expression; the per-tenant limiter's cost).
   if [ "${BENCH_NO_NOISY_NEIGHBOUR:-}" != 1 ]; then
     follow_on dist/bench/noisy-neighbour.js
+  fi
+  # What verifying a sender's signature costs beside Basic (bench/signatures.ts: alternating runs).
+  if [ "${BENCH_NO_SIGNATURES:-}" != 1 ]; then
+    follow_on dist/bench/signatures.js
   fi
   # Remote write to a real Prometheus (bench/remote-write.ts: points/s end to end, peak RSS).
   if [ "${BENCH_NO_REMOTE_WRITE:-}" != 1 ]; then

@@ -297,6 +297,97 @@ operator
     );
   });
 
+program
+  .command('console')
+  .description('serve the web console (docs/console.md) with your own Kubernetes identity')
+  .addOption(
+    new Option(
+      '--kubeconfig <file>',
+      'kubeconfig file (default: $KUBECONFIG or ~/.kube/config; in-cluster with --auth token)',
+    ).env('INTAKE_KUBECONFIG'),
+  )
+  .addOption(
+    new Option('--listen <host:port>', 'where to serve; kubeconfig mode only on loopback')
+      .default('127.0.0.1:9090')
+      .env('INTAKE_CONSOLE_LISTEN'),
+  )
+  .addOption(
+    new Option(
+      '--auth <mode>',
+      "kubeconfig: your kubeconfig's identity, a one-time URL token; token: each user signs in with a Kubernetes token (in the cluster)",
+    )
+      .choices(['kubeconfig', 'token'])
+      .default('kubeconfig')
+      .env('INTAKE_CONSOLE_AUTH'),
+  )
+  .addOption(
+    new Option('--ingest-url <url>', "reach the ingesters here for test events instead of status.url's host").env(
+      'INTAKE_CONSOLE_INGEST_URL',
+    ),
+  )
+  .addOption(
+    new Option('--allowed-hosts <list>', 'token mode: comma-separated Host header values to answer (default: any)').env(
+      'INTAKE_CONSOLE_ALLOWED_HOSTS',
+    ),
+  )
+  .addOption(
+    new Option('--secure-cookie', 'mark the session cookie Secure (served over HTTPS)').env(
+      'INTAKE_CONSOLE_SECURE_COOKIE',
+    ),
+  )
+  .addOption(
+    new Option('--log-level <level>', 'operational log level')
+      .choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+      .default('info')
+      .env('INTAKE_LOG_LEVEL'),
+  )
+  .action(async (opts: Record<string, string | boolean | undefined>) => {
+    const listen = parseListen(String(opts.listen), '--listen');
+    const mode = opts.auth === 'token' ? 'token' : 'kubeconfig';
+    if (mode === 'kubeconfig' && !/^(127\.\d+\.\d+\.\d+|::1|localhost)$/.test(listen.host))
+      throw new ConfigError('--listen: in kubeconfig mode the console serves on loopback only (it acts as you)');
+    if (opts.ingestUrl !== undefined && !/^https?:\/\/[^\s/]+/.test(String(opts.ingestUrl)))
+      throw new ConfigError(`--ingest-url must be an http(s) URL, got ${JSON.stringify(opts.ingestUrl)}`);
+    const { KubeConfig } = await import('@kubernetes/client-node');
+    const kubeConfig = new KubeConfig();
+    if (opts.kubeconfig) kubeConfig.loadFromFile(String(opts.kubeconfig));
+    else if (mode === 'token') kubeConfig.loadFromCluster();
+    else kubeConfig.loadFromDefault();
+    const logger = createLogger(String(opts.logLevel), 'console');
+    const { startConsole } = await import('../console/server/main.js');
+    const running = await startConsole({
+      kubeConfig,
+      mode,
+      host: listen.host,
+      port: listen.port,
+      ...(opts.ingestUrl ? { ingestUrl: String(opts.ingestUrl) } : {}),
+      ...(opts.allowedHosts
+        ? {
+            allowedHosts: String(opts.allowedHosts)
+              .split(',')
+              .map((h) => h.trim())
+              .filter(Boolean),
+          }
+        : {}),
+      secureCookie: Boolean(opts.secureCookie),
+      logger,
+    });
+    // The URL (with its one-time token in kubeconfig mode) goes to stdout only, never to the log.
+    process.stdout.write(
+      mode === 'kubeconfig'
+        ? `intake console: open ${running.url}\n(the link works once; it signs this browser in until the console stops)\n`
+        : `intake console: serving on ${running.url} (users sign in with a Kubernetes token)\n`,
+    );
+    const stop = (): void => {
+      running.close().then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+    };
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+  });
+
 /** The operator's --default-limits over the built-in defaults; --default-max-series is the API key series default. */
 function defaultLimits(value: string | boolean | undefined, defaultMaxSeries: number): TenantLimitDefaults {
   const base = mergeTenantLimitDefaults(DEFAULT_TENANT_LIMITS, { apiKey: { maxSeries: defaultMaxSeries } });

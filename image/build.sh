@@ -50,7 +50,7 @@ mkdir -p "$app/dist"
 cp "$root/package.json" "$root/package-lock.json" "$app/"
 (cd "$app" && npm ci --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error)
 rm "$app/package-lock.json"
-for d in api cmd common ingester kube operator; do cp -a "$root/dist/$d" "$app/dist/"; done
+for d in api cmd common console ingester kube operator; do cp -a "$root/dist/$d" "$app/dist/"; done
 chmod -R u+rwX,go+rX,go-w "$work/app"
 pack "$work/app" "$work/app.tar"
 

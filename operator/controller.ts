@@ -30,6 +30,7 @@ import { isTransition, setCondition, setReady } from './conditions.js';
 import { namespaceLimits, quotaUsage, type NamespaceEffectiveLimits } from './limits.js';
 import { ScryptVerifiers } from './credentials.js';
 import type { OperatorMetrics } from './metrics.js';
+import { NameClaims } from './name-claims.js';
 import {
   credentialsSecretName,
   integrationNameOf,
@@ -81,6 +82,7 @@ export class Controller {
   private readonly credentialSecrets: Array<Informer<V1Secret>> = [];
   private readonly routeSecrets: Informer<V1Secret>;
   private readonly scrypt = new ScryptVerifiers();
+  private readonly nameClaims = new NameClaims();
   private resync?: NodeJS.Timeout;
 
   constructor(private readonly o: ControllerOptions) {
@@ -203,6 +205,8 @@ export class Controller {
     old: IntakeResource | undefined,
   ): void {
     const obj = (n ?? old) as IntakeResource;
+    if (kind === 'WebhookIntegration')
+      this.nameClaims.update(n as WebhookIntegration | undefined, old as WebhookIntegration | undefined);
     if (n && old && !specOrMetaChanged(n, old)) return;
     this.queue.add(queueKey(kind, obj.metadata.namespace as string, obj.metadata.name as string));
     // The namespace's quotas report what its integrations and keys were given.
@@ -211,10 +215,10 @@ export class Controller {
     if (kind !== 'WebhookIntegration') return;
     // A change to one integration can free or take a name another one wants.
     const names = new Set([n, old].filter(Boolean).map((o) => integrationNameOf(o as WebhookIntegration)));
-    for (const wi of this.allWebhooks()) {
-      if (names.has(integrationNameOf(wi)) && wi.metadata.uid !== obj.metadata.uid)
-        this.queue.add(queueKey('WebhookIntegration', wi.metadata.namespace as string, wi.metadata.name as string));
-    }
+    for (const name of names)
+      for (const wi of this.nameClaims.claimants(name))
+        if (wi.metadata.uid !== obj.metadata.uid)
+          this.queue.add(queueKey('WebhookIntegration', wi.metadata.namespace as string, wi.metadata.name as string));
   }
 
   private enqueueOwnerOf(secret: V1Secret | undefined): void {
@@ -341,7 +345,7 @@ export class Controller {
       publicBaseUrl: this.o.publicBaseUrl,
       defaultMaxSeries: this.o.defaultMaxSeries,
       now: new Date(),
-      webhooks: this.allWebhooks(),
+      webhooks: obj.kind === 'WebhookIntegration' ? this.nameClaims.claimants(integrationNameOf(obj)) : [],
       existingCredentials: this.credentialSecrets
         .map((i) => i.get(`${namespace}/${credentialsSecretName(obj as IntakeResource)}`))
         .find(Boolean),

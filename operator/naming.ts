@@ -5,6 +5,9 @@ import type { IntakeResource, WebhookIntegration } from '../api/v1alpha1/types.j
 /** The label on every Secret the operator writes (credentials and routes). */
 export const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'intake-operator' };
 
+/** On the credentials Secret: the value of intake.dev/rotate its secrets were generated for. */
+export const ROTATED_FOR_ANNOTATION = 'intake.dev/rotated-for';
+
 const INTEGRATION_NAME = /^[a-z0-9]([a-z0-9_-]{0,61}[a-z0-9])?$/;
 
 /** spec.name, else metadata.name made a valid integration name (dots to dashes, at most 63 characters). */

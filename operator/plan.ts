@@ -29,9 +29,17 @@ import {
   type ScryptVerifiers,
 } from './credentials.js';
 import { parseDuration } from '../common/duration.js';
-import { credentialsSecretName, integrationNameOf, isValidIntegrationName, toRouteName } from './naming.js';
+import {
+  credentialsSecretName,
+  integrationNameOf,
+  isValidIntegrationName,
+  ROTATED_FOR_ANNOTATION,
+  toRouteName,
+} from './naming.js';
+import { includesBasic, includesSignature } from '../api/signatures.js';
+import { planSigning } from './signing.js';
 
-export const ROTATED_FOR_ANNOTATION = 'intake.dev/rotated-for';
+export { ROTATED_FOR_ANNOTATION };
 
 export interface Plan {
   ready: ReadyState;
@@ -52,7 +60,7 @@ export interface PlanContext {
   publicBaseUrl: string;
   defaultMaxSeries: number;
   now: Date;
-  /** Every WebhookIntegration in the cache, for name conflicts. */
+  /** The cached WebhookIntegrations that claim this one's integration name (more do no harm), for name conflicts. */
   webhooks: readonly WebhookIntegration[];
   /** The operator's credentials Secret for this resource, from the cache. */
   existingCredentials?: V1Secret;
@@ -152,10 +160,49 @@ export async function planWebhook(wi: WebhookIntegration, ctx: PlanContext): Pro
       url,
       credentialsSecret: ref ?? credentialsSecretName(wi),
     });
-  const plan = await planWebhookCredentials(wi, ctx, name, url, ref, graceMs);
+  const mode = wi.spec?.authentication?.mode ?? 'basic';
+  let plan = includesBasic(mode)
+    ? await planWebhookCredentials(wi, ctx, name, url, ref, graceMs)
+    : finish(wi, name, url, credentialsSecretName(wi), [], ctx, undefined, []);
+  if (plan.route && includesSignature(mode)) plan = await withSignature(plan, wi, ctx, url);
   if (plan.route && mapping) plan.route.mapping = routeMapping(mapping);
   if (plan.route && destinations.length > 0) plan.route.destinations = [...destinations];
   return applyLimits(plan, webhookLimits(wi, limitsOf(ctx)), ctx);
+}
+
+/**
+ * Adds the signature to a planned route (modes signature and basic+signature): its settings and
+ * secrets, the generated secret into the credentials Secret. A signature that cannot be published
+ * (a missing referenced Secret, a bad setting) leaves the integration not Ready, as a missing password does.
+ */
+async function withSignature(plan: Plan, wi: WebhookIntegration, ctx: PlanContext, url: string): Promise<Plan> {
+  const auth = wi.spec?.authentication ?? {};
+  const mode = auth.mode ?? 'basic';
+  const status = { integrationName: plan.status.integrationName as string, url };
+  if (!auth.signature)
+    return notReady('InvalidSpec', `spec.authentication.signature is required with mode ${mode}`, status);
+  const signing = await planSigning(wi, auth.signature, {
+    now: ctx.now,
+    ...(ctx.existingCredentials ? { existingCredentials: ctx.existingCredentials } : {}),
+    ...(ctx.existingRoute?.authentication?.signature ? { published: ctx.existingRoute.authentication.signature } : {}),
+    readSecret: ctx.readSecret,
+  });
+  if (!signing.ok) return notReady(signing.reason, signing.message, status);
+  (plan.route as Route).authentication = { mode, signature: signing.signature };
+  plan.notices.push(...signing.notices);
+  if (signing.generated !== undefined) {
+    const name = credentialsSecretName(wi);
+    plan.credentials ??= { name, data: { url }, rotatedFor: wi.metadata.annotations?.[ROTATE_ANNOTATION] ?? '' };
+    plan.credentials.data.signingSecret = signing.generated;
+    plan.status.credentialsSecret = name;
+  } else if (!includesBasic(mode)) plan.status.credentialsSecret = auth.signature.secretRef?.name as string;
+  // Look again just after a signing secret's grace period ends, to drop it.
+  const expiries = signing.signature.secrets
+    .map((s) => (s.notAfter ? Date.parse(s.notAfter) - ctx.now.getTime() : Infinity))
+    .filter((ms) => ms > 0 && ms < Infinity);
+  if (expiries.length > 0)
+    plan.requeueAfterMs = Math.min(plan.requeueAfterMs ?? Infinity, Math.min(...expiries) + 1000);
+  return plan;
 }
 
 /** Names the ingesters do not have, described with the configured ones; undefined when all are known. */

@@ -2,6 +2,8 @@
 import type { V1ObjectMeta } from '@kubernetes/client-node';
 import type { ApiKeyLimits, IntegrationLimits, NamespaceLimits, OverLimitStatus, RouteLimits } from '../limits.js';
 import type { MappingSpec } from '../mapping/engine.js';
+import type { AuthenticationMode } from '../route.js';
+import type { SignatureSettings } from '../signatures.js';
 
 export const GROUP = 'intake.dev';
 export const VERSION = 'v1alpha1';
@@ -40,6 +42,11 @@ export interface WebhookIntegration {
       secretRef?: { name: string };
       rotationGracePeriod?: string;
     };
+    /** Basic credentials (default), an HMAC signature over the body, or both (docs/signatures.md). */
+    authentication?: {
+      mode?: AuthenticationMode;
+      signature?: SignatureSpec;
+    };
     mapping?: MappingSpec;
     /** Destination names configured in the ingester; absent: the default destinations. */
     destinations?: string[];
@@ -48,6 +55,16 @@ export interface WebhookIntegration {
   };
   status?: CommonStatus & { integrationName?: string };
 }
+
+/** spec.authentication.signature: the route's settings, with a Secret reference and durations instead of secrets and seconds. */
+export type SignatureSpec = Omit<SignatureSettings, 'secrets' | 'toleranceSeconds'> & {
+  /** A Secret in the namespace holding the signing secret (key signingSecret unless `key`); absent: generated. */
+  secretRef?: { name: string; key?: string };
+  /** How far a signed timestamp may be from the ingester's clock (default 5m). */
+  tolerance?: string;
+  /** How long the previous signing secret keeps working after a rotation (default 0s). */
+  rotationGracePeriod?: string;
+};
 
 export interface ApiKey {
   apiVersion: typeof API_VERSION;

@@ -10,6 +10,12 @@
  *   was wrong: every 401 for wrong credentials is answered no sooner than `failureDelayMs` after
  *   the check began, or a quarter longer than recent scrypt checks took if that is more (a loaded
  *   machine hashes slower than the configured floor assumes).
+ *
+ * A signed integration (docs/signatures.md) is checked in two places: `webhook` (onRequest) reads
+ * its signature headers and refuses a missing signature or a stale timestamp before the body is
+ * read; `verifySignature` (the handler's first step) checks the signature over the body's bytes
+ * before anything parses them. Both fail as a wrong password does: the same 401, the same floor,
+ * counted by the throttle. Every refusal is thrown by `fail`, as an AuthRefusal carrying its reason.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyRequest } from 'fastify';
@@ -17,7 +23,16 @@ import { hashScrypt } from '../../api/verifiers.js';
 import { parseBasicAuth, soleHeader } from './basic-auth.js';
 import type { AuthThrottle } from './auth-throttle.js';
 import type { VerifiedCache } from '../routing/credentials.js';
-import { authThrottled, suspended, unauthorized, unauthorizedApiKey } from '../core/errors.js';
+import { includesBasic } from '../../api/signatures.js';
+import {
+  AuthRefusal,
+  authThrottled,
+  suspended,
+  unauthorized,
+  unauthorizedApiKey,
+  type AuthFailureReason,
+} from '../core/errors.js';
+import { readSignedHeaders, signatureMatches, type SignedHeaders } from './signature-check.js';
 import type { Endpoint, IngesterMetrics } from '../core/ingester-metrics.js';
 import type { RouteEntry, RouteTable } from '../routing/route-table.js';
 
@@ -28,6 +43,13 @@ export interface AuthenticatorOptions {
   verified: VerifiedCache;
   /** Least time before a 401 for wrong credentials is answered (0: no floor, failures answer at once). */
   failureDelayMs: number;
+}
+
+/** What onRequest established for a webhook request. */
+export interface WebhookAuthentication {
+  entry: RouteEntry;
+  /** A signed integration's headers: the request is not authenticated until verifySignature checks them against the body. */
+  signed?: SignedHeaders;
 }
 
 export class Authenticator {
@@ -53,13 +75,42 @@ export class Authenticator {
     );
   }
 
-  /** Basic credentials against the integration named in the URL; resolves to its route or throws. */
-  async webhook(req: FastifyRequest, name: string): Promise<RouteEntry> {
+  /**
+   * The integration named in the URL: its Basic credentials (modes basic, basic+signature) and its
+   * signature headers (signature, basic+signature). Resolves, or throws the refusal.
+   */
+  async webhook(req: FastifyRequest, name: string): Promise<WebhookAuthentication> {
     const startedMs = performance.now();
     this.refuseBlocked(req);
+    const table = this.options.routes();
+    const published = table.webhook(name);
+    // An unknown name is refused as a wrong password is: by the Basic check.
+    const entry = includesBasic(published?.mode ?? 'basic')
+      ? await this.basic(req, table, name, startedMs)
+      : (published as RouteEntry);
+    if (!entry.signature) return { entry: this.accept(req, entry) };
+    const signed = readSignedHeaders(entry.signature.rule, req.raw.rawHeaders, Date.now());
+    if (typeof signed === 'string') return this.fail(req, 'events', signed, startedMs);
+    return { entry, signed };
+  }
+
+  /** The signature over the body's exact bytes, before anything parses them; resolves to the route or throws. */
+  async verifySignature(
+    req: FastifyRequest,
+    entry: RouteEntry,
+    signed: SignedHeaders,
+    body: Buffer,
+  ): Promise<RouteEntry> {
+    const startedMs = performance.now();
+    if (!signatureMatches(entry.signature!, signed, body, Date.now()))
+      return this.fail(req, 'events', 'signature_invalid', startedMs);
+    return this.accept(req, entry);
+  }
+
+  /** Basic credentials against the integration; resolves to its route or throws. */
+  private async basic(req: FastifyRequest, table: RouteTable, name: string, startedMs: number): Promise<RouteEntry> {
     const creds = parseBasicAuth(soleHeader(req.raw.rawHeaders, 'authorization'));
     if (!creds) return this.fail(req, 'events', 'missing');
-    const table = this.options.routes();
     this.calibrate(table);
     const charged = table.isSlowToVerify(name);
     if (charged) {
@@ -71,7 +122,7 @@ export class Authenticator {
     if (charged) this.slowCheckMs = Math.max(performance.now() - checkStartedMs, this.slowCheckMs * 0.95);
     if (!entry) return this.fail(req, 'events', 'invalid', startedMs, charged);
     if (charged) await this.options.throttle.refund(req.ip);
-    return this.accept(req, entry);
+    return entry;
   }
 
   /** `apiKey: <key>` header, or Basic `<username>:<key>`; resolves to the key's route or throws. */
@@ -105,10 +156,11 @@ export class Authenticator {
     return entry;
   }
 
+  /** Every authentication refusal: counted, charged to the address, held to the floor, thrown with its reason. */
   private async fail(
     req: FastifyRequest,
     endpoint: Endpoint,
-    reason: 'missing' | 'invalid',
+    reason: AuthFailureReason,
     startedMs?: number,
     alreadyCharged = false,
   ): Promise<never> {
@@ -120,7 +172,7 @@ export class Authenticator {
       const wait = Math.max(this.options.failureDelayMs, this.slowCheckMs * 1.25) - (performance.now() - startedMs);
       if (wait > 0) await sleep(wait);
     }
-    if (blocked > 0) throw authThrottled(blocked);
-    throw endpoint === 'events' ? unauthorized() : unauthorizedApiKey();
+    if (blocked > 0) throw new AuthRefusal(reason, authThrottled(blocked));
+    throw new AuthRefusal(reason, endpoint === 'events' ? unauthorized() : unauthorizedApiKey());
   }
 }

@@ -56,6 +56,30 @@ export const unauthorizedApiKey = (): IntakeError =>
     BASIC_CHALLENGE,
   );
 
+/**
+ * Why authentication refused a request: the label of intake_auth_failures_total and what activity
+ * counts. `missing`/`invalid`: Basic credentials or API key absent / wrong (unknown integration
+ * included); `signature_missing`: a signed integration's headers absent, repeated or malformed;
+ * `signature_invalid`: no signature matches the body under a current secret;
+ * `timestamp_out_of_range`: the signed timestamp is outside the tolerance (a stale or replayed request).
+ */
+export type AuthFailureReason =
+  'missing' | 'invalid' | 'signature_missing' | 'signature_invalid' | 'timestamp_out_of_range';
+
+/**
+ * A refused authentication: the answer the sender gets (the 401, or the 429 once its address is
+ * blocked), which says nothing of the reason, and the reason, for metrics and activity only.
+ */
+export class AuthRefusal extends IntakeError {
+  constructor(
+    readonly reason: AuthFailureReason,
+    answer: IntakeError,
+  ) {
+    super(answer.code, answer.statusCode, answer.message, answer.fieldErrors, answer.headers);
+    this.name = 'AuthRefusal';
+  }
+}
+
 export const suspended = (kind: string, name: string): IntakeError =>
   new IntakeError('SUSPENDED', 403, `${kind} ${name} is suspended`);
 

@@ -21,6 +21,7 @@ export class IngesterMetrics {
   readonly eventsRefused: Counter<'integration' | 'namespace' | 'reason' | 'scope'>;
   readonly pointsRefused: Counter<'namespace' | 'reason' | 'scope'>;
   readonly authFailures: Counter<'endpoint' | 'reason'>;
+  readonly messagesReplayed: Counter<'integration' | 'namespace'>;
   readonly sinkErrors: Counter<'sink'>;
   readonly routes: Gauge<'kind'>;
   readonly routeReloads: Counter<'result'>;
@@ -102,8 +103,14 @@ export class IngesterMetrics {
     });
     this.authFailures = new Counter({
       name: 'intake_auth_failures_total',
-      help: 'Failed authentications, by endpoint and reason.',
+      help: 'Failed authentications, by endpoint and reason (missing, invalid, signature_missing, signature_invalid, timestamp_out_of_range).',
       labelNames: ['endpoint', 'reason'],
+      registers,
+    });
+    this.messagesReplayed = new Counter({
+      name: 'intake_signed_messages_replayed_total',
+      help: 'Signed requests whose message id (webhook-id) was answered within the tolerance: answered 200 again, nothing stored twice.',
+      labelNames: ['integration', 'namespace'],
       registers,
     });
     this.sinkErrors = new Counter({

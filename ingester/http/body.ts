@@ -53,6 +53,19 @@ export function parseJsonBody(
 }
 
 /**
+ * The handler's parse step. The content type parser (http/listener.ts) only reads the bytes and
+ * undoes Content-Encoding, so that a signature can be checked over them before anything parses
+ * them. Undefined when the request had no body to read (no content type, no length).
+ */
+export function parseRequestBody(
+  req: { headers: { 'content-type'?: string }; body: unknown },
+  maxDepth?: number,
+): unknown {
+  if (req.body === undefined) return undefined;
+  return parseJsonBody(req.headers['content-type'], req.body as Buffer, maxDepth);
+}
+
+/**
  * Undoes Content-Encoding gzip or deflate (what senders such as Grafana and Datadog may use). The
  * decompressed size counts against the body limit: output is capped at it, so a small compressed
  * body cannot expand into a large one in memory.

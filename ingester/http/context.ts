@@ -5,6 +5,7 @@
 import type { Logger } from 'pino';
 import type { AuthThrottle } from '../auth/auth-throttle.js';
 import type { Authenticator } from '../auth/authenticator.js';
+import type { SeenMessages } from '../auth/seen-messages.js';
 import type { IngesterMetrics } from '../core/ingester-metrics.js';
 import type { LogLimiter } from '../core/log-limiter.js';
 import type { TenantLimiter } from '../limits/tenant-limiter.js';
@@ -64,4 +65,6 @@ export interface IngestContext extends IngestServerOptions {
   mapped: MappedWebhooks;
   /** Sink failures repeat while a sink is down: logged at most once per interval. */
   failures: LogLimiter;
+  /** Signed message ids answered recently (Standard Webhooks webhook-id): a replay gets the same 200. */
+  seen: SeenMessages;
 }

@@ -11,8 +11,9 @@
  * | 1    | onRequest (global)           | below                          | security headers; X-Forwarded-For check; shutting down; event loop late  | badHeader 400, unavailable 503              |
  * | 2    | onRequest (endpoint)         | endpoints/*.ts `authenticate`  | credentials, then per-tenant request admission; 100 Continue sent        | unauthorized 401, suspended 403, 429/503    |
  * | 3    | preParsing (global)          | below                          | reserve the body's bytes in the in-flight body budget                    | unavailable 503                             |
- * | 4    | content type parser          | below, body.ts                 | content-encoding, JSON with a depth limit; raw JSON kept for workers     | 413, 415, invalidJson 400, jsonTooDeep 400  |
- * | 5    | handler                      | endpoints/*.ts                 | decode, map, validate, hand off or store, answer 200                     | 400, 422, 429, 503                          |
+ * | 4    | content type parser          | below, body.ts                 | the body's bytes, content-encoding undone (nothing parsed yet)           | 413, 415                                    |
+ * | 5    | handler                      | endpoints/*.ts                 | signature (signed integrations), parse JSON with a depth limit, map,     | 401, 400, 415, 422, 429, 503                |
+ * |      |                              |                                | validate, hand off or store, answer 200                                  |                                             |
  * | 6    | error handler                | below `toIntakeError`          | any error becomes a catalogue error and its JSON body                    | BAD_REQUEST 4xx, INTERNAL 500               |
  * | 6'   | not-found / other methods    | below                          | unknown path, method other than POST                                     | notFound 404, methodNotAllowed 405          |
  * | 7    | onResponse (global)          | below                          | request count and duration metrics                                       |                                             |
@@ -29,6 +30,8 @@ import Fastify, {
 } from 'fastify';
 import type { Server } from 'node:http';
 import { Authenticator } from '../auth/authenticator.js';
+import { SeenMessages } from '../auth/seen-messages.js';
+import type { SignedHeaders } from '../auth/signature-check.js';
 import type { Endpoint } from '../core/ingester-metrics.js';
 import {
   badHeader,
@@ -45,7 +48,7 @@ import { LogLimiter } from '../core/log-limiter.js';
 import { newVerifiedCache } from '../routing/credentials.js';
 import type { RouteEntry } from '../routing/route-table.js';
 import { BodyBudget } from './body-budget.js';
-import { decodeContentEncoding, parseJsonBody } from './body.js';
+import { decodeContentEncoding } from './body.js';
 import type { IngestContext, IngestLimits, IngestServerOptions } from './context.js';
 import { dataPointsEndpoint, METRICS_PATH } from './endpoints/data-points.js';
 import { eventsEndpoint, EVENTS_PATH } from './endpoints/events.js';
@@ -72,8 +75,8 @@ const OTHER_METHODS = ['GET', 'HEAD', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as co
 declare module 'fastify' {
   interface FastifyRequest {
     routeEntry: RouteEntry | null;
-    /** The body's JSON bytes, kept for a mapping that runs in a worker (it gets these, not the object). */
-    rawJson: Buffer | null;
+    /** A signed integration's signature headers, read in onRequest, checked against the body by the handler. */
+    signedHeaders: SignedHeaders | null;
   }
 }
 
@@ -113,17 +116,16 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
     }),
     failures: new LogLimiter(o.logger),
     mapped: o.mapped,
+    seen: new SeenMessages(o.routes),
   };
 
   app.decorateRequest('routeEntry', null);
-  app.decorateRequest('rawJson', null);
+  app.decorateRequest('signedHeaders', null);
   app.removeAllContentTypeParsers();
+  // Bytes only: the handler checks a signature over them before it parses them (body.ts parseRequestBody).
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (req, body, done) => {
     try {
-      const raw = decodeContentEncoding(req.headers['content-encoding'], body as Buffer, o.limits.bodyBytes);
-      const parsed = parseJsonBody(req.headers['content-type'], raw, o.limits.maxJsonDepth);
-      if (req.routeEntry?.mapping?.isolated) req.rawJson = raw;
-      done(null, parsed);
+      done(null, decodeContentEncoding(req.headers['content-encoding'], body as Buffer, o.limits.bodyBytes));
     } catch (err) {
       done(err as Error, undefined);
     }

@@ -11,9 +11,10 @@ import {
   type MappingLimits,
 } from '../../api/mapping/engine.js';
 import { defaultOverLimitStatus, type OverLimitStatus, type RouteLimits } from '../../api/limits.js';
-import type { Route, RouteKind } from '../../api/route.js';
+import type { AuthenticationMode, Route, RouteKind } from '../../api/route.js';
 import { sha256 } from '../../api/verifiers.js';
 import { CompiledCredential, type VerifiedCache } from './credentials.js';
+import { compileSignature, type CompiledSignature } from './signing-secrets.js';
 
 export interface RouteEntry {
   readonly kind: RouteKind;
@@ -26,6 +27,10 @@ export interface RouteEntry {
   /** The status of a refusal over a limit (429, or 503 for senders that retry only 5xx). */
   readonly overLimitStatus: OverLimitStatus;
   readonly credentials: readonly CompiledCredential[];
+  /** WebhookIntegration: Basic credentials, a signature, or both (basic for an ApiKey). */
+  readonly mode: AuthenticationMode;
+  /** Present when the mode includes signature: checked over the body before it is parsed. */
+  readonly signature?: CompiledSignature;
   /** The payload mapping, compiled when the table is built (never per request). */
   readonly mapping?: CompiledMapping;
   /** WebhookIntegration: the destinations its events are delivered to (named, else the defaults). */
@@ -209,6 +214,7 @@ function compile(
     namespace: route.namespace,
     suspended: route.suspended ?? false,
     credentials: route.credentials.map((c) => new CompiledCredential(c)),
+    mode: route.authentication?.mode ?? 'basic',
     limits: route.limits ?? {},
     overLimitStatus:
       route.limits?.overLimitStatus ??
@@ -216,5 +222,7 @@ function compile(
   };
   if (route.mapping && route.kind === 'WebhookIntegration')
     entry = { ...entry, mapping: compileMapping(route.mapping, mappingLimits, runner) };
+  if (route.authentication?.signature && route.authentication.mode !== 'basic')
+    entry = { ...entry, signature: compileSignature(route.authentication.signature) };
   return route.limits?.maxSeries !== undefined ? { ...entry, maxSeries: route.limits.maxSeries } : entry;
 }

@@ -1,5 +1,5 @@
 /**
- * No import cycles in the product code (api, cmd, common, ingester, kube, operator). ESLint's
+ * No import cycles in the product code (api, cmd, common, console, ingester, kube, operator). ESLint's
  * no-restricted-imports zones keep the ingester's folders layered (eslint.config.js); this finds
  * cycles inside a folder too. Only runtime imports count: `import type` is erased by tsc.
  */
@@ -7,7 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { ROOT } from '../support/paths.js';
 
-const PRODUCT = ['api', 'cmd', 'common', 'ingester', 'kube', 'operator'];
+const PRODUCT = ['api', 'cmd', 'common', 'console', 'ingester', 'kube', 'operator'];
 const GENERATED = join('ingester', 'series', 'remote-write', 'generated');
 
 function sourceFiles(dir: string): string[] {

@@ -5,6 +5,7 @@
 import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { parseDataPoints, type DataPoint } from '../../series/data-points.js';
 import type { RouteEntry } from '../../routing/route-table.js';
+import { parseRequestBody } from '../body.js';
 import type { IngestContext } from '../context.js';
 import { continueIfExpected, okBody, okSchema } from './reply.js';
 
@@ -13,11 +14,11 @@ export const METRICS_PATH = '/v1/integrations/metrics';
 export function dataPointsEndpoint(ctx: IngestContext): RouteOptions {
   const { metrics } = ctx;
 
-  const validate = (req: FastifyRequest, namespace: string): DataPoint[] => {
+  const validate = (body: unknown, namespace: string): DataPoint[] => {
     try {
-      return parseDataPoints(req.body, ctx.limits.pointsPerRequest, { maxLabelChars: ctx.limits.maxSeriesLabelChars });
+      return parseDataPoints(body, ctx.limits.pointsPerRequest, { maxLabelChars: ctx.limits.maxSeriesLabelChars });
     } catch (err) {
-      metrics.pointsRejected.inc({ namespace, reason: 'invalid' }, Array.isArray(req.body) ? req.body.length : 1);
+      metrics.pointsRejected.inc({ namespace, reason: 'invalid' }, Array.isArray(body) ? body.length : 1);
       throw err;
     }
   };
@@ -42,7 +43,7 @@ export function dataPointsEndpoint(ctx: IngestContext): RouteOptions {
     },
     handler: async (req: FastifyRequest, reply: FastifyReply) => {
       const entry = req.routeEntry as RouteEntry;
-      const points = validate(req, entry.namespace);
+      const points = validate(parseRequestBody(req, ctx.limits.maxJsonDepth), entry.namespace);
       // Per-tenant limits: the whole batch, or a refusal (429/503) and nothing accepted.
       ctx.limiter?.take(entry, points.length);
       metrics.pointsReceived.inc({ namespace: entry.namespace }, points.length);

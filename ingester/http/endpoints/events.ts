@@ -1,25 +1,30 @@
 /**
  * POST /events/webhook_<name>, top to bottom. Each step is a function below, in this order:
  *
- *   authenticate   (onRequest, before any byte of the body)  the integration's credentials, request admission
- *   decode         (handler)  the parsed body (http/listener.ts content parser) and the event context
+ *   authenticate   (onRequest, before any byte of the body)  the integration's Basic credentials and/or its
+ *                             signature headers (a stale timestamp is refused here), request admission
+ *   verifySignature (handler, over the body's bytes as received, Content-Encoding undone, before any
+ *                             parsing)  signed integrations: the signature (auth/signature-check.ts), then admission
+ *   answerReplayed            a signed message id (webhook-id) answered within the tolerance: the same 200 again
+ *   decode                    the body parsed as JSON (body.ts) and the event context (ids from the message id if signed)
  *   mapAndValidate            the integration's mapping if it has one, then the contract's validation;
  *                             mapping/mapped-webhooks.ts `map` is the one place that asks "mapped or not"
  *   admit                     per-tenant limits on the whole batch (429/503, nothing accepted)
  *   handOff                   events/accept.ts: to every sink (shared with mapping dead-letter replay)
- *   answer                    200 with what the sinks hold
+ *   answer                    200 with what the sinks hold (remembered for the message id, if signed)
  *
  * `?dryRun=true` stops after mapAndValidate and answers what the body maps to. Every refusal is an
  * error of the catalogue (core/errors.ts), rendered by the listener's error handler.
  */
 import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
-import { idSourceOf } from '../../core/event-id.js';
+import { idSourceOf, type IdSource } from '../../core/event-id.js';
 import type { EventContext, NormalisedEvent } from '../../core/event.js';
 import { IntakeError } from '../../core/errors.js';
 import { acceptEvents } from '../../events/accept.js';
 import { isDryRun } from '../../mapping/mapped-webhooks.js';
 import type { RouteEntry } from '../../routing/route-table.js';
 import type { HandOffResult } from '../../sinks/sink.js';
+import { parseRequestBody } from '../body.js';
 import type { IngestContext } from '../context.js';
 import { continueIfExpected, okBody, okSchema } from './reply.js';
 
@@ -27,35 +32,76 @@ export const EVENTS_PATH = '/events/webhook_:name';
 
 type EventsRequest = FastifyRequest<{ Params: { name: string } }>;
 
+/** A request whose sender is proven: its route, and the signed message id if its scheme has one. */
+interface Authenticated {
+  entry: RouteEntry;
+  messageId?: string;
+}
+
 /** What decode gives the later steps. */
 interface Decoded {
   entry: RouteEntry;
+  messageId: string | undefined;
   body: unknown;
   /** The body's JSON bytes, for a mapping that runs in a worker. */
   json: Buffer | undefined;
   eventCtx: EventContext;
 }
 
+/** The body as the content type parser kept it: bytes, Content-Encoding undone (none: no body was sent). */
+const bodyBytes = (req: FastifyRequest): Buffer => (Buffer.isBuffer(req.body) ? req.body : EMPTY);
+const EMPTY = Buffer.alloc(0);
+
 export function eventsEndpoint(ctx: IngestContext): RouteOptions {
   const { metrics } = ctx;
 
-  /** The integration's credentials, then its request admission (limits); invites the body (100 Continue). */
+  /**
+   * The integration's credentials, then its request admission (limits); invites the body (100
+   * Continue). A signed integration is admitted once its signature holds (verifySignature): a
+   * forged request must not spend the tenant's limits.
+   */
   const authenticate = async (req: EventsRequest, reply: FastifyReply): Promise<void> => {
-    req.routeEntry = await ctx.auth.webhook(req, req.params.name);
-    ctx.limiter?.admitRequest(req.routeEntry);
+    const { entry, signed } = await ctx.auth.webhook(req, req.params.name);
+    req.routeEntry = entry;
+    req.signedHeaders = signed ?? null;
+    if (!signed) ctx.limiter?.admitRequest(entry);
     continueIfExpected(req, reply);
   };
 
-  /** The body as the listener parsed it, and where its events' ids and times come from. */
-  const decode = (req: EventsRequest): Decoded => {
+  /** Signed integrations: the signature over the body's bytes, before anything parses them; then admission. */
+  const verifySignature = async (req: EventsRequest, bytes: Buffer): Promise<Authenticated> => {
     const entry = req.routeEntry as RouteEntry;
+    const signed = req.signedHeaders;
+    if (!signed) return { entry };
+    await ctx.auth.verifySignature(req, entry, signed, bytes);
+    ctx.limiter?.admitRequest(entry);
+    return signed.id === undefined ? { entry } : { entry, messageId: signed.id };
+  };
+
+  /** A signed message id this replica answered within the tolerance: the same 200, nothing processed again. */
+  const answerReplayed = (reply: FastifyReply, a: Authenticated): FastifyReply | undefined => {
+    if (a.messageId === undefined) return undefined;
+    const seen = ctx.seen.answerFor(a.entry.name, a.messageId);
+    if (!seen) return undefined;
+    metrics.messagesReplayed.inc({ integration: a.entry.name, namespace: a.entry.namespace });
+    return reply.send(okBody(seen.processed, seen.cached, seen.received, 'event'));
+  };
+
+  /** The body parsed, and where its events' ids and times come from: a signed message id names the events. */
+  const decode = (req: EventsRequest, a: Authenticated, bytes: Buffer): Decoded => {
+    const body = parseRequestBody(req, ctx.limits.maxJsonDepth);
+    const idSource: IdSource =
+      a.messageId !== undefined
+        ? { kind: 'key', key: `message-id ${a.messageId}` }
+        : idSourceOf(req.headers['idempotency-key']);
     const eventCtx: EventContext = {
-      integration: entry.name,
-      namespace: entry.namespace,
+      integration: a.entry.name,
+      namespace: a.entry.namespace,
       receivedAtMs: Date.now(),
-      idSource: idSourceOf(req.headers['idempotency-key']),
+      idSource,
     };
-    return { entry, body: req.body, json: req.rawJson ?? undefined, eventCtx };
+    const json = a.entry.mapping?.isolated ? bytes : undefined;
+    return { entry: a.entry, messageId: a.messageId, body, json, eventCtx };
   };
 
   /** Mapped (a failure is kept as a dead letter and answered 422) or as sent, then validated; a refusal is counted. */
@@ -88,8 +134,15 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
         ctx.failures.error(`sink:${sink}`, err, { sink, reqId: req.id }, 'event sink failed; answered 503'),
     });
 
-  const answer = (reply: FastifyReply, result: HandOffResult, received: number): FastifyReply =>
-    reply.send(okBody(result.processed, result.cached, received, 'event'));
+  const answer = (reply: FastifyReply, d: Decoded, result: HandOffResult, received: number): FastifyReply => {
+    if (d.messageId !== undefined)
+      ctx.seen.remember(d.entry.name, d.messageId, d.entry.signature!.rule.toleranceMs, {
+        processed: result.processed,
+        cached: result.cached,
+        received,
+      });
+    return reply.send(okBody(result.processed, result.cached, received, 'event'));
+  };
 
   /** ?dryRun=true: what the body maps to, accepting and counting nothing. */
   const answerDryRun = async (reply: FastifyReply, d: Decoded): Promise<FastifyReply> =>
@@ -103,12 +156,19 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
     schema: { response: okSchema },
     onRequest: authenticate,
     handler: async (req: EventsRequest, reply: FastifyReply) => {
-      const decoded = decode(req);
-      if (isDryRun(req.query)) return answerDryRun(reply, decoded);
+      const bytes = bodyBytes(req);
+      const authenticated = await verifySignature(req, bytes);
+      const dryRun = isDryRun(req.query);
+      if (!dryRun) {
+        const replayed = answerReplayed(reply, authenticated);
+        if (replayed) return replayed;
+      }
+      const decoded = decode(req, authenticated, bytes);
+      if (dryRun) return answerDryRun(reply, decoded);
       const events = await mapAndValidate(req, decoded);
       admit(decoded, events);
       const result = await handOff(req, decoded, events);
-      return answer(reply, result, events.length);
+      return answer(reply, decoded, result, events.length);
     },
   } as RouteOptions;
 }

@@ -7,7 +7,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { loadKubeConfig } from '../../../kube/config.js';
 import { ROOT } from '../../support/paths.js';
 import { freePort } from '../../support/ports.js';
 import { waitFor } from '../../support/waiting.js';
@@ -23,8 +24,7 @@ export function requireCluster(): void {
 }
 
 export function kubeClients() {
-  const kc = new KubeConfig();
-  kc.loadFromFile(KUBECONFIG);
+  const kc = loadKubeConfig(KUBECONFIG);
   return { kc, core: kc.makeApiClient(CoreV1Api), custom: kc.makeApiClient(CustomObjectsApi) };
 }
 

@@ -1,0 +1,265 @@
+/**
+ * `intake console`: the web console's server. It serves the single-page app (dist/console/web)
+ * and a small JSON API over the user's own Kubernetes identity (kube.ts); security.ts says who may
+ * drive it. Two modes:
+ * - kubeconfig (`intake console` on a laptop): the caller's kubeconfig, loopback only, a one-time
+ *   token in the printed URL exchanged for a session cookie, the Host header checked;
+ * - token (`--auth token`, the chart's in-cluster Deployment): each user signs in with a
+ *   Kubernetes bearer token (pasted, or `Authorization: Bearer` from an authenticating proxy).
+ */
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { MappingSpec } from '../../api/mapping/engine.js';
+import type { Logger } from 'pino';
+import { readCredentials, runTests, sendTestEvent } from './actions.js';
+import { Identities, isPlural, KubeError, type Plural, type UserClient } from './kube.js';
+import { streamNamespace } from './live.js';
+import {
+  allowedLocalHosts,
+  CONTENT_SECURITY_POLICY,
+  cookieValue,
+  isSameOriginWrite,
+  OneTimeToken,
+  SESSION_COOKIE,
+  Sessions,
+  type Session,
+} from './security.js';
+
+export interface ConsoleOptions {
+  kubeConfig: KubeConfig;
+  mode: 'kubeconfig' | 'token';
+  host: string;
+  port: number;
+  /** Host header values accepted; undefined: any (token mode behind an Ingress). Kubeconfig mode: loopback names. */
+  allowedHosts?: string[];
+  /** Replaces the scheme and host of status.url for test events (the console reaches ingesters another way). */
+  ingestUrl?: string;
+  /** Mark the session cookie Secure (token mode behind HTTPS). */
+  secureCookie?: boolean;
+  sessionTtlMs?: number;
+  /** Live list streams (each two Kubernetes watches) served at once; default 200. */
+  maxLiveStreams?: number;
+  /** The built single-page app; default: dist/console/web next to this module. */
+  webDir?: string;
+  logger: Logger;
+}
+
+export interface RunningConsole {
+  /** Kubeconfig mode: the URL with its one-time token. Token mode: the sign-in page. */
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+const STATIC: Record<string, string> = {
+  '/app.js': 'text/javascript; charset=utf-8',
+  '/style.css': 'text/css; charset=utf-8',
+};
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export async function startConsole(options: ConsoleOptions): Promise<RunningConsole> {
+  const webDir = options.webDir ?? join(dirname(fileURLToPath(import.meta.url)), '..', 'web');
+  const files = new Map<string, Buffer>();
+  for (const name of ['index.html', 'app.js', 'style.css']) files.set(name, readFileSync(join(webDir, name)));
+  const identities = new Identities(options.kubeConfig, options.mode);
+  const sessions = new Sessions(options.sessionTtlMs ?? 8 * 3600_000);
+  const oneTime = new OneTimeToken();
+  // forceCloseConnections: the live streams (SSE) would otherwise hold close() open.
+  const app = Fastify({ logger: false, bodyLimit: 2 * 1024 * 1024, forceCloseConnections: true });
+  let allowedHosts: Set<string> | undefined;
+
+  const cookie = (value: string, maxAge?: number) =>
+    `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Strict${options.secureCookie ? '; Secure' : ''}${maxAge === undefined ? '' : `; Max-Age=${maxAge}`}`;
+
+  /** The session behind this request, or undefined; a proxy's bearer token counts as one. */
+  const sessionOf = (req: FastifyRequest): Session | undefined => {
+    if (options.mode === 'token') {
+      const bearer = /^Bearer\s+(\S+)$/i.exec(String(req.headers.authorization ?? ''))?.[1];
+      if (bearer) return { kubeToken: bearer, user: '' };
+    }
+    return sessions.get(cookieValue(req.headers.cookie, SESSION_COOKIE));
+  };
+  const userOf = (req: FastifyRequest): UserClient => {
+    const session = sessionOf(req);
+    if (!session) throw new HttpError(401, 'not_signed_in', 'sign in first');
+    return session.kubeToken ? identities.forToken(session.kubeToken) : identities.kubeconfigUser();
+  };
+
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('content-security-policy', CONTENT_SECURITY_POLICY);
+    reply.header('x-content-type-options', 'nosniff');
+    reply.header('referrer-policy', 'no-referrer');
+    reply.header('x-frame-options', 'DENY');
+    reply.header('cache-control', 'no-store');
+    const host = String(req.headers.host ?? '');
+    // DNS rebinding: a page at evil.example resolved to 127.0.0.1 sends Host: evil.example.
+    if (allowedHosts && !allowedHosts.has(host.toLowerCase()))
+      return reply
+        .code(403)
+        .send({ error: 'host_not_allowed', message: `the console does not answer for Host ${JSON.stringify(host)}` });
+    if (req.method !== 'GET' && req.method !== 'HEAD' && !isSameOriginWrite(req.headers, host))
+      return reply.code(403).send({
+        error: 'cross_site_request',
+        message: 'writes must come from the console page itself (JSON body, same origin)',
+      });
+    const path = req.url.split('?')[0] ?? '/';
+    if (options.mode === 'kubeconfig') {
+      const token = (req.query as { token?: string }).token;
+      if (path === '/' && token !== undefined) {
+        if (!oneTime.redeem(token))
+          return reply
+            .code(401)
+            .type('text/plain; charset=utf-8')
+            .send('This console link was already used or is wrong. Run `intake console` again for a new one.\n');
+        const id = sessions.create({ user: 'kubeconfig' });
+        return reply.header('set-cookie', cookie(id)).redirect('/', 303);
+      }
+      if (!sessionOf(req))
+        return path.startsWith('/api/')
+          ? reply.code(401).send({ error: 'no_token', message: 'open the URL `intake console` printed' })
+          : reply
+              .code(401)
+              .type('text/plain; charset=utf-8')
+              .send('Open the URL `intake console` printed (it carries a one-time token).\n');
+      return;
+    }
+    // Token mode: the page and the sign-in are open; everything else needs a signed-in user.
+    const open = path === '/' || STATIC[path] !== undefined || path === '/api/session' || path === '/api/login';
+    if (!open && !sessionOf(req)) return reply.code(401).send({ error: 'not_signed_in', message: 'sign in first' });
+  });
+
+  app.setErrorHandler((err: Error, _req, reply) => {
+    if (err instanceof HttpError) return reply.code(err.status).send({ error: err.code, message: err.message });
+    if (err instanceof KubeError)
+      return reply.code(err.status).send({ error: 'kubernetes', reason: err.reason, message: err.message });
+    const status = (err as { statusCode?: number }).statusCode;
+    if (status && status < 500) return reply.code(status).send({ error: 'bad_request', message: err.message });
+    options.logger.error({ err: err.message }, 'console request failed');
+    return reply.code(500).send({ error: 'internal', message: 'the console failed; see its log' });
+  });
+
+  const sendFile = (name: string, type: string) => (_req: FastifyRequest, reply: FastifyReply) =>
+    reply.type(type).send(files.get(name));
+  app.get('/', sendFile('index.html', 'text/html; charset=utf-8'));
+  for (const [path, type] of Object.entries(STATIC)) app.get(path, sendFile(path.slice(1), type));
+
+  app.get('/api/session', async (req) => {
+    const session = sessionOf(req);
+    if (!session) return { mode: options.mode, signedIn: false };
+    const user = session.kubeToken ? identities.forToken(session.kubeToken) : identities.kubeconfigUser();
+    return {
+      mode: options.mode,
+      signedIn: true,
+      // A proxy's token has no session to remember the name in: ask the API server.
+      user: session.user || (await user.whoAmI().catch(() => 'unknown')),
+      namespaces: await user.namespaces(),
+      defaultNamespace: options.mode === 'kubeconfig' ? identities.defaultNamespace() : 'default',
+    };
+  });
+
+  app.post('/api/login', async (req, reply) => {
+    if (options.mode !== 'token') throw new HttpError(404, 'not_found', 'sign-in is for token mode');
+    const token = String((req.body as { token?: unknown } | undefined)?.token ?? '').trim();
+    if (!token) throw new HttpError(400, 'token_required', 'token: paste a Kubernetes bearer token');
+    let user: string;
+    try {
+      user = await identities.forToken(token).whoAmI();
+    } catch (err) {
+      const e = KubeError.from(err);
+      throw new HttpError(401, 'token_refused', `the Kubernetes API server did not accept this token: ${e.message}`);
+    }
+    const id = sessions.create({ kubeToken: token, user });
+    return reply.header('set-cookie', cookie(id)).send({ user });
+  });
+
+  app.post('/api/logout', async (req, reply) => {
+    sessions.delete(cookieValue(req.headers.cookie, SESSION_COOKIE));
+    return reply.header('set-cookie', cookie('', 0)).send({});
+  });
+
+  type Params = { ns: string; plural: string; name: string };
+  const target = (req: FastifyRequest): { ns: string; plural: Plural; name: string } => {
+    const p = req.params as Params;
+    if (!isPlural(p.plural)) throw new HttpError(404, 'not_found', `no such kind: ${p.plural}`);
+    return { ns: p.ns, plural: p.plural, name: p.name };
+  };
+  const objectBody = (req: FastifyRequest): Record<string, unknown> => {
+    if (!req.body || typeof req.body !== 'object' || Array.isArray(req.body))
+      throw new HttpError(400, 'invalid_body', 'the body must be a JSON object');
+    return req.body as Record<string, unknown>;
+  };
+
+  // Each open page holds two watches on the API server: a bounded number at once.
+  let liveStreams = 0;
+  app.get('/api/namespaces/:ns/live', async (req, reply) => {
+    const user = userOf(req);
+    if (liveStreams >= (options.maxLiveStreams ?? 200))
+      throw new HttpError(503, 'too_many_streams', 'the console follows too many pages at once; close some tabs');
+    liveStreams++;
+    reply.raw.once('close', () => liveStreams--);
+    reply.hijack();
+    streamNamespace(user, (req.params as Params).ns, reply.raw);
+  });
+  app.get('/api/namespaces/:ns/:plural/:name', async (req) => {
+    const { ns, plural, name } = target(req);
+    return userOf(req).get(ns, plural, name);
+  });
+  app.post('/api/namespaces/:ns/:plural', async (req, reply) => {
+    const { ns, plural } = target(req);
+    return reply.code(201).send(await userOf(req).create(ns, plural, objectBody(req)));
+  });
+  app.put('/api/namespaces/:ns/:plural/:name', async (req) => {
+    const { ns, plural, name } = target(req);
+    return userOf(req).replace(ns, plural, name, objectBody(req));
+  });
+  app.patch('/api/namespaces/:ns/:plural/:name', async (req) => {
+    const { ns, plural, name } = target(req);
+    return userOf(req).patch(ns, plural, name, objectBody(req));
+  });
+  app.delete('/api/namespaces/:ns/:plural/:name', async (req) => {
+    const { ns, plural, name } = target(req);
+    await userOf(req).delete(ns, plural, name);
+    return {};
+  });
+  app.get('/api/namespaces/:ns/:plural/:name/credentials', async (req) => {
+    const { ns, plural, name } = target(req);
+    return readCredentials(userOf(req), ns, plural, name);
+  });
+  app.post('/api/namespaces/:ns/webhookintegrations/:name/send', async (req) => {
+    const { ns, name } = req.params as Params;
+    const body = objectBody(req);
+    if (typeof body.payload !== 'string')
+      throw new HttpError(400, 'invalid_body', 'payload: a string (the JSON to send)');
+    return sendTestEvent(userOf(req), ns, name, body.payload, body.dryRun === true, options.ingestUrl);
+  });
+  app.post('/api/namespaces/:ns/webhookintegrations/:name/mapping-tests', async (req) => {
+    const { ns, name } = req.params as Params;
+    const obj = await userOf(req).get(ns, 'webhookintegrations', name);
+    const mapping = (obj.spec as { mapping?: MappingSpec } | undefined)?.mapping;
+    if (!mapping) throw new HttpError(409, 'no_mapping', 'the integration has no spec.mapping');
+    return { results: await runTests(mapping) };
+  });
+
+  const address = await app.listen({ host: options.host, port: options.port });
+  const port = (app.server.address() as { port: number }).port;
+  if (options.allowedHosts) allowedHosts = new Set(options.allowedHosts.map((h) => h.toLowerCase()));
+  else if (options.mode === 'kubeconfig') allowedHosts = allowedLocalHosts(port);
+  const base = options.mode === 'kubeconfig' ? `http://127.0.0.1:${port}` : address;
+  return {
+    url: options.mode === 'kubeconfig' ? `${base}/?token=${oneTime.value}` : base,
+    port,
+    close: () => app.close(),
+  };
+}

@@ -1,0 +1,96 @@
+/** The console server's JSON API, called with the session cookie; errors carry the server's message unchanged. */
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly code?: string,
+  ) {
+    super(message);
+  }
+}
+
+export async function api<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
+  const init: RequestInit = { method, credentials: 'same-origin', headers: {} };
+  // Every write is JSON (the server refuses other writes: a cross-site form cannot send JSON).
+  if (method !== 'GET') {
+    init.headers = { 'content-type': 'application/json' };
+    init.body = JSON.stringify(body ?? {});
+  }
+  const res = await fetch(path, init);
+  const text = await res.text();
+  let parsed: unknown = undefined;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = text;
+  }
+  if (!res.ok) {
+    const e = parsed as { message?: string; error?: string } | undefined;
+    throw new ApiError(res.status, e?.message ?? `HTTP ${res.status}`, e?.error);
+  }
+  return parsed as T;
+}
+
+export const resourcePath = (ns: string, plural: string, name?: string): string =>
+  `/api/namespaces/${encodeURIComponent(ns)}/${plural}${name ? `/${encodeURIComponent(name)}` : ''}`;
+
+export interface Condition {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+  lastTransitionTime?: string;
+}
+
+export interface Refusal {
+  time: string;
+  status?: number;
+  code?: string;
+  reason?: string;
+  message?: string;
+  remoteAddress?: string;
+  userAgent?: string;
+  deadLetterId?: string;
+}
+
+/** status.activity as the operator writes it (issue 20, section 1); every field optional. */
+export interface Activity {
+  lastEventTime?: string;
+  lastRefusalTime?: string;
+  eventsLastHour?: number;
+  refusedLastHour?: number;
+  refusalsLastHour?: Record<string, number>;
+  recentRefusals?: Refusal[];
+  updatedTime?: string;
+}
+
+export interface Resource {
+  apiVersion: string;
+  kind: string;
+  metadata: {
+    name: string;
+    namespace: string;
+    resourceVersion?: string;
+    uid?: string;
+    creationTimestamp?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    [k: string]: unknown;
+  };
+  spec?: Record<string, unknown>;
+  status?: {
+    url?: string;
+    credentialsSecret?: string;
+    integrationName?: string;
+    username?: string;
+    conditions?: Condition[];
+    activity?: Activity;
+    [k: string]: unknown;
+  };
+}
+
+export const PLURALS = ['webhookintegrations', 'apikeys'] as const;
+export type Plural = (typeof PLURALS)[number];
+export const KIND_OF: Record<Plural, string> = { webhookintegrations: 'WebhookIntegration', apikeys: 'ApiKey' };
+export const LABEL_OF: Record<Plural, string> = { webhookintegrations: 'Integration', apikeys: 'API key' };

@@ -1,0 +1,180 @@
+/**
+ * The intake console: a single-page app (Preact) over the console server's API. Pages by URL hash:
+ *   #/ns/<namespace>                      integrations and API keys, live
+ *   #/ns/<namespace>/new/<plural>         create (form or YAML)
+ *   #/ns/<namespace>/<plural>/<name>      detail
+ *   #/ns/<namespace>/<plural>/<name>/edit edit (form or YAML)
+ */
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { api, ApiError, PLURALS, type Plural } from './api.js';
+import { Detail } from './detail.js';
+import { Editor } from './editor.js';
+import { List } from './list.js';
+import { useLive } from './live.js';
+import { href } from './model.js';
+
+interface Session {
+  mode: 'kubeconfig' | 'token';
+  signedIn: boolean;
+  user?: string;
+  namespaces?: string[];
+  defaultNamespace?: string;
+}
+
+type Route =
+  | { page: 'list'; ns: string }
+  | { page: 'new'; ns: string; plural: Plural }
+  | { page: 'detail' | 'edit'; ns: string; plural: Plural; name: string }
+  | { page: 'home' };
+
+function parseRoute(hash: string): Route {
+  const parts = hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  if (parts[0] !== 'ns' || !parts[1]) return { page: 'home' };
+  const ns = parts[1];
+  const plural = parts[3] as Plural;
+  if (parts[2] === 'new' && PLURALS.includes(plural)) return { page: 'new', ns, plural };
+  const p2 = parts[2] as Plural;
+  if (PLURALS.includes(p2) && parts[3])
+    return { page: parts[4] === 'edit' ? 'edit' : 'detail', ns, plural: p2, name: parts[3] };
+  return { page: 'list', ns };
+}
+
+function useRoute(): Route {
+  const [route, setRoute] = useState(() => parseRoute(location.hash));
+  useEffect(() => {
+    const on = () => setRoute(parseRoute(location.hash));
+    addEventListener('hashchange', on);
+    return () => removeEventListener('hashchange', on);
+  }, []);
+  return route;
+}
+
+function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
+  const [token, setToken] = useState('');
+  const [error, setError] = useState('');
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setError('');
+    try {
+      await api('POST', '/api/login', { token });
+      onSignedIn();
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
+  return (
+    <main class="signin">
+      <h1>intake console</h1>
+      <form onSubmit={submit}>
+        <label for="token">Kubernetes token</label>
+        <p class="hint">
+          For example <code>kubectl create token &lt;serviceaccount&gt; -n &lt;namespace&gt;</code>. Every request the
+          console makes to Kubernetes uses this token: you see and change what your RBAC allows.
+        </p>
+        <textarea id="token" rows={4} value={token} onInput={(e) => setToken(e.currentTarget.value)} />
+        <button type="submit">Sign in</button>
+        {error && (
+          <p class="error" role="alert">
+            {error}
+          </p>
+        )}
+      </form>
+    </main>
+  );
+}
+
+function NamespacePicker({ session, current }: { session: Session; current: string }) {
+  const [value, setValue] = useState(current);
+  useEffect(() => setValue(current), [current]);
+  return (
+    <form
+      class="ns-picker"
+      onSubmit={(e) => {
+        e.preventDefault();
+        if (value.trim()) location.hash = href('ns', value.trim());
+      }}
+    >
+      <label for="namespace">Namespace</label>
+      <input
+        id="namespace"
+        list="namespaces"
+        value={value}
+        onInput={(e) => setValue(e.currentTarget.value)}
+        autocomplete="off"
+      />
+      <datalist id="namespaces">
+        {(session.namespaces ?? []).map((n) => (
+          <option key={n} value={n} />
+        ))}
+      </datalist>
+      <button type="submit">Open</button>
+    </form>
+  );
+}
+
+function App() {
+  const [session, setSession] = useState<Session | undefined>();
+  const [error, setError] = useState('');
+  const route = useRoute();
+  const load = () => api<Session>('GET', '/api/session').then(setSession, (err: ApiError) => setError(err.message));
+  useEffect(() => void load(), []);
+  const ns = route.page === 'home' ? undefined : route.ns;
+  const live = useLive(session?.signedIn ? ns : undefined);
+  useEffect(() => {
+    if (session?.signedIn && route.page === 'home') location.replace(href('ns', session.defaultNamespace ?? 'default'));
+  }, [session, route.page]);
+
+  if (error)
+    return (
+      <main>
+        <p class="error" role="alert">
+          {error}
+        </p>
+      </main>
+    );
+  if (!session) return <p class="loading">Loading…</p>;
+  if (!session.signedIn) return <SignIn onSignedIn={load} />;
+  const signOut = async () => {
+    await api('POST', '/api/logout');
+    location.hash = '';
+    await load();
+  };
+  return (
+    <>
+      <header class="top">
+        <a class="brand" href={ns ? href('ns', ns) : '#/'}>
+          intake console
+        </a>
+        {ns && <NamespacePicker session={session} current={ns} />}
+        <span class={`live-dot ${live.connected ? 'on' : 'off'}`} title={live.connected ? 'live' : 'reconnecting'}>
+          {live.connected ? 'live' : 'offline'}
+        </span>
+        {session.mode === 'token' && (
+          <span class="user">
+            {session.user}{' '}
+            <button type="button" class="link" onClick={signOut}>
+              Sign out
+            </button>
+          </span>
+        )}
+      </header>
+      {route.page === 'list' && <List ns={route.ns} live={live} />}
+      {route.page === 'new' && <Editor ns={route.ns} plural={route.plural} />}
+      {route.page === 'edit' && (
+        <Editor ns={route.ns} plural={route.plural} name={route.name} live={live.items[route.plural].get(route.name)} />
+      )}
+      {route.page === 'detail' && (
+        <Detail
+          ns={route.ns}
+          plural={route.plural}
+          name={route.name}
+          resource={live.items[route.plural].get(route.name)}
+          loaded={live.loaded[route.plural]}
+        />
+      )}
+    </>
+  );
+}
+
+render(<App />, document.getElementById('app') as HTMLElement);

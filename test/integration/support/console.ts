@@ -1,0 +1,78 @@
+/**
+ * The built `intake console` as a process, and a real browser for it: Debian's chromium
+ * (/usr/bin/chromium, `make tools` installs it) driven by playwright-core; Playwright's own browser
+ * download is never used. Screenshots go to test-results/console/ (gitignored) for reviewers.
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { ROOT } from '../../support/paths.js';
+import { freePort } from '../../support/ports.js';
+import { waitFor } from '../../support/waiting.js';
+import { KUBECONFIG } from './cluster.js';
+
+export const CHROMIUM = process.env.INTAKE_TEST_CHROMIUM ?? '/usr/bin/chromium';
+export const SCREENSHOTS = resolve(ROOT, 'test-results/console');
+
+export interface ConsoleProc {
+  /** Kubeconfig mode: the printed URL with its one-time token. Token mode: the base URL. */
+  url: string;
+  base: string;
+  port: number;
+  output: () => string;
+  stop: () => Promise<void>;
+}
+
+export async function startConsole(extra: string[] = []): Promise<ConsoleProc> {
+  const port = await freePort();
+  const child = spawn(
+    process.execPath,
+    [
+      resolve(ROOT, 'dist/cmd/intake.js'),
+      'console',
+      '--kubeconfig',
+      KUBECONFIG,
+      '--listen',
+      `127.0.0.1:${port}`,
+      ...extra,
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const url = await waitFor(
+    'console URL',
+    async () => {
+      if (child.exitCode !== null) throw new Error(`intake console exited: ${out}`);
+      return /(?:open|serving on) (http:\/\/\S+)/.exec(out)?.[1];
+    },
+    20_000,
+    100,
+  );
+  return {
+    url,
+    base: `http://127.0.0.1:${port}`,
+    port,
+    output: () => out,
+    stop: async () => {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+export async function launchBrowser(): Promise<Browser> {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    // Chromium's sandbox needs user namespaces a root CI container rarely grants.
+    args: process.getuid?.() === 0 ? ['--no-sandbox'] : [],
+  });
+}
+
+export async function screenshot(page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: resolve(SCREENSHOTS, `${name}.png`), fullPage: true });
+}

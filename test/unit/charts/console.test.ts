@@ -1,0 +1,96 @@
+/**
+ * The chart's console (console.enabled) and the aggregated roles it relies on: the console's own
+ * ServiceAccount has no rights and no token, so every Kubernetes call must use the user's token;
+ * intake-view can read intake's resources but no Secret, so a viewer cannot reveal credentials.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { ROOT } from '../../support/paths.js';
+
+const HELM = resolve(ROOT, '.tools/bin/helm');
+
+interface Doc {
+  kind: string;
+  metadata: { name: string; labels?: Record<string, string> };
+  automountServiceAccountToken?: boolean;
+  rules?: Array<{ apiGroups: string[]; resources: string[]; verbs: string[] }>;
+  subjects?: Array<{ kind: string; name: string }>;
+  spec?: {
+    template: {
+      spec: {
+        serviceAccountName: string;
+        automountServiceAccountToken?: boolean;
+        containers: Array<{ args: string[] }>;
+        volumes: Array<{ configMap?: { name: string } }>;
+      };
+    };
+  };
+}
+
+function render(...set: string[]): Doc[] {
+  if (!existsSync(HELM)) throw new Error(`${HELM} is missing: run make tools`);
+  const out = execFileSync(HELM, ['template', 'intake', resolve(ROOT, 'charts/intake'), '-n', 'intake', ...set], {
+    encoding: 'utf8',
+    maxBuffer: 16 << 20,
+  });
+  return parseAllDocuments(out)
+    .map((d) => d.toJS() as Doc | null)
+    .filter((d): d is Doc => !!d?.kind);
+}
+
+describe('chart: console.enabled', () => {
+  it('is off by default', () => {
+    expect(render().filter((d) => d.metadata.name === 'intake-console')).toEqual([]);
+  });
+
+  it('runs the console in token mode with a ServiceAccount that has no token and no binding', () => {
+    const docs = render('--set', 'console.enabled=true', '--set', 'console.allowedHosts={console.example.com}');
+    const sa = docs.find((d) => d.kind === 'ServiceAccount' && d.metadata.name === 'intake-console');
+    expect(sa?.automountServiceAccountToken).toBe(false);
+    const deployment = docs.find((d) => d.kind === 'Deployment' && d.metadata.name === 'intake-console');
+    const pod = deployment?.spec?.template.spec;
+    expect(pod?.serviceAccountName).toBe('intake-console');
+    expect(pod?.automountServiceAccountToken).toBe(false);
+    expect(pod?.volumes.map((v) => v.configMap?.name)).toEqual(['kube-root-ca.crt']);
+    expect(pod?.containers[0]?.args).toEqual(
+      expect.arrayContaining([
+        'console',
+        '--auth=token',
+        '--listen=0.0.0.0:9090',
+        '--ingest-url=http://intake-ingester.intake.svc:80',
+        '--allowed-hosts=console.example.com',
+        '--secure-cookie',
+      ]),
+    );
+    const bindings = docs.filter((d) => d.kind === 'RoleBinding' || d.kind === 'ClusterRoleBinding');
+    expect(bindings.length).toBeGreaterThan(0);
+    for (const b of bindings) expect(b.subjects?.map((s) => s.name)).not.toContain('intake-console');
+    expect(docs.find((d) => d.kind === 'Service' && d.metadata.name === 'intake-console')).toBeDefined();
+  });
+});
+
+describe('chart: the intake-view and intake-edit ClusterRoles', () => {
+  const roles = render().filter((d) => d.kind === 'ClusterRole');
+  const role = (name: string) => roles.find((r) => r.metadata.name === name) as Doc;
+
+  it('aggregate into the built-in view and edit roles', () => {
+    expect(role('intake-view').metadata.labels?.['rbac.authorization.k8s.io/aggregate-to-view']).toBe('true');
+    expect(role('intake-edit').metadata.labels?.['rbac.authorization.k8s.io/aggregate-to-edit']).toBe('true');
+  });
+
+  it('intake-view reads intake resources only: no Secret, no write', () => {
+    const rules = role('intake-view').rules ?? [];
+    expect(rules.flatMap((r) => r.apiGroups)).toEqual(['intake.dev']);
+    expect(rules.flatMap((r) => r.verbs).sort()).toEqual(['get', 'list', 'watch']);
+  });
+
+  it('intake-edit writes integrations and keys; Secrets stay with the built-in edit role', () => {
+    const rules = role('intake-edit').rules ?? [];
+    expect(rules.flatMap((r) => r.resources)).not.toContain('secrets');
+    expect(rules.find((r) => r.resources.includes('webhookintegrations'))?.verbs).toEqual(
+      expect.arrayContaining(['create', 'update', 'patch', 'delete']),
+    );
+  });
+});
