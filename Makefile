@@ -82,12 +82,16 @@ lint: deps
 image: build debian-tools
 	bash image/build.sh
 
-# Everything: lint, unit and end-to-end tests, then the integration tests against a real
-# kube-apiserver (built from source on first use; stopped afterwards if this run started it).
+# Everything: lint, unit and end-to-end tests, the integration tests against a real
+# kube-apiserver (built from source on first use; stopped afterwards if this run started it), then
+# the chart on a real node (make test-cluster). The node needs root and kernel features: checked
+# first (test/cluster/node-check.sh), so a machine that cannot run it fails at once, saying why.
 test: build lint tools
 	@echo "make test: $$(node --version) from $$(command -v node)"
+	bash test/cluster/node-check.sh
 	$(JEST) --ci --selectProjects unit e2e
 	bash test/with-testcluster.sh $(JEST) --ci --runInBand --selectProjects integration
+	$(run-test-cluster)
 
 test-unit: deps tools
 	$(JEST) --selectProjects unit
@@ -118,12 +122,17 @@ testcluster-node-stop:
 # intake image is built on it (image/build.sh's ROOTFS) instead of running mmdebstrap again
 # (its files carry the time of the commit the base was built at, so the digest is not make image's);
 # make image always builds a fresh base.
+# make test runs the same steps on the build it already made.
 TESTCLUSTER_ROOTFS := test/cluster/bin/images/rootfs.tar
+define run-test-cluster
+bash test/cluster/node-check.sh
+@if [ -f $(TESTCLUSTER_ROOTFS) ] && [ "$$(cat $(TESTCLUSTER_ROOTFS).key 2>/dev/null)" = "$$(cat image/rootfs.sh image/rootfs-hook.sh | sha256sum | cut -d' ' -f1)" ]; then \
+  echo "ROOTFS=$(TESTCLUSTER_ROOTFS) bash image/build.sh"; ROOTFS=$(CURDIR)/$(TESTCLUSTER_ROOTFS) bash image/build.sh; \
+else echo "bash image/build.sh"; bash image/build.sh; fi
+bash test/with-testcluster-node.sh $(JEST) --ci --runInBand --selectProjects node
+endef
 test-cluster: build tools
-	@if [ -f $(TESTCLUSTER_ROOTFS) ] && [ "$$(cat $(TESTCLUSTER_ROOTFS).key 2>/dev/null)" = "$$(cat image/rootfs.sh image/rootfs-hook.sh | sha256sum | cut -d' ' -f1)" ]; then \
-	  echo "ROOTFS=$(TESTCLUSTER_ROOTFS) bash image/build.sh"; ROOTFS=$(CURDIR)/$(TESTCLUSTER_ROOTFS) bash image/build.sh; \
-	else echo "bash image/build.sh"; bash image/build.sh; fi
-	bash test/with-testcluster-node.sh $(JEST) --ci --runInBand --selectProjects node
+	$(run-test-cluster)
 
 # Benchmarks, not tests: they print tables measured in one run on this machine.
 bench-build: build

@@ -66,6 +66,7 @@ export default tseslint.config(
       'node_modules/',
       'test/cluster/',
       '.testcluster/',
+      '.testcluster-node/',
       '.tools/',
       'coverage/',
       'ingester/series/remote-write/generated/',

@@ -24,7 +24,10 @@ import type { RouteSource } from '../ingester/routing/route-source.js';
 
 const program = new Command('intake')
   .description('Kubernetes-native ingestion of monitoring events and metric data points')
-  .showHelpAfterError();
+  .showHelpAfterError()
+  // `intake operator cleanup --namespace NS`: options after a subcommand are the subcommand's own,
+  // not its parent's (`operator` has a --namespace too).
+  .enablePositionalOptions();
 
 program
   .command('ingester')
@@ -128,21 +131,25 @@ program
     });
   });
 
-program
+const operator = program
   .command('operator')
   .description('turn WebhookIntegration and ApiKey resources into credentials Secrets and routes')
   .addOption(
     new Option('--kubeconfig <file>', 'kubeconfig file (default: in-cluster service account)').env('INTAKE_KUBECONFIG'),
   )
   .addOption(
-    new Option('--namespace <ns>', 'namespace of the ingesters, where route Secrets and the leader Lease live')
-      .env('INTAKE_NAMESPACE')
-      .makeOptionMandatory(),
+    // Required, checked in the action: Commander would require a parent's mandatory options of its
+    // subcommands too (`operator cleanup` needs no --public-base-url).
+    new Option(
+      '--namespace <ns>',
+      'namespace of the ingesters, where route Secrets and the leader Lease live (required)',
+    ).env('INTAKE_NAMESPACE'),
   )
   .addOption(
-    new Option('--public-base-url <url>', 'base URL senders use, for status.url and the credentials Secret')
-      .env('INTAKE_PUBLIC_BASE_URL')
-      .makeOptionMandatory(),
+    new Option(
+      '--public-base-url <url>',
+      'base URL senders use, for status.url and the credentials Secret (required)',
+    ).env('INTAKE_PUBLIC_BASE_URL'),
   )
   .addOption(
     new Option('--watch-namespaces <list>', 'comma-separated namespaces to watch (default: all)').env(
@@ -184,7 +191,12 @@ program
       .default('info')
       .env('INTAKE_LOG_LEVEL'),
   )
-  .action(async (opts: Record<string, string | boolean | undefined>) => {
+  .action(async (opts: Record<string, string | boolean | undefined>, command: Command) => {
+    for (const [key, flag] of [
+      ['namespace', '--namespace <ns>'],
+      ['publicBaseUrl', '--public-base-url <url>'],
+    ] as const)
+      if (!opts[key]) command.error(`error: required option '${flag}' not specified`);
     const int = (name: string): number => {
       const n = Number(opts[name]);
       if (!Number.isInteger(n) || n <= 0)
@@ -231,6 +243,58 @@ program
     };
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);
+  });
+
+operator
+  .command('cleanup')
+  .description(
+    "after the operator is gone for good (the chart's post-delete hook): remove its finalizer from every WebhookIntegration and ApiKey, and delete its route Secrets and leader Lease",
+  )
+  .addOption(
+    new Option('--kubeconfig <file>', 'kubeconfig file (default: in-cluster service account)').env('INTAKE_KUBECONFIG'),
+  )
+  .addOption(
+    new Option('--namespace <ns>', "the operator's --namespace: where its route Secrets and Lease are")
+      .env('INTAKE_NAMESPACE')
+      .makeOptionMandatory(),
+  )
+  .addOption(
+    new Option('--watch-namespaces <list>', "the operator's --watch-namespaces (default: all)").env(
+      'INTAKE_WATCH_NAMESPACES',
+    ),
+  )
+  .addOption(new Option('--lease-name <name>', "the operator's leader Lease").default('intake-operator'))
+  .addOption(
+    new Option('--log-level <level>', 'operational log level')
+      .choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+      .default('info')
+      .env('INTAKE_LOG_LEVEL'),
+  )
+  .action(async (opts: Record<string, string | undefined>) => {
+    const logger = createLogger(String(opts.logLevel), 'operator-cleanup');
+    const [{ CoordinationV1Api, CoreV1Api, CustomObjectsApi }, { loadKubeConfig }, { cleanupAfterOperator }] =
+      await Promise.all([
+        import('@kubernetes/client-node'),
+        import('../kube/config.js'),
+        import('../operator/cleanup.js'),
+      ]);
+    const kc = loadKubeConfig(opts.kubeconfig);
+    await cleanupAfterOperator(
+      {
+        core: kc.makeApiClient(CoreV1Api),
+        custom: kc.makeApiClient(CustomObjectsApi),
+        coordination: kc.makeApiClient(CoordinationV1Api),
+      },
+      {
+        namespace: String(opts.namespace),
+        watchNamespaces: (opts.watchNamespaces ?? '')
+          .split(',')
+          .map((n) => n.trim())
+          .filter(Boolean),
+        leaseName: String(opts.leaseName),
+        logger,
+      },
+    );
   });
 
 program

@@ -31,7 +31,14 @@ import { namespaceLimits, quotaUsage, type NamespaceEffectiveLimits } from './li
 import { ScryptVerifiers } from './credentials.js';
 import type { OperatorMetrics } from './metrics.js';
 import { NameClaims } from './name-claims.js';
-import { credentialsSecretName, integrationNameOf, parseQueueKey, queueKey, routeSecretName } from './naming.js';
+import {
+  credentialsSecretName,
+  integrationNameOf,
+  MANAGED_BY,
+  parseQueueKey,
+  queueKey,
+  routeSecretName,
+} from './naming.js';
 import {
   planApiKey,
   planWebhook,
@@ -43,7 +50,6 @@ import {
 import { WorkQueue, type ReconcileResult } from '../kube/workqueue.js';
 import { Writer } from './writer.js';
 
-export const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'intake-operator' };
 const CREDENTIALS_LABEL = 'intake.dev/credentials';
 const SOURCE_ANNOTATION = 'intake.dev/source';
 

@@ -2,6 +2,9 @@
 import { createHash } from 'node:crypto';
 import type { IntakeResource, WebhookIntegration } from '../api/v1alpha1/types.js';
 
+/** The label on every Secret the operator writes (credentials and routes). */
+export const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'intake-operator' };
+
 /** On the credentials Secret: the value of intake.dev/rotate its secrets were generated for. */
 export const ROTATED_FOR_ANNOTATION = 'intake.dev/rotated-for';
 

@@ -87,10 +87,11 @@ func newControllerManager(kubeconfig string, f clusterFiles, workloads bool) (*c
 	}
 	controllers := "garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller"
 	if workloads {
-		// What a node's workloads need: Deployments and StatefulSets make pods, Services get
-		// endpoints, PersistentVolumeClaims bind to the node's local volumes, finished pods go,
-		// and every namespace gets kube-root-ca.crt for the pods' ServiceAccount tokens.
-		controllers += ",deployment-controller,replicaset-controller,statefulset-controller,endpoints-controller,endpointslice-controller," +
+		// What a node's workloads need: Deployments, StatefulSets and Jobs (the chart's uninstall
+		// hook) make pods, Services get endpoints, PersistentVolumeClaims bind to the node's local
+		// volumes, finished pods go, and every namespace gets kube-root-ca.crt for the pods'
+		// ServiceAccount tokens.
+		controllers += ",deployment-controller,replicaset-controller,statefulset-controller,job-controller,endpoints-controller,endpointslice-controller," +
 			"persistentvolume-binder-controller,persistentvolume-protection-controller,persistentvolumeclaim-protection-controller," +
 			"pod-garbage-collector-controller,root-ca-certificate-publisher-controller,disruption-controller"
 	}

@@ -33,7 +33,7 @@ func main() {
 	flag.IntVar(&o.etcdPort, "etcd-port", 0, "etcd client port on 127.0.0.1 (default: port+10000; the peer port is one above)")
 	flag.StringVar(&o.kubeconfigOut, "kubeconfig-out", "", "where to write the admin kubeconfig (default: <data-dir>/kubeconfig)")
 	flag.StringVar(&o.bindAddress, "bind-address", "127.0.0.1", "the one address kube-apiserver listens on and advertises (a node's pods reach it there)")
-	flag.BoolVar(&o.workloads, "workloads", false, "also run the controllers a node's workloads need (deployments, statefulsets, endpoints, volume binding)")
+	flag.BoolVar(&o.workloads, "workloads", false, "also run the controllers a node's workloads need (deployments, statefulsets, jobs, endpoints, volume binding)")
 	flag.Parse()
 	if o.etcdPort == 0 {
 		o.etcdPort = o.port + 10000

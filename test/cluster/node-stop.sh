@@ -10,12 +10,19 @@ dir="$(cd "$dir" 2>/dev/null && pwd)" || { echo "testcluster node not running"; 
 NETNS=intake-node HOST_IF=intk-host
 CGROUP_ROOT=/intake-testcluster
 
-stop_pid() {
-  local pid=$1
-  kill -0 "$pid" 2>/dev/null || return 0
-  kill -TERM "$pid"
-  for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.2; done
-  kill -KILL "$pid" 2>/dev/null
+# SIGTERM to all of them at once, then up to 10 s for each to exit, then SIGKILL.
+stop_pids() {
+  local alive=() still pid
+  for pid in "$@"; do kill -TERM "$pid" 2>/dev/null && alive+=("$pid"); done
+  for _ in $(seq 1 50); do
+    still=()
+    for pid in "${alive[@]}"; do kill -0 "$pid" 2>/dev/null && still+=("$pid"); done
+    [ "${#still[@]}" = 0 ] && return 0
+    alive=("${still[@]}")
+    sleep 0.2
+  done
+  kill -KILL "${alive[@]}" 2>/dev/null
+  return 0
 }
 
 # kubelet and kube-proxy first (they would restart what containerd stops), then every pod's
@@ -23,7 +30,7 @@ stop_pid() {
 if [ -f "$dir/node-pids" ]; then
   mapfile -t pids < "$dir/node-pids"
   # spawn order: kube-scheduler, containerd, kubelet, kube-proxy
-  for i in 3 2 0; do [ -n "${pids[$i]:-}" ] && stop_pid "${pids[$i]}"; done
+  stop_pids ${pids[3]:-} ${pids[2]:-} ${pids[0]:-}
   if [ -S "$dir/containerd/sock" ]; then
     ctr_() { ctr --address "$dir/containerd/sock" --namespace k8s.io "$@"; }
     for t in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks kill -s SIGKILL "$t" >/dev/null 2>&1; done
@@ -31,9 +38,10 @@ if [ -f "$dir/node-pids" ]; then
     for t in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks delete -f "$t" >/dev/null 2>&1; done
     for c in $(ctr_ containers ls -q 2>/dev/null); do ctr_ containers delete "$c" >/dev/null 2>&1; done
   fi
-  [ -n "${pids[1]:-}" ] && stop_pid "${pids[1]}"
+  stop_pids ${pids[1]:-}
   # containerd-shim processes outlive containerd by design; they are ours when their -address is.
-  for p in $(pgrep -f "containerd-shim.*-address $dir/containerd/sock" || true); do stop_pid "$p"; done
+  # shellcheck disable=SC2046
+  stop_pids $(pgrep -f "containerd-shim.*-address $dir/containerd/sock" || true)
   rm -f "$dir/node-pids"
 fi
 [ -f "$dir/pid" ] && bash "$here/stop.sh" "$dir" >/dev/null

@@ -473,9 +473,19 @@ spec: {}
     );
   });
 
-  it('leaves nothing of the release on helm uninstall but the CRDs the docs say are kept', async () => {
-    await ok(helm(['uninstall', release, '-n', ns, '--wait', '--timeout', '2m']));
-    const kinds = 'pods,deployments,statefulsets,services,configmaps,serviceaccounts,roles,rolebindings,leases';
+  it("leaves nothing of the release on helm uninstall but the CRDs and the tenants' integrations, which delete freely", async () => {
+    const routes = 'intake.dev/route=true,app.kubernetes.io/managed-by=intake-operator';
+    // Before: what the operator wrote outside the release (so the checks below can fail).
+    expect((await ok(kubectl(['get', 'secrets', '-n', ns, '-l', routes, '-o', 'name']))).trim()).not.toBe('');
+    expect((await kubectl(['get', 'lease', 'intake-operator', '-n', ns])).code).toBe(0);
+    const credentials = (await ok(kubectl(['get', 'secrets', '-n', tenant, '-o', 'name']))).trim().split('\n').sort();
+    expect(credentials).toContain('secret/intake-webhook-node-hook');
+
+    // The post-delete hook (a Job running `intake operator cleanup`) runs on the node within this timeout.
+    const started = Date.now();
+    await ok(helm(['uninstall', release, '-n', ns, '--wait', '--timeout', '4m']));
+    console.log(`helm uninstall --wait (with the cleanup hook): ${Date.now() - started} ms`);
+    const kinds = 'pods,deployments,statefulsets,jobs,services,configmaps,serviceaccounts,roles,rolebindings';
     await waitFor(
       'pods gone',
       async () => (await ok(kubectl(['get', 'pods', '-n', ns, '-l', selector, '-o', 'name']))).trim() === '',
@@ -483,21 +493,41 @@ spec: {}
       1000,
     );
     expect((await ok(kubectl(['get', kinds, '-n', ns, '-l', selector, '-o', 'name']))).trim()).toBe('');
+    expect((await ok(kubectl(['get', 'roles,rolebindings', '-n', tenant, '-l', selector, '-o', 'name']))).trim()).toBe(
+      '',
+    );
     expect((await ok(kubectl(['get', 'clusterroles,clusterrolebindings', '-l', selector, '-o', 'name']))).trim()).toBe(
       '',
     );
-    // Kept, as the README says: the CRDs (crds.keep) and so the integrations.
+    // What the operator wrote: its route Secrets and its Lease are gone too.
+    expect((await ok(kubectl(['get', 'secrets', '-n', ns, '-l', routes, '-o', 'name']))).trim()).toBe('');
+    expect((await kubectl(['get', 'lease', 'intake-operator', '-n', ns])).stderr).toMatch(/NotFound/);
+    // Kept, as the README says: the CRDs (crds.keep) and the integrations with their credentials,
+    // without the operator's finalizer.
     expect(
       (await kubectl(['get', 'crd', 'webhookintegrations.intake.dev', 'apikeys.intake.dev', 'intakequotas.intake.dev']))
         .code,
     ).toBe(0);
-    expect(
-      (await ok(kubectl(['get', 'webhookintegrations', '-n', tenant, '-o', 'name']))).trim().split('\n').sort(),
-    ).toEqual([
-      'webhookintegration.intake.dev/after-failover',
-      'webhookintegration.intake.dev/am-mapped',
-      'webhookintegration.intake.dev/node-hook',
+    const kept = JSON.parse(await ok(kubectl(['get', 'webhookintegrations', '-n', tenant, '-o', 'json']))) as {
+      items: Array<{ metadata: { name: string; finalizers?: string[] } }>;
+    };
+    expect(kept.items.map((i) => [i.metadata.name, i.metadata.finalizers ?? []]).sort()).toEqual([
+      ['after-failover', []],
+      ['am-mapped', []],
+      ['node-hook', []],
     ]);
+    expect((await ok(kubectl(['get', 'secrets', '-n', tenant, '-o', 'name']))).trim().split('\n').sort()).toEqual(
+      credentials,
+    );
+    // With no operator left, deleting an integration completes, and its credentials go with it.
+    const deleted = await kubectl(['delete', 'webhookintegration', 'node-hook', '-n', tenant, '--timeout=60s']);
+    expect([deleted.code, deleted.stderr]).toEqual([0, '']);
+    await waitFor(
+      'credentials garbage-collected',
+      async () => (await kubectl(['get', 'secret', 'intake-webhook-node-hook', '-n', tenant])).code !== 0,
+      60_000,
+      500,
+    );
   });
 });
 

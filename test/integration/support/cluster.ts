@@ -146,6 +146,40 @@ export async function startIngester(namespace: string, extra: string[] = []): Pr
   return proc;
 }
 
+/** A kubeconfig that authenticates as a ServiceAccount, with a token minted by TokenRequest. */
+export async function kubeconfigFor(serviceAccount: string, namespace: string): Promise<string> {
+  const r = await kubectl(['create', 'token', serviceAccount, '-n', namespace, '--duration=1h']);
+  if (r.code !== 0) throw new Error(`kubectl create token ${serviceAccount}: ${r.stderr}`);
+  const { kc } = kubeClients();
+  const cluster = kc.getCurrentCluster();
+  const path = join(mkdtempSync(join(tmpdir(), 'intake-sa-')), 'kubeconfig');
+  writeFileSync(
+    path,
+    `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "${cluster?.server}", certificate-authority-data: "${cluster?.caData}"}}]
+users: [{name: sa, user: {token: "${r.stdout.trim()}"}}]
+contexts: [{name: c, context: {cluster: c, user: sa}}]
+current-context: c
+`,
+  );
+  return path;
+}
+
+/** A one-shot command of the built CLI (dist/cmd/intake.js), run to its end. */
+export function runIntake(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((done) => {
+    const child = spawn(process.execPath, [resolve(ROOT, 'dist/cmd/intake.js'), ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('close', (code) => done({ code: code ?? -1, stdout, stderr }));
+  });
+}
+
 export const uniqueName = (prefix: string): string => `${prefix}-${Math.random().toString(36).slice(2, 8)}`;
 
 export async function createNamespace(name: string): Promise<void> {
