@@ -66,8 +66,10 @@ modprobe br_netfilter 2>/dev/null || true
 in_node sysctl -qw net.bridge.bridge-nf-call-iptables=1 || log "net.bridge.bridge-nf-call-iptables not settable (no br_netfilter): pod-to-Service-on-same-node may fail"
 
 # --- control plane on the host side of the veth
-[ -f "$dir/port" ] || node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})" > "$dir/port"
-[ -f "$dir/etcd-port" ] || node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})" > "$dir/etcd-port"
+source "$here/ports.sh"
+# node-stop.sh keeps only the port files: new ones are all it takes.
+if kept_ports_taken "$dir"; then log "a kept port is in use by another process; picking new ports"; rm -f "$dir/port" "$dir/etcd-port"; fi
+pick_ports "$dir"
 port=$(cat "$dir/port")
 rm -f "$dir/kubeconfig" "$dir/node-pids"
 nohup "$here/bin/testcluster" --data-dir "$dir" --port "$port" --etcd-port "$(cat "$dir/etcd-port")" \

@@ -14,19 +14,13 @@ if [ -f "$dir/pid" ] && kill -0 "$(cat "$dir/pid")" 2>/dev/null; then
 fi
 bash "$here/build.sh"
 
-free_port() { node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})"; }
-port_free() { node -e "const s=require('net').createServer();s.once('error',()=>process.exit(1));s.listen($1,'127.0.0.1',()=>s.close(()=>process.exit(0)))"; }
-# etcd's peer listener takes the port after its client port: both must be free.
-etcd_ports_free() { port_free "$1" && port_free $(($1 + 1)); }
-free_etcd_port() { local p; for _ in $(seq 1 20); do p=$(free_port); etcd_ports_free "$p" && { echo "$p"; return; }; done; echo "no free pair of ports for etcd" >&2; return 1; }
-# Kept ports are only kept while nothing else took them (an outgoing connection's ephemeral port
-# can land on one between runs): then this cluster starts afresh on new ports.
-if [ -f "$dir/port" ] && ! { port_free "$(cat "$dir/port")" && etcd_ports_free "$(cat "$dir/etcd-port")"; }; then
+source "$here/ports.sh"
+if kept_ports_taken "$dir"; then
+  # etcd's data names its peer address: new ports need new data.
   echo "testcluster: a kept port is in use by another process; starting afresh on new ports" >&2
   find "$dir" -mindepth 1 -delete
 fi
-[ -f "$dir/port" ] || free_port > "$dir/port"
-[ -f "$dir/etcd-port" ] || free_etcd_port > "$dir/etcd-port"
+pick_ports "$dir"
 port=$(cat "$dir/port")
 rm -f "$dir/kubeconfig"
 start=$(date +%s)
