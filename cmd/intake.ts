@@ -18,6 +18,7 @@ import {
   type TenantLimitDefaults,
 } from '../api/limits.js';
 import { ConfigError, parseListen, readYamlFile } from '../common/config-files.js';
+import type { ActivityReport } from '../api/activity.js';
 import type { IngesterSettings } from '../ingester/config.js';
 import { createLogger } from '../common/logger.js';
 import type { RouteSource } from '../ingester/routing/route-source.js';
@@ -410,6 +411,22 @@ withFilters(
   );
   if (Number(body.failed) > 0) process.exitCode = 1;
 });
+
+// What each integration and API key received (ingester/activity/), from the admin listener of a
+// running ingester: in Kubernetes mode the same is in status.activity (kubectl get, describe).
+program
+  .command('status')
+  .description(
+    'what each integration and API key received on a running ingester: last event, events and refusals over the last hour by reason, recent refusals',
+  )
+  .addOption(adminUrlOption())
+  .option('--json', 'print the report as JSON (GET /status/activity)')
+  .action(async (opts: Record<string, string | boolean | undefined>) => {
+    const body = await adminCall(`${opts.adminUrl}/status/activity`, 'GET');
+    if (opts.json) return void process.stdout.write(`${JSON.stringify(body, null, 2)}\n`);
+    const { activityTable } = await import('./activity-table.js');
+    process.stdout.write(activityTable(body as unknown as ActivityReport));
+  });
 
 // Deprecated for one release: `intake undelivered` is `intake deadletter --kind delivery`.
 const deprecated = (): void =>

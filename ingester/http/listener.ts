@@ -15,7 +15,7 @@
  * | 5    | handler                      | endpoints/*.ts                 | decode, map, validate, hand off or store, answer 200                     | 400, 422, 429, 503                          |
  * | 6    | error handler                | below `toIntakeError`          | any error becomes a catalogue error and its JSON body                    | BAD_REQUEST 4xx, INTERNAL 500               |
  * | 6'   | not-found / other methods    | below                          | unknown path, method other than POST                                     | notFound 404, methodNotAllowed 405          |
- * | 7    | onResponse (global)          | below                          | request count and duration metrics                                       |                                             |
+ * | 7    | onResponse (global)          | below                          | request count and duration metrics; activity (accepted or refused)       |                                             |
  * | 8    | onClose                      | below                          | stop the event loop guard                                                |                                             |
  *
  * Authentication (2) runs before any byte of the body is read (3, 4), so unauthenticated senders cost little.
@@ -43,7 +43,8 @@ import {
 } from '../core/errors.js';
 import { LogLimiter } from '../core/log-limiter.js';
 import { newVerifiedCache } from '../routing/credentials.js';
-import type { RouteEntry } from '../routing/route-table.js';
+import type { RouteEntry, RouteTable } from '../routing/route-table.js';
+import type { ActivityEndpoint, ActivityRecorder } from '../activity/recorder.js';
 import { BodyBudget } from './body-budget.js';
 import { decodeContentEncoding, parseJsonBody } from './body.js';
 import type { IngestContext, IngestLimits, IngestServerOptions } from './context.js';
@@ -74,6 +75,10 @@ declare module 'fastify' {
     routeEntry: RouteEntry | null;
     /** The body's JSON bytes, kept for a mapping that runs in a worker (it gets these, not the object). */
     rawJson: Buffer | null;
+    /** Events or data points a 200 accepted (set by the endpoint), for the activity record. */
+    accepted: number;
+    /** The error this request was answered with (sendError), for the activity record. */
+    refusal: IntakeError | null;
   }
 }
 
@@ -117,6 +122,8 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
 
   app.decorateRequest('routeEntry', null);
   app.decorateRequest('rawJson', null);
+  app.decorateRequest('accepted', 0);
+  app.decorateRequest('refusal', null);
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (req, body, done) => {
     try {
@@ -160,6 +167,7 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
     const endpoint = endpointOf(req);
     o.metrics.requests.inc({ endpoint, status: reply.statusCode });
     o.metrics.requestDuration.observe({ endpoint }, reply.elapsedTime / 1000);
+    if (o.activity && endpoint !== 'other') recordActivity(o.activity, o.routes, req, endpoint);
     done();
   });
 
@@ -194,7 +202,29 @@ function endpointOf(req: FastifyRequest): Endpoint {
   return url === EVENTS_PATH ? 'events' : url === METRICS_PATH ? 'metrics' : 'other';
 }
 
+/**
+ * Activity (activity/recorder.ts), in this one place for every answer: a request the endpoint
+ * accepted, or any refusal rendered by sendError, whichever step refused it (so a new kind of
+ * refusal is recorded without a change here). A refusal before authentication is the named
+ * integration's when it is published, else the endpoint's unattributed bucket.
+ */
+function recordActivity(
+  activity: ActivityRecorder,
+  routes: () => RouteTable,
+  req: FastifyRequest,
+  endpoint: ActivityEndpoint,
+): void {
+  if (req.refusal) {
+    const entry =
+      req.routeEntry ??
+      (endpoint === 'events' ? routes().webhook((req.params as { name?: string }).name ?? '') : undefined);
+    activity.refused(entry, endpoint, req.refusal, req.ip, req.headers['user-agent']);
+  } else if (req.accepted > 0 && req.routeEntry) activity.accepted(req.routeEntry, req.accepted);
+}
+
 export function sendError(reply: FastifyReply, err: IntakeError): FastifyReply {
+  // The ingest listener's requests are decorated with it (the admin listener's are not, and ignore it).
+  reply.request.refusal = err;
   if (err.headers) reply.headers(err.headers);
   return reply.code(err.statusCode).type('application/json; charset=utf-8').send(err.toBody());
 }

@@ -88,8 +88,11 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
         ctx.failures.error(`sink:${sink}`, err, { sink, reqId: req.id }, 'event sink failed; answered 503'),
     });
 
-  const answer = (reply: FastifyReply, result: HandOffResult, received: number): FastifyReply =>
-    reply.send(okBody(result.processed, result.cached, received, 'event'));
+  /** 200 with what the sinks hold; the request notes what it accepted (the listener records activity). */
+  const answer = (req: EventsRequest, reply: FastifyReply, result: HandOffResult, received: number): FastifyReply => {
+    req.accepted = received;
+    return reply.send(okBody(result.processed, result.cached, received, 'event'));
+  };
 
   /** ?dryRun=true: what the body maps to, accepting and counting nothing. */
   const answerDryRun = async (reply: FastifyReply, d: Decoded): Promise<FastifyReply> =>
@@ -108,7 +111,7 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
       const events = await mapAndValidate(req, decoded);
       admit(decoded, events);
       const result = await handOff(req, decoded, events);
-      return answer(reply, result, events.length);
+      return answer(req, reply, result, events.length);
     },
   } as RouteOptions;
 }
