@@ -180,6 +180,23 @@ program
   )
   .addOption(new Option('--workers <n>', 'concurrent reconciles').default('4'))
   .addOption(
+    new Option(
+      '--ingester-admin-service <name>',
+      "the ingesters' admin Service in --namespace: its EndpointSlices list the replicas whose activity is merged into status.activity (default: no activity)",
+    ).env('INTAKE_INGESTER_ADMIN_SERVICE'),
+  )
+  .addOption(
+    new Option('--activity-interval <seconds>', 'ask every ingester replica for its activity this often (at least 1)')
+      .default('30')
+      .env('INTAKE_ACTIVITY_INTERVAL'),
+  )
+  .addOption(
+    new Option(
+      '--activity-writes-per-second <n>',
+      'at most this many status.activity writes a second, across every resource',
+    ).default('20'),
+  )
+  .addOption(
     new Option('--log-level <level>', 'operational log level')
       .choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
       .default('info')
@@ -216,6 +233,15 @@ program
         limitDefaults: defaultLimits(opts.defaultLimits, int('defaultMaxSeries')),
         resyncPeriodMs: int('resyncPeriod') * 1000,
         workers: int('workers'),
+        ...(opts.ingesterAdminService
+          ? {
+              activity: {
+                service: String(opts.ingesterAdminService),
+                intervalMs: int('activityInterval') * 1000,
+                writesPerSecond: int('activityWritesPerSecond'),
+              },
+            }
+          : {}),
       },
       logger,
       (reason) => {
