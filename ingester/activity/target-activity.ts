@@ -72,6 +72,14 @@ export class TargetActivity {
     return ring;
   }
 
+  /** The ring read backwards from the last slot written: newest first, in the order they were answered. */
+  private newestFirst(): RefusalSlot[] {
+    const out: RefusalSlot[] = [];
+    for (let i = 1; i <= this.recent.length; i++)
+      out.push(this.recent[(this.next - i + RECENT_REFUSALS) % RECENT_REFUSALS] as RefusalSlot);
+    return out;
+  }
+
   snapshot(nowMs: number): Omit<Activity, 'updatedTime'> {
     const minute = minuteOf(nowMs);
     const refusalsLastHour: Record<string, number> = {};
@@ -86,7 +94,7 @@ export class TargetActivity {
       eventsLastHour: this.events.sum(minute),
       refusedLastHour,
       refusalsLastHour,
-      recentRefusals: [...this.recent].sort((a, b) => b.atMs - a.atMs).map(toRecent),
+      recentRefusals: this.newestFirst().map(toRecent),
     };
     if (this.lastEventMs > 0) out.lastEventTime = new Date(this.lastEventMs).toISOString();
     if (this.lastRefusalMs > 0) out.lastRefusalTime = new Date(this.lastRefusalMs).toISOString();
