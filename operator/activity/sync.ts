@@ -50,13 +50,41 @@ interface Pending {
   fingerprint: string;
 }
 
-const POLL_TIMEOUT_MS = 5000;
+/** A replica that has not answered within the interval (at most 5 s) is late: the round goes on without it. */
+const pollTimeoutMs = (intervalMs: number): number => Math.min(5000, Math.max(1000, intervalMs));
 
 /** The route identity a replica reports a resource under (the route contract's kind, namespace and name). */
 export function reportKeyOf(obj: IntakeResource): string {
   const name =
     obj.kind === 'WebhookIntegration' ? integrationNameOf(obj) : toRouteName(obj.metadata.name ?? '') || 'key';
   return `${obj.kind}/${obj.metadata.namespace}/${name}`;
+}
+
+/**
+ * One replica's report, given up after `timeoutMs` whatever happens: the abort signal alone
+ * did not end a request stuck in a proxy's CONNECT (seen with NODE_USE_ENV_PROXY), and one stuck
+ * replica must never stop the loop for the others.
+ */
+async function fetchReport(url: string, timeoutMs: number): Promise<ActivityReport> {
+  const abort = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      abort.abort();
+      reject(new Error(`no answer within ${timeoutMs} ms`));
+    }, timeoutMs);
+  });
+  const request = (async () => {
+    const res = await fetch(`${url}/status/activity`, { signal: abort.signal });
+    if (!res.ok) throw new Error(`HTTP ${res.status}`);
+    return (await res.json()) as ActivityReport;
+  })();
+  try {
+    return await Promise.race([request, deadline]);
+  } finally {
+    clearTimeout(timer);
+    request.catch(() => {});
+  }
 }
 
 export class ActivitySync {
@@ -155,9 +183,7 @@ export class ActivitySync {
     await Promise.all(
       replicas.map(async (replica) => {
         try {
-          const res = await fetch(`${replica.url}/status/activity`, { signal: AbortSignal.timeout(POLL_TIMEOUT_MS) });
-          if (!res.ok) throw new Error(`HTTP ${res.status}`);
-          const report = (await res.json()) as ActivityReport;
+          const report = await fetchReport(replica.url, pollTimeoutMs(this.o.intervalMs));
           this.reports.set(replica.key, { report, atMs: Date.now() });
           this.o.metrics.activityPolls.inc({ result: 'ok' });
         } catch (err) {
