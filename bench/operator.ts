@@ -1,7 +1,12 @@
 /**
  * Operator benchmark (make bench-operator; not a test): against the test API server, apply 500
  * WebhookIntegrations at once and time until all are Ready; then apply single integrations one at
- * a time and time apply -> first event accepted by the ingester.
+ * a time and time apply -> first event accepted by the ingester. Then activity
+ * (bench/operator-activity.ts): 1,000 integrations in all, two ingester replicas reporting
+ * activity for every one: status writes per second against the cap, the operator's CPU and RSS.
+ *
+ * Environment: BENCH_BURST (500), BENCH_SINGLES (40), BENCH_ACTIVITY_INTEGRATIONS (1000),
+ * BENCH_ACTIVITY_INTERVAL (seconds, 2), BENCH_ACTIVITY_WRITE_CAP (writes/s, 20).
  */
 import { availableParallelism, cpus } from 'node:os';
 import {
@@ -15,11 +20,17 @@ import {
   startOperator,
   uniqueName,
 } from '../test/integration/support/cluster.js';
+import { startPodNetwork } from '../test/integration/support/pod-network.js';
 import { waitFor } from '../test/support/waiting.js';
+import { activityBenchmark } from './operator-activity.js';
 
 const BURST = Number(process.env.BENCH_BURST ?? 500);
 const SINGLES = Number(process.env.BENCH_SINGLES ?? 40);
 const TENANTS = 5;
+const ACTIVITY_INTEGRATIONS = Number(process.env.BENCH_ACTIVITY_INTEGRATIONS ?? 1000);
+const ACTIVITY_INTERVAL = Number(process.env.BENCH_ACTIVITY_INTERVAL ?? 2);
+const WRITE_CAP = Number(process.env.BENCH_ACTIVITY_WRITE_CAP ?? 20);
+const ADMIN_SERVICE = 'intake-ingester-admin';
 
 const percentile = (values: number[], p: number): number => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -35,8 +46,26 @@ async function main(): Promise<void> {
   const system = uniqueName('bench-system');
   const tenants = Array.from({ length: TENANTS }, (_, i) => uniqueName(`bench-t${i}`));
   for (const ns of [system, ...tenants]) await createNamespace(ns);
-  const operator = await startOperator(system, tenants, ['--log-level', 'info', '--workers', '8']);
+  const network = await startPodNetwork();
+  const operator = await startOperator(
+    system,
+    tenants,
+    [
+      '--log-level',
+      'info',
+      '--workers',
+      '8',
+      '--ingester-admin-service',
+      ADMIN_SERVICE,
+      '--activity-interval',
+      String(ACTIVITY_INTERVAL),
+      '--activity-writes-per-second',
+      String(WRITE_CAP),
+    ],
+    network.env,
+  );
   const ingester = await startIngester(system, ['--log-level', 'warn']);
+  const second = await startIngester(system, ['--log-level', 'warn']);
   try {
     const docs = Array.from(
       { length: BURST },
@@ -118,6 +147,41 @@ spec: {}
         `${percentile(latencies, 99).toFixed(0)} ms (target < 2000 ms: ${percentile(latencies, 99) < 2000 ? 'PASS' : 'MISS'})`,
       ],
     ];
+    // Activity: more integrations up to ACTIVITY_INTEGRATIONS, then the load on both replicas.
+    const extra = Math.max(0, ACTIVITY_INTEGRATIONS - BURST);
+    if (extra > 0) {
+      const more = await kubectl(
+        ['apply', '-f', '-'],
+        Array.from(
+          { length: extra },
+          (_, i) => `apiVersion: intake.dev/v1alpha1
+kind: WebhookIntegration
+metadata: {name: act-${i}, namespace: ${tenants[i % TENANTS]}}
+spec: {}
+`,
+        ).join('---\n'),
+      );
+      if (more.code !== 0) throw new Error(more.stderr);
+    }
+    const integrations = [
+      ...Array.from({ length: Math.min(BURST, ACTIVITY_INTEGRATIONS) }, (_, i) => ({
+        namespace: tenants[i % TENANTS] as string,
+        name: `burst-${i}`,
+      })),
+      ...Array.from({ length: extra }, (_, i) => ({ namespace: tenants[i % TENANTS] as string, name: `act-${i}` })),
+    ];
+    rows.push(
+      ...(await activityBenchmark({
+        operator,
+        ingesters: [ingester, second],
+        network,
+        system,
+        service: ADMIN_SERVICE,
+        integrations,
+        intervalSeconds: ACTIVITY_INTERVAL,
+        writeCap: WRITE_CAP,
+      })),
+    );
     process.stdout.write(`\n| measure | result |\n|---|---|\n${rows.map(([a, b]) => `| ${a} | ${b} |`).join('\n')}\n`);
   } catch (err) {
     process.stderr.write(
@@ -127,6 +191,8 @@ spec: {}
   } finally {
     await operator.stop();
     await ingester.stop();
+    await second.stop();
+    await network.close();
     await kubectl(['delete', 'namespace', system, ...tenants, '--wait=false']);
   }
 }

@@ -1,6 +1,7 @@
 /**
- * Status writes, at most `perSecond` a second across every resource (a token bucket, burst one
- * second's worth): 1,000 busy integrations must not flood the API server. One write at a time;
+ * Status writes, at most `perSecond` a second across every resource, evenly spaced (a token
+ * bucket that holds one token: no burst, so no second ever sees more than the cap plus one):
+ * 1,000 busy integrations must not flood the API server. One write at a time;
  * a resource waiting for its turn holds only its latest value (a newer merge replaces it in
  * place), so the queue is never longer than the number of resources.
  */
@@ -19,7 +20,7 @@ export class WriteQueue<T> {
     private readonly write: (key: string, value: T) => Promise<void>,
     private readonly now: () => number = () => performance.now(),
   ) {
-    this.tokens = Math.max(1, perSecond);
+    this.tokens = 1;
     this.lastMs = now();
   }
 
@@ -69,8 +70,7 @@ export class WriteQueue<T> {
 
   private untilToken(): number {
     const nowMs = this.now();
-    const capacity = Math.max(1, this.perSecond);
-    this.tokens = Math.min(capacity, this.tokens + ((nowMs - this.lastMs) * this.perSecond) / 1000);
+    this.tokens = Math.min(1, this.tokens + ((nowMs - this.lastMs) * this.perSecond) / 1000);
     this.lastMs = nowMs;
     return this.tokens >= 1 ? 0 : ((1 - this.tokens) * 1000) / this.perSecond;
   }
