@@ -1,7 +1,7 @@
 /** The activity record: minute buckets over the last hour, bounds whatever the senders, reasons from codes. */
 import { MAX_REASONS, MAX_REFUSAL_TEXT, RECENT_REFUSALS } from '../../../../api/activity.js';
 import type { Route } from '../../../../api/route.js';
-import { MinuteRing, minuteOf } from '../../../../ingester/activity/minute-ring.js';
+import { MinuteRing } from '../../../../ingester/activity/minute-ring.js';
 import { reasonOf } from '../../../../ingester/activity/reasons.js';
 import { ActivityRecorder } from '../../../../ingester/activity/recorder.js';
 import { IntakeError, mappingFailed, unauthorized } from '../../../../ingester/core/errors.js';
