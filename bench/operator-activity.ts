@@ -109,10 +109,13 @@ ${pods.map((ip) => `  - {addresses: ["${ip}"], conditions: {ready: true}}`).join
   let lastWrites = writesStart;
   let maxRssKiB = 0;
   const sampler = setInterval(() => {
-    void metric(o.operator, WRITES).then((w) => {
-      perSecond.push(w - lastWrites);
-      lastWrites = w;
-    });
+    metric(o.operator, WRITES).then(
+      (w) => {
+        perSecond.push(w - lastWrites);
+        lastWrites = w;
+      },
+      () => {},
+    );
     maxRssKiB = Math.max(maxRssKiB, procStatusKiB(o.operator.child.pid, 'VmRSS') || 0);
   }, 1000);
 

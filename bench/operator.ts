@@ -185,7 +185,7 @@ spec: {}
     process.stdout.write(`\n| measure | result |\n|---|---|\n${rows.map(([a, b]) => `| ${a} | ${b} |`).join('\n')}\n`);
   } catch (err) {
     process.stderr.write(
-      `operator log (tail):\n${operator.output().slice(-4000)}\ningester log (tail):\n${ingester.output().slice(-2000)}\n`,
+      `operator exit: ${operator.child.exitCode ?? operator.child.signalCode ?? 'running'}\noperator log (tail):\n${operator.output().slice(-4000)}\ningester log (tail):\n${ingester.output().slice(-2000)}\n`,
     );
     throw err;
   } finally {

@@ -8,7 +8,7 @@
  * integration, an API key that matches none) share one record per endpoint.
  *
  * On the request path (http/listener.ts, once per answered request): one Map look-up by the
- * route entry, one clock read, a few array writes.
+ * route entry and a few array writes (the clock is read by a timer, not per request).
  */
 import type { ActivityReport, ReportedActivity } from '../../api/activity.js';
 import type { IntakeError } from '../core/errors.js';
@@ -20,6 +20,16 @@ export type ActivityEndpoint = 'events' | 'metrics';
 
 const DEAD_LETTER_HEADER = 'x-intake-dead-letter-id';
 
+/**
+ * The wall clock to a quarter of a second, kept by a timer: reading the clock costs 0.2-0.5 us in a
+ * sandboxed container (measured under gVisor), more than the rest of recording a request.
+ */
+function coarseClock(resolutionMs: number): () => number {
+  let nowMs = Date.now();
+  setInterval(() => (nowMs = Date.now()), resolutionMs).unref();
+  return () => nowMs;
+}
+
 const idOf = (entry: RouteEntry): string => `${entry.kind}/${entry.namespace}/${entry.name}`;
 
 export class ActivityRecorder {
@@ -27,7 +37,8 @@ export class ActivityRecorder {
   private byId = new Map<string, { entry: RouteEntry; activity: TargetActivity }>();
   private readonly unattributed = { events: new TargetActivity(), metrics: new TargetActivity() };
 
-  constructor(private readonly now: () => number = Date.now) {}
+  /** `now`: the wall clock; by default read by a timer every 250 ms rather than per request. */
+  constructor(private readonly now: () => number = coarseClock(250)) {}
 
   /** A new routing table: keep the records of routes still published (by kind, namespace and name), drop the rest. */
   sync(entries: Iterable<RouteEntry>): void {
