@@ -84,7 +84,7 @@ ${pods.map((ip) => `  - {addresses: ["${ip}"], conditions: {ready: true}}`).join
     const res = await fetch(`${ingester.url}/events/webhook_${name}`, {
       method: 'POST',
       headers: { authorization, 'content-type': 'application/json', 'user-agent': 'bench-operator' },
-      body: JSON.stringify({ source: 'bench', severity: 'info' }),
+      body: JSON.stringify({ source: 'bench', severity: 'warning' }),
     });
     await res.arrayBuffer();
     return res.status;
