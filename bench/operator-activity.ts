@@ -124,7 +124,17 @@ ${pods.map((ip) => `  - {addresses: ["${ip}"], conditions: {ready: true}}`).join
   await pool(o.integrations, 32, async ({ namespace, name }) => {
     const authorization = auth.get(`${namespace}/${name}`) as string;
     for (const ingester of o.ingesters) {
-      const status = await send(ingester, name, authorization);
+      // A route the operator has not published yet (its reconcile backing off under this load) is a 401: again.
+      const status = await waitFor(
+        `event for ${namespace}/${name}`,
+        async () => {
+          const code = await send(ingester, name, authorization);
+          if (code !== 200 && code !== 401) throw new Error(`event for ${namespace}/${name}: ${code}`);
+          return code === 200 ? code : undefined;
+        },
+        120_000,
+        500,
+      );
       if (status !== 200) throw new Error(`event for ${namespace}/${name}: ${status}`);
     }
     if (Number(name.replace(/\D/g, '')) % 10 === 0) {
