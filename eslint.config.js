@@ -14,6 +14,7 @@ export const INGESTER_LAYERS = [
   'outbound',
   'series',
   'routing',
+  'activity',
   'auth',
   'limits',
   'sinks',

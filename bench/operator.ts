@@ -1,7 +1,12 @@
 /**
  * Operator benchmark (make bench-operator; not a test): against the test API server, create 1,000
  * WebhookIntegrations at once and time until all are Ready; then create single integrations one at
- * a time and time create -> first event accepted by the ingester.
+ * a time and time create -> first event accepted by the ingester. Then activity
+ * (bench/operator-activity.ts): 1,000 integrations in all, two ingester replicas reporting
+ * activity for every one: status writes per second against the cap, the operator's CPU and RSS.
+ *
+ * Environment: BENCH_BURST (1000), BENCH_SINGLES (40), BENCH_ACTIVITY_INTEGRATIONS (1000),
+ * BENCH_ACTIVITY_INTERVAL (seconds, 2), BENCH_ACTIVITY_WRITE_CAP (writes/s, 20).
  */
 import { availableParallelism, cpus } from 'node:os';
 import {
@@ -15,7 +20,9 @@ import {
   startOperator,
   uniqueName,
 } from '../test/integration/support/cluster.js';
+import { startPodNetwork } from '../test/integration/support/pod-network.js';
 import { waitFor } from '../test/support/waiting.js';
+import { activityBenchmark } from './operator-activity.js';
 
 const BURST = Number(process.env.BENCH_BURST ?? 1000);
 const CREATE_CONCURRENCY = 8;
@@ -23,6 +30,10 @@ const SINGLES = Number(process.env.BENCH_SINGLES ?? 40);
 const TENANTS = 5;
 const PROBE_MS = 5;
 const MAX_PROBES = 200;
+const ACTIVITY_INTEGRATIONS = Number(process.env.BENCH_ACTIVITY_INTEGRATIONS ?? 1000);
+const ACTIVITY_INTERVAL = Number(process.env.BENCH_ACTIVITY_INTERVAL ?? 2);
+const WRITE_CAP = Number(process.env.BENCH_ACTIVITY_WRITE_CAP ?? 20);
+const ADMIN_SERVICE = 'intake-ingester-admin';
 
 const percentile = (values: number[], p: number): number => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -70,8 +81,26 @@ async function main(): Promise<void> {
   const system = uniqueName('bench-system');
   const tenants = Array.from({ length: TENANTS }, (_, i) => uniqueName(`bench-t${i}`));
   for (const ns of [system, ...tenants]) await createNamespace(ns);
-  const operator = await startOperator(system, tenants, ['--log-level', 'info', '--workers', '8']);
+  const network = await startPodNetwork();
+  const operator = await startOperator(
+    system,
+    tenants,
+    [
+      '--log-level',
+      'info',
+      '--workers',
+      '8',
+      '--ingester-admin-service',
+      ADMIN_SERVICE,
+      '--activity-interval',
+      String(ACTIVITY_INTERVAL),
+      '--activity-writes-per-second',
+      String(WRITE_CAP),
+    ],
+    network.env,
+  );
   const ingester = await startIngester(system, ['--log-level', 'warn']);
+  const second = await startIngester(system, ['--log-level', 'warn']);
   try {
     // Created the way a GitOps controller applies a change, several requests at a time, so that
     // the figure is the operator's and not one kubectl's sequential client-side apply.
@@ -164,15 +193,52 @@ async function main(): Promise<void> {
         `${percentile(latencies, 99).toFixed(0)} ms (target <= 1000 ms: ${percentile(latencies, 99) <= 1000 ? 'PASS' : 'MISS'})`,
       ],
     ];
+    // Activity: more integrations up to ACTIVITY_INTEGRATIONS, then the load on both replicas.
+    const extra = Math.max(0, ACTIVITY_INTEGRATIONS - BURST);
+    if (extra > 0) {
+      const more = await kubectl(
+        ['apply', '-f', '-'],
+        Array.from(
+          { length: extra },
+          (_, i) => `apiVersion: intake.dev/v1alpha1
+kind: WebhookIntegration
+metadata: {name: act-${i}, namespace: ${tenants[i % TENANTS]}}
+spec: {}
+`,
+        ).join('---\n'),
+      );
+      if (more.code !== 0) throw new Error(more.stderr);
+    }
+    const integrations = [
+      ...Array.from({ length: Math.min(BURST, ACTIVITY_INTEGRATIONS) }, (_, i) => ({
+        namespace: tenants[i % TENANTS] as string,
+        name: `burst-${i}`,
+      })),
+      ...Array.from({ length: extra }, (_, i) => ({ namespace: tenants[i % TENANTS] as string, name: `act-${i}` })),
+    ];
+    rows.push(
+      ...(await activityBenchmark({
+        operator,
+        ingesters: [ingester, second],
+        network,
+        system,
+        service: ADMIN_SERVICE,
+        integrations,
+        intervalSeconds: ACTIVITY_INTERVAL,
+        writeCap: WRITE_CAP,
+      })),
+    );
     process.stdout.write(`\n| measure | result |\n|---|---|\n${rows.map(([a, b]) => `| ${a} | ${b} |`).join('\n')}\n`);
   } catch (err) {
     process.stderr.write(
-      `operator log (tail):\n${operator.output().slice(-4000)}\ningester log (tail):\n${ingester.output().slice(-2000)}\n`,
+      `operator exit: ${operator.child.exitCode ?? operator.child.signalCode ?? 'running'}\noperator log (tail):\n${operator.output().slice(-4000)}\ningester log (tail):\n${ingester.output().slice(-2000)}\n`,
     );
     throw err;
   } finally {
     await operator.stop();
     await ingester.stop();
+    await second.stop();
+    await network.close();
     await kubectl(['delete', 'namespace', system, ...tenants, '--wait=false']);
   }
 }

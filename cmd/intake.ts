@@ -18,6 +18,7 @@ import {
   type TenantLimitDefaults,
 } from '../api/limits.js';
 import { ConfigError, parseListen, readYamlFile } from '../common/config-files.js';
+import type { ActivityReport } from '../api/activity.js';
 import type { IngesterSettings } from '../ingester/config.js';
 import { createLogger } from '../common/logger.js';
 import type { RouteSource } from '../ingester/routing/route-source.js';
@@ -186,6 +187,23 @@ const operator = program
   )
   .addOption(new Option('--workers <n>', 'concurrent reconciles').default('4'))
   .addOption(
+    new Option(
+      '--ingester-admin-service <name>',
+      "the ingesters' admin Service in --namespace: its EndpointSlices list the replicas whose activity is merged into status.activity (default: no activity)",
+    ).env('INTAKE_INGESTER_ADMIN_SERVICE'),
+  )
+  .addOption(
+    new Option('--activity-interval <seconds>', 'ask every ingester replica for its activity this often (at least 1)')
+      .default('30')
+      .env('INTAKE_ACTIVITY_INTERVAL'),
+  )
+  .addOption(
+    new Option(
+      '--activity-writes-per-second <n>',
+      'at most this many status.activity writes a second, across every resource',
+    ).default('20'),
+  )
+  .addOption(
     new Option('--log-level <level>', 'operational log level')
       .choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
       .default('info')
@@ -227,6 +245,15 @@ const operator = program
         limitDefaults: defaultLimits(opts.defaultLimits, int('defaultMaxSeries')),
         resyncPeriodMs: int('resyncPeriod') * 1000,
         workers: int('workers'),
+        ...(opts.ingesterAdminService
+          ? {
+              activity: {
+                service: String(opts.ingesterAdminService),
+                intervalMs: int('activityInterval') * 1000,
+                writesPerSecond: int('activityWritesPerSecond'),
+              },
+            }
+          : {}),
       },
       logger,
       (reason) => {
@@ -565,6 +592,22 @@ withFilters(
   );
   if (Number(body.failed) > 0) process.exitCode = 1;
 });
+
+// What each integration and API key received (ingester/activity/), from the admin listener of a
+// running ingester: in Kubernetes mode the same is in status.activity (kubectl get, describe).
+program
+  .command('status')
+  .description(
+    'what each integration and API key received on a running ingester: last event, events and refusals over the last hour by reason, recent refusals',
+  )
+  .addOption(adminUrlOption())
+  .option('--json', 'print the report as JSON (GET /status/activity)')
+  .action(async (opts: Record<string, string | boolean | undefined>) => {
+    const body = await adminCall(`${opts.adminUrl}/status/activity`, 'GET');
+    if (opts.json) return void process.stdout.write(`${JSON.stringify(body, null, 2)}\n`);
+    const { activityTable } = await import('./activity-table.js');
+    process.stdout.write(activityTable(body as unknown as ActivityReport));
+  });
 
 // Deprecated for one release: `intake undelivered` is `intake deadletter --kind delivery`.
 const deprecated = (): void =>

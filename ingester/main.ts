@@ -16,6 +16,7 @@ import { SeriesStore } from './series/series-store.js';
 import { ingestConnectionCap, openFilesLimit } from './http/guards.js';
 import type { Lifecycle } from './http/context.js';
 import { buildIngestServer } from './http/listener.js';
+import { ActivityRecorder } from './activity/recorder.js';
 import { registerDeadLetterRoutes } from './dead-letters/admin-routes.js';
 import type { DeadLetterStore } from './dead-letters/model.js';
 import { setUpDeadLetters } from './dead-letters/setup.js';
@@ -92,8 +93,10 @@ export async function startIngester(
   );
   replicas?.start((n) => limiter.setReplicas(n));
 
+  const activity = new ActivityRecorder();
   await loadRoutes(source, metrics, logger, (inputs, unparsable) => {
     table = buildTable(inputs, unparsable, { settings, source, mappingWorkers, limiter, metrics, logger });
+    activity.sync(table.entries());
     lifecycle.ready = true;
   });
   // The first routing table decides which destinations get which events: deliver only from now.
@@ -115,6 +118,7 @@ export async function startIngester(
     trustProxy: settings.trustProxy,
     mapped,
     limiter,
+    activity,
     ...(tls ? { https: tls } : {}),
   });
   const admin = buildAdminServer({
@@ -124,6 +128,7 @@ export async function startIngester(
     lifecycle,
     logger,
     sinks,
+    activity,
     timeouts: settings.limits,
     ...(remoteWrite ? { refusing: [remoteWrite] } : {}),
   });

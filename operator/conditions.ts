@@ -28,7 +28,7 @@ export function setReady(
 
 /** Throttled: True (reason Clamped) when spec.limits asks for more than the namespace's quota allows. */
 export interface ConditionState {
-  status: 'True' | 'False';
+  status: 'True' | 'False' | 'Unknown';
   reason: string;
   message: string;
 }

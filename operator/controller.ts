@@ -49,6 +49,8 @@ import {
 } from './plan.js';
 import { WorkQueue, type ReconcileResult } from '../kube/workqueue.js';
 import { Writer } from './writer.js';
+import { ActivitySync, type ActivitySettings } from './activity/sync.js';
+import { receivingOf, type Receiving } from './receiving.js';
 
 const CREDENTIALS_LABEL = 'intake.dev/credentials';
 const SOURCE_ANNOTATION = 'intake.dev/source';
@@ -71,6 +73,8 @@ export interface ControllerOptions {
   logger: Logger;
   /** Runs tenants' mapping tests away from the controller's thread (api/mapping/worker-pool.ts). */
   mappingRunner?: ExpressionRunner;
+  /** Collect the ingesters' activity into status.activity (operator/activity/); absent: off. */
+  activity?: ActivitySettings;
 }
 
 export class Controller {
@@ -84,11 +88,28 @@ export class Controller {
   private readonly scrypt = new ScryptVerifiers();
   private readonly nameClaims = new NameClaims();
   private resync?: NodeJS.Timeout;
+  private readonly activity?: ActivitySync;
 
   constructor(private readonly o: ControllerOptions) {
     const core = o.kubeConfig.makeApiClient(CoreV1Api);
     const custom = o.kubeConfig.makeApiClient(CustomObjectsApi);
     this.writer = new Writer(core, custom);
+    if (o.activity)
+      this.activity = new ActivitySync({
+        ...o.activity,
+        kubeConfig: o.kubeConfig,
+        namespace: o.namespace,
+        logger: o.logger,
+        metrics: o.metrics,
+        resources: () => [
+          ...this.allWebhooks().map(
+            (wi) => ({ ...wi, kind: 'WebhookIntegration', apiVersion: API_VERSION }) as IntakeResource,
+          ),
+          ...this.allApiKeys().map((ak) => ({ ...ak, kind: 'ApiKey', apiVersion: API_VERSION }) as IntakeResource),
+        ],
+        write: (obj, activity) => this.writer.replaceActivity(obj, activity),
+        afterMerge: () => this.enqueueReceivingChanges(),
+      });
     const scopes = o.watchNamespaces.length > 0 ? o.watchNamespaces : [undefined];
     for (const ns of scopes) {
       this.webhooks.push(this.customInformer<WebhookIntegration>('WebhookIntegration', ns, custom));
@@ -245,6 +266,7 @@ export class Controller {
     this.o.logger.info('caches synced; reconciling');
     this.enqueueAll();
     this.resync = setInterval(() => this.enqueueAll(), this.o.resyncPeriodMs);
+    this.activity?.start();
     await this.queue.run(
       this.o.workers,
       (key) => this.reconcileTimed(key),
@@ -264,6 +286,7 @@ export class Controller {
 
   stop(): void {
     if (this.resync) clearInterval(this.resync);
+    this.activity?.stop();
     this.queue.shutdown();
     for (const informer of this.informers()) informer.stop();
   }
@@ -318,6 +341,7 @@ export class Controller {
     const routeName = routeSecretName(kind, namespace, name);
     let obj = this.lookup(kind, namespace, name);
     if (!obj) {
+      if (kind === 'WebhookIntegration') this.o.metrics.integrationSilent.remove({ namespace, name });
       // Gone (finalizer already handled, or removed by force): make sure no route outlives it.
       if (this.routeSecrets.get(`${this.o.namespace}/${routeName}`))
         await this.writer.deleteSecret(this.o.namespace, routeName);
@@ -359,9 +383,33 @@ export class Controller {
     const plan = obj.kind === 'WebhookIntegration' ? await planWebhook(obj, ctx) : await planApiKey(obj, ctx);
     await this.applyCredentials(obj, plan, ctx.existingCredentials);
     await this.applyRoute(obj, plan, routeName, existingRouteSecret);
-    await this.applyStatus(obj, plan, ctx.now);
+    const receiving = this.receiving(obj, ctx.now);
+    await this.applyStatus(obj, plan, ctx.now, receiving);
     for (const notice of plan.notices) await this.writer.recordEvent(obj, notice.type, notice.reason, notice.message);
-    return plan.requeueAfterMs !== undefined ? { requeueAfterMs: plan.requeueAfterMs } : undefined;
+    const requeueAfterMs = Math.min(plan.requeueAfterMs ?? Infinity, receiving?.recheckAfterMs ?? Infinity);
+    return requeueAfterMs !== Infinity ? { requeueAfterMs } : undefined;
+  }
+
+  /** The Receiving condition (spec.expectEventsWithin), from the merged activity or what the status holds. */
+  private receiving(obj: IntakeResource, now: Date): Receiving | undefined {
+    if (obj.kind !== 'WebhookIntegration') return undefined;
+    const last = this.activity?.lastEventTime(obj) ?? obj.status?.activity?.lastEventTime;
+    return receivingOf(obj, last, now, this.activity !== undefined);
+  }
+
+  /** After a merge: reconcile the integrations whose Receiving condition would change (events again, or silence). */
+  private enqueueReceivingChanges(): void {
+    const now = new Date();
+    for (const wi of this.allWebhooks()) {
+      if (!wi.spec?.expectEventsWithin || wi.metadata.deletionTimestamp) continue;
+      const next = this.receiving(
+        { ...wi, kind: 'WebhookIntegration', apiVersion: API_VERSION } as IntakeResource,
+        now,
+      );
+      const current = wi.status?.conditions?.find((c) => c.type === 'Receiving');
+      if (next && (current?.status !== next.state.status || current.reason !== next.state.reason))
+        this.queue.add(queueKey('WebhookIntegration', wi.metadata.namespace as string, wi.metadata.name as string));
+    }
   }
 
   private async applyCredentials(obj: IntakeResource, plan: Plan, existing: V1Secret | undefined): Promise<void> {
@@ -421,11 +469,19 @@ export class Controller {
     await this.writer.applySecret(desired, existing);
   }
 
-  private async applyStatus(obj: IntakeResource, plan: Plan, now: Date): Promise<void> {
+  private async applyStatus(obj: IntakeResource, plan: Plan, now: Date, receiving?: Receiving): Promise<void> {
     const previous = obj.status?.conditions;
     let conditions = setReady(previous, plan.ready, obj.metadata.generation, now);
     if (plan.throttled)
       conditions = setCondition(conditions, 'Throttled', plan.throttled, obj.metadata.generation, now);
+    conditions = receiving
+      ? setCondition(conditions, 'Receiving', receiving.state, obj.metadata.generation, now)
+      : conditions.filter((c) => c.type !== 'Receiving');
+    if (obj.kind === 'WebhookIntegration') {
+      const labels = { namespace: obj.metadata.namespace as string, name: obj.metadata.name as string };
+      if (receiving) this.o.metrics.integrationSilent.set(labels, receiving.silent ? 1 : 0);
+      else this.o.metrics.integrationSilent.remove(labels);
+    }
     const status: Record<string, unknown> = { ...plan.status, observedGeneration: obj.metadata.generation, conditions };
     if (plan.effectiveLimits) status.effectiveLimits = plan.effectiveLimits;
     if (JSON.stringify(normaliseStatus(obj.status)) !== JSON.stringify(normaliseStatus(status))) {
@@ -451,6 +507,16 @@ export class Controller {
         plan.ready.reason,
         plan.ready.message,
       );
+    }
+    if (receiving && receiving.state.status !== 'Unknown' && isTransition(previous, receiving.state, 'Receiving')) {
+      const wasSilent = previous?.some((c) => c.type === 'Receiving' && c.reason === 'Silent');
+      if (receiving.silent || wasSilent)
+        await this.writer.recordEvent(
+          obj,
+          receiving.silent ? 'Warning' : 'Normal',
+          receiving.state.reason,
+          receiving.state.message,
+        );
     }
     if (
       plan.throttled &&
@@ -506,9 +572,13 @@ function withNulls(current: object, next: object): object {
   return out;
 }
 
-/** Keys sorted at every level: the API server returns objects with their keys sorted. */
+/**
+ * Keys sorted at every level: the API server returns objects with their keys sorted. status.activity
+ * is the activity loop's (operator/activity/), never part of a reconcile's status.
+ */
 function normaliseStatus(status: object | undefined): unknown {
-  return sortKeys(status ?? {});
+  const { activity: _activity, ...rest } = (status ?? {}) as Record<string, unknown>;
+  return sortKeys(rest);
 }
 
 function sortKeys(value: unknown): unknown {

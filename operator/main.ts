@@ -11,6 +11,7 @@ import { LeaderElector } from '../kube/leader.js';
 import { MappingWorkerPool } from '../api/mapping/worker-pool.js';
 import { Controller } from './controller.js';
 import { OperatorMetrics } from './metrics.js';
+import type { ActivitySettings } from './activity/sync.js';
 
 export interface OperatorSettings {
   kubeconfig?: string;
@@ -27,6 +28,8 @@ export interface OperatorSettings {
   limitDefaults: TenantLimitDefaults;
   resyncPeriodMs: number;
   workers: number;
+  /** Collect the ingesters' activity into status.activity (absent: off). */
+  activity?: ActivitySettings;
 }
 
 export interface RunningOperator {
@@ -62,6 +65,7 @@ export async function startOperator(
     metrics,
     logger,
     mappingRunner: mappingWorkers,
+    ...(s.activity ? { activity: s.activity } : {}),
   });
   const state = { leading: !s.leaderElect };
   const admin = buildAdmin(registry, () => !state.leading || controller.synced, logger);
@@ -95,6 +99,7 @@ export async function startOperator(
       watchNamespaces: s.watchNamespaces,
       leaderElect: s.leaderElect,
       destinations: s.destinations,
+      activity: s.activity ?? 'off',
     },
     'operator started',
   );

@@ -6,6 +6,11 @@ export class OperatorMetrics {
   readonly reconcileErrors: Counter<'kind'>;
   readonly reconcileDuration: Histogram<'kind'>;
   readonly leader: Gauge;
+  readonly activityReplicas: Gauge;
+  readonly activityPolls: Counter<'result'>;
+  readonly activityWrites: Counter<'result'>;
+  readonly activityPendingWrites: Gauge;
+  readonly integrationSilent: Gauge<'namespace' | 'name'>;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -31,6 +36,34 @@ export class OperatorMetrics {
     this.leader = new Gauge({
       name: 'intake_operator_leader',
       help: '1 while this replica holds the leader Lease.',
+      registers,
+    });
+    this.activityReplicas = new Gauge({
+      name: 'intake_operator_activity_replicas',
+      help: 'Ingester replicas whose activity report is held (answered within the retention).',
+      registers,
+    });
+    this.activityPolls = new Counter({
+      name: 'intake_operator_activity_polls_total',
+      help: 'Requests for an ingester replica activity report, by result (ok, error).',
+      labelNames: ['result'],
+      registers,
+    });
+    this.activityWrites = new Counter({
+      name: 'intake_operator_activity_status_writes_total',
+      help: 'Writes of status.activity, by result (ok, error); capped by --activity-writes-per-second.',
+      labelNames: ['result'],
+      registers,
+    });
+    this.activityPendingWrites = new Gauge({
+      name: 'intake_operator_activity_pending_writes',
+      help: 'Resources whose changed status.activity waits for its turn under the write cap.',
+      registers,
+    });
+    this.integrationSilent = new Gauge({
+      name: 'intake_operator_integration_silent',
+      help: 'WebhookIntegrations with spec.expectEventsWithin: 1 when no event arrived within it (condition Receiving=False, reason Silent).',
+      labelNames: ['namespace', 'name'],
       registers,
     });
   }

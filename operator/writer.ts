@@ -13,6 +13,7 @@ type CustomResource = { apiVersion: string; kind: keyof typeof PLURALS; metadata
 import { statusOf } from '../kube/config.js';
 
 const MERGE_PATCH = setHeaderOptions('Content-Type', 'application/merge-patch+json');
+const JSON_PATCH = setHeaderOptions('Content-Type', 'application/json-patch+json');
 
 export class Writer {
   constructor(
@@ -80,6 +81,28 @@ export class Writer {
         body: { status },
       },
       MERGE_PATCH,
+    );
+  }
+
+  /**
+   * Replaces status.activity whole (a merge patch would keep reasons no longer counted), leaving
+   * the rest of the status to the reconciles. A resource with no status yet gets it by merge patch.
+   */
+  async replaceActivity(obj: CustomResource & { status?: object }, activity: object): Promise<void> {
+    const target = {
+      group: GROUP,
+      version: VERSION,
+      plural: PLURALS[obj.kind],
+      namespace: obj.metadata.namespace as string,
+      name: obj.metadata.name as string,
+    };
+    if (!obj.status) {
+      await this.custom.patchNamespacedCustomObjectStatus({ ...target, body: { status: { activity } } }, MERGE_PATCH);
+      return;
+    }
+    await this.custom.patchNamespacedCustomObjectStatus(
+      { ...target, body: [{ op: 'add', path: '/status/activity', value: activity }] },
+      JSON_PATCH,
     );
   }
 

@@ -1,5 +1,6 @@
 /** The intake.dev/v1alpha1 custom resources (crds/ holds their schemas), as TypeScript types. */
 import type { V1ObjectMeta } from '@kubernetes/client-node';
+import type { Activity } from '../activity.js';
 import type { ApiKeyLimits, IntegrationLimits, NamespaceLimits, OverLimitStatus, RouteLimits } from '../limits.js';
 import type { MappingSpec } from '../mapping/engine.js';
 import type { AuthenticationMode } from '../route.js';
@@ -28,6 +29,8 @@ export interface CommonStatus {
   conditions?: Condition[];
   /** The limits in effect (cluster defaults, the namespace's IntakeQuota, spec.limits clamped by it), as published in the route. */
   effectiveLimits?: RouteLimits;
+  /** What the ingester replicas received, merged by the operator (api/activity.ts, docs/activity.md). */
+  activity?: Activity;
 }
 
 export interface WebhookIntegration {
@@ -52,6 +55,8 @@ export interface WebhookIntegration {
     destinations?: string[];
     /** Optional limits for this integration, at most what the namespace's IntakeQuota allows. */
     limits?: Partial<IntegrationLimits> & { overLimitStatus?: OverLimitStatus };
+    /** A Go-style duration (1h, 15m): no event for longer gives condition Receiving=False, reason Silent. */
+    expectEventsWithin?: string;
   };
   status?: CommonStatus & { integrationName?: string };
 }

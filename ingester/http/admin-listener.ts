@@ -1,5 +1,6 @@
 /**
- * The admin listener: health, readiness, the ingester's own metrics and the received series.
+ * The admin listener: health, readiness, the ingester's own metrics, the received series and
+ * each integration's activity.
  * Never expose it publicly: /metrics/ingested holds every tenant's series.
  */
 import { Readable } from 'node:stream';
@@ -14,6 +15,7 @@ import type { SeriesStore } from '../series/series-store.js';
 import type { Lifecycle } from './context.js';
 import { sendError } from './listener.js';
 import type { EventSink } from '../sinks/sink.js';
+import type { ActivityRecorder } from '../activity/recorder.js';
 
 export const EXPOSITION_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
@@ -29,6 +31,8 @@ export interface AdminServerOptions {
   /** Other parts that may refuse requests for a reason another replica may not have (remote write's full queue). */
   refusing?: ReadonlyArray<{ unavailable(): string | undefined }>;
   timeouts?: TimeoutSettings;
+  /** What each integration and key received on this replica (GET /status/activity). */
+  activity?: ActivityRecorder;
 }
 
 export function buildAdminServer(o: AdminServerOptions): FastifyInstance {
@@ -50,6 +54,11 @@ export function buildAdminServer(o: AdminServerOptions): FastifyInstance {
     if (unready === undefined) return { status: 'ready' };
     return reply.code(503).header('retry-after', '1').send({ status: unready });
   });
+  // The operator merges every replica's report into status.activity; `intake status` prints it.
+  if (o.activity) {
+    const activity = o.activity;
+    app.get('/status/activity', async () => activity.report());
+  }
   app.get('/metrics', async (_req, reply) => reply.type(o.registry.contentType).send(await o.registry.metrics()));
   if (o.exposition ?? true)
     app.get('/metrics/ingested', async (_req, reply) =>

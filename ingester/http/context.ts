@@ -3,6 +3,7 @@
  * pieces it builds. A type of its own so that the endpoints and the listener do not import each other.
  */
 import type { Logger } from 'pino';
+import type { ActivityRecorder } from '../activity/recorder.js';
 import type { AuthThrottle } from '../auth/auth-throttle.js';
 import type { Authenticator } from '../auth/authenticator.js';
 import type { SeenMessages } from '../auth/seen-messages.js';
@@ -57,6 +58,8 @@ export interface IngestServerOptions {
   mapped: MappedWebhooks;
   /** Per-tenant limits (limits/tenant-limiter.ts); absent: none. */
   limiter?: TenantLimiter;
+  /** What each integration and key received (activity/recorder.ts); absent: not recorded. */
+  activity?: ActivityRecorder;
 }
 
 /** What the route modules get: the options, plus the per-server pieces built here. */

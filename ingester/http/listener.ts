@@ -16,7 +16,7 @@
  * |      |                              |                                | validate, hand off or store, answer 200                                  |                                             |
  * | 6    | error handler                | below `toIntakeError`          | any error becomes a catalogue error and its JSON body                    | BAD_REQUEST 4xx, INTERNAL 500               |
  * | 6'   | not-found / other methods    | below                          | unknown path, method other than POST                                     | notFound 404, methodNotAllowed 405          |
- * | 7    | onResponse (global)          | below                          | request count and duration metrics                                       |                                             |
+ * | 7    | onResponse (global)          | below                          | request count and duration metrics; activity (accepted or refused)       |                                             |
  * | 8    | onClose                      | below                          | stop the event loop guard                                                |                                             |
  *
  * Authentication (2) runs before any byte of the body is read (3, 4), so unauthenticated senders cost little.
@@ -46,7 +46,8 @@ import {
 } from '../core/errors.js';
 import { LogLimiter } from '../core/log-limiter.js';
 import { newVerifiedCache } from '../routing/credentials.js';
-import type { RouteEntry } from '../routing/route-table.js';
+import type { RouteEntry, RouteTable } from '../routing/route-table.js';
+import type { ActivityEndpoint, ActivityRecorder } from '../activity/recorder.js';
 import { BodyBudget } from './body-budget.js';
 import { decodeContentEncoding } from './body.js';
 import type { IngestContext, IngestLimits, IngestServerOptions } from './context.js';
@@ -77,6 +78,10 @@ declare module 'fastify' {
     routeEntry: RouteEntry | null;
     /** A signed integration's signature headers, read in onRequest, checked against the body by the handler. */
     signedHeaders: SignedHeaders | null;
+    /** Events or data points a 200 accepted (set by the endpoint), for the activity record. */
+    accepted: number;
+    /** The error this request was answered with (sendError), for the activity record. */
+    refusal: IntakeError | null;
   }
 }
 
@@ -121,6 +126,8 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
 
   app.decorateRequest('routeEntry', null);
   app.decorateRequest('signedHeaders', null);
+  app.decorateRequest('accepted', 0);
+  app.decorateRequest('refusal', null);
   app.removeAllContentTypeParsers();
   // Bytes only: the handler checks a signature over them before it parses them (body.ts parseRequestBody).
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (req, body, done) => {
@@ -162,6 +169,7 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
     const endpoint = endpointOf(req);
     o.metrics.requests.inc({ endpoint, status: reply.statusCode });
     o.metrics.requestDuration.observe({ endpoint }, reply.elapsedTime / 1000);
+    if (o.activity && endpoint !== 'other') recordActivity(o.activity, o.routes, req, endpoint);
     done();
   });
 
@@ -196,7 +204,29 @@ function endpointOf(req: FastifyRequest): Endpoint {
   return url === EVENTS_PATH ? 'events' : url === METRICS_PATH ? 'metrics' : 'other';
 }
 
+/**
+ * Activity (activity/recorder.ts), in this one place for every answer: a request the endpoint
+ * accepted, or any refusal rendered by sendError, whichever step refused it (so a new kind of
+ * refusal is recorded without a change here). A refusal before authentication is the named
+ * integration's when it is published, else the endpoint's unattributed bucket.
+ */
+function recordActivity(
+  activity: ActivityRecorder,
+  routes: () => RouteTable,
+  req: FastifyRequest,
+  endpoint: ActivityEndpoint,
+): void {
+  if (req.refusal) {
+    const entry =
+      req.routeEntry ??
+      (endpoint === 'events' ? routes().webhook((req.params as { name?: string }).name ?? '') : undefined);
+    activity.refused(entry, endpoint, req.refusal, req.ip, req.headers['user-agent']);
+  } else if (req.accepted > 0 && req.routeEntry) activity.accepted(req.routeEntry, req.accepted);
+}
+
 export function sendError(reply: FastifyReply, err: IntakeError): FastifyReply {
+  // The ingest listener's requests are decorated with it (the admin listener's are not, and ignore it).
+  reply.request.refusal = err;
   if (err.headers) reply.headers(err.headers);
   return reply.code(err.statusCode).type('application/json; charset=utf-8').send(err.toBody());
 }

@@ -262,7 +262,20 @@ describe('charts/intake', () => {
   it('grants the ServiceAccounts enough to run the whole flow, with their own tokens', async () => {
     const operatorKubeconfig = await kubeconfigFor(`${release}-intake-operator`, ns);
     const ingesterKubeconfig = await kubeconfigFor(`${release}-intake-ingester`, ns);
-    const operator = await startOperator(ns, [], ['--kubeconfig', operatorKubeconfig, '--leader-elect']);
+    // With activity on, as the chart runs it: the operator lists and watches the ingester admin Service's EndpointSlices.
+    const operator = await startOperator(
+      ns,
+      [],
+      [
+        '--kubeconfig',
+        operatorKubeconfig,
+        '--leader-elect',
+        '--ingester-admin-service',
+        `${release}-intake-ingester-admin`,
+        '--activity-interval',
+        '1',
+      ],
+    );
     running.push(operator);
     const ingester = await startIngester(ns, [
       '--kubeconfig',
@@ -312,6 +325,12 @@ spec: {}
     // IntakeQuotas (and writes their status) but never changes one.
     expect(await canI(ingester, ['list', 'endpointslices.discovery.k8s.io', '-n', ns])).toBe('yes');
     expect(await canI(ingester, ['list', 'endpointslices.discovery.k8s.io', '-n', tenant])).toBe('no');
+    // Activity: the operator finds the ingester replicas by the admin Service's EndpointSlices, here only.
+    expect(await canI(operator, ['list', 'endpointslices.discovery.k8s.io', '-n', ns])).toBe('yes');
+    expect(await canI(operator, ['watch', 'endpointslices.discovery.k8s.io', '-n', ns])).toBe('yes');
+    expect(await canI(operator, ['list', 'endpointslices.discovery.k8s.io', '-n', tenant])).toBe('no');
+    expect(await canI(operator, ['create', 'endpointslices.discovery.k8s.io', '-n', ns])).toBe('no');
+    expect(await canI(operator, ['get', 'services', '-n', ns])).toBe('no');
     expect(await canI(operator, ['watch', 'intakequotas.intake.dev', '-n', tenant])).toBe('yes');
     expect(await canI(operator, ['patch', 'intakequotas.intake.dev', '--subresource=status', '-n', tenant])).toBe(
       'yes',

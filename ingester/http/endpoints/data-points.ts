@@ -53,6 +53,7 @@ export function dataPointsEndpoint(ctx: IngestContext): RouteOptions {
       store(entry, points);
       forward?.commit();
       metrics.pointsProcessed.inc({ namespace: entry.namespace }, points.length);
+      req.accepted = points.length;
       return reply.send(okBody(points.length, 0, points.length, 'data point'));
     },
   };

@@ -134,13 +134,21 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
         ctx.failures.error(`sink:${sink}`, err, { sink, reqId: req.id }, 'event sink failed; answered 503'),
     });
 
-  const answer = (reply: FastifyReply, d: Decoded, result: HandOffResult, received: number): FastifyReply => {
+  /** 200 with what the sinks hold; the request notes what it accepted (the listener records activity). */
+  const answer = (
+    req: EventsRequest,
+    reply: FastifyReply,
+    d: Decoded,
+    result: HandOffResult,
+    received: number,
+  ): FastifyReply => {
     if (d.messageId !== undefined)
       ctx.seen.remember(d.entry.name, d.messageId, d.entry.signature!.rule.toleranceMs, {
         processed: result.processed,
         cached: result.cached,
         received,
       });
+    req.accepted = received;
     return reply.send(okBody(result.processed, result.cached, received, 'event'));
   };
 
@@ -168,7 +176,7 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
       const events = await mapAndValidate(req, decoded);
       admit(decoded, events);
       const result = await handOff(req, decoded, events);
-      return answer(reply, decoded, result, events.length);
+      return answer(req, reply, decoded, result, events.length);
     },
   } as RouteOptions;
 }

@@ -91,7 +91,12 @@ async function startProcess(
   return proc;
 }
 
-export async function startOperator(namespace: string, watch: string[], extra: string[] = []): Promise<Proc> {
+export async function startOperator(
+  namespace: string,
+  watch: string[],
+  extra: string[] = [],
+  env: NodeJS.ProcessEnv = {},
+): Promise<Proc> {
   const admin = await freePort();
   return startProcess(
     [
@@ -111,6 +116,8 @@ export async function startOperator(namespace: string, watch: string[], extra: s
       ...extra,
     ],
     admin,
+    undefined,
+    env,
   );
 }
 

@@ -1,0 +1,74 @@
+/**
+ * Activity: what each integration and API key received, as an ingester replica reports it on its
+ * admin port (`GET /status/activity`) and as the operator writes it, merged across replicas, to
+ * `status.activity` of WebhookIntegration and ApiKey (docs/activity.md). This module is the only
+ * definition of both shapes; the ingester and the operator share it.
+ *
+ * A refusal's `reason` is an open set of short snake_case words (`unauthorized`, `invalid`,
+ * `mapping`, `suspended`, `rate_limited`, `sink_unavailable`, `too_large`, ...): a new kind of
+ * refusal gets its own reason without a change here, so readers must accept any string.
+ */
+
+/** The last refusals kept, per replica and merged. */
+export const RECENT_REFUSALS = 10;
+/** Longest message and User-Agent kept in a refusal (characters). */
+export const MAX_REFUSAL_TEXT = 256;
+/** Distinct reasons counted per integration or key; further ones count under `other`. */
+export const MAX_REASONS = 16;
+export const OTHER_REASON = 'other';
+
+/** One refused request: never its credentials, never its body. */
+export interface RecentRefusal {
+  /** RFC 3339. */
+  time: string;
+  /** The HTTP status answered. */
+  status: number;
+  /** The error catalogue's code (UNAUTHORIZED, MAPPING_FAILED, ...). */
+  code: string;
+  reason: string;
+  message: string;
+  /** The sender's address as the ingester saw it (X-Forwarded-For only from a trusted proxy). */
+  remoteAddress: string;
+  userAgent: string;
+  /** A mapping refusal kept as a dead letter: its id (`intake deadletter list --id`). */
+  deadLetterId?: string;
+}
+
+/** `status.activity`: exactly what the operator writes and the console reads. */
+export interface Activity {
+  /** RFC 3339; absent if never. */
+  lastEventTime?: string;
+  /** RFC 3339; absent if never. */
+  lastRefusalTime?: string;
+  /** Events (WebhookIntegration) or data points (ApiKey) accepted over the last hour. */
+  eventsLastHour: number;
+  /** Requests refused over the last hour: the total of refusalsLastHour. */
+  refusedLastHour: number;
+  /** Requests refused over the last hour, by reason. */
+  refusalsLastHour: Record<string, number>;
+  /** Newest first, at most RECENT_REFUSALS. */
+  recentRefusals: RecentRefusal[];
+  /** RFC 3339: when the operator last merged what the replicas reported. */
+  updatedTime?: string;
+}
+
+/** One integration or key in a replica's report: its identity in the route contract, and its activity. */
+export interface ReportedActivity extends Omit<Activity, 'updatedTime'> {
+  /** The route's name: the integration name (the URL suffix after webhook_), or the API key's route name. */
+  name: string;
+  namespace: string;
+}
+
+/** `GET /status/activity` of one ingester replica. */
+export interface ActivityReport {
+  /** RFC 3339: when the report was made. */
+  time: string;
+  /** Integrations and keys with any activity since this replica started (quiet ones are left out). */
+  webhookIntegrations: ReportedActivity[];
+  apiKeys: ReportedActivity[];
+  /**
+   * Refusals that name no published integration or key (an unknown integration name, an API key
+   * that matches none): one bucket per endpoint, never one per sender.
+   */
+  unattributed: { webhookIntegrations: Omit<Activity, 'updatedTime'>; apiKeys: Omit<Activity, 'updatedTime'> };
+}

@@ -1,0 +1,69 @@
+/** `intake status`: a replica's activity report (api/activity.ts) as a table a person reads. */
+import type { Activity, ActivityReport, RecentRefusal } from '../api/activity.js';
+
+type Row = Omit<Activity, 'updatedTime'> & { kind: string; namespace: string; name: string };
+
+/** kubectl's age style: 45s, 12m, 3h, 2d; "never" when absent. */
+export function age(time: string | undefined, nowMs: number): string {
+  if (!time) return 'never';
+  const s = Math.max(0, Math.round((nowMs - Date.parse(time)) / 1000));
+  if (s < 120) return `${s}s`;
+  if (s < 2 * 3600) return `${Math.floor(s / 60)}m`;
+  if (s < 2 * 86_400) return `${Math.floor(s / 3600)}h`;
+  return `${Math.floor(s / 86_400)}d`;
+}
+
+const reasons = (r: Record<string, number>): string =>
+  Object.entries(r)
+    .sort((a, b) => b[1] - a[1])
+    .map(([reason, n]) => `${reason}=${n}`)
+    .join(',') || '-';
+
+function columns(rows: string[][]): string {
+  const widths = (rows[0] ?? []).map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
+  return rows
+    .map((r) =>
+      r
+        .map((c, i) => c.padEnd(widths[i] ?? 0))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}
+
+export function activityTable(report: ActivityReport, nowMs = Date.now()): string {
+  const rows: Row[] = [
+    ...report.webhookIntegrations.map((a) => ({ ...a, kind: 'WebhookIntegration' })),
+    ...report.apiKeys.map((a) => ({ ...a, kind: 'ApiKey' })),
+  ];
+  for (const [kind, a] of [
+    ['WebhookIntegration', report.unattributed.webhookIntegrations],
+    ['ApiKey', report.unattributed.apiKeys],
+  ] as const)
+    if (a.lastRefusalTime) rows.push({ ...a, kind, namespace: '-', name: '(none matched)' });
+  if (rows.length === 0) return 'no integration or API key has received anything since this ingester started\n';
+  const table = columns([
+    ['KIND', 'NAMESPACE', 'NAME', 'LAST EVENT', 'EVENTS 1H', 'LAST REFUSAL', 'REFUSED 1H', 'REASONS 1H'],
+    ...rows.map((r) => [
+      r.kind,
+      r.namespace,
+      r.name,
+      age(r.lastEventTime, nowMs),
+      String(r.eventsLastHour),
+      age(r.lastRefusalTime, nowMs),
+      String(r.refusedLastHour),
+      reasons(r.refusalsLastHour),
+    ]),
+  ]);
+  const recent = rows
+    .flatMap((r) => r.recentRefusals.map((f): [Row, RecentRefusal] => [r, f]))
+    .sort((a, b) => Date.parse(b[1].time) - Date.parse(a[1].time))
+    .slice(0, 10);
+  if (recent.length === 0) return `${table}\n`;
+  const lines = recent.map(
+    ([r, f]) =>
+      `  ${f.time}  ${r.namespace}/${r.name}  ${f.status} ${f.code} (${f.reason})  from ${f.remoteAddress || '?'}` +
+      `${f.userAgent ? ` "${f.userAgent}"` : ''}: ${f.message}${f.deadLetterId ? ` [dead letter ${f.deadLetterId}]` : ''}`,
+  );
+  return `${table}\n\nrecent refusals (newest first):\n${lines.join('\n')}\n`;
+}

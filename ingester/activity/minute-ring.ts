@@ -1,0 +1,33 @@
+/**
+ * Counts over the last hour in one-minute buckets: sixty counters, each stamped with the minute it
+ * holds. Adding is two array writes (no allocation, no timer); a bucket from an older minute is
+ * reset when its slot comes round again, and left out of the sum meanwhile.
+ */
+export const MINUTES = 60;
+
+/** The minute a wall-clock time falls in (the ring's index unit). */
+export const minuteOf = (epochMs: number): number => Math.floor(epochMs / 60_000);
+
+export class MinuteRing {
+  private readonly counts = new Float64Array(MINUTES);
+  private readonly stamps = new Float64Array(MINUTES).fill(-1);
+
+  add(minute: number, n: number): void {
+    const i = minute % MINUTES;
+    if (this.stamps[i] !== minute) {
+      this.stamps[i] = minute;
+      this.counts[i] = 0;
+    }
+    (this.counts[i] as number) += n;
+  }
+
+  /** The total over `minute` and the 59 before it. */
+  sum(minute: number): number {
+    let total = 0;
+    for (let i = 0; i < MINUTES; i++) {
+      const stamp = this.stamps[i] as number;
+      if (stamp > minute - MINUTES && stamp <= minute) total += this.counts[i] as number;
+    }
+    return total;
+  }
+}

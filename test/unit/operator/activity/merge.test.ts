@@ -1,0 +1,146 @@
+/** Merging replicas' reports into status.activity, and the cap on status writes. */
+import type { Activity, RecentRefusal, ReportedActivity } from '../../../../api/activity.js';
+import { activityFingerprint, mergeActivity } from '../../../../operator/activity/merge.js';
+import { replicasOf } from '../../../../operator/activity/replicas.js';
+import { WriteQueue } from '../../../../operator/activity/write-queue.js';
+
+const refusal = (time: string, remoteAddress: string): RecentRefusal => ({
+  time,
+  status: 401,
+  code: 'UNAUTHORIZED',
+  reason: 'unauthorized',
+  message: 'missing or invalid credentials',
+  remoteAddress,
+  userAgent: 'curl/8',
+});
+
+const reported = (over: Partial<ReportedActivity>): ReportedActivity => ({
+  name: 'a',
+  namespace: 'team-a',
+  eventsLastHour: 0,
+  refusedLastHour: 0,
+  refusalsLastHour: {},
+  recentRefusals: [],
+  ...over,
+});
+
+describe('mergeActivity', () => {
+  it('sums counts, takes the latest times, and keeps the newest ten refusals of all replicas', () => {
+    const one = reported({
+      eventsLastHour: 5,
+      lastEventTime: '2026-11-24T10:00:05.000Z',
+      refusalsLastHour: { unauthorized: 2 },
+      refusedLastHour: 2,
+      lastRefusalTime: '2026-11-24T10:00:03.000Z',
+      recentRefusals: Array.from({ length: 8 }, (_, i) => refusal(`2026-11-24T10:00:0${i}.000Z`, 'r1')).reverse(),
+    });
+    const two = reported({
+      eventsLastHour: 7,
+      lastEventTime: '2026-11-24T10:00:01.000Z',
+      refusalsLastHour: { unauthorized: 1, mapping: 4 },
+      refusedLastHour: 5,
+      lastRefusalTime: '2026-11-24T10:00:09.000Z',
+      recentRefusals: [refusal('2026-11-24T10:00:09.000Z', 'r2'), refusal('2026-11-24T10:00:04.500Z', 'r2')],
+    });
+    const merged = mergeActivity([one, two]);
+    expect(merged).toMatchObject({
+      eventsLastHour: 12,
+      refusedLastHour: 7,
+      refusalsLastHour: { mapping: 4, unauthorized: 3 },
+      lastEventTime: '2026-11-24T10:00:05.000Z',
+      lastRefusalTime: '2026-11-24T10:00:09.000Z',
+    });
+    expect(merged.recentRefusals).toHaveLength(10);
+    expect(merged.recentRefusals.map((r) => r.time.slice(17, 23))).toEqual([
+      '09.000',
+      '07.000',
+      '06.000',
+      '05.000',
+      '04.500',
+      '04.000',
+      '03.000',
+      '02.000',
+      '01.000',
+      '00.000',
+    ]);
+    // The order of replicas does not matter.
+    expect(activityFingerprint(mergeActivity([two, one]))).toBe(activityFingerprint(merged));
+  });
+
+  it('keeps what the status holds when replicas restarted: times never go back, refusals stay, counts are the replicas', () => {
+    const previous: Activity = {
+      lastEventTime: '2026-11-24T10:00:00Z',
+      lastRefusalTime: '2026-11-24T09:00:00Z',
+      eventsLastHour: 50,
+      refusedLastHour: 1,
+      refusalsLastHour: { invalid: 1 },
+      recentRefusals: [refusal('2026-11-24T09:00:00.000Z', 'old')],
+      updatedTime: '2026-11-24T10:00:30Z',
+    };
+    const again = reported({ eventsLastHour: 1, lastEventTime: '2026-11-24T09:59:00.000Z' });
+    const merged = mergeActivity([again], previous);
+    expect(merged).toMatchObject({ eventsLastHour: 1, refusedLastHour: 0, refusalsLastHour: {} });
+    expect(merged.lastEventTime).toBe('2026-11-24T10:00:00Z');
+    expect(merged.lastRefusalTime).toBe('2026-11-24T09:00:00Z');
+    expect(merged.recentRefusals).toEqual(previous.recentRefusals);
+    // Merging again what the status now holds changes nothing (no write).
+    expect(activityFingerprint(mergeActivity([again], { ...merged, updatedTime: 'x' }))).toBe(
+      activityFingerprint(merged),
+    );
+  });
+
+  it('fingerprints ignore updatedTime and key order', () => {
+    const a: Activity = { eventsLastHour: 1, refusedLastHour: 0, refusalsLastHour: {}, recentRefusals: [] };
+    expect(activityFingerprint({ ...a, updatedTime: '2026-11-24T10:00:00Z' })).toBe(
+      activityFingerprint({ recentRefusals: [], refusalsLastHour: {}, refusedLastHour: 0, eventsLastHour: 1 }),
+    );
+  });
+});
+
+describe('replicasOf', () => {
+  it('lists serving endpoints with the admin port, one slice per port, IPv6 in brackets', () => {
+    const replicas = replicasOf([
+      {
+        addressType: 'IPv4',
+        ports: [{ name: 'admin', port: 8081 }],
+        endpoints: [
+          { addresses: ['10.0.0.1'], conditions: { ready: true } },
+          { addresses: ['10.0.0.2'], conditions: { ready: false, serving: true, terminating: true } },
+          { addresses: ['10.0.0.3'], conditions: { ready: false, serving: false } },
+          { addresses: ['10.0.0.4'], conditions: { ready: false } },
+        ],
+      },
+      { addressType: 'IPv6', ports: [{ name: 'admin', port: 9000 }], endpoints: [{ addresses: ['fd00::1'] }] },
+    ]);
+    expect(replicas.map((r) => r.url)).toEqual([
+      'http://10.0.0.1:8081',
+      'http://10.0.0.2:8081',
+      'http://[fd00::1]:9000',
+    ]);
+  });
+});
+
+describe('WriteQueue', () => {
+  it('writes at most the cap per second, evenly spaced, the latest value of each key once', async () => {
+    const written: Array<[string, number, number]> = [];
+    const started = performance.now();
+    const queue = new WriteQueue<number>(10, async (key, value) => {
+      written.push([key, value, performance.now() - started]);
+    });
+    const running = queue.run();
+    for (let i = 0; i < 40; i++) queue.set(`k${i}`, 1);
+    // A newer value for a waiting key replaces it in place: still one write for k39.
+    queue.set('k39', 2);
+    await new Promise((r) => setTimeout(r, 1500));
+    queue.stop();
+    await running;
+    const elapsedS = (performance.now() - started) / 1000;
+    expect(written.length).toBeGreaterThanOrEqual(8);
+    expect(written.length).toBeLessThanOrEqual(Math.ceil(10 * elapsedS) + 1);
+    // No second holds more than the cap plus one.
+    for (const [, , at] of written)
+      expect(written.filter(([, , t]) => t >= at && t < at + 1000).length).toBeLessThanOrEqual(11);
+    expect(new Set(written.map(([k]) => k)).size).toBe(written.length);
+    expect(queue.size).toBe(40 - written.length);
+  });
+});
