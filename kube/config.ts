@@ -5,6 +5,11 @@ import { KubeConfig, type RequestContext } from '@kubernetes/client-node';
 
 /** Idle connections to the API server kept open for the next call (most writes come in bursts). */
 const MAX_FREE_SOCKETS = 8;
+/**
+ * Idle connections are closed after this long: well before an API server closes them (kube-apiserver
+ * keeps idle HTTP/1.1 connections for 90 s), so a call rarely picks one the server is closing.
+ */
+const IDLE_SOCKET_MS = 30_000;
 /** How long an agent whose TLS identity was replaced keeps serving the calls that were under way on it. */
 const RETIRED_AGENT_GRACE_MS = 120_000;
 
@@ -37,7 +42,13 @@ export class PooledKubeConfig extends KubeConfig {
       if (retired) setTimeout(() => retired.destroy(), RETIRED_AGENT_GRACE_MS).unref();
       this.pooled = {
         identity,
-        agent: new Agent({ ...options, keepAlive: true, maxFreeSockets: MAX_FREE_SOCKETS, scheduling: 'lifo' }),
+        agent: new Agent({
+          ...options,
+          keepAlive: true,
+          maxFreeSockets: MAX_FREE_SOCKETS,
+          scheduling: 'lifo',
+          timeout: IDLE_SOCKET_MS,
+        }),
       };
     }
     return this.pooled.agent;

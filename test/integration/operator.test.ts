@@ -74,11 +74,11 @@ metadata: {name: ${name}, namespace: ${ns}}
 spec: ${spec}
 `;
 
-async function credentialsOf(ns: string, name: string) {
+async function credentialsOf(ns: string, name: string, timeoutMs = 5000) {
   const secret = await waitFor(
     `credentials Secret for ${ns}/${name}`,
     () => readSecret(ns, `intake-webhook-${name}`),
-    5000,
+    timeoutMs,
   );
   return {
     username: decode(secret, 'username'),
@@ -398,7 +398,9 @@ describe('operator lifecycle', () => {
     expect(await postEvent(ingester.url, 'alerts', creds.authorization)).toBe(200);
     expect(await restartCluster('start')).toBe(0);
     await apply(webhook(teamB, 'after-restart'));
-    const fresh = await credentialsOf(teamB, 'after-restart');
+    // The operator's watches retry with a backoff that reaches 10 s while the API server is down
+    // (kube/informer.ts): the new integration is seen at the next attempt.
+    const fresh = await credentialsOf(teamB, 'after-restart', 20_000);
     await waitFor(
       'accepted after the restart',
       async () => (await postEvent(ingester.url, 'after-restart', fresh.authorization)) === 200,

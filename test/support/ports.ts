@@ -1,7 +1,13 @@
 /** A free loopback port: listen on port 0, note what the kernel gave, close. */
 import { createServer } from 'node:net';
 
-export async function freePort(): Promise<number> {
+/**
+ * Ports this process handed out already: the kernel may give a port it just freed to the next
+ * listen(0), so two calls in a row (an ingester's listen and admin ports) could get the same one.
+ */
+const handedOut = new Set<number>();
+
+function kernelPort(): Promise<number> {
   return new Promise((resolvePromise, reject) => {
     const srv = createServer();
     srv.listen(0, '127.0.0.1', () => {
@@ -10,4 +16,14 @@ export async function freePort(): Promise<number> {
     });
     srv.on('error', reject);
   });
+}
+
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = await kernelPort();
+    if (handedOut.has(port)) continue;
+    handedOut.add(port);
+    return port;
+  }
+  throw new Error('freePort: the kernel kept giving ports this process already handed out');
 }
