@@ -9,6 +9,7 @@ import {
   type KubernetesObject,
   type V1Secret,
 } from '@kubernetes/client-node';
+import { stringify as stableStringify } from 'safe-stable-stringify';
 import type { Logger } from 'pino';
 import type { ExpressionRunner } from '../api/mapping/engine.js';
 import { ROUTE_LABEL, ROUTE_SECRET_KEY, validateRoute } from '../api/route.js';
@@ -484,7 +485,7 @@ export class Controller {
     }
     const status: Record<string, unknown> = { ...plan.status, observedGeneration: obj.metadata.generation, conditions };
     if (plan.effectiveLimits) status.effectiveLimits = plan.effectiveLimits;
-    if (JSON.stringify(normaliseStatus(obj.status)) !== JSON.stringify(normaliseStatus(status))) {
+    if (normaliseStatus(obj.status) !== normaliseStatus(status)) {
       // Merge patch: fields no longer set (url after a conflict) must be removed explicitly.
       const cleared = Object.fromEntries(
         ['integrationName', 'url', 'credentialsSecret', 'username', 'effectiveLimits']
@@ -556,8 +557,7 @@ export class Controller {
       used: quotaUsage(webhooks, apiKeys, limits),
       conditions: setCondition(quota.status?.conditions, 'Ready', ready, quota.metadata.generation, new Date()),
     };
-    if (JSON.stringify(normaliseStatus(quota.status)) !== JSON.stringify(normaliseStatus(status)))
-      await this.writer.patchStatus(quota, status);
+    if (normaliseStatus(quota.status) !== normaliseStatus(status)) await this.writer.patchStatus(quota, status);
   }
 }
 
@@ -573,23 +573,12 @@ function withNulls(current: object, next: object): object {
 }
 
 /**
- * Keys sorted at every level: the API server returns objects with their keys sorted. status.activity
+ * Keys sorted at every level (the API server returns objects with their keys sorted), as text. status.activity
  * is the activity loop's (operator/activity/), never part of a reconcile's status.
  */
-function normaliseStatus(status: object | undefined): unknown {
+function normaliseStatus(status: object | undefined): string {
   const { activity: _activity, ...rest } = (status ?? {}) as Record<string, unknown>;
-  return sortKeys(rest);
-}
-
-function sortKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortKeys);
-  if (!value || typeof value !== 'object') return value;
-  const o = value as Record<string, unknown>;
-  return Object.fromEntries(
-    Object.keys(o)
-      .sort()
-      .map((k) => [k, sortKeys(o[k])]),
-  );
+  return stableStringify(rest) ?? '';
 }
 
 function specOrMetaChanged(a: IntakeResource, b: IntakeResource): boolean {

@@ -5,6 +5,7 @@
  * What the resource's status already holds is merged in too: times never go back and the last
  * refusals stay when every replica restarted (their counts start again from zero).
  */
+import { stringify as stableStringify } from 'safe-stable-stringify';
 import { RECENT_REFUSALS, type Activity, type RecentRefusal, type ReportedActivity } from '../../api/activity.js';
 
 export type MergedActivity = Omit<Activity, 'updatedTime'>;
@@ -51,16 +52,5 @@ export function mergeActivity(reported: readonly ReportedActivity[], previous?: 
 export function activityFingerprint(activity: Activity | MergedActivity | undefined): string {
   if (!activity) return '';
   const { updatedTime: _ignored, ...rest } = activity as Activity;
-  return JSON.stringify(sortKeys(rest));
-}
-
-function sortKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortKeys);
-  if (!value || typeof value !== 'object') return value;
-  const o = value as Record<string, unknown>;
-  return Object.fromEntries(
-    Object.keys(o)
-      .sort()
-      .map((k) => [k, sortKeys(o[k])]),
-  );
+  return stableStringify(rest) ?? '';
 }
