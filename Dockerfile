@@ -9,6 +9,7 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY api ./api
 COPY cmd ./cmd
 COPY common ./common
+COPY console ./console
 COPY ingester ./ingester
 COPY kube ./kube
 COPY operator ./operator
