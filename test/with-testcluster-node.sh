@@ -26,6 +26,11 @@ if ! [ -f "$dir/node-pids" ] || ! kill -0 "$(head -1 "$dir/node-pids")" 2>/dev/n
   # Set first: a start that fails or is interrupted half-way is stopped too (node-stop.sh undoes what exists).
   started=1
   bash "$root/test/cluster/node-start.sh" "$dir" || exit 1
+elif [ -f "$root/build/intake-image.tar" ]; then
+  # A node kept running from an earlier run holds the intake image it was started with, under the
+  # same tag: import this build's, so the pods the command creates run what was just built.
+  ctr --address "$dir/containerd/sock" --namespace k8s.io images import --base-name intake.local/intake \
+    "$root/build/intake-image.tar" >/dev/null || exit 1
 fi
 # In the background and waited for: a signal to this script is handled at once, not when the command ends.
 INTAKE_TEST_KUBECONFIG="$dir/kubeconfig" "$@" &

@@ -38,15 +38,26 @@ const natsReplicas = async (n: number) => {
   else await ok(kubectl(['rollout', 'status', 'deployment/nats', '-n', 'infra', '--timeout=180s']));
 };
 
+let appliedCrds = false;
+
 afterAll(async () => {
   await natsReplicas(1).catch(() => undefined);
   await helm(['uninstall', release, '-n', ns, '--wait', '--timeout', '2m']);
   await kubectl(['delete', 'namespace', ns, tenant, '--wait=false']);
+  if (appliedCrds) await kubectl(['delete', '-f', resolve(CHART, 'files/crds'), '--wait', '--timeout=120s']);
 });
 
 it('replays what a deleted StatefulSet pod spooled on its PersistentVolume while the bus was down', async () => {
   await createNamespace(ns);
   await createNamespace(tenant);
+  // The release below installs no CRDs: another release may own them (chart.test.ts keeps its CRDs
+  // on uninstall, and helm refuses to adopt another release's objects). On a node where no release
+  // ran yet, apply them from the chart as a user installing the CRDs separately would.
+  // Deleted again afterwards, so that a release installed later can own them.
+  if ((await kubectl(['get', 'crd', 'webhookintegrations.intake.dev'])).code !== 0) {
+    await ok(kubectl(['apply', '--server-side', '-f', resolve(CHART, 'files/crds')]));
+    appliedCrds = true;
+  }
   await ok(
     helm([
       'install',
@@ -57,7 +68,7 @@ it('replays what a deleted StatefulSet pod spooled on its PersistentVolume while
       '--wait',
       '--timeout',
       '5m',
-      // The CRDs are installed already (kept by an earlier release, crds.keep).
+      // The CRDs are installed already (above).
       '--set',
       'crds.enabled=false',
       '--set',

@@ -4,10 +4,7 @@
  * the operator's namespaces, its RBAC follows operator.watchNamespaces, and cleanupOnUninstall=false
  * renders none of it. Whether it works: test/integration/operator-cleanup.test.ts, test/node.
  */
-import { spawnSync } from 'node:child_process';
-import { join } from 'node:path';
-import { parseAllDocuments } from 'yaml';
-import { ROOT } from '../../support/paths.js';
+import { renderChart } from '../../support/helm.js';
 
 type Doc = {
   kind: string;
@@ -15,17 +12,7 @@ type Doc = {
   spec?: { template: { spec: { serviceAccountName: string; containers: Array<{ args: string[] }> } } };
 };
 
-function render(args: string[]): Doc[] {
-  const r = spawnSync(
-    join(ROOT, '.tools/bin/helm'),
-    ['template', 'rel', join(ROOT, 'charts/intake'), '-n', 'intake-system', ...args],
-    { encoding: 'utf8' },
-  );
-  if (r.status !== 0) throw new Error(r.stderr);
-  return parseAllDocuments(r.stdout)
-    .map((d) => d.toJS() as Doc)
-    .filter((d) => d?.kind);
-}
+const render = (args: string[]): Doc[] => renderChart<Doc>('rel', 'intake-system', args);
 const hooks = (docs: Doc[]) => docs.filter((d) => d.metadata.annotations?.['helm.sh/hook']);
 
 describe('the uninstall cleanup hook', () => {

@@ -3,13 +3,7 @@
  * ServiceAccount has no rights and no token, so every Kubernetes call must use the user's token;
  * intake-view can read intake's resources but no Secret, so a viewer cannot reveal credentials.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { parseAllDocuments } from 'yaml';
-import { ROOT } from '../../support/paths.js';
-
-const HELM = resolve(ROOT, '.tools/bin/helm');
+import { renderChart } from '../../support/helm.js';
 
 interface Doc {
   kind: string;
@@ -29,16 +23,7 @@ interface Doc {
   };
 }
 
-function render(...set: string[]): Doc[] {
-  if (!existsSync(HELM)) throw new Error(`${HELM} is missing: run make tools`);
-  const out = execFileSync(HELM, ['template', 'intake', resolve(ROOT, 'charts/intake'), '-n', 'intake', ...set], {
-    encoding: 'utf8',
-    maxBuffer: 16 << 20,
-  });
-  return parseAllDocuments(out)
-    .map((d) => d.toJS() as Doc | null)
-    .filter((d): d is Doc => !!d?.kind);
-}
+const render = (...set: string[]): Doc[] => renderChart<Doc>('intake', 'intake', set);
 
 describe('chart: console.enabled', () => {
   it('is off by default', () => {
