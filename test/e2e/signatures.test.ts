@@ -7,6 +7,7 @@
  */
 import { sign as octokitSign } from '@octokit/webhooks-methods';
 import { Webhook } from 'standardwebhooks';
+import type { ActivityReport, ReportedActivity } from '../../api/activity.js';
 import { eventId } from '../../ingester/core/event-id.js';
 import { waitFor } from '../support/waiting.js';
 import { basic, DEMO, eventLines, post, startIngester, type RunningIngester } from './support/ingester.js';
@@ -120,6 +121,31 @@ describe('standalone, signed integrations', () => {
     expect(res.status).toBe(401);
     expect(await authFailures(ing.adminUrl, 'timestamp_out_of_range')).toBe(before + 1);
     expect(eventsWith(ing, 'sw-stale')).toEqual([]);
+  });
+
+  it("records a tampered and a stale request in the integration's activity by reason, as the metric counts them", async () => {
+    const activityOfSw = async (): Promise<ReportedActivity | undefined> => {
+      const report = (await (await fetch(`${ing.adminUrl}/status/activity`)).json()) as ActivityReport;
+      return report.webhookIntegrations.find((a) => a.name === 'sw');
+    };
+    const before = (await activityOfSw())?.refusedLastHour ?? 0;
+    const body = JSON.stringify({ source: 'sw-01', severity: 3, run: 'sw-activity' });
+    const tampered = standardWebhooks(SW_SECRET, 'msg_activity_tampered', body);
+    expect((await post(url('sw'), body.replace('"severity":3', '"severity":5'), tampered)).status).toBe(401);
+    const stale = standardWebhooks(SW_SECRET, 'msg_activity_stale', body, new Date(Date.now() - 10 * 60_000));
+    expect((await post(url('sw'), body, stale)).status).toBe(401);
+    // Recorded once each answer is sent (onResponse): a moment after the sender has it.
+    const sw = await waitFor('refusals recorded', async () => {
+      const got = await activityOfSw();
+      return got && got.refusedLastHour >= before + 2 ? got : undefined;
+    });
+    expect(sw.recentRefusals.slice(0, 2)).toEqual([
+      expect.objectContaining({ status: 401, code: 'UNAUTHORIZED', reason: 'timestamp_out_of_range' }),
+      expect.objectContaining({ status: 401, code: 'UNAUTHORIZED', reason: 'signature_invalid' }),
+    ]);
+    expect(sw.refusalsLastHour.signature_invalid).toBeGreaterThanOrEqual(1);
+    expect(sw.refusalsLastHour.timestamp_out_of_range).toBeGreaterThanOrEqual(1);
+    expect(sw.refusalsLastHour.unauthorized).toBeUndefined();
   });
 
   it('answers a replayed webhook-id 200 with the first answer, and stores it once', async () => {
