@@ -5,6 +5,7 @@
  * wrong password; a replayed webhook-id is answered 200 and stored once, on one replica (its cache)
  * and across two (the events' ids, JetStream's duplicate window).
  */
+import { createHmac } from 'node:crypto';
 import { sign as octokitSign } from '@octokit/webhooks-methods';
 import { Webhook } from 'standardwebhooks';
 import type { ActivityReport, ReportedActivity } from '../../api/activity.js';
@@ -17,6 +18,7 @@ const SW_SECRET = 'whsec_' + Buffer.alloc(32, 1).toString('base64');
 const SW_OLD_SECRET = 'whsec_' + Buffer.alloc(32, 2).toString('base64');
 const OTHER_SECRET = 'whsec_' + Buffer.alloc(32, 9).toString('base64');
 const GH_SECRET = 'a-github-webhook-secret';
+const SLACK_SECRET = '8f742231b10e8888abcd99yyyzzz85a5';
 /** How long the rotated-out Standard Webhooks secret stays valid after the ingester starts. */
 const GRACE_MS = 6000;
 
@@ -38,6 +40,7 @@ function withSignedRoutes(graceEndsAt: Date) {
         secrets: [{ value: SW_SECRET }, { value: SW_OLD_SECRET, notAfter: graceEndsAt.toISOString() }],
       }),
       signedRoute('gh', { scheme: 'github', secrets: [{ value: GH_SECRET }] }),
+      signedRoute('slack', { scheme: 'slack', secrets: [{ value: SLACK_SECRET }] }),
       {
         ...signedRoute('both', { scheme: 'github', secrets: [{ value: GH_SECRET }] }),
         credentials: [{ username: 'both', secret: { plain: 'both-password' } }],
@@ -55,6 +58,13 @@ function standardWebhooks(secret: string, id: string, body: string, at = new Dat
     'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
     'webhook-signature': new Webhook(secret).sign(id, at, body),
   };
+}
+
+/** A request as Slack signs it: HMAC-SHA256 of `v0:<timestamp>:<body>`, hex, after `v0=`. */
+function slack(secret: string, body: string, at = new Date()) {
+  const timestamp = String(Math.floor(at.getTime() / 1000));
+  const hex = createHmac('sha256', secret).update(`v0:${timestamp}:${body}`).digest('hex');
+  return { 'x-slack-request-timestamp': timestamp, 'x-slack-signature': `v0=${hex}` };
 }
 
 async function authFailures(adminUrl: string, reason: string): Promise<number> {
@@ -199,6 +209,27 @@ describe('standalone, signed integrations', () => {
     );
     expect((await post(url('gh'), body, {})).status).toBe(401);
     expect(await authFailures(ing.adminUrl, 'signature_missing')).toBe(missingBefore + 1);
+  });
+
+  it("answers Slack's url_verification with its challenge once the signature holds, storing nothing", async () => {
+    const challenge = '3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P';
+    const body = JSON.stringify({ token: 'Jhj5dZrVaK7ZwHHjRyZWjbDl', challenge, type: 'url_verification' });
+    const stored = eventLines(ing.stdout()).length;
+    const res = await post(url('slack'), body, slack(SLACK_SECRET, body));
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(res.json()).toEqual({ challenge });
+    const forged = await post(url('slack'), body, slack('not-the-signing-secret', body));
+    expect(forged.status).toBe(401);
+    expect(forged.text).not.toContain(challenge);
+    // Only Slack's scheme answers it: another integration sees a body that is no event.
+    const gh = await post(url('gh'), body, { 'x-hub-signature-256': await octokitSign(GH_SECRET, body) });
+    expect(gh.status).toBe(400);
+    // And a Slack integration still takes events.
+    const event = JSON.stringify({ source: 'slack-bot', severity: 'minor', run: 'slack' });
+    expect((await post(url('slack'), event, slack(SLACK_SECRET, event))).status).toBe(200);
+    await waitFor('event written', async () => eventsWith(ing, 'slack').length === 1);
+    expect(eventLines(ing.stdout()).length).toBe(stored + 1);
   });
 
   it('basic+signature needs both', async () => {
