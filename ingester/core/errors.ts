@@ -59,8 +59,10 @@ export const unauthorizedApiKey = (): IntakeError =>
 /**
  * Why authentication refused a request: the label of intake_auth_failures_total and what activity
  * counts. `missing`/`invalid`: Basic credentials or API key absent / wrong (unknown integration
- * included); `signature_missing`: a signed integration's headers absent, repeated or malformed;
- * `signature_invalid`: no signature matches the body under a current secret;
+ * included); `signature_missing`: before the body is read, a signed integration's signature header
+ * absent, repeated, empty or too long, or its id or timestamp header absent, repeated or malformed;
+ * `signature_invalid`: no signature matches the body under a current secret (a signature value
+ * not of the scheme's form included: auth/signature-check.ts drops it, and then none matches);
  * `timestamp_out_of_range`: the signed timestamp is outside the tolerance (a stale or replayed request).
  */
 export type AuthFailureReason =
