@@ -121,9 +121,13 @@ export function signingKey(scheme: SignatureScheme, value: string): Buffer {
   return Buffer.from(value.startsWith(WHSEC) ? value.slice(WHSEC.length) : value, 'base64');
 }
 
+/** The longest signing secret a route carries (route.schema.json, secrets[].value). */
+export const MAX_SIGNING_SECRET_CHARS = 1024;
+
 /** Why a secret cannot be the scheme's secret, or undefined. Never quotes the secret. */
 export function signingSecretProblem(scheme: SignatureScheme, value: string): string | undefined {
   if (value.length === 0) return 'is empty';
+  if (value.length > MAX_SIGNING_SECRET_CHARS) return `is longer than ${MAX_SIGNING_SECRET_CHARS} characters`;
   if (scheme !== 'standard-webhooks') return undefined;
   const encoded = value.startsWith(WHSEC) ? value.slice(WHSEC.length) : value;
   if (!BASE64.test(encoded)) return 'is not a Standard Webhooks secret (whsec_ followed by base64)';

@@ -464,7 +464,8 @@ export class Controller {
           [SOURCE_ANNOTATION]: queueKey(obj.kind, obj.metadata.namespace as string, obj.metadata.name as string),
         },
       },
-      // The contract is checked on both sides: a document the ingesters would skip is never written.
+      // The contract is checked on both sides: a document the ingesters would skip is never written
+      // (plan.ts publishable already made a spec whose route fails it Ready=False/InvalidSpec).
       data: { [ROUTE_SECRET_KEY]: Buffer.from(JSON.stringify(validateRoute(plan.route))).toString('base64') },
     };
     await this.writer.applySecret(desired, existing);

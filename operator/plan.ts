@@ -9,7 +9,14 @@ import {
   type ExpressionRunner,
   type MappingSpec,
 } from '../api/mapping/engine.js';
-import { ROUTE_API_VERSION, ROUTE_SECRET_KEY, type Route, type RouteCredential } from '../api/route.js';
+import {
+  ROUTE_API_VERSION,
+  ROUTE_SECRET_KEY,
+  RouteValidationError,
+  validateRoute,
+  type Route,
+  type RouteCredential,
+} from '../api/route.js';
 import { ROTATE_ANNOTATION, type ApiKey, type IntakeResource, type WebhookIntegration } from '../api/v1alpha1/types.js';
 import { sha256Hex } from '../api/verifiers.js';
 import { DEFAULT_TENANT_LIMITS, mergeTenantLimitDefaults, type RouteLimits } from '../api/limits.js';
@@ -111,6 +118,9 @@ export function throttledState(resolved: ResolvedLimits): ConditionState {
   return { status: 'False', reason: 'WithinQuota', message: inEffect };
 }
 
+/** The longest Basic username a route carries (route.schema.json, credentials[].username). */
+const MAX_USERNAME_CHARS = 253;
+
 const decode = (secret: V1Secret | undefined, key: string): string | undefined => {
   const v = secret?.data?.[key];
   return v === undefined ? undefined : Buffer.from(v, 'base64').toString('utf8');
@@ -167,8 +177,34 @@ export async function planWebhook(wi: WebhookIntegration, ctx: PlanContext): Pro
   if (plan.route && includesSignature(mode)) plan = await withSignature(plan, wi, ctx, url);
   if (plan.route && mapping) plan.route.mapping = routeMapping(mapping);
   if (plan.route && destinations.length > 0) plan.route.destinations = [...destinations];
-  return applyLimits(plan, webhookLimits(wi, limitsOf(ctx)), ctx);
+  return publishable(applyLimits(plan, webhookLimits(wi, limitsOf(ctx)), ctx), { integrationName: name, url });
 }
+
+/**
+ * The route must pass the contract every ingester checks (api/route.ts validateRoute) before it is
+ * written. The CRDs refuse what the route schema refuses (test/unit/operator/crd-route-schema.test.ts),
+ * but a value can still get through: an object stored before its CRD was tightened, or what a
+ * referenced Secret holds. Such a spec is Ready=False/InvalidSpec naming the field, as the other
+ * specs that cannot be served, and the route is not published; otherwise the controller's write
+ * would throw on every resync and the status would never say why.
+ */
+function publishable(plan: Plan, status: Record<string, string>): Plan {
+  if (!plan.route) return plan;
+  try {
+    validateRoute(plan.route);
+    return plan;
+  } catch (err) {
+    if (!(err instanceof RouteValidationError)) throw err;
+    return notReady('InvalidSpec', `cannot be published: ${err.problems.map(inSpecTerms).join('; ')}`, status);
+  }
+}
+
+/** A problem in the route's terms ("/authentication/signature/prefix must match ..."), in the spec's where it has them. */
+const inSpecTerms = (problem: string): string =>
+  problem.replace(
+    /^\/(authentication|mapping|destinations|limits)(\S*)/,
+    (_m, field: string, rest: string) => `spec.${field}${rest.replace(/\//g, '.')}`,
+  );
 
 /**
  * Adds the signature to a planned route (modes signature and basic+signature): its settings and
@@ -265,6 +301,12 @@ async function planWebhookCredentials(
         integrationName: name,
         url,
       });
+    if (username.length > MAX_USERNAME_CHARS)
+      return notReady(
+        'SecretInvalid',
+        `the username in Secret ${ns}/${ref} is longer than ${MAX_USERNAME_CHARS} characters`,
+        { integrationName: name, url },
+      );
     const published = ctx.existingRoute?.credentials[0]?.secret;
     const secretVerifier = await ctx.scrypt.verifierFor(
       `${ns}/${wi.metadata.name}`,
@@ -321,7 +363,7 @@ export async function planApiKey(key: ApiKey, ctx: PlanContext): Promise<Plan> {
     notices,
   );
   plan.status = { username, url, credentialsSecret: secretName };
-  return applyLimits(plan, apiKeyLimits(key, limitsOf(ctx)), ctx);
+  return publishable(applyLimits(plan, apiKeyLimits(key, limitsOf(ctx)), ctx), { username, url });
 }
 
 function finish(

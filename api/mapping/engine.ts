@@ -98,18 +98,52 @@ export class MappingError extends Error {
 
   static from(err: unknown): MappingError {
     if (err instanceof MappingError) return err;
-    const e = (err ?? {}) as { code?: unknown; message?: unknown; position?: unknown; token?: unknown };
+    const e = (err ?? {}) as JsonataError;
     const message = typeof e.message === 'string' ? e.message : String(err);
     // V8's own limits surface as plain errors (RangeError: Invalid string length, stack overflow).
     const code =
       typeof e.code === 'string' ? e.code : err instanceof RangeError ? rangeErrorCode(message) : 'INTAKE_EVALUATION';
     return new MappingError(
       code,
-      message.slice(0, 500),
+      withoutPayloadValues(code, message, e).slice(0, 500),
       typeof e.position === 'number' ? e.position : undefined,
       typeof e.token === 'string' ? e.token : undefined,
     );
   }
+}
+
+interface JsonataError {
+  code?: unknown;
+  message?: unknown;
+  position?: unknown;
+  token?: unknown;
+  /** The values an evaluation error is about, which JSONata writes into the message as JSON. */
+  value?: unknown;
+  value2?: unknown;
+}
+
+/**
+ * JSONata writes the values an evaluation stumbled on into its message ("Unable to cast value to
+ * a number: "hunter2""). Those come from the payload, and the message reaches the sender's
+ * answer, the dead letter's reason and the integration's activity, which anyone who may view the
+ * resource reads: a string, object or array quoted is replaced by what kind of value it was
+ * (a number, boolean or null is left: it says little and helps). A compile error's (S0...) values
+ * are pieces of the expression, not of a payload, and stay.
+ */
+function withoutPayloadValues(code: string, message: string, e: JsonataError): string {
+  if (code.startsWith('S')) return message;
+  let out = message;
+  for (const value of [e.value, e.value2]) {
+    if (value === null || (typeof value !== 'string' && typeof value !== 'object')) continue;
+    let quoted: string | undefined;
+    try {
+      quoted = JSON.stringify(value);
+    } catch {
+      continue;
+    }
+    if (quoted) out = out.split(quoted).join(typeof value === 'string' ? '(a string)' : '(an object or array)');
+  }
+  return out;
 }
 
 function rangeErrorCode(message: string): string {

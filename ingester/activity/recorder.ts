@@ -13,7 +13,7 @@
 import type { ActivityReport, ReportedActivity } from '../../api/activity.js';
 import type { IntakeError } from '../core/errors.js';
 import type { RouteEntry } from '../routing/route-table.js';
-import { reasonOf } from './reasons.js';
+import { refusalReason } from './reasons.js';
 import { cut, TargetActivity } from './target-activity.js';
 
 export type ActivityEndpoint = 'events' | 'metrics';
@@ -78,7 +78,7 @@ export class ActivityRecorder {
     this.recordOf(entry, endpoint).refused(this.now(), {
       status: err.statusCode,
       code: err.code,
-      reason: reasonOf(err.code),
+      reason: refusalReason(err),
       message: cut(first ? `${err.message} (${first.field || 'body'}: ${first.message})` : err.message),
       remoteAddress: cut(remoteAddress),
       userAgent: cut(userAgent ?? ''),

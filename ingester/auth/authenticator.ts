@@ -7,7 +7,7 @@
  * - guesses sent at once cannot outrun the throttle: a check that may run a slow hash (scrypt) is
  *   charged as a failure before it runs, and refunded only if it succeeds;
  * - a failed check takes the same time whether the integration, the username or only the password
- *   was wrong: every 401 for wrong credentials is answered no sooner than `failureDelayMs` after
+ *   was wrong, or nothing was sent: every 401 is answered no sooner than `failureDelayMs` after
  *   the check began, or a quarter longer than recent scrypt checks took if that is more (a loaded
  *   machine hashes slower than the configured floor assumes).
  *
@@ -110,7 +110,7 @@ export class Authenticator {
   /** Basic credentials against the integration; resolves to its route or throws. */
   private async basic(req: FastifyRequest, table: RouteTable, name: string, startedMs: number): Promise<RouteEntry> {
     const creds = parseBasicAuth(soleHeader(req.raw.rawHeaders, 'authorization'));
-    if (!creds) return this.fail(req, 'events', 'missing');
+    if (!creds) return this.fail(req, 'events', 'missing', startedMs);
     this.calibrate(table);
     const charged = table.isSlowToVerify(name);
     if (charged) {
@@ -132,11 +132,11 @@ export class Authenticator {
     const header = req.headers.apikey;
     let entry: RouteEntry | undefined;
     if (header !== undefined) {
-      if (typeof header !== 'string' || header === '') return this.fail(req, 'metrics', 'missing');
+      if (typeof header !== 'string' || header === '') return this.fail(req, 'metrics', 'missing', startedMs);
       entry = this.options.routes().authenticateApiKey(header.trim(), undefined);
     } else {
       const creds = parseBasicAuth(soleHeader(req.raw.rawHeaders, 'authorization'));
-      if (!creds) return this.fail(req, 'metrics', 'missing');
+      if (!creds) return this.fail(req, 'metrics', 'missing', startedMs);
       entry = this.options.routes().authenticateApiKey(creds.password, creds.username);
     }
     if (!entry) return this.fail(req, 'metrics', 'invalid', startedMs);
@@ -156,19 +156,24 @@ export class Authenticator {
     return entry;
   }
 
-  /** Every authentication refusal: counted, charged to the address, held to the floor, thrown with its reason. */
+  /**
+   * Every authentication refusal: counted, charged to the address, held to the floor, thrown with
+   * its reason. Missing credentials too: a signed integration cannot tell "no credentials" before
+   * it has waited, so an unknown name answered at once would say that it does not exist (a
+   * client that sends credentials only after a 401 challenge waits the floor once per request).
+   */
   private async fail(
     req: FastifyRequest,
     endpoint: Endpoint,
     reason: AuthFailureReason,
-    startedMs?: number,
+    startedMs: number,
     alreadyCharged = false,
   ): Promise<never> {
     this.options.metrics.authFailures.inc({ endpoint, reason });
     const blocked = alreadyCharged
       ? this.options.throttle.blockedFor(req.ip)
       : await this.options.throttle.recordFailure(req.ip);
-    if (startedMs !== undefined && this.options.failureDelayMs > 0) {
+    if (this.options.failureDelayMs > 0) {
       const wait = Math.max(this.options.failureDelayMs, this.slowCheckMs * 1.25) - (performance.now() - startedMs);
       if (wait > 0) await sleep(wait);
     }

@@ -5,7 +5,8 @@
  *
  * This is the fast path. What makes "stored once" hold across replicas and restarts is that the
  * events' ids derive from the message id, so the bus's duplicate window (JetStream `Nats-Msg-Id`,
- * the spool's primary key) drops a second copy wherever it arrives.
+ * the spool's primary key) drops a second copy wherever it arrives. The log sink has no such
+ * check: docs/signatures.md (Replays) says when a replay is written twice.
  *
  * Bounded per integration, in bytes: each integration has its own cache, so one sender with many
  * ids evicts only its own. Entries expire after the integration's tolerance (a replay after it is

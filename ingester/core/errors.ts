@@ -59,8 +59,10 @@ export const unauthorizedApiKey = (): IntakeError =>
 /**
  * Why authentication refused a request: the label of intake_auth_failures_total and what activity
  * counts. `missing`/`invalid`: Basic credentials or API key absent / wrong (unknown integration
- * included); `signature_missing`: a signed integration's headers absent, repeated or malformed;
- * `signature_invalid`: no signature matches the body under a current secret;
+ * included); `signature_missing`: before the body is read, a signed integration's signature header
+ * absent, repeated, empty or too long, or its id or timestamp header absent, repeated or malformed;
+ * `signature_invalid`: no signature matches the body under a current secret (a signature value
+ * not of the scheme's form included: auth/signature-check.ts drops it, and then none matches);
  * `timestamp_out_of_range`: the signed timestamp is outside the tolerance (a stale or replayed request).
  */
 export type AuthFailureReason =
@@ -94,6 +96,17 @@ export const authThrottled = (retryAfterSeconds: number): IntakeError =>
     },
   );
 
+/** Longest field path a field error names: the longest tag name a data point may have. */
+export const MAX_FIELD_CHARS = 128;
+
+/**
+ * A field error names its field, and never quotes a value; but a field's path is made of the
+ * body's own keys (an unknown field, a tag, a path into custom_info), so a long one is cut: the
+ * answer is recorded in the integration's activity, which anyone who may view the resource reads.
+ */
+const boundedField = (e: FieldError): FieldError =>
+  e.field.length <= MAX_FIELD_CHARS ? e : { ...e, field: `${e.field.slice(0, MAX_FIELD_CHARS - 1)}…` };
+
 /** `count` may exceed errors.length when the list was cut short; the message says so. */
 export const invalidBatch = (noun: string, errors: FieldError[], total: number, count = errors.length): IntakeError =>
   new IntakeError(
@@ -102,7 +115,7 @@ export const invalidBatch = (noun: string, errors: FieldError[], total: number, 
     `${count === 1 ? '1 problem' : `${count} problems`} in the request` +
       (count > errors.length ? ` (the first ${errors.length} are listed)` : '') +
       `; none of the ${total} ${noun}(s) was accepted`,
-    errors,
+    errors.map(boundedField),
   );
 
 export const badHeader = (header: string, message: string): IntakeError =>

@@ -11,9 +11,11 @@ import {
   unsupportedContentEncoding,
   unsupportedMediaType,
 } from '../core/errors.js';
+import { jsonSyntaxError } from './json-syntax.js';
 
 const JSON_TYPE = /^\s*(application\/([a-z0-9.+-]*\+)?json|text\/plain)\s*(;|$)/i;
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)"?/i;
+const FORBIDDEN_KEY = 'Object contains forbidden prototype property';
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
 export function isAcceptedContentType(contentType: string | undefined): boolean {
@@ -45,11 +47,22 @@ export function parseJsonBody(
   try {
     return sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
   } catch (err) {
-    const message = (err as Error).message;
-    if (/prototype|constructor/i.test(message))
+    // secure-json-parse's own refusal, with its own fixed text (V8's messages never equal it).
+    if ((err as Error).message === FORBIDDEN_KEY)
       throw invalidJson('the body contains a forbidden key (__proto__ or constructor.prototype)');
-    throw invalidJson(`the body is not valid JSON: ${message.slice(0, 200)}`);
+    throw invalidJson(notJson(text));
   }
+}
+
+/**
+ * Never the parser's message: V8's quotes the body (`Unexpected token 'p', "password=hunter2" is
+ * not valid JSON`), and this message is also recorded in the integration's activity, which anyone
+ * who may view the resource reads. Where and what, from our own scanner (json-syntax.ts).
+ */
+function notJson(text: string): string {
+  const at = jsonSyntaxError(text);
+  if (!at) return 'the body is not valid JSON';
+  return `the body is not valid JSON: ${at.problem} at position ${at.position} (line ${at.line}, column ${at.column})`;
 }
 
 /**

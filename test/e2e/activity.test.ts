@@ -13,6 +13,7 @@ import { promisify } from 'node:util';
 import { jest } from '@jest/globals';
 import type { ActivityReport, ReportedActivity } from '../../api/activity.js';
 import { ROOT } from '../support/paths.js';
+import { waitFor } from '../support/waiting.js';
 import {
   API_KEY,
   basic,
@@ -42,6 +43,8 @@ beforeAll(async () => {
       tenantRoute('paused', 'team-a', { suspended: true }),
       tenantRoute('limited', 'team-b', { limits: { eventsPerSecond: 1, eventsBurst: 1 } }),
       tenantRoute('quiet', 'team-b'),
+      tenantRoute('leaky', 'team-c'),
+      tenantRoute('leaky-mapped', 'team-c', { mapping: { expression: '{"source": host, "severity": $number(pin)}' } }),
     );
     c.sinks = { log: { path: join(dir, 'events.jsonl') } };
     c.deadLetter = { path: join(dir, 'deadletter.jsonl') };
@@ -121,6 +124,24 @@ describe('activity on the admin port and in intake status', () => {
     const headers = [basic(DEMO.user, DEMO.password), basic(DEMO.user, 'wrong-password')].map((h) => h.slice(6));
     for (const secret of [...headers, DEMO.password, 'wrong-password', 'not-a-key', API_KEY, SECRET_BODY_MARKER])
       expect(text).not.toContain(secret);
+  });
+
+  it('never quotes a refused body, in the answer or the activity: not JSON, or a value the mapping could not read', async () => {
+    const marker = 'password=hunter2';
+    const notJson = await events('leaky', `${marker}&user=admin`, tenantAuth('leaky'));
+    expect(notJson.status).toBe(400);
+    expect(notJson.json()).toMatchObject({ code: 'INVALID_JSON', message: expect.stringMatching(/at position 0 /) });
+    const unreadable = await events('leaky-mapped', { host: 'h', pin: marker }, tenantAuth('leaky-mapped'));
+    expect(unreadable.status).toBe(422);
+    expect(unreadable.json()).toMatchObject({ code: 'MAPPING_FAILED', message: expect.stringMatching(/D3030/) });
+    for (const answer of [notJson, unreadable]) expect(answer.text).not.toContain('hunter2');
+    const leaky = await waitFor('both refusals recorded', async () => {
+      const r = await report();
+      const got = [find(r.webhookIntegrations, 'leaky'), find(r.webhookIntegrations, 'leaky-mapped')];
+      return got.every((a) => a?.refusedLastHour === 1) ? got : undefined;
+    });
+    expect(leaky.map((a) => a?.recentRefusals[0]?.reason)).toEqual(['invalid', 'mapping']);
+    expect(JSON.stringify(await report())).not.toContain('hunter2');
   });
 
   it('intake status prints a table and the recent refusals; --json the report', async () => {

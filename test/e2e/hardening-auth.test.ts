@@ -2,13 +2,13 @@
  * Attacks on authentication through the built process: concurrent guesses against a scrypt
  * credential, the timing of failed checks, and spoofed X-Forwarded-For.
  */
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { hashScrypt } from '../../api/verifiers.js';
 import { ROOT } from '../support/paths.js';
 import { median } from '../support/stats.js';
-import { basic, post, startIngester, type RunningIngester } from './support/ingester.js';
+import { basic, DEMO, post, startIngester, type RunningIngester } from './support/ingester.js';
 
 const EVENT = { source: 'web-01', severity: 3 };
 const PASSWORD = 'the-right-password';
@@ -98,6 +98,51 @@ describe('timing of failed checks', () => {
     expect(spread).toBeLessThan(0.25 * wrongPassword);
     expect(unknownIntegration).toBeGreaterThanOrEqual(250);
   }, 60_000);
+});
+
+describe('every 401 waits the floor', () => {
+  const FLOOR_MS = 250;
+  const GH_SECRET = 'a-github-webhook-secret';
+  let ing: RunningIngester;
+  beforeAll(async () => {
+    ing = await startIngester((c) => {
+      (c.routes as unknown[]).push({
+        apiVersion: 'intake.dev/v1alpha1',
+        kind: 'WebhookIntegration',
+        name: 'signed',
+        namespace: 'team-s',
+        credentials: [],
+        authentication: { mode: 'signature', signature: { scheme: 'github', secrets: [{ value: GH_SECRET }] } },
+      });
+      c.authThrottle = { failures: 1000, windowSeconds: 60, blockSeconds: 60, failureDelayMs: FLOOR_MS };
+    });
+  });
+  afterAll(async () => {
+    await ing.stop();
+  });
+
+  const body = JSON.stringify(EVENT);
+  const hmac = (secret: string): string => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+  const cases: Array<[string, string, Record<string, string>]> = [
+    ['an unknown integration, no credentials', 'events/webhook_nobody', {}],
+    ['an unknown integration, a password', 'events/webhook_nobody', { authorization: basic('nobody', 'x') }],
+    ['a Basic integration, no credentials', 'events/webhook_demo', {}],
+    ['a Basic integration, a wrong password', 'events/webhook_demo', { authorization: basic(DEMO.user, 'wrong') }],
+    ['a signed integration, no signature', 'events/webhook_signed', {}],
+    ['a signed integration, a wrong signature', 'events/webhook_signed', { 'x-hub-signature-256': hmac('guess') }],
+    ['metrics, no API key', 'v1/integrations/metrics', {}],
+    ['metrics, a wrong API key', 'v1/integrations/metrics', { apikey: 'default_not-the-key' }],
+  ];
+
+  // Lower bounds only: a loaded machine makes any answer slower, never a floor shorter.
+  it.each(cases)('%s: 401 no sooner than failureDelayMs', async (_what, path, headers) => {
+    const started = performance.now();
+    const res = await post(`${ing.url}/${path}`, body, headers);
+    const tookMs = performance.now() - started;
+    expect(res.status).toBe(401);
+    // A timer may fire up to a millisecond before the fractional time it was set for.
+    expect(tookMs).toBeGreaterThanOrEqual(FLOOR_MS - 2);
+  });
 });
 
 describe('X-Forwarded-For', () => {

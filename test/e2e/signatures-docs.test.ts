@@ -1,6 +1,7 @@
 /**
  * docs/signatures.md shows one curl per scheme, signing with openssl as the sender does: each runs
- * as shown against the built ingester with examples/signed.yaml, and is accepted.
+ * as shown against the built ingester with examples/signed.yaml, and is accepted; Slack's
+ * url_verification example is answered with its challenge.
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -11,9 +12,11 @@ import { startIngester, type RunningIngester } from './support/ingester.js';
 
 const doc = readFileSync(join(ROOT, 'docs/signatures.md'), 'utf8');
 const examples = doc.slice(doc.indexOf('## One example per scheme'));
-const snippets = [...examples.matchAll(/```sh\n([\s\S]*?)```/g)]
+const curls = [...examples.matchAll(/```sh\n([\s\S]*?)```/g)]
   .map((m) => m[1] as string)
   .filter((s) => s.includes('curl'));
+const snippets = curls.filter((s) => !s.includes('url_verification'));
+const slackUrlVerification = curls.filter((s) => s.includes('url_verification'));
 
 let ing: RunningIngester;
 beforeAll(async () => {
@@ -45,3 +48,15 @@ it.each(snippets.map((s) => [/webhook_(\w+)/.exec(s)?.[1] as string, s]))(
     expect(refused.stdout).toContain('"code":"UNAUTHORIZED"');
   },
 );
+
+it("Slack's url_verification example is answered with its challenge, and refused with its body changed", () => {
+  expect(slackUrlVerification).toHaveLength(1);
+  const script = (slackUrlVerification[0] as string).replaceAll('http://127.0.0.1:8080', ing.url);
+  const ok = spawnSync('bash', ['-c', script], { encoding: 'utf8', timeout: 20_000 });
+  expect(ok.stderr).toBe('');
+  expect(JSON.parse(ok.stdout)).toEqual({ challenge: '3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P' });
+  expect(doc).toContain(ok.stdout.trim());
+  const tampered = script.replace(/-d "\$BODY"\s*$/, '-d "$BODY "');
+  const refused = spawnSync('bash', ['-c', tampered], { encoding: 'utf8', timeout: 20_000 });
+  expect(refused.stdout).toContain('"code":"UNAUTHORIZED"');
+});

@@ -5,8 +5,10 @@
  * wrong password; a replayed webhook-id is answered 200 and stored once, on one replica (its cache)
  * and across two (the events' ids, JetStream's duplicate window).
  */
+import { createHmac } from 'node:crypto';
 import { sign as octokitSign } from '@octokit/webhooks-methods';
 import { Webhook } from 'standardwebhooks';
+import type { ActivityReport, ReportedActivity } from '../../api/activity.js';
 import { eventId } from '../../ingester/core/event-id.js';
 import { waitFor } from '../support/waiting.js';
 import { basic, DEMO, eventLines, post, startIngester, type RunningIngester } from './support/ingester.js';
@@ -16,6 +18,7 @@ const SW_SECRET = 'whsec_' + Buffer.alloc(32, 1).toString('base64');
 const SW_OLD_SECRET = 'whsec_' + Buffer.alloc(32, 2).toString('base64');
 const OTHER_SECRET = 'whsec_' + Buffer.alloc(32, 9).toString('base64');
 const GH_SECRET = 'a-github-webhook-secret';
+const SLACK_SECRET = '8f742231b10e8888abcd99yyyzzz85a5';
 /** How long the rotated-out Standard Webhooks secret stays valid after the ingester starts. */
 const GRACE_MS = 6000;
 
@@ -37,6 +40,7 @@ function withSignedRoutes(graceEndsAt: Date) {
         secrets: [{ value: SW_SECRET }, { value: SW_OLD_SECRET, notAfter: graceEndsAt.toISOString() }],
       }),
       signedRoute('gh', { scheme: 'github', secrets: [{ value: GH_SECRET }] }),
+      signedRoute('slack', { scheme: 'slack', secrets: [{ value: SLACK_SECRET }] }),
       {
         ...signedRoute('both', { scheme: 'github', secrets: [{ value: GH_SECRET }] }),
         credentials: [{ username: 'both', secret: { plain: 'both-password' } }],
@@ -54,6 +58,13 @@ function standardWebhooks(secret: string, id: string, body: string, at = new Dat
     'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
     'webhook-signature': new Webhook(secret).sign(id, at, body),
   };
+}
+
+/** A request as Slack signs it: HMAC-SHA256 of `v0:<timestamp>:<body>`, hex, after `v0=`. */
+function slack(secret: string, body: string, at = new Date()) {
+  const timestamp = String(Math.floor(at.getTime() / 1000));
+  const hex = createHmac('sha256', secret).update(`v0:${timestamp}:${body}`).digest('hex');
+  return { 'x-slack-request-timestamp': timestamp, 'x-slack-signature': `v0=${hex}` };
 }
 
 async function authFailures(adminUrl: string, reason: string): Promise<number> {
@@ -122,6 +133,31 @@ describe('standalone, signed integrations', () => {
     expect(eventsWith(ing, 'sw-stale')).toEqual([]);
   });
 
+  it("records a tampered and a stale request in the integration's activity by reason, as the metric counts them", async () => {
+    const activityOfSw = async (): Promise<ReportedActivity | undefined> => {
+      const report = (await (await fetch(`${ing.adminUrl}/status/activity`)).json()) as ActivityReport;
+      return report.webhookIntegrations.find((a) => a.name === 'sw');
+    };
+    const before = (await activityOfSw())?.refusedLastHour ?? 0;
+    const body = JSON.stringify({ source: 'sw-01', severity: 3, run: 'sw-activity' });
+    const tampered = standardWebhooks(SW_SECRET, 'msg_activity_tampered', body);
+    expect((await post(url('sw'), body.replace('"severity":3', '"severity":5'), tampered)).status).toBe(401);
+    const stale = standardWebhooks(SW_SECRET, 'msg_activity_stale', body, new Date(Date.now() - 10 * 60_000));
+    expect((await post(url('sw'), body, stale)).status).toBe(401);
+    // Recorded once each answer is sent (onResponse): a moment after the sender has it.
+    const sw = await waitFor('refusals recorded', async () => {
+      const got = await activityOfSw();
+      return got && got.refusedLastHour >= before + 2 ? got : undefined;
+    });
+    expect(sw.recentRefusals.slice(0, 2)).toEqual([
+      expect.objectContaining({ status: 401, code: 'UNAUTHORIZED', reason: 'timestamp_out_of_range' }),
+      expect.objectContaining({ status: 401, code: 'UNAUTHORIZED', reason: 'signature_invalid' }),
+    ]);
+    expect(sw.refusalsLastHour.signature_invalid).toBeGreaterThanOrEqual(1);
+    expect(sw.refusalsLastHour.timestamp_out_of_range).toBeGreaterThanOrEqual(1);
+    expect(sw.refusalsLastHour.unauthorized).toBeUndefined();
+  });
+
   it('answers a replayed webhook-id 200 with the first answer, and stores it once', async () => {
     const body = JSON.stringify([
       { source: 'sw-02', severity: 2, run: 'sw-replay' },
@@ -173,6 +209,27 @@ describe('standalone, signed integrations', () => {
     );
     expect((await post(url('gh'), body, {})).status).toBe(401);
     expect(await authFailures(ing.adminUrl, 'signature_missing')).toBe(missingBefore + 1);
+  });
+
+  it("answers Slack's url_verification with its challenge once the signature holds, storing nothing", async () => {
+    const challenge = '3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P';
+    const body = JSON.stringify({ token: 'Jhj5dZrVaK7ZwHHjRyZWjbDl', challenge, type: 'url_verification' });
+    const stored = eventLines(ing.stdout()).length;
+    const res = await post(url('slack'), body, slack(SLACK_SECRET, body));
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(res.json()).toEqual({ challenge });
+    const forged = await post(url('slack'), body, slack('not-the-signing-secret', body));
+    expect(forged.status).toBe(401);
+    expect(forged.text).not.toContain(challenge);
+    // Only Slack's scheme answers it: another integration sees a body that is no event.
+    const gh = await post(url('gh'), body, { 'x-hub-signature-256': await octokitSign(GH_SECRET, body) });
+    expect(gh.status).toBe(400);
+    // And a Slack integration still takes events.
+    const event = JSON.stringify({ source: 'slack-bot', severity: 'minor', run: 'slack' });
+    expect((await post(url('slack'), event, slack(SLACK_SECRET, event))).status).toBe(200);
+    await waitFor('event written', async () => eventsWith(ing, 'slack').length === 1);
+    expect(eventLines(ing.stdout()).length).toBe(stored + 1);
   });
 
   it('basic+signature needs both', async () => {

@@ -178,6 +178,16 @@ it('is refused by the API server when the mode and the signature do not fit, nam
   );
   expect(hmacOnly.code).not.toBe(0);
   expect(hmacOnly.stderr).toContain('are only for scheme hmac');
+  // The route schema's pattern: the ingesters could never publish a prefix with a space.
+  const prefix = await kubectl(
+    ['apply', '-f', '-'],
+    webhook(
+      'bad-4',
+      "{authentication: {mode: signature, signature: {scheme: hmac, header: X-Sig, prefix: 'sha256 ='}}}",
+    ),
+  );
+  expect(prefix.code).not.toBe(0);
+  expect(prefix.stderr).toContain('spec.authentication.signature.prefix');
 });
 
 it('reports InvalidSpec for an hmac template that does not sign the timestamp header it reads', async () => {

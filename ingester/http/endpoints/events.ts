@@ -7,6 +7,7 @@
  *                             parsing)  signed integrations: the signature (auth/signature-check.ts), then admission
  *   answerReplayed            a signed message id (webhook-id) answered within the tolerance: the same 200 again
  *   decode                    the body parsed as JSON (body.ts) and the event context (ids from the message id if signed)
+ *   answerSlackChallenge      scheme slack: Slack's url_verification request answered with its challenge, nothing stored
  *   mapAndValidate            the integration's mapping if it has one, then the contract's validation;
  *                             mapping/mapped-webhooks.ts `map` is the one place that asks "mapped or not"
  *   admit                     per-tenant limits on the whole batch (429/503, nothing accepted)
@@ -104,6 +105,21 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
     return { entry: a.entry, messageId: a.messageId, body, json, eventCtx };
   };
 
+  /**
+   * Slack's Events API proves a Request URL before it sends any event: a signed
+   * `{"type":"url_verification","challenge":"..."}` that must be answered 200 with the challenge
+   * (https://api.slack.com/events/url_verification), or the subscription cannot be set up. Only for
+   * scheme slack, only once its signature holds (verifySignature), and nothing is stored or
+   * mapped: it is not an event. A string, so the route's 200 schema does not serialize it away.
+   */
+  const answerSlackChallenge = (reply: FastifyReply, d: Decoded): FastifyReply | undefined => {
+    if (d.entry.signature?.rule.scheme !== 'slack') return undefined;
+    const body = d.body as { type?: unknown; challenge?: unknown } | null | undefined;
+    if (typeof body !== 'object' || body === null || body.type !== 'url_verification') return undefined;
+    if (typeof body.challenge !== 'string') return undefined;
+    return reply.type('application/json; charset=utf-8').send(JSON.stringify({ challenge: body.challenge }));
+  };
+
   /** Mapped (a failure is kept as a dead letter and answered 422) or as sent, then validated; a refusal is counted. */
   const mapAndValidate = async (req: EventsRequest, d: Decoded): Promise<NormalisedEvent[]> => {
     try {
@@ -172,6 +188,8 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
         if (replayed) return replayed;
       }
       const decoded = decode(req, authenticated, bytes);
+      const challenged = answerSlackChallenge(reply, decoded);
+      if (challenged) return challenged;
       if (dryRun) return answerDryRun(reply, decoded);
       const events = await mapAndValidate(req, decoded);
       admit(decoded, events);

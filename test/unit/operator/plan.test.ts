@@ -113,6 +113,20 @@ describe('planWebhook', () => {
     expect(found.credentials).toBeUndefined();
   });
 
+  it('gives SecretInvalid for a username in the referenced Secret longer than a route carries', async () => {
+    const obj = wi('ref', 'a', '2026-01-01T00:00:00Z', { credentials: { secretRef: { name: 'mine' } } });
+    const plan = await planWebhook(
+      obj,
+      ctx({ readSecret: async () => credSecret({ username: 'u'.repeat(254), password: 'pw' }) }),
+    );
+    expect(plan.ready).toMatchObject({
+      status: 'False',
+      reason: 'SecretInvalid',
+      message: 'the username in Secret a/mine is longer than 253 characters',
+    });
+    expect(plan.route).toBeUndefined();
+  });
+
   it('publishes a suspended route and says so', async () => {
     const plan = await planWebhook(wi('s', 'a', '2026-01-01T00:00:00Z', { suspend: true }), ctx());
     expect(plan.route?.suspended).toBe(true);
@@ -138,6 +152,23 @@ describe('planApiKey', () => {
     expect(plan.credentials?.data.username).toBe('team-a');
     expect(plan.route?.limits).toMatchObject({ maxSeries: 500, overLimitStatus: 429 });
     expect(plan.effectiveLimits).toEqual(plan.route?.limits);
+  });
+
+  it('gives InvalidSpec, publishing nothing, for a spec its route contract refuses', async () => {
+    const key: ApiKey = {
+      apiVersion: 'intake.dev/v1alpha1',
+      kind: 'ApiKey',
+      metadata: { name: 'k', namespace: 'team-a', uid: 'u' },
+      spec: { username: 'u'.repeat(300) },
+    };
+    const plan = await planApiKey(key, ctx());
+    expect(plan.ready).toEqual({
+      status: 'False',
+      reason: 'InvalidSpec',
+      message: 'cannot be published: /credentials/0/username must NOT have more than 253 characters',
+    });
+    expect(plan.route).toBeUndefined();
+    expect(plan.credentials).toBeUndefined();
   });
 });
 

@@ -138,4 +138,30 @@ describe('planWebhook with authentication: signature', () => {
     expect(plan.ready).toMatchObject({ status: 'False', reason: 'InvalidSpec' });
     expect(plan.ready.message).toBe('spec.authentication.signature.signedContent uses {id}, which needs idHeader');
   });
+
+  it('gives InvalidSpec, publishing nothing, for a setting the CRD let through but the route contract refuses', async () => {
+    // Stored before the CRD gave prefix its pattern: a space cannot be part of a header's signature.
+    const plan = await planWebhook(
+      wi({ authentication: { mode: 'signature', signature: { scheme: 'hmac', header: 'X-Sig', prefix: 'sha256 =' } } }),
+      ctx(),
+    );
+    expect(plan.ready).toMatchObject({ status: 'False', reason: 'InvalidSpec' });
+    expect(plan.ready.message).toBe(
+      'cannot be published: spec.authentication.signature.prefix must match pattern "^[\\x21-\\x7e]*$"',
+    );
+    expect(plan.route).toBeUndefined();
+    expect(plan.credentials).toBeUndefined();
+    expect(plan.status).toEqual({ integrationName: 'hooks', url: 'https://intake.example.com/events/webhook_hooks' });
+  });
+
+  it('gives SecretInvalid for a referenced signing secret longer than a route carries, never quoting it', async () => {
+    const long = 'k'.repeat(1025);
+    const plan = await planWebhook(
+      wi(signed('github', { secretRef: { name: 's' } })),
+      ctx({ readSecret: async () => secret({ signingSecret: long }) }),
+    );
+    expect(plan.ready).toMatchObject({ status: 'False', reason: 'SecretInvalid' });
+    expect(plan.ready.message).toBe('the signingSecret in Secret team-a/s is longer than 1024 characters');
+    expect(plan.route).toBeUndefined();
+  });
 });

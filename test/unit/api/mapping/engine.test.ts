@@ -40,6 +40,33 @@ describe('compileMapping', () => {
   });
 });
 
+describe('evaluation errors', () => {
+  const failing = async (expression: string, payload: unknown): Promise<MappingError> => {
+    try {
+      await compileMapping({ expression }, limits).evaluate(payload);
+    } catch (err) {
+      return MappingError.from(err);
+    }
+    throw new Error('the expression did not fail');
+  };
+
+  it.each([
+    ['$number(password)', { password: 'hunter2' }, 'D3030', 'Unable to cast value to a number: (a string)'],
+    ['password < 1', { password: 'hunter2' }, 'T2009', 'The values (a string) and 1 either side of operator "<"'],
+    ['$toMillis(secret.at)', { secret: { at: 'hunter2' } }, 'D3110', 'ISO 8601 formatted timestamp. Given (a string)'],
+    ['{ $: 1 }', { password: { hunter2: 1 } }, 'T1003', 'must evaluate to a string; got: (an object or array)'],
+  ])('never quote a value of the payload: %s', async (expression, payload, code, text) => {
+    const err = await failing(expression, payload);
+    expect(err.code).toBe(code);
+    expect(err.describe()).toContain(text);
+    expect(err.describe()).not.toContain('hunter2');
+  });
+
+  it("keep a compile error's text, which quotes the expression", () => {
+    expect(() => compileMapping({ expression: '{"x": foo' })).toThrow(/Expected "}" before end of expression/);
+  });
+});
+
 describe('guardrails', () => {
   it('stops infinite recursion at the time limit (D1012)', async () => {
     const err = await failure('($f := function($n){$f($n+1)}; $f(0))');

@@ -2,9 +2,15 @@
 import { MAX_REASONS, MAX_REFUSAL_TEXT, RECENT_REFUSALS } from '../../../../api/activity.js';
 import type { Route } from '../../../../api/route.js';
 import { MinuteRing } from '../../../../ingester/activity/minute-ring.js';
-import { reasonOf } from '../../../../ingester/activity/reasons.js';
+import { reasonOf, refusalReason } from '../../../../ingester/activity/reasons.js';
 import { ActivityRecorder } from '../../../../ingester/activity/recorder.js';
-import { IntakeError, mappingFailed, unauthorized } from '../../../../ingester/core/errors.js';
+import {
+  AuthRefusal,
+  authThrottled,
+  IntakeError,
+  mappingFailed,
+  unauthorized,
+} from '../../../../ingester/core/errors.js';
 import { RouteTable, type RouteEntry } from '../../../../ingester/routing/route-table.js';
 
 const route = (kind: Route['kind'], name: string, namespace = 'team-a'): Route => ({
@@ -45,7 +51,20 @@ describe('reasonOf', () => {
     expect(reasonOf('RATE_LIMITED')).toBe('rate_limited');
     expect(reasonOf('SINK_FAILED')).toBe('sink_unavailable');
     expect(reasonOf('PAYLOAD_TOO_LARGE')).toBe('too_large');
-    expect(reasonOf('SIGNATURE_INVALID')).toBe('signature_invalid');
+    expect(reasonOf('NOT_FOUND')).toBe('not_found');
+  });
+});
+
+describe('refusalReason', () => {
+  it("records a signed sender's 401 under the authenticator's reason, Basic's under unauthorized", () => {
+    for (const reason of ['signature_missing', 'signature_invalid', 'timestamp_out_of_range'] as const)
+      expect(refusalReason(new AuthRefusal(reason, unauthorized()))).toBe(reason);
+    expect(refusalReason(new AuthRefusal('missing', unauthorized()))).toBe('unauthorized');
+    expect(refusalReason(new AuthRefusal('invalid', unauthorized()))).toBe('unauthorized');
+    expect(refusalReason(unauthorized())).toBe('unauthorized');
+    // Blocked meanwhile: the answer was the 429, and that is what it is recorded as.
+    expect(refusalReason(new AuthRefusal('signature_invalid', authThrottled(60)))).toBe('auth_throttled');
+    expect(refusalReason(mappingFailed('no events', []))).toBe('mapping');
   });
 });
 
@@ -62,6 +81,8 @@ describe('ActivityRecorder', () => {
     nowMs += 1000;
     rec.refused(a, 'events', unauthorized(), '10.0.0.1', 'curl/8');
     nowMs += 1000;
+    rec.refused(a, 'events', new AuthRefusal('signature_invalid', unauthorized()), '10.0.0.3', 'Slackbot 1.0');
+    nowMs += 1000;
     rec.refused(
       a,
       'events',
@@ -77,14 +98,14 @@ describe('ActivityRecorder', () => {
       name: 'a',
       namespace: 'team-a',
       eventsLastHour: 3,
-      refusedLastHour: 2,
-      refusalsLastHour: { unauthorized: 1, mapping: 1 },
+      refusedLastHour: 3,
+      refusalsLastHour: { unauthorized: 1, signature_invalid: 1, mapping: 1 },
       lastEventTime: '2026-11-24T10:00:00.000Z',
-      lastRefusalTime: '2026-11-24T10:00:02.000Z',
+      lastRefusalTime: '2026-11-24T10:00:03.000Z',
     });
     expect(got?.recentRefusals).toEqual([
       {
-        time: '2026-11-24T10:00:02.000Z',
+        time: '2026-11-24T10:00:03.000Z',
         status: 422,
         code: 'MAPPING_FAILED',
         reason: 'mapping',
@@ -92,6 +113,15 @@ describe('ActivityRecorder', () => {
         remoteAddress: '10.0.0.2',
         userAgent: '',
         deadLetterId: 'dl-1',
+      },
+      {
+        time: '2026-11-24T10:00:02.000Z',
+        status: 401,
+        code: 'UNAUTHORIZED',
+        reason: 'signature_invalid',
+        message: 'missing or invalid credentials',
+        remoteAddress: '10.0.0.3',
+        userAgent: 'Slackbot 1.0',
       },
       {
         time: '2026-11-24T10:00:01.000Z',

@@ -25,6 +25,22 @@ describe('parseDataPoints', () => {
     expect(errorsOf({ ...ok, data })?.[0]?.field).toBe('data');
   });
 
+  it('names a field by its path, cut to 128 characters, and never quotes a value', () => {
+    const key = `password=hunter2${'k'.repeat(10_000)}`;
+    const errors = errorsOf([
+      { ...ok, [key]: 'x' },
+      { ...ok, tags: { [key]: { v: 'secret-value' } } },
+    ]);
+    // The tag name is too long (field tags) and its value is not a tag value (field tags.<name>).
+    expect(errors?.map((e) => [e.index, e.field.length, e.field.endsWith('…')])).toEqual([
+      [0, 128, true],
+      [1, 4, false],
+      [1, 128, true],
+    ]);
+    expect(errors?.[0]?.field.startsWith('password=hunter2k')).toBe(true);
+    expect(JSON.stringify(errors)).not.toContain('secret-value');
+  });
+
   it('caps the label text of one point, naming the limit', () => {
     const tags = { a: 'x'.repeat(1000), b: 'y'.repeat(1000) };
     expect(errorsOf({ ...ok, tags: { ...tags, c: 'z'.repeat(100) } })?.[0]).toMatchObject({
