@@ -6,6 +6,10 @@
  * copies into status.activity, which anyone who may view the resource reads. So the message is
  * built from this scanner's position and a fixed phrase, never from V8's text or the body's.
  *
+ * Why a scanner of our own: jsonc-parser (the well-kept candidate) was tried; it names the start
+ * of the offending token, not the character V8 stops at, and accepts some texts JSON.parse
+ * refuses, so its positions disagreed with the parser that actually refused the body.
+ *
  * It runs only on a body the parser refused, after the nesting check (body.ts jsonDepthExceeds),
  * so its recursion is as deep as the body's nesting at most.
  */
