@@ -1,3 +1,5 @@
+const MAX_DURATION_MS = 9_223_372_036_854; // 2^63 - 1 ns, as Go's time.Duration
+
 /** Parses a Go-style duration (0s, 90s, 15m, 1h30m, 250ms) into milliseconds. */
 export function parseDuration(value: string | undefined): number {
   if (value === undefined || value === '') return 0;
@@ -11,5 +13,9 @@ export function parseDuration(value: string | undefined): number {
   }
   if (consumed !== value.length)
     throw new Error(`invalid duration ${JSON.stringify(value)}: use e.g. 0s, 90s, 15m, 1h30m`);
+  // Go refuses what overflows its int64 nanoseconds (about 292 years); so do we, before a later
+  // new Date(now + duration) throws a RangeError in the middle of a reconcile.
+  if (total > MAX_DURATION_MS)
+    throw new Error(`invalid duration ${JSON.stringify(value)}: longer than the maximum of about 292 years`);
   return total;
 }

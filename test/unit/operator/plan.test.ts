@@ -154,6 +154,16 @@ describe('planApiKey', () => {
     expect(plan.effectiveLimits).toEqual(plan.route?.limits);
   });
 
+  it('gives InvalidSpec for a rotation grace period no date can hold', async () => {
+    const plan = await planWebhook(
+      wi('w', 'team-a', '2026-01-01T00:00:00Z', { credentials: { rotationGracePeriod: '3000000000h' } }),
+      ctx(),
+    );
+    expect(plan.ready).toMatchObject({ status: 'False', reason: 'InvalidSpec' });
+    expect(plan.ready?.message).toMatch(/maximum/);
+    expect(plan.route).toBeUndefined();
+  });
+
   it('gives InvalidSpec, publishing nothing, for a spec its route contract refuses', async () => {
     const key: ApiKey = {
       apiVersion: 'intake.dev/v1alpha1',
@@ -181,6 +191,10 @@ describe('parseDuration', () => {
     [undefined, 0],
   ])('%p is %i ms', (v, ms) => {
     expect(parseDuration(v)).toBe(ms);
+  });
+  it('refuses what Go refuses as too long, instead of a date a reconcile cannot compute', () => {
+    expect(parseDuration('2562047h')).toBe(2_562_047 * 3_600_000);
+    expect(() => parseDuration('3000000000h')).toThrow(/maximum/);
   });
   it('refuses garbage', () => {
     expect(() => parseDuration('5 minutes')).toThrow(/duration/);
