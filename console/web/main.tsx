@@ -13,6 +13,7 @@ import { Editor } from './editor.js';
 import { List } from './list.js';
 import { useLive } from './live.js';
 import { href } from './model.js';
+import { findSession, forget, remember } from './session.js';
 
 interface Session {
   mode: 'kubeconfig' | 'token';
@@ -57,7 +58,7 @@ function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
     e.preventDefault();
     setError('');
     try {
-      await api('POST', '/api/login', { token });
+      remember((await api<{ session: string }>('POST', '/api/login', { token })).session);
       onSignedIn();
     } catch (err) {
       setError((err as Error).message);
@@ -118,7 +119,24 @@ function App() {
   const [error, setError] = useState('');
   const route = useRoute();
   const load = () => api<Session>('GET', '/api/session').then(setSession, (err: ApiError) => setError(err.message));
-  useEffect(() => void load(), []);
+  useEffect(() => {
+    void (async () => {
+      // The URL `intake console` printed: its one-time token becomes this tab's session (spent
+      // here, and taken out of the address bar first). Otherwise the tab's own session, or that of
+      // another of the console's tabs.
+      const token = new URLSearchParams(location.search).get('token');
+      try {
+        if (token !== null) {
+          history.replaceState(null, '', `${location.pathname}${location.hash}`);
+          remember((await api<{ session: string }>('POST', '/api/login', { token })).session);
+        } else await findSession();
+      } catch (err) {
+        setError((err as Error).message);
+        return;
+      }
+      await load();
+    })();
+  }, []);
   const ns = route.page === 'home' ? undefined : route.ns;
   const live = useLive(session?.signedIn ? ns : undefined);
   useEffect(() => {
@@ -137,6 +155,7 @@ function App() {
   if (!session.signedIn) return <SignIn onSignedIn={load} />;
   const signOut = async () => {
     await api('POST', '/api/logout');
+    forget();
     location.hash = '';
     await load();
   };
