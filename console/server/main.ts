@@ -16,7 +16,8 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { MappingSpec } from '../../api/mapping/engine.js';
 import type { Logger } from 'pino';
 import { readCredentials, runTests, sendTestEvent } from './actions.js';
-import { Identities, isPlural, KubeError, type Plural, type UserClient } from './kube.js';
+import { gitOpsOwner, type ObjectMeta } from '../shared/gitops.js';
+import { Identities, isPlural, KINDS, KubeError, type Plural, type UserClient } from './kube.js';
 import { streamNamespace } from './live.js';
 import {
   allowedLocalHosts,
@@ -256,17 +257,39 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     const { ns, plural } = target(req);
     return reply.code(201).send(await userOf(req).create(ns, plural, objectBody(req)));
   });
+  /**
+   * An object Argo CD or Flux manages is not changed here, whatever the page showed: the next sync
+   * would undo it (docs/console.md). Read as the user, just before the write.
+   */
+  const refuseGitOpsManaged = async (user: UserClient, ns: string, plural: Plural, name: string): Promise<void> => {
+    const current = await user.get(ns, plural, name);
+    const owner = gitOpsOwner(current.metadata as ObjectMeta | undefined);
+    if (owner)
+      throw new HttpError(
+        409,
+        'gitops_managed',
+        `${KINDS[plural]} ${ns}/${name} is managed by ${owner.tool} (${owner.owner}): change it in Git. The console does not edit, rotate, suspend or delete it, since the next sync would undo that.`,
+      );
+  };
   app.put('/api/namespaces/:ns/:plural/:name', async (req) => {
     const { ns, plural, name } = target(req);
-    return userOf(req).replace(ns, plural, name, objectBody(req));
+    const user = userOf(req);
+    const body = objectBody(req);
+    await refuseGitOpsManaged(user, ns, plural, name);
+    return user.replace(ns, plural, name, body);
   });
   app.patch('/api/namespaces/:ns/:plural/:name', async (req) => {
     const { ns, plural, name } = target(req);
-    return userOf(req).patch(ns, plural, name, objectBody(req));
+    const user = userOf(req);
+    const body = objectBody(req);
+    await refuseGitOpsManaged(user, ns, plural, name);
+    return user.patch(ns, plural, name, body);
   });
   app.delete('/api/namespaces/:ns/:plural/:name', async (req) => {
     const { ns, plural, name } = target(req);
-    await userOf(req).delete(ns, plural, name);
+    const user = userOf(req);
+    await refuseGitOpsManaged(user, ns, plural, name);
+    await user.delete(ns, plural, name);
     return {};
   });
   app.get('/api/namespaces/:ns/:plural/:name/credentials', async (req) => {

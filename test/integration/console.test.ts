@@ -76,7 +76,9 @@ function raw(
   body?: string,
 ): Promise<{ status: number; body: string; headers: Record<string, string | string[] | undefined> }> {
   return new Promise((resolvePromise, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path, method, headers }, (res) => {
+    // A body goes with its length (Node sends a DELETE's body without one otherwise); one connection each.
+    const sized = body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) };
+    const req = httpRequest({ host: '127.0.0.1', port, path, method, headers: sized, agent: false }, (res) => {
       let text = '';
       res.on('data', (d) => (text += d));
       res.on('end', () => resolvePromise({ status: res.statusCode ?? 0, body: text, headers: res.headers }));
@@ -300,6 +302,78 @@ spec: {}
     expect(await page.getByRole('button', { name: 'Delete' }).isDisabled()).toBe(true);
     expect(await page.getByRole('button', { name: /Rotate/ }).isDisabled()).toBe(true);
     expect(await page.getByRole('button', { name: 'Edit' }).isDisabled()).toBe(true);
+  });
+
+  it('a GitOps-managed object opened at its edit address before the live list arrives cannot be saved; the server refuses changing it', async () => {
+    await apply(`apiVersion: intake.dev/v1alpha1
+kind: WebhookIntegration
+metadata:
+  name: flux-managed
+  namespace: ${teamA}
+  labels: {kustomize.toolkit.fluxcd.io/name: apps, kustomize.toolkit.fluxcd.io/namespace: flux-system}
+spec: {}
+`);
+    // The live list never arrives on this page (as when it is slow, or listing is forbidden).
+    const p = await context.newPage();
+    await p.route('**/api/namespaces/*/live', () => undefined);
+    try {
+      await p.goto(`${localConsole.base}/#/ns/${teamA}/webhookintegrations/flux-managed/edit`);
+      await p.locator('#f-name').waitFor();
+      await p.locator('.notice', { hasText: 'Managed by Flux (flux-system/apps)' }).waitFor();
+      expect(await p.getByRole('button', { name: 'Save' }).isDisabled()).toBe(true);
+      await screenshot(p, '07b-gitops-edit-locked');
+    } finally {
+      await p.close();
+    }
+    // The server holds the lock itself: an edit, a patch (suspend, rotate) or a delete is refused.
+    const session = await browserSession();
+    const host = `127.0.0.1:${localConsole.port}`;
+    const path = `/api/namespaces/${teamA}/webhookintegrations/flux-managed`;
+    const current = JSON.parse((await raw(localConsole.port, path, { host, ...session })).body) as {
+      metadata: Record<string, unknown>;
+    };
+    for (const [method, body] of [
+      ['PUT', JSON.stringify({ ...current, spec: { suspend: true } })],
+      ['PATCH', JSON.stringify({ spec: { suspend: true } })],
+      ['PATCH', JSON.stringify({ metadata: { annotations: { 'intake.dev/rotate': 'now' } } })],
+      ['DELETE', '{}'],
+    ] as const) {
+      const res = await raw(
+        localConsole.port,
+        path,
+        { host, ...session, 'content-type': 'application/json' },
+        method,
+        body,
+      );
+      expect({ method, status: res.status }).toEqual({ method, status: 409 });
+      expect(JSON.parse(res.body)).toMatchObject({
+        error: 'gitops_managed',
+        message: expect.stringContaining(
+          `WebhookIntegration ${teamA}/flux-managed is managed by Flux (flux-system/apps): change it in Git`,
+        ),
+      });
+    }
+    const after = await kubectl([
+      'get',
+      'webhookintegration',
+      '-n',
+      teamA,
+      'flux-managed',
+      '-o',
+      'jsonpath={.spec.suspend} {.metadata.annotations}',
+    ]);
+    expect(after.code).toBe(0);
+    expect(after.stdout).not.toContain('true');
+    expect(after.stdout).not.toContain('intake.dev/rotate');
+    // An object nobody manages is changed as before (the check reads, then lets the write through).
+    const free = await raw(
+      localConsole.port,
+      `/api/namespaces/${teamA}/webhookintegrations/checkout`,
+      { host, ...session, 'content-type': 'application/json' },
+      'PATCH',
+      JSON.stringify({ metadata: { labels: { checked: 'yes' } } }),
+    );
+    expect(free.status).toBe(200);
   });
 
   it('rotates (the grace period shown), suspends and resumes, edits in YAML and deletes', async () => {
