@@ -15,7 +15,7 @@ import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { MappingSpec } from '../../api/mapping/engine.js';
 import type { Logger } from 'pino';
-import { readCredentials, runTests, sendTestEvent } from './actions.js';
+import { readCredentials, runTests, sendTestEvent, testEventCurl } from './actions.js';
 import { gitOpsOwner, type ObjectMeta } from '../shared/gitops.js';
 import { Identities, isPlural, KINDS, KubeError, type Plural, type UserClient } from './kube.js';
 import { streamNamespace } from './live.js';
@@ -302,6 +302,13 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     if (typeof body.payload !== 'string')
       throw new HttpError(400, 'invalid_body', 'payload: a string (the JSON to send)');
     return sendTestEvent(userOf(req), ns, name, body.payload, body.dryRun === true, options.ingestUrl);
+  });
+  app.post('/api/namespaces/:ns/webhookintegrations/:name/curl', async (req) => {
+    const { ns, name } = req.params as Params;
+    const body = objectBody(req);
+    if (typeof body.payload !== 'string')
+      throw new HttpError(400, 'invalid_body', 'payload: a string (the JSON to send)');
+    return testEventCurl(userOf(req), ns, name, body.payload);
   });
   app.post('/api/namespaces/:ns/webhookintegrations/:name/mapping-tests', async (req) => {
     const { ns, name } = req.params as Params;

@@ -27,14 +27,3 @@ export const isSuspended = (r: Resource): boolean => r.spec?.suspend === true;
 
 /** A page's address: #/ns/<namespace>/... with each part encoded. */
 export const href = (...parts: string[]): string => `#/${parts.map(encodeURIComponent).join('/')}`;
-
-/** A POSIX-shell single-quoted word. */
-const shellQuote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
-
-/** The test event as a shell command; without the secret (not revealable), it reads $PASSWORD. */
-export function curlCommand(url: string, username: string, secret: string | undefined, payload: string): string {
-  // 'user:'"$PASSWORD": the shell joins the quoted name and the expanded variable into one word.
-  const userArg =
-    secret === undefined ? `${shellQuote(`${username}:`)}"$PASSWORD"` : shellQuote(`${username}:${secret}`);
-  return `curl -sS -u ${userArg} -H 'Content-Type: application/json' \\\n  --data-binary ${shellQuote(payload)} \\\n  ${shellQuote(url)}`;
-}

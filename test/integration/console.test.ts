@@ -281,6 +281,51 @@ describe('intake console (kubeconfig mode)', () => {
     await screenshot(page, '06-mapping-playground');
   });
 
+  it('2b. a signed integration (Standard Webhooks): the signing secret shows; the test event, the playground and copy as curl are signed and answered 200', async () => {
+    await apply(`apiVersion: intake.dev/v1alpha1
+kind: WebhookIntegration
+metadata: {name: signed, namespace: ${teamA}}
+spec:
+  mapping: {preset: alertmanager}
+  authentication:
+    mode: signature
+    signature: {scheme: standard-webhooks}
+`);
+    await page.goto(`${localConsole.base}/#/ns/${teamA}/webhookintegrations/signed`);
+    await page.locator('h1 .badge.ok', { hasText: 'Ready' }).waitFor({ timeout: 10_000 });
+    // The test event (the preset's sample: two alerts), signed with the current signing secret.
+    await page.getByRole('button', { name: 'Send' }).click();
+    await page.locator('.answer .http-status').waitFor();
+    expect(await page.locator('.answer .http-status').textContent()).toBe('200');
+    expect(await page.locator('.answer pre').textContent()).toContain('"processed": 2');
+    // The playground's dry run goes through the same signed request.
+    await page.getByRole('button', { name: 'Map', exact: true }).click();
+    await page.locator('.mapped-events').waitFor();
+    expect(await page.locator('.mapped .http-status').textContent()).toBe('200');
+    expect(await page.locator('.mapped h3').textContent()).toBe('2 event(s)');
+
+    // No password in mode signature: the scheme and the signing secret, masked until revealed.
+    expect(await page.locator('.signature-scheme').textContent()).toContain('standard-webhooks');
+    expect(await page.locator('.secret-value').count()).toBe(0);
+    expect(await page.locator('.username-value').count()).toBe(0);
+    expect(await page.locator('.signing-secret-value').textContent()).toBe('••••••••••••');
+    await page.getByRole('button', { name: 'Reveal' }).click();
+    const signingSecret = await secretValue(teamA, 'intake-webhook-signed', 'signingSecret');
+    expect(signingSecret).toMatch(/^whsec_/);
+    await page.locator('.signing-secret-value', { hasText: signingSecret }).waitFor();
+
+    // Copy as curl: a command that signs with openssl when it runs; run by the shell, it is accepted.
+    await page.getByRole('button', { name: 'Copy as curl' }).click();
+    const curl = await page.locator('#curl-command').inputValue();
+    expect(curl).toContain('webhook-signature: v1,$SIG');
+    expect(curl).not.toContain(' -u ');
+    const answer = await new Promise<string>((resolvePromise, reject) =>
+      execFile('sh', ['-c', curl], (err, stdout, stderr) => (err ? reject(new Error(stderr)) : resolvePromise(stdout))),
+    );
+    expect(JSON.parse(answer)).toMatchObject({ success: true, response: { processed: 2, received: 2 } });
+    await screenshot(page, '04b-signed-test-event');
+  });
+
   it('lists live: a change made with kubectl appears without a reload; a GitOps-managed object cannot be edited', async () => {
     await openNamespace(page, teamA);
     await page.locator('tr[data-name="checkout"]').waitFor();
