@@ -179,12 +179,20 @@ function App() {
         )}
       </header>
       {route.page === 'list' && <List ns={route.ns} live={live} />}
-      {route.page === 'new' && <Editor ns={route.ns} plural={route.plural} />}
+      {/* Keyed by the object: another object's page starts afresh (its payloads, its revealed secrets). */}
+      {route.page === 'new' && <Editor key={`new/${route.ns}/${route.plural}`} ns={route.ns} plural={route.plural} />}
       {route.page === 'edit' && (
-        <Editor ns={route.ns} plural={route.plural} name={route.name} live={live.items[route.plural].get(route.name)} />
+        <Editor
+          key={`edit/${route.ns}/${route.plural}/${route.name}`}
+          ns={route.ns}
+          plural={route.plural}
+          name={route.name}
+          live={live.items[route.plural].get(route.name)}
+        />
       )}
       {route.page === 'detail' && (
         <Detail
+          key={`detail/${route.ns}/${route.plural}/${route.name}`}
           ns={route.ns}
           plural={route.plural}
           name={route.name}

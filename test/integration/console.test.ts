@@ -291,8 +291,10 @@ spec:
     mode: signature
     signature: {scheme: standard-webhooks}
 `);
+    // From another integration's page (test 2's): this page starts afresh, with the preset's sample.
     await page.goto(`${localConsole.base}/#/ns/${teamA}/webhookintegrations/signed`);
     await page.locator('h1 .badge.ok', { hasText: 'Ready' }).waitFor({ timeout: 10_000 });
+    expect(await page.locator('#test-payload').inputValue()).toContain('"alertname": "HighCPU"');
     // The test event (the preset's sample: two alerts), signed with the current signing secret.
     await page.getByRole('button', { name: 'Send' }).click();
     await page.locator('.answer .http-status').waitFor();
