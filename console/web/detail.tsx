@@ -578,7 +578,7 @@ function Actions({ ns, plural, r }: { ns: string; plural: Plural; r: Resource })
       </div>
       <p class="hint rotation">
         Rotation grace period:{' '}
-        {grace
+        {grace && !/^0+[a-z]*$/.test(grace)
           ? `${grace} (the previous ${graceWord} keeps working that long after a rotation)`
           : 'none (the previous one stops working at once; set one in Edit)'}
         .
