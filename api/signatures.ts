@@ -8,7 +8,7 @@
  * literal text, the message id, the timestamp and the body, written in hex or base64 after a
  * prefix, in one header that may list several signatures.
  */
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import type { AuthenticationMode, Route, RouteSignature, SignatureScheme } from './route.js';
 
 export const SIGNATURE_SCHEMES: readonly SignatureScheme[] = [
@@ -47,8 +47,8 @@ export interface SignatureRule {
 
 const BODY_ONLY: readonly SignedPart[] = ['body'];
 
-/** The rule a route's signature settings describe (the settings passed validateRoute). */
-export function ruleOf(sig: RouteSignature): SignatureRule {
+/** The rule a route's signature settings describe (the settings passed validateRoute); the secrets play no part. */
+export function ruleOf(sig: Omit<RouteSignature, 'secrets'>): SignatureRule {
   const toleranceMs = (sig.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS) * 1000;
   const base = { scheme: sig.scheme, toleranceMs, algorithm: 'sha256', encoding: 'hex', prefix: '' } as const;
   switch (sig.scheme) {
@@ -139,6 +139,38 @@ export function signingSecretProblem(scheme: SignatureScheme, value: string): st
 export function generateSigningSecret(scheme: SignatureScheme): string {
   const bytes = randomBytes(32);
   return scheme === 'standard-webhooks' ? `${WHSEC}${bytes.toString('base64')}` : bytes.toString('base64url');
+}
+
+/** The values a signed request carries besides its body: the message id and the Unix time in seconds. */
+export interface SignedMessage {
+  id: string;
+  timestamp: number;
+}
+
+/**
+ * The headers a sender that follows `rule` adds to a request with this body, signed with `secret`:
+ * the signature (with the scheme's prefix) and, where the scheme has them, the timestamp and the
+ * message id. The sender's side of what ingester/auth/signature-check.ts verifies (its unit tests
+ * check the two against each other); the console's test events are signed with it.
+ */
+export function signatureHeaders(
+  rule: SignatureRule,
+  secret: string,
+  body: Buffer | string,
+  message: SignedMessage,
+): Record<string, string> {
+  const timestamp = String(message.timestamp);
+  const hmac = createHmac(rule.algorithm, signingKey(rule.scheme, secret));
+  for (const part of rule.signed) {
+    if (part === 'body') hmac.update(typeof body === 'string' ? Buffer.from(body, 'utf8') : body);
+    else if (part === 'timestamp') hmac.update(timestamp, 'latin1');
+    else if (part === 'id') hmac.update(message.id, 'latin1');
+    else hmac.update(part.literal, 'utf8');
+  }
+  const headers: Record<string, string> = { [rule.header]: `${rule.prefix}${hmac.digest(rule.encoding)}` };
+  if (rule.timestampHeader) headers[rule.timestampHeader] = timestamp;
+  if (rule.idHeader) headers[rule.idHeader] = message.id;
+  return headers;
 }
 
 export const includesBasic = (mode: AuthenticationMode): boolean => mode !== 'signature';

@@ -1,29 +1,81 @@
 /**
  * What the detail page does beyond reading and writing the resource: reveal the credentials (only
  * when the user's own token may get the Secret), send a test event or a dry run to the
- * integration's URL with those credentials, and run the integration's spec.mapping.tests.
+ * integration's URL as its sender would (Basic credentials, a signature made with its current
+ * signing secret, or both: spec.authentication, docs/signatures.md), give the same request as a
+ * curl command, and run the integration's spec.mapping.tests.
  */
+import { randomUUID } from 'node:crypto';
+import type { AuthenticationMode, SignatureScheme } from '../../api/route.js';
+import {
+  includesBasic,
+  includesSignature,
+  ruleOf,
+  signatureHeaders,
+  type SignatureRule,
+} from '../../api/signatures.js';
+import type { SignatureSpec } from '../../api/v1alpha1/types.js';
 import { compileMapping, firstDifference, MappingError, type MappingSpec } from '../../api/mapping/engine.js';
+import { curlCommand } from './curl.js';
 import { KubeError, type Plural, type UserClient } from './kube.js';
 
+/** The Secret key of a generated signing secret, and of a referenced one unless secretRef.key says (operator/signing.ts). */
+const SIGNING_SECRET_KEY = 'signingSecret';
+
 export interface Credentials {
+  /** How senders authenticate: an API key always by its key (`basic`). */
+  mode: AuthenticationMode;
   username: string;
-  /** The password (integrations) or the key (API keys). */
+  /** The password (integrations) or the key (API keys); empty in mode signature. */
   secret: string;
+  /** The whole `Basic ...` header value; empty in mode signature. */
   authorization: string;
+  /** The Secret holding the password or key (mode signature: the signing secret's). */
   secretName: string;
+  /** Modes signature and basic+signature: the scheme and the current signing secret. */
+  signature?: { scheme: SignatureScheme; signingSecret: string; secretName: string; key: string };
 }
 
 const decode = (data: Record<string, string> | undefined, key: string): string =>
   data?.[key] ? Buffer.from(data[key], 'base64').toString('utf8') : '';
 
-/** The credentials Secret's name: status.credentialsSecret, or the user's own spec.credentials.secretRef. */
-function secretNameOf(obj: Record<string, unknown>): string | undefined {
-  const status = obj.status as { credentialsSecret?: string } | undefined;
-  const spec = obj.spec as { credentials?: { secretRef?: { name?: string } } } | undefined;
-  return status?.credentialsSecret ?? spec?.credentials?.secretRef?.name;
+interface IntegrationSpec {
+  credentials?: { username?: string; secretRef?: { name?: string } };
+  authentication?: { mode?: AuthenticationMode; signature?: SignatureSpec };
 }
 
+export const modeOf = (obj: Record<string, unknown>): AuthenticationMode =>
+  (obj.spec as IntegrationSpec | undefined)?.authentication?.mode ?? 'basic';
+
+/** The scheme's rule from spec.authentication.signature (api/signatures.ts; the secrets play no part). */
+export function signatureRuleOf(obj: Record<string, unknown>): SignatureRule {
+  const spec = (obj.spec as IntegrationSpec | undefined)?.authentication?.signature;
+  if (!spec) throw new KubeError(409, `spec.authentication.signature is required with mode ${modeOf(obj)}`);
+  const { secretRef: _ref, tolerance: _tolerance, rotationGracePeriod: _grace, ...settings } = spec;
+  return ruleOf(settings);
+}
+
+/** Reads a Secret as the user; a refusal says which Secret and why the console needs it. */
+async function readSecret(user: UserClient, namespace: string, name: string) {
+  try {
+    return await user.secret(namespace, name);
+  } catch (err) {
+    const e = KubeError.from(err);
+    if (e.status === 403)
+      throw new KubeError(
+        403,
+        `your Kubernetes identity may not get the Secret ${namespace}/${name}, so the console cannot show or use the credentials (the API server said: ${e.message})`,
+        'Forbidden',
+      );
+    throw e;
+  }
+}
+
+/**
+ * The credentials a sender uses, read with the user's identity: the password from
+ * spec.credentials.secretRef or the credentials Secret (status.credentialsSecret), the signing
+ * secret from spec.authentication.signature.secretRef or the credentials Secret (key signingSecret).
+ */
 export async function readCredentials(
   user: UserClient,
   namespace: string,
@@ -31,23 +83,39 @@ export async function readCredentials(
   name: string,
 ): Promise<Credentials> {
   const obj = await user.get(namespace, plural, name);
-  const secretName = secretNameOf(obj);
-  if (!secretName) throw new KubeError(409, 'the operator has not written the credentials Secret yet');
-  let secret;
-  try {
-    secret = await user.secret(namespace, secretName);
-  } catch (err) {
-    const e = KubeError.from(err);
-    if (e.status === 403)
+  const spec = obj.spec as IntegrationSpec | undefined;
+  const status = obj.status as { credentialsSecret?: string; integrationName?: string; username?: string } | undefined;
+  const mode = plural === 'apikeys' ? 'basic' : modeOf(obj);
+  const generated = status?.credentialsSecret;
+  const notYet = () => new KubeError(409, 'the operator has not written the credentials Secret yet');
+  const read = new Map<string, Awaited<ReturnType<typeof readSecret>>>();
+  const secretNamed = async (secretName: string) => {
+    if (!read.has(secretName)) read.set(secretName, await readSecret(user, namespace, secretName));
+    return read.get(secretName) as Awaited<ReturnType<typeof readSecret>>;
+  };
+
+  let signature: Credentials['signature'];
+  if (includesSignature(mode)) {
+    const sig = spec?.authentication?.signature;
+    if (!sig) throw new KubeError(409, `spec.authentication.signature is required with mode ${mode}`);
+    const secretName = sig.secretRef?.name ?? generated;
+    if (!secretName) throw notYet();
+    const key = sig.secretRef?.key ?? SIGNING_SECRET_KEY;
+    const signingSecret = decode((await secretNamed(secretName)).data, key);
+    if (!signingSecret)
       throw new KubeError(
-        403,
-        `your Kubernetes identity may not get the Secret ${namespace}/${secretName}, so the console cannot show or use the credentials (the API server said: ${e.message})`,
-        'Forbidden',
+        409,
+        `the Secret ${namespace}/${secretName} has no ${key} (yet): no signing secret to sign with`,
       );
-    throw e;
+    signature = { scheme: sig.scheme, signingSecret, secretName, key };
   }
-  const spec = obj.spec as { credentials?: { username?: string } } | undefined;
-  const status = obj.status as { integrationName?: string; username?: string } | undefined;
+  if (!includesBasic(mode)) {
+    const username = status?.integrationName ?? name;
+    return { mode, username, secret: '', authorization: '', secretName: signature?.secretName ?? '', signature };
+  }
+  const secretName = (plural === 'webhookintegrations' ? spec?.credentials?.secretRef?.name : undefined) ?? generated;
+  if (!secretName) throw notYet();
+  const secret = await secretNamed(secretName);
   const username =
     decode(secret.data, 'username') ||
     spec?.credentials?.username ||
@@ -57,7 +125,7 @@ export async function readCredentials(
   const value = plural === 'apikeys' ? decode(secret.data, 'apiKey') : decode(secret.data, 'password');
   const authorization =
     decode(secret.data, 'authorization') || `Basic ${Buffer.from(`${username}:${value}`).toString('base64')}`;
-  return { username, secret: value, authorization, secretName };
+  return { mode, username, secret: value, authorization, secretName, ...(signature ? { signature } : {}) };
 }
 
 export interface SendResult {
@@ -70,10 +138,25 @@ export interface SendResult {
 
 const MAX_ANSWER_CHARS = 64 * 1024;
 
+/** The integration's URL, with the scheme and host of `ingestUrl` when the console reaches the ingesters another way. */
+function targetOf(obj: Record<string, unknown>, ingestUrl?: string): URL {
+  const statusUrl = (obj.status as { url?: string } | undefined)?.url;
+  if (!statusUrl)
+    throw new KubeError(409, 'the integration has no URL yet (status.url): the operator has not published it');
+  const target = new URL(statusUrl);
+  if (ingestUrl) {
+    const base = new URL(ingestUrl);
+    target.protocol = base.protocol;
+    target.host = base.host;
+  }
+  return target;
+}
+
 /**
- * POSTs `payload` to the integration's URL as the sender would, with its credentials. `ingestUrl`
- * replaces the scheme and host of status.url when the console reaches the ingesters by another
- * address than senders do (in the cluster: the ingester Service).
+ * POSTs `payload` to the integration's URL as the sender would: with its Basic credentials, signed
+ * with its current signing secret per its scheme (a fresh message id and the time now), or both, as
+ * spec.authentication says. `ingestUrl` replaces the scheme and host of status.url when the console
+ * reaches the ingesters by another address than senders do (in the cluster: the ingester Service).
  */
 export async function sendTestEvent(
   user: UserClient,
@@ -84,27 +167,25 @@ export async function sendTestEvent(
   ingestUrl?: string,
 ): Promise<SendResult> {
   const obj = await user.get(namespace, 'webhookintegrations', name);
-  const statusUrl = (obj.status as { url?: string } | undefined)?.url;
-  if (!statusUrl)
-    throw new KubeError(409, 'the integration has no URL yet (status.url): the operator has not published it');
+  const target = targetOf(obj, ingestUrl);
   const credentials = await readCredentials(user, namespace, 'webhookintegrations', name);
-  const target = new URL(statusUrl);
-  if (ingestUrl) {
-    const base = new URL(ingestUrl);
-    target.protocol = base.protocol;
-    target.host = base.host;
-  }
   if (dryRun) target.searchParams.set('dryRun', 'true');
+  const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'intake-console' };
+  if (includesBasic(credentials.mode)) headers.authorization = credentials.authorization;
+  if (credentials.signature)
+    Object.assign(
+      headers,
+      signatureHeaders(signatureRuleOf(obj), credentials.signature.signingSecret, payload, {
+        id: `console_${randomUUID()}`,
+        timestamp: Math.floor(Date.now() / 1000),
+      }),
+    );
   const started = performance.now();
   let res: Response;
   try {
     res = await fetch(target, {
       method: 'POST',
-      headers: {
-        authorization: credentials.authorization,
-        'content-type': 'application/json',
-        'user-agent': 'intake-console',
-      },
+      headers,
       body: payload,
       signal: AbortSignal.timeout(15_000),
       redirect: 'manual',
@@ -119,6 +200,65 @@ export async function sendTestEvent(
     contentType: res.headers.get('content-type') ?? '',
     body,
     durationMs: Math.round(performance.now() - started),
+  };
+}
+
+export interface CurlResult {
+  command: string;
+  /** What the command needs that the console could not fill in (a secret the user may not read). */
+  note?: string;
+}
+
+/**
+ * The test event as a curl command that works: with the Basic credentials, and for a signed
+ * integration the signature computed by openssl at run time (as docs/signatures.md's examples do).
+ * A secret the user may not read is left to the shell: $PASSWORD, $SIGNING_SECRET.
+ */
+export async function testEventCurl(
+  user: UserClient,
+  namespace: string,
+  name: string,
+  payload: string,
+): Promise<CurlResult> {
+  const obj = await user.get(namespace, 'webhookintegrations', name);
+  const url = (obj.status as { url?: string } | undefined)?.url ?? '';
+  const mode = modeOf(obj);
+  let credentials: Credentials | undefined;
+  let refused: string | undefined;
+  try {
+    credentials = await readCredentials(user, namespace, 'webhookintegrations', name);
+  } catch (err) {
+    const e = KubeError.from(err);
+    if (e.status !== 403) throw e;
+    refused = e.message;
+  }
+  const status = obj.status as { integrationName?: string } | undefined;
+  const needs: string[] = [];
+  if (!credentials && includesBasic(mode)) needs.push('PASSWORD');
+  if (!credentials && includesSignature(mode)) needs.push('SIGNING_SECRET');
+  const command = curlCommand({
+    url,
+    payload,
+    ...(includesBasic(mode)
+      ? {
+          basic: {
+            username: credentials?.username ?? status?.integrationName ?? name,
+            ...(credentials ? { password: credentials.secret } : {}),
+          },
+        }
+      : {}),
+    ...(includesSignature(mode)
+      ? {
+          signature: {
+            rule: signatureRuleOf(obj),
+            ...(credentials?.signature ? { secret: credentials.signature.signingSecret } : {}),
+          },
+        }
+      : {}),
+  });
+  return {
+    command,
+    ...(refused ? { note: `Set ${needs.map((n) => `$${n}`).join(' and ')} before running it: ${refused}.` } : {}),
   };
 }
 

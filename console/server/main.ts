@@ -3,7 +3,8 @@
  * and a small JSON API over the user's own Kubernetes identity (kube.ts); security.ts says who may
  * drive it. Two modes:
  * - kubeconfig (`intake console` on a laptop): the caller's kubeconfig, loopback only, a one-time
- *   token in the printed URL exchanged for a session cookie, the Host header checked;
+ *   token in the printed URL exchanged for a session (a cookie and a secret the page sends in a
+ *   header, security.ts), the Host header checked;
  * - token (`--auth token`, the chart's in-cluster Deployment): each user signs in with a
  *   Kubernetes bearer token (pasted, or `Authorization: Bearer` from an authenticating proxy).
  */
@@ -14,8 +15,9 @@ import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { MappingSpec } from '../../api/mapping/engine.js';
 import type { Logger } from 'pino';
-import { readCredentials, runTests, sendTestEvent } from './actions.js';
-import { Identities, isPlural, KubeError, type Plural, type UserClient } from './kube.js';
+import { readCredentials, runTests, sendTestEvent, testEventCurl } from './actions.js';
+import { gitOpsOwner, type ObjectMeta } from '../shared/gitops.js';
+import { Identities, isPlural, KINDS, KubeError, type Plural, type UserClient } from './kube.js';
 import { streamNamespace } from './live.js';
 import {
   allowedLocalHosts,
@@ -23,7 +25,8 @@ import {
   cookieValue,
   isSameOriginWrite,
   OneTimeToken,
-  SESSION_COOKIE,
+  SESSION_HEADER,
+  sessionCookieName,
   Sessions,
   type Session,
 } from './security.js';
@@ -80,21 +83,36 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
   const app = Fastify({ logger: false, bodyLimit: 2 * 1024 * 1024, forceCloseConnections: true });
   let allowedHosts: Set<string> | undefined;
 
-  const cookie = (value: string, maxAge?: number) =>
-    `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Strict${options.secureCookie ? '; Secure' : ''}${maxAge === undefined ? '' : `; Max-Age=${maxAge}`}`;
+  const cookie = (host: string, value: string, maxAge?: number) =>
+    `${sessionCookieName(host)}=${value}; Path=/; HttpOnly; SameSite=Strict${options.secureCookie ? '; Secure' : ''}${maxAge === undefined ? '' : `; Max-Age=${maxAge}`}`;
+  const cookieOf = (req: FastifyRequest): string | undefined =>
+    cookieValue(req.headers.cookie, sessionCookieName(String(req.headers.host ?? '')));
+  const secretOf = (req: FastifyRequest): string | undefined => {
+    const value = req.headers[SESSION_HEADER];
+    return typeof value === 'string' ? value : undefined;
+  };
 
-  /** The session behind this request, or undefined; a proxy's bearer token counts as one. */
+  /**
+   * The session behind this request, or undefined: its cookie and, in X-Intake-Session, its secret
+   * (never the cookie alone); in token mode a proxy's bearer token counts as one.
+   */
   const sessionOf = (req: FastifyRequest): Session | undefined => {
     if (options.mode === 'token') {
       const bearer = /^Bearer\s+(\S+)$/i.exec(String(req.headers.authorization ?? ''))?.[1];
       if (bearer) return { kubeToken: bearer, user: '' };
     }
-    return sessions.get(cookieValue(req.headers.cookie, SESSION_COOKIE));
+    return sessions.get(cookieOf(req), secretOf(req));
   };
   const userOf = (req: FastifyRequest): UserClient => {
     const session = sessionOf(req);
     if (!session) throw new HttpError(401, 'not_signed_in', 'sign in first');
     return session.kubeToken ? identities.forToken(session.kubeToken) : identities.kubeconfigUser();
+  };
+  /** A new session: its cookie set on the reply, its secret returned for the page to keep. */
+  const startSession = (req: FastifyRequest, reply: FastifyReply, session: Session): string => {
+    const keys = sessions.create(session);
+    reply.header('set-cookie', cookie(String(req.headers.host ?? ''), keys.id));
+    return keys.secret;
   };
 
   app.addHook('onRequest', async (req, reply) => {
@@ -115,28 +133,35 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
         message: 'writes must come from the console page itself (JSON body, same origin)',
       });
     const path = req.url.split('?')[0] ?? '/';
+    // The app's code is no secret; the sign-in (one-time token or Kubernetes token) checks itself.
+    if (STATIC[path] !== undefined || path === '/api/login') return;
     if (options.mode === 'kubeconfig') {
-      const token = (req.query as { token?: string }).token;
-      if (path === '/' && token !== undefined) {
-        if (!oneTime.redeem(token))
+      if (path === '/') {
+        // The page with the printed URL's token (the page spends it by POST /api/login), or for a
+        // browser that has a session cookie (a reload): it is only the app, which asks for the rest.
+        const token = (req.query as { token?: string }).token;
+        if (token !== undefined && !oneTime.isFresh(token))
           return reply
             .code(401)
             .type('text/plain; charset=utf-8')
             .send('This console link was already used or is wrong. Run `intake console` again for a new one.\n');
-        const id = sessions.create({ user: 'kubeconfig' });
-        return reply.header('set-cookie', cookie(id)).redirect('/', 303);
+        if (token === undefined && !sessions.has(cookieOf(req)))
+          return reply
+            .code(401)
+            .type('text/plain; charset=utf-8')
+            .send('Open the URL `intake console` printed (it carries a one-time token).\n');
+        return;
       }
       if (!sessionOf(req))
-        return path.startsWith('/api/')
-          ? reply.code(401).send({ error: 'no_token', message: 'open the URL `intake console` printed' })
-          : reply
-              .code(401)
-              .type('text/plain; charset=utf-8')
-              .send('Open the URL `intake console` printed (it carries a one-time token).\n');
+        return reply.code(401).send({
+          error: 'no_token',
+          message:
+            'this tab has no console session: open the URL `intake console` printed (it works once; run it again for a new one)',
+        });
       return;
     }
-    // Token mode: the page and the sign-in are open; everything else needs a signed-in user.
-    const open = path === '/' || STATIC[path] !== undefined || path === '/api/session' || path === '/api/login';
+    // Token mode: the page and the session check are open; everything else needs a signed-in user.
+    const open = path === '/' || path === '/api/session';
     if (!open && !sessionOf(req)) return reply.code(401).send({ error: 'not_signed_in', message: 'sign in first' });
   });
 
@@ -169,9 +194,22 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     };
   });
 
+  /**
+   * Starts a session. Kubeconfig mode: with the printed URL's one-time token (spent here). Token
+   * mode: with a Kubernetes bearer token the API server accepts. The answer's `session` is the
+   * secret the page sends in X-Intake-Session; the cookie set with it is the other half.
+   */
   app.post('/api/login', async (req, reply) => {
-    if (options.mode !== 'token') throw new HttpError(404, 'not_found', 'sign-in is for token mode');
     const token = String((req.body as { token?: unknown } | undefined)?.token ?? '').trim();
+    if (options.mode === 'kubeconfig') {
+      if (!oneTime.redeem(token))
+        throw new HttpError(
+          401,
+          'token_spent',
+          'this console link was already used or is wrong: run `intake console` again for a new one',
+        );
+      return reply.send({ user: 'kubeconfig', session: startSession(req, reply, { user: 'kubeconfig' }) });
+    }
     if (!token) throw new HttpError(400, 'token_required', 'token: paste a Kubernetes bearer token');
     let user: string;
     try {
@@ -180,13 +218,12 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
       const e = KubeError.from(err);
       throw new HttpError(401, 'token_refused', `the Kubernetes API server did not accept this token: ${e.message}`);
     }
-    const id = sessions.create({ kubeToken: token, user });
-    return reply.header('set-cookie', cookie(id)).send({ user });
+    return reply.send({ user, session: startSession(req, reply, { kubeToken: token, user }) });
   });
 
   app.post('/api/logout', async (req, reply) => {
-    sessions.delete(cookieValue(req.headers.cookie, SESSION_COOKIE));
-    return reply.header('set-cookie', cookie('', 0)).send({});
+    if (sessionOf(req)) sessions.delete(cookieOf(req));
+    return reply.header('set-cookie', cookie(String(req.headers.host ?? ''), '', 0)).send({});
   });
 
   type Params = { ns: string; plural: string; name: string };
@@ -220,17 +257,39 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     const { ns, plural } = target(req);
     return reply.code(201).send(await userOf(req).create(ns, plural, objectBody(req)));
   });
+  /**
+   * An object Argo CD or Flux manages is not changed here, whatever the page showed: the next sync
+   * would undo it (docs/console.md). Read as the user, just before the write.
+   */
+  const refuseGitOpsManaged = async (user: UserClient, ns: string, plural: Plural, name: string): Promise<void> => {
+    const current = await user.get(ns, plural, name);
+    const owner = gitOpsOwner(current.metadata as ObjectMeta | undefined);
+    if (owner)
+      throw new HttpError(
+        409,
+        'gitops_managed',
+        `${KINDS[plural]} ${ns}/${name} is managed by ${owner.tool} (${owner.owner}): change it in Git. The console does not edit, rotate, suspend or delete it, since the next sync would undo that.`,
+      );
+  };
   app.put('/api/namespaces/:ns/:plural/:name', async (req) => {
     const { ns, plural, name } = target(req);
-    return userOf(req).replace(ns, plural, name, objectBody(req));
+    const user = userOf(req);
+    const body = objectBody(req);
+    await refuseGitOpsManaged(user, ns, plural, name);
+    return user.replace(ns, plural, name, body);
   });
   app.patch('/api/namespaces/:ns/:plural/:name', async (req) => {
     const { ns, plural, name } = target(req);
-    return userOf(req).patch(ns, plural, name, objectBody(req));
+    const user = userOf(req);
+    const body = objectBody(req);
+    await refuseGitOpsManaged(user, ns, plural, name);
+    return user.patch(ns, plural, name, body);
   });
   app.delete('/api/namespaces/:ns/:plural/:name', async (req) => {
     const { ns, plural, name } = target(req);
-    await userOf(req).delete(ns, plural, name);
+    const user = userOf(req);
+    await refuseGitOpsManaged(user, ns, plural, name);
+    await user.delete(ns, plural, name);
     return {};
   });
   app.get('/api/namespaces/:ns/:plural/:name/credentials', async (req) => {
@@ -243,6 +302,13 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     if (typeof body.payload !== 'string')
       throw new HttpError(400, 'invalid_body', 'payload: a string (the JSON to send)');
     return sendTestEvent(userOf(req), ns, name, body.payload, body.dryRun === true, options.ingestUrl);
+  });
+  app.post('/api/namespaces/:ns/webhookintegrations/:name/curl', async (req) => {
+    const { ns, name } = req.params as Params;
+    const body = objectBody(req);
+    if (typeof body.payload !== 'string')
+      throw new HttpError(400, 'invalid_body', 'payload: a string (the JSON to send)');
+    return testEventCurl(userOf(req), ns, name, body.payload);
   });
   app.post('/api/namespaces/:ns/webhookintegrations/:name/mapping-tests', async (req) => {
     const { ns, name } = req.params as Params;

@@ -1,14 +1,28 @@
 /**
- * Who may drive the console. Locally: only the browser that opened the URL `intake console`
- * printed (its one-time token is exchanged for a session cookie), only under the Host names
- * 127.0.0.1:<port> / localhost:<port> / [::1]:<port> (DNS rebinding), and writes only from the
- * console's own pages (CSRF). In token mode: a session made from a Kubernetes token the user
- * pasted, or the bearer token an authenticating proxy puts in every request.
+ * Who may drive the console. Locally: only the browser tab that opened the URL `intake console`
+ * printed, only under the Host names 127.0.0.1:<port> / localhost:<port> / [::1]:<port> (DNS
+ * rebinding), and writes only from the console's own pages (CSRF). In token mode: a session made
+ * from a Kubernetes token the user pasted, or the bearer token an authenticating proxy puts in
+ * every request.
+ *
+ * A session is two values, and a request needs both: a cookie, and a secret the page keeps in its
+ * sessionStorage and sends in the `X-Intake-Session` header. Browsers do not isolate cookies by
+ * port, so every other server on 127.0.0.1 (or localhost) the user visits receives the cookie;
+ * storage is per origin, port included, so only the console's own pages can read the secret. The
+ * cookie alone is worth nothing (it lets the page itself load); its name carries the port, so two
+ * consoles on one machine do not overwrite each other's.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 
-export const SESSION_COOKIE = 'intake_console';
+/** The request header carrying a session's secret (an origin-bound value: never a cookie). */
+export const SESSION_HEADER = 'x-intake-session';
+
+/** The session cookie's name for this Host: intake_console_<port>, or intake_console without a port. */
+export function sessionCookieName(host: string): string {
+  const port = /:(\d{1,5})$/.exec(host)?.[1];
+  return port ? `intake_console_${port}` : 'intake_console';
+}
 
 export const randomToken = (): string => randomBytes(32).toString('base64url');
 
@@ -45,22 +59,41 @@ export interface Session {
   user: string;
 }
 
-/** Sessions by their cookie value, bounded, each expiring after `ttlMs` of no use. */
+/** A new session's two halves: the cookie's value and the secret the page sends in X-Intake-Session. */
+export interface SessionKeys {
+  id: string;
+  secret: string;
+}
+
+/**
+ * Sessions by their cookie value, bounded, each expiring after `ttlMs` of no use. A session is
+ * found only with its secret too: a cookie another server learned gets nothing.
+ */
 export class Sessions {
-  private readonly sessions: LRUCache<string, Session>;
+  private readonly sessions: LRUCache<string, Session & { secret: string }>;
 
   constructor(ttlMs: number, max = 10_000) {
     this.sessions = new LRUCache({ max, ttl: ttlMs, updateAgeOnGet: true });
   }
 
-  create(session: Session): string {
-    const id = randomToken();
-    this.sessions.set(id, session);
-    return id;
+  create(session: Session): SessionKeys {
+    const keys = { id: randomToken(), secret: randomToken() };
+    this.sessions.set(keys.id, { ...session, secret: keys.secret });
+    return keys;
   }
 
-  get(id: string | undefined): Session | undefined {
-    return id ? this.sessions.get(id) : undefined;
+  /** The session of this cookie value, if `secret` is its secret; otherwise undefined. */
+  get(id: string | undefined, secret: string | undefined): Session | undefined {
+    if (!id || !secret) return undefined;
+    const found = this.sessions.peek(id);
+    if (!found || !sameToken(secret, found.secret)) return undefined;
+    const { secret: _secret, ...session } = this.sessions.get(id) as Session & { secret: string };
+    return session;
+  }
+
+  /** Whether this cookie value names a live session: enough to load the page, nothing more. */
+  has(id: string | undefined): boolean {
+    return !!id && this.sessions.has(id);
   }
 
   delete(id: string | undefined): void {
@@ -68,14 +101,19 @@ export class Sessions {
   }
 }
 
-/** The URL's one-time token: accepted once, then never again (the session cookie replaces it). */
+/** The URL's one-time token: accepted once, then never again (the session replaces it). */
 export class OneTimeToken {
   private used = false;
 
   constructor(readonly value: string = randomToken()) {}
 
+  /** Whether `candidate` is the token and not spent yet; does not spend it. */
+  isFresh(candidate: string): boolean {
+    return !this.used && sameToken(candidate, this.value);
+  }
+
   redeem(candidate: string): boolean {
-    if (this.used || !sameToken(candidate, this.value)) return false;
+    if (!this.isFresh(candidate)) return false;
     this.used = true;
     return true;
   }

@@ -1,4 +1,14 @@
-/** The console server's JSON API, called with the session cookie; errors carry the server's message unchanged. */
+/**
+ * The console server's JSON API, called with the session cookie and the session secret in
+ * X-Intake-Session (session.ts); errors carry the server's message unchanged.
+ */
+import { sessionSecret } from './session.js';
+
+/** The headers that authorize a request of this tab: its session secret, if it has one. */
+export function sessionHeaders(): Record<string, string> {
+  const secret = sessionSecret();
+  return secret ? { 'x-intake-session': secret } : {};
+}
 
 export class ApiError extends Error {
   constructor(
@@ -11,10 +21,10 @@ export class ApiError extends Error {
 }
 
 export async function api<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
-  const init: RequestInit = { method, credentials: 'same-origin', headers: {} };
+  const init: RequestInit = { method, credentials: 'same-origin', headers: sessionHeaders() };
   // Every write is JSON (the server refuses other writes: a cross-site form cannot send JSON).
   if (method !== 'GET') {
-    init.headers = { 'content-type': 'application/json' };
+    init.headers = { ...sessionHeaders(), 'content-type': 'application/json' };
     init.body = JSON.stringify(body ?? {});
   }
   const res = await fetch(path, init);

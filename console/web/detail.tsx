@@ -4,17 +4,31 @@
  * "copy as curl", and for a mapped integration the mapping playground.
  */
 import { useEffect, useState } from 'preact/hooks';
-import { api, ApiError, LABEL_OF, resourcePath, type Plural, type Resource } from './api.js';
+import { api, LABEL_OF, resourcePath, type Plural, type Resource } from './api.js';
 import { GitOpsBadge, ReadyBadge, useTick } from './list.js';
-import { age, curlCommand, gitOpsOwner, href, isSuspended } from './model.js';
+import { age, gitOpsOwner, href, isSuspended } from './model.js';
 import { sampleFor } from './samples.js';
 
+type Mode = 'basic' | 'signature' | 'basic+signature';
+
+/** What the console server reveals (console/server/actions.ts). */
 interface Credentials {
+  mode: Mode;
   username: string;
   secret: string;
   authorization: string;
   secretName: string;
+  signature?: { scheme: string; signingSecret: string; secretName: string; key: string };
 }
+
+/** spec.authentication: how the integration's senders authenticate (docs/signatures.md). */
+const authenticationOf = (plural: Plural, r: Resource): { mode: Mode; scheme?: string } => {
+  if (plural === 'apikeys') return { mode: 'basic' };
+  const auth = r.spec?.authentication as { mode?: Mode; signature?: { scheme?: string } } | undefined;
+  return { mode: auth?.mode ?? 'basic', ...(auth?.signature?.scheme ? { scheme: auth.signature.scheme } : {}) };
+};
+
+const MASK = '••••••••••••';
 
 function CopyButton({ text, label }: { text: string; label: string }) {
   const [done, setDone] = useState(false);
@@ -38,6 +52,9 @@ function Connection({ ns, plural, r }: { ns: string; plural: Plural; r: Resource
   const [creds, setCreds] = useState<Credentials | undefined>();
   const [shown, setShown] = useState(false);
   const [error, setError] = useState('');
+  const { mode, scheme } = authenticationOf(plural, r);
+  const basic = mode !== 'signature';
+  const signed = mode !== 'basic';
   const username =
     r.status?.username ??
     (r.spec?.credentials as { username?: string } | undefined)?.username ??
@@ -53,6 +70,31 @@ function Connection({ ns, plural, r }: { ns: string; plural: Plural; r: Resource
     }
   };
   const secretLabel = plural === 'apikeys' ? 'API key' : 'Password';
+  /** A secret masked until revealed; Reveal and Hide act on every secret of the page. */
+  const secretRow = (label: string, cls: string, value: string | undefined) => (
+    <>
+      <dt>{label}</dt>
+      <dd>
+        <code class={cls}>{shown && value !== undefined ? value : MASK}</code>{' '}
+        {shown && value !== undefined ? (
+          <>
+            <CopyButton text={value} label={`Copy ${label.toLowerCase()}`} />{' '}
+            <button type="button" class="small" onClick={() => setShown(false)}>
+              Hide
+            </button>
+          </>
+        ) : (
+          <button type="button" class="small" onClick={reveal}>
+            Reveal
+          </button>
+        )}
+      </dd>
+    </>
+  );
+  const from = [
+    ...(basic && creds ? [creds.secretName] : []),
+    ...(creds?.signature ? [`${creds.signature.secretName} (key ${creds.signature.key})`] : []),
+  ].filter((v, i, all) => all.indexOf(v) === i);
   return (
     <section aria-labelledby="h-connection">
       <h2 id="h-connection">Connection</h2>
@@ -67,34 +109,39 @@ function Connection({ ns, plural, r }: { ns: string; plural: Plural; r: Resource
             <span class="muted">not published yet</span>
           )}
         </dd>
-        <dt>Username</dt>
-        <dd>
-          <code class="username-value">{creds?.username ?? username}</code>{' '}
-          <CopyButton text={creds?.username ?? username} label="Copy username" />
-        </dd>
-        <dt>{secretLabel}</dt>
-        <dd>
-          <code class="secret-value">{shown && creds ? creds.secret : '••••••••••••'}</code>{' '}
-          {shown && creds ? (
-            <>
-              <CopyButton text={creds.secret} label={`Copy ${secretLabel.toLowerCase()}`} />{' '}
-              <button type="button" class="small" onClick={() => setShown(false)}>
-                Hide
-              </button>
-            </>
-          ) : (
-            <button type="button" class="small" onClick={reveal}>
-              Reveal
-            </button>
-          )}
-          {creds && <p class="hint">From the Secret {creds.secretName}.</p>}
-          {error && (
-            <p class="error" role="alert">
-              {error}
-            </p>
-          )}
-        </dd>
+        {signed && (
+          <>
+            <dt>Signature</dt>
+            <dd class="signature-scheme">
+              {scheme ?? 'not configured'}{' '}
+              <span class="muted">
+                (
+                {mode === 'signature'
+                  ? 'the sender signs; no password'
+                  : 'the sender signs and sends Basic credentials'}
+                )
+              </span>
+            </dd>
+          </>
+        )}
+        {basic && (
+          <>
+            <dt>Username</dt>
+            <dd>
+              <code class="username-value">{creds?.username ?? username}</code>{' '}
+              <CopyButton text={creds?.username ?? username} label="Copy username" />
+            </dd>
+          </>
+        )}
+        {basic && secretRow(secretLabel, 'secret-value', creds?.secret)}
+        {signed && secretRow('Signing secret', 'signing-secret-value', creds?.signature?.signingSecret)}
       </dl>
+      {from.length > 0 && <p class="hint">From the Secret {from.join(' and ')}.</p>}
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
     </section>
   );
 }
@@ -230,6 +277,8 @@ function TestEvent({ ns, r }: { ns: string; r: Resource }) {
   const [error, setError] = useState('');
   const [busy, setBusy] = useState(false);
   const [curl, setCurl] = useState('');
+  const [curlNote, setCurlNote] = useState('');
+  const { mode } = authenticationOf('webhookintegrations', r);
   const send = async () => {
     setError('');
     setResult(undefined);
@@ -245,22 +294,28 @@ function TestEvent({ ns, r }: { ns: string; r: Resource }) {
     }
   };
   const showCurl = async () => {
-    const url = r.status?.url ?? '';
-    let creds: Credentials | undefined;
-    try {
-      creds = await api<Credentials>('GET', `${resourcePath(ns, 'webhookintegrations', r.metadata.name)}/credentials`);
-    } catch (err) {
-      if (!(err instanceof ApiError) || err.status !== 403) throw err;
-    }
-    const username = creds?.username ?? r.status?.integrationName ?? r.metadata.name;
-    setCurl(curlCommand(url, username, creds?.secret, JSON.stringify(JSON.parse(payload))));
+    setError('');
+    setCurlNote('');
+    const res = await api<{ command: string; note?: string }>(
+      'POST',
+      `${resourcePath(ns, 'webhookintegrations', r.metadata.name)}/curl`,
+      { payload: JSON.stringify(JSON.parse(payload)) },
+    );
+    setCurl(res.command);
+    setCurlNote(res.note ?? '');
   };
   return (
     <section aria-labelledby="h-test">
       <h2 id="h-test">Send a test event</h2>
       <p class="hint">
         {preset ? `The ${preset} preset's sample notification` : 'An event in intake’s own format'}; edit it as you
-        like. The console sends it to the integration’s URL with its credentials, as the sender would.
+        like. The console sends it to the integration’s URL{' '}
+        {mode === 'basic'
+          ? 'with its credentials'
+          : mode === 'signature'
+            ? 'signed with its signing secret'
+            : 'with its credentials, signed with its signing secret'}
+        , as the sender would.
       </p>
       <label for="test-payload">Payload (JSON)</label>
       <textarea
@@ -298,7 +353,8 @@ function TestEvent({ ns, r }: { ns: string; r: Resource }) {
       {curl && (
         <div class="curl">
           <label for="curl-command">curl</label>
-          <textarea id="curl-command" class="code" rows={4} readOnly value={curl} />
+          <textarea id="curl-command" class="code" rows={curl.split('\n').length + 1} readOnly value={curl} />
+          {curlNote && <p class="hint curl-note">{curlNote}</p>}
           <CopyButton text={curl} label="Copy the curl command" />
         </div>
       )}
@@ -414,12 +470,26 @@ function Actions({ ns, plural, r }: { ns: string; plural: Plural; r: Resource })
   const [notice, setNotice] = useState('');
   const owner = gitOpsOwner(r);
   const path = resourcePath(ns, plural, r.metadata.name);
+  // What a rotation renews: the generated password (or key) and, for a signed integration, the
+  // generated signing secret; a secret from the user's own Secret (secretRef) is rotated there.
+  const { mode } = authenticationOf(plural, r);
+  const signature = (r.spec?.authentication as { signature?: { secretRef?: unknown; rotationGracePeriod?: string } })
+    ?.signature;
+  const passwordWord = plural === 'apikeys' ? 'key' : 'password';
+  const rotatable = [
+    ...(mode !== 'signature' && !(r.spec?.credentials as { secretRef?: unknown } | undefined)?.secretRef
+      ? [passwordWord]
+      : []),
+    ...(mode !== 'basic' && !signature?.secretRef ? ['signing secret'] : []),
+  ];
+  const userSecret = rotatable.length === 0;
   const grace =
-    plural === 'apikeys'
-      ? (r.spec?.rotationGracePeriod as string | undefined)
-      : (r.spec?.credentials as { rotationGracePeriod?: string } | undefined)?.rotationGracePeriod;
-  const userSecret =
-    plural === 'webhookintegrations' && !!(r.spec?.credentials as { secretRef?: unknown } | undefined)?.secretRef;
+    mode === 'signature'
+      ? signature?.rotationGracePeriod
+      : plural === 'apikeys'
+        ? (r.spec?.rotationGracePeriod as string | undefined)
+        : (r.spec?.credentials as { rotationGracePeriod?: string } | undefined)?.rotationGracePeriod;
+  const graceWord = mode === 'signature' ? 'signing secret' : passwordWord;
   const run = async (what: () => Promise<unknown>, done: string) => {
     setError('');
     setNotice('');
@@ -456,7 +526,9 @@ function Actions({ ns, plural, r }: { ns: string; plural: Plural; r: Resource })
           type="button"
           disabled={disabled || userSecret}
           title={
-            userSecret ? 'the password comes from your own Secret (spec.credentials.secretRef): rotate it there' : ''
+            userSecret
+              ? 'the secrets come from your own Secret (spec.credentials.secretRef, spec.authentication.signature.secretRef): rotate them there'
+              : ''
           }
           onClick={() =>
             run(
@@ -466,7 +538,7 @@ function Actions({ ns, plural, r }: { ns: string; plural: Plural; r: Resource })
             )
           }
         >
-          Rotate {plural === 'apikeys' ? 'key' : 'password'}
+          Rotate {rotatable.length > 0 ? rotatable.join(' and ') : passwordWord}
         </button>
         <button
           type="button"
@@ -506,8 +578,8 @@ function Actions({ ns, plural, r }: { ns: string; plural: Plural; r: Resource })
       </div>
       <p class="hint rotation">
         Rotation grace period:{' '}
-        {grace
-          ? `${grace} (the previous ${plural === 'apikeys' ? 'key' : 'password'} keeps working that long after a rotation)`
+        {grace && !/^0+[a-z]*$/.test(grace)
+          ? `${grace} (the previous ${graceWord} keeps working that long after a rotation)`
           : 'none (the previous one stops working at once; set one in Edit)'}
         .
       </p>

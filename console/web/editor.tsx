@@ -212,17 +212,24 @@ function ApiKeyForm({ obj, set, creating }: { obj: Obj; set: (p: string[], v: un
 
 export function Editor({ ns, plural, name, live }: { ns: string; plural: Plural; name?: string; live?: Resource }) {
   const creating = name === undefined;
-  const [obj, setObj] = useState<Obj | undefined>(creating ? blank(ns, plural) : live ? editable(live) : undefined);
+  // Editing starts from the object as the API server has it now, read here: not from the live
+  // list, which may not have arrived yet (or may be forbidden). Until it is read, nothing can be
+  // saved, and whether Argo CD or Flux manages it is decided from it (and from the live copy).
+  const [loaded, setLoaded] = useState<Resource | undefined>();
+  const [obj, setObj] = useState<Obj | undefined>(creating ? blank(ns, plural) : undefined);
   const [tab, setTab] = useState<'form' | 'yaml'>('form');
   const [yamlText, setYamlText] = useState('');
   const [error, setError] = useState('');
   const [busy, setBusy] = useState(false);
   useEffect(() => {
-    if (!creating && !obj)
-      api<Resource>('GET', resourcePath(ns, plural, name)).then(
-        (r) => setObj(editable(r)),
-        (e: Error) => setError(e.message),
-      );
+    if (creating) return;
+    api<Resource>('GET', resourcePath(ns, plural, name)).then(
+      (r) => {
+        setLoaded(r);
+        setObj(editable(r));
+      },
+      (e: Error) => setError(e.message),
+    );
   }, [ns, plural, name]);
   if (!obj)
     return (
@@ -236,7 +243,7 @@ export function Editor({ ns, plural, name, live }: { ns: string; plural: Plural;
         )}
       </main>
     );
-  const owner = live ? gitOpsOwner(live) : undefined;
+  const owner = (loaded && gitOpsOwner(loaded)) ?? (live && gitOpsOwner(live));
   const set = (path: string[], v: unknown) => setObj(setPath(obj, path, v));
   const current = (): Obj => (tab === 'yaml' ? (parse(yamlText) as Obj) : obj);
   const switchTo = (next: 'form' | 'yaml') => {
@@ -323,7 +330,7 @@ export function Editor({ ns, plural, name, live }: { ns: string; plural: Plural;
           </p>
         )}
         <div class="actions">
-          <button type="submit" disabled={busy || !!owner}>
+          <button type="submit" disabled={busy || !!owner || (!creating && !loaded)}>
             {creating ? 'Create' : 'Save'}
           </button>
           <a class="button secondary" href={creating ? href('ns', ns) : href('ns', ns, plural, name as string)}>

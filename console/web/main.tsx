@@ -13,6 +13,7 @@ import { Editor } from './editor.js';
 import { List } from './list.js';
 import { useLive } from './live.js';
 import { href } from './model.js';
+import { findSession, forget, remember } from './session.js';
 
 interface Session {
   mode: 'kubeconfig' | 'token';
@@ -57,7 +58,7 @@ function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
     e.preventDefault();
     setError('');
     try {
-      await api('POST', '/api/login', { token });
+      remember((await api<{ session: string }>('POST', '/api/login', { token })).session);
       onSignedIn();
     } catch (err) {
       setError((err as Error).message);
@@ -118,7 +119,24 @@ function App() {
   const [error, setError] = useState('');
   const route = useRoute();
   const load = () => api<Session>('GET', '/api/session').then(setSession, (err: ApiError) => setError(err.message));
-  useEffect(() => void load(), []);
+  useEffect(() => {
+    void (async () => {
+      // The URL `intake console` printed: its one-time token becomes this tab's session (spent
+      // here, and taken out of the address bar first). Otherwise the tab's own session, or that of
+      // another of the console's tabs.
+      const token = new URLSearchParams(location.search).get('token');
+      try {
+        if (token !== null) {
+          history.replaceState(null, '', `${location.pathname}${location.hash}`);
+          remember((await api<{ session: string }>('POST', '/api/login', { token })).session);
+        } else await findSession();
+      } catch (err) {
+        setError((err as Error).message);
+        return;
+      }
+      await load();
+    })();
+  }, []);
   const ns = route.page === 'home' ? undefined : route.ns;
   const live = useLive(session?.signedIn ? ns : undefined);
   useEffect(() => {
@@ -137,6 +155,7 @@ function App() {
   if (!session.signedIn) return <SignIn onSignedIn={load} />;
   const signOut = async () => {
     await api('POST', '/api/logout');
+    forget();
     location.hash = '';
     await load();
   };
@@ -160,12 +179,20 @@ function App() {
         )}
       </header>
       {route.page === 'list' && <List ns={route.ns} live={live} />}
-      {route.page === 'new' && <Editor ns={route.ns} plural={route.plural} />}
+      {/* Keyed by the object: another object's page starts afresh (its payloads, its revealed secrets). */}
+      {route.page === 'new' && <Editor key={`new/${route.ns}/${route.plural}`} ns={route.ns} plural={route.plural} />}
       {route.page === 'edit' && (
-        <Editor ns={route.ns} plural={route.plural} name={route.name} live={live.items[route.plural].get(route.name)} />
+        <Editor
+          key={`edit/${route.ns}/${route.plural}/${route.name}`}
+          ns={route.ns}
+          plural={route.plural}
+          name={route.name}
+          live={live.items[route.plural].get(route.name)}
+        />
       )}
       {route.page === 'detail' && (
         <Detail
+          key={`detail/${route.ns}/${route.plural}/${route.name}`}
           ns={route.ns}
           plural={route.plural}
           name={route.name}

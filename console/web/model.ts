@@ -1,41 +1,15 @@
 /** What the pages derive from a resource: readiness, GitOps ownership, ages. */
+import { gitOpsOwner as ownerOf, type GitOps } from '../shared/gitops.js';
 import type { Condition, Resource } from './api.js';
 
 export const readyCondition = (r: Resource): Condition | undefined =>
   r.status?.conditions?.find((c) => c.type === 'Ready');
 
-export interface GitOps {
-  tool: 'Argo CD' | 'Flux';
-  /** The application or Kustomization/HelmRelease that owns the object. */
-  owner: string;
-}
-
 /**
  * Managed by Argo CD or Flux (their labels and annotations): the console does not edit such an
  * object, since the next sync would undo the edit; the change belongs in Git.
  */
-export function gitOpsOwner(r: Resource): GitOps | undefined {
-  const labels = r.metadata.labels ?? {};
-  const annotations = r.metadata.annotations ?? {};
-  const argo = labels['argocd.argoproj.io/instance'] ?? annotations['argocd.argoproj.io/tracking-id'];
-  if (argo) return { tool: 'Argo CD', owner: argo.split(':')[0] ?? argo };
-  const flux =
-    labels['kustomize.toolkit.fluxcd.io/name'] ??
-    labels['helm.toolkit.fluxcd.io/name'] ??
-    annotations['kustomize.toolkit.fluxcd.io/name'] ??
-    annotations['helm.toolkit.fluxcd.io/name'];
-  if (flux) {
-    const ns =
-      labels['kustomize.toolkit.fluxcd.io/namespace'] ??
-      labels['helm.toolkit.fluxcd.io/namespace'] ??
-      r.metadata.namespace;
-    return { tool: 'Flux', owner: `${ns}/${flux}` };
-  }
-  const managedBy = (labels['app.kubernetes.io/managed-by'] ?? '').toLowerCase();
-  if (managedBy.includes('argocd') || managedBy.includes('argo-cd')) return { tool: 'Argo CD', owner: managedBy };
-  if (managedBy.includes('flux')) return { tool: 'Flux', owner: managedBy };
-  return undefined;
-}
+export const gitOpsOwner = (r: Resource): GitOps | undefined => ownerOf(r.metadata);
 
 /** "5 s ago", "3 min ago", "2 h ago", "4 d ago". */
 export function age(time: string | undefined, now = Date.now()): string {
@@ -53,14 +27,3 @@ export const isSuspended = (r: Resource): boolean => r.spec?.suspend === true;
 
 /** A page's address: #/ns/<namespace>/... with each part encoded. */
 export const href = (...parts: string[]): string => `#/${parts.map(encodeURIComponent).join('/')}`;
-
-/** A POSIX-shell single-quoted word. */
-const shellQuote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
-
-/** The test event as a shell command; without the secret (not revealable), it reads $PASSWORD. */
-export function curlCommand(url: string, username: string, secret: string | undefined, payload: string): string {
-  // 'user:'"$PASSWORD": the shell joins the quoted name and the expanded variable into one word.
-  const userArg =
-    secret === undefined ? `${shellQuote(`${username}:`)}"$PASSWORD"` : shellQuote(`${username}:${secret}`);
-  return `curl -sS -u ${userArg} -H 'Content-Type: application/json' \\\n  --data-binary ${shellQuote(payload)} \\\n  ${shellQuote(url)}`;
-}

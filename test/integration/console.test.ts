@@ -9,7 +9,8 @@
  * activity into status.activity: the ingester plays the admin Service's one pod (pod-network.ts).
  */
 import { execFile } from 'node:child_process';
-import { request as httpRequest } from 'node:http';
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { jest } from '@jest/globals';
@@ -32,7 +33,14 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { startConsole as startConsoleServer } from '../../console/server/main.js';
 import { startPodNetwork, type PodNetwork } from './support/pod-network.js';
-import { launchBrowser, screenshot, SCREENSHOTS, startConsole, type ConsoleProc } from './support/console.js';
+import {
+  launchBrowser,
+  screenshot,
+  SCREENSHOTS,
+  signInLocal,
+  startConsole,
+  type ConsoleProc,
+} from './support/console.js';
 import { waitFor } from '../support/waiting.js';
 
 jest.setTimeout(180_000);
@@ -68,7 +76,9 @@ function raw(
   body?: string,
 ): Promise<{ status: number; body: string; headers: Record<string, string | string[] | undefined> }> {
   return new Promise((resolvePromise, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path, method, headers }, (res) => {
+    // A body goes with its length (Node sends a DELETE's body without one otherwise); one connection each.
+    const sized = body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) };
+    const req = httpRequest({ host: '127.0.0.1', port, path, method, headers: sized, agent: false }, (res) => {
       let text = '';
       res.on('data', (d) => (text += d));
       res.on('end', () => resolvePromise({ status: res.statusCode ?? 0, body: text, headers: res.headers }));
@@ -76,6 +86,18 @@ function raw(
     req.on('error', reject);
     req.end(body);
   });
+}
+
+/**
+ * What authorizes the test browser's requests to the local console: its session cookie and the
+ * session secret its page keeps in sessionStorage (sent as X-Intake-Session).
+ */
+async function browserSession(): Promise<{ cookie: string; 'x-intake-session': string }> {
+  if (new URL(page.url()).origin !== localConsole.base) await page.goto(`${localConsole.base}/#/ns/${teamA}`);
+  const cookie = (await context.cookies()).map((c) => `${c.name}=${c.value}`).join('; ');
+  const secret = await page.evaluate(() => sessionStorage.getItem('intake-console-session') ?? '');
+  expect(secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+  return { cookie, 'x-intake-session': secret };
 }
 
 async function openNamespace(p: Page, ns: string): Promise<void> {
@@ -259,6 +281,53 @@ describe('intake console (kubeconfig mode)', () => {
     await screenshot(page, '06-mapping-playground');
   });
 
+  it('2b. a signed integration (Standard Webhooks): the signing secret shows; the test event, the playground and copy as curl are signed and answered 200', async () => {
+    await apply(`apiVersion: intake.dev/v1alpha1
+kind: WebhookIntegration
+metadata: {name: signed, namespace: ${teamA}}
+spec:
+  mapping: {preset: alertmanager}
+  authentication:
+    mode: signature
+    signature: {scheme: standard-webhooks}
+`);
+    // From another integration's page (test 2's): this page starts afresh, with the preset's sample.
+    await page.goto(`${localConsole.base}/#/ns/${teamA}/webhookintegrations/signed`);
+    await page.locator('h1 .badge.ok', { hasText: 'Ready' }).waitFor({ timeout: 10_000 });
+    expect(await page.locator('#test-payload').inputValue()).toContain('"alertname": "HighCPU"');
+    // The test event (the preset's sample: two alerts), signed with the current signing secret.
+    await page.getByRole('button', { name: 'Send' }).click();
+    await page.locator('.answer .http-status').waitFor();
+    expect(await page.locator('.answer .http-status').textContent()).toBe('200');
+    expect(await page.locator('.answer pre').textContent()).toContain('"processed": 2');
+    // The playground's dry run goes through the same signed request.
+    await page.getByRole('button', { name: 'Map', exact: true }).click();
+    await page.locator('.mapped-events').waitFor();
+    expect(await page.locator('.mapped .http-status').textContent()).toBe('200');
+    expect(await page.locator('.mapped h3').textContent()).toBe('2 event(s)');
+
+    // No password in mode signature: the scheme and the signing secret, masked until revealed.
+    expect(await page.locator('.signature-scheme').textContent()).toContain('standard-webhooks');
+    expect(await page.locator('.secret-value').count()).toBe(0);
+    expect(await page.locator('.username-value').count()).toBe(0);
+    expect(await page.locator('.signing-secret-value').textContent()).toBe('••••••••••••');
+    await page.getByRole('button', { name: 'Reveal' }).click();
+    const signingSecret = await secretValue(teamA, 'intake-webhook-signed', 'signingSecret');
+    expect(signingSecret).toMatch(/^whsec_/);
+    await page.locator('.signing-secret-value', { hasText: signingSecret }).waitFor();
+
+    // Copy as curl: a command that signs with openssl when it runs; run by the shell, it is accepted.
+    await page.getByRole('button', { name: 'Copy as curl' }).click();
+    const curl = await page.locator('#curl-command').inputValue();
+    expect(curl).toContain('webhook-signature: v1,$SIG');
+    expect(curl).not.toContain(' -u ');
+    const answer = await new Promise<string>((resolvePromise, reject) =>
+      execFile('sh', ['-c', curl], (err, stdout, stderr) => (err ? reject(new Error(stderr)) : resolvePromise(stdout))),
+    );
+    expect(JSON.parse(answer)).toMatchObject({ success: true, response: { processed: 2, received: 2 } });
+    await screenshot(page, '04b-signed-test-event');
+  });
+
   it('lists live: a change made with kubectl appears without a reload; a GitOps-managed object cannot be edited', async () => {
     await openNamespace(page, teamA);
     await page.locator('tr[data-name="checkout"]').waitFor();
@@ -280,6 +349,78 @@ spec: {}
     expect(await page.getByRole('button', { name: 'Delete' }).isDisabled()).toBe(true);
     expect(await page.getByRole('button', { name: /Rotate/ }).isDisabled()).toBe(true);
     expect(await page.getByRole('button', { name: 'Edit' }).isDisabled()).toBe(true);
+  });
+
+  it('a GitOps-managed object opened at its edit address before the live list arrives cannot be saved; the server refuses changing it', async () => {
+    await apply(`apiVersion: intake.dev/v1alpha1
+kind: WebhookIntegration
+metadata:
+  name: flux-managed
+  namespace: ${teamA}
+  labels: {kustomize.toolkit.fluxcd.io/name: apps, kustomize.toolkit.fluxcd.io/namespace: flux-system}
+spec: {}
+`);
+    // The live list never arrives on this page (as when it is slow, or listing is forbidden).
+    const p = await context.newPage();
+    await p.route('**/api/namespaces/*/live', () => undefined);
+    try {
+      await p.goto(`${localConsole.base}/#/ns/${teamA}/webhookintegrations/flux-managed/edit`);
+      await p.locator('#f-name').waitFor();
+      await p.locator('.notice', { hasText: 'Managed by Flux (flux-system/apps)' }).waitFor();
+      expect(await p.getByRole('button', { name: 'Save' }).isDisabled()).toBe(true);
+      await screenshot(p, '07b-gitops-edit-locked');
+    } finally {
+      await p.close();
+    }
+    // The server holds the lock itself: an edit, a patch (suspend, rotate) or a delete is refused.
+    const session = await browserSession();
+    const host = `127.0.0.1:${localConsole.port}`;
+    const path = `/api/namespaces/${teamA}/webhookintegrations/flux-managed`;
+    const current = JSON.parse((await raw(localConsole.port, path, { host, ...session })).body) as {
+      metadata: Record<string, unknown>;
+    };
+    for (const [method, body] of [
+      ['PUT', JSON.stringify({ ...current, spec: { suspend: true } })],
+      ['PATCH', JSON.stringify({ spec: { suspend: true } })],
+      ['PATCH', JSON.stringify({ metadata: { annotations: { 'intake.dev/rotate': 'now' } } })],
+      ['DELETE', '{}'],
+    ] as const) {
+      const res = await raw(
+        localConsole.port,
+        path,
+        { host, ...session, 'content-type': 'application/json' },
+        method,
+        body,
+      );
+      expect({ method, status: res.status }).toEqual({ method, status: 409 });
+      expect(JSON.parse(res.body)).toMatchObject({
+        error: 'gitops_managed',
+        message: expect.stringContaining(
+          `WebhookIntegration ${teamA}/flux-managed is managed by Flux (flux-system/apps): change it in Git`,
+        ),
+      });
+    }
+    const after = await kubectl([
+      'get',
+      'webhookintegration',
+      '-n',
+      teamA,
+      'flux-managed',
+      '-o',
+      'jsonpath={.spec.suspend} {.metadata.annotations}',
+    ]);
+    expect(after.code).toBe(0);
+    expect(after.stdout).not.toContain('true');
+    expect(after.stdout).not.toContain('intake.dev/rotate');
+    // An object nobody manages is changed as before (the check reads, then lets the write through).
+    const free = await raw(
+      localConsole.port,
+      `/api/namespaces/${teamA}/webhookintegrations/checkout`,
+      { host, ...session, 'content-type': 'application/json' },
+      'PATCH',
+      JSON.stringify({ metadata: { labels: { checked: 'yes' } } }),
+    );
+    expect(free.status).toBe(200);
   });
 
   it('rotates (the grace period shown), suspends and resumes, edits in YAML and deletes', async () => {
@@ -451,31 +592,118 @@ describe('6. intake console refuses requests without its token, with a foreign H
   });
 
   it('refuses a foreign Host header even with a valid session (DNS rebinding)', async () => {
-    const cookie = (await context.cookies()).map((c) => `${c.name}=${c.value}`).join('; ');
+    const session = await browserSession();
     const own = await raw(localConsole.port, `/api/namespaces/${teamA}/webhookintegrations/checkout`, {
       host: `localhost:${localConsole.port}`,
-      cookie,
+      ...session,
     });
     expect(own.status).toBe(200);
     const foreign = await raw(localConsole.port, `/api/namespaces/${teamA}/webhookintegrations/checkout`, {
       host: `rebind.attacker.example:${localConsole.port}`,
-      cookie,
+      ...session,
     });
     expect(foreign.status).toBe(403);
     expect(JSON.parse(foreign.body)).toMatchObject({ error: 'host_not_allowed' });
-    const otherPort = await raw(localConsole.port, '/', { host: '127.0.0.1:1', cookie });
+    const otherPort = await raw(localConsole.port, '/', { host: '127.0.0.1:1', ...session });
     expect(otherPort.status).toBe(403);
   });
 
+  it('a session cookie alone (what every other server on 127.0.0.1 gets from the browser) authorizes nothing', async () => {
+    // Another server on loopback, another port, that the user visits in the same browser.
+    const received: string[] = [];
+    const other = createServer((req, res) => {
+      received.push(String(req.headers.cookie ?? ''));
+      res.writeHead(200, { 'content-type': 'text/html' }).end('<html><body>another local server</body></html>');
+    });
+    await new Promise<void>((r) => other.listen(0, '127.0.0.1', r));
+    const otherPort = (other.address() as AddressInfo).port;
+    const p = await context.newPage();
+    try {
+      await p.goto(`http://127.0.0.1:${otherPort}/`);
+      // Browsers do not isolate cookies by port: it got the console's cookie...
+      const stolen = received.join('; ');
+      expect(stolen).toMatch(/intake_console/);
+      // ... but not the session secret, which only the console's origin can read.
+      expect(await p.evaluate(() => sessionStorage.getItem('intake-console-session'))).toBeNull();
+      // Replayed with the console's own Host, the cookie gets nothing: no read, no write, no live list.
+      const host = `127.0.0.1:${localConsole.port}`;
+      const path = `/api/namespaces/${teamA}/webhookintegrations/checkout`;
+      for (const [method, target, body] of [
+        ['GET', path, undefined],
+        ['GET', `${path}/credentials`, undefined],
+        ['GET', `/api/namespaces/${teamA}/live`, undefined],
+        ['PATCH', path, JSON.stringify({ spec: { suspend: true } })],
+        ['POST', `${path}/send`, JSON.stringify({ payload: '{"source":"x","severity":1}' })],
+      ] as const) {
+        const replay = await raw(
+          localConsole.port,
+          target,
+          { host, cookie: stolen, ...(body ? { 'content-type': 'application/json' } : {}) },
+          method,
+          body,
+        );
+        expect({ method, target, status: replay.status }).toEqual({ method, target, status: 401 });
+      }
+      const session = JSON.parse((await raw(localConsole.port, '/api/session', { host, cookie: stolen })).body) as {
+        signedIn?: boolean;
+      };
+      expect(session.signedIn).not.toBe(true);
+      // Nor does the secret with another cookie, or the secret alone.
+      const { 'x-intake-session': secret } = await browserSession();
+      const wrongCookie = await raw(localConsole.port, path, {
+        host,
+        cookie: `intake_console_${localConsole.port}=x`,
+        'x-intake-session': secret,
+      });
+      expect(wrongCookie.status).toBe(401);
+      const secretAlone = await raw(localConsole.port, path, { host, 'x-intake-session': secret });
+      expect(secretAlone.status).toBe(401);
+      expect(
+        (await kubectl(['get', 'webhookintegration', '-n', teamA, 'checkout', '-o', 'jsonpath={.spec.suspend}']))
+          .stdout,
+      ).toBe('false');
+    } finally {
+      await p.close();
+      await new Promise((r) => other.close(r));
+    }
+  });
+
+  it('two consoles in one browser keep their own sessions (the cookie name carries the port)', async () => {
+    const second = await startConsole();
+    const p = await context.newPage();
+    try {
+      await p.goto(second.url);
+      await p.waitForURL(/#\/ns\//);
+      await p.locator('h2#h-webhookintegrations').waitFor();
+      // The first console, reloaded in the same browser, still has its session.
+      await page.goto(`${localConsole.base}/#/ns/${teamA}`);
+      await page.reload();
+      await page.locator('tr[data-name="checkout"]').waitFor();
+      expect(await page.locator('.live-dot').textContent()).toBe('live');
+      const names = (await context.cookies()).map((c) => c.name).sort();
+      expect(names).toEqual(
+        expect.arrayContaining([`intake_console_${localConsole.port}`, `intake_console_${second.port}`]),
+      );
+      // A new tab of the first console gets the session from its open tab (same origin only).
+      const tab = await context.newPage();
+      await tab.goto(`${localConsole.base}/#/ns/${teamA}`);
+      await tab.locator('tr[data-name="checkout"]').waitFor();
+      await tab.close();
+    } finally {
+      await p.close();
+      await second.stop();
+    }
+  });
+
   it('refuses writes from another origin or as a form post (CSRF), with a valid session', async () => {
-    const cookie = (await context.cookies()).map((c) => `${c.name}=${c.value}`).join('; ');
+    const { cookie, 'x-intake-session': secret } = await browserSession();
     const host = `127.0.0.1:${localConsole.port}`;
     const path = `/api/namespaces/${teamA}/webhookintegrations/checkout`;
     const patch = JSON.stringify({ spec: { suspend: true } });
     const crossOrigin = await raw(
       localConsole.port,
       path,
-      { host, cookie, origin: 'http://evil.example', 'content-type': 'application/json' },
+      { host, cookie, 'x-intake-session': secret, origin: 'http://evil.example', 'content-type': 'application/json' },
       'PATCH',
       patch,
     );
@@ -484,7 +712,7 @@ describe('6. intake console refuses requests without its token, with a foreign H
     const crossSite = await raw(
       localConsole.port,
       path,
-      { host, cookie, 'sec-fetch-site': 'cross-site', 'content-type': 'application/json' },
+      { host, cookie, 'x-intake-session': secret, 'sec-fetch-site': 'cross-site', 'content-type': 'application/json' },
       'PATCH',
       patch,
     );
@@ -492,12 +720,13 @@ describe('6. intake console refuses requests without its token, with a foreign H
     const formPost = await raw(
       localConsole.port,
       `/api/namespaces/${teamA}/webhookintegrations`,
-      { host, cookie, 'content-type': 'application/x-www-form-urlencoded' },
+      { host, cookie, 'x-intake-session': secret, 'content-type': 'application/x-www-form-urlencoded' },
       'POST',
       'metadata=x',
     );
     expect(formPost.status).toBe(403);
-    // A page on another origin: its fetch carries no session (SameSite=Strict) and cannot read the answer.
+    // A page on another origin: its fetch carries no session (no secret: it cannot read the console's
+    // storage; no cookie: SameSite=Strict), and its preflight is never approved.
     const evil = await context.newPage();
     await evil.route('http://evil.example/', (route) =>
       route.fulfill({ contentType: 'text/html', body: '<html><body>evil</body></html>' }),
@@ -546,21 +775,20 @@ describe('bounds', () => {
       logger: pino({ level: 'silent' }),
     });
     try {
-      const signIn = await fetch(running.url, { redirect: 'manual' });
-      const cookie = (signIn.headers.get('set-cookie') ?? '').split(';')[0] as string;
+      const session = await signInLocal(running.url);
       const live = `http://127.0.0.1:${running.port}/api/namespaces/${teamA}/live`;
       const first = new AbortController();
-      const open = await fetch(live, { headers: { cookie }, signal: first.signal });
+      const open = await fetch(live, { headers: session, signal: first.signal });
       expect(open.status).toBe(200);
       expect(open.headers.get('content-type')).toContain('text/event-stream');
-      const refused = await fetch(live, { headers: { cookie } });
+      const refused = await fetch(live, { headers: session });
       expect(refused.status).toBe(503);
       expect(await refused.json()).toMatchObject({ error: 'too_many_streams' });
       first.abort();
       const again = await waitFor(
         'a free place',
         async () => {
-          const res = await fetch(live, { headers: { cookie }, signal: AbortSignal.timeout(2000) });
+          const res = await fetch(live, { headers: session, signal: AbortSignal.timeout(2000) });
           if (res.status === 200) return res;
           await res.arrayBuffer();
           return undefined;

@@ -64,6 +64,23 @@ export async function startConsole(extra: string[] = []): Promise<ConsoleProc> {
   };
 }
 
+/**
+ * Signs in to a kubeconfig-mode console as its page does: POST /api/login with the printed URL's
+ * one-time token. Returns the headers every later API request needs: the session cookie and the
+ * session secret (X-Intake-Session).
+ */
+export async function signInLocal(printedUrl: string): Promise<{ cookie: string; 'x-intake-session': string }> {
+  const url = new URL(printedUrl);
+  const res = await fetch(new URL('/api/login', url), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ token: url.searchParams.get('token') }),
+  });
+  if (res.status !== 200) throw new Error(`sign-in: ${res.status} ${await res.text()}`);
+  const { session } = (await res.json()) as { session: string };
+  return { cookie: (res.headers.get('set-cookie') ?? '').split(';')[0] as string, 'x-intake-session': session };
+}
+
 export async function launchBrowser(): Promise<Browser> {
   mkdirSync(SCREENSHOTS, { recursive: true });
   return chromium.launch({

@@ -5,6 +5,7 @@ import {
   cookieValue,
   isSameOriginWrite,
   OneTimeToken,
+  sessionCookieName,
   Sessions,
 } from '../../../console/server/security.js';
 
@@ -13,7 +14,11 @@ describe('OneTimeToken', () => {
     const token = new OneTimeToken();
     expect(token.value).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(token.redeem('wrong')).toBe(false);
+    // The page is served for a fresh token; only the page's sign-in spends it.
+    expect(token.isFresh(token.value)).toBe(true);
+    expect(token.isFresh(token.value)).toBe(true);
     expect(token.redeem(token.value)).toBe(true);
+    expect(token.isFresh(token.value)).toBe(false);
     expect(token.redeem(token.value)).toBe(false);
   });
 });
@@ -50,14 +55,36 @@ describe('isSameOriginWrite', () => {
 });
 
 describe('Sessions', () => {
-  it('finds a session by its id until deleted, and nothing for an unknown id', () => {
+  it('finds a session by its cookie value and its secret together, until deleted', () => {
     const sessions = new Sessions(60_000);
-    const id = sessions.create({ user: 'alice', kubeToken: 't' });
-    expect(sessions.get(id)).toEqual({ user: 'alice', kubeToken: 't' });
-    expect(sessions.get('nope')).toBeUndefined();
-    expect(sessions.get(undefined)).toBeUndefined();
+    const { id, secret } = sessions.create({ user: 'alice', kubeToken: 't' });
+    expect(id).not.toBe(secret);
+    expect(sessions.get(id, secret)).toEqual({ user: 'alice', kubeToken: 't' });
+    expect(sessions.has(id)).toBe(true);
     sessions.delete(id);
-    expect(sessions.get(id)).toBeUndefined();
+    expect(sessions.get(id, secret)).toBeUndefined();
+    expect(sessions.has(id)).toBe(false);
+  });
+
+  it('finds nothing with the cookie alone (what any server on another port receives), or a wrong secret', () => {
+    const sessions = new Sessions(60_000);
+    const a = sessions.create({ user: 'kubeconfig' });
+    const b = sessions.create({ user: 'kubeconfig' });
+    expect(sessions.get(a.id, undefined)).toBeUndefined();
+    expect(sessions.get(a.id, '')).toBeUndefined();
+    expect(sessions.get(a.id, b.secret)).toBeUndefined();
+    expect(sessions.get(a.id, a.id)).toBeUndefined();
+    expect(sessions.get(undefined, a.secret)).toBeUndefined();
+    expect(sessions.get('nope', a.secret)).toBeUndefined();
+  });
+});
+
+describe('sessionCookieName', () => {
+  it('carries the port of the Host, so two consoles on one host keep their own cookies', () => {
+    expect(sessionCookieName('127.0.0.1:9090')).toBe('intake_console_9090');
+    expect(sessionCookieName('localhost:9091')).toBe('intake_console_9091');
+    expect(sessionCookieName('[::1]:9090')).toBe('intake_console_9090');
+    expect(sessionCookieName('console.example.com')).toBe('intake_console');
   });
 });
 

@@ -1,12 +1,15 @@
 /**
  * Each scheme's signature check against signatures made by the senders' own code or published by
  * them: GitHub's and Slack's documented examples, the Standard Webhooks reference library,
- * @octokit/webhooks-methods, and HMACs computed as Grafana's and PagerDuty's docs describe.
+ * @octokit/webhooks-methods, and HMACs computed as Grafana's and PagerDuty's docs describe. And the
+ * sender's side, api/signatures.ts signatureHeaders (the console's test events): what it signs is
+ * what this check accepts, for every scheme, and what the senders' own examples and libraries make.
  */
 import { createHmac } from 'node:crypto';
 import { sign as octokitSign } from '@octokit/webhooks-methods';
 import { Webhook } from 'standardwebhooks';
 import type { RouteSignature } from '../../../../api/route.js';
+import { generateSigningSecret, ruleOf, signatureHeaders, SIGNATURE_SCHEMES } from '../../../../api/signatures.js';
 import { readSignedHeaders, signatureMatches } from '../../../../ingester/auth/signature-check.js';
 import { compileSignature } from '../../../../ingester/routing/signing-secrets.js';
 
@@ -211,4 +214,83 @@ it('never accepts a secret outside its validity window (notBefore)', () => {
   const header = `sha256=${hmacHex('sha256', 'later', 'x')}`;
   expect(check(sig, { 'x-hub-signature-256': header }, 'x', 0)).toBe('signature_invalid');
   expect(check(sig, { 'x-hub-signature-256': header }, 'x', 10_000)).toBe('ok');
+});
+
+describe('signatureHeaders (api/signatures.ts): the sender side of this check', () => {
+  const body = '{"source":"web-01","severity":"critical","description":"CPU above 95% \u00e9"}';
+  const message = { id: 'console_0123', timestamp: 1767225600 };
+  const now = message.timestamp * 1000 + 1000;
+  const settings: Record<(typeof SIGNATURE_SCHEMES)[number], Omit<RouteSignature, 'secrets'>[]> = {
+    'standard-webhooks': [{ scheme: 'standard-webhooks' }],
+    github: [{ scheme: 'github' }],
+    grafana: [
+      { scheme: 'grafana' },
+      { scheme: 'grafana', header: 'X-My-Signature', timestampHeader: 'X-Grafana-Alerting-Timestamp' },
+    ],
+    slack: [{ scheme: 'slack' }],
+    pagerduty: [{ scheme: 'pagerduty' }],
+    hmac: [
+      { scheme: 'hmac', header: 'X-Sig' },
+      {
+        scheme: 'hmac',
+        header: 'X-Signature',
+        timestampHeader: 'X-Timestamp',
+        idHeader: 'X-Delivery',
+        algorithm: 'sha512',
+        encoding: 'base64',
+        prefix: 'sha512=',
+        signedContent: '{id}|{timestamp}|{body}',
+      },
+    ],
+  };
+
+  it.each(SIGNATURE_SCHEMES.flatMap((scheme) => settings[scheme].map((s) => [scheme, s] as const)))(
+    '%s: what it signs is accepted; another body, secret or (signed) timestamp is not',
+    (_scheme, s) => {
+      const secret = generateSigningSecret(s.scheme);
+      const sig: RouteSignature = { ...s, secrets: [{ value: secret }] };
+      const headers = signatureHeaders(ruleOf(s), secret, body, message);
+      expect(check(sig, headers, body, now)).toBe('ok');
+      expect(check(sig, headers, `${body} `, now)).toBe('signature_invalid');
+      const other = signatureHeaders(ruleOf(s), generateSigningSecret(s.scheme), body, message);
+      expect(check(sig, other, body, now)).toBe('signature_invalid');
+      const rule = ruleOf(s);
+      if (rule.timestampHeader) {
+        const later = signatureHeaders(rule, secret, body, { ...message, timestamp: message.timestamp + 1 });
+        expect(
+          check(sig, { ...headers, [rule.timestampHeader]: later[rule.timestampHeader] as string }, body, now),
+        ).toBe('signature_invalid');
+      }
+    },
+  );
+
+  it('standard-webhooks: the reference library verifies it', () => {
+    const secret = generateSigningSecret('standard-webhooks');
+    const headers = signatureHeaders(ruleOf({ scheme: 'standard-webhooks' }), secret, body, {
+      id: 'msg_1',
+      timestamp: Math.floor(Date.now() / 1000),
+    });
+    expect(Object.keys(headers).sort()).toEqual(['webhook-id', 'webhook-signature', 'webhook-timestamp']);
+    expect(new Webhook(secret).verify(body, headers)).toEqual(JSON.parse(body));
+  });
+
+  it("github and slack: gives their documented examples' signatures", async () => {
+    expect(
+      signatureHeaders(ruleOf({ scheme: 'github' }), "It's a Secret to Everybody", 'Hello, World!', message),
+    ).toEqual({ 'x-hub-signature-256': 'sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17' });
+    expect(signatureHeaders(ruleOf({ scheme: 'github' }), 'another secret', body, message)).toEqual({
+      'x-hub-signature-256': await octokitSign('another secret', body),
+    });
+    const slackBody =
+      'token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V&channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c';
+    expect(
+      signatureHeaders(ruleOf({ scheme: 'slack' }), '8f742231b10e8888abcd99yyyzzz85a5', slackBody, {
+        id: '',
+        timestamp: 1531420618,
+      }),
+    ).toEqual({
+      'x-slack-signature': 'v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503',
+      'x-slack-request-timestamp': '1531420618',
+    });
+  });
 });
