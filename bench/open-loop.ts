@@ -14,7 +14,9 @@
  *
  *   node open-loop.js <url> <authorization> <body> <rate> <seconds> [connections]
  *
- * Prints one JSON line: { rps, p50, p99, byStatus, errors } with latencies in milliseconds.
+ * Prints one JSON line: { rps, p50, p99, byStatus, errors } with latencies in milliseconds; with
+ * OPEN_LOOP_SAMPLES=1 also `samples`, every counted latency in whole microseconds (in the order
+ * answered), so that a benchmark can pool the samples of several runs before taking a percentile.
  */
 import { connect, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
@@ -189,6 +191,9 @@ async function run(a: Args): Promise<void> {
     p99: percentile(sorted, 0.99),
     byStatus,
     errors: errors + (total - answered),
+    ...(process.env.OPEN_LOOP_SAMPLES === '1'
+      ? { samples: Array.from(latencies.subarray(0, counted), (ms) => Math.round(ms * 1000)) }
+      : {}),
   };
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }

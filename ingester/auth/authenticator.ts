@@ -107,18 +107,36 @@ export class Authenticator {
     return this.accept(req, entry);
   }
 
-  /** Basic credentials against the integration; resolves to its route or throws. */
+  /**
+   * Basic credentials against the integration; resolves to its route or throws. An integration
+   * whose credentials are all digests (no scrypt, so the throttle charges nothing up front) first
+   * looks the exact header up among those that verified before (RouteTable.knownHeader): a hit
+   * is a success, anything else takes the full check below, so failures keep their path and floor.
+   */
   private async basic(req: FastifyRequest, table: RouteTable, name: string, startedMs: number): Promise<RouteEntry> {
-    const creds = parseBasicAuth(soleHeader(req.raw.rawHeaders, 'authorization'));
+    const header = soleHeader(req.raw.rawHeaders, 'authorization');
+    const charged = table.isSlowToVerify(name);
+    const headerKey = header === undefined || charged ? undefined : table.headerKey(name, header);
+    if (headerKey !== undefined) {
+      const known = table.knownHeader(headerKey);
+      if (known) return known;
+    }
+    const creds = parseBasicAuth(header);
     if (!creds) return this.fail(req, 'events', 'missing', startedMs);
     this.calibrate(table);
-    const charged = table.isSlowToVerify(name);
     if (charged) {
       const blocked = await this.options.throttle.recordFailure(req.ip);
       if (blocked > 0) throw authThrottled(blocked);
     }
     const checkStartedMs = performance.now();
-    const entry = await table.authenticateWebhook(name, creds.username, creds.password, this.options.verified);
+    const entry = await table.authenticateWebhook(
+      name,
+      creds.username,
+      creds.password,
+      this.options.verified,
+      Date.now(),
+      headerKey,
+    );
     if (charged) this.slowCheckMs = Math.max(performance.now() - checkStartedMs, this.slowCheckMs * 0.95);
     if (!entry) return this.fail(req, 'events', 'invalid', startedMs, charged);
     if (charged) await this.options.throttle.refund(req.ip);

@@ -30,6 +30,19 @@ export class IntakeError extends Error {
     this.name = 'IntakeError';
   }
 
+  /** renderedBody's memo: an error's answer does not change once it is built. */
+  private rendered: string | undefined;
+
+  /**
+   * The answer's body as JSON, rendered once per error: a refusal the limiter reuses (a sender far
+   * over its limit gets the same one thousands of times a second) is serialised once, not per
+   * request. The same bytes as JSON.stringify(toBody()), which is what fastify would send.
+   */
+  renderedBody(): string {
+    if (this.rendered === undefined) this.rendered = JSON.stringify(this.toBody());
+    return this.rendered;
+  }
+
   toBody(): { success: false; message: string; code: string; errors?: FieldError[] } {
     const body: { success: false; message: string; code: string; errors?: FieldError[] } = {
       success: false,

@@ -13,7 +13,7 @@
  * Namespace and integration are part of every id, so one tenant can never suppress another's
  * events by reusing its keys or content. Ids are base64url, 43 characters.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { invalidIdempotencyKey } from './errors.js';
 
 /** Visible ASCII only (RFC 9110 field values without spaces/controls), and not unbounded. */
@@ -40,10 +40,12 @@ export function eventId(
   index: number,
   item: unknown,
 ): string {
-  const h = createHash('sha256');
-  if (source.kind === 'key') h.update(JSON.stringify([namespace, integration, 'key', source.key, index]));
-  else h.update(`${JSON.stringify([namespace, integration, 'content'])}${canonicalJson(item)}`);
-  return h.digest('base64url');
+  const text =
+    source.kind === 'key'
+      ? JSON.stringify([namespace, integration, 'key', source.key, index])
+      : `${JSON.stringify([namespace, integration, 'content'])}${canonicalJson(item)}`;
+  // The one-shot digest (UTF-8, as Hash.update hashed the string): no Hash object per event.
+  return hash('sha256', text, 'base64url');
 }
 
 /** JSON with object keys sorted at every level, so key order in the body does not change the id. */

@@ -21,13 +21,7 @@
  *
  * Authentication (2) runs before any byte of the body is read (3, 4), so unauthenticated senders cost little.
  */
-import Fastify, {
-  LogController,
-  type FastifyError,
-  type FastifyInstance,
-  type FastifyReply,
-  type FastifyRequest,
-} from 'fastify';
+import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Server } from 'node:http';
 import { Authenticator } from '../auth/authenticator.js';
 import { SeenMessages } from '../auth/seen-messages.js';
@@ -62,8 +56,9 @@ import {
 } from './guards.js';
 import { EventLoopGuard } from './overload.js';
 import { securityHeaders } from './security-headers.js';
+import { sendError } from './send-error.js';
 
-export { EVENTS_PATH, METRICS_PATH };
+export { EVENTS_PATH, METRICS_PATH, sendError };
 
 export const DEFAULT_TIMEOUTS: TimeoutSettings = {
   headersTimeoutMs: 10_000,
@@ -222,13 +217,6 @@ function recordActivity(
       (endpoint === 'events' ? routes().webhook((req.params as { name?: string }).name ?? '') : undefined);
     activity.refused(entry, endpoint, req.refusal, req.ip, req.headers['user-agent']);
   } else if (req.accepted > 0 && req.routeEntry) activity.accepted(req.routeEntry, req.accepted);
-}
-
-export function sendError(reply: FastifyReply, err: IntakeError): FastifyReply {
-  // The ingest listener's requests are decorated with it (the admin listener's are not, and ignore it).
-  reply.request.refusal = err;
-  if (err.headers) reply.headers(err.headers);
-  return reply.code(err.statusCode).type('application/json; charset=utf-8').send(err.toBody());
 }
 
 /** Maps fastify's own errors (body limits, content types, malformed requests) into the catalogue. */

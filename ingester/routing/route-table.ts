@@ -12,7 +12,7 @@ import {
 } from '../../api/mapping/engine.js';
 import { defaultOverLimitStatus, type OverLimitStatus, type RouteLimits } from '../../api/limits.js';
 import type { AuthenticationMode, Route, RouteKind } from '../../api/route.js';
-import { sha256 } from '../../api/verifiers.js';
+import { sha256, sha256Base64 } from '../../api/verifiers.js';
 import { CompiledCredential, type VerifiedCache } from './credentials.js';
 import { compileSignature, type CompiledSignature } from './signing-secrets.js';
 
@@ -61,9 +61,18 @@ export interface RouteInput {
   route: Route;
 }
 
+/** At most this many remembered Authorization headers per table (rememberHeader); then it starts over. */
+const KNOWN_HEADERS_KEPT = 10_000;
+
 export class RouteTable {
   /** Whether any integration is checked with a slow hash (scrypt). */
   readonly hasSlowCredentials: boolean;
+  /**
+   * Authorization headers that verified against a fast (digest) credential of an integration, by
+   * the SHA-256 of the integration's name and the header (never the header itself): the only
+   * mutable part of a table, and it starts empty with every reload. See knownHeader.
+   */
+  private readonly knownHeaders = new Map<string, { entry: RouteEntry; credential: CompiledCredential }>();
 
   private constructor(
     private readonly webhooks: ReadonlyMap<string, RouteEntry>,
@@ -158,6 +167,7 @@ export class RouteTable {
     password: string,
     cache: VerifiedCache,
     nowMs = Date.now(),
+    headerKey?: string,
   ): Promise<RouteEntry | undefined> {
     const entry = this.webhooks.get(name);
     const usernameDigest = sha256(username);
@@ -168,9 +178,33 @@ export class RouteTable {
       const ok = credential.isSlow
         ? await credential.verifySlow(usernameDigest, password, cache)
         : credential.verifyFast(usernameDigest, passwordDigest);
-      if (ok) return entry;
+      if (!ok) continue;
+      if (headerKey !== undefined && !credential.isSlow) this.rememberHeader(headerKey, entry, credential);
+      return entry;
     }
     return undefined;
+  }
+
+  /** The key of an Authorization header sent to integration `name`: a digest, so the header is never kept. */
+  headerKey(name: string, header: string): string {
+    return sha256Base64(`${name}\0${header}`);
+  }
+
+  /**
+   * The integration, if this exact Authorization header (by headerKey) verified against one of its
+   * fast credentials before and that credential is still valid now: a repeat sender's Basic check
+   * is one digest and a look-up instead of decoding the header and two digests. Only successes
+   * are remembered, so a wrong or unknown header always takes the full check (and the failure
+   * floor); a reload builds a new table, which remembers nothing.
+   */
+  knownHeader(headerKey: string, nowMs = Date.now()): RouteEntry | undefined {
+    const known = this.knownHeaders.get(headerKey);
+    return known && known.credential.validAt(nowMs) ? known.entry : undefined;
+  }
+
+  private rememberHeader(headerKey: string, entry: RouteEntry, credential: CompiledCredential): void {
+    if (this.knownHeaders.size >= KNOWN_HEADERS_KEPT) this.knownHeaders.clear();
+    this.knownHeaders.set(headerKey, { entry, credential });
   }
 
   /** Finds the API key in O(1) by its digest; with Basic credentials the username must match too. */

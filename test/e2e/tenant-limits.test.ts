@@ -4,6 +4,7 @@
  * naming the limit, while another tenant's requests all succeed.
  */
 import { jest } from '@jest/globals';
+import { connect, type Socket } from 'node:net';
 import { eventLines, post, startIngester, tenantAuth, tenantRoute, type RunningIngester } from './support/ingester.js';
 
 jest.setTimeout(60_000);
@@ -38,6 +39,8 @@ beforeAll(async () => {
       // One event per 10 s after a burst of 3: a test on a slow machine never sees a refill.
       tenantRoute('noisy', 'team-a', { limits: { eventsPerSecond: 1, eventsBurst: 3 } }),
       tenantRoute('quiet', 'team-b'),
+      // One token, at 1/s: every refusal within the second says Retry-After 1.
+      tenantRoute('twice', 'team-f', { limits: { eventsPerSecond: 1, eventsBurst: 1 } }),
       tenantRoute('am', 'team-c', {
         mapping: { preset: 'alertmanager' },
         limits: { eventsPerSecond: 1, eventsBurst: 1 },
@@ -127,6 +130,82 @@ describe('an integration over its limit', () => {
       );
     expect(line).toBeDefined();
     expect(Number(line?.split(' ').pop())).toBeGreaterThan(50);
+  });
+});
+
+/** A raw HTTP/1.1 exchange, so that answers can be compared byte for byte. */
+class RawClient {
+  private readonly socket: Socket;
+  private received = Buffer.alloc(0);
+  private waiting: (() => void) | undefined;
+
+  constructor(port: number) {
+    this.socket = connect(port, '127.0.0.1');
+    this.socket.on('data', (chunk: Buffer) => {
+      this.received = Buffer.concat([this.received, chunk]);
+      this.waiting?.();
+    });
+  }
+
+  write(data: string): void {
+    this.socket.write(data);
+  }
+
+  /** The next answer: status line and headers, and a body of Content-Length bytes. */
+  async answer(): Promise<string> {
+    for (;;) {
+      const end = this.received.indexOf('\r\n\r\n');
+      if (end >= 0) {
+        const head = this.received.toString('latin1', 0, end);
+        const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
+        if (this.received.length >= end + 4 + length) {
+          const answer = this.received.toString('utf8', 0, end + 4 + length);
+          this.received = this.received.subarray(end + 4 + length);
+          return answer;
+        }
+      }
+      await new Promise<void>((resolve) => (this.waiting = resolve));
+    }
+  }
+
+  close(): void {
+    this.socket.destroy();
+  }
+}
+
+describe('the two places a rate limit refuses', () => {
+  it('answer byte for byte alike: before the body is read (a bucket already empty) and after it (emptied meanwhile)', async () => {
+    const body = JSON.stringify({ source: 'twice-host', severity: 'warning' });
+    const head = (expect100: boolean): string =>
+      [
+        'POST /events/webhook_twice HTTP/1.1',
+        'host: 127.0.0.1',
+        `authorization: ${tenantAuth('twice').authorization}`,
+        'content-type: application/json',
+        `content-length: ${Buffer.byteLength(body)}`,
+        ...(expect100 ? ['expect: 100-continue'] : []),
+        '',
+        '',
+      ].join('\r\n');
+    // X is admitted (the bucket holds its one token) and waits with its body; Y takes the token.
+    const x = new RawClient(ing.port);
+    x.write(head(true));
+    expect(await x.answer()).toMatch(/^HTTP\/1\.1 100 Continue/);
+    expect((await send('twice')).status).toBe(200);
+    // X's body now finds the bucket empty: refused after validation, thrown to the error handler.
+    x.write(body);
+    const afterBody = await x.answer();
+    // Z finds it empty before its body is read: refused in the authentication hook, not thrown.
+    const z = new RawClient(ing.port);
+    z.write(head(false) + body);
+    const beforeBody = await z.answer();
+    x.close();
+    z.close();
+    const withoutDate = (answer: string): string => answer.replace(/\r\ndate: [^\r]*/i, '');
+    expect(afterBody).toMatch(/^HTTP\/1\.1 429 /);
+    expect(afterBody).toMatch(/\r\nretry-after: 1\r\n/i);
+    expect(withoutDate(beforeBody)).toBe(withoutDate(afterBody));
+    expect(sentBy('twice')).toBe(1);
   });
 });
 

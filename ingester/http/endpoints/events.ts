@@ -26,6 +26,7 @@ import { isDryRun } from '../../mapping/mapped-webhooks.js';
 import type { RouteEntry } from '../../routing/route-table.js';
 import type { HandOffResult } from '../../sinks/sink.js';
 import { parseRequestBody } from '../body.js';
+import { sendError } from '../send-error.js';
 import type { IngestContext } from '../context.js';
 import { continueIfExpected, okBody, okSchema } from './reply.js';
 
@@ -60,13 +61,22 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
    * The integration's credentials, then its request admission (limits); invites the body (100
    * Continue). A signed integration is admitted once its signature holds (verifySignature): a
    * forged request must not spend the tenant's limits.
+   *
+   * A refusal at admission is answered here (send-error.ts, as the error handler would), not
+   * thrown: a sender far over its limit makes most of an ingester's requests, and the throw and
+   * fastify's error route were a measurable part of each refusal's cost, paid on the core the
+   * other tenants share. The e2e tests compare this answer with the error handler's byte for byte.
    */
-  const authenticate = async (req: EventsRequest, reply: FastifyReply): Promise<void> => {
+  const authenticate = async (req: EventsRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
     const { entry, signed } = await ctx.auth.webhook(req, req.params.name);
     req.routeEntry = entry;
     req.signedHeaders = signed ?? null;
-    if (!signed) ctx.limiter?.admitRequest(entry);
+    if (!signed) {
+      const refusal = ctx.limiter?.refusalFor(entry);
+      if (refusal) return sendError(reply, refusal);
+    }
     continueIfExpected(req, reply);
+    return undefined;
   };
 
   /** Signed integrations: the signature over the body's bytes, before anything parses them; then admission. */

@@ -7,6 +7,7 @@ import { AuthThrottle } from '../../../ingester/auth/auth-throttle.js';
 import type { NormalisedEvent } from '../../../ingester/core/event.js';
 import { IngesterMetrics } from '../../../ingester/core/ingester-metrics.js';
 import { RouteTable } from '../../../ingester/routing/route-table.js';
+import type { TenantLimiter } from '../../../ingester/limits/tenant-limiter.js';
 import type { DeadLetterStore } from '../../../ingester/dead-letters/model.js';
 import { SqliteDeadLetters } from '../../../ingester/dead-letters/sqlite-store.js';
 import { MappingMetrics } from '../../../ingester/mapping/metrics.js';
@@ -70,6 +71,8 @@ export interface HarnessOptions {
   deadLetter?: DeadLetterStore;
   /** Where tenants' expressions are evaluated (the ingester: worker threads); absent: in-process. */
   mappingRunner?: ExpressionRunner;
+  /** Per-tenant limits; absent: none. */
+  limiter?: TenantLimiter;
 }
 
 export async function harness(options: HarnessOptions = {}) {
@@ -104,7 +107,9 @@ export async function harness(options: HarnessOptions = {}) {
     lifecycle,
     logger: pino({ level: 'silent' }),
     mapped,
+    ...(options.limiter ? { limiter: options.limiter } : {}),
   });
+  options.limiter?.sync(table.entries());
   const postEvents = (body: unknown, headers: Record<string, string> = {}, name = 'demo') =>
     app.inject({
       method: 'POST',

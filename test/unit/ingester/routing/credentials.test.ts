@@ -48,6 +48,34 @@ describe('RouteTable authentication', () => {
     expect(await table.authenticateWebhook('a', 'u', 'old', newVerifiedCache(), after)).toBeUndefined();
   });
 
+  it('remembers an Authorization header that verified (by digest), never one that failed, and only while its credential is valid', async () => {
+    const { table } = build([
+      webhook('a', { sha256: sha256Hex('secret') }, { notAfter: '2026-01-01T00:00:00Z' }),
+      webhook('b', { sha256: sha256Hex('secret') }),
+    ]);
+    const before = Date.parse('2025-12-31T23:59:59Z');
+    const wrong = table.headerKey('a', 'Basic dTpTZWNyZXQ=');
+    expect(await table.authenticateWebhook('a', 'u', 'Secret', newVerifiedCache(), before, wrong)).toBeUndefined();
+    expect(table.knownHeader(wrong, before)).toBeUndefined();
+    const right = table.headerKey('a', 'Basic dTpzZWNyZXQ=');
+    expect(table.knownHeader(right, before)).toBeUndefined();
+    const entry = await table.authenticateWebhook('a', 'u', 'secret', newVerifiedCache(), before, right);
+    expect(table.knownHeader(right, before)).toBe(entry);
+    // The same header sent to another integration is another key; past notAfter, no longer known.
+    expect(table.headerKey('b', 'Basic dTpzZWNyZXQ=')).not.toBe(right);
+    expect(table.knownHeader(right, Date.parse('2026-01-01T00:00:01Z'))).toBeUndefined();
+    // A reload is a new table: it remembers nothing.
+    expect(build([webhook('a', { sha256: sha256Hex('secret') })]).table.knownHeader(right, before)).toBeUndefined();
+  });
+
+  it('does not remember headers checked by a slow hash (the throttle and its cache handle those)', async () => {
+    const phc = await hashScrypt('pw', randomBytes(16), 10);
+    const { table } = build([webhook('a', { scrypt: phc })]);
+    const key = table.headerKey('a', 'Basic dTpwdw==');
+    expect(await table.authenticateWebhook('a', 'u', 'pw', newVerifiedCache(), Date.now(), key)).toBeDefined();
+    expect(table.knownHeader(key)).toBeUndefined();
+  });
+
   it('skips plaintext routes outside standalone mode, and a second route for a taken name', () => {
     expect(build([webhook('a', { plain: 'x' })], false).skipped[0]?.reason).toMatch(/plaintext/);
     const { skipped, table } = build([webhook('a', { plain: 'x' }), webhook('a', { plain: 'y' })]);
