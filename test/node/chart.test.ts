@@ -471,33 +471,44 @@ spec:
     expect(leader).toBeDefined();
     expect(standby).toBeDefined();
     const { leaseDurationSeconds } = (await lease()).spec;
-    const deleted = Date.now();
-    await ok(kubectl(['delete', 'pod', '-n', ns, leader?.metadata.name ?? '', '--wait=false']));
-    const next = await waitFor(
-      'another leader',
-      async () => {
-        const holder = (await lease()).spec.holderIdentity;
-        return holder && !holder.startsWith(leader?.metadata.name ?? '') ? holder : undefined;
-      },
-      120_000,
-      500,
-    );
-    // The deleted leader releases the lease on SIGTERM, or the other waits out the lease.
-    expect(Date.now() - deleted).toBeLessThan((leaseDurationSeconds + 15) * 1000);
-    expect(next).not.toBe(first);
-    expect(next.startsWith(standby?.metadata.name ?? '-')).toBe(true);
-    await apply(`apiVersion: intake.dev/v1alpha1
+    // The node is cordoned while the leader goes, so its replacement stays Pending: only the standby
+    // can take the Lease. (Otherwise the replacement, starting while the standby waits out its
+    // retry period, may win the released Lease, which is election working but not a failover.)
+    const node = (await ok(kubectl(['get', 'nodes', '-o', 'name']))).trim().split('\n')[0] ?? '';
+    await ok(kubectl(['cordon', node]));
+    try {
+      const deleted = Date.now();
+      await ok(kubectl(['delete', 'pod', '-n', ns, leader?.metadata.name ?? '', '--wait=false']));
+      const next = await waitFor(
+        'another leader',
+        async () => {
+          const holder = (await lease()).spec.holderIdentity;
+          return holder && !holder.startsWith(leader?.metadata.name ?? '') ? holder : undefined;
+        },
+        120_000,
+        500,
+      );
+      // The deleted leader releases the lease on SIGTERM, or the other waits out the lease.
+      expect(Date.now() - deleted).toBeLessThan((leaseDurationSeconds + 15) * 1000);
+      expect(next).not.toBe(first);
+      expect(next.startsWith(standby?.metadata.name ?? '-')).toBe(true);
+      await apply(`apiVersion: intake.dev/v1alpha1
 kind: WebhookIntegration
 metadata: {name: after-failover, namespace: ${tenant}}
 spec: {}
 `);
-    await waitFor(
-      'reconciled by the new leader',
-      () =>
-        core.readNamespacedSecret({ namespace: tenant, name: 'intake-webhook-after-failover' }).catch(() => undefined),
-      60_000,
-      500,
-    );
+      await waitFor(
+        'reconciled by the new leader',
+        () =>
+          core
+            .readNamespacedSecret({ namespace: tenant, name: 'intake-webhook-after-failover' })
+            .catch(() => undefined),
+        60_000,
+        500,
+      );
+    } finally {
+      await kubectl(['uncordon', node]);
+    }
   });
 
   it("leaves nothing of the release on helm uninstall but the CRDs and the tenants' integrations, which delete freely", async () => {
