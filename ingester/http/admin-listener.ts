@@ -13,7 +13,7 @@ import { ADMIN_MAX_CONNECTIONS, clientErrorHandler, serverTimeoutOptions, type T
 import { securityHeaders } from './security-headers.js';
 import type { SeriesStore } from '../series/series-store.js';
 import type { Lifecycle } from './context.js';
-import { sendError } from './listener.js';
+import { sendError } from './send-error.js';
 import type { EventSink } from '../sinks/sink.js';
 import type { ActivityRecorder } from '../activity/recorder.js';
 

@@ -58,7 +58,7 @@ import { EventLoopGuard } from './overload.js';
 import { securityHeaders } from './security-headers.js';
 import { sendError } from './send-error.js';
 
-export { EVENTS_PATH, METRICS_PATH, sendError };
+export { EVENTS_PATH, METRICS_PATH };
 
 export const DEFAULT_TIMEOUTS: TimeoutSettings = {
   headersTimeoutMs: 10_000,
