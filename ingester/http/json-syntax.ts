@@ -90,53 +90,39 @@ export function jsonSyntaxError(text: string): JsonSyntaxError | undefined {
       }
     }
   };
-  const array = (): void => {
+  /** The items of an array or object up to `close`, separated by commas (the opening one is at i). */
+  const items = (close: string, item: () => void, after: string): void => {
     i++;
     skipWhitespace();
-    if (text[i] === ']') {
+    if (text[i] === close) {
       i++;
       return;
     }
     for (;;) {
-      value();
+      item();
       skipWhitespace();
-      if (text[i] === ']') {
+      if (text[i] === close) {
         i++;
         return;
       }
-      if (text[i] !== ',') expected("',' or ']' after an array element");
+      if (text[i] !== ',') expected(`',' or '${close}' after ${after}`);
       i++;
     }
   };
-  const object = (): void => {
-    i++;
+  const member = (): void => {
     skipWhitespace();
-    if (text[i] === '}') {
-      i++;
-      return;
-    }
-    for (;;) {
-      skipWhitespace();
-      if (text[i] !== '"') expected('a property name in double quotes');
-      string();
-      skipWhitespace();
-      if (text[i] !== ':') expected("':' after a property name");
-      i++;
-      value();
-      skipWhitespace();
-      if (text[i] === '}') {
-        i++;
-        return;
-      }
-      if (text[i] !== ',') expected("',' or '}' after a property value");
-      i++;
-    }
+    if (text[i] !== '"') expected('a property name in double quotes');
+    string();
+    skipWhitespace();
+    if (text[i] !== ':') expected("':' after a property name");
+    i++;
+    value();
   };
   function value(): void {
     skipWhitespace();
     const c = text[i];
-    if (c === '{') object();
-    else if (c === '[') array();
+    if (c === '{') items('}', member, 'a property value');
+    else if (c === '[') items(']', value, 'an array element');
     else if (c === '"') string();
     else if (c === '-' || isDigit(c)) number();
     else if (c === 't') literal('true');
