@@ -12,7 +12,7 @@ import {
 import { stringify as stableStringify } from 'safe-stable-stringify';
 import type { Logger } from 'pino';
 import type { ExpressionRunner } from '../api/mapping/engine.js';
-import { ROUTE_LABEL, ROUTE_SECRET_KEY, validateRoute } from '../api/route.js';
+import { ROUTE_LABEL, ROUTE_SECRET_KEY } from '../api/route.js';
 import type { TenantLimitDefaults } from '../api/limits.js';
 import {
   API_VERSION,
@@ -464,9 +464,9 @@ export class Controller {
           [SOURCE_ANNOTATION]: queueKey(obj.kind, obj.metadata.namespace as string, obj.metadata.name as string),
         },
       },
-      // The contract is checked on both sides: a document the ingesters would skip is never written
-      // (plan.ts publishable already made a spec whose route fails it Ready=False/InvalidSpec).
-      data: { [ROUTE_SECRET_KEY]: Buffer.from(JSON.stringify(validateRoute(plan.route))).toString('base64') },
+      // The contract is checked on both sides: a document the ingesters would skip is never written.
+      // planWebhook and planApiKey return a route only once it passed validateRoute (plan.ts publishable).
+      data: { [ROUTE_SECRET_KEY]: Buffer.from(JSON.stringify(plan.route)).toString('base64') },
     };
     await this.writer.applySecret(desired, existing);
   }
