@@ -10,12 +10,17 @@ import { connect } from 'node:net';
 import { basic } from '../test/support/credentials.js';
 
 const children: ChildProcess[] = [];
+const stderrTails = new WeakMap<ChildProcess, () => string>();
+
+/** The last 4,000 characters a server started by pinnedServer wrote to stderr. */
+export const stderrTail = (child: ChildProcess): string => stderrTails.get(child)?.() ?? '';
 
 /** Starts `cmd` on CPU `cpu` (taskset); its stderr tail is printed if it exits with an error. */
 export function pinnedServer(name: string, cpu: string, cmd: string, args: string[]): ChildProcess {
   const child = spawn('taskset', ['-c', cpu, cmd, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (d) => (stderr = (stderr + d).slice(-4000)));
+  stderrTails.set(child, () => stderr);
   child.on(
     'exit',
     (code) => code && code !== 143 && process.stderr.write(`bench: ${name} exited with ${code}\n${stderr}\n`),

@@ -16,8 +16,8 @@ export type AlertCounts = Record<string, number>;
 
 export interface AlertStore {
   get(key: string): Promise<Versioned | undefined>;
-  /** Writes when the stored version is still `version` (0: absent); false when it changed meanwhile. */
-  put(state: AlertState, version: number): Promise<boolean>;
+  /** Writes when the stored version is still `version` (0: absent): the new version, or false when it changed meanwhile. */
+  put(state: AlertState, version: number): Promise<number | false>;
   delete(key: string): Promise<void>;
   /**
    * Every state's key, read from the store a page at a time. Only keys: the re-send reads the

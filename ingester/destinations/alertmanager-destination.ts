@@ -17,7 +17,8 @@
 import type { Logger } from 'pino';
 import type { NormalisedEvent } from '../core/event.js';
 import { LogLimiter } from '../core/log-limiter.js';
-import type { AlertCounts, AlertStore } from './alert-store.js';
+import { LRUCache } from 'lru-cache';
+import type { AlertCounts, AlertStore, Versioned } from './alert-store.js';
 import {
   alertKey,
   alertsOf,
@@ -28,7 +29,7 @@ import {
   type PostableAlert,
   type Timing,
 } from './alerts.js';
-import type { Destination } from './destination.js';
+import type { Destination, QueuedEvent } from './destination.js';
 import { OutboundClient } from '../outbound/http-client.js';
 import type { Outcome } from '../outbound/outcome.js';
 import type { DestinationMetrics } from './metrics.js';
@@ -40,13 +41,8 @@ const JSON_BODY = { 'content-type': 'application/json' };
 export const MAX_ALERTS_PER_POST = 256;
 /** Compare-and-set rounds before a state write is given up (and the event retried later). */
 const MAX_CAS_ROUNDS = 8;
-
-/** An event that would start a new alert past a cap. */
-class AlertLimitError extends Error {
-  constructor(readonly limit: 'namespace' | 'total') {
-    super(`alert limit reached (${limit})`);
-  }
-}
+/** States this replica wrote last, kept to skip the read before the next write of the same alert. */
+const RECENT_STATES = 4096;
 
 export class AlertmanagerDestination implements Destination {
   readonly kind = 'alertmanager';
@@ -61,6 +57,8 @@ export class AlertmanagerDestination implements Destination {
   private counts = new Map<string, number>();
   private total = 0;
   private countsLoaded = false;
+  /** The version this replica last wrote of recently changed alerts (possibly stale: a guess). */
+  private readonly recent = new LRUCache<string, Versioned>({ max: RECENT_STATES });
 
   constructor(
     readonly name: string,
@@ -82,14 +80,15 @@ export class AlertmanagerDestination implements Destination {
     this.refusals = new LogLimiter(this.logger);
   }
 
-  async send(events: readonly NormalisedEvent[]): Promise<Outcome> {
+  async send(queued: readonly QueuedEvent[]): Promise<Outcome> {
     const store = this.store();
     if (!store) return { kind: 'retry', reason: 'state_store', error: 'the alert state store is not available yet' };
     const alerts = new Map<string, PostableAlert>();
     // Different alerts are independent: their states are written concurrently; the events of one
     // alert in order.
     const byKey = new Map<string, NormalisedEvent[]>();
-    for (const e of events) {
+    for (const q of queued) {
+      const e = q.event();
       const key = alertKey(e);
       const list = byKey.get(key);
       if (list) list.push(e);
@@ -97,20 +96,7 @@ export class AlertmanagerDestination implements Destination {
     }
     try {
       if (!this.countsLoaded) await this.loadCounts(store);
-      const sends = await Promise.all(
-        [...byKey.entries()].map(async ([key, list]) => {
-          let last: PostableAlert[] = [];
-          for (const e of list) {
-            try {
-              last = await this.apply(store, key, e);
-            } catch (err) {
-              if (!(err instanceof AlertLimitError)) throw err;
-              this.refuse(e, err.limit);
-            }
-          }
-          return last;
-        }),
-      );
+      const sends = await Promise.all([...byKey.entries()].map(([key, list]) => this.apply(store, key, list)));
       for (const list of sends) for (const a of list) alerts.set(JSON.stringify(a.labels), a);
     } catch (err) {
       return { kind: 'retry', reason: 'state_store', error: `alert state not written: ${(err as Error).message}` };
@@ -119,35 +105,69 @@ export class AlertmanagerDestination implements Destination {
     return this.postToAll([...alerts.values()]);
   }
 
-  /** The alerts one event leads to, after its state is stored. A redelivered event sends its state again. */
-  private async apply(store: AlertStore, key: string, e: NormalisedEvent): Promise<PostableAlert[]> {
+  /**
+   * The alerts one alert's events lead to, after its state is stored: the events are applied in
+   * order to the state in memory and the result written once (compare-and-set), since a storm
+   * updates the same alerts again and again. A redelivered event sends its state again. An event
+   * that would start a new alert past a cap is refused and the next ones go on without it.
+   */
+  private async apply(store: AlertStore, key: string, list: readonly NormalisedEvent[]): Promise<PostableAlert[]> {
     for (let round = 0; round < MAX_CAS_ROUNDS; round++) {
       const now = Date.now();
-      const current = await store.get(key);
-      const { next, changed } = applyEvent(current?.state, e, now);
-      if (!changed) return next && next.lastEventId === e.id ? alertsOf(next, now, this.timing) : [];
-      if (!next) return [];
-      // A new state takes a place under the caps before it is written (concurrent creates see it).
-      const creating = current === undefined;
-      if (creating) this.take(e.namespace);
-      let written = false;
-      try {
-        written = await store.put(next, current?.version ?? 0);
-      } finally {
-        if (creating && !written) this.release(e.namespace);
+      // The first round starts from the state this replica last wrote, or none (a new alert),
+      // without reading the store: only a write that succeeds trusts that guess; a failed write,
+      // or a guess that changes nothing, reads the store in the next round.
+      const guessing = round === 0;
+      const current = guessing ? this.recent.get(key) : await store.get(key);
+      let state = current?.state;
+      let changed = false;
+      let took: string | undefined;
+      // Refusals are reported once, by the round whose result stands.
+      const refused: Array<[NormalisedEvent, 'namespace' | 'total']> = [];
+      for (const e of list) {
+        const applied = applyEvent(state, e, now);
+        if (!applied.changed) continue;
+        if (state === undefined && applied.next !== undefined) {
+          // A new state takes a place under the caps before it is written (concurrent creates see it).
+          const limit = this.take(e.namespace);
+          if (limit) {
+            refused.push([e, limit]);
+            continue;
+          }
+          took = e.namespace;
+        }
+        state = applied.next;
+        changed = true;
       }
-      if (written) return alertsOf(next, now, this.timing);
+      if (!changed) {
+        if (guessing) continue;
+        for (const [e, limit] of refused) this.refuse(e, limit);
+        return state && list.some((e) => e.id === state.lastEventId) ? alertsOf(state, now, this.timing) : [];
+      }
+      if (!state) return [];
+      const version = await store.put(state, current?.version ?? 0).catch((err: unknown) => {
+        if (took !== undefined) this.release(took);
+        throw err;
+      });
+      if (version !== false) {
+        this.recent.set(key, { state, version });
+        for (const [e, limit] of refused) this.refuse(e, limit);
+        return alertsOf(state, now, this.timing);
+      }
+      if (took !== undefined) this.release(took);
+      this.recent.delete(key);
     }
     throw new Error(`state of ${key} kept changing under concurrent writers`);
   }
 
-  /** Takes a place for a new state in `namespace`; throws AlertLimitError when a cap is reached. */
-  private take(namespace: string): void {
+  /** Takes a place for a new state in `namespace`; the cap reached instead, when one is. */
+  private take(namespace: string): 'namespace' | 'total' | undefined {
     const inNamespace = this.counts.get(namespace) ?? 0;
-    if (inNamespace >= this.settings.maxAlertsPerNamespace) throw new AlertLimitError('namespace');
-    if (this.total >= this.settings.maxAlerts) throw new AlertLimitError('total');
+    if (inNamespace >= this.settings.maxAlertsPerNamespace) return 'namespace';
+    if (this.total >= this.settings.maxAlerts) return 'total';
     this.counts.set(namespace, inNamespace + 1);
     this.total++;
+    return undefined;
   }
 
   private release(namespace: string): void {
@@ -262,6 +282,7 @@ export class AlertmanagerDestination implements Destination {
         const alerts: PostableAlert[] = [];
         for (const listed of states) {
           if (isSpent(listed, now, this.timing)) {
+            this.recent.delete(listed.key);
             await store.delete(listed.key);
             continue;
           }
@@ -300,7 +321,8 @@ export class AlertmanagerDestination implements Destination {
     const current = await store.get(listed.key);
     const expired = current && expire(current.state, now, this.settings.resolveAfterMs);
     if (!current || !expired) return current?.state;
-    return (await store.put(expired, current.version)) ? expired : (await store.get(listed.key))?.state;
+    this.recent.delete(listed.key);
+    return (await store.put(expired, current.version)) !== false ? expired : (await store.get(listed.key))?.state;
   }
 
   async close(): Promise<void> {

@@ -5,13 +5,63 @@
 import type { NormalisedEvent } from '../core/event.js';
 import type { Outcome } from '../outbound/outcome.js';
 
+/**
+ * An event as a durable queue holds it: the JSON text the sink stored, and the event parsed on
+ * first use. An HTTP destination sends the stored bytes as they are; only a destination that reads
+ * the event's fields (Alertmanager) pays for parsing it.
+ */
+export interface QueuedEvent {
+  readonly json: Uint8Array | string;
+  event(): NormalisedEvent;
+}
+
+/** An event that is already parsed, as a queued one (for callers and tests that hold the object). */
+export function queuedEvent(e: NormalisedEvent): QueuedEvent {
+  return { json: JSON.stringify(e), event: () => e };
+}
+
+/** Parses the stored JSON once, on the first call. */
+export function parsedOnce(json: Uint8Array | string): () => NormalisedEvent {
+  let parsed: NormalisedEvent | undefined;
+  return () =>
+    (parsed ??= JSON.parse(typeof json === 'string' ? json : bytes(json).toString('utf8')) as NormalisedEvent);
+}
+
+const RECEIVED_AT = '"received_at":"';
+const RECEIVED_AT_BYTES = Buffer.from(RECEIVED_AT);
+
+/**
+ * The event's received_at (ms), read from the stored JSON without parsing it: the sinks store
+ * JSON.stringify of a normalised event, whose top-level received_at comes before any nested
+ * object (a key of the same name inside custom_info comes later; inside a string the quotes are
+ * escaped). Parses the event when the text is not there.
+ */
+export function receivedAtMs(q: QueuedEvent): number {
+  const json = q.json;
+  let at = Number.NaN;
+  if (typeof json === 'string') {
+    const from = json.indexOf(RECEIVED_AT);
+    if (from >= 0) at = Date.parse(json.slice(from + RECEIVED_AT.length, json.indexOf('"', from + RECEIVED_AT.length)));
+  } else {
+    const b = bytes(json);
+    const from = b.indexOf(RECEIVED_AT_BYTES);
+    if (from >= 0) {
+      const start = from + RECEIVED_AT_BYTES.length;
+      at = Date.parse(b.toString('latin1', start, b.indexOf(0x22, start)));
+    }
+  }
+  return Number.isNaN(at) ? Date.parse(q.event().received_at) : at;
+}
+
+const bytes = (u: Uint8Array): Buffer => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
+
 export interface Destination {
   readonly name: string;
   readonly kind: 'alertmanager' | 'http';
   /** Events handed to one send() at most. */
   readonly maxBatch: number;
   /** Delivers a batch; one outcome for all of it. Never rejects. */
-  send(events: readonly NormalisedEvent[]): Promise<Outcome>;
+  send(events: readonly QueuedEvent[]): Promise<Outcome>;
   /** Background work (the Alertmanager resender). */
   start?(): void;
   close(): Promise<void>;
@@ -35,5 +85,5 @@ export const MAX_RETRY_AFTER_MS = 3_600_000;
 /** Which destinations an event goes to (the hand-off sinks ask it per event). */
 export interface Routing {
   /** The destinations an event goes to now (its integration's, else the defaults). */
-  destinationsOf(e: NormalisedEvent): readonly string[];
+  destinationsOf(e: Pick<NormalisedEvent, 'namespace' | 'integration'>): readonly string[];
 }

@@ -7,16 +7,14 @@
  * Nothing is settled before the destination answered, so a crash means a redelivery, not a loss.
  */
 import type { Logger } from 'pino';
-import type { NormalisedEvent } from '../core/event.js';
 import { LogLimiter } from '../core/log-limiter.js';
-import { retryDelayMs, type Destination } from './destination.js';
+import { receivedAtMs, retryDelayMs, type Destination, type QueuedEvent } from './destination.js';
 import type { Outcome } from '../outbound/outcome.js';
 import type { DestinationMetrics } from './metrics.js';
 import type { DeliverySettings } from './settings.js';
 
 /** One event handed out by a queue, and how to settle it there. */
-export interface Delivery {
-  event: NormalisedEvent;
+export interface Delivery extends QueuedEvent {
   /** 1 for the first delivery, counted by the queue (it survives restarts). */
   attempt: number;
   ack(): Promise<void>;
@@ -84,15 +82,15 @@ export class Dispatcher {
     const name = this.destination.name;
     let outcome: Outcome;
     try {
-      outcome = await this.destination.send(batch.map((d) => d.event));
+      outcome = await this.destination.send(batch);
     } catch (err) {
       outcome = { kind: 'retry', reason: 'internal', error: (err as Error).message };
     }
     if (outcome.kind === 'delivered') {
       const now = Date.now();
       this.metrics.delivered.inc({ destination: name }, batch.length);
-      for (const d of batch)
-        this.metrics.latency.observe({ destination: name }, Math.max(0, now - Date.parse(d.event.received_at)) / 1000);
+      const latency = this.metrics.latency.labels({ destination: name });
+      for (const d of batch) latency.observe(Math.max(0, now - receivedAtMs(d)) / 1000);
       await this.settle(batch, (d) => d.ack());
       return;
     }

@@ -1,16 +1,20 @@
 /**
  * The HTTP destination: POST of normalised events as JSON, one event per request (batchSize 1:
- * the body is the event object) or a JSON array of up to batchSize events. `Idempotency-Key`
- * carries the event id; a batch carries a digest of its ids (its composition may differ between
- * retries) and every event its own `id`, so a receiver drops the repeats at-least-once delivery
- * brings.
+ * the body is the event object) or a JSON array of up to batchSize events. The body is made of
+ * the bytes the queue stored, not parsed and serialised again. `Idempotency-Key` carries the
+ * event id; a batch carries a digest of its body (its composition may differ between retries; the
+ * same events in the same order give the same key) and every event its own `id`, so a receiver
+ * drops the repeats at-least-once delivery brings.
  */
-import { createHash } from 'node:crypto';
-import type { NormalisedEvent } from '../core/event.js';
+import { hash } from 'node:crypto';
 import { OutboundClient } from '../outbound/http-client.js';
 import type { Outcome } from '../outbound/outcome.js';
 import type { HttpSettings } from './settings.js';
-import type { Destination } from './destination.js';
+import type { Destination, QueuedEvent } from './destination.js';
+
+const OPEN = Buffer.from('[');
+const COMMA = Buffer.from(',');
+const CLOSE = Buffer.from(']');
 
 export class HttpDestination implements Destination {
   readonly kind = 'http';
@@ -32,14 +36,10 @@ export class HttpDestination implements Destination {
     });
   }
 
-  send(events: readonly NormalisedEvent[]): Promise<Outcome> {
+  send(events: readonly QueuedEvent[]): Promise<Outcome> {
     const single = this.settings.batchSize === 1 && events.length === 1;
-    const body = JSON.stringify(single ? events[0] : events);
-    const key = single
-      ? (events[0] as NormalisedEvent).id
-      : `batch-${createHash('sha256')
-          .update(events.map((e) => e.id).join('\n'))
-          .digest('hex')}`;
+    const body = single ? asBuffer((events[0] as QueuedEvent).json) : arrayOf(events);
+    const key = single ? (events[0] as QueuedEvent).event().id : `batch-${hash('sha256', body, 'hex')}`;
     return this.client.post(this.settings.url, body, {
       ...this.settings.headers,
       'content-type': 'application/json',
@@ -51,4 +51,18 @@ export class HttpDestination implements Destination {
   async close(): Promise<void> {
     await this.client.close();
   }
+}
+
+const asBuffer = (json: Uint8Array | string): Buffer =>
+  typeof json === 'string' ? Buffer.from(json) : Buffer.from(json.buffer, json.byteOffset, json.byteLength);
+
+/** `[e1,e2,...]` from the stored JSON of each event. */
+function arrayOf(events: readonly QueuedEvent[]): Buffer {
+  const parts: Buffer[] = [OPEN];
+  for (let i = 0; i < events.length; i++) {
+    if (i > 0) parts.push(COMMA);
+    parts.push(asBuffer((events[i] as QueuedEvent).json));
+  }
+  parts.push(CLOSE);
+  return Buffer.concat(parts);
 }

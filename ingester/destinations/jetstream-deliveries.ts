@@ -7,9 +7,13 @@
  * unacknowledged; the server hands them to another replica after ack_wait.
  *
  * Which events a consumer delivers: those whose integration names the destination (or, naming
- * none, when it is a default), looked up in the routing table at delivery time; the rest are
- * acknowledged and skipped. A replayed dead letter carries `Intake-Destination` and goes to that
- * destination only.
+ * none, when it is a default), looked up in the routing table at delivery time by the subject
+ * (`<prefix>.<namespace>.<integration>`), so an event is not parsed to be routed; the rest are
+ * acknowledged and skipped. A replayed dead letter is published on
+ * `<prefix>.<namespace>.<integration>.<destination>` and goes to that destination only. (Earlier
+ * versions marked a replay with the header `Intake-Destination` on the event's own subject; such a
+ * message still in the stream at an upgrade goes to every destination of its integration: a
+ * repeat for the others, never a loss.)
  */
 import {
   AckPolicy,
@@ -22,13 +26,13 @@ import {
   type JsMsg,
 } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
-import { headers as natsHeaders, nanos, type NatsConnection } from '@nats-io/transport-node';
+import { nanos, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import type { Routing } from './destination.js';
+import { parsedOnce, type Routing } from './destination.js';
 import type { NormalisedEvent } from '../core/event.js';
 import type { JetStreamSettings } from '../sinks/handoff-config.js';
-import { subjectsOf } from '../sinks/jetstream-stream.js';
-import { LETTER_HEADER, oneLine } from '../dead-letters/bus-store.js';
+import { eventSubject, readEventSubject, subjectsOf } from '../sinks/jetstream-stream.js';
+import { oneLine } from '../dead-letters/bus-store.js';
 import { LetterTooLarge, type DeadLetterStore, type DeliveryDeadLetter } from '../dead-letters/model.js';
 import type { AlertStore } from './alert-store.js';
 import type { Dispatcher } from './dispatcher.js';
@@ -41,8 +45,6 @@ export interface QueuedDestination {
   dispatcher: Dispatcher;
 }
 
-/** On an events-stream message: "for this destination only" (a replayed dead letter). */
-const ONLY_FOR = LETTER_HEADER.destination;
 const LAG_INTERVAL_MS = 10_000;
 const RETRY_ATTACH_MS = 2000;
 
@@ -180,22 +182,25 @@ export class JetStreamDeliveries {
 
   private handle(m: JsMsg, d: QueuedDestination): void {
     const name = d.settings.name;
-    let event: NormalisedEvent;
-    try {
-      event = m.json<NormalisedEvent>();
-    } catch (err) {
-      this.deadLetterRaw(m, name, 'unreadable', (err as Error).message).catch(() => undefined);
-      return;
+    const event = parsedOnce(m.data);
+    let where = readEventSubject(this.settings.subjectPrefix, m.subject);
+    if (!where) {
+      // Not a subject intake makes (an old replay subject): the event says where it belongs.
+      try {
+        where = event();
+      } catch (err) {
+        this.deadLetterRaw(m, name, 'unreadable', (err as Error).message).catch(() => undefined);
+        return;
+      }
     }
-    const only = m.headers?.get(ONLY_FOR);
-    if (only ? only !== name : !this.routing.destinationsOf(event).includes(name)) {
+    if (where.onlyFor !== undefined ? where.onlyFor !== name : !this.routing.destinationsOf(where).includes(name)) {
       m.ack();
       return;
     }
-    const attempt = m.info.deliveryCount;
     d.dispatcher.submit({
+      json: m.data,
       event,
-      attempt,
+      attempt: m.info.deliveryCount,
       ack: async () => m.ack(),
       retry: async (delayMs) => m.nak(delayMs),
       deadLetter: (reason, error) => this.deadLetterRaw(m, name, reason, error),
@@ -236,16 +241,16 @@ export class JetStreamDeliveries {
     m.term(oneLine(reason, 128));
   }
 
-  /** A replayed dead letter: published again on its subject, for its destination only (attempts start again). */
+  /** A replayed dead letter: published again, for its destination only (attempts start again). */
   async requeue(letter: DeliveryDeadLetter): Promise<void> {
     const js = this.js;
     if (!js) throw new Error('the bus is not connected');
-    const h = natsHeaders();
-    h.set(ONLY_FOR, letter.destination);
-    await js.publish(letter.subject ?? `${this.settings.subjectPrefix}.replayed`, JSON.stringify(letter.event), {
-      msgID: `${letter.event.id}~replay~${letter.id}`,
-      headers: h,
+    const subject = eventSubject(this.settings.subjectPrefix, {
+      namespace: letter.event.namespace,
+      integration: letter.event.integration,
+      onlyFor: letter.destination,
     });
+    await js.publish(subject, JSON.stringify(letter.event), { msgID: `${letter.event.id}~replay~${letter.id}` });
   }
 
   private startLag(): void {

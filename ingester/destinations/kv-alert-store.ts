@@ -21,12 +21,12 @@ export class KvAlertStore implements AlertStore {
     return { state: entry.json<AlertState>(), version: entry.revision };
   }
 
-  async put(state: AlertState, version: number): Promise<boolean> {
+  async put(state: AlertState, version: number): Promise<number | false> {
     const data = JSON.stringify(state);
     try {
-      if (version === 0) await this.kv.create(STATE_PREFIX + state.key, data);
-      else await this.kv.update(STATE_PREFIX + state.key, data, version);
-      return true;
+      return version === 0
+        ? await this.kv.create(STATE_PREFIX + state.key, data)
+        : await this.kv.update(STATE_PREFIX + state.key, data, version);
     } catch (err) {
       if (isWrongRevision(err)) return false;
       throw err;

@@ -5,9 +5,9 @@
  * loss; the attempt count is stored with the row. Acks, retries and dead letters of one turn share
  * one transaction (one fsync).
  */
-import type { NormalisedEvent } from '../core/event.js';
 import { LetterTooLarge, type NewDeadLetter } from '../dead-letters/model.js';
 import { GroupCommit } from '../storage/group-commit.js';
+import { parsedOnce } from './destination.js';
 import type { Dispatcher } from './dispatcher.js';
 import type { OutboxRow, OutboxTable } from './outbox-table.js';
 
@@ -92,23 +92,25 @@ export class OutboxLeaseLoops {
   }
 
   private submit(d: OutboxDestination, r: OutboxRow): void {
-    const event = JSON.parse(r.payload) as NormalisedEvent;
+    const event = parsedOnce(r.payload);
     d.dispatcher.submit({
+      json: r.payload,
       event,
       attempt: r.attempts + 1,
       ack: () => this.settle(() => this.table.remove(r)),
       retry: (delayMs, error) => this.settle(() => this.table.reschedule(r.seq, Date.now() + delayMs, error)),
       deadLetter: async (reason, error) => {
         // Kept first, then the row goes: a crash between the two delivers the event again, never loses it.
+        const e = event();
         await this.bury({
           kind: 'delivery',
-          namespace: event.namespace,
-          integration: event.integration,
+          namespace: e.namespace,
+          integration: e.integration,
           destination: r.destination,
           reason,
           error,
           attempts: r.attempts + 1,
-          event,
+          event: e,
         }).catch((err: Error) => {
           // Larger than a namespace's share: it can never be kept (the store counted the drop).
           if (!(err instanceof LetterTooLarge)) throw err;

@@ -170,7 +170,7 @@ async function moveLegacyDeadLetters(outbox: Outbox, store: DeadLetterStore, log
 
 /** The integration's destinations when it is still published in the event's namespace, else the defaults. */
 function destinationsOfEvent(
-  e: NormalisedEvent,
+  e: Pick<NormalisedEvent, 'namespace' | 'integration'>,
   table: RouteTable,
   all: readonly DestinationSettings[],
 ): readonly string[] {

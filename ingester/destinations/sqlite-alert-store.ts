@@ -53,7 +53,7 @@ export class SqliteAlertStores {
           version === 0
             ? this.st.insert.run(destination, state.key, data).changes
             : this.st.update.run(data, destination, state.key, version).changes;
-        return Number(changes) > 0;
+        return Number(changes) > 0 ? version + 1 : false;
       },
       delete: async (key) => void this.st.delete.run(destination, key),
       keys: () => this.keys(destination),

@@ -25,7 +25,7 @@ import type { NormalisedEvent } from '../core/event.js';
 import type { JetStreamSettings, SpoolSettings } from './handoff-config.js';
 import { HandoffMetrics } from './handoff-metrics.js';
 import { InFlightLimit } from './in-flight.js';
-import { ensureStream } from './jetstream-stream.js';
+import { ensureStream, eventSubject } from './jetstream-stream.js';
 import { BusStorage } from './bus-storage.js';
 import { PubAckPublisher, type PubOutcome } from './pub-acks.js';
 import { SpoolReplayer } from './spool-replayer.js';
@@ -219,7 +219,7 @@ export class JetStreamSink implements EventSink {
   }
 
   private subjectOf(e: NormalisedEvent): string {
-    return `${this.settings.subjectPrefix}.${token(e.namespace)}.${token(e.integration)}`;
+    return eventSubject(this.settings.subjectPrefix, e);
   }
 
   /** Dials until connected (the client then reconnects by itself), verifying the stream each time. */
@@ -353,11 +353,6 @@ export class JetStreamSink implements EventSink {
     await this.connecting;
     this.spool?.close();
   }
-}
-
-/** Subject tokens cannot hold dots, wildcards or spaces. */
-function token(value: string): string {
-  return /^[A-Za-z0-9_-]+$/.test(value) ? value : value.replace(/[^A-Za-z0-9_-]/g, '_') || '_';
 }
 
 /** Server URLs may carry user:password; logs must not. */

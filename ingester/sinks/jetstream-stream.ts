@@ -16,6 +16,40 @@ import { MIN_DUPLICATE_WINDOW_SECONDS, type JetStreamSettings } from './handoff-
 /** The wildcard every event subject `<prefix>.<namespace>.<integration>` falls under. */
 export const subjectsOf = (prefix: string): string => `${prefix}.>`;
 
+/**
+ * Where an event on the stream belongs, as its subject says: `<prefix>.<namespace>.<integration>`,
+ * or for a replayed dead letter `<prefix>.<namespace>.<integration>.<destination>` (delivered to
+ * that destination only). Deliveries route by the subject, so they need not parse the event.
+ */
+export interface EventSubject {
+  namespace: string;
+  integration: string;
+  onlyFor?: string;
+}
+
+export function eventSubject(prefix: string, s: EventSubject): string {
+  const base = `${prefix}.${subjectToken(s.namespace)}.${subjectToken(s.integration)}`;
+  return s.onlyFor === undefined ? base : `${base}.${subjectToken(s.onlyFor)}`;
+}
+
+/**
+ * The subject read back; undefined when it is not one eventSubject() makes from valid names (then
+ * the event itself says where it belongs). Namespace, integration and destination names never
+ * hold a dot, so the tokens are the names.
+ */
+export function readEventSubject(prefix: string, subject: string): EventSubject | undefined {
+  if (!subject.startsWith(prefix) || subject.charCodeAt(prefix.length) !== 0x2e) return undefined;
+  const tokens = subject.slice(prefix.length + 1).split('.');
+  if (tokens.length !== 2 && tokens.length !== 3) return undefined;
+  const [namespace, integration, onlyFor] = tokens as [string, string, string | undefined];
+  return onlyFor === undefined ? { namespace, integration } : { namespace, integration, onlyFor };
+}
+
+/** Subject tokens cannot hold dots, wildcards or spaces; valid Kubernetes and route names pass unchanged. */
+export function subjectToken(value: string): string {
+  return /^[A-Za-z0-9_-]+$/.test(value) ? value : value.replace(/[^A-Za-z0-9_-]/g, '_') || '_';
+}
+
 export class StreamConfigError extends Error {
   constructor(message: string) {
     super(message);

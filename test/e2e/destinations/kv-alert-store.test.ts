@@ -35,12 +35,17 @@ const state = (key: string, lastEventId: string): AlertState => ({
 });
 
 it('writes only over the version it read (compare-and-set)', async () => {
-  expect(await store.put(state('k1', 'e1'), 0)).toBe(true);
+  const created = await store.put(state('k1', 'e1'), 0);
+  expect(created).toEqual(expect.any(Number));
   // A second "create" loses: the other replica created it first.
   expect(await store.put(state('k1', 'e2'), 0)).toBe(false);
   const read = await store.get('k1');
   expect(read?.state.lastEventId).toBe('e1');
-  expect(await store.put(state('k1', 'e3'), read?.version as number)).toBe(true);
+  // The version a write returns is the one the next read sees (what the writer keeps to skip that read).
+  expect(read?.version).toBe(created);
+  const updated = await store.put(state('k1', 'e3'), read?.version as number);
+  expect(updated).toEqual(expect.any(Number));
+  expect((await store.get('k1'))?.version).toBe(updated);
   // A write based on the version before that one loses.
   expect(await store.put(state('k1', 'e4'), read?.version as number)).toBe(false);
   expect((await store.get('k1'))?.state.lastEventId).toBe('e3');
@@ -53,7 +58,7 @@ it('lists, deletes, and creates again after a delete', async () => {
   expect(keys.sort()).toEqual(['k1', 'k2']);
   await store.delete('k2');
   expect(await store.get('k2')).toBeUndefined();
-  expect(await store.put(state('k2', 'y'), 0)).toBe(true);
+  expect(await store.put(state('k2', 'y'), 0)).toEqual(expect.any(Number));
 });
 
 it('gives the re-send lease to one holder until it expires', async () => {

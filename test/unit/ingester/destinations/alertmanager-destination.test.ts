@@ -7,6 +7,9 @@ import { AlertmanagerDestination } from '../../../../ingester/destinations/alert
 import type { AlertState, PostableAlert } from '../../../../ingester/destinations/alerts.js';
 import { DestinationMetrics } from '../../../../ingester/destinations/metrics.js';
 import type { NormalisedEvent } from '../../../../ingester/core/event.js';
+import { queuedEvent } from '../../../../ingester/destinations/destination.js';
+
+const queued = (events: NormalisedEvent[]): ReturnType<typeof queuedEvent>[] => events.map(queuedEvent);
 
 /** The store's contract in memory: versions, compare-and-set, a lease. */
 class MemoryStore implements AlertStore {
@@ -15,10 +18,10 @@ class MemoryStore implements AlertStore {
   async get(key: string): Promise<Versioned | undefined> {
     return this.rows.get(key);
   }
-  async put(state: AlertState, version: number): Promise<boolean> {
+  async put(state: AlertState, version: number): Promise<number | false> {
     if ((this.rows.get(state.key)?.version ?? 0) !== version) return false;
     this.rows.set(state.key, { state, version: version + 1 });
-    return true;
+    return version + 1;
   }
   async delete(key: string): Promise<void> {
     this.rows.delete(key);
@@ -106,7 +109,9 @@ describe('Alertmanager destination', () => {
   it('stores each alert state and posts the alerts of a batch once each', async () => {
     const store = new MemoryStore();
     const d = destination(store);
-    expect(await d.send([event('a', 4, '1'), event('b', 4, '2'), event('a', 4, '3')])).toEqual({ kind: 'delivered' });
+    expect(await d.send(queued([event('a', 4, '1'), event('b', 4, '2'), event('a', 4, '3')]))).toEqual({
+      kind: 'delivered',
+    });
     expect(posts).toHaveLength(1);
     expect(posts[0]?.map((a) => a.labels.signature).sort()).toEqual(['a', 'b']);
     expect(store.rows.size).toBe(2);
@@ -117,10 +122,10 @@ describe('Alertmanager destination', () => {
     const store = new MemoryStore();
     const d = destination(store);
     status = 503;
-    expect(await d.send([event('a', 4, '1')])).toMatchObject({ kind: 'retry', reason: 'http_503' });
+    expect(await d.send(queued([event('a', 4, '1')]))).toMatchObject({ kind: 'retry', reason: 'http_503' });
     status = 200;
     // The redelivered event sends its state again.
-    expect(await d.send([event('a', 4, '1')])).toEqual({ kind: 'delivered' });
+    expect(await d.send(queued([event('a', 4, '1')]))).toEqual({ kind: 'delivered' });
     expect(posts.at(-1)?.[0]?.labels.signature).toBe('a');
     await d.close();
   });
@@ -128,7 +133,7 @@ describe('Alertmanager destination', () => {
   it('re-sends only while holding the lease, resolves alerts past resolveAfter, forgets spent ones', async () => {
     const store = new MemoryStore();
     const d = destination(store, { resolveAfterMs: 1 });
-    await d.send([event('a', 4, '1')]);
+    await d.send(queued([event('a', 4, '1')]));
     await new Promise((r) => setTimeout(r, 5));
     await d.resend();
     const resent = posts.at(-1)?.[0];
@@ -147,7 +152,9 @@ describe('Alertmanager destination', () => {
     const store = new MemoryStore();
     const registry = new Registry();
     const d = destination(store, { maxAlertsPerNamespace: 2, registry });
-    expect(await d.send([event('a', 4, '1'), event('b', 4, '2'), event('c', 4, '3')])).toEqual({ kind: 'delivered' });
+    expect(await d.send(queued([event('a', 4, '1'), event('b', 4, '2'), event('c', 4, '3')]))).toEqual({
+      kind: 'delivered',
+    });
     expect(store.rows.size).toBe(2);
     expect(
       posts
@@ -157,7 +164,7 @@ describe('Alertmanager destination', () => {
     ).toEqual(['a', 'b']);
     expect(await refusedCount(registry, 'namespace')).toBe(1);
     // Kept alerts update and resolve; a new namespace has its own cap.
-    expect(await d.send([event('a', 5, '4'), event('b', 0, '5'), event('x', 4, '6', 'other')])).toEqual({
+    expect(await d.send(queued([event('a', 5, '4'), event('b', 0, '5'), event('x', 4, '6', 'other')]))).toEqual({
       kind: 'delivered',
     });
     expect(store.rows.size).toBe(3);
@@ -169,12 +176,9 @@ describe('Alertmanager destination', () => {
     const store = new MemoryStore();
     const registry = new Registry();
     const d = destination(store, { maxAlerts: 3, registry });
-    await d.send([
-      event('a', 4, '1', 'n1'),
-      event('b', 4, '2', 'n2'),
-      event('c', 4, '3', 'n3'),
-      event('d', 4, '4', 'n4'),
-    ]);
+    await d.send(
+      queued([event('a', 4, '1', 'n1'), event('b', 4, '2', 'n2'), event('c', 4, '3', 'n3'), event('d', 4, '4', 'n4')]),
+    );
     expect(store.rows.size).toBe(3);
     expect(await refusedCount(registry, 'total')).toBe(1);
     await d.close();
@@ -183,11 +187,11 @@ describe('Alertmanager destination', () => {
   it('counts the kept states before the first re-send (a restart with a full store enforces the cap at once)', async () => {
     const store = new MemoryStore();
     const first = destination(store, { maxAlertsPerNamespace: 2 });
-    await first.send([event('a', 4, '1'), event('b', 4, '2')]);
+    await first.send(queued([event('a', 4, '1'), event('b', 4, '2')]));
     await first.close();
     const registry = new Registry();
     const restarted = destination(store, { maxAlertsPerNamespace: 2, registry });
-    await restarted.send([event('c', 4, '3')]);
+    await restarted.send(queued([event('c', 4, '3')]));
     expect(store.rows.size).toBe(2);
     expect(await refusedCount(registry, 'namespace')).toBe(1);
     await restarted.close();
@@ -198,7 +202,9 @@ describe('Alertmanager destination', () => {
     const d = destination(store);
     for (let i = 0; i < 600; i += 100)
       await d.send(
-        Array.from({ length: 100 }, (_, j) => event(`s${i + j}`, 4, `e${i + j}`, (i + j) % 3 === 0 ? 'x' : 'y')),
+        queued(
+          Array.from({ length: 100 }, (_, j) => event(`s${i + j}`, 4, `e${i + j}`, (i + j) % 3 === 0 ? 'x' : 'y')),
+        ),
       );
     posts.length = 0;
     await d.resend();

@@ -1,6 +1,11 @@
 import pino from 'pino';
 import { Registry } from 'prom-client';
-import { retryDelayMs, type Destination } from '../../../../ingester/destinations/destination.js';
+import {
+  queuedEvent,
+  retryDelayMs,
+  type Destination,
+  type QueuedEvent,
+} from '../../../../ingester/destinations/destination.js';
 import { Dispatcher, type Delivery } from '../../../../ingester/destinations/dispatcher.js';
 import { classify, type Outcome } from '../../../../ingester/outbound/outcome.js';
 import { DestinationMetrics } from '../../../../ingester/destinations/metrics.js';
@@ -16,8 +21,8 @@ class FakeDestination implements Destination {
     readonly maxBatch: number,
     private readonly answer: () => Promise<Outcome>,
   ) {}
-  send(events: readonly NormalisedEvent[]): Promise<Outcome> {
-    this.batches.push(events.map((e) => e.id));
+  send(events: readonly QueuedEvent[]): Promise<Outcome> {
+    this.batches.push(events.map((e) => e.event().id));
     return this.answer();
   }
   async close(): Promise<void> {}
@@ -26,7 +31,7 @@ class FakeDestination implements Destination {
 function delivery(id: string, attempt = 1): Delivery & { settled: string[] } {
   const settled: string[] = [];
   return {
-    event: { id, received_at: new Date().toISOString() } as NormalisedEvent,
+    ...queuedEvent({ id, received_at: new Date().toISOString() } as NormalisedEvent),
     attempt,
     settled,
     ack: async () => void settled.push('ack'),

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { until } from '../../../support/waiting.js';
 import pino from 'pino';
 import { Registry } from 'prom-client';
-import type { Destination } from '../../../../ingester/destinations/destination.js';
+import type { Destination, QueuedEvent } from '../../../../ingester/destinations/destination.js';
 import { Dispatcher } from '../../../../ingester/destinations/dispatcher.js';
 import type { Outcome } from '../../../../ingester/outbound/outcome.js';
 import { DestinationMetrics } from '../../../../ingester/destinations/metrics.js';
@@ -35,8 +35,8 @@ class Recording implements Destination {
     readonly name: string,
     public answer: Outcome = { kind: 'delivered' },
   ) {}
-  async send(events: readonly NormalisedEvent[]): Promise<Outcome> {
-    this.seen.push(...events.map((e) => e.id));
+  async send(events: readonly QueuedEvent[]): Promise<Outcome> {
+    this.seen.push(...events.map((e) => e.event().id));
     return this.answer;
   }
   async close(): Promise<void> {}
@@ -167,11 +167,11 @@ describe('outbox', () => {
     const stores = new SqliteAlertStores(dir);
     const store = stores.store('am');
     const state = { key: 'k', labels: {}, annotations: {}, startsAt: '', lastEventAtMs: 1, lastEventId: 'x' };
-    expect(await store.put(state, 0)).toBe(true);
+    expect(await store.put(state, 0)).toBe(1);
     expect(await store.put(state, 0)).toBe(false);
     const got = await store.get('k');
     expect(got?.version).toBe(1);
-    expect(await store.put({ ...state, lastEventId: 'y' }, 1)).toBe(true);
+    expect(await store.put({ ...state, lastEventId: 'y' }, 1)).toBe(2);
     expect(await store.put({ ...state, lastEventId: 'z' }, 1)).toBe(false);
     const keys: string[] = [];
     for await (const k of store.keys()) keys.push(k);
