@@ -5,6 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import type { Measured, WrkRun } from './load.js';
 import { alertmanagerVersion, deployedNodeFlags, machine, pushgatewayVersion, type Server } from './servers.js';
+import { median } from '../test/support/stats.js';
 import { BATCHED, type PresetResult } from './presets.js';
 import type { SeriesResult } from './setup.js';
 import {
@@ -152,6 +153,7 @@ function presetTable({ presets, unmapped }: Results, md: boolean): string {
     'JSONata requests/s',
     'JSONata events/s',
     'native / JSONata',
+    'native events per server CPU-second',
     'mapping alone, native events/s',
     'mapping alone, JSONata events/s',
     `>= ${f(PRESET_TARGET)} events/s`,
@@ -166,6 +168,7 @@ function presetTable({ presets, unmapped }: Results, md: boolean): string {
       f(p.jsonata?.rps),
       f(p.jsonata ? p.jsonata.rps * p.eventsPerRequest : undefined),
       p.jsonata ? `${f(p.native.rps / p.jsonata.rps, 1)}x` : 'n/a',
+      f(median(p.native.runs.map((r) => (r.rps / (r.serverCpu / 100)) * p.eventsPerRequest))),
       f(p.aloneNative),
       f(p.aloneJsonata),
       verdict(nativeEvents >= PRESET_TARGET),
@@ -174,7 +177,7 @@ function presetTable({ presets, unmapped }: Results, md: boolean): string {
   const about =
     `Presets: each on its tool's payload through the ingester, ${PRESET_RUNS} run(s) of ${PRESET_DURATION_S} s (median), the native function ` +
     `and, alternately, the JSONata expression (a second ingester of this build, native presets taken out). "Mapping alone": the ` +
-    `evaluation in the benchmark's own process, no HTTP. A tool that sends one event per request is bound by the cost of a request: ` +
+    `evaluation in the benchmark's own process, no HTTP. Events per server CPU-second: the cost per core, steadier than events/s when other processes take CPU ${SERVER_CPU}. A tool that sends one event per request is bound by the cost of a request: ` +
     `unmapped single events ran at ${f(unmapped.rps)} requests/s (scenario 4).`;
   return [about, '', table(header, rows, md, 1)].join('\n');
 }
