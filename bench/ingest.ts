@@ -13,13 +13,15 @@
  *   own temp storage dir, no cluster listener.
  * Data mapping (issue 9), on the same ingester: Alertmanager webhook notifications of 100 alerts
  * (one in ten resolved) through `mapping: {preset: alertmanager}`, and single events through a
- * small custom JSONata mapping measured alternately with unmapped single events.
+ * small custom JSONata mapping measured alternately with unmapped single events; then every preset
+ * on its tool's payload, native and JSONata alternately (bench/presets.ts, one short run each).
  * Servers run on CPU 0 (`taskset -c 0`), wrk (one thread) and this script on CPU 1. Each load
  * scenario gets a warm-up, then RUNS measured runs; the tables quote medians. Servers compared by
  * ratio are measured alternately, run by run, so a noisy neighbour hurts both alike.
  *
  * Environment: BENCH_DURATION (s per run, 10), BENCH_WARMUP (s, 3), BENCH_CONNECTIONS (32),
- * BENCH_RUNS (3), BENCH_OUT (also write the result as markdown there), BENCH_NO_PUSHGATEWAY=1
+ * BENCH_RUNS (3), BENCH_PRESET_WARMUP (s, 1), BENCH_PRESET_DURATION (s, 3), BENCH_PRESET_RUNS (1),
+ * BENCH_NO_PRESETS=1 (skip the presets scenario), BENCH_NO_PRESET_JSONATA=1 (its native side only), BENCH_OUT (also write the result as markdown there), BENCH_NO_PUSHGATEWAY=1
  * (run without the Pushgateway even when installed), BENCH_NO_ALERTMANAGER=1 (likewise), BENCH_DIR (work dir; default a new temp
  * dir), BENCH_NODE_OPTIONS (the ingester's Node flags; default the Dockerfile's NODE_OPTIONS),
  * BENCH_COMPARE_NODE_OPTIONS (when set, even empty: a second ingester with these Node flags
@@ -55,7 +57,8 @@ import {
   type Server,
 } from './servers.js';
 import { checkIngester, checkMapping, prepare, seriesScenario, targets } from './setup.js';
-import { DIR, DURATION_S, log, OK_EVENT, PROFILE, WARMUP_S } from './settings.js';
+import { presetScenario } from './presets.js';
+import { DIR, DURATION_S, log, NO_PRESETS, OK_EVENT, PROFILE, WARMUP_S } from './settings.js';
 
 async function benchmark(): Promise<void> {
   const s = await prepare();
@@ -152,6 +155,8 @@ async function benchmark(): Promise<void> {
   const rssAfterNotification = peakRssMiB(ingester);
   const [unmapped, mapped] = (await measure(t.single, t.mapped)) as [Measured, Measured];
   const rssAfterMapped = peakRssMiB(ingester);
+  // Every preset on its tool's payload, native and JSONata alternately (bench/presets.ts).
+  const presets = NO_PRESETS ? undefined : await presetScenario(s, ingester);
 
   // A fresh ingester for the series: its RSS is then the cost of 100,000 series, not of the load
   // scenarios' heap growth (which the peak RSS column above shows).
@@ -180,6 +185,7 @@ async function benchmark(): Promise<void> {
     unmapped,
     mapped,
     rssAfterMapped,
+    presets,
     series,
   });
 }

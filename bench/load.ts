@@ -124,17 +124,25 @@ export const summarise = (runs: WrkRun[]): Measured => ({
 });
 
 /** Warm-up of each target, then RUNS rounds in which the targets take turns. */
-export async function measure(...targets: Target[]): Promise<Measured[]> {
+export const measure = (...targets: Target[]): Promise<Measured[]> =>
+  measureWith({ warmupS: WARMUP_S, durationS: DURATION_S, runs: RUNS }, ...targets);
+
+/** measure() with its own warm-up, run length and number of rounds. */
+export async function measureWith(
+  timing: { warmupS: number; durationS: number; runs: number },
+  ...targets: Target[]
+): Promise<Measured[]> {
+  const { warmupS, durationS, runs: rounds } = timing;
   for (const t of targets) {
-    log(`${t.label}: ${WARMUP_S} s warm-up`);
-    await wrk(t, WARMUP_S);
+    log(`${t.label}: ${warmupS} s warm-up`);
+    await wrk(t, warmupS);
   }
   const runs: WrkRun[][] = targets.map(() => []);
-  for (let i = 0; i < RUNS; i++) {
+  for (let i = 0; i < rounds; i++) {
     for (const [j, t] of targets.entries()) {
-      const r = await wrk(t, DURATION_S);
+      const r = await wrk(t, durationS);
       log(
-        `${t.label}: run ${i + 1}/${RUNS}: ${r.rps.toFixed(0)} requests/s, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms`,
+        `${t.label}: run ${i + 1}/${rounds}: ${r.rps.toFixed(0)} requests/s, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms`,
       );
       (runs[j] as WrkRun[]).push(r);
     }

@@ -5,6 +5,8 @@
 import { writeFileSync } from 'node:fs';
 import type { Measured, WrkRun } from './load.js';
 import { alertmanagerVersion, deployedNodeFlags, machine, pushgatewayVersion, type Server } from './servers.js';
+import { median } from '../test/support/stats.js';
+import { BATCHED, type PresetResult } from './presets.js';
 import type { SeriesResult } from './setup.js';
 import {
   CONNECTIONS,
@@ -14,6 +16,8 @@ import {
   MiB,
   NOTIFICATION_ALERTS,
   NOTIFICATION_CONNECTIONS,
+  PRESET_DURATION_S,
+  PRESET_RUNS,
   RUNS,
   SERIES,
   SERVER_CPU,
@@ -64,6 +68,8 @@ export interface Results {
   unmapped: Measured;
   mapped: Measured;
   rssAfterMapped: number;
+  /** The presets scenario; undefined with BENCH_NO_PRESETS=1. */
+  presets: PresetResult[] | undefined;
   series: SeriesResult;
 }
 
@@ -135,6 +141,47 @@ function scenarioTable(r: Results, md: boolean): string {
   return table(header, rows, md);
 }
 
+/** The presets scenario: one row per preset, native against JSONata, then the mapping alone. */
+const PRESET_TARGET = 25_000;
+function presetTable({ presets, unmapped }: Results, md: boolean): string {
+  if (!presets) return 'Presets: not run (BENCH_NO_PRESETS=1).';
+  const header = [
+    'preset (payload)',
+    'events/request',
+    'native requests/s',
+    'native events/s',
+    'JSONata requests/s',
+    'JSONata events/s',
+    'native / JSONata',
+    'native events per server CPU-second',
+    'mapping alone, native events/s',
+    'mapping alone, JSONata events/s',
+    `>= ${f(PRESET_TARGET)} events/s`,
+  ];
+  const rows: Row[] = presets.map((p) => {
+    const nativeEvents = p.native.rps * p.eventsPerRequest;
+    return [
+      `${p.preset} (${BATCHED.has(p.preset) ? `notification of ${NOTIFICATION_ALERTS} alerts, wrk -c${NOTIFICATION_CONNECTIONS}` : `one event, wrk -c${CONNECTIONS}`})`,
+      f(p.eventsPerRequest),
+      f(p.native.rps),
+      f(nativeEvents),
+      f(p.jsonata?.rps),
+      f(p.jsonata ? p.jsonata.rps * p.eventsPerRequest : undefined),
+      p.jsonata ? `${f(p.native.rps / p.jsonata.rps, 1)}x` : 'n/a',
+      f(median(p.native.runs.map((r) => (r.rps / (r.serverCpu / 100)) * p.eventsPerRequest))),
+      f(p.aloneNative),
+      f(p.aloneJsonata),
+      verdict(nativeEvents >= PRESET_TARGET),
+    ];
+  });
+  const about =
+    `Presets: each on its tool's payload through the ingester, ${PRESET_RUNS} run(s) of ${PRESET_DURATION_S} s (median), the native function ` +
+    `and, alternately, the JSONata expression (a second ingester of this build, native presets taken out). "Mapping alone": the ` +
+    `evaluation in the benchmark's own process, no HTTP. Events per server CPU-second: the cost per core, steadier than events/s when other processes take CPU ${SERVER_CPU}. A tool that sends one event per request is bound by the cost of a request: ` +
+    `unmapped single events ran at ${f(unmapped.rps)} requests/s (scenario 4).`;
+  return [about, '', table(header, rows, md, 1)].join('\n');
+}
+
 /** Each run in order, with the CPU the server and its neighbours used. */
 function runsTable(r: Results, md: boolean): string {
   const {
@@ -187,6 +234,10 @@ function runsTable(r: Results, md: boolean): string {
     runsRow(`Alertmanager notification (${NOTIFICATION_ALERTS} alerts)`, 'ingester, preset alertmanager', notification),
     runsRow('single event, unmapped', 'ingester', unmapped),
     runsRow('single event, custom mapping', 'ingester', mapped),
+    ...(r.presets ?? []).flatMap((p) => [
+      runsRow(`preset ${p.preset}`, 'ingester, native', p.native),
+      ...(p.jsonata ? [runsRow(`preset ${p.preset}`, 'ingester, JSONata', p.jsonata)] : []),
+    ]),
   ];
   return table(runsHeader, runRows, md, 99);
 }
@@ -241,9 +292,17 @@ function ratioTable(r: Results, md: boolean): string {
 /** How much of the server's core other processes took. */
 function noiseLine(r: Results): string {
   const { singleResults, batch, metric, push, notification, unmapped, mapped } = r;
-  const all = [...singleResults, batch, metric, ...(push ? [push] : []), notification, unmapped, mapped].flatMap(
-    (m) => m.runs,
-  );
+  const presetRuns = (r.presets ?? []).flatMap((p) => [p.native, ...(p.jsonata ? [p.jsonata] : [])]);
+  const all = [
+    ...singleResults,
+    batch,
+    metric,
+    ...(push ? [push] : []),
+    notification,
+    unmapped,
+    mapped,
+    ...presetRuns,
+  ].flatMap((m) => m.runs);
   const stolen = Math.max(...all.map((r) => r.serverCpuBusy - r.serverCpu));
   const noise =
     stolen > 10
@@ -355,6 +414,8 @@ export function report(results: Results): void {
       about,
       '',
       scenarioTable(results, md),
+      '',
+      presetTable(results, md),
       '',
       seriesTable(results, md),
       '',

@@ -98,10 +98,14 @@ export function deployedNodeFlags(): string[] {
   return flags.split(/\s+/).filter(Boolean);
 }
 
-/** The second ingester of BENCH_COMPARE_NODE_OPTIONS: same config, its own ports and event file. */
-export async function startComparedIngester(s: Setup, flags: string[]): Promise<{ server: Server; target: Target }> {
+/** A second ingester with these Node flags: same config, its own ports and event file (DIR/events-NAME.jsonl). */
+export async function startSecondIngester(
+  s: Setup,
+  name: string,
+  flags: string[],
+): Promise<{ server: Server; ingest: number; eventsFile: string }> {
   const [ingest, admin] = [await freePort(), await freePort()];
-  const eventsFile = join(DIR, 'events-compared.jsonl');
+  const eventsFile = join(DIR, `events-${name}.jsonl`);
   const argv = [
     process.execPath,
     ...flags,
@@ -114,8 +118,14 @@ export async function startComparedIngester(s: Setup, flags: string[]): Promise<
     '--admin-listen',
     `127.0.0.1:${admin}`,
   ];
-  const server = startServer('ingester-compared', argv, eventsFile);
+  const server = startServer(`ingester-${name}`, argv, eventsFile);
   await waitReady(server, async () => (await request(`http://127.0.0.1:${admin}/readyz`, {}, 1000)).status === 200);
+  return { server, ingest, eventsFile };
+}
+
+/** The second ingester of BENCH_COMPARE_NODE_OPTIONS. */
+export async function startComparedIngester(s: Setup, flags: string[]): Promise<{ server: Server; target: Target }> {
+  const { server, ingest, eventsFile } = await startSecondIngester(s, 'compared', flags);
   const target: Target = {
     label: `ingester (node flags: ${flags.join(' ') || 'none'}) single event`,
     url: `http://127.0.0.1:${ingest}/events/webhook_bench`,

@@ -28,6 +28,16 @@ export const RUNS = envNumber('BENCH_RUNS', 3);
  */
 export const NOTIFICATION_CONNECTIONS = envNumber('BENCH_NOTIFICATION_CONNECTIONS', 4);
 export const PROFILE = process.env.BENCH_PROFILE ?? '';
+/**
+ * The presets scenario (bench/presets.ts): per preset one warm-up and PRESET_RUNS short runs each
+ * of the native function and the JSONata expression, alternately. BENCH_NO_PRESETS=1 skips it,
+ * BENCH_NO_PRESET_JSONATA=1 measures the native presets only.
+ */
+export const PRESET_WARMUP_S = envNumber('BENCH_PRESET_WARMUP', 1);
+export const PRESET_DURATION_S = envNumber('BENCH_PRESET_DURATION', 3);
+export const PRESET_RUNS = envNumber('BENCH_PRESET_RUNS', 1);
+export const NO_PRESETS = process.env.BENCH_NO_PRESETS === '1';
+export const NO_PRESET_JSONATA = process.env.BENCH_NO_PRESET_JSONATA === '1';
 export const SERVER_CPU = '0';
 export const LOAD_CPU = '1';
 

@@ -7,7 +7,9 @@ import { existsSync, readFileSync, statSync, truncateSync, writeFileSync } from 
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { freePort } from '../test/support/ports.js';
+import type { PresetName } from '../api/mapping/presets.js';
 import type { Target } from './load.js';
+import { PRESET_ROUTES, writePresetBodies } from './presets.js';
 import { BENCH_API_KEY, BENCH_AUTH, BENCH_PASSWORD, BENCH_TENANT_LIMITS, BENCH_USER } from './processes.js';
 import { median } from '../test/support/stats.js';
 import { peakRssMiB, request, rssMiB, type Server } from './servers.js';
@@ -34,6 +36,8 @@ export interface Setup {
     alert: string;
     notification: string;
     raw: string;
+    /** Each preset's request body (bench/presets.ts). */
+    presets: Record<PresetName, string>;
   };
   alertmanagerConfig: string;
 }
@@ -94,6 +98,7 @@ export async function prepare(): Promise<Setup> {
     alert: join(DIR, 'alert.json'),
     notification: join(DIR, 'alertmanager-notification.json'),
     raw: join(DIR, 'raw-event.json'),
+    presets: {} as Record<PresetName, string>,
   };
   writeFileSync(bodies.event, JSON.stringify(event));
   writeFileSync(bodies.batch, JSON.stringify(batch));
@@ -109,6 +114,7 @@ export async function prepare(): Promise<Setup> {
   };
   writeFileSync(bodies.alert, JSON.stringify([alert]));
   writeFileSync(bodies.notification, alertmanagerNotification(NOTIFICATION_ALERTS));
+  bodies.presets = writePresetBodies(bodies.notification);
   // The same event in a tool's own shape, which the custom mapping turns into the event above.
   writeFileSync(bodies.raw, JSON.stringify({ host: event.source, level: event.severity, msg: event.description }));
   // Every alert goes to a receiver without integrations: Alertmanager keeps it and notifies nobody.
@@ -131,6 +137,8 @@ export const MAPPED_ROUTES = [
   mappedRoute('bench-mapped', {
     expression: '{"source": host, "severity": level, "class": "cpu", "type": "high", "description": msg}',
   }),
+  // One route per preset (bench/presets.ts).
+  ...PRESET_ROUTES,
 ];
 
 /** An Alertmanager webhook_config notification (version 4) of one group: one alert in ten resolved. */

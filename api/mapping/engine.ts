@@ -17,7 +17,7 @@
 import jsonata from 'jsonata';
 import { LRUCache } from 'lru-cache';
 import { isNativeFunction, lockFunction } from './builtins.js';
-import { NATIVE_PRESETS } from './native.js';
+import { NATIVE_PRESETS, REFERENCE, type NativePreset } from './native.js';
 import { PRESETS, type PresetName } from './presets.js';
 
 export interface MappingSpec {
@@ -232,7 +232,17 @@ export function compileMapping(
       );
     const label = `preset ${spec.preset}`;
     const native = NATIVE_PRESETS[spec.preset];
-    if (native) return { label, isolated: false, evaluate: async (body) => nativeEvaluate(native, body, limits) };
+    if (native) {
+      // The expression, compiled when first needed: for the odd body the function leaves to it (native.ts).
+      let reference: jsonata.Expression | undefined;
+      return {
+        label,
+        isolated: false,
+        evaluate: async (body) =>
+          nativeEvaluate(native, body, limits) ??
+          evaluateHere((reference ??= compileCached(preset.expression, limits)), body, limits),
+      };
+    }
     const expr = compileCached(preset.expression, limits);
     return { label, isolated: false, evaluate: (body) => evaluateHere(expr, body, limits) };
   }
@@ -253,10 +263,12 @@ export const threadCpuMicros = (): number => {
   return u.user + u.system;
 };
 
-function nativeEvaluate(native: (body: unknown) => unknown[], body: unknown, limits: MappingLimits): MappingResult {
+/** A native preset's evaluation, bounded like any other; undefined when it leaves the body to the expression. */
+function nativeEvaluate(native: NativePreset, body: unknown, limits: MappingLimits): MappingResult | undefined {
   const started = threadCpuMicros();
   try {
     const items = native(body);
+    if (items === REFERENCE) return undefined;
     const { bytes } = measureOutput(items, limits, false);
     return { items, cpuMs: (threadCpuMicros() - started) / 1000, outputBytes: bytes };
   } catch (err) {
