@@ -11,7 +11,7 @@
  * - An event older than the last one applied to its signature changes nothing (at-least-once
  *   delivery may reorder a clear and the event it clears).
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { NormalisedEvent } from '../core/event.js';
 
 /** What Alertmanager's POST /api/v2/alerts takes, one element of the array. */
@@ -48,7 +48,7 @@ export interface Timing {
 export const ENDS_AT_INTERVALS = 4;
 
 export function alertKey(e: Pick<NormalisedEvent, 'namespace' | 'integration' | 'signature'>): string {
-  return createHash('sha256').update(`${e.namespace}\n${e.integration}\n${e.signature}`).digest('hex');
+  return hash('sha256', `${e.namespace}\n${e.integration}\n${e.signature}`, 'hex');
 }
 
 export function labelsOf(e: NormalisedEvent): Record<string, string> {

@@ -32,6 +32,7 @@ import { parsedOnce, type Routing } from './destination.js';
 import type { NormalisedEvent } from '../core/event.js';
 import type { JetStreamSettings } from '../sinks/handoff-config.js';
 import { eventSubject, readEventSubject, subjectsOf } from '../sinks/jetstream-stream.js';
+import { PubAckPublisher } from '../sinks/pub-acks.js';
 import { oneLine } from '../dead-letters/bus-store.js';
 import { LetterTooLarge, type DeadLetterStore, type DeliveryDeadLetter } from '../dead-letters/model.js';
 import type { AlertStore } from './alert-store.js';
@@ -91,16 +92,19 @@ export class JetStreamDeliveries {
       try {
         const jsm = await jetstreamManager(nc, { timeout: this.settings.timeoutMs });
         const js = jetstream(nc, { timeout: this.settings.timeoutMs });
+        let publisher: PubAckPublisher | undefined;
         for (const d of this.destinations) {
           await this.ensureConsumer(jsm, d);
           // Bound to this connection: a new connection gets new handles.
           if (d.settings.kind === 'alertmanager') {
-            const kv = await new Kvm(js).create(`${this.settings.alertBucketPrefix}-${d.settings.name}`, {
+            const bucket = `${this.settings.alertBucketPrefix}-${d.settings.name}`;
+            const kv = await new Kvm(js).create(bucket, {
               history: 1,
               replicas: this.settings.streamConfig.replicas,
               storage: StorageType.File,
             });
-            this.stores.set(d.settings.name, new KvAlertStore(kv));
+            publisher ??= new PubAckPublisher(nc);
+            this.stores.set(d.settings.name, new KvAlertStore(kv, bucket, publisher, this.settings.timeoutMs));
           }
         }
         this.jsm = jsm;

@@ -12,11 +12,20 @@
  * Each batch resolves once every event has an answer or the batch's single timer fires (then
  * the rest count as not acknowledged, outcome unknown: the caller spools them under the same
  * msg id, and the stream's duplicate window stores them once).
+ *
+ * write() is the same for one conditional write (an alert state in a key-value bucket, with
+ * Nats-Expected-Last-Subject-Sequence): it resolves with the sequence the stream stored it at, or
+ * the error it refused it with. nats.js's request path builds Error objects with stack traces for
+ * every request, even a successful one; on the delivery path to Alertmanager that was the largest
+ * single cost.
  */
 import { createInbox, headers, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 
 /** What the bus said about one event. */
 export type PubOutcome = 'acked' | 'timeout' | 'refused';
+
+/** The stream's answer to one write: where it stored it, why it refused it, or no answer in time. */
+export type WriteAnswer = { seq: number } | { code: number; description: string } | { timeout: true };
 
 interface Pending {
   batch: Batch;
@@ -26,9 +35,12 @@ interface Pending {
 interface Queued {
   subject: string;
   payload: string;
-  id: string;
+  headers: Record<string, string>;
   reply: string;
-  pending: Pending;
+  /** Still waiting for its answer (not abandoned, not timed out). */
+  live: () => boolean;
+  /** The message could not be sent. */
+  failed: () => void;
 }
 
 interface Batch {
@@ -42,6 +54,7 @@ const decoder = new TextDecoder();
 export class PubAckPublisher {
   private readonly inbox = createInbox();
   private readonly pending = new Map<string, Pending>();
+  private readonly writes = new Map<string, (answer: WriteAnswer) => void>();
   private readonly sub: Subscription;
   private seq = 0;
   private queue: Queued[] = [];
@@ -53,9 +66,13 @@ export class PubAckPublisher {
     this.sub = nc.subscribe(`${this.inbox}.*`, {
       callback: (_err, msg) => {
         const p = this.pending.get(msg.subject);
-        if (!p) return; // answered after its batch timed out
-        this.pending.delete(msg.subject);
-        this.settle(p, this.outcomeOf(msg.data));
+        if (p) {
+          this.pending.delete(msg.subject);
+          this.settle(p, this.outcomeOf(msg.data));
+          return;
+        }
+        // Else a write's answer, or one that came after its batch or write timed out.
+        this.writes.get(msg.subject)?.(answerOf(msg.data));
       },
     });
   }
@@ -90,13 +107,50 @@ export class PubAckPublisher {
         const pending = { batch, index: i };
         replies.push(reply);
         this.pending.set(reply, pending);
-        this.queue.push({ subject: e.subject, payload: e.payload, id: e.id, reply, pending });
+        this.queue.push({
+          subject: e.subject,
+          payload: e.payload,
+          headers: { 'Nats-Msg-Id': e.id },
+          reply,
+          live: () => this.pending.get(reply) === pending,
+          failed: () => {
+            this.pending.delete(reply);
+            this.settle(pending, 'refused');
+          },
+        });
       }
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => this.sendQueued());
-      }
+      this.schedule();
     });
+  }
+
+  /** One write with `headers`; resolves with the stream's answer, at the latest after timeoutMs. Never rejects. */
+  write(subject: string, payload: string, headers: Record<string, string>, timeoutMs: number): Promise<WriteAnswer> {
+    return new Promise((resolve) => {
+      const reply = `${this.inbox}.${(this.seq++).toString(36)}`;
+      const done = (answer: WriteAnswer): void => {
+        if (!this.writes.delete(reply)) return;
+        clearTimeout(timer);
+        resolve(answer);
+      };
+      const timer = setTimeout(() => done({ timeout: true }), timeoutMs);
+      this.writes.set(reply, done);
+      this.queue.push({
+        subject,
+        payload,
+        headers,
+        reply,
+        live: () => this.writes.has(reply),
+        failed: () => done({ code: 0, description: 'the connection is closed' }),
+      });
+      this.schedule();
+    });
+  }
+
+  private schedule(): void {
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.sendQueued());
+    }
   }
 
   private sendQueued(): void {
@@ -105,15 +159,14 @@ export class PubAckPublisher {
     this.scheduled = false;
     for (const q of queue) {
       // Answered already (abandoned on a disconnect, or its batch timed out): do not send.
-      if (this.pending.get(q.reply) !== q.pending) continue;
+      if (!q.live()) continue;
       const h = headers();
-      h.set('Nats-Msg-Id', q.id);
+      for (const [k, v] of Object.entries(q.headers)) h.set(k, v);
       try {
         this.nc.publish(q.subject, q.payload, { headers: h, reply: q.reply });
       } catch {
         // Closed or draining connection: this event is not on its way.
-        this.pending.delete(q.reply);
-        this.settle(q.pending, 'refused');
+        q.failed();
       }
     }
   }
@@ -123,6 +176,7 @@ export class PubAckPublisher {
     const all = [...this.pending.values()];
     this.pending.clear();
     for (const p of all) this.settle(p, 'timeout');
+    for (const done of [...this.writes.values()]) done({ timeout: true });
   }
 
   close(): void {
@@ -152,5 +206,20 @@ export class PubAckPublisher {
       this.lastRefusal = 'unparsable PubAck';
       return 'refused';
     }
+  }
+}
+
+/** A PubAck's sequence, or the error the stream answered with. */
+function answerOf(data: Uint8Array): WriteAnswer {
+  if (data.length === 0) return { code: 503, description: 'no stream listens on the subject (no responders)' };
+  try {
+    const ack = JSON.parse(decoder.decode(data)) as {
+      seq?: number;
+      error?: { err_code?: number; code?: number; description?: string };
+    };
+    if (ack.error) return { code: ack.error.err_code ?? ack.error.code ?? 0, description: ack.error.description ?? '' };
+    return typeof ack.seq === 'number' ? { seq: ack.seq } : { code: 0, description: 'invalid PubAck' };
+  } catch {
+    return { code: 0, description: 'unparsable PubAck' };
   }
 }
