@@ -2,8 +2,10 @@
  * The HTTP destination against a receiver that fails on purpose (500, 429 with Retry-After,
  * connection resets, a refusal), delivered from the bus: every event arrives at least once, the
  * refused one is dead-lettered with the receiver's reason, visible in metrics and the CLI, and
- * replayed to the destination.
+ * replayed to that destination only. A batching destination sends the events as the stream holds
+ * them, keyed by a digest of the body.
  */
+import { hash } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -20,10 +22,12 @@ import { handoffConfig, metricValue, startNats, type RunningNats } from '../supp
 const run = promisify(execFile);
 let nats: RunningNats;
 let receiver: EventReceiver;
+/** Every event, in batches of up to 10: the second destination. */
+let audit: EventReceiver;
 let ing: RunningIngester;
 
 beforeAll(async () => {
-  [nats, receiver] = await Promise.all([startNats(), startEventReceiver()]);
+  [nats, receiver, audit] = await Promise.all([startNats(), startEventReceiver(), startEventReceiver()]);
   // History: an event already in the stream before the destination existed.
   const nc = await connect({ servers: nats.url });
   await (
@@ -51,13 +55,14 @@ beforeAll(async () => {
         http: { url: receiver.url, headers: { 'X-Team': 'sre' }, timeout: '1s' },
         delivery: { maxAttempts: 20, backoffMin: '50ms', backoffMax: '400ms' },
       },
+      { name: 'audit', default: true, http: { url: audit.url, batchSize: 10, timeout: '1s' } },
     ];
   });
 }, 60_000);
 
 afterAll(async () => {
   await ing?.stop();
-  await Promise.all([receiver?.close(), nats?.stop()]);
+  await Promise.all([receiver?.close(), audit?.close(), nats?.stop()]);
 });
 
 const send = async (events: unknown[]): Promise<void> => {
@@ -105,6 +110,15 @@ it('delivers every event through 500s, 429 with Retry-After and connection reset
   expect(await metric('intake_destination_retries_total{destination="tickets",reason="network"}')).toBe(2);
   // A new destination starts with the events accepted from its ingester's start, not the stream's history.
   expect(receiver.requests.filter((r) => r.events.some((e) => e.source === 'history'))).toEqual([]);
+  // The batching destination got the same 30, as arrays of at most 10 keyed by the body's digest.
+  await waitFor('all 30 events in batches', async () => audit.accepted.size === 30, 20_000, 50);
+  expect(audit.requests.every((r) => r.events.length <= 10)).toBe(true);
+  expect(audit.requests.some((r) => r.events.length > 1)).toBe(true);
+  for (const r of audit.requests) {
+    expect(r.headers['idempotency-key']).toBe(`batch-${hash('sha256', r.body, 'hex')}`);
+    expect(r.headers['intake-event-count']).toBe(String(r.events.length));
+    expect(r.events.every((e) => e.integration === 'demo' && typeof e.id === 'string')).toBe(true);
+  }
 }, 30_000);
 
 it('dead-letters an event the receiver refuses with 400, with the reason, and replays it', async () => {
@@ -195,6 +209,11 @@ it('dead-letters an event the receiver refuses with 400, with the reason, and re
   expect((await run(process.execPath, [cli, 'undelivered', 'list', '--admin-url', ing.adminUrl])).stdout).toContain(
     '0 event(s) kept',
   );
+  // The replay went to the destination that refused it, not again to the other one, which took it the first time.
+  await new Promise((r) => setTimeout(r, 500));
+  expect(audit.accepted.size).toBe(31);
+  const poisonToAudit = audit.requests.flatMap((r) => r.events).filter((e) => e.source === 'poison');
+  expect(poisonToAudit).toHaveLength(1);
 }, 30_000);
 
 it('answers 400 naming the field for a bad dead-letter query', async () => {

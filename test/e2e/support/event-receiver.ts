@@ -11,6 +11,8 @@ export type ScriptedAnswer = { status: number; headers?: Record<string, string>;
 export interface ReceivedRequest {
   atMs: number;
   headers: IncomingHttpHeaders;
+  /** The body as sent. */
+  body: string;
   events: Array<Record<string, unknown> & { id: string }>;
   answer: ScriptedAnswer;
 }
@@ -39,14 +41,15 @@ export async function startEventReceiver(): Promise<EventReceiver> {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
+      const body = Buffer.concat(chunks).toString('utf8');
+      const parsed = JSON.parse(body) as unknown;
       const events = (Array.isArray(parsed) ? parsed : [parsed]) as ReceivedRequest['events'];
       const answer: ScriptedAnswer =
         r.script.shift() ??
         (events.some((e) => r.refuse(e))
           ? { status: 400, body: '{"error":"field source is not accepted here"}' }
           : { status: 200 });
-      r.requests.push({ atMs: Date.now(), headers: req.headers, events, answer });
+      r.requests.push({ atMs: Date.now(), headers: req.headers, body, events, answer });
       setTimeout(() => {
         if (answer === 'reset') return void req.socket.destroy();
         if (answer.status >= 200 && answer.status < 300)

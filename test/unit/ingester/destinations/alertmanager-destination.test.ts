@@ -15,10 +15,14 @@ const queued = (events: NormalisedEvent[]): ReturnType<typeof queuedEvent>[] => 
 class MemoryStore implements AlertStore {
   readonly rows = new Map<string, Versioned>();
   leaseHolder = '';
+  reads = 0;
+  writes = 0;
   async get(key: string): Promise<Versioned | undefined> {
+    this.reads++;
     return this.rows.get(key);
   }
   async put(state: AlertState, version: number): Promise<number | false> {
+    this.writes++;
     if ((this.rows.get(state.key)?.version ?? 0) !== version) return false;
     this.rows.set(state.key, { state, version: version + 1 });
     return version + 1;
@@ -116,6 +120,51 @@ describe('Alertmanager destination', () => {
     expect(posts[0]?.map((a) => a.labels.signature).sort()).toEqual(['a', 'b']);
     expect(store.rows.size).toBe(2);
     await d.close();
+  });
+
+  it("writes one alert's events of a batch once, and without a read when this replica wrote it last", async () => {
+    const store = new MemoryStore();
+    const d = destination(store);
+    const base = Date.now() - 10_000;
+    const at = (ms: number): string => new Date(base + ms).toISOString();
+    const timed = (e: NormalisedEvent, ms: number): NormalisedEvent => ({ ...e, agent_time: at(ms) });
+    await d.send(queued([timed(event('a', 4, '1'), 1), timed(event('a', 5, '2'), 2), timed(event('a', 0, '3'), 3)]));
+    expect(store.writes).toBe(1);
+    expect(store.reads).toBe(0);
+    const stored = [...store.rows.values()][0];
+    expect(stored?.state.lastEventId).toBe('3');
+    expect(stored?.state.resolvedAt).toBeDefined();
+    // Posted once, resolved: what the three events lead to.
+    expect(posts).toHaveLength(1);
+    expect(posts[0]).toHaveLength(1);
+    expect(Date.parse(posts[0]?.[0]?.endsAt ?? '')).toBeLessThanOrEqual(Date.now());
+    await d.send(queued([timed(event('a', 4, '4'), 4)]));
+    expect(store.writes).toBe(2);
+    expect(store.reads).toBe(0);
+    expect([...store.rows.values()][0]?.state.resolvedAt).toBeUndefined();
+    await d.close();
+  });
+
+  it("reads the store when its guess was stale: another replica's write wins the compare-and-set", async () => {
+    const store = new MemoryStore();
+    const [one, two] = [destination(store, {}, 'one'), destination(store, {}, 'two')];
+    const base = Date.now() - 10_000;
+    const at = (ms: number): string => new Date(base + ms).toISOString();
+    await one.send(queued([{ ...event('a', 4, '1'), agent_time: at(1) }]));
+    // Replica two knows nothing of the alert: its clear must still find and resolve it.
+    await two.send(queued([{ ...event('a', 0, '2'), agent_time: at(2) }]));
+    expect([...store.rows.values()][0]?.state).toMatchObject({ lastEventId: '2', resolvedAt: expect.any(String) });
+    expect(posts.at(-1)?.[0]?.labels.signature).toBe('a');
+    // Replica one's last write is stale now: its next event fails the write once, reads, and applies.
+    const reads = store.reads;
+    await one.send(queued([{ ...event('a', 4, '3'), agent_time: at(3) }]));
+    expect(store.reads).toBe(reads + 1);
+    expect([...store.rows.values()][0]?.state).toMatchObject({ lastEventId: '3' });
+    expect([...store.rows.values()][0]?.state.resolvedAt).toBeUndefined();
+    // An event older than the stored one changes nothing, however stale the guess.
+    await two.send(queued([{ ...event('a', 0, '0'), agent_time: at(0) }]));
+    expect([...store.rows.values()][0]?.state).toMatchObject({ lastEventId: '3' });
+    await Promise.all([one.close(), two.close()]);
   });
 
   it('retries when no Alertmanager took the alerts, and keeps the state for the re-send', async () => {

@@ -1,5 +1,11 @@
 import { DiscardPolicy } from '@nats-io/jetstream';
-import { limitChanges, streamProblems, subjectCovers } from '../../../../ingester/sinks/jetstream-stream.js';
+import {
+  eventSubject,
+  limitChanges,
+  readEventSubject,
+  streamProblems,
+  subjectCovers,
+} from '../../../../ingester/sinks/jetstream-stream.js';
 
 const minutes = (m: number): number => m * 60 * 1e9;
 
@@ -47,5 +53,27 @@ describe('stream checks', () => {
     expect(
       limitChanges({ max_age: day, max_bytes: -1, max_msgs: -1 }, { max_age: day, max_bytes: 1024, max_msgs: -1 }),
     ).toEqual(['max_bytes -1 -> 1024']);
+  });
+});
+
+describe('event subjects', () => {
+  it('names namespace and integration, and a replay its one destination, and reads them back', () => {
+    const plain = eventSubject('intake.events', { namespace: 'team-a', integration: 'web_hooks-1' });
+    expect(plain).toBe('intake.events.team-a.web_hooks-1');
+    expect(readEventSubject('intake.events', plain)).toEqual({ namespace: 'team-a', integration: 'web_hooks-1' });
+    const replay = eventSubject('intake.events', { namespace: 'team-a', integration: 'x', onlyFor: 'tickets' });
+    expect(replay).toBe('intake.events.team-a.x.tickets');
+    expect(readEventSubject('intake.events', replay)).toEqual({
+      namespace: 'team-a',
+      integration: 'x',
+      onlyFor: 'tickets',
+    });
+  });
+
+  it('reads nothing from a subject it does not make, so the event itself is asked', () => {
+    expect(readEventSubject('intake.events', 'intake.events.replayed')).toBeUndefined();
+    expect(readEventSubject('intake.events', 'intake.eventsX.a.b')).toBeUndefined();
+    expect(readEventSubject('intake.events', 'other.a.b')).toBeUndefined();
+    expect(readEventSubject('intake.events', 'intake.events.a.b.c.d')).toBeUndefined();
   });
 });

@@ -1,0 +1,46 @@
+import type { NormalisedEvent } from '../../../../ingester/core/event.js';
+import { parsedOnce, queuedEvent, receivedAtMs } from '../../../../ingester/destinations/destination.js';
+
+const event = (over: Partial<NormalisedEvent> = {}): NormalisedEvent =>
+  ({
+    id: 'e1',
+    integration: 'demo',
+    namespace: 'default',
+    received_at: '2026-11-26T02:00:00.123Z',
+    signature: 's',
+    source: 'h',
+    severity: 3,
+    severity_name: 'minor',
+    agent_time: '2026-11-26T01:59:59.000Z',
+    custom_info: {},
+    ...over,
+  }) as NormalisedEvent;
+
+describe('queued events', () => {
+  it('reads received_at from the stored text and bytes without parsing them', () => {
+    const e = event({ custom_info: { received_at: '1999-01-01T00:00:00.000Z' } });
+    const text = JSON.stringify(e);
+    const unparsable = (): NormalisedEvent => {
+      throw new Error('parsed');
+    };
+    expect(receivedAtMs({ json: text, event: unparsable })).toBe(Date.parse('2026-11-26T02:00:00.123Z'));
+    expect(receivedAtMs({ json: new TextEncoder().encode(text), event: unparsable })).toBe(
+      Date.parse('2026-11-26T02:00:00.123Z'),
+    );
+  });
+
+  it('parses the event when the stored text has no received_at it can read', () => {
+    const e = event();
+    expect(receivedAtMs({ json: '{"id":"e1"}', event: () => e })).toBe(Date.parse(e.received_at));
+    expect(receivedAtMs({ json: '{"received_at":"not a date"}', event: () => e })).toBe(Date.parse(e.received_at));
+  });
+
+  it('parses stored bytes once, on first use', () => {
+    const bytes = new TextEncoder().encode(JSON.stringify(event({ description: 'é ✓' })));
+    const parse = parsedOnce(bytes);
+    const first = parse();
+    expect(first.description).toBe('é ✓');
+    expect(parse()).toBe(first);
+    expect(queuedEvent(first).event()).toBe(first);
+  });
+});
