@@ -18,7 +18,9 @@
 #   BENCH_NO_PUSHGATEWAY=1  run without the Pushgateway comparison even when it is installed
 #   BENCH_NO_ALERTMANAGER=1 run without the Alertmanager comparison even when it is installed
 #   BENCH_NO_REMOTE_WRITE=1 skip the remote write scenario; BENCH_NO_JETSTREAM=1 skip the JetStream one;
-#   BENCH_NO_DESTINATIONS=1 skip the destinations one (BENCH_DESTINATION_EVENTS: events per case, 20000)
+#   BENCH_NO_DESTINATIONS=1 skip the destinations one (BENCH_DESTINATION_EVENTS: events per case, 100000;
+#                           BENCH_DESTINATION_CASES, BENCH_DESTINATION_PROFILE: see bench/destinations.ts)
+#   BENCH_NO_STORM=1        skip the alert storm (BENCH_STORM_SECONDS and more: see bench/alert-storm.ts)
 #   BENCH_NO_NOISY_NEIGHBOUR=1 skip the noisy-neighbour one (BENCH_NOISY_DURATION, BENCH_NOISY_RATE: see the file)
 #   BENCH_NO_SIGNATURES=1   skip the signature one (BENCH_SIG_DURATION, BENCH_SIG_RUNS: see bench/signatures.ts)
 #   BENCH_KEEP=1            keep the work dir (config, logs, wrk output, profiles) afterwards
@@ -152,6 +154,10 @@ if [ "$status" = 0 ] && [ -z "${BENCH_PROFILE:-}" ]; then
   # Delivery to destinations (bench/destinations.ts: HTTP and Alertmanager, from the bus and the outbox).
   if [ "${BENCH_NO_DESTINATIONS:-}" != 1 ] && [ -x .tools/bin/nats-server ]; then
     follow_on dist/bench/destinations.js
+  fi
+  # An alert storm against a real Alertmanager (bench/alert-storm.ts: delivery latency over time, peak RSS).
+  if [ "${BENCH_NO_STORM:-}" != 1 ] && [ -x .tools/bin/nats-server ] && command -v prometheus-alertmanager >/dev/null 2>&1; then
+    follow_on dist/bench/alert-storm.js
   fi
 fi
 exit "$status"
