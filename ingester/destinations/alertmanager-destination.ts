@@ -57,6 +57,8 @@ export class AlertmanagerDestination implements Destination {
   private counts = new Map<string, number>();
   private total = 0;
   private countsLoaded = false;
+  /** For each alert in a batch in flight, the batch holding its newest state (see claim()). */
+  private readonly posting = new Map<string, PostTurn>();
   /** The version this replica last wrote of recently changed alerts (possibly stale: a guess). */
   private readonly recent = new LRUCache<string, Versioned>({ max: RECENT_STATES });
 
@@ -83,7 +85,6 @@ export class AlertmanagerDestination implements Destination {
   async send(queued: readonly QueuedEvent[]): Promise<Outcome> {
     const store = this.store();
     if (!store) return { kind: 'retry', reason: 'state_store', error: 'the alert state store is not available yet' };
-    const alerts = new Map<string, PostableAlert>();
     // Different alerts are independent: their states are written concurrently; the events of one
     // alert in order.
     const byKey = new Map<string, NormalisedEvent[]>();
@@ -94,15 +95,44 @@ export class AlertmanagerDestination implements Destination {
       if (list) list.push(e);
       else byKey.set(key, [e]);
     }
+    const turn = new PostTurn();
     try {
-      if (!this.countsLoaded) await this.loadCounts(store);
-      const sends = await Promise.all([...byKey.entries()].map(([key, list]) => this.apply(store, key, list)));
-      for (const list of sends) for (const a of list) alerts.set(JSON.stringify(a.labels), a);
-    } catch (err) {
-      return { kind: 'retry', reason: 'state_store', error: `alert state not written: ${(err as Error).message}` };
+      const byAlert = new Map<string, PostableAlert[]>();
+      try {
+        if (!this.countsLoaded) await this.loadCounts(store);
+        await Promise.all(
+          [...byKey.entries()].map(async ([key, list]) => {
+            const alerts = await this.apply(store, key, list);
+            if (alerts.length === 0) return;
+            byAlert.set(key, alerts);
+            this.claim(key, turn);
+          }),
+        );
+      } catch (err) {
+        return { kind: 'retry', reason: 'state_store', error: `alert state not written: ${(err as Error).message}` };
+      }
+      await Promise.all(turn.after);
+      // What this batch still holds the newest state of (a later batch took over the others, and
+      // posts them); labels never repeat across alert states (they name the alert's identity).
+      turn.started = true;
+      const alerts = [...byAlert].filter(([key]) => this.posting.get(key) === turn).flatMap(([, a]) => a);
+      if (alerts.length === 0) return { kind: 'delivered' };
+      return await this.postToAll(alerts);
+    } finally {
+      turn.finish();
+      for (const [key, holder] of this.posting) if (holder === turn) this.posting.delete(key);
     }
-    if (alerts.size === 0) return { kind: 'delivered' };
-    return this.postToAll([...alerts.values()]);
+  }
+
+  /**
+   * This batch now holds the newest state of `key` that this replica wrote. Batches are in flight
+   * concurrently, and Alertmanager keeps whatever it was posted last: a post already on its way
+   * with an older state of the alert is waited for, and one not started yet leaves the alert out.
+   */
+  private claim(key: string, turn: PostTurn): void {
+    const before = this.posting.get(key);
+    if (before?.started) turn.after.push(before.finished);
+    this.posting.set(key, turn);
   }
 
   /**
@@ -330,6 +360,14 @@ export class AlertmanagerDestination implements Destination {
     await this.resending;
     await this.client.close();
   }
+}
+
+/** One batch's post: whether it has started, when it is over, and the posts it must follow. */
+class PostTurn {
+  started = false;
+  readonly after: Array<Promise<void>> = [];
+  finish!: () => void;
+  readonly finished = new Promise<void>((resolve) => (this.finish = resolve));
 }
 
 /** No Alertmanager took the batch: retry unless every one refused it outright. */

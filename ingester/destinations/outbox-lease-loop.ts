@@ -3,7 +3,8 @@
  * and hands them to the destination's dispatcher. A row handed out is leased (its next attempt
  * time moves past the delivery timeout), so a crash means a redelivery after the lease, never a
  * loss; the attempt count is stored with the row. Acks, retries and dead letters of one turn share
- * one transaction (one fsync).
+ * one transaction, not fsynced at its commit (OutboxTable.relaxedTransaction: a crash that loses
+ * one delivers the events again).
  */
 import { LetterTooLarge, type NewDeadLetter } from '../dead-letters/model.js';
 import { GroupCommit } from '../storage/group-commit.js';
@@ -85,7 +86,7 @@ export class OutboxLeaseLoops {
       await this.idle(next === null ? IDLE_POLL_MS : Math.max(5, Math.min(IDLE_POLL_MS, next - now)));
       return;
     }
-    this.table.transaction(() => {
+    this.table.relaxedTransaction(() => {
       for (const r of rows) this.table.lease(r.seq, now + d.leaseMs);
     });
     for (const r of rows) this.submit(d, r);
@@ -127,7 +128,7 @@ export class OutboxLeaseLoops {
   private commitSettles(group: Settle[]): void {
     const usedBefore = this.table.budget.used;
     try {
-      this.table.transaction(() => {
+      this.table.relaxedTransaction(() => {
         for (const g of group) g.apply();
       });
     } catch (err) {

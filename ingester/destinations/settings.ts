@@ -72,6 +72,7 @@ export const DEFAULT_DELIVERY: DeliverySettings = {
   backoffMaxMs: 300_000,
   maxInFlight: 256,
 };
+const ALERTMANAGER_MAX_IN_FLIGHT = 1024;
 const DEFAULT_ALERTMANAGER = {
   resendInterval: '60s',
   resolvedRetention: '15m',
@@ -206,7 +207,9 @@ export function resolveDestinations(files: readonly DestinationFile[] | undefine
         d.backoffMin === undefined ? DEFAULT_DELIVERY.backoffMinMs : ms(d.backoffMin, 'delivery.backoffMin'),
       backoffMaxMs:
         d.backoffMax === undefined ? DEFAULT_DELIVERY.backoffMaxMs : ms(d.backoffMax, 'delivery.backoffMax'),
-      maxInFlight: d.maxInFlight ?? DEFAULT_DELIVERY.maxInFlight,
+      // Alertmanager takes 256 alerts a post (MAX_ALERTS_PER_POST); four posts in flight keep its
+      // answers from pacing delivery (the destination keeps each alert's posts in order).
+      maxInFlight: d.maxInFlight ?? (f.alertmanager ? ALERTMANAGER_MAX_IN_FLIGHT : DEFAULT_DELIVERY.maxInFlight),
     };
     if (delivery.backoffMaxMs < delivery.backoffMinMs)
       throw new ConfigError(`${where}: delivery.backoffMax must be at least delivery.backoffMin`);

@@ -2,16 +2,24 @@
  * Alert states standalone: a table in the outbox's SQLite database (one process, so the resend
  * lease is always ours and the counts need not be shared).
  *
- * Written through a connection of its own with synchronous=NORMAL (no fsync per write): a state
- * only has to be durable once the event that changed it is acknowledged, and that acknowledgement
- * is a later commit on the outbox's FULL connection, whose fsync of the one WAL file makes every
- * earlier frame durable with it. Until then a crash redelivers the event, which writes the state
- * again.
+ * Written through a connection of its own with synchronous=NORMAL (no fsync per write), the writes
+ * of one event-loop turn in one transaction (a transaction per statement cost about 80 µs an alert).
+ * A state only has to be durable once the event that changed it is acknowledged; the
+ * acknowledgement is a later commit to the same WAL file, and WAL frames reach the disk in order:
+ * a crash that keeps the acknowledgement keeps the state, and one that loses the state loses the
+ * acknowledgement too, so the event is delivered again and writes the state again.
  */
 import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type { AlertState } from './alerts.js';
+import { GroupCommit } from '../storage/group-commit.js';
 import type { AlertCounts, AlertStore, Versioned } from './alert-store.js';
+
+interface Write {
+  run: () => number | false;
+  resolve: (version: number | false) => void;
+  reject: (err: Error) => void;
+}
 
 const KEYS_PAGE = 256;
 
@@ -19,6 +27,7 @@ export class SqliteAlertStores {
   private readonly db: DatabaseSync;
   private readonly st: Record<'get' | 'insert' | 'update' | 'delete' | 'keys', StatementSync>;
   private readonly counts = new Map<string, AlertCounts>();
+  private readonly writes = new GroupCommit<Write>((group) => this.commit(group));
 
   /** `dir`: the spool directory, whose outbox.sqlite the outbox created (WAL) already. */
   constructor(dir: string) {
@@ -47,13 +56,21 @@ export class SqliteAlertStores {
         const row = this.st.get.get(destination, key) as { state: string; version: number } | undefined;
         return row ? { state: JSON.parse(row.state) as AlertState, version: row.version } : undefined;
       },
-      put: async (state, version) => {
+      put: (state, version) => {
         const data = JSON.stringify(state);
-        const changes =
-          version === 0
-            ? this.st.insert.run(destination, state.key, data).changes
-            : this.st.update.run(data, destination, state.key, version).changes;
-        return Number(changes) > 0 ? version + 1 : false;
+        return new Promise((resolve, reject) =>
+          this.writes.add({
+            run: () => {
+              const changes =
+                version === 0
+                  ? this.st.insert.run(destination, state.key, data).changes
+                  : this.st.update.run(data, destination, state.key, version).changes;
+              return Number(changes) > 0 ? version + 1 : false;
+            },
+            resolve,
+            reject,
+          }),
+        );
       },
       delete: async (key) => void this.st.delete.run(destination, key),
       keys: () => this.keys(destination),
@@ -74,7 +91,23 @@ export class SqliteAlertStores {
     }
   }
 
+  /** The writes of one turn in one transaction, each answered with its compare-and-set result once committed. */
+  private commit(group: Write[]): void {
+    const results: Array<number | false> = [];
+    try {
+      this.db.exec('BEGIN IMMEDIATE');
+      for (const w of group) results.push(w.run());
+      this.db.exec('COMMIT');
+    } catch (err) {
+      if (this.db.isTransaction) this.db.exec('ROLLBACK');
+      for (const w of group) w.reject(err as Error);
+      return;
+    }
+    group.forEach((w, i) => w.resolve(results[i] as number | false));
+  }
+
   close(): void {
+    this.writes.flush();
     if (this.db.isOpen) this.db.close();
   }
 }

@@ -50,13 +50,18 @@ let server: Server;
 let url = '';
 const posts: PostableAlert[][] = [];
 let status = 200;
+/** Milliseconds to hold the answer to the next requests, one entry each. */
+const delays: number[] = [];
 beforeAll(async () => {
   server = createServer((req, res) => {
     let body = '';
     req.on('data', (c) => (body += c));
     req.on('end', () => {
-      posts.push(JSON.parse(body) as PostableAlert[]);
-      res.writeHead(status).end();
+      const delay = delays.shift() ?? 0;
+      setTimeout(() => {
+        posts.push(JSON.parse(body) as PostableAlert[]);
+        res.writeHead(status).end();
+      }, delay);
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -65,6 +70,7 @@ beforeAll(async () => {
 afterAll(() => new Promise<void>((r) => server.close(() => r())));
 beforeEach(() => {
   posts.length = 0;
+  delays.length = 0;
   status = 200;
 });
 
@@ -165,6 +171,42 @@ describe('Alertmanager destination', () => {
     await two.send(queued([{ ...event('a', 0, '0'), agent_time: at(0) }]));
     expect([...store.rows.values()][0]?.state).toMatchObject({ lastEventId: '3' });
     await Promise.all([one.close(), two.close()]);
+  });
+
+  it('never lets an older state of an alert reach Alertmanager after a newer one, with batches in flight together', async () => {
+    const store = new MemoryStore();
+    const d = destination(store);
+    const base = Date.now() - 10_000;
+    const at = (ms: number): string => new Date(base + ms).toISOString();
+    // The first batch's post is slow; the second batch carries a newer event of the same alert.
+    await d.send(queued([{ ...event('warm', 4, 'w'), agent_time: at(0) }]));
+    posts.length = 0;
+    delays.push(300);
+    const first = d.send(queued([{ ...event('a', 4, '1'), agent_time: at(1) }, event('b', 4, '3')]));
+    await new Promise((r) => setTimeout(r, 50));
+    const second = d.send(queued([{ ...event('a', 4, '2'), agent_time: at(2) }]));
+    expect(await Promise.all([first, second])).toEqual([{ kind: 'delivered' }, { kind: 'delivered' }]);
+    const ofA = posts.flat().filter((p) => p.labels.signature === 'a');
+    expect(ofA.at(-1)?.annotations.event_id).toBe('2');
+    // An alert the first batch did not share with the second is posted by the first.
+    expect(posts.flat().some((p) => p.labels.signature === 'b')).toBe(true);
+    await d.close();
+  });
+
+  it('leaves out of a batch not yet posted an alert a later batch holds a newer state of', async () => {
+    const store = new MemoryStore();
+    const d = destination(store);
+    const base = Date.now() - 10_000;
+    const at = (ms: number): string => new Date(base + ms).toISOString();
+    const [first, second] = [
+      d.send(queued([{ ...event('a', 4, '1'), agent_time: at(1) }])),
+      d.send(queued([{ ...event('a', 4, '2'), agent_time: at(2) }])),
+    ];
+    expect(await Promise.all([first, second])).toEqual([{ kind: 'delivered' }, { kind: 'delivered' }]);
+    const ofA = posts.flat().filter((p) => p.labels.signature === 'a');
+    expect(ofA.at(-1)?.annotations.event_id).toBe('2');
+    expect([...store.rows.values()][0]?.state.lastEventId).toBe('2');
+    await d.close();
   });
 
   it('retries when no Alertmanager took the alerts, and keeps the state for the re-send', async () => {

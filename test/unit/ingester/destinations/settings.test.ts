@@ -30,6 +30,8 @@ describe('destination settings', () => {
         resolvedRetentionMs: 900_000,
         timeoutMs: 10_000,
       },
+      // Four posts of 256 alerts in flight.
+      delivery: { maxInFlight: 1024 },
     });
     expect(t).toMatchObject({
       kind: 'http',
