@@ -19,6 +19,8 @@ jest.setTimeout(120_000);
 let nats: RunningNats;
 const replicas: RunningIngester[] = [];
 const SHARE = 3 * 1024 * 1024;
+/** Mapping failures replayed by both replicas at once: enough that the two replays overlap. */
+const LETTERS = 30;
 
 beforeAll(async () => {
   nats = await startNats();
@@ -63,7 +65,7 @@ it('lists and replays from one replica a mapping failure the other accepted, onc
   const [a, b] = replicas as [RunningIngester, RunningIngester];
   expect(a.stdout() + a.stderr()).toContain('stream INTAKE_DEADLETTER on the bus');
   const ids: string[] = [];
-  for (let i = 0; i < 10; i++) {
+  for (let i = 0; i < LETTERS; i++) {
     const res = await sendAs(a, 'fixme', { hostname: `from-a-${i}`, level: 3 });
     expect(res.status).toBe(422);
     ids.push(res.headers.get('x-intake-dead-letter-id') as string);
@@ -73,7 +75,7 @@ it('lists and replays from one replica a mapping failure the other accepted, onc
     "B lists A's letters",
     async () => {
       const l = await listLetters(b, 'kind=mapping&integration=fixme');
-      return l.count === 10 ? l : undefined;
+      return l.count === LETTERS ? l : undefined;
     },
     20_000,
     100,
@@ -88,9 +90,12 @@ it('lists and replays from one replica a mapping failure the other accepted, onc
   for (const r of replicas) useMapping(r, 'fixme', FIXED);
   await waitFor('fixed mapping loaded on both', async () => (await fixed(a)) && (await fixed(b)), 15_000, 100);
   const [fromA, fromB] = await Promise.all([replay(a, 'kind=mapping'), replay(b, 'kind=mapping')]);
-  expect(fromA.replayed + fromB.replayed).toBe(10);
+  expect(fromA.replayed + fromB.replayed).toBe(LETTERS);
   expect(fromA.failed + fromB.failed).toBe(0);
-  expect(fromB.replayed).toBeGreaterThan(0);
+  // Both replays ran at once: each found letters, replayed by itself or held by the other (skipped).
+  // (Each replaying some was too strict: on a busy machine one could claim every letter first.)
+  expect(fromA.replayed + fromA.skipped).toBeGreaterThan(0);
+  expect(fromB.replayed + fromB.skipped).toBeGreaterThan(0);
 
   const stored = await waitFor(
     'replayed events on the events stream',
@@ -98,13 +103,13 @@ it('lists and replays from one replica a mapping failure the other accepted, onc
       const all = (await readStream(nats.url, 'INTAKE_EVENTS')).filter((s) =>
         String(s.event.source).startsWith('from-a-'),
       );
-      return all.length >= 10 ? all : undefined;
+      return all.length >= LETTERS ? all : undefined;
     },
     15_000,
     200,
   );
   const counts = tally(stored.map((s) => String(s.event.source)));
-  expect(counts.size).toBe(10);
+  expect(counts.size).toBe(LETTERS);
   expect([...counts.values()].every((n) => n === 1)).toBe(true);
   await waitFor(
     'none left',
