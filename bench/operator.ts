@@ -7,9 +7,10 @@
  *
  * Environment: BENCH_BURST (1000), BENCH_SINGLES (40), BENCH_ACTIVITY_INTEGRATIONS (1000; 0 skips
  * the activity part), BENCH_ACTIVITY_INTERVAL (seconds, 2), BENCH_ACTIVITY_WRITE_CAP (writes/s, 20),
- * BENCH_OPERATOR_NODE_OPTIONS (the operator's Node flags; default the Dockerfile's NODE_OPTIONS, as
- * the chart runs it), BENCH_OPERATOR_CPU_PROF (a directory: the operator runs under --cpu-prof and
- * writes its profile there when stopped; `node dist/bench/cpuprofile.js FILE` sums it).
+ * BENCH_OPERATOR_NODE_OPTIONS (the operator's Node flags; default as the chart runs it: the
+ * Dockerfile's NODE_OPTIONS and operator.maxOldSpaceSizeMiB), BENCH_OPERATOR_CPU_PROF (a directory:
+ * the operator runs under --cpu-prof and writes its profile there when stopped;
+ * `node dist/bench/cpuprofile.js FILE` sums it).
  */
 import { readFileSync } from 'node:fs';
 import { availableParallelism, cpus } from 'node:os';
@@ -19,6 +20,7 @@ import {
   createNamespace,
   KUBECONFIG,
   kubeClients,
+  ROOT,
   kubectl,
   postEvent,
   requireCluster,
@@ -43,10 +45,21 @@ const WRITE_CAP = Number(process.env.BENCH_ACTIVITY_WRITE_CAP ?? 20);
 const ADMIN_SERVICE = 'intake-ingester-admin';
 const CPU_PROF_DIR = process.env.BENCH_OPERATOR_CPU_PROF;
 
-/** The operator's Node flags: as the image runs it (BENCH_OPERATOR_NODE_OPTIONS replaces them), plus the profiler when asked. */
+/** The heap limit the chart gives the operator (values.yaml operator.maxOldSpaceSizeMiB); 0 or absent: none. */
+function chartOperatorHeapFlags(): string[] {
+  const values = readFileSync(join(ROOT, 'charts/intake/values.yaml'), 'utf8');
+  const mib = Number(/^operator:\n(?:(?: {2}.*)?\n)*? {2}maxOldSpaceSizeMiB: (\d+)/m.exec(values)?.[1] ?? 0);
+  return mib > 0 ? [`--max-old-space-size=${mib}`] : [];
+}
+
+/**
+ * The operator's Node flags: as the chart runs it (the image's NODE_OPTIONS and the chart's heap
+ * limit; BENCH_OPERATOR_NODE_OPTIONS replaces them), plus the profiler when asked.
+ */
 function operatorNodeFlags(): string[] {
   const fromEnv = process.env.BENCH_OPERATOR_NODE_OPTIONS;
-  const flags = fromEnv === undefined ? imageNodeFlags() : fromEnv.split(/\s+/).filter(Boolean);
+  const flags =
+    fromEnv === undefined ? [...imageNodeFlags(), ...chartOperatorHeapFlags()] : fromEnv.split(/\s+/).filter(Boolean);
   if (CPU_PROF_DIR) flags.push('--cpu-prof', `--cpu-prof-dir=${resolve(CPU_PROF_DIR)}`);
   return flags;
 }
