@@ -108,7 +108,17 @@ ${pods.map((ip) => `  - {addresses: ["${ip}"], conditions: {ready: true}}`).join
   const perSecond: number[] = [];
   let lastWrites = writesStart;
   let maxRssKiB = 0;
+  let maxHeapUsed = 0;
+  let maxHeapTotal = 0;
   const sampler = setInterval(() => {
+    metric(o.operator, 'intake_operator_nodejs_heap_size_used_bytes').then(
+      (v) => (maxHeapUsed = Math.max(maxHeapUsed, v)),
+      () => {},
+    );
+    metric(o.operator, 'intake_operator_nodejs_heap_size_total_bytes').then(
+      (v) => (maxHeapTotal = Math.max(maxHeapTotal, v)),
+      () => {},
+    );
     metric(o.operator, WRITES).then(
       (w) => {
         perSecond.push(w - lastWrites);
@@ -190,7 +200,7 @@ ${pods.map((ip) => `  - {addresses: ["${ip}"], conditions: {ready: true}}`).join
     ],
     [
       'activity: operator RSS',
-      `max ${(maxRssKiB / 1024).toFixed(0)} MiB sampled, peak ${peakRssMiB(o.operator.child.pid).toFixed(0)} MiB (VmHWM)`,
+      `max ${(maxRssKiB / 1024).toFixed(0)} MiB sampled, peak ${peakRssMiB(o.operator.child.pid).toFixed(0)} MiB (VmHWM); V8 heap at most ${(maxHeapUsed / 2 ** 20).toFixed(0)} MiB used of ${(maxHeapTotal / 2 ** 20).toFixed(0)} MiB`,
     ],
   ];
 }

@@ -5,14 +5,22 @@
  * (bench/operator-activity.ts): 1,000 integrations in all, two ingester replicas reporting
  * activity for every one: status writes per second against the cap, the operator's CPU and RSS.
  *
- * Environment: BENCH_BURST (1000), BENCH_SINGLES (40), BENCH_ACTIVITY_INTEGRATIONS (1000),
- * BENCH_ACTIVITY_INTERVAL (seconds, 2), BENCH_ACTIVITY_WRITE_CAP (writes/s, 20).
+ * Environment: BENCH_BURST (1000), BENCH_SINGLES (40), BENCH_ACTIVITY_INTEGRATIONS (1000; 0 skips
+ * the activity part), BENCH_ACTIVITY_INTERVAL (seconds, 2), BENCH_ACTIVITY_WRITE_CAP (writes/s, 20),
+ * BENCH_OPERATOR_NODE_OPTIONS (the operator's Node flags; default as the chart runs it: the
+ * Dockerfile's NODE_OPTIONS and operator.maxOldSpaceSizeMiB), BENCH_OPERATOR_CPU_PROF (a directory:
+ * the operator runs under --cpu-prof and writes its profile there when stopped;
+ * `node dist/bench/cpuprofile.js FILE` sums it).
  */
+import { readFileSync } from 'node:fs';
 import { availableParallelism, cpus } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import {
   applyCrds,
   createNamespace,
+  KUBECONFIG,
   kubeClients,
+  ROOT,
   kubectl,
   postEvent,
   requireCluster,
@@ -23,6 +31,7 @@ import {
 import { startPodNetwork } from '../test/integration/support/pod-network.js';
 import { waitFor } from '../test/support/waiting.js';
 import { activityBenchmark } from './operator-activity.js';
+import { imageNodeFlags, peakRssMiB, processCpuSeconds } from './processes.js';
 
 const BURST = Number(process.env.BENCH_BURST ?? 1000);
 const CREATE_CONCURRENCY = 8;
@@ -34,6 +43,35 @@ const ACTIVITY_INTEGRATIONS = Number(process.env.BENCH_ACTIVITY_INTEGRATIONS ?? 
 const ACTIVITY_INTERVAL = Number(process.env.BENCH_ACTIVITY_INTERVAL ?? 2);
 const WRITE_CAP = Number(process.env.BENCH_ACTIVITY_WRITE_CAP ?? 20);
 const ADMIN_SERVICE = 'intake-ingester-admin';
+const CPU_PROF_DIR = process.env.BENCH_OPERATOR_CPU_PROF;
+
+/** The heap limit the chart gives the operator (values.yaml operator.maxOldSpaceSizeMiB); 0 or absent: none. */
+function chartOperatorHeapFlags(): string[] {
+  const values = readFileSync(join(ROOT, 'charts/intake/values.yaml'), 'utf8');
+  const mib = Number(/^operator:\n(?:(?: {2}.*)?\n)*? {2}maxOldSpaceSizeMiB: (\d+)/m.exec(values)?.[1] ?? 0);
+  return mib > 0 ? [`--max-old-space-size=${mib}`] : [];
+}
+
+/**
+ * The operator's Node flags: as the chart runs it (the image's NODE_OPTIONS and the chart's heap
+ * limit; BENCH_OPERATOR_NODE_OPTIONS replaces them), plus the profiler when asked.
+ */
+function operatorNodeFlags(): string[] {
+  const fromEnv = process.env.BENCH_OPERATOR_NODE_OPTIONS;
+  const flags =
+    fromEnv === undefined ? [...imageNodeFlags(), ...chartOperatorHeapFlags()] : fromEnv.split(/\s+/).filter(Boolean);
+  if (CPU_PROF_DIR) flags.push('--cpu-prof', `--cpu-prof-dir=${resolve(CPU_PROF_DIR)}`);
+  return flags;
+}
+
+/** The test API server's process (API server and etcd in one), for its CPU time; undefined when not found. */
+function apiServerPid(): number | undefined {
+  try {
+    return Number(readFileSync(join(dirname(KUBECONFIG), 'pid'), 'utf8').trim()) || undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 const percentile = (values: number[], p: number): number => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -98,12 +136,23 @@ async function main(): Promise<void> {
       String(WRITE_CAP),
     ],
     network.env,
+    operatorNodeFlags(),
   );
   const ingester = await startIngester(system, ['--log-level', 'warn']);
   const second = await startIngester(system, ['--log-level', 'warn']);
   try {
     // Created the way a GitOps controller applies a change, several requests at a time, so that
     // the figure is the operator's and not one kubectl's sequential client-side apply.
+    const operatorPid = operator.child.pid as number;
+    const serverPid = apiServerPid();
+    const ingesterCpu = (): number =>
+      processCpuSeconds(ingester.child.pid as number) + processCpuSeconds(second.child.pid as number);
+    const cpu0 = {
+      operator: processCpuSeconds(operatorPid),
+      server: serverPid ? processCpuSeconds(serverPid) : NaN,
+      ingesters: ingesterCpu(),
+      bench: process.cpuUsage(),
+    };
     const t0 = performance.now();
     let next = 0;
     await Promise.all(
@@ -147,6 +196,13 @@ async function main(): Promise<void> {
       500,
     );
     const allReadyMs = performance.now() - t0;
+    const burstCpu = {
+      operator: processCpuSeconds(operatorPid) - cpu0.operator,
+      server: serverPid ? processCpuSeconds(serverPid) - cpu0.server : NaN,
+      ingesters: ingesterCpu() - cpu0.ingesters,
+      bench: ((u) => (u.user + u.system) / 1e6)(process.cpuUsage(cpu0.bench)),
+    };
+    const burstPeakRss = peakRssMiB(operatorPid);
 
     const credentialsOf = async (namespace: string, name: string): Promise<string | undefined> => {
       const secret = await core
@@ -185,6 +241,14 @@ async function main(): Promise<void> {
         `${(allReadyMs / 1000).toFixed(1)} s (target <= 10 s: ${allReadyMs <= 10_000 ? 'PASS' : 'MISS'})`,
       ],
       [
+        'burst: CPU from first create to all Ready',
+        `operator ${burstCpu.operator.toFixed(1)} s, API server and etcd ${Number.isNaN(burstCpu.server) ? 'not found' : `${burstCpu.server.toFixed(1)} s`}, the 2 ingesters ${burstCpu.ingesters.toFixed(1)} s, this benchmark ${burstCpu.bench.toFixed(1)} s`,
+      ],
+      [
+        `burst: operator peak RSS (VmHWM; node flags: ${operatorNodeFlags().join(' ') || 'none'})`,
+        `${burstPeakRss.toFixed(0)} MiB (chart limit 256 MiB: ${burstPeakRss <= 256 ? 'PASS' : 'MISS'})`,
+      ],
+      [
         `single apply -> first accepted event sent, p50 (n=${SINGLES})`,
         `${percentile(latencies, 50).toFixed(0)} ms (target <= 100 ms: ${percentile(latencies, 50) <= 100 ? 'PASS' : 'MISS'})`,
       ],
@@ -194,6 +258,14 @@ async function main(): Promise<void> {
       ],
     ];
     // Activity: more integrations up to ACTIVITY_INTEGRATIONS, then the load on both replicas.
+    const print = (): void =>
+      void process.stdout.write(
+        `\n| measure | result |\n|---|---|\n${rows.map(([a, b]) => `| ${a} | ${b} |`).join('\n')}\n`,
+      );
+    if (ACTIVITY_INTEGRATIONS <= 0) {
+      print();
+      return;
+    }
     const extra = Math.max(0, ACTIVITY_INTEGRATIONS - BURST);
     if (extra > 0) {
       const more = await kubectl(
@@ -228,18 +300,21 @@ spec: {}
         writeCap: WRITE_CAP,
       })),
     );
-    process.stdout.write(`\n| measure | result |\n|---|---|\n${rows.map(([a, b]) => `| ${a} | ${b} |`).join('\n')}\n`);
+    print();
   } catch (err) {
     process.stderr.write(
       `operator exit: ${operator.child.exitCode ?? operator.child.signalCode ?? 'running'}\noperator log (tail):\n${operator.output().slice(-4000)}\ningester log (tail):\n${ingester.output().slice(-2000)}\n`,
     );
     throw err;
   } finally {
+    // The tenants' namespaces go while the operator still runs: only it removes its finalizer from
+    // the integrations, and namespaces left Terminating would keep the API server busy in the next run.
+    await kubectl(['delete', 'namespace', ...tenants, '--timeout=300s']);
     await operator.stop();
     await ingester.stop();
     await second.stop();
     await network.close();
-    await kubectl(['delete', 'namespace', system, ...tenants, '--wait=false']);
+    await kubectl(['delete', 'namespace', system, '--wait=false']);
   }
 }
 

@@ -7,7 +7,9 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
+import { join } from 'node:path';
 import { basic } from '../test/support/credentials.js';
+import { ROOT } from '../test/support/paths.js';
 
 const children: ChildProcess[] = [];
 const stderrTails = new WeakMap<ChildProcess, () => string>();
@@ -49,6 +51,12 @@ export function procStatusKiB(pid: number | undefined, field: 'VmHWM' | 'VmRSS')
   } catch {
     return NaN;
   }
+}
+
+/** The Node flags the image runs every component with (the Dockerfile's NODE_OPTIONS). */
+export function imageNodeFlags(): string[] {
+  const flags = /^ENV NODE_OPTIONS=(.*)$/m.exec(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'))?.[1] ?? '';
+  return flags.split(/\s+/).filter(Boolean);
 }
 
 /** Peak RSS (VmHWM) of a process, in MiB. */

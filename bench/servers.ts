@@ -12,7 +12,7 @@ import { freePort } from '../test/support/ports.js';
 import { DIR, PIDS_FILE, SERVER_CPU } from './settings.js';
 import type { Setup } from './setup.js';
 import type { Target } from './load.js';
-import { BENCH_AUTH, procStatusKiB } from './processes.js';
+import { BENCH_AUTH, imageNodeFlags, procStatusKiB } from './processes.js';
 
 export interface Server {
   name: string;
@@ -94,8 +94,7 @@ export async function request(
  */
 export function deployedNodeFlags(): string[] {
   const fromEnv = process.env.BENCH_NODE_OPTIONS;
-  const flags = fromEnv ?? /^ENV NODE_OPTIONS=(.*)$/m.exec(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'))?.[1] ?? '';
-  return flags.split(/\s+/).filter(Boolean);
+  return fromEnv === undefined ? imageNodeFlags() : fromEnv.split(/\s+/).filter(Boolean);
 }
 
 /** A second ingester with these Node flags: same config, its own ports and event file (DIR/events-NAME.jsonl). */

@@ -10,7 +10,7 @@ import { buildAdminServer } from './http/admin-listener.js';
 import { AuthThrottle } from './auth/auth-throttle.js';
 import type { IngesterSettings } from './config.js';
 import { IngesterMetrics } from './core/ingester-metrics.js';
-import { RouteTable, type RouteInput, type SkippedRoute } from './routing/route-table.js';
+import { RouteTable, type RouteEntry, type RouteInput, type SkippedRoute } from './routing/route-table.js';
 import type { RouteSource } from './routing/route-source.js';
 import { SeriesStore } from './series/series-store.js';
 import { ingestConnectionCap, openFilesLimit } from './http/guards.js';
@@ -23,6 +23,7 @@ import { setUpDeadLetters } from './dead-letters/setup.js';
 import { MappingMetrics } from './mapping/metrics.js';
 import { MappedWebhooks } from './mapping/mapped-webhooks.js';
 import { MappingWorkerPool } from '../api/mapping/worker-pool.js';
+import type { Route } from '../api/route.js';
 import { replayMapping } from './events/mapping-replay.js';
 import { LogSink } from './sinks/log-sink.js';
 import type { ReplicaCount } from './limits/replicas.js';
@@ -94,8 +95,9 @@ export async function startIngester(
   replicas?.start((n) => limiter.setReplicas(n));
 
   const activity = new ActivityRecorder();
+  const compiled = new WeakMap<Route, RouteEntry>();
   await loadRoutes(source, metrics, logger, (inputs, unparsable) => {
-    table = buildTable(inputs, unparsable, { settings, source, mappingWorkers, limiter, metrics, logger });
+    table = buildTable(inputs, unparsable, { settings, source, mappingWorkers, limiter, metrics, logger, compiled });
     activity.sync(table.entries());
     lifecycle.ready = true;
   });
@@ -308,6 +310,8 @@ function buildTable(
     limiter: TenantLimiter;
     metrics: IngesterMetrics;
     logger: Logger;
+    /** Compiled entries of earlier tables (the options above never change in a process). */
+    compiled: WeakMap<Route, RouteEntry>;
   },
 ): RouteTable {
   const { settings, metrics, logger } = o;
@@ -316,6 +320,7 @@ function buildTable(
     mappingLimits: settings.mapping,
     mappingRunner: o.mappingWorkers,
     destinations: settings.destinations,
+    compiled: o.compiled,
   });
   const skipped = [...unparsable, ...built.skipped];
   for (const s of skipped) logger.warn({ route: s.source, reason: s.reason }, 'route skipped');

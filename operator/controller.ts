@@ -32,6 +32,7 @@ import { namespaceLimits, quotaUsage, type NamespaceEffectiveLimits } from './li
 import { ScryptVerifiers } from './credentials.js';
 import type { OperatorMetrics } from './metrics.js';
 import { NameClaims } from './name-claims.js';
+import { OwnWrites } from './own-writes.js';
 import {
   credentialsSecretName,
   integrationNameOf,
@@ -88,6 +89,7 @@ export class Controller {
   private readonly routeSecrets: Informer<V1Secret>;
   private readonly scrypt = new ScryptVerifiers();
   private readonly nameClaims = new NameClaims();
+  private readonly ownWrites = new OwnWrites();
   private resync?: NodeJS.Timeout;
   private readonly activity?: ActivitySync;
 
@@ -130,7 +132,11 @@ export class Controller {
               : await core.listSecretForAllNamespaces({ labelSelector: selector });
             return { items: l.items, resourceVersion: l.metadata?.resourceVersion ?? '' };
           },
-          onEvent: (n, old) => this.enqueueOwnerOf(n ?? old),
+          onEvent: (n, old) => {
+            if (!n) this.ownWrites.forget('Secret', old);
+            else if (this.ownWrites.isOwn('Secret', n)) return;
+            this.enqueueOwnerOf(n ?? old);
+          },
         }),
       );
     }
@@ -146,6 +152,8 @@ export class Controller {
         return { items: l.items, resourceVersion: l.metadata?.resourceVersion ?? '' };
       },
       onEvent: (n, old) => {
+        if (!n) this.ownWrites.forget('Secret', old);
+        else if (this.ownWrites.isOwn('Secret', n)) return;
         const source = (n ?? old)?.metadata?.annotations?.[SOURCE_ANNOTATION];
         if (source) this.queue.add(source);
       },
@@ -229,7 +237,8 @@ export class Controller {
     const obj = (n ?? old) as IntakeResource;
     if (kind === 'WebhookIntegration')
       this.nameClaims.update(n as WebhookIntegration | undefined, old as WebhookIntegration | undefined);
-    if (n && old && !specOrMetaChanged(n, old)) return;
+    if (!n) this.ownWrites.forget(kind, old);
+    if (n && old && (!specOrMetaChanged(n, old) || this.ownWrites.isOwn(kind, n))) return;
     this.queue.add(queueKey(kind, obj.metadata.namespace as string, obj.metadata.name as string));
     // The namespace's quotas report what its integrations and keys were given.
     for (const quota of this.quotasIn(obj.metadata.namespace as string))
@@ -358,12 +367,11 @@ export class Controller {
       );
       return;
     }
-    if (!finalizers.includes(FINALIZER))
-      obj = {
-        ...(await this.writer.setFinalizers(obj, [...finalizers, FINALIZER])),
-        kind,
-        apiVersion: API_VERSION,
-      } as IntakeResource;
+    if (!finalizers.includes(FINALIZER)) {
+      const written = await this.writer.setFinalizers(obj, [...finalizers, FINALIZER]);
+      this.ownWrites.record(kind, written);
+      obj = { ...written, kind, apiVersion: API_VERSION } as IntakeResource;
+    }
 
     const existingRouteSecret = this.routeSecrets.get(`${this.o.namespace}/${routeName}`);
     const ctx: PlanContext = {
@@ -382,6 +390,8 @@ export class Controller {
       limits: this.limitsIn(namespace),
     };
     const plan = obj.kind === 'WebhookIntegration' ? await planWebhook(obj, ctx) : await planApiKey(obj, ctx);
+    // One after the other: a credentials Secret the cache has not shown yet fails its create (409)
+    // before a route for a password nobody holds replaces the published one.
     await this.applyCredentials(obj, plan, ctx.existingCredentials);
     await this.applyRoute(obj, plan, routeName, existingRouteSecret);
     const receiving = this.receiving(obj, ctx.now);
@@ -439,7 +449,7 @@ export class Controller {
         Object.entries(plan.credentials.data).map(([k, v]) => [k, Buffer.from(v).toString('base64')]),
       ),
     };
-    await this.writer.applySecret(desired, existing);
+    this.ownWrites.record('Secret', await this.writer.applySecret(desired, existing));
   }
 
   private async applyRoute(
@@ -468,7 +478,7 @@ export class Controller {
       // planWebhook and planApiKey return a route only once it passed validateRoute (plan.ts publishable).
       data: { [ROUTE_SECRET_KEY]: Buffer.from(JSON.stringify(plan.route)).toString('base64') },
     };
-    await this.writer.applySecret(desired, existing);
+    this.ownWrites.record('Secret', await this.writer.applySecret(desired, existing));
   }
 
   private async applyStatus(obj: IntakeResource, plan: Plan, now: Date, receiving?: Receiving): Promise<void> {

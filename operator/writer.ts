@@ -21,20 +21,19 @@ export class Writer {
     private readonly custom: CustomObjectsApi,
   ) {}
 
-  /** Creates or replaces a Secret so its labels, annotations, owners and data are exactly `desired`'s. */
-  async applySecret(desired: V1Secret, existing: V1Secret | undefined): Promise<boolean> {
+  /**
+   * Creates or replaces a Secret so its labels, annotations, owners and data are exactly `desired`'s.
+   * Returns the Secret as written, or undefined when it already matched.
+   */
+  async applySecret(desired: V1Secret, existing: V1Secret | undefined): Promise<V1Secret | undefined> {
     const namespace = desired.metadata?.namespace as string;
-    if (!existing) {
-      await this.core.createNamespacedSecret({ namespace, body: desired });
-      return true;
-    }
-    if (secretMatches(desired, existing)) return false;
+    if (!existing) return this.core.createNamespacedSecret({ namespace, body: desired });
+    if (secretMatches(desired, existing)) return undefined;
     const body: V1Secret = {
       ...desired,
       metadata: { ...desired.metadata, resourceVersion: existing.metadata?.resourceVersion },
     };
-    await this.core.replaceNamespacedSecret({ namespace, name: desired.metadata?.name as string, body });
-    return true;
+    return this.core.replaceNamespacedSecret({ namespace, name: desired.metadata?.name as string, body });
   }
 
   async deleteSecret(namespace: string, name: string): Promise<void> {

@@ -3,6 +3,12 @@
  * namespace (the only read access it needs). Every change rebuilds the whole table, which the
  * ingester swaps in at once; a Secret whose document cannot be parsed is skipped, logged and
  * counted, never fatal. The table is kept while the API server is unreachable.
+ *
+ * A Secret is decoded and validated once per resourceVersion, not on every rebuild: with 1,000
+ * integrations applied at once the route Secrets arrive one by one, and re-parsing every document
+ * on each of hundreds of rebuilds was most of the ingester's CPU (docs/benchmarks.md). The parsed
+ * route object stays the same while its Secret does, which also lets the table reuse its compiled
+ * entry (route-table.ts RouteTable.build, `compiled`).
  */
 import { CoreV1Api, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
@@ -18,6 +24,8 @@ export class KubernetesRouteSource implements RouteSource {
   readonly allowPlaintext = false;
   private informer?: Informer<V1Secret>;
   private timer?: NodeJS.Timeout;
+  /** What each Secret (by name) parsed to, at its resourceVersion. */
+  private readonly parsed = new Map<string, { resourceVersion: string; input?: RouteInput; skipped?: SkippedRoute }>();
 
   constructor(
     private readonly kubeConfig: KubeConfig,
@@ -55,20 +63,39 @@ export class KubernetesRouteSource implements RouteSource {
   private parseAll(): { inputs: RouteInput[]; skipped: SkippedRoute[] } {
     const inputs: RouteInput[] = [];
     const skipped: SkippedRoute[] = [];
+    const seen = new Set<string>();
     for (const secret of this.informer?.list() ?? []) {
-      const source = `secret ${this.namespace}/${secret.metadata?.name}`;
-      const encoded = secret.data?.[ROUTE_SECRET_KEY];
-      try {
-        if (!encoded) throw new Error(`has no ${ROUTE_SECRET_KEY} key`);
-        inputs.push({ source, route: validateRoute(parseJson(Buffer.from(encoded, 'base64').toString('utf8'))) });
-      } catch (err) {
-        skipped.push({
+      const name = secret.metadata?.name ?? '';
+      const resourceVersion = secret.metadata?.resourceVersion;
+      seen.add(name);
+      let parsed = this.parsed.get(name);
+      if (!parsed || resourceVersion === undefined || parsed.resourceVersion !== resourceVersion) {
+        parsed = { resourceVersion: resourceVersion ?? '', ...this.parse(secret) };
+        if (resourceVersion !== undefined) this.parsed.set(name, parsed);
+      }
+      if (parsed.input) inputs.push(parsed.input);
+      if (parsed.skipped) skipped.push(parsed.skipped);
+    }
+    for (const name of this.parsed.keys()) if (!seen.has(name)) this.parsed.delete(name);
+    return { inputs, skipped };
+  }
+
+  private parse(secret: V1Secret): { input: RouteInput } | { skipped: SkippedRoute } {
+    const source = `secret ${this.namespace}/${secret.metadata?.name}`;
+    const encoded = secret.data?.[ROUTE_SECRET_KEY];
+    try {
+      if (!encoded) throw new Error(`has no ${ROUTE_SECRET_KEY} key`);
+      return {
+        input: { source, route: validateRoute(parseJson(Buffer.from(encoded, 'base64').toString('utf8'))) },
+      };
+    } catch (err) {
+      return {
+        skipped: {
           source,
           reason: err instanceof RouteValidationError ? err.problems.join('; ') : (err as Error).message,
-        });
-      }
+        },
+      };
     }
-    return { inputs, skipped };
   }
 
   async stop(): Promise<void> {

@@ -96,6 +96,12 @@ export class RouteTable {
       mappingLimits?: MappingLimits;
       mappingRunner?: ExpressionRunner;
       destinations?: readonly KnownDestination[];
+      /**
+       * Entries compiled by earlier builds with these same options, by route object: a route the
+       * source hands over again unchanged (the same object) is not compiled again. Only the
+       * compiled form is shared; each table keeps its own maps and remembers no header.
+       */
+      compiled?: WeakMap<Route, RouteEntry>;
     },
   ): { table: RouteTable; skipped: SkippedRoute[] } {
     const destinations = options.destinations ?? [];
@@ -110,7 +116,9 @@ export class RouteTable {
       }
       let entry: RouteEntry;
       try {
-        entry = compile(route, options.mappingLimits, destinations, options.mappingRunner);
+        const known = options.compiled?.get(route);
+        entry = known ?? compile(route, options.mappingLimits, destinations, options.mappingRunner);
+        if (!known) options.compiled?.set(route, entry);
       } catch (err) {
         skipped.push({
           source,

@@ -61,8 +61,9 @@ async function startProcess(
   adminPort: number,
   ingestPort?: number,
   env: NodeJS.ProcessEnv = {},
+  nodeFlags: string[] = [],
 ): Promise<Proc> {
-  const child = spawn(process.execPath, [resolve(ROOT, 'dist/cmd/intake.js'), ...args], {
+  const child = spawn(process.execPath, [...nodeFlags, resolve(ROOT, 'dist/cmd/intake.js'), ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -96,6 +97,7 @@ export async function startOperator(
   watch: string[],
   extra: string[] = [],
   env: NodeJS.ProcessEnv = {},
+  nodeFlags: string[] = [],
 ): Promise<Proc> {
   const admin = await freePort();
   return startProcess(
@@ -118,6 +120,7 @@ export async function startOperator(
     admin,
     undefined,
     env,
+    nodeFlags,
   );
 }
 

@@ -85,6 +85,23 @@ describe('Informer', () => {
     fake.server.close();
   });
 
+  it('keeps no managedFields in its cache', async () => {
+    const fake = await fakeServer();
+    fake.script.push((res) => {
+      const b = cm('b', '11');
+      b.metadata = { ...b.metadata, managedFields: [{ manager: 'kubectl', operation: 'Update' }] };
+      res.write(`${JSON.stringify({ type: 'ADDED', object: b })}\n`);
+      setTimeout(() => res.end(), 20);
+    });
+    const informer = informerFor(fake, []);
+    informer.start();
+    await informer.waitForSync();
+    await waitUntil(() => informer.get('ns/b') !== undefined);
+    expect(informer.get('ns/b')?.metadata).toEqual({ name: 'b', namespace: 'ns', resourceVersion: '11' });
+    informer.stop();
+    fake.server.close();
+  });
+
   it('relists on an in-stream 410 Gone and keeps its cache meanwhile', async () => {
     const fake = await fakeServer();
     fake.script.push((res) => {

@@ -3,7 +3,7 @@ import type { Route } from '../../../../api/route.js';
 import { hashScrypt, sha256Hex } from '../../../../api/verifiers.js';
 import { newVerifiedCache } from '../../../../ingester/routing/credentials.js';
 import { parseBasicAuth, soleHeader } from '../../../../ingester/auth/basic-auth.js';
-import { RouteTable } from '../../../../ingester/routing/route-table.js';
+import { RouteTable, type RouteEntry } from '../../../../ingester/routing/route-table.js';
 
 const webhook = (
   name: string,
@@ -126,5 +126,34 @@ describe('soleHeader', () => {
   it('refuses a repeated header and reports a missing one as undefined', () => {
     expect(soleHeader(['Authorization', 'Basic a', 'authorization', 'Basic b'], 'authorization')).toBeUndefined();
     expect(soleHeader(['Host', 'x'], 'authorization')).toBeUndefined();
+  });
+});
+
+describe('RouteTable.build with compiled entries of earlier builds', () => {
+  it('compiles a route handed over again once, a new route object anew, and each table starts afresh', async () => {
+    const compiled = new WeakMap<Route, RouteEntry>();
+    const a = webhook('a', { sha256: sha256Hex('secret') });
+    const b = webhook('b', { sha256: sha256Hex('other') });
+    const first = RouteTable.build([{ source: '#a', route: a }], { allowPlaintext: false, compiled });
+    const second = RouteTable.build(
+      [
+        { source: '#a', route: a },
+        { source: '#b', route: b },
+      ],
+      { allowPlaintext: false, compiled },
+    );
+    expect(second.table.webhook('a')).toBe(first.table.webhook('a'));
+    expect(compiled.get(b)).toBe(second.table.webhook('b'));
+    // A changed Secret parses to a new route object: compiled from it, not from the old one.
+    const changed = webhook('a', { sha256: sha256Hex('rotated') });
+    const third = RouteTable.build([{ source: '#a', route: changed }], { allowPlaintext: false, compiled });
+    expect(third.table.webhook('a')).not.toBe(first.table.webhook('a'));
+    expect(await third.table.authenticateWebhook('a', 'u', 'rotated', newVerifiedCache())).toBeDefined();
+    expect(await third.table.authenticateWebhook('a', 'u', 'secret', newVerifiedCache())).toBeUndefined();
+    // A header remembered by one table is not known to the next (knownHeader is per table).
+    const key = first.table.headerKey('a', 'Basic x');
+    await first.table.authenticateWebhook('a', 'u', 'secret', newVerifiedCache(), Date.now(), key);
+    expect(first.table.knownHeader(key)).toBeDefined();
+    expect(second.table.knownHeader(key)).toBeUndefined();
   });
 });
