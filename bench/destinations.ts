@@ -37,7 +37,7 @@ import {
 const EVENTS = Number(process.env.BENCH_DESTINATION_EVENTS ?? 100_000);
 /** BENCH_DESTINATION_PROFILE=<case> (http-1-bus, http-100-outbox, am-bus, ...): that case's ingester runs under --cpu-prof. */
 const PROFILE = process.env.BENCH_DESTINATION_PROFILE;
-/** BENCH_DESTINATION_CASES=http-100-bus,am-outbox: only these cases (default: all six). */
+/** BENCH_DESTINATION_CASES=http-100-bus,am-outbox: only these cases (default: all six). BENCH_DESTINATION_MAX_IN_FLIGHT: every destination's delivery.maxInFlight (default: the destination's own). */
 const ONLY = process.env.BENCH_DESTINATION_CASES?.split(',').filter(Boolean);
 const wanted = (name: string): boolean => !ONLY || ONLY.includes(name);
 const dir = mkdtempSync(join(process.env.BENCH_DIR || tmpdir(), 'intake-bench-dest-'));
@@ -262,7 +262,9 @@ async function main(): Promise<void> {
     backoffMin: '100ms',
     backoffMax: '500ms',
     maxAttempts: 1000,
-    ...(process.env.BENCH_MAXINFLIGHT ? { maxInFlight: Number(process.env.BENCH_MAXINFLIGHT) } : {}),
+    ...(process.env.BENCH_DESTINATION_MAX_IN_FLIGHT
+      ? { maxInFlight: Number(process.env.BENCH_DESTINATION_MAX_IN_FLIGHT) }
+      : {}),
   };
   const rows: string[] = [];
   const row = (what: string, queue: string, r: CaseResult): void => {

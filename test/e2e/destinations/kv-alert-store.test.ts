@@ -75,3 +75,21 @@ it('gives the re-send lease to one holder until it expires', async () => {
   expect(await store.holdResendLease('b', 300)).toBe(true);
   expect(await store.holdResendLease('a', 300)).toBe(false);
 });
+
+it('tells a write no stream takes (an error) from a lost compare-and-set (false)', async () => {
+  const publisher = new PubAckPublisher(nc);
+  expect(await publisher.write('nowhere.at.all', '{}', {}, 2000)).toEqual({
+    code: 503,
+    description: expect.stringContaining('no responders'),
+  });
+  const kv = await new Kvm(jetstream(nc)).open('intake-alerts-test');
+  const misnamed = new KvAlertStore(kv, 'no-such-bucket', publisher, 2000);
+  await expect(misnamed.put(state('k9', 'x'), 0)).rejects.toThrow(/no responders/);
+  // A connection that goes away answers every write still waiting, as not answered in time.
+  const other = await connect({ servers: nats.url });
+  const gone = new PubAckPublisher(other);
+  const waiting = gone.write('nowhere.at.all', '{}', {}, 60_000);
+  gone.abandonAll();
+  expect(await waiting).toEqual({ timeout: true });
+  await other.close();
+});
