@@ -5,7 +5,7 @@
  * Usage: node dist/bench/cpuprofile.js FILE.cpuprofile [TOP]
  * Also used by `make bench` in profile mode (BENCH_PROFILE=SCENARIO).
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 interface CallFrame {
@@ -169,4 +169,16 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     process.exit(2);
   }
   process.stdout.write(`${summariseFile(file, top ? Number(top) : 25)}\n`);
+}
+
+/**
+ * The main thread's profile among those `node --cpu-prof` wrote to `dir`: the files are named
+ * CPU.<date>.<time>.<pid>.<thread id>.<seq>.cpuprofile and the main thread is thread 0 (a mapping
+ * worker's profile is mostly idle and says nothing about the request path). The newest if several.
+ */
+export function mainThreadProfile(dir: string): string | undefined {
+  return readdirSync(dir)
+    .filter((n) => /\.\d+\.0\.\d+\.cpuprofile$/.test(n))
+    .sort()
+    .pop();
 }

@@ -11,7 +11,7 @@
  * real Alertmanager, each from the bus (nats-server, JetStream consumers) and from the standalone
  * outbox. The receiver, Alertmanager and nats-server share CPU 1 with this runner.
  */
-import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,7 +19,7 @@ import { stringify } from 'yaml';
 import { ROOT } from '../test/support/paths.js';
 import { freePort } from '../test/support/ports.js';
 import { waitFor } from '../test/support/waiting.js';
-import { summariseFile } from './cpuprofile.js';
+import { mainThreadProfile, summariseFile } from './cpuprofile.js';
 import { monotonicUs } from './load.js';
 import {
   canConnect,
@@ -217,7 +217,7 @@ async function runCase(c: Case, natsUrl: string, gate: Gate): Promise<CaseResult
     child.kill('SIGTERM');
     if (profiling && window) {
       await new Promise((r) => child.once('exit', r));
-      const prof = readdirSync(profDir).find((n) => n.endsWith('.cpuprofile'));
+      const prof = mainThreadProfile(profDir);
       if (prof)
         process.stdout.write(
           `\nCPU profile of ${c.name}, the backlog's delivery (${join(profDir, prof)}):\n\n${summariseFile(join(profDir, prof), 35, window, EVENTS)}\n`,

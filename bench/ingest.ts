@@ -34,10 +34,10 @@
  * load.ts runs wrk, report.ts prints the tables; processes.ts is what all the benchmarks share.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from '../test/support/paths.js';
-import { summariseFile } from './cpuprofile.js';
+import { mainThreadProfile, summariseFile } from './cpuprofile.js';
 import { measure, monotonicUs, wrk, type Measured, type Target } from './load.js';
 import { BENCH_AUTH, BENCH_PASSWORD, BENCH_USER } from './processes.js';
 import { f, report } from './report.js';
@@ -259,10 +259,7 @@ async function profile(scenario: string): Promise<void> {
     }
   }
   await stopServer(server, 30_000);
-  const file = readdirSync(profDir)
-    .filter((n) => n.endsWith('.cpuprofile'))
-    .sort()
-    .pop();
+  const file = mainThreadProfile(profDir);
   if (!file) throw new Error(`no .cpuprofile written to ${profDir}`);
   const path = join(profDir, file);
   writeFileSync(`${path}.window.json`, JSON.stringify({ startUs: window.startUs, endUs: window.endUs, requests }));
