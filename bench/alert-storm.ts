@@ -28,12 +28,13 @@ import {
   BENCH_PASSWORD,
   BENCH_TENANT_LIMITS,
   BENCH_USER,
-  canConnect,
   peakRssMiB,
   pinnedServer,
   procStatusKiB,
   runBenchmark,
   stderrTail,
+  startAlertmanager,
+  startNatsServer,
 } from './processes.js';
 
 const STORM_SECONDS = Number(process.env.BENCH_STORM_SECONDS ?? 30);
@@ -197,34 +198,15 @@ const DELIVERED = 'intake_destination_delivered_total{destination="am"}';
 const DEAD = /^intake_destination_dead_lettered_total\{destination="am"/;
 
 async function main(): Promise<void> {
-  const natsPort = await freePort();
-  pinnedServer('nats-server', '1', join(ROOT, '.tools/bin/nats-server'), [
-    '-a',
-    '127.0.0.1',
-    '-p',
-    String(natsPort),
-    '-js',
-    '-sd',
-    join(dir, 'nats'),
-  ]);
-  await waitFor('nats-server', () => canConnect(natsPort), 10_000, 100);
-  const natsUrl = `nats://127.0.0.1:${natsPort}`;
-  const amPort = await freePort();
-  writeFileSync(join(dir, 'am.yml'), stringify({ route: { receiver: 'none' }, receivers: [{ name: 'none' }] }));
-  pinnedServer('alertmanager', '1', 'prometheus-alertmanager', [
-    `--config.file=${join(dir, 'am.yml')}`,
-    `--storage.path=${join(dir, 'am-data')}`,
-    `--web.listen-address=127.0.0.1:${amPort}`,
-    '--cluster.listen-address=',
-  ]);
-  await waitFor('alertmanager', () => canConnect(amPort), 20_000, 50);
+  const natsUrl = (await startNatsServer(dir)).url;
+  const amUrl = (await startAlertmanager(dir)).url;
 
   const bare = await startIngester('calibrate', natsUrl);
   const perSecond = await calibrate(bare);
   bare.stop();
   const rate = perSecond * SHARE;
 
-  const ing = await startIngester('storm', natsUrl, `http://127.0.0.1:${amPort}`);
+  const ing = await startIngester('storm', natsUrl, amUrl);
   const rows: string[] = [];
   let accepted = 0;
   let failed = 0;

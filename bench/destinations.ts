@@ -22,7 +22,6 @@ import { waitFor } from '../test/support/waiting.js';
 import { mainThreadProfile, summariseFile } from './cpuprofile.js';
 import { monotonicUs } from './load.js';
 import {
-  canConnect,
   peakRssMiB,
   processCpuSeconds,
   pinnedServer,
@@ -32,6 +31,8 @@ import {
   BENCH_PASSWORD,
   BENCH_TENANT_LIMITS,
   BENCH_USER,
+  startAlertmanager,
+  startNatsServer,
 } from './processes.js';
 
 const EVENTS = Number(process.env.BENCH_DESTINATION_EVENTS ?? 100_000);
@@ -228,35 +229,16 @@ async function runCase(c: Case, natsUrl: string, gate: Gate): Promise<CaseResult
 
 /** A real Alertmanager on CPU 1; its gate stops the process (SIGSTOP) and continues it. */
 async function alertmanager(): Promise<{ url: string; gate: Gate; stop: () => void }> {
-  const port = await freePort();
-  writeFileSync(join(dir, 'am.yml'), stringify({ route: { receiver: 'none' }, receivers: [{ name: 'none' }] }));
-  const child = pinnedServer('alertmanager', '1', 'prometheus-alertmanager', [
-    `--config.file=${join(dir, 'am.yml')}`,
-    `--storage.path=${join(dir, `am-${port}-${Date.now()}`)}`,
-    `--web.listen-address=127.0.0.1:${port}`,
-    '--cluster.listen-address=',
-  ]);
-  await waitFor('alertmanager', () => canConnect(port), 20_000, 50);
+  const { url, child } = await startAlertmanager(dir);
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
     gate: { close: () => void child.kill('SIGSTOP'), open: () => void child.kill('SIGCONT') },
     stop: () => void child.kill('SIGTERM'),
   };
 }
 
 async function main(): Promise<void> {
-  const natsPort = await freePort();
-  pinnedServer('nats-server', '1', join(ROOT, '.tools/bin/nats-server'), [
-    '-a',
-    '127.0.0.1',
-    '-p',
-    String(natsPort),
-    '-js',
-    '-sd',
-    join(dir, 'nats'),
-  ]);
-  await waitFor('nats-server', () => canConnect(natsPort), 10_000, 100);
-  const natsUrl = `nats://127.0.0.1:${natsPort}`;
+  const natsUrl = (await startNatsServer(dir)).url;
   // The timeout outlasts the held answers of the backlog phase: nothing is retried, nothing lost.
   const delivery = {
     backoffMin: '100ms',

@@ -17,7 +17,6 @@ import { freePort } from '../test/support/ports.js';
 import { waitFor } from '../test/support/waiting.js';
 import { median } from '../test/support/stats.js';
 import {
-  canConnect,
   peakRssMiB,
   pinnedServer,
   runBenchmark,
@@ -25,6 +24,7 @@ import {
   BENCH_PASSWORD,
   BENCH_TENANT_LIMITS,
   BENCH_USER,
+  startNatsServer,
 } from './processes.js';
 
 const DURATION = process.env.BENCH_DURATION ?? '10s';
@@ -134,23 +134,9 @@ async function ingester(
 }
 
 async function main(): Promise<void> {
-  const natsPort = await freePort();
-  const nats = pinnedServer('nats-server', '1', join(ROOT, '.tools/bin/nats-server'), [
-    '-a',
-    '127.0.0.1',
-    '-p',
-    String(natsPort),
-    '-js',
-    '-sd',
-    join(dir, 'nats'),
-  ]);
-  await waitFor('nats-server', () => canConnect(natsPort), 10_000, 100);
+  const { url: natsUrl, child: nats } = await startNatsServer(dir);
   const log = await ingester('log', { log: { path: join(dir, 'events.log') } });
-  const js = await ingester(
-    'jetstream',
-    { jetstream: { url: `nats://127.0.0.1:${natsPort}` } },
-    { spool: { path: join(dir, 'spool') } },
-  );
+  const js = await ingester('jetstream', { jetstream: { url: natsUrl } }, { spool: { path: join(dir, 'spool') } });
 
   const event = JSON.stringify({
     source: 'web-01.example.com',

@@ -5,11 +5,13 @@
  * understands: 1 on failure, 130 on SIGINT, 143 when its time limit sends SIGTERM).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { basic } from '../test/support/credentials.js';
 import { ROOT } from '../test/support/paths.js';
+import { freePort } from '../test/support/ports.js';
+import { waitFor } from '../test/support/waiting.js';
 
 const children: ChildProcess[] = [];
 const stderrTails = new WeakMap<ChildProcess, () => string>();
@@ -146,3 +148,34 @@ export const BENCH_TENANT_LIMITS = {
   integration: { eventsPerSecond: OUT_OF_REACH, eventsBurst: OUT_OF_REACH },
   apiKey: { dataPointsPerSecond: OUT_OF_REACH, dataPointsBurst: OUT_OF_REACH },
 } as const;
+
+/** The pinned nats-server with JetStream (storage in `dir`) on CPU 1, once it accepts connections. */
+export async function startNatsServer(dir: string): Promise<{ url: string; child: ChildProcess }> {
+  const port = await freePort();
+  const child = pinnedServer('nats-server', '1', join(ROOT, '.tools/bin/nats-server'), [
+    '-a',
+    '127.0.0.1',
+    '-p',
+    String(port),
+    '-js',
+    '-sd',
+    join(dir, 'nats'),
+  ]);
+  await waitFor('nats-server', () => canConnect(port), 10_000, 100);
+  return { url: `nats://127.0.0.1:${port}`, child };
+}
+
+/** Debian's Alertmanager on CPU 1, routing every alert to a receiver that notifies nobody (no gossip cluster). */
+export async function startAlertmanager(dir: string): Promise<{ url: string; child: ChildProcess }> {
+  const port = await freePort();
+  const config = join(dir, 'am.yml');
+  writeFileSync(config, 'route: {receiver: none}\nreceivers: [{name: none}]\n');
+  const child = pinnedServer('alertmanager', '1', 'prometheus-alertmanager', [
+    `--config.file=${config}`,
+    `--storage.path=${join(dir, `am-${port}`)}`,
+    `--web.listen-address=127.0.0.1:${port}`,
+    '--cluster.listen-address=',
+  ]);
+  await waitFor('alertmanager', () => canConnect(port), 20_000, 50);
+  return { url: `http://127.0.0.1:${port}`, child };
+}

@@ -24,7 +24,7 @@ export function queuedEvent(e: NormalisedEvent): QueuedEvent {
 export function parsedOnce(json: Uint8Array | string): () => NormalisedEvent {
   let parsed: NormalisedEvent | undefined;
   return () =>
-    (parsed ??= JSON.parse(typeof json === 'string' ? json : bytes(json).toString('utf8')) as NormalisedEvent);
+    (parsed ??= JSON.parse(typeof json === 'string' ? json : storedBytes(json).toString('utf8')) as NormalisedEvent);
 }
 
 const RECEIVED_AT = '"received_at":"';
@@ -43,7 +43,7 @@ export function receivedAtMs(q: QueuedEvent): number {
     const from = json.indexOf(RECEIVED_AT);
     if (from >= 0) at = Date.parse(json.slice(from + RECEIVED_AT.length, json.indexOf('"', from + RECEIVED_AT.length)));
   } else {
-    const b = bytes(json);
+    const b = storedBytes(json);
     const from = b.indexOf(RECEIVED_AT_BYTES);
     if (from >= 0) {
       const start = from + RECEIVED_AT_BYTES.length;
@@ -53,7 +53,9 @@ export function receivedAtMs(q: QueuedEvent): number {
   return Number.isNaN(at) ? Date.parse(q.event().received_at) : at;
 }
 
-const bytes = (u: Uint8Array): Buffer => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
+/** The stored JSON as a Buffer over the same memory (no copy). */
+export const storedBytes = (json: Uint8Array | string): Buffer =>
+  typeof json === 'string' ? Buffer.from(json) : Buffer.from(json.buffer, json.byteOffset, json.byteLength);
 
 export interface Destination {
   readonly name: string;

@@ -10,7 +10,7 @@ import { hash } from 'node:crypto';
 import { OutboundClient } from '../outbound/http-client.js';
 import type { Outcome } from '../outbound/outcome.js';
 import type { HttpSettings } from './settings.js';
-import type { Destination, QueuedEvent } from './destination.js';
+import { storedBytes, type Destination, type QueuedEvent } from './destination.js';
 
 const OPEN = Buffer.from('[');
 const COMMA = Buffer.from(',');
@@ -38,7 +38,7 @@ export class HttpDestination implements Destination {
 
   send(events: readonly QueuedEvent[]): Promise<Outcome> {
     const single = this.settings.batchSize === 1 && events.length === 1;
-    const body = single ? asBuffer((events[0] as QueuedEvent).json) : arrayOf(events);
+    const body = single ? storedBytes((events[0] as QueuedEvent).json) : arrayOf(events);
     const key = single ? (events[0] as QueuedEvent).event().id : `batch-${hash('sha256', body, 'hex')}`;
     return this.client.post(this.settings.url, body, {
       ...this.settings.headers,
@@ -53,15 +53,12 @@ export class HttpDestination implements Destination {
   }
 }
 
-const asBuffer = (json: Uint8Array | string): Buffer =>
-  typeof json === 'string' ? Buffer.from(json) : Buffer.from(json.buffer, json.byteOffset, json.byteLength);
-
 /** `[e1,e2,...]` from the stored JSON of each event. */
 function arrayOf(events: readonly QueuedEvent[]): Buffer {
   const parts: Buffer[] = [OPEN];
   for (let i = 0; i < events.length; i++) {
     if (i > 0) parts.push(COMMA);
-    parts.push(asBuffer((events[i] as QueuedEvent).json));
+    parts.push(storedBytes((events[i] as QueuedEvent).json));
   }
   parts.push(CLOSE);
   return Buffer.concat(parts);

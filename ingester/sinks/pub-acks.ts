@@ -32,16 +32,10 @@ interface Pending {
   index: number;
 }
 
-interface Queued {
-  subject: string;
-  payload: string;
-  headers: Record<string, string>;
-  reply: string;
-  /** Still waiting for its answer (not abandoned, not timed out). */
-  live: () => boolean;
-  /** The message could not be sent. */
-  failed: () => void;
-}
+/** A message to send: an event of a batch (`pending`, its msg id) or a single write (`headers`). */
+type Queued = { subject: string; payload: string; reply: string } & (
+  { pending: Pending; id: string } | { pending?: undefined; headers: Record<string, string> }
+);
 
 interface Batch {
   outcomes: PubOutcome[];
@@ -107,17 +101,7 @@ export class PubAckPublisher {
         const pending = { batch, index: i };
         replies.push(reply);
         this.pending.set(reply, pending);
-        this.queue.push({
-          subject: e.subject,
-          payload: e.payload,
-          headers: { 'Nats-Msg-Id': e.id },
-          reply,
-          live: () => this.pending.get(reply) === pending,
-          failed: () => {
-            this.pending.delete(reply);
-            this.settle(pending, 'refused');
-          },
-        });
+        this.queue.push({ subject: e.subject, payload: e.payload, id: e.id, reply, pending });
       }
       this.schedule();
     });
@@ -134,14 +118,7 @@ export class PubAckPublisher {
       };
       const timer = setTimeout(() => done({ timeout: true }), timeoutMs);
       this.writes.set(reply, done);
-      this.queue.push({
-        subject,
-        payload,
-        headers,
-        reply,
-        live: () => this.writes.has(reply),
-        failed: () => done({ code: 0, description: 'the connection is closed' }),
-      });
+      this.queue.push({ subject, payload, headers, reply });
       this.schedule();
     });
   }
@@ -158,15 +135,19 @@ export class PubAckPublisher {
     this.queue = [];
     this.scheduled = false;
     for (const q of queue) {
-      // Answered already (abandoned on a disconnect, or its batch timed out): do not send.
-      if (!q.live()) continue;
+      // Answered already (abandoned on a disconnect, or its batch or write timed out): do not send.
+      if (q.pending ? this.pending.get(q.reply) !== q.pending : !this.writes.has(q.reply)) continue;
       const h = headers();
-      for (const [k, v] of Object.entries(q.headers)) h.set(k, v);
+      if (q.pending) h.set('Nats-Msg-Id', q.id);
+      else for (const [k, v] of Object.entries(q.headers)) h.set(k, v);
       try {
         this.nc.publish(q.subject, q.payload, { headers: h, reply: q.reply });
       } catch {
-        // Closed or draining connection: this event is not on its way.
-        q.failed();
+        // Closed or draining connection: this message is not on its way.
+        if (q.pending) {
+          this.pending.delete(q.reply);
+          this.settle(q.pending, 'refused');
+        } else this.writes.get(q.reply)?.({ code: 0, description: 'the connection is closed' });
       }
     }
   }
