@@ -16,6 +16,8 @@ import { ROOT } from '../test/support/paths.js';
 import { freePort } from '../test/support/ports.js';
 import { waitFor } from '../test/support/waiting.js';
 import { median } from '../test/support/stats.js';
+import { mainThreadProfile, summariseFile } from './cpuprofile.js';
+import { monotonicUs } from './load.js';
 import {
   peakRssMiB,
   pinnedServer,
@@ -30,6 +32,8 @@ import {
 const DURATION = process.env.BENCH_DURATION ?? '10s';
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const RUNS = 3;
+/** BENCH_JETSTREAM_PROFILE=1: only the 100-event batches, the JetStream ingester under --cpu-prof, then its profile. */
+const PROFILE = process.env.BENCH_JETSTREAM_PROFILE === '1';
 // Inside run.sh's work dir when run from it, so its trap removes the data (a JetStream store reached 1.2 GiB).
 const dir = mkdtempSync(join(process.env.BENCH_DIR || tmpdir(), 'intake-bench-js-'));
 
@@ -86,6 +90,10 @@ const medianOf = (runs: WrkResult[]): WrkResult => ({
   p99: median(runs.map((r) => r.p99)),
 });
 
+const BATCH = JSON.stringify(
+  Array.from({ length: 100 }, (_, i) => ({ source: `web-${i}`, severity: i % 6, class: 'cpu', type: 'high' })),
+);
+
 /** Two servers compared by ratio: runs alternate, so a noisy neighbour hits both alike. */
 function measurePair(a: [string, string], b: [string, string]): [WrkResult, WrkResult] {
   wrk(...a, '5s');
@@ -103,6 +111,7 @@ async function ingester(
   name: string,
   sinks: Record<string, unknown>,
   extra: Record<string, unknown> = {},
+  nodeFlags: string[] = [],
 ): Promise<{ port: number; admin: number; child: ChildProcess }> {
   const [port, admin] = [await freePort(), await freePort()];
   const config = {
@@ -124,6 +133,7 @@ async function ingester(
   };
   writeFileSync(join(dir, `${name}.yaml`), stringify(config));
   const child = pinnedServer(name, '0', process.execPath, [
+    ...nodeFlags,
     join(ROOT, 'dist/cmd/intake.js'),
     'ingester',
     '--config',
@@ -133,8 +143,33 @@ async function ingester(
   return { port, admin, child };
 }
 
+/** The batch scenario once under --cpu-prof: where a 100-event request's time goes. */
+async function profileBatches(natsUrl: string, batch: string): Promise<void> {
+  const profDir = join(dir, 'cpuprofile');
+  const js = await ingester('jetstream', { jetstream: { url: natsUrl } }, { spool: { path: join(dir, 'spool') } }, [
+    '--max-semi-space-size=4',
+    '--cpu-prof',
+    `--cpu-prof-dir=${profDir}`,
+  ]);
+  const url = `http://127.0.0.1:${js.port}/events/webhook_bench`;
+  wrk(url, luaScript('js-batch-warm', batch), '5s');
+  const startUs = monotonicUs();
+  const r = wrk(url, luaScript('js-batch-profiled', batch));
+  const window = { startUs, endUs: monotonicUs() };
+  js.child.kill('SIGTERM');
+  await new Promise((resolve) => js.child.once('exit', resolve));
+  const prof = mainThreadProfile(profDir);
+  const requests = Math.round(r.rps * Number.parseFloat(DURATION));
+  process.stdout.write(
+    `\n100-event batches under --cpu-prof: ${r.rps.toFixed(0)} requests/s (${(r.rps * 100).toFixed(0)} events/s)\n\n` +
+      (prof ? summariseFile(join(profDir, prof), 40, window, requests) : 'no profile written') +
+      '\n',
+  );
+}
+
 async function main(): Promise<void> {
   const { url: natsUrl, child: nats } = await startNatsServer(dir);
+  if (PROFILE) return profileBatches(natsUrl, BATCH);
   const log = await ingester('log', { log: { path: join(dir, 'events.log') } });
   const js = await ingester('jetstream', { jetstream: { url: natsUrl } }, { spool: { path: join(dir, 'spool') } });
 
@@ -145,9 +180,7 @@ async function main(): Promise<void> {
     type: 'high',
     description: 'CPU above 95%',
   });
-  const batch = JSON.stringify(
-    Array.from({ length: 100 }, (_, i) => ({ source: `web-${i}`, severity: i % 6, class: 'cpu', type: 'high' })),
-  );
+  const batch = BATCH;
   const [single, singleLog] = measurePair(
     [`http://127.0.0.1:${js.port}/events/webhook_bench`, luaScript('js-event', event)],
     [`http://127.0.0.1:${log.port}/events/webhook_bench`, luaScript('log-event', event)],

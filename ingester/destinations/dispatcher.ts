@@ -1,7 +1,8 @@
 /**
  * Between a durable queue and a destination: takes the events the queue hands out, sends them in
  * batches (what arrives within one turn of the event loop, up to the destination's batch size),
- * keeps at most maxInFlight events in flight, and settles each event with the queue: acknowledged
+ * sends at most maxInFlight events at a time (a queue hands out a message's events together, which
+ * may be more: the rest wait here), and settles each event with the queue: acknowledged
  * when delivered; retried after exponential backoff with full jitter (or the receiver's
  * Retry-After); dead-lettered with the reason when the receiver refused it or the attempts ran out.
  * Nothing is settled before the destination answered, so a crash means a redelivery, not a loss.
@@ -25,7 +26,10 @@ export interface Delivery extends QueuedEvent {
 export class Dispatcher {
   private batch: Delivery[] = [];
   private scheduled = false;
+  /** Submitted and not yet settled. */
   private inFlight = 0;
+  /** Handed to the destination and not yet answered (at most maxInFlight). */
+  private sending = 0;
   private waiters: Array<() => void> = [];
   private readonly running = new Set<Promise<void>>();
   private readonly logs: LogLimiter;
@@ -44,9 +48,13 @@ export class Dispatcher {
     return Math.max(0, this.options.maxInFlight - this.inFlight);
   }
 
-  /** Resolves once an event may be submitted. */
-  async waitForSlot(): Promise<void> {
-    while (this.free() === 0) await new Promise<void>((resolve) => this.waiters.push(resolve));
+  /**
+   * Resolves once `events` may be submitted (a message's events go together): when that many are
+   * free, or for more than maxInFlight, when nothing is in flight.
+   */
+  async waitForRoom(events = 1): Promise<void> {
+    const wanted = Math.min(Math.max(1, events), this.options.maxInFlight);
+    while (this.free() < wanted) await new Promise<void>((resolve) => this.waiters.push(resolve));
   }
 
   submit(d: Delivery): void {
@@ -67,11 +75,14 @@ export class Dispatcher {
 
   private flush(): void {
     this.scheduled = false;
-    while (this.batch.length > 0) {
-      const batch = this.batch.splice(0, this.destination.maxBatch);
+    while (this.batch.length > 0 && this.sending < this.options.maxInFlight) {
+      const batch = this.batch.splice(0, Math.min(this.destination.maxBatch, this.options.maxInFlight - this.sending));
+      this.sending += batch.length;
       const run = this.deliver(batch).finally(() => {
         this.running.delete(run);
+        this.sending -= batch.length;
         this.inFlight -= batch.length;
+        if (this.batch.length > 0) this.flush();
         for (const w of this.waiters.splice(0)) w();
       });
       this.running.add(run);

@@ -1,10 +1,13 @@
 /**
  * Delivery from the bus: one durable pull consumer per destination on the events stream, so N
- * ingester replicas share the work and each event is delivered by one of them. Explicit acks: an
- * event is acknowledged after its destination took it, nak'ed with a delay to retry (the
- * consumer's delivery count is the attempt number, so it survives restarts), and terminated after
- * it was kept in the dead-letter store (dead-letters/bus-store.ts: the stream INTAKE_DEADLETTER). A replica that dies mid-delivery leaves its events
- * unacknowledged; the server hands them to another replica after ack_wait.
+ * ingester replicas share the work and each message is delivered by one of them. A message holds
+ * a request's events (sinks/bus-messages.ts), each delivered and settled on its own, and the
+ * message is settled once all of them are (message-settlement.ts). Explicit acks: a message is
+ * acknowledged after its destination took its events (or they were kept in the dead-letter
+ * store, dead-letters/bus-store.ts: the stream INTAKE_DEADLETTER), nak'ed with a delay to retry
+ * the rest (the consumer's delivery count is the attempt number, so it survives restarts). A
+ * replica that dies mid-delivery leaves its messages unacknowledged; the server hands them to
+ * another replica after ack_wait.
  *
  * Which events a consumer delivers: those whose integration names the destination (or, naming
  * none, when it is a default), looked up in the routing table at delivery time by the subject
@@ -31,13 +34,15 @@ import type { Logger } from 'pino';
 import { parsedOnce, type Routing } from './destination.js';
 import type { NormalisedEvent } from '../core/event.js';
 import type { JetStreamSettings } from '../sinks/handoff-config.js';
+import { eventsOf } from '../sinks/bus-messages.js';
 import { eventSubject, readEventSubject, subjectsOf } from '../sinks/jetstream-stream.js';
 import { PubAckPublisher } from '../sinks/pub-acks.js';
 import { oneLine } from '../dead-letters/bus-store.js';
 import { LetterTooLarge, type DeadLetterStore, type DeliveryDeadLetter } from '../dead-letters/model.js';
 import type { AlertStore } from './alert-store.js';
-import type { Dispatcher } from './dispatcher.js';
+import type { Delivery, Dispatcher } from './dispatcher.js';
 import { KvAlertStore } from './kv-alert-store.js';
+import { DoneEvents, MessageSettlement } from './message-settlement.js';
 import type { DestinationMetrics } from './metrics.js';
 import { claimTimeoutMs, type DestinationSettings } from './settings.js';
 
@@ -57,6 +62,8 @@ export class JetStreamDeliveries {
   private readonly stops = new Map<string, () => void>();
   private readonly loops = new Set<Promise<void>>();
   private lagTimer?: NodeJS.Timeout;
+  /** Per destination: which events of a nak'ed message this replica already settled. */
+  private readonly done = new Map<string, DoneEvents>();
   private closing = false;
   private readonly logger: Logger;
   private readonly startedAt = new Date().toISOString();
@@ -168,8 +175,10 @@ export class JetStreamDeliveries {
           stopMessages = () => void messages.stop();
           if (stopped) messages.stop();
           for await (const m of messages) {
-            await d.dispatcher.waitForSlot();
-            this.handle(m, d);
+            const deliveries = this.deliveriesOf(m, d);
+            if (deliveries.length === 0) continue;
+            await d.dispatcher.waitForRoom(deliveries.length);
+            for (const delivery of deliveries) d.dispatcher.submit(delivery);
           }
         } catch (err) {
           if (stopped || this.closing) return;
@@ -184,45 +193,89 @@ export class JetStreamDeliveries {
     this.loops.add(loop);
   }
 
-  private handle(m: JsMsg, d: QueuedDestination): void {
+  /** The message's events this destination still has to deliver (none: the message is settled already). */
+  private deliveriesOf(m: JsMsg, d: QueuedDestination): Delivery[] {
     const name = d.settings.name;
-    const event = parsedOnce(m.data);
+    const pieces = eventsOf(m.data);
     let where = readEventSubject(this.settings.subjectPrefix, m.subject);
     if (!where) {
       // Not a subject intake makes (an old replay subject): the event says where it belongs.
       try {
-        where = event();
+        where = parsedOnce(pieces[0] ?? m.data)();
       } catch (err) {
-        this.deadLetterRaw(m, name, 'unreadable', (err as Error).message).catch(() => undefined);
-        return;
+        this.logger.error(
+          {
+            destination: name,
+            subject: m.subject,
+            seq: m.info.streamSequence,
+            err: { message: (err as Error).message },
+          },
+          'an unreadable message on the events stream was dropped',
+        );
+        m.term('unreadable');
+        return [];
       }
     }
     if (where.onlyFor !== undefined ? where.onlyFor !== name : !this.routing.destinationsOf(where).includes(name)) {
       m.ack();
-      return;
+      return [];
     }
-    d.dispatcher.submit({
-      json: m.data,
-      event,
-      attempt: m.info.deliveryCount,
-      ack: async () => m.ack(),
-      retry: async (delayMs) => m.nak(delayMs),
-      deadLetter: (reason, error) => this.deadLetterRaw(m, name, reason, error),
+    const seq = m.info.streamSequence;
+    const done = this.doneEventsOf(d);
+    const doneBefore = done.of(seq);
+    const indexes = pieces.map((_, i) => i).filter((i) => !doneBefore?.has(i));
+    const settlement = new MessageSettlement(m, seq, indexes.length, doneBefore, done);
+    return indexes.map((i) => {
+      const json = pieces[i] as Uint8Array;
+      const letterId = pieces.length === 1 ? `${name}-${seq}` : `${name}-${seq}-${i}`;
+      return {
+        json,
+        event: parsedOnce(json),
+        attempt: m.info.deliveryCount,
+        ack: async () => settlement.delivered(i),
+        retry: async (delayMs) => settlement.retry(delayMs),
+        deadLetter: async (reason, error) => {
+          try {
+            await this.deadLetter(m, letterId, json, name, reason, error);
+          } catch (err) {
+            // Not kept: the event must come back, so it is retried like a failed delivery.
+            settlement.retry(d.settings.delivery.backoffMinMs);
+            throw err;
+          }
+          settlement.deadLettered(i, oneLine(reason, 128));
+        },
+      };
     });
   }
 
-  /** Keeps the event in the dead-letter store (once per message: the id is its stream position), then terminates it. */
-  private async deadLetterRaw(m: JsMsg, destination: string, reason: string, error: string): Promise<void> {
+  private doneEventsOf(d: QueuedDestination): DoneEvents {
+    let done = this.done.get(d.settings.name);
+    if (!done) {
+      done = new DoneEvents(Math.max(1000, d.settings.delivery.maxInFlight * 4));
+      this.done.set(d.settings.name, done);
+    }
+    return done;
+  }
+
+  /** Keeps one event of a message in the dead-letter store (once: its id is the message's stream position and the event's index). */
+  private async deadLetter(
+    m: JsMsg,
+    id: string,
+    json: Uint8Array,
+    destination: string,
+    reason: string,
+    error: string,
+  ): Promise<void> {
     let event: NormalisedEvent | undefined;
     try {
-      event = m.json<NormalisedEvent>();
+      event = parsedOnce(json)();
     } catch {
       event = undefined;
     }
     if (event) {
       const letter = {
         kind: 'delivery',
-        id: `${destination}-${m.info.streamSequence}`,
+        id,
         namespace: event.namespace,
         integration: event.integration,
         destination,
@@ -239,10 +292,9 @@ export class JetStreamDeliveries {
     } else {
       this.logger.error(
         { destination, subject: m.subject, seq: m.info.streamSequence, reason },
-        'an unreadable message on the events stream was dropped',
+        'an unreadable event on the events stream was dropped',
       );
     }
-    m.term(oneLine(reason, 128));
   }
 
   /** A replayed dead letter: published again, for its destination only (attempts start again). */

@@ -48,7 +48,7 @@ export class DestinationMetrics {
     });
     this.lag = new Gauge({
       name: 'intake_destination_lag',
-      help: "Events waiting to be delivered to a destination (JetStream: the consumer's pending and unacknowledged messages; standalone: outbox rows).",
+      help: "Waiting to be delivered to a destination: JetStream, the consumer's pending and unacknowledged messages (one per accepted request); standalone, outbox rows (events).",
       labelNames: ['destination'],
       registers,
     });

@@ -76,7 +76,7 @@ export class OutboxLeaseLoops {
 
   /** Hands the due rows (as many as the dispatcher has room for) to it, or sleeps until one is due. */
   private async handOut(d: OutboxDestination): Promise<void> {
-    await d.dispatcher.waitForSlot();
+    await d.dispatcher.waitForRoom();
     if (this.closed) return;
     const now = Date.now();
     const rows = this.table.due(d.name, now, d.dispatcher.free());

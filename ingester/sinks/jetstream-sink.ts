@@ -1,9 +1,10 @@
 /**
- * The bus sink: every event of a request is published to NATS JetStream with its id as
- * `Nats-Msg-Id`, and counts as `processed` only on its PubAck. What the bus did not acknowledge
- * within timeoutMs (down, slow, full, misconfigured) goes to the local spool and counts as
+ * The bus sink: a request's events are published to NATS JetStream as one message (or a few,
+ * under the server's max_payload; bus-messages.ts) with a `Nats-Msg-Id` made from their ids, and
+ * count as `processed` only on its PubAck. What the bus did not acknowledge within timeoutMs
+ * (down, slow, full, misconfigured) goes to the local spool as the same message and counts as
  * `cached` once fsynced; without a spool, or when the spool refuses, the request fails (503) and
- * the sender's retry carries the same ids, so whatever did reach the bus is stored once.
+ * the sender's retry makes the same messages, so whatever did reach the bus is stored once.
  *
  * Nothing acknowledged ever lives only in this process: the NATS client's reconnect buffer is
  * never relied on (it is discarded on every dial), and while the connection is down the sink does
@@ -25,12 +26,13 @@ import type { NormalisedEvent } from '../core/event.js';
 import type { JetStreamSettings, SpoolSettings } from './handoff-config.js';
 import { HandoffMetrics } from './handoff-metrics.js';
 import { InFlightLimit } from './in-flight.js';
-import { ensureStream, eventSubject } from './jetstream-stream.js';
+import { ensureStream } from './jetstream-stream.js';
 import { BusStorage } from './bus-storage.js';
+import { busMessages, type BusMessage } from './bus-messages.js';
 import { PubAckPublisher, type PubOutcome } from './pub-acks.js';
 import { SpoolReplayer } from './spool-replayer.js';
 import { SinkError, type HandOffReport, type EventSink } from './sink.js';
-import { Spool, SpoolError, type SpoolRecord, type SpooledRow } from './spool.js';
+import { Spool, SpoolError, type SpooledRow } from './spool.js';
 
 export interface JetStreamSinkOptions {
   settings: JetStreamSettings;
@@ -45,8 +47,14 @@ export interface JetStreamSinkOptions {
 const MAX_VERIFY_BACKOFF_MS = 30_000;
 /** At most one "publish refused" log line per this interval (a full stream refuses every event). */
 const REFUSAL_LOG_INTERVAL_MS = 10_000;
+/** NATS's default max_payload, until the server said its own. */
+const DEFAULT_MAX_PAYLOAD = 1024 * 1024;
+/** Room left in a message for its headers and the protocol line. */
+const HEADER_ROOM = 1024;
 
-type Outgoing = SpoolRecord;
+/** A message to publish: what the spool keeps, and how many events it holds. */
+type Outgoing = Pick<BusMessage, 'id' | 'subject' | 'payload'> & { events?: number };
+const eventsIn = (o: Outgoing): number => o.events ?? 1;
 
 export class JetStreamSink implements EventSink {
   readonly name = 'jetstream';
@@ -133,14 +141,12 @@ export class JetStreamSink implements EventSink {
   }
 
   async handOff(events: readonly NormalisedEvent[]): Promise<HandOffReport> {
-    const outgoing: Outgoing[] = events.map((e) => ({
-      id: e.id,
-      subject: this.subjectOf(e),
-      payload: JSON.stringify(e),
-    }));
+    const outgoing = busMessages(this.settings.subjectPrefix, events, this.maxMessageBytes());
     const acked = await this.publishAll(outgoing);
     const rest = outgoing.filter((_, i) => !acked[i]);
-    const delivered = outgoing.length - rest.length;
+    // An event repeated within the request went once: it is held wherever its first copy is.
+    const restEvents = rest.reduce((n, o) => n + eventsIn(o), 0);
+    const delivered = events.length - restEvents;
     if (delivered > 0) this.metrics.sinkEvents.inc({ sink: this.name, outcome: 'processed' }, delivered);
     if (rest.length === 0) return { processed: delivered, cached: 0 };
     if (!this.spool)
@@ -159,27 +165,42 @@ export class JetStreamSink implements EventSink {
         { cause: err },
       );
     }
-    this.metrics.sinkEvents.inc({ sink: this.name, outcome: 'cached' }, rest.length);
-    return { processed: delivered, cached: rest.length };
+    this.metrics.sinkEvents.inc({ sink: this.name, outcome: 'cached' }, restEvents);
+    return { processed: delivered, cached: restEvents };
   }
 
-  /** One flag per event: acknowledged by the bus or not. Waits for room under maxInFlight first. */
+  /** The largest message the server takes, less room for headers. */
+  private maxMessageBytes(): number {
+    return Math.max(HEADER_ROOM, (this.nc?.info?.max_payload ?? DEFAULT_MAX_PAYLOAD) - HEADER_ROOM);
+  }
+
+  /**
+   * One flag per message: acknowledged by the bus or not. Waits for room under maxInFlight
+   * (counted in events) first.
+   */
   private async publishAll(outgoing: Outgoing[]): Promise<boolean[]> {
     const none = (): boolean[] => new Array<boolean>(outgoing.length).fill(false);
+    const events = outgoing.reduce((n, o) => n + eventsIn(o), 0);
     if (!this.up) {
-      this.metrics.publishFailures.inc({ reason: 'down' }, outgoing.length);
+      this.metrics.publishFailures.inc({ reason: 'down' }, events);
       return none();
     }
-    const slots = await this.limit.acquire(outgoing.length, this.settings.inFlightWaitMs);
+    const slots = await this.limit.acquire(events, this.settings.inFlightWaitMs);
     if (slots === 0) {
-      this.metrics.publishFailures.inc({ reason: 'no_slot' }, outgoing.length);
+      this.metrics.publishFailures.inc({ reason: 'no_slot' }, events);
       return none();
     }
     try {
-      // A batch larger than the whole cap is published in chunks of the cap.
+      // More events than the whole cap: published a cap's worth of events at a time.
       const acked: boolean[] = [];
-      for (let from = 0; from < outgoing.length; from += slots) {
-        for (const o of await this.publishBatch(outgoing.slice(from, from + slots))) acked.push(o === 'acked');
+      for (let from = 0; from < outgoing.length;) {
+        let to = from + 1;
+        for (let n = eventsIn(outgoing[from] as Outgoing); to < outgoing.length; to++) {
+          n += eventsIn(outgoing[to] as Outgoing);
+          if (n > slots) break;
+        }
+        for (const o of await this.publishBatch(outgoing.slice(from, to))) acked.push(o === 'acked');
+        from = to;
       }
       return acked;
     } finally {
@@ -187,20 +208,23 @@ export class JetStreamSink implements EventSink {
     }
   }
 
-  /** Publishes and waits up to timeoutMs for the PubAcks; a duplicate counts (the bus holds the event). */
+  /** Publishes and waits up to timeoutMs for the PubAcks; a duplicate counts (the bus holds the message). */
   private async publishBatch(outgoing: readonly Outgoing[]): Promise<PubOutcome[]> {
     const publisher = this.publisher;
     if (!this.up || !publisher) return outgoing.map(() => 'timeout');
     const started = performance.now();
     const outcomes = await publisher.publish(outgoing, this.settings.timeoutMs);
     this.metrics.publishDuration.observe((performance.now() - started) / 1000);
+    // Counted in events, as the metrics say.
     let timeouts = 0;
     let refused = 0;
     let acked = 0;
-    for (const o of outcomes) {
-      if (o === 'timeout') timeouts++;
-      else if (o === 'refused') refused++;
-      else acked++;
+    for (let i = 0; i < outcomes.length; i++) {
+      const n = eventsIn(outgoing[i] as Outgoing);
+      const o = outcomes[i];
+      if (o === 'timeout') timeouts += n;
+      else if (o === 'refused') refused += n;
+      else acked += n;
     }
     this.busStorage.observe(acked, refused, publisher.lastRefusal);
     if (timeouts > 0) this.metrics.publishFailures.inc({ reason: 'timeout' }, timeouts);
@@ -216,10 +240,6 @@ export class JetStreamSink implements EventSink {
       }
     }
     return outcomes;
-  }
-
-  private subjectOf(e: NormalisedEvent): string {
-    return eventSubject(this.settings.subjectPrefix, e);
   }
 
   /** Dials until connected (the client then reconnects by itself), verifying the stream each time. */

@@ -97,7 +97,7 @@ export class SpoolReplayer {
     const rows = this.spool.peek(this.options.batch);
     const acked = await this.target.publish(rows);
     const done = rows.filter((_, i) => acked[i]);
-    this.metrics.replayed.inc(done.length);
+    this.metrics.replayed.inc(done.reduce((events, r) => events + r.events, 0));
     try {
       this.spool.remove(done);
     } catch (err) {
@@ -106,7 +106,7 @@ export class SpoolReplayer {
     }
     if (done.length < rows.length)
       this.logger.warn(
-        { replayed: done.length, failed: rows.length - done.length, depth: this.spool.depth },
+        { replayedMessages: done.length, failedMessages: rows.length - done.length, depth: this.spool.depth },
         'spool replay incomplete; backing off',
       );
     return done.length === rows.length;

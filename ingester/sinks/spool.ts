@@ -9,8 +9,10 @@
  * An append that would take the spool past maxBytes is refused whole; so is every append of a
  * group whose commit failed (disk full, I/O error): nothing of it counts as held.
  *
- * One row per event, keyed by the event id (UNIQUE): spooling the same event twice (a sender's
- * retry during an outage) keeps one row. Rows leave oldest first (seq order).
+ * One row per bus message (bus-messages.ts: one event, or a request's events), keyed by its
+ * message id (UNIQUE): spooling the same message twice (a sender's retry during an outage) keeps
+ * one row. Each row counts the events it holds, so depth is in events. Rows leave oldest first
+ * (seq order).
  */
 import { mkdirSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -23,9 +25,12 @@ export interface SpoolRecord {
   id: string;
   subject: string;
   payload: string;
+  /** Events the payload holds (1 when absent). */
+  events?: number;
 }
 
 export interface SpooledRow extends SpoolRecord {
+  events: number;
   seq: number;
   spooledAt: number;
 }
@@ -67,7 +72,9 @@ export class Spool {
   private lastOpenAttempt = 0;
   private openError?: Error;
   private readonly group = new GroupCommit<PendingAppend>((group) => this.commit(group));
+  /** Rows (messages) and the events they hold. */
   private rows = 0;
+  private held = 0;
   private readonly budget: StoreBudget;
   private readonly listeners: Array<() => void> = [];
   private closed = false;
@@ -109,20 +116,30 @@ export class Spool {
         id TEXT NOT NULL UNIQUE,
         subject TEXT NOT NULL,
         payload TEXT NOT NULL,
-        spooled_at INTEGER NOT NULL
+        spooled_at INTEGER NOT NULL,
+        events INTEGER NOT NULL DEFAULT 1
       )`);
+      // A spool written by a version that stored one event per row has no events column: each row is one event.
+      const columns = db.prepare('PRAGMA table_info(events)').all() as Array<{ name: string }>;
+      if (!columns.some((c) => c.name === 'events'))
+        db.exec('ALTER TABLE events ADD COLUMN events INTEGER NOT NULL DEFAULT 1');
       const totals = db
         .prepare(
-          `SELECT count(*) AS n, coalesce(sum(length(id) + length(subject) + length(CAST(payload AS BLOB))), 0) AS b FROM events`,
+          `SELECT count(*) AS n, coalesce(sum(events), 0) AS e, coalesce(sum(length(id) + length(subject) + length(CAST(payload AS BLOB))), 0) AS b FROM events`,
         )
-        .get() as { n: number; b: number };
+        .get() as { n: number; e: number; b: number };
       this.st = {
-        insert: db.prepare('INSERT OR IGNORE INTO events (id, subject, payload, spooled_at) VALUES (?, ?, ?, ?)'),
-        peek: db.prepare('SELECT seq, id, subject, payload, spooled_at AS spooledAt FROM events ORDER BY seq LIMIT ?'),
+        insert: db.prepare(
+          'INSERT OR IGNORE INTO events (id, subject, payload, spooled_at, events) VALUES (?, ?, ?, ?, ?)',
+        ),
+        peek: db.prepare(
+          'SELECT seq, id, subject, payload, spooled_at AS spooledAt, events FROM events ORDER BY seq LIMIT ?',
+        ),
         remove: db.prepare('DELETE FROM events WHERE seq = ?'),
         oldest: db.prepare('SELECT spooled_at AS t FROM events ORDER BY seq LIMIT 1'),
       };
       this.rows = totals.n;
+      this.held = totals.e;
       this.budget.used = totals.b + totals.n * ROW_OVERHEAD;
       this.db = db;
       this.openError = undefined;
@@ -147,8 +164,9 @@ export class Spool {
     return undefined;
   }
 
+  /** Events held. */
   get depth(): number {
-    return this.rows;
+    return this.held;
   }
 
   get bytes(): number {
@@ -204,15 +222,17 @@ export class Spool {
     );
     if (admitted.length === 0) return;
     let addedRows = 0;
+    let addedEvents = 0;
     let addedBytes = 0;
     const now = Date.now();
     try {
       db.exec('BEGIN IMMEDIATE');
       for (const p of admitted) {
         for (const r of p.records) {
-          const { changes } = st.insert.run(r.id, r.subject, r.payload, now);
+          const { changes } = st.insert.run(r.id, r.subject, r.payload, now, r.events ?? 1);
           if (Number(changes) > 0) {
             addedRows++;
+            addedEvents += r.events ?? 1;
             addedBytes += r.id.length + r.subject.length + Buffer.byteLength(r.payload) + ROW_OVERHEAD;
           }
         }
@@ -229,12 +249,13 @@ export class Spool {
     }
     this.writeFailure = undefined;
     this.rows += addedRows;
+    this.held += addedEvents;
     this.budget.used += addedBytes;
     for (const p of admitted) p.resolve();
     if (addedRows > 0) for (const l of this.listeners) l();
   }
 
-  /** The oldest rows, at most `limit`. */
+  /** The oldest rows (messages), at most `limit`. */
   peek(limit: number): SpooledRow[] {
     if (!this.st || this.rows === 0) return [];
     return this.st.peek.all(limit) as unknown as SpooledRow[];
@@ -262,15 +283,18 @@ export class Spool {
     db.exec('BEGIN IMMEDIATE');
     try {
       let removed = 0;
+      let removedEvents = 0;
       let freed = 0;
       for (const r of rows) {
         if (Number(st.remove.run(r.seq).changes) > 0) {
           removed++;
+          removedEvents += r.events;
           freed += r.id.length + r.subject.length + Buffer.byteLength(r.payload) + ROW_OVERHEAD;
         }
       }
       db.exec('COMMIT');
       this.rows -= removed;
+      this.held -= removedEvents;
       this.budget.used -= freed;
     } catch (err) {
       rollback(db);

@@ -104,6 +104,10 @@ it('delivers every event through 500s, 429 with Retry-After and connection reset
   );
   expect(retry).toBeDefined();
   expect((retry?.atMs ?? 0) - limited.atMs).toBeGreaterThanOrEqual(900);
+  // The 30 events were one bus message: the retries re-sent only the six that failed, never one
+  // the receiver had taken already.
+  expect([...receiver.accepted.values()].every((n) => n === 1)).toBe(true);
+  expect(receiver.requests).toHaveLength(36);
   expect(await metric('intake_destination_delivered_total{destination="tickets"}')).toBe(30);
   expect(await metric('intake_destination_retries_total{destination="tickets",reason="http_500"}')).toBe(1);
   expect(await metric('intake_destination_retries_total{destination="tickets",reason="http_429"}')).toBe(1);

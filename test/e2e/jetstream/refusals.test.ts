@@ -152,13 +152,25 @@ it('spools what a full stream (discard new) refuses instead of dropping it', asy
     spoolDir: join(tmp, 'stream-full'),
     jetstream: { stream: 'SMALL', streamConfig: { maxMsgs: 3 } },
   });
-  const answer = (
-    await send(
-      ing,
-      Array.from({ length: 5 }, (_, i) => ({ source: 'full-stream', severity: 2, i })),
-    )
-  ).json();
-  expect(answer).toMatchObject({ response: { processed: 3, cached: 2, received: 5 } });
+  // maxMsgs counts messages: a request's events are one message, so three requests fill the stream.
+  const answers = [];
+  for (let i = 0; i < 3; i++)
+    answers.push(
+      (
+        await send(ing, [
+          { source: 'full-stream', severity: 2, i },
+          { source: 'full-stream', severity: 3, i },
+        ])
+      ).json(),
+    );
+  for (let i = 3; i < 5; i++) answers.push((await send(ing, { source: 'full-stream', severity: 2, i })).json());
+  expect(answers.map((a) => (a as { response: unknown }).response)).toEqual([
+    { processed: 2, cached: 0, received: 2 },
+    { processed: 2, cached: 0, received: 2 },
+    { processed: 2, cached: 0, received: 2 },
+    { processed: 0, cached: 1, received: 1 },
+    { processed: 0, cached: 1, received: 1 },
+  ]);
   expect(await metricValue(ing.adminUrl, 'intake_spool_events')).toBe(2);
   await waitFor('refusal logged', async () => ing.stderr().includes('maximum messages exceeded'), 5000);
 }, 60_000);

@@ -80,12 +80,15 @@ export async function startNats(o: { config?: string } = {}): Promise<RunningNat
 }
 
 export interface StoredEvent {
+  /** The message's Nats-Msg-Id (a message holds one event or a request's events). */
   msgId: string;
+  /** The message's stream sequence. */
+  seq: number;
   subject: string;
   event: Record<string, unknown>;
 }
 
-/** Every message in the stream, read with an ordered consumer. */
+/** Every event in the stream (each message split into its events), read with an ordered consumer. */
 export async function readStream(
   url: string,
   stream: string,
@@ -98,18 +101,24 @@ export async function readStream(
     const out: StoredEvent[] = [];
     if (total === 0) return out;
     const consumer = await jetstream(nc).consumers.get(stream);
-    while (out.length < total) {
-      const batch = await consumer.fetch({ max_messages: Math.min(1000, total - out.length), expires: 5000 });
+    let read = 0;
+    while (read < total) {
+      const batch = await consumer.fetch({ max_messages: Math.min(1000, total - read), expires: 5000 });
       let got = 0;
       for await (const m of batch) {
         got++;
-        out.push({
-          msgId: m.headers?.get('Nats-Msg-Id') ?? '',
-          subject: m.subject,
-          event: m.json<Record<string, unknown>>(),
-        });
+        for (const line of m.string().split('\n')) {
+          if (line === '') continue;
+          out.push({
+            msgId: m.headers?.get('Nats-Msg-Id') ?? '',
+            seq: m.seq,
+            subject: m.subject,
+            event: JSON.parse(line) as Record<string, unknown>,
+          });
+        }
       }
-      if (got === 0) throw new Error(`stream ${stream}: read ${out.length} of ${total} messages, then nothing`);
+      read += got;
+      if (got === 0) throw new Error(`stream ${stream}: read ${read} of ${total} messages, then nothing`);
     }
     return out;
   } finally {

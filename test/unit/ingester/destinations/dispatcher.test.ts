@@ -110,13 +110,38 @@ describe('dispatcher', () => {
     for (const id of ['a', 'b', 'c', 'd']) d.submit(delivery(id));
     expect(d.free()).toBe(0);
     let waited = false;
-    const slot = d.waitForSlot().then(() => (waited = true));
+    const slot = d.waitForRoom().then(() => (waited = true));
     await new Promise((r) => setTimeout(r, 20));
     expect(waited).toBe(false);
     release();
     await slot;
     await d.idle();
     expect(d.free()).toBe(4);
+  });
+
+  it("sends at most maxInFlight at a time when a message's events arrive together, the rest as room frees", async () => {
+    let sending = 0;
+    let most = 0;
+    const dest = new FakeDestination(1, async () => {
+      most = Math.max(most, ++sending);
+      await new Promise((r) => setTimeout(r, 5));
+      sending--;
+      return { kind: 'delivered' };
+    });
+    const { d } = make(dest);
+    // A message of 10 events, more than maxInFlight (4): room is waited for only while anything is in flight.
+    await d.waitForRoom(10);
+    const items = Array.from({ length: 10 }, (_, i) => delivery(`e${i}`));
+    for (const i of items) d.submit(i);
+    let waited = false;
+    const room = d.waitForRoom(2).then(() => (waited = true));
+    await new Promise((r) => setTimeout(r, 1));
+    expect(waited).toBe(false);
+    await d.idle();
+    await room;
+    expect(most).toBe(4);
+    expect(dest.batches.flat()).toEqual(items.map((_, i) => `e${i}`));
+    expect(items.every((i) => i.settled.join() === 'ack')).toBe(true);
   });
 });
 

@@ -31,6 +31,42 @@ describe('spool', () => {
     reopened.close();
   });
 
+  it('counts the events a row (a bus message) holds, also after a reopen and as rows leave', async () => {
+    const dir = tempDir();
+    const spool = new Spool(dir, 1 << 20);
+    await spool.append([{ ...rec('m1'), events: 100 }, rec('single')]);
+    expect(spool.depth).toBe(101);
+    spool.close();
+    const reopened = new Spool(dir, 1 << 20);
+    expect(reopened.depth).toBe(101);
+    expect(reopened.peek(10).map((r) => [r.id, r.events])).toEqual([
+      ['m1', 100],
+      ['single', 1],
+    ]);
+    reopened.remove(reopened.peek(1));
+    expect(reopened.depth).toBe(1);
+    reopened.close();
+  });
+
+  it('reads a spool an older version wrote (one event per row, no events column)', async () => {
+    const dir = tempDir();
+    const { DatabaseSync } = await import('node:sqlite');
+    const db = new DatabaseSync(join(dir, 'spool.sqlite'));
+    db.exec(`CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,
+      subject TEXT NOT NULL, payload TEXT NOT NULL, spooled_at INTEGER NOT NULL)`);
+    db.prepare('INSERT INTO events (id, subject, payload, spooled_at) VALUES (?, ?, ?, ?)').run('old', 's', '{}', 1);
+    db.close();
+    const spool = new Spool(dir, 1 << 20);
+    expect(spool.depth).toBe(1);
+    await spool.append([{ ...rec('new'), events: 5 }]);
+    expect(spool.peek(10).map((r) => [r.id, r.events])).toEqual([
+      ['old', 1],
+      ['new', 5],
+    ]);
+    expect(spool.depth).toBe(6);
+    spool.close();
+  });
+
   it('holds one row per event id, so a retried request spooled twice is replayed once', async () => {
     const spool = new Spool(tempDir(), 1 << 20);
     await spool.append([rec('a')]);
