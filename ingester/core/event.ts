@@ -102,13 +102,15 @@ export function parseEvents(body: unknown, maxEvents: number, ctx: EventContext)
   const items = asBatch(body, maxEvents, 'event');
   const collector = new ErrorCollector();
   const out: NormalisedEvent[] = [];
+  // One receive time for the whole request, formatted once (also every event's default agent_time).
+  const receivedAt = new Date(ctx.receivedAtMs).toISOString();
   for (let i = 0; i < items.length; i++) {
     const item = items[i] as Record<string, unknown>;
     if (!validateShape(item)) {
       collector.add(fieldErrors(i, validateShape.errors, FIELD_MESSAGES));
       continue;
     }
-    const result = normalise(item, i, ctx);
+    const result = normalise(item, i, ctx, receivedAt);
     if ('errors' in result) collector.add(result.errors);
     else if (collector.count === 0) out.push(result.event);
   }
@@ -120,6 +122,7 @@ function normalise(
   raw: Record<string, unknown>,
   index: number,
   ctx: EventContext,
+  receivedAt: string,
 ): { event: NormalisedEvent } | { errors: FieldError[] } {
   const agentTimeMs = raw.agent_time === undefined ? ctx.receivedAtMs : epochToMs(raw.agent_time as number | string);
   if (!Number.isFinite(agentTimeMs) || agentTimeMs > MAX_TIME_MS || agentTimeMs < 0) {
@@ -134,12 +137,12 @@ function normalise(
     id: eventId(ctx.namespace, ctx.integration, ctx.idSource ?? CONTENT_IDS, index, raw),
     integration: ctx.integration,
     namespace: ctx.namespace,
-    received_at: new Date(ctx.receivedAtMs).toISOString(),
+    received_at: receivedAt,
     signature: (raw.signature as string | undefined) ?? `${raw.source}:${raw.class ?? ''}:${raw.type ?? ''}`,
     source: raw.source as string,
     severity,
     severity_name: SEVERITY_NAMES[severity] as NormalisedEvent['severity_name'],
-    agent_time: new Date(agentTimeMs).toISOString(),
+    agent_time: raw.agent_time === undefined ? receivedAt : new Date(agentTimeMs).toISOString(),
     custom_info: custom.info,
   };
   for (const field of OPTIONAL_STRINGS) {

@@ -47,14 +47,22 @@ export function busMessages(prefix: string, events: readonly NormalisedEvent[], 
     ids = [];
     bytes = 0;
   };
+  let namespace: string | undefined;
+  let integration: string | undefined;
   for (const e of events) {
     if (seen.has(e.id)) continue;
     seen.add(e.id);
-    const s = eventSubject(prefix, e);
     const text = JSON.stringify(e);
-    const size = Buffer.byteLength(text) + 1;
-    if (s !== subject || bytes + size > maxBytes + 1) close();
-    subject = s;
+    // Counted as at most 3 bytes a character (UTF-8 of UTF-16), exactly only near the limit: a
+    // message may end up shorter than it could be, never longer.
+    let size = text.length * 3 + 1;
+    if (bytes + size > maxBytes + 1) size = Buffer.byteLength(text) + 1;
+    if (e.namespace !== namespace || e.integration !== integration || bytes + size > maxBytes + 1) {
+      close();
+      namespace = e.namespace;
+      integration = e.integration;
+      subject = eventSubject(prefix, e);
+    }
     texts.push(text);
     ids.push(e.id);
     bytes += size;
