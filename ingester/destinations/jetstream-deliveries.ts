@@ -166,12 +166,9 @@ export class JetStreamDeliveries {
       while (!stopped && !this.closing) {
         try {
           const consumer = await js.consumers.get(this.settings.stream, consumerName(d.settings.name));
-          const messages = await consumer.consume({
-            max_messages: Math.min(
-              d.settings.delivery.maxInFlight,
-              Math.max(64, 2 * d.dispatcher.destination.maxBatch),
-            ),
-          });
+          // Bounded in bytes, not messages: a message holds a request's events (up to the
+          // server's max_payload), so a count of messages would not bound memory.
+          const messages = await consumer.consume({ max_bytes: prefetchBytes(this.nc?.info?.max_payload) });
           stopMessages = () => void messages.stop();
           if (stopped) messages.stop();
           for await (const m of messages) {
@@ -337,5 +334,11 @@ export class JetStreamDeliveries {
 }
 
 export const consumerName = (destination: string): string => `intake-${destination}`;
+
+/**
+ * What a destination's consumer fetches ahead of delivery, in bytes: twice the largest message
+ * (a pull must fit one), at least 4 MiB. The client also caps it at 100 messages.
+ */
+export const prefetchBytes = (maxPayload = 1024 * 1024): number => Math.max(4 * 1024 * 1024, 2 * maxPayload);
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms).unref());
