@@ -53,6 +53,28 @@ export function receivedAtMs(q: QueuedEvent): number {
   return Number.isNaN(at) ? Date.parse(q.event().received_at) : at;
 }
 
+const ID_PREFIX = '{"id":"';
+const ID_PREFIX_BYTES = Buffer.from(ID_PREFIX);
+
+/**
+ * The event's id, read from the stored JSON without parsing it: JSON.stringify of a normalised
+ * event starts with its id. Parses the event when the text does not (or the id holds an escape).
+ */
+export function eventIdOf(q: QueuedEvent): string {
+  const json = q.json;
+  let id: string | undefined;
+  if (typeof json === 'string') {
+    if (json.startsWith(ID_PREFIX)) id = json.slice(ID_PREFIX.length, json.indexOf('"', ID_PREFIX.length));
+  } else {
+    const b = storedBytes(json);
+    if (b.subarray(0, ID_PREFIX_BYTES.length).equals(ID_PREFIX_BYTES)) {
+      const end = b.indexOf(0x22, ID_PREFIX_BYTES.length);
+      if (end > 0) id = b.toString('utf8', ID_PREFIX_BYTES.length, end);
+    }
+  }
+  return id !== undefined && !id.includes('\\') ? id : q.event().id;
+}
+
 /** The stored JSON as a Buffer over the same memory (no copy). */
 export const storedBytes = (json: Uint8Array | string): Buffer =>
   typeof json === 'string' ? Buffer.from(json) : Buffer.from(json.buffer, json.byteOffset, json.byteLength);

@@ -10,7 +10,7 @@ import { hash } from 'node:crypto';
 import { OutboundClient } from '../outbound/http-client.js';
 import type { Outcome } from '../outbound/outcome.js';
 import type { HttpSettings } from './settings.js';
-import { storedBytes, type Destination, type QueuedEvent } from './destination.js';
+import { eventIdOf, storedBytes, type Destination, type QueuedEvent } from './destination.js';
 
 const OPEN = Buffer.from('[');
 const COMMA = Buffer.from(',');
@@ -39,7 +39,7 @@ export class HttpDestination implements Destination {
   send(events: readonly QueuedEvent[]): Promise<Outcome> {
     const single = this.settings.batchSize === 1 && events.length === 1;
     const body = single ? storedBytes((events[0] as QueuedEvent).json) : arrayOf(events);
-    const key = single ? (events[0] as QueuedEvent).event().id : `batch-${hash('sha256', body, 'hex')}`;
+    const key = single ? eventIdOf(events[0] as QueuedEvent) : `batch-${hash('sha256', body, 'hex')}`;
     return this.client.post(this.settings.url, body, {
       ...this.settings.headers,
       'content-type': 'application/json',

@@ -1,5 +1,5 @@
 import type { NormalisedEvent } from '../../../../ingester/core/event.js';
-import { parsedOnce, queuedEvent, receivedAtMs } from '../../../../ingester/destinations/destination.js';
+import { eventIdOf, parsedOnce, queuedEvent, receivedAtMs } from '../../../../ingester/destinations/destination.js';
 
 const event = (over: Partial<NormalisedEvent> = {}): NormalisedEvent =>
   ({
@@ -33,6 +33,21 @@ describe('queued events', () => {
     const e = event();
     expect(receivedAtMs({ json: '{"id":"e1"}', event: () => e })).toBe(Date.parse(e.received_at));
     expect(receivedAtMs({ json: '{"received_at":"not a date"}', event: () => e })).toBe(Date.parse(e.received_at));
+  });
+
+  it('reads the id from the start of the stored text and bytes without parsing them', () => {
+    const text = JSON.stringify(event({ id: 'Zk3-_x', custom_info: { id: 'not this one' } }));
+    const unparsable = (): NormalisedEvent => {
+      throw new Error('parsed');
+    };
+    expect(eventIdOf({ json: text, event: unparsable })).toBe('Zk3-_x');
+    expect(eventIdOf({ json: new TextEncoder().encode(text), event: unparsable })).toBe('Zk3-_x');
+    // Not at the start, or holding an escape: the event is parsed.
+    const other = event({ id: 'a"b' });
+    expect(eventIdOf({ json: JSON.stringify(other), event: () => other })).toBe('a"b');
+    expect(eventIdOf({ json: '{"source":"h","id":"x"}', event: () => event({ id: 'x' }) })).toBe('x');
+    const bytes = new TextEncoder().encode('{"id":"é-1","source":"h"}');
+    expect(eventIdOf({ json: bytes, event: unparsable })).toBe('é-1');
   });
 
   it('parses stored bytes once, on first use', () => {
