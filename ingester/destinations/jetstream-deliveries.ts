@@ -42,7 +42,7 @@ import { LetterTooLarge, type DeadLetterStore, type DeliveryDeadLetter } from '.
 import type { AlertStore } from './alert-store.js';
 import type { Delivery, Dispatcher } from './dispatcher.js';
 import { KvAlertStore } from './kv-alert-store.js';
-import { DoneEvents, MessageSettlement } from './message-settlement.js';
+import { DoneEvents, MessageEventDelivery, MessageSettlement } from './message-settlement.js';
 import type { DestinationMetrics } from './metrics.js';
 import { claimTimeoutMs, type DestinationSettings } from './settings.js';
 
@@ -221,12 +221,26 @@ export class JetStreamDeliveries {
     const done = this.doneEventsOf(d);
     const doneBefore = done.of(seq);
     const indexes = pieces.map((_, i) => i).filter((i) => !doneBefore?.has(i));
-    const settlement = new MessageSettlement(m, seq, indexes.length, doneBefore, done);
-    const keep = async (json: Uint8Array, index: number, reason: string, error: string): Promise<void> =>
+    const settlement = new MessageSettlement(
+      { ack: () => m.ack(), nak: (ms) => m.nak(ms), term: (reason) => m.term(reason) },
+      seq,
+      indexes.length,
+      doneBefore,
+      done,
+    );
+    const keep = async (json: Uint8Array | string, index: number, reason: string, error: string): Promise<void> =>
       this.deadLetter(m, pieces.length === 1 ? `${name}-${seq}` : `${name}-${seq}-${index}`, json, name, reason, error);
     const attempt = m.info.deliveryCount;
     return indexes.map(
-      (i) => new BusDelivery(pieces[i] as Uint8Array, attempt, i, settlement, keep, d.settings.delivery.backoffMinMs),
+      (i) =>
+        new MessageEventDelivery(
+          pieces[i] as Uint8Array,
+          attempt,
+          i,
+          settlement,
+          keep,
+          d.settings.delivery.backoffMinMs,
+        ),
     );
   }
 
@@ -243,7 +257,7 @@ export class JetStreamDeliveries {
   private async deadLetter(
     m: JsMsg,
     id: string,
-    json: Uint8Array,
+    json: Uint8Array | string,
     destination: string,
     reason: string,
     error: string,
@@ -327,46 +341,3 @@ export const consumerName = (destination: string): string => `intake-${destinati
 export const prefetchBytes = (maxPayload = 1024 * 1024): number => Math.max(4 * 1024 * 1024, 2 * maxPayload);
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms).unref());
-
-const SETTLED = Promise.resolve();
-
-/** One event of a bus message, as the dispatcher settles it (a class: no closures per event). */
-class BusDelivery implements Delivery {
-  private parsed?: NormalisedEvent;
-
-  constructor(
-    readonly json: Uint8Array,
-    readonly attempt: number,
-    private readonly index: number,
-    private readonly settlement: MessageSettlement,
-    /** Keeps the event in the dead-letter store. */
-    private readonly keep: (json: Uint8Array, index: number, reason: string, error: string) => Promise<void>,
-    /** When it could not be kept: retried after this long. */
-    private readonly keepFailedRetryMs: number,
-  ) {}
-
-  event(): NormalisedEvent {
-    return (this.parsed ??= parsedOnce(this.json)());
-  }
-
-  ack(): Promise<void> {
-    this.settlement.delivered(this.index);
-    return SETTLED;
-  }
-
-  retry(delayMs: number): Promise<void> {
-    this.settlement.retry(delayMs);
-    return SETTLED;
-  }
-
-  async deadLetter(reason: string, error: string): Promise<void> {
-    try {
-      await this.keep(this.json, this.index, reason, error);
-    } catch (err) {
-      // Not kept: the event must come back, so it is retried like a failed delivery.
-      this.settlement.retry(this.keepFailedRetryMs);
-      throw err;
-    }
-    this.settlement.deadLettered(this.index, oneLine(reason, 128));
-  }
-}

@@ -1,7 +1,7 @@
 /**
- * A bus message holds a request's events (sinks/bus-messages.ts), and a destination settles each
- * event on its own: delivered, dead-lettered, or to be retried. The message is settled with the
- * bus once all of its events are:
+ * A bus message, or an outbox row, holds a request's events (sinks/bus-messages.ts), and a
+ * destination settles each event on its own: delivered, dead-lettered, or to be retried. The
+ * message is settled with its queue once all of its events are:
  * - every event delivered or dead-lettered: acknowledged (terminated when every one was
  *   dead-lettered, as a message of one event always was);
  * - any event to be retried: nak'ed with the longest delay asked for (each event waits at least
@@ -12,11 +12,16 @@
  *   delivery guarantee is at least once).
  */
 import { LRUCache } from 'lru-cache';
+import type { NormalisedEvent } from '../core/event.js';
+import { oneLine } from '../dead-letters/bus-store.js';
+import { parsedOnce } from './destination.js';
+import type { Delivery } from './dispatcher.js';
 
-/** What the bus lets a consumer do with one message (a JsMsg). */
+/** What a queue lets a consumer do with one message (a JsMsg, an outbox row). */
 export interface SettleableMessage {
   ack(): void;
-  nak(delayMs: number): void;
+  /** Deliver it again after delayMs; `error` is the last failure, for the queue to keep. */
+  nak(delayMs: number, error: string): void;
   term(reason: string): void;
 }
 
@@ -48,6 +53,7 @@ export class DoneEvents {
 export class MessageSettlement {
   private open: number;
   private retryMs?: number;
+  private lastError = '';
   private deliveredCount = 0;
   private deadReason?: string;
   private readonly doneNow: number[] = [];
@@ -79,8 +85,9 @@ export class MessageSettlement {
     this.settled();
   }
 
-  retry(delayMs: number): void {
+  retry(delayMs: number, error = ''): void {
     this.retryMs = Math.max(this.retryMs ?? 0, delayMs);
+    if (error) this.lastError = error;
     this.settled();
   }
 
@@ -91,7 +98,7 @@ export class MessageSettlement {
   private finish(): void {
     if (this.retryMs !== undefined) {
       this.memory.remember(this.seq, new Set([...(this.doneBefore ?? []), ...this.doneNow]));
-      this.message.nak(this.retryMs);
+      this.message.nak(this.retryMs, this.lastError);
       return;
     }
     this.memory.forget(this.seq);
@@ -99,5 +106,48 @@ export class MessageSettlement {
       this.deliveredCount === 0 && this.doneBefore === undefined && this.deadReason !== undefined;
     if (everyOneDeadLettered) this.message.term(this.deadReason as string);
     else this.message.ack();
+  }
+}
+
+const SETTLED = Promise.resolve();
+
+/** One event of a message, as the dispatcher settles it (a class: no closures per event). */
+export class MessageEventDelivery implements Delivery {
+  private parsed?: NormalisedEvent;
+
+  constructor(
+    readonly json: Uint8Array | string,
+    readonly attempt: number,
+    private readonly index: number,
+    private readonly settlement: MessageSettlement,
+    /** Keeps the event in the dead-letter store. */
+    private readonly keep: (json: Uint8Array | string, index: number, reason: string, error: string) => Promise<void>,
+    /** When it could not be kept: retried after this long. */
+    private readonly keepFailedRetryMs: number,
+  ) {}
+
+  event(): NormalisedEvent {
+    return (this.parsed ??= parsedOnce(this.json)());
+  }
+
+  ack(): Promise<void> {
+    this.settlement.delivered(this.index);
+    return SETTLED;
+  }
+
+  retry(delayMs: number, error: string): Promise<void> {
+    this.settlement.retry(delayMs, error);
+    return SETTLED;
+  }
+
+  async deadLetter(reason: string, error: string): Promise<void> {
+    try {
+      await this.keep(this.json, this.index, reason, error);
+    } catch (err) {
+      // Not kept: the event must come back, so it is retried like a failed delivery.
+      this.settlement.retry(this.keepFailedRetryMs);
+      throw err;
+    }
+    this.settlement.deadLettered(this.index, oneLine(reason, 128));
   }
 }

@@ -48,7 +48,7 @@ export class DestinationMetrics {
     });
     this.lag = new Gauge({
       name: 'intake_destination_lag',
-      help: "Waiting to be delivered to a destination: JetStream, the consumer's pending and unacknowledged messages (one per accepted request); standalone, outbox rows (events).",
+      help: "Requests whose events wait to be delivered to a destination: JetStream, the consumer's pending and unacknowledged messages; standalone, outbox rows.",
       labelNames: ['destination'],
       registers,
     });

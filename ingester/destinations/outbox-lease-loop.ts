@@ -1,18 +1,28 @@
 /**
  * The outbox's delivery side (outbox.ts): per destination, a loop takes its due rows oldest first
- * and hands them to the destination's dispatcher. A row handed out is leased (its next attempt
- * time moves past the delivery timeout), so a crash means a redelivery after the lease, never a
- * loss; the attempt count is stored with the row. Acks, retries and dead letters of one turn share
- * one transaction, not fsynced at its commit (OutboxTable.relaxedTransaction: a crash that loses
- * one delivers the events again).
+ * and hands their events to the destination's dispatcher. A row handed out is leased (its next
+ * attempt time moves past the delivery timeout), so a crash means a redelivery after the lease,
+ * never a loss; the attempt count is stored with the row. A row holds a request's events, each
+ * settled on its own; the row is settled once all are (message-settlement.ts: removed, or
+ * rescheduled with only the undelivered events sent again by this process). Removals and
+ * reschedules of one turn share one transaction, not fsynced at its commit
+ * (OutboxTable.relaxedTransaction: a crash that loses one delivers the events again).
  */
 import { LetterTooLarge, type NewDeadLetter } from '../dead-letters/model.js';
 import { GroupCommit } from '../storage/group-commit.js';
+import { eventTextsOf } from '../sinks/bus-messages.js';
 import { parsedOnce } from './destination.js';
 import type { Dispatcher } from './dispatcher.js';
+import { DoneEvents, MessageEventDelivery, MessageSettlement } from './message-settlement.js';
 import type { OutboxRow, OutboxTable } from './outbox-table.js';
 
 const IDLE_POLL_MS = 1000;
+/** An event whose dead letter could not be written is tried again after this long. */
+const KEEP_FAILED_RETRY_MS = 1000;
+/** Rows read at once when handing out (fewer when they hold many events). */
+const MAX_ROWS_PER_READ = 256;
+/** Rows per destination whose settled events are remembered while the rest wait for a retry. */
+const REMEMBERED_ROWS = 4096;
 
 export interface OutboxDestination {
   name: string;
@@ -27,6 +37,7 @@ export class OutboxLeaseLoops {
   private readonly settles = new GroupCommit<Settle>((g) => this.commitSettles(g));
   private readonly wakers = new Set<() => void>();
   private readonly loops = new Set<Promise<void>>();
+  private readonly done = new Map<string, DoneEvents>();
   private closed = false;
 
   constructor(
@@ -79,46 +90,94 @@ export class OutboxLeaseLoops {
     await d.dispatcher.waitForRoom();
     if (this.closed) return;
     const now = Date.now();
-    const rows = this.table.due(d.name, now, d.dispatcher.free());
+    const free = d.dispatcher.free();
+    const rows = this.leaseDue(d, now, free);
     if (rows.length === 0) {
       // Sleep until the next retry is due (an append wakes the loop earlier).
       const next = this.table.nextDue(d.name);
       await this.idle(next === null ? IDLE_POLL_MS : Math.max(5, Math.min(IDLE_POLL_MS, next - now)));
       return;
     }
-    this.table.relaxedTransaction(() => {
-      for (const r of rows) this.table.lease(r.seq, now + d.leaseMs);
-    });
-    for (const r of rows) this.submit(d, r);
+    for (const r of rows) this.submit(d, r.row, r.events);
   }
 
-  private submit(d: OutboxDestination, r: OutboxRow): void {
-    const event = parsedOnce(r.payload);
-    d.dispatcher.submit({
-      json: r.payload,
-      event,
-      attempt: r.attempts + 1,
-      ack: () => this.settle(() => this.table.remove(r)),
-      retry: (delayMs, error) => this.settle(() => this.table.reschedule(r.seq, Date.now() + delayMs, error)),
-      deadLetter: async (reason, error) => {
-        // Kept first, then the row goes: a crash between the two delivers the event again, never loses it.
-        const e = event();
-        await this.bury({
-          kind: 'delivery',
-          namespace: e.namespace,
-          integration: e.integration,
-          destination: r.destination,
-          reason,
-          error,
-          attempts: r.attempts + 1,
-          event: e,
-        }).catch((err: Error) => {
-          // Larger than a namespace's share: it can never be kept (the store counted the drop).
-          if (!(err instanceof LetterTooLarge)) throw err;
-        });
-        await this.settle(() => this.table.remove(r));
-      },
+  /**
+   * Leases due rows until their events fill `free` (at least one row). A row holds a request's
+   * events, so rows are read a few at a time, as many as the events per row seen so far say are
+   * needed, instead of reading `free` rows of which most would go back.
+   */
+  private leaseDue(d: OutboxDestination, now: number, free: number): Array<{ row: OutboxRow; events: string[] }> {
+    const rows: Array<{ row: OutboxRow; events: string[] }> = [];
+    let events = 0;
+    this.table.relaxedTransaction(() => {
+      while (events < free) {
+        const perRow = rows.length === 0 ? 1 : events / rows.length;
+        const want = Math.max(1, Math.min(MAX_ROWS_PER_READ, Math.ceil((free - events) / perRow)));
+        const due = this.table.due(d.name, now, want);
+        for (const row of due) {
+          this.table.lease(row.seq, now + d.leaseMs);
+          const pieces = eventTextsOf(row.payload);
+          rows.push({ row, events: pieces });
+          events += pieces.length;
+        }
+        if (due.length < want) break;
+      }
     });
+    return rows;
+  }
+
+  /** Hands a row's events not yet settled to the dispatcher; the row is settled once they all are. */
+  private submit(d: OutboxDestination, r: OutboxRow, events: readonly string[]): void {
+    const done = this.doneEventsOf(d.name);
+    const doneBefore = done.of(r.seq);
+    const indexes = events.map((_, i) => i).filter((i) => !doneBefore?.has(i));
+    const settle = (apply: () => void): void =>
+      void this.settle(apply).catch((err: Error) => {
+        // Not written: the row's lease runs out and its events are handed out again.
+        this.onError(err);
+      });
+    const settlement = new MessageSettlement(
+      {
+        ack: () => settle(() => this.table.remove(r)),
+        term: () => settle(() => this.table.remove(r)),
+        nak: (delayMs, error) => settle(() => this.table.reschedule(r.seq, Date.now() + delayMs, error)),
+      },
+      r.seq,
+      indexes.length,
+      doneBefore,
+      done,
+    );
+    const keep = async (json: Uint8Array | string, _index: number, reason: string, error: string): Promise<void> => {
+      // Kept first, then the row goes once its other events are settled: a crash between the two
+      // delivers the event again, never loses it.
+      const e = parsedOnce(json)();
+      await this.bury({
+        kind: 'delivery',
+        namespace: e.namespace,
+        integration: e.integration,
+        destination: r.destination,
+        reason,
+        error,
+        attempts: r.attempts + 1,
+        event: e,
+      }).catch((err: Error) => {
+        // Larger than a namespace's share: it can never be kept (the store counted the drop).
+        if (!(err instanceof LetterTooLarge)) throw err;
+      });
+    };
+    for (const i of indexes)
+      d.dispatcher.submit(
+        new MessageEventDelivery(events[i] as string, r.attempts + 1, i, settlement, keep, KEEP_FAILED_RETRY_MS),
+      );
+  }
+
+  private doneEventsOf(destination: string): DoneEvents {
+    let done = this.done.get(destination);
+    if (!done) {
+      done = new DoneEvents(REMEMBERED_ROWS);
+      this.done.set(destination, done);
+    }
+    return done;
   }
 
   private settle(apply: () => void): Promise<void> {

@@ -1,6 +1,6 @@
 /**
  * The outbox's table (outbox.ts): SQLite through node:sqlite, WAL, synchronous=FULL like the
- * spool, one row per event and destination, within a byte budget. The sink, the lease loop and the
+ * spool, one row per request and destination (its events, newline-joined), within a byte budget. The sink, the lease loop and the
  * dead-letter side all write through here; each write is one transaction. Inserts (accepting an
  * event) are fsynced at their commit; leases and acknowledgements are not (relaxedTransaction):
  * losing one in a crash only delivers an event again.
@@ -138,9 +138,13 @@ export class OutboxTable {
     return (this.statements.count.get(destination) as { n: number }).n;
   }
 
-  /** Rows held for destinations not in `configured`, by name. */
+  /** Events held for destinations not in `configured`, by name (a row holds one per line). */
   orphans(configured: readonly string[]): Record<string, number> {
-    const rows = this.db.prepare('SELECT destination, count(*) AS n FROM outbox GROUP BY destination').all() as Array<{
+    const rows = this.db
+      .prepare(
+        "SELECT destination, sum(1 + length(payload) - length(replace(payload, char(10), ''))) AS n FROM outbox GROUP BY destination",
+      )
+      .all() as Array<{
       destination: string;
       n: number;
     }>;

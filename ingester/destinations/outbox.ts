@@ -1,6 +1,7 @@
 /**
  * Standalone delivery without the bus: the local spool directory holds an outbox with one row per
- * event and destination. Its roles, one file each:
+ * request and destination (the request's events, as on the bus: sinks/bus-messages.ts). Its
+ * roles, one file each:
  *   - the hand-off sink (this file): a request is answered only after its rows are committed and
  *     fsynced, so an acknowledged event survives kill -9;
  *   - the table (outbox-table.ts): SQLite, the byte budget;
@@ -12,6 +13,7 @@
  */
 import type { NormalisedEvent } from '../core/event.js';
 import type { DeliveryDeadLetter, NewDeadLetter } from '../dead-letters/model.js';
+import { busMessages } from '../sinks/bus-messages.js';
 import { SinkError, type EventSink, type HandOffReport } from '../sinks/sink.js';
 import { GroupCommit } from '../storage/group-commit.js';
 import type { Routing } from './destination.js';
@@ -26,6 +28,9 @@ import { OutboxTable, rowBytes, type NewOutboxRow } from './outbox-table.js';
 
 export type { OutboxDestination } from './outbox-lease-loop.js';
 export type { LegacyDeadLetter } from './outbox-dead-letters.js';
+
+/** A request's events for one destination are cut into rows of at most this much JSON. */
+const MAX_ROW_BYTES = 1024 * 1024;
 
 interface PendingAppend {
   rows: NewOutboxRow[];
@@ -57,15 +62,20 @@ export class Outbox implements EventSink {
 
   /** Every event is held once per destination it goes to; events with no destination are done. */
   async handOff(events: readonly NormalisedEvent[]): Promise<HandOffReport> {
+    const byDestination = new Map<string, NormalisedEvent[]>();
+    for (const e of events) {
+      for (const destination of this.routing.destinationsOf(e)) {
+        const list = byDestination.get(destination);
+        if (list) list.push(e);
+        else byDestination.set(destination, [e]);
+      }
+    }
     const rows: NewOutboxRow[] = [];
     let bytes = 0;
-    for (const e of events) {
-      const destinations = this.routing.destinationsOf(e);
-      if (destinations.length === 0) continue;
-      const payload = JSON.stringify(e);
-      for (const destination of destinations) {
-        rows.push({ destination, id: e.id, payload });
-        bytes += rowBytes(destination, e.id, payload);
+    for (const [destination, list] of byDestination) {
+      for (const m of busMessages('outbox', list, MAX_ROW_BYTES)) {
+        rows.push({ destination, id: m.id, payload: m.payload });
+        bytes += rowBytes(destination, m.id, m.payload);
       }
     }
     if (rows.length > 0) {
@@ -114,7 +124,7 @@ export class Outbox implements EventSink {
     this.leaseLoops.start(destinations);
   }
 
-  /** Rows held for destinations not in `configured` (a destination removed from the config), by name. */
+  /** Events held for destinations not in `configured` (a destination removed from the config), by name. */
   orphans(configured: readonly string[]): Record<string, number> {
     return this.table.orphans(configured);
   }

@@ -82,3 +82,8 @@ export function eventsOf(data: Uint8Array): Uint8Array[] {
   if (from < data.length) events.push(data.subarray(from));
   return events;
 }
+
+/** The events a message held as text (an outbox row) holds, each as its own text. */
+export function eventTextsOf(text: string): string[] {
+  return text.split('\n').filter((line) => line.length > 0);
+}

@@ -65,7 +65,8 @@ describe('outbox', () => {
     const da = dispatcher(a);
     const db = dispatcher(b);
     expect(await outbox.handOff([ev('1'), ev('2'), ev('3', 'none')])).toEqual({ processed: 3, cached: 0 });
-    expect([outbox.depth('a'), outbox.depth('b')]).toEqual([2, 2]);
+    // One row per request and destination, holding the request's events for it.
+    expect([outbox.depth('a'), outbox.depth('b')]).toEqual([1, 1]);
     outbox.start([
       { name: 'a', dispatcher: da, leaseMs: 1000 },
       { name: 'b', dispatcher: db, leaseMs: 1000 },
@@ -77,6 +78,32 @@ describe('outbox', () => {
     ]);
     outbox.stop();
     await Promise.all([da.idle(), db.idle()]);
+    await outbox.close();
+  });
+
+  it("retries only a row's events that failed; those delivered are not sent again", async () => {
+    const outbox = new Outbox(tempDir(), 1 << 20, { destinationsOf: () => ['a'] }, noBury);
+    const sent: string[] = [];
+    let failuresLeft = 2;
+    const one: Destination = {
+      name: 'a',
+      kind: 'http',
+      maxBatch: 1,
+      send: async (events) => {
+        const id = (events[0] as QueuedEvent).event().id;
+        sent.push(id);
+        if (id === 'flaky' && failuresLeft-- > 0) return { kind: 'retry', reason: 'http_500', error: 'HTTP 500' };
+        return { kind: 'delivered' };
+      },
+      close: async () => {},
+    };
+    const d = dispatcher(one, 5);
+    await outbox.handOff([ev('1'), ev('flaky'), ev('3')]);
+    outbox.start([{ name: 'a', dispatcher: d, leaseMs: 1000 }]);
+    await until(() => outbox.depth('a') === 0);
+    expect(sent.sort()).toEqual(['1', '3', 'flaky', 'flaky', 'flaky']);
+    outbox.stop();
+    await d.idle();
     await outbox.close();
   });
 
