@@ -26,6 +26,9 @@
 #   BENCH_KEEP=1            keep the work dir (config, logs, wrk output, profiles) afterwards
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The project's pinned Node (node:sqlite and the flags the image uses), as `make bench` gives it,
+# also when this script is run directly.
+export PATH="$PWD/node_modules/.bin:$PATH"
 
 say() { echo "bench: $*" >&2; }
 
