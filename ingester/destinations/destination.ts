@@ -20,12 +20,9 @@ export function queuedEvent(e: NormalisedEvent): QueuedEvent {
   return { json: JSON.stringify(e), event: () => e };
 }
 
-/** Parses the stored JSON once, on the first call. */
-export function parsedOnce(json: Uint8Array | string): () => NormalisedEvent {
-  let parsed: NormalisedEvent | undefined;
-  return () =>
-    (parsed ??= JSON.parse(typeof json === 'string' ? json : storedBytes(json).toString('utf8')) as NormalisedEvent);
-}
+/** The stored JSON parsed (a queued event parses it once, on first use). */
+export const parseStored = (json: Uint8Array | string): NormalisedEvent =>
+  JSON.parse(typeof json === 'string' ? json : storedBytes(json).toString('utf8')) as NormalisedEvent;
 
 const RECEIVED_AT = '"received_at":"';
 const RECEIVED_AT_BYTES = Buffer.from(RECEIVED_AT);

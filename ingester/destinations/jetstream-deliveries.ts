@@ -31,7 +31,7 @@ import {
 import { Kvm } from '@nats-io/kv';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { parsedOnce, type Routing } from './destination.js';
+import { parseStored, type Routing } from './destination.js';
 import type { NormalisedEvent } from '../core/event.js';
 import type { JetStreamSettings } from '../sinks/handoff-config.js';
 import { eventsOf } from '../sinks/bus-messages.js';
@@ -63,7 +63,7 @@ export class JetStreamDeliveries {
   private readonly loops = new Set<Promise<void>>();
   private lagTimer?: NodeJS.Timeout;
   /** Per destination: which events of a nak'ed message this replica already settled. */
-  private readonly done = new Map<string, DoneEvents>();
+  private readonly done: ReadonlyMap<string, DoneEvents>;
   private closing = false;
   private readonly logger: Logger;
   private readonly startedAt = new Date().toISOString();
@@ -78,6 +78,8 @@ export class JetStreamDeliveries {
     logger: Logger,
   ) {
     this.logger = logger;
+    // As many messages as the consumer may have unacknowledged.
+    this.done = new Map(destinations.map((d) => [d.settings.name, new DoneEvents(maxAckPending(d.settings))]));
   }
 
   /** The bus is up on `nc` (a first connect or a new connection): (re)attach every consumer to it. */
@@ -142,7 +144,7 @@ export class JetStreamDeliveries {
       ack_wait: nanos(claimTimeoutMs(d.settings)),
       // The attempt limit is intake's (then the dead letter), not the server's (which drops silently).
       max_deliver: -1,
-      max_ack_pending: Math.max(1000, d.settings.delivery.maxInFlight * 4),
+      max_ack_pending: maxAckPending(d.settings),
     };
     try {
       await jsm.consumers.add(this.settings.stream, config);
@@ -198,7 +200,7 @@ export class JetStreamDeliveries {
     if (!where) {
       // Not a subject intake makes (an old replay subject): the event says where it belongs.
       try {
-        where = parsedOnce(pieces[0] ?? m.data)();
+        where = parseStored(pieces[0] ?? m.data);
       } catch (err) {
         this.logger.error(
           {
@@ -218,7 +220,7 @@ export class JetStreamDeliveries {
       return [];
     }
     const seq = m.info.streamSequence;
-    const done = this.doneEventsOf(d);
+    const done = this.done.get(name) as DoneEvents;
     const doneBefore = done.of(seq);
     const indexes = pieces.map((_, i) => i).filter((i) => !doneBefore?.has(i));
     const settlement = new MessageSettlement(
@@ -244,15 +246,6 @@ export class JetStreamDeliveries {
     );
   }
 
-  private doneEventsOf(d: QueuedDestination): DoneEvents {
-    let done = this.done.get(d.settings.name);
-    if (!done) {
-      done = new DoneEvents(Math.max(1000, d.settings.delivery.maxInFlight * 4));
-      this.done.set(d.settings.name, done);
-    }
-    return done;
-  }
-
   /** Keeps one event of a message in the dead-letter store (once: its id is the message's stream position and the event's index). */
   private async deadLetter(
     m: JsMsg,
@@ -264,7 +257,7 @@ export class JetStreamDeliveries {
   ): Promise<void> {
     let event: NormalisedEvent | undefined;
     try {
-      event = parsedOnce(json)();
+      event = parseStored(json);
     } catch {
       event = undefined;
     }
@@ -333,6 +326,9 @@ export class JetStreamDeliveries {
 }
 
 export const consumerName = (destination: string): string => `intake-${destination}`;
+
+/** Messages a destination's consumer may hold unacknowledged. */
+const maxAckPending = (d: DestinationSettings): number => Math.max(1000, d.delivery.maxInFlight * 4);
 
 /**
  * What a destination's consumer fetches ahead of delivery, in bytes: twice the largest message

@@ -14,7 +14,7 @@
 import { LRUCache } from 'lru-cache';
 import type { NormalisedEvent } from '../core/event.js';
 import { oneLine } from '../dead-letters/bus-store.js';
-import { parsedOnce } from './destination.js';
+import { parseStored } from './destination.js';
 import type { Delivery } from './dispatcher.js';
 
 /** What a queue lets a consumer do with one message (a JsMsg, an outbox row). */
@@ -127,7 +127,7 @@ export class MessageEventDelivery implements Delivery {
   ) {}
 
   event(): NormalisedEvent {
-    return (this.parsed ??= parsedOnce(this.json)());
+    return (this.parsed ??= parseStored(this.json));
   }
 
   ack(): Promise<void> {

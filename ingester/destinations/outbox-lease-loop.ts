@@ -11,7 +11,7 @@
 import { LetterTooLarge, type NewDeadLetter } from '../dead-letters/model.js';
 import { GroupCommit } from '../storage/group-commit.js';
 import { eventTextsOf } from '../sinks/bus-messages.js';
-import { parsedOnce } from './destination.js';
+import { parseStored } from './destination.js';
 import type { Dispatcher } from './dispatcher.js';
 import { DoneEvents, MessageEventDelivery, MessageSettlement } from './message-settlement.js';
 import type { OutboxRow, OutboxTable } from './outbox-table.js';
@@ -51,6 +51,7 @@ export class OutboxLeaseLoops {
   /** Starts handing due rows to each destination's dispatcher. */
   start(destinations: readonly OutboxDestination[]): void {
     for (const d of destinations) {
+      this.done.set(d.name, new DoneEvents(REMEMBERED_ROWS));
       const loop = this.run(d).finally(() => this.loops.delete(loop));
       this.loops.add(loop);
     }
@@ -128,7 +129,7 @@ export class OutboxLeaseLoops {
 
   /** Hands a row's events not yet settled to the dispatcher; the row is settled once they all are. */
   private submit(d: OutboxDestination, r: OutboxRow, events: readonly string[]): void {
-    const done = this.doneEventsOf(d.name);
+    const done = this.done.get(d.name) as DoneEvents;
     const doneBefore = done.of(r.seq);
     const indexes = events.map((_, i) => i).filter((i) => !doneBefore?.has(i));
     const settle = (apply: () => void): void =>
@@ -150,7 +151,7 @@ export class OutboxLeaseLoops {
     const keep = async (json: Uint8Array | string, _index: number, reason: string, error: string): Promise<void> => {
       // Kept first, then the row goes once its other events are settled: a crash between the two
       // delivers the event again, never loses it.
-      const e = parsedOnce(json)();
+      const e = parseStored(json);
       await this.bury({
         kind: 'delivery',
         namespace: e.namespace,
@@ -169,15 +170,6 @@ export class OutboxLeaseLoops {
       d.dispatcher.submit(
         new MessageEventDelivery(events[i] as string, r.attempts + 1, i, settlement, keep, KEEP_FAILED_RETRY_MS),
       );
-  }
-
-  private doneEventsOf(destination: string): DoneEvents {
-    let done = this.done.get(destination);
-    if (!done) {
-      done = new DoneEvents(REMEMBERED_ROWS);
-      this.done.set(destination, done);
-    }
-    return done;
   }
 
   private settle(apply: () => void): Promise<void> {

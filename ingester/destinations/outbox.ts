@@ -13,7 +13,7 @@
  */
 import type { NormalisedEvent } from '../core/event.js';
 import type { DeliveryDeadLetter, NewDeadLetter } from '../dead-letters/model.js';
-import { busMessages } from '../sinks/bus-messages.js';
+import { packEvents } from '../sinks/bus-messages.js';
 import { SinkError, type EventSink, type HandOffReport } from '../sinks/sink.js';
 import { GroupCommit } from '../storage/group-commit.js';
 import type { Routing } from './destination.js';
@@ -73,7 +73,7 @@ export class Outbox implements EventSink {
     const rows: NewOutboxRow[] = [];
     let bytes = 0;
     for (const [destination, list] of byDestination) {
-      for (const m of busMessages('outbox', list, MAX_ROW_BYTES)) {
+      for (const m of packEvents(list, MAX_ROW_BYTES)) {
         rows.push({ destination, id: m.id, payload: m.payload });
         bytes += rowBytes(destination, m.id, m.payload);
       }

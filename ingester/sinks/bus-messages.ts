@@ -20,35 +20,45 @@ import { hash } from 'node:crypto';
 import type { NormalisedEvent } from '../core/event.js';
 import { eventSubject } from './jetstream-stream.js';
 
-export interface BusMessage {
-  /** The `Nats-Msg-Id`. */
+/** Events of one namespace and integration packed together: a bus message, an outbox row. */
+export interface EventPack {
+  /** The `Nats-Msg-Id` (the outbox row's id). */
   id: string;
-  subject: string;
+  namespace: string;
+  integration: string;
   payload: string;
   /** How many events the payload holds. */
   events: number;
+}
+
+export interface BusMessage extends EventPack {
+  subject: string;
 }
 
 const NEWLINE = 0x0a;
 
 /** The request's events as bus messages of at most maxBytes each (an event larger than that goes alone). */
 export function busMessages(prefix: string, events: readonly NormalisedEvent[], maxBytes: number): BusMessage[] {
-  const messages: BusMessage[] = [];
+  return packEvents(events, maxBytes).map((p) => ({ ...p, subject: eventSubject(prefix, p) }));
+}
+
+/** Packs of at most maxBytes each, one namespace and integration per pack, repeated ids left out. */
+export function packEvents(events: readonly NormalisedEvent[], maxBytes: number): EventPack[] {
+  const packs: EventPack[] = [];
   const seen = new Set<string>();
-  let subject = '';
+  let namespace = '';
+  let integration = '';
   let texts: string[] = [];
   let ids: string[] = [];
   let bytes = 0;
   const close = (): void => {
     if (texts.length === 0) return;
     const id = ids.length === 1 ? (ids[0] as string) : `m-${hash('sha256', ids.join(','), 'base64url')}`;
-    messages.push({ id, subject, payload: texts.join('\n'), events: texts.length });
+    packs.push({ id, namespace, integration, payload: texts.join('\n'), events: texts.length });
     texts = [];
     ids = [];
     bytes = 0;
   };
-  let namespace: string | undefined;
-  let integration: string | undefined;
   for (const e of events) {
     if (seen.has(e.id)) continue;
     seen.add(e.id);
@@ -61,14 +71,13 @@ export function busMessages(prefix: string, events: readonly NormalisedEvent[], 
       close();
       namespace = e.namespace;
       integration = e.integration;
-      subject = eventSubject(prefix, e);
     }
     texts.push(text);
     ids.push(e.id);
     bytes += size;
   }
   close();
-  return messages;
+  return packs;
 }
 
 /** The events a message holds, each as its own bytes (views over the message, no copy). */

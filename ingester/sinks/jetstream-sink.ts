@@ -28,11 +28,11 @@ import { HandoffMetrics } from './handoff-metrics.js';
 import { InFlightLimit } from './in-flight.js';
 import { ensureStream } from './jetstream-stream.js';
 import { BusStorage } from './bus-storage.js';
-import { busMessages, type BusMessage } from './bus-messages.js';
+import { busMessages } from './bus-messages.js';
 import { PubAckPublisher, type PubOutcome } from './pub-acks.js';
 import { SpoolReplayer } from './spool-replayer.js';
 import { SinkError, type HandOffReport, type EventSink } from './sink.js';
-import { Spool, SpoolError, type SpooledRow } from './spool.js';
+import { Spool, SpoolError, type SpoolRecord, type SpooledRow } from './spool.js';
 
 export interface JetStreamSinkOptions {
   settings: JetStreamSettings;
@@ -52,8 +52,8 @@ const DEFAULT_MAX_PAYLOAD = 1024 * 1024;
 /** Room left in a message for its headers and the protocol line. */
 const HEADER_ROOM = 1024;
 
-/** A message to publish: what the spool keeps, and how many events it holds. */
-type Outgoing = Pick<BusMessage, 'id' | 'subject' | 'payload'> & { events?: number };
+/** A message to publish (a bus message or a spooled one): what the spool keeps. */
+type Outgoing = SpoolRecord;
 const eventsIn = (o: Outgoing): number => o.events ?? 1;
 
 export class JetStreamSink implements EventSink {

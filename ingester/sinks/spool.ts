@@ -72,8 +72,7 @@ export class Spool {
   private lastOpenAttempt = 0;
   private openError?: Error;
   private readonly group = new GroupCommit<PendingAppend>((group) => this.commit(group));
-  /** Rows (messages) and the events they hold. */
-  private rows = 0;
+  /** Events held (every row holds at least one, so 0 means empty). */
   private held = 0;
   private readonly budget: StoreBudget;
   private readonly listeners: Array<() => void> = [];
@@ -138,7 +137,6 @@ export class Spool {
         remove: db.prepare('DELETE FROM events WHERE seq = ?'),
         oldest: db.prepare('SELECT spooled_at AS t FROM events ORDER BY seq LIMIT 1'),
       };
-      this.rows = totals.n;
       this.held = totals.e;
       this.budget.used = totals.b + totals.n * ROW_OVERHEAD;
       this.db = db;
@@ -189,7 +187,7 @@ export class Spool {
 
   /** Milliseconds since the oldest held event was spooled (0 when empty). */
   oldestAgeMs(now = Date.now()): number {
-    if (!this.st || this.rows === 0) return 0;
+    if (!this.st || this.held === 0) return 0;
     const row = this.st.oldest.get() as { t: number } | undefined;
     return row ? Math.max(0, now - row.t) : 0;
   }
@@ -221,7 +219,6 @@ export class Spool {
       p.reject(new SpoolError('full', `spool is full (${this.budget.used} of ${this.maxBytes} bytes used)`)),
     );
     if (admitted.length === 0) return;
-    let addedRows = 0;
     let addedEvents = 0;
     let addedBytes = 0;
     const now = Date.now();
@@ -229,10 +226,10 @@ export class Spool {
       db.exec('BEGIN IMMEDIATE');
       for (const p of admitted) {
         for (const r of p.records) {
-          const { changes } = st.insert.run(r.id, r.subject, r.payload, now, r.events ?? 1);
+          const events = Math.max(1, r.events ?? 1);
+          const { changes } = st.insert.run(r.id, r.subject, r.payload, now, events);
           if (Number(changes) > 0) {
-            addedRows++;
-            addedEvents += r.events ?? 1;
+            addedEvents += events;
             addedBytes += r.id.length + r.subject.length + Buffer.byteLength(r.payload) + ROW_OVERHEAD;
           }
         }
@@ -248,16 +245,15 @@ export class Spool {
       return;
     }
     this.writeFailure = undefined;
-    this.rows += addedRows;
     this.held += addedEvents;
     this.budget.used += addedBytes;
     for (const p of admitted) p.resolve();
-    if (addedRows > 0) for (const l of this.listeners) l();
+    if (addedEvents > 0) for (const l of this.listeners) l();
   }
 
   /** The oldest rows (messages), at most `limit`. */
   peek(limit: number): SpooledRow[] {
-    if (!this.st || this.rows === 0) return [];
+    if (!this.st || this.held === 0) return [];
     return this.st.peek.all(limit) as unknown as SpooledRow[];
   }
 
@@ -282,18 +278,15 @@ export class Spool {
     const st = this.st;
     db.exec('BEGIN IMMEDIATE');
     try {
-      let removed = 0;
       let removedEvents = 0;
       let freed = 0;
       for (const r of rows) {
         if (Number(st.remove.run(r.seq).changes) > 0) {
-          removed++;
           removedEvents += r.events;
           freed += r.id.length + r.subject.length + Buffer.byteLength(r.payload) + ROW_OVERHEAD;
         }
       }
       db.exec('COMMIT');
-      this.rows -= removed;
       this.held -= removedEvents;
       this.budget.used -= freed;
     } catch (err) {
@@ -311,8 +304,8 @@ export class Spool {
       this.reclaiming = false;
       if (!this.db) return;
       try {
-        if (reclaimStep(this.db, this.rows === 0)) this.scheduleReclaim();
-        else if (this.rows === 0) this.reserve.ensure();
+        if (reclaimStep(this.db, this.held === 0)) this.scheduleReclaim();
+        else if (this.held === 0) this.reserve.ensure();
       } catch {
         // Disk full or busy: the space is given back after a later removal.
       }

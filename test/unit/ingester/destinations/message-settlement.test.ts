@@ -1,5 +1,6 @@
 import {
   DoneEvents,
+  MessageEventDelivery,
   MessageSettlement,
   type SettleableMessage,
 } from '../../../../ingester/destinations/message-settlement.js';
@@ -67,6 +68,36 @@ describe('message settlement', () => {
     const m = message();
     new MessageSettlement(m, 5, 0, new Set([0, 1]), new DoneEvents(10));
     expect(m.said).toEqual(['ack']);
+  });
+
+  it('hands out one event of a message, parsed once, and settles it through the message', async () => {
+    const m = message();
+    const settlement = new MessageSettlement(m, 9, 1, undefined, new DoneEvents(10));
+    const json = new TextEncoder().encode('{"id":"e1","description":"é"}');
+    const d = new MessageEventDelivery(json, 3, 0, settlement, async () => {}, 100);
+    const first = d.event();
+    expect(first).toMatchObject({ id: 'e1', description: 'é' });
+    expect(d.event()).toBe(first);
+    expect(d.attempt).toBe(3);
+    await d.ack();
+    expect(m.said).toEqual(['ack']);
+  });
+
+  it('retries an event whose dead letter could not be kept, and reports the failure', async () => {
+    const m = message();
+    const settlement = new MessageSettlement(m, 9, 1, undefined, new DoneEvents(10));
+    const d = new MessageEventDelivery(
+      '{"id":"e1"}',
+      1,
+      0,
+      settlement,
+      async () => {
+        throw new Error('store down');
+      },
+      250,
+    );
+    await expect(d.deadLetter('http_400', 'no')).rejects.toThrow('store down');
+    expect(m.said).toEqual(['nak 250']);
   });
 
   it('remembers a bounded number of messages, the oldest forgotten first', () => {

@@ -27,7 +27,14 @@ describe('bus messages', () => {
   it("keeps a single event's own id and text, as one message per event always was", () => {
     const e = event('only');
     expect(busMessages('intake.events', [e], 1 << 20)).toEqual([
-      { id: 'only', subject: 'intake.events.team-a.demo', payload: JSON.stringify(e), events: 1 },
+      {
+        id: 'only',
+        namespace: 'team-a',
+        integration: 'demo',
+        subject: 'intake.events.team-a.demo',
+        payload: JSON.stringify(e),
+        events: 1,
+      },
     ]);
   });
 

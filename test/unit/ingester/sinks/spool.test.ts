@@ -45,6 +45,9 @@ describe('spool', () => {
     ]);
     reopened.remove(reopened.peek(1));
     expect(reopened.depth).toBe(1);
+    // A row holds at least one event, so an empty spool is one whose count is 0.
+    await reopened.append([{ ...rec('none'), events: 0 }]);
+    expect(reopened.depth).toBe(2);
     reopened.close();
   });
 
