@@ -451,6 +451,19 @@ async function destinationNames(value: string | boolean | undefined): Promise<st
   return [...new Set(names)];
 }
 
+/**
+ * The ingester's API client: a small list-watch client, not @kubernetes/client-node (about 50 MiB
+ * of RSS for two informers; kube/api-connection.ts). One per process: both informers share its
+ * keep-alive connections.
+ */
+let ingesterApi: Promise<import('../kube/api-client.js').KubeApiClient> | undefined;
+function ingesterApiClient(kubeconfig: string | undefined) {
+  ingesterApi ??= Promise.all([import('../kube/api-client.js'), import('../kube/api-connection.js')]).then(
+    ([{ KubeApiClient }, { apiConnection }]) => new KubeApiClient(apiConnection(kubeconfig)),
+  );
+  return ingesterApi;
+}
+
 /** Kubernetes mode with --service: ready replicas from the Service's EndpointSlices; otherwise none (N = 1). */
 async function replicaCount(
   namespace: string | undefined,
@@ -459,11 +472,11 @@ async function replicaCount(
   logger: ReturnType<typeof createLogger>,
 ) {
   if (!namespace || !service) return undefined;
-  const [{ EndpointSliceReplicas }, { loadKubeConfig }] = await Promise.all([
+  const [{ EndpointSliceReplicas }, api] = await Promise.all([
     import('../ingester/limits/replicas.js'),
-    import('../kube/config.js'),
+    ingesterApiClient(kubeconfig),
   ]);
-  return new EndpointSliceReplicas(loadKubeConfig(kubeconfig), namespace, service, logger);
+  return new EndpointSliceReplicas(api, namespace, service, logger);
 }
 
 /** Kubernetes mode (route Secrets) when a namespace is given, else standalone (the config file). */
@@ -475,11 +488,11 @@ async function routeSource(
   logger: ReturnType<typeof createLogger>,
 ): Promise<RouteSource> {
   if (namespace) {
-    const [{ KubernetesRouteSource }, { loadKubeConfig }] = await Promise.all([
+    const [{ KubernetesRouteSource }, api] = await Promise.all([
       import('../ingester/routing/kubernetes-source.js'),
-      import('../kube/config.js'),
+      ingesterApiClient(kubeconfig),
     ]);
-    return new KubernetesRouteSource(loadKubeConfig(kubeconfig), namespace, logger);
+    return new KubernetesRouteSource(api, namespace, logger);
   }
   const [{ FileRouteSource }, { checkSettingsFile }] = await Promise.all([
     import('../ingester/routing/file-source.js'),

@@ -4,7 +4,7 @@
  * other failure reconnect with jittered exponential backoff, keeping the cache meanwhile. Callbacks
  * only report keys: work happens in a work queue, never here.
  */
-import { Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 
 export interface ListResult<T> {
@@ -12,9 +12,23 @@ export interface ListResult<T> {
   resourceVersion: string;
 }
 
+/**
+ * Starts one watch request: client-node's `Watch` (the operator) and `KubeApiClient` (the
+ * ingester, kube/api-client.ts) both have this shape. Resolves once the server accepted it, with
+ * the controller that stops it; `done` is called once when it ends.
+ */
+export interface Watcher {
+  watch<O>(
+    path: string,
+    query: Record<string, string | number | boolean>,
+    onEvent: (phase: string, obj: O) => void,
+    done: (err: unknown) => void,
+  ): Promise<AbortController>;
+}
+
 export interface InformerOptions<T extends KubernetesObject> {
   name: string;
-  kubeConfig: KubeConfig;
+  watcher: Watcher;
   list: () => Promise<ListResult<T>>;
   /** Collection path for watching, e.g. /api/v1/namespaces/intake/secrets. */
   watchPath: string;
@@ -49,12 +63,9 @@ export class Informer<T extends KubernetesObject> {
   private synced = false;
   private abort?: AbortController;
   private readonly syncWaiters: Array<() => void> = [];
-  private readonly watch: Watch;
   private failures = 0;
 
-  constructor(private readonly o: InformerOptions<T>) {
-    this.watch = new Watch(o.kubeConfig);
-  }
+  constructor(private readonly o: InformerOptions<T>) {}
 
   get hasSynced(): boolean {
     return this.synced;
@@ -141,7 +152,7 @@ export class Informer<T extends KubernetesObject> {
         timeoutSeconds: Math.round((this.o.watchTimeoutSeconds ?? 300) * (0.9 + Math.random() * 0.2)),
       };
       if (this.o.labelSelector) query.labelSelector = this.o.labelSelector;
-      this.watch
+      this.o.watcher
         .watch(
           this.o.watchPath,
           query,

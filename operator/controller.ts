@@ -8,6 +8,7 @@ import {
   type KubeConfig,
   type KubernetesObject,
   type V1Secret,
+  Watch,
 } from '@kubernetes/client-node';
 import { stringify as stableStringify } from 'safe-stable-stringify';
 import type { Logger } from 'pino';
@@ -92,8 +93,10 @@ export class Controller {
   private readonly ownWrites = new OwnWrites();
   private resync?: NodeJS.Timeout;
   private readonly activity?: ActivitySync;
+  private readonly watcher: Watch;
 
   constructor(private readonly o: ControllerOptions) {
+    this.watcher = new Watch(o.kubeConfig);
     const core = o.kubeConfig.makeApiClient(CoreV1Api);
     const custom = o.kubeConfig.makeApiClient(CustomObjectsApi);
     this.writer = new Writer(core, custom);
@@ -122,7 +125,7 @@ export class Controller {
       this.credentialSecrets.push(
         new Informer<V1Secret>({
           name: `credential-secrets${ns ? `/${ns}` : ''}`,
-          kubeConfig: o.kubeConfig,
+          watcher: this.watcher,
           logger: o.logger,
           labelSelector: selector,
           watchPath: ns ? `/api/v1/namespaces/${ns}/secrets` : '/api/v1/secrets',
@@ -143,7 +146,7 @@ export class Controller {
     const routeSelector = `${ROUTE_LABEL}=true`;
     this.routeSecrets = new Informer<V1Secret>({
       name: 'route-secrets',
-      kubeConfig: o.kubeConfig,
+      watcher: this.watcher,
       logger: o.logger,
       labelSelector: routeSelector,
       watchPath: `/api/v1/namespaces/${o.namespace}/secrets`,
@@ -168,7 +171,7 @@ export class Controller {
     const plural = PLURALS[kind];
     return new Informer<T>({
       name: `${plural}${ns ? `/${ns}` : ''}`,
-      kubeConfig: this.o.kubeConfig,
+      watcher: this.watcher,
       logger: this.o.logger,
       watchPath: ns ? `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${plural}` : `/apis/${GROUP}/${VERSION}/${plural}`,
       list: async () => {

@@ -7,8 +7,9 @@
  * Until the first list, and while the API server is unreachable, the last count is kept (1 at
  * start). The count never goes below 1: this replica is serving, ready or not.
  */
-import { DiscoveryV1Api, type KubeConfig, type V1EndpointSlice } from '@kubernetes/client-node';
+import type { V1EndpointSlice } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import type { KubeApiClient } from '../../kube/api-client.js';
 import { Informer } from '../../kube/informer.js';
 
 /** Where the number of replicas comes from; standalone has none (N = 1). */
@@ -35,15 +36,15 @@ export class EndpointSliceReplicas implements ReplicaCount {
   private last = 0;
 
   constructor(
-    private readonly kubeConfig: KubeConfig,
+    private readonly api: KubeApiClient,
     private readonly namespace: string,
     private readonly service: string,
     private readonly logger: Logger,
   ) {}
 
   start(onChange: (replicas: number) => void): void {
-    const api = this.kubeConfig.makeApiClient(DiscoveryV1Api);
     const labelSelector = `kubernetes.io/service-name=${this.service}`;
+    const watchPath = `/apis/discovery.k8s.io/v1/namespaces/${encodeURIComponent(this.namespace)}/endpointslices`;
     const recount = (): void => {
       if (!this.informer?.hasSynced) return;
       const n = Math.max(1, readyEndpoints(this.informer.list()));
@@ -57,14 +58,11 @@ export class EndpointSliceReplicas implements ReplicaCount {
     };
     this.informer = new Informer<V1EndpointSlice>({
       name: 'ingester-endpointslices',
-      kubeConfig: this.kubeConfig,
+      watcher: this.api,
       logger: this.logger,
       labelSelector,
-      watchPath: `/apis/discovery.k8s.io/v1/namespaces/${encodeURIComponent(this.namespace)}/endpointslices`,
-      list: async () => {
-        const list = await api.listNamespacedEndpointSlice({ namespace: this.namespace, labelSelector });
-        return { items: list.items, resourceVersion: list.metadata?.resourceVersion ?? '' };
-      },
+      watchPath,
+      list: () => this.api.list<V1EndpointSlice>(watchPath, { labelSelector }),
       onEvent: recount,
     });
     this.informer.start();

@@ -10,9 +10,10 @@
  * route object stays the same while its Secret does, which also lets the table reuse its compiled
  * entry (route-table.ts RouteTable.build, `compiled`).
  */
-import { CoreV1Api, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
+import type { V1Secret } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { ROUTE_LABEL, ROUTE_SECRET_KEY, validateRoute, RouteValidationError } from '../../api/route.js';
+import type { KubeApiClient } from '../../kube/api-client.js';
 import { Informer } from '../../kube/informer.js';
 import type { RouteSource } from './route-source.js';
 import type { RouteInput, SkippedRoute } from './route-table.js';
@@ -28,14 +29,14 @@ export class KubernetesRouteSource implements RouteSource {
   private readonly parsed = new Map<string, { resourceVersion: string; input?: RouteInput; skipped?: SkippedRoute }>();
 
   constructor(
-    private readonly kubeConfig: KubeConfig,
+    private readonly api: KubeApiClient,
     private readonly namespace: string,
     private readonly logger: Logger,
   ) {}
 
   async start(handlers: Parameters<RouteSource['start']>[0]): Promise<void> {
-    const core = this.kubeConfig.makeApiClient(CoreV1Api);
     const labelSelector = `${ROUTE_LABEL}=true`;
+    const watchPath = `/api/v1/namespaces/${encodeURIComponent(this.namespace)}/secrets`;
     const rebuild = (): void => {
       this.timer = undefined;
       const { inputs, skipped } = this.parseAll();
@@ -43,14 +44,11 @@ export class KubernetesRouteSource implements RouteSource {
     };
     this.informer = new Informer<V1Secret>({
       name: 'route-secrets',
-      kubeConfig: this.kubeConfig,
+      watcher: this.api,
       logger: this.logger,
       labelSelector,
-      watchPath: `/api/v1/namespaces/${encodeURIComponent(this.namespace)}/secrets`,
-      list: async () => {
-        const list = await core.listNamespacedSecret({ namespace: this.namespace, labelSelector });
-        return { items: list.items, resourceVersion: list.metadata?.resourceVersion ?? '' };
-      },
+      watchPath,
+      list: () => this.api.list<V1Secret>(watchPath, { labelSelector }),
       onEvent: () => {
         if (this.informer?.hasSynced && this.timer === undefined) this.timer = setTimeout(rebuild, REBUILD_DELAY_MS);
       },

@@ -4,7 +4,7 @@
  * are not serving (gone, or not started) are left out; a terminating one that still serves is
  * asked too (its counts are still real).
  */
-import { DiscoveryV1Api, type KubeConfig, type V1EndpointSlice } from '@kubernetes/client-node';
+import { DiscoveryV1Api, type KubeConfig, type V1EndpointSlice, Watch } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { Informer } from '../../kube/informer.js';
 
@@ -42,7 +42,7 @@ export class ReplicaDiscovery {
     const labelSelector = `kubernetes.io/service-name=${service}`;
     this.informer = new Informer<V1EndpointSlice>({
       name: 'ingester-admin-endpointslices',
-      kubeConfig,
+      watcher: new Watch(kubeConfig),
       logger,
       labelSelector,
       watchPath: `/apis/discovery.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/endpointslices`,

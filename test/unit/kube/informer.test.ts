@@ -4,8 +4,13 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { KubeConfig, type V1ConfigMap } from '@kubernetes/client-node';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { V1ConfigMap } from '@kubernetes/client-node';
 import pino from 'pino';
+import { KubeApiClient } from '../../../kube/api-client.js';
+import { kubeconfigConnection } from '../../../kube/api-connection.js';
 import { Informer } from '../../../kube/informer.js';
 import { until } from '../../support/waiting.js';
 
@@ -40,16 +45,14 @@ async function fakeServer(): Promise<Fake> {
 }
 
 function informerFor(fake: Fake, events: string[]): Informer<V1ConfigMap> {
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'c', server: fake.url, skipTLSVerify: true }],
-    users: [{ name: 'u' }],
-    contexts: [{ name: 'c', cluster: 'c', user: 'u' }],
-    currentContext: 'c',
-  });
+  const kubeconfig = join(mkdtempSync(join(tmpdir(), 'informer-')), 'kubeconfig');
+  writeFileSync(
+    kubeconfig,
+    `clusters: [{name: c, cluster: {server: '${fake.url}'}}]\nusers: [{name: u, user: {}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n`,
+  );
   return new Informer<V1ConfigMap>({
     name: 'test',
-    kubeConfig: kc,
+    watcher: new KubeApiClient(kubeconfigConnection(kubeconfig)),
     logger: pino({ level: process.env.DEBUG_INFORMER ? 'debug' : 'silent' }),
     watchPath: '/api/v1/namespaces/ns/configmaps',
     list: async () => {

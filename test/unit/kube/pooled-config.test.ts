@@ -1,4 +1,4 @@
-/** The operator's and ingesters' API calls reuse their connections instead of a TLS handshake each. */
+/** The operator's API calls reuse their connections instead of a TLS handshake each (the ingester's: api-client.test.ts). */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';

@@ -1,0 +1,171 @@
+/**
+ * The two calls an informer makes, over node:http(s) with a keep-alive agent: a list (GET, JSON)
+ * and a watch (GET ?watch=true, one JSON event per line). Shaped like client-node's
+ * `Watch.watch`, so the Informer takes either (kube/informer.ts `Watcher`).
+ */
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { ApiConnection } from './api-connection.js';
+
+/** A list answer larger than this is refused (the route Secrets of 1,000 integrations are about 3 MiB). */
+const MAX_LIST_BYTES = 256 * 1024 * 1024;
+/** One watch event: an object of at most 1.5 MiB (etcd's limit) in its JSON, with room to spare. */
+const MAX_EVENT_BYTES = 16 * 1024 * 1024;
+/** A list that takes longer than this is abandoned and retried by the informer. */
+const LIST_TIMEOUT_MS = 60_000;
+/** A watch with no bytes (events or bookmarks) for this long past its server-side timeout is dead. */
+const WATCH_SLACK_MS = 30_000;
+
+/** A failed API call; `statusCode` as client-node reports it, so the informer's 410 check holds for both. */
+export class ApiError extends Error {
+  constructor(
+    message: string,
+    readonly statusCode?: number,
+  ) {
+    super(message);
+  }
+}
+
+type Query = Record<string, string | number | boolean>;
+
+function urlOf(conn: ApiConnection, path: string, query: Query): URL {
+  const url = new URL(`${conn.server}${path}`);
+  for (const [k, v] of Object.entries(query)) url.searchParams.set(k, String(v));
+  return url;
+}
+
+function get(conn: ApiConnection, url: URL, signal: AbortSignal): Promise<IncomingMessage> {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  const authorization = conn.authorization();
+  if (authorization) headers.authorization = authorization;
+  const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  return new Promise((resolve, reject) => {
+    const req = send(url, { method: 'GET', agent: conn.agent, headers, signal }, resolve);
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** The API server's Status message for a refused call (never the request, which holds the token). */
+async function refusal(res: IncomingMessage, what: string): Promise<ApiError> {
+  let text = '';
+  try {
+    for await (const chunk of res) {
+      text += String(chunk);
+      if (text.length > 4096) break;
+    }
+  } catch {
+    // the reason is optional; the status is what matters
+  }
+  res.destroy();
+  let message = '';
+  try {
+    message = String((JSON.parse(text) as { message?: unknown }).message ?? '');
+  } catch {
+    message = text.slice(0, 200);
+  }
+  return new ApiError(`${what}: HTTP ${res.statusCode}${message ? `: ${message}` : ''}`, res.statusCode);
+}
+
+export class KubeApiClient {
+  constructor(private readonly conn: ApiConnection) {}
+
+  /** GET a collection; resolves to its items and resourceVersion. */
+  async list<T>(path: string, query: Query = {}): Promise<{ items: T[]; resourceVersion: string }> {
+    const signal = AbortSignal.timeout(LIST_TIMEOUT_MS);
+    const res = await get(this.conn, urlOf(this.conn, path, query), signal);
+    if (res.statusCode !== 200) throw await refusal(res, `list ${path}`);
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of res as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > MAX_LIST_BYTES) {
+        res.destroy();
+        throw new ApiError(`list ${path}: answer larger than ${MAX_LIST_BYTES} bytes`);
+      }
+      chunks.push(chunk);
+    }
+    const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+      items?: T[];
+      metadata?: { resourceVersion?: string };
+    };
+    return { items: body.items ?? [], resourceVersion: body.metadata?.resourceVersion ?? '' };
+  }
+
+  /**
+   * Starts a watch; `onEvent` gets each event's type and object, `done` is called once when the
+   * watch ends (undefined when the server ended it normally). Resolves once the server answered
+   * 200, with the controller that stops it; rejects with the API's status otherwise.
+   */
+  async watch<O>(
+    path: string,
+    query: Query,
+    onEvent: (phase: string, obj: O) => void,
+    done: (err: unknown) => void,
+  ): Promise<AbortController> {
+    const controller = new AbortController();
+    const timeoutSeconds = Number(query.timeoutSeconds ?? 0);
+    const res = await get(this.conn, urlOf(this.conn, path, { ...query, watch: true }), controller.signal);
+    if (res.statusCode !== 200) throw await refusal(res, `watch ${path}`);
+    let finished = false;
+    const finish = (err?: unknown): void => {
+      if (finished) return;
+      finished = true;
+      clearTimeout(deadline);
+      done(err);
+    };
+    // The server ends the watch after timeoutSeconds; one that neither ends nor sends is a dead
+    // connection (a half-open socket) that would otherwise keep the cache stale for ever.
+    const deadline =
+      timeoutSeconds > 0
+        ? setTimeout(
+            () => {
+              res.destroy();
+              finish(new ApiError(`watch ${path}: no end ${timeoutSeconds} s after it started`));
+            },
+            timeoutSeconds * 1000 + WATCH_SLACK_MS,
+          ).unref()
+        : undefined;
+    let pending = '';
+    res.setEncoding('utf8');
+    res.on('data', (chunk: string) => {
+      pending += chunk;
+      let newline: number;
+      while ((newline = pending.indexOf('\n')) >= 0) {
+        const line = pending.slice(0, newline);
+        pending = pending.slice(newline + 1);
+        if (line.trim() === '') continue;
+        let event: { type?: unknown; object?: unknown };
+        try {
+          event = JSON.parse(line) as typeof event;
+        } catch {
+          res.destroy();
+          return finish(new ApiError(`watch ${path}: an event that is not JSON`));
+        }
+        onEvent(String(event.type), event.object as O);
+        if (finished) return;
+      }
+      if (pending.length > MAX_EVENT_BYTES) {
+        res.destroy();
+        finish(new ApiError(`watch ${path}: an event larger than ${MAX_EVENT_BYTES} bytes`));
+      }
+    });
+    res.on('end', () => finish());
+    // Closed before its end (a reset, a proxy timing out): a failure, so the informer backs off.
+    const lost = (): void =>
+      finish(
+        controller.signal.aborted
+          ? abortError()
+          : new ApiError(`watch ${path}: the connection closed before the watch ended`),
+      );
+    res.on('error', lost);
+    res.on('close', () => (res.complete ? finish() : lost()));
+    return controller;
+  }
+}
+
+function abortError(): Error {
+  const err = new Error('the watch was stopped');
+  err.name = 'AbortError';
+  return err;
+}
