@@ -73,6 +73,8 @@ export interface HarnessOptions {
   mappingRunner?: ExpressionRunner;
   /** Per-tenant limits; absent: none. */
   limiter?: TenantLimiter;
+  /** The ingester's logger; absent: silent. */
+  logger?: pino.Logger;
 }
 
 export async function harness(options: HarnessOptions = {}) {
@@ -105,7 +107,7 @@ export async function harness(options: HarnessOptions = {}) {
     },
     throttle: new AuthThrottle({ failures: options.failures ?? 1000, windowSeconds: 60, blockSeconds: 60 }),
     lifecycle,
-    logger: pino({ level: 'silent' }),
+    logger: options.logger ?? pino({ level: 'silent' }),
     mapped,
     ...(options.limiter ? { limiter: options.limiter } : {}),
   });

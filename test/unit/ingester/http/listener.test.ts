@@ -1,3 +1,5 @@
+import pino from 'pino';
+import type { TenantLimiter } from '../../../../ingester/limits/tenant-limiter.js';
 import { basic } from '../../../support/credentials.js';
 import { API_KEY, DEMO_AUTH, harness } from '../harness.js';
 
@@ -245,5 +247,33 @@ describe('POST /v1/integrations/metrics', () => {
   it('answers 405 for GET', async () => {
     const h = await harness();
     expect((await h.app.inject({ method: 'GET', url: '/v1/integrations/metrics' })).statusCode).toBe(405);
+  });
+});
+
+describe('an unexpected failure', () => {
+  it('answers 500 INTERNAL and logs the error once with the request id; no logger is made per request', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = pino(
+      { level: 'info' },
+      { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) },
+    );
+    const limiter = {
+      refusalFor: () => undefined,
+      admitRequest: () => undefined,
+      take: () => {
+        throw new TypeError('a bug');
+      },
+      sync: () => {},
+    } as unknown as TenantLimiter;
+    const h = await harness({ logger, limiter });
+    let requestLogger: unknown;
+    h.app.addHook('onRequest', (req, _reply, done) => ((requestLogger = req.log), done()));
+    const res = await h.postEvents({ source: 'web-01', severity: 'critical', class: 'cpu', type: 'high' });
+    expect(res.statusCode).toBe(500);
+    expect(res.json()).toMatchObject({ success: false, code: 'INTERNAL' });
+    expect(requestLogger).toBe(h.app.log);
+    const failed = lines.filter((l) => l.msg === 'request failed');
+    expect(failed).toHaveLength(1);
+    expect(failed[0]).toMatchObject({ level: 50, reqId: expect.any(String), err: { message: 'a bug' } });
   });
 });
