@@ -21,7 +21,13 @@
  *
  * Authentication (2) runs before any byte of the body is read (3, 4), so unauthenticated senders cost little.
  */
-import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyRequest,
+  type FastifyBodyParser,
+} from 'fastify';
 import type { Server } from 'node:http';
 import { Authenticator } from '../auth/authenticator.js';
 import { SeenMessages } from '../auth/seen-messages.js';
@@ -128,13 +134,18 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
   app.decorateRequest('refusal', null);
   app.removeAllContentTypeParsers();
   // Bytes only: the handler checks a signature over them before it parses them (body.ts parseRequestBody).
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, (req, body, done) => {
+  const readBody: FastifyBodyParser<Buffer> = (req, body, done) => {
     try {
       done(null, decodeContentEncoding(req.headers['content-encoding'], body as Buffer, o.limits.bodyBytes));
     } catch (err) {
       done(err as Error, undefined);
     }
-  });
+  };
+  // The same parser under the JSON type too: fastify caches the parser it found for a
+  // Content-Type only when it was registered under a type, never the catch-all, so with '*' alone
+  // it parsed every request's header again (about 3 µs per request in the profile).
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, readBody);
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, readBody);
 
   const trustsProxy = o.trustProxy !== undefined && o.trustProxy !== false;
   // Callback-style hooks: the hot path allocates no promise for them.
