@@ -14,15 +14,16 @@
  * on `<prefix>-multi.>` (messages of several). Ingesters of the release that published one
  * message per event know only the first and read each of its messages as one event; in a rolling
  * update they share it with newer ones, which read both. So every message reaches one replica
- * that can read it, with no migration step. The second consumer starts where the destination's
- * first one started (its creation time, at the latest this process's start), so a message of
- * several events published by a newer replica before that consumer existed is not skipped. The
+ * that can read it, with no migration step. The second consumer, when created, starts at the
+ * earlier of the first one's creation time and this process's start, so a message of several
+ * events published by a newer replica before that consumer existed is not skipped. The
  * spaces are disjoint, so a stream sequence belongs to one consumer: dead-letter ids and the
  * DoneEvents memory stay keyed by it.
  *
  * Which events a consumer delivers: those whose integration names the destination (or, naming
  * none, when it is a default), looked up in the routing table at delivery time by the subject
- * (`<prefix>.<namespace>.<integration>`), so an event is not parsed to be routed; the rest are
+ * (`<prefix>.<namespace>.<integration>` or `<prefix>-multi.<namespace>.<integration>`), so an
+ * event is not parsed to be routed; the rest are
  * acknowledged and skipped. A replayed dead letter is published on
  * `<prefix>.<namespace>.<integration>.<destination>` and goes to that destination only. (Earlier
  * versions marked a replay with the header `Intake-Destination` on the event's own subject; such a
