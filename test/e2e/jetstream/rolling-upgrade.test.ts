@@ -155,13 +155,21 @@ it('never hands an ingester of the per-event release a message of several events
   ]);
   const multi = await jsm.consumers.info('INTAKE_EVENTS', 'intake-tickets_multi');
   expect(multi.config.filter_subject).toBe('intake.events-multi.>');
-  expect(multi.num_pending + multi.num_ack_pending).toBe(0);
+  await waitFor(
+    'the second consumer settled',
+    async () => {
+      const info = await jsm.consumers.info('INTAKE_EVENTS', 'intake-tickets_multi');
+      return info.num_pending + info.num_ack_pending === 0;
+    },
+    10_000,
+    100,
+  );
   expect(await metricValue(ing.adminUrl, 'intake_destination_delivered_total{destination="tickets"}')).toBe(
     receivedSources(receiver).length,
   );
 }, 90_000);
 
-it('delivers what waited on the per-event release consumer, and messages of several events published before their consumer existed', async () => {
+it('delivers what waited on the per-event release consumer, and messages of several events published before their consumer existed; the lag counts both consumers', async () => {
   const { nats, receiver, nc } = await setUp();
   await oldRelease(nc);
   const js = jetstream(nc);
@@ -188,7 +196,18 @@ it('delivers what waited on the per-event release consumer, and messages of seve
     { msgID: 'm-early' },
   );
 
+  // Slow answers: what waited is still unacknowledged when the lag is first measured (at attach).
+  receiver.delayMs = 1500;
   const ing = await startNew(nats, receiver);
+  // Five messages on the first consumer and one on the second: the gauge sums both.
+  await waitFor(
+    'the lag of both consumers',
+    async () => (await metricValue(ing.adminUrl, 'intake_destination_lag{destination="tickets"}')) !== undefined,
+    5000,
+    20,
+  );
+  expect(await metricValue(ing.adminUrl, 'intake_destination_lag{destination="tickets"}')).toBe(6);
+  receiver.delayMs = 0;
   await send(ing, [
     { source: 'new-0', severity: 3 },
     { source: 'new-1', severity: 3 },
@@ -206,8 +225,17 @@ it('delivers what waited on the per-event release consumer, and messages of seve
   await waitFor('all delivered', async () => expected.every((s) => receivedSources(receiver).includes(s)), 30_000, 50);
   await new Promise((r) => setTimeout(r, 300));
   expect(receivedSources(receiver).sort()).toEqual(expected.sort());
-  for (const name of ['intake-tickets', 'intake-tickets_multi']) {
-    const info = await jsm.consumers.info('INTAKE_EVENTS', name);
-    expect(info.num_pending + info.num_ack_pending).toBe(0);
-  }
+  // Acknowledged once the receiver answered (it records a request before its slow answer).
+  await waitFor(
+    'both consumers settled',
+    async () => {
+      for (const name of ['intake-tickets', 'intake-tickets_multi']) {
+        const info = await jsm.consumers.info('INTAKE_EVENTS', name);
+        if (info.num_pending + info.num_ack_pending !== 0) return false;
+      }
+      return true;
+    },
+    10_000,
+    100,
+  );
 }, 60_000);
