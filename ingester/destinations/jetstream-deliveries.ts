@@ -1,5 +1,5 @@
 /**
- * Delivery from the bus: one durable pull consumer per destination on the events stream, so N
+ * Delivery from the bus: durable pull consumers per destination on the events stream, so N
  * ingester replicas share the work and each message is delivered by one of them. A message holds
  * a request's events (sinks/bus-messages.ts), each delivered and settled on its own, and the
  * message is settled once all of them are (message-settlement.ts). Explicit acks: a message is
@@ -9,9 +9,21 @@
  * replica that dies mid-delivery leaves its messages unacknowledged; the server hands them to
  * another replica after ack_wait.
  *
+ * Two consumers per destination, one per subject space of the stream (sinks/jetstream-stream.ts):
+ * `intake-<destination>` on `<prefix>.>` (messages of one event) and `intake-<destination>_multi`
+ * on `<prefix>-multi.>` (messages of several). Ingesters of the release that published one
+ * message per event know only the first and read each of its messages as one event; in a rolling
+ * update they share it with newer ones, which read both. So every message reaches one replica
+ * that can read it, with no migration step. The second consumer, when created, starts at the
+ * earlier of the first one's creation time and this process's start, so a message of several
+ * events published by a newer replica before that consumer existed is not skipped. The
+ * spaces are disjoint, so a stream sequence belongs to one consumer: dead-letter ids and the
+ * DoneEvents memory stay keyed by it.
+ *
  * Which events a consumer delivers: those whose integration names the destination (or, naming
  * none, when it is a default), looked up in the routing table at delivery time by the subject
- * (`<prefix>.<namespace>.<integration>`), so an event is not parsed to be routed; the rest are
+ * (`<prefix>.<namespace>.<integration>` or `<prefix>-multi.<namespace>.<integration>`), so an
+ * event is not parsed to be routed; the rest are
  * acknowledged and skipped. A replayed dead letter is published on
  * `<prefix>.<namespace>.<integration>.<destination>` and goes to that destination only. (Earlier
  * versions marked a replay with the header `Intake-Destination` on the event's own subject; such a
@@ -24,6 +36,7 @@ import {
   jetstream,
   jetstreamManager,
   StorageType,
+  type ConsumerInfo,
   type JetStreamClient,
   type JetStreamManager,
   type JsMsg,
@@ -35,7 +48,7 @@ import { parseStored, type Routing } from './destination.js';
 import type { NormalisedEvent } from '../core/event.js';
 import type { JetStreamSettings } from '../sinks/handoff-config.js';
 import { eventsOf } from '../sinks/bus-messages.js';
-import { eventSubject, readEventSubject, subjectsOf } from '../sinks/jetstream-stream.js';
+import { eventSubject, eventSubjectPrefixes, readEventSubject, subjectsOf } from '../sinks/jetstream-stream.js';
 import { PubAckPublisher } from '../sinks/pub-acks.js';
 import { oneLine } from '../dead-letters/bus-store.js';
 import { LetterTooLarge, type DeadLetterStore, type DeliveryDeadLetter } from '../dead-letters/model.js';
@@ -62,7 +75,7 @@ export class JetStreamDeliveries {
   private readonly stops = new Map<string, () => void>();
   private readonly loops = new Set<Promise<void>>();
   private lagTimer?: NodeJS.Timeout;
-  /** Per destination: which events of a nak'ed message this replica already settled. */
+  /** Per destination (both its consumers): which events of a nak'ed message this replica already settled. */
   private readonly done: ReadonlyMap<string, DoneEvents>;
   private closing = false;
   private readonly logger: Logger;
@@ -78,8 +91,8 @@ export class JetStreamDeliveries {
     logger: Logger,
   ) {
     this.logger = logger;
-    // As many messages as the consumer may have unacknowledged.
-    this.done = new Map(destinations.map((d) => [d.settings.name, new DoneEvents(maxAckPending(d.settings))]));
+    // As many messages as its two consumers may have unacknowledged.
+    this.done = new Map(destinations.map((d) => [d.settings.name, new DoneEvents(2 * maxAckPending(d.settings))]));
   }
 
   /** The bus is up on `nc` (a first connect or a new connection): (re)attach every consumer to it. */
@@ -118,7 +131,7 @@ export class JetStreamDeliveries {
         }
         this.jsm = jsm;
         this.js = js;
-        for (const d of this.destinations) this.startConsuming(js, d);
+        for (const d of this.destinations) for (const c of this.consumersOf(d)) this.startConsuming(js, d, c);
         this.startLag();
         this.logger.info({ destinations: this.destinations.map((d) => d.settings.name) }, 'delivering from the bus');
         return;
@@ -132,15 +145,44 @@ export class JetStreamDeliveries {
     }
   }
 
+  /** The destination's consumers: messages of one event, then messages of several. */
+  private consumersOf(d: QueuedDestination): DestinationConsumer[] {
+    const [single, multi] = eventSubjectPrefixes(this.settings.subjectPrefix);
+    return [
+      { name: consumerName(d.settings.name), subjectPrefix: single },
+      { name: multiEventConsumerName(d.settings.name), subjectPrefix: multi },
+    ];
+  }
+
   private async ensureConsumer(jsm: JetStreamManager, d: QueuedDestination): Promise<void> {
+    const [single, multi] = this.consumersOf(d) as [DestinationConsumer, DestinationConsumer];
+    // A new destination starts with the events that arrived since this process started (so none
+    // accepted while the consumer was being created is missed), not the stream's history.
+    await this.ensureOneConsumer(jsm, d, single, this.startedAt);
+    // The second starts where the first did: for a destination that existed before this release,
+    // every message of several events (only newer replicas publish them, on this space alone), even
+    // one published before this consumer existed; for a new destination, this process's start.
+    const created = (await jsm.consumers.info(this.settings.stream, single.name)).created;
+    await this.ensureOneConsumer(
+      jsm,
+      d,
+      multi,
+      Date.parse(created) < Date.parse(this.startedAt) ? created : this.startedAt,
+    );
+  }
+
+  private async ensureOneConsumer(
+    jsm: JetStreamManager,
+    d: QueuedDestination,
+    c: DestinationConsumer,
+    startTime: string,
+  ): Promise<void> {
     const config = {
-      durable_name: consumerName(d.settings.name),
+      durable_name: c.name,
       ack_policy: AckPolicy.Explicit,
-      // A new destination starts with the events that arrived since this process started (so none
-      // accepted while the consumer was being created is missed), not the stream's history.
       deliver_policy: DeliverPolicy.StartTime,
-      opt_start_time: this.startedAt,
-      filter_subject: subjectsOf(this.settings.subjectPrefix),
+      opt_start_time: startTime,
+      filter_subject: subjectsOf(c.subjectPrefix),
       ack_wait: nanos(claimTimeoutMs(d.settings)),
       // The attempt limit is intake's (then the dead letter), not the server's (which drops silently).
       max_deliver: -1,
@@ -157,24 +199,24 @@ export class JetStreamDeliveries {
     }
   }
 
-  private startConsuming(js: JetStreamClient, d: QueuedDestination): void {
+  private startConsuming(js: JetStreamClient, d: QueuedDestination, c: DestinationConsumer): void {
     let stopped = false;
     let stopMessages: (() => void) | undefined;
-    this.stops.set(d.settings.name, () => {
+    this.stops.set(c.name, () => {
       stopped = true;
       stopMessages?.();
     });
     const loop = (async () => {
       while (!stopped && !this.closing) {
         try {
-          const consumer = await js.consumers.get(this.settings.stream, consumerName(d.settings.name));
+          const consumer = await js.consumers.get(this.settings.stream, c.name);
           // Bounded in bytes, not messages: a message holds a request's events (up to the
           // server's max_payload), so a count of messages would not bound memory.
           const messages = await consumer.consume({ max_bytes: prefetchBytes(this.nc?.info?.max_payload) });
           stopMessages = () => void messages.stop();
           if (stopped) messages.stop();
           for await (const m of messages) {
-            const deliveries = this.deliveriesOf(m, d);
+            const deliveries = this.deliveriesOf(m, d, c);
             if (deliveries.length === 0) continue;
             await d.dispatcher.waitForRoom(deliveries.length);
             for (const delivery of deliveries) d.dispatcher.submit(delivery);
@@ -182,7 +224,7 @@ export class JetStreamDeliveries {
         } catch (err) {
           if (stopped || this.closing) return;
           this.logger.warn(
-            { destination: d.settings.name, err: { message: (err as Error).message } },
+            { destination: d.settings.name, consumer: c.name, err: { message: (err as Error).message } },
             'consumer interrupted; resuming',
           );
           await sleep(RETRY_ATTACH_MS);
@@ -193,10 +235,10 @@ export class JetStreamDeliveries {
   }
 
   /** The message's events this destination still has to deliver (none: the message is settled already). */
-  private deliveriesOf(m: JsMsg, d: QueuedDestination): Delivery[] {
+  private deliveriesOf(m: JsMsg, d: QueuedDestination, c: DestinationConsumer): Delivery[] {
     const name = d.settings.name;
     const pieces = eventsOf(m.data);
-    let where = readEventSubject(this.settings.subjectPrefix, m.subject);
+    let where = readEventSubject(c.subjectPrefix, m.subject);
     if (!where) {
       // Not a subject intake makes (an old replay subject): the event says where it belongs.
       try {
@@ -304,10 +346,16 @@ export class JetStreamDeliveries {
       const jsm = this.jsm;
       if (!jsm) return;
       for (const d of this.destinations) {
-        const info = await jsm.consumers
-          .info(this.settings.stream, consumerName(d.settings.name))
-          .catch(() => undefined);
-        if (info) this.metrics.lag.set({ destination: d.settings.name }, info.num_pending + info.num_ack_pending);
+        const infos = await Promise.all(
+          this.consumersOf(d).map((c) => jsm.consumers.info(this.settings.stream, c.name).catch(() => undefined)),
+        );
+        // Both consumers or none: one alone would understate what is waiting.
+        if (infos.some((i) => i === undefined)) continue;
+        const lag = infos.reduce(
+          (n, i) => n + (i as ConsumerInfo).num_pending + (i as ConsumerInfo).num_ack_pending,
+          0,
+        );
+        this.metrics.lag.set({ destination: d.settings.name }, lag);
       }
     };
     void measure();
@@ -325,7 +373,21 @@ export class JetStreamDeliveries {
   }
 }
 
+/** A destination's consumer of messages of one event (`<prefix>.>`), the name every release used. */
 export const consumerName = (destination: string): string => `intake-${destination}`;
+
+/**
+ * Its consumer of messages of several events (`<prefix>-multi.>`). `_` is not allowed in a
+ * destination name, so this never names another destination's first consumer (`-multi` would:
+ * a destination called `x-multi`).
+ */
+export const multiEventConsumerName = (destination: string): string => `${consumerName(destination)}_multi`;
+
+/** One of a destination's consumers: its durable name and the subject prefix it filters on. */
+interface DestinationConsumer {
+  name: string;
+  subjectPrefix: string;
+}
 
 /** Messages a destination's consumer may hold unacknowledged. */
 const maxAckPending = (d: DestinationSettings): number => Math.max(1000, d.delivery.maxInFlight * 4);

@@ -15,10 +15,14 @@
  *   once.
  * - A message never exceeds the server's max_payload: a request's events are cut into as many
  *   messages as that takes.
+ * - Its subject: `<prefix>.<namespace>.<integration>` for one event, as earlier versions published
+ *   every event; `<prefix>-multi.<namespace>.<integration>` for several (jetstream-stream.ts:
+ *   multiEventSubjectPrefix), where the consumers of ingesters that read every message as one
+ *   event, running beside newer ones in a rolling update, never look.
  */
 import { hash } from 'node:crypto';
 import type { NormalisedEvent } from '../core/event.js';
-import { eventSubject } from './jetstream-stream.js';
+import { eventSubject, multiEventSubjectPrefix } from './jetstream-stream.js';
 
 /** Events of one namespace and integration packed together: a bus message, an outbox row. */
 export interface EventPack {
@@ -39,7 +43,8 @@ const NEWLINE = 0x0a;
 
 /** The request's events as bus messages of at most maxBytes each (an event larger than that goes alone). */
 export function busMessages(prefix: string, events: readonly NormalisedEvent[], maxBytes: number): BusMessage[] {
-  return packEvents(events, maxBytes).map((p) => ({ ...p, subject: eventSubject(prefix, p) }));
+  const multi = multiEventSubjectPrefix(prefix);
+  return packEvents(events, maxBytes).map((p) => ({ ...p, subject: eventSubject(p.events === 1 ? prefix : multi, p) }));
 }
 
 /** Packs of at most maxBytes each, one namespace and integration per pack, repeated ids left out. */

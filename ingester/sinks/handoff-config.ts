@@ -57,6 +57,16 @@ export interface SpoolSettings {
   replayBackoffMaxMs: number;
 }
 
+/**
+ * Where messages of several events go: `<prefix>-multi.<namespace>.<integration>`, a subject space
+ * of its own. Ingesters up to the release that published one message per event read every
+ * message on `<prefix>.>` as one event's JSON, and they share each destination's consumer on
+ * that filter with newer ones during a rolling update: a message of several events there would
+ * be unreadable to them (dropped as such). So only single-event messages (which every release
+ * reads alike) stay on `<prefix>.>`; the rest go where no such consumer looks.
+ */
+export const multiEventSubjectPrefix = (prefix: string): string => `${prefix}-multi`;
+
 /** JetStream's duplicate window must cover the sender's retries and the time in the spool. */
 export const MIN_DUPLICATE_WINDOW_SECONDS = 900;
 
@@ -187,17 +197,24 @@ export function resolveJetStream(f: JetStreamFile | undefined): JetStreamSetting
       `sinks.jetstream: deadLetterSubjectPrefix ${settings.deadLetterSubjectPrefix} and subjectPrefix ${settings.subjectPrefix} must not contain one another (two streams cannot share subjects)`,
     );
   }
+  const multi = multiEventSubjectPrefix(settings.subjectPrefix);
+  if (subjectsOverlap(settings.deadLetterSubjectPrefix, multi)) {
+    throw new ConfigError(
+      `sinks.jetstream: deadLetterSubjectPrefix ${settings.deadLetterSubjectPrefix} and ${multi} (where subjectPrefix ${settings.subjectPrefix} puts messages of several events) must not contain one another (two streams cannot share subjects)`,
+    );
+  }
   return settings;
+}
+
+/** Whether the subject spaces `a.>` and `b.>` share a subject (one prefix equals or contains the other). */
+export function subjectsOverlap(a: string, b: string): boolean {
+  return a === b || a.startsWith(`${b}.`) || b.startsWith(`${a}.`);
 }
 
 /**
  * With the bus, the spool holds what the bus could not take yet. Without it, the spool is the
  * queue destinations are delivered from, so destinations without the bus need it.
  */
-function subjectsOverlap(a: string, b: string): boolean {
-  return a === b || a.startsWith(`${b}.`) || b.startsWith(`${a}.`);
-}
-
 export function resolveSpool(
   f: (Partial<SpoolSettings> & { path: string }) | undefined,
   jetstream: JetStreamSettings | undefined,

@@ -11,15 +11,25 @@ import {
   type StreamConfig,
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
-import { MIN_DUPLICATE_WINDOW_SECONDS, type JetStreamSettings } from './handoff-config.js';
+import { MIN_DUPLICATE_WINDOW_SECONDS, multiEventSubjectPrefix, type JetStreamSettings } from './handoff-config.js';
 
-/** The wildcard every event subject `<prefix>.<namespace>.<integration>` falls under. */
+export { multiEventSubjectPrefix };
+
+/** The wildcard every subject `<prefix>.<namespace>.<integration>` (and replay subject) falls under. */
 export const subjectsOf = (prefix: string): string => `${prefix}.>`;
 
+/** The subject prefixes of the events stream: single events, then messages of several. */
+export const eventSubjectPrefixes = (prefix: string): [string, string] => [prefix, multiEventSubjectPrefix(prefix)];
+
+/** The stream's subjects: every subject intake publishes events on falls under one of them. */
+export const eventStreamSubjects = (prefix: string): string[] => eventSubjectPrefixes(prefix).map(subjectsOf);
+
 /**
- * Where an event on the stream belongs, as its subject says: `<prefix>.<namespace>.<integration>`,
- * or for a replayed dead letter `<prefix>.<namespace>.<integration>.<destination>` (delivered to
- * that destination only). Deliveries route by the subject, so they need not parse the event.
+ * Where an event on the stream belongs, as its subject says: `<prefix>.<namespace>.<integration>`
+ * (a message of several events: the same under multiEventSubjectPrefix(prefix)), or for a
+ * replayed dead letter, always one event, `<prefix>.<namespace>.<integration>.<destination>`
+ * (delivered to that destination only). Deliveries route by the subject, so they need not parse
+ * the event.
  */
 export interface EventSubject {
   namespace: string;
@@ -61,7 +71,7 @@ export function wantedStream(s: JetStreamSettings): Partial<StreamConfig> & { na
   const c = s.streamConfig;
   return {
     name: s.stream,
-    subjects: [subjectsOf(s.subjectPrefix)],
+    subjects: eventStreamSubjects(s.subjectPrefix),
     retention: RetentionPolicy.Limits,
     storage: c.storage === 'memory' ? StorageType.Memory : StorageType.File,
     // A full stream must refuse publishes (then the spool or a 503 tells the sender), never drop
@@ -81,11 +91,14 @@ export function streamProblems(
   subjectPrefix: string,
 ): string[] {
   const problems: string[] = [];
-  const needed = subjectsOf(subjectPrefix);
   const subjects = config.subjects ?? [];
-  if (!subjects.some((s) => subjectCovers(s, needed))) {
+  const missing = eventStreamSubjects(subjectPrefix).filter(
+    (needed) => !subjects.some((s) => subjectCovers(s, needed)),
+  );
+  if (missing.length > 0) {
+    const multi = multiEventSubjectPrefix(subjectPrefix);
     problems.push(
-      `its subjects ${JSON.stringify(subjects)} do not cover ${needed} (events are published to ${subjectPrefix}.<namespace>.<integration>)`,
+      `its subjects ${JSON.stringify(subjects)} do not cover ${missing.join(' and ')} (single events are published to ${subjectPrefix}.<namespace>.<integration>, messages of several events to ${multi}.<namespace>.<integration>)`,
     );
   }
   if (config.discard !== DiscardPolicy.New) {
@@ -113,6 +126,15 @@ export function subjectCovers(pattern: string, wanted: string): boolean {
     if (pt !== '*' && pt !== w[i]) return false;
   }
   return p.length === w.length;
+}
+
+/**
+ * An existing stream's subjects with those intake publishes on added where none covers them yet
+ * (adding a subject an existing one already covers makes the server refuse the update).
+ */
+export function mergedSubjects(existing: readonly string[], subjectPrefix: string): string[] {
+  const added = eventStreamSubjects(subjectPrefix).filter((needed) => !existing.some((s) => subjectCovers(s, needed)));
+  return [...existing, ...added];
 }
 
 /** The limits intake manages on a stream it owns (createStream: true): how far they differ from streamConfig. */
@@ -149,7 +171,7 @@ export async function ensureStream(jsm: JetStreamManager, s: JetStreamSettings):
       if (problems.length === 0 && changes.length === 0) return [];
       const merged = {
         ...info.config,
-        subjects: [...new Set([...(info.config.subjects ?? []), subjectsOf(s.subjectPrefix)])],
+        subjects: mergedSubjects(info.config.subjects ?? [], s.subjectPrefix),
         discard: DiscardPolicy.New,
         duplicate_window: Math.max(info.config.duplicate_window ?? 0, wanted.duplicate_window as number),
         max_age: wanted.max_age as number,

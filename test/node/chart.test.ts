@@ -257,11 +257,12 @@ spec:
       body: { response: { processed: 2, cached: 0, received: 2 }, success: true, message: 'Processed 2 event(s)' },
     });
 
-    const subject = `${tag}.events.${tenant}.am-mapped`;
+    // A notification's events are one message: of two events on <prefix>-multi.>, of one (the clear below) on <prefix>.>.
+    const subjects = [`${tag}.events.${tenant}.am-mapped`, `${tag}.events-multi.${tenant}.am-mapped`];
     const mapped = await waitFor(
       'two mapped events in the stream',
       async () => {
-        const found = (await readStream(natsUrl, stream)).filter((e) => e.subject === subject);
+        const found = (await readStream(natsUrl, stream)).filter((e) => subjects.includes(e.subject));
         return found.length >= 2 ? found : undefined;
       },
       30_000,
@@ -330,7 +331,8 @@ spec:
     expect((await send(notification([alert('web-1', 'critical', 'resolved', 'f00d0001')]))).status).toBe(200);
     const clear = await waitFor(
       'the clear in the stream',
-      async () => (await readStream(natsUrl, stream)).find((e) => e.subject === subject && e.event.severity === 0),
+      async () =>
+        (await readStream(natsUrl, stream)).find((e) => subjects.includes(e.subject) && e.event.severity === 0),
       30_000,
       500,
     );
