@@ -2,7 +2,8 @@
  * Between a durable queue and a destination: takes the events the queue hands out, sends them in
  * batches (what arrives within one turn of the event loop, up to the destination's batch size),
  * sends at most maxInFlight events at a time (a queue hands out a message's events together, which
- * may be more: the rest wait here), and settles each event with the queue: acknowledged
+ * may be more: the rest wait here), holds at most maxInFlightBytes of them (plus one message's),
+ * and settles each event with the queue: acknowledged
  * when delivered; retried after exponential backoff with full jitter (or the receiver's
  * Retry-After); dead-lettered with the reason when the receiver refused it or the attempts ran out.
  * Nothing is settled before the destination answered, so a crash means a redelivery, not a loss.
@@ -28,6 +29,8 @@ export class Dispatcher {
   private scheduled = false;
   /** Submitted and not yet settled. */
   private inFlight = 0;
+  /** Their stored JSON's length: what they hold in memory, bounded by maxInFlightBytes. */
+  private inFlightBytes = 0;
   /** Handed to the destination and not yet answered (at most maxInFlight). */
   private sending = 0;
   private waiters: Array<() => void> = [];
@@ -43,14 +46,22 @@ export class Dispatcher {
     this.logs = new LogLimiter(logger);
   }
 
-  /** How many more events may be submitted now. */
+  /** How many more events may be submitted now (none while their bytes are at maxInFlightBytes). */
   free(): number {
+    if (this.inFlightBytes >= this.options.maxInFlightBytes) return 0;
     return Math.max(0, this.options.maxInFlight - this.inFlight);
+  }
+
+  /** How many more bytes of events may be submitted now. */
+  freeBytes(): number {
+    return Math.max(0, this.options.maxInFlightBytes - this.inFlightBytes);
   }
 
   /**
    * Resolves once `events` may be submitted (a message's events go together): when that many are
-   * free, or for more than maxInFlight, when nothing is in flight.
+   * free, or for more than maxInFlight, when nothing is in flight. Bytes are checked before, not
+   * after: the events of one message (at most the bus's max_payload or an outbox row) may pass
+   * maxInFlightBytes, and nothing more is taken until they are settled.
    */
   async waitForRoom(events = 1): Promise<void> {
     const wanted = Math.min(Math.max(1, events), this.options.maxInFlight);
@@ -59,6 +70,7 @@ export class Dispatcher {
 
   submit(d: Delivery): void {
     this.inFlight++;
+    this.inFlightBytes += d.json.length;
     this.batch.push(d);
     if (this.batch.length >= this.destination.maxBatch) this.flush();
     else if (!this.scheduled) {
@@ -82,6 +94,7 @@ export class Dispatcher {
         this.running.delete(run);
         this.sending -= batch.length;
         this.inFlight -= batch.length;
+        for (const d of batch) this.inFlightBytes -= d.json.length;
         if (this.batch.length > 0) this.flush();
         for (const w of this.waiters.splice(0)) w();
       });

@@ -91,8 +91,7 @@ export class OutboxLeaseLoops {
     await d.dispatcher.waitForRoom();
     if (this.closed) return;
     const now = Date.now();
-    const free = d.dispatcher.free();
-    const rows = this.leaseDue(d, now, free);
+    const rows = this.leaseDue(d, now, d.dispatcher.free(), d.dispatcher.freeBytes());
     if (rows.length === 0) {
       // Sleep until the next retry is due (an append wakes the loop earlier).
       const next = this.table.nextDue(d.name);
@@ -103,15 +102,21 @@ export class OutboxLeaseLoops {
   }
 
   /**
-   * Leases due rows until their events fill `free` (at least one row). A row holds a request's
-   * events, so rows are read a few at a time, as many as the events per row seen so far say are
-   * needed, instead of reading `free` rows of which most would go back.
+   * Leases due rows until their events fill `free` or their bytes `freeBytes` (at least one row).
+   * A row holds a request's events, so rows are read a few at a time, as many as the events per row
+   * seen so far say are needed, instead of reading `free` rows of which most would go back.
    */
-  private leaseDue(d: OutboxDestination, now: number, free: number): Array<{ row: OutboxRow; events: string[] }> {
+  private leaseDue(
+    d: OutboxDestination,
+    now: number,
+    free: number,
+    freeBytes: number,
+  ): Array<{ row: OutboxRow; events: string[] }> {
     const rows: Array<{ row: OutboxRow; events: string[] }> = [];
     let events = 0;
+    let bytes = 0;
     this.table.relaxedTransaction(() => {
-      while (events < free) {
+      while (events < free && bytes < freeBytes) {
         const perRow = rows.length === 0 ? 1 : events / rows.length;
         const want = Math.max(1, Math.min(MAX_ROWS_PER_READ, Math.ceil((free - events) / perRow)));
         const due = this.table.due(d.name, now, want);
@@ -120,6 +125,8 @@ export class OutboxLeaseLoops {
           const pieces = eventTextsOf(row.payload);
           rows.push({ row, events: pieces });
           events += pieces.length;
+          bytes += row.payload.length;
+          if (bytes >= freeBytes) break;
         }
         if (due.length < want) break;
       }

@@ -27,6 +27,8 @@ export interface DeliverySettings {
   backoffMaxMs: number;
   /** Events this process delivers to the destination at once. */
   maxInFlight: number;
+  /** Bytes of those events (their stored JSON) held at once; one message's events may pass it. */
+  maxInFlightBytes: number;
 }
 
 export interface AlertmanagerSettings extends ClientAuth {
@@ -71,8 +73,16 @@ export const DEFAULT_DELIVERY: DeliverySettings = {
   backoffMinMs: 1000,
   backoffMaxMs: 300_000,
   maxInFlight: 256,
+  maxInFlightBytes: 16 * 1024 * 1024,
 };
 const ALERTMANAGER_MAX_IN_FLIGHT = 1024;
+/**
+ * An HTTP destination that batches keeps eight requests in flight by default: with 256 events, a
+ * batchSize of 100 left two and a half, and delivery waited on the receiver's answers with the
+ * ingester idle a quarter of the time (docs/benchmarks.md). maxInFlightBytes still bounds memory.
+ */
+const BATCHES_IN_FLIGHT = 8;
+const MAX_IN_FLIGHT = 10_000;
 const DEFAULT_ALERTMANAGER = {
   resendInterval: '60s',
   resolvedRetention: '15m',
@@ -144,7 +154,8 @@ export const destinationsSchema = {
           maxAttempts: { type: 'integer', minimum: 1 },
           backoffMin: duration,
           backoffMax: duration,
-          maxInFlight: { type: 'integer', minimum: 1, maximum: 10000 },
+          maxInFlight: { type: 'integer', minimum: 1, maximum: MAX_IN_FLIGHT },
+          maxInFlightBytes: { type: 'integer', minimum: 65536 },
         },
       },
     },
@@ -170,7 +181,13 @@ export interface DestinationFile {
     maxAlerts?: number;
   };
   http?: AuthFile & { url: string; headers?: Record<string, string>; timeout?: string; batchSize?: number };
-  delivery?: { maxAttempts?: number; backoffMin?: string; backoffMax?: string; maxInFlight?: number };
+  delivery?: {
+    maxAttempts?: number;
+    backoffMin?: string;
+    backoffMax?: string;
+    maxInFlight?: number;
+    maxInFlightBytes?: number;
+  };
 }
 
 /** Headers intake sets itself; a destination may not override them. */
@@ -209,7 +226,8 @@ export function resolveDestinations(files: readonly DestinationFile[] | undefine
         d.backoffMax === undefined ? DEFAULT_DELIVERY.backoffMaxMs : ms(d.backoffMax, 'delivery.backoffMax'),
       // Alertmanager takes 256 alerts a post (MAX_ALERTS_PER_POST); four posts in flight keep its
       // answers from pacing delivery (the destination keeps each alert's posts in order).
-      maxInFlight: d.maxInFlight ?? (f.alertmanager ? ALERTMANAGER_MAX_IN_FLIGHT : DEFAULT_DELIVERY.maxInFlight),
+      maxInFlight: d.maxInFlight ?? defaultMaxInFlight(f),
+      maxInFlightBytes: d.maxInFlightBytes ?? DEFAULT_DELIVERY.maxInFlightBytes,
     };
     if (delivery.backoffMaxMs < delivery.backoffMinMs)
       throw new ConfigError(`${where}: delivery.backoffMax must be at least delivery.backoffMin`);
@@ -288,4 +306,11 @@ function checkUrl(value: string, where: string): string {
  */
 export function claimTimeoutMs(d: DestinationSettings): number {
   return Math.max(5000, 4 * (d.kind === 'alertmanager' ? d.alertmanager.timeoutMs : d.http.timeoutMs) + 1000);
+}
+
+/** Alertmanager: four posts of 256 alerts; HTTP: eight requests of batchSize events, at least 256. */
+function defaultMaxInFlight(f: DestinationFile): number {
+  if (f.alertmanager) return ALERTMANAGER_MAX_IN_FLIGHT;
+  const batchSize = f.http?.batchSize ?? DEFAULT_HTTP.batchSize;
+  return Math.min(MAX_IN_FLIGHT, Math.max(DEFAULT_DELIVERY.maxInFlight, BATCHES_IN_FLIGHT * batchSize));
 }

@@ -11,7 +11,7 @@ import { classify, type Outcome } from '../../../../ingester/outbound/outcome.js
 import { DestinationMetrics } from '../../../../ingester/destinations/metrics.js';
 import type { NormalisedEvent } from '../../../../ingester/core/event.js';
 
-const settings = { maxAttempts: 3, backoffMinMs: 100, backoffMaxMs: 1000, maxInFlight: 4 };
+const settings = { maxAttempts: 3, backoffMinMs: 100, backoffMaxMs: 1000, maxInFlight: 4, maxInFlightBytes: 1 << 20 };
 
 class FakeDestination implements Destination {
   readonly name = 'fake';
@@ -40,10 +40,17 @@ function delivery(id: string, attempt = 1): Delivery & { settled: string[] } {
   };
 }
 
-const make = (dest: Destination): { d: Dispatcher; metrics: DestinationMetrics; registry: Registry } => {
+const make = (
+  dest: Destination,
+  overrides: Partial<typeof settings> = {},
+): { d: Dispatcher; metrics: DestinationMetrics; registry: Registry } => {
   const registry = new Registry();
   const metrics = new DestinationMetrics(registry);
-  return { d: new Dispatcher(dest, settings, metrics, pino({ level: 'silent' })), metrics, registry };
+  return {
+    d: new Dispatcher(dest, { ...settings, ...overrides }, metrics, pino({ level: 'silent' })),
+    metrics,
+    registry,
+  };
 };
 
 describe('dispatcher', () => {
@@ -117,6 +124,27 @@ describe('dispatcher', () => {
     await slot;
     await d.idle();
     expect(d.free()).toBe(4);
+  });
+
+  it('takes no more events while those in flight hold maxInFlightBytes, and again once they are settled', async () => {
+    let release: () => void = () => {};
+    const gate = new Promise<void>((r) => (release = r));
+    const dest = new FakeDestination(1, async () => (await gate, { kind: 'delivered' }));
+    const one = delivery('a');
+    // Room for 4 events, but for the bytes of only one and a half of these.
+    const { d } = make(dest, { maxInFlightBytes: Math.floor(one.json.length * 1.5) });
+    d.submit(one);
+    expect([d.free(), d.freeBytes()]).toEqual([3, Math.floor(one.json.length * 1.5) - one.json.length]);
+    d.submit(delivery('b'));
+    expect([d.free(), d.freeBytes()]).toEqual([0, 0]);
+    let waited = false;
+    const room = d.waitForRoom().then(() => (waited = true));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(waited).toBe(false);
+    release();
+    await room;
+    await d.idle();
+    expect([d.free(), d.freeBytes()]).toEqual([4, Math.floor(one.json.length * 1.5)]);
   });
 
   it("sends at most maxInFlight at a time when a message's events arrive together, the rest as room frees", async () => {

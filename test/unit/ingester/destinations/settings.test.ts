@@ -37,8 +37,36 @@ describe('destination settings', () => {
       kind: 'http',
       default: false,
       http: { timeoutMs: 5000, batchSize: 100, headers: { 'X-Team': 'sre' } },
-      delivery: { maxAttempts: 10, backoffMinMs: 1000, backoffMaxMs: 300_000, maxInFlight: 256 },
+      // Eight requests of 100 events in flight; their bytes bounded.
+      delivery: { maxAttempts: 10, backoffMinMs: 1000, backoffMaxMs: 300_000, maxInFlight: 800 },
     });
+    expect(t?.delivery.maxInFlightBytes).toBe(16 * 1024 * 1024);
+  });
+
+  it('keeps eight requests in flight by default for a batching HTTP destination, at least 256 events, at most 10,000', () => {
+    const withBatch = (batchSize?: number, maxInFlight?: number) =>
+      resolveDestinations([
+        {
+          name: 'x',
+          http: { url: 'https://example.com/', ...(batchSize ? { batchSize } : {}) },
+          ...(maxInFlight ? { delivery: { maxInFlight } } : {}),
+        },
+      ])[0]?.delivery.maxInFlight;
+    expect([withBatch(), withBatch(1), withBatch(32), withBatch(100), withBatch(1000)]).toEqual([
+      256, 256, 256, 800, 8000,
+    ]);
+    expect(withBatch(100, 50)).toBe(50);
+  });
+
+  it('takes maxInFlightBytes, at least 64 KiB', () => {
+    const [t] = resolveDestinations([{ ...tickets, delivery: { maxInFlightBytes: 1 << 20 } }]);
+    expect(t?.delivery.maxInFlightBytes).toBe(1 << 20);
+    expect(() =>
+      resolveSettings(
+        { destinations: [{ ...tickets, delivery: { maxInFlightBytes: 100 } }], spool: { path: '/tmp/x' } },
+        {},
+      ),
+    ).toThrow(/maxInFlightBytes/);
   });
 
   it.each([
