@@ -6,7 +6,6 @@
  * (every ingester there runs in Kubernetes mode) and the chart tests (in-cluster).
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
@@ -15,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApiError, KubeApiClient } from '../../../kube/api-client.js';
 import { inClusterConnection, KubeConfigError, kubeconfigConnection } from '../../../kube/api-connection.js';
+import { selfSignedCertificate } from '../../support/certificates.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'intake-api-client-'));
 const CERT = join(dir, 'server.crt');
@@ -35,24 +35,7 @@ const emptyList = (_req: IncomingMessage, res: ServerResponse): void => {
 };
 
 beforeAll(async () => {
-  const key = join(dir, 'server.key');
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
-      '-keyout',
-      key,
-      '-out',
-      CERT,
-    ].concat(['-days', '1', '-subj', '/CN=api', '-addext', 'subjectAltName=IP:127.0.0.1']),
-    { stdio: 'ignore' },
-  );
+  const { key } = selfSignedCertificate(dir, 'server');
   server = createServer({ cert: readFileSync(CERT), key: readFileSync(key) }, (req, res) => {
     seen.push({ path: req.url ?? '', authorization: req.headers.authorization });
     answer(req, res);
@@ -112,22 +95,7 @@ describe('kubeconfig connections', () => {
   });
 
   it('refuses a server whose certificate the CA does not sign, unless TLS verification is off', async () => {
-    const otherCa = join(dir, 'other.crt');
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:P-256',
-        '-nodes',
-        '-keyout',
-        join(dir, 'other.key'),
-      ].concat(['-out', otherCa, '-days', '1', '-subj', '/CN=other']),
-      { stdio: 'ignore' },
-    );
+    const otherCa = selfSignedCertificate(dir, 'other', false).cert;
     const wrong = new KubeApiClient(
       kubeconfigConnection(kubeconfig(`    server: ${url}\n    certificate-authority: ${otherCa}`, '    token: x')),
     );

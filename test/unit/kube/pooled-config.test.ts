@@ -1,6 +1,5 @@
 /** The operator's API calls reuse their connections instead of a TLS handshake each (the ingester's: api-client.test.ts). */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -8,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { PooledKubeConfig } from '../../../kube/config.js';
+import { selfSignedCertificate } from '../../support/certificates.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'intake-kubeconfig-'));
 
@@ -20,24 +20,7 @@ interface TestServer {
 
 /** An HTTPS server on loopback with its own self-signed certificate, answering every call with an empty NamespaceList. */
 async function startServer(name: string): Promise<TestServer> {
-  const [cert, key] = [join(dir, `${name}.crt`), join(dir, `${name}.key`)];
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-    ].concat(['-days', '1', '-subj', `/CN=${name}`, '-addext', 'subjectAltName=IP:127.0.0.1']),
-    { stdio: 'ignore' },
-  );
+  const { cert, key } = selfSignedCertificate(dir, name);
   const server = createServer({ cert: readFileSync(cert), key: readFileSync(key) }, (_req, res) => {
     res.setHeader('content-type', 'application/json');
     res.end(JSON.stringify({ kind: 'NamespaceList', apiVersion: 'v1', metadata: {}, items: [] }));
