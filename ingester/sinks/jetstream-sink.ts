@@ -52,9 +52,8 @@ const DEFAULT_MAX_PAYLOAD = 1024 * 1024;
 /** Room left in a message for its headers and the protocol line. */
 const HEADER_ROOM = 1024;
 
-/** A message to publish (a bus message or a spooled one): what the spool keeps. */
-type Outgoing = SpoolRecord;
-const eventsIn = (o: Outgoing): number => o.events ?? 1;
+/** How many events a message to publish (a bus message or a spooled one) holds. */
+const eventsIn = (o: SpoolRecord): number => o.events ?? 1;
 
 export class JetStreamSink implements EventSink {
   readonly name = 'jetstream';
@@ -178,7 +177,7 @@ export class JetStreamSink implements EventSink {
    * One flag per message: acknowledged by the bus or not. Waits for room under maxInFlight
    * (counted in events) first.
    */
-  private async publishAll(outgoing: Outgoing[]): Promise<boolean[]> {
+  private async publishAll(outgoing: SpoolRecord[]): Promise<boolean[]> {
     const none = (): boolean[] => new Array<boolean>(outgoing.length).fill(false);
     const events = outgoing.reduce((n, o) => n + eventsIn(o), 0);
     if (!this.up) {
@@ -195,8 +194,8 @@ export class JetStreamSink implements EventSink {
       const acked: boolean[] = [];
       for (let from = 0; from < outgoing.length;) {
         let to = from + 1;
-        for (let n = eventsIn(outgoing[from] as Outgoing); to < outgoing.length; to++) {
-          n += eventsIn(outgoing[to] as Outgoing);
+        for (let n = eventsIn(outgoing[from] as SpoolRecord); to < outgoing.length; to++) {
+          n += eventsIn(outgoing[to] as SpoolRecord);
           if (n > slots) break;
         }
         for (const o of await this.publishBatch(outgoing.slice(from, to))) acked.push(o === 'acked');
@@ -209,7 +208,7 @@ export class JetStreamSink implements EventSink {
   }
 
   /** Publishes and waits up to timeoutMs for the PubAcks; a duplicate counts (the bus holds the message). */
-  private async publishBatch(outgoing: readonly Outgoing[]): Promise<PubOutcome[]> {
+  private async publishBatch(outgoing: readonly SpoolRecord[]): Promise<PubOutcome[]> {
     const publisher = this.publisher;
     if (!this.up || !publisher) return outgoing.map(() => 'timeout');
     const started = performance.now();
@@ -220,7 +219,7 @@ export class JetStreamSink implements EventSink {
     let refused = 0;
     let acked = 0;
     for (let i = 0; i < outcomes.length; i++) {
-      const n = eventsIn(outgoing[i] as Outgoing);
+      const n = eventsIn(outgoing[i] as SpoolRecord);
       const o = outcomes[i];
       if (o === 'timeout') timeouts += n;
       else if (o === 'refused') refused += n;

@@ -53,6 +53,23 @@ const make = (
   };
 };
 
+/** A destination that holds every answer until released, then delivers. */
+function heldDestination(): { dest: FakeDestination; release: () => void } {
+  let release: () => void = () => {};
+  const gate = new Promise<void>((r) => (release = r));
+  return { dest: new FakeDestination(1, async () => (await gate, { kind: 'delivered' })), release };
+}
+
+/** waitForRoom() stays pending while the destination holds its answers, and resolves once released. */
+async function expectRoomOnlyAfter(d: Dispatcher, release: () => void): Promise<void> {
+  let waited = false;
+  const room = d.waitForRoom().then(() => (waited = true));
+  await new Promise((r) => setTimeout(r, 20));
+  expect(waited).toBe(false);
+  release();
+  await room;
+}
+
 describe('dispatcher', () => {
   it('sends what arrives in one turn as batches of at most maxBatch, and acknowledges on delivery', async () => {
     const dest = new FakeDestination(2, async () => ({ kind: 'delivered' }));
@@ -110,26 +127,17 @@ describe('dispatcher', () => {
   });
 
   it('keeps at most maxInFlight events in flight', async () => {
-    let release: () => void = () => {};
-    const gate = new Promise<void>((r) => (release = r));
-    const dest = new FakeDestination(1, async () => (await gate, { kind: 'delivered' }));
+    const { dest, release } = heldDestination();
     const { d } = make(dest);
     for (const id of ['a', 'b', 'c', 'd']) d.submit(delivery(id));
     expect(d.free()).toBe(0);
-    let waited = false;
-    const slot = d.waitForRoom().then(() => (waited = true));
-    await new Promise((r) => setTimeout(r, 20));
-    expect(waited).toBe(false);
-    release();
-    await slot;
+    await expectRoomOnlyAfter(d, release);
     await d.idle();
     expect(d.free()).toBe(4);
   });
 
   it('takes no more events while those in flight hold maxInFlightBytes, and again once they are settled', async () => {
-    let release: () => void = () => {};
-    const gate = new Promise<void>((r) => (release = r));
-    const dest = new FakeDestination(1, async () => (await gate, { kind: 'delivered' }));
+    const { dest, release } = heldDestination();
     const one = delivery('a');
     // Room for 4 events, but for the bytes of only one and a half of these.
     const { d } = make(dest, { maxInFlightBytes: Math.floor(one.json.length * 1.5) });
@@ -137,12 +145,7 @@ describe('dispatcher', () => {
     expect([d.free(), d.freeBytes()]).toEqual([3, Math.floor(one.json.length * 1.5) - one.json.length]);
     d.submit(delivery('b'));
     expect([d.free(), d.freeBytes()]).toEqual([0, 0]);
-    let waited = false;
-    const room = d.waitForRoom().then(() => (waited = true));
-    await new Promise((r) => setTimeout(r, 20));
-    expect(waited).toBe(false);
-    release();
-    await room;
+    await expectRoomOnlyAfter(d, release);
     await d.idle();
     expect([d.free(), d.freeBytes()]).toEqual([4, Math.floor(one.json.length * 1.5)]);
   });
