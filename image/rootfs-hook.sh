@@ -20,6 +20,15 @@ for deb in "$root"/var/cache/apt/archives/*.deb; do
   done
 done
 
+# chrt from util-linux, alone: the mapping workers put their threads under SCHED_IDLE with it
+# (api/mapping/thread-priority.ts), so that a tenant's expression never delays the thread that
+# answers requests. It needs only libc; the rest of util-linux (and its libraries) stays out. The
+# .deb comes from the same mirror and release, through mmdebstrap's own apt configuration.
+debs="$(mktemp -d)"
+(cd "$debs" && APT_CONFIG="$MMDEBSTRAP_APT_CONFIG" apt-get download --quiet=2 -o APT::Sandbox::User=root util-linux)
+dpkg-deb --fsys-tarfile "$debs"/util-linux_*.deb | tar -x -C "$root" ./usr/bin/chrt
+rm -rf "$debs"
+
 # What update-ca-certificates would write (it is a shell script run by the postinst): every
 # certificate ca-certificates ships, concatenated in a fixed order. Node has its own copy of the
 # Mozilla store; the bundle serves --use-openssl-ca, NODE_EXTRA_CA_CERTS-style setups and the

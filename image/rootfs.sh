@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the images' base root filesystem as a tar with mmdebstrap: Debian bookworm's libc,
 # libgcc, libstdc++, ca-certificates and tzdata, extracted (no maintainer scripts, no dpkg, no apt,
-# no shell), plus /etc/passwd with the nonroot user 65532 (rootfs-hook.sh).
+# no shell), util-linux's chrt alone, and /etc/passwd with the nonroot user 65532 (rootfs-hook.sh).
 # Usage: rootfs.sh OUT.tar. Needs root (or user namespaces) and the Debian mirror.
 #
 # SOURCE_DATE_EPOCH (default: the last commit's time) makes mmdebstrap clamp every timestamp, so

@@ -22,7 +22,7 @@ import type { DeadLetterStore } from './dead-letters/model.js';
 import { setUpDeadLetters } from './dead-letters/setup.js';
 import { MappingMetrics } from './mapping/metrics.js';
 import { MappedWebhooks } from './mapping/mapped-webhooks.js';
-import { MappingWorkerPool } from '../api/mapping/worker-pool.js';
+import { MappingWorkerPool, logWorkerPriority } from '../api/mapping/worker-pool.js';
 import type { Route } from '../api/route.js';
 import { replayMapping } from './events/mapping-replay.js';
 import { LogSink } from './sinks/log-sink.js';
@@ -263,6 +263,7 @@ function setUpMappingAndLimits(
       mappingMetrics.workerRestarts.inc();
       logger.warn({ reason }, 'mapping worker terminated and replaced');
     },
+    onFirstWorker: logWorkerPriority(logger, 'mapping workers'),
   });
   const limiter = new TenantLimiter({
     defaults: settings.tenantLimits,

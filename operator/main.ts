@@ -8,7 +8,7 @@ import type { TenantLimitDefaults } from '../api/limits.js';
 import type { Listen } from '../common/config-files.js';
 import { loadKubeConfig } from '../kube/config.js';
 import { LeaderElector } from '../kube/leader.js';
-import { MappingWorkerPool } from '../api/mapping/worker-pool.js';
+import { MappingWorkerPool, logWorkerPriority } from '../api/mapping/worker-pool.js';
 import { Controller } from './controller.js';
 import { OperatorMetrics } from './metrics.js';
 import type { ActivitySettings } from './activity/sync.js';
@@ -51,6 +51,7 @@ export async function startOperator(
   const mappingWorkers = new MappingWorkerPool({
     size: 1,
     onWorkerLost: (reason) => logger.warn({ reason }, 'mapping test worker terminated and replaced'),
+    onFirstWorker: logWorkerPriority(logger, 'mapping test workers'),
   });
   const controller = new Controller({
     kubeConfig,

@@ -5,9 +5,19 @@
  * thread when an evaluation runs past its limit, or V8 does when it passes the heap cap; a new one
  * takes its place.
  */
-import { setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
-import { compileCached, evaluateHere, MappingError, threadCpuMicros, type MappingLimits } from './engine.js';
+import type { MappingLimits } from './engine.js';
+import { lowerThisThread, type ThreadPriority } from './thread-priority.js';
+
+/**
+ * Tenants' expressions give way to the thread that answers requests (thread-priority.ts), and so
+ * does this thread's start: the priority is lowered before the engine (JSONata and our code) is
+ * loaded and compiled, which a worker replacing a terminated one does again each time. Its CPU
+ * limit counts its own CPU time, so a slowed evaluation is not stopped early (the wall-clock
+ * backstop is 10x).
+ */
+const priority = lowerThisThread();
+const { compileCached, evaluateHere, MappingError, threadCpuMicros } = await import('./engine.js');
 
 /** One evaluation: the expression, its limits and the payload as UTF-8 JSON. */
 export interface WorkerTask {
@@ -34,21 +44,13 @@ export type WorkerReply =
 export interface WorkerReady {
   ready: true;
   threadCpuMs: number;
+  /** What lowering the thread got (the pool reports anything short of SCHED_IDLE once). */
+  priority: ThreadPriority;
 }
 
 const port = parentPort;
 if (!port) throw new Error('mapping-worker.js runs as a worker thread (worker-pool.ts starts it)');
 
-/**
- * Tenants' expressions give way to the thread that answers requests: at nice 19 this worker gets
- * about 1.5% of a core the main thread needs (nice 10, a tenth, still doubled another tenant's p99
- * latency in the noisy-neighbour benchmark), and all of one it does not. Its CPU limit counts
- * its own CPU time, so a slowed evaluation is not stopped early (the wall-clock backstop is 10x).
- * Linux only: there the nice value belongs to the calling thread; elsewhere it would lower the
- * whole process.
- */
-export const WORKER_NICE = 19;
-if (process.platform === 'linux') setPriority(WORKER_NICE);
 const utf8 = new TextDecoder('utf-8');
 const utf8Encoder = new TextEncoder();
 
@@ -58,7 +60,7 @@ port.on('message', (task: WorkerTask) => {
     else port.postMessage(reply);
   });
 });
-port.postMessage({ ready: true, threadCpuMs: threadCpuMicros() / 1000 } satisfies WorkerReady);
+port.postMessage({ ready: true, threadCpuMs: threadCpuMicros() / 1000, priority } satisfies WorkerReady);
 
 async function evaluate(task: WorkerTask): Promise<WorkerReply> {
   const started = threadCpuMicros();

@@ -18,8 +18,10 @@
  */
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
+import type { Logger } from 'pino';
 import { MappingBusy, MappingError, type ExpressionRunner, type MappingLimits, type MappingResult } from './engine.js';
 import type { WorkerReady, WorkerReply, WorkerTask } from './mapping-worker.js';
+import type { ThreadPriority } from './thread-priority.js';
 
 export interface WorkerPoolOptions {
   /** Worker threads at most (default: defaultWorkers()). */
@@ -38,6 +40,8 @@ export interface WorkerPoolOptions {
   workerUrl?: URL;
   /** Called when a worker had to be terminated or died (for logs and metrics). */
   onWorkerLost?: (reason: string) => void;
+  /** Called once, when the first worker is ready: the scheduling priority its thread got. */
+  onFirstWorker?: (priority: ThreadPriority) => void;
 }
 
 /** Sensible for small machines: one worker per core beyond the main thread's, at least 2, at most 4. */
@@ -87,6 +91,8 @@ export class MappingWorkerPool implements ExpressionRunner {
   private closed = false;
   /** Workers terminated or lost since start (a gauge of trouble: hostile expressions, heap caps). */
   restarts = 0;
+  /** What the first worker's thread got from thread-priority.ts (undefined until one is ready). */
+  priority?: ThreadPriority;
 
   constructor(private readonly o: WorkerPoolOptions = {}) {
     this.size = Math.max(1, o.size ?? defaultWorkers());
@@ -166,6 +172,10 @@ export class MappingWorkerPool implements ExpressionRunner {
       if ('ready' in m) {
         slot.ready = true;
         slot.baseCpuMs = m.threadCpuMs;
+        if (!this.priority) {
+          this.priority = m.priority;
+          this.o.onFirstWorker?.(m.priority);
+        }
         this.dispatch();
         return;
       }
@@ -302,3 +312,17 @@ export class MappingWorkerPool implements ExpressionRunner {
     else task.resolve(outcome);
   }
 }
+
+/** onFirstWorker for a component's logger: says once how tenants' expressions are scheduled. */
+export const logWorkerPriority =
+  (logger: Pick<Logger, 'info' | 'warn'>, what: string) =>
+  (p: ThreadPriority): void => {
+    if (p.policy === 'idle') logger.info(`${what} run under SCHED_IDLE: request threads preempt them at once`);
+    else
+      logger.warn(
+        { why: p.why },
+        p.policy === 'nice'
+          ? `${what} run at nice ${p.nice}, not SCHED_IDLE: a running evaluation can delay a request by a scheduler slice`
+          : `${what} run at the request threads' priority`,
+      );
+  };

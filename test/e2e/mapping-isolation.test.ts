@@ -8,8 +8,13 @@ import { jest } from '@jest/globals';
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import { postAlerts, startAlertmanager } from './support/alertmanager.js';
 import { tenantAuth, tenantRoute, post, startIngester, type RunningIngester } from './support/ingester.js';
+import { waitFor } from '../support/waiting.js';
+import { ROOT } from '../support/paths.js';
+import type { ThreadPriority } from '../../api/mapping/thread-priority.js';
 
 // A busy machine: worker start-up, hostile expressions running into their limits.
 jest.setTimeout(120_000);
@@ -213,12 +218,17 @@ function alertmanagerGroup(alerts: number): Record<string, unknown> {
   };
 }
 
-/** The nice value of a thread, from /proc/<pid>/task/<tid>/stat (field 19; the name may hold spaces). */
-const niceOf = (stat: string): number => Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+/** A thread's nice value and scheduling policy, from /proc/<pid>/task/<tid>/stat (fields 19 and 41; the name may hold spaces). */
+const scheduling = (stat: string): { nice: number; policy: number } => {
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { nice: Number(fields[19 - 3]), policy: Number(fields[41 - 3]) };
+};
+const SCHED_OTHER = 0;
+const SCHED_IDLE = 5;
 
 describe('the worker threads', () => {
   (process.platform === 'linux' ? it : it.skip)(
-    "run tenants' expressions at nice 19, so the thread that answers requests preempts them; that thread keeps the process's own",
+    "run tenants' expressions under SCHED_IDLE at nice 19, so the thread that answers requests preempts them at once; that thread keeps the process's own",
     async () => {
       expect(
         (await post(`${ing.url}/events/webhook_checker`, { host: 'db-1', level: 'WARNING' }, auth('checker'))).status,
@@ -226,12 +236,46 @@ describe('the worker threads', () => {
       const pid = ing.child.pid as number;
       const threads = readdirSync(`/proc/${pid}/task`).map((tid) => ({
         tid: Number(tid),
-        nice: niceOf(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')),
+        ...scheduling(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')),
       }));
-      expect(threads.find((t) => t.tid === pid)?.nice).toBe(niceOf(readFileSync('/proc/self/stat', 'utf8')));
-      expect(threads.filter((t) => t.nice === 19).length).toBeGreaterThanOrEqual(1);
+      const own = scheduling(readFileSync('/proc/self/stat', 'utf8'));
+      expect(threads.find((t) => t.tid === pid)).toMatchObject({ nice: own.nice, policy: SCHED_OTHER });
+      expect(threads.filter((t) => t.nice === 19 && t.policy === SCHED_IDLE).length).toBeGreaterThanOrEqual(1);
+      // Only the mapping workers are lowered: V8's and libuv's threads serve the request thread.
+      expect(threads.filter((t) => t.policy === SCHED_IDLE).length).toBe(threads.filter((t) => t.nice === 19).length);
+      await waitFor('the log line', async () => ing.stderr().includes('mapping workers run under SCHED_IDLE'));
     },
   );
+});
+
+/** lowerThisThread() (the built module) in a thread of its own, with `path` as its PATH. */
+async function lowerAThread(path: string): Promise<ThreadPriority> {
+  const module = pathToFileURL(join(ROOT, 'dist/api/mapping/thread-priority.js')).href;
+  const worker = new Worker(
+    `import(${JSON.stringify(module)}).then((m) => require('node:worker_threads').parentPort.postMessage(m.lowerThisThread()))`,
+    { eval: true, env: { ...process.env, PATH: path } },
+  );
+  try {
+    return await new Promise<ThreadPriority>((resolve, reject) => {
+      worker.once('message', resolve);
+      worker.once('error', reject);
+    });
+  } finally {
+    await worker.terminate();
+  }
+}
+
+describe('lowering a mapping thread', () => {
+  (process.platform === 'linux' ? it : it.skip)('gets SCHED_IDLE through chrt', async () => {
+    expect(await lowerAThread(process.env.PATH ?? '')).toMatchObject({ policy: 'idle' });
+  });
+  (process.platform === 'linux' ? it : it.skip)('without chrt, stays at nice 19 and says why', async () => {
+    expect(await lowerAThread('/nonexistent')).toMatchObject({
+      policy: 'nice',
+      nice: 19,
+      why: 'SCHED_IDLE not set (chrt not found)',
+    });
+  });
 });
 
 describe('an Alertmanager group of 1,001 alerts (defect 11)', () => {
