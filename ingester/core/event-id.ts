@@ -48,17 +48,85 @@ export function eventId(
   return hash('sha256', text, 'base64url');
 }
 
-/** JSON with object keys sorted at every level, so key order in the body does not change the id. */
+/**
+ * JSON with object keys sorted at every level, so key order in the body does not change the id.
+ *
+ * One native JSON.stringify does the writing (built by hand, the string cost about 10 µs for an
+ * Alertmanager alert's event, a tenth of a storm's CPU): parts already in canonical order (plain
+ * objects with sorted keys, as Alertmanager's labels come) are used as they are, the rest is
+ * copied with its keys sorted. Keys that look like array indices (which JavaScript objects order
+ * first, by number) and `__proto__` cannot be copied that way, and take the longer road.
+ */
 export function canonicalJson(value: unknown): string {
+  const copy = canonicalCopy(value);
+  return copy === CANNOT_COPY ? canonicalJsonByHand(value) : (JSON.stringify(copy) ?? 'null');
+}
+
+const CANNOT_COPY = Symbol('cannot copy');
+const INDEX_LIKE = /^(?:0|[1-9][0-9]*)$/;
+
+/** `value`, or a copy whose JSON.stringify is the canonical form (CANNOT_COPY when no copy can be). */
+function canonicalCopy(value: unknown): unknown {
+  if (value === null || typeof value !== 'object' || stringifiesCanonically(value)) return value;
+  if (Array.isArray(value)) {
+    const out: unknown[] = new Array<unknown>(value.length);
+    for (let i = 0; i < value.length; i++) {
+      const c = canonicalCopy(value[i]);
+      if (c === CANNOT_COPY) return CANNOT_COPY;
+      out[i] = c;
+    }
+    return out;
+  }
+  const obj = value as Record<string, unknown>;
+  const keys = Object.keys(obj).sort();
+  const out: Record<string, unknown> = {};
+  for (const k of keys) {
+    if (k === '__proto__' || INDEX_LIKE.test(k)) return CANNOT_COPY;
+    const v = obj[k];
+    // The canonical form writes null where JSON.stringify would leave a member out.
+    const c = v === undefined || typeof v === 'function' || typeof v === 'symbol' ? null : canonicalCopy(v);
+    if (c === CANNOT_COPY) return CANNOT_COPY;
+    out[k] = c;
+  }
+  return out;
+}
+
+/** True when JSON.stringify(value) already is the canonical form: plain objects with sorted keys, nothing it leaves out. */
+function stringifiesCanonically(value: object): boolean {
+  if (Array.isArray(value)) {
+    // An element JSON.stringify cannot write (undefined, a function) is null in both forms.
+    for (const v of value as unknown[])
+      if (typeof v === 'object' && v !== null && !stringifiesCanonically(v)) return false;
+    return true;
+  }
+  const proto: unknown = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return false;
+  let previous: string | undefined;
+  const obj = value as Record<string, unknown>;
+  for (const k in obj) {
+    // Sorted as Array.prototype.sort() sorts strings (by UTF-16 code units); index-like keys,
+    // which objects list first, fail this unless they happen to be in that order too.
+    if (previous !== undefined && !(previous < k)) return false;
+    previous = k;
+    const v = obj[k];
+    if (typeof v === 'object') {
+      if (v !== null && !stringifiesCanonically(v)) return false;
+    } else if (v === undefined || typeof v === 'function' || typeof v === 'symbol') return false;
+  }
+  return true;
+}
+
+/** The canonical form written out piece by piece (any value). */
+export function canonicalJsonByHand(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (Array.isArray(value)) return `[${value.map(canonicalJsonByHand).join(',')}]`;
   const obj = value as Record<string, unknown>;
   const keys = Object.keys(obj).sort();
   let out = '{';
   for (let i = 0; i < keys.length; i++) {
     const k = keys[i] as string;
     if (i > 0) out += ',';
-    out += `${JSON.stringify(k)}:${canonicalJson(obj[k])}`;
+    out += `${JSON.stringify(k)}:${canonicalJsonByHand(obj[k])}`;
   }
   return `${out}}`;
 }

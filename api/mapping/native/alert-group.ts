@@ -20,7 +20,6 @@ const SEVERITY: Readonly<Record<string, number>> = {
   info: 1,
   none: 1,
 };
-const GRAFANA_EXTRA = ['dashboardURL', 'panelURL', 'silenceURL', 'valueString'] as const;
 
 /** `$join($sort($keys(labels)).($ & "=" & $lookup(labels, $)), ",")` for labels that are an object. */
 function labelKey(labels: unknown): string {
@@ -32,37 +31,50 @@ function labelKey(labels: unknown): string {
     .join(',');
 }
 
+/**
+ * One alert's event. Its members (and custom_info's) are written in sorted order: the event id
+ * hashes the event in canonical JSON (keys sorted), which then is one native JSON.stringify of
+ * this object as it is (ingester/core/event-id.ts) instead of a sorted copy. Key order is no part
+ * of an event's meaning (the stored event is built anew); the labels and annotations are the
+ * sender's own objects (Alertmanager writes them sorted).
+ */
 function alertEvent(alert: unknown, manager: string, receiver: unknown, groupKey: unknown, grafana: boolean): Json {
   const labels = path(alert, 'labels');
   const annotations = path(alert, 'annotations');
   const status = path(alert, 'status');
   const fingerprint = path(alert, 'fingerprint');
   const resolved = status === 'resolved';
-  const customInfo: Json = {
-    status,
-    labels,
-    annotations,
-    generatorURL: path(alert, 'generatorURL'),
-    receiver,
-    groupKey,
-  };
-  if (grafana) for (const k of GRAFANA_EXTRA) customInfo[k] = path(alert, k);
+  const generatorURL = path(alert, 'generatorURL');
+  const customInfo: Json = grafana
+    ? {
+        annotations,
+        dashboardURL: path(alert, 'dashboardURL'),
+        generatorURL,
+        groupKey,
+        labels,
+        panelURL: path(alert, 'panelURL'),
+        receiver,
+        silenceURL: path(alert, 'silenceURL'),
+        status,
+        valueString: path(alert, 'valueString'),
+      }
+    : { annotations, generatorURL, groupKey, labels, receiver, status };
   return defined({
-    signature: concat(`${manager.toLowerCase()}:`, truthy(fingerprint) ? fingerprint : labelKey(labels)),
-    source: elvis(path(labels, 'instance'), path(labels, 'host'), path(labels, 'job'), path(labels, 'alertname')),
-    severity: resolved ? 0 : (lookup(SEVERITY, lowercase(path(labels, 'severity'))) ?? 1),
+    agent_time: resolved ? path(alert, 'endsAt') : path(alert, 'startsAt'),
     class: path(labels, 'alertname'),
-    type: path(labels, 'job'),
-    manager,
-    external_id: fingerprint,
+    custom_info: defined(customInfo),
     description: elvis(
       path(annotations, 'summary'),
       path(annotations, 'description'),
       path(annotations, 'message'),
       path(labels, 'alertname'),
     ),
-    agent_time: resolved ? path(alert, 'endsAt') : path(alert, 'startsAt'),
-    custom_info: defined(customInfo),
+    external_id: fingerprint,
+    manager,
+    severity: resolved ? 0 : (lookup(SEVERITY, lowercase(path(labels, 'severity'))) ?? 1),
+    signature: concat(`${manager.toLowerCase()}:`, truthy(fingerprint) ? fingerprint : labelKey(labels)),
+    source: elvis(path(labels, 'instance'), path(labels, 'host'), path(labels, 'job'), path(labels, 'alertname')),
+    type: path(labels, 'job'),
   });
 }
 

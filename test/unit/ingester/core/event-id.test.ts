@@ -1,4 +1,4 @@
-import { canonicalJson, eventId, idSourceOf } from '../../../../ingester/core/event-id.js';
+import { canonicalJson, canonicalJsonByHand, eventId, idSourceOf } from '../../../../ingester/core/event-id.js';
 import { IntakeError } from '../../../../ingester/core/errors.js';
 import { parseEvents } from '../../../../ingester/core/event.js';
 
@@ -66,5 +66,61 @@ describe('event ids', () => {
 
   it('writes canonical JSON with keys sorted at every level', () => {
     expect(canonicalJson({ b: [{ d: 1, c: null }], a: 'x' })).toBe('{"a":"x","b":[{"c":null,"d":1}]}');
+  });
+
+  it.each([
+    [
+      'keys that look like array indices',
+      '{"10":1,"9":2,"a":{"2":[1],"1":null}}',
+      '{"10":1,"9":2,"a":{"1":null,"2":[1]}}',
+    ],
+    ['a __proto__ key', '{"b":1,"__proto__":{"y":1,"x":2}}', '{"__proto__":{"x":2,"y":1},"b":1}'],
+    ['keys already sorted, nested', '{"a":{"b":[{"c":1,"d":"é"}]},"e":true}', '{"a":{"b":[{"c":1,"d":"é"}]},"e":true}'],
+    // U+1F600 is the surrogate pair D83D DE00: before U+FF5A in UTF-16, after it by code point.
+    ['keys sorted by UTF-16 code units', '{"é":1,"z":2,"Z":3,"😀":4,"ｚ":5}', '{"Z":3,"z":2,"é":1,"😀":4,"ｚ":5}'],
+  ])('writes %s in canonical order', (_what, body, canonical) => {
+    expect(canonicalJson(JSON.parse(body))).toBe(canonical);
+  });
+
+  it('writes null where a member is undefined, as the form written by hand does', () => {
+    const value = { b: undefined, a: [undefined, { d: undefined, c: 1 }] };
+    expect(canonicalJson(value)).toBe('{"a":[null,{"c":1,"d":null}],"b":null}');
+    expect(canonicalJson(value)).toBe(canonicalJsonByHand(value));
+    expect(canonicalJson(undefined)).toBe('null');
+  });
+
+  it('agrees with the form written by hand on 2,000 generated values', () => {
+    // A small deterministic generator (no dependency): objects in random key order, some sorted,
+    // index-like and __proto__ keys, arrays, strings with escapes, numbers, nulls, undefined.
+    let seed = 42;
+    const random = (): number => {
+      // xorshift32
+      seed ^= seed << 13;
+      seed ^= seed >>> 17;
+      seed ^= seed << 5;
+      return (seed >>> 0) / 4294967296;
+    };
+    let byHand = 0;
+    const KEYS = ['a', 'b', 'z', 'A', '0', '1', '10', '9', '__proto__', 'é', 'key with "quotes"', 'source', 'labels'];
+    const gen = (depth: number): unknown => {
+      const r = random();
+      if (depth > 3 || r < 0.3)
+        return [null, 0, -1.5, 1e21, 'x', 'line\nbreak "q"', true, undefined][Math.floor(random() * 8)];
+      if (r < 0.5) return Array.from({ length: Math.floor(random() * 4) }, () => gen(depth + 1));
+      const keys = KEYS.filter(() => random() < 0.4);
+      if (random() < 0.5) keys.sort();
+      // Built by JSON.parse so that __proto__ is an own member, as in a parsed body.
+      const obj = JSON.parse(`{${keys.map((k) => `${JSON.stringify(k)}:0`).join(',')}}`) as Record<string, unknown>;
+      for (const k of keys) Object.defineProperty(obj, k, { value: gen(depth + 1), enumerable: true, writable: true });
+      return obj;
+    };
+    for (let i = 0; i < 2000; i++) {
+      const value = gen(0);
+      const json = canonicalJsonByHand(value);
+      expect(canonicalJson(value)).toBe(json);
+      if (/"(?:[0-9]+|__proto__)":/.test(json)) byHand++;
+    }
+    // The generator does reach the keys that need the longer road.
+    expect(byHand).toBeGreaterThan(200);
   });
 });
