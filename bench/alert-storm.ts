@@ -15,6 +15,8 @@
  *
  *   BENCH_STORM_SECONDS (60, as issue 21 asks), BENCH_STORM_CALIBRATE_SECONDS (5), BENCH_STORM_SHARE (0.8),
  *   BENCH_STORM_DRAIN_SECONDS (300: the longest wait for the backlog after the storm)
+ *   BENCH_STORM_PROFILE=DIR   the storm's ingester runs under --cpu-prof, its profile written to DIR
+ *                             (`node dist/bench/cpuprofile.js FILE` sums it)
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
@@ -28,8 +30,11 @@ import {
   BENCH_PASSWORD,
   BENCH_TENANT_LIMITS,
   BENCH_USER,
+  cpuBusyPercent,
+  cpuTimes,
   peakRssMiB,
   pinnedServer,
+  processCpuSeconds,
   procStatusKiB,
   runBenchmark,
   stderrTail,
@@ -41,6 +46,7 @@ const STORM_SECONDS = Number(process.env.BENCH_STORM_SECONDS ?? 60);
 const CALIBRATE_SECONDS = Number(process.env.BENCH_STORM_CALIBRATE_SECONDS ?? 5);
 const SHARE = Number(process.env.BENCH_STORM_SHARE ?? 0.8);
 const DRAIN_SECONDS = Number(process.env.BENCH_STORM_DRAIN_SECONDS ?? 300);
+const PROFILE_DIR = process.env.BENCH_STORM_PROFILE || undefined;
 const LAG_WINDOW_SECONDS = 5;
 const GROUPS = 20;
 const ALERTS_PER_GROUP = 100;
@@ -62,7 +68,8 @@ function notification(n: number): string {
     commonAnnotations: {},
     alerts: Array.from({ length: ALERTS_PER_GROUP }, (_, i) => ({
       status: 'firing',
-      labels: { alertname: 'HighCPU', job: 'node', instance: `web-${group}-${i}:9100`, severity: 'critical' },
+      // In the order Alertmanager writes them (a Go map: keys sorted).
+      labels: { alertname: 'HighCPU', instance: `web-${group}-${i}:9100`, job: 'node', severity: 'critical' },
       annotations: { summary: `CPU high on web-${group}-${i}, notification ${n}` },
       startsAt,
       endsAt: '0001-01-01T00:00:00Z',
@@ -77,7 +84,8 @@ interface Ingester {
   admin: number;
   pid: number;
   said: () => string;
-  stop: () => void;
+  /** SIGTERM, then the exit (a profile is written on the way out). */
+  stop: () => Promise<void>;
 }
 
 async function startIngester(name: string, natsUrl: string, amUrl?: string): Promise<Ingester> {
@@ -122,8 +130,10 @@ async function startIngester(name: string, natsUrl: string, amUrl?: string): Pro
   };
   const file = join(dir, `${name}.yaml`);
   writeFileSync(file, stringify(config));
+  const profile = PROFILE_DIR && amUrl ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
   const child = pinnedServer(`storm ingester ${name}`, '0', process.execPath, [
     '--max-semi-space-size=4',
+    ...profile,
     join(ROOT, 'dist/cmd/intake.js'),
     'ingester',
     '--config',
@@ -135,7 +145,10 @@ async function startIngester(name: string, natsUrl: string, amUrl?: string): Pro
     admin,
     pid: child.pid as number,
     said: () => stderrTail(child),
-    stop: () => void child.kill('SIGTERM'),
+    stop: async () => {
+      const exited = new Promise((r) => child.once('exit', r));
+      if (child.exitCode === null && child.kill('SIGTERM')) await exited;
+    },
   };
 }
 
@@ -198,12 +211,13 @@ const DELIVERED = 'intake_destination_delivered_total{destination="am"}';
 const DEAD = /^intake_destination_dead_lettered_total\{destination="am"/;
 
 async function main(): Promise<void> {
-  const natsUrl = (await startNatsServer(dir)).url;
-  const amUrl = (await startAlertmanager(dir)).url;
+  const nats = await startNatsServer(dir);
+  const am = await startAlertmanager(dir);
+  const [natsUrl, amUrl] = [nats.url, am.url];
 
   const bare = await startIngester('calibrate', natsUrl);
   const perSecond = await calibrate(bare);
-  bare.stop();
+  await bare.stop();
   const rate = perSecond * SHARE;
 
   const ing = await startIngester('storm', natsUrl, amUrl);
@@ -234,6 +248,15 @@ async function main(): Promise<void> {
     while (inFlight > 0) await new Promise((r) => setTimeout(r, 10));
   })();
   let before = await metrics(ing.admin);
+  // Who had the CPU in each window: the ingester (CPU 0), and Alertmanager and nats-server (which
+  // share CPU 1 with this runner's senders): a window that delivers less shows which side waited.
+  const cpuOf = (): { ing: number; am: number; nats: number; cpus: ReturnType<typeof cpuTimes> } => ({
+    ing: processCpuSeconds(ing.pid),
+    am: processCpuSeconds(am.child.pid as number),
+    nats: processCpuSeconds(nats.child.pid as number),
+    cpus: cpuTimes(),
+  });
+  let cpuBefore = cpuOf();
   let window = 0;
   let stormOver = false;
   void pacer.then(() => (stormOver = true));
@@ -247,10 +270,14 @@ async function main(): Promise<void> {
     const rss = procStatusKiB(ing.pid, 'VmRSS') / 1024;
     peakRss = Math.max(peakRss, rss);
     const delivered = after.get(DELIVERED) ?? 0;
+    const cpuAfter = cpuOf();
+    const share = (k: 'ing' | 'am' | 'nats'): string =>
+      `${(((cpuAfter[k] - cpuBefore[k]) / LAG_WINDOW_SECONDS) * 100).toFixed(0)}%`;
     rows.push(
-      `| ${window * LAG_WINDOW_SECONDS} | ${stormOver ? 'drain' : 'storm'} | ${accepted} | ${delivered} | ${(delivered - (before.get(DELIVERED) ?? 0)) / LAG_WINDOW_SECONDS} | ${windowPercentile(before, after, 0.5)} | ${windowPercentile(before, after, 0.99)} | ${rss.toFixed(0)} |`,
+      `| ${window * LAG_WINDOW_SECONDS} | ${stormOver ? 'drain' : 'storm'} | ${accepted} | ${delivered} | ${(delivered - (before.get(DELIVERED) ?? 0)) / LAG_WINDOW_SECONDS} | ${windowPercentile(before, after, 0.5)} | ${windowPercentile(before, after, 0.99)} | ${rss.toFixed(0)} | ${share('ing')} | ${share('am')} | ${share('nats')} | ${cpuBusyPercent(cpuBefore.cpus, cpuAfter.cpus, '1').toFixed(0)}% |`,
     );
     before = after;
+    cpuBefore = cpuAfter;
     if (stormOver && delivered >= accepted) {
       drainedAt = performance.now();
       break;
@@ -263,7 +290,7 @@ async function main(): Promise<void> {
   const stormEnd = started + STORM_SECONDS * 1000;
   const rss = peakRssMiB(ing.pid);
   const said = ing.said();
-  ing.stop();
+  await ing.stop();
   const table = [
     `Alert storm. Machine: ${process.env.BENCH_NPROC ?? availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown'}), node ${process.version}, load average ${loadavg()
       .map((l) => l.toFixed(1))
@@ -271,8 +298,8 @@ async function main(): Promise<void> {
         ' ',
       )} at the end; ingester on CPU 0; nats-server, Alertmanager and this runner on CPU 1. Intake of notifications (${ALERTS_PER_GROUP} alerts, preset alertmanager, 4 senders, no destination): ${perSecond.toFixed(1)}/s = ${(perSecond * ALERTS_PER_GROUP).toFixed(0)} events/s. Storm: ${(rate * ALERTS_PER_GROUP).toFixed(0)} events/s offered (${(SHARE * 100).toFixed(0)}%) for ${STORM_SECONDS} s over ${GROUPS * ALERTS_PER_GROUP} alerts; ${accepted} events accepted, ${failed} requests failed, ${skipped} sends skipped (32 in flight). Delivered ${delivered} (${dead} dead-lettered); ${drainedAt === undefined ? `NOT drained within ${DRAIN_SECONDS} s after the storm` : `backlog drained ${((drainedAt - stormEnd) / 1000).toFixed(1)} s after the storm ended`}. Ingester peak RSS ${rss.toFixed(0)} MiB. Latency percentiles per ${LAG_WINDOW_SECONDS} s window, from the ingester's histogram (bucket upper bounds).`,
     '',
-    '| s | phase | events accepted | delivered | delivered/s in window | latency p50 | latency p99 | ingester RSS MiB |',
-    '|---|---|---|---|---|---|---|---|',
+    '| s | phase | events accepted | delivered | delivered/s in window | latency p50 | latency p99 | ingester RSS MiB | ingester CPU | Alertmanager CPU | nats-server CPU | CPU 1 busy |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
   ].join('\n');
   process.stdout.write(`\n${table}\n`);

@@ -156,10 +156,11 @@ export function alertmanagerNotification(alerts: number): string {
     commonAnnotations: {},
     alerts: Array.from({ length: alerts }, (_, i) => ({
       status: i % 10 === 0 ? 'resolved' : 'firing',
+      // In the order Alertmanager writes them (a Go map: keys sorted).
       labels: {
         alertname: 'HighCPU',
-        job: 'node',
         instance: `web-${i}:9100`,
+        job: 'node',
         severity: i % 2 ? 'warning' : 'critical',
       },
       annotations: { summary: `CPU high on web-${i}` },
