@@ -1,6 +1,6 @@
 /**
  * Puts the calling thread below the thread that answers requests (mapping-worker.ts calls it first,
- * before it loads anything).
+ * before it loads the mapping engine).
  *
  * - SCHED_IDLE when `chrt` (util-linux; in the image) can set it: the kernel lets any normal thread
  *   that wakes up preempt an idle-policy one at once. The noisy-neighbour benchmark measured the
@@ -15,7 +15,7 @@ import { execFileSync } from 'node:child_process';
 import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 
-export const WORKER_NICE = 19;
+const WORKER_NICE = 19;
 
 export type ThreadPriority =
   | { policy: 'idle'; tid: number }

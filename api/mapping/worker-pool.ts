@@ -91,8 +91,8 @@ export class MappingWorkerPool implements ExpressionRunner {
   private closed = false;
   /** Workers terminated or lost since start (a gauge of trouble: hostile expressions, heap caps). */
   restarts = 0;
-  /** What the first worker's thread got from thread-priority.ts (undefined until one is ready). */
-  priority?: ThreadPriority;
+  /** Whether onFirstWorker was called. */
+  private firstWorkerReported = false;
 
   constructor(private readonly o: WorkerPoolOptions = {}) {
     this.size = Math.max(1, o.size ?? defaultWorkers());
@@ -172,8 +172,8 @@ export class MappingWorkerPool implements ExpressionRunner {
       if ('ready' in m) {
         slot.ready = true;
         slot.baseCpuMs = m.threadCpuMs;
-        if (!this.priority) {
-          this.priority = m.priority;
+        if (!this.firstWorkerReported) {
+          this.firstWorkerReported = true;
           this.o.onFirstWorker?.(m.priority);
         }
         this.dispatch();
