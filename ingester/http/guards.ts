@@ -90,6 +90,26 @@ export function clientErrorHandler(
   };
 }
 
+/** How much of a refused body, as a multiple of the body limit, is read and dropped to keep the connection. */
+const DRAINED_BODY_LIMITS = 4;
+
+/**
+ * After a 413 decided from the declared Content-Length (before any byte of the body was read),
+ * whether to keep the connection: node then reads the body and drops it, and the sender reads its
+ * 413 like any answer. Closing instead, as fastify does, resets a sender that is still writing
+ * its body, which then sees a broken pipe rather than the answer. A body much larger than the
+ * limit, or one the sender holds back for `100 Continue`, is not worth waiting for: closed.
+ */
+export function keepsConnectionAfterTooLarge(req: IncomingMessage, bodyLimit: number): boolean {
+  const declared = Number(req.headers['content-length']);
+  return (
+    !expectsContinue(req) &&
+    Number.isSafeInteger(declared) &&
+    declared > bodyLimit &&
+    declared <= DRAINED_BODY_LIMITS * bodyLimit
+  );
+}
+
 /**
  * Node answers `Expect: 100-continue` at once unless someone listens for it. Route such requests
  * like any other instead; the ingest routes send `100 Continue` once the sender has authenticated,

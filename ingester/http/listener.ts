@@ -57,6 +57,7 @@ import {
   clientErrorHandler,
   deferContinue,
   forwardedForProblem,
+  keepsConnectionAfterTooLarge,
   serverTimeoutOptions,
   type TimeoutSettings,
 } from './guards.js';
@@ -184,6 +185,8 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
 
   app.setErrorHandler((err: FastifyError | IntakeError, req, reply) => {
     const mapped = toIntakeError(err, o.limits.bodyBytes);
+    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE' && keepsConnectionAfterTooLarge(req.raw, o.limits.bodyBytes))
+      reply.removeHeader('connection');
     if (mapped.statusCode >= 500 && mapped.code === 'INTERNAL')
       o.logger.error({ err, reqId: req.id }, 'request failed');
     sendError(reply, mapped);
