@@ -99,6 +99,32 @@ it("keeps 512 characters of an error answer and the receiver's Retry-After", asy
   }
 });
 
+it('times out a request still waiting for a socket at its deadline, and never sends it afterwards', async () => {
+  let requests = 0;
+  const server: Server = createServer((req, res) => {
+    requests++;
+    setTimeout(() => res.end(), 2000);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    const c = make({ timeoutMs: 500, maxConnections: 1 });
+    const started = Date.now();
+    // One socket: the second request waits behind the first, which the receiver holds.
+    const outcomes = await Promise.all([c.post(url, 'x', {}), c.post(url, 'y', {})]);
+    expect(outcomes).toMatchObject([
+      { kind: 'retry', reason: 'timeout' },
+      { kind: 'retry', reason: 'timeout' },
+    ]);
+    expect(Date.now() - started).toBeLessThan(1500);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(requests).toBe(1);
+  } finally {
+    server.closeAllConnections();
+    server.close();
+  }
+});
+
 it('tells a refused connection, an abort by the caller and a bad header apart', async () => {
   const c = make();
   const port = Number(new URL(receiver.url).port);
