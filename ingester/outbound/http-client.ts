@@ -74,7 +74,12 @@ export class OutboundClient {
   }
 
   /** POSTs `body`; never rejects. `signal` aborts it early (the sender is shutting down). */
-  post(url: string | URL, body: Buffer | string, headers: Record<string, string>, signal?: AbortSignal): Promise<Outcome> {
+  post(
+    url: string | URL,
+    body: Buffer | string,
+    headers: Record<string, string>,
+    signal?: AbortSignal,
+  ): Promise<Outcome> {
     let authorization: string | undefined;
     try {
       authorization = this.credentials.authorization(this.options.auth);
@@ -194,11 +199,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (this.settled) controller.abort(new Error('aborted by intake'));
   }
 
-  onResponseStart(
-    _controller: Dispatcher.DispatchController,
-    statusCode: number,
-    headers: IncomingHttpHeaders,
-  ): void {
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
     this.status = statusCode;
     this.headers = headers;
   }
