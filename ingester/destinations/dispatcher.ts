@@ -9,6 +9,7 @@
  * Nothing is settled before the destination answered, so a crash means a redelivery, not a loss.
  */
 import type { Logger } from 'pino';
+import type { Counter, Histogram } from 'prom-client';
 import { LogLimiter } from '../core/log-limiter.js';
 import { receivedAtMs, retryDelayMs, type Destination, type QueuedEvent } from './destination.js';
 import type { Outcome } from '../outbound/outcome.js';
@@ -36,6 +37,9 @@ export class Dispatcher {
   private waiters: Array<() => void> = [];
   private readonly running = new Set<Promise<void>>();
   private readonly logs: LogLimiter;
+  /** This destination's series, bound once: finding a child by its labels costs every batch a hash. */
+  private readonly delivered: Counter.Internal;
+  private readonly latency: Histogram.Internal<'destination'>;
 
   constructor(
     readonly destination: Destination,
@@ -44,6 +48,8 @@ export class Dispatcher {
     logger: Logger,
   ) {
     this.logs = new LogLimiter(logger);
+    this.delivered = metrics.delivered.labels({ destination: destination.name });
+    this.latency = metrics.latency.labels({ destination: destination.name });
   }
 
   /** How many more events may be submitted now (none while their bytes are at maxInFlightBytes). */
@@ -112,9 +118,8 @@ export class Dispatcher {
     }
     if (outcome.kind === 'delivered') {
       const now = Date.now();
-      this.metrics.delivered.inc({ destination: name }, batch.length);
-      const latency = this.metrics.latency.labels({ destination: name });
-      for (const d of batch) latency.observe(Math.max(0, now - receivedAtMs(d)) / 1000);
+      this.delivered.inc(batch.length);
+      for (const d of batch) this.latency.observe(Math.max(0, now - receivedAtMs(d)) / 1000);
       await this.settle(batch, (d) => d.ack());
       return;
     }
@@ -147,12 +152,13 @@ export class Dispatcher {
 
   /** A settle that fails (the bus went away) is left to the queue: the event comes back. */
   private async settle(batch: Delivery[], how: (d: Delivery) => Promise<void>): Promise<void> {
-    const results = await Promise.allSettled(batch.map(how));
-    const failed = results.filter((r) => r.status === 'rejected');
+    const failed: unknown[] = [];
+    if (batch.length === 1) await how(batch[0] as Delivery).catch((err: unknown) => failed.push(err));
+    else for (const r of await Promise.allSettled(batch.map(how))) if (r.status === 'rejected') failed.push(r.reason);
     if (failed.length > 0) {
       this.logs.error(
         'settle',
-        (failed[0] as PromiseRejectedResult).reason,
+        failed[0],
         { destination: this.destination.name, events: failed.length },
         'could not settle deliveries with the queue; they will be delivered again',
       );
