@@ -11,11 +11,13 @@
  * real Alertmanager, each from the bus (nats-server, JetStream consumers) and from the standalone
  * outbox. The receiver, Alertmanager and nats-server share CPU 1 with this runner.
  */
+import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
+import { MAX_ALERTS_PER_POST } from '../ingester/destinations/alertmanager-destination.js';
 import { ROOT } from '../test/support/paths.js';
 import { freePort } from '../test/support/ports.js';
 import { waitFor } from '../test/support/waiting.js';
@@ -38,7 +40,7 @@ import {
 const EVENTS = Number(process.env.BENCH_DESTINATION_EVENTS ?? 100_000);
 /** BENCH_DESTINATION_PROFILE=<case> (http-1-bus, http-100-outbox, am-bus, ...): that case's ingester runs under --cpu-prof. */
 const PROFILE = process.env.BENCH_DESTINATION_PROFILE;
-/** BENCH_DESTINATION_CASES=http-100-bus,am-outbox: only these cases (default: all six). BENCH_DESTINATION_MAX_IN_FLIGHT: every destination's delivery.maxInFlight (default: the destination's own). */
+/** BENCH_DESTINATION_CASES=http-100-bus,am-outbox: only these cases (default: all six, and am-alone: Alertmanager's own ceiling). BENCH_DESTINATION_MAX_IN_FLIGHT: every destination's delivery.maxInFlight (default: the destination's own). */
 const ONLY = process.env.BENCH_DESTINATION_CASES?.split(',').filter(Boolean);
 const wanted = (name: string): boolean => !ONLY || ONLY.includes(name);
 const dir = mkdtempSync(join(process.env.BENCH_DIR || tmpdir(), 'intake-bench-dest-'));
@@ -228,13 +230,47 @@ async function runCase(c: Case, natsUrl: string, gate: Gate): Promise<CaseResult
 }
 
 /** A real Alertmanager on CPU 1; its gate stops the process (SIGSTOP) and continues it. */
-async function alertmanager(): Promise<{ url: string; gate: Gate; stop: () => void }> {
+async function alertmanager(): Promise<{ url: string; pid: number; gate: Gate; stop: () => void }> {
   const { url, child } = await startAlertmanager(dir);
   return {
     url,
+    pid: child.pid as number,
     gate: { close: () => void child.kill('SIGSTOP'), open: () => void child.kill('SIGCONT') },
     stop: () => void child.kill('SIGTERM'),
   };
+}
+
+interface Ceiling {
+  perSecond: number;
+  perCpuSecond: number;
+  cpuPercent: number;
+}
+
+/** What a fresh Alertmanager on CPU 1 takes of intake's alerts for EVENTS events, from a client on CPU 0. */
+async function alertmanagerAlone(): Promise<Ceiling> {
+  const am = await alertmanager();
+  try {
+    const cpuBefore = processCpuSeconds(am.pid);
+    const out = await new Promise<string>((resolve, reject) => {
+      const child = spawn(
+        'taskset',
+        ['-c', '0', process.execPath, join(ROOT, 'dist/bench/alertmanager-alone.js'), am.url, String(EVENTS)],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d) => (stdout += d));
+      child.stderr.on('data', (d) => (stderr += d));
+      child.on('exit', (code) =>
+        code === 0 ? resolve(stdout) : reject(new Error(`alertmanager-alone exited with ${code}: ${stderr}`)),
+      );
+    });
+    const cpu = processCpuSeconds(am.pid) - cpuBefore;
+    const { seconds } = JSON.parse(out) as { seconds: number };
+    return { perSecond: EVENTS / seconds, perCpuSecond: EVENTS / cpu, cpuPercent: (100 * cpu) / seconds };
+  } finally {
+    am.stop();
+  }
 }
 
 async function main(): Promise<void> {
@@ -249,6 +285,7 @@ async function main(): Promise<void> {
       : {}),
   };
   const rows: string[] = [];
+  let ceiling: Ceiling | undefined;
   const row = (what: string, queue: string, r: CaseResult): void => {
     rows.push(
       `| ${what} | ${queue === 'bus' ? 'JetStream consumer' : 'outbox (standalone)'} | ${r.drainPerSecond.toFixed(0)} | ${r.drainPerCpuSecond.toFixed(0)} | ${r.bothPerSecond.toFixed(0)} | ${r.bothPerCpuSecond.toFixed(0)} | ${r.rss.toFixed(0)} |`,
@@ -279,6 +316,7 @@ async function main(): Promise<void> {
       am.stop();
     }
   }
+  if (process.env.BENCH_NO_ALERTMANAGER !== '1' && wanted('am-alone')) ceiling = await alertmanagerAlone();
   const table = [
     `Destinations. Machine: ${process.env.BENCH_NPROC ?? availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown'}), node ${process.version}, load average ${loadavg()
       .map((l) => l.toFixed(1))
@@ -289,6 +327,12 @@ async function main(): Promise<void> {
     '| destination | queue | backlog delivered, events/s | per ingester CPU-s | accepted and delivered, events/s | per ingester CPU-s | ingester peak RSS MiB |',
     '|---|---|---|---|---|---|---|',
     ...rows,
+    ...(ceiling
+      ? [
+          '',
+          `Alertmanager alone, the ceiling of the Alertmanager rows: the alerts intake sends for ${EVENTS} such events (new alerts, intake's own labels and annotations), posted straight to a fresh Alertmanager on CPU 1 in batches of ${MAX_ALERTS_PER_POST} over 4 connections from a client on CPU 0: **${ceiling.perSecond.toFixed(0)} alerts/s**, Alertmanager at ${ceiling.cpuPercent.toFixed(0)}% of its core (${ceiling.perCpuSecond.toFixed(0)} alerts per Alertmanager CPU-second). In the Alertmanager rows nats-server shares that core too.`,
+        ]
+      : []),
   ].join('\n');
   process.stdout.write(`\n${table}\n`);
   if (process.env.BENCH_OUT) writeFileSync(process.env.BENCH_OUT, `\n${table}\n`, { flag: 'a' });
