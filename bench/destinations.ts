@@ -24,6 +24,8 @@ import { waitFor } from '../test/support/waiting.js';
 import { mainThreadProfile, summariseFile } from './cpuprofile.js';
 import { monotonicUs } from './load.js';
 import {
+  cpuBusyPercent,
+  cpuTimes,
   peakRssMiB,
   processCpuSeconds,
   pinnedServer,
@@ -125,6 +127,8 @@ interface CaseResult {
   drainPerSecond: number;
   /** The same per second of the ingester's CPU time: steadier than the wall clock on a busy machine. */
   drainPerCpuSecond: number;
+  /** How busy each core was while the backlog was delivered: the ingester's (0), and the receiver's, nats-server's and Alertmanager's (1). */
+  drainBusy: [number, number];
   /** EVENTS more, accepted and delivered at the same time on the ingester's one core. */
   bothPerSecond: number;
   bothPerCpuSecond: number;
@@ -196,9 +200,15 @@ async function runCase(c: Case, natsUrl: string, gate: Gate): Promise<CaseResult
     const released = performance.now();
     const startUs = monotonicUs();
     const cpuBefore = processCpuSeconds(child.pid as number);
+    const coresBefore = cpuTimes();
     await waitFor(`${c.name} drained`, async () => (await delivered(admin)) >= EVENTS, 600_000, 100);
     const drainSeconds = (performance.now() - released) / 1000;
     const drainCpu = processCpuSeconds(child.pid as number) - cpuBefore;
+    const coresAfter = cpuTimes();
+    const drainBusy: [number, number] = [
+      cpuBusyPercent(coresBefore, coresAfter, '0'),
+      cpuBusyPercent(coresBefore, coresAfter, '1'),
+    ];
     window = { startUs, endUs: monotonicUs() };
     // 2. Accepting and delivering together, as in a storm.
     const started = performance.now();
@@ -210,6 +220,7 @@ async function runCase(c: Case, natsUrl: string, gate: Gate): Promise<CaseResult
     return {
       drainPerSecond: EVENTS / drainSeconds,
       drainPerCpuSecond: EVENTS / drainCpu,
+      drainBusy,
       bothPerSecond: EVENTS / bothSeconds,
       bothPerCpuSecond: EVENTS / bothCpu,
       rss: peakRssMiB(child.pid),
@@ -288,7 +299,7 @@ async function main(): Promise<void> {
   let ceiling: Ceiling | undefined;
   const row = (what: string, queue: string, r: CaseResult): void => {
     rows.push(
-      `| ${what} | ${queue === 'bus' ? 'JetStream consumer' : 'outbox (standalone)'} | ${r.drainPerSecond.toFixed(0)} | ${r.drainPerCpuSecond.toFixed(0)} | ${r.bothPerSecond.toFixed(0)} | ${r.bothPerCpuSecond.toFixed(0)} | ${r.rss.toFixed(0)} |`,
+      `| ${what} | ${queue === 'bus' ? 'JetStream consumer' : 'outbox (standalone)'} | ${r.drainPerSecond.toFixed(0)} | ${r.drainPerCpuSecond.toFixed(0)} | ${r.drainBusy.map((b) => b.toFixed(0)).join(' / ')} | ${r.bothPerSecond.toFixed(0)} | ${r.bothPerCpuSecond.toFixed(0)} | ${r.rss.toFixed(0)} |`,
     );
   };
   for (const queue of ['bus', 'outbox'] as const) {
@@ -324,8 +335,8 @@ async function main(): Promise<void> {
         ' ',
       )} at the end; ingester on CPU 0; receiver, Alertmanager and nats-server on CPU 1. Per case a fresh ingester; events in 100-event requests (4 at a time). Backlog: ${EVENTS} events accepted while the destination held its answers, then released, timed until it took the last one (delivery alone). Accept + deliver: ${EVENTS} more, timed from the first request until the destination took the last (both on the ingester's one core). One run each.`,
     '',
-    '| destination | queue | backlog delivered, events/s | per ingester CPU-s | accepted and delivered, events/s | per ingester CPU-s | ingester peak RSS MiB |',
-    '|---|---|---|---|---|---|---|',
+    '| destination | queue | backlog delivered, events/s | per ingester CPU-s | CPU 0 / CPU 1 busy %, backlog | accepted and delivered, events/s | per ingester CPU-s | ingester peak RSS MiB |',
+    '|---|---|---|---|---|---|---|---|',
     ...rows,
     ...(ceiling
       ? [
