@@ -162,6 +162,11 @@ export interface MappingResult {
   cpuMs: number;
   /** Size of `items` as JSON, bytes (at most limits.maxOutputBytes). */
   outputBytes: number;
+  /**
+   * Each item as JSON (JSON.stringify), when this thread measured it: the events' content ids
+   * reuse it instead of serialising every item a second time (ingester/core/event-id.ts).
+   */
+  texts?: readonly string[];
 }
 
 export interface CompiledMapping {
@@ -269,8 +274,8 @@ function nativeEvaluate(native: NativePreset, body: unknown, limits: MappingLimi
   try {
     const items = native(body);
     if (items === REFERENCE) return undefined;
-    const { bytes } = measureOutput(items, limits, false);
-    return { items, cpuMs: (threadCpuMicros() - started) / 1000, outputBytes: bytes };
+    const { bytes, parts } = measureOutput(items, limits, true);
+    return { items, cpuMs: (threadCpuMicros() - started) / 1000, outputBytes: bytes, texts: parts };
   } catch (err) {
     throw withCpu(MappingError.from(err), (threadCpuMicros() - started) / 1000);
   }
@@ -292,11 +297,12 @@ export async function evaluateHere(
   try {
     const result: unknown = await expr.evaluate(body);
     const items = result === undefined ? [] : Array.isArray(result) ? [...result] : [result];
-    const { bytes, parts } = measureOutput(items, limits, keepJson);
+    const { bytes, parts } = measureOutput(items, limits, true);
     const out: MappingResult & { json?: string } = {
       items,
       cpuMs: (threadCpuMicros() - started) / 1000,
       outputBytes: bytes,
+      texts: parts,
     };
     if (keepJson) out.json = `[${parts.join(',')}]`;
     return out;

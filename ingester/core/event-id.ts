@@ -33,17 +33,25 @@ export function idSourceOf(header: string | string[] | undefined): IdSource {
   return { kind: 'key', key };
 }
 
+/**
+ * `itemJson`, when given, must be JSON.stringify(item) (a mapping measured its output that way):
+ * when that already is the canonical form, as the native presets write their events, it is used
+ * instead of serialising the item again.
+ */
 export function eventId(
   namespace: string,
   integration: string,
   source: IdSource,
   index: number,
   item: unknown,
+  itemJson?: string,
 ): string {
   const text =
     source.kind === 'key'
       ? JSON.stringify([namespace, integration, 'key', source.key, index])
-      : `${JSON.stringify([namespace, integration, 'content'])}${canonicalJson(item)}`;
+      : `${JSON.stringify([namespace, integration, 'content'])}${
+          itemJson !== undefined && isCanonicalAsIs(item) ? itemJson : canonicalJson(item)
+        }`;
   // The one-shot digest (UTF-8, as Hash.update hashed the string): no Hash object per event.
   return hash('sha256', text, 'base64url');
 }
@@ -61,6 +69,10 @@ export function canonicalJson(value: unknown): string {
   const copy = canonicalCopy(value);
   return copy === CANNOT_COPY ? canonicalJsonByHand(value) : (JSON.stringify(copy) ?? 'null');
 }
+
+/** Whether JSON.stringify(value) is value's canonical form. */
+const isCanonicalAsIs = (value: unknown): boolean =>
+  value === null || typeof value !== 'object' || stringifiesCanonically(value);
 
 const CANNOT_COPY = Symbol('cannot copy');
 const INDEX_LIKE = /^(?:0|[1-9][0-9]*)$/;

@@ -95,6 +95,8 @@ export interface EventContext {
   receivedAtMs: number;
   /** From the Idempotency-Key header (event-id.ts); content-derived ids when absent. */
   idSource?: IdSource;
+  /** Each item's JSON.stringify, when a mapping already made it (its content id reuses it). */
+  itemTexts?: readonly string[];
 }
 
 /** Validates a whole request; throws a 400 listing every problem, or returns every event normalised. */
@@ -134,7 +136,7 @@ function normalise(
   }
   const severity = parseSeverity(raw.severity as number | string);
   const event: NormalisedEvent = {
-    id: eventId(ctx.namespace, ctx.integration, ctx.idSource ?? CONTENT_IDS, index, raw),
+    id: eventId(ctx.namespace, ctx.integration, ctx.idSource ?? CONTENT_IDS, index, raw, ctx.itemTexts?.[index]),
     integration: ctx.integration,
     namespace: ctx.namespace,
     received_at: receivedAt,

@@ -81,7 +81,8 @@ export class MappedWebhooks {
       throw new MappingFailure('no_events', message, [{ field: '', message }]);
     }
     try {
-      return parseEvents(mapped, this.options.mappedEventsPerRequest ?? this.options.eventsPerRequest, ctx);
+      const withTexts = result.texts ? { ...ctx, itemTexts: result.texts } : ctx;
+      return parseEvents(mapped, this.options.mappedEventsPerRequest ?? this.options.eventsPerRequest, withTexts);
     } catch (err) {
       if (!(err instanceof IntakeError)) throw err;
       const problems = err.fieldErrors?.length ?? 1;

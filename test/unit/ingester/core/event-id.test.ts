@@ -1,6 +1,7 @@
 import { canonicalJson, canonicalJsonByHand, eventId, idSourceOf } from '../../../../ingester/core/event-id.js';
 import { IntakeError } from '../../../../ingester/core/errors.js';
 import { parseEvents } from '../../../../ingester/core/event.js';
+import { compileMapping } from '../../../../api/mapping/engine.js';
 
 const ctx = { integration: 'demo', namespace: 'default', receivedAtMs: Date.UTC(2026, 10, 22) };
 
@@ -101,6 +102,7 @@ describe('event ids', () => {
       return (seed >>> 0) / 4294967296;
     };
     let byHand = 0;
+    let reused = 0;
     const KEYS = ['a', 'b', 'z', 'A', '0', '1', '10', '9', '__proto__', 'é', 'key with "quotes"', 'source', 'labels'];
     const gen = (depth: number): unknown => {
       const r = random();
@@ -119,8 +121,36 @@ describe('event ids', () => {
       const json = canonicalJsonByHand(value);
       expect(canonicalJson(value)).toBe(json);
       if (/"(?:[0-9]+|__proto__)":/.test(json)) byHand++;
+      // Given the item's JSON.stringify (as a mapping measured it), the id is the same: the text
+      // is used only when it already is the canonical form.
+      const id = eventId('default', 'demo', { kind: 'content' }, 0, value);
+      expect(eventId('default', 'demo', { kind: 'content' }, 0, value, JSON.stringify(value) ?? 'null')).toBe(id);
+      if (JSON.stringify(value) === json) reused++;
     }
+    // Both roads are taken.
+    expect(reused).toBeGreaterThan(200);
+    expect(reused).toBeLessThan(1800);
     // The generator does reach the keys that need the longer road.
     expect(byHand).toBeGreaterThan(200);
+  });
+
+  it("gives a native preset's events the ids they get without the mapping's texts", async () => {
+    const startsAt = '2026-11-26T10:00:00Z';
+    const body = {
+      receiver: 'intake',
+      groupKey: '{}:{alertname="HighCPU"}',
+      alerts: [1, 2, 3].map((i) => ({
+        status: i === 2 ? 'resolved' : 'firing',
+        labels: { alertname: 'HighCPU', instance: `web-${i}`, severity: 'critical' },
+        annotations: { summary: `CPU on web-${i}` },
+        startsAt,
+        endsAt: startsAt,
+        fingerprint: `f${i}`,
+      })),
+    };
+    const result = await compileMapping({ preset: 'alertmanager' }).evaluate(body);
+    expect(result.texts).toHaveLength(3);
+    const withTexts = parseEvents(result.items, 10, { ...ctx, itemTexts: result.texts });
+    expect(withTexts.map((e) => e.id)).toEqual(parseEvents(result.items, 10, ctx).map((e) => e.id));
   });
 });
