@@ -108,22 +108,33 @@ const BACKSLASH = 0x5c;
 /**
  * True when the JSON text nests objects and arrays deeper than `maxDepth`: one pass over the
  * bytes, brackets inside strings not counted (UTF-8 continuation bytes never equal these ASCII
- * codes). Malformed text is left to the parser.
+ * codes). Malformed text is left to the parser. Most of a body's bytes are inside strings, so a
+ * string is crossed with indexOf (native) to its closing quote: the first quote not escaped by an
+ * odd number of backslashes.
  */
 export function jsonDepthExceeds(raw: Uint8Array, maxDepth: number): boolean {
   // A body shorter than the limit cannot nest deeper than it.
   if (raw.length <= maxDepth) return false;
   let depth = 0;
-  let inString = false;
   for (let i = 0; i < raw.length; i++) {
     const c = raw[i] as number;
-    if (inString) {
-      if (c === BACKSLASH) i++;
-      else if (c === QUOTE) inString = false;
-    } else if (c === QUOTE) inString = true;
-    else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+    if (c === QUOTE) {
+      i = closingQuote(raw, i);
+      if (i < 0) return false;
+    } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
       if (++depth > maxDepth) return true;
     } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) depth--;
   }
   return false;
+}
+
+/** The index of the quote that closes the string opened at `open`; -1 when none does. */
+function closingQuote(raw: Uint8Array, open: number): number {
+  for (let at = raw.indexOf(QUOTE, open + 1); at >= 0; at = raw.indexOf(QUOTE, at + 1)) {
+    let backslashes = 0;
+    // The opening quote stops this walk: it is no backslash.
+    while (raw[at - 1 - backslashes] === BACKSLASH) backslashes++;
+    if (backslashes % 2 === 0) return at;
+  }
+  return -1;
 }

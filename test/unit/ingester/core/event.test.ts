@@ -65,6 +65,21 @@ describe('parseEvents', () => {
     });
   });
 
+  it('keeps an unknown field of 31 nested objects or arrays, and refuses 32', () => {
+    const nest = (levels: number, wrap: (v: unknown) => unknown): unknown => {
+      let v: unknown = 'leaf';
+      for (let i = 0; i < levels; i++) v = wrap(v);
+      return v;
+    };
+    for (const wrap of [(v: unknown) => ({ d: v }), (v: unknown) => [1, v]]) {
+      expect(parse({ source: 's', severity: 1, extra: nest(31, wrap) })[0]?.custom_info.extra).toEqual(nest(31, wrap));
+      expect(errorsOf({ source: 's', severity: 1, extra: nest(32, wrap) })?.[0]).toMatchObject({ field: 'extra' });
+      expect(errorsOf({ source: 's', severity: 1, custom_info: { x: nest(32, wrap) } })?.[0]).toMatchObject({
+        field: 'custom_info.x',
+      });
+    }
+  });
+
   it('requires source and severity, and caps string lengths', () => {
     expect(errorsOf({})).toEqual([
       { index: 0, field: 'source', message: 'is required' },

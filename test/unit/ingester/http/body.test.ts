@@ -12,6 +12,45 @@ describe('JSON nesting (limits.maxJsonDepth)', () => {
     expect(jsonDepthExceeds(Buffer.from(`[{"a":[{"b":${nested(61)}}]}]`), 64)).toBe(true);
   });
 
+  it('agrees with a byte-by-byte scan on 3,000 generated texts, escapes and unterminated strings included', () => {
+    // The scan as first written: every byte, a backslash inside a string skips the next one.
+    const byteByByte = (raw: Uint8Array, maxDepth: number): boolean => {
+      let depth = 0;
+      let inString = false;
+      for (let i = 0; i < raw.length; i++) {
+        const c = raw[i] as number;
+        if (inString) {
+          if (c === 0x5c) i++;
+          else if (c === 0x22) inString = false;
+        } else if (c === 0x22) inString = true;
+        else if (c === 0x7b || c === 0x5b) {
+          if (++depth > maxDepth) return true;
+        } else if (c === 0x7d || c === 0x5d) depth--;
+      }
+      return false;
+    };
+    let seed = 7;
+    const random = (): number => {
+      seed ^= seed << 13;
+      seed ^= seed >>> 17;
+      seed ^= seed << 5;
+      return (seed >>> 0) / 4294967296;
+    };
+    const PIECES = ['[', ']', '{', '}', '"', '\\', '\\\\', '\\"', 'a', ':', ',', 'é', '1'];
+    let deep = 0;
+    for (let n = 0; n < 3000; n++) {
+      const text = Array.from(
+        { length: 1 + Math.floor(random() * 40) },
+        () => PIECES[Math.floor(random() * PIECES.length)],
+      ).join('');
+      const raw = Buffer.from(text);
+      const expected = byteByByte(raw, 3);
+      if (expected) deep++;
+      expect([text, jsonDepthExceeds(raw, 3)]).toEqual([text, expected]);
+    }
+    expect(deep).toBeGreaterThan(100);
+  });
+
   it('a body nested deeper is a 400 JSON_TOO_DEEP naming the setting, before it is parsed', () => {
     let err: unknown;
     try {
