@@ -2,6 +2,7 @@ import { canonicalJson, canonicalJsonByHand, eventId, idSourceOf } from '../../.
 import { IntakeError } from '../../../../ingester/core/errors.js';
 import { parseEvents } from '../../../../ingester/core/event.js';
 import { compileMapping } from '../../../../api/mapping/engine.js';
+import { seededRandom } from '../../../support/seeded-random.js';
 
 const ctx = { integration: 'demo', namespace: 'default', receivedAtMs: Date.UTC(2026, 10, 22) };
 
@@ -93,14 +94,7 @@ describe('event ids', () => {
   it('agrees with the form written by hand on 2,000 generated values', () => {
     // A small deterministic generator (no dependency): objects in random key order, some sorted,
     // index-like and __proto__ keys, arrays, strings with escapes, numbers, nulls, undefined.
-    let seed = 42;
-    const random = (): number => {
-      // xorshift32
-      seed ^= seed << 13;
-      seed ^= seed >>> 17;
-      seed ^= seed << 5;
-      return (seed >>> 0) / 4294967296;
-    };
+    const random = seededRandom(42);
     let byHand = 0;
     let reused = 0;
     const KEYS = ['a', 'b', 'z', 'A', '0', '1', '10', '9', '__proto__', 'é', 'key with "quotes"', 'source', 'labels'];

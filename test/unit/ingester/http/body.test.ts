@@ -1,6 +1,7 @@
 import { jsonDepthExceeds, parseJsonBody } from '../../../../ingester/http/body.js';
 import { IntakeError } from '../../../../ingester/core/errors.js';
 import { jsonSyntaxError } from '../../../../ingester/http/json-syntax.js';
+import { seededRandom } from '../../../support/seeded-random.js';
 
 const nested = (depth: number, inner = '1'): string => `${'['.repeat(depth)}${inner}${']'.repeat(depth)}`;
 
@@ -29,13 +30,7 @@ describe('JSON nesting (limits.maxJsonDepth)', () => {
       }
       return false;
     };
-    let seed = 7;
-    const random = (): number => {
-      seed ^= seed << 13;
-      seed ^= seed >>> 17;
-      seed ^= seed << 5;
-      return (seed >>> 0) / 4294967296;
-    };
+    const random = seededRandom(7);
     const PIECES = ['[', ']', '{', '}', '"', '\\', '\\\\', '\\"', 'a', ':', ',', 'é', '1'];
     let deep = 0;
     for (let n = 0; n < 3000; n++) {
