@@ -93,7 +93,14 @@ export class OutboundClient {
     };
     if (authorization) all.authorization = authorization;
     if (signal?.aborted) return Promise.resolve(ABORTED);
-    const { origin, path } = this.target(url);
+    let origin: string;
+    let path: string;
+    try {
+      ({ origin, path } = this.target(url));
+    } catch (err) {
+      // Settings validate URLs; one that still cannot be parsed fails the same way every time.
+      return Promise.resolve({ kind: 'reject', reason: 'invalid_request', error: (err as Error).message });
+    }
     return new Promise((resolve) => {
       const exchange = new Exchange(this.maxResponseBytes, (outcome) => {
         clearTimeout(deadline);

@@ -139,6 +139,7 @@ it('tells a refused connection, an abort by the caller and a bad header apart', 
     kind: 'reject',
     reason: 'invalid_request',
   });
+  expect(await c.post('not a url', 'x', {})).toMatchObject({ kind: 'reject', reason: 'invalid_request' });
 });
 
 it.each([
