@@ -9,7 +9,8 @@
  * Both also per second of the ingester's CPU time (steadier than the wall clock on a shared
  * machine). Cases: an HTTP receiver of our own (one event per request, and batches of 100) and a
  * real Alertmanager, each from the bus (nats-server, JetStream consumers) and from the standalone
- * outbox. The receiver, Alertmanager and nats-server share CPU 1 with this runner.
+ * outbox. The receiver, Alertmanager and nats-server share CPU 1 with this runner. Then
+ * Alertmanager alone (bench/alertmanager-alone.ts): the ceiling of the Alertmanager rows.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
