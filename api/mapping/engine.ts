@@ -274,7 +274,7 @@ function nativeEvaluate(native: NativePreset, body: unknown, limits: MappingLimi
   try {
     const items = native(body);
     if (items === REFERENCE) return undefined;
-    const { bytes, parts } = measureOutput(items, limits, true);
+    const { bytes, parts } = measureOutput(items, limits);
     return { items, cpuMs: (threadCpuMicros() - started) / 1000, outputBytes: bytes, texts: parts };
   } catch (err) {
     throw withCpu(MappingError.from(err), (threadCpuMicros() - started) / 1000);
@@ -297,7 +297,7 @@ export async function evaluateHere(
   try {
     const result: unknown = await expr.evaluate(body);
     const items = result === undefined ? [] : Array.isArray(result) ? [...result] : [result];
-    const { bytes, parts } = measureOutput(items, limits, true);
+    const { bytes, parts } = measureOutput(items, limits);
     const out: MappingResult & { json?: string } = {
       items,
       cpuMs: (threadCpuMicros() - started) / 1000,
@@ -314,14 +314,11 @@ export async function evaluateHere(
 /**
  * Counts the events and the bytes they take as JSON, one event at a time, and stops at the first
  * one past limits.maxOutputBytes: a field copied into every event (a 900 KB groupKey in 1,000
- * alerts) is refused after a few events instead of being serialised a thousand times. `keep`:
- * return each event's JSON (the worker sends them instead of serialising again).
+ * alerts) is refused after a few events instead of being serialised a thousand times. Returns
+ * each event's JSON too: a worker sends them instead of serialising again, and the event ids
+ * reuse them (MappingResult.texts).
  */
-export function measureOutput(
-  items: readonly unknown[],
-  limits: MappingLimits,
-  keep: boolean,
-): { bytes: number; parts: string[] } {
+export function measureOutput(items: readonly unknown[], limits: MappingLimits): { bytes: number; parts: string[] } {
   if (items.length > limits.maxEvents) {
     throw new MappingError(
       'INTAKE_EVENT_LIMIT',
@@ -339,7 +336,7 @@ export function measureOutput(
         `the mapped events exceed ${limits.maxOutputBytes} bytes (mapping.maxOutputBytes) at event ${i + 1} of ${items.length}: a field is probably copied into every event`,
       );
     }
-    if (keep) parts.push(text);
+    parts.push(text);
   }
   return { bytes, parts };
 }

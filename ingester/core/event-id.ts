@@ -35,8 +35,7 @@ export function idSourceOf(header: string | string[] | undefined): IdSource {
 
 /**
  * `itemJson`, when given, must be JSON.stringify(item) (a mapping measured its output that way):
- * when that already is the canonical form, as the native presets write their events, it is used
- * instead of serialising the item again.
+ * the native presets write their events in canonical form, so it is the id's text as it is.
  */
 export function eventId(
   namespace: string,
@@ -49,15 +48,15 @@ export function eventId(
   const text =
     source.kind === 'key'
       ? JSON.stringify([namespace, integration, 'key', source.key, index])
-      : `${JSON.stringify([namespace, integration, 'content'])}${
-          itemJson !== undefined && isCanonicalAsIs(item) ? itemJson : canonicalJson(item)
-        }`;
+      : `${JSON.stringify([namespace, integration, 'content'])}${canonicalJson(item, itemJson)}`;
   // The one-shot digest (UTF-8, as Hash.update hashed the string): no Hash object per event.
   return hash('sha256', text, 'base64url');
 }
 
 /**
  * JSON with object keys sorted at every level, so key order in the body does not change the id.
+ * `valueJson`, when given, must be JSON.stringify(value); it is returned when that already is the
+ * canonical form, instead of serialising the value again.
  *
  * One native JSON.stringify does the writing (built by hand, the string cost about 10 µs for an
  * Alertmanager alert's event, a tenth of a storm's CPU): parts already in canonical order (plain
@@ -65,14 +64,13 @@ export function eventId(
  * copied with its keys sorted. Keys that look like array indices (which JavaScript objects order
  * first, by number) and `__proto__` cannot be copied that way, and take the longer road.
  */
-export function canonicalJson(value: unknown): string {
+export function canonicalJson(value: unknown, valueJson?: string): string {
   const copy = canonicalCopy(value);
-  return copy === CANNOT_COPY ? canonicalJsonByHand(value) : (JSON.stringify(copy) ?? 'null');
+  if (copy === CANNOT_COPY) return canonicalJsonByHand(value);
+  // No copy was needed: JSON.stringify(value), when the caller has it, is the canonical form.
+  if (copy === value && valueJson !== undefined) return valueJson;
+  return JSON.stringify(copy) ?? 'null';
 }
-
-/** Whether JSON.stringify(value) is value's canonical form. */
-const isCanonicalAsIs = (value: unknown): boolean =>
-  value === null || typeof value !== 'object' || stringifiesCanonically(value);
 
 const CANNOT_COPY = Symbol('cannot copy');
 const INDEX_LIKE = /^(?:0|[1-9][0-9]*)$/;

@@ -152,13 +152,12 @@ export class Dispatcher {
 
   /** A settle that fails (the bus went away) is left to the queue: the event comes back. */
   private async settle(batch: Delivery[], how: (d: Delivery) => Promise<void>): Promise<void> {
-    const failed: unknown[] = [];
-    if (batch.length === 1) await how(batch[0] as Delivery).catch((err: unknown) => failed.push(err));
-    else for (const r of await Promise.allSettled(batch.map(how))) if (r.status === 'rejected') failed.push(r.reason);
+    const results = await Promise.allSettled(batch.map(how));
+    const failed = results.filter((r) => r.status === 'rejected');
     if (failed.length > 0) {
       this.logs.error(
         'settle',
-        failed[0],
+        (failed[0] as PromiseRejectedResult).reason,
         { destination: this.destination.name, events: failed.length },
         'could not settle deliveries with the queue; they will be delivered again',
       );

@@ -102,16 +102,19 @@ export class OutboundClient {
       return Promise.resolve({ kind: 'reject', reason: 'invalid_request', error: (err as Error).message });
     }
     return new Promise((resolve) => {
-      const exchange = new Exchange(this.maxResponseBytes, (outcome) => {
-        clearTimeout(deadline);
-        signal?.removeEventListener('abort', forward);
-        resolve(outcome);
-      });
+      const exchange = new Exchange(
+        this.maxResponseBytes,
+        (err) => this.failure(err, signal),
+        (outcome) => {
+          clearTimeout(deadline);
+          signal?.removeEventListener('abort', forward);
+          resolve(outcome);
+        },
+      );
       const deadline = setTimeout(() => exchange.expire(this.timedOut()), this.options.timeoutMs);
       // The listener on the caller's long-lived signal is removed when the request ends, so none accumulate.
       const forward = (): void => exchange.cancel(ABORTED);
       signal?.addEventListener('abort', forward, { once: true });
-      exchange.onFailure = (err) => this.failure(err, signal);
       this.agent.dispatch({ origin, path, method: 'POST', headers: all, body }, exchange);
     });
   }
@@ -181,11 +184,11 @@ class Exchange implements Dispatcher.DispatchHandler {
   private read = 0;
   private text = '';
   private settled = false;
-  /** Set before dispatch: what a failure of the request means (the client knows the signal). */
-  onFailure: (err: Error & { code?: string }) => Outcome = () => ABORTED;
 
   constructor(
     private readonly maxResponseBytes: number,
+    /** What a failure of the request before any answer means (the client knows the caller's signal). */
+    private readonly failure: (err: Error & { code?: string }) => Outcome,
     private readonly done: (outcome: Outcome) => void,
   ) {}
 
@@ -225,7 +228,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
-    this.settle(this.status > 0 ? this.outcome() : this.onFailure(err));
+    this.settle(this.status > 0 ? this.outcome() : this.failure(err));
   }
 
   private outcome(): Outcome {

@@ -75,7 +75,7 @@ describe('the output of a mapping is bounded', () => {
   const limits = { ...DEFAULT_MAPPING_LIMITS, maxOutputBytes: 10_000, maxEvents: 5 };
 
   it('in events (mapping.maxEvents)', () => {
-    expect(() => measureOutput([1, 2, 3, 4, 5, 6], limits, false)).toThrow(
+    expect(() => measureOutput([1, 2, 3, 4, 5, 6], limits)).toThrow(
       expect.objectContaining({ code: 'INTAKE_EVENT_LIMIT', message: expect.stringContaining('mapping.maxEvents') }),
     );
   });
@@ -84,7 +84,7 @@ describe('the output of a mapping is bounded', () => {
     const big = 'k'.repeat(4000);
     let serialised = 0;
     const counting = { toJSON: () => (serialised++, big) };
-    expect(() => measureOutput([counting, counting, counting, counting, counting], limits, false)).toThrow(
+    expect(() => measureOutput([counting, counting, counting, counting, counting], limits)).toThrow(
       expect.objectContaining({
         code: 'INTAKE_OUTPUT_LIMIT',
         message: expect.stringMatching(/10000 bytes \(mapping\.maxOutputBytes\) at event 3 of 5/),
@@ -93,8 +93,8 @@ describe('the output of a mapping is bounded', () => {
     expect(serialised).toBe(3);
   });
 
-  it('counts UTF-8 bytes of the JSON, and keeps each event when asked', () => {
-    const { bytes, parts } = measureOutput([{ a: 'é' }, 1], limits, true);
+  it('counts UTF-8 bytes of the JSON, and returns each event as JSON', () => {
+    const { bytes, parts } = measureOutput([{ a: 'é' }, 1], limits);
     expect(parts).toEqual(['{"a":"é"}', '1']);
     expect(bytes).toBe(Buffer.byteLength('[{"a":"é"},1]'));
   });
