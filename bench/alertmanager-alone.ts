@@ -1,42 +1,28 @@
 /**
  * Alertmanager's own ceiling for the destinations benchmark: the alerts intake would send for the
- * benchmark's events (built by intake's own labelsOf/annotationsOf), posted straight to
+ * benchmark's events (normalised and turned into alerts by intake's own functions), posted straight to
  * Alertmanager in batches of MAX_ALERTS_PER_POST over as many connections as intake's destination
  * uses. Run by bench/destinations.ts as a child on intake's CPU, so that Alertmanager has what it
  * has in the Alertmanager cases: the other core. Prints the seconds it took as JSON.
  *
  * usage: node dist/bench/alertmanager-alone.js <alertmanager url> <alerts> <first signature>
  */
-import { SEVERITY_NAMES, type NormalisedEvent } from '../ingester/core/event.js';
+import { parseEvents } from '../ingester/core/event.js';
 import { annotationsOf, labelsOf, type PostableAlert } from '../ingester/destinations/alerts.js';
 import { MAX_ALERTS_PER_POST } from '../ingester/destinations/alertmanager-destination.js';
+import { destinationEvent } from './destination-events.js';
 
 /** intake's Alertmanager destination posts over at most this many connections. */
 const CONNECTIONS = 4;
 
-function alertFor(n: number, now: string, endsAt: string): PostableAlert {
-  // The event bench/destinations.ts sends as number n, as intake normalises it.
-  const severity = 1 + (n % 5);
-  const event = {
-    id: `0196f0a0-0000-7000-8000-${n.toString(16).padStart(12, '0')}`,
-    namespace: 'bench',
-    integration: 'bench',
-    source: `host-${n % 500}`,
-    signature: `sig-${n}`,
-    severity,
-    severity_name: SEVERITY_NAMES[severity],
-    type: 'Bench',
-    class: '',
-    description: `event ${n}`,
-    manager: '',
-    agent_location: '',
-    external_id: '',
-    source_id: '',
-    agent_time: now,
-    received_at: now,
-    custom_info: {},
-  } as unknown as NormalisedEvent;
-  return { labels: labelsOf(event), annotations: annotationsOf(event), startsAt: now, endsAt };
+/** The alerts intake posts for events first..first+n-1, normalised as intake normalises them. */
+function alertsFor(first: number, n: number, endsAt: string): PostableAlert[] {
+  const ctx = { namespace: 'bench', integration: 'bench', receivedAtMs: Date.now() };
+  return parseEvents(
+    Array.from({ length: n }, (_, i) => destinationEvent(first + i)),
+    n,
+    ctx,
+  ).map((e) => ({ labels: labelsOf(e), annotations: annotationsOf(e), startsAt: e.agent_time, endsAt }));
 }
 
 async function main(): Promise<void> {
@@ -44,13 +30,12 @@ async function main(): Promise<void> {
   if (!url || !countText) throw new Error('usage: alertmanager-alone.js <url> <alerts> [first]');
   const count = Number(countText);
   const first = Number(firstText ?? 0);
-  const now = new Date().toISOString();
   const endsAt = new Date(Date.now() + 3_600_000).toISOString();
   // The bodies are built before the clock starts: intake's cost is measured elsewhere.
   const bodies: string[] = [];
   for (let from = first; from < first + count; from += MAX_ALERTS_PER_POST) {
     const n = Math.min(MAX_ALERTS_PER_POST, first + count - from);
-    bodies.push(JSON.stringify(Array.from({ length: n }, (_, i) => alertFor(from + i, now, endsAt))));
+    bodies.push(JSON.stringify(alertsFor(from, n, endsAt)));
   }
   let next = 0;
   const started = performance.now();

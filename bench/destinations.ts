@@ -23,6 +23,7 @@ import { ROOT } from '../test/support/paths.js';
 import { freePort } from '../test/support/ports.js';
 import { waitFor } from '../test/support/waiting.js';
 import { mainThreadProfile, summariseFile } from './cpuprofile.js';
+import { destinationEvent } from './destination-events.js';
 import { monotonicUs } from './load.js';
 import {
   cpuBusyPercent,
@@ -100,13 +101,7 @@ async function send(c: Case, port: number, first: number, count: number): Promis
     for (let sent = next; sent < end; sent = next) {
       next += 100;
       const body = JSON.stringify(
-        Array.from({ length: Math.min(100, end - sent) }, (_, i) => ({
-          source: `host-${(sent + i) % 500}`,
-          signature: `sig-${sent + i}`,
-          severity: 1 + ((sent + i) % 5),
-          type: 'Bench',
-          description: `event ${sent + i}`,
-        })),
+        Array.from({ length: Math.min(100, end - sent) }, (_, i) => destinationEvent(sent + i)),
       );
       const res = await fetch(`http://127.0.0.1:${port}/events/webhook_bench`, {
         method: 'POST',
