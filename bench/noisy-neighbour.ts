@@ -16,6 +16,11 @@
  * measurement's floor (the generators share CPU 1), not the ingester's doing. B must see no refusal
  * and keep its throughput and p99 within 10% of B alone; the p99 is judged on B's samples pooled
  * over all phases of a kind and on the median of the per-pair ratios, and must hold on both.
+ * A fourth phase, "bare" (since 2026-11-26), is the floor for any server on node:http: A's
+ * generators post to a second bare server that answers the same 429 on the ingester's own core at
+ * the ingester's priority, doing no other work. What B's p99 loses there is what answering A's
+ * requests at all costs B on one core (the kernel's TCP, node's HTTP parser and writer), which no
+ * change inside the ingester can remove.
  *
  * Then the per-tenant limiter's cost on the single-event path: the ingester's throughput at
  * saturation (wrk) and the limiter's own work per request measured in this process on the same
@@ -26,8 +31,12 @@
  *   BENCH_NOISY_RATE       tenant B's events/s (default 1000)
  *   BENCH_NOISY_A          what tenant A does beside B: rate, hostile or both (default both)
  *   BENCH_NOISY_CONTROL    0: no control phase (default 1)
+ *   BENCH_NOISY_BARE       0: no "bare" phase (default 1)
  *   BENCH_NOISY_COMPARE    a second build's root (with dist/cmd/intake.js), e.g. the commit before a
  *                          change: both ingesters are measured in the same rounds, taking turns
+ *   BENCH_NOISY_FLAGS      extra node flags for this build's ingester (space-separated)
+ *   BENCH_NOISY_COMPARE_FLAGS  the same for the compared build's ingester (with BENCH_NOISY_COMPARE,
+ *                          which may be this build's root to compare flags alone)
  *   BENCH_NOISY_COST       0: skip the limiter's cost (wrk at saturation; default 1)
  *   BENCH_NOISY_A_POLICY   how A's generators give way to B's on CPU 1: idle (SCHED_IDLE, default) or
  *                          nice19 (how this benchmark ran until 2026-11-25, to compare)
@@ -56,7 +65,11 @@ const A_RATE = 10 * A_LIMIT;
 const HOSTILE_RATE = 20;
 const A_DOES = process.env.BENCH_NOISY_A ?? 'both';
 const CONTROL = process.env.BENCH_NOISY_CONTROL !== '0';
+const BARE = process.env.BENCH_NOISY_BARE !== '0';
 const COMPARE = process.env.BENCH_NOISY_COMPARE || undefined;
+const flags = (name: string): string[] => (process.env[name] ?? '').split(' ').filter(Boolean);
+const FLAGS = flags('BENCH_NOISY_FLAGS');
+const COMPARE_FLAGS = flags('BENCH_NOISY_COMPARE_FLAGS');
 const COST = process.env.BENCH_NOISY_COST !== '0';
 const A_POLICY = process.env.BENCH_NOISY_A_POLICY ?? 'idle';
 if (!['idle', 'nice19'].includes(A_POLICY))
@@ -260,9 +273,10 @@ interface Subject {
   alone: Load[];
   beside: Phase[];
   control: Phase[];
+  bare: Phase[];
 }
 
-async function startIngester(label: string, root: string): Promise<Subject> {
+async function startIngester(label: string, root: string, nodeFlags: string[]): Promise<Subject> {
   const [port, admin] = [await freePort(), await freePort()];
   const config = {
     listen: `127.0.0.1:${port}`,
@@ -275,13 +289,14 @@ async function startIngester(label: string, root: string): Promise<Subject> {
   writeFileSync(join(dir, `noisy-${port}.yaml`), stringify(config));
   const child = pinnedServer(`ingester (${label})`, '0', process.execPath, [
     '--max-semi-space-size=4',
+    ...nodeFlags,
     join(root, 'dist/cmd/intake.js'),
     'ingester',
     '--config',
     join(dir, `noisy-${port}.yaml`),
   ]);
   await waitFor(label, async () => (await fetch(`http://127.0.0.1:${admin}/readyz`)).ok, 20_000, 100);
-  return { label, child, port, alone: [], beside: [], control: [] };
+  return { label, child, port, alone: [], beside: [], control: [], bare: [] };
 }
 
 /** A's refusal as the ingester answers it (status, headers, body), for the control server to repeat. */
@@ -304,33 +319,37 @@ async function cannedRefusal(port: number): Promise<{ status: number; headers: R
 }
 
 async function main(): Promise<void> {
-  const subjects = [await startIngester('this build', ROOT)];
-  if (COMPARE) subjects.push(await startIngester(`compare: ${COMPARE}`, COMPARE));
-  let controlPort: number | undefined;
-  if (CONTROL) {
-    controlPort = await freePort();
-    const canned = await cannedRefusal((subjects[0] as Subject).port);
-    // Below every other process on CPU 0 (SCHED_IDLE): it must not take the ingester's CPU.
-    const server = spawn(
-      'chrt',
-      [
-        '--idle',
-        '0',
-        'taskset',
-        '-c',
-        '0',
-        process.execPath,
-        join(ROOT, 'dist/bench/canned-refusal.js'),
-        String(controlPort),
-        String(canned.status),
-        JSON.stringify(canned.headers),
-        canned.body,
-      ],
-      { stdio: ['ignore', 'ignore', 'inherit'] },
-    );
-    track(server);
-    await waitFor('control server', () => canConnect(controlPort as number), 10_000, 50);
-  }
+  const withFlags = (label: string, f: string[]): string => (f.length > 0 ? `${label} (${f.join(' ')})` : label);
+  const subjects = [await startIngester(withFlags('this build', FLAGS), ROOT, FLAGS)];
+  if (COMPARE)
+    subjects.push(await startIngester(withFlags(`compare: ${COMPARE}`, COMPARE_FLAGS), COMPARE, COMPARE_FLAGS));
+  const canned = CONTROL || BARE ? await cannedRefusal((subjects[0] as Subject).port) : undefined;
+  /**
+   * A bare server on CPU 0 answering A's requests with `canned`: under SCHED_IDLE (the control: it
+   * never takes the ingester's CPU), or at the ingester's own priority (the bare phase: it competes
+   * for the core as the ingester's own refusals do, at node:http's cost alone).
+   */
+  const bareServer = async (what: string, idle: boolean): Promise<number> => {
+    const port = await freePort();
+    const refusal = canned as Awaited<ReturnType<typeof cannedRefusal>>;
+    const argv = [
+      'taskset',
+      '-c',
+      '0',
+      process.execPath,
+      join(ROOT, 'dist/bench/canned-refusal.js'),
+      String(port),
+      String(refusal.status),
+      JSON.stringify(refusal.headers),
+      refusal.body,
+    ];
+    const command = idle ? ['chrt', '--idle', '0', ...argv] : argv;
+    track(spawn(command[0] as string, command.slice(1), { stdio: ['ignore', 'ignore', 'inherit'] }));
+    await waitFor(what, () => canConnect(port), 10_000, 50);
+    return port;
+  };
+  const controlPort = CONTROL ? await bareServer('control server', true) : undefined;
+  const barePort = BARE ? await bareServer('bare server', false) : undefined;
 
   for (const s of subjects) await phase(s.port, s.port); // warm-up, A beside B
   for (let i = 0; i < RUNS; i++) {
@@ -340,6 +359,7 @@ async function main(): Promise<void> {
       s.alone.push((await phase(s.port, undefined)).b);
       s.beside.push(await phase(s.port, s.port));
       if (controlPort !== undefined) s.control.push(await phase(s.port, controlPort));
+      if (barePort !== undefined) s.bare.push(await phase(s.port, barePort));
     }
   }
 
@@ -351,7 +371,7 @@ async function main(): Promise<void> {
       .map((x) => x.toFixed(2))
       .join(
         ' / ',
-      )} at the end; the ingester on CPU 0 (log sink to a file), the load on CPU 1 (tenant A's generators ${A_POLICY === 'idle' ? 'under SCHED_IDLE' : 'at nice 19'}). Tenant B: ${RATE_B} single events/s (open loop). Tenant A (${A_DOES}): ${A_RATE} events/s against a limit of ${A_LIMIT}/s, and/or ${HOSTILE_RATE} payloads/s for an expression that would run for seconds each (team-a mapping CPU ${50} ms/s). ${PHASE_SECONDS} s phases, "B alone", "B beside A"${CONTROL ? ' and the control (A against a bare server answering its 429)' : ''} in turn, ${RUNS} rounds${COMPARE ? ', the two builds taking turns' : ''}. Latencies from when each request was due. "pooled": the p99 of all B's samples of that kind of phase together.`,
+      )} at the end; the ingester on CPU 0 (log sink to a file), the load on CPU 1 (tenant A's generators ${A_POLICY === 'idle' ? 'under SCHED_IDLE' : 'at nice 19'}). Tenant B: ${RATE_B} single events/s (open loop). Tenant A (${A_DOES}): ${A_RATE} events/s against a limit of ${A_LIMIT}/s, and/or ${HOSTILE_RATE} payloads/s for an expression that would run for seconds each (team-a mapping CPU ${50} ms/s). ${PHASE_SECONDS} s phases, "B alone", "B beside A"${CONTROL ? ', the control (A against a bare server answering its 429, SCHED_IDLE)' : ''}${BARE ? ", bare (A against a bare server answering its 429 on the ingester's core at its priority)" : ''} in turn, ${RUNS} rounds${COMPARE ? ', the two builds taking turns' : ''}. Latencies from when each request was due. "pooled": the p99 of all B's samples of that kind of phase together.`,
   ];
   for (const s of subjects) {
     const bAlone = medianLoad(s.alone);
@@ -359,13 +379,21 @@ async function main(): Promise<void> {
     const aLoads = s.beside.flatMap((p) => (p.a ? [p.a] : []));
     const aNoisy = aLoads.length > 0 ? medianLoad(aLoads) : undefined;
     const aHostile = sumStatus(s.beside.map((p) => p.hostile?.byStatus ?? {}));
-    const bControl = s.control.length > 0 ? medianLoad(s.control.map((p) => p.b)) : undefined;
-    const aControl = s.control.flatMap((p) => (p.a ? [p.a] : []));
     const pooledAlone = pooledP99(s.alone);
     const pooledBeside = pooledP99(s.beside.map((p) => p.b));
-    const pooledControl = s.control.length > 0 ? pooledP99(s.control.map((p) => p.b)) : Number.NaN;
     const pairRatios = s.beside.map((p, i) => p.b.p99 / (s.alone[i] as Load).p99);
-    const controlRatios = s.control.map((p, i) => p.b.p99 / (s.alone[i] as Load).p99);
+    /** A phase where A posts elsewhere (control, bare): B's figures, A's, and B's p99 against B alone. */
+    const against = (phases: Phase[]) =>
+      phases.length === 0
+        ? undefined
+        : {
+            b: medianLoad(phases.map((p) => p.b)),
+            a: phases.flatMap((p) => (p.a ? [p.a] : [])),
+            pooled: pooledP99(phases.map((p) => p.b)),
+            ratios: phases.map((p, i) => p.b.p99 / (s.alone[i] as Load).p99),
+          };
+    const control = against(s.control);
+    const bare = against(s.bare);
     const pooledRatio = pooledBeside / pooledAlone;
     const pairRatio = median(pairRatios);
     const p99Ok = pooledRatio <= 1.1 && pairRatio <= 1.1;
@@ -381,20 +409,30 @@ async function main(): Promise<void> {
       row('B beside A', 'B', bBeside, pooledBeside),
       ...(aNoisy ? [row('B beside A', 'A at 10x its limit', aNoisy)] : []),
       ...(A_DOES !== 'rate' ? [`| B beside A | A's hostile expression | | | | | ${statuses(aHostile)} |`] : []),
-      ...(bControl ? [row('control', 'B (A against the bare server)', bControl, pooledControl)] : []),
-      ...(aControl.length > 0 ? [row('control', 'A at 10x, against the bare server', medianLoad(aControl))] : []),
+      ...(control ? [row('control', 'B (A against the bare server, SCHED_IDLE)', control.b, control.pooled)] : []),
+      ...(control && control.a.length > 0
+        ? [row('control', 'A at 10x, against the bare server', medianLoad(control.a))]
+        : []),
+      ...(bare ? [row('bare', "B (A against a bare server on the ingester's core)", bare.b, bare.pooled)] : []),
+      ...(bare && bare.a.length > 0 ? [row('bare', 'A at 10x, against that server', medianLoad(bare.a))] : []),
       '',
       `B's p99 beside A / alone, each round: ${pairRatios.map(pct).join(' / ')}` +
-        (controlRatios.length > 0 ? `; control / alone, each round: ${controlRatios.map(pct).join(' / ')}` : ''),
+        (control ? `; control / alone, each round: ${control.ratios.map(pct).join(' / ')}` : '') +
+        (bare ? `; bare / alone, each round: ${bare.ratios.map(pct).join(' / ')}` : ''),
       '',
       '| target | measured | wanted | verdict |',
       '|---|---|---|---|',
       `| B's throughput beside A / alone | ${pct(bBeside.rps / bAlone.rps)} | >= 90% | ${verdict(bBeside.rps >= 0.9 * bAlone.rps)} |`,
       `| B's p99 beside A / alone: pooled; median of the rounds' ratios | ${pct(pooledRatio)} (${f(pooledBeside, 2)} vs ${f(pooledAlone, 2)} ms); ${pct(pairRatio)} | both <= 110% | ${verdict(p99Ok)} |`,
       `| (as measured until 2026-11-25: median p99 beside / median p99 alone) | ${pct(bBeside.p99 / bAlone.p99)} | | |`,
-      ...(bControl
+      ...(control
         ? [
-            `| (the floor: B's p99 in the control phase / alone: pooled; median of the rounds' ratios) | ${pct(pooledControl / pooledAlone)}; ${pct(median(controlRatios))} | | |`,
+            `| (the floor: B's p99 in the control phase / alone: pooled; median of the rounds' ratios) | ${pct(control.pooled / pooledAlone)}; ${pct(median(control.ratios))} | | |`,
+          ]
+        : []),
+      ...(bare
+        ? [
+            `| (node:http's floor: B's p99 beside a bare server answering A on the ingester's core / alone: pooled; median of the rounds' ratios) | ${pct(bare.pooled / pooledAlone)}; ${pct(median(bare.ratios))} | | |`,
           ]
         : []),
       `| B's refusals and errors beside A | ${refusals(bBeside)} | 0 | ${verdict(refusals(bBeside) === 0)} |`,

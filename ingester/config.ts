@@ -79,9 +79,9 @@ export interface IngesterSettings {
   tenantLimits: TenantLimitDefaults;
 }
 
-/** The mapping guardrails plus the worker threads tenants' expressions run in (api/mapping/worker-pool.ts). */
+/** The mapping guardrails plus the worker processes tenants' expressions run in (api/mapping/worker-pool.ts). */
 export interface MappingSettings extends MappingLimits {
-  /** Worker threads for tenants' expressions (default: cores - 1, at least 2, at most 4). */
+  /** Worker processes for tenants' expressions (default: cores - 1, at least 2, at most 4). */
   workers: number;
   /** Payloads waiting for a worker at most; past it 503 with Retry-After. */
   maxQueued: number;

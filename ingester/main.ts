@@ -253,7 +253,7 @@ function setUpMappingAndLimits(
   logger: Logger,
 ) {
   const mappingMetrics = new MappingMetrics(registry);
-  // Tenants' expressions run in worker threads, stopped at their limits (presets run here).
+  // Tenants' expressions run in worker processes, stopped at their limits (presets run here).
   const mappingWorkers = new MappingWorkerPool({
     size: settings.mapping.workers,
     maxQueued: settings.mapping.maxQueued,
@@ -261,7 +261,7 @@ function setUpMappingAndLimits(
     heapMb: settings.mapping.workerHeapMb,
     onWorkerLost: (reason) => {
       mappingMetrics.workerRestarts.inc();
-      logger.warn({ reason }, 'mapping worker terminated and replaced');
+      logger.warn({ reason }, 'mapping worker killed or ended, and replaced');
     },
     onFirstWorker: logWorkerPriority(logger, 'mapping workers'),
   });

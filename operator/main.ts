@@ -46,11 +46,11 @@ export async function startOperator(
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'intake_operator_' });
   const metrics = new OperatorMetrics(registry);
-  // Tenants' mapping tests run in one worker thread, stopped at the CPU limit: a hostile
+  // Tenants' mapping tests run in one worker process, stopped at the CPU limit: a hostile
   // expression cannot hold the controller.
   const mappingWorkers = new MappingWorkerPool({
     size: 1,
-    onWorkerLost: (reason) => logger.warn({ reason }, 'mapping test worker terminated and replaced'),
+    onWorkerLost: (reason) => logger.warn({ reason }, 'mapping test worker killed or ended, and replaced'),
     onFirstWorker: logWorkerPriority(logger, 'mapping test workers'),
   });
   const controller = new Controller({

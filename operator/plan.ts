@@ -78,7 +78,7 @@ export interface PlanContext {
   scrypt: ScryptVerifiers;
   /** Destination names the ingesters are configured with (--destinations); spec.destinations must name these. */
   destinations: readonly string[];
-  /** Where tenants' expressions run their tests (worker threads, stopped at their limits); absent: here. */
+  /** Where tenants' expressions run their tests (worker processes, stopped at their limits); absent: here. */
   mappingRunner?: ExpressionRunner;
   /** The namespace's limits (cluster defaults and its IntakeQuotas); absent: the built-in defaults with defaultMaxSeries. */
   limits?: NamespaceEffectiveLimits;

@@ -9,7 +9,7 @@
  * time check can interrupt (V8 concatenates lazily, so a doubling string is caught long before it
  * is materialised). A single built-in call ($distinct, $pad over a range) is never interrupted by
  * a check between nodes: the ingester and the operator therefore evaluate tenants' expressions in
- * worker threads (worker-pool.ts) that are terminated at the limit; presets, which are ours, run
+ * worker processes (worker-pool.ts) that are killed at the limit; presets, which are ours, run
  * here. The output of every evaluation is bounded in events and bytes (measureOutput).
  *
  * Built-in functions are read-only (builtins.ts): one tenant's expression cannot rewrite another's.
@@ -217,7 +217,7 @@ export function compileCached(source: string, limits: MappingLimits): jsonata.Ex
 
 /**
  * Parses the expression (or looks the preset up); throws MappingError on a syntax error or unknown
- * preset. With a runner, a tenant's expression is evaluated there (a worker thread); presets always
+ * preset. With a runner, a tenant's expression is evaluated there (a worker process); presets always
  * run in this thread.
  */
 export function compileMapping(
@@ -262,7 +262,7 @@ export function compileMapping(
   };
 }
 
-/** CPU time of the calling thread (a worker counts its own only), microseconds. */
+/** CPU time of the calling thread, microseconds. */
 export const threadCpuMicros = (): number => {
   const u = process.threadCpuUsage();
   return u.user + u.system;
@@ -383,7 +383,7 @@ interface SliceState {
 const SLICE_MS = 10;
 const CHECK_EVERY_NODES = 256;
 
-// This thread's CPU time: process.cpuUsage() would count the mapping workers and GC threads too.
+// This thread's CPU time: on the request thread process.cpuUsage() would count every other thread too.
 const cpuMicros = threadCpuMicros;
 
 /**

@@ -1,30 +1,38 @@
 /**
- * Tenants' expressions run in a small pool of worker threads (docs/design.md §4, README
+ * Tenants' expressions run in a small pool of worker processes (docs/design.md §4, README
  * "Guardrails"): a single built-in call ($distinct over 100,000 items, $pad over a range) cannot
  * be interrupted between nodes, so the only way to stop it at its limit without holding the
- * process is to run it on another thread and terminate that thread.
+ * ingester is to run it in another process and kill that process.
  *
+ * - Processes, not threads: every thread of a worker (V8's compiler and GC threads, node's
+ *   start-up) runs under SCHED_IDLE from its first instruction (worker-priority.ts), in an address
+ *   space of its own. A worker thread shared V8's helper threads and the process's locks with the
+ *   request thread: measured, that was most of what a hostile tenant cost the others.
  * - Each worker evaluates one payload at a time; the pool starts when first needed (no worker
- *   until a tenant expression runs), all `size` workers at once, and a terminated one is replaced
- *   at once.
- * - Deadline: while an evaluation runs, the pool reads the worker's CPU time (worker.cpuUsage())
- *   every `watchMs`; past limits.timeoutMs (plus a grace for the worker's own check to answer
- *   D1012 first) the worker is terminated and the evaluation fails with D1012. The wall clock is
- *   only a backstop (`wallFactor` times the limit): on a busy machine a thread waits for a core.
- * - Heap cap: resourceLimits; an evaluation that passes it fails with INTAKE_MEMORY_LIMIT.
+ *   until a tenant expression runs), all `size` workers at once, and a killed one is replaced at
+ *   once.
+ * - Deadline: while an evaluation runs, the pool reads the worker's CPU time (/proc/PID/stat, all
+ *   its threads) every `watchMs`; past limits.timeoutMs (plus a grace for the worker's own check to
+ *   answer D1012 first) the worker is killed (SIGKILL) and the evaluation fails with D1012. The
+ *   wall clock is only a backstop (`wallFactor` times the limit): on a busy machine an idle-policy
+ *   process waits for a core. Without /proc (not Linux) the wall clock is the CPU limit.
+ * - Heap cap: --max-old-space-size; a worker that dies of it fails its evaluation with
+ *   INTAKE_MEMORY_LIMIT.
  * - Queue: bounded in evaluations waiting and in payload bytes (waiting and running); past either,
  *   run() rejects at once with MappingBusy (the ingester answers 503 with Retry-After).
- * - The payload goes over as its JSON bytes, transferred; the events come back the same way.
+ * - The payload goes over as its JSON bytes; the events come back the same way.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { Worker } from 'node:worker_threads';
+import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import { MappingBusy, MappingError, type ExpressionRunner, type MappingLimits, type MappingResult } from './engine.js';
 import type { WorkerReady, WorkerReply, WorkerTask } from './mapping-worker.js';
-import type { ThreadPriority } from './thread-priority.js';
+import { idleCommand, type WorkerPriority } from './worker-priority.js';
 
 export interface WorkerPoolOptions {
-  /** Worker threads at most (default: defaultWorkers()). */
+  /** Worker processes at most (default: defaultWorkers()). */
   size?: number;
   /** Evaluations waiting for a worker at most (default 64). */
   maxQueued?: number;
@@ -38,10 +46,10 @@ export interface WorkerPoolOptions {
   wallFactor?: number;
   /** The worker script (default: mapping-worker.js next to this module). */
   workerUrl?: URL;
-  /** Called when a worker had to be terminated or died (for logs and metrics). */
+  /** Called when a worker had to be killed or died (for logs and metrics). */
   onWorkerLost?: (reason: string) => void;
-  /** Called once, when the first worker is ready: the scheduling priority its thread got. */
-  onFirstWorker?: (priority: ThreadPriority) => void;
+  /** Called once, when the first worker is ready: the scheduling priority it runs under. */
+  onFirstWorker?: (priority: WorkerPriority) => void;
 }
 
 /** Sensible for small machines: one worker per core beyond the main thread's, at least 2, at most 4. */
@@ -54,27 +62,48 @@ interface Task {
   source: string;
   limits: MappingLimits;
   json: Uint8Array;
-  /** The payload's size (json is detached once transferred). */
   bytes: number;
   resolve: (r: MappingResult) => void;
   reject: (e: Error) => void;
 }
 
 interface Slot {
-  worker: Worker;
+  child: ChildProcess;
   ready: boolean;
   /** The worker's CPU time when its current evaluation began, ms. */
   baseCpuMs: number;
   task?: Task;
   startedAt?: number;
   watch?: NodeJS.Timeout;
-  /** Set once the pool gave up on this worker (terminated, died); it takes no more work. */
+  /** Set once the pool gave up on this worker (killed, died); it takes no more work. */
   lost?: boolean;
   /** The current evaluation's CPU time at the last check, ms. */
   lastCpuMs?: number;
+  /** The end of what the worker wrote to stderr (V8's out-of-memory report, chrt's refusal). */
+  stderr: string;
+  /** Started through chrt (false: the worker lowers itself to nice 19). */
+  idle: boolean;
 }
 
 const utf8 = new TextDecoder('utf-8');
+/** Enough of a dying worker's stderr to tell an out-of-memory end from any other. */
+const STDERR_KEEP = 4096;
+const OUT_OF_MEMORY = /heap out of memory|Reached heap limit|Allocation failed/i;
+/** Clock ticks per second in /proc/PID/stat (USER_HZ: 100 on every Linux ABI node runs on). */
+const USER_HZ = 100;
+
+/** A process's CPU time (all its threads) from /proc, ms; undefined where there is no /proc or it has ended. */
+function processCpuMs(pid: number | undefined): number | undefined {
+  if (pid === undefined || process.platform !== 'linux') return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after "(comm)" start at field 3; utime is field 14, stime field 15.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[14 - 3]) + Number(fields[15 - 3])) * 1000) / USER_HZ;
+  } catch {
+    return undefined;
+  }
+}
 
 export class MappingWorkerPool implements ExpressionRunner {
   readonly size: number;
@@ -83,16 +112,18 @@ export class MappingWorkerPool implements ExpressionRunner {
   private readonly heapMb: number;
   private readonly watchMs: number;
   private readonly wallFactor: number;
-  private readonly workerUrl: URL;
+  private readonly workerPath: string;
   private readonly slots: Slot[] = [];
   private readonly queue: Task[] = [];
   private bytes = 0;
   private nextId = 1;
   private closed = false;
-  /** Workers terminated or lost since start (a gauge of trouble: hostile expressions, heap caps). */
+  /** Workers killed or lost since start (a gauge of trouble: hostile expressions, heap caps). */
   restarts = 0;
   /** Whether onFirstWorker was called. */
   private firstWorkerReported = false;
+  /** Why workers are not started through chrt (absent from PATH, or it refused), once known. */
+  private notIdle: string | undefined;
 
   constructor(private readonly o: WorkerPoolOptions = {}) {
     this.size = Math.max(1, o.size ?? defaultWorkers());
@@ -101,12 +132,17 @@ export class MappingWorkerPool implements ExpressionRunner {
     this.heapMb = o.heapMb ?? DEFAULT_POOL.heapMb;
     this.watchMs = o.watchMs ?? 25;
     this.wallFactor = o.wallFactor ?? 10;
-    this.workerUrl = o.workerUrl ?? new URL('./mapping-worker.js', import.meta.url);
+    this.workerPath = fileURLToPath(o.workerUrl ?? new URL('./mapping-worker.js', import.meta.url));
   }
 
   /** Evaluations waiting, evaluations running, payload bytes held. */
   get load(): { queued: number; running: number; bytes: number } {
     return { queued: this.queue.length, running: this.slots.filter((s) => s.task).length, bytes: this.bytes };
+  }
+
+  /** The worker processes' ids (for tests and diagnostics). */
+  get pids(): number[] {
+    return this.slots.flatMap((s) => (s.child.pid === undefined ? [] : [s.child.pid]));
   }
 
   run(source: string, limits: MappingLimits, json: Uint8Array): Promise<MappingResult> {
@@ -135,7 +171,7 @@ export class MappingWorkerPool implements ExpressionRunner {
     });
   }
 
-  /** Terminates every worker; evaluations still waiting are refused. */
+  /** Kills every worker; evaluations still waiting are refused. */
   async close(): Promise<void> {
     this.closed = true;
     for (const task of this.queue.splice(0))
@@ -159,19 +195,28 @@ export class MappingWorkerPool implements ExpressionRunner {
   }
 
   private spawn(): void {
-    const worker = new Worker(this.workerUrl, {
-      resourceLimits: { maxOldGenerationSizeMb: this.heapMb },
-      stdout: false,
-      stderr: false,
+    const node = [process.execPath, `--max-old-space-size=${this.heapMb}`, '--max-semi-space-size=4', this.workerPath];
+    const command = this.notIdle === undefined ? idleCommand(node) : { argv: node, idle: false };
+    const why = this.notIdle ?? 'chrt not found on PATH';
+    const env = { ...process.env };
+    // The worker gets its flags above and nothing else (an inspector port, a --require).
+    delete env.NODE_OPTIONS;
+    const child = spawn(command.argv[0] as string, [...command.argv.slice(1), why], {
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+      serialization: 'advanced',
+      env,
     });
-    // Idle workers never keep the process alive.
-    worker.unref();
-    const slot: Slot = { worker, ready: false, baseCpuMs: 0 };
+    const slot: Slot = { child, ready: false, baseCpuMs: 0, stderr: '', idle: command.idle };
     this.slots.push(slot);
-    worker.on('message', (m: WorkerReply | WorkerReady) => {
+    // Idle workers never keep the process alive; one with an evaluation does (start()).
+    this.idleRefs(slot, false);
+    child.stderr?.setEncoding('utf8');
+    child.stderr?.on('data', (d: string) => {
+      slot.stderr = (slot.stderr + d).slice(-STDERR_KEEP);
+    });
+    child.on('message', (m: WorkerReply | WorkerReady) => {
       if ('ready' in m) {
         slot.ready = true;
-        slot.baseCpuMs = m.threadCpuMs;
         if (!this.firstWorkerReported) {
           this.firstWorkerReported = true;
           this.o.onFirstWorker?.(m.priority);
@@ -181,45 +226,55 @@ export class MappingWorkerPool implements ExpressionRunner {
       }
       this.finish(slot, m);
     });
-    worker.on('error', (err: Error & { code?: string }) => {
-      const failure =
-        err.code === 'ERR_WORKER_OUT_OF_MEMORY'
-          ? new MappingError(
-              'INTAKE_MEMORY_LIMIT',
-              `the evaluation used more than the mapping heap of ${this.heapMb} MiB (mapping.workerHeapMb)`,
-            )
-          : new MappingError('INTAKE_EVALUATION', `the mapping worker failed: ${err.message}`);
-      void this.lose(slot, failure);
-    });
-    worker.on('exit', () => void this.lose(slot, new MappingError('INTAKE_EVALUATION', 'the mapping worker stopped')));
+    child.on(
+      'error',
+      (err) => void this.lose(slot, new MappingError('INTAKE_EVALUATION', `the mapping worker failed: ${err.message}`)),
+    );
+    // 'close': the process has ended and its stderr is read to the end.
+    child.on('close', (code, signal) => void this.lose(slot, this.deathOf(slot, code, signal)));
+  }
+
+  /** Why a worker ended by itself: its heap cap (V8's report on stderr), or anything else. */
+  private deathOf(slot: Slot, code: number | null, signal: NodeJS.Signals | null): MappingError {
+    if (OUT_OF_MEMORY.test(slot.stderr))
+      return new MappingError(
+        'INTAKE_MEMORY_LIMIT',
+        `the evaluation used more than the mapping heap of ${this.heapMb} MiB (mapping.workerHeapMb)`,
+      );
+    const how = signal ? `signal ${signal}` : `exit code ${code}`;
+    const said = slot.stderr.trim().split('\n').pop();
+    return new MappingError('INTAKE_EVALUATION', `the mapping worker stopped (${how})${said ? `: ${said}` : ''}`);
+  }
+
+  /** The worker's process and channel keep this process alive only while it evaluates. */
+  private idleRefs(slot: Slot, busy: boolean): void {
+    if (busy) {
+      slot.child.ref();
+      slot.child.channel?.ref();
+    } else {
+      slot.child.unref();
+      slot.child.channel?.unref();
+    }
   }
 
   private start(slot: Slot, task: Task): void {
     slot.task = task;
     slot.startedAt = performance.now();
+    slot.baseCpuMs = processCpuMs(slot.child.pid) ?? 0;
+    this.idleRefs(slot, true);
     const message: WorkerTask = { id: task.id, source: task.source, limits: task.limits, json: task.json };
-    // The payload's bytes move to the worker (no copy) when they own their buffer.
-    const ownBuffer =
-      task.json.byteOffset === 0 &&
-      task.json.byteLength === task.json.buffer.byteLength &&
-      task.json.buffer instanceof ArrayBuffer;
-    slot.worker.postMessage(message, ownBuffer ? [task.json.buffer as ArrayBuffer] : []);
-    slot.watch = setInterval(() => void this.check(slot, task), this.watchMs);
+    slot.child.send(message);
+    slot.watch = setInterval(() => this.check(slot, task), this.watchMs);
   }
 
   /** The deadline: CPU time past the limit (plus grace), or the wall-clock backstop. */
-  private async check(slot: Slot, task: Task): Promise<void> {
+  private check(slot: Slot, task: Task): void {
     if (slot.task !== task) return;
     const limitMs = task.limits.timeoutMs;
     const wallMs = performance.now() - (slot.startedAt ?? 0);
-    let cpuMs: number;
-    try {
-      const u = await slot.worker.cpuUsage();
-      cpuMs = (u.user + u.system) / 1000 - slot.baseCpuMs;
-    } catch {
-      return; // the worker is gone; its exit handler settles the task
-    }
-    if (slot.task !== task) return;
+    const now = processCpuMs(slot.child.pid);
+    // Without /proc the wall clock stands in for the CPU time.
+    const cpuMs = now === undefined ? wallMs : now - slot.baseCpuMs;
     slot.lastCpuMs = cpuMs;
     const grace = Math.max(50, limitMs * 0.2);
     const wallLimitMs = Math.max(5000, limitMs * this.wallFactor);
@@ -233,7 +288,7 @@ export class MappingWorkerPool implements ExpressionRunner {
         `Evaluation timeout: stopped after ${why}; the limit is ${limitMs} ms of CPU time (mapping.timeoutMs)`,
       );
       err.cpuMs = cpuMs;
-      await this.lose(slot, err);
+      void this.lose(slot, err);
     }
   }
 
@@ -241,7 +296,6 @@ export class MappingWorkerPool implements ExpressionRunner {
     const task = slot.task;
     if (!task || task.id !== reply.id) return;
     this.clear(slot);
-    slot.baseCpuMs = reply.threadCpuMs;
     if (reply.ok) {
       let items: unknown[];
       try {
@@ -271,9 +325,10 @@ export class MappingWorkerPool implements ExpressionRunner {
     slot.task = undefined;
     slot.startedAt = undefined;
     slot.lastCpuMs = undefined;
+    this.idleRefs(slot, false);
   }
 
-  /** Gives up on a worker: its evaluation fails with `err`, the worker is terminated, a new one starts when needed. */
+  /** Gives up on a worker: its evaluation fails with `err`, the process is killed, a new one starts when needed. */
   private async lose(slot: Slot, err: Error): Promise<void> {
     if (slot.lost) return;
     slot.lost = true;
@@ -291,9 +346,16 @@ export class MappingWorkerPool implements ExpressionRunner {
       this.restarts++;
       this.o.onWorkerLost?.(err.message);
     }
-    await slot.worker.terminate().catch(() => undefined);
+    await this.kill(slot.child);
     if (this.closed) return;
     if (!slot.ready) {
+      if (slot.idle && /chrt/.test(slot.stderr)) {
+        // chrt is there but may not set the policy here (a seccomp profile, a platform without
+        // SCHED_IDLE): start the workers without it from now on, at nice 19, and say why.
+        this.notIdle = `chrt could not set SCHED_IDLE: ${slot.stderr.trim().split('\n').pop()}`;
+        this.dispatch();
+        return;
+      }
       // It died while starting (its script failed to load): starting another would fail the same
       // way, in a loop. Refuse what waits (ours to fix, so a 503 the sender retries, not a 422);
       // the next payload tries again.
@@ -306,6 +368,15 @@ export class MappingWorkerPool implements ExpressionRunner {
     this.dispatch();
   }
 
+  /** SIGKILL, then wait until the process is gone (a worker in a built-in call never reads a gentler signal). */
+  private kill(child: ChildProcess): Promise<void> {
+    if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+    return new Promise((resolve) => {
+      child.once('exit', () => resolve());
+      child.kill('SIGKILL');
+    });
+  }
+
   private settle(task: Task, outcome: MappingResult | Error): void {
     this.bytes -= task.bytes;
     if (outcome instanceof Error) task.reject(outcome);
@@ -316,7 +387,7 @@ export class MappingWorkerPool implements ExpressionRunner {
 /** onFirstWorker for a component's logger: says once how tenants' expressions are scheduled. */
 export const logWorkerPriority =
   (logger: Pick<Logger, 'info' | 'warn'>, what: string) =>
-  (p: ThreadPriority): void => {
+  (p: WorkerPriority): void => {
     if (p.policy === 'idle') logger.info(`${what} run under SCHED_IDLE: request threads preempt them at once`);
     else
       logger.warn(

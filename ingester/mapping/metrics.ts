@@ -32,7 +32,7 @@ export class MappingMetrics {
     });
     this.workerRestarts = new Counter({
       name: 'intake_mapping_worker_restarts_total',
-      help: 'Mapping worker threads terminated (an expression past its CPU limit or heap cap) and replaced.',
+      help: 'Mapping worker processes killed or ended (an expression past its CPU limit or heap cap) and replaced.',
       registers,
     });
   }

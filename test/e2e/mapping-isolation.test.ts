@@ -5,16 +5,15 @@
  * nested body is one clear 4xx.
  */
 import { jest } from '@jest/globals';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
 import { postAlerts, startAlertmanager } from './support/alertmanager.js';
 import { tenantAuth, tenantRoute, post, startIngester, type RunningIngester } from './support/ingester.js';
 import { waitFor } from '../support/waiting.js';
 import { ROOT } from '../support/paths.js';
-import type { ThreadPriority } from '../../api/mapping/thread-priority.js';
 
 // A busy machine: worker start-up, hostile expressions running into their limits.
 jest.setTimeout(120_000);
@@ -226,74 +225,92 @@ const scheduling = (stat: string): { nice: number; policy: number } => {
 const SCHED_OTHER = 0;
 const SCHED_IDLE = 5;
 
-describe('the worker threads', () => {
+/** Every thread of process `pid`: its id, nice value and policy (threads that end meanwhile are skipped). */
+function threadsOf(pid: number): Array<{ tid: number; nice: number; policy: number }> {
+  return readdirSync(`/proc/${pid}/task`).flatMap((tid) => {
+    try {
+      return [{ tid: Number(tid), ...scheduling(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')) }];
+    } catch {
+      return [];
+    }
+  });
+}
+
+/** The processes whose parent is `pid` and whose command line runs the mapping worker. */
+function mappingWorkersOf(pid: number): number[] {
+  return readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .flatMap((d) => {
+      try {
+        const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[4 - 3]);
+        const cmdline = readFileSync(`/proc/${d}/cmdline`, 'utf8');
+        return ppid === pid && cmdline.includes('mapping-worker.js') ? [Number(d)] : [];
+      } catch {
+        return [];
+      }
+    });
+}
+
+describe('the mapping worker processes', () => {
   (process.platform === 'linux' ? it : it.skip)(
-    "run tenants' expressions under SCHED_IDLE at nice 19, so the thread that answers requests preempts them at once; that thread keeps the process's own",
+    "run tenants' expressions with every one of their threads under SCHED_IDLE, so the ingester's threads preempt them at once; the ingester's own threads keep its scheduling",
     async () => {
       expect(
         (await post(`${ing.url}/events/webhook_checker`, { host: 'db-1', level: 'WARNING' }, auth('checker'))).status,
       ).toBe(200);
       const pid = ing.child.pid as number;
       const own = scheduling(readFileSync('/proc/self/stat', 'utf8'));
-      // Threads come and go (a worker stopped at its limit by an earlier test is replaced, and a new
-      // one lowers itself in two steps), so the check is retried until the pool has settled.
-      let threads: Array<{ tid: number; nice: number; policy: number }> = [];
+      // Workers come and go (one stopped at its limit by an earlier test is replaced), so the check
+      // is retried until the pool has settled.
+      let seen: unknown;
       const settled = (): boolean => {
-        threads = readdirSync(`/proc/${pid}/task`).flatMap((tid) => {
-          try {
-            return [{ tid: Number(tid), ...scheduling(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')) }];
-          } catch {
-            return []; // it ended meanwhile
-          }
-        });
-        const main = threads.find((t) => t.tid === pid);
-        const lowered = threads.filter((t) => t.nice === 19 && t.policy === SCHED_IDLE);
+        const ingester = threadsOf(pid);
+        const workers = mappingWorkersOf(pid).map((w) => ({ pid: w, threads: threadsOf(w) }));
+        seen = { ingester, workers };
         return (
-          main?.nice === own.nice &&
-          main.policy === SCHED_OTHER &&
-          lowered.length >= 1 &&
-          // Only the mapping workers are lowered: V8's and libuv's threads serve the request thread.
-          threads.every((t) => (t.nice === 19) === (t.policy === SCHED_IDLE))
+          ingester.every((t) => t.policy === SCHED_OTHER && t.nice === own.nice) &&
+          workers.length === 2 &&
+          workers.every((w) => w.threads.length > 1 && w.threads.every((t) => t.policy === SCHED_IDLE))
         );
       };
       const ok = await waitFor('the workers under SCHED_IDLE', async () => settled()).then(
         () => true,
         () => false,
       );
-      if (!ok) throw new Error(`threads (nice, policy) not as wanted: ${JSON.stringify(threads)}`);
+      if (!ok) throw new Error(`threads (nice, policy) not as wanted: ${JSON.stringify(seen)}`);
       await waitFor('the log line', async () => ing.stderr().includes('mapping workers run under SCHED_IDLE'));
     },
   );
 });
 
-/** lowerThisThread() (the built module) in a thread of its own, with `path` as its PATH. */
-async function lowerAThread(path: string): Promise<ThreadPriority> {
-  const module = pathToFileURL(join(ROOT, 'dist/api/mapping/thread-priority.js')).href;
-  const worker = new Worker(
-    `import(${JSON.stringify(module)}).then((m) => require('node:worker_threads').parentPort.postMessage(m.lowerThisThread()))`,
-    { eval: true, env: { ...process.env, PATH: path } },
-  );
-  try {
-    return await new Promise<ThreadPriority>((resolve, reject) => {
-      worker.once('message', resolve);
-      worker.once('error', reject);
-    });
-  } finally {
-    await worker.terminate();
-  }
+/** What a process started by idleCommand (the built module) runs under, with `path` as PATH. */
+function startedUnder(path: string): { argv: string[]; priority: Record<string, unknown> } {
+  const module = pathToFileURL(join(ROOT, 'dist/api/mapping/worker-priority.js')).href;
+  const probe = `import(${JSON.stringify(module)}).then((m) => console.log(JSON.stringify(m.settleWorkerPriority('chrt not found on PATH'))))`;
+  const script = `import(${JSON.stringify(module)}).then((m) => console.log(JSON.stringify(m.idleCommand([process.execPath, '-e', ${JSON.stringify(probe)}], ${JSON.stringify(path)}).argv)))`;
+  const argv = JSON.parse(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' })) as string[];
+  const out = execFileSync(argv[0] as string, argv.slice(1), { encoding: 'utf8' });
+  return { argv, priority: JSON.parse(out) as Record<string, unknown> };
 }
 
-describe('lowering a mapping thread', () => {
-  (process.platform === 'linux' ? it : it.skip)('gets SCHED_IDLE through chrt', async () => {
-    expect(await lowerAThread(process.env.PATH ?? '')).toMatchObject({ policy: 'idle' });
-  });
-  (process.platform === 'linux' ? it : it.skip)('without chrt, stays at nice 19 and says why', async () => {
-    expect(await lowerAThread('/nonexistent')).toMatchObject({
-      policy: 'nice',
-      nice: 19,
-      why: 'SCHED_IDLE not set (chrt not found)',
-    });
-  });
+describe('starting a mapping worker', () => {
+  (process.platform === 'linux' ? it : it.skip)(
+    'goes through chrt when it is on PATH: SCHED_IDLE from the start',
+    () => {
+      const { argv, priority } = startedUnder(process.env.PATH ?? '');
+      expect(argv.slice(1, 3)).toEqual(['--idle', '0']);
+      expect(priority).toEqual({ policy: 'idle' });
+    },
+  );
+  (process.platform === 'linux' ? it : it.skip)(
+    'without chrt, the worker lowers itself to nice 19 and says why',
+    () => {
+      const { argv, priority } = startedUnder('/nonexistent');
+      expect(argv[0]).toBe(process.execPath);
+      expect(priority).toEqual({ policy: 'nice', nice: 19, why: 'chrt not found on PATH' });
+    },
+  );
 });
 
 describe('an Alertmanager group of 1,001 alerts (defect 11)', () => {

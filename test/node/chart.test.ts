@@ -114,14 +114,18 @@ describe('charts/intake on a node', () => {
       expect(pod.status.conditions.find((c) => c.type === 'Ready')?.status).toBe('True');
       expect(pod.status.containerStatuses.every((c) => c.restartCount === 0)).toBe(true);
       // What the process itself sees, not only what the spec asks for; the image has no shell
-      // or package manager (make image: only what Node needs); and a mapping worker's thread gets
-      // SCHED_IDLE there (chrt in the image, allowed by the pod's security context and seccomp).
+      // or package manager (make image: only what Node needs); and a mapping worker process started
+      // as the ingester starts it gets SCHED_IDLE there (chrt in the image, allowed by the pod's
+      // security context and seccomp).
+      const priorityModule = '/app/dist/api/mapping/worker-priority.js';
+      const inWorker = `import(${JSON.stringify(priorityModule)}).then(p=>console.log(p.settleWorkerPriority('no chrt').policy))`;
       const probe =
         "const fs=require('fs');let w;try{fs.writeFileSync('/app/x','');w='writable'}catch(e){w=e.code}" +
         "const tools=['/bin/sh','/bin/bash','/bin/dash','/usr/bin/sh','/usr/bin/dpkg','/usr/bin/apt','/usr/bin/apt-get','/usr/bin/perl'].filter(p=>fs.existsSync(p));" +
-        "const lower=\"import('/app/dist/api/mapping/thread-priority.js').then(m=>require('node:worker_threads').parentPort.postMessage(m.lowerThisThread()))\";" +
-        "new (require('worker_threads').Worker)(lower,{eval:true}).once('message',(p)=>{" +
-        'console.log(JSON.stringify({uid:process.getuid(),gid:process.getgid(),root:w,tools,worker:p.policy}));process.exit(0)})';
+        `import(${JSON.stringify(priorityModule)}).then(m=>{` +
+        `const a=m.idleCommand([process.execPath,'-e',${JSON.stringify(inWorker)}]).argv;` +
+        "const worker=require('child_process').execFileSync(a[0],a.slice(1),{encoding:'utf8'}).trim();" +
+        'console.log(JSON.stringify({uid:process.getuid(),gid:process.getgid(),root:w,tools,worker}))})';
       const seen = JSON.parse(await ok(kubectl(['exec', '-n', ns, pod.metadata.name, '--', 'node', '-e', probe]))) as {
         uid: number;
         gid: number;

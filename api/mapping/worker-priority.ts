@@ -1,0 +1,76 @@
+/**
+ * Mapping workers run below the process that answers requests.
+ *
+ * - The pool starts each worker process through `chrt --idle 0` (util-linux; in the image). The
+ *   policy is set before node starts, so every thread the worker ever has inherits it: its
+ *   JavaScript thread, and also V8's compiler and garbage-collector threads and node's start-up.
+ *   The kernel lets any normal thread that wakes up preempt an idle-policy one at once.
+ * - Why a process and not a thread (measured, docs/benchmarks.md "noisy neighbour"): a worker
+ *   thread could lower only itself, and only once its start-up had run. V8's helper threads work
+ *   for every isolate of a process at the process's priority, and all threads share one address
+ *   space and its locks. A hostile expression stopped at its limit every few seconds raised another
+ *   tenant's p99 several-fold, against none for the same work in idle-policy processes.
+ * - Without chrt (another platform, or a system without util-linux) a worker lowers its own main
+ *   thread to nice 19 (a weight of 15 against the request thread's 1,024), and the pool says so once
+ *   in its log.
+ */
+import { accessSync, constants, readFileSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import { setPriority } from 'node:os';
+
+export const WORKER_NICE = 19;
+
+export type WorkerPriority =
+  { policy: 'idle' } | { policy: 'nice'; nice: number; why: string } | { policy: 'unchanged'; why: string };
+
+/** The executable `name` on `path` (PATH's syntax), if any. */
+export function findOnPath(name: string, path = process.env.PATH ?? ''): string | undefined {
+  for (const dir of path.split(delimiter)) {
+    if (!dir) continue;
+    const candidate = join(dir, name);
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+/** `argv` to run under SCHED_IDLE from its first instruction, when chrt is on `path`. */
+export function idleCommand(argv: readonly string[], path?: string): { argv: string[]; idle: boolean } {
+  if (process.platform !== 'linux') return { argv: [...argv], idle: false };
+  const chrt = findOnPath('chrt', path);
+  return chrt ? { argv: [chrt, '--idle', '0', ...argv], idle: true } : { argv: [...argv], idle: false };
+}
+
+const SCHED_IDLE = 5;
+
+/** The calling thread's scheduling policy and nice value, from /proc (Linux), else undefined. */
+export function ownScheduling(): { policy: number; nice: number } | undefined {
+  try {
+    const stat = readFileSync('/proc/thread-self/stat', 'utf8');
+    // Fields after "(comm)": state is field 3; nice is field 19, policy field 41.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { nice: Number(fields[19 - 3]), policy: Number(fields[41 - 3]) };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * In a worker, before it loads the engine: what it runs under. Under SCHED_IDLE already (started
+ * through chrt): nothing to do. Otherwise it lowers its own thread to nice 19 and says why it is
+ * not idle (`why` comes from the pool, which knows how it started the worker).
+ */
+export function settleWorkerPriority(why: string): WorkerPriority {
+  const own = ownScheduling();
+  if (own?.policy === SCHED_IDLE) return { policy: 'idle' };
+  try {
+    setPriority(WORKER_NICE);
+    return { policy: 'nice', nice: WORKER_NICE, why };
+  } catch (err) {
+    return { policy: 'unchanged', why: `${why}; setpriority: ${(err as Error).message}` };
+  }
+}
