@@ -383,8 +383,19 @@ interface SliceState {
 const SLICE_MS = 10;
 const CHECK_EVERY_NODES = 256;
 
-// This thread's CPU time: on the request thread process.cpuUsage() would count every other thread too.
-const cpuMicros = threadCpuMicros;
+// The clock the time limit reads. On the request thread (presets, the file's check) this thread's
+// own CPU time: process.cpuUsage() would count every other thread too. A mapping worker process
+// evaluates one payload at a time and switches to its whole CPU time (countProcessCpu), as the
+// pool that kills it at the limit counts it, so that it stops itself first.
+let cpuMicros = threadCpuMicros;
+
+/** For a mapping worker process: the time limit counts all of this process's threads (V8's garbage collector too). */
+export function countProcessCpu(): void {
+  cpuMicros = () => {
+    const u = process.cpuUsage();
+    return u.user + u.system;
+  };
+}
 
 /**
  * JSONata awaits the exit hook at every node, so returning a promise that settles on setImmediate

@@ -14,7 +14,8 @@ import type { MappingLimits } from './engine.js';
 import { settleWorkerPriority, type WorkerPriority } from './worker-priority.js';
 
 const priority = settleWorkerPriority(process.argv[2] ?? 'not started through chrt');
-const { compileCached, evaluateHere, MappingError } = await import('./engine.js');
+const { compileCached, countProcessCpu, evaluateHere, MappingError } = await import('./engine.js');
+countProcessCpu();
 
 /** One evaluation: the expression, its limits and the payload as UTF-8 JSON. */
 export interface WorkerTask {
