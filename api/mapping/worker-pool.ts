@@ -197,7 +197,9 @@ export class MappingWorkerPool implements ExpressionRunner {
   private spawn(): void {
     const node = [process.execPath, `--max-old-space-size=${this.heapMb}`, '--max-semi-space-size=4', this.workerPath];
     const command = this.notIdle === undefined ? idleCommand(node) : { argv: node, idle: false };
-    const why = this.notIdle ?? 'chrt not found on PATH';
+    const why =
+      this.notIdle ??
+      (process.platform === 'linux' ? 'chrt not found on PATH' : `SCHED_IDLE is Linux's (this is ${process.platform})`);
     const env = { ...process.env };
     // The worker gets its flags above and nothing else (an inspector port, a --require).
     delete env.NODE_OPTIONS;
