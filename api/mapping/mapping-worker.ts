@@ -25,13 +25,16 @@ export interface WorkerTask {
   json: Uint8Array;
 }
 
-export type WorkerReply =
+/** Every message carries the worker's whole CPU time so far, ms (the pool's deadline counts from it). */
+export type WorkerReply = { processCpuMs: number } & (
   | { id: number; ok: true; json: Uint8Array; count: number; cpuMs: number; outputBytes: number }
-  | { id: number; ok: false; code: string; message: string; position?: number; token?: string; cpuMs: number };
+  | { id: number; ok: false; code: string; message: string; position?: number; token?: string; cpuMs: number }
+);
 
 /** Sent once the worker has loaded the engine. */
 export interface WorkerReady {
   ready: true;
+  processCpuMs: number;
   /** What the worker runs under (the pool reports anything short of SCHED_IDLE once). */
   priority: WorkerPriority;
 }
@@ -53,11 +56,14 @@ process.on('message', (task: WorkerTask) => {
 });
 // The pool closes the channel (or is gone): nothing more to do.
 process.on('disconnect', () => process.exit(0));
-send({ ready: true, priority } satisfies WorkerReady);
+send({ ready: true, priority, processCpuMs: cpuMicros() / 1000 } satisfies WorkerReady);
 
 async function evaluate(task: WorkerTask): Promise<WorkerReply> {
   const started = cpuMicros();
-  const cpuMs = (): number => (cpuMicros() - started) / 1000;
+  const cpu = (): { cpuMs: number; processCpuMs: number } => {
+    const now = cpuMicros();
+    return { cpuMs: (now - started) / 1000, processCpuMs: now / 1000 };
+  };
   try {
     // The ingester already refused bodies that are not JSON or nest too deep.
     const body: unknown = JSON.parse(utf8.decode(task.json));
@@ -69,7 +75,7 @@ async function evaluate(task: WorkerTask): Promise<WorkerReply> {
       json,
       count: result.items.length,
       outputBytes: result.outputBytes,
-      cpuMs: cpuMs(),
+      ...cpu(),
     };
   } catch (err) {
     const e = MappingError.from(err);
@@ -80,7 +86,7 @@ async function evaluate(task: WorkerTask): Promise<WorkerReply> {
       message: e.message,
       ...(e.position !== undefined ? { position: e.position } : {}),
       ...(e.token !== undefined ? { token: e.token } : {}),
-      cpuMs: cpuMs(),
+      ...cpu(),
     };
   }
 }

@@ -70,7 +70,11 @@ interface Task {
 interface Slot {
   child: ChildProcess;
   ready: boolean;
-  /** The worker's CPU time when its current evaluation began, ms. */
+  /**
+   * The worker's CPU time so far as it last reported it (ready, or its last answer), ms: the base
+   * the deadline's /proc readings are measured from. Reported rather than read at each start, which
+   * cost a /proc read per payload; what the idle worker used in between is at most a few ms.
+   */
   baseCpuMs: number;
   task?: Task;
   startedAt?: number;
@@ -217,6 +221,7 @@ export class MappingWorkerPool implements ExpressionRunner {
       slot.stderr = (slot.stderr + d).slice(-STDERR_KEEP);
     });
     child.on('message', (m: WorkerReply | WorkerReady) => {
+      slot.baseCpuMs = m.processCpuMs;
       if ('ready' in m) {
         slot.ready = true;
         if (!this.firstWorkerReported) {
@@ -262,7 +267,6 @@ export class MappingWorkerPool implements ExpressionRunner {
   private start(slot: Slot, task: Task): void {
     slot.task = task;
     slot.startedAt = performance.now();
-    slot.baseCpuMs = processCpuMs(slot.child.pid) ?? 0;
     this.idleRefs(slot, true);
     const message: WorkerTask = { id: task.id, source: task.source, limits: task.limits, json: task.json };
     slot.child.send(message);
