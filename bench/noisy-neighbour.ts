@@ -324,14 +324,14 @@ async function main(): Promise<void> {
   if (COMPARE)
     subjects.push(await startIngester(withFlags(`compare: ${COMPARE}`, COMPARE_FLAGS), COMPARE, COMPARE_FLAGS));
   const canned = CONTROL || BARE ? await cannedRefusal((subjects[0] as Subject).port) : undefined;
+  type Canned = Awaited<ReturnType<typeof cannedRefusal>>;
   /**
    * A bare server on CPU 0 answering A's requests with `canned`: under SCHED_IDLE (the control: it
    * never takes the ingester's CPU), or at the ingester's own priority (the bare phase: it competes
    * for the core as the ingester's own refusals do, at node:http's cost alone).
    */
-  const bareServer = async (what: string, idle: boolean): Promise<number> => {
+  const bareServer = async (what: string, refusal: Canned, idle: boolean): Promise<number> => {
     const port = await freePort();
-    const refusal = canned as Awaited<ReturnType<typeof cannedRefusal>>;
     const argv = [
       'taskset',
       '-c',
@@ -348,8 +348,8 @@ async function main(): Promise<void> {
     await waitFor(what, () => canConnect(port), 10_000, 50);
     return port;
   };
-  const controlPort = CONTROL ? await bareServer('control server', true) : undefined;
-  const barePort = BARE ? await bareServer('bare server', false) : undefined;
+  const controlPort = CONTROL && canned ? await bareServer('control server', canned, true) : undefined;
+  const barePort = BARE && canned ? await bareServer('bare server', canned, false) : undefined;
 
   for (const s of subjects) await phase(s.port, s.port); // warm-up, A beside B
   for (let i = 0; i < RUNS; i++) {

@@ -263,7 +263,7 @@ export function compileMapping(
 }
 
 /** CPU time of the calling thread, microseconds. */
-export const threadCpuMicros = (): number => {
+const threadCpuMicros = (): number => {
   const u = process.threadCpuUsage();
   return u.user + u.system;
 };
@@ -389,12 +389,15 @@ const CHECK_EVERY_NODES = 256;
 // pool that kills it at the limit counts it, so that it stops itself first.
 let cpuMicros = threadCpuMicros;
 
-/** For a mapping worker process: the time limit counts all of this process's threads (V8's garbage collector too). */
+/** CPU time of the whole process (every thread, V8's garbage collector too), microseconds. */
+export const processCpuMicros = (): number => {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+};
+
+/** For a mapping worker process: the time limit counts all of this process's threads. */
 export function countProcessCpu(): void {
-  cpuMicros = () => {
-    const u = process.cpuUsage();
-    return u.user + u.system;
-  };
+  cpuMicros = processCpuMicros;
 }
 
 /**

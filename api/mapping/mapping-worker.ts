@@ -14,7 +14,7 @@ import type { MappingLimits } from './engine.js';
 import { settleWorkerPriority, type WorkerPriority } from './worker-priority.js';
 
 const priority = settleWorkerPriority(process.argv[2] ?? 'not started through chrt');
-const { compileCached, countProcessCpu, evaluateHere, MappingError } = await import('./engine.js');
+const { compileCached, countProcessCpu, evaluateHere, MappingError, processCpuMicros } = await import('./engine.js');
 countProcessCpu();
 
 /** One evaluation: the expression, its limits and the payload as UTF-8 JSON. */
@@ -45,23 +45,17 @@ if (!send) throw new Error('mapping-worker.js runs as a child process with an IP
 const utf8 = new TextDecoder('utf-8');
 const utf8Encoder = new TextEncoder();
 
-/** The whole process's CPU time (its JavaScript thread and V8's helper threads), microseconds. */
-const cpuMicros = (): number => {
-  const u = process.cpuUsage();
-  return u.user + u.system;
-};
-
 process.on('message', (task: WorkerTask) => {
   void evaluate(task).then((reply) => send(reply));
 });
 // The pool closes the channel (or is gone): nothing more to do.
 process.on('disconnect', () => process.exit(0));
-send({ ready: true, priority, processCpuMs: cpuMicros() / 1000 } satisfies WorkerReady);
+send({ ready: true, priority, processCpuMs: processCpuMicros() / 1000 } satisfies WorkerReady);
 
 async function evaluate(task: WorkerTask): Promise<WorkerReply> {
-  const started = cpuMicros();
+  const started = processCpuMicros();
   const cpu = (): { cpuMs: number; processCpuMs: number } => {
-    const now = cpuMicros();
+    const now = processCpuMicros();
     return { cpuMs: (now - started) / 1000, processCpuMs: now / 1000 };
   };
   try {

@@ -23,13 +23,12 @@
  * - The payload goes over as its JSON bytes; the events come back the same way.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import { MappingBusy, MappingError, type ExpressionRunner, type MappingLimits, type MappingResult } from './engine.js';
 import type { WorkerReady, WorkerReply, WorkerTask } from './mapping-worker.js';
-import { idleCommand, type WorkerPriority } from './worker-priority.js';
+import { idleCommand, readProcStat, type WorkerPriority } from './worker-priority.js';
 
 export interface WorkerPoolOptions {
   /** Worker processes at most (default: defaultWorkers()). */
@@ -98,15 +97,8 @@ const USER_HZ = 100;
 
 /** A process's CPU time (all its threads) from /proc, ms; undefined where there is no /proc or it has ended. */
 function processCpuMs(pid: number | undefined): number | undefined {
-  if (pid === undefined || process.platform !== 'linux') return undefined;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after "(comm)" start at field 3; utime is field 14, stime field 15.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[14 - 3]) + Number(fields[15 - 3])) * 1000) / USER_HZ;
-  } catch {
-    return undefined;
-  }
+  const stat = pid === undefined ? undefined : readProcStat(`/proc/${pid}/stat`);
+  return stat && ((stat(14) + stat(15)) * 1000) / USER_HZ;
 }
 
 export class MappingWorkerPool implements ExpressionRunner {

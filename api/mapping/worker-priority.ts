@@ -18,13 +18,13 @@ import { accessSync, constants, readFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { setPriority } from 'node:os';
 
-export const WORKER_NICE = 19;
+const WORKER_NICE = 19;
 
 export type WorkerPriority =
   { policy: 'idle' } | { policy: 'nice'; nice: number; why: string } | { policy: 'unchanged'; why: string };
 
 /** The executable `name` on `path` (PATH's syntax), if any. */
-export function findOnPath(name: string, path = process.env.PATH ?? ''): string | undefined {
+function findOnPath(name: string, path = process.env.PATH ?? ''): string | undefined {
   for (const dir of path.split(delimiter)) {
     if (!dir) continue;
     const candidate = join(dir, name);
@@ -47,16 +47,21 @@ export function idleCommand(argv: readonly string[], path?: string): { argv: str
 
 const SCHED_IDLE = 5;
 
-/** The calling thread's scheduling policy and nice value, from /proc (Linux), else undefined. */
-export function ownScheduling(): { policy: number; nice: number } | undefined {
+/**
+ * A /proc stat file (`/proc/PID/stat`, `/proc/thread-self/stat`, ...) as a look-up of its numeric
+ * fields by their number in proc(5): 4 ppid, 14 utime, 15 stime, 19 nice, 41 policy. Undefined
+ * where it cannot be read (not Linux, or the process has ended).
+ */
+export function readProcStat(path: string): ((field: number) => number) | undefined {
+  let stat: string;
   try {
-    const stat = readFileSync('/proc/thread-self/stat', 'utf8');
-    // Fields after "(comm)": state is field 3; nice is field 19, policy field 41.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { nice: Number(fields[19 - 3]), policy: Number(fields[41 - 3]) };
+    stat = readFileSync(path, 'utf8');
   } catch {
     return undefined;
   }
+  // Field 2, "(comm)", may hold spaces and parentheses: the fields after its last ")" start at 3.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (field) => Number(fields[field - 3]);
 }
 
 /**
@@ -65,8 +70,7 @@ export function ownScheduling(): { policy: number; nice: number } | undefined {
  * not idle (`why` comes from the pool, which knows how it started the worker).
  */
 export function settleWorkerPriority(why: string): WorkerPriority {
-  const own = ownScheduling();
-  if (own?.policy === SCHED_IDLE) return { policy: 'idle' };
+  if (readProcStat('/proc/thread-self/stat')?.(41) === SCHED_IDLE) return { policy: 'idle' };
   try {
     setPriority(WORKER_NICE);
     return { policy: 'nice', nice: WORKER_NICE, why };

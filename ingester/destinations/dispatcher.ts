@@ -153,11 +153,11 @@ export class Dispatcher {
   /** A settle that fails (the bus went away) is left to the queue: the event comes back. */
   private async settle(batch: Delivery[], how: (d: Delivery) => Promise<void>): Promise<void> {
     const results = await Promise.allSettled(batch.map(how));
-    const failed = results.filter((r) => r.status === 'rejected');
+    const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed.length > 0) {
       this.logs.error(
         'settle',
-        (failed[0] as PromiseRejectedResult).reason,
+        failed[0]?.reason,
         { destination: this.destination.name, events: failed.length },
         'could not settle deliveries with the queue; they will be delivered again',
       );

@@ -14,6 +14,7 @@ import { postAlerts, startAlertmanager } from './support/alertmanager.js';
 import { tenantAuth, tenantRoute, post, startIngester, type RunningIngester } from './support/ingester.js';
 import { waitFor } from '../support/waiting.js';
 import { ROOT } from '../support/paths.js';
+import { readProcStat } from '../../api/mapping/worker-priority.js';
 
 // A busy machine: worker start-up, hostile expressions running into their limits.
 jest.setTimeout(120_000);
@@ -217,10 +218,10 @@ function alertmanagerGroup(alerts: number): Record<string, unknown> {
   };
 }
 
-/** A thread's nice value and scheduling policy, from /proc/<pid>/task/<tid>/stat (fields 19 and 41; the name may hold spaces). */
-const scheduling = (stat: string): { nice: number; policy: number } => {
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return { nice: Number(fields[19 - 3]), policy: Number(fields[41 - 3]) };
+/** A thread's (or process's) nice value and scheduling policy; undefined once it has ended. */
+const scheduling = (statPath: string): { nice: number; policy: number } | undefined => {
+  const stat = readProcStat(statPath);
+  return stat && { nice: stat(19), policy: stat(41) };
 };
 const SCHED_OTHER = 0;
 const SCHED_IDLE = 5;
@@ -228,11 +229,8 @@ const SCHED_IDLE = 5;
 /** Every thread of process `pid`: its id, nice value and policy (threads that end meanwhile are skipped). */
 function threadsOf(pid: number): Array<{ tid: number; nice: number; policy: number }> {
   return readdirSync(`/proc/${pid}/task`).flatMap((tid) => {
-    try {
-      return [{ tid: Number(tid), ...scheduling(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')) }];
-    } catch {
-      return [];
-    }
+    const s = scheduling(`/proc/${pid}/task/${tid}/stat`);
+    return s ? [{ tid: Number(tid), ...s }] : [];
   });
 }
 
@@ -242,12 +240,10 @@ function mappingWorkersOf(pid: number): number[] {
     .filter((d) => /^\d+$/.test(d))
     .flatMap((d) => {
       try {
-        const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[4 - 3]);
-        const cmdline = readFileSync(`/proc/${d}/cmdline`, 'utf8');
-        return ppid === pid && cmdline.includes('mapping-worker.js') ? [Number(d)] : [];
+        if (readProcStat(`/proc/${d}/stat`)?.(4) !== pid) return [];
+        return readFileSync(`/proc/${d}/cmdline`, 'utf8').includes('mapping-worker.js') ? [Number(d)] : [];
       } catch {
-        return [];
+        return []; // it ended meanwhile
       }
     });
 }
@@ -260,7 +256,7 @@ describe('the mapping worker processes', () => {
         (await post(`${ing.url}/events/webhook_checker`, { host: 'db-1', level: 'WARNING' }, auth('checker'))).status,
       ).toBe(200);
       const pid = ing.child.pid as number;
-      const own = scheduling(readFileSync('/proc/self/stat', 'utf8'));
+      const own = scheduling('/proc/self/stat') as { nice: number; policy: number };
       // Workers come and go (one stopped at its limit by an earlier test is replaced), so the check
       // is retried until the pool has settled.
       let seen: unknown;
