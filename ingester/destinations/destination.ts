@@ -13,6 +13,11 @@ import type { Outcome } from '../outbound/outcome.js';
 export interface QueuedEvent {
   readonly json: Uint8Array | string;
   event(): NormalisedEvent;
+  /**
+   * Its received_at (ms), when the queue reads it once for several events: the events of one bus
+   * message come from one request and share it. Otherwise receivedAtMs() reads each event's own.
+   */
+  sharedReceivedAtMs?(): number;
 }
 
 /** An event that is already parsed, as a queued one (for callers and tests that hold the object). */
@@ -34,6 +39,24 @@ const RECEIVED_AT_BYTES = Buffer.from(RECEIVED_AT);
  * escaped). Parses the event when the text is not there.
  */
 export function receivedAtMs(q: QueuedEvent): number {
+  if (q.sharedReceivedAtMs) return q.sharedReceivedAtMs();
+  return ownReceivedAtMs(q);
+}
+
+/**
+ * For the events of one pack (a bus message, an outbox row: one request's events, normalised with
+ * one received_at), a reader of that time that parses it once, from the first event, for all of
+ * them. Undefined for a pack of one, which reads its own.
+ */
+export function packReceivedAt(events: readonly (Uint8Array | string)[]): (() => number) | undefined {
+  const first = events[0];
+  if (events.length < 2 || first === undefined) return undefined;
+  let at: number | undefined;
+  return () => (at ??= ownReceivedAtMs({ json: first, event: () => parseStored(first) }));
+}
+
+/** receivedAtMs of this event's own JSON. */
+export function ownReceivedAtMs(q: QueuedEvent): number {
   const json = q.json;
   let at = Number.NaN;
   if (typeof json === 'string') {

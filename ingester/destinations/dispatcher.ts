@@ -152,13 +152,26 @@ export class Dispatcher {
 
   /** A settle that fails (the bus went away) is left to the queue: the event comes back. */
   private async settle(batch: Delivery[], how: (d: Delivery) => Promise<void>): Promise<void> {
-    const results = await Promise.allSettled(batch.map(how));
-    const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failed.length > 0) {
+    let failed = 0;
+    let first: unknown;
+    if (batch.length === 1) {
+      // One event (batchSize 1): no array of results to build and filter.
+      try {
+        await how(batch[0] as Delivery);
+      } catch (err) {
+        failed = 1;
+        first = err;
+      }
+    } else {
+      for (const r of await Promise.allSettled(batch.map(how))) {
+        if (r.status === 'rejected' && failed++ === 0) first = r.reason;
+      }
+    }
+    if (failed > 0) {
       this.logs.error(
         'settle',
-        failed[0]?.reason,
-        { destination: this.destination.name, events: failed.length },
+        first,
+        { destination: this.destination.name, events: failed },
         'could not settle deliveries with the queue; they will be delivered again',
       );
     }

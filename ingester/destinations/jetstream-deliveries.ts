@@ -44,7 +44,7 @@ import {
 import { Kvm } from '@nats-io/kv';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { parseStored, type Routing } from './destination.js';
+import { packReceivedAt, parseStored, type Routing } from './destination.js';
 import type { NormalisedEvent } from '../core/event.js';
 import type { JetStreamSettings } from '../sinks/handoff-config.js';
 import { eventsOf } from '../sinks/bus-messages.js';
@@ -275,6 +275,7 @@ export class JetStreamDeliveries {
     const keep = async (json: Uint8Array | string, index: number, reason: string, error: string): Promise<void> =>
       this.deadLetter(m, pieces.length === 1 ? `${name}-${seq}` : `${name}-${seq}-${index}`, json, name, reason, error);
     const attempt = m.info.deliveryCount;
+    const receivedAt = packReceivedAt(pieces);
     return indexes.map(
       (i) =>
         new MessageEventDelivery(
@@ -284,6 +285,7 @@ export class JetStreamDeliveries {
           settlement,
           keep,
           d.settings.delivery.backoffMinMs,
+          receivedAt,
         ),
     );
   }

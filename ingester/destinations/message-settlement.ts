@@ -124,6 +124,8 @@ export class MessageEventDelivery implements Delivery {
     private readonly keep: (json: Uint8Array | string, index: number, reason: string, error: string) => Promise<void>,
     /** When it could not be kept: retried after this long. */
     private readonly keepFailedRetryMs: number,
+    /** The received_at its message's events share, read once for all of them. */
+    readonly sharedReceivedAtMs?: () => number,
   ) {}
 
   event(): NormalisedEvent {

@@ -11,7 +11,7 @@
 import { LetterTooLarge, type NewDeadLetter } from '../dead-letters/model.js';
 import { GroupCommit } from '../storage/group-commit.js';
 import { eventTextsOf } from '../sinks/bus-messages.js';
-import { parseStored } from './destination.js';
+import { packReceivedAt, parseStored } from './destination.js';
 import type { Dispatcher } from './dispatcher.js';
 import { DoneEvents, MessageEventDelivery, MessageSettlement } from './message-settlement.js';
 import type { OutboxRow, OutboxTable } from './outbox-table.js';
@@ -173,9 +173,18 @@ export class OutboxLeaseLoops {
         if (!(err instanceof LetterTooLarge)) throw err;
       });
     };
+    const receivedAt = packReceivedAt(events);
     for (const i of indexes)
       d.dispatcher.submit(
-        new MessageEventDelivery(events[i] as string, r.attempts + 1, i, settlement, keep, KEEP_FAILED_RETRY_MS),
+        new MessageEventDelivery(
+          events[i] as string,
+          r.attempts + 1,
+          i,
+          settlement,
+          keep,
+          KEEP_FAILED_RETRY_MS,
+          receivedAt,
+        ),
       );
   }
 

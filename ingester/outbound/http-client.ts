@@ -86,11 +86,8 @@ export class OutboundClient {
     } catch (err) {
       return Promise.resolve({ kind: 'retry', reason: 'credentials', error: (err as Error).message });
     }
-    const all: Record<string, string> = {
-      ...headers,
-      'content-length': String(Buffer.byteLength(body)),
-      'user-agent': USER_AGENT,
-    };
+    // Content-Length is undici's: it sets it from the body (a Buffer or string) itself.
+    const all: Record<string, string> = { ...headers, 'user-agent': USER_AGENT };
     if (authorization) all.authorization = authorization;
     if (signal?.aborted) return Promise.resolve(ABORTED);
     let origin: string;

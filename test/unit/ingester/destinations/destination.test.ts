@@ -1,5 +1,5 @@
 import type { NormalisedEvent } from '../../../../ingester/core/event.js';
-import { eventIdOf, parseStored, queuedEvent, receivedAtMs } from '../../../../ingester/destinations/destination.js';
+import { eventIdOf, packReceivedAt, parseStored, queuedEvent, receivedAtMs } from '../../../../ingester/destinations/destination.js';
 
 const event = (over: Partial<NormalisedEvent> = {}): NormalisedEvent =>
   ({
@@ -33,6 +33,22 @@ describe('queued events', () => {
     const e = event();
     expect(receivedAtMs({ json: '{"id":"e1"}', event: () => e })).toBe(Date.parse(e.received_at));
     expect(receivedAtMs({ json: '{"received_at":"not a date"}', event: () => e })).toBe(Date.parse(e.received_at));
+  });
+
+  it("reads a pack's received_at once, from its first event, for all of its events", () => {
+    const first = new TextEncoder().encode(JSON.stringify(event()));
+    const second = JSON.stringify(event({ id: 'e2', received_at: '2030-01-01T00:00:00.000Z' }));
+    expect(packReceivedAt([first])).toBeUndefined();
+    const shared = packReceivedAt([first, second]) as () => number;
+    expect(shared()).toBe(Date.parse('2026-11-26T02:00:00.123Z'));
+    // A queued event that carries the shared reader is not read on its own.
+    const unparsable = (): NormalisedEvent => {
+      throw new Error('parsed');
+    };
+    expect(receivedAtMs({ json: second, event: unparsable, sharedReceivedAtMs: shared })).toBe(
+      Date.parse('2026-11-26T02:00:00.123Z'),
+    );
+    expect(receivedAtMs({ json: second, event: unparsable })).toBe(Date.parse('2030-01-01T00:00:00.000Z'));
   });
 
   it('reads the id from the start of the stored text and bytes without parsing them', () => {

@@ -70,7 +70,30 @@ async function expectRoomOnlyAfter(d: Dispatcher, release: () => void): Promise<
   await room;
 }
 
+/** A dispatcher whose log lines are kept (level error and above). */
+function logged(dest: Destination): { d: Dispatcher; lines: Array<Record<string, unknown>> } {
+  const lines: Array<Record<string, unknown>> = [];
+  const logger = pino({ level: 'error' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  return { d: new Dispatcher(dest, settings, new DestinationMetrics(new Registry()), logger), lines };
+}
+
 describe('dispatcher', () => {
+  it.each([1, 3])('logs settles the queue refused (batches of %i), and counts them', async (batchSize) => {
+    const dest = new FakeDestination(batchSize, async () => ({ kind: 'delivered' }));
+    const { d, lines } = logged(dest);
+    const items = ['a', 'b', 'c'].map((id) => ({
+      ...delivery(id),
+      ack: id === 'b' ? () => Promise.resolve() : () => Promise.reject(new Error(`bus gone (${id})`)),
+    }));
+    for (const i of items) d.submit(i);
+    await d.idle();
+    const refused = lines.filter((l) => l.msg === 'could not settle deliveries with the queue; they will be delivered again');
+    expect(refused.length).toBeGreaterThan(0);
+    // Every refused settle is counted once, whatever the batches were.
+    expect(refused.reduce((n, l) => n + (l.events as number), 0)).toBe(batchSize === 1 ? 1 : 2);
+    expect(JSON.stringify(refused[0])).toContain('bus gone (a)');
+  });
+
   it('sends what arrives in one turn as batches of at most maxBatch, and acknowledges on delivery', async () => {
     const dest = new FakeDestination(2, async () => ({ kind: 'delivered' }));
     const { d, registry } = make(dest);
