@@ -1,5 +1,11 @@
 import type { NormalisedEvent } from '../../../../ingester/core/event.js';
-import { eventIdOf, packReceivedAt, parseStored, queuedEvent, receivedAtMs } from '../../../../ingester/destinations/destination.js';
+import {
+  eventIdOf,
+  packReceivedAt,
+  parseStored,
+  queuedEvent,
+  receivedAtMs,
+} from '../../../../ingester/destinations/destination.js';
 
 const event = (over: Partial<NormalisedEvent> = {}): NormalisedEvent =>
   ({

@@ -87,7 +87,9 @@ describe('dispatcher', () => {
     }));
     for (const i of items) d.submit(i);
     await d.idle();
-    const refused = lines.filter((l) => l.msg === 'could not settle deliveries with the queue; they will be delivered again');
+    const refused = lines.filter(
+      (l) => l.msg === 'could not settle deliveries with the queue; they will be delivered again',
+    );
     expect(refused.length).toBeGreaterThan(0);
     // Every refused settle is counted once, whatever the batches were.
     expect(refused.reduce((n, l) => n + (l.events as number), 0)).toBe(batchSize === 1 ? 1 : 2);
