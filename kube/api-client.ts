@@ -3,7 +3,8 @@
  * and a watch (GET ?watch=true, one JSON event per line). Shaped like client-node's
  * `Watch.watch`, so the Informer takes either (kube/informer.ts `Watcher`).
  */
-import { request as httpRequest, type IncomingMessage } from 'node:http';
+import type { IncomingMessage } from 'node:http';
+import { request as httpRequest } from '../common/node-http.js';
 import { request as httpsRequest } from 'node:https';
 import type { ApiConnection } from './api-connection.js';
 

@@ -15,7 +15,7 @@
  * rather than silently connecting without credentials.
  */
 import { readFileSync } from 'node:fs';
-import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpAgent } from '../common/node-http.js';
 import { Agent as HttpsAgent } from 'node:https';
 import { isIPv6 } from 'node:net';
 import { dirname, isAbsolute, join } from 'node:path';

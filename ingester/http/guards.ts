@@ -5,7 +5,8 @@
  * authentication.
  */
 import { readFileSync } from 'node:fs';
-import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { STATUS_CODES } from '../../common/node-http.js';
 import { isIP, type Socket } from 'node:net';
 import { headersTooLarge, malformedRequest, requestTimeout } from '../core/errors.js';
 

@@ -2,13 +2,16 @@
  * A standalone ingester (routes from its config file) loads neither the operator nor
  * @kubernetes/client-node: `intake` imports a component only when its command runs, which keeps
  * about 50 MiB of resident memory out of the standalone process (docs/benchmarks.md: "Memory").
- * A module hook preloaded with --import records every module the built ingester resolves.
+ * Nor Node's bundled undici, which an ESM import of node:http loads (common/node-http.ts).
+ * A module hook preloaded with --import records every module the built ingester resolves, and
+ * Node's own modules it loaded (process.moduleLoadList).
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { basic, DEMO } from '../support/credentials.js';
 import { ROOT } from '../support/paths.js';
 import { freePort } from '../support/ports.js';
 import { waitFor } from '../support/waiting.js';
@@ -19,7 +22,10 @@ import { registerHooks } from 'node:module';
 import { writeFileSync } from 'node:fs';
 const resolved = new Set();
 registerHooks({ resolve(specifier, context, next) { const r = next(specifier, context); resolved.add(r.url); return r; } });
-process.on('exit', () => writeFileSync(process.env.INTAKE_TEST_MODULES_FILE, JSON.stringify([...resolved])));
+process.on('exit', () => {
+  writeFileSync(process.env.INTAKE_TEST_MODULES_FILE, JSON.stringify([...resolved]));
+  writeFileSync(process.env.INTAKE_TEST_MODULES_FILE + '.builtins', JSON.stringify(process.moduleLoadList));
+});
 `;
 
 let dir: string;
@@ -29,8 +35,11 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** Starts the built ingester on free ports with the hook, waits until ready, stops it; returns what it resolved. */
-async function modulesOfStandaloneIngester(): Promise<string[]> {
+/**
+ * Starts the built ingester on free ports with the hook, waits until ready, sends it one event,
+ * stops it; returns what it resolved and Node's own modules it loaded.
+ */
+async function modulesOfStandaloneIngester(): Promise<{ modules: string[]; builtins: string[] }> {
   const [port, adminPort] = [await freePort(), await freePort()];
   const modulesFile = join(dir, 'modules.json');
   const args = [
@@ -62,11 +71,20 @@ async function modulesOfStandaloneIngester(): Promise<string[]> {
       15_000,
       50,
     );
+    const sent = await fetch(`http://127.0.0.1:${port}/events/webhook_demo`, {
+      method: 'POST',
+      headers: { authorization: basic(DEMO.user, DEMO.password), 'content-type': 'application/json' },
+      body: JSON.stringify({ source: 'host-1', severity: 'critical', class: 'cpu', type: 'high' }),
+    });
+    expect(sent.status).toBe(200);
   } finally {
     child.kill('SIGTERM');
     await exited;
   }
-  return JSON.parse(readFileSync(modulesFile, 'utf8')) as string[];
+  return {
+    modules: JSON.parse(readFileSync(modulesFile, 'utf8')) as string[],
+    builtins: JSON.parse(readFileSync(`${modulesFile}.builtins`, 'utf8')) as string[],
+  };
 }
 
 /** Runs a command of the built `intake` to its end with the hook; returns what it resolved. */
@@ -99,8 +117,10 @@ describe('the intake command', () => {
 });
 
 describe('a standalone ingester', () => {
-  it('loads the ingester but neither the operator nor @kubernetes/client-node', async () => {
-    const modules = await modulesOfStandaloneIngester();
+  it("loads the ingester but neither the operator, @kubernetes/client-node nor Node's bundled undici", async () => {
+    const { modules, builtins } = await modulesOfStandaloneIngester();
+    expect(builtins).toContain('NativeModule http');
+    expect(builtins.filter((m) => m.includes('undici'))).toEqual([]);
     expect(modules.some((url) => url.endsWith('/dist/ingester/main.js'))).toBe(true);
     expect(
       modules.filter(

@@ -2,6 +2,7 @@
  * No import cycles in the product code (api, cmd, common, console, ingester, kube, operator). ESLint's
  * no-restricted-imports zones keep the ingester's folders layered (eslint.config.js); this finds
  * cycles inside a folder too. Only runtime imports count: `import type` is erased by tsc.
+ * Also: no runtime ESM import of node:http, which loads Node's bundled undici (common/node-http.ts).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -18,19 +19,26 @@ function sourceFiles(dir: string): string[] {
   });
 }
 
-/** Static, non-type imports and re-exports of our own modules, as absolute .ts paths. */
-function runtimeImports(file: string, source: string): string[] {
+/** The specifiers of static, non-type imports and re-exports (what tsc leaves in the JavaScript). */
+function runtimeSpecifiers(source: string): string[] {
   const found: string[] = [];
-  const statement = /^\s*(import|export)\s+(type\s+)?([^'";]*?\s+from\s+)?['"](\.[^'"]+)['"]/gm;
+  const statement = /^\s*(import|export)\s+(type\s+)?([^'";]*?\s+from\s+)?['"]([^'"]+)['"]/gm;
   for (const m of source.matchAll(statement)) {
     if (m[2]) continue;
     const clause = m[3] ?? '';
     // `import { type A, type B } from` is erased too.
     const names = /\{([^}]*)\}/.exec(clause)?.[1];
     if (names && !/^\s*\w+\s*,/.test(clause) && names.split(',').every((n) => /^\s*(type\s|$)/.test(n))) continue;
-    found.push(resolve(dirname(file), (m[4] as string).replace(/\.js$/, '.ts')));
+    found.push(m[4] as string);
   }
   return found;
+}
+
+/** Static, non-type imports and re-exports of our own modules, as absolute .ts paths. */
+function runtimeImports(file: string, source: string): string[] {
+  return runtimeSpecifiers(source)
+    .filter((s) => s.startsWith('.'))
+    .map((s) => resolve(dirname(file), s.replace(/\.js$/, '.ts')));
 }
 
 /** Every cycle found by depth-first search, each as the list of files around it. */
@@ -61,6 +69,21 @@ describe('the product code', () => {
     const edges = [...graph.values()].reduce((n, to) => n + to.length, 0);
     expect(edges).toBeGreaterThan(150);
     expect(findCycles(graph).map((cycle) => cycle.map((f) => relative(ROOT, f)).join(' -> '))).toEqual([]);
+  });
+});
+
+describe('node:http in the product code', () => {
+  it('is imported for its types only, or through common/node-http.ts', () => {
+    const files = PRODUCT.flatMap((d) => sourceFiles(join(ROOT, d)));
+    const importing = files.filter((f) => {
+      const source = readFileSync(f, 'utf8');
+      return (
+        runtimeSpecifiers(source).some((s) => s === 'node:http' || s === 'http') ||
+        // A dynamic import loads it too; `typeof import('node:http')` is a type.
+        /(?<!typeof\s+)import\(\s*['"](node:)?http['"]\s*\)/.test(source)
+      );
+    });
+    expect(importing.map((f) => relative(ROOT, f))).toEqual([]);
   });
 });
 
@@ -96,5 +119,6 @@ describe('the cycle finder', () => {
       "import { z } from 'zod';",
     ].join('\n');
     expect(runtimeImports('/x/m.ts', src)).toEqual(['/x/a.ts', '/x/e.ts', '/x/f.ts']);
+    expect(runtimeSpecifiers(src)).toEqual(['./a.js', './e.js', './f.js', 'zod']);
   });
 });
