@@ -15,7 +15,8 @@ export interface QueuedEvent {
   event(): NormalisedEvent;
   /**
    * Its received_at (ms), when the queue reads it once for several events: the events of one bus
-   * message come from one request and share it. Otherwise receivedAtMs() reads each event's own.
+   * message or outbox row come from one request and share it (packReceivedAt). Otherwise
+   * receivedAtMs() reads each event's own.
    */
   sharedReceivedAtMs?(): number;
 }
