@@ -72,7 +72,8 @@ interface Slot {
   /**
    * The worker's CPU time so far as it last reported it (ready, or its last answer), ms: the base
    * the deadline's /proc readings are measured from. Reported rather than read at each start, which
-   * cost a /proc read per payload; what the idle worker used in between is at most a few ms.
+   * cost a /proc read per payload; what the idle worker used in between is at most a few ms, and
+   * /proc's 10 ms ticks against this microsecond clock at most one tick: the grace covers both.
    */
   baseCpuMs: number;
   task?: Task;

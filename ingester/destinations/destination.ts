@@ -57,7 +57,7 @@ export function packReceivedAt(events: readonly (Uint8Array | string)[]): (() =>
 }
 
 /** receivedAtMs of this event's own JSON. */
-export function ownReceivedAtMs(q: QueuedEvent): number {
+function ownReceivedAtMs(q: QueuedEvent): number {
   const json = q.json;
   let at = Number.NaN;
   if (typeof json === 'string') {

@@ -41,7 +41,7 @@ describe('queued events', () => {
     expect(receivedAtMs({ json: '{"received_at":"not a date"}', event: () => e })).toBe(Date.parse(e.received_at));
   });
 
-  it("reads a pack's received_at once, from its first event, for all of its events", () => {
+  it("reads a pack's received_at from its first event, for all of its events", () => {
     const first = new TextEncoder().encode(JSON.stringify(event()));
     const second = JSON.stringify(event({ id: 'e2', received_at: '2030-01-01T00:00:00.000Z' }));
     expect(packReceivedAt([first])).toBeUndefined();

@@ -78,7 +78,7 @@ function logged(dest: Destination): { d: Dispatcher; lines: Array<Record<string,
 }
 
 describe('dispatcher', () => {
-  it.each([1, 3])('logs settles the queue refused (batches of %i), and counts them', async (batchSize) => {
+  it.each([1, 3])('logs the settles the queue refused (batches of %i), and counts them', async (batchSize) => {
     const dest = new FakeDestination(batchSize, async () => ({ kind: 'delivered' }));
     const { d, lines } = logged(dest);
     const items = ['a', 'b', 'c'].map((id) => ({
