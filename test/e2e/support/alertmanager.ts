@@ -20,11 +20,13 @@ export interface RunningAlertmanager {
 
 /**
  * Starts Alertmanager, with one webhook receiver when given; groups by alertname and flushes
- * within about a second. `port`: start on this port (a restart after kill9).
+ * within about a second. `port`: start on this port (a restart after kill9). `cluster`: gossip on
+ * loopback port `cluster.port` with the Alertmanagers at `cluster.peers` (an HA pair); without
+ * it, clustering is off.
  */
 export async function startAlertmanager(
   webhook?: { url: string; username: string; password: string },
-  o: { port?: number } = {},
+  o: { port?: number; cluster?: { port: number; peers: number[] } } = {},
 ): Promise<RunningAlertmanager> {
   const dir = mkdtempSync(join(tmpdir(), 'intake-am-'));
   const config = webhook
@@ -58,7 +60,17 @@ export async function startAlertmanager(
       `--config.file=${join(dir, 'alertmanager.yml')}`,
       `--storage.path=${join(dir, 'data')}`,
       `--web.listen-address=127.0.0.1:${port}`,
-      '--cluster.listen-address=',
+      ...(o.cluster
+        ? [
+            `--cluster.listen-address=127.0.0.1:${o.cluster.port}`,
+            `--cluster.advertise-address=127.0.0.1:${o.cluster.port}`,
+            ...o.cluster.peers.map((p) => `--cluster.peer=127.0.0.1:${p}`),
+            // Loopback peers: settle and gossip quickly.
+            '--cluster.settle-timeout=2s',
+            '--cluster.gossip-interval=50ms',
+            '--cluster.pushpull-interval=2s',
+          ]
+        : ['--cluster.listen-address=']),
       '--log.level=debug',
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
