@@ -10,7 +10,7 @@ import Fastify, { LogController, type FastifyError, type FastifyInstance } from 
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { internalError, notFound, type IntakeError } from '../core/errors.js';
+import { notFound, type IntakeError } from '../core/errors.js';
 import { registerAdminGuard } from './admin-guard.js';
 import { toIntakeError } from './listener.js';
 import { ADMIN_MAX_CONNECTIONS, clientErrorHandler, serverTimeoutOptions, type TimeoutSettings } from './guards.js';
@@ -58,8 +58,8 @@ export function buildAdminServer(o: AdminServerOptions): FastifyInstance {
   // fastify's own refusals (an empty or malformed JSON body, too large) in the catalogue's shape.
   app.setErrorHandler((err: FastifyError | IntakeError, req, reply) => {
     const mapped = toIntakeError(err, ADMIN_BODY_LIMIT);
-    if (mapped.statusCode >= 500) o.logger.error({ err, reqId: req.id }, 'admin request failed');
-    sendError(reply, mapped.statusCode >= 500 ? internalError() : mapped);
+    if (mapped.code === 'INTERNAL') o.logger.error({ err, reqId: req.id }, 'admin request failed');
+    sendError(reply, mapped);
   });
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_req, reply) => {

@@ -73,6 +73,9 @@ describe('the admin server with the guard', () => {
       logger: pino({ level: 'silent' }),
       allowedHosts: ['Intake-Ingester-Admin.intake.svc'],
     });
+    app.get('/boom', async () => {
+      throw new Error('a secret-looking detail');
+    });
     app.post('/write', async (req) => {
       writes.push(req.body);
       return { done: true };
@@ -169,5 +172,12 @@ describe('the admin server with the guard', () => {
       expect(res.statusCode).toBe(403);
       expect(Object.keys(res.headers).filter((h) => h.startsWith('access-control-'))).toEqual([]);
     }
+  });
+
+  it('answers a route that fails with the catalogue’s 500, without its message', async () => {
+    const res = await app.inject({ url: '/boom', headers: { host: 'localhost' } });
+    expect(res.statusCode).toBe(500);
+    expect(res.json()).toMatchObject({ success: false, code: 'INTERNAL' });
+    expect(res.body).not.toContain('secret-looking');
   });
 });
