@@ -522,10 +522,12 @@ const deadLetterQuery = (
     if (typeof opts[key] === 'string') q.set(key, opts[key]);
   return q.size > 0 ? `?${q}` : '';
 };
+// A state-changing admin call carries what a cross-site page cannot send (ingester/http/admin-guard.ts).
+const ADMIN_WRITE = { headers: { 'content-type': 'application/json', 'x-intake-admin': 'true' }, body: '{}' };
 const adminCall = async (url: string, method: string): Promise<Record<string, unknown>> => {
   let res: Response;
   try {
-    res = await fetch(url, { method });
+    res = await fetch(url, { method, ...(method === 'GET' ? {} : ADMIN_WRITE) });
   } catch (err) {
     throw new ConfigError(
       `cannot reach the ingester's admin listener at ${url}: ${((err as Error).cause as Error | undefined)?.message ?? (err as Error).message}`,

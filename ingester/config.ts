@@ -32,10 +32,13 @@ import {
 import type { DeadLetterSettings } from './dead-letters/setup.js';
 import type { PartialTenantLimitDefaults, TenantLimitDefaults } from '../api/limits.js';
 import { resolveTenantLimits, tenantLimitsSchema } from './limits/settings.js';
+import { isHostName, normalHostName } from './http/admin-guard.js';
 
 export interface IngesterSettings {
   listen: Listen;
   adminListen: Listen;
+  /** Host names the admin listener answers besides IP literals and localhost (http/admin-guard.ts). */
+  adminAllowedHosts: string[];
   tls?: { certFile: string; keyFile: string };
   /** Passed to fastify: trust X-Forwarded-For from proxies at these addresses/CIDRs (false: off). */
   trustProxy: false | string;
@@ -97,6 +100,7 @@ const OUTPUT_PER_BODY = 4;
 export const DEFAULT_SETTINGS: IngesterSettings = {
   listen: { host: '127.0.0.1', port: 8080 },
   adminListen: { host: '127.0.0.1', port: 8081 },
+  adminAllowedHosts: [],
   trustProxy: false,
   logLevel: 'info',
   limits: {
@@ -143,6 +147,7 @@ const settingsFileSchema = {
   properties: {
     listen: { type: 'string' },
     adminListen: { type: 'string' },
+    adminAllowedHosts: { type: 'array', maxItems: 64, items: { type: 'string' } },
     tls: {
       type: 'object',
       additionalProperties: false,
@@ -265,6 +270,7 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
   const f = file as Record<string, never> & {
     listen?: string;
     adminListen?: string;
+    adminAllowedHosts?: string[];
     tls?: { certFile: string; keyFile: string };
     trustProxy?: boolean | number | string;
     logLevel?: string;
@@ -291,6 +297,7 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
       overrides.adminListen ?? f.adminListen ?? `${d.adminListen.host}:${d.adminListen.port}`,
       'adminListen',
     ),
+    adminAllowedHosts: checkAdminAllowedHosts(f.adminAllowedHosts ?? d.adminAllowedHosts),
     trustProxy: checkTrustProxy(parseTrustProxy(overrides.trustProxy) ?? f.trustProxy ?? d.trustProxy),
     logLevel: overrides.logLevel ?? f.logLevel ?? d.logLevel,
     limits,
@@ -336,6 +343,16 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
     throw new ConfigError("listen and adminListen must differ: the admin port holds every tenant's series");
   }
   return settings;
+}
+
+/** Names only: IP literals and localhost are always answered, and a port or a pattern would never match a Host. */
+function checkAdminAllowedHosts(names: string[]): string[] {
+  const bad = names.find((n) => !isHostName(n));
+  if (bad !== undefined)
+    throw new ConfigError(
+      `adminAllowedHosts: ${JSON.stringify(bad.slice(0, 100))} is not a DNS name (no port, no wildcard; IP addresses and localhost need no entry)`,
+    );
+  return names.map(normalHostName);
 }
 
 /**

@@ -132,6 +132,7 @@ export async function startIngester(
     sinks,
     activity,
     timeouts: settings.limits,
+    allowedHosts: settings.adminAllowedHosts,
     ...(remoteWrite ? { refusing: [remoteWrite] } : {}),
   });
   registerDeadLetterRoutes(admin, {

@@ -207,6 +207,28 @@ export const notFound = (method: string, url: string): IntakeError =>
 export const methodNotAllowed = (method: string, allow: string): IntakeError =>
   new IntakeError('METHOD_NOT_ALLOWED', 405, `method ${method} not allowed; use ${allow}`, undefined, { allow });
 
+// The admin listener's request checks (http/admin-guard.ts): a Host it does not answer for (DNS
+// rebinding), and a state-changing call without what a cross-site page cannot send.
+export const ADMIN_WRITE_HEADER = 'X-Intake-Admin';
+export const hostNotAllowed = (host: string | undefined): IntakeError =>
+  new IntakeError(
+    'HOST_NOT_ALLOWED',
+    421,
+    `the admin listener does not answer for Host ${host ? JSON.stringify(host.slice(0, 100)) : '(none)'}: use an IP address, localhost or a name in adminAllowedHosts`,
+  );
+export const adminHeaderRequired = (): IntakeError =>
+  new IntakeError(
+    'ADMIN_HEADER_REQUIRED',
+    403,
+    `a state-changing admin call needs the header ${ADMIN_WRITE_HEADER}: true and a JSON object body with Content-Type: application/json`,
+  );
+export const adminJsonRequired = (contentType: string | undefined): IntakeError =>
+  new IntakeError(
+    'UNSUPPORTED_MEDIA_TYPE',
+    415,
+    `a state-changing admin call needs a JSON object body with Content-Type: application/json, got ${contentType ? JSON.stringify(contentType.slice(0, 100)) : 'no Content-Type'}`,
+  );
+
 export const unavailable = (message: string, retryAfterSeconds = 5): IntakeError =>
   new IntakeError('UNAVAILABLE', 503, message, undefined, { 'retry-after': String(retryAfterSeconds) });
 

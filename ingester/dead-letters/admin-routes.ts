@@ -2,10 +2,12 @@
  * The dead letters, both kinds, on the admin listener (never public: they are tenants' data):
  *   GET  /deadletter[?kind=mapping|delivery][&namespace=][&integration=][&destination=][&id=A,B][&limit=N][&payload=true]
  *        what is kept, with the store's usage per namespace (bodies only with payload=true)
- *   POST /deadletter/replay[?same filters]
+ *   POST /deadletter/replay[?same filters]   body: a JSON object, {} or the same filters
  *        replays each selected letter once (claimed first, so concurrent replays never repeat one):
  *        a mapping failure through its integration's current mapping, a delivery failure back to its
  *        destination; replayed ones leave the store, failed ones stay.
+ *        Like every state-changing admin call it needs X-Intake-Admin: true and a JSON body
+ *        (http/admin-guard.ts refuses it otherwise, before it gets here).
  * `intake deadletter list|replay` calls these. Deprecated for one release, answering as before:
  * GET /destinations/deadletter and POST /destinations/deadletter/replay (kind delivery).
  */
@@ -55,7 +57,8 @@ export function registerDeadLetterRoutes(app: FastifyInstance, o: DeadLetterRout
     };
   });
   app.post<{ Querystring: Query }>('/deadletter/replay', async (req, reply) => {
-    const q = queryOf(req.query, reply);
+    const merged = withBodyFilters(req.query, req.body, reply);
+    const q = merged && queryOf(merged, reply);
     if (!q) return reply;
     return (await withStore(() => replayLetters(o.store, q, o.replayers, o.leaseMs, o.metrics), reply)) ?? reply;
   });
@@ -86,7 +89,8 @@ export function registerDeadLetterRoutes(app: FastifyInstance, o: DeadLetterRout
     return { count: items.length, items };
   });
   app.post<{ Querystring: Query }>('/destinations/deadletter/replay', async (req, reply) => {
-    const q = legacyQuery(req.query, o, reply);
+    const merged = withBodyFilters(req.query, req.body, reply);
+    const q = merged && legacyQuery(merged, o, reply);
     if (!q) return reply;
     void reply.header('deprecation', 'true').header('warning', `299 - "${DEPRECATED}"`);
     const report = await withStore(() => replayLetters(o.store, q, o.replayers, o.leaseMs, o.metrics), reply);
@@ -98,6 +102,28 @@ const withoutBody = (l: DeadLetter): Record<string, unknown> => {
   const { payload: _p, event, ...rest } = l as DeadLetter & { payload?: unknown; event?: { id: string } };
   return event ? { ...rest, eventId: event.id } : rest;
 };
+
+const FILTERS = ['kind', 'namespace', 'integration', 'destination', 'id', 'seq', 'limit'] as const;
+
+/**
+ * A replay's filters from its query string and its JSON body together. A body field that is no
+ * filter is refused rather than ignored: `{"kind":"mapping"}` misspelt must not replay everything.
+ */
+function withBodyFilters(query: Query, body: unknown, reply: FastifyReply): Query | undefined {
+  const fail = (field: string, message: string): undefined =>
+    void reply.code(400).send({ error: 'invalid_query', field, message });
+  const out: Query = { ...query };
+  for (const [key, value] of Object.entries((body ?? {}) as Record<string, unknown>)) {
+    if (!(FILTERS as readonly string[]).includes(key))
+      return fail(key, `not a filter; the body holds only ${FILTERS.join(', ')}`);
+    if (typeof value !== 'string' && typeof value !== 'number') return fail(key, 'must be a string or a number');
+    const given = query[key as keyof Query];
+    if (given !== undefined && given !== String(value))
+      return fail(key, 'given twice, in the query and in the body, with different values');
+    out[key as keyof Query] = String(value);
+  }
+  return out;
+}
 
 function queryOf(q: Query, reply: FastifyReply): DeadLetterQuery | undefined {
   const fail = (field: string, message: string): undefined =>

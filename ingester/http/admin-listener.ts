@@ -1,14 +1,18 @@
 /**
  * The admin listener: health, readiness, the ingester's own metrics, the received series and
- * each integration's activity.
- * Never expose it publicly: /metrics/ingested holds every tenant's series.
+ * each integration's activity (and, registered by main.ts, the dead letters).
+ * Never expose it publicly: /metrics/ingested holds every tenant's series. Every request passes
+ * the admin guard first (admin-guard.ts: the Host check, and what a state-changing call carries);
+ * the chart's NetworkPolicy decides who reaches the port at all.
  */
 import { Readable } from 'node:stream';
-import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyError, type FastifyInstance } from 'fastify';
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { notFound } from '../core/errors.js';
+import { notFound, type IntakeError } from '../core/errors.js';
+import { registerAdminGuard } from './admin-guard.js';
+import { toIntakeError } from './listener.js';
 import { ADMIN_MAX_CONNECTIONS, clientErrorHandler, serverTimeoutOptions, type TimeoutSettings } from './guards.js';
 import { securityHeaders } from './security-headers.js';
 import type { SeriesStore } from '../series/series-store.js';
@@ -33,17 +37,30 @@ export interface AdminServerOptions {
   timeouts?: TimeoutSettings;
   /** What each integration and key received on this replica (GET /status/activity). */
   activity?: ActivityRecorder;
+  /** Host names answered besides IP literals and localhost (adminAllowedHosts). */
+  allowedHosts?: readonly string[];
 }
+
+/** An admin call's body is a few filters: anything larger is not one. */
+const ADMIN_BODY_LIMIT = 64 * 1024;
 
 export function buildAdminServer(o: AdminServerOptions): FastifyInstance {
   const app = Fastify({
     loggerInstance: o.logger,
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: false,
+    bodyLimit: ADMIN_BODY_LIMIT,
     clientErrorHandler: clientErrorHandler(securityHeaders()),
     ...(o.timeouts ? { http: serverTimeoutOptions(o.timeouts), requestTimeout: o.timeouts.requestTimeoutMs } : {}),
   }) as unknown as FastifyInstance;
   (app.server as Server).maxConnections = ADMIN_MAX_CONNECTIONS;
+  registerAdminGuard(app, o.allowedHosts ?? []);
+  // fastify's own refusals (an empty or malformed JSON body, too large) in the catalogue's shape.
+  app.setErrorHandler((err: FastifyError | IntakeError, req, reply) => {
+    const mapped = toIntakeError(err, ADMIN_BODY_LIMIT);
+    if (mapped.code === 'INTERNAL') o.logger.error({ err, reqId: req.id }, 'admin request failed');
+    sendError(reply, mapped);
+  });
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_req, reply) => {
     const unready = o.lifecycle.closing

@@ -257,6 +257,23 @@ describe('charts/intake', () => {
     const deployments = await kubectl(['get', 'deployments', '-n', ns, '-o', 'name']);
     expect(deployments.stdout).toContain(`deployment.apps/${release}-intake-operator`);
     expect(deployments.stdout).toContain(`deployment.apps/${release}-intake-ingester`);
+    // The admin port (every tenant's series and dead letters) is behind a NetworkPolicy by default.
+    const policy = JSON.parse(
+      await ok(kubectl(['get', 'networkpolicy', `${release}-intake-ingester`, '-n', ns, '-o', 'json'])),
+    ) as { spec: { ingress: Array<{ from?: unknown[]; ports: Array<{ port: string }> }> } };
+    const admin = policy.spec.ingress.find((r) => r.ports.some((p) => p.port === 'admin'));
+    expect(admin?.from).toEqual([
+      {
+        podSelector: {
+          matchLabels: {
+            'app.kubernetes.io/component': 'operator',
+            'app.kubernetes.io/instance': release,
+            'app.kubernetes.io/name': 'intake',
+          },
+        },
+      },
+      { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } },
+    ]);
   });
 
   it('grants the ServiceAccounts enough to run the whole flow, with their own tokens', async () => {

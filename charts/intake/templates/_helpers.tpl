@@ -53,6 +53,17 @@ app.kubernetes.io/component: {{ .component }}
 {{- define "intake.ingesterConfig" -}}
 listen: 0.0.0.0:8080
 adminListen: 0.0.0.0:8081
+{{- $admin := include "intake.componentName" (dict "root" . "component" "ingester-admin") }}
+{{- $ns := .Release.Namespace }}
+# The admin port answers IP addresses, localhost and these names (its Service's); any other Host gets 421.
+adminAllowedHosts:
+  - {{ $admin }}
+  - {{ $admin }}.{{ $ns }}
+  - {{ $admin }}.{{ $ns }}.svc
+  - {{ $admin }}.{{ $ns }}.svc.cluster.local
+  {{- range .Values.ingester.adminAllowedHosts }}
+  - {{ . | quote }}
+  {{- end }}
 logLevel: {{ .Values.ingester.logLevel }}
 {{- with .Values.ingester.trustProxy }}
 trustProxy: {{ . | quote }}

@@ -13,6 +13,7 @@ import { startEventReceiver, type EventReceiver } from '../support/event-receive
 import { basic, DEMO, post, startIngester, type RunningIngester } from '../support/ingester.js';
 import { metricValue } from '../support/nats-server.js';
 import { listLetters } from './support.js';
+import { adminPost } from '../../support/admin.js';
 
 jest.setTimeout(180_000);
 
@@ -115,7 +116,7 @@ it('counts a replayed event once however many dead letters it had, so the outbox
   const before = receiver.requests.filter(
     (r) => r.answer !== 'reset' && r.answer.status === 200 && r.events.some((e) => e.source === 'same-event'),
   ).length;
-  const res = await fetch(`${ing.adminUrl}/deadletter/replay?id=${ids.join(',')}`, { method: 'POST' });
+  const res = await fetch(`${ing.adminUrl}/deadletter/replay?id=${ids.join(',')}`, adminPost());
   expect(((await res.json()) as { replayed: number }).replayed).toBe(5);
   await waitFor(
     'replayed event delivered',

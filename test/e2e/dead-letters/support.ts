@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ROOT } from '../../support/paths.js';
 import { post, tenantAuth, tenantRoute, type RunningIngester } from '../support/ingester.js';
+import { adminPost } from '../../support/admin.js';
 
 /** A mapping that needs `host`; payloads carry `hostname`, so each one fails until FIXED is loaded. */
 export const BROKEN = { expression: '{"source": host, "severity": level}' };
@@ -45,7 +46,7 @@ export interface ReplayReport {
 }
 
 export async function replay(ing: RunningIngester, query = ''): Promise<ReplayReport> {
-  const res = await fetch(`${ing.adminUrl}/deadletter/replay${query ? `?${query}` : ''}`, { method: 'POST' });
+  const res = await fetch(`${ing.adminUrl}/deadletter/replay${query ? `?${query}` : ''}`, adminPost());
   if (!res.ok) throw new Error(`POST /deadletter/replay: ${res.status} ${await res.text()}`);
   return (await res.json()) as ReplayReport;
 }

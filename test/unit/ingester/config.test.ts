@@ -165,4 +165,16 @@ describe('mapping settings', () => {
   it('refuses a worker heap too small to load the engine', () => {
     expect(() => resolveSettings({ mapping: { workerHeapMb: 4 } }, {})).toThrow(/workerHeapMb/);
   });
+
+  it('takes adminAllowedHosts as DNS names, lower case, and refuses addresses, ports and patterns', () => {
+    expect(resolveSettings({}, {}).adminAllowedHosts).toEqual([]);
+    expect(resolveSettings({ adminAllowedHosts: ['Intake-Admin.intake.svc.'] }, {}).adminAllowedHosts).toEqual([
+      'intake-admin.intake.svc',
+    ]);
+    for (const bad of ['10.0.0.1', 'admin:8081', '*.intake.svc', ''])
+      expect(() => resolveSettings({ adminAllowedHosts: [bad] }, {})).toThrow(
+        /adminAllowedHosts: .* is not a DNS name/,
+      );
+    expect(() => resolveSettings({ adminAllowedHosts: 'admin' }, {})).toThrow(/adminAllowedHosts/);
+  });
 });
