@@ -26,10 +26,19 @@
  * saturation (wrk) and the limiter's own work per request measured in this process on the same
  * routes (TenantLimiter admitRequest + take), as a share of the CPU time one request costs.
  *
+ * Then the attack shapes (bench/noisy-shapes.ts), each on a fresh ingester of its own: slow
+ * pre-auth bodies, concurrent slow expressions, a failing remote write tenant, a guard-tripping
+ * stranger. Per shape, "B alone", "B beside A" and the bare floor (A's same attack against a bare
+ * node:http server on the ingester's core) take turns RUNS times; the table gives B's p99 beside A
+ * over B alone next to the floor's same ratio, and their quotient (wanted: at most 1.1).
+ *
  *   BENCH_NOISY_DURATION   seconds per phase (default 10)
  *   BENCH_NOISY_RUNS       alternating pairs of phases (default 5)
  *   BENCH_NOISY_RATE       tenant B's events/s (default 1000)
- *   BENCH_NOISY_A          what tenant A does beside B: rate, hostile or both (default both)
+ *   BENCH_NOISY_A          what tenant A does beside B: rate, hostile or both (default both), or none
+ *                          (no classic rounds: only the attack shapes, and the limiter's cost)
+ *   BENCH_NOISY_SHAPES     the attack shapes: all (default), none, or a comma-separated list of
+ *                          slow-bodies, slow-expressions, failing-remote-write, guard-stranger
  *   BENCH_NOISY_CONTROL    0: no control phase (default 1)
  *   BENCH_NOISY_BARE       0: no "bare" phase (default 1)
  *   BENCH_NOISY_COMPARE    a second build's root (with dist/cmd/intake.js), e.g. the commit before a
@@ -41,21 +50,35 @@
  *   BENCH_NOISY_A_POLICY   how A's generators give way to B's on CPU 1: idle (SCHED_IDLE, default) or
  *                          nice19 (how this benchmark ran until 2026-11-25, to compare)
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { stringify } from 'yaml';
 import { ROOT } from '../test/support/paths.js';
-import { freePort } from '../test/support/ports.js';
-import { waitFor } from '../test/support/waiting.js';
 import { TenantLimiter } from '../ingester/limits/tenant-limiter.js';
 import { RouteTable } from '../ingester/routing/route-table.js';
 import { DEFAULT_TENANT_LIMITS, mergeTenantLimitDefaults } from '../api/limits.js';
 import type { Route } from '../api/route.js';
 import { tenantAuth, tenantRoute } from '../test/support/credentials.js';
 import { median } from '../test/support/stats.js';
-import { canConnect, peakRssMiB, pinnedServer, runBenchmark, track } from './processes.js';
+import { peakRssMiB, runBenchmark } from './processes.js';
+import {
+  A_POLICY,
+  bareServer,
+  cannedAnswer,
+  EVENT,
+  load,
+  medianLoad,
+  pooledP99,
+  refusals,
+  startNoisyIngester,
+  statuses,
+  stopServer,
+  sumStatus,
+  type Canned,
+  type Load,
+} from './noisy-load.js';
+import { selectShapes, shapesReport } from './noisy-shapes.js';
 
 const PHASE_SECONDS = Number(process.env.BENCH_NOISY_DURATION ?? 10);
 const RATE_B = Number(process.env.BENCH_NOISY_RATE ?? 1000);
@@ -71,12 +94,9 @@ const flags = (name: string): string[] => (process.env[name] ?? '').split(' ').f
 const FLAGS = flags('BENCH_NOISY_FLAGS');
 const COMPARE_FLAGS = flags('BENCH_NOISY_COMPARE_FLAGS');
 const COST = process.env.BENCH_NOISY_COST !== '0';
-const A_POLICY = process.env.BENCH_NOISY_A_POLICY ?? 'idle';
-if (!['idle', 'nice19'].includes(A_POLICY))
-  throw new Error(`BENCH_NOISY_A_POLICY must be idle or nice19, not ${JSON.stringify(A_POLICY)}`);
-const BACKGROUND = A_POLICY === 'idle' ? ['chrt', '--idle', '0'] : ['nice', '-n', '19'];
-if (!['rate', 'hostile', 'both'].includes(A_DOES))
-  throw new Error(`BENCH_NOISY_A must be rate, hostile or both, not ${JSON.stringify(A_DOES)}`);
+const SHAPES = selectShapes(process.env.BENCH_NOISY_SHAPES);
+if (!['rate', 'hostile', 'both', 'none'].includes(A_DOES))
+  throw new Error(`BENCH_NOISY_A must be rate, hostile, both or none, not ${JSON.stringify(A_DOES)}`);
 const dir = mkdtempSync(join(process.env.BENCH_DIR || tmpdir(), 'intake-bench-noisy-'));
 
 const webhook = (name: string, namespace: string, extra: Record<string, unknown> = {}): Route =>
@@ -97,72 +117,29 @@ const GENEROUS = {
   integration: { eventsPerSecond: UNLIMITED, eventsBurst: UNLIMITED },
 };
 
-const EVENT = JSON.stringify({
-  source: 'web-01.example.com',
-  severity: 'critical',
-  class: 'cpu',
-  type: 'high',
-  description: 'CPU above 95%',
-});
-
-interface Load {
-  rps: number;
-  p50: number;
-  p99: number;
-  byStatus: Record<string, number>;
-  errors: number;
-  /** Every counted latency in µs (tenant B only): pooled over the phases of a kind. */
-  samples?: number[];
-}
-
-/**
- * Load from bench/open-loop.ts in a process of its own on CPU 1: evenly spaced sends, latency in
- * microseconds from when each request was due. Tenant A's generators run under SCHED_IDLE
- * (`chrt --idle 0`): on the shared client core any runnable normal task preempts them at once, so
- * they never delay B's sends or B's clock (what is measured is the ingester, not the load
- * generators). Until 2026-11-25 they ran at nice 19, which the kernel's scheduler (EEVDF) only
- * weighs, without preempting on wake-up; A's achieved rate is in the table to show that SCHED_IDLE
- * still leaves it all the CPU it needs.
- */
-async function load(o: {
-  url: string;
-  user: string;
-  body: string;
-  rate: number;
-  seconds: number;
-  connections: number;
-  background?: boolean;
-  samples?: boolean;
-}): Promise<Load> {
-  const generator = [
-    process.execPath,
-    join(ROOT, 'dist/bench/open-loop.js'),
-    o.url,
-    tenantAuth(o.user).authorization,
-    o.body,
-    String(o.rate),
-    String(o.seconds),
-    String(o.connections),
-  ];
-  const pinned = ['taskset', '-c', '1', ...generator];
-  const argv = o.background ? [...BACKGROUND, ...pinned] : pinned;
-  const child = spawn(argv[0] as string, argv.slice(1), {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, OPEN_LOOP_SAMPLES: o.samples ? '1' : '0' },
-  });
-  let out = '';
-  child.stdout.on('data', (d) => (out += d));
-  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-  if (code !== 0) throw new Error(`open-loop exited with ${code}`);
-  return JSON.parse(out) as Load;
-}
-
 const singleEvents = (url: string, user: string, rate: number, seconds: number, background = false): Promise<Load> =>
-  load({ url, user, body: EVENT, rate, seconds, connections: 32, background, samples: !background });
+  load({
+    url,
+    authorization: tenantAuth(user).authorization,
+    body: EVENT,
+    rate,
+    seconds,
+    connections: 32,
+    background,
+    samples: !background,
+  });
 
 /** The hostile expression's payload, HOSTILE_RATE a second. */
 const hostile = (url: string, seconds: number): Promise<Load> =>
-  load({ url, user: 'hostile', body: '{"any": 1}', rate: HOSTILE_RATE, seconds, connections: 8, background: true });
+  load({
+    url,
+    authorization: tenantAuth('hostile').authorization,
+    body: '{"any": 1}',
+    rate: HOSTILE_RATE,
+    seconds,
+    connections: 8,
+    background: true,
+  });
 
 interface Phase {
   b: Load;
@@ -240,31 +217,6 @@ function limiterNsPerRequest(): number {
   return median(Array.from({ length: 5 }, () => loop(1_000_000)));
 }
 
-const medianLoad = (xs: Load[]): Load => ({
-  rps: median(xs.map((x) => x.rps)),
-  p50: median(xs.map((x) => x.p50)),
-  p99: median(xs.map((x) => x.p99)),
-  byStatus: sumStatus(xs.map((x) => x.byStatus)),
-  errors: xs.reduce((n, x) => n + x.errors, 0),
-});
-const sumStatus = (xs: Record<string, number>[]): Record<string, number> => {
-  const out: Record<string, number> = {};
-  for (const x of xs) for (const [k, v] of Object.entries(x)) out[k] = (out[k] ?? 0) + v;
-  return out;
-};
-const statuses = (s: Record<string, number>): string =>
-  Object.entries(s)
-    .map(([k, v]) => `${k}: ${v}`)
-    .join(', ') || 'none';
-const refusals = (l: Load): number =>
-  Object.entries(l.byStatus).reduce((n, [code, v]) => (code === '200' ? n : n + v), 0) + l.errors;
-
-/** The 99th percentile of every sample of these phases together, in ms (as open-loop takes it). */
-function pooledP99(xs: Load[]): number {
-  const all = Float64Array.from(xs.flatMap((x) => x.samples ?? [])).sort();
-  return (all[Math.min(all.length - 1, Math.floor(0.99 * all.length))] ?? Number.NaN) / 1000;
-}
-
 /** One ingester under test, with what its rounds measured. */
 interface Subject {
   label: string;
@@ -277,79 +229,53 @@ interface Subject {
 }
 
 async function startIngester(label: string, root: string, nodeFlags: string[]): Promise<Subject> {
-  const [port, admin] = [await freePort(), await freePort()];
-  const config = {
-    listen: `127.0.0.1:${port}`,
-    adminListen: `127.0.0.1:${admin}`,
-    logLevel: 'warn',
-    sinks: { log: { path: join(dir, `events-${port}.log`) } },
-    tenantLimits: GENEROUS,
+  const { child, port } = await startNoisyIngester({
+    label,
+    root,
+    nodeFlags,
+    dir,
     routes: ROUTES,
-  };
-  writeFileSync(join(dir, `noisy-${port}.yaml`), stringify(config));
-  const child = pinnedServer(`ingester (${label})`, '0', process.execPath, [
-    '--max-semi-space-size=4',
-    ...nodeFlags,
-    join(root, 'dist/cmd/intake.js'),
-    'ingester',
-    '--config',
-    join(dir, `noisy-${port}.yaml`),
-  ]);
-  await waitFor(label, async () => (await fetch(`http://127.0.0.1:${admin}/readyz`)).ok, 20_000, 100);
+    tenantLimits: GENEROUS,
+  });
   return { label, child, port, alone: [], beside: [], control: [], bare: [] };
 }
 
-/** A's refusal as the ingester answers it (status, headers, body), for the control server to repeat. */
-async function cannedRefusal(port: number): Promise<{ status: number; headers: Record<string, string>; body: string }> {
-  for (let i = 0; i < 10 * A_LIMIT; i++) {
-    const res = await fetch(`http://127.0.0.1:${port}/events/webhook_noisy`, {
-      method: 'POST',
-      headers: { ...tenantAuth('noisy'), 'content-type': 'application/json' },
-      body: EVENT,
-    });
-    const body = await res.text();
-    if (res.status !== 429) continue;
-    const headers: Record<string, string> = {};
-    res.headers.forEach((v, k) => {
-      if (!['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding'].includes(k)) headers[k] = v;
-    });
-    return { status: res.status, headers, body };
+/**
+ * A's refusal as the ingester answers it (status, headers, body), for the control server to repeat.
+ * Twice A's burst at once, so that A is refused however slowly a busy machine sends.
+ */
+async function cannedRefusal(port: number): Promise<Canned> {
+  for (let round = 0; round < 5; round++) {
+    const answers = await Promise.all(
+      Array.from({ length: 2 * A_LIMIT }, () =>
+        fetch(`http://127.0.0.1:${port}/events/webhook_noisy`, {
+          method: 'POST',
+          headers: { ...tenantAuth('noisy'), 'content-type': 'application/json' },
+          body: EVENT,
+        }),
+      ),
+    );
+    const refused = answers.find((res) => res.status === 429);
+    for (const res of answers) if (res !== refused) await res.arrayBuffer();
+    if (refused) return cannedAnswer(refused);
   }
   throw new Error('tenant A was never refused');
 }
 
-async function main(): Promise<void> {
-  const withFlags = (label: string, f: string[]): string => (f.length > 0 ? `${label} (${f.join(' ')})` : label);
-  const subjects = [await startIngester(withFlags('this build', FLAGS), ROOT, FLAGS)];
-  if (COMPARE)
-    subjects.push(await startIngester(withFlags(`compare: ${COMPARE}`, COMPARE_FLAGS), COMPARE, COMPARE_FLAGS));
+const f = (n: number, d = 0): string => (Number.isFinite(n) ? n.toFixed(d) : 'n/a');
+const pct = (r: number): string => `${f(r * 100, 1)}%`;
+const verdict = (ok: boolean): string => (ok ? 'PASS' : 'MISS');
+const machine = (): string =>
+  `Machine: ${process.env.BENCH_NPROC ?? availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown'}), node ${process.version}, load average ${loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' / ')} at the end`;
+
+/** Tenant A at 10x its rate and/or with its hostile expression beside B, in rounds; the table. */
+async function classicRounds(subjects: Subject[]): Promise<string[]> {
   const canned = CONTROL || BARE ? await cannedRefusal((subjects[0] as Subject).port) : undefined;
-  type Canned = Awaited<ReturnType<typeof cannedRefusal>>;
-  /**
-   * A bare server on CPU 0 answering A's requests with `canned`: under SCHED_IDLE (the control: it
-   * never takes the ingester's CPU), or at the ingester's own priority (the bare phase: it competes
-   * for the core as the ingester's own refusals do, at node:http's cost alone).
-   */
-  const bareServer = async (what: string, refusal: Canned, idle: boolean): Promise<number> => {
-    const port = await freePort();
-    const argv = [
-      'taskset',
-      '-c',
-      '0',
-      process.execPath,
-      join(ROOT, 'dist/bench/canned-refusal.js'),
-      String(port),
-      String(refusal.status),
-      JSON.stringify(refusal.headers),
-      refusal.body,
-    ];
-    const command = idle ? ['chrt', '--idle', '0', ...argv] : argv;
-    track(spawn(command[0] as string, command.slice(1), { stdio: ['ignore', 'ignore', 'inherit'] }));
-    await waitFor(what, () => canConnect(port), 10_000, 50);
-    return port;
-  };
-  const controlPort = CONTROL && canned ? await bareServer('control server', canned, true) : undefined;
-  const barePort = BARE && canned ? await bareServer('bare server', canned, false) : undefined;
+  const controlServer = CONTROL && canned ? await bareServer('control server', canned, true) : undefined;
+  const bareOne = BARE && canned ? await bareServer('bare server', canned, false) : undefined;
+  const [controlPort, barePort] = [controlServer?.port, bareOne?.port];
 
   for (const s of subjects) await phase(s.port, s.port); // warm-up, A beside B
   for (let i = 0; i < RUNS; i++) {
@@ -363,15 +289,10 @@ async function main(): Promise<void> {
     }
   }
 
-  const f = (n: number, d = 0): string => (Number.isFinite(n) ? n.toFixed(d) : 'n/a');
-  const pct = (r: number): string => `${f(r * 100, 1)}%`;
-  const verdict = (ok: boolean): string => (ok ? 'PASS' : 'MISS');
+  for (const server of [controlServer, bareOne]) if (server) await stopServer(server.child);
+
   const lines: string[] = [
-    `Noisy neighbour. Machine: ${process.env.BENCH_NPROC ?? availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown'}), node ${process.version}, load average ${loadavg()
-      .map((x) => x.toFixed(2))
-      .join(
-        ' / ',
-      )} at the end; the ingester on CPU 0 (log sink to a file), the load on CPU 1 (tenant A's generators ${A_POLICY === 'idle' ? 'under SCHED_IDLE' : 'at nice 19'}). Tenant B: ${RATE_B} single events/s (open loop). Tenant A (${A_DOES}): ${A_RATE} events/s against a limit of ${A_LIMIT}/s, and/or ${HOSTILE_RATE} payloads/s for an expression that would run for seconds each (team-a mapping CPU ${50} ms/s). ${PHASE_SECONDS} s phases, "B alone", "B beside A"${CONTROL ? ', the control (A against a bare server answering its 429, SCHED_IDLE)' : ''}${BARE ? ", bare (A against a bare server answering its 429 on the ingester's core at its priority)" : ''} in turn, ${RUNS} rounds${COMPARE ? ', the two builds taking turns' : ''}. Latencies from when each request was due. "pooled": the p99 of all B's samples of that kind of phase together.`,
+    `Noisy neighbour. ${machine()}; the ingester on CPU 0 (log sink to a file), the load on CPU 1 (tenant A's generators ${A_POLICY === 'idle' ? 'under SCHED_IDLE' : 'at nice 19'}). Tenant B: ${RATE_B} single events/s (open loop). Tenant A (${A_DOES}): ${A_RATE} events/s against a limit of ${A_LIMIT}/s, and/or ${HOSTILE_RATE} payloads/s for an expression that would run for seconds each (team-a mapping CPU ${50} ms/s). ${PHASE_SECONDS} s phases, "B alone", "B beside A"${CONTROL ? ', the control (A against a bare server answering its 429, SCHED_IDLE)' : ''}${BARE ? ", bare (A against a bare server answering its 429 on the ingester's core at its priority)" : ''} in turn, ${RUNS} rounds${COMPARE ? ', the two builds taking turns' : ''}. Latencies from when each request was due. "pooled": the p99 of all B's samples of that kind of phase together.`,
   ];
   for (const s of subjects) {
     const bAlone = medianLoad(s.alone);
@@ -438,19 +359,52 @@ async function main(): Promise<void> {
       `| B's refusals and errors beside A | ${refusals(bBeside)} | 0 | ${verdict(refusals(bBeside) === 0)} |`,
     );
   }
-  if (COST) {
-    const port = (subjects[0] as Subject).port;
-    saturatedRps(port); // warm-up
-    const saturated = median(Array.from({ length: RUNS }, () => saturatedRps(port)));
-    const limiterNs = limiterNsPerRequest();
-    const limiterShare = (limiterNs * saturated) / 1e9;
+  return lines;
+}
+
+/** The limiter's cost on the single-event path of the ingester on `port`; the table. */
+function costTable(port: number): string[] {
+  saturatedRps(port); // warm-up
+  const saturated = median(Array.from({ length: RUNS }, () => saturatedRps(port)));
+  const limiterNs = limiterNsPerRequest();
+  const limiterShare = (limiterNs * saturated) / 1e9;
+  return [
+    '',
+    '| target (this build) | measured | wanted | verdict |',
+    '|---|---|---|---|',
+    `| the limiter's share of a single-event request's CPU (${f(limiterNs)} ns x ${f(saturated)} requests/s at saturation) | ${f(limiterShare * 100, 2)}% | <= 3% | ${verdict(limiterShare <= 0.03)} |`,
+  ];
+}
+
+async function main(): Promise<void> {
+  const withFlags = (label: string, f: string[]): string => (f.length > 0 ? `${label} (${f.join(' ')})` : label);
+  const builds = [
+    { label: withFlags('this build', FLAGS), root: ROOT, nodeFlags: FLAGS },
+    ...(COMPARE
+      ? [{ label: withFlags(`compare: ${COMPARE}`, COMPARE_FLAGS), root: COMPARE, nodeFlags: COMPARE_FLAGS }]
+      : []),
+  ];
+  const lines: string[] = [];
+  if (A_DOES !== 'none' || COST) {
+    const subjects: Subject[] = [];
+    for (const b of builds) subjects.push(await startIngester(b.label, b.root, b.nodeFlags));
+    if (A_DOES !== 'none') lines.push(...(await classicRounds(subjects)));
+    if (COST) lines.push(...costTable((subjects[0] as Subject).port));
+    for (const s of subjects) await stopServer(s.child);
+  }
+  if (SHAPES.length > 0)
     lines.push(
       '',
-      '| target (this build) | measured | wanted | verdict |',
-      '|---|---|---|---|',
-      `| the limiter's share of a single-event request's CPU (${f(limiterNs)} ns x ${f(saturated)} requests/s at saturation) | ${f(limiterShare * 100, 2)}% | <= 3% | ${verdict(limiterShare <= 0.03)} |`,
+      ...(await shapesReport({
+        shapes: SHAPES,
+        builds,
+        dir,
+        seconds: PHASE_SECONDS,
+        runs: RUNS,
+        rateB: RATE_B,
+        machine,
+      })),
     );
-  }
   const table = lines.join('\n');
   process.stdout.write(`\n${table}\n`);
   if (process.env.BENCH_OUT) writeFileSync(process.env.BENCH_OUT, `\n${table}\n`, { flag: 'a' });

@@ -5,7 +5,7 @@
  * understands: 1 on failure, 130 on SIGINT, 143 when its time limit sends SIGTERM).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { basic } from '../test/support/credentials.js';
@@ -75,6 +75,36 @@ export function processCpuSeconds(pid: number): number {
   } catch {
     return NaN;
   }
+}
+
+/**
+ * CPU seconds (user + system) of a process, of its children it has reaped, and of its live
+ * descendants (an ingester's mapping workers): what the whole tree has used so far.
+ */
+export function processTreeCpuSeconds(pid: number): number {
+  const own = (p: number, withReaped: boolean): number => {
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+      const v = stat
+        .slice(stat.lastIndexOf(')') + 2)
+        .split(' ')
+        .map(Number);
+      return ((v[11] ?? 0) + (v[12] ?? 0) + (withReaped ? (v[13] ?? 0) + (v[14] ?? 0) : 0)) / CLK_TCK;
+    } catch {
+      return 0;
+    }
+  };
+  const children = (p: number): number[] => {
+    try {
+      return readdirSync(`/proc/${p}/task`).flatMap((tid) =>
+        readFileSync(`/proc/${p}/task/${tid}/children`, 'utf8').split(' ').filter(Boolean).map(Number),
+      );
+    } catch {
+      return [];
+    }
+  };
+  const descendants = (p: number): number => children(p).reduce((sum, c) => sum + own(c, true) + descendants(c), 0);
+  return own(pid, true) + descendants(pid);
 }
 
 /** Per-CPU jiffies from /proc/stat: busy (neither idle nor iowait) and total. */

@@ -21,7 +21,8 @@
 #   BENCH_NO_DESTINATIONS=1 skip the destinations one (BENCH_DESTINATION_EVENTS: events per case, 100000;
 #                           BENCH_DESTINATION_CASES, BENCH_DESTINATION_PROFILE: see bench/destinations.ts)
 #   BENCH_NO_STORM=1        skip the alert storm (BENCH_STORM_SECONDS and more: see bench/alert-storm.ts)
-#   BENCH_NO_NOISY_NEIGHBOUR=1 skip the noisy-neighbour one (BENCH_NOISY_DURATION, BENCH_NOISY_RATE: see the file)
+#   BENCH_NO_NOISY_NEIGHBOUR=1 skip the noisy-neighbour one (BENCH_NOISY_DURATION, BENCH_NOISY_RATE,
+#                           BENCH_NOISY_SHAPES: see bench/noisy-neighbour.ts)
 #   BENCH_NO_SIGNATURES=1   skip the signature one (BENCH_SIG_DURATION, BENCH_SIG_RUNS: see bench/signatures.ts)
 #   BENCH_KEEP=1            keep the work dir (config, logs, wrk output, profiles) afterwards
 set -euo pipefail
@@ -114,9 +115,10 @@ status=$?
 set -e
 runner=''
 # One follow-on benchmark (its own servers, stopped by itself); the first failure is the exit status.
+# FOLLOW_ON_LIMIT: its time limit in seconds (default 900).
 follow_on() {
   local rc
-  taskset -c 1 timeout --signal=TERM --kill-after=30 900 node "$@" &
+  taskset -c 1 timeout --signal=TERM --kill-after=30 "${FOLLOW_ON_LIMIT:-900}" node "$@" &
   runner=$!
   set +e
   wait "$runner"
@@ -130,9 +132,10 @@ follow_on() {
 }
 if [ "$status" = 0 ] && [ -z "${BENCH_PROFILE:-}" ]; then
   # Tenants that cannot hurt each other (bench/noisy-neighbour.ts: tenant B beside tenant A at 10x
-  # its limit with a hostile expression; the per-tenant limiter's cost).
+  # its limit with a hostile expression; the per-tenant limiter's cost; then the attack shapes, a
+  # fresh ingester each, about 25 minutes in all with the defaults).
   if [ "${BENCH_NO_NOISY_NEIGHBOUR:-}" != 1 ]; then
-    follow_on dist/bench/noisy-neighbour.js
+    FOLLOW_ON_LIMIT=3600 follow_on dist/bench/noisy-neighbour.js
   fi
   # What verifying a sender's signature costs beside Basic (bench/signatures.ts: alternating runs).
   if [ "${BENCH_NO_SIGNATURES:-}" != 1 ]; then
