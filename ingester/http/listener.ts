@@ -10,7 +10,8 @@
  * | 0    | node http server             | guards.ts                      | malformed HTTP, header/request timeouts; `Expect: 100-continue` deferred | 400/408/431 (clientErrorHandler)            |
  * | 1    | onRequest (global)           | below                          | security headers; X-Forwarded-For check; shutting down; event loop late  | badHeader 400, unavailable 503              |
  * | 2    | onRequest (endpoint)         | endpoints/*.ts `authenticate`  | credentials, then per-tenant request admission; 100 Continue sent        | unauthorized 401, suspended 403, 429/503    |
- * | 3    | preParsing (global)          | below                          | reserve the body's bytes in the in-flight body budget                    | unavailable 503                             |
+ * | 3    | preParsing (global)          | below, body-admission.ts       | reserve the body's bytes (per address and integration before            | BODY_BYTES_LIMITED 429/503                  |
+ * |      |                              | upload-rate.ts                 | authentication, per namespace after); watch its upload rate              | REQUEST_TIMEOUT 408 (too slow)              |
  * | 4    | content type parser          | below, body.ts                 | the body's bytes, content-encoding undone (nothing parsed yet)           | 413, 415                                    |
  * | 5    | handler                      | endpoints/*.ts                 | signature (signed integrations), parse JSON with a depth limit, map,     | 401, 400, 415, 422, 429, 503                |
  * |      |                              |                                | validate, hand off or store, answer 200                                  |                                             |
@@ -36,6 +37,7 @@ import type { Endpoint } from '../core/ingester-metrics.js';
 import {
   badHeader,
   badRequest,
+  bodyTooSlow,
   internalError,
   IntakeError,
   methodNotAllowed,
@@ -48,12 +50,14 @@ import { LogLimiter } from '../core/log-limiter.js';
 import { newVerifiedCache } from '../routing/credentials.js';
 import type { RouteEntry, RouteTable } from '../routing/route-table.js';
 import type { ActivityEndpoint, ActivityRecorder } from '../activity/recorder.js';
-import { BodyBudget } from './body-budget.js';
+import { BodyAdmission, DEFAULT_BODY_ADMISSION } from './body-admission.js';
+import { UploadRateGuard } from './upload-rate.js';
 import { decodeContentEncoding } from './body.js';
 import type { IngestContext, IngestLimits, IngestServerOptions } from './context.js';
 import { dataPointsEndpoint, METRICS_PATH } from './endpoints/data-points.js';
 import { eventsEndpoint, EVENTS_PATH } from './endpoints/events.js';
 import {
+  answerAndClose,
   clientErrorHandler,
   deferContinue,
   forwardedForProblem,
@@ -72,7 +76,9 @@ export const DEFAULT_TIMEOUTS: TimeoutSettings = {
   requestTimeoutMs: 30_000,
   keepAliveTimeoutMs: 5_000,
 };
-const DEFAULT_IN_FLIGHT_BODY_BYTES = 64 * 1024 * 1024;
+/** A body must arrive at least this fast on average, after the grace (http/upload-rate.ts). */
+export const DEFAULT_MIN_BODY_BYTES_PER_SECOND = 8192;
+export const DEFAULT_BODY_RATE_GRACE_MS = 2000;
 const OTHER_METHODS = ['GET', 'HEAD', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as const;
 
 declare module 'fastify' {
@@ -80,6 +86,8 @@ declare module 'fastify' {
     routeEntry: RouteEntry | null;
     /** A signed integration's signature headers, read in onRequest, checked against the body by the handler. */
     signedHeaders: SignedHeaders | null;
+    /** No credential checked before the body (a signed-only integration): its body is charged to the unauthenticated budgets. */
+    unauthenticated: boolean;
     /** Events or data points a 200 accepted (set by the endpoint), for the activity record. */
     accepted: number;
     /** The error this request was answered with (sendError), for the activity record. */
@@ -114,7 +122,20 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
 
   const overload = new EventLoopGuard(o.limits.maxEventLoopDelayMs);
   app.addHook('onClose', (_app, done) => (overload.stop(), done()));
-  const bodies = new BodyBudget(o.limits.maxInFlightBodyBytes ?? DEFAULT_IN_FLIGHT_BODY_BYTES);
+  const bodies = new BodyAdmission({
+    ...DEFAULT_BODY_ADMISSION,
+    ...definedLimits(o.limits),
+    bodyBytes: o.limits.bodyBytes,
+  });
+  const minBodyBytesPerSecond = o.limits.minBodyBytesPerSecond ?? DEFAULT_MIN_BODY_BYTES_PER_SECOND;
+  const tooSlow = bodyTooSlow(minBodyBytesPerSecond);
+  const answer = answerAndClose(headers);
+  const uploads = new UploadRateGuard({
+    minBytesPerSecond: minBodyBytesPerSecond,
+    graceMs: o.limits.bodyRateGraceMs ?? DEFAULT_BODY_RATE_GRACE_MS,
+    onTooSlow: (_req, socket) => answer(socket, tooSlow),
+  });
+  app.addHook('onClose', (_app, done) => (uploads.stop(), done()));
   const ctx: IngestContext = {
     ...o,
     auth: new Authenticator({
@@ -131,6 +152,7 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
 
   app.decorateRequest('routeEntry', null);
   app.decorateRequest('signedHeaders', null);
+  app.decorateRequest('unauthenticated', false);
   app.decorateRequest('accepted', 0);
   app.decorateRequest('refusal', null);
   app.removeAllContentTypeParsers();
@@ -164,14 +186,26 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
     done();
   });
 
-  // After authentication (route onRequest), before any byte of the body is read.
+  // After authentication (route onRequest), before any byte of the body is read: the body's bytes
+  // are reserved from the budgets of whoever is known to send it, and its upload rate is watched.
   app.addHook('preParsing', (req, reply, payload, done) => {
-    const announced = Number(req.headers['content-length']);
-    const bytes =
-      Number.isFinite(announced) && announced >= 0 ? Math.min(announced, o.limits.bodyBytes) : o.limits.bodyBytes;
-    const release = bodies.reserve(bytes);
-    if (!release) return done(unavailable('too many request bodies are being received at once; retry later', 1));
-    reply.raw.once('close', release);
+    const bytes = bodies.bytesFor(req.headers['content-length']);
+    const entry = req.routeEntry;
+    const reserved =
+      entry && !req.unauthenticated
+        ? bodies.reserveAuthenticated(entry.namespace, bytes, entry.overLimitStatus)
+        : bodies.reserveUnauthenticated(req.ip, entry?.name, bytes);
+    if (typeof reserved !== 'function') return done(reserved);
+    const unwatch = uploads.watch(req.raw);
+    reply.raw.once('close', () => {
+      reserved();
+      unwatch();
+      // A body read before its sender was known that never arrived whole (too slow, timed out,
+      // abandoned), unanswered or cut with 408: a failed login for the guard, so that holding
+      // uploads open without ever proving anything ends in a block, as guessing does.
+      if (entry && req.unauthenticated && !req.raw.complete && (!reply.raw.headersSent || reply.statusCode === 408))
+        void ctx.auth.chargeIncompleteBody(req, entry);
+    });
     done(null, payload);
   });
 
@@ -203,6 +237,13 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
     });
   }
   return app;
+}
+
+function definedLimits(limits: IngestLimits): Partial<typeof DEFAULT_BODY_ADMISSION> {
+  const out: Partial<typeof DEFAULT_BODY_ADMISSION> = {};
+  for (const key of Object.keys(DEFAULT_BODY_ADMISSION) as Array<keyof typeof DEFAULT_BODY_ADMISSION>)
+    if (limits[key] !== undefined) out[key] = limits[key];
+  return out;
 }
 
 function definedOnly(limits: IngestLimits): Partial<TimeoutSettings> {
