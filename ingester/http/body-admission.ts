@@ -83,8 +83,12 @@ export class BodyAdmission {
     };
   }
 
-  /** The bytes a body reserves: what it announces, at most the body limit (which fastify enforces). */
-  bytesFor(contentLength: string | undefined): number {
+  /**
+   * The bytes a body reserves: what it announces, at most the body limit (which fastify enforces);
+   * a chunked body the limit; none for a request with neither header, which has no body (HTTP/1.1).
+   */
+  bytesFor(contentLength: string | undefined, transferEncoding?: string): number {
+    if (contentLength === undefined && transferEncoding === undefined) return 0;
     const announced = Number(contentLength);
     return Number.isFinite(announced) && announced >= 0
       ? Math.min(announced, this.limits.bodyBytes)

@@ -189,7 +189,7 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
   // After authentication (route onRequest), before any byte of the body is read: the body's bytes
   // are reserved from the budgets of whoever is known to send it, and its upload rate is watched.
   app.addHook('preParsing', (req, reply, payload, done) => {
-    const bytes = bodies.bytesFor(req.headers['content-length']);
+    const bytes = bodies.bytesFor(req.headers['content-length'], req.headers['transfer-encoding']);
     const entry = req.routeEntry;
     const reserved =
       entry && !req.unauthenticated
@@ -204,7 +204,7 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
       // abandoned), unanswered or cut with 408: a failed login for the guard, so that holding
       // uploads open without ever proving anything ends in a block, as guessing does.
       if (entry && req.unauthenticated && !req.raw.complete && (!reply.raw.headersSent || reply.statusCode === 408))
-        void ctx.auth.chargeIncompleteBody(req, entry);
+        ctx.auth.chargeIncompleteBody(req, entry).catch(() => {});
     });
     done(null, payload);
   });

@@ -41,8 +41,10 @@ describe('BodyAdmission', () => {
     const a = admission();
     expect(a.bytesFor('10')).toBe(10);
     expect(a.bytesFor(String(10 * 1024 * KiB))).toBe(100 * KiB);
-    expect(a.bytesFor(undefined)).toBe(100 * KiB);
+    expect(a.bytesFor(undefined, 'chunked')).toBe(100 * KiB);
     expect(a.bytesFor('nonsense')).toBe(100 * KiB);
+    // Neither header: no body at all (a GET, an empty POST).
+    expect(a.bytesFor(undefined)).toBe(0);
   });
 
   it('bounds unauthenticated bodies per address with 429 naming the setting, never touching tenants', () => {
