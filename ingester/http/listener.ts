@@ -133,7 +133,9 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
   const uploads = new UploadRateGuard({
     minBytesPerSecond: minBodyBytesPerSecond,
     graceMs: o.limits.bodyRateGraceMs ?? DEFAULT_BODY_RATE_GRACE_MS,
-    onTooSlow: (_req, socket) => answer(socket, tooSlow),
+    // Answered 408 unless the request was answered already (a refusal before its body was read):
+    // then only closed, as a second answer on the connection would be garbage to the sender.
+    onTooSlow: (socket, res) => (res.headersSent ? socket.destroy() : answer(socket, tooSlow)),
   });
   app.addHook('onClose', (_app, done) => (uploads.stop(), done()));
   const ctx: IngestContext = {
@@ -174,6 +176,8 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
   // Callback-style hooks: the hot path allocates no promise for them.
   app.addHook('onRequest', (req, reply, done) => {
     reply.headers(headers);
+    // From now until all of it has arrived, whatever is answered meanwhile (http/upload-rate.ts).
+    if (hasBody(req.headers)) uploads.watch(req.raw, reply.raw);
     if (trustsProxy) {
       const problem = forwardedForProblem(req.headers['x-forwarded-for']);
       if (problem) return sendError(reply, badHeader('x-forwarded-for', problem));
@@ -187,7 +191,7 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
   });
 
   // After authentication (route onRequest), before any byte of the body is read: the body's bytes
-  // are reserved from the budgets of whoever is known to send it, and its upload rate is watched.
+  // are reserved from the budgets of whoever is known to send it.
   app.addHook('preParsing', (req, reply, payload, done) => {
     const bytes = bodies.bytesFor(req.headers['content-length'], req.headers['transfer-encoding']);
     const entry = req.routeEntry;
@@ -196,10 +200,8 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
         ? bodies.reserveAuthenticated(entry.namespace, bytes, entry.overLimitStatus)
         : bodies.reserveUnauthenticated(req.ip, entry?.name, bytes);
     if (typeof reserved !== 'function') return done(reserved);
-    const unwatch = uploads.watch(req.raw);
     reply.raw.once('close', () => {
       reserved();
-      unwatch();
       // A body read before its sender was known that never arrived whole (too slow, timed out,
       // abandoned), unanswered or cut with 408: a failed login for the guard, so that holding
       // uploads open without ever proving anything ends in a block, as guessing does.
@@ -237,6 +239,11 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
     });
   }
   return app;
+}
+
+/** A request announces a body: a length above zero, or a chunked body. */
+function hasBody(h: { 'content-length'?: string; 'transfer-encoding'?: string }): boolean {
+  return h['transfer-encoding'] !== undefined || (h['content-length'] !== undefined && h['content-length'] !== '0');
 }
 
 function definedLimits(limits: IngestLimits): Partial<typeof DEFAULT_BODY_ADMISSION> {

@@ -109,6 +109,26 @@ describe('request bodies before and after authentication', () => {
     expect(metrics).toMatch(/intake_auth_failures_total\{endpoint="events",reason="body_incomplete"\} 4/);
   }, 30_000);
 
+  it('closes the connection of a refused request whose body keeps trickling in, instead of draining it for the request timeout', async () => {
+    const socket = await startUpload(
+      ing.port,
+      '/events/webhook_slow-a',
+      { 'x-forwarded-for': '198.51.100.30', authorization: basic('slow-a', 'wrong') },
+      MiB,
+    );
+    sockets.push(socket);
+    const trickle = setInterval(() => socket.writable && socket.write('['), 500);
+    const started = performance.now();
+    const { text, closed } = await readAll(socket, 10_000);
+    clearInterval(trickle);
+    expect(text).toMatch(/^HTTP\/1\.1 401 /);
+    // Only the 401: nothing is written after the answer, the connection is just closed.
+    expect(text.match(/HTTP\/1\.1/g)).toHaveLength(1);
+    expect(closed).toBe(true);
+    // Grace (1 s) plus a check interval, far below requestTimeoutMs (30 s).
+    expect(performance.now() - started).toBeLessThan(5000);
+  });
+
   it("reserves an authenticated tenant's bodies from its namespace's share; another namespace is served", async () => {
     const headers = { 'x-forwarded-for': '198.51.100.20', authorization: basic('slow-a', 'slow-a-password') };
     const held = [
