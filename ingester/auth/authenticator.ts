@@ -23,6 +23,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyRequest } from 'fastify';
 import { hashScrypt } from '../../api/verifiers.js';
 import { parseBasicAuth, soleHeader } from './basic-auth.js';
+import { KnownSenders } from './known-senders.js';
 import { METRICS_TARGET, webhookTarget, type AuthThrottle, type GuardTarget } from './auth-throttle.js';
 import type { VerifiedCache } from '../routing/credentials.js';
 import { includesBasic } from '../../api/signatures.js';
@@ -63,6 +64,8 @@ export class Authenticator {
   /** Recent duration of slow checks: the largest, decaying by 5% per check. */
   private slowCheckMs = 0;
   private calibrated = false;
+  /** Addresses whose signatures held recently, per integration: their bodies get a lane of their own. */
+  readonly knownSenders = new KnownSenders();
 
   constructor(private readonly options: AuthenticatorOptions) {}
 
@@ -112,7 +115,9 @@ export class Authenticator {
     const startedMs = performance.now();
     if (!signatureMatches(entry.signature!, signed, body, Date.now()))
       return this.fail(req, 'events', 'signature_invalid', startedMs, webhookTarget(entry.name));
-    return this.accept(req, entry);
+    const accepted = this.accept(req, entry);
+    this.knownSenders.remember(req.ip, entry.name);
+    return accepted;
   }
 
   /**

@@ -5,7 +5,9 @@
  * - a body whose sender is not known yet (a signed-only integration's: its signature can be checked
  *   only over the body; and anything without a route) is reserved per source address, per
  *   integration name and in a small total of its own, so a stranger holding uploads open spends
- *   only its own address's share and that integration's, never an authenticated tenant's;
+ *   only its own address's share and that integration's, never an authenticated tenant's. An
+ *   address that proved itself for the integration recently (auth/known-senders.ts) has a lane of
+ *   its own, of the same sizes per integration and in all, which strangers elsewhere cannot fill;
  * - a body whose sender has authenticated (Basic, API key) is reserved from its namespace's share
  *   and from the replica's total, so one tenant with slow bodies cannot take the others' share.
  *
@@ -46,6 +48,9 @@ export class BodyAdmission {
   private readonly unauthenticated: BodyBudget;
   private readonly addresses: KeyedBodyBudget;
   private readonly integrations: KeyedBodyBudget;
+  /** The lane of addresses known to send for the integration: per integration, and in all. */
+  private readonly knownTotal: BodyBudget;
+  private readonly knownIntegrations: KeyedBodyBudget;
   /** The refusals that name no tenant are the same every time: built once. */
   private readonly refusals: Record<'replica' | 'unauthenticated' | 'address' | 'integration', BodyBytesLimitError>;
 
@@ -55,6 +60,8 @@ export class BodyAdmission {
     this.unauthenticated = new BodyBudget(limits.maxUnauthenticatedBodyBytes);
     this.addresses = new KeyedBodyBudget(limits.maxUnauthenticatedBodyBytesPerAddress);
     this.integrations = new KeyedBodyBudget(limits.maxUnauthenticatedBodyBytesPerIntegration);
+    this.knownTotal = new BodyBudget(limits.maxUnauthenticatedBodyBytes);
+    this.knownIntegrations = new KeyedBodyBudget(limits.maxUnauthenticatedBodyBytesPerIntegration);
     this.refusals = {
       replica: refusal(503, 'replica', 'limits.maxInFlightBodyBytes', limits.maxInFlightBodyBytes, 'of all tenants'),
       unauthenticated: refusal(
@@ -111,12 +118,24 @@ export class BodyAdmission {
     return both(own, shared);
   }
 
-  /** A body read before its sender is known: the address's share, the integration's, then their total. */
+  /**
+   * A body read before its sender is known: the address's share, the integration's, then their
+   * total; from an address known to send for the integration, the integration's and the total of
+   * the known senders' lane instead.
+   */
   reserveUnauthenticated(
     address: string,
     integration: string | undefined,
     bytes: number,
+    knownSender = false,
   ): Release | BodyBytesLimitError {
+    if (knownSender && integration !== undefined) {
+      const byIntegration = this.knownIntegrations.reserve(integration, bytes);
+      if (!byIntegration) return this.refusals.integration;
+      const total = this.knownTotal.reserve(bytes);
+      if (!total) return (byIntegration(), this.refusals.unauthenticated);
+      return both(byIntegration, total);
+    }
     const byAddress = this.addresses.reserve(address, bytes);
     if (!byAddress) return this.refusals.address;
     const byIntegration = this.integrations.reserve(integration ?? NO_INTEGRATION, bytes);

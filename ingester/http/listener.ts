@@ -198,7 +198,12 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
     const reserved =
       entry && !req.unauthenticated
         ? bodies.reserveAuthenticated(entry.namespace, bytes, entry.overLimitStatus)
-        : bodies.reserveUnauthenticated(req.ip, entry?.name, bytes);
+        : bodies.reserveUnauthenticated(
+            req.ip,
+            entry?.name,
+            bytes,
+            entry !== null && ctx.auth.knownSenders.knows(req.ip, entry.name),
+          );
     if (typeof reserved !== 'function') return done(reserved);
     reply.raw.once('close', () => {
       reserved();

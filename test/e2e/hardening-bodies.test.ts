@@ -109,6 +109,32 @@ describe('request bodies before and after authentication', () => {
     expect(metrics).toMatch(/intake_auth_failures_total\{endpoint="events",reason="body_incomplete"\} 4/);
   }, 30_000);
 
+  it("serves an address that proved itself for the integration while strangers hold the integration's share", async () => {
+    const stranger = (n: number) => ({
+      'x-forwarded-for': `198.51.100.${40 + n}`,
+      'x-hub-signature-256': `sha256=${'0'.repeat(64)}`,
+    });
+    // Two strangers' addresses, two 1 MiB uploads each: gh's share for unproven senders (4 MiB) is held.
+    const held = [];
+    for (const n of [0, 0, 1, 1]) held.push(await startUpload(ing.port, '/events/webhook_gh', stranger(n), MiB));
+    sockets.push(...held);
+    await new Promise((r) => setTimeout(r, 150));
+    const third = await startUpload(ing.port, '/events/webhook_gh', stranger(2), MiB);
+    sockets.push(third);
+    const refused = await readAll(third, 3000);
+    expect(refused.text).toMatch(/^HTTP\/1\.1 503 /);
+    expect(rawJsonBody(refused.text)).toMatchObject({ code: 'BODY_BYTES_LIMITED', limit: { scope: 'integration' } });
+    // 192.0.2.1 delivered a correctly signed request to gh above: its next one is served.
+    const body = JSON.stringify({ source: 'gh-real-2', severity: 2 });
+    const sig = `sha256=${createHmac('sha256', SECRET).update(body).digest('hex')}`;
+    const known = await post(`${ing.url}/events/webhook_gh`, body, {
+      'x-forwarded-for': '192.0.2.1',
+      'x-hub-signature-256': sig,
+    });
+    expect(known.status).toBe(200);
+    for (const s of held) s.destroy();
+  });
+
   it('closes the connection of a refused request whose body keeps trickling in, instead of draining it for the request timeout', async () => {
     const socket = await startUpload(
       ing.port,

@@ -77,6 +77,16 @@ describe('BodyAdmission', () => {
     expect(total.limit.scope).toBe('unauthenticated');
   });
 
+  it('gives addresses known to send for an integration a lane of their own, which strangers cannot fill', () => {
+    const a = admission();
+    for (let i = 0; i < 3; i++) released(a.reserveUnauthenticated(`198.51.100.${i}`, 'gh', 100 * KiB));
+    expect(refused(a.reserveUnauthenticated('198.51.100.9', 'gh', 100 * KiB)).limit.scope).toBe('integration');
+    // GitHub's egress, known for gh: served, and not bound by its address's share either.
+    for (let i = 0; i < 3; i++) released(a.reserveUnauthenticated('140.82.115.1', 'gh', 100 * KiB, true));
+    // Its lane has the same per-integration size.
+    expect(refused(a.reserveUnauthenticated('140.82.115.2', 'gh', 100 * KiB, true)).limit.scope).toBe('integration');
+  });
+
   it("bounds one namespace's authenticated bodies to its share, with the route's status, others unharmed", () => {
     const a = admission();
     const held = [0, 1, 2].map(() => released(a.reserveAuthenticated('team-a', 100 * KiB, 503)));
