@@ -52,6 +52,8 @@ export interface IngesterSettings {
     maxSeriesLabelChars: number;
     /** Ingest connections held at once; default (absent): from the file-descriptor limit. */
     maxConnections?: number;
+    /** ... by one remote address, the trusted proxies exempt; default (absent): half of maxConnections. */
+    maxConnectionsPerAddress?: number;
     headersTimeoutMs: number;
     requestTimeoutMs: number;
     keepAliveTimeoutMs: number;
@@ -184,6 +186,7 @@ const settingsFileSchema = {
         maxEventLoopDelayMs: positive,
         maxSeriesLabelChars: positive,
         maxConnections: positive,
+        maxConnectionsPerAddress: positive,
         headersTimeoutMs: positive,
         requestTimeoutMs: positive,
         keepAliveTimeoutMs: positive,

@@ -40,6 +40,8 @@ export interface IngestLimits extends Partial<TimeoutSettings> {
   maxSeriesLabelChars?: number;
   /** Client connections held at once (default: from the file-descriptor limit). */
   maxConnections?: number;
+  /** Connections one remote address holds at once, trusted proxies exempt (default: half of maxConnections). */
+  maxConnectionsPerAddress?: number;
   /** Nesting of a JSON body at most (default 64). */
   maxJsonDepth?: number;
 }

@@ -52,6 +52,8 @@ import type { RouteEntry, RouteTable } from '../routing/route-table.js';
 import type { ActivityEndpoint, ActivityRecorder } from '../activity/recorder.js';
 import { BodyAdmission, DEFAULT_BODY_ADMISSION } from './body-admission.js';
 import { UploadRateGuard } from './upload-rate.js';
+import { ConnectionsPerAddress, trustedProxies } from './connections-per-address.js';
+import type { Socket } from 'node:net';
 import { decodeContentEncoding } from './body.js';
 import type { IngestContext, IngestLimits, IngestServerOptions } from './context.js';
 import { dataPointsEndpoint, METRICS_PATH } from './endpoints/data-points.js';
@@ -118,6 +120,17 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
   }) as unknown as FastifyInstance;
   const server = app.server as Server;
   if (o.limits.maxConnections !== undefined) server.maxConnections = o.limits.maxConnections;
+  // One address never holds more than half of them (trusted proxies exempt: connections-per-address.ts).
+  const perAddress =
+    o.limits.maxConnectionsPerAddress ??
+    (o.limits.maxConnections !== undefined ? Math.max(1, Math.floor(o.limits.maxConnections / 2)) : undefined);
+  if (perAddress !== undefined) {
+    const connections = new ConnectionsPerAddress(
+      perAddress,
+      trustedProxies(typeof o.trustProxy === 'string' ? o.trustProxy : false),
+    );
+    server.on('connection', (socket: Socket) => connections.admit(socket));
+  }
   deferContinue(server);
 
   const overload = new EventLoopGuard(o.limits.maxEventLoopDelayMs);
