@@ -12,9 +12,12 @@
  *   per name): `failuresPerAddress` in the window make the address *suspect* for `blockSeconds`.
  *   A suspect address still gets through with valid credentials; its failures are answered 429
  *   instead of 401 (the same for an unknown name as for a wrong password, so the answer still
- *   says nothing of which names exist), and it may no longer start a slow (scrypt) check: only a
- *   credential verified recently (cached) is accepted from it. That bounds the scrypt work a
- *   stranger can cause from one address to `failuresPerAddress`, however many integrations exist.
+ *   says nothing of which names exist), and for an integration it already tried within the
+ *   window it may start no slow (scrypt) check: only a credential verified recently (cached) is
+ *   accepted there. An integration it has not tried gets its check as usual, so valid credentials
+ *   for another integration than the one attacked are never refused, and the scrypt work a
+ *   stranger can cause from one address stays near `failuresPerAddress` plus one per
+ *   integration per window, rather than `failures` per integration.
  */
 import { LRUCache } from 'lru-cache';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
@@ -49,6 +52,8 @@ export class AuthThrottle {
    */
   private readonly blockedPairs = new LRUCache<string, number>({ max: MAX_BLOCKED, ttlAutopurge: false });
   private readonly suspects = new LRUCache<string, number>({ max: MAX_BLOCKED, ttlAutopurge: false });
+  /** Pairs that started a slow check within the window and have not succeeded since. */
+  private readonly slowTried: LRUCache<string, true>;
 
   constructor(private readonly options: AuthThrottleOptions) {
     const perAddress = options.failuresPerAddress ?? 5 * options.failures;
@@ -60,6 +65,20 @@ export class AuthThrottle {
     const common = { duration: options.windowSeconds, blockDuration: options.blockSeconds };
     this.pairs = new RateLimiterMemory({ points: options.failures, ...common });
     this.addresses = new RateLimiterMemory({ points: perAddress, ...common });
+    this.slowTried = new LRUCache<string, true>({ max: MAX_BLOCKED, ttl: options.windowSeconds * 1000 });
+  }
+
+  /**
+   * Whether a slow (scrypt) check from `address` for `target` may run now: always, unless the
+   * address is suspect and already started one for this target within the window that did not
+   * succeed (then only a cached success may pass). Marks the pair as tried, synchronously, so
+   * that guesses sent at once see each other.
+   */
+  maySlowCheck(address: string, target: string, nowMs = Date.now()): boolean {
+    const key = pairKey(address, target);
+    const tried = this.slowTried.has(key);
+    this.slowTried.set(key, true);
+    return !tried || this.suspectFor(address, nowMs) === 0;
   }
 
   /** Seconds until `address` may try `target` again (0: now). An unknown name has no pair: 0. */
@@ -82,7 +101,10 @@ export class AuthThrottle {
    * are charged up front, so that guesses sent at once all count before any of them is hashed.
    */
   async refund(address: string, target: GuardTarget): Promise<void> {
-    if (target !== undefined) await this.pairs.reward(pairKey(address, target), 1);
+    if (target !== undefined) {
+      this.slowTried.delete(pairKey(address, target));
+      await this.pairs.reward(pairKey(address, target), 1);
+    }
     await this.addresses.reward(address, 1);
   }
 

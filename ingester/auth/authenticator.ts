@@ -154,14 +154,16 @@ export class Authenticator {
     if (!creds) return this.fail(req, 'events', 'missing', startedMs, target);
     this.calibrate(table);
     const { throttle } = this.options;
-    // A suspect address (too many failures across integrations) may start no slow check: only a
-    // credential verified recently, from the cache, is accepted from it.
+    // A suspect address (too many failures across integrations) may start no slow check again
+    // for an integration it already tried: only a credential verified recently, from the cache,
+    // is accepted there (auth-throttle.ts maySlowCheck).
     let cachedOnly = false;
     if (charged) {
+      const maySlowCheck = throttle.maySlowCheck(req.ip, target as string);
       await throttle.recordFailure(req.ip, target);
       const blocked = throttle.blockedFor(req.ip, target);
       if (blocked > 0) throw authThrottled(blocked);
-      cachedOnly = throttle.suspectFor(req.ip) > 0;
+      cachedOnly = !maySlowCheck;
     }
     const checkStartedMs = performance.now();
     const entry = await table.authenticateWebhook(

@@ -52,6 +52,22 @@ describe('AuthThrottle', () => {
     expect(t.suspectFor(ADDRESS)).toBe(0);
   });
 
+  it('lets a suspect address start a slow check only for an integration it has not tried in the window', async () => {
+    const t = new AuthThrottle({ failures: 100, windowSeconds: 60, blockSeconds: 60, failuresPerAddress: 3 });
+    // Not suspect: every slow check runs.
+    expect(t.maySlowCheck(ADDRESS, A)).toBe(true);
+    expect(t.maySlowCheck(ADDRESS, A)).toBe(true);
+    for (let i = 0; i < 4; i++) await t.recordFailure(ADDRESS, A);
+    expect(t.suspectFor(ADDRESS)).toBeGreaterThan(0);
+    // Suspect: A, tried before, only from the cache; B, never tried, as usual (once).
+    expect(t.maySlowCheck(ADDRESS, A)).toBe(false);
+    expect(t.maySlowCheck(ADDRESS, B)).toBe(true);
+    expect(t.maySlowCheck(ADDRESS, B)).toBe(false);
+    // A success at B (its refund) clears the mark: its sender keeps getting checked.
+    await t.refund(ADDRESS, B);
+    expect(t.maySlowCheck(ADDRESS, B)).toBe(true);
+  });
+
   it('refuses settings that are not positive integers', () => {
     expect(() => new AuthThrottle({ failures: 0, windowSeconds: 60, blockSeconds: 60 })).toThrow(/failures/);
     expect(

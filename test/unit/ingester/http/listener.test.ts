@@ -1,6 +1,7 @@
 import pino from 'pino';
 import type { TenantLimiter } from '../../../../ingester/limits/tenant-limiter.js';
 import { basic } from '../../../support/credentials.js';
+import { hashScrypt } from '../../../../api/verifiers.js';
 import { API_KEY, DEMO_AUTH, demoRoutes, harness } from '../harness.js';
 
 const event = { source: 'web-01', severity: 'critical', class: 'cpu', type: 'high' };
@@ -109,6 +110,28 @@ describe('POST /events/webhook_<name>', () => {
     expect((await h.postEvents(event, { authorization: basic('demo', 'guess') })).statusCode).toBe(429);
     // ...and the right one is accepted.
     expect((await h.postEvents(event)).statusCode).toBe(200);
+  });
+
+  it('never refuses a suspect address scrypt credentials for an integration it did not try', async () => {
+    const salt = Buffer.alloc(16, 1);
+    const scryptRoute = async (name: string) => ({
+      apiVersion: 'intake.dev/v1alpha1' as const,
+      kind: 'WebhookIntegration' as const,
+      name,
+      namespace: name,
+      credentials: [{ username: name, secret: { scrypt: await hashScrypt(`${name}-pw`, salt, 4) } }],
+    });
+    const h = await harness({
+      failures: 1000,
+      failuresPerAddress: 3,
+      routes: [...demoRoutes(), await scryptRoute('team-x'), await scryptRoute('team-y')],
+    });
+    // A stranger guesses at team-x until the address is suspect.
+    for (let i = 0; i < 4; i++) await h.postEvents(event, { authorization: basic('team-x', `guess-${i}`) }, 'team-x');
+    // team-y's sender from that address, never verified before: checked and accepted.
+    expect((await h.postEvents(event, { authorization: basic('team-y', 'team-y-pw') }, 'team-y')).statusCode).toBe(200);
+    // At team-x, which the address kept trying, a new (uncached) scrypt check is not started.
+    expect((await h.postEvents(event, { authorization: basic('team-x', 'team-x-pw') }, 'team-x')).statusCode).toBe(429);
   });
 
   it.each([
