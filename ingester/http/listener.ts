@@ -8,6 +8,8 @@
  * | step | fastify stage                | where                          | what                                                                    | refusal (errors catalogue)                  |
  * |------|------------------------------|--------------------------------|-------------------------------------------------------------------------|---------------------------------------------|
  * | 0    | node http server             | guards.ts                      | malformed HTTP, header/request timeouts; `Expect: 100-continue` deferred | 400/408/431 (clientErrorHandler)            |
+ * |      |                              | connections-per-address.ts     | one remote address's connections past its bound closed at once           |                                             |
+ * |      |                              | upload-rate.ts (from step 1)   | a body slower than the minimum upload rate cut                           | 408, or closed if answered already          |
  * | 1    | onRequest (global)           | below                          | security headers; X-Forwarded-For check; shutting down; event loop late  | badHeader 400, unavailable 503              |
  * | 2    | onRequest (endpoint)         | endpoints/*.ts `authenticate`  | credentials, then per-tenant request admission; 100 Continue sent        | unauthorized 401, suspended 403, 429/503    |
  * | 3    | preParsing (global)          | below, body-admission.ts       | reserve the body's bytes (per address and integration before            | BODY_BYTES_LIMITED 429/503                  |
