@@ -55,14 +55,30 @@ export interface IngesterSettings {
     maxSeriesLabelChars: number;
     /** Ingest connections held at once; default (absent): from the file-descriptor limit. */
     maxConnections?: number;
+    /** ... by one remote address, the trusted proxies exempt; default (absent): half of maxConnections. */
+    maxConnectionsPerAddress?: number;
     headersTimeoutMs: number;
     requestTimeoutMs: number;
     keepAliveTimeoutMs: number;
     maxInFlightBodyBytes: number;
+    /** Bodies being received: per namespace, and before authentication (http/body-admission.ts); the upload rate (http/upload-rate.ts). */
+    maxInFlightBodyBytesPerNamespace: number;
+    maxUnauthenticatedBodyBytes: number;
+    maxUnauthenticatedBodyBytesPerAddress: number;
+    maxUnauthenticatedBodyBytesPerIntegration: number;
+    minBodyBytesPerSecond: number;
+    bodyRateGraceMs: number;
     /** Nesting of a JSON body ({ and [) at most; deeper is a 400 before anything else reads it. */
     maxJsonDepth: number;
   };
-  authThrottle: { failures: number; windowSeconds: number; blockSeconds: number; failureDelayMs: number };
+  /** Failures per address and integration (`failures`), and per address across integrations (`failuresPerAddress`): auth/auth-throttle.ts. */
+  authThrottle: {
+    failures: number;
+    failuresPerAddress: number;
+    windowSeconds: number;
+    blockSeconds: number;
+    failureDelayMs: number;
+  };
   /** log.enabled defaults to true without jetstream, false with it. */
   sinks: { log: { path: string; timeoutMs: number; enabled?: boolean }; jetstream?: JetStreamSettings };
   /** Durable local spool for events the bus could not take yet (sinks/spool.ts). */
@@ -116,9 +132,15 @@ export const DEFAULT_SETTINGS: IngesterSettings = {
     requestTimeoutMs: 30_000,
     keepAliveTimeoutMs: 5_000,
     maxInFlightBodyBytes: 64 * 1024 * 1024,
+    maxInFlightBodyBytesPerNamespace: 16 * 1024 * 1024,
+    maxUnauthenticatedBodyBytes: 8 * 1024 * 1024,
+    maxUnauthenticatedBodyBytesPerAddress: 2 * 1024 * 1024,
+    maxUnauthenticatedBodyBytesPerIntegration: 4 * 1024 * 1024,
+    minBodyBytesPerSecond: 8192,
+    bodyRateGraceMs: 2000,
     maxJsonDepth: 64,
   },
-  authThrottle: { failures: 20, windowSeconds: 60, blockSeconds: 300, failureDelayMs: 300 },
+  authThrottle: { failures: 20, failuresPerAddress: 100, windowSeconds: 60, blockSeconds: 300, failureDelayMs: 300 },
   sinks: { log: { path: '-', timeoutMs: 5_000 } },
   shutdown: { drainDelaySeconds: 0, timeoutSeconds: 25 },
   exposition: { enabled: true },
@@ -169,10 +191,17 @@ const settingsFileSchema = {
         maxEventLoopDelayMs: positive,
         maxSeriesLabelChars: positive,
         maxConnections: positive,
+        maxConnectionsPerAddress: positive,
         headersTimeoutMs: positive,
         requestTimeoutMs: positive,
         keepAliveTimeoutMs: positive,
         maxInFlightBodyBytes: positive,
+        maxInFlightBodyBytesPerNamespace: positive,
+        maxUnauthenticatedBodyBytes: positive,
+        maxUnauthenticatedBodyBytesPerAddress: positive,
+        maxUnauthenticatedBodyBytesPerIntegration: positive,
+        minBodyBytesPerSecond: positive,
+        bodyRateGraceMs: positive,
         maxJsonDepth: positive,
       },
     },
@@ -181,6 +210,7 @@ const settingsFileSchema = {
       additionalProperties: false,
       properties: {
         failures: positive,
+        failuresPerAddress: positive,
         windowSeconds: positive,
         blockSeconds: positive,
         failureDelayMs: { type: 'integer', minimum: 0 },
@@ -301,7 +331,7 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
     trustProxy: checkTrustProxy(parseTrustProxy(overrides.trustProxy) ?? f.trustProxy ?? d.trustProxy),
     logLevel: overrides.logLevel ?? f.logLevel ?? d.logLevel,
     limits,
-    authThrottle: { ...d.authThrottle, ...f.authThrottle },
+    authThrottle: resolveAuthThrottle(d.authThrottle, f.authThrottle),
     sinks: {
       log: {
         path: overrides.eventsLog ?? f.sinks?.log?.path ?? d.sinks.log.path,
@@ -353,6 +383,18 @@ function checkAdminAllowedHosts(names: string[]): string[] {
       `adminAllowedHosts: ${JSON.stringify(bad.slice(0, 100))} is not a DNS name (no port, no wildcard; IP addresses and localhost need no entry)`,
     );
   return names.map(normalHostName);
+}
+
+/** Across integrations an address may fail five times as often as at one, unless given; never less than at one. */
+function resolveAuthThrottle(
+  d: IngesterSettings['authThrottle'],
+  f: Partial<IngesterSettings['authThrottle']> | undefined,
+): IngesterSettings['authThrottle'] {
+  const failures = f?.failures ?? d.failures;
+  const t = { ...d, ...f, failuresPerAddress: f?.failuresPerAddress ?? 5 * failures };
+  if (t.failuresPerAddress < failures)
+    throw new ConfigError('authThrottle.failuresPerAddress must be at least authThrottle.failures');
+  return t;
 }
 
 /**

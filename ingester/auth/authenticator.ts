@@ -2,8 +2,10 @@
  * The authentication step of both ingest routes, run in onRequest before any body is read.
  *
  * Three properties hold whatever the verifier (ingester hardening):
- * - a blocked address never gets past this step, even with the right credentials, and even when
- *   it became blocked while its own check was running;
+ * - an address blocked for an integration (auth/auth-throttle.ts: the guard counts per address
+ *   and integration) never gets past this step for it, even with the right credentials, and even
+ *   when it became blocked while its own check was running; the same address's valid credentials
+ *   for another integration are never refused by the guard;
  * - guesses sent at once cannot outrun the throttle: a check that may run a slow hash (scrypt) is
  *   charged as a failure before it runs, and refunded only if it succeeds;
  * - a failed check takes the same time whether the integration, the username or only the password
@@ -21,7 +23,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyRequest } from 'fastify';
 import { hashScrypt } from '../../api/verifiers.js';
 import { parseBasicAuth, soleHeader } from './basic-auth.js';
-import type { AuthThrottle } from './auth-throttle.js';
+import { KnownSenders } from './known-senders.js';
+import { METRICS_TARGET, webhookTarget, type AuthThrottle, type GuardTarget } from './auth-throttle.js';
 import type { VerifiedCache } from '../routing/credentials.js';
 import { includesBasic } from '../../api/signatures.js';
 import {
@@ -50,12 +53,19 @@ export interface WebhookAuthentication {
   entry: RouteEntry;
   /** A signed integration's headers: the request is not authenticated until verifySignature checks them against the body. */
   signed?: SignedHeaders;
+  /**
+   * No credential has been checked yet (mode `signature`): the body is read before the sender is
+   * known, so it is charged to the budgets for unauthenticated bodies, never to the tenant's.
+   */
+  unauthenticated?: boolean;
 }
 
 export class Authenticator {
   /** Recent duration of slow checks: the largest, decaying by 5% per check. */
   private slowCheckMs = 0;
   private calibrated = false;
+  /** Addresses whose signatures held recently, per integration: their bodies get a lane of their own. */
+  readonly knownSenders = new KnownSenders();
 
   constructor(private readonly options: AuthenticatorOptions) {}
 
@@ -81,17 +91,18 @@ export class Authenticator {
    */
   async webhook(req: FastifyRequest, name: string): Promise<WebhookAuthentication> {
     const startedMs = performance.now();
-    this.refuseBlocked(req);
     const table = this.options.routes();
     const published = table.webhook(name);
-    // An unknown name is refused as a wrong password is: by the Basic check.
-    const entry = includesBasic(published?.mode ?? 'basic')
-      ? await this.basic(req, table, name, startedMs)
-      : (published as RouteEntry);
+    // An unknown name has no pair of its own in the guard (nothing to guess there): its failures
+    // count against the address alone, and it is refused as a wrong password is, by the Basic check.
+    const target = published ? webhookTarget(name) : undefined;
+    this.refuseBlocked(req, target);
+    const basicChecked = includesBasic(published?.mode ?? 'basic');
+    const entry = basicChecked ? await this.basic(req, table, name, target, startedMs) : (published as RouteEntry);
     if (!entry.signature) return { entry: this.accept(req, entry) };
     const signed = readSignedHeaders(entry.signature.rule, req.raw.rawHeaders, Date.now());
-    if (typeof signed === 'string') return this.fail(req, 'events', signed, startedMs);
-    return { entry, signed };
+    if (typeof signed === 'string') return this.fail(req, 'events', signed, startedMs, target);
+    return basicChecked ? { entry, signed } : { entry, signed, unauthenticated: true };
   }
 
   /** The signature over the body's exact bytes, before anything parses them; resolves to the route or throws. */
@@ -103,8 +114,20 @@ export class Authenticator {
   ): Promise<RouteEntry> {
     const startedMs = performance.now();
     if (!signatureMatches(entry.signature!, signed, body, Date.now()))
-      return this.fail(req, 'events', 'signature_invalid', startedMs);
-    return this.accept(req, entry);
+      return this.fail(req, 'events', 'signature_invalid', startedMs, webhookTarget(entry.name));
+    const accepted = this.accept(req, entry);
+    this.knownSenders.remember(req.ip, entry.name);
+    return accepted;
+  }
+
+  /**
+   * A signed integration's body that never arrived whole before its signature could be checked
+   * (too slow, timed out, abandoned): counted against the address and integration as a failed
+   * login is, so a sender that holds uploads open without ever proving itself ends up blocked.
+   */
+  async chargeIncompleteBody(req: FastifyRequest, entry: RouteEntry): Promise<void> {
+    this.options.metrics.authFailures.inc({ endpoint: 'events', reason: 'body_incomplete' });
+    await this.options.throttle.recordFailure(req.ip, webhookTarget(entry.name));
   }
 
   /**
@@ -113,7 +136,13 @@ export class Authenticator {
    * looks the exact header up among those that verified before (RouteTable.knownHeader): a hit
    * is a success, anything else takes the full check below, so failures keep their path and floor.
    */
-  private async basic(req: FastifyRequest, table: RouteTable, name: string, startedMs: number): Promise<RouteEntry> {
+  private async basic(
+    req: FastifyRequest,
+    table: RouteTable,
+    name: string,
+    target: GuardTarget,
+    startedMs: number,
+  ): Promise<RouteEntry> {
     const header = soleHeader(req.raw.rawHeaders, 'authorization');
     const charged = table.isSlowToVerify(name);
     const headerKey = header === undefined || charged ? undefined : table.headerKey(name, header);
@@ -122,11 +151,19 @@ export class Authenticator {
       if (known) return known;
     }
     const creds = parseBasicAuth(header);
-    if (!creds) return this.fail(req, 'events', 'missing', startedMs);
+    if (!creds) return this.fail(req, 'events', 'missing', startedMs, target);
     this.calibrate(table);
+    const { throttle } = this.options;
+    // A suspect address (too many failures across integrations) may start no slow check again
+    // for an integration it already tried: only a credential verified recently, from the cache,
+    // is accepted there (auth-throttle.ts maySlowCheck).
+    let cachedOnly = false;
     if (charged) {
-      const blocked = await this.options.throttle.recordFailure(req.ip);
+      const maySlowCheck = throttle.maySlowCheck(req.ip, target as string);
+      await throttle.recordFailure(req.ip, target);
+      const blocked = throttle.blockedFor(req.ip, target);
       if (blocked > 0) throw authThrottled(blocked);
+      cachedOnly = !maySlowCheck;
     }
     const checkStartedMs = performance.now();
     const entry = await table.authenticateWebhook(
@@ -136,46 +173,50 @@ export class Authenticator {
       this.options.verified,
       Date.now(),
       headerKey,
+      cachedOnly,
     );
-    if (charged) this.slowCheckMs = Math.max(performance.now() - checkStartedMs, this.slowCheckMs * 0.95);
-    if (!entry) return this.fail(req, 'events', 'invalid', startedMs, charged);
-    if (charged) await this.options.throttle.refund(req.ip);
+    if (charged && !cachedOnly)
+      this.slowCheckMs = Math.max(performance.now() - checkStartedMs, this.slowCheckMs * 0.95);
+    if (!entry) return this.fail(req, 'events', 'invalid', startedMs, target, charged);
+    if (charged) await throttle.refund(req.ip, target);
     return entry;
   }
 
   /** `apiKey: <key>` header, or Basic `<username>:<key>`; resolves to the key's route or throws. */
   async apiKey(req: FastifyRequest): Promise<RouteEntry> {
     const startedMs = performance.now();
-    this.refuseBlocked(req);
+    this.refuseBlocked(req, METRICS_TARGET);
     const header = req.headers.apikey;
     let entry: RouteEntry | undefined;
     if (header !== undefined) {
-      if (typeof header !== 'string' || header === '') return this.fail(req, 'metrics', 'missing', startedMs);
+      if (typeof header !== 'string' || header === '')
+        return this.fail(req, 'metrics', 'missing', startedMs, METRICS_TARGET);
       entry = this.options.routes().authenticateApiKey(header.trim(), undefined);
     } else {
       const creds = parseBasicAuth(soleHeader(req.raw.rawHeaders, 'authorization'));
-      if (!creds) return this.fail(req, 'metrics', 'missing', startedMs);
+      if (!creds) return this.fail(req, 'metrics', 'missing', startedMs, METRICS_TARGET);
       entry = this.options.routes().authenticateApiKey(creds.password, creds.username);
     }
-    if (!entry) return this.fail(req, 'metrics', 'invalid', startedMs);
+    if (!entry) return this.fail(req, 'metrics', 'invalid', startedMs, METRICS_TARGET);
     return this.accept(req, entry);
   }
 
-  private refuseBlocked(req: FastifyRequest): void {
-    const wait = this.options.throttle.blockedFor(req.ip);
+  /** The pair (address, target) is blocked: 429 whatever the request carries. */
+  private refuseBlocked(req: FastifyRequest, target: GuardTarget): void {
+    const wait = this.options.throttle.blockedFor(req.ip, target);
     if (wait > 0) throw authThrottled(wait);
   }
 
-  /** Right credentials: still refused if the address got blocked meanwhile, or the route is suspended. */
+  /** Right credentials: still refused if the pair got blocked meanwhile, or the route is suspended. */
   private accept(req: FastifyRequest, entry: RouteEntry): RouteEntry {
-    this.refuseBlocked(req);
+    this.refuseBlocked(req, entry.kind === 'ApiKey' ? METRICS_TARGET : webhookTarget(entry.name));
     if (entry.suspended)
       throw suspended(entry.kind, entry.kind === 'ApiKey' ? `${entry.namespace}/${entry.name}` : entry.name);
     return entry;
   }
 
   /**
-   * Every authentication refusal: counted, charged to the address, held to the floor, thrown with
+   * Every authentication refusal: counted, charged to the address and target, held to the floor, thrown with
    * its reason. Missing credentials too: a signed integration cannot tell "no credentials" before
    * it has waited, so an unknown name answered at once would say that it does not exist (a
    * client that sends credentials only after a 401 challenge waits the floor once per request).
@@ -185,12 +226,13 @@ export class Authenticator {
     endpoint: Endpoint,
     reason: AuthFailureReason,
     startedMs: number,
+    target: GuardTarget,
     alreadyCharged = false,
   ): Promise<never> {
     this.options.metrics.authFailures.inc({ endpoint, reason });
     const blocked = alreadyCharged
-      ? this.options.throttle.blockedFor(req.ip)
-      : await this.options.throttle.recordFailure(req.ip);
+      ? this.options.throttle.answerBlockedFor(req.ip, target)
+      : await this.options.throttle.recordFailure(req.ip, target);
     if (this.options.failureDelayMs > 0) {
       const wait = Math.max(this.options.failureDelayMs, this.slowCheckMs * 1.25) - (performance.now() - startedMs);
       if (wait > 0) await sleep(wait);

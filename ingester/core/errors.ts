@@ -175,6 +175,39 @@ export const invalidIdempotencyKey = (message: string): IntakeError =>
 /** Answered by the HTTP server itself, before fastify sees the request (http/guards.ts clientErrorHandler). */
 export const requestTimeout = (): IntakeError =>
   new IntakeError('REQUEST_TIMEOUT', 408, 'the request was not received in time; nothing of it was accepted');
+/** The body kept arriving slower than the minimum upload rate (http/upload-rate.ts): cut, as a timeout is. */
+export const bodyTooSlow = (minBytesPerSecond: number): IntakeError =>
+  new IntakeError(
+    'REQUEST_TIMEOUT',
+    408,
+    `the request body arrived slower than limits.minBodyBytesPerSecond (${minBytesPerSecond} bytes/s); nothing of it was accepted`,
+  );
+
+/** Which budget of request bodies being received at once refused a body (http/body-admission.ts). */
+export interface BodyBytesLimit {
+  /** `address`, `integration`, `unauthenticated`: bodies read before their sender is known; `namespace`, `replica`: after. */
+  scope: 'address' | 'integration' | 'unauthenticated' | 'namespace' | 'replica';
+  /** The ingester setting that bounds it. */
+  setting: string;
+  maxBytes: number;
+  retryAfterSeconds: number;
+}
+
+/** A body could not reserve its bytes: refused before any of it was read, nothing accepted. */
+export class BodyBytesLimitError extends IntakeError {
+  constructor(
+    statusCode: number,
+    message: string,
+    readonly limit: BodyBytesLimit,
+  ) {
+    super('BODY_BYTES_LIMITED', statusCode, message, undefined, { 'retry-after': String(limit.retryAfterSeconds) });
+  }
+
+  override toBody(): ReturnType<IntakeError['toBody']> & { limit: BodyBytesLimit } {
+    return { ...super.toBody(), limit: this.limit };
+  }
+}
+
 export const headersTooLarge = (): IntakeError =>
   new IntakeError('HEADERS_TOO_LARGE', 431, 'the request headers are too large');
 export const malformedRequest = (): IntakeError => new IntakeError('BAD_REQUEST', 400, 'malformed HTTP request');

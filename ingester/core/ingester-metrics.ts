@@ -103,7 +103,7 @@ export class IngesterMetrics {
     });
     this.authFailures = new Counter({
       name: 'intake_auth_failures_total',
-      help: 'Failed authentications, by endpoint and reason (missing, invalid, signature_missing, signature_invalid, timestamp_out_of_range).',
+      help: 'Failed authentications, by endpoint and reason (missing, invalid, signature_missing, signature_invalid, timestamp_out_of_range, body_incomplete: a signed-only integration body that never arrived whole).',
       labelNames: ['endpoint', 'reason'],
       registers,
     });

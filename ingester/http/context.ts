@@ -22,12 +22,26 @@ export interface IngestLimits extends Partial<TimeoutSettings> {
   eventsPerRequest: number;
   pointsPerRequest: number;
   maxEventLoopDelayMs: number;
-  /** Request-body bytes held in memory at once across all requests (default 64 MiB). */
+  /** Authenticated request-body bytes held in memory at once, all tenants (default 64 MiB); http/body-admission.ts. */
   maxInFlightBodyBytes?: number;
+  /** ... one namespace (default 16 MiB). */
+  maxInFlightBodyBytesPerNamespace?: number;
+  /** Bytes of bodies read before their sender is known (signed-only integrations), in all (default 8 MiB). */
+  maxUnauthenticatedBodyBytes?: number;
+  /** ... from one source address (default 2 MiB). */
+  maxUnauthenticatedBodyBytesPerAddress?: number;
+  /** ... for one integration (default 4 MiB). */
+  maxUnauthenticatedBodyBytesPerIntegration?: number;
+  /** A body slower than this on average after the grace is cut with 408 (default 8192); http/upload-rate.ts. */
+  minBodyBytesPerSecond?: number;
+  /** (default 2000). */
+  bodyRateGraceMs?: number;
   /** Total characters of one series' labels (default 2048). */
   maxSeriesLabelChars?: number;
   /** Client connections held at once (default: from the file-descriptor limit). */
   maxConnections?: number;
+  /** Connections one remote address holds at once, trusted proxies exempt (default: half of maxConnections). */
+  maxConnectionsPerAddress?: number;
   /** Nesting of a JSON body at most (default 64). */
   maxJsonDepth?: number;
 }

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { STATUS_CODES } from '../../common/node-http.js';
 import { isIP, type Socket } from 'node:net';
-import { headersTooLarge, malformedRequest, requestTimeout } from '../core/errors.js';
+import { headersTooLarge, malformedRequest, requestTimeout, type IntakeError } from '../core/errors.js';
 
 /** Descriptors kept for everything that is not a client connection: files, watchers, the bus. */
 const RESERVED_DESCRIPTORS = 64;
@@ -69,9 +69,7 @@ export const serverTimeoutOptions = (
 export function clientErrorHandler(
   securityHeaders: Readonly<Record<string, string>>,
 ): (err: NodeJS.ErrnoException, socket: Socket) => void {
-  const extra = Object.entries(securityHeaders)
-    .map(([name, value]) => `${name}: ${value}\r\n`)
-    .join('');
+  const answer = answerAndClose(securityHeaders);
   return (err, socket) => {
     if (err.code === 'ECONNRESET' || socket.destroyed) return;
     const e =
@@ -80,7 +78,23 @@ export function clientErrorHandler(
         : err.code === 'HPE_HEADER_OVERFLOW'
           ? headersTooLarge()
           : malformedRequest();
-    const body = JSON.stringify(e.toBody());
+    answer(socket, e);
+  };
+}
+
+/**
+ * Writes a catalogue error straight to the socket, with the security headers, and closes it: for
+ * answers given while Node or fastify is still reading the request (its headers, or a body that
+ * arrives too slowly: http/upload-rate.ts), where no response object can be used.
+ */
+export function answerAndClose(
+  securityHeaders: Readonly<Record<string, string>>,
+): (socket: Socket, e: IntakeError) => void {
+  const extra = Object.entries(securityHeaders)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
+  return (socket, e) => {
+    const body = e.renderedBody();
     if (socket.writable) {
       socket.write(
         `HTTP/1.1 ${e.statusCode} ${STATUS_CODES[e.statusCode]}\r\ncontent-type: application/json; charset=utf-8\r\n` +

@@ -8,9 +8,12 @@
  * | step | fastify stage                | where                          | what                                                                    | refusal (errors catalogue)                  |
  * |------|------------------------------|--------------------------------|-------------------------------------------------------------------------|---------------------------------------------|
  * | 0    | node http server             | guards.ts                      | malformed HTTP, header/request timeouts; `Expect: 100-continue` deferred | 400/408/431 (clientErrorHandler)            |
+ * |      |                              | connections-per-address.ts     | one remote address's connections past its bound closed at once           |                                             |
+ * |      |                              | upload-rate.ts (from step 1)   | a body slower than the minimum upload rate cut                           | 408, or closed if answered already          |
  * | 1    | onRequest (global)           | below                          | security headers; X-Forwarded-For check; shutting down; event loop late  | badHeader 400, unavailable 503              |
  * | 2    | onRequest (endpoint)         | endpoints/*.ts `authenticate`  | credentials, then per-tenant request admission; 100 Continue sent        | unauthorized 401, suspended 403, 429/503    |
- * | 3    | preParsing (global)          | below                          | reserve the body's bytes in the in-flight body budget                    | unavailable 503                             |
+ * | 3    | preParsing (global)          | below, body-admission.ts       | reserve the body's bytes (per address and integration before            | BODY_BYTES_LIMITED 429/503                  |
+ * |      |                              | upload-rate.ts                 | authentication, per namespace after); watch its upload rate              | REQUEST_TIMEOUT 408 (too slow)              |
  * | 4    | content type parser          | below, body.ts                 | the body's bytes, content-encoding undone (nothing parsed yet)           | 413, 415                                    |
  * | 5    | handler                      | endpoints/*.ts                 | signature (signed integrations), parse JSON with a depth limit, map,     | 401, 400, 415, 422, 429, 503                |
  * |      |                              |                                | validate, hand off or store, answer 200                                  |                                             |
@@ -36,6 +39,7 @@ import type { Endpoint } from '../core/ingester-metrics.js';
 import {
   badHeader,
   badRequest,
+  bodyTooSlow,
   internalError,
   IntakeError,
   methodNotAllowed,
@@ -48,12 +52,16 @@ import { LogLimiter } from '../core/log-limiter.js';
 import { newVerifiedCache } from '../routing/credentials.js';
 import type { RouteEntry, RouteTable } from '../routing/route-table.js';
 import type { ActivityEndpoint, ActivityRecorder } from '../activity/recorder.js';
-import { BodyBudget } from './body-budget.js';
+import { BodyAdmission, DEFAULT_BODY_ADMISSION } from './body-admission.js';
+import { UploadRateGuard } from './upload-rate.js';
+import { ConnectionsPerAddress, trustedProxies } from './connections-per-address.js';
+import type { Socket } from 'node:net';
 import { decodeContentEncoding } from './body.js';
 import type { IngestContext, IngestLimits, IngestServerOptions } from './context.js';
 import { dataPointsEndpoint, METRICS_PATH } from './endpoints/data-points.js';
 import { eventsEndpoint, EVENTS_PATH } from './endpoints/events.js';
 import {
+  answerAndClose,
   clientErrorHandler,
   deferContinue,
   forwardedForProblem,
@@ -72,7 +80,9 @@ export const DEFAULT_TIMEOUTS: TimeoutSettings = {
   requestTimeoutMs: 30_000,
   keepAliveTimeoutMs: 5_000,
 };
-const DEFAULT_IN_FLIGHT_BODY_BYTES = 64 * 1024 * 1024;
+/** A body must arrive at least this fast on average, after the grace (http/upload-rate.ts). */
+export const DEFAULT_MIN_BODY_BYTES_PER_SECOND = 8192;
+export const DEFAULT_BODY_RATE_GRACE_MS = 2000;
 const OTHER_METHODS = ['GET', 'HEAD', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as const;
 
 declare module 'fastify' {
@@ -80,6 +90,8 @@ declare module 'fastify' {
     routeEntry: RouteEntry | null;
     /** A signed integration's signature headers, read in onRequest, checked against the body by the handler. */
     signedHeaders: SignedHeaders | null;
+    /** No credential checked before the body (a signed-only integration): its body is charged to the unauthenticated budgets. */
+    unauthenticated: boolean;
     /** Events or data points a 200 accepted (set by the endpoint), for the activity record. */
     accepted: number;
     /** The error this request was answered with (sendError), for the activity record. */
@@ -110,11 +122,37 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
   }) as unknown as FastifyInstance;
   const server = app.server as Server;
   if (o.limits.maxConnections !== undefined) server.maxConnections = o.limits.maxConnections;
+  // One address never holds more than half of them (trusted proxies exempt: connections-per-address.ts).
+  const perAddress =
+    o.limits.maxConnectionsPerAddress ??
+    (o.limits.maxConnections !== undefined ? Math.max(1, Math.floor(o.limits.maxConnections / 2)) : undefined);
+  if (perAddress !== undefined) {
+    const connections = new ConnectionsPerAddress(
+      perAddress,
+      trustedProxies(typeof o.trustProxy === 'string' ? o.trustProxy : false),
+    );
+    server.on('connection', (socket: Socket) => connections.admit(socket));
+  }
   deferContinue(server);
 
   const overload = new EventLoopGuard(o.limits.maxEventLoopDelayMs);
   app.addHook('onClose', (_app, done) => (overload.stop(), done()));
-  const bodies = new BodyBudget(o.limits.maxInFlightBodyBytes ?? DEFAULT_IN_FLIGHT_BODY_BYTES);
+  const bodies = new BodyAdmission({
+    ...DEFAULT_BODY_ADMISSION,
+    ...definedLimits(o.limits),
+    bodyBytes: o.limits.bodyBytes,
+  });
+  const minBodyBytesPerSecond = o.limits.minBodyBytesPerSecond ?? DEFAULT_MIN_BODY_BYTES_PER_SECOND;
+  const tooSlow = bodyTooSlow(minBodyBytesPerSecond);
+  const answer = answerAndClose(headers);
+  const uploads = new UploadRateGuard({
+    minBytesPerSecond: minBodyBytesPerSecond,
+    graceMs: o.limits.bodyRateGraceMs ?? DEFAULT_BODY_RATE_GRACE_MS,
+    // Answered 408 unless the request was answered already (a refusal before its body was read):
+    // then only closed, as a second answer on the connection would be garbage to the sender.
+    onTooSlow: (socket, res) => (res.headersSent ? socket.destroy() : answer(socket, tooSlow)),
+  });
+  app.addHook('onClose', (_app, done) => (uploads.stop(), done()));
   const ctx: IngestContext = {
     ...o,
     auth: new Authenticator({
@@ -131,6 +169,7 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
 
   app.decorateRequest('routeEntry', null);
   app.decorateRequest('signedHeaders', null);
+  app.decorateRequest('unauthenticated', false);
   app.decorateRequest('accepted', 0);
   app.decorateRequest('refusal', null);
   app.removeAllContentTypeParsers();
@@ -152,6 +191,8 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
   // Callback-style hooks: the hot path allocates no promise for them.
   app.addHook('onRequest', (req, reply, done) => {
     reply.headers(headers);
+    // From now until all of it has arrived, whatever is answered meanwhile (http/upload-rate.ts).
+    if (hasBody(req.headers)) uploads.watch(req.raw, reply.raw);
     if (trustsProxy) {
       const problem = forwardedForProblem(req.headers['x-forwarded-for']);
       if (problem) return sendError(reply, badHeader('x-forwarded-for', problem));
@@ -164,14 +205,29 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
     done();
   });
 
-  // After authentication (route onRequest), before any byte of the body is read.
+  // After authentication (route onRequest), before any byte of the body is read: the body's bytes
+  // are reserved from the budgets of whoever is known to send it.
   app.addHook('preParsing', (req, reply, payload, done) => {
-    const announced = Number(req.headers['content-length']);
-    const bytes =
-      Number.isFinite(announced) && announced >= 0 ? Math.min(announced, o.limits.bodyBytes) : o.limits.bodyBytes;
-    const release = bodies.reserve(bytes);
-    if (!release) return done(unavailable('too many request bodies are being received at once; retry later', 1));
-    reply.raw.once('close', release);
+    const bytes = bodies.bytesFor(req.headers['content-length'], req.headers['transfer-encoding']);
+    const entry = req.routeEntry;
+    const reserved =
+      entry && !req.unauthenticated
+        ? bodies.reserveAuthenticated(entry.namespace, bytes, entry.overLimitStatus)
+        : bodies.reserveUnauthenticated(
+            req.ip,
+            entry?.name,
+            bytes,
+            entry !== null && ctx.auth.knownSenders.knows(req.ip, entry.name),
+          );
+    if (typeof reserved !== 'function') return done(reserved);
+    reply.raw.once('close', () => {
+      reserved();
+      // A body read before its sender was known that never arrived whole (too slow, timed out,
+      // abandoned), unanswered or cut with 408: a failed login for the guard, so that holding
+      // uploads open without ever proving anything ends in a block, as guessing does.
+      if (entry && req.unauthenticated && !req.raw.complete && (!reply.raw.headersSent || reply.statusCode === 408))
+        ctx.auth.chargeIncompleteBody(req, entry).catch(() => {});
+    });
     done(null, payload);
   });
 
@@ -203,6 +259,18 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
     });
   }
   return app;
+}
+
+/** A request announces a body: a length above zero, or a chunked body. */
+function hasBody(h: { 'content-length'?: string; 'transfer-encoding'?: string }): boolean {
+  return h['transfer-encoding'] !== undefined || (h['content-length'] !== undefined && h['content-length'] !== '0');
+}
+
+function definedLimits(limits: IngestLimits): Partial<typeof DEFAULT_BODY_ADMISSION> {
+  const out: Partial<typeof DEFAULT_BODY_ADMISSION> = {};
+  for (const key of Object.keys(DEFAULT_BODY_ADMISSION) as Array<keyof typeof DEFAULT_BODY_ADMISSION>)
+    if (limits[key] !== undefined) out[key] = limits[key];
+  return out;
 }
 
 function definedOnly(limits: IngestLimits): Partial<TimeoutSettings> {

@@ -49,11 +49,17 @@ export class CompiledCredential {
     return userOk && secretOk;
   }
 
-  async verifySlow(usernameDigest: Buffer, password: string, cache: VerifiedCache): Promise<boolean> {
+  async verifySlow(
+    usernameDigest: Buffer,
+    password: string,
+    cache: VerifiedCache,
+    cachedOnly = false,
+  ): Promise<boolean> {
     if (!this.scryptParams || !this.scryptId) return false;
     if (!digestsEqual(this.usernameDigest, usernameDigest)) return false;
     const cacheKey = sha256Hex(`${this.scryptId}\0${password}`);
     if (cache.has(cacheKey)) return true;
+    if (cachedOnly) return false;
     const ok = await verifyScrypt(this.scryptParams, password);
     if (ok) cache.set(cacheKey, true);
     return ok;

@@ -176,6 +176,8 @@ export class RouteTable {
     cache: VerifiedCache,
     nowMs = Date.now(),
     headerKey?: string,
+    /** Slow credentials only from the cache of recent successes, never hashed now (a suspect address: auth/auth-throttle.ts). */
+    cachedOnly = false,
   ): Promise<RouteEntry | undefined> {
     const entry = this.webhooks.get(name);
     const usernameDigest = sha256(username);
@@ -184,7 +186,7 @@ export class RouteTable {
     for (const credential of entry.credentials) {
       if (!credential.validAt(nowMs)) continue;
       const ok = credential.isSlow
-        ? await credential.verifySlow(usernameDigest, password, cache)
+        ? await credential.verifySlow(usernameDigest, password, cache, cachedOnly)
         : credential.verifyFast(usernameDigest, passwordDigest);
       if (!ok) continue;
       if (headerKey !== undefined && !credential.isSlow) this.rememberHeader(headerKey, entry, credential);

@@ -148,3 +148,35 @@ describe('SIGTERM with keep-alive connections', () => {
     expect(await ing.exited).toBe(0);
   });
 });
+
+describe('connections held by one address', () => {
+  it('closes the connections one address opens past limits.maxConnectionsPerAddress; a trusted proxy is exempt', async () => {
+    const opened: Socket[] = [];
+    const ing = await startIngester((c) => (c.limits = { ...(c.limits as object), maxConnectionsPerAddress: 20 }));
+    try {
+      for (let i = 0; i < 30; i++) opened.push(await openSocket(ing.port));
+      const outcomes = await Promise.all(opened.map((s) => readAll(s, 1000)));
+      // The first 20 stay open (idle, within headersTimeoutMs); the 10 past the bound are closed at once.
+      expect(outcomes.filter((o) => o.closed).length).toBe(10);
+      for (const s of opened) s.destroy();
+      await new Promise((r) => setTimeout(r, 200));
+      expect((await post(`${ing.url}/events/webhook_demo`, EVENT, { authorization: AUTH })).status).toBe(200);
+    } finally {
+      for (const s of opened) s.destroy();
+      await ing.stop();
+    }
+    const proxied = await startIngester((c) => {
+      c.trustProxy = '127.0.0.1';
+      c.limits = { ...(c.limits as object), maxConnectionsPerAddress: 20 };
+    });
+    const behindProxy: Socket[] = [];
+    try {
+      for (let i = 0; i < 30; i++) behindProxy.push(await openSocket(proxied.port));
+      const outcomes = await Promise.all(behindProxy.map((s) => readAll(s, 1000)));
+      expect(outcomes.filter((o) => o.closed).length).toBe(0);
+    } finally {
+      for (const s of behindProxy) s.destroy();
+      await proxied.stop();
+    }
+  }, 30_000);
+});

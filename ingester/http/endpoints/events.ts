@@ -68,9 +68,10 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
    * other tenants share. The e2e tests compare this answer with the error handler's byte for byte.
    */
   const authenticate = async (req: EventsRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
-    const { entry, signed } = await ctx.auth.webhook(req, req.params.name);
+    const { entry, signed, unauthenticated } = await ctx.auth.webhook(req, req.params.name);
     req.routeEntry = entry;
     req.signedHeaders = signed ?? null;
+    req.unauthenticated = unauthenticated === true;
     if (!signed) {
       const refusal = ctx.limiter?.refusalFor(entry);
       if (refusal) return sendError(reply, refusal);

@@ -178,3 +178,36 @@ describe('mapping settings', () => {
     expect(() => resolveSettings({ adminAllowedHosts: 'admin' }, {})).toThrow(/adminAllowedHosts/);
   });
 });
+
+describe('bodies being received and the brute-force guard', () => {
+  it('has budgets for unauthenticated bodies apart from the tenants, a minimum upload rate, and a per-address guard budget', () => {
+    const s = resolveSettings({}, {});
+    expect(s.limits).toMatchObject({
+      maxInFlightBodyBytes: 64 * 1024 * 1024,
+      maxInFlightBodyBytesPerNamespace: 16 * 1024 * 1024,
+      maxUnauthenticatedBodyBytes: 8 * 1024 * 1024,
+      maxUnauthenticatedBodyBytesPerAddress: 2 * 1024 * 1024,
+      maxUnauthenticatedBodyBytesPerIntegration: 4 * 1024 * 1024,
+      minBodyBytesPerSecond: 8192,
+      bodyRateGraceMs: 2000,
+    });
+    expect(s.authThrottle).toMatchObject({ failures: 20, failuresPerAddress: 100 });
+  });
+
+  it('takes failuresPerAddress as five times failures unless given, never below failures', () => {
+    expect(resolveSettings({ authThrottle: { failures: 3 } }, {}).authThrottle.failuresPerAddress).toBe(15);
+    expect(
+      resolveSettings({ authThrottle: { failures: 3, failuresPerAddress: 7 } }, {}).authThrottle.failuresPerAddress,
+    ).toBe(7);
+    expect(() => resolveSettings({ authThrottle: { failures: 30, failuresPerAddress: 7 } }, {})).toThrow(
+      /failuresPerAddress must be at least/,
+    );
+  });
+
+  it('refuses a body budget or rate that is not a positive integer', () => {
+    expect(() => resolveSettings({ limits: { maxUnauthenticatedBodyBytesPerAddress: 0 } }, {})).toThrow(
+      /maxUnauthenticatedBodyBytesPerAddress/,
+    );
+    expect(() => resolveSettings({ limits: { minBodyBytesPerSecond: 1.5 } }, {})).toThrow(/minBodyBytesPerSecond/);
+  });
+});

@@ -66,6 +66,8 @@ export interface HarnessOptions {
   maxSeriesTotal?: number;
   bodyBytes?: number;
   failures?: number;
+  /** Failures per address across integrations (auth/auth-throttle.ts); default 5 x failures. */
+  failuresPerAddress?: number;
   sinks?: EventSink[];
   maxEventLoopDelayMs?: number;
   deadLetter?: DeadLetterStore;
@@ -105,7 +107,12 @@ export async function harness(options: HarnessOptions = {}) {
       pointsPerRequest: 10000,
       maxEventLoopDelayMs: options.maxEventLoopDelayMs ?? 1000,
     },
-    throttle: new AuthThrottle({ failures: options.failures ?? 1000, windowSeconds: 60, blockSeconds: 60 }),
+    throttle: new AuthThrottle({
+      failures: options.failures ?? 1000,
+      windowSeconds: 60,
+      blockSeconds: 60,
+      ...(options.failuresPerAddress ? { failuresPerAddress: options.failuresPerAddress } : {}),
+    }),
     lifecycle,
     logger: options.logger ?? pino({ level: 'silent' }),
     mapped,

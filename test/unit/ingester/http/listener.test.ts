@@ -1,7 +1,8 @@
 import pino from 'pino';
 import type { TenantLimiter } from '../../../../ingester/limits/tenant-limiter.js';
 import { basic } from '../../../support/credentials.js';
-import { API_KEY, DEMO_AUTH, harness } from '../harness.js';
+import { hashScrypt } from '../../../../api/verifiers.js';
+import { API_KEY, DEMO_AUTH, demoRoutes, harness } from '../harness.js';
 
 const event = { source: 'web-01', severity: 'critical', class: 'cpu', type: 'high' };
 
@@ -79,6 +80,58 @@ describe('POST /events/webhook_<name>', () => {
     const right = await h.postEvents(event);
     expect(right.statusCode).toBe(429);
     expect(right.json().code).toBe('AUTH_THROTTLED');
+  });
+
+  it("blocks an address only for the integration it failed at: another tenant's credentials from it still pass", async () => {
+    const other = {
+      apiVersion: 'intake.dev/v1alpha1' as const,
+      kind: 'WebhookIntegration' as const,
+      name: 'team-b',
+      namespace: 'team-b',
+      credentials: [{ username: 'b', secret: { plain: 'b-password' } }],
+    };
+    const h = await harness({ failures: 2, routes: [...demoRoutes(), other] });
+    const bad = { authorization: basic('demo', 'guess') };
+    for (let i = 0; i < 3; i++) await h.postEvents(event, bad);
+    expect((await h.postEvents(event)).statusCode).toBe(429);
+    expect((await h.postEvents(event, { authorization: basic('b', 'b-password') }, 'team-b')).statusCode).toBe(200);
+    // A wrong password for team-b is still a 401: team-b's own pair has failed once only.
+    expect((await h.postEvents(event, { authorization: basic('b', 'guess') }, 'team-b')).statusCode).toBe(401);
+  });
+
+  it('bounds failures across integrations per address: past it failures get 429, valid credentials still pass', async () => {
+    const h = await harness({ failures: 1000, failuresPerAddress: 5 });
+    const statuses = [];
+    // A stranger enumerating names: unknown names have no pair of their own, only the address's budget.
+    for (let i = 0; i < 7; i++)
+      statuses.push((await h.postEvents(event, { authorization: basic('x', 'y') }, `guess-${i}`)).statusCode);
+    expect(statuses).toEqual([401, 401, 401, 401, 401, 429, 429]);
+    // A wrong password for a published integration answers alike (nothing says which names exist)...
+    expect((await h.postEvents(event, { authorization: basic('demo', 'guess') })).statusCode).toBe(429);
+    // ...and the right one is accepted.
+    expect((await h.postEvents(event)).statusCode).toBe(200);
+  });
+
+  it('never refuses a suspect address scrypt credentials for an integration it did not try', async () => {
+    const salt = Buffer.alloc(16, 1);
+    const scryptRoute = async (name: string) => ({
+      apiVersion: 'intake.dev/v1alpha1' as const,
+      kind: 'WebhookIntegration' as const,
+      name,
+      namespace: name,
+      credentials: [{ username: name, secret: { scrypt: await hashScrypt(`${name}-pw`, salt, 4) } }],
+    });
+    const h = await harness({
+      failures: 1000,
+      failuresPerAddress: 3,
+      routes: [...demoRoutes(), await scryptRoute('team-x'), await scryptRoute('team-y')],
+    });
+    // A stranger guesses at team-x until the address is suspect.
+    for (let i = 0; i < 4; i++) await h.postEvents(event, { authorization: basic('team-x', `guess-${i}`) }, 'team-x');
+    // team-y's sender from that address, never verified before: checked and accepted.
+    expect((await h.postEvents(event, { authorization: basic('team-y', 'team-y-pw') }, 'team-y')).statusCode).toBe(200);
+    // At team-x, which the address kept trying, a new (uncached) scrypt check is not started.
+    expect((await h.postEvents(event, { authorization: basic('team-x', 'team-x-pw') }, 'team-x')).statusCode).toBe(429);
   });
 
   it.each([

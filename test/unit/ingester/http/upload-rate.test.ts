@@ -1,0 +1,83 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { UploadRateGuard } from '../../../../ingester/http/upload-rate.js';
+
+/** A request whose socket has read `bytesRead` bytes so far. */
+function upload() {
+  const socket = { bytesRead: 1000, destroyed: false };
+  const req = { complete: false, socket };
+  const res = { headersSent: false };
+  return {
+    req: req as unknown as IncomingMessage,
+    res: res as unknown as ServerResponse,
+    socket,
+    finish: () => void (req.complete = true),
+  };
+}
+
+describe('UploadRateGuard', () => {
+  let now = 0;
+  const cut: Array<Socket | ServerResponse> = [];
+  const guard = new UploadRateGuard({
+    minBytesPerSecond: 1000,
+    graceMs: 2000,
+    onTooSlow: (_socket, res) => cut.push(res),
+    now: () => now,
+  });
+  afterEach(() => {
+    guard.stop();
+    cut.length = 0;
+    now = 0;
+  });
+
+  it('lets a body take the grace, then cuts one that arrives slower than the minimum, once', () => {
+    const slow = upload();
+    guard.watch(slow.req, slow.res);
+    now = 1900;
+    slow.socket.bytesRead += 1;
+    guard.check();
+    expect(cut).toEqual([]);
+    // 2.5 s in with one byte: behind (deadline 2 s + 1 ms).
+    now = 2500;
+    guard.check();
+    expect(cut).toEqual([slow.res]);
+    now = 9000;
+    guard.check();
+    expect(cut).toHaveLength(1);
+    expect(guard.watching).toBe(0);
+  });
+
+  it('keeps a body that keeps up with the minimum, and forgets bodies that completed', () => {
+    const steady = upload();
+    const done = upload();
+    guard.watch(steady.req, steady.res);
+    guard.watch(done.req, done.res);
+    done.finish();
+    for (now = 0; now <= 20_000; now += 500) {
+      steady.socket.bytesRead += 600; // 1200 bytes/s
+      guard.check();
+    }
+    expect(cut).toEqual([]);
+    expect(guard.watching).toBe(1);
+    steady.finish();
+    guard.check();
+    expect(guard.watching).toBe(0);
+  });
+
+  it('forgets a body whose connection closed', () => {
+    const gone = upload();
+    guard.watch(gone.req, gone.res);
+    gone.socket.destroyed = true;
+    now = 60_000;
+    guard.check();
+    expect(cut).toEqual([]);
+    expect(guard.watching).toBe(0);
+  });
+
+  it('does not watch a body that is already complete', () => {
+    const whole = upload();
+    whole.finish();
+    guard.watch(whole.req, whole.res);
+    expect(guard.watching).toBe(0);
+  });
+});
