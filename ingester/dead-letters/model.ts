@@ -56,8 +56,8 @@ export type NewDeadLetter = New<MappingDeadLetter> | New<DeliveryDeadLetter>;
 /**
  * The id of the delivery letter of one event for one destination. Derived, not random: a sender's
  * re-send of a request (the same `Idempotency-Key`, so the same event ids) that the destination
- * refuses again replaces the event's letter instead of adding one per re-send (the outbox, which
- * takes a re-sent event again once its row is gone; the bus drops the re-send as a duplicate).
+ * refuses again replaces the event's letter instead of adding one per re-send (the outbox takes a
+ * re-sent event again once its row is gone; the bus, once its duplicate window has passed).
  */
 export const deliveryLetterId = (destination: string, eventId: string): string =>
   `d-${hash('sha256', `${destination}\n${eventId}`, 'hex').slice(0, 32)}`;
@@ -87,9 +87,8 @@ export interface DeadLetterStore {
   /**
    * Keeps a letter durably (room is made by dropping the oldest of its namespace, or of the
    * namespace holding most when the store is full); resolves with its id. A letter with the id of
-   * one kept already takes its place: in SQLite the newer replaces it (with a new seq, so a replay
-   * holding the old one removes nothing); on the bus, where a delivery letter's id is its message's
-   * position, the same id is the same letter, kept once within the stream's duplicate window. Rejects with
+   * one kept already takes its place: the newer replaces it, with a new seq, so a replay holding
+   * the old one removes nothing (on the bus the older message is deleted once the newer is kept). Rejects with
    * LetterTooLarge when it exceeds a namespace's share, or when it cannot be written now.
    */
   put(letter: NewDeadLetter): Promise<string>;
