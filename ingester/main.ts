@@ -139,7 +139,12 @@ export async function startIngester(
     store: deadLetters.store,
     replayers: {
       mapping: (letter) => replayMapping(letter, { mapped, routes, sinks, metrics, logger }),
-      ...(destinations ? { delivery: (letter) => destinations.requeue(letter) } : {}),
+      ...(destinations
+        ? {
+            delivery: (letter) => destinations.requeue(letter),
+            removed: async (letter) => (letter.kind === 'delivery' ? destinations.replayed(letter) : undefined),
+          }
+        : {}),
     },
     metrics: deadLetters.metrics,
     leaseMs: deadLetters.leaseMs,

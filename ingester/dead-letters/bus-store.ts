@@ -268,17 +268,31 @@ export class BusDeadLetters implements DeadLetterStore {
         room = this.ledger.makeRoom(letter.namespace, 0);
         for (const { meta } of room) this.ledger.delete(meta.seq, meta.namespace);
       }
+      // A letter given its id (an event's delivery letter, a re-import) is not deduplicated by it:
+      // the stream would keep the earlier letter, which a replay running now may be removing.
+      // Instead an earlier letter with the same id goes once this one is kept, so the event
+      // refused again (or redelivered after a crash, or an import run twice) leaves one letter.
       const ack = await js.publish(
         `${this.settings.deadLetterSubjectPrefix}.${letter.kind}.${letter.namespace}`,
         data,
-        { msgID: letter.id, headers: h },
+        { ...(input.id === undefined ? { msgID: letter.id } : {}), headers: h },
       );
       this.ledger.delete(placeholder, letter.namespace);
       if (!this.ledger.has(ack.seq)) this.ledger.add({ ...metaOf(letter), seq: ack.seq });
+      if (input.id !== undefined) await this.removeOlder(jsm, letter, ack.seq);
       return letter.id;
     } catch (err) {
       this.ledger.delete(placeholder, letter.namespace);
       throw err;
+    }
+  }
+
+  /** Letters with the same id as the one just kept at `seq`, older than it, go. */
+  private async removeOlder(jsm: JetStreamManager, letter: DeadLetter, seq: number): Promise<void> {
+    for (const older of this.ledger.withId(letter.namespace, letter.id)) {
+      if (older.seq >= seq || older.seq >= PENDING_BASE) continue;
+      await this.deleteLetter(jsm, older.seq);
+      this.ledger.delete(older.seq, older.namespace);
     }
   }
 

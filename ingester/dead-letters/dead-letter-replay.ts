@@ -1,10 +1,16 @@
 /**
  * Replay of dead letters, both kinds, one at a time and exclusively: each letter is claimed first
- * (model.ts: in this process or any replica), read again, replayed, then removed; a failed one is
- * released and stays. Two replays running at once therefore never hand the same letter on twice.
- * A replay that dies after handing a letter on but before removing it leaves it claimed until the
- * lease ends; replaying it again then gives the same event ids (content ids for a mapping, the
- * event itself for a delivery), which the bus stores once.
+ * (model.ts: in this process or any replica; the claim is durable), read again, handed on, then
+ * removed; a failed one is released and stays. Two replays running at once therefore never hand
+ * the same letter on twice.
+ *
+ * A replay that dies after handing a letter on but before removing it: standalone, a delivery
+ * letter's hand-off (its outbox row) is written together with a record of the letter, so the
+ * ingester removes that letter when it starts again, and a replay of it hands nothing on again
+ * (destinations/outbox-dead-letters.ts); `removed` then drops the record. With the bus, and for
+ * mapping letters, the letter stays claimed until the lease ends; replaying it again gives the
+ * same message id (a delivery) or the same event ids (a mapping), which the bus stores once
+ * within its duplicate window.
  */
 import type { DeadLetter, DeadLetterQuery, DeadLetterStore, DeliveryDeadLetter, MappingDeadLetter } from './model.js';
 import type { DeadLetterMetrics } from './metrics.js';
@@ -15,6 +21,8 @@ export interface DeadLetterReplayers {
   mapping(letter: MappingDeadLetter): Promise<number>;
   /** Hands the event back to its destination (attempts start again); undefined without destinations. */
   delivery?(letter: DeliveryDeadLetter): Promise<void>;
+  /** After a letter handed on left the store: what recorded its hand-off can go. */
+  removed?(letter: DeadLetter): Promise<void>;
 }
 
 export interface DeadLetterReplayResult {
@@ -69,6 +77,8 @@ export async function replayLetters(
         await store.release(letter);
         result = { ...base, result: 'failed', message: (err as Error).message };
       }
+      // Not done, the record stays: the next start finds the letter gone and drops it then.
+      if (result.result === 'delivered') await replayers.removed?.(letter).catch(() => undefined);
     }
     metrics.replayed.inc({
       kind: base.kind,

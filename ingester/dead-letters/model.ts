@@ -8,6 +8,7 @@
  * `deadLetter.path` when there is neither. Every store gives each namespace a byte share, so one
  * tenant's failures never push out or refuse another's (shares.ts).
  */
+import { hash } from 'node:crypto';
 import type { FieldError } from '../core/errors.js';
 import type { NormalisedEvent } from '../core/event.js';
 
@@ -52,6 +53,15 @@ export type DeadLetter = MappingDeadLetter | DeliveryDeadLetter;
 type New<T> = Omit<T, 'seq' | 'at' | 'bytes' | 'id'> & { id?: string; at?: string };
 export type NewDeadLetter = New<MappingDeadLetter> | New<DeliveryDeadLetter>;
 
+/**
+ * The id of the delivery letter of one event for one destination. Derived, not random: a sender's
+ * re-send of a request (the same `Idempotency-Key`, so the same event ids) that the destination
+ * refuses again replaces the event's letter instead of adding one per re-send (the outbox takes a
+ * re-sent event again once its row is gone; the bus, once its duplicate window has passed).
+ */
+export const deliveryLetterId = (destination: string, eventId: string): string =>
+  `d-${hash('sha256', `${destination}\n${eventId}`, 'hex').slice(0, 32)}`;
+
 export interface DeadLetterQuery {
   kind?: DeadLetterKind;
   namespace?: string;
@@ -76,7 +86,9 @@ export interface DeadLetterStore {
   readonly description: string;
   /**
    * Keeps a letter durably (room is made by dropping the oldest of its namespace, or of the
-   * namespace holding most when the store is full); resolves with its id. Rejects with
+   * namespace holding most when the store is full); resolves with its id. A letter with the id of
+   * one kept already takes its place: the newer replaces it, with a new seq, so a replay holding
+   * the old one removes nothing (on the bus the older message is deleted once the newer is kept). Rejects with
    * LetterTooLarge when it exceeds a namespace's share, or when it cannot be written now.
    */
   put(letter: NewDeadLetter): Promise<string>;

@@ -31,6 +31,11 @@ export class ShareLedger {
     return this.seqs.has(seq);
   }
 
+  /** The letters of `namespace` with this id (a newer one with the same id replaces them). */
+  withId(namespace: string, id: string): LetterMeta[] {
+    return (this.byNamespace.get(namespace) ?? []).filter((m) => m.id === id);
+  }
+
   /** Every letter, oldest first, for selecting without reading bodies. */
   all(): LetterMeta[] {
     return [...this.byNamespace.values()].flat().sort((a, b) => a.seq - b.seq);

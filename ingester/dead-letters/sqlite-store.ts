@@ -66,7 +66,7 @@ export class SqliteDeadLetters implements DeadLetterStore {
       );`);
     const p = (sql: string): StatementSync => this.db.prepare(sql);
     this.st = {
-      insert: p('INSERT OR IGNORE INTO letters (id, kind, namespace, bytes, letter) VALUES (?, ?, ?, ?, ?)'),
+      insert: p('INSERT INTO letters (id, kind, namespace, bytes, letter) VALUES (?, ?, ?, ?, ?)'),
       remove: p('DELETE FROM letters WHERE seq = ?'),
       get: p('SELECT seq, letter, bytes FROM letters WHERE seq = ?'),
       getId: p('SELECT seq FROM letters WHERE id = ?'),
@@ -118,10 +118,19 @@ export class SqliteDeadLetters implements DeadLetterStore {
     const kept: Array<{ p: PendingPut; seq: number }> = [];
     const dropped: DroppedLetter[] = [];
     const droppedSeqs: Array<{ seq: number; namespace: string }> = [];
+    const replaced: number[] = [];
     try {
       this.db.exec('BEGIN IMMEDIATE');
       for (const p of group) {
         const l = p.letter;
+        // The same id again (the same event refused again for the same destination, a re-imported
+        // legacy file): the newer letter takes the older one's place, so an id is listed once.
+        const older = this.st.getId.get(l.id) as { seq: number } | undefined;
+        if (older) {
+          this.st.remove.run(older.seq);
+          const meta = this.ledger.delete(older.seq);
+          if (meta) replaced.push(meta.seq);
+        }
         let room;
         try {
           room = this.ledger.makeRoom(l.namespace, l.bytes);
@@ -136,18 +145,16 @@ export class SqliteDeadLetters implements DeadLetterStore {
           droppedSeqs.push({ seq: meta.seq, namespace: meta.namespace });
           dropped.push({ kind: meta.kind, namespace: meta.namespace, reason });
         }
-        const r = this.st.insert.run(l.id, l.kind, l.namespace, l.bytes, p.json);
-        // The same id again (a re-imported legacy file): kept once, answered with the id.
-        const seq = Number(r.changes) > 0 ? Number(r.lastInsertRowid) : 0;
-        if (seq > 0) this.ledger.add({ ...metaOf(l), seq });
+        const seq = Number(this.st.insert.run(l.id, l.kind, l.namespace, l.bytes, p.json).lastInsertRowid);
+        this.ledger.add({ ...metaOf(l), seq });
         kept.push({ p, seq });
       }
       this.db.exec('COMMIT');
     } catch (err) {
       if (this.db.isTransaction) this.db.exec('ROLLBACK');
       // The ledger must match the file again: what this transaction added or dropped did not happen.
-      for (const { seq } of kept) if (seq > 0) this.ledger.delete(seq);
-      this.reloadDropped(droppedSeqs);
+      for (const { seq } of kept) this.ledger.delete(seq);
+      this.reloadDropped([...droppedSeqs, ...replaced.map((seq) => ({ seq }))]);
       for (const p of group)
         p.reject(new Error(`writing the dead letter failed: ${(err as Error).message}`, { cause: err }));
       return;

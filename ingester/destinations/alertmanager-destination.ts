@@ -10,7 +10,9 @@
  * would start a new alert past a cap is refused: nothing is kept or sent for it, it is counted
  * (intake_destination_alerts_refused_total) and logged at most once per interval; alerts already
  * kept still update and resolve (refusing the newest rather than evicting a firing alert, which
- * Alertmanager would then lose without a resolve). The re-send reads the states a page of
+ * Alertmanager would then lose without a resolve). A new state reserves its place (AlertSlots)
+ * before it is written, and gives it back if the write does not happen, so on one replica the
+ * caps are exact, also while a re-send round recounts the states. The re-send reads the states a page of
  * MAX_ALERTS_PER_POST at a time and posts each page before reading the next, so its memory and
  * its time on the event loop do not grow with the number of alerts.
  */
@@ -34,6 +36,7 @@ import { OutboundClient } from '../outbound/http-client.js';
 import type { Outcome } from '../outbound/outcome.js';
 import type { DestinationMetrics } from './metrics.js';
 import type { AlertmanagerSettings } from './settings.js';
+import { AlertSlots, type Slot } from './alert-slots.js';
 
 const JSON_BODY = { 'content-type': 'application/json' };
 
@@ -53,10 +56,10 @@ export class AlertmanagerDestination implements Destination {
   private resending?: Promise<void>;
   private readonly logger: Logger;
   private readonly refusals: LogLimiter;
-  /** States per namespace as last counted (by this replica or, shared in the store, the lease holder), plus those created since. */
-  private counts = new Map<string, number>();
-  private total = 0;
-  private countsLoaded = false;
+  /** Places taken under the caps: the states as counted, plus those created (or being created) since. */
+  private readonly slots: AlertSlots;
+  /** The first count of the states, awaited by every batch before it takes a place. */
+  private countsLoaded?: Promise<void>;
   /** For each alert in a batch in flight, the batch holding its newest state (see claim()). */
   private readonly posting = new Map<string, PostTurn>();
   /** The version this replica last wrote of recently changed alerts (possibly stale: a guess). */
@@ -80,6 +83,7 @@ export class AlertmanagerDestination implements Destination {
     this.timing = { resendIntervalMs: settings.resendIntervalMs, resolvedRetentionMs: settings.resolvedRetentionMs };
     this.logger = logger.child({ destination: name });
     this.refusals = new LogLimiter(this.logger);
+    this.slots = new AlertSlots(settings.maxAlertsPerNamespace, settings.maxAlerts);
   }
 
   async send(queued: readonly QueuedEvent[]): Promise<Outcome> {
@@ -99,7 +103,12 @@ export class AlertmanagerDestination implements Destination {
     try {
       const byAlert = new Map<string, PostableAlert[]>();
       try {
-        if (!this.countsLoaded) await this.loadCounts(store);
+        // One count for every batch: a second one replacing the first would forget the places taken between.
+        this.countsLoaded ??= this.loadCounts(store).catch((err: unknown) => {
+          this.countsLoaded = undefined;
+          throw err;
+        });
+        await this.countsLoaded;
         await Promise.all(
           [...byKey.entries()].map(async ([key, list]) => {
             const alerts = await this.apply(store, key, list);
@@ -151,7 +160,7 @@ export class AlertmanagerDestination implements Destination {
       const current = guessing ? this.recent.get(key) : await store.get(key);
       let state = current?.state;
       let changed = false;
-      let took: string | undefined;
+      let took: Slot | undefined;
       // Refusals are reported once, by the round whose result stands.
       const refused: Array<[NormalisedEvent, 'namespace' | 'total']> = [];
       for (const e of list) {
@@ -159,12 +168,12 @@ export class AlertmanagerDestination implements Destination {
         if (!applied.changed) continue;
         if (state === undefined && applied.next !== undefined) {
           // A new state takes a place under the caps before it is written (concurrent creates see it).
-          const limit = this.take(e.namespace);
-          if (limit) {
-            refused.push([e, limit]);
+          const slot = this.slots.take(e.namespace, key);
+          if (typeof slot === 'string') {
+            refused.push([e, slot]);
             continue;
           }
-          took = e.namespace;
+          took = slot;
         }
         state = applied.next;
         changed = true;
@@ -176,35 +185,19 @@ export class AlertmanagerDestination implements Destination {
       }
       if (!state) return [];
       const version = await store.put(state, current?.version ?? 0).catch((err: unknown) => {
-        if (took !== undefined) this.release(took);
+        if (took !== undefined) this.slots.release(took);
         throw err;
       });
       if (version !== false) {
+        if (took !== undefined) this.slots.settle(took);
         this.recent.set(key, { state, version });
         for (const [e, limit] of refused) this.refuse(e, limit);
         return alertsOf(state, now, this.timing);
       }
-      if (took !== undefined) this.release(took);
+      if (took !== undefined) this.slots.release(took);
       this.recent.delete(key);
     }
     throw new Error(`state of ${key} kept changing under concurrent writers`);
-  }
-
-  /** Takes a place for a new state in `namespace`; the cap reached instead, when one is. */
-  private take(namespace: string): 'namespace' | 'total' | undefined {
-    const inNamespace = this.counts.get(namespace) ?? 0;
-    if (inNamespace >= this.settings.maxAlertsPerNamespace) return 'namespace';
-    if (this.total >= this.settings.maxAlerts) return 'total';
-    this.counts.set(namespace, inNamespace + 1);
-    this.total++;
-    return undefined;
-  }
-
-  private release(namespace: string): void {
-    const n = (this.counts.get(namespace) ?? 1) - 1;
-    if (n > 0) this.counts.set(namespace, n);
-    else this.counts.delete(namespace);
-    this.total = Math.max(0, this.total - 1);
   }
 
   private refuse(e: NormalisedEvent, limit: 'namespace' | 'total'): void {
@@ -221,24 +214,18 @@ export class AlertmanagerDestination implements Destination {
     );
   }
 
-  private setCounts(counts: AlertCounts): void {
-    this.counts = new Map(Object.entries(counts));
-    this.total = [...this.counts.values()].reduce((a, b) => a + b, 0);
-    this.countsLoaded = true;
-  }
-
   /** The counts stored by the last re-send, else counted now (a first start: one pass over the states). */
   private async loadCounts(store: AlertStore): Promise<void> {
     const stored = await store.loadCounts();
     if (stored) {
-      this.setCounts(stored);
+      this.slots.counted(stored);
       return;
     }
     const counts: AlertCounts = {};
     await this.eachPage(store, async (states) => {
       for (const st of states) count(counts, st);
     });
-    this.setCounts(counts);
+    this.slots.counted(counts);
   }
 
   /** Reads the states a page at a time (a page of keys, then their values) and hands each page on. */
@@ -299,9 +286,13 @@ export class AlertmanagerDestination implements Destination {
       if (!(await store.holdResendLease(this.holder, 2 * this.settings.resendIntervalMs))) {
         this.metrics.resends.inc({ destination: this.name, result: 'skipped' });
         const stored = await store.loadCounts();
-        if (stored) this.setCounts(stored);
+        if (stored) {
+          this.slots.counted(stored);
+          this.countsLoaded ??= Promise.resolve();
+        }
         return;
       }
+      this.slots.startRound();
       const now = Date.now();
       const counts: AlertCounts = {};
       let firing = 0;
@@ -317,7 +308,8 @@ export class AlertmanagerDestination implements Destination {
             continue;
           }
           const state = (await this.expireIfDue(store, listed, now)) ?? listed;
-          count(counts, state);
+          // A state this replica created since the round began is counted by its place, not here.
+          if (!this.slots.createdThisRound(state.key)) count(counts, state);
           if (state.resolvedAt) resolved++;
           else firing++;
           alerts.push(...alertsOf(state, now, this.timing));
@@ -327,9 +319,11 @@ export class AlertmanagerDestination implements Destination {
         sent += alerts.length;
         if (outcome.kind !== 'delivered') failure ??= outcome.error;
       });
-      // States created while the round ran are not in it; they count from the next round on.
-      this.setCounts(counts);
-      await store.saveCounts(counts);
+      // The states the round saw, plus those created (or being created) while it ran, which it
+      // may or may not have seen: counted once each, by their places.
+      const all = this.slots.endRound(counts);
+      this.countsLoaded ??= Promise.resolve();
+      await store.saveCounts(all);
       this.metrics.alerts.set({ destination: this.name, state: 'firing' }, firing);
       this.metrics.alerts.set({ destination: this.name, state: 'resolved' }, resolved);
       if (sent === 0) return;
@@ -337,6 +331,7 @@ export class AlertmanagerDestination implements Destination {
       if (failure !== undefined)
         this.logger.warn({ alerts: sent, error: failure }, 'alert re-send failed; trying again next interval');
     } catch (err) {
+      this.slots.abandonRound();
       this.metrics.resends.inc({ destination: this.name, result: 'failed' });
       this.logger.warn(
         { err: { message: (err as Error).message } },

@@ -51,7 +51,12 @@ import { eventsOf } from '../sinks/bus-messages.js';
 import { eventSubject, eventSubjectPrefixes, readEventSubject, subjectsOf } from '../sinks/jetstream-stream.js';
 import { PubAckPublisher } from '../sinks/pub-acks.js';
 import { oneLine } from '../dead-letters/bus-store.js';
-import { LetterTooLarge, type DeadLetterStore, type DeliveryDeadLetter } from '../dead-letters/model.js';
+import {
+  deliveryLetterId,
+  LetterTooLarge,
+  type DeadLetterStore,
+  type DeliveryDeadLetter,
+} from '../dead-letters/model.js';
 import type { AlertStore } from './alert-store.js';
 import type { Delivery, Dispatcher } from './dispatcher.js';
 import { KvAlertStore } from './kv-alert-store.js';
@@ -272,8 +277,8 @@ export class JetStreamDeliveries {
       doneBefore,
       done,
     );
-    const keep = async (json: Uint8Array | string, index: number, reason: string, error: string): Promise<void> =>
-      this.deadLetter(m, pieces.length === 1 ? `${name}-${seq}` : `${name}-${seq}-${index}`, json, name, reason, error);
+    const keep = async (json: Uint8Array | string, _index: number, reason: string, error: string): Promise<void> =>
+      this.deadLetter(m, json, name, reason, error);
     const attempt = m.info.deliveryCount;
     const receivedAt = packReceivedAt(pieces);
     return indexes.map(
@@ -290,10 +295,13 @@ export class JetStreamDeliveries {
     );
   }
 
-  /** Keeps one event of a message in the dead-letter store (once: its id is the message's stream position and the event's index). */
+  /**
+   * Keeps one event of a message in the dead-letter store, once per event and destination: its
+   * id derives from both, so a redelivery after a crash, or a sender's re-send past the stream's
+   * duplicate window, refused again, replaces the letter instead of adding one.
+   */
   private async deadLetter(
     m: JsMsg,
-    id: string,
     json: Uint8Array | string,
     destination: string,
     reason: string,
@@ -308,7 +316,7 @@ export class JetStreamDeliveries {
     if (event) {
       const letter = {
         kind: 'delivery',
-        id,
+        id: deliveryLetterId(destination, event.id),
         namespace: event.namespace,
         integration: event.integration,
         destination,
@@ -339,7 +347,10 @@ export class JetStreamDeliveries {
       integration: letter.event.integration,
       onlyFor: letter.destination,
     });
-    await js.publish(subject, JSON.stringify(letter.event), { msgID: `${letter.event.id}~replay~${letter.id}` });
+    // One message per letter (its seq is never reused; its id is, by the event's next letter): a
+    // replay that stopped before removing the letter publishes the same message again, which the
+    // stream stores once within its duplicate window, while a later letter of the event is new.
+    await js.publish(subject, JSON.stringify(letter.event), { msgID: `${letter.event.id}~replay~${letter.seq}` });
   }
 
   private startLag(): void {

@@ -8,7 +8,7 @@
  * reschedules of one turn share one transaction, not fsynced at its commit
  * (OutboxTable.relaxedTransaction: a crash that loses one delivers the events again).
  */
-import { LetterTooLarge, type NewDeadLetter } from '../dead-letters/model.js';
+import { deliveryLetterId, LetterTooLarge, type NewDeadLetter } from '../dead-letters/model.js';
 import { GroupCommit } from '../storage/group-commit.js';
 import { eventTextsOf } from '../sinks/bus-messages.js';
 import { packReceivedAt, parseStored } from './destination.js';
@@ -161,6 +161,8 @@ export class OutboxLeaseLoops {
       const e = parseStored(json);
       await this.bury({
         kind: 'delivery',
+        // One letter per event and destination, however often a sender re-sends it.
+        id: deliveryLetterId(r.destination, e.id),
         namespace: e.namespace,
         integration: e.integration,
         destination: r.destination,

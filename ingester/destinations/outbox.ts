@@ -20,8 +20,9 @@ import type { Routing } from './destination.js';
 import {
   dropLegacyDeadLetters,
   legacyDeadLetters,
-  requeueDeadLetter,
+  ReplayedLetters,
   type LegacyDeadLetter,
+  type ReplayedLetter,
 } from './outbox-dead-letters.js';
 import { OutboxLeaseLoops, type OutboxDestination } from './outbox-lease-loop.js';
 import { OutboxTable, rowBytes, type NewOutboxRow } from './outbox-table.js';
@@ -43,6 +44,7 @@ export class Outbox implements EventSink {
   readonly name = 'outbox';
   private readonly table: OutboxTable;
   private readonly leaseLoops: OutboxLeaseLoops;
+  private readonly replayed: ReplayedLetters;
   private readonly appends = new GroupCommit<PendingAppend>((g) => this.commit(g));
 
   constructor(
@@ -56,6 +58,7 @@ export class Outbox implements EventSink {
   ) {
     this.table = new OutboxTable(dir, maxBytes);
     this.leaseLoops = new OutboxLeaseLoops(this.table, bury, onError);
+    this.replayed = new ReplayedLetters(this.table);
   }
 
   // ---- the hand-off sink (EventSink) ----
@@ -136,9 +139,20 @@ export class Outbox implements EventSink {
 
   // ---- dead letters (outbox-dead-letters.ts) ----
 
+  /** A replayed letter back in the outbox, with the record that it was handed on (once, even if replayed again). */
   requeue(letter: DeliveryDeadLetter): void {
-    requeueDeadLetter(this.table, letter);
+    this.replayed.requeue(letter);
     this.leaseLoops.wake();
+  }
+
+  /** The replayed letter is gone from the dead-letter store. */
+  forgetReplayed(seq: number): void {
+    this.replayed.forget(seq);
+  }
+
+  /** Letters handed on by a replay that may have stopped before removing them. */
+  replayedLetters(): ReplayedLetter[] {
+    return this.replayed.all();
   }
 
   legacyDeadLetters(): LegacyDeadLetter[] {

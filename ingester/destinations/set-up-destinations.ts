@@ -43,6 +43,8 @@ export interface Destinations {
   readonly sink?: EventSink;
   /** Hands a replayed dead letter back to its destination (attempts start again). */
   requeue(letter: DeliveryDeadLetter): Promise<void>;
+  /** The replayed letter left the dead-letter store (standalone: the outbox's record of it goes). */
+  replayed(letter: DeliveryDeadLetter): Promise<void>;
   readonly names: readonly string[];
   /** Begins delivering; call once the first routing table is installed (it decides who gets what). */
   start(): void;
@@ -78,6 +80,7 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
         if (!names.includes(letter.destination)) throw new Error(`destination ${letter.destination} is not configured`);
         await deliveries.requeue(letter);
       },
+      replayed: async () => undefined,
       names,
       start: () => {
         bus.onConnected((nc) => deliveries.attach(nc));
@@ -111,9 +114,11 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
       if (!names.includes(letter.destination)) throw new Error(`destination ${letter.destination} is not configured`);
       outbox.requeue(letter);
     },
+    replayed: async (letter) => outbox.forgetReplayed(letter.seq),
     names,
     start: () => {
       void moveLegacyDeadLetters(outbox, o.deadLetters, o.logger);
+      void settleReplayedLetters(outbox, o.deadLetters, o.logger);
       outbox.start(
         queued.map((q) => ({ name: q.settings.name, dispatcher: q.dispatcher, leaseMs: claimTimeoutMs(q.settings) })),
       );
@@ -164,6 +169,34 @@ async function moveLegacyDeadLetters(outbox: Outbox, store: DeadLetterStore, log
     logger.error(
       { err: { message: (err as Error).message } },
       'dead letters of an earlier version not moved from the outbox; trying again at the next start',
+    );
+  }
+}
+
+/**
+ * Letters a replay handed back to the outbox but may not have removed (the process stopped
+ * between the two): removed now, so the list never shows a letter whose event is on its way. A
+ * letter whose id now names a newer letter (the event failed again) is that newer one's and stays.
+ */
+async function settleReplayedLetters(outbox: Outbox, store: DeadLetterStore, logger: Logger): Promise<void> {
+  const replayed = outbox.replayedLetters();
+  if (replayed.length === 0) return;
+  let removed = 0;
+  try {
+    for (const r of replayed) {
+      const [kept] = await store.list({ ids: [r.id], limit: 1 });
+      if (kept?.seq === r.seq) {
+        await store.remove(kept);
+        removed++;
+      }
+      outbox.forgetReplayed(r.seq);
+    }
+    if (removed > 0)
+      logger.info({ letters: removed }, 'dead letters a replay had handed on before a restart removed from the list');
+  } catch (err) {
+    logger.error(
+      { err: { message: (err as Error).message } },
+      'dead letters a replay had handed on not removed yet; a replay of them hands nothing on again',
     );
   }
 }

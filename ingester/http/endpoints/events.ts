@@ -5,7 +5,7 @@
  *                             signature headers (a stale timestamp is refused here), request admission
  *   verifySignature (handler, over the body's bytes as received, Content-Encoding undone, before any
  *                             parsing)  signed integrations: the signature (auth/signature-check.ts), then admission
- *   answerReplayed            a signed message id (webhook-id) answered within the tolerance: the same 200 again
+ *   answerReplayed            a signed message id (webhook-id) answered while its timestamp is accepted: the same 200 again
  *   decode                    the body parsed as JSON (body.ts) and the event context (ids from the message id if signed)
  *   answerSlackChallenge      scheme slack: Slack's url_verification request answered with its challenge, nothing stored
  *   mapAndValidate            the integration's mapping if it has one, then the contract's validation;
@@ -22,6 +22,7 @@ import { idSourceOf, type IdSource } from '../../core/event-id.js';
 import type { EventContext, NormalisedEvent } from '../../core/event.js';
 import { IntakeError } from '../../core/errors.js';
 import { acceptEvents } from '../../events/accept.js';
+import { replayableForMs } from '../../auth/signature-check.js';
 import { isDryRun } from '../../mapping/mapped-webhooks.js';
 import type { RouteEntry } from '../../routing/route-table.js';
 import type { HandOffResult } from '../../sinks/sink.js';
@@ -90,7 +91,7 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
     return signed.id === undefined ? { entry } : { entry, messageId: signed.id };
   };
 
-  /** A signed message id this replica answered within the tolerance: the same 200, nothing processed again. */
+  /** A signed message id this replica answered while its timestamp is still accepted: the same 200, nothing processed again. */
   const answerReplayed = (reply: FastifyReply, a: Authenticated): FastifyReply | undefined => {
     if (a.messageId === undefined) return undefined;
     const seen = ctx.seen.answerFor(a.entry.name, a.messageId);
@@ -170,11 +171,16 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
     received: number,
   ): FastifyReply => {
     if (d.messageId !== undefined)
-      ctx.seen.remember(d.entry.name, d.messageId, d.entry.signature!.rule.toleranceMs, {
-        processed: result.processed,
-        cached: result.cached,
-        received,
-      });
+      ctx.seen.remember(
+        d.entry.name,
+        d.messageId,
+        replayableForMs(d.entry.signature!.rule, req.signedHeaders!, Date.now()),
+        {
+          processed: result.processed,
+          cached: result.cached,
+          received,
+        },
+      );
     req.accepted = received;
     return reply.send(okBody(result.processed, result.cached, received, 'event'));
   };

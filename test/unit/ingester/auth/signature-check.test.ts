@@ -10,7 +10,7 @@ import { sign as octokitSign } from '@octokit/webhooks-methods';
 import { Webhook } from 'standardwebhooks';
 import type { RouteSignature } from '../../../../api/route.js';
 import { generateSigningSecret, ruleOf, signatureHeaders, SIGNATURE_SCHEMES } from '../../../../api/signatures.js';
-import { readSignedHeaders, signatureMatches } from '../../../../ingester/auth/signature-check.js';
+import { readSignedHeaders, replayableForMs, signatureMatches } from '../../../../ingester/auth/signature-check.js';
 import { compileSignature } from '../../../../ingester/routing/signing-secrets.js';
 
 /** Raw headers as Node gives them: [name, value, name, value, ...]. */
@@ -293,4 +293,39 @@ describe('signatureHeaders (api/signatures.ts): the sender side of this check', 
       'x-slack-request-timestamp': '1531420618',
     });
   });
+});
+
+describe('replayableForMs: how long the replay memory keeps a message id', () => {
+  const rule = ruleOf({ scheme: 'standard-webhooks', toleranceSeconds: 10 });
+  const now = 1_800_000_000_000;
+  const headers = (timestampS: number) => ({ signatures: 'v1,x', id: 'msg_1', timestamp: String(timestampS) });
+
+  it('keeps a timestamp ahead of the clock until it leaves the window (up to twice the tolerance)', () => {
+    const ms = replayableForMs(rule, headers(now / 1000 + 9), now);
+    expect(ms).toBeGreaterThanOrEqual(19_000);
+    // Still accepted at its last moment, refused one millisecond later; the memory covers the first.
+    expect(readSignedHeaders(rule, raw({ ...idAndTime('msg_1', now / 1000 + 9) }), now + 19_000)).not.toBe(
+      'timestamp_out_of_range',
+    );
+    expect(readSignedHeaders(rule, raw({ ...idAndTime('msg_1', now / 1000 + 9) }), now + 19_001)).toBe(
+      'timestamp_out_of_range',
+    );
+  });
+
+  it('keeps an old timestamp only as long as it is still accepted', () => {
+    const ms = replayableForMs(rule, headers(now / 1000 - 9), now);
+    expect(ms).toBeGreaterThanOrEqual(1000);
+    expect(ms).toBeLessThan(10_000);
+  });
+
+  it('without a timestamp (an hmac id without one), the tolerance', () => {
+    const hmac = ruleOf({ scheme: 'hmac', header: 'x-sig', idHeader: 'x-id', toleranceSeconds: 7 });
+    expect(replayableForMs(hmac, { signatures: 'x', id: 'a' }, now)).toBe(7000);
+  });
+});
+
+const idAndTime = (id: string, timestampS: number): Record<string, string> => ({
+  'webhook-id': id,
+  'webhook-timestamp': String(timestampS),
+  'webhook-signature': 'v1,AAAA',
 });

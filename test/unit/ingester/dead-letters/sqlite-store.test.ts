@@ -116,4 +116,23 @@ describe('SqliteDeadLetters', () => {
     expect((await store.list({ limit: 10, ids: [m, d] })).map((l) => l.id)).toEqual([m, d]);
     await store.close();
   });
+
+  it("keeps one letter per id: a newer one with the same id takes the older one's place (and a new seq)", async () => {
+    const path = file();
+    const store = new SqliteDeadLetters(path, { maxBytes: 1 << 20, maxBytesPerNamespace: 1 << 20 });
+    await store.put({ ...mapping('a', 1), id: 'same' });
+    const [first] = await store.list({ limit: 10 });
+    await store.put({ ...mapping('a', 2), id: 'same' });
+    const listed = await store.list({ limit: 10 });
+    expect(ns(listed)).toEqual(['a:2']);
+    expect(listed[0]?.seq).toBeGreaterThan(first!.seq);
+    // A replay holding the older one removes nothing.
+    await store.remove(first!);
+    expect(ns(await store.list({ limit: 10 }))).toEqual(['a:2']);
+    expect(store.usage().namespaces.get('a')).toBe(listed[0]?.bytes);
+    await store.close();
+    const reopened = new SqliteDeadLetters(path, { maxBytes: 1 << 20, maxBytesPerNamespace: 1 << 20 });
+    expect(ns(await reopened.list({ limit: 10 }))).toEqual(['a:2']);
+    await reopened.close();
+  });
 });

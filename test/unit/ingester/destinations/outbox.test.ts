@@ -11,7 +11,11 @@ import { DestinationMetrics } from '../../../../ingester/destinations/metrics.js
 import { Outbox } from '../../../../ingester/destinations/outbox.js';
 import { SqliteAlertStores } from '../../../../ingester/destinations/sqlite-alert-store.js';
 import type { NormalisedEvent } from '../../../../ingester/core/event.js';
-import type { DeliveryDeadLetter, NewDeadLetter } from '../../../../ingester/dead-letters/model.js';
+import {
+  deliveryLetterId,
+  type DeliveryDeadLetter,
+  type NewDeadLetter,
+} from '../../../../ingester/dead-letters/model.js';
 import { SqliteDeadLetters } from '../../../../ingester/dead-letters/sqlite-store.js';
 
 const dirs: string[] = [];
@@ -220,6 +224,67 @@ describe('outbox', () => {
       outbox.handOff([ev('b1'), ev('b2'), ev('b3'), ev('b4')].map((x) => ({ ...x, received_at: e.received_at }))),
     ).resolves.toEqual({ processed: 4, cached: 0 });
     await outbox.close();
+  });
+
+  it("keys a refused event's letter by destination and event id: refused again, it replaces its letter", async () => {
+    const letters = store();
+    const outbox = new Outbox(tempDir(), 1 << 20, { destinationsOf: () => ['a'] }, (l) => letters.put(l));
+    const a = new Recording('a', { kind: 'reject', reason: 'http_400', error: 'HTTP 400: no' });
+    const d = dispatcher(a);
+    outbox.start([{ name: 'a', dispatcher: d, leaseMs: 1000 }]);
+    for (let n = 1; n <= 3; n++) {
+      // A sender's re-send: the same event id, once the previous row is gone.
+      await outbox.handOff([ev('again')]);
+      await until(() => a.seen.length === n && outbox.depth('a') === 0);
+      await d.idle();
+    }
+    const dead = (await letters.list({ limit: 10 })) as DeliveryDeadLetter[];
+    expect(dead.map((x) => [x.destination, x.event.id])).toEqual([['a', 'again']]);
+    expect(dead[0]?.id).toBe(deliveryLetterId('a', 'again'));
+    outbox.stop();
+    await d.idle();
+    await outbox.close();
+    await letters.close();
+  });
+
+  it('records a replayed letter with its row: replayed again it hands nothing on, and the record lists it until forgotten', async () => {
+    const dir = tempDir();
+    const outbox = new Outbox(dir, 1 << 20, { destinationsOf: () => ['a'] }, noBury);
+    const letter = {
+      kind: 'delivery',
+      id: 'd-1',
+      seq: 7,
+      namespace: 'default',
+      integration: 'demo',
+      reason: 'http_400',
+      at: '',
+      bytes: 0,
+      destination: 'a',
+      error: '',
+      attempts: 1,
+      event: ev('replayed'),
+    } as DeliveryDeadLetter;
+    outbox.requeue(letter);
+    expect(outbox.depth('a')).toBe(1);
+    // Survives a restart (kill -9 before the letter was removed).
+    await outbox.close();
+    const again = new Outbox(dir, 1 << 20, { destinationsOf: () => ['a'] }, noBury);
+    expect(again.replayedLetters()).toEqual([{ seq: 7, id: 'd-1' }]);
+    // Delivered meanwhile (its row gone), then replayed again: not handed on a second time.
+    const [row] = (again as unknown as { table: { due: (d: string, n: number, l: number) => unknown[] } }).table.due(
+      'a',
+      Date.now(),
+      10,
+    );
+    (again as unknown as { table: { remove: (r: unknown) => void } }).table.remove(row);
+    again.requeue(letter);
+    expect(again.depth('a')).toBe(0);
+    again.forgetReplayed(7);
+    expect(again.replayedLetters()).toEqual([]);
+    // A newer letter (another seq) is a new failure: handed on.
+    again.requeue({ ...letter, seq: 8 });
+    expect(again.depth('a')).toBe(1);
+    await again.close();
   });
 
   it('refuses a whole request when full (the request gets 503)', async () => {
