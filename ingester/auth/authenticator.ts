@@ -166,8 +166,12 @@ export class Authenticator {
     if (wait > 0) throw authThrottled(wait);
   }
 
-  /** Right credentials: still refused if the address got blocked meanwhile, or the route is suspended. */
+  /**
+   * Right credentials: still refused if the address got blocked meanwhile, or the route is
+   * suspended. Either way the request proved them: its refusal is the tenant's to read (activity).
+   */
   private accept(req: FastifyRequest, entry: RouteEntry): RouteEntry {
+    req.authenticated = true;
     this.refuseBlocked(req);
     if (entry.suspended)
       throw suspended(entry.kind, entry.kind === 'ApiKey' ? `${entry.namespace}/${entry.name}` : entry.name);
