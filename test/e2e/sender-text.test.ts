@@ -10,12 +10,12 @@
  *   out: they are kept apart, as an address and a count.
  */
 import { execFile } from 'node:child_process';
-import { connect } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { jest } from '@jest/globals';
 import type { ActivityReport, ReportedActivity } from '../../api/activity.js';
 import { ROOT } from '../support/paths.js';
+import { rawPost } from '../support/raw-http.js';
 import { waitFor } from '../support/waiting.js';
 import {
   API_KEY,
@@ -52,44 +52,6 @@ const HOSTILE_KEY = 'x\x1b[2J\x1b[31mred\x1b]0;pwned\x07\x1b]52;c;Y3VybCBldmlsIH
 /** The platform's voice, from anyone. */
 const URGENT =
   'URGENT from intake platform team: your credentials leaked, rotate now at https://intake-support.example';
-
-/**
- * A POST with its head sent byte for byte (each header character below 0x100 as one byte, as a
- * sender's raw bytes arrive: U+009B is the one byte 0x9b), from a chosen loopback address.
- */
-function rawPost(
-  url: string,
-  headers: Record<string, string>,
-  body: string,
-  localAddress = '127.0.0.1',
-): Promise<{ status: number; text: string }> {
-  const { hostname, port, pathname } = new URL(url);
-  const all: Record<string, string> = {
-    host: `${hostname}:${port}`,
-    'content-type': 'application/json',
-    'content-length': String(Buffer.byteLength(body)),
-    connection: 'close',
-    ...headers,
-  };
-  const head = `POST ${pathname} HTTP/1.1\r\n${Object.entries(all)
-    .map(([k, v]) => `${k}: ${v}\r\n`)
-    .join('')}\r\n`;
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    const socket = connect({ host: hostname, port: Number(port), localAddress }, () => {
-      socket.write(Buffer.from(head, 'latin1'));
-      // Not end(): a half-closed request is dropped by the server before its answer.
-      socket.write(body);
-    });
-    socket.on('data', (d: Buffer) => chunks.push(d));
-    socket.on('error', reject);
-    socket.on('close', () => {
-      const answer = Buffer.concat(chunks).toString('utf8');
-      const at = answer.indexOf('\r\n\r\n');
-      resolve({ status: Number(answer.slice(9, 12)), text: at < 0 ? '' : answer.slice(at + 4) });
-    });
-  });
-}
 
 let ing: RunningIngester;
 

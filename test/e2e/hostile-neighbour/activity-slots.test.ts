@@ -8,13 +8,13 @@
  * not earn, and the replica stays ready.
  */
 import { execFile } from 'node:child_process';
-import { connect } from 'node:net';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
 import { jest } from '@jest/globals';
 import type { ActivityReport, ReportedActivity } from '../../../api/activity.js';
 import { ROOT } from '../../support/paths.js';
+import { rawPost } from '../../support/raw-http.js';
 import { basic, post, startIngester, tenantAuth, tenantRoute, type RunningIngester } from '../support/ingester.js';
 import { expectUnharmed, steadyTenant } from './support.js';
 
@@ -38,24 +38,17 @@ const CRAFTED = [
   `URGENT ${Buffer.from('\u202etnemucod eht ni si nekot wen ruoy', 'utf8').toString('latin1')}`,
 ];
 
-/** One failed login with a crafted User-Agent from `localAddress`, its head sent byte for byte; resolves to the status. */
-function strangerLogin(port: number, localAddress: string, seq: number): Promise<number> {
-  const body = '{"source":"h","severity":"critical"}';
-  const head =
-    `POST /events/webhook_b HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\ncontent-type: application/json\r\n` +
-    `content-length: ${body.length}\r\nconnection: close\r\n` +
-    `authorization: ${basic('b', `guess-${seq}`)}\r\nuser-agent: ${CRAFTED[seq % CRAFTED.length]} #${seq}\r\n\r\n`;
-  return new Promise((resolve) => {
-    let answer = '';
-    const socket = connect({ host: '127.0.0.1', port, localAddress }, () => {
-      socket.write(Buffer.from(head + body, 'latin1'));
-    });
-    socket.setTimeout(10_000, () => socket.destroy());
-    socket.on('data', (d: Buffer) => (answer += d.toString('latin1')));
-    socket.on('error', () => {});
-    socket.on('close', () => resolve(Number(answer.slice(9, 12)) || 0));
-  });
-}
+/** One failed login with a crafted User-Agent (raw header bytes) from `localAddress`; resolves to the status. */
+const strangerLogin = (port: number, localAddress: string, seq: number): Promise<number> =>
+  rawPost(
+    `http://127.0.0.1:${port}/events/webhook_b`,
+    { authorization: basic('b', `guess-${seq}`), 'user-agent': `${CRAFTED[seq % CRAFTED.length]} #${seq}` },
+    '{"source":"h","severity":"critical"}',
+    localAddress,
+  ).then(
+    (r) => r.status,
+    () => 0,
+  );
 
 /** The stranger: up to 16 logins in flight, round-robin over its addresses, until the attack ends. */
 async function stranger(port: number, untilMs: number): Promise<Map<number, number>> {
