@@ -244,7 +244,7 @@ function ActivityView({ r }: { r: Resource }) {
                       {inertText(f.message)}
                     </td>
                     <td class="sender">{inertText(f.remoteAddress)}</td>
-                    <td class="user-agent">{f.userAgent ? <q>{inertText(f.userAgent)}</q> : ''}</td>
+                    <td class="user-agent">{f.userAgent ? `“${inertText(f.userAgent)}”` : ''}</td>
                     <td>{f.deadLetterId ? <code>{inertText(f.deadLetterId)}</code> : ''}</td>
                   </tr>
                 ))}
@@ -490,7 +490,7 @@ function Playground({ ns, r }: { ns: string; r: Resource }) {
         <ul class="test-results">
           {tests.map((t) => (
             <li key={t.index} class={t.passed ? 'pass' : 'fail'}>
-              {t.index >= 0 ? `tests[${t.index}]` : 'mapping'}: {t.passed ? 'passed' : t.message}
+              {t.index >= 0 ? `tests[${t.index}]` : 'mapping'}: {t.passed ? 'passed' : inertText(t.message)}
             </li>
           ))}
         </ul>
