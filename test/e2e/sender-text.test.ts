@@ -10,6 +10,8 @@
  *   out: they are kept apart, as an address and a count.
  */
 import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { jest } from '@jest/globals';
@@ -54,14 +56,22 @@ const URGENT =
   'URGENT from intake platform team: your credentials leaked, rotate now at https://intake-support.example';
 
 let ing: RunningIngester;
+let dir: string;
 
 beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'intake-e2e-sender-text-'));
   ing = await startIngester((c) => {
-    (c.routes as unknown[]).push(tenantRoute('b', 'team-b'));
+    (c.routes as unknown[]).push(
+      tenantRoute('b', 'team-b'),
+      // A mapping whose error quotes the payload: the sender's text in intake's message.
+      tenantRoute('quoting', 'team-b', { mapping: { expression: '$error("cannot map: " & note)' } }),
+    );
+    c.deadLetter = { path: join(dir, 'deadletter.jsonl') };
   });
 });
 afterAll(async () => {
   await ing?.stop();
+  rmSync(dir, { recursive: true, force: true });
 });
 
 async function report(): Promise<ActivityReport> {
@@ -118,6 +128,41 @@ describe('terminal escapes in sender text', () => {
 
     // Nor do the ingester's own logs.
     expect(ing.stderr().replace(/\n/g, '')).not.toMatch(ACTS_ON_TERMINAL);
+  });
+});
+
+describe('terminal escapes a mapping quotes from the payload', () => {
+  it('a $error text with ESC/BEL reaches the answer, the activity, the dead letter and intake deadletter list inert', async () => {
+    const res = await post(
+      `${ing.url}/events/webhook_quoting`,
+      { note: '\x1b]0;pwned\x07\x1b[2J\u202eolleh' },
+      { ...tenantAuth('quoting'), 'user-agent': 'mapper/1.0' },
+    );
+    expect(res.status).toBe(422);
+    expect(unsafeStrings(res.json())).toEqual([]);
+    expect(String(res.json().message)).toContain('cannot map: \\x1b]0;pwned\\x07\\x1b[2J\\u202eolleh');
+    const quoting = await waitFor('the refusal recorded', async () => {
+      const got = find((await report()).webhookIntegrations, 'quoting');
+      return got && got.recentRefusals.length > 0 ? got : undefined;
+    });
+    expect(unsafeStrings(quoting)).toEqual([]);
+    expect(quoting.recentRefusals[0]?.message).toContain('\\x1b]0;pwned');
+    const letters = await (await fetch(`${ing.adminUrl}/deadletter?payload=true`)).json();
+    // The payload is the sender's data, kept as sent for replay; what intake says of it is inert.
+    const reasons = (letters as { entries: Array<{ reason: string }> }).entries.map((e) => e.reason);
+    expect(reasons.some((r) => r.includes('cannot map: \\x1b]0;pwned'))).toBe(true);
+    expect(unsafeStrings(reasons)).toEqual([]);
+    const listed = (
+      (await intake(['deadletter', 'list', '--admin-url', ing.adminUrl])).stdout as unknown as Buffer
+    ).toString('utf8');
+    expect(listed).toContain('cannot map: \\x1b]0;pwned');
+    expect(listed.replace(/\n/g, '')).not.toMatch(ACTS_ON_TERMINAL);
+    const json = (
+      (await intake(['deadletter', 'list', '--admin-url', ing.adminUrl, '--json'])).stdout as unknown as Buffer
+    ).toString('utf8');
+    // --json keeps the payload's value (a program reads the same JSON), every unsafe character a \u escape.
+    expect(json.replace(/\n/g, '')).not.toMatch(ACTS_ON_TERMINAL);
+    expect(JSON.stringify(JSON.parse(json))).toContain('\\u001b]0;pwned');
   });
 });
 
