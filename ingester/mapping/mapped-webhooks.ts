@@ -21,11 +21,10 @@ import { MappingBusy, MappingError, type MappingResult } from '../../api/mapping
 import { LetterTooLarge, type DeadLetterStore } from '../dead-letters/model.js';
 import type { MappingFailureReason, MappingMetrics } from './metrics.js';
 
-/** Why a mapped payload produced no valid events: what the 422 and the dead letter say. */
 /**
- * A payload the mapping could not turn into events. Its message and errors may quote the payload
- * (a `$error` text, a key) and are kept in the dead letter and shown by `intake deadletter list`:
- * inert from the start (common/sender-text.ts).
+ * Why a mapped payload produced no valid events: what the 422 and the dead letter say. Its message
+ * and errors may quote the payload (a `$error` text, a key) and are read in activity and
+ * `intake deadletter list`: inert from the start (common/sender-text.ts).
  */
 export class MappingFailure extends Error {
   readonly errors: FieldError[];
