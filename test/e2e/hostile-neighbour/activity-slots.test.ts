@@ -137,6 +137,7 @@ it("a stranger's failed logins with crafted User-Agents neither push out tenant 
   expect(table).not.toMatch(/URGENT|rotate now/);
   expect(table.replace(/\n/g, '')).not.toMatch(ACTS_ON_SCREEN);
   expect(table).toMatch(/refused before authentication/);
+  expect(ing.stderr().replace(/\n/g, '')).not.toMatch(ACTS_ON_SCREEN);
 
   console.log(
     `activity slots: stranger ${sent} logins (${[...strangerStatuses].map(([s, n]) => `${s}x${n}`).join(', ')}); ` +
