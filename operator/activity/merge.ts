@@ -82,6 +82,9 @@ export function mergeActivity(reported: readonly ReportedActivity[], previous?: 
   const byReason = new Map<string, number>();
   const recent = new Map<string, RecentRefusal>();
   const add = (r: RecentRefusal): void => {
+    // A 401 is never a refusal of a request that proved its credentials: one here was kept by an
+    // older ingester or operator, with whatever text a stranger sent. It is counted, not shown.
+    if (r.code === 'UNAUTHORIZED') return;
     const clean = inertRefusal(r);
     recent.set(refusalKey(clean), clean);
   };

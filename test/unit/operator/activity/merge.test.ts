@@ -13,10 +13,10 @@ import { WriteQueue } from '../../../../operator/activity/write-queue.js';
 
 const refusal = (time: string, remoteAddress: string): RecentRefusal => ({
   time,
-  status: 401,
-  code: 'UNAUTHORIZED',
-  reason: 'unauthorized',
-  message: 'missing or invalid credentials',
+  status: 400,
+  code: 'INVALID_BODY',
+  reason: 'invalid',
+  message: '1 problem in the request; none of the 1 event(s) was accepted (source: is required)',
   remoteAddress,
   userAgent: 'curl/8',
 });
@@ -185,6 +185,30 @@ describe('mergeActivity', () => {
     expect(merged.recentRefusals[1]?.userAgent).toBe('\\x1b]0;pwned\\x07\\x1b[2J\\x9b31m\\u202eURGENT\\x0arotate now');
     // Merged again, the clean status is stable: no write.
     expect(activityFingerprint(mergeActivity([replica], { ...merged }))).toBe(activityFingerprint(merged));
+  });
+
+  it("drops 401s an older ingester or operator kept among the refusals, with a stranger's text", () => {
+    const urgent: RecentRefusal = {
+      ...refusal('2026-11-24T09:00:00.000Z', '203.0.113.9'),
+      status: 401,
+      code: 'UNAUTHORIZED',
+      reason: 'unauthorized',
+      message: 'missing or invalid credentials',
+      userAgent: 'URGENT from intake platform team',
+    };
+    const previous: Activity = {
+      eventsLastHour: 0,
+      refusedLastHour: 0,
+      refusalsLastHour: {},
+      recentRefusals: [
+        urgent,
+        { ...urgent, status: 400, code: 'INVALID_BODY', reason: 'invalid', userAgent: 'real/1.0' },
+      ],
+    };
+    const older = reported({ recentRefusals: [{ ...urgent, time: '2026-11-24T10:00:00.000Z' }] });
+    const merged = mergeActivity([older], previous);
+    expect(merged.recentRefusals.map((r) => [r.code, r.userAgent])).toEqual([['INVALID_BODY', 'real/1.0']]);
+    expect(JSON.stringify(merged)).not.toContain('URGENT');
   });
 
   it('fingerprints ignore updatedTime and key order', () => {
