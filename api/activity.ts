@@ -9,15 +9,24 @@
  * refusal gets its own reason without a change here, so readers must accept any string.
  */
 
-/** The last refusals kept, per replica and merged. */
+/** The last refusals of authenticated requests kept, per replica and merged. */
 export const RECENT_REFUSALS = 10;
-/** Longest message and User-Agent kept in a refusal (characters). */
+/**
+ * Senders refused before they proved credentials, kept apart (one slot per address and reason,
+ * per replica and merged): a stranger fills these, never the RECENT_REFUSALS slots.
+ */
+export const UNAUTHENTICATED_SENDERS = 5;
+/** Longest message, address and User-Agent kept in a refusal (characters, after escaping). */
 export const MAX_REFUSAL_TEXT = 256;
 /** Distinct reasons counted per integration or key; further ones count under `other`. */
 export const MAX_REASONS = 16;
 export const OTHER_REASON = 'other';
 
-/** One refused request: never its credentials, never its body. */
+/**
+ * One refused request that had proved its credentials (or a refusal before authentication of a
+ * replica older than the split): never its credentials, never its body. Every text is inert
+ * (common/sender-text.ts: control and format characters escaped) and at most MAX_REFUSAL_TEXT long.
+ */
 export interface RecentRefusal {
   /** RFC 3339. */
   time: string;
@@ -29,9 +38,30 @@ export interface RecentRefusal {
   message: string;
   /** The sender's address as the ingester saw it (X-Forwarded-For only from a trusted proxy). */
   remoteAddress: string;
+  /** The User-Agent header as the sender sent it: the sender's claim, never intake's words. */
   userAgent: string;
   /** A mapping refusal kept as a dead letter: its id (`intake deadletter list --id`). */
   deadLetterId?: string;
+}
+
+/**
+ * Requests refused before they proved any credentials (a wrong password or signature, an unknown
+ * integration, a blocked address, anything refused before authentication ran), from one address
+ * for one reason. Anyone can send those, so nothing the sender wrote is kept: no User-Agent, no
+ * message (the code and reason are intake's own words), only the address and a count.
+ */
+export interface UnauthenticatedSender {
+  /** The sender's address as the ingester saw it (X-Forwarded-For only from a trusted proxy). */
+  remoteAddress: string;
+  reason: string;
+  /** The last refusal's HTTP status and error code. */
+  status: number;
+  code: string;
+  /** Refusals from this address for this reason since firstTime (summed across replicas). */
+  count: number;
+  /** RFC 3339: the first and the last of them. */
+  firstTime: string;
+  lastTime: string;
 }
 
 /** `status.activity`: exactly what the operator writes and the console reads. */
@@ -46,8 +76,13 @@ export interface Activity {
   refusedLastHour: number;
   /** Requests refused over the last hour, by reason. */
   refusalsLastHour: Record<string, number>;
-  /** Newest first, at most RECENT_REFUSALS. */
+  /** Refusals of authenticated requests, newest first, at most RECENT_REFUSALS. */
   recentRefusals: RecentRefusal[];
+  /**
+   * Refusals before authentication, by address and reason, last seen first, at most
+   * UNAUTHENTICATED_SENDERS (absent from reports and status of older versions).
+   */
+  unauthenticatedSenders?: UnauthenticatedSender[];
   /** RFC 3339: when the operator last merged what the replicas reported. */
   updatedTime?: string;
 }

@@ -1,5 +1,13 @@
-/** `intake status`: a replica's activity report (api/activity.ts) as a table a person reads. */
-import type { Activity, ActivityReport, RecentRefusal } from '../api/activity.js';
+/**
+ * `intake status`: a replica's activity report (api/activity.ts) as a table a person reads.
+ *
+ * Every text from the report is printed inert (common/sender-text.ts), whatever ingester version
+ * wrote it: a terminal never gets a control character from a sender. What a sender claimed (its
+ * User-Agent) is labelled as such; senders refused before authentication are listed apart, by
+ * address and count, since anyone can make those.
+ */
+import type { Activity, ActivityReport, RecentRefusal, UnauthenticatedSender } from '../api/activity.js';
+import { inertText } from '../common/sender-text.js';
 
 type Row = Omit<Activity, 'updatedTime'> & { kind: string; namespace: string; name: string };
 
@@ -16,8 +24,11 @@ export function age(time: string | undefined, nowMs: number): string {
 const reasons = (r: Record<string, number>): string =>
   Object.entries(r)
     .sort((a, b) => b[1] - a[1])
-    .map(([reason, n]) => `${reason}=${n}`)
+    .map(([reason, n]) => `${inertText(reason)}=${n}`)
     .join(',') || '-';
+
+/** At most this many lines in each list below the table. */
+const LISTED = 10;
 
 function columns(rows: string[][]): string {
   const widths = (rows[0] ?? []).map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
@@ -46,8 +57,8 @@ export function activityTable(report: ActivityReport, nowMs = Date.now()): strin
     ['KIND', 'NAMESPACE', 'NAME', 'LAST EVENT', 'EVENTS 1H', 'LAST REFUSAL', 'REFUSED 1H', 'REASONS 1H'],
     ...rows.map((r) => [
       r.kind,
-      r.namespace,
-      r.name,
+      inertText(r.namespace),
+      inertText(r.name),
       age(r.lastEventTime, nowMs),
       String(r.eventsLastHour),
       age(r.lastRefusalTime, nowMs),
@@ -55,15 +66,32 @@ export function activityTable(report: ActivityReport, nowMs = Date.now()): strin
       reasons(r.refusalsLastHour),
     ]),
   ]);
+  const where = (r: Row): string => `${inertText(r.namespace)}/${inertText(r.name)}`;
   const recent = rows
     .flatMap((r) => r.recentRefusals.map((f): [Row, RecentRefusal] => [r, f]))
     .sort((a, b) => Date.parse(b[1].time) - Date.parse(a[1].time))
-    .slice(0, 10);
-  if (recent.length === 0) return `${table}\n`;
-  const lines = recent.map(
-    ([r, f]) =>
-      `  ${f.time}  ${r.namespace}/${r.name}  ${f.status} ${f.code} (${f.reason})  from ${f.remoteAddress || '?'}` +
-      `${f.userAgent ? ` "${f.userAgent}"` : ''}: ${f.message}${f.deadLetterId ? ` [dead letter ${f.deadLetterId}]` : ''}`,
-  );
-  return `${table}\n\nrecent refusals (newest first):\n${lines.join('\n')}\n`;
+    .slice(0, LISTED);
+  const senders = rows
+    .flatMap((r) => (r.unauthenticatedSenders ?? []).map((s): [Row, UnauthenticatedSender] => [r, s]))
+    .sort((a, b) => Date.parse(b[1].lastTime) - Date.parse(a[1].lastTime))
+    .slice(0, LISTED);
+  let out = `${table}\n`;
+  if (recent.length > 0) {
+    const lines = recent.map(
+      ([r, f]) =>
+        `  ${inertText(f.time)}  ${where(r)}  ${f.status} ${inertText(f.code)} (${inertText(f.reason)})  ` +
+        `from ${inertText(f.remoteAddress) || '?'}${f.userAgent ? `, user-agent "${inertText(f.userAgent)}"` : ''}: ` +
+        `${inertText(f.message)}${f.deadLetterId ? ` [dead letter ${inertText(f.deadLetterId)}]` : ''}`,
+    );
+    out += `\nrecent refusals (newest first):\n${lines.join('\n')}\n`;
+  }
+  if (senders.length > 0) {
+    const lines = senders.map(
+      ([r, s]) =>
+        `  ${inertText(s.lastTime)}  ${where(r)}  ${s.status} ${inertText(s.code)} (${inertText(s.reason)})  ` +
+        `from ${inertText(s.remoteAddress) || '?'}: ${s.count} since ${inertText(s.firstTime)}`,
+    );
+    out += `\nrefused before authentication (address and count only; anyone can send these):\n${lines.join('\n')}\n`;
+  }
+  return out;
 }

@@ -21,6 +21,7 @@ import { ConfigError, parseListen, readYamlFile } from '../common/config-files.j
 import type { ActivityReport } from '../api/activity.js';
 import type { IngesterSettings } from '../ingester/config.js';
 import { createLogger } from '../common/logger.js';
+import { inertJson, inertText } from '../common/sender-text.js';
 import type { RouteSource } from '../ingester/routing/route-source.js';
 
 const program = new Command('intake')
@@ -567,11 +568,14 @@ withFilters(
       `${opts.adminUrl}/deadletter${deadLetterQuery(opts, opts.json ? { payload: 'true' } : {})}`,
       'GET',
     );
-    if (opts.json) return void process.stdout.write(`${JSON.stringify(body, null, 2)}\n`);
+    if (opts.json) return void process.stdout.write(`${inertJson(JSON.stringify(body, null, 2))}\n`);
     const entries = body.entries as Letter[];
     for (const e of entries) {
       const to = e.destination ? `  -> ${e.destination} after ${e.attempts} attempt(s)` : '';
-      process.stdout.write(`${e.id}  ${e.at}  ${e.kind}  ${e.namespace}/${e.integration}${to}  ${e.reason}\n`);
+      // A letter's reason quotes the mapping's or the receiver's words: printed inert.
+      process.stdout.write(
+        `${inertText(`${e.id}  ${e.at}  ${e.kind}  ${e.namespace}/${e.integration}${to}  ${e.reason}`)}\n`,
+      );
     }
     process.stdout.write(
       `${entries.length} dead letter(s) listed; the store (${body.store}) holds ${body.bytes} bytes\n`,
@@ -600,7 +604,7 @@ withFilters(
           ? `delivered ${r.events} event(s)`
           : `handed back to ${r.destination}`
         : `${r.result}: ${r.message}`;
-    process.stdout.write(`${r.id}  ${r.kind}  ${r.integration}  ${what}\n`);
+    process.stdout.write(`${inertText(`${r.id}  ${r.kind}  ${r.integration}  ${what}`)}\n`);
   }
   process.stdout.write(
     `${body.replayed} replayed, ${body.failed} failed, ${body.skipped} skipped (held by another replay)\n`,
@@ -619,7 +623,7 @@ program
   .option('--json', 'print the report as JSON (GET /status/activity)')
   .action(async (opts: Record<string, string | boolean | undefined>) => {
     const body = await adminCall(`${opts.adminUrl}/status/activity`, 'GET');
-    if (opts.json) return void process.stdout.write(`${JSON.stringify(body, null, 2)}\n`);
+    if (opts.json) return void process.stdout.write(`${inertJson(JSON.stringify(body, null, 2))}\n`);
     const { activityTable } = await import('./activity-table.js');
     process.stdout.write(activityTable(body as unknown as ActivityReport));
   });
@@ -646,7 +650,7 @@ undelivered
   .action(async (opts: Record<string, string | boolean | undefined>) => {
     deprecated();
     const body = await adminCall(`${opts.adminUrl}/destinations/deadletter${undeliveredQuery(opts)}`, 'GET');
-    if (opts.json) return void process.stdout.write(`${JSON.stringify(body, null, 2)}\n`);
+    if (opts.json) return void process.stdout.write(`${inertJson(JSON.stringify(body, null, 2))}\n`);
     const items = body.items as Array<{
       seq: number;
       destination: string;
@@ -658,7 +662,7 @@ undelivered
     }>;
     for (const i of items)
       process.stdout.write(
-        `${i.seq}  ${i.failedAt}  ${i.destination}  ${i.reason} after ${i.attempts} attempt(s)  ${i.event.namespace}/${i.event.integration}  ${i.event.id}  ${i.error}\n`,
+        `${inertText(`${i.seq}  ${i.failedAt}  ${i.destination}  ${i.reason} after ${i.attempts} attempt(s)  ${i.event.namespace}/${i.event.integration}  ${i.event.id}  ${i.error}`)}\n`,
       );
     process.stdout.write(`${items.length} event(s) kept\n`);
   });

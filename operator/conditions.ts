@@ -1,5 +1,6 @@
 /** Ready conditions after cert-manager's pkg/api/util/conditions.go: keep lastTransitionTime when nothing changed. */
 import type { Condition } from '../api/v1alpha1/types.js';
+import { inertText } from '../common/sender-text.js';
 
 export type ReadyReason =
   | 'Published'
@@ -50,7 +51,9 @@ export function setCondition(
     type,
     status: state.status,
     reason: state.reason,
-    message: state.message,
+    // A message may quote what a tenant wrote (a mapping's error, a spec's value): read in
+    // kubectl describe and the console, so inert (common/sender-text.ts).
+    message: inertText(state.message),
     lastTransitionTime,
   };
   if (generation !== undefined) condition.observedGeneration = generation;

@@ -7,6 +7,7 @@ import {
   type V1Secret,
 } from '@kubernetes/client-node';
 import { GROUP, PLURALS, VERSION, type IntakeResource } from '../api/v1alpha1/types.js';
+import { inertText } from '../common/sender-text.js';
 
 /** Any of our custom resources (status and Events are written the same way for each). */
 type CustomResource = { apiVersion: string; kind: keyof typeof PLURALS; metadata: V1ObjectMeta };
@@ -122,7 +123,7 @@ export class Writer {
         },
         type,
         reason,
-        message: message.slice(0, 1024),
+        message: inertText(message, 1024),
         source: { component: 'intake-operator' },
         reportingComponent: 'intake.dev/operator',
         reportingInstance: process.env.HOSTNAME ?? 'intake-operator',

@@ -60,8 +60,20 @@ export interface Refusal {
   reason?: string;
   message?: string;
   remoteAddress?: string;
+  /** The User-Agent as the sender sent it: its claim. */
   userAgent?: string;
   deadLetterId?: string;
+}
+
+/** A sender refused before it proved credentials: only its address and a count (api/activity.ts). */
+export interface UnauthenticatedSender {
+  remoteAddress?: string;
+  reason?: string;
+  status?: number;
+  code?: string;
+  count?: number;
+  firstTime?: string;
+  lastTime?: string;
 }
 
 /** status.activity as the operator writes it (issue 20, section 1); every field optional. */
@@ -72,6 +84,7 @@ export interface Activity {
   refusedLastHour?: number;
   refusalsLastHour?: Record<string, number>;
   recentRefusals?: Refusal[];
+  unauthenticatedSenders?: UnauthenticatedSender[];
   updatedTime?: string;
 }
 

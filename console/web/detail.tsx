@@ -4,6 +4,7 @@
  * "copy as curl", and for a mapped integration the mapping playground.
  */
 import { useEffect, useState } from 'preact/hooks';
+import { inertText } from '../../common/sender-text.js';
 import { api, LABEL_OF, resourcePath, type Plural, type Resource } from './api.js';
 import { GitOpsBadge, ReadyBadge, useTick } from './list.js';
 import { age, gitOpsOwner, href, isSuspended } from './model.js';
@@ -170,7 +171,7 @@ function Conditions({ r }: { r: Resource }) {
                 <th scope="row">{c.type}</th>
                 <td>{c.status}</td>
                 <td>{c.reason}</td>
-                <td class="message">{c.message}</td>
+                <td class="message">{inertText(c.message)}</td>
                 <td>{age(c.lastTransitionTime)}</td>
               </tr>
             ))}
@@ -216,6 +217,7 @@ function ActivityView({ r }: { r: Resource }) {
             <dd>{a.lastRefusalTime ? age(a.lastRefusalTime, now) : 'never'}</dd>
           </dl>
           <h3>Recent refusals</h3>
+          <p class="muted">Requests that proved their credentials. The User-Agent is what the sender claimed.</p>
           {(a.recentRefusals ?? []).length === 0 ? (
             <p class="muted">None.</p>
           ) : (
@@ -227,7 +229,7 @@ function ActivityView({ r }: { r: Resource }) {
                   <th scope="col">Reason</th>
                   <th scope="col">Message</th>
                   <th scope="col">Sender</th>
-                  <th scope="col">User-Agent</th>
+                  <th scope="col">User-Agent (as sent)</th>
                   <th scope="col">Dead letter</th>
                 </tr>
               </thead>
@@ -236,18 +238,51 @@ function ActivityView({ r }: { r: Resource }) {
                   <tr key={`${f.time}-${i}`}>
                     <td title={f.time}>{age(f.time, now)}</td>
                     <td>{f.status}</td>
-                    <td class="reason">{f.reason}</td>
+                    <td class="reason">{inertText(f.reason)}</td>
                     <td class="message">
-                      {f.code ? `${f.code}: ` : ''}
-                      {f.message}
+                      {f.code ? `${inertText(f.code)}: ` : ''}
+                      {inertText(f.message)}
                     </td>
-                    <td class="sender">{f.remoteAddress}</td>
-                    <td>{f.userAgent}</td>
-                    <td>{f.deadLetterId ? <code>{f.deadLetterId}</code> : ''}</td>
+                    <td class="sender">{inertText(f.remoteAddress)}</td>
+                    <td class="user-agent">{f.userAgent ? `“${inertText(f.userAgent)}”` : ''}</td>
+                    <td>{f.deadLetterId ? <code>{inertText(f.deadLetterId)}</code> : ''}</td>
                   </tr>
                 ))}
               </tbody>
             </table>
+          )}
+          {(a.unauthenticatedSenders ?? []).length > 0 && (
+            <>
+              <h3>Refused before authentication</h3>
+              <p class="muted">
+                Senders that proved no credentials (a wrong password or signature, a blocked address). Anyone can send
+                these, so only the address and a count are kept.
+              </p>
+              <table class="unauthenticated">
+                <thead>
+                  <tr>
+                    <th scope="col">Last</th>
+                    <th scope="col">Status</th>
+                    <th scope="col">Reason</th>
+                    <th scope="col">Address</th>
+                    <th scope="col">Count</th>
+                    <th scope="col">Since</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {(a.unauthenticatedSenders ?? []).map((s, i) => (
+                    <tr key={`${s.remoteAddress}-${s.reason}-${i}`}>
+                      <td title={s.lastTime}>{age(s.lastTime, now)}</td>
+                      <td>{s.status}</td>
+                      <td class="reason">{inertText(s.reason)}</td>
+                      <td class="sender">{inertText(s.remoteAddress)}</td>
+                      <td>{s.count}</td>
+                      <td title={s.firstTime}>{age(s.firstTime, now)}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </>
           )}
         </>
       )}
@@ -455,7 +490,7 @@ function Playground({ ns, r }: { ns: string; r: Resource }) {
         <ul class="test-results">
           {tests.map((t) => (
             <li key={t.index} class={t.passed ? 'pass' : 'fail'}>
-              {t.index >= 0 ? `tests[${t.index}]` : 'mapping'}: {t.passed ? 'passed' : t.message}
+              {t.index >= 0 ? `tests[${t.index}]` : 'mapping'}: {t.passed ? 'passed' : inertText(t.message)}
             </li>
           ))}
         </ul>

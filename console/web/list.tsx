@@ -1,5 +1,6 @@
 /** The namespace page: integrations and API keys with Ready, URL, Last Event and Refused 1h, live. */
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
+import { inertText } from '../../common/sender-text.js';
 import { LABEL_OF, type Plural, type Resource } from './api.js';
 import type { LiveState } from './live.js';
 import { age, gitOpsOwner, href, isSuspended, readyCondition } from './model.js';
@@ -19,7 +20,10 @@ export function ReadyBadge({ resource }: { resource: Resource }) {
   const status = ready?.status ?? 'Unknown';
   const cls = status === 'True' ? 'ok' : status === 'False' ? 'bad' : 'unknown';
   return (
-    <span class={`badge ${cls}`} title={ready?.message ?? 'the operator has not reported yet'}>
+    <span
+      class={`badge ${cls}`}
+      title={ready?.message !== undefined ? inertText(ready.message) : 'the operator has not reported yet'}
+    >
       {status === 'True' ? 'Ready' : status === 'False' ? `Not ready: ${ready?.reason ?? ''}` : 'Pending'}
     </span>
   );

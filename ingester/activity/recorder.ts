@@ -9,12 +9,18 @@
  *
  * On the request path (http/listener.ts, once per answered request): one Map look-up by the
  * route entry and a few array writes (the clock is read by a timer, not per request).
+ *
+ * Everything a sender controls is stored inert (common/sender-text.ts) and cut to MAX_REFUSAL_TEXT,
+ * so the report, status.activity and whatever prints them hold no control characters. A refusal
+ * before authentication keeps only the sender's address (refusedUnauthenticated): anyone can make
+ * one, so it never carries text of the sender's into what a tenant reads.
  */
-import type { ActivityReport, ReportedActivity } from '../../api/activity.js';
+import { MAX_REFUSAL_TEXT, type ActivityReport, type ReportedActivity } from '../../api/activity.js';
+import { inertText } from '../../common/sender-text.js';
 import type { IntakeError } from '../core/errors.js';
 import type { RouteEntry } from '../routing/route-table.js';
 import { refusalReason } from './reasons.js';
-import { cut, TargetActivity } from './target-activity.js';
+import { TargetActivity } from './target-activity.js';
 
 export type ActivityEndpoint = 'events' | 'metrics';
 
@@ -66,7 +72,10 @@ export class ActivityRecorder {
     record?.accepted(this.now(), count);
   }
 
-  /** A refused request: what was answered and who sent it; never credentials, never the body. */
+  /**
+   * A refused request that had proved its credentials: what was answered, and who sent it with
+   * the User-Agent it claimed; never credentials, never the body.
+   */
   refused(
     entry: RouteEntry | null | undefined,
     endpoint: ActivityEndpoint,
@@ -79,11 +88,33 @@ export class ActivityRecorder {
       status: err.statusCode,
       code: err.code,
       reason: refusalReason(err),
-      message: cut(first ? `${err.message} (${first.field || 'body'}: ${first.message})` : err.message),
-      remoteAddress: cut(remoteAddress),
-      userAgent: cut(userAgent ?? ''),
+      message: inertText(
+        first ? `${err.message} (${first.field || 'body'}: ${first.message})` : err.message,
+        MAX_REFUSAL_TEXT,
+      ),
+      remoteAddress: inertText(remoteAddress, MAX_REFUSAL_TEXT),
+      userAgent: inertText(userAgent, MAX_REFUSAL_TEXT),
       deadLetterId: err.headers?.[DEAD_LETTER_HEADER],
     });
+  }
+
+  /**
+   * A request refused before it proved any credentials: counted, and kept as its address and
+   * reason only (no User-Agent, no message), apart from the authenticated refusals.
+   */
+  refusedUnauthenticated(
+    entry: RouteEntry | null | undefined,
+    endpoint: ActivityEndpoint,
+    err: IntakeError,
+    remoteAddress: string,
+  ): void {
+    this.recordOf(entry, endpoint).refusedUnauthenticated(
+      this.now(),
+      err.statusCode,
+      err.code,
+      refusalReason(err),
+      inertText(remoteAddress, MAX_REFUSAL_TEXT),
+    );
   }
 
   report(): ActivityReport {

@@ -1,20 +1,26 @@
 /**
  * What one integration or API key received on this replica: the last accepted and refused times,
- * counts over the last hour (minute buckets), and the last refusals. Fixed size whatever the
- * traffic: at most MAX_REASONS reason rings, RECENT_REFUSALS refusal slots reused in a ring, and
- * every stored text cut to MAX_REFUSAL_TEXT characters.
+ * counts over the last hour (minute buckets), the last refusals of authenticated requests, and the
+ * senders refused before authentication. Fixed size whatever the traffic: at most MAX_REASONS
+ * reason rings, RECENT_REFUSALS refusal slots reused in a ring, UNAUTHENTICATED_SENDERS sender
+ * slots, and every stored text inert and cut to MAX_REFUSAL_TEXT characters (recorder.ts).
+ *
+ * The two kinds of slots are apart so that a stranger, who can make as many unauthenticated
+ * refusals as it likes, never pushes a tenant's real refusals out, and never writes text into
+ * them: of an unauthenticated refusal only the address, the reason and a count are kept.
  */
 import {
   MAX_REASONS,
-  MAX_REFUSAL_TEXT,
   OTHER_REASON,
   RECENT_REFUSALS,
+  UNAUTHENTICATED_SENDERS,
   type Activity,
   type RecentRefusal,
+  type UnauthenticatedSender,
 } from '../../api/activity.js';
 import { MinuteRing, minuteOf } from './minute-ring.js';
 
-/** What the request path hands over for one refusal (texts already cut). */
+/** What the request path hands over for one refusal of an authenticated request (texts already inert and cut). */
 export interface Refusal {
   status: number;
   code: string;
@@ -29,7 +35,16 @@ interface RefusalSlot extends Refusal {
   atMs: number;
 }
 
-export const cut = (text: string): string => (text.length > MAX_REFUSAL_TEXT ? text.slice(0, MAX_REFUSAL_TEXT) : text);
+/** One address refused for one reason before authentication (the address already inert and cut). */
+interface SenderSlot {
+  remoteAddress: string;
+  reason: string;
+  status: number;
+  code: string;
+  count: number;
+  firstMs: number;
+  lastMs: number;
+}
 
 export class TargetActivity {
   lastEventMs = 0;
@@ -38,6 +53,7 @@ export class TargetActivity {
   private readonly refusals = new Map<string, MinuteRing>();
   private readonly recent: RefusalSlot[] = [];
   private next = 0;
+  private readonly senders: SenderSlot[] = [];
 
   get active(): boolean {
     return this.lastEventMs > 0 || this.lastRefusalMs > 0;
@@ -48,6 +64,7 @@ export class TargetActivity {
     this.events.add(minuteOf(nowMs), count);
   }
 
+  /** A refusal of a request that had proved its credentials. */
   refused(nowMs: number, refusal: Refusal): void {
     this.lastRefusalMs = nowMs;
     this.ringOf(refusal.reason).add(minuteOf(nowMs), 1);
@@ -58,6 +75,39 @@ export class TargetActivity {
       slot.atMs = nowMs;
     } else this.recent.push({ ...refusal, atMs: nowMs });
     this.next = (this.next + 1) % RECENT_REFUSALS;
+  }
+
+  /**
+   * A refusal before authentication: counted by reason like any other, and kept in its address
+   * and reason's slot. A new address and reason takes a free slot, or the one seen longest ago.
+   */
+  refusedUnauthenticated(nowMs: number, status: number, code: string, reason: string, remoteAddress: string): void {
+    this.lastRefusalMs = nowMs;
+    this.ringOf(reason).add(minuteOf(nowMs), 1);
+    let slot: SenderSlot | undefined;
+    let oldest: SenderSlot | undefined;
+    for (const s of this.senders) {
+      if (s.remoteAddress === remoteAddress && s.reason === reason) {
+        slot = s;
+        break;
+      }
+      if (!oldest || s.lastMs < oldest.lastMs) oldest = s;
+    }
+    if (slot) {
+      slot.count++;
+    } else if (this.senders.length < UNAUTHENTICATED_SENDERS) {
+      slot = { remoteAddress, reason, status, code, count: 1, firstMs: nowMs, lastMs: nowMs };
+      this.senders.push(slot);
+    } else {
+      slot = oldest as SenderSlot;
+      slot.remoteAddress = remoteAddress;
+      slot.reason = reason;
+      slot.count = 1;
+      slot.firstMs = nowMs;
+    }
+    slot.status = status;
+    slot.code = code;
+    slot.lastMs = nowMs;
   }
 
   private ringOf(reason: string): MinuteRing {
@@ -96,6 +146,8 @@ export class TargetActivity {
       refusalsLastHour,
       recentRefusals: this.newestFirst().map(toRecent),
     };
+    if (this.senders.length > 0)
+      out.unauthenticatedSenders = [...this.senders].sort((a, b) => b.lastMs - a.lastMs).map(toSender);
     if (this.lastEventMs > 0) out.lastEventTime = new Date(this.lastEventMs).toISOString();
     if (this.lastRefusalMs > 0) out.lastRefusalTime = new Date(this.lastRefusalMs).toISOString();
     return out;
@@ -114,4 +166,16 @@ function toRecent(slot: RefusalSlot): RecentRefusal {
   };
   if (slot.deadLetterId !== undefined) r.deadLetterId = slot.deadLetterId;
   return r;
+}
+
+function toSender(slot: SenderSlot): UnauthenticatedSender {
+  return {
+    remoteAddress: slot.remoteAddress,
+    reason: slot.reason,
+    status: slot.status,
+    code: slot.code,
+    count: slot.count,
+    firstTime: new Date(slot.firstMs).toISOString(),
+    lastTime: new Date(slot.lastMs).toISOString(),
+  };
 }

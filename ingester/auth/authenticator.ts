@@ -207,8 +207,12 @@ export class Authenticator {
     if (wait > 0) throw authThrottled(wait);
   }
 
-  /** Right credentials: still refused if the pair got blocked meanwhile, or the route is suspended. */
+  /**
+   * Right credentials: still refused if the pair got blocked meanwhile, or the route is suspended.
+   * Either way the request proved them: its refusal is the tenant's to read (activity).
+   */
   private accept(req: FastifyRequest, entry: RouteEntry): RouteEntry {
+    req.authenticated = true;
     this.refuseBlocked(req, entry.kind === 'ApiKey' ? METRICS_TARGET : webhookTarget(entry.name));
     if (entry.suspended)
       throw suspended(entry.kind, entry.kind === 'ApiKey' ? `${entry.namespace}/${entry.name}` : entry.name);

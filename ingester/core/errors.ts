@@ -2,7 +2,13 @@
  * The catalogue of client-visible errors (after fastify lib/errors.js): each has a stable code and
  * an HTTP status, and is rendered as the JSON body `{"success":false,"message":...}` plus, for
  * validation failures, `errors: [{index, field, message}]`.
+ *
+ * A message or field may quote what the sender sent (a body's key, a content type, a mapping's
+ * `$error` text); the answer is also recorded in the integration's activity, which people read on
+ * terminals and in kubectl: so every message and field error is made inert when the error is built
+ * (common/sender-text.ts: control and format characters escaped).
  */
+import { inertText, isInert } from '../../common/sender-text.js';
 
 export interface FieldError {
   /** Position in the batch; absent when the problem is the request as a whole. */
@@ -11,12 +17,20 @@ export interface FieldError {
   message: string;
 }
 
+/** Field errors with every field and message inert; the same array when they already are. */
+export function inertFieldErrors(errors: FieldError[]): FieldError[] {
+  if (errors.every((e) => isInert(e.field) && isInert(e.message))) return errors;
+  return errors.map((e) => ({ ...e, field: inertText(e.field), message: inertText(e.message) }));
+}
+
 export class IntakeError extends Error {
+  readonly fieldErrors?: FieldError[];
+
   constructor(
     readonly code: string,
     readonly statusCode: number,
     message: string,
-    readonly fieldErrors?: FieldError[],
+    fieldErrors?: FieldError[],
     readonly headers?: Record<string, string>,
     options?: { cause?: unknown },
   ) {
@@ -25,9 +39,10 @@ export class IntakeError extends Error {
     // makes thousands a second). A cause keeps its own stack.
     const stackTraceLimit = Error.stackTraceLimit;
     Error.stackTraceLimit = 0;
-    super(message, options);
+    super(inertText(message), options);
     Error.stackTraceLimit = stackTraceLimit;
     this.name = 'IntakeError';
+    if (fieldErrors) this.fieldErrors = inertFieldErrors(fieldErrors);
   }
 
   /** renderedBody's memo: an error's answer does not change once it is built. */
@@ -116,9 +131,10 @@ export const MAX_FIELD_CHARS = 128;
  * A field error names its field, and never quotes a value; but a field's path is made of the
  * body's own keys (an unknown field, a tag, a path into custom_info), so a long one is cut: the
  * answer is recorded in the integration's activity, which anyone who may view the resource reads.
+ * Escaped before it is cut, so the bound holds for the text shown.
  */
 const boundedField = (e: FieldError): FieldError =>
-  e.field.length <= MAX_FIELD_CHARS ? e : { ...e, field: `${e.field.slice(0, MAX_FIELD_CHARS - 1)}…` };
+  e.field.length <= MAX_FIELD_CHARS && isInert(e.field) ? e : { ...e, field: inertText(e.field, MAX_FIELD_CHARS) };
 
 /** `count` may exceed errors.length when the list was cut short; the message says so. */
 export const invalidBatch = (noun: string, errors: FieldError[], total: number, count = errors.length): IntakeError =>

@@ -96,6 +96,8 @@ declare module 'fastify' {
     accepted: number;
     /** The error this request was answered with (sendError), for the activity record. */
     refusal: IntakeError | null;
+    /** Whether the request proved its credentials (auth/authenticator.ts), for the activity record. */
+    authenticated: boolean;
   }
 }
 
@@ -172,6 +174,7 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
   app.decorateRequest('unauthenticated', false);
   app.decorateRequest('accepted', 0);
   app.decorateRequest('refusal', null);
+  app.decorateRequest('authenticated', false);
   app.removeAllContentTypeParsers();
   // Bytes only: the handler checks a signature over them before it parses them (body.ts parseRequestBody).
   const readBody: FastifyBodyParser<Buffer> = (req, body, done) => {
@@ -289,7 +292,8 @@ function endpointOf(req: FastifyRequest): Endpoint {
  * Activity (activity/recorder.ts), in this one place for every answer: a request the endpoint
  * accepted, or any refusal rendered by sendError, whichever step refused it (so a new kind of
  * refusal is recorded without a change here). A refusal before authentication is the named
- * integration's when it is published, else the endpoint's unattributed bucket.
+ * integration's when it is published, else the endpoint's unattributed bucket; it is kept apart
+ * from the refusals of authenticated requests and without the User-Agent (anyone can send one).
  */
 function recordActivity(
   activity: ActivityRecorder,
@@ -301,7 +305,8 @@ function recordActivity(
     const entry =
       req.routeEntry ??
       (endpoint === 'events' ? routes().webhook((req.params as { name?: string }).name ?? '') : undefined);
-    activity.refused(entry, endpoint, req.refusal, req.ip, req.headers['user-agent']);
+    if (req.authenticated) activity.refused(entry, endpoint, req.refusal, req.ip, req.headers['user-agent']);
+    else activity.refusedUnauthenticated(entry, endpoint, req.refusal, req.ip);
   } else if (req.accepted > 0 && req.routeEntry) activity.accepted(req.routeEntry, req.accepted);
 }
 

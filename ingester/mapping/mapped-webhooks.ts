@@ -6,22 +6,37 @@
  * in the dead letter first, then answered 422 with the errors. `?dryRun=true` runs the same steps
  * and shows the result without accepting, keeping or counting anything.
  */
-import { deadLetterFailed, IntakeError, mappingBusy, mappingFailed, type FieldError } from '../core/errors.js';
+import { inertText } from '../../common/sender-text.js';
+import {
+  deadLetterFailed,
+  inertFieldErrors,
+  IntakeError,
+  mappingBusy,
+  mappingFailed,
+  type FieldError,
+} from '../core/errors.js';
 import { parseEvents, type EventContext, type NormalisedEvent } from '../core/event.js';
 import type { RouteEntry } from '../routing/route-table.js';
 import { MappingBusy, MappingError, type MappingResult } from '../../api/mapping/engine.js';
 import { LetterTooLarge, type DeadLetterStore } from '../dead-letters/model.js';
 import type { MappingFailureReason, MappingMetrics } from './metrics.js';
 
-/** Why a mapped payload produced no valid events: what the 422 and the dead letter say. */
+/**
+ * Why a mapped payload produced no valid events: what the 422 and the dead letter say. Its message
+ * and errors may quote the payload (a `$error` text, a key) and are read in activity and
+ * `intake deadletter list`: inert from the start (common/sender-text.ts).
+ */
 export class MappingFailure extends Error {
+  readonly errors: FieldError[];
+
   constructor(
     readonly reason: MappingFailureReason,
     message: string,
-    readonly errors: FieldError[],
+    errors: FieldError[],
   ) {
-    super(message);
+    super(inertText(message));
     this.name = 'MappingFailure';
+    this.errors = inertFieldErrors(errors);
   }
 }
 

@@ -5,6 +5,7 @@
  * receiver's Retry-After when it gave one; any other answer final (a 4xx will not change when sent
  * again, and a redirect is not followed: the URL is wrong).
  */
+import { inertText } from '../../common/sender-text.js';
 
 export type Outcome =
   /** status and headers are absent when nothing had to be sent (an Alertmanager batch with no alert). */
@@ -28,7 +29,8 @@ export function classify(
   headers: Readonly<Record<string, string | string[] | undefined>>,
 ): Outcome {
   if (status >= 200 && status < 300) return { kind: 'delivered', status, headers };
-  const error = `HTTP ${status}${text ? `: ${text.slice(0, MAX_ERROR_TEXT)}` : ''}`;
+  // The receiver's own text, read later in dead letters and logs: inert (common/sender-text.ts).
+  const error = `HTTP ${status}${text ? `: ${inertText(text.slice(0, MAX_ERROR_TEXT), MAX_ERROR_TEXT)}` : ''}`;
   const reason = `http_${status}`;
   if (status === 408 || status === 429 || status >= 500) {
     const retryAfter = headers['retry-after'];

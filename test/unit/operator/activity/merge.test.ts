@@ -1,17 +1,34 @@
 /** Merging replicas' reports into status.activity, and the cap on status writes. */
-import type { Activity, RecentRefusal, ReportedActivity } from '../../../../api/activity.js';
+import {
+  UNAUTHENTICATED_SENDERS,
+  type Activity,
+  type RecentRefusal,
+  type ReportedActivity,
+  type UnauthenticatedSender,
+} from '../../../../api/activity.js';
+import { isInert } from '../../../../common/sender-text.js';
 import { activityFingerprint, mergeActivity } from '../../../../operator/activity/merge.js';
 import { replicasOf } from '../../../../operator/activity/replicas.js';
 import { WriteQueue } from '../../../../operator/activity/write-queue.js';
 
 const refusal = (time: string, remoteAddress: string): RecentRefusal => ({
   time,
-  status: 401,
-  code: 'UNAUTHORIZED',
-  reason: 'unauthorized',
-  message: 'missing or invalid credentials',
+  status: 400,
+  code: 'INVALID_BODY',
+  reason: 'invalid',
+  message: '1 problem in the request; none of the 1 event(s) was accepted (source: is required)',
   remoteAddress,
   userAgent: 'curl/8',
+});
+
+const sender = (remoteAddress: string, count: number, firstTime: string, lastTime: string): UnauthenticatedSender => ({
+  remoteAddress,
+  reason: 'unauthorized',
+  status: 401,
+  code: 'UNAUTHORIZED',
+  count,
+  firstTime,
+  lastTime,
 });
 
 const reported = (over: Partial<ReportedActivity>): ReportedActivity => ({
@@ -87,6 +104,111 @@ describe('mergeActivity', () => {
     expect(activityFingerprint(mergeActivity([again], { ...merged, updatedTime: 'x' }))).toBe(
       activityFingerprint(merged),
     );
+  });
+
+  it('sums the unauthenticated senders of all replicas per address and reason, keeping the ones seen last', () => {
+    const one = reported({
+      unauthenticatedSenders: [
+        sender('203.0.113.9', 30, '2026-11-24T10:00:01.000Z', '2026-11-24T10:00:08.000Z'),
+        sender('198.51.100.1', 1, '2026-11-24T10:00:02.000Z', '2026-11-24T10:00:02.000Z'),
+      ],
+    });
+    const two = reported({
+      unauthenticatedSenders: [
+        sender('203.0.113.9', 12, '2026-11-24T10:00:00.000Z', '2026-11-24T10:00:09.000Z'),
+        ...Array.from({ length: 4 }, (_, i) =>
+          sender(`192.0.2.${i}`, 1, '2026-11-24T10:00:0' + (3 + i) + '.000Z', '2026-11-24T10:00:0' + (3 + i) + '.000Z'),
+        ),
+      ],
+    });
+    const merged = mergeActivity([one, two]);
+    expect(merged.unauthenticatedSenders).toHaveLength(UNAUTHENTICATED_SENDERS);
+    expect(merged.unauthenticatedSenders?.[0]).toEqual(
+      sender('203.0.113.9', 42, '2026-11-24T10:00:00.000Z', '2026-11-24T10:00:09.000Z'),
+    );
+    expect(merged.unauthenticatedSenders?.map((s) => s.remoteAddress)).toEqual([
+      '203.0.113.9',
+      '192.0.2.3',
+      '192.0.2.2',
+      '192.0.2.1',
+      '192.0.2.0',
+    ]);
+    // They never take the place of refusals, and the order of replicas does not matter.
+    expect(merged.recentRefusals).toEqual([]);
+    expect(activityFingerprint(mergeActivity([two, one]))).toBe(activityFingerprint(merged));
+    // Nothing to report: the field is left out, as older operators wrote it.
+    expect(mergeActivity([reported({})])).not.toHaveProperty('unauthenticatedSenders');
+  });
+
+  it('keeps the senders the status holds that no replica remembers; a replica that does replaces its count', () => {
+    const previous: Activity = {
+      eventsLastHour: 0,
+      refusedLastHour: 0,
+      refusalsLastHour: {},
+      recentRefusals: [],
+      unauthenticatedSenders: [
+        sender('203.0.113.9', 40, '2026-11-24T09:00:00.000Z', '2026-11-24T09:30:00.000Z'),
+        sender('198.51.100.1', 3, '2026-11-24T09:00:00.000Z', '2026-11-24T09:10:00.000Z'),
+      ],
+    };
+    const now = reported({
+      unauthenticatedSenders: [sender('203.0.113.9', 2, '2026-11-24T09:59:00.000Z', '2026-11-24T10:00:00.000Z')],
+    });
+    expect(mergeActivity([now], previous).unauthenticatedSenders).toEqual([
+      sender('203.0.113.9', 2, '2026-11-24T09:59:00.000Z', '2026-11-24T10:00:00.000Z'),
+      sender('198.51.100.1', 3, '2026-11-24T09:00:00.000Z', '2026-11-24T09:10:00.000Z'),
+    ]);
+  });
+
+  it('writes no control character, whatever a replica of another version reported or the status held', () => {
+    const hostile = '\x1b]0;pwned\x07\x1b[2J\u009b31m\u202eURGENT\nrotate now';
+    const previous: Activity = {
+      eventsLastHour: 0,
+      refusedLastHour: 1,
+      refusalsLastHour: { [`x${hostile}`]: 1 },
+      recentRefusals: [{ ...refusal('2026-11-24T09:00:00.000Z', hostile), userAgent: hostile, message: hostile }],
+    };
+    const replica = reported({
+      refusalsLastHour: { [hostile]: 2 },
+      recentRefusals: [{ ...refusal('2026-11-24T10:00:00.000Z', 'r1'), userAgent: hostile.repeat(100) }],
+      unauthenticatedSenders: [sender(hostile, 1, '2026-11-24T10:00:00.000Z', '2026-11-24T10:00:00.000Z')],
+    });
+    const merged = mergeActivity([replica], previous);
+    const strings: string[] = [];
+    JSON.stringify(merged, (k, v: unknown) => {
+      strings.push(k);
+      if (typeof v === 'string') strings.push(v);
+      return v;
+    });
+    expect(strings.filter((s) => !isInert(s))).toEqual([]);
+    expect(merged.recentRefusals[0]?.userAgent.length).toBe(256);
+    expect(merged.recentRefusals[1]?.userAgent).toBe('\\x1b]0;pwned\\x07\\x1b[2J\\x9b31m\\u202eURGENT\\x0arotate now');
+    // Merged again, the clean status is stable: no write.
+    expect(activityFingerprint(mergeActivity([replica], { ...merged }))).toBe(activityFingerprint(merged));
+  });
+
+  it("drops 401s an older ingester or operator kept among the refusals, with a stranger's text", () => {
+    const urgent: RecentRefusal = {
+      ...refusal('2026-11-24T09:00:00.000Z', '203.0.113.9'),
+      status: 401,
+      code: 'UNAUTHORIZED',
+      reason: 'unauthorized',
+      message: 'missing or invalid credentials',
+      userAgent: 'URGENT from intake platform team',
+    };
+    const previous: Activity = {
+      eventsLastHour: 0,
+      refusedLastHour: 0,
+      refusalsLastHour: {},
+      recentRefusals: [
+        urgent,
+        { ...urgent, status: 400, code: 'INVALID_BODY', reason: 'invalid', userAgent: 'real/1.0' },
+      ],
+    };
+    const older = reported({ recentRefusals: [{ ...urgent, time: '2026-11-24T10:00:00.000Z' }] });
+    const merged = mergeActivity([older], previous);
+    expect(merged.recentRefusals.map((r) => [r.code, r.userAgent])).toEqual([['INVALID_BODY', 'real/1.0']]);
+    expect(JSON.stringify(merged)).not.toContain('URGENT');
   });
 
   it('fingerprints ignore updatedTime and key order', () => {
