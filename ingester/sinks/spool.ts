@@ -150,6 +150,8 @@ export class Spool {
     let db: DatabaseSync | undefined;
     try {
       mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+      // Earlier versions kept 8 MiB free in this file for deletes on a full disk; the cursor does that now.
+      rmSync(join(this.dir, 'spool.reserve'), { force: true });
       this.cursor.open();
       // The files were being removed (everything in them handed on) when the process stopped.
       if (this.cursor.available && this.cursor.resetPending) this.removeDatabaseFiles();

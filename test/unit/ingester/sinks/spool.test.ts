@@ -182,6 +182,14 @@ describe('spool', () => {
       reopened.close();
     });
 
+    it('removes the reserve file earlier versions kept', () => {
+      const dir = tempDir();
+      writeFileSync(join(dir, 'spool.reserve'), Buffer.alloc(64 * 1024));
+      const spool = new Spool(dir, 1 << 20);
+      expect(existsSync(join(dir, 'spool.reserve'))).toBe(false);
+      spool.close();
+    });
+
     it('finishes a renewal a crash interrupted: leftover files are removed, not opened as half a database', async () => {
       const dir = tempDir();
       const spool = new Spool(dir, 1 << 20);
