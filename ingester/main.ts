@@ -194,14 +194,12 @@ export async function startIngester(
 
 /** The hand-off sinks: the log sink, the bus (started). */
 async function startSinks(settings: IngesterSettings, registry: Registry, logger: Logger) {
-  // A spool volume that can never hold spool.maxBytes refuses the start (a ConfigError); one that
-  // is merely full is warned about (the spool still drains there).
+  // A spool volume that can never hold spool.maxBytes (and, without the bus, the dead letters kept
+  // beside it) refuses the start (a ConfigError); one that is merely full is warned about.
   if (settings.spool) {
-    const warning = checkStoreVolume({
-      dir: settings.spool.path,
-      maxBytes: settings.spool.maxBytes,
-      setting: 'spool.maxBytes',
-    });
+    const spool = { setting: 'spool.maxBytes', maxBytes: settings.spool.maxBytes };
+    const deadLetters = { setting: 'deadLetter.maxBytes', maxBytes: settings.deadLetter.maxBytes };
+    const warning = checkStoreVolume(settings.spool.path, settings.sinks.jetstream ? [spool] : [spool, deadLetters]);
     if (warning) logger.warn({ spool: settings.spool.path }, warning);
   }
   const logSink =

@@ -48,7 +48,7 @@ function filesSize(dir: string): number {
 /** The largest maxBytes whose store fits on `total` bytes (0 when none does). */
 export function largestFitting(total: number): number {
   let lo = 0;
-  let hi = total;
+  let hi = Math.max(0, total);
   while (lo < hi) {
     const mid = Math.ceil((lo + hi) / 2);
     if (diskNeedFor(mid) <= total) lo = mid;
@@ -57,26 +57,41 @@ export function largestFitting(total: number): number {
   return lo;
 }
 
+export interface StoreOnVolume {
+  /** The setting that bounds the store, as the message names it (`spool.maxBytes`). */
+  setting: string;
+  maxBytes: number;
+}
+
 /**
- * Throws a ConfigError when the volume of `dir` is too small for a store of maxBytes; returns a
- * warning (undefined when there is none) when it is large enough but has less room left.
+ * Throws a ConfigError when the volume of `dir` is too small for its stores (the first one is
+ * the one the message proposes to lower); returns a warning (undefined when there is none) when
+ * it is large enough but has less room left.
  */
-export function checkStoreVolume(o: { dir: string; maxBytes: number; setting: string }): string | undefined {
-  const volume = volumeOf(o.dir);
+export function checkStoreVolume(
+  dir: string,
+  stores: readonly [StoreOnVolume, ...StoreOnVolume[]],
+): string | undefined {
+  const volume = volumeOf(dir);
   if (!volume) return undefined;
-  const need = diskNeedFor(o.maxBytes);
-  const where = `the volume of ${o.dir} (${formatBytes(volume.free)} free of ${formatBytes(volume.total)})`;
+  const [first, ...others] = stores;
+  const othersNeed = others.reduce((sum, s) => sum + diskNeedFor(s.maxBytes), 0);
+  const need = diskNeedFor(first.maxBytes) + othersNeed;
+  const overhead = need - stores.reduce((sum, s) => sum + s.maxBytes, 0);
+  const settings = stores.map((s) => `${s.setting} (${formatBytes(s.maxBytes)})`).join(' and ');
+  const what = `${settings} plus ${stores.length > 1 ? 'their' : 'its'} overhead (${formatBytes(overhead)}: SQLite's pages, WAL and files)`;
+  const where = `the volume of ${dir} (${formatBytes(volume.free)} free of ${formatBytes(volume.total)})`;
   if (volume.total < need) {
-    const fits = largestFitting(volume.total);
+    const fits = largestFitting(volume.total - othersNeed);
     throw new ConfigError(
-      `${o.setting} (${formatBytes(o.maxBytes)}) plus its overhead (${formatBytes(need - o.maxBytes)}: SQLite's pages, WAL and files) does not fit on ${where}: ` +
+      `${what} ${stores.length > 1 ? 'do' : 'does'} not fit on ${where}: ` +
         (fits >= 65536
-          ? `lower ${o.setting} to at most ${formatBytes(fits)} or give the volume more room`
+          ? `lower ${first.setting} to at most ${formatBytes(fits)} or give the volume more room`
           : 'give the volume more room'),
     );
   }
   if (volume.free + volume.own < need)
-    return `${o.setting} (${formatBytes(o.maxBytes)}) plus its overhead (${formatBytes(need - o.maxBytes)}) is more than is left on ${where}: the store may fill the disk before ${o.setting}, then refuses events (503) until there is room, and still drains`;
+    return `${what} ${stores.length > 1 ? 'are' : 'is'} more than is left on ${where}: the stores may fill the disk before their limits, then refuse (503) until there is room; the spool still drains`;
   return undefined;
 }
 

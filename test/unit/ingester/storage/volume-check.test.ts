@@ -19,13 +19,26 @@ describe('store volume check', () => {
   it('refuses a maxBytes the volume can never hold, naming the setting, the sizes and what fits', () => {
     const { blocks, bsize } = statfsSync(dir);
     const total = blocks * bsize;
-    expect(() => checkStoreVolume({ dir, maxBytes: total, setting: 'spool.maxBytes' })).toThrow(
+    expect(() => checkStoreVolume(dir, [{ maxBytes: total, setting: 'spool.maxBytes' }])).toThrow(
       /^spool\.maxBytes \(.+\) plus its overhead \(.+\) does not fit on the volume of .+ \(.+ free of .+\): lower spool\.maxBytes to at most .+ or give the volume more room$/,
     );
   });
 
   it('accepts a maxBytes that fits', () => {
-    expect(checkStoreVolume({ dir, maxBytes: MiB, setting: 'spool.maxBytes' })).toBeUndefined();
+    expect(checkStoreVolume(dir, [{ maxBytes: MiB, setting: 'spool.maxBytes' }])).toBeUndefined();
+  });
+
+  it('counts every store on the volume, and proposes to lower the first', () => {
+    const { blocks, bsize } = statfsSync(dir);
+    const total = blocks * bsize;
+    expect(() =>
+      checkStoreVolume(dir, [
+        { maxBytes: MiB, setting: 'spool.maxBytes' },
+        { maxBytes: total, setting: 'deadLetter.maxBytes' },
+      ]),
+    ).toThrow(
+      /^spool\.maxBytes \(1 MiB\) and deadLetter\.maxBytes \(.+\) plus their overhead .* do not fit on .*: give the volume more room$/,
+    );
   });
 
   it('finds the largest maxBytes that fits a volume', () => {
