@@ -26,6 +26,7 @@ import { MappingWorkerPool, logWorkerPriority } from '../api/mapping/worker-pool
 import type { Route } from '../api/route.js';
 import { replayMapping } from './events/mapping-replay.js';
 import { LogSink } from './sinks/log-sink.js';
+import { checkStoreVolume } from './storage/volume-check.js';
 import type { ReplicaCount } from './limits/replicas.js';
 import { TenantLimiter } from './limits/tenant-limiter.js';
 import type { EventSink } from './sinks/sink.js';
@@ -199,6 +200,14 @@ export async function startIngester(
 
 /** The hand-off sinks: the log sink, the bus (started). */
 async function startSinks(settings: IngesterSettings, registry: Registry, logger: Logger) {
+  // A spool volume that can never hold spool.maxBytes (and, without the bus, the dead letters kept
+  // beside it) refuses the start (a ConfigError); one that is merely full is warned about.
+  if (settings.spool) {
+    const spool = { setting: 'spool.maxBytes', maxBytes: settings.spool.maxBytes };
+    const deadLetters = { setting: 'deadLetter.maxBytes', maxBytes: settings.deadLetter.maxBytes };
+    const warning = checkStoreVolume(settings.spool.path, settings.sinks.jetstream ? [spool] : [spool, deadLetters]);
+    if (warning) logger.warn({ spool: settings.spool.path }, warning);
+  }
   const logSink =
     settings.sinks.log.enabled === false
       ? undefined

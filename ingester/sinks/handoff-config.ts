@@ -51,6 +51,8 @@ export interface SpoolSettings {
   /** Directory of the SQLite spool. */
   path: string;
   maxBytes: number;
+  /** The most one namespace's events may take of maxBytes (default a quarter of it). */
+  maxBytesPerNamespace: number;
   /** Events handed to the bus per replay round. */
   replayBatch: number;
   replayBackoffMinMs: number;
@@ -99,7 +101,7 @@ export const DEFAULT_JETSTREAM: Omit<JetStreamSettings, 'servers'> = {
   },
 };
 
-export const DEFAULT_SPOOL: Omit<SpoolSettings, 'path'> = {
+export const DEFAULT_SPOOL: Omit<SpoolSettings, 'path' | 'maxBytesPerNamespace'> = {
   maxBytes: 1024 * 1024 * 1024,
   replayBatch: 256,
   replayBackoffMinMs: 200,
@@ -158,6 +160,7 @@ export const spoolSchema = {
   properties: {
     path: file,
     maxBytes: { type: 'integer', minimum: 65536 },
+    maxBytesPerNamespace: { type: 'integer', minimum: 65536 },
     replayBatch: { type: 'integer', minimum: 1, maximum: 10000 },
     replayBackoffMinMs: positive,
     replayBackoffMaxMs: positive,
@@ -228,8 +231,14 @@ export function resolveSpool(
     return undefined;
   }
   // Alone, the spool directory holds only the dead letters (dead-letters/setup.ts: deadletters.sqlite).
-  const settings: SpoolSettings = { ...DEFAULT_SPOOL, ...f };
+  const maxBytes = f.maxBytes ?? DEFAULT_SPOOL.maxBytes;
+  // A quarter: one namespace's burst while the bus is down leaves three quarters to the others.
+  const settings: SpoolSettings = { ...DEFAULT_SPOOL, maxBytesPerNamespace: Math.floor(maxBytes / 4), ...f };
   if (settings.replayBackoffMaxMs < settings.replayBackoffMinMs)
     throw new ConfigError('spool: replayBackoffMaxMs must be at least replayBackoffMinMs');
+  if (settings.maxBytesPerNamespace > settings.maxBytes)
+    throw new ConfigError(
+      `spool: maxBytesPerNamespace (${settings.maxBytesPerNamespace}) must be at most maxBytes (${settings.maxBytes})`,
+    );
   return settings;
 }

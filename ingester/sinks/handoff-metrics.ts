@@ -37,7 +37,7 @@ export class HandoffMetrics {
     });
     this.spoolAppendFailures = new Counter({
       name: 'intake_spool_append_failures_total',
-      help: 'Requests the spool refused (answered 503), by reason (full, unavailable, write_failed).',
+      help: 'Requests the spool refused (answered 503), by reason (full, unavailable, write_failed; tenant_full: one namespace at its share).',
       labelNames: ['reason'],
       registers,
     });

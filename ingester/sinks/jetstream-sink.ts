@@ -22,6 +22,7 @@ import {
 } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import { spoolShareFull } from '../core/errors.js';
 import type { NormalisedEvent } from '../core/event.js';
 import type { JetStreamSettings, SpoolSettings } from './handoff-config.js';
 import { HandoffMetrics } from './handoff-metrics.js';
@@ -79,7 +80,11 @@ export class JetStreamSink implements EventSink {
   constructor(private readonly options: JetStreamSinkOptions) {
     this.settings = options.settings;
     this.logger = options.logger.child({ sink: 'jetstream' });
-    if (options.spool) this.spool = new Spool(options.spool.path, options.spool.maxBytes);
+    if (options.spool)
+      this.spool = new Spool(options.spool.path, options.spool.maxBytes, {
+        maxBytesPerTenant: options.spool.maxBytesPerNamespace,
+        logger: options.logger.child({ sink: 'jetstream' }),
+      });
     const openProblem = this.spool?.unavailableReason;
     if (openProblem)
       this.logger.error(
@@ -153,11 +158,16 @@ export class JetStreamSink implements EventSink {
         this.name,
         `the bus acknowledged ${delivered} of ${events.length} events and there is no spool`,
       );
+    // A request's events are one namespace's: its share of the spool is charged.
+    const tenant = events[0]?.namespace ?? '';
     try {
-      await this.spool.append(rest);
+      await this.spool.append(rest.map((r) => ({ ...r, tenant })));
     } catch (err) {
       const reason = err instanceof SpoolError ? err.reason : 'write_failed';
       this.metrics.spoolAppendFailures.inc({ reason });
+      // This namespace's share is full: a refusal for it alone, not a failing sink.
+      if (reason === 'tenant_full')
+        throw spoolShareFull(tenant, this.spool.maxBytesPerTenant, delivered, events.length);
       throw new SinkError(
         this.name,
         `the bus acknowledged ${delivered} of ${events.length} events and the spool refused the rest: ${(err as Error).message}`,

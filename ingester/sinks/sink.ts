@@ -4,7 +4,7 @@
  * can hold nothing rejects, and the request is answered 503 so the sender retries.
  */
 import type { NormalisedEvent } from '../core/event.js';
-import { sinkFailed } from '../core/errors.js';
+import { IntakeError, sinkFailed } from '../core/errors.js';
 
 export interface HandOffReport {
   /** Reached the sink's store (the log file, the bus). */
@@ -54,6 +54,8 @@ export async function handOffToAll(
     const report = reports[i] as PromiseSettledResult<HandOffReport>;
     const name = (sinks[i] as EventSink).name;
     if (report.status === 'rejected') {
+      // A sink's own refusal for this tenant (its share of the spool) is the answer as it is.
+      if (report.reason instanceof IntakeError) throw report.reason;
       onError(name, report.reason);
       throw sinkFailed(name, report.reason);
     }

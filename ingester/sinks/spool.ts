@@ -13,13 +13,24 @@
  * message id (UNIQUE): spooling the same message twice (a sender's retry during an outage) keeps
  * one row. Each row counts the events it holds, so depth is in events. Rows leave oldest first
  * (seq order).
+ *
+ * Each namespace may hold at most its share of maxBytes (reserved at admission, like maxBytes):
+ * one tenant's burst while the bus is down cannot take the whole spool from the others.
+ *
+ * Draining never needs disk space. A delete is a write (WAL frames), and on a full disk it fails;
+ * then the replay cursor (storage/replay-cursor.ts, a file overwritten in place) moves past the
+ * rows the bus acknowledged instead, and once it is past every row the database's files are
+ * removed and created anew, which gives all their space back.
  */
-import { mkdirSync, statfsSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import type { Logger } from 'pino';
 import { GroupCommit } from '../storage/group-commit.js';
-import { configureSpace, DiskReserve, isDiskFull, reclaimStep, WAL_SIZE_LIMIT_BYTES } from '../storage/sqlite-space.js';
+import { ReplayCursor } from '../storage/replay-cursor.js';
+import { configureSpace, freeBytes, reclaimStep, walLimitFor } from '../storage/sqlite-space.js';
 import { StoreBudget } from '../storage/store-budget.js';
+import { TenantShares } from '../storage/tenant-shares.js';
 
 export interface SpoolRecord {
   id: string;
@@ -27,18 +38,21 @@ export interface SpoolRecord {
   payload: string;
   /** Events the payload holds (1 when absent). */
   events?: number;
+  /** The namespace whose share of the spool the record counts against ('' when none). */
+  tenant?: string;
 }
 
 export interface SpooledRow extends SpoolRecord {
   events: number;
+  tenant: string;
   seq: number;
   spooledAt: number;
 }
 
-/** Why an append was refused; the sink turns it into a 503. */
+/** Why an append was refused; the sink turns it into a 503 (`tenant_full`: for that namespace only). */
 export class SpoolError extends Error {
   constructor(
-    readonly reason: 'full' | 'unavailable' | 'write_failed',
+    readonly reason: 'full' | 'tenant_full' | 'unavailable' | 'write_failed',
     message: string,
     options?: { cause?: unknown },
   ) {
@@ -51,10 +65,15 @@ export class SpoolError extends Error {
 const ROW_OVERHEAD = 64;
 /** How often a spool that could not be opened is tried again. */
 const REOPEN_INTERVAL_MS = 1000;
+const DATABASE_FILES = ['spool.sqlite', 'spool.sqlite-wal', 'spool.sqlite-shm'] as const;
+
+const recordBytes = (r: SpoolRecord): number =>
+  r.id.length + r.subject.length + Buffer.byteLength(r.payload) + ROW_OVERHEAD;
 
 interface PendingAppend {
   records: readonly SpoolRecord[];
   bytes: number;
+  tenant: string;
   resolve: () => void;
   reject: (err: SpoolError) => void;
 }
@@ -62,8 +81,17 @@ interface PendingAppend {
 interface Statements {
   insert: StatementSync;
   peek: StatementSync;
+  liveSeqs: StatementSync;
   remove: StatementSync;
+  removeThrough: StatementSync;
   oldest: StatementSync;
+}
+
+export interface SpoolOptions {
+  /** The most one namespace may hold (default: all of maxBytes). */
+  maxBytesPerTenant?: number;
+  /** Says when the disk is full and the spool drains by its cursor, and when its files are renewed. */
+  logger?: Pick<Logger, 'warn' | 'info'>;
 }
 
 export class Spool {
@@ -72,9 +100,12 @@ export class Spool {
   private lastOpenAttempt = 0;
   private openError?: Error;
   private readonly group = new GroupCommit<PendingAppend>((group) => this.commit(group));
-  /** Events held (every row holds at least one, so 0 means empty). */
+  /** Events held, not yet handed on (every row holds at least one, so 0 means empty). */
   private held = 0;
+  /** Bytes of every row on disk, handed on or not (a full disk may keep handed-on rows for a while). */
   private readonly budget: StoreBudget;
+  /** Bytes each namespace holds, not yet handed on. */
+  private readonly shares: TenantShares;
   private readonly listeners: Array<() => void> = [];
   private closed = false;
   private reclaiming = false;
@@ -84,16 +115,29 @@ export class Spool {
    * fine), and says ready again once the filesystem has room (checked with statfs).
    */
   private writeFailure?: { message: string; bytes: number };
-  /** Space kept free so deletes can still be written when the disk filled up (see remove). */
-  private readonly reserve: DiskReserve;
+  /** Rows up to this seq were handed on (see remove): lets a spool drain on a full disk. */
+  private readonly cursor: ReplayCursor;
+  /** Rows the cursor passed are still in the database (deleted once there is room, or renewed away). */
+  private handedOnLeft = false;
+  private readonly walLimit: number;
+  private readonly logger?: SpoolOptions['logger'];
 
   constructor(
     readonly dir: string,
     readonly maxBytes: number,
+    options: SpoolOptions = {},
   ) {
     this.budget = new StoreBudget(maxBytes);
-    this.reserve = new DiskReserve(join(dir, 'spool.reserve'));
+    this.shares = new TenantShares(Math.min(options.maxBytesPerTenant ?? maxBytes, maxBytes));
+    this.cursor = new ReplayCursor(join(dir, 'spool.cursor'));
+    this.walLimit = walLimitFor(maxBytes);
+    if (options.logger) this.logger = options.logger;
     this.tryOpen();
+  }
+
+  /** The most one namespace may hold. */
+  get maxBytesPerTenant(): number {
+    return this.shares.max;
   }
 
   /** Opens (or creates) the database; failures are kept and tried again later, never thrown. */
@@ -106,8 +150,13 @@ export class Spool {
     let db: DatabaseSync | undefined;
     try {
       mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+      // Earlier versions kept 8 MiB free in this file for deletes on a full disk; the cursor does that now.
+      rmSync(join(this.dir, 'spool.reserve'), { force: true });
+      this.cursor.open();
+      // The files were being removed (everything in them handed on) when the process stopped.
+      if (this.cursor.available && this.cursor.resetPending) this.removeDatabaseFiles();
       db = new DatabaseSync(join(this.dir, 'spool.sqlite'));
-      configureSpace(db);
+      configureSpace(db, this.walLimit);
       db.exec('PRAGMA journal_mode = WAL');
       db.exec('PRAGMA synchronous = FULL');
       db.exec(`CREATE TABLE IF NOT EXISTS events (
@@ -116,32 +165,53 @@ export class Spool {
         subject TEXT NOT NULL,
         payload TEXT NOT NULL,
         spooled_at INTEGER NOT NULL,
-        events INTEGER NOT NULL DEFAULT 1
+        events INTEGER NOT NULL DEFAULT 1,
+        tenant TEXT NOT NULL DEFAULT ''
       )`);
-      // A spool written by a version that stored one event per row has no events column: each row is one event.
+      // Spools of older versions: one event per row (no events column), no tenant column.
       const columns = db.prepare('PRAGMA table_info(events)').all() as Array<{ name: string }>;
       if (!columns.some((c) => c.name === 'events'))
         db.exec('ALTER TABLE events ADD COLUMN events INTEGER NOT NULL DEFAULT 1');
-      const totals = db
+      if (!columns.some((c) => c.name === 'tenant'))
+        db.exec("ALTER TABLE events ADD COLUMN tenant TEXT NOT NULL DEFAULT ''");
+      continueSequence(db, this.cursor.position);
+      if (this.cursor.available) this.cursor.endReset();
+      const from = this.cursor.position;
+      const rowBytesSql = 'coalesce(sum(length(id) + length(subject) + length(CAST(payload AS BLOB))), 0)';
+      const all = db.prepare(`SELECT count(*) AS n, ${rowBytesSql} AS b FROM events`).get() as { n: number; b: number };
+      const live = db
         .prepare(
-          `SELECT count(*) AS n, coalesce(sum(events), 0) AS e, coalesce(sum(length(id) + length(subject) + length(CAST(payload AS BLOB))), 0) AS b FROM events`,
+          `SELECT tenant, count(*) AS n, coalesce(sum(events), 0) AS e, ${rowBytesSql} AS b FROM events WHERE seq > ? GROUP BY tenant`,
         )
-        .get() as { n: number; e: number; b: number };
+        .all(from) as Array<{ tenant: string; n: number; e: number; b: number }>;
       this.st = {
         insert: db.prepare(
-          'INSERT OR IGNORE INTO events (id, subject, payload, spooled_at, events) VALUES (?, ?, ?, ?, ?)',
+          'INSERT OR IGNORE INTO events (id, subject, payload, spooled_at, events, tenant) VALUES (?, ?, ?, ?, ?, ?)',
         ),
         peek: db.prepare(
-          'SELECT seq, id, subject, payload, spooled_at AS spooledAt, events FROM events ORDER BY seq LIMIT ?',
+          'SELECT seq, id, subject, payload, spooled_at AS spooledAt, events, tenant FROM events WHERE seq > ? ORDER BY seq LIMIT ?',
         ),
+        liveSeqs: db.prepare('SELECT seq FROM events WHERE seq > ? ORDER BY seq LIMIT ?'),
         remove: db.prepare('DELETE FROM events WHERE seq = ?'),
-        oldest: db.prepare('SELECT spooled_at AS t FROM events ORDER BY seq LIMIT 1'),
+        removeThrough: db.prepare('DELETE FROM events WHERE seq <= ?'),
+        oldest: db.prepare('SELECT spooled_at AS t FROM events WHERE seq > ? ORDER BY seq LIMIT 1'),
       };
-      this.held = totals.e;
-      this.budget.used = totals.b + totals.n * ROW_OVERHEAD;
+      this.held = 0;
+      this.shares.clear();
+      let liveRows = 0;
+      for (const t of live) {
+        this.held += t.e;
+        liveRows += t.n;
+        this.shares.add(t.tenant, t.b + t.n * ROW_OVERHEAD);
+      }
+      this.handedOnLeft = all.n > liveRows;
+      this.budget.used = all.b + all.n * ROW_OVERHEAD;
       this.db = db;
       this.openError = undefined;
-      this.reserve.ensure();
+      // Opened on a full disk (after a restart): unready while the bus is down, until there is room.
+      const free = freeBytes(this.dir);
+      if (free < this.walLimit) this.writeFailure = { message: `its filesystem has ${free} bytes free`, bytes: 0 };
+      if (this.handedOnLeft) this.removeHandedOn();
       this.scheduleReclaim();
       return true;
     } catch (err) {
@@ -180,7 +250,7 @@ export class Spool {
   private writable(): boolean {
     if (!this.writeFailure) return true;
     // The rows go to the WAL, then to the database file: twice the bytes, plus a WAL's worth of margin.
-    if (freeBytes(this.dir) < 2 * this.writeFailure.bytes + WAL_SIZE_LIMIT_BYTES) return false;
+    if (freeBytes(this.dir) < 2 * this.writeFailure.bytes + this.walLimit) return false;
     this.writeFailure = undefined;
     return true;
   }
@@ -188,7 +258,7 @@ export class Spool {
   /** Milliseconds since the oldest held event was spooled (0 when empty). */
   oldestAgeMs(now = Date.now()): number {
     if (!this.st || this.held === 0) return 0;
-    const row = this.st.oldest.get() as { t: number } | undefined;
+    const row = this.st.oldest.get(this.cursor.position) as { t: number } | undefined;
     return row ? Math.max(0, now - row.t) : 0;
   }
 
@@ -200,9 +270,10 @@ export class Spool {
   /** Resolves once the records are committed and fsynced; rejects with a SpoolError otherwise. */
   append(records: readonly SpoolRecord[]): Promise<void> {
     let bytes = 0;
-    for (const r of records) bytes += r.id.length + r.subject.length + Buffer.byteLength(r.payload) + ROW_OVERHEAD;
+    for (const r of records) bytes += recordBytes(r);
+    const tenant = records[0]?.tenant ?? '';
     return new Promise((resolve, reject) => {
-      this.group.add({ records, bytes, resolve, reject });
+      this.group.add({ records, bytes, tenant, resolve, reject });
     });
   }
 
@@ -214,23 +285,38 @@ export class Spool {
     }
     const db = this.db as DatabaseSync;
     const st = this.st as Statements;
-    // Admission first: a request that does not fit is refused whole, before anything is written.
-    const admitted = this.budget.admit(group, (p) =>
+    // Admission first: a request that does not fit its namespace's share, or the spool, is refused
+    // whole, before anything is written. A namespace over its share says nothing about the spool
+    // (not counted as the spool's refusal, so readiness is not touched).
+    const withinShares =
+      this.shares.max >= this.maxBytes
+        ? group
+        : this.shares.admit(group, (p) =>
+            p.reject(
+              new SpoolError(
+                'tenant_full',
+                `namespace ${p.tenant}'s share of the spool is full (${this.shares.usedBy(p.tenant)} of ${this.shares.max} bytes held)`,
+              ),
+            ),
+          );
+    const admitted = this.budget.admit(withinShares, (p) =>
       p.reject(new SpoolError('full', `spool is full (${this.budget.used} of ${this.maxBytes} bytes used)`)),
     );
     if (admitted.length === 0) return;
     let addedEvents = 0;
     let addedBytes = 0;
+    const addedByTenant = new Map<string, number>();
     const now = Date.now();
     try {
       db.exec('BEGIN IMMEDIATE');
       for (const p of admitted) {
         for (const r of p.records) {
           const events = Math.max(1, r.events ?? 1);
-          const { changes } = st.insert.run(r.id, r.subject, r.payload, now, events);
+          const { changes } = st.insert.run(r.id, r.subject, r.payload, now, events, p.tenant);
           if (Number(changes) > 0) {
             addedEvents += events;
-            addedBytes += r.id.length + r.subject.length + Buffer.byteLength(r.payload) + ROW_OVERHEAD;
+            addedBytes += recordBytes(r);
+            addedByTenant.set(p.tenant, (addedByTenant.get(p.tenant) ?? 0) + recordBytes(r));
           }
         }
       }
@@ -247,53 +333,125 @@ export class Spool {
     this.writeFailure = undefined;
     this.held += addedEvents;
     this.budget.used += addedBytes;
+    for (const [tenant, bytes] of addedByTenant) this.shares.add(tenant, bytes);
     for (const p of admitted) p.resolve();
     if (addedEvents > 0) for (const l of this.listeners) l();
   }
 
-  /** The oldest rows (messages), at most `limit`. */
+  /** The oldest rows (messages) not handed on yet, at most `limit`. */
   peek(limit: number): SpooledRow[] {
     if (!this.st || this.held === 0) return [];
-    return this.st.peek.all(limit) as unknown as SpooledRow[];
+    return this.st.peek.all(this.cursor.position, limit) as unknown as SpooledRow[];
   }
 
   /**
-   * Deletes rows the bus has acknowledged, in one transaction. A delete is a write too (WAL
-   * frames): on a full disk it fails like an append would, and the spool could never drain. Then
-   * the reserve file is given up and the delete tried once more; the reserve comes back once the
-   * spool is empty and its space reclaimed.
+   * The bus acknowledged these rows: they leave the spool. Deleted in one transaction; but a
+   * delete is a write too (WAL frames), and on a full disk it fails, so then the replay cursor
+   * moves past them instead (a file overwritten in place, no new space), as far as they are the
+   * oldest rows (an acknowledged row after one that was not is published again later, and the
+   * stream's duplicate window drops it). Once the cursor is past every row, the database's files
+   * are removed and created anew: all their space comes back. Throws only when neither worked.
    */
   remove(rows: readonly SpooledRow[]): void {
+    if (!this.db || !this.st || rows.length === 0) return;
     try {
       this.removeOnce(rows);
     } catch (err) {
-      if (!isDiskFull(err) || !this.reserve.release()) throw err;
-      this.removeOnce(rows);
+      if (!this.cursor.available) throw err;
+      this.passOver(rows);
     }
   }
 
   private removeOnce(rows: readonly SpooledRow[]): void {
-    if (!this.db || !this.st || rows.length === 0) return;
-    const db = this.db;
-    const st = this.st;
+    const db = this.db as DatabaseSync;
+    const st = this.st as Statements;
     db.exec('BEGIN IMMEDIATE');
     try {
       let removedEvents = 0;
       let freed = 0;
+      const released: SpooledRow[] = [];
       for (const r of rows) {
+        if (r.seq <= this.cursor.position) continue;
         if (Number(st.remove.run(r.seq).changes) > 0) {
           removedEvents += r.events;
-          freed += r.id.length + r.subject.length + Buffer.byteLength(r.payload) + ROW_OVERHEAD;
+          freed += recordBytes(r);
+          released.push(r);
         }
       }
       db.exec('COMMIT');
       this.held -= removedEvents;
       this.budget.used -= freed;
+      for (const r of released) this.shares.release(r.tenant, recordBytes(r));
     } catch (err) {
       rollback(db);
       throw err;
     }
+    if (this.handedOnLeft) this.removeHandedOn();
     this.scheduleReclaim();
+  }
+
+  /** Moves the replay cursor past the oldest of `rows` (the delete failed); see remove. */
+  private passOver(rows: readonly SpooledRow[]): void {
+    const st = this.st as Statements;
+    const acked = new Map(rows.map((r) => [r.seq, r]));
+    const oldest = st.liveSeqs.all(this.cursor.position, rows.length) as Array<{ seq: number }>;
+    let through = this.cursor.position;
+    const passed: SpooledRow[] = [];
+    for (const { seq } of oldest) {
+      const row = acked.get(seq);
+      if (!row) break;
+      through = seq;
+      passed.push(row);
+    }
+    if (passed.length === 0) return;
+    this.cursor.advance(through);
+    if (!this.handedOnLeft)
+      this.logger?.warn(
+        { spool: this.dir, cursor: through },
+        'the spool cannot delete what the bus acknowledged (its disk is full): the replay cursor moves past it instead',
+      );
+    this.handedOnLeft = true;
+    for (const r of passed) {
+      this.held -= r.events;
+      this.shares.release(r.tenant, recordBytes(r));
+    }
+    if (this.held === 0) this.renew();
+  }
+
+  /** Deletes rows the cursor has passed (after a restart, or once the disk has room again). */
+  private removeHandedOn(): void {
+    try {
+      (this.st as Statements).removeThrough.run(this.cursor.position);
+      this.budget.used = this.shares.total();
+      this.handedOnLeft = false;
+    } catch {
+      // Still no room: once the cursor is past every row, the files are created anew (renew).
+      if (this.held === 0) this.renew();
+    }
+  }
+
+  /**
+   * Everything in the database was handed on, but its rows could not be deleted: remove its
+   * files (all their space comes back) and create them anew. The cursor says so first, so a crash
+   * in between removes the rest at the next start instead of opening half a database.
+   */
+  private renew(): void {
+    this.logger?.info({ spool: this.dir }, 'spool handed on in full: its files are removed and created anew');
+    this.cursor.beginReset();
+    this.db?.close();
+    this.db = undefined;
+    this.st = undefined;
+    this.removeDatabaseFiles();
+    this.budget.used = 0;
+    this.handedOnLeft = false;
+    this.writeFailure = undefined;
+    this.openError = undefined;
+    this.lastOpenAttempt = 0;
+    this.tryOpen();
+  }
+
+  private removeDatabaseFiles(): void {
+    for (const f of DATABASE_FILES) rmSync(join(this.dir, f), { force: true });
   }
 
   /** Gives disk space back in bounded steps, one per turn of the event loop (sqlite-space.ts). */
@@ -305,7 +463,6 @@ export class Spool {
       if (!this.db) return;
       try {
         if (reclaimStep(this.db, this.held === 0)) this.scheduleReclaim();
-        else if (this.held === 0) this.reserve.ensure();
       } catch {
         // Disk full or busy: the space is given back after a later removal.
       }
@@ -321,14 +478,15 @@ export class Spool {
   }
 }
 
-/** Bytes an unprivileged process may still write on the filesystem of `dir` (Infinity when unknown). */
-function freeBytes(dir: string): number {
-  try {
-    const s = statfsSync(dir);
-    return s.bavail * s.bsize;
-  } catch {
-    return Number.POSITIVE_INFINITY;
-  }
+/**
+ * A new database continues the sequence where the cursor stands, so that its rows are never
+ * taken for rows the cursor has passed. Writes only then (an existing database is already past it).
+ */
+function continueSequence(db: DatabaseSync, from: number): void {
+  const row = db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'events'").get() as { seq: number } | undefined;
+  if ((row?.seq ?? 0) >= from) return;
+  if (row) db.prepare("UPDATE sqlite_sequence SET seq = ? WHERE name = 'events'").run(from);
+  else db.prepare("INSERT INTO sqlite_sequence (name, seq) VALUES ('events', ?)").run(from);
 }
 
 function rollback(db: DatabaseSync): void {

@@ -6,16 +6,36 @@
  *
  * - `auto_vacuum = INCREMENTAL`: free pages can be cut off the end of the file, a bounded number
  *   per step (incremental_vacuum), so reclaiming never blocks the event loop for long;
- * - `journal_size_limit`: after a checkpoint the WAL file is truncated to this size (it is reused
- *   from the start, so a small WAL also lets a delete succeed on a full disk);
+ * - `journal_size_limit` and `wal_autocheckpoint`: the WAL is copied back into the database every
+ *   walLimitFor(maxBytes) bytes and then truncated to that size (a small store gets a small WAL,
+ *   so a 3 MiB volume can hold one);
  * - once the store is empty: every free page is cut off and the WAL is checkpointed with TRUNCATE,
  *   so a drained store is back to a few pages.
  */
-import { closeSync, existsSync, ftruncateSync, openSync, rmSync, writeSync } from 'node:fs';
+import { statfsSync } from 'node:fs';
 import type { DatabaseSync } from 'node:sqlite';
 
-/** The WAL file is truncated to this after each checkpoint (SQLite's auto-checkpoint is at ~4 MiB). */
-export const WAL_SIZE_LIMIT_BYTES = 4 * 1024 * 1024;
+const KiB = 1024;
+const MiB = 1024 * KiB;
+/** The largest WAL kept between checkpoints (SQLite's default auto-checkpoint is at ~4 MiB). */
+export const WAL_SIZE_LIMIT_BYTES = 4 * MiB;
+const MIN_WAL_BYTES = 256 * KiB;
+/** The database's empty pages, its shared-memory index, the replay cursor, one transaction's margin. */
+const FIXED_OVERHEAD_BYTES = MiB;
+
+const pragmaValue = (db: DatabaseSync, name: string): number =>
+  Number(Object.values(db.prepare(`PRAGMA ${name}`).get() ?? {})[0] ?? 0);
+
+/** The WAL limit of a store of maxBytes: an eighth of it, between 256 KiB and 4 MiB. */
+export const walLimitFor = (maxBytes: number): number =>
+  Math.min(WAL_SIZE_LIMIT_BYTES, Math.max(MIN_WAL_BYTES, Math.floor(maxBytes / 8)));
+
+/**
+ * Disk a store of maxBytes needs at most: its rows, SQLite's page overhead (~10%), its WAL and
+ * a fixed part (fixed overhead above). What the start-up check (volume-check.ts) holds a volume to.
+ */
+export const diskNeedFor = (maxBytes: number): number =>
+  maxBytes + Math.ceil(maxBytes / 10) + walLimitFor(maxBytes) + FIXED_OVERHEAD_BYTES;
 /** Pages cut off per reclaim step (4 MiB with 4 KiB pages): bounds the time one step holds the loop. */
 const PAGES_PER_STEP = 1024;
 /** Free space below this is left alone while rows remain (new rows reuse free pages anyway). */
@@ -25,10 +45,13 @@ const RECLAIM_THRESHOLD_BYTES = 8 * 1024 * 1024;
  * Sets the pragmas; call right after opening, before the tables are created. A database created
  * without auto_vacuum (an older intake) is converted by a VACUUM once it is empty (see reclaimStep).
  */
-export function configureSpace(db: DatabaseSync): void {
-  // Only takes effect on a database that has no tables yet; later it is a no-op until VACUUM.
-  db.exec('PRAGMA auto_vacuum = INCREMENTAL');
-  db.exec(`PRAGMA journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
+export function configureSpace(db: DatabaseSync, walLimitBytes = WAL_SIZE_LIMIT_BYTES): void {
+  // Only takes effect on a database that has no tables yet; later it is a no-op until VACUUM. It
+  // still writes the header, which fails on a full disk: set only when not set yet.
+  if (pragmaValue(db, 'auto_vacuum') !== 2) db.exec('PRAGMA auto_vacuum = INCREMENTAL');
+  db.exec(`PRAGMA journal_size_limit = ${walLimitBytes}`);
+  const pageSize = pragmaValue(db, 'page_size') || 4096;
+  db.exec(`PRAGMA wal_autocheckpoint = ${Math.max(16, Math.floor(walLimitBytes / pageSize))}`);
 }
 
 /**
@@ -37,7 +60,7 @@ export function configureSpace(db: DatabaseSync): void {
  * its last page and its WAL truncated.
  */
 export function reclaimStep(db: DatabaseSync, empty: boolean): boolean {
-  const pragma = (name: string): number => Number(Object.values(db.prepare(`PRAGMA ${name}`).get() ?? {})[0] ?? 0);
+  const pragma = (name: string): number => pragmaValue(db, name);
   if (pragma('auto_vacuum') !== 2) {
     if (!empty) return false;
     // Converting rewrites the whole file: only worth it (and cheap) once nothing is left in it.
@@ -57,9 +80,6 @@ export function reclaimStep(db: DatabaseSync, empty: boolean): boolean {
   return false;
 }
 
-/** Space held back so a store on a full disk can still write its deletes (and so drain). */
-export const DISK_RESERVE_BYTES = 8 * 1024 * 1024;
-
 /** SQLITE_FULL, or the filesystem's ENOSPC / EDQUOT underneath. */
 export function isDiskFull(err: unknown): boolean {
   const e = err as { errcode?: number; code?: string; message?: string };
@@ -71,39 +91,12 @@ export function isDiskFull(err: unknown): boolean {
   );
 }
 
-/**
- * A file of real (written, not sparse) blocks next to the database. Deleting it frees enough
- * room for the deletes and checkpoints that drain the store; it is written again once the store
- * is empty. A reserve that cannot be written (the disk is full already) is simply not there.
- */
-export class DiskReserve {
-  constructor(
-    private readonly path: string,
-    private readonly bytes = DISK_RESERVE_BYTES,
-  ) {}
-
-  /** Writes the reserve when it is missing; false when the disk has no room for it. */
-  ensure(): boolean {
-    if (existsSync(this.path)) return true;
-    let fd: number | undefined;
-    try {
-      fd = openSync(this.path, 'w', 0o600);
-      const chunk = Buffer.alloc(64 * 1024);
-      for (let written = 0; written < this.bytes; written += chunk.length) writeSync(fd, chunk);
-      return true;
-    } catch {
-      if (fd !== undefined) ftruncateSync(fd, 0);
-      rmSync(this.path, { force: true });
-      return false;
-    } finally {
-      if (fd !== undefined) closeSync(fd);
-    }
-  }
-
-  /** Frees the reserve's space; false when there was none to free. */
-  release(): boolean {
-    if (!existsSync(this.path)) return false;
-    rmSync(this.path, { force: true });
-    return true;
+/** Bytes an unprivileged process may still write on the filesystem of `dir` (Infinity when unknown). */
+export function freeBytes(dir: string): number {
+  try {
+    const s = statfsSync(dir);
+    return s.bavail * s.bsize;
+  } catch {
+    return Number.POSITIVE_INFINITY;
   }
 }

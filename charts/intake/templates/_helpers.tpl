@@ -122,6 +122,9 @@ sinks:
 spool:
   path: /var/lib/intake/spool
   maxBytes: {{ int64 .Values.spool.maxBytes }}
+  {{- with .Values.spool.maxBytesPerNamespace }}
+  maxBytesPerNamespace: {{ int64 . }}
+  {{- end }}
   replayBatch: {{ .Values.spool.replayBatch }}
   replayBackoffMinMs: {{ .Values.spool.replayBackoffMinMs }}
   replayBackoffMaxMs: {{ .Values.spool.replayBackoffMaxMs }}

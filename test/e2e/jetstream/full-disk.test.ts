@@ -1,13 +1,13 @@
 /**
  * Readiness tells the truth when storage runs out. A spool on a small real filesystem (tmpfs with
  * a size limit) that fills while the bus is down: the ingester answers 503 and /readyz says 503
- * with the reason, and once the bus is back the spool drains completely (the deletes of a full
- * disk succeed: nothing is republished forever) and the ingester is ready again. A nats-server
+ * with the reason, and once the bus is back the spool drains completely (the replay cursor moves
+ * where a full disk's deletes fail: nothing is republished forever) and the ingester is ready again. A nats-server
  * whose JetStream storage is full (tiny max_file_store) and no spool: 503s, and /readyz says so
  * until storage is freed.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -44,16 +44,24 @@ const itAsRoot = process.getuid?.() === 0 ? it : it.skip;
 itAsRoot(
   'is unready while its spool is on a full filesystem, drains it completely once the bus is back, and is ready again',
   async () => {
-    // 24 MiB of disk under a spool allowed 64 MiB: the disk fills first.
+    // A 24 MiB volume holds a spool of 16 MiB, but something else takes all but 10 MiB of it (a
+    // node disk other pods filled): the disk fills first.
     execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=24m,mode=0700', 'tmpfs', mountPoint]);
     mounted = true;
     const nats = await startNats();
     running.push(nats);
+    const spoolMaxBytes = 16 * 1024 * 1024;
     const ing = await startIngester(
-      handoffConfig(nats, { spoolDir: join(mountPoint, 'spool'), spoolMaxBytes: 64 * 1024 * 1024 }),
+      handoffConfig(nats, {
+        spoolDir: join(mountPoint, 'spool'),
+        spoolMaxBytes,
+        spoolMaxBytesPerNamespace: spoolMaxBytes,
+      }),
     );
     running.push(ing);
     await nats.kill9();
+    const { bavail, bsize } = statfsSync(mountPoint);
+    writeFileSync(join(mountPoint, 'neighbour.bin'), Buffer.alloc(bavail * bsize - 10 * 1024 * 1024, 1));
 
     const accepted: string[] = [];
     let refused = 0;

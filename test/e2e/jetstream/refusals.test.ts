@@ -45,7 +45,11 @@ const busUp = (ing: RunningIngester) =>
   );
 
 it('answers 503 with Retry-After and spools nothing of a request that does not fit the spool', async () => {
-  const { nats, ing } = await setUp({ spoolDir: join(tmp, 'full'), spoolMaxBytes: 65536 });
+  const { nats, ing } = await setUp({
+    spoolDir: join(tmp, 'full'),
+    spoolMaxBytes: 65536,
+    spoolMaxBytesPerNamespace: 65536,
+  });
   await nats.kill9();
   const big = (n: number) =>
     Array.from({ length: 3 }, (_, i) => ({ source: 'full', severity: 2, description: 'x'.repeat(10_000), n, i }));

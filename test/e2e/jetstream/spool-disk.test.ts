@@ -28,7 +28,9 @@ const diskUse = (): number => readdirSync(spoolDir).reduce((sum, f) => sum + sta
 it('gives the disk back after a burst is drained, and stays near maxBytes during it', async () => {
   const maxBytes = 24 * MiB;
   nats = await startNats();
-  ingester = await startIngester(handoffConfig(nats, { spoolDir, spoolMaxBytes: maxBytes }));
+  ingester = await startIngester(
+    handoffConfig(nats, { spoolDir, spoolMaxBytes: maxBytes, spoolMaxBytesPerNamespace: maxBytes }),
+  );
   const baseline = diskUse();
   await nats.kill9();
 

@@ -143,7 +143,13 @@ export async function metricValue(adminUrl: string, name: string): Promise<numbe
 /** Ingester config edit: JetStream hand-off to `nats` with test-sized intervals, a spool when given. */
 export function handoffConfig(
   nats: RunningNats,
-  o: { spoolDir?: string; spoolMaxBytes?: number; jetstream?: Record<string, unknown> } = {},
+  o: {
+    spoolDir?: string;
+    spoolMaxBytes?: number;
+    /** One namespace's share of the spool (the ingester's default is a quarter of maxBytes). */
+    spoolMaxBytesPerNamespace?: number;
+    jetstream?: Record<string, unknown>;
+  } = {},
 ): (c: Record<string, unknown>) => void {
   return (c) => {
     c.sinks = { jetstream: { url: nats.url, timeoutMs: 500, reconnectWaitMs: 100, ...o.jetstream } };
@@ -153,6 +159,7 @@ export function handoffConfig(
         replayBackoffMinMs: 50,
         replayBackoffMaxMs: 500,
         ...(o.spoolMaxBytes ? { maxBytes: o.spoolMaxBytes } : {}),
+        ...(o.spoolMaxBytesPerNamespace ? { maxBytesPerNamespace: o.spoolMaxBytesPerNamespace } : {}),
       };
   };
 }

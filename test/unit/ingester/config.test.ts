@@ -82,6 +82,20 @@ describe('hand-off settings', () => {
     expect(resolveSettings({}, {}).sinks.log.enabled).toBe(true);
   });
 
+  it("gives each namespace a quarter of the spool unless told, and refuses a share above the spool's size", () => {
+    const bus = { jetstream: { url: 'nats://127.0.0.1:4222' } };
+    expect(
+      resolveSettings({ sinks: bus, spool: { path: '/s', maxBytes: 4 << 20 } }, {}).spool?.maxBytesPerNamespace,
+    ).toBe(1 << 20);
+    expect(
+      resolveSettings({ sinks: bus, spool: { path: '/s', maxBytes: 4 << 20, maxBytesPerNamespace: 3 << 20 } }, {}).spool
+        ?.maxBytesPerNamespace,
+    ).toBe(3 << 20);
+    expect(() =>
+      resolveSettings({ sinks: bus, spool: { path: '/s', maxBytes: 1 << 20, maxBytesPerNamespace: 2 << 20 } }, {}),
+    ).toThrow(/spool: maxBytesPerNamespace \(2097152\) must be at most maxBytes \(1048576\)/);
+  });
+
   it('refuses a duplicate window under 15 minutes and two credentials; takes a spool without a bus (for dead letters)', () => {
     expect(() =>
       resolveSettings({ sinks: { jetstream: { url: 'nats://x', streamConfig: { duplicateWindowSeconds: 120 } } } }, {}),

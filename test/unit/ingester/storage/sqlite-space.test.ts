@@ -1,9 +1,15 @@
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { isStorageRefusal } from '../../../../ingester/sinks/bus-storage.js';
-import { configureSpace, DiskReserve, isDiskFull, reclaimStep } from '../../../../ingester/storage/sqlite-space.js';
+import {
+  configureSpace,
+  diskNeedFor,
+  isDiskFull,
+  reclaimStep,
+  walLimitFor,
+} from '../../../../ingester/storage/sqlite-space.js';
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -49,14 +55,28 @@ describe('sqlite space', () => {
     db.close();
   });
 
-  it('keeps a reserve file that can be released and written again', () => {
-    const path = join(tempDir(), 'reserve');
-    const reserve = new DiskReserve(path, 256 * 1024);
-    expect(reserve.ensure()).toBe(true);
-    expect(statSync(path).size).toBe(256 * 1024);
-    expect(reserve.release()).toBe(true);
-    expect(existsSync(path)).toBe(false);
-    expect(reserve.release()).toBe(false);
+  it('gives a small store a small WAL, and says what disk a store needs', () => {
+    const MiB = 1024 * 1024;
+    expect(walLimitFor(1024 * MiB)).toBe(4 * MiB);
+    expect(walLimitFor(8 * MiB)).toBe(MiB);
+    expect(walLimitFor(MiB)).toBe(256 * 1024);
+    expect(walLimitFor(65536)).toBe(256 * 1024);
+    // maxBytes + 10% + the WAL + 1 MiB.
+    expect(diskNeedFor(MiB)).toBe(MiB + Math.ceil(MiB / 10) + 256 * 1024 + MiB);
+    expect(diskNeedFor(1024 * MiB)).toBe(1024 * MiB + Math.ceil((1024 * MiB) / 10) + 4 * MiB + MiB);
+  });
+
+  it("checkpoints a small store's WAL at its limit", () => {
+    const dir = tempDir();
+    const db = new DatabaseSync(join(dir, 'db.sqlite'));
+    configureSpace(db, 256 * 1024);
+    db.exec('PRAGMA journal_mode = WAL');
+    expect(Object.values(db.prepare('PRAGMA wal_autocheckpoint').get() ?? {})[0]).toBe(64);
+    db.exec('CREATE TABLE t (v TEXT)');
+    const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
+    for (let i = 0; i < 500; i++) insert.run('x'.repeat(4000));
+    expect(statSync(join(dir, 'db.sqlite-wal')).size).toBeLessThan(512 * 1024);
+    db.close();
   });
 
   it('recognises a full disk and the bus refusing for storage', () => {
