@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { SendOutcome } from './client.js';
 import type { RemoteWriteMetrics } from './metrics.js';
-import { encode, type Labels, type Protocol, type SeriesSamplesV2 } from './wire.js';
+import { encode, v2BodyAsV1, type Labels, type Protocol } from './wire.js';
 
 /** What the writer keeps per series. */
 export interface SeriesState {
@@ -36,31 +36,37 @@ export interface LaneOptions {
   protocol: { current: Protocol };
   /** A batch is settled (sent or dropped): its samples and bytes leave the queue. */
   settled(samples: number, bytes: number): void;
+  /**
+   * A batch was cut: what was reserved for its samples (an upper bound) becomes what it really
+   * holds, its compressed request; `delta` is the difference (usually negative).
+   */
+  resized(delta: number): void;
   metrics: RemoteWriteMetrics;
   logger: Logger;
   signal: AbortSignal;
   receiver: string;
 }
 
+/** A batch waiting for the receiver: nothing but its compressed request, which is what it is charged. */
 interface Batch {
   body: Buffer;
   samples: number;
-  /** What its samples were charged against remoteWrite.maxQueuedBytes. */
+  /** What it is charged against remoteWrite.maxQueuedBytes: its body and BATCH_BYTES. */
   bytes: number;
   protocol: Protocol;
-  /** Kept while the batch is 2.0, to send it again as 1.0 if the receiver turns out not to speak 2.0. */
-  series: SeriesSamplesV2[] | undefined;
 }
 
 /**
- * What a queued sample costs, in bytes: its value and time in the batch being built and in the
- * encoded request (with the arrays' and protobuf's overhead).
+ * What a sample reserves while its batch is being built: its value and time in the series'
+ * arrays (with their growth), and more than it can add to the batch's request, compressed or not.
  */
 export const SAMPLE_BYTES = 48;
-/** A series' entry in a batch: its labels in the request, and the entry's objects. */
+/** A series' entry in the batch being built: its labels in the request, and the entry's objects. */
 export function seriesEntryBytes(state: { labelBytes: Uint8Array }): number {
   return state.labelBytes.length + 160;
 }
+/** A cut batch's own objects and its buffer's header, besides the body's bytes. */
+export const BATCH_BYTES = 256;
 
 /** The duration histogram's `result` values, as they were before the outbound client's vocabulary. */
 const RESULT_LABEL: Record<SendOutcome['kind'], string> = {
@@ -137,13 +143,10 @@ export class Lane {
       ...samples,
     }));
     const protocol = this.options.protocol.current;
-    this.ready.push({
-      body: encode(protocol, series),
-      samples: this.buildingSamples,
-      bytes: this.buildingBytes,
-      protocol,
-      series: protocol === '2.0' ? series : undefined,
-    });
+    const body = encode(protocol, series);
+    const bytes = body.length + BATCH_BYTES;
+    this.ready.push({ body, samples: this.buildingSamples, bytes, protocol });
+    this.options.resized(bytes - this.buildingBytes);
     this.buildingSamples = 0;
     this.buildingBytes = 0;
     if (!this.sending) {
@@ -201,7 +204,7 @@ export class Lane {
         return true;
       }
       if (this.options.signal.aborted) return false;
-      if (outcome.kind === 'unsupported' && batch.series) {
+      if (outcome.kind === 'unsupported' && batch.protocol === '2.0') {
         if (this.options.protocol.current === '2.0') {
           this.options.protocol.current = '1.0';
           this.options.logger.warn(
@@ -209,9 +212,11 @@ export class Lane {
             'the remote write receiver does not speak 2.0 (415, or no *-Written headers); falling back to 1.0 for good',
           );
         }
-        batch.body = encode('1.0', batch.series);
+        batch.body = v2BodyAsV1(batch.body);
         batch.protocol = '1.0';
-        batch.series = undefined;
+        const bytes = batch.body.length + BATCH_BYTES;
+        this.options.resized(bytes - batch.bytes);
+        batch.bytes = bytes;
         continue;
       }
       metrics.failed.inc(labels, batch.samples);
