@@ -49,7 +49,8 @@ export interface LaneOptions {
 
 /** A batch waiting for the receiver: nothing but its compressed request, which is what it is charged. */
 interface Batch {
-  body: Buffer;
+  /** Held in memory of its own, never handed to a socket (each attempt sends a copy): freed when settled. */
+  body: Uint8Array;
   samples: number;
   /** What it is charged against remoteWrite.maxQueuedBytes: its body and BATCH_BYTES. */
   bytes: number;
@@ -143,7 +144,7 @@ export class Lane {
       ...samples,
     }));
     const protocol = this.options.protocol.current;
-    const body = encode(protocol, series);
+    const body = held(encode(protocol, series));
     const bytes = body.length + BATCH_BYTES;
     this.ready.push({ body, samples: this.buildingSamples, bytes, protocol });
     this.options.resized(bytes - this.buildingBytes);
@@ -163,6 +164,7 @@ export class Lane {
   /** After an abort: the samples that never left, now counted as dropped. */
   abandon(): number {
     const n = this.queuedSamples;
+    for (const batch of this.ready) release(batch.body);
     this.ready.length = 0;
     this.building = [];
     this.buildingSamples = 0;
@@ -176,6 +178,7 @@ export class Lane {
         const batch = this.ready[0] as Batch;
         if (!(await this.deliver(batch))) return;
         this.ready.shift();
+        release(batch.body);
         this.options.settled(batch.samples, batch.bytes);
       }
     } finally {
@@ -191,7 +194,14 @@ export class Lane {
     for (let attempt = 0; ; attempt++) {
       if (attempt > 0) metrics.retried.inc(labels, batch.samples);
       const stop = metrics.duration.startTimer();
-      const outcome = await this.options.send(batch.body, tenant, attempt, this.options.signal, batch.protocol);
+      // A copy: the socket may still hold what it was given after the answer (an early one, an abort).
+      const outcome = await this.options.send(
+        Buffer.from(batch.body),
+        tenant,
+        attempt,
+        this.options.signal,
+        batch.protocol,
+      );
       stop({ result: RESULT_LABEL[outcome.kind] });
       if (outcome.kind === 'delivered') {
         metrics.sent.inc(labels, batch.samples);
@@ -212,7 +222,9 @@ export class Lane {
             'the remote write receiver does not speak 2.0 (415, or no *-Written headers); falling back to 1.0 for good',
           );
         }
-        batch.body = v2BodyAsV1(batch.body);
+        const v1 = held(v2BodyAsV1(Buffer.from(batch.body)));
+        release(batch.body);
+        batch.body = v1;
         batch.protocol = '1.0';
         const bytes = batch.body.length + BATCH_BYTES;
         this.options.resized(bytes - batch.bytes);
@@ -267,4 +279,21 @@ export class Lane {
     const ceiling = Math.min(this.options.maxBackoffMs, this.options.minBackoffMs * 2 ** Math.min(attempt, 30));
     return ceiling / 2 + (Math.random() * ceiling) / 2;
   }
+}
+
+/**
+ * A batch's request in an ArrayBuffer of its own: released as soon as the batch is settled,
+ * without waiting for a garbage collection that an idle process may not run for a long time (a
+ * drained queue's memory was still held minutes later).
+ */
+function held(body: Buffer): Uint8Array {
+  if (body.byteOffset === 0 && body.buffer.byteLength === body.length) return new Uint8Array(body.buffer);
+  const own = new Uint8Array(new ArrayBuffer(body.length));
+  own.set(body);
+  return own;
+}
+
+/** Frees a batch's request now: a transferred-away ArrayBuffer gives its memory back at once. */
+function release(body: Uint8Array): void {
+  (body.buffer as ArrayBuffer & { transfer(length: number): ArrayBuffer }).transfer(0);
 }
