@@ -56,6 +56,7 @@ async function tenantFailingReceiver(failing: string) {
   };
 }
 
+const NOTE = 'n'.repeat(300);
 let ing: RunningIngester | undefined;
 afterEach(async () => {
   await ing?.stop('SIGKILL');
@@ -79,11 +80,11 @@ it("a tenant whose receiver fails fills only its own share of the queue: another
       (c.routes as unknown[]).push(apiKey('team-a'), apiKey('team-b'));
     });
     const url = `${ing.url}/v1/integrations/metrics`;
-    // A: 100 points of ~1 KB random labels a request, new series each time.
+    // A: 20 points of ~1 KB random labels a request, new series each time: A fills the queue to within one such request.
     const attackOnce = () =>
       post(
         url,
-        Array.from({ length: 100 }, () => ({
+        Array.from({ length: 20 }, () => ({
           metric: 'a.heavy',
           data: 1,
           source: randomBytes(8).toString('hex'),
@@ -114,8 +115,14 @@ it("a tenant whose receiver fails fills only its own share of the queue: another
       url,
       headers: { apikey: keyOf('team-b'), 'content-type': 'application/json' },
       body: (seq) => ({
+        // 40 points with a 300-character tag: more than the room A leaves in a queue it could fill.
         body: JSON.stringify(
-          Array.from({ length: 5 }, (_, i) => ({ metric: 'b.steady', data: seq, source: `b-${i}` })),
+          Array.from({ length: 40 }, (_, i) => ({
+            metric: 'b.steady',
+            data: seq,
+            source: `b-${i}`,
+            tags: { note: NOTE },
+          })),
         ),
       }),
       perSecond: 20,
@@ -131,7 +138,7 @@ it("a tenant whose receiver fails fills only its own share of the queue: another
     // Every point B was told 200 for reaches the receiver.
     await waitFor(
       'all of B delivered',
-      async () => receiver.taken.get('team-b') === b.statuses.length * 5,
+      async () => receiver.taken.get('team-b') === b.statuses.length * 40,
       20_000,
       200,
     );
