@@ -442,3 +442,30 @@ it('refuses a request with a point older than maxSampleAgeMs with 400 naming eac
   );
   expect(w.queuedSamples).toBe(0);
 });
+
+it('warns at start that maxQueuedSamplesPerTenant is deprecated (and still applies it, above)', () => {
+  const lines: string[] = [];
+  const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
+  const settings = resolveRemoteWrite({ url: receiver.url, maxQueuedSamplesPerTenant: 5000 });
+  const rejected = new Counter({
+    name: 'w_total',
+    help: 'h',
+    labelNames: ['namespace', 'reason'],
+    registers: [registry],
+  });
+  writer = new RemoteWriter(settings, { registry, logger, seriesTtlMs: 60_000, rejected });
+  expect(lines.map((l) => JSON.parse(l) as { msg: string })).toEqual([
+    expect.objectContaining({ msg: expect.stringContaining('maxQueuedSamplesPerTenant is deprecated') }),
+  ]);
+});
+
+it("exposes each namespace's queued bytes and its share", async () => {
+  for (let i = 0; i < 5; i++) receiver.script.push({ status: 503 });
+  const w = start({ maxQueuedBytes: 4 * 65536, maxQueuedBytesPerTenant: 65536 });
+  w.admit('team-a', heavies(0, 10)).commit();
+  expect(await metric('intake_remote_write_namespace_queued_bytes', { namespace: 'team-a' })).toBe(
+    w.shareOf('team-a').bytes,
+  );
+  expect(await metric('intake_remote_write_namespace_queue_capacity_bytes')).toBe(65536);
+  expect(await metric('intake_remote_write_queued_bytes')).toBe(w.queuedByteCount);
+});
