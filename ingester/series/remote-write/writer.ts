@@ -11,7 +11,9 @@
  *
  * The queue is shared by every namespace, and a namespace whose receiver keeps failing (Mimir's
  * per-tenant 429, one X-Scope-OrgID refused) keeps its batches: its share is reserved, in bytes,
- * before its points are accepted, so it fills its own share and is refused alone. None of this
+ * before its points are accepted (admit() checks it and commit() charges it in the same turn of the
+ * event loop, data-points.ts, so no other request comes between), so it fills its own share and is
+ * refused alone. None of this
  * makes the replica unready (docs/design.md §4b rule 3): one namespace's full share is its own
  * trouble, and the queue as a whole fills only when the receiver fails for several namespaces,
  * which every replica, sharing the receiver, has alike; taking replicas out of the Service would
