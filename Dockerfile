@@ -22,6 +22,12 @@ ENV NODE_ENV=production
 # ingester's peak memory under load and bought no throughput (docs/benchmarks.md). A V8 flag read
 # when the heap is created: only the command line or NODE_OPTIONS can set it.
 ENV NODE_OPTIONS=--max-semi-space-size=4
+# Every allocation of 128 KiB or more in a mapping of its own, given back to the kernel when freed.
+# glibc otherwise raises this threshold to the size of the largest block freed so far, and from
+# then on keeps such blocks (remote write's queued requests, request bodies) in its heap, which it
+# cannot shrink past one block still in use: a full remote write queue stayed resident after it
+# drained (docs/remote-write.md, "Memory").
+ENV MALLOC_MMAP_THRESHOLD_=131072
 WORKDIR /app
 COPY --from=build /src/package.json ./
 COPY --from=build /src/node_modules ./node_modules

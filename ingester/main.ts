@@ -134,7 +134,8 @@ export async function startIngester(
     activity,
     timeouts: settings.limits,
     allowedHosts: settings.adminAllowedHosts,
-    ...(remoteWrite ? { refusing: [remoteWrite] } : {}),
+    // Remote write never makes the replica unready: a full queue refuses data points alone (one
+    // namespace's share, or all namespaces when the receiver fails for all, as on every replica).
   });
   registerDeadLetterRoutes(admin, {
     store: deadLetters.store,

@@ -169,12 +169,54 @@ export const payloadTooLarge = (limitBytes: number): IntakeError =>
   new IntakeError('PAYLOAD_TOO_LARGE', 413, `request body exceeds the limit of ${limitBytes} bytes`);
 
 /** More data points in one request than the whole remote write queue holds: a 503 would be retried for ever. */
-export const largerThanRemoteWriteQueue = (points: number, bytes: number, maxQueuedBytes: number): IntakeError =>
+export const largerThanRemoteWriteQueue = (
+  points: number,
+  bytes: number,
+  maxQueuedBytesPerTenant: number,
+): IntakeError =>
   new IntakeError(
     'PAYLOAD_TOO_LARGE',
     413,
-    `these ${points} data points would take ${bytes} bytes of the remote write queue, more than all of it (remoteWrite.maxQueuedBytes ${maxQueuedBytes}); send fewer points per request`,
+    `these ${points} data points would take ${bytes} bytes of the remote write queue, more than a namespace's whole share of it (remoteWrite.maxQueuedBytesPerTenant ${maxQueuedBytesPerTenant}); send fewer points per request`,
   );
+
+/** The `limit` object of a refusal for want of room in the remote write queue. */
+export interface QueueLimit {
+  /** `namespace`: the namespace's own share is full (its receiver is failing); `replica`: the whole queue. */
+  scope: 'namespace' | 'replica';
+  namespace: string;
+  resource: 'bytes' | 'samples';
+  /** What is queued now (the namespace's, or the whole queue's), the bound, and what the request needs. */
+  queued: number;
+  max: number;
+  requested: number;
+  retryAfterSeconds: number;
+  /** The setting that raises the bound. */
+  field: string;
+}
+
+/** No room in the remote write queue for these points: nothing was accepted. */
+export class QueueFullError extends IntakeError {
+  constructor(readonly limit: QueueLimit) {
+    const whose =
+      limit.scope === 'namespace'
+        ? `namespace ${limit.namespace}'s share of the remote write queue is full`
+        : 'the remote write queue is full for every namespace';
+    super(
+      'REMOTE_WRITE_QUEUE_FULL',
+      503,
+      `${whose} (${limit.queued} of ${limit.max} ${limit.resource} waiting for the receiver, ${limit.field}); nothing was accepted, retry after ${limit.retryAfterSeconds}s`,
+      undefined,
+      { 'retry-after': String(limit.retryAfterSeconds) },
+    );
+  }
+
+  override toBody(): ReturnType<IntakeError['toBody']> & { limit: QueueLimit } {
+    return { ...super.toBody(), limit: this.limit };
+  }
+}
+
+export const remoteWriteQueueFull = (limit: QueueLimit): QueueFullError => new QueueFullError(limit);
 
 export const unsupportedContentEncoding = (name: string): IntakeError =>
   new IntakeError(

@@ -4,7 +4,8 @@
  * `remoteWrite.timeoutMs` and retried, with at most `maxInFlightPerTenant` requests open, and gets
  * every sample once it behaves; a receiver's huge answer is not downloaded; while the receiver
  * fails, label-heavy points fill the queue up to `maxQueuedBytes`, then get 503 with Retry-After
- * and the replica is unready, its memory stays bounded, and it recovers when the receiver is back.
+ * (the replica stays ready: the queue holds data points only), its memory stays bounded, and it
+ * recovers when the receiver is back.
  */
 import { randomBytes } from 'node:crypto';
 import { fromBinary } from '@bufbuild/protobuf';
@@ -125,13 +126,19 @@ it("does not download a receiver's 256 MiB answer", async () => {
   expect(receiver.calls[0]!.bytesWritten).toBeLessThan(32 * 1024 * 1024);
 }, 60_000);
 
-it('bounds the queue in bytes while the receiver fails: 503 with Retry-After and unready past maxQueuedBytes, memory bounded, and recovers', async () => {
+it('bounds the queue in bytes while the receiver fails: 503 with Retry-After past maxQueuedBytes, still ready, memory bounded, and recovers', async () => {
   receiver.okStatus = 500;
   // The heap of a 256 MiB pod (V8 sizes it from the container's limit), and the image's young generation.
-  const ing = await remoteWriting({ maxQueuedSamples: 100_000, maxQueuedBytes: 16 * 1024 * 1024, batchSize: 2000 }, [
-    '--max-semi-space-size=4',
-    '--max-old-space-size=192',
-  ]);
+  const ing = await remoteWriting(
+    // One namespace may take the whole queue here (its share is the default eighth otherwise).
+    {
+      maxQueuedSamples: 100_000,
+      maxQueuedBytes: 16 * 1024 * 1024,
+      maxQueuedBytesPerTenant: 16 * 1024 * 1024,
+      batchSize: 2000,
+    },
+    ['--max-semi-space-size=4', '--max-old-space-size=192'],
+  );
   const baseline = rssMiB(ing.child.pid as number);
   // 2,000 series with ~1.9 KB of labels each (random, so the request compresses badly), 400 per request.
   const series = Array.from({ length: 2000 }, (_, i) => ({
@@ -167,12 +174,10 @@ it('bounds the queue in bytes while the receiver fails: 503 with Retry-After and
   expect(queuedBytes).toBeLessThanOrEqual(16 * 1024 * 1024);
   expect(ing.child.exitCode).toBeNull();
   expect(peak).toBeLessThan(300);
-  const ready = await fetch(`${ing.adminUrl}/readyz`);
-  expect(ready.status).toBe(503);
-  expect(((await ready.json()) as { status: string }).status).toMatch(/remote write queue is full/);
+  // A full queue refuses data points only: webhooks are still served, so the replica stays in the Service.
+  expect((await fetch(`${ing.adminUrl}/readyz`)).status).toBe(200);
 
   receiver.okStatus = 204;
-  await waitFor('ready again', async () => (await fetch(`${ing.adminUrl}/readyz`)).ok, 60_000, 200);
   await waitFor(
     'every accepted point sent',
     async () =>

@@ -173,6 +173,9 @@ remoteWrite:
   maxQueuedSamplesPerTenant: {{ . | int64 }}
   {{- end }}
   maxQueuedBytes: {{ $rw.maxQueuedBytes | int64 }}
+  {{- with $rw.maxQueuedBytesPerTenant }}
+  maxQueuedBytesPerTenant: {{ . | int64 }}
+  {{- end }}
   maxSampleAgeMs: {{ $rw.maxSampleAgeMs | int64 }}
   maxInFlightPerTenant: {{ $rw.maxInFlightPerTenant }}
 {{- end }}

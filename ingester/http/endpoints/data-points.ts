@@ -47,8 +47,9 @@ export function dataPointsEndpoint(ctx: IngestContext): RouteOptions {
       // Per-tenant limits: the whole batch, or a refusal (429/503) and nothing accepted.
       ctx.limiter?.take(entry, points.length);
       metrics.pointsReceived.inc({ namespace: entry.namespace }, points.length);
-      // Remote write admits the batch first (503 when its queue is full), and queues it only once
-      // the series caps accepted it: all or nothing.
+      // Remote write admits the batch first (503 when the namespace's share of its queue, or the
+      // queue, is full), and queues it only once the series caps accepted it: all or nothing, with
+      // nothing awaited in between, so the room admit() found is still there for commit().
       const forward = ctx.remoteWrite?.admit(entry.namespace, points);
       store(entry, points);
       forward?.commit();

@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { SendOutcome } from './client.js';
 import type { RemoteWriteMetrics } from './metrics.js';
-import { encode, type Labels, type Protocol, type SeriesSamplesV2 } from './wire.js';
+import { encode, v2BodyAsV1, type Labels, type Protocol } from './wire.js';
 
 /** What the writer keeps per series. */
 export interface SeriesState {
@@ -36,31 +36,38 @@ export interface LaneOptions {
   protocol: { current: Protocol };
   /** A batch is settled (sent or dropped): its samples and bytes leave the queue. */
   settled(samples: number, bytes: number): void;
+  /**
+   * A batch was cut: what was reserved for its samples (an upper bound) becomes what it really
+   * holds, its compressed request; `delta` is the difference (usually negative).
+   */
+  resized(delta: number): void;
   metrics: RemoteWriteMetrics;
   logger: Logger;
   signal: AbortSignal;
   receiver: string;
 }
 
+/** A batch waiting for the receiver: nothing but its compressed request, which is what it is charged. */
 interface Batch {
-  body: Buffer;
+  /** Held in memory of its own, never handed to a socket (each attempt sends a copy): freed when settled. */
+  body: Uint8Array;
   samples: number;
-  /** What its samples were charged against remoteWrite.maxQueuedBytes. */
+  /** What it is charged against remoteWrite.maxQueuedBytes: its body and BATCH_BYTES. */
   bytes: number;
   protocol: Protocol;
-  /** Kept while the batch is 2.0, to send it again as 1.0 if the receiver turns out not to speak 2.0. */
-  series: SeriesSamplesV2[] | undefined;
 }
 
 /**
- * What a queued sample costs, in bytes: its value and time in the batch being built and in the
- * encoded request (with the arrays' and protobuf's overhead).
+ * What a sample reserves while its batch is being built: its value and time in the series'
+ * arrays (with their growth), and more than it can add to the batch's request, compressed or not.
  */
 export const SAMPLE_BYTES = 48;
-/** A series' entry in a batch: its labels in the request, and the entry's objects. */
+/** A series' entry in the batch being built: its labels in the request, and the entry's objects. */
 export function seriesEntryBytes(state: { labelBytes: Uint8Array }): number {
   return state.labelBytes.length + 160;
 }
+/** A cut batch's own objects and its buffer's header, besides the body's bytes. */
+export const BATCH_BYTES = 256;
 
 /** The duration histogram's `result` values, as they were before the outbound client's vocabulary. */
 const RESULT_LABEL: Record<SendOutcome['kind'], string> = {
@@ -137,13 +144,10 @@ export class Lane {
       ...samples,
     }));
     const protocol = this.options.protocol.current;
-    this.ready.push({
-      body: encode(protocol, series),
-      samples: this.buildingSamples,
-      bytes: this.buildingBytes,
-      protocol,
-      series: protocol === '2.0' ? series : undefined,
-    });
+    const body = held(encode(protocol, series));
+    const bytes = body.length + BATCH_BYTES;
+    this.ready.push({ body, samples: this.buildingSamples, bytes, protocol });
+    this.options.resized(bytes - this.buildingBytes);
     this.buildingSamples = 0;
     this.buildingBytes = 0;
     if (!this.sending) {
@@ -160,6 +164,7 @@ export class Lane {
   /** After an abort: the samples that never left, now counted as dropped. */
   abandon(): number {
     const n = this.queuedSamples;
+    for (const batch of this.ready) release(batch.body);
     this.ready.length = 0;
     this.building = [];
     this.buildingSamples = 0;
@@ -173,6 +178,7 @@ export class Lane {
         const batch = this.ready[0] as Batch;
         if (!(await this.deliver(batch))) return;
         this.ready.shift();
+        release(batch.body);
         this.options.settled(batch.samples, batch.bytes);
       }
     } finally {
@@ -188,7 +194,14 @@ export class Lane {
     for (let attempt = 0; ; attempt++) {
       if (attempt > 0) metrics.retried.inc(labels, batch.samples);
       const stop = metrics.duration.startTimer();
-      const outcome = await this.options.send(batch.body, tenant, attempt, this.options.signal, batch.protocol);
+      // A copy: the socket may still hold what it was given after the answer (an early one, an abort).
+      const outcome = await this.options.send(
+        Buffer.from(batch.body),
+        tenant,
+        attempt,
+        this.options.signal,
+        batch.protocol,
+      );
       stop({ result: RESULT_LABEL[outcome.kind] });
       if (outcome.kind === 'delivered') {
         metrics.sent.inc(labels, batch.samples);
@@ -201,7 +214,7 @@ export class Lane {
         return true;
       }
       if (this.options.signal.aborted) return false;
-      if (outcome.kind === 'unsupported' && batch.series) {
+      if (outcome.kind === 'unsupported' && batch.protocol === '2.0') {
         if (this.options.protocol.current === '2.0') {
           this.options.protocol.current = '1.0';
           this.options.logger.warn(
@@ -209,9 +222,13 @@ export class Lane {
             'the remote write receiver does not speak 2.0 (415, or no *-Written headers); falling back to 1.0 for good',
           );
         }
-        batch.body = encode('1.0', batch.series);
+        const v1 = held(v2BodyAsV1(Buffer.from(batch.body)));
+        release(batch.body);
+        batch.body = v1;
         batch.protocol = '1.0';
-        batch.series = undefined;
+        const bytes = batch.body.length + BATCH_BYTES;
+        this.options.resized(bytes - batch.bytes);
+        batch.bytes = bytes;
         continue;
       }
       metrics.failed.inc(labels, batch.samples);
@@ -262,4 +279,21 @@ export class Lane {
     const ceiling = Math.min(this.options.maxBackoffMs, this.options.minBackoffMs * 2 ** Math.min(attempt, 30));
     return ceiling / 2 + (Math.random() * ceiling) / 2;
   }
+}
+
+/**
+ * A batch's request in an ArrayBuffer of its own: released as soon as the batch is settled,
+ * without waiting for a garbage collection that an idle process may not run for a long time (a
+ * drained queue's memory was still held minutes later).
+ */
+function held(body: Buffer): Uint8Array {
+  if (body.byteOffset === 0 && body.buffer.byteLength === body.length) return new Uint8Array(body.buffer);
+  const own = new Uint8Array(new ArrayBuffer(body.length));
+  own.set(body);
+  return own;
+}
+
+/** Frees a batch's request now: a transferred-away ArrayBuffer gives its memory back at once. */
+function release(body: Uint8Array): void {
+  (body.buffer as ArrayBuffer & { transfer(length: number): ArrayBuffer }).transfer(0);
 }

@@ -13,9 +13,12 @@ export class RemoteWriteMetrics {
 
   constructor(
     registry: Registry,
-    limits: { maxQueuedSamples: number; maxQueuedBytes: number },
-    queued: () => ReadonlyMap<string, number>,
-    queuedBytes: () => number,
+    limits: { maxQueuedSamples: number; maxQueuedBytes: number; maxQueuedBytesPerTenant: number },
+    queued: {
+      /** Each namespace's samples and bytes in the queue. */
+      shares: () => ReadonlyMap<string, { samples: number; bytes: number }>;
+      bytes: () => number;
+    },
   ) {
     const registers = [registry];
     this.sent = new Counter({
@@ -61,7 +64,7 @@ export class RemoteWriteMetrics {
       registers,
       collect() {
         this.reset();
-        for (const [namespace, count] of queued()) this.set({ namespace }, count);
+        for (const [namespace, share] of queued.shares()) this.set({ namespace }, share.samples);
       },
     });
     new Gauge({
@@ -71,15 +74,30 @@ export class RemoteWriteMetrics {
     }).set(limits.maxQueuedSamples);
     new Gauge({
       name: 'intake_remote_write_queued_bytes',
-      help: 'What the queued samples take in the batches waiting for the receiver (labels once per batch, value and time per sample).',
+      help: 'What the queue holds: the compressed requests waiting for the receiver, and an upper bound for the batches being built.',
       registers,
       collect() {
-        this.set(queuedBytes());
+        this.set(queued.bytes());
       },
     });
     new Gauge({
+      name: 'intake_remote_write_namespace_queued_bytes',
+      help: "Each namespace's part of intake_remote_write_queued_bytes; past remoteWrite.maxQueuedBytesPerTenant its data points get 503.",
+      labelNames: ['namespace'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [namespace, share] of queued.shares()) this.set({ namespace }, share.bytes);
+      },
+    });
+    new Gauge({
+      name: 'intake_remote_write_namespace_queue_capacity_bytes',
+      help: "remoteWrite.maxQueuedBytesPerTenant: one namespace's share of the queue.",
+      registers,
+    }).set(limits.maxQueuedBytesPerTenant);
+    new Gauge({
       name: 'intake_remote_write_queue_capacity_bytes',
-      help: 'remoteWrite.maxQueuedBytes: past it, new data points get 503.',
+      help: "remoteWrite.maxQueuedBytes: past it, every namespace's new data points get 503.",
       registers,
     }).set(limits.maxQueuedBytes);
   }

@@ -19,19 +19,28 @@ export interface RemoteWriteSettings {
   flushIntervalMs: number;
   maxQueuedSamples: number;
   /**
-   * The queue's memory: what its samples take in the batches waiting for the receiver (a series'
-   * labels once per batch it is in, and each sample's value and time). Counting samples alone let
-   * label-heavy points grow the queue to gigabytes while the receiver failed.
+   * The queue's memory: the compressed requests of the batches waiting for the receiver, and for
+   * the batch being built an upper bound per sample and per series entry. Counting samples alone
+   * let label-heavy points grow the queue to gigabytes while the receiver failed.
    */
   maxQueuedBytes: number;
+  /**
+   * One namespace's share of maxQueuedBytes (default an eighth): a namespace whose receiver keeps
+   * failing fills its own share and is refused alone, the others keep sending.
+   */
+  maxQueuedBytesPerTenant: number;
   /**
    * A point older than this (its `time` against the ingester's clock) is refused with 400: the
    * receiver would refuse the whole batch it travels in (Prometheus: "out of bounds", about 1 h
    * behind its newest sample), losing the other points of that batch.
    */
   maxSampleAgeMs: number;
-  /** So one tenant whose batches the receiver keeps failing cannot fill the whole queue (default: maxQueuedSamples). */
-  maxQueuedSamplesPerTenant: number;
+  /**
+   * Deprecated (samples are not memory: 43,800 label-heavy ones filled 64 MiB), still applied when
+   * set, with a warning. Unset, a namespace's share in samples is maxQueuedSamples in the same
+   * proportion as maxQueuedBytesPerTenant to maxQueuedBytes.
+   */
+  maxQueuedSamplesPerTenant?: number;
   /** Requests in flight per tenant; series are spread over this many ordered lanes by hash. */
   maxInFlightPerTenant: number;
   timeoutMs: number;
@@ -55,6 +64,12 @@ export const REMOTE_WRITE_DEFAULTS = {
   minBackoffMs: 100,
   maxBackoffMs: 10_000,
 } as const;
+
+/**
+ * A namespace's default share of the queue's bytes: eight namespaces whose receivers fail at once
+ * fill the queue; fewer leave room for the others.
+ */
+const DEFAULT_SHARE = 1 / 8;
 
 /** Headers the protocol owns (the spec forbids overriding them) or that come from other settings. */
 const RESERVED_HEADERS = [
@@ -101,6 +116,7 @@ export const remoteWriteSchema = {
     maxQueuedSamples: positive,
     maxQueuedSamplesPerTenant: positive,
     maxQueuedBytes: { type: 'integer', minimum: 65536 },
+    maxQueuedBytesPerTenant: { type: 'integer', minimum: 65536 },
     maxSampleAgeMs: { type: 'integer', minimum: 60_000 },
     maxInFlightPerTenant: { type: 'integer', minimum: 1, maximum: 64 },
     timeoutMs: positive,
@@ -127,10 +143,10 @@ export function resolveRemoteWrite(block: RemoteWriteFile): RemoteWriteSettings 
   }
   if (url.username || url.password)
     throw new ConfigError('remoteWrite.url must not hold credentials: use remoteWrite.basicAuth with a passwordFile');
-  const maxQueuedSamples = block.maxQueuedSamples ?? REMOTE_WRITE_DEFAULTS.maxQueuedSamples;
+  const maxQueuedBytes = block.maxQueuedBytes ?? REMOTE_WRITE_DEFAULTS.maxQueuedBytes;
   const settings: RemoteWriteSettings = {
     ...REMOTE_WRITE_DEFAULTS,
-    maxQueuedSamplesPerTenant: maxQueuedSamples,
+    maxQueuedBytesPerTenant: Math.max(65536, Math.floor(maxQueuedBytes * DEFAULT_SHARE)),
     ...block,
     tenant: 'namespace',
     headers: { ...block.headers },
@@ -154,7 +170,12 @@ export function resolveRemoteWrite(block: RemoteWriteFile): RemoteWriteSettings 
     throw new ConfigError('remoteWrite.minBackoffMs must not exceed remoteWrite.maxBackoffMs');
   if (settings.batchSize > settings.maxQueuedSamples)
     throw new ConfigError('remoteWrite.batchSize must not exceed remoteWrite.maxQueuedSamples');
-  if (settings.maxQueuedSamplesPerTenant > settings.maxQueuedSamples)
+  if (
+    settings.maxQueuedSamplesPerTenant !== undefined &&
+    settings.maxQueuedSamplesPerTenant > settings.maxQueuedSamples
+  )
     throw new ConfigError('remoteWrite.maxQueuedSamplesPerTenant must not exceed remoteWrite.maxQueuedSamples');
+  if (settings.maxQueuedBytesPerTenant > settings.maxQueuedBytes)
+    throw new ConfigError('remoteWrite.maxQueuedBytesPerTenant must not exceed remoteWrite.maxQueuedBytes');
   return settings;
 }

@@ -4,10 +4,23 @@
  * The request handler calls admit() after validation (which refuses a `time` more than 5 minutes
  * ahead, see data-points.ts): it refuses the whole request, before anything is changed, with 400
  * when a point is older than maxSampleAgeMs (the receiver would refuse the whole batch it travels
- * in, and with it other requests' points), with 503 when the queue is full in samples or in bytes;
- * else it returns the step that queues the points. A 200 therefore means "queued for sending", not
- * "stored". While the queue refuses requests, unavailable() says why (readiness: another replica
- * may have room).
+ * in, and with it other requests' points), with 503 when the points would not fit in the
+ * namespace's share of the queue (maxQueuedBytesPerTenant) or in the queue as a whole; else it
+ * returns the step that queues the points. A 200 therefore means "queued for sending", not
+ * "stored".
+ *
+ * The queue is shared by every namespace, and a namespace whose receiver keeps failing (Mimir's
+ * per-tenant 429, one X-Scope-OrgID refused) keeps its batches: its share is reserved, in bytes,
+ * before its points are accepted (admit() checks it and commit() charges it in the same turn of the
+ * event loop, data-points.ts, so no other request comes between), so it fills its own share and is
+ * refused alone. None of this
+ * makes the replica unready (docs/design.md §4b rule 3): one namespace's full share is its own
+ * trouble, and the queue as a whole fills only when the receiver fails for several namespaces,
+ * which every replica, sharing the receiver, has alike; taking replicas out of the Service would
+ * refuse webhooks, which do not use the queue at all.
+ *
+ * What is charged is what is held: while a batch is being built, an upper bound per sample and
+ * per series entry; once cut, its compressed request (the only thing a queued batch keeps).
  *
  * Per series, timestamps only move forward on one replica: a point older than the newest one
  * accepted for its series is dropped (counted as out_of_order), as is a point at the same
@@ -18,7 +31,7 @@ import type { Logger } from 'pino';
 import type { Counter, Registry } from 'prom-client';
 import type { DataPoint } from '../data-points.js';
 import { ErrorCollector } from '../../core/batch.js';
-import { largerThanRemoteWriteQueue, unavailable } from '../../core/errors.js';
+import { largerThanRemoteWriteQueue, remoteWriteQueueFull, type QueueLimit } from '../../core/errors.js';
 import { RemoteWriteClient, type SendOutcome } from './client.js';
 import { seriesKey, wireLabels } from './labels.js';
 import { Lane, SAMPLE_BYTES, seriesEntryBytes, type SeriesState } from './lane.js';
@@ -27,6 +40,8 @@ import type { RemoteWriteSettings } from './settings.js';
 import { encodeLabels, type Protocol } from './wire.js';
 
 const SWEEP_INTERVAL_MS = 30_000;
+/** A refused sender retries after this long: a batch of a failing receiver is retried within seconds. */
+const RETRY_AFTER_SECONDS = 5;
 
 export interface RemoteWriterOptions {
   registry: Registry;
@@ -60,14 +75,18 @@ interface Prepared {
   unit: string | undefined;
 }
 
+/** What one namespace holds in the queue. */
+interface Share {
+  samples: number;
+  bytes: number;
+}
+
 export class RemoteWriter {
   private readonly tenants = new Map<string, Lane[]>();
   private readonly series = new Map<string, SeriesState>();
   private queued = 0;
   private queuedBytes = 0;
-  /** The last request refused for want of room (samples, bytes): until it would fit, the writer is unready. */
-  private refused = { samples: 0, bytes: 0 };
-  private readonly queuedPerTenant = new Map<string, number>();
+  private readonly shares = new Map<string, Share>();
   private readonly metrics: RemoteWriteMetrics;
   private readonly client: RemoteWriteClient | undefined;
   private readonly send: NonNullable<RemoteWriterOptions['send']>;
@@ -82,12 +101,15 @@ export class RemoteWriter {
   ) {
     this.now = options.now ?? Date.now;
     this.protocol = { current: settings.protocol };
-    this.metrics = new RemoteWriteMetrics(
-      options.registry,
-      settings,
-      () => this.queuedPerTenant,
-      () => this.queuedBytes,
-    );
+    this.metrics = new RemoteWriteMetrics(options.registry, settings, {
+      shares: () => this.shares,
+      bytes: () => this.queuedBytes,
+    });
+    if (settings.maxQueuedSamplesPerTenant !== undefined)
+      options.logger.warn(
+        { maxQueuedSamplesPerTenant: settings.maxQueuedSamplesPerTenant },
+        "remoteWrite.maxQueuedSamplesPerTenant is deprecated: it counts samples, not the memory they take; each namespace's share is remoteWrite.maxQueuedBytesPerTenant. It is still applied",
+      );
     if (options.send) this.send = options.send;
     else {
       const client = new RemoteWriteClient(settings);
@@ -105,14 +127,9 @@ export class RemoteWriter {
     return this.queuedBytes;
   }
 
-  /** Why the writer refuses requests now, or undefined when the last refused one would fit (readiness). */
-  unavailable(): string | undefined {
-    const { maxQueuedSamples, maxQueuedBytes } = this.settings;
-    if (this.queued + this.refused.samples >= maxQueuedSamples)
-      return `the remote write queue is full (${this.queued} of ${maxQueuedSamples} samples)`;
-    if (this.queuedBytes + this.refused.bytes >= maxQueuedBytes)
-      return `the remote write queue is full (${this.queuedBytes} of ${maxQueuedBytes} bytes)`;
-    return undefined;
+  /** What a namespace holds in the queue now. */
+  shareOf(tenant: string): Readonly<Share> {
+    return this.shares.get(tenant) ?? { samples: 0, bytes: 0 };
   }
 
   /**
@@ -122,20 +139,27 @@ export class RemoteWriter {
   admit(tenant: string, points: readonly DataPoint[]): Admitted {
     const receivedAtMs = this.now();
     this.refuseTooOld(tenant, points, receivedAtMs);
-    if (this.queued + points.length > this.settings.maxQueuedSamples) {
-      this.options.rejected.inc({ namespace: tenant, reason: 'queue_full' }, points.length);
-      this.refused = { samples: Math.min(points.length, this.settings.maxQueuedSamples), bytes: 0 };
-      throw unavailable(
-        `the remote write queue is full (${this.queued} of ${this.settings.maxQueuedSamples} samples waiting for the receiver); nothing was accepted, retry later`,
-      );
-    }
-    const ofTenant = this.queuedPerTenant.get(tenant) ?? 0;
-    if (ofTenant + points.length > this.settings.maxQueuedSamplesPerTenant) {
-      this.options.rejected.inc({ namespace: tenant, reason: 'queue_full' }, points.length);
-      throw unavailable(
-        `the remote write queue of namespace ${tenant} is full (${ofTenant} of ${this.settings.maxQueuedSamplesPerTenant} samples waiting for the receiver); nothing was accepted, retry later`,
-      );
-    }
+    const share = this.shareOf(tenant);
+    const { maxQueuedSamples, maxQueuedBytes, maxQueuedBytesPerTenant } = this.settings;
+    const samplesPerTenant = this.samplesPerTenant();
+    if (share.samples + points.length > samplesPerTenant)
+      this.refuse(tenant, points.length, {
+        scope: 'namespace',
+        resource: 'samples',
+        queued: share.samples,
+        max: samplesPerTenant,
+        requested: points.length,
+        field: 'remoteWrite.maxQueuedSamplesPerTenant',
+      });
+    if (this.queued + points.length > maxQueuedSamples)
+      this.refuse(tenant, points.length, {
+        scope: 'replica',
+        resource: 'samples',
+        queued: this.queued,
+        max: maxQueuedSamples,
+        requested: points.length,
+        field: 'remoteWrite.maxQueuedSamples',
+      });
     let bytes = 0;
     const prepared: Prepared[] = points.map((p) => {
       const labels = wireLabels(tenant, p);
@@ -153,22 +177,47 @@ export class RemoteWriter {
         unit: p.unit,
       };
     });
-    if (bytes > this.settings.maxQueuedBytes) {
-      // It would never fit, not even in an empty queue: a 503 would be retried for ever.
+    if (bytes > maxQueuedBytesPerTenant) {
+      // It would never fit, not even in an empty share: a 503 would be retried for ever.
       this.options.rejected.inc({ namespace: tenant, reason: 'queue_full' }, points.length);
-      throw largerThanRemoteWriteQueue(points.length, bytes, this.settings.maxQueuedBytes);
+      throw largerThanRemoteWriteQueue(points.length, bytes, maxQueuedBytesPerTenant);
     }
-    if (this.queuedBytes + bytes > this.settings.maxQueuedBytes) {
-      this.options.rejected.inc({ namespace: tenant, reason: 'queue_full' }, points.length);
-      this.refused = { samples: 0, bytes: Math.min(bytes, this.settings.maxQueuedBytes) };
-      throw unavailable(
-        `the remote write queue is full (${this.queuedBytes} of ${this.settings.maxQueuedBytes} bytes waiting for the receiver, remoteWrite.maxQueuedBytes); nothing was accepted, retry later`,
-      );
-    }
-    this.refused = { samples: 0, bytes: 0 };
+    // The namespace's own share first: a namespace whose receiver fails is told so, by name.
+    if (share.bytes + bytes > maxQueuedBytesPerTenant)
+      this.refuse(tenant, points.length, {
+        scope: 'namespace',
+        resource: 'bytes',
+        queued: share.bytes,
+        max: maxQueuedBytesPerTenant,
+        requested: bytes,
+        field: 'remoteWrite.maxQueuedBytesPerTenant',
+      });
+    if (this.queuedBytes + bytes > maxQueuedBytes)
+      this.refuse(tenant, points.length, {
+        scope: 'replica',
+        resource: 'bytes',
+        queued: this.queuedBytes,
+        max: maxQueuedBytes,
+        requested: bytes,
+        field: 'remoteWrite.maxQueuedBytes',
+      });
     // A request may list a series' points in any order; the wire needs them oldest first.
     if (!isSortedByTime(prepared)) prepared.sort((a, b) => a.ts - b.ts);
     return { commit: () => this.commit(tenant, prepared, receivedAtMs) };
+  }
+
+  /** A namespace's share in samples: the deprecated setting, else the same fraction as its share in bytes. */
+  private samplesPerTenant(): number {
+    const { maxQueuedSamples, maxQueuedBytes, maxQueuedBytesPerTenant, maxQueuedSamplesPerTenant } = this.settings;
+    return (
+      maxQueuedSamplesPerTenant ??
+      Math.max(this.settings.batchSize, Math.floor((maxQueuedSamples * maxQueuedBytesPerTenant) / maxQueuedBytes))
+    );
+  }
+
+  private refuse(tenant: string, points: number, limit: Omit<QueueLimit, 'namespace' | 'retryAfterSeconds'>): never {
+    this.options.rejected.inc({ namespace: tenant, reason: 'queue_full' }, points);
+    throw remoteWriteQueueFull({ ...limit, namespace: tenant, retryAfterSeconds: RETRY_AFTER_SECONDS });
   }
 
   /** 400 naming each point older than maxSampleAgeMs: the receiver would refuse the batch it is sent in. */
@@ -193,7 +242,11 @@ export class RemoteWriter {
   }
 
   private commit(tenant: string, prepared: readonly Prepared[], nowMs: number): void {
-    const queuedBefore = this.queued;
+    let share = this.shares.get(tenant);
+    if (!share) {
+      share = { samples: 0, bytes: 0 };
+      this.shares.set(tenant, share);
+    }
     for (const p of prepared) {
       let state = this.series.get(p.key);
       if (!state) {
@@ -213,8 +266,11 @@ export class RemoteWriter {
       if (p.help !== undefined) state.help = p.help;
       if (p.unit !== undefined) state.unit = p.unit;
       if (p.ts > state.lastTs) {
+        const bytes = state.lane.add(state, p.value, p.ts);
         this.queued++;
-        this.queuedBytes += state.lane.add(state, p.value, p.ts);
+        this.queuedBytes += bytes;
+        share.samples++;
+        share.bytes += bytes;
       } else if (
         p.ts === state.lastTs &&
         state.pending &&
@@ -228,7 +284,6 @@ export class RemoteWriter {
         });
       }
     }
-    this.queuedPerTenant.set(tenant, (this.queuedPerTenant.get(tenant) ?? 0) + this.queued - queuedBefore);
   }
 
   private laneFor(tenant: string, key: string): Lane {
@@ -246,9 +301,15 @@ export class RemoteWriter {
             send: this.send,
             protocol: this.protocol,
             settled: (samples, bytes) => {
+              const share = this.shares.get(tenant) as Share;
               this.queued -= samples;
               this.queuedBytes -= bytes;
-              this.queuedPerTenant.set(tenant, (this.queuedPerTenant.get(tenant) ?? 0) - samples);
+              share.samples -= samples;
+              share.bytes -= bytes;
+            },
+            resized: (delta) => {
+              (this.shares.get(tenant) as Share).bytes += delta;
+              this.queuedBytes += delta;
             },
             metrics: this.metrics,
             logger: this.options.logger,

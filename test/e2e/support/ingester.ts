@@ -34,6 +34,8 @@ export interface StartOptions {
   waitReady?: boolean;
   /** Node flags before the script (e.g. the heap sizes of a pod's memory limit). */
   nodeArgs?: string[];
+  /** Environment variables added to the test's own (e.g. the image's). */
+  env?: Record<string, string>;
 }
 
 /** Copies the example config, applies `edit` to it, and starts the ingester with it. */
@@ -58,11 +60,13 @@ export async function startIngester(
     '--admin-listen',
     `127.0.0.1:${adminPort}`,
   ];
+  const env = { ...process.env, ...options.env };
   const child =
     options.fdLimit === undefined
-      ? spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] })
+      ? spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env })
       : spawn('/bin/sh', ['-c', `ulimit -n ${options.fdLimit} && exec "$0" "$@"`, process.execPath, ...args], {
           stdio: ['ignore', 'pipe', 'pipe'],
+          env,
         });
   let out = '';
   let err = '';

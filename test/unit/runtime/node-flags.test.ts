@@ -29,6 +29,11 @@ describe('the Node flags intake runs with', () => {
     expect(read('cmd/intake.ts').split('\n')[0]).toBe(`#!/usr/bin/env -S node ${FLAG}`);
   });
 
+  it('come with the same malloc setting in both image builds (large freed blocks go back to the kernel)', () => {
+    expect(read('Dockerfile')).toMatch(/^ENV MALLOC_MMAP_THRESHOLD_=131072$/m);
+    expect(read('image/build.sh')).toContain('--config.env=MALLOC_MMAP_THRESHOLD_=131072');
+  });
+
   it('keep the young generation at 2 x 4 MiB under a high allocation rate when given as NODE_OPTIONS', () => {
     const run = spawnSync(process.execPath, ['-e', PROBE], {
       encoding: 'utf8',

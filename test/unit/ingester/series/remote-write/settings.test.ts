@@ -19,8 +19,8 @@ it('fills the defaults the issue documents', () => {
     batchSize: 2000,
     flushIntervalMs: 1000,
     maxQueuedSamples: 1_000_000,
-    maxQueuedSamplesPerTenant: 1_000_000,
     maxQueuedBytes: 64 * 1024 * 1024,
+    maxQueuedBytesPerTenant: 8 * 1024 * 1024,
     maxSampleAgeMs: 45 * 60_000,
     maxInFlightPerTenant: 2,
     timeoutMs: 30_000,
@@ -51,6 +51,11 @@ it.each([
   [{ remoteWrite: { url, batchSize: 0 } }, /remoteWrite\/batchSize must be >= 1/],
   [{ remoteWrite: { url, tenant: 'label' } }, /remoteWrite\/tenant must be equal to one of the allowed values/],
   [{ exposition: { enabled: false } }, /exposition.enabled is false and remoteWrite is not set/],
+  [
+    { remoteWrite: { url, maxQueuedBytes: 1 << 20, maxQueuedBytesPerTenant: 2 << 20 } },
+    /maxQueuedBytesPerTenant must not exceed remoteWrite.maxQueuedBytes/,
+  ],
+  [{ remoteWrite: { url, maxQueuedBytesPerTenant: 1000 } }, /remoteWrite\/maxQueuedBytesPerTenant must be >= 65536/],
 ])('refuses %j', (file, message) => {
   expect(() => load(file)).toThrow(message);
 });
@@ -66,4 +71,15 @@ it('accepts remote write with exposition off', () => {
   });
   expect(s.exposition.enabled).toBe(false);
   expect(s.remoteWrite?.tenantHeader).toBe('X-Scope-OrgID');
+});
+
+it("gives a namespace an eighth of the queue's bytes, and never less than 64 KiB", () => {
+  expect(load({ remoteWrite: { url, maxQueuedBytes: 16 << 20 } }).remoteWrite?.maxQueuedBytesPerTenant).toBe(2 << 20);
+  expect(load({ remoteWrite: { url, maxQueuedBytes: 65536 } }).remoteWrite?.maxQueuedBytesPerTenant).toBe(65536);
+});
+
+it('still reads the deprecated maxQueuedSamplesPerTenant (the writer applies it, with a warning)', () => {
+  expect(load({ remoteWrite: { url, maxQueuedSamplesPerTenant: 5000 } }).remoteWrite?.maxQueuedSamplesPerTenant).toBe(
+    5000,
+  );
 });

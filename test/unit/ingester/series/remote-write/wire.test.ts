@@ -2,7 +2,13 @@
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { uncompressSync } from 'snappy';
 import { WriteRequestSchema } from '../../../../../ingester/series/remote-write/generated/remote_write_v1_pb.js';
-import { encodeLabels, encodeWriteRequest, snappyBlock } from '../../../../../ingester/series/remote-write/wire.js';
+import {
+  encode,
+  encodeLabels,
+  encodeWriteRequest,
+  snappyBlock,
+  v2BodyAsV1,
+} from '../../../../../ingester/series/remote-write/wire.js';
 
 const a: Array<[string, string]> = [
   ['__name__', 'up'],
@@ -46,4 +52,40 @@ it('round-trips through the Snappy block format, zero and NaN values included', 
     [0, 1n],
     [NaN, 2n],
   ]);
+});
+
+it('writes a negative timestamp and a long series as toBinary does', () => {
+  const many = Array.from({ length: 300 }, (_, i) => (i + 1) * 1.25); // toBinary leaves a 0 out
+  const assembled = encodeWriteRequest([
+    { labelBytes: encodeLabels(a), values: [1, 2, 3], timestamps: [-1, 1, -1_700_000_000_000] },
+    { labelBytes: encodeLabels(b), values: many, timestamps: many.map((_, i) => 2 ** 52 + i) },
+  ]);
+  const whole = toBinary(
+    WriteRequestSchema,
+    create(WriteRequestSchema, {
+      timeseries: [
+        {
+          labels: a.map(([name, value]) => ({ name, value })),
+          samples: [
+            { value: 1, timestamp: -1n },
+            { value: 2, timestamp: 1n },
+            { value: 3, timestamp: -1_700_000_000_000n },
+          ],
+        },
+        {
+          labels: b.map(([name, value]) => ({ name, value })),
+          samples: many.map((value, i) => ({ value, timestamp: BigInt(2 ** 52 + i) })),
+        },
+      ],
+    }),
+  );
+  expect(Buffer.from(assembled).equals(Buffer.from(whole))).toBe(true);
+});
+
+it('turns a queued 2.0 request into the 1.0 request of the same samples (a receiver that refuses 2.0)', () => {
+  const series = [
+    { labelBytes: encodeLabels(a), labels: a, help: 'h', unit: 'u', values: [1.5], timestamps: [1_700_000_000_000] },
+    { labelBytes: encodeLabels(b), labels: b, help: '', unit: '', values: [2, 3], timestamps: [5, 6] },
+  ];
+  expect(v2BodyAsV1(encode('2.0', series)).equals(encode('1.0', series))).toBe(true);
 });

@@ -8,6 +8,8 @@ import { Counter, Registry } from 'prom-client';
 import type { DataPoint } from '../../../../../ingester/series/data-points.js';
 import { resolveRemoteWrite, type RemoteWriteFile } from '../../../../../ingester/series/remote-write/settings.js';
 import { RemoteWriter } from '../../../../../ingester/series/remote-write/writer.js';
+import { BATCH_BYTES } from '../../../../../ingester/series/remote-write/lane.js';
+import type { QueueFullError } from '../../../../../ingester/core/errors.js';
 import { ROOT } from '../../../../support/paths.js';
 import { waitFor } from '../../../../support/waiting.js';
 import { flatten, startRecordingReceiver, type RecordingReceiver } from '../../../../e2e/support/recording-receiver.js';
@@ -324,54 +326,104 @@ it('verifies an HTTPS receiver with the CA from tls.caFile', async () => {
   expect(receiver.url).toMatch(/^https:/);
 });
 
-it('answers 503 once the queued bytes would pass maxQueuedBytes, is unavailable while the refused request would not fit, and available again once sent', async () => {
+// ~1 KB of labels per point: 40 points reserve about 47 KB.
+const heavy = (i: number) => point(i, { timeMs: NOW, source: `host-${i}`, tags: { blob: 'x'.repeat(1000) } });
+const heavies = (from: number, n = 40) => Array.from({ length: n }, (_, i) => heavy(from + i));
+
+it("answers 503 naming the limit to a namespace past its share of the queue's bytes, takes another namespace's points, and takes the first again once its share is sent", async () => {
   for (let i = 0; i < 3; i++) receiver.script.push({ status: 503 });
-  const w = start({ maxQueuedBytes: 65536, batchSize: 1000, flushIntervalMs: 50 });
-  // ~1 KB of labels per point: 40 points take about 42 KB, the next 40 would pass 64 KiB.
-  const heavy = (i: number) => point(i, { timeMs: NOW, source: `host-${i}`, tags: { blob: 'x'.repeat(1000) } });
-  w.admit(
-    'team-a',
-    Array.from({ length: 40 }, (_, i) => heavy(i)),
-  ).commit();
-  expect(w.queuedByteCount).toBeGreaterThan(40 * 1000);
-  expect(w.unavailable()).toBeUndefined();
-  expect(() =>
-    w.admit(
-      'team-a',
-      Array.from({ length: 40 }, (_, i) => heavy(100 + i)),
-    ),
-  ).toThrow(
-    expect.objectContaining({
-      statusCode: 503,
-      headers: { 'retry-after': '5' },
-      message: expect.stringContaining('remoteWrite.maxQueuedBytes'),
-    }),
-  );
+  const w = start({ maxQueuedBytes: 4 * 65536, maxQueuedBytesPerTenant: 65536, batchSize: 1000, flushIntervalMs: 50 });
+  w.admit('team-a', heavies(0)).commit();
+  expect(w.shareOf('team-a').bytes).toBeGreaterThan(40 * 1000);
+  let refusal: unknown;
+  try {
+    w.admit('team-a', heavies(100));
+  } catch (err) {
+    refusal = err;
+  }
+  expect(refusal).toMatchObject({
+    statusCode: 503,
+    code: 'REMOTE_WRITE_QUEUE_FULL',
+    headers: { 'retry-after': '5' },
+    message: expect.stringContaining("namespace team-a's share of the remote write queue is full"),
+  });
+  expect((refusal as QueueFullError).toBody().limit).toEqual({
+    scope: 'namespace',
+    namespace: 'team-a',
+    resource: 'bytes',
+    queued: w.shareOf('team-a').bytes,
+    max: 65536,
+    requested: expect.any(Number),
+    retryAfterSeconds: 5,
+    field: 'remoteWrite.maxQueuedBytesPerTenant',
+  });
   expect(w.queuedSamples).toBe(40);
-  expect(w.unavailable()).toMatch(/remote write queue is full \(\d+ of 65536 bytes\)/);
-  // The receiver takes the batch after three 503s: the queue empties, the writer is available again.
+  // Another namespace has a share of its own.
+  expect(() => w.admit('team-b', heavies(200)).commit()).not.toThrow();
+  // The receiver takes the batches after three 503s: the shares empty.
   await waitFor('sent', async () => w.queuedSamples === 0);
   expect(w.queuedByteCount).toBe(0);
-  expect(w.unavailable()).toBeUndefined();
-  expect(() =>
-    w
-      .admit(
-        'team-a',
-        Array.from({ length: 40 }, (_, i) => heavy(100 + i)),
-      )
-      .commit(),
-  ).not.toThrow();
+  expect(w.shareOf('team-a')).toEqual({ samples: 0, bytes: 0 });
+  expect(() => w.admit('team-a', heavies(100)).commit()).not.toThrow();
 });
 
-it('answers 413 for a request that would not fit even in an empty queue (a 503 would be retried for ever)', () => {
-  const w = start({ maxQueuedBytes: 65536 });
-  const points = Array.from({ length: 80 }, (_, i) =>
-    point(i, { timeMs: NOW, source: `host-${i}`, tags: { blob: 'x'.repeat(1000) } }),
+it('answers 503 to every namespace once the queue as a whole is full, each still under its share', () => {
+  for (let i = 0; i < 20; i++) receiver.script.push({ status: 503 });
+  const w = start({ maxQueuedBytes: 131072, maxQueuedBytesPerTenant: 65536, batchSize: 1000, flushIntervalMs: 60_000 });
+  w.admit('team-a', heavies(0)).commit();
+  w.admit('team-b', heavies(100)).commit();
+  for (const tenant of ['team-c', 'team-d'])
+    expect(() => w.admit(tenant, heavies(300))).toThrow(
+      expect.objectContaining({
+        statusCode: 503,
+        message: expect.stringContaining('the remote write queue is full for every namespace'),
+        limit: expect.objectContaining({ scope: 'replica', field: 'remoteWrite.maxQueuedBytes', max: 131072 }),
+      }),
+    );
+});
+
+it('charges a cut batch what it holds, its compressed request, after reserving an upper bound for its points', async () => {
+  const bodies = new Map<Buffer, number>();
+  const settings = resolveRemoteWrite({
+    url: receiver.url,
+    batchSize: 40,
+    flushIntervalMs: 60_000,
+    maxInFlightPerTenant: 1, // one lane: the 40th point cuts the batch
+  });
+  writer = new RemoteWriter(settings, {
+    registry,
+    logger: pino({ level: 'silent' }),
+    seriesTtlMs: 60_000,
+    rejected: new Counter({ name: 'r_total', help: 'h', labelNames: ['namespace', 'reason'], registers: [registry] }),
+    send: async (body) => {
+      bodies.set(body, body.length);
+      return { kind: 'retry', reason: 'http_500', status: 500, error: 'failing' };
+    },
+  });
+  const w = writer;
+  const admitted = w.admit('team-a', heavies(0, 39));
+  admitted.commit();
+  // Being built: the upper bound, more than the labels and samples themselves.
+  const reserved = w.queuedByteCount;
+  expect(reserved).toBeGreaterThan(39 * 1000);
+  w.admit('team-a', heavies(39, 1)).commit(); // the 40th point cuts the batch
+  await waitFor('sent once', async () => bodies.size === 1);
+  const [held] = [...bodies.values()];
+  expect(w.queuedByteCount).toBe((held as number) + BATCH_BYTES);
+  expect(w.shareOf('team-a')).toEqual({ samples: 40, bytes: (held as number) + BATCH_BYTES });
+  expect(w.queuedByteCount).toBeLessThan(reserved);
+});
+
+it("answers 413 for a request that would not fit even in a namespace's empty share (a 503 would be retried for ever)", () => {
+  const w = start({ maxQueuedBytes: 4 * 65536, maxQueuedBytesPerTenant: 65536 });
+  expect(() => w.admit('team-a', heavies(0, 80))).toThrow(
+    expect.objectContaining({
+      statusCode: 413,
+      code: 'PAYLOAD_TOO_LARGE',
+      message: expect.stringContaining('remoteWrite.maxQueuedBytesPerTenant 65536'),
+    }),
   );
-  expect(() => w.admit('team-a', points)).toThrow(
-    expect.objectContaining({ statusCode: 413, code: 'PAYLOAD_TOO_LARGE' }),
-  );
-  expect(w.unavailable()).toBeUndefined();
+  expect(w.queuedSamples).toBe(0);
 });
 
 it('refuses a request with a point older than maxSampleAgeMs with 400 naming each such point and time, and queues nothing', () => {
@@ -389,4 +441,31 @@ it('refuses a request with a point older than maxSampleAgeMs with 400 naming eac
     }),
   );
   expect(w.queuedSamples).toBe(0);
+});
+
+it('warns at start that maxQueuedSamplesPerTenant is deprecated (and still applies it, above)', () => {
+  const lines: string[] = [];
+  const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
+  const settings = resolveRemoteWrite({ url: receiver.url, maxQueuedSamplesPerTenant: 5000 });
+  const rejected = new Counter({
+    name: 'w_total',
+    help: 'h',
+    labelNames: ['namespace', 'reason'],
+    registers: [registry],
+  });
+  writer = new RemoteWriter(settings, { registry, logger, seriesTtlMs: 60_000, rejected });
+  expect(lines.map((l) => JSON.parse(l) as { msg: string })).toEqual([
+    expect.objectContaining({ msg: expect.stringContaining('maxQueuedSamplesPerTenant is deprecated') }),
+  ]);
+});
+
+it("exposes each namespace's queued bytes and its share", async () => {
+  for (let i = 0; i < 5; i++) receiver.script.push({ status: 503 });
+  const w = start({ maxQueuedBytes: 4 * 65536, maxQueuedBytesPerTenant: 65536 });
+  w.admit('team-a', heavies(0, 10)).commit();
+  expect(await metric('intake_remote_write_namespace_queued_bytes', { namespace: 'team-a' })).toBe(
+    w.shareOf('team-a').bytes,
+  );
+  expect(await metric('intake_remote_write_namespace_queue_capacity_bytes')).toBe(65536);
+  expect(await metric('intake_remote_write_queued_bytes')).toBe(w.queuedByteCount);
 });
