@@ -198,6 +198,11 @@ export class Authenticator {
       const key = header.trim();
       const target = identityTarget(table.apiKeyIdentity(key, undefined));
       this.refuseBlocked(req, target);
+      // A key naming no identity has no pair to block it: from a suspect address it is not even
+      // looked up, so a key chosen without the `<namespace>_` prefix cannot be guessed there
+      // without bound. Its answer is a suspect's failure, the same as a wrong key's.
+      if (target === undefined && this.options.throttle.suspectFor(req.ip) > 0)
+        return this.fail(req, 'metrics', 'invalid', startedMs, undefined);
       const entry = table.authenticateApiKey(key, undefined);
       if (!entry) return this.fail(req, 'metrics', 'invalid', startedMs, target);
       return this.accept(req, entry, target);

@@ -124,6 +124,32 @@ describe('POST /events/webhook_<name>', () => {
     for (let i = 0; i < 3; i++) expect((await h.postMetrics(point, { apikey: `nobody_${i}` })).statusCode).toBe(401);
   });
 
+  it('from a suspect address, looks up no key that names no identity; keys naming one still pass', async () => {
+    const h = await harness({
+      failures: 20,
+      failuresPerAddress: 3,
+      routes: [
+        ...demoRoutes(),
+        {
+          apiVersion: 'intake.dev/v1alpha1' as const,
+          kind: 'ApiKey' as const,
+          name: 'k',
+          namespace: 'team-u',
+          credentials: [{ username: 'u', secret: { plain: 'unprefixed-key' } }],
+        },
+      ],
+    });
+    const point = { metric: 'm', data: 1, source: 's' };
+    expect((await h.postMetrics(point, { apikey: 'unprefixed-key' })).statusCode).toBe(200);
+    for (let i = 0; i < 4; i++) await h.postMetrics(point, { apikey: `guess${i}` });
+    const refused = await h.postMetrics(point, { apikey: 'unprefixed-key' });
+    const wrong = await h.postMetrics(point, { apikey: 'guess-again' });
+    expect(refused.statusCode).toBe(429);
+    expect(refused.body).toBe(wrong.body);
+    // The example's key names its namespace: checked as usual.
+    expect((await h.postMetrics(point)).statusCode).toBe(200);
+  });
+
   it('bounds failures across integrations per address: past it failures get 429, valid credentials still pass', async () => {
     const h = await harness({ failures: 1000, failuresPerAddress: 5 });
     const statuses = [];
