@@ -1,6 +1,6 @@
 /**
  * Brute-force guard, keyed by source address *and* what it tried (a published integration, or the
- * metrics endpoint). Two budgets:
+ * metrics endpoint for one API key identity). Two budgets:
  *
  * - per pair (address, target): `failures` in the window block that pair for `blockSeconds`,
  *   whatever it sends next, so guessing one integration's secret cannot be told from being
@@ -39,7 +39,12 @@ const MAX_BLOCKED = 100_000;
 export type GuardTarget = string | undefined;
 
 export const webhookTarget = (name: string): string => `webhook_${name}`;
-export const METRICS_TARGET = 'metrics';
+/**
+ * The metrics endpoint, per API key identity (RouteTable.apiKeyIdentity: the namespace a key
+ * names): a stranger's wrong keys for one tenant never block another tenant's valid key from
+ * the same address.
+ */
+export const metricsTarget = (identity: string): string => `metrics_${identity}`;
 
 const pairKey = (address: string, target: string): string => `${address} ${target}`;
 

@@ -24,7 +24,7 @@ import type { FastifyRequest } from 'fastify';
 import { hashScrypt } from '../../api/verifiers.js';
 import { parseBasicAuth, soleHeader } from './basic-auth.js';
 import { KnownSenders } from './known-senders.js';
-import { METRICS_TARGET, webhookTarget, type AuthThrottle, type GuardTarget } from './auth-throttle.js';
+import { metricsTarget, webhookTarget, type AuthThrottle, type GuardTarget } from './auth-throttle.js';
 import type { VerifiedCache } from '../routing/credentials.js';
 import { includesBasic } from '../../api/signatures.js';
 import {
@@ -182,23 +182,38 @@ export class Authenticator {
     return entry;
   }
 
-  /** `apiKey: <key>` header, or Basic `<username>:<key>`; resolves to the key's route or throws. */
+  /**
+   * `apiKey: <key>` header, or Basic `<username>:<key>`; resolves to the key's route or throws.
+   * Failures are charged to the address and the identity the attempt names (the key's namespace,
+   * or its username's: RouteTable.apiKeyIdentity), so wrong keys for one tenant from a shared
+   * egress never block another tenant's key; one naming nothing published, to the address alone.
+   */
   async apiKey(req: FastifyRequest): Promise<RouteEntry> {
     const startedMs = performance.now();
-    this.refuseBlocked(req, METRICS_TARGET);
+    const table = this.options.routes();
     const header = req.headers.apikey;
-    let entry: RouteEntry | undefined;
     if (header !== undefined) {
       if (typeof header !== 'string' || header === '')
-        return this.fail(req, 'metrics', 'missing', startedMs, METRICS_TARGET);
-      entry = this.options.routes().authenticateApiKey(header.trim(), undefined);
-    } else {
-      const creds = parseBasicAuth(soleHeader(req.raw.rawHeaders, 'authorization'));
-      if (!creds) return this.fail(req, 'metrics', 'missing', startedMs, METRICS_TARGET);
-      entry = this.options.routes().authenticateApiKey(creds.password, creds.username);
+        return this.fail(req, 'metrics', 'missing', startedMs, undefined);
+      const key = header.trim();
+      const target = identityTarget(table.apiKeyIdentity(key, undefined));
+      this.refuseBlocked(req, target);
+      // A key naming no identity has no pair to block it: from a suspect address it is not even
+      // looked up, so a key chosen without the `<namespace>_` prefix cannot be guessed there
+      // without bound. Its answer is a suspect's failure, the same as a wrong key's.
+      if (target === undefined && this.options.throttle.suspectFor(req.ip) > 0)
+        return this.fail(req, 'metrics', 'invalid', startedMs, undefined);
+      const entry = table.authenticateApiKey(key, undefined);
+      if (!entry) return this.fail(req, 'metrics', 'invalid', startedMs, target);
+      return this.accept(req, entry, target);
     }
-    if (!entry) return this.fail(req, 'metrics', 'invalid', startedMs, METRICS_TARGET);
-    return this.accept(req, entry);
+    const creds = parseBasicAuth(soleHeader(req.raw.rawHeaders, 'authorization'));
+    if (!creds) return this.fail(req, 'metrics', 'missing', startedMs, undefined);
+    const target = identityTarget(table.apiKeyIdentity(creds.password, creds.username));
+    this.refuseBlocked(req, target);
+    const entry = table.authenticateApiKey(creds.password, creds.username);
+    if (!entry) return this.fail(req, 'metrics', 'invalid', startedMs, target);
+    return this.accept(req, entry, target);
   }
 
   /** The pair (address, target) is blocked: 429 whatever the request carries. */
@@ -211,9 +226,9 @@ export class Authenticator {
    * Right credentials: still refused if the pair got blocked meanwhile, or the route is suspended.
    * Either way the request proved them: its refusal is the tenant's to read (activity).
    */
-  private accept(req: FastifyRequest, entry: RouteEntry): RouteEntry {
+  private accept(req: FastifyRequest, entry: RouteEntry, target: GuardTarget = webhookTarget(entry.name)): RouteEntry {
     req.authenticated = true;
-    this.refuseBlocked(req, entry.kind === 'ApiKey' ? METRICS_TARGET : webhookTarget(entry.name));
+    this.refuseBlocked(req, target);
     if (entry.suspended)
       throw suspended(entry.kind, entry.kind === 'ApiKey' ? `${entry.namespace}/${entry.name}` : entry.name);
     return entry;
@@ -245,3 +260,6 @@ export class Authenticator {
     throw new AuthRefusal(reason, endpoint === 'events' ? unauthorized() : unauthorizedApiKey());
   }
 }
+
+const identityTarget = (identity: string | undefined): GuardTarget =>
+  identity === undefined ? undefined : metricsTarget(identity);

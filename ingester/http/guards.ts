@@ -1,8 +1,8 @@
 /**
  * What protects the listeners themselves, before any route runs: a connection cap below the
  * process's file-descriptor limit, short timeouts for connections that send nothing or send a
- * body too slowly, JSON answers for requests Node itself refuses, and `100 Continue` only after
- * authentication.
+ * body too slowly, JSON answers for requests Node itself refuses, and `100 Continue` only once
+ * the body's bytes are reserved.
  */
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -127,8 +127,9 @@ export function keepsConnectionAfterTooLarge(req: IncomingMessage, bodyLimit: nu
 
 /**
  * Node answers `Expect: 100-continue` at once unless someone listens for it. Route such requests
- * like any other instead; the ingest routes send `100 Continue` once the sender has authenticated,
- * so an unauthenticated sender is never invited to upload its body.
+ * like any other instead; the listener sends `100 Continue` once the sender has authenticated (or,
+ * for a signed integration, passed its header checks) and the body's bytes are reserved, so a sender
+ * is never invited to upload a body that would be refused.
  */
 export function deferContinue(server: Server): void {
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => server.emit('request', req, res));

@@ -11,9 +11,10 @@
  * |      |                              | connections-per-address.ts     | one remote address's connections past its bound closed at once           |                                             |
  * |      |                              | upload-rate.ts (from step 1)   | a body slower than the minimum upload rate cut                           | 408, or closed if answered already          |
  * | 1    | onRequest (global)           | below                          | security headers; X-Forwarded-For check; shutting down; event loop late  | badHeader 400, unavailable 503              |
- * | 2    | onRequest (endpoint)         | endpoints/*.ts `authenticate`  | credentials, then per-tenant request admission; 100 Continue sent        | unauthorized 401, suspended 403, 429/503    |
+ * | 2    | onRequest (endpoint)         | endpoints/*.ts `authenticate`  | credentials, then per-tenant request admission                          | unauthorized 401, suspended 403, 429/503    |
  * | 3    | preParsing (global)          | below, body-admission.ts       | reserve the body's bytes (per address and integration before            | BODY_BYTES_LIMITED 429/503                  |
- * |      |                              | upload-rate.ts                 | authentication, per namespace after); watch its upload rate              | REQUEST_TIMEOUT 408 (too slow)              |
+ * |      |                              | upload-rate.ts                 | authentication, per namespace after); watch its upload rate;            | REQUEST_TIMEOUT 408 (too slow)              |
+ * |      |                              |                                | then 100 Continue sent                                                   |                                             |
  * | 4    | content type parser          | below, body.ts                 | the body's bytes, content-encoding undone (nothing parsed yet)           | 413, 415                                    |
  * | 5    | handler                      | endpoints/*.ts                 | signature (signed integrations), parse JSON with a depth limit, map,     | 401, 400, 415, 422, 429, 503                |
  * |      |                              |                                | validate, hand off or store, answer 200                                  |                                             |
@@ -64,6 +65,7 @@ import {
   answerAndClose,
   clientErrorHandler,
   deferContinue,
+  expectsContinue,
   forwardedForProblem,
   keepsConnectionAfterTooLarge,
   serverTimeoutOptions,
@@ -223,6 +225,11 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
             entry !== null && ctx.auth.knownSenders.knows(req.ip, entry.name),
           );
     if (typeof reserved !== 'function') return done(reserved);
+    // Only now is the sender invited to upload (`Expect: 100-continue`): one that waits for it
+    // while its budget is full got the refusal above before sending a byte of the body.
+    // A body announced over the limit is refused next (413) without being invited.
+    if (expectsContinue(req.raw) && !(Number(req.headers['content-length']) > o.limits.bodyBytes))
+      reply.raw.writeContinue();
     reply.raw.once('close', () => {
       reserved();
       // A body read before its sender was known that never arrived whole (too slow, timed out,

@@ -74,11 +74,25 @@ export class RouteTable {
    */
   private readonly knownHeaders = new Map<string, { entry: RouteEntry; credential: CompiledCredential }>();
 
+  /** Namespaces that publish an API key: the identity a key `<namespace>_<random>` names. */
+  private readonly apiKeyNamespaces = new Set<string>();
+  /** API key usernames (by SHA-256, hex) and the identity they name: their namespace(s), sorted, comma-joined. */
+  private readonly apiKeyUsernames = new Map<string, string>();
+
   private constructor(
     private readonly webhooks: ReadonlyMap<string, RouteEntry>,
     private readonly apiKeys: ReadonlyMap<string, { entry: RouteEntry; credential: CompiledCredential }>,
   ) {
     this.hasSlowCredentials = [...webhooks.values()].some((e) => e.credentials.some((c) => c.isSlow));
+    const namespacesByUsername = new Map<string, Set<string>>();
+    for (const { entry, credential } of apiKeys.values()) {
+      this.apiKeyNamespaces.add(entry.namespace);
+      const username = credential.usernameDigest.toString('hex');
+      const namespaces = namespacesByUsername.get(username) ?? new Set<string>();
+      namespacesByUsername.set(username, namespaces.add(entry.namespace));
+    }
+    for (const [username, namespaces] of namespacesByUsername)
+      this.apiKeyUsernames.set(username, [...namespaces].sort().join(','));
   }
 
   static empty(): RouteTable {
@@ -215,6 +229,21 @@ export class RouteTable {
   private rememberHeader(headerKey: string, entry: RouteEntry, credential: CompiledCredential): void {
     if (this.knownHeaders.size >= KNOWN_HEADERS_KEPT) this.knownHeaders.clear();
     this.knownHeaders.set(headerKey, { entry, credential });
+  }
+
+  /**
+   * Whom an API key attempt is for, as the brute-force guard keys it (auth/auth-throttle.ts), known
+   * before and whatever the key's check says: with Basic, the namespace whose keys have that
+   * username (several namespaces sharing a username share one identity); with header `apiKey`,
+   * the namespace the key names (`<namespace>_<random>`, as the operator generates it) when that
+   * namespace publishes a key. Undefined when it names nothing published: counted against the
+   * address alone, as an unknown integration name is. Never the key itself.
+   */
+  apiKeyIdentity(key: string, username: string | undefined): string | undefined {
+    if (username !== undefined) return this.apiKeyUsernames.get(sha256(username).toString('hex'));
+    const cut = key.indexOf('_');
+    const namespace = cut > 0 ? key.slice(0, cut) : undefined;
+    return namespace !== undefined && this.apiKeyNamespaces.has(namespace) ? namespace : undefined;
   }
 
   /** Finds the API key in O(1) by its digest; with Basic credentials the username must match too. */

@@ -68,7 +68,7 @@ logLevel: {{ .Values.ingester.logLevel }}
 {{- with .Values.ingester.trustProxy }}
 trustProxy: {{ . | quote }}
 {{- end }}
-limits: {{- toYaml .Values.ingester.limits | nindent 2 }}
+limits: {{- include "intake.ingesterLimits" . | nindent 2 }}
 authThrottle: {{- toYaml .Values.ingester.authThrottle | nindent 2 }}
 shutdown: {{- toYaml .Values.ingester.shutdown | nindent 2 }}
 {{- include "intake.handoffConfig" . }}
@@ -76,6 +76,48 @@ shutdown: {{- toYaml .Values.ingester.shutdown | nindent 2 }}
 {{ include "intake.mappingConfig" . }}
 {{- include "intake.destinationsConfig" . }}
 tenantLimits: {{- include "intake.tenantLimits" . | nindent 2 }}
+{{- end -}}
+
+{{/*
+ingester.limits as written to the config file, with maxConnections sized for the pod: left absent,
+the ingester would take the open-files limit (often about a million in a container), and each
+connection that holds its headers back costs about 10 KiB of memory, so a flood of them would pass
+the container's memory limit long before that cap. Absent or null: an eighth of
+resources.limits.memory at 10 KiB each (8192 without a memory limit); 0: not written (the
+ingester's own default); any other number as given.
+*/}}
+{{- define "intake.ingesterLimits" -}}
+{{- $l := deepCopy .Values.ingester.limits }}
+{{- $given := $l.maxConnections }}
+{{- if kindIs "invalid" $given }}
+{{- $_ := set $l "maxConnections" (include "intake.ingesterMaxConnections" . | int64) }}
+{{- else if eq (int64 $given) 0 }}
+{{- $_ := unset $l "maxConnections" }}
+{{- end }}
+{{- toYaml $l }}
+{{- end -}}
+
+{{/* Connections whose memory (about 10 KiB each) fits in an eighth of the ingester's memory limit. */}}
+{{- define "intake.ingesterMaxConnections" -}}
+{{- $memory := "" }}
+{{- with .Values.ingester.resources }}{{ with .limits }}{{ $memory = .memory | default "" }}{{ end }}{{ end }}
+{{- $bytes := include "intake.quantityBytes" $memory }}
+{{- if $bytes }}
+{{- max 256 (div (int64 $bytes) (mul 8 10240)) }}
+{{- else }}
+{{- 8192 }}
+{{- end }}
+{{- end -}}
+
+{{/* A Kubernetes memory quantity (plain, k/M/G/T or Ki/Mi/Gi/Ti) in bytes; empty when it is none of those. */}}
+{{- define "intake.quantityBytes" -}}
+{{- $q := toString . }}
+{{- $units := dict "" 1 "k" 1000 "M" 1000000 "G" 1000000000 "T" 1000000000000 "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 "Ti" 1099511627776 }}
+{{- $number := regexFind "^[0-9]+(\\.[0-9]+)?" $q }}
+{{- $suffix := trimPrefix $number $q }}
+{{- if and $number (hasKey $units $suffix) }}
+{{- mulf (float64 $number) (get $units $suffix) | int64 }}
+{{- end }}
 {{- end -}}
 
 {{/* The per-tenant limit defaults, the same for the operator (--default-limits) and the ingesters. */}}

@@ -29,7 +29,7 @@ import type { HandOffResult } from '../../sinks/sink.js';
 import { parseRequestBody } from '../body.js';
 import { sendError } from '../send-error.js';
 import type { IngestContext } from '../context.js';
-import { continueIfExpected, okBody, okSchema } from './reply.js';
+import { okBody, okSchema } from './reply.js';
 
 export const EVENTS_PATH = '/events/webhook_:name';
 
@@ -59,8 +59,8 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
   const { metrics } = ctx;
 
   /**
-   * The integration's credentials, then its request admission (limits); invites the body (100
-   * Continue). A signed integration is admitted once its signature holds (verifySignature): a
+   * The integration's credentials, then its request admission (limits); the listener invites the
+   * body (100 Continue) once its bytes are reserved. A signed integration is admitted once its signature holds (verifySignature): a
    * forged request must not spend the tenant's limits.
    *
    * A refusal at admission is answered here (send-error.ts, as the error handler would), not
@@ -77,7 +77,6 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
       const refusal = ctx.limiter?.refusalFor(entry);
       if (refusal) return sendError(reply, refusal);
     }
-    continueIfExpected(req, reply);
     return undefined;
   };
 

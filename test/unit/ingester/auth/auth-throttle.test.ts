@@ -1,4 +1,4 @@
-import { AuthThrottle, METRICS_TARGET, webhookTarget } from '../../../../ingester/auth/auth-throttle.js';
+import { AuthThrottle, metricsTarget, webhookTarget } from '../../../../ingester/auth/auth-throttle.js';
 
 const A = webhookTarget('team-a-github');
 const B = webhookTarget('team-b-github');
@@ -15,7 +15,7 @@ describe('AuthThrottle', () => {
     // Another integration from the same address, the same integration from another address, metrics: open.
     expect(t.blockedFor(ADDRESS, B)).toBe(0);
     expect(t.blockedFor('192.0.2.11', A)).toBe(0);
-    expect(t.blockedFor(ADDRESS, METRICS_TARGET)).toBe(0);
+    expect(t.blockedFor(ADDRESS, metricsTarget('team-a'))).toBe(0);
     expect(t.suspectFor(ADDRESS)).toBe(0);
     expect(t.answerBlockedFor(ADDRESS, B)).toBe(0);
   });

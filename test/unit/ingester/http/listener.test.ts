@@ -99,6 +99,57 @@ describe('POST /events/webhook_<name>', () => {
     expect((await h.postEvents(event, { authorization: basic('b', 'guess') }, 'team-b')).statusCode).toBe(401);
   });
 
+  it("blocks an address only for the API key identity it failed at: another tenant's key from it still passes", async () => {
+    const key = (namespace: string, secret: string) => ({
+      apiVersion: 'intake.dev/v1alpha1' as const,
+      kind: 'ApiKey' as const,
+      name: 'k',
+      namespace,
+      credentials: [{ username: `${namespace}-user`, secret: { plain: secret } }],
+    });
+    const h = await harness({
+      failures: 2,
+      routes: [...demoRoutes(), key('team-a', 'team-a_secret'), key('team-b', 'team-b_secret')],
+    });
+    const point = { metric: 'm', data: 1, source: 's' };
+    for (let i = 0; i < 3; i++) await h.postMetrics(point, { apikey: `team-a_guess${i}` });
+    // A's key identity is blocked from this address, in both forms, the right key too...
+    expect((await h.postMetrics(point, { apikey: 'team-a_secret' })).statusCode).toBe(429);
+    expect((await h.postMetrics(point, { authorization: basic('team-a-user', 'team-a_secret') })).statusCode).toBe(429);
+    // ...B's key from it is not, in either form, nor the example's key.
+    expect((await h.postMetrics(point, { apikey: 'team-b_secret' })).statusCode).toBe(200);
+    expect((await h.postMetrics(point, { authorization: basic('team-b-user', 'team-b_secret') })).statusCode).toBe(200);
+    expect((await h.postMetrics(point)).statusCode).toBe(200);
+    // Keys naming nobody count against the address alone: no identity of theirs gets blocked.
+    for (let i = 0; i < 3; i++) expect((await h.postMetrics(point, { apikey: `nobody_${i}` })).statusCode).toBe(401);
+  });
+
+  it('from a suspect address, looks up no key that names no identity; keys naming one still pass', async () => {
+    const h = await harness({
+      failures: 20,
+      failuresPerAddress: 3,
+      routes: [
+        ...demoRoutes(),
+        {
+          apiVersion: 'intake.dev/v1alpha1' as const,
+          kind: 'ApiKey' as const,
+          name: 'k',
+          namespace: 'team-u',
+          credentials: [{ username: 'u', secret: { plain: 'unprefixed-key' } }],
+        },
+      ],
+    });
+    const point = { metric: 'm', data: 1, source: 's' };
+    expect((await h.postMetrics(point, { apikey: 'unprefixed-key' })).statusCode).toBe(200);
+    for (let i = 0; i < 4; i++) await h.postMetrics(point, { apikey: `guess${i}` });
+    const refused = await h.postMetrics(point, { apikey: 'unprefixed-key' });
+    const wrong = await h.postMetrics(point, { apikey: 'guess-again' });
+    expect(refused.statusCode).toBe(429);
+    expect(refused.body).toBe(wrong.body);
+    // The example's key names its namespace: checked as usual.
+    expect((await h.postMetrics(point)).statusCode).toBe(200);
+  });
+
   it('bounds failures across integrations per address: past it failures get 429, valid credentials still pass', async () => {
     const h = await harness({ failures: 1000, failuresPerAddress: 5 });
     const statuses = [];

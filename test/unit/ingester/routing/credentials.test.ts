@@ -157,3 +157,37 @@ describe('RouteTable.build with compiled entries of earlier builds', () => {
     expect(second.table.knownHeader(key)).toBeUndefined();
   });
 });
+
+describe('RouteTable.apiKeyIdentity (what the brute-force guard keys a metrics attempt by)', () => {
+  const apiKey = (namespace: string, username: string, key: string): Route => ({
+    apiVersion: 'intake.dev/v1alpha1',
+    kind: 'ApiKey',
+    name: 'k',
+    namespace,
+    credentials: [{ username, secret: { sha256: sha256Hex(key) } }],
+  });
+  const { table } = build([
+    apiKey('team-a', 'team-a', 'team-a_1111'),
+    apiKey('team-b', 'shared', 'team-b_2222'),
+    apiKey('team-c', 'shared', 'team-c_3333'),
+  ]);
+
+  it('names the namespace a key names, right or wrong, when that namespace publishes a key', () => {
+    expect(table.apiKeyIdentity('team-a_1111', undefined)).toBe('team-a');
+    expect(table.apiKeyIdentity('team-a_wrong', undefined)).toBe('team-a');
+    expect(table.apiKeyIdentity('team-b_', undefined)).toBe('team-b');
+  });
+
+  it('names nothing for a key naming no published namespace, or none at all', () => {
+    expect(table.apiKeyIdentity('nobody_1111', undefined)).toBeUndefined();
+    expect(table.apiKeyIdentity('no-underscore', undefined)).toBeUndefined();
+    expect(table.apiKeyIdentity('_team-a', undefined)).toBeUndefined();
+    expect(table.apiKeyIdentity('', undefined)).toBeUndefined();
+  });
+
+  it("with Basic, names the username's namespace whatever the key; a username shared by namespaces names them together", () => {
+    expect(table.apiKeyIdentity('anything', 'team-a')).toBe('team-a');
+    expect(table.apiKeyIdentity('team-a_1111', 'shared')).toBe('team-b,team-c');
+    expect(table.apiKeyIdentity('team-a_1111', 'nobody')).toBeUndefined();
+  });
+});
