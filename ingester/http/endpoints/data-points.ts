@@ -7,7 +7,7 @@ import { parseDataPoints, type DataPoint } from '../../series/data-points.js';
 import type { RouteEntry } from '../../routing/route-table.js';
 import { parseRequestBody } from '../body.js';
 import type { IngestContext } from '../context.js';
-import { continueIfExpected, okBody, okSchema } from './reply.js';
+import { okBody, okSchema } from './reply.js';
 
 export const METRICS_PATH = '/v1/integrations/metrics';
 
@@ -36,10 +36,10 @@ export function dataPointsEndpoint(ctx: IngestContext): RouteOptions {
     method: 'POST',
     url: METRICS_PATH,
     schema: { response: okSchema },
-    onRequest: async (req: FastifyRequest, reply: FastifyReply) => {
+    // `Expect: 100-continue` is answered by the listener once the body's bytes are reserved.
+    onRequest: async (req: FastifyRequest) => {
       req.routeEntry = await ctx.auth.apiKey(req);
       ctx.limiter?.admitRequest(req.routeEntry);
-      continueIfExpected(req, reply);
     },
     handler: async (req: FastifyRequest, reply: FastifyReply) => {
       const entry = req.routeEntry as RouteEntry;

@@ -1,5 +1,4 @@
 /** The 200 answer both ingest routes give (the interface document's shape, exactly). */
-import type { FastifyReply, FastifyRequest } from 'fastify';
 
 export const okSchema = {
   200: {
@@ -20,11 +19,3 @@ export const okBody = (processed: number, cached: number, received: number, noun
   success: true,
   message: `Processed ${processed} ${noun}(s)`,
 });
-
-/**
- * `Expect: 100-continue` is answered by the listener (listener.ts, preParsing) once the body's
- * bytes are reserved, not when the sender has authenticated: a sender waiting for it while the
- * budget is full gets the refusal before it sends a byte. Kept as a no-op for endpoints that
- * still call it after authentication.
- */
-export function continueIfExpected(_req: FastifyRequest, _reply: FastifyReply): void {}
