@@ -134,6 +134,23 @@ export class UserClient {
     }
   }
 
+  private name?: Promise<string>;
+
+  /**
+   * Who this identity is, asked once (whoAmI) and remembered with the client: what the console's
+   * per-user bounds count by for a proxy's bearer token, which has no session to keep the name in.
+   */
+  userName(): Promise<string> {
+    if (!this.name) {
+      const asked = this.whoAmI();
+      this.name = asked;
+      asked.catch(() => {
+        if (this.name === asked) this.name = undefined;
+      });
+    }
+    return this.name;
+  }
+
   /** Who the API server says this identity is (SelfSubjectReview): proves a pasted token is valid. */
   async whoAmI(): Promise<string> {
     const review = await this.call(() =>

@@ -364,6 +364,8 @@ function TestEvent({ ns, r }: { ns: string; r: Resource }) {
 
 interface TestResult {
   index: number;
+  /** passed, failed, timed out, not run (a test after one that timed out). */
+  outcome: string;
   passed: boolean;
   message: string;
 }
@@ -373,6 +375,7 @@ function Playground({ ns, r }: { ns: string; r: Resource }) {
   const [payload, setPayload] = useState(() => JSON.stringify(sampleFor(mapping?.preset), null, 2));
   const [mapped, setMapped] = useState<{ status: number; body: unknown } | undefined>();
   const [tests, setTests] = useState<TestResult[] | undefined>();
+  const [testing, setTesting] = useState(false);
   const [error, setError] = useState('');
   if (!mapping) return null;
   const dryRun = async () => {
@@ -395,6 +398,7 @@ function Playground({ ns, r }: { ns: string; r: Resource }) {
   };
   const runTests = async () => {
     setError('');
+    setTesting(true);
     try {
       const res = await api<{ results: TestResult[] }>(
         'POST',
@@ -404,6 +408,8 @@ function Playground({ ns, r }: { ns: string; r: Resource }) {
       setTests(res.results);
     } catch (err) {
       setError((err as Error).message);
+    } finally {
+      setTesting(false);
     }
   };
   const body = mapped?.body as { events?: unknown[]; message?: string; mapping?: string } | undefined;
@@ -427,8 +433,8 @@ function Playground({ ns, r }: { ns: string; r: Resource }) {
         <button type="button" onClick={dryRun}>
           Map
         </button>
-        <button type="button" class="secondary" onClick={runTests} disabled={!mapping.tests?.length}>
-          Run spec.mapping.tests ({mapping.tests?.length ?? 0})
+        <button type="button" class="secondary" onClick={runTests} disabled={!mapping.tests?.length || testing}>
+          {testing ? 'Running spec.mapping.tests…' : `Run spec.mapping.tests (${mapping.tests?.length ?? 0})`}
         </button>
       </div>
       {error && (
@@ -455,7 +461,8 @@ function Playground({ ns, r }: { ns: string; r: Resource }) {
         <ul class="test-results">
           {tests.map((t) => (
             <li key={t.index} class={t.passed ? 'pass' : 'fail'}>
-              {t.index >= 0 ? `tests[${t.index}]` : 'mapping'}: {t.passed ? 'passed' : t.message}
+              {t.index >= 0 ? `tests[${t.index}]` : 'mapping'}:{' '}
+              {t.passed ? 'passed' : t.outcome === 'not run' ? t.message : `${t.outcome ?? 'failed'}: ${t.message}`}
             </li>
           ))}
         </ul>
