@@ -152,11 +152,7 @@ export class LoginThrottle {
     const tokenKey = `token:${createHash('sha256').update(token).digest('hex')}`;
     const byToken = this.bucket(this.signIns, tokenKey, this.o.signInBurst, this.o.signInRefillSeconds, now);
     const failureWait = failures.waitMs(now);
-    if (failureWait > 0)
-      return throttled(
-        failureWait,
-        `too many failed sign-ins from ${address}: wait before trying again (at most ${this.o.failureBurst}, then one per ${this.o.failureRefillSeconds} s)`,
-      );
+    if (failureWait > 0) return throttled(failureWait, this.failureMessage(address));
     const tokenWait = byToken.waitMs(now);
     if (tokenWait > 0) return throttled(tokenWait, this.signInLimitMessage('this token'));
     failures.take(1);
@@ -165,6 +161,11 @@ export class LoginThrottle {
     return {
       failed: () => {
         settled = true;
+      },
+      abandoned: () => {
+        if (settled) return;
+        settled = true;
+        failures.take(-1);
       },
       succeeded: (user: string) => {
         if (settled) return undefined;
@@ -179,6 +180,38 @@ export class LoginThrottle {
         return undefined;
       },
     };
+  }
+
+  /**
+   * Before a bearer token the console has not seen is checked (an authenticating proxy's, or
+   * anyone's: sending `Authorization: Bearer` asks the API server about a token as a sign-in
+   * does): reserves a failure of `address` only; a proxy sends the token with every request, so
+   * sign-ins are not counted.
+   */
+  beginCheck(address: string): LoginAttempt | Refusal {
+    const now = this.now();
+    const failures = this.bucket(this.failures, address, this.o.failureBurst, this.o.failureRefillSeconds, now);
+    const failureWait = failures.waitMs(now);
+    if (failureWait > 0) return throttled(failureWait, this.failureMessage(address));
+    failures.take(1);
+    let settled = false;
+    const giveBack = () => {
+      if (settled) return undefined;
+      settled = true;
+      failures.take(-1);
+      return undefined;
+    };
+    return {
+      failed: () => {
+        settled = true;
+      },
+      abandoned: giveBack,
+      succeeded: giveBack,
+    };
+  }
+
+  private failureMessage(address: string): string {
+    return `too many failed sign-ins from ${address}: wait before trying again (at most ${this.o.failureBurst}, then one per ${this.o.failureRefillSeconds} s)`;
   }
 
   private signInLimitMessage(who: string): string {
@@ -204,6 +237,8 @@ export class LoginThrottle {
 export interface LoginAttempt {
   /** The API server refused the token: the address keeps the failure. */
   failed(): void;
+  /** The check could not be made (the API server unreachable): no failure of the address. */
+  abandoned(): void;
   /** The token is `user`'s: undefined, or a refusal when that identity signed in too often. */
   succeeded(user: string): Refusal | undefined;
 }

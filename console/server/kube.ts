@@ -135,6 +135,8 @@ export class UserClient {
   }
 
   private name?: Promise<string>;
+  /** Who the API server said this identity is, once it has: the token is known good (until evicted). */
+  confirmedName?: string;
 
   /**
    * Who this identity is, asked once (whoAmI) and remembered with the client: what the console's
@@ -158,7 +160,9 @@ export class UserClient {
         body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
       }),
     );
-    return review.status?.userInfo?.username ?? 'unknown';
+    const name = review.status?.userInfo?.username ?? 'unknown';
+    this.confirmedName = name;
+    return name;
   }
 }
 

@@ -166,12 +166,35 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
    * The session behind this request, or undefined: its cookie and, in X-Intake-Session, its secret
    * (never the cookie alone); in token mode a proxy's bearer token counts as one.
    */
+  const bearerOf = (req: FastifyRequest): string | undefined =>
+    options.mode === 'token' ? /^Bearer\s+(\S+)$/i.exec(String(req.headers.authorization ?? ''))?.[1] : undefined;
   const sessionOf = (req: FastifyRequest): Session | undefined => {
-    if (options.mode === 'token') {
-      const bearer = /^Bearer\s+(\S+)$/i.exec(String(req.headers.authorization ?? ''))?.[1];
-      if (bearer) return { kubeToken: bearer, user: '' };
-    }
+    const bearer = bearerOf(req);
+    if (bearer) return { kubeToken: bearer, user: identities.forToken(bearer).confirmedName ?? '' };
     return sessions.get(cookieOf(req), secretOf(req));
+  };
+  /**
+   * A bearer token the console has not seen yet is checked once, before the request, and throttled
+   * like a sign-in: otherwise any path would answer whether a guessed token is valid.
+   */
+  const checkBearer = async (req: FastifyRequest, bearer: string): Promise<HttpError | undefined> => {
+    const client = identities.forToken(bearer);
+    if (client.confirmedName !== undefined) return undefined;
+    const check = logins.beginCheck(req.ip);
+    if (isRefusal(check)) return HttpError.of(check);
+    try {
+      await client.userName();
+      check.succeeded('');
+      return undefined;
+    } catch (err) {
+      const e = KubeError.from(err);
+      if (e.status !== 401) {
+        check.abandoned();
+        return new HttpError(e.status, 'kubernetes', e.message);
+      }
+      check.failed();
+      return new HttpError(401, 'token_refused', `the Kubernetes API server did not accept this token: ${e.message}`);
+    }
   };
   const userOf = (req: FastifyRequest): UserClient => {
     const session = sessionOf(req);
@@ -235,6 +258,14 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
             'this tab has no console session: open the URL `intake console` printed (it works once; run it again for a new one)',
         });
       return;
+    }
+    const bearer = bearerOf(req);
+    if (bearer) {
+      const refused = await checkBearer(req, bearer);
+      if (refused) {
+        if (refused.retryAfterSeconds !== undefined) reply.header('retry-after', String(refused.retryAfterSeconds));
+        return reply.code(refused.status).send({ error: refused.code, message: refused.message });
+      }
     }
     // Token mode: the page and the session check are open; everything else needs a signed-in user.
     const open = path === '/' || path === '/api/session';
@@ -312,8 +343,12 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     try {
       user = await identities.forToken(token).whoAmI();
     } catch (err) {
-      attempt.failed();
       const e = KubeError.from(err);
+      if (e.status !== 401) {
+        attempt.abandoned();
+        throw e;
+      }
+      attempt.failed();
       throw new HttpError(401, 'token_refused', `the Kubernetes API server did not accept this token: ${e.message}`);
     }
     const tooOften = attempt.succeeded(user);

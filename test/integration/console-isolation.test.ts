@@ -306,11 +306,20 @@ describe('one console user cannot take what every user shares', () => {
     expect(await works(c, b, nsB, 'benign')).toBe(true);
     expect((await signIn(c, tokenB)).status).toBe(200);
 
-    // A stranger guessing tokens: ten failures, then refused before the API server is asked.
+    // A stranger guessing tokens, at the sign-in and as a proxy's bearer token (which asks the API
+    // server the same question): ten failures in all, then refused before the API server is asked.
+    const bearer = async (guess: string) => {
+      const res = await fetch(`${c.base}/api/session`, { headers: { authorization: `Bearer ${guess}` } });
+      await res.arrayBuffer();
+      return res.status;
+    };
     const guesses: number[] = [];
-    for (let i = 0; i < 15; i++) guesses.push((await signIn(c, `guess-${i}`)).status);
-    expect(guesses.slice(0, 10)).toEqual(Array(10).fill(401));
-    expect(guesses.slice(10)).toEqual(Array(5).fill(429));
+    for (let i = 0; i < 5; i++) guesses.push((await signIn(c, `guess-${i}`)).status, await bearer(`guess-b${i}`));
+    expect(guesses).toEqual(Array(10).fill(401));
+    const after = await signIn(c, 'guess-10');
+    expect(after.status).toBe(429);
+    expect(after.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect(await bearer('guess-b10')).toBe(429);
     // B's session is still good, and its reads fast.
     const read = await timed(() => works(c, b, nsB, 'benign'));
     expect(read.value).toBe(true);

@@ -76,3 +76,42 @@ describe('LoginThrottle', () => {
     expect(isRefusal(t.begin('10.0.0.3', 'tok'))).toBe(false);
   });
 });
+
+describe('LoginThrottle.beginCheck (a bearer token not seen yet)', () => {
+  it("shares the address's failures with the sign-ins, and counts no sign-ins", () => {
+    const t = new LoginThrottle(
+      { failureBurst: 2, failureRefillSeconds: 10, signInBurst: 1, signInRefillSeconds: 30 },
+      () => 0,
+    );
+    const good = t.beginCheck('10.0.0.1');
+    if (isRefusal(good)) throw new Error('refused');
+    good.succeeded('');
+    const again = t.beginCheck('10.0.0.1');
+    if (isRefusal(again)) throw new Error('refused');
+    again.succeeded('');
+    const bad = t.beginCheck('10.0.0.1');
+    if (isRefusal(bad)) throw new Error('refused');
+    bad.failed();
+    const login = t.begin('10.0.0.1', 'guess');
+    if (isRefusal(login)) throw new Error('refused');
+    login.failed();
+    expect(t.beginCheck('10.0.0.1')).toMatchObject({ status: 429, code: 'login_throttled' });
+    expect(t.begin('10.0.0.1', 'another')).toMatchObject({ status: 429 });
+  });
+
+  it('gives the failure back when the API server could not be asked', () => {
+    const t = new LoginThrottle(
+      { failureBurst: 1, failureRefillSeconds: 10, signInBurst: 5, signInRefillSeconds: 30 },
+      () => 0,
+    );
+    for (let i = 0; i < 3; i++) {
+      const check = t.beginCheck('10.0.0.1');
+      if (isRefusal(check)) throw new Error('refused');
+      check.abandoned();
+    }
+    const login = t.begin('10.0.0.1', 'tok');
+    if (isRefusal(login)) throw new Error('refused');
+    login.abandoned();
+    expect(isRefusal(t.begin('10.0.0.1', 'tok2'))).toBe(false);
+  });
+});
