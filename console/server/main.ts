@@ -162,12 +162,13 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     return typeof value === 'string' ? value : undefined;
   };
 
+  /** Token mode: the bearer token an authenticating proxy (or anyone) put in Authorization. */
+  const bearerOf = (req: FastifyRequest): string | undefined =>
+    options.mode === 'token' ? /^Bearer\s+(\S+)$/i.exec(String(req.headers.authorization ?? ''))?.[1] : undefined;
   /**
    * The session behind this request, or undefined: its cookie and, in X-Intake-Session, its secret
    * (never the cookie alone); in token mode a proxy's bearer token counts as one.
    */
-  const bearerOf = (req: FastifyRequest): string | undefined =>
-    options.mode === 'token' ? /^Bearer\s+(\S+)$/i.exec(String(req.headers.authorization ?? ''))?.[1] : undefined;
   const sessionOf = (req: FastifyRequest): Session | undefined => {
     const bearer = bearerOf(req);
     if (bearer) return { kubeToken: bearer, user: identities.forToken(bearer).confirmedName ?? '' };
