@@ -138,6 +138,11 @@ export class UserClient {
   /** Who the API server said this identity is, once it has: the token is known good (until evicted). */
   confirmedName?: string;
 
+  /** Whether userName() is waiting for the API server's answer. */
+  get asking(): boolean {
+    return this.name !== undefined && this.confirmedName === undefined;
+  }
+
   /**
    * Who this identity is, asked once (whoAmI) and remembered with the client: what the console's
    * per-user bounds count by for a proxy's bearer token, which has no session to keep the name in.

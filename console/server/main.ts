@@ -181,6 +181,12 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
   const checkBearer = async (req: FastifyRequest, bearer: string): Promise<HttpError | undefined> => {
     const client = identities.forToken(bearer);
     if (client.confirmedName !== undefined) return undefined;
+    // A page's first requests come together: one check for all of them, counted once.
+    if (client.asking)
+      return client.userName().then(
+        () => undefined,
+        (err: unknown) => new HttpError(KubeError.from(err).status, 'token_refused', KubeError.from(err).message),
+      );
     const check = logins.beginCheck(req.ip);
     if (isRefusal(check)) return HttpError.of(check);
     try {

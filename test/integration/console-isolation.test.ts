@@ -320,6 +320,12 @@ describe('one console user cannot take what every user shares', () => {
     expect(after.status).toBe(429);
     expect(after.headers.get('retry-after')).toMatch(/^\d+$/);
     expect(await bearer('guess-b10')).toBe(429);
+    // B's token, which the console has checked already, still works as a proxy's bearer token.
+    const proxied = await fetch(`${c.base}/api/namespaces/${nsB}/webhookintegrations/benign`, {
+      headers: { authorization: `Bearer ${tokenB}` },
+    });
+    await proxied.arrayBuffer();
+    expect(proxied.status).toBe(200);
     // B's session is still good, and its reads fast.
     const read = await timed(() => works(c, b, nsB, 'benign'));
     expect(read.value).toBe(true);
