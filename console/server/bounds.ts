@@ -29,8 +29,9 @@ export class UserSlots {
       perUser: number;
       /** Held by everyone at most (Infinity: no global bound). */
       total: number;
-      /** The refusals' words: `code` and what is held ("live lists", "mapping test runs"). */
+      /** The refusals' words: what is held ("open pages followed live"), and what a refused user can do. */
       what: string;
+      advice: string;
       perUserCode: string;
       perUserSetting: string;
       totalCode: string;
@@ -45,14 +46,14 @@ export class UserSlots {
       return {
         status: 429,
         code: this.o.perUserCode,
-        message: `you already hold ${mine} ${this.o.what}, the most one user may (${this.o.perUserSetting} ${this.o.perUser}); close one or wait for it to end`,
+        message: `${this.o.what}: you have ${mine}, the most one user may (${this.o.perUserSetting} ${this.o.perUser}); ${this.o.advice}`,
         retryAfterSeconds: this.o.retryAfterSeconds,
       };
     if (this.total >= this.o.total)
       return {
         status: 503,
         code: this.o.totalCode,
-        message: `the console holds ${this.total} ${this.o.what} for all its users, its most (${this.o.totalSetting} ${this.o.total}); try again later`,
+        message: `${this.o.what}: the console's users have ${this.total}, its most (${this.o.totalSetting} ${this.o.total}); try again later`,
         retryAfterSeconds: this.o.retryAfterSeconds,
       };
     this.held.set(user, mine + 1);

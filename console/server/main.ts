@@ -121,7 +121,8 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     perUser:
       options.mode === 'token' ? (options.maxLiveStreamsPerUser ?? CONSOLE_DEFAULTS.maxLiveStreamsPerUser) : Infinity,
     total: options.maxLiveStreams ?? CONSOLE_DEFAULTS.maxLiveStreams,
-    what: 'live lists (open console pages)',
+    what: 'open pages followed live',
+    advice: 'close a tab of the console, or wait',
     perUserCode: 'too_many_streams_for_user',
     perUserSetting: '--max-live-streams-per-user',
     totalCode: 'too_many_streams',
@@ -141,7 +142,8 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
   const mappingRuns = new UserSlots({
     perUser: options.maxMappingRunsPerUser ?? CONSOLE_DEFAULTS.maxMappingRunsPerUser,
     total: Infinity,
-    what: 'spec.mapping.tests runs going',
+    what: 'spec.mapping.tests runs going at once',
+    advice: 'wait for your run to end',
     perUserCode: 'mapping_tests_running',
     perUserSetting: '--max-mapping-runs-per-user',
     totalCode: 'mapping_busy',

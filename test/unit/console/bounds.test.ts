@@ -5,7 +5,8 @@ const slots = (perUser: number, total: number) =>
   new UserSlots({
     perUser,
     total,
-    what: 'live lists',
+    what: 'open pages followed live',
+    advice: 'close a tab of the console, or wait',
     perUserCode: 'too_many_streams_for_user',
     perUserSetting: '--max-live-streams-per-user',
     totalCode: 'too_many_streams',
