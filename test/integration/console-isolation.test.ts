@@ -13,7 +13,7 @@
 import { performance } from 'node:perf_hooks';
 import { jest } from '@jest/globals';
 import { apply, applyCrds, createNamespace, kubectl, requireCluster, uniqueName } from './support/cluster.js';
-import { startConsole, type ConsoleProc } from './support/console.js';
+import { launchBrowser, screenshot, startConsole, type ConsoleProc } from './support/console.js';
 
 jest.setTimeout(120_000);
 
@@ -277,6 +277,22 @@ describe('one console user cannot take what every user shares', () => {
       expect(statuses.filter((s) => s === 429)).toHaveLength(180);
       expect(refusal?.retryAfter).toMatch(/^\d+$/);
       expect(refusal?.body).toMatchObject({ error: 'too_many_streams_for_user' });
+      // A's next page in a browser says why it is not live.
+      const browser = await launchBrowser();
+      try {
+        const page = await browser.newPage();
+        await page.goto(c.base);
+        await page.locator('#token').fill(tokenA);
+        await page.getByRole('button', { name: 'Sign in' }).click();
+        await page.waitForURL(/#\/ns\//);
+        await page.goto(`${c.base}/#/ns/${nsA}`);
+        const why = page.locator('.live-refused');
+        await why.waitFor({ timeout: 10_000 });
+        expect(await why.textContent()).toContain('open pages followed live: you have 20');
+        await screenshot(page, 'isolation-live-refused');
+      } finally {
+        await browser.close();
+      }
     } finally {
       for (const { abort } of opened) abort.abort();
     }
