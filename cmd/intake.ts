@@ -363,6 +363,32 @@ program
       'INTAKE_CONSOLE_SECURE_COOKIE',
     ),
   )
+  // What one user may hold of what every user of the console shares (docs/console.md "Bounds").
+  .addOption(
+    new Option('--max-sessions-per-user <n>', "sessions one user holds; a new one ends that user's oldest")
+      .default('5')
+      .env('INTAKE_CONSOLE_MAX_SESSIONS_PER_USER'),
+  )
+  .addOption(
+    new Option('--max-live-streams <n>', 'open pages followed live at once (each holds two watches)')
+      .default('200')
+      .env('INTAKE_CONSOLE_MAX_LIVE_STREAMS'),
+  )
+  .addOption(
+    new Option('--max-live-streams-per-user <n>', 'token mode: open pages one user may have followed live')
+      .default('20')
+      .env('INTAKE_CONSOLE_MAX_LIVE_STREAMS_PER_USER'),
+  )
+  .addOption(
+    new Option('--max-mapping-runs-per-user <n>', 'spec.mapping.tests runs one user may have going at once')
+      .default('1')
+      .env('INTAKE_CONSOLE_MAX_MAPPING_RUNS_PER_USER'),
+  )
+  .addOption(
+    new Option('--mapping-workers <n>', 'worker processes evaluating the mapping tests (started when first needed)')
+      .default('2')
+      .env('INTAKE_CONSOLE_MAPPING_WORKERS'),
+  )
   .addOption(
     new Option('--log-level <level>', 'operational log level')
       .choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
@@ -376,6 +402,19 @@ program
       throw new ConfigError('--listen: in kubeconfig mode the console serves on loopback only (it acts as you)');
     if (opts.ingestUrl !== undefined && !/^https?:\/\/[^\s/]+/.test(String(opts.ingestUrl)))
       throw new ConfigError(`--ingest-url must be an http(s) URL, got ${JSON.stringify(opts.ingestUrl)}`);
+    const int = (name: string): number => {
+      const n = Number(opts[name]);
+      if (!Number.isInteger(n) || n <= 0)
+        throw new ConfigError(`--${name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} must be a positive integer`);
+      return n;
+    };
+    const bounds = {
+      maxSessionsPerUser: int('maxSessionsPerUser'),
+      maxLiveStreams: int('maxLiveStreams'),
+      maxLiveStreamsPerUser: int('maxLiveStreamsPerUser'),
+      maxMappingRunsPerUser: int('maxMappingRunsPerUser'),
+      mappingWorkers: int('mappingWorkers'),
+    };
     const { KubeConfig } = await import('@kubernetes/client-node');
     const kubeConfig = new KubeConfig();
     if (opts.kubeconfig) kubeConfig.loadFromFile(String(opts.kubeconfig));
@@ -398,6 +437,7 @@ program
           }
         : {}),
       secureCookie: Boolean(opts.secureCookie),
+      ...bounds,
       logger,
     });
     // The URL (with its one-time token in kubeconfig mode) goes to stdout only, never to the log.

@@ -15,7 +15,16 @@ import {
   type SignatureRule,
 } from '../../api/signatures.js';
 import type { SignatureSpec } from '../../api/v1alpha1/types.js';
-import { compileMapping, firstDifference, MappingError, type MappingSpec } from '../../api/mapping/engine.js';
+import {
+  compileMapping,
+  DEFAULT_MAPPING_LIMITS,
+  firstDifference,
+  MappingBusy,
+  MappingError,
+  type ExpressionRunner,
+  type MappingLimits,
+  type MappingSpec,
+} from '../../api/mapping/engine.js';
 import { curlCommand } from './curl.js';
 import { KubeError, type Plural, type UserClient } from './kube.js';
 
@@ -264,26 +273,47 @@ export async function testEventCurl(
 
 export interface MappingTestResult {
   index: number;
+  /** What happened, in words the page shows as they are; `passed` only when the events matched. */
+  outcome: 'passed' | 'failed' | 'timed out' | 'not run';
   passed: boolean;
   message: string;
   events?: unknown[];
 }
 
-/** Runs each of spec.mapping.tests (the check the operator makes before publishing), reporting every one. */
-export async function runTests(mapping: MappingSpec): Promise<MappingTestResult[]> {
+/**
+ * Runs each of spec.mapping.tests (the check the operator makes before publishing), reporting every
+ * one. A tenant's expression runs in `runner` (the mapping worker processes, killed at the CPU
+ * limit: a runaway built-in call or regular expression included), never in the console's own
+ * thread; presets, which are ours, run here. After a test runs out of time the rest are not run:
+ * one run costs at most one time limit of a worker, whatever the integration holds.
+ * Rejects with MappingBusy when the workers can take nothing more.
+ */
+export async function runTests(
+  mapping: MappingSpec,
+  runner: ExpressionRunner,
+  limits: MappingLimits = DEFAULT_MAPPING_LIMITS,
+): Promise<MappingTestResult[]> {
   let compiled;
   try {
-    compiled = compileMapping(mapping);
+    compiled = compileMapping(mapping, limits, runner);
   } catch (err) {
-    return [{ index: -1, passed: false, message: MappingError.from(err).describe() }];
+    return [{ index: -1, outcome: 'failed', passed: false, message: MappingError.from(err).describe() }];
   }
   const results: MappingTestResult[] = [];
+  let timedOut = false;
   for (const [index, test] of (mapping.tests ?? []).entries()) {
+    if (timedOut) {
+      results.push({ index, outcome: 'not run', passed: false, message: 'not run: an earlier test timed out' });
+      continue;
+    }
     let events: unknown[];
     try {
       events = (await compiled.evaluate(test.input)).items;
     } catch (err) {
-      results.push({ index, passed: false, message: MappingError.from(err).describe() });
+      if (err instanceof MappingBusy) throw err;
+      const e = MappingError.from(err);
+      timedOut = e.code === 'D1012';
+      results.push({ index, outcome: timedOut ? 'timed out' : 'failed', passed: false, message: e.describe() });
       continue;
     }
     const expected = Array.isArray(test.expect) ? test.expect : [test.expect];
@@ -294,7 +324,13 @@ export async function runTests(mapping: MappingSpec): Promise<MappingTestResult[
       const difference = firstDifference(expected[j], events[j], '');
       if (difference) message = `event ${j}: ${difference}`;
     }
-    results.push({ index, passed: !message, message: message || 'passed', events });
+    results.push({
+      index,
+      outcome: message ? 'failed' : 'passed',
+      passed: !message,
+      message: message || 'passed',
+      events,
+    });
   }
   return results;
 }

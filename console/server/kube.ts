@@ -134,6 +134,30 @@ export class UserClient {
     }
   }
 
+  private name?: Promise<string>;
+  /** Who the API server said this identity is, once it has: the token is known good (until evicted). */
+  confirmedName?: string;
+
+  /** Whether userName() is waiting for the API server's answer. */
+  get asking(): boolean {
+    return this.name !== undefined && this.confirmedName === undefined;
+  }
+
+  /**
+   * Who this identity is, asked once (whoAmI) and remembered with the client: what the console's
+   * per-user bounds count by for a proxy's bearer token, which has no session to keep the name in.
+   */
+  userName(): Promise<string> {
+    if (!this.name) {
+      const asked = this.whoAmI();
+      this.name = asked;
+      asked.catch(() => {
+        if (this.name === asked) this.name = undefined;
+      });
+    }
+    return this.name;
+  }
+
   /** Who the API server says this identity is (SelfSubjectReview): proves a pasted token is valid. */
   async whoAmI(): Promise<string> {
     const review = await this.call(() =>
@@ -141,7 +165,9 @@ export class UserClient {
         body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
       }),
     );
-    return review.status?.userInfo?.username ?? 'unknown';
+    const name = review.status?.userInfo?.username ?? 'unknown';
+    this.confirmedName = name;
+    return name;
   }
 }
 

@@ -13,12 +13,21 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { MappingSpec } from '../../api/mapping/engine.js';
+import { MappingBusy, type MappingSpec } from '../../api/mapping/engine.js';
+import { logWorkerPriority, MappingWorkerPool } from '../../api/mapping/worker-pool.js';
 import type { Logger } from 'pino';
 import { readCredentials, runTests, sendTestEvent, testEventCurl } from './actions.js';
 import { gitOpsOwner, type ObjectMeta } from '../shared/gitops.js';
 import { Identities, isPlural, KINDS, KubeError, type Plural, type UserClient } from './kube.js';
 import { streamNamespace } from './live.js';
+import {
+  DEFAULT_LOGIN_THROTTLE,
+  isRefusal,
+  LoginThrottle,
+  UserSlots,
+  type LoginThrottleOptions,
+  type Refusal,
+} from './bounds.js';
 import {
   allowedLocalHosts,
   CONTENT_SECURITY_POLICY,
@@ -43,8 +52,18 @@ export interface ConsoleOptions {
   /** Mark the session cookie Secure (token mode behind HTTPS). */
   secureCookie?: boolean;
   sessionTtlMs?: number;
+  /** Sessions one user holds at most (a new one ends that user's oldest); default 5. */
+  maxSessionsPerUser?: number;
   /** Live list streams (each two Kubernetes watches) served at once; default 200. */
   maxLiveStreams?: number;
+  /** Live list streams one user holds at most (token mode); default 20. */
+  maxLiveStreamsPerUser?: number;
+  /** spec.mapping.tests runs one user may have going at once; default 1. */
+  maxMappingRunsPerUser?: number;
+  /** Worker processes that evaluate tenants' expressions for the mapping tests; default 2. */
+  mappingWorkers?: number;
+  /** Sign-in throttling (bounds.ts); default DEFAULT_LOGIN_THROTTLE. */
+  loginThrottle?: LoginThrottleOptions;
   /** The built single-page app; default: dist/console/web next to this module. */
   webDir?: string;
   logger: Logger;
@@ -62,13 +81,26 @@ const STATIC: Record<string, string> = {
   '/style.css': 'text/css; charset=utf-8',
 };
 
+export const CONSOLE_DEFAULTS = {
+  maxSessionsPerUser: 5,
+  maxLiveStreams: 200,
+  maxLiveStreamsPerUser: 20,
+  maxMappingRunsPerUser: 1,
+  mappingWorkers: 2,
+} as const;
+
 class HttpError extends Error {
   constructor(
     readonly status: number,
     readonly code: string,
     message: string,
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
+  }
+
+  static of(refusal: Refusal): HttpError {
+    return new HttpError(refusal.status, refusal.code, refusal.message, refusal.retryAfterSeconds);
   }
 }
 
@@ -77,7 +109,47 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
   const files = new Map<string, Buffer>();
   for (const name of ['index.html', 'app.js', 'style.css']) files.set(name, readFileSync(join(webDir, name)));
   const identities = new Identities(options.kubeConfig, options.mode);
-  const sessions = new Sessions(options.sessionTtlMs ?? 8 * 3600_000);
+  const sessions = new Sessions(
+    options.sessionTtlMs ?? 8 * 3600_000,
+    10_000,
+    options.maxSessionsPerUser ?? CONSOLE_DEFAULTS.maxSessionsPerUser,
+  );
+  const logins = new LoginThrottle(options.loginThrottle ?? DEFAULT_LOGIN_THROTTLE);
+  // Each open page holds two watches on the API server: a bounded number at once, and in token
+  // mode (many users) a bounded share of them per user.
+  const streams = new UserSlots({
+    perUser:
+      options.mode === 'token' ? (options.maxLiveStreamsPerUser ?? CONSOLE_DEFAULTS.maxLiveStreamsPerUser) : Infinity,
+    total: options.maxLiveStreams ?? CONSOLE_DEFAULTS.maxLiveStreams,
+    what: 'open pages followed live',
+    advice: 'close a tab of the console, or wait',
+    perUserCode: 'too_many_streams_for_user',
+    perUserSetting: '--max-live-streams-per-user',
+    totalCode: 'too_many_streams',
+    totalSetting: '--max-live-streams',
+    retryAfterSeconds: 10,
+  });
+  // Tenants' expressions in spec.mapping.tests run in worker processes under SCHED_IDLE, killed at
+  // the CPU limit (worker-pool.ts), never in this process: a runaway expression or regular
+  // expression cannot hold the console's other users. Started when a test first needs one.
+  const mappingWorkers = new MappingWorkerPool({
+    size: options.mappingWorkers ?? CONSOLE_DEFAULTS.mappingWorkers,
+    onWorkerLost: (reason) => options.logger.warn({ reason }, 'mapping test worker killed or ended, and replaced'),
+    onFirstWorker: logWorkerPriority(options.logger, 'mapping test workers'),
+  });
+  // One run at a time per user (a run evaluates its tests one after another), so each user holds
+  // at most one worker and one place in the workers' queue: the others' runs are not held up.
+  const mappingRuns = new UserSlots({
+    perUser: options.maxMappingRunsPerUser ?? CONSOLE_DEFAULTS.maxMappingRunsPerUser,
+    total: Infinity,
+    what: 'spec.mapping.tests runs going at once',
+    advice: 'wait for your run to end',
+    perUserCode: 'mapping_tests_running',
+    perUserSetting: '--max-mapping-runs-per-user',
+    totalCode: 'mapping_busy',
+    totalSetting: '',
+    retryAfterSeconds: 2,
+  });
   const oneTime = new OneTimeToken();
   // forceCloseConnections: the live streams (SSE) would otherwise hold close() open.
   const app = Fastify({ logger: false, bodyLimit: 2 * 1024 * 1024, forceCloseConnections: true });
@@ -92,21 +164,57 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     return typeof value === 'string' ? value : undefined;
   };
 
+  /** Token mode: the bearer token an authenticating proxy (or anyone) put in Authorization. */
+  const bearerOf = (req: FastifyRequest): string | undefined =>
+    options.mode === 'token' ? /^Bearer\s+(\S+)$/i.exec(String(req.headers.authorization ?? ''))?.[1] : undefined;
   /**
    * The session behind this request, or undefined: its cookie and, in X-Intake-Session, its secret
    * (never the cookie alone); in token mode a proxy's bearer token counts as one.
    */
   const sessionOf = (req: FastifyRequest): Session | undefined => {
-    if (options.mode === 'token') {
-      const bearer = /^Bearer\s+(\S+)$/i.exec(String(req.headers.authorization ?? ''))?.[1];
-      if (bearer) return { kubeToken: bearer, user: '' };
-    }
+    const bearer = bearerOf(req);
+    if (bearer) return { kubeToken: bearer, user: identities.forToken(bearer).confirmedName ?? '' };
     return sessions.get(cookieOf(req), secretOf(req));
+  };
+  /**
+   * A bearer token the console has not seen yet is checked once, before the request, and throttled
+   * like a sign-in: otherwise any path would answer whether a guessed token is valid.
+   */
+  const checkBearer = async (req: FastifyRequest, bearer: string): Promise<HttpError | undefined> => {
+    const client = identities.forToken(bearer);
+    if (client.confirmedName !== undefined) return undefined;
+    // A page's first requests come together: one check for all of them, counted once.
+    if (client.asking)
+      return client.userName().then(
+        () => undefined,
+        (err: unknown) => new HttpError(KubeError.from(err).status, 'token_refused', KubeError.from(err).message),
+      );
+    const check = logins.beginCheck(req.ip);
+    if (isRefusal(check)) return HttpError.of(check);
+    try {
+      await client.userName();
+      check.succeeded('');
+      return undefined;
+    } catch (err) {
+      const e = KubeError.from(err);
+      if (e.status !== 401) {
+        check.abandoned();
+        return new HttpError(e.status, 'kubernetes', e.message);
+      }
+      check.failed();
+      return new HttpError(401, 'token_refused', `the Kubernetes API server did not accept this token: ${e.message}`);
+    }
   };
   const userOf = (req: FastifyRequest): UserClient => {
     const session = sessionOf(req);
     if (!session) throw new HttpError(401, 'not_signed_in', 'sign in first');
     return session.kubeToken ? identities.forToken(session.kubeToken) : identities.kubeconfigUser();
+  };
+  /** Whom the per-user bounds count this request against: the session's user, or who the proxy's token is. */
+  const userNameOf = async (req: FastifyRequest, client: UserClient): Promise<string> => {
+    if (options.mode === 'kubeconfig') return 'kubeconfig';
+    const known = sessionOf(req)?.user;
+    return known || client.userName();
   };
   /** A new session: its cookie set on the reply, its secret returned for the page to keep. */
   const startSession = (req: FastifyRequest, reply: FastifyReply, session: Session): string => {
@@ -160,13 +268,29 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
         });
       return;
     }
+    const bearer = bearerOf(req);
+    if (bearer) {
+      const refused = await checkBearer(req, bearer);
+      if (refused) {
+        if (refused.retryAfterSeconds !== undefined) reply.header('retry-after', String(refused.retryAfterSeconds));
+        return reply.code(refused.status).send({ error: refused.code, message: refused.message });
+      }
+    }
     // Token mode: the page and the session check are open; everything else needs a signed-in user.
     const open = path === '/' || path === '/api/session';
     if (!open && !sessionOf(req)) return reply.code(401).send({ error: 'not_signed_in', message: 'sign in first' });
   });
 
   app.setErrorHandler((err: Error, _req, reply) => {
-    if (err instanceof HttpError) return reply.code(err.status).send({ error: err.code, message: err.message });
+    if (err instanceof HttpError) {
+      if (err.retryAfterSeconds !== undefined) reply.header('retry-after', String(err.retryAfterSeconds));
+      return reply.code(err.status).send({ error: err.code, message: err.message });
+    }
+    if (err instanceof MappingBusy)
+      return reply
+        .code(503)
+        .header('retry-after', String(err.retryAfterSeconds))
+        .send({ error: 'mapping_busy', message: `the console's mapping workers are busy: ${err.message}` });
     if (err instanceof KubeError)
       return reply.code(err.status).send({ error: 'kubernetes', reason: err.reason, message: err.message });
     const status = (err as { statusCode?: number }).statusCode;
@@ -201,23 +325,43 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
    */
   app.post('/api/login', async (req, reply) => {
     const token = String((req.body as { token?: unknown } | undefined)?.token ?? '').trim();
+    if (!token)
+      throw new HttpError(
+        400,
+        'token_required',
+        options.mode === 'kubeconfig'
+          ? 'token: the one-time token of the printed URL'
+          : 'token: paste a Kubernetes bearer token',
+      );
+    // Reserved before the token is checked: the check is the work, and its answer what a guesser wants.
+    const attempt = logins.begin(req.ip, token);
+    if (isRefusal(attempt)) throw HttpError.of(attempt);
     if (options.mode === 'kubeconfig') {
-      if (!oneTime.redeem(token))
+      if (!oneTime.redeem(token)) {
+        attempt.failed();
         throw new HttpError(
           401,
           'token_spent',
           'this console link was already used or is wrong: run `intake console` again for a new one',
         );
+      }
+      attempt.succeeded('kubeconfig');
       return reply.send({ user: 'kubeconfig', session: startSession(req, reply, { user: 'kubeconfig' }) });
     }
-    if (!token) throw new HttpError(400, 'token_required', 'token: paste a Kubernetes bearer token');
     let user: string;
     try {
       user = await identities.forToken(token).whoAmI();
     } catch (err) {
       const e = KubeError.from(err);
+      if (e.status !== 401) {
+        attempt.abandoned();
+        throw e;
+      }
+      attempt.failed();
       throw new HttpError(401, 'token_refused', `the Kubernetes API server did not accept this token: ${e.message}`);
     }
+    const tooOften = attempt.succeeded(user);
+    if (tooOften) throw HttpError.of(tooOften);
     return reply.send({ user, session: startSession(req, reply, { kubeToken: token, user }) });
   });
 
@@ -238,15 +382,14 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     return req.body as Record<string, unknown>;
   };
 
-  // Each open page holds two watches on the API server: a bounded number at once.
-  let liveStreams = 0;
   app.get('/api/namespaces/:ns/live', async (req, reply) => {
     const user = userOf(req);
-    if (liveStreams >= (options.maxLiveStreams ?? 200))
-      throw new HttpError(503, 'too_many_streams', 'the console follows too many pages at once; close some tabs');
-    liveStreams++;
-    reply.raw.once('close', () => liveStreams--);
+    const place = streams.acquire(await userNameOf(req, user));
+    if (isRefusal(place)) throw HttpError.of(place);
     reply.hijack();
+    // The page may have gone while its user's name was asked: nothing to follow then.
+    if (req.raw.socket.destroyed) return place.release();
+    reply.raw.once('close', place.release);
     streamNamespace(user, (req.params as Params).ns, reply.raw);
   });
   app.get('/api/namespaces/:ns/:plural/:name', async (req) => {
@@ -312,10 +455,17 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
   });
   app.post('/api/namespaces/:ns/webhookintegrations/:name/mapping-tests', async (req) => {
     const { ns, name } = req.params as Params;
-    const obj = await userOf(req).get(ns, 'webhookintegrations', name);
-    const mapping = (obj.spec as { mapping?: MappingSpec } | undefined)?.mapping;
-    if (!mapping) throw new HttpError(409, 'no_mapping', 'the integration has no spec.mapping');
-    return { results: await runTests(mapping) };
+    const user = userOf(req);
+    const run = mappingRuns.acquire(await userNameOf(req, user));
+    if (isRefusal(run)) throw HttpError.of(run);
+    try {
+      const obj = await user.get(ns, 'webhookintegrations', name);
+      const mapping = (obj.spec as { mapping?: MappingSpec } | undefined)?.mapping;
+      if (!mapping) throw new HttpError(409, 'no_mapping', 'the integration has no spec.mapping');
+      return { results: await runTests(mapping, mappingWorkers) };
+    } finally {
+      run.release();
+    }
   });
 
   const address = await app.listen({ host: options.host, port: options.port });
@@ -326,6 +476,9 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
   return {
     url: options.mode === 'kubeconfig' ? `${base}/?token=${oneTime.value}` : base,
     port,
-    close: () => app.close(),
+    close: async () => {
+      await app.close();
+      await mappingWorkers.close();
+    },
   };
 }

@@ -59,6 +59,9 @@ export interface Session {
   user: string;
 }
 
+/** Sessions one user may hold at once (each sign-in is one; a browser's tabs share theirs). */
+export const DEFAULT_SESSIONS_PER_USER = 5;
+
 /** A new session's two halves: the cookie's value and the secret the page sends in X-Intake-Session. */
 export interface SessionKeys {
   id: string;
@@ -68,18 +71,50 @@ export interface SessionKeys {
 /**
  * Sessions by their cookie value, bounded, each expiring after `ttlMs` of no use. A session is
  * found only with its secret too: a cookie another server learned gets nothing.
+ *
+ * One user (Session.user) holds at most `perUser` sessions: a new one past that ends that user's
+ * own oldest, never another user's, so signing in over and over cannot push everyone else out of
+ * the `max` the console keeps.
  */
 export class Sessions {
   private readonly sessions: LRUCache<string, Session & { secret: string }>;
+  /** Each user's session ids, oldest first (ids that expired are dropped when next looked at). */
+  private readonly byUser = new Map<string, string[]>();
 
-  constructor(ttlMs: number, max = 10_000) {
-    this.sessions = new LRUCache({ max, ttl: ttlMs, updateAgeOnGet: true });
+  constructor(
+    ttlMs: number,
+    max = 10_000,
+    readonly perUser = DEFAULT_SESSIONS_PER_USER,
+  ) {
+    this.sessions = new LRUCache({
+      max,
+      ttl: ttlMs,
+      updateAgeOnGet: true,
+      dispose: (value, id) => this.forget(value.user, id),
+    });
   }
 
   create(session: Session): SessionKeys {
+    const live = (this.byUser.get(session.user) ?? []).filter((id) => this.sessions.has(id));
+    while (live.length >= this.perUser) this.sessions.delete(live.shift() as string);
     const keys = { id: randomToken(), secret: randomToken() };
+    live.push(keys.id);
+    this.byUser.set(session.user, live);
     this.sessions.set(keys.id, { ...session, secret: keys.secret });
     return keys;
+  }
+
+  /** The sessions `user` holds now. */
+  countOf(user: string): number {
+    return (this.byUser.get(user) ?? []).filter((id) => this.sessions.has(id)).length;
+  }
+
+  private forget(user: string, id: string): void {
+    const ids = this.byUser.get(user);
+    if (!ids) return;
+    const left = ids.filter((x) => x !== id);
+    if (left.length > 0) this.byUser.set(user, left);
+    else this.byUser.delete(user);
   }
 
   /** The session of this cookie value, if `secret` is its secret; otherwise undefined. */

@@ -399,6 +399,8 @@ function TestEvent({ ns, r }: { ns: string; r: Resource }) {
 
 interface TestResult {
   index: number;
+  /** passed, failed, timed out, not run (a test after one that timed out). */
+  outcome: string;
   passed: boolean;
   message: string;
 }
@@ -408,6 +410,7 @@ function Playground({ ns, r }: { ns: string; r: Resource }) {
   const [payload, setPayload] = useState(() => JSON.stringify(sampleFor(mapping?.preset), null, 2));
   const [mapped, setMapped] = useState<{ status: number; body: unknown } | undefined>();
   const [tests, setTests] = useState<TestResult[] | undefined>();
+  const [testing, setTesting] = useState(false);
   const [error, setError] = useState('');
   if (!mapping) return null;
   const dryRun = async () => {
@@ -430,6 +433,7 @@ function Playground({ ns, r }: { ns: string; r: Resource }) {
   };
   const runTests = async () => {
     setError('');
+    setTesting(true);
     try {
       const res = await api<{ results: TestResult[] }>(
         'POST',
@@ -439,6 +443,8 @@ function Playground({ ns, r }: { ns: string; r: Resource }) {
       setTests(res.results);
     } catch (err) {
       setError((err as Error).message);
+    } finally {
+      setTesting(false);
     }
   };
   const body = mapped?.body as { events?: unknown[]; message?: string; mapping?: string } | undefined;
@@ -462,8 +468,8 @@ function Playground({ ns, r }: { ns: string; r: Resource }) {
         <button type="button" onClick={dryRun}>
           Map
         </button>
-        <button type="button" class="secondary" onClick={runTests} disabled={!mapping.tests?.length}>
-          Run spec.mapping.tests ({mapping.tests?.length ?? 0})
+        <button type="button" class="secondary" onClick={runTests} disabled={!mapping.tests?.length || testing}>
+          {testing ? 'Running spec.mapping.tests…' : `Run spec.mapping.tests (${mapping.tests?.length ?? 0})`}
         </button>
       </div>
       {error && (
@@ -490,7 +496,12 @@ function Playground({ ns, r }: { ns: string; r: Resource }) {
         <ul class="test-results">
           {tests.map((t) => (
             <li key={t.index} class={t.passed ? 'pass' : 'fail'}>
-              {t.index >= 0 ? `tests[${t.index}]` : 'mapping'}: {t.passed ? 'passed' : inertText(t.message)}
+              {t.index >= 0 ? `tests[${t.index}]` : 'mapping'}:{' '}
+              {t.passed
+                ? 'passed'
+                : t.outcome === 'not run'
+                  ? inertText(t.message)
+                  : `${t.outcome ?? 'failed'}: ${inertText(t.message)}`}
             </li>
           ))}
         </ul>

@@ -13,6 +13,8 @@ export interface LiveState {
   /** Per kind: why it cannot be listed (the API server's message), if so. */
   failures: Partial<Record<Plural, string>>;
   connected: boolean;
+  /** Why the console refused to follow this page (its per-user or global bound), if it did. */
+  refused?: string;
 }
 
 const empty = (): LiveState => ({
@@ -35,7 +37,7 @@ type Listener = (data: string) => void;
 function followEvents(
   url: string,
   listeners: Record<string, Listener>,
-  onState: (connected: boolean) => void,
+  onState: (connected: boolean, refused?: string) => void,
 ): () => void {
   const abort = new AbortController();
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -62,8 +64,8 @@ function followEvents(
       return;
     }
     if (!res.ok || !res.body) {
-      onState(false);
-      await res.body?.cancel().catch(() => undefined);
+      const answer = (await res.json().catch(() => undefined)) as { message?: string } | undefined;
+      onState(false, res.status === 429 || res.status === 503 ? answer?.message : undefined);
       return;
     }
     onState(true);
@@ -138,7 +140,8 @@ export function useLive(namespace: string | undefined): LiveState {
           }));
         },
       },
-      (connected) => setState((s) => (s.connected === connected ? s : { ...s, connected })),
+      (connected, refused) =>
+        setState((s) => (s.connected === connected && s.refused === refused ? s : { ...s, connected, refused })),
     );
   }, [namespace]);
   return state;

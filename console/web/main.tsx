@@ -178,6 +178,11 @@ function App() {
           </span>
         )}
       </header>
+      {live.refused && (
+        <p class="error live-refused" role="alert">
+          Not following this page live: {live.refused}
+        </p>
+      )}
       {route.page === 'list' && <List ns={route.ns} live={live} />}
       {/* Keyed by the object: another object's page starts afresh (its payloads, its revealed secrets). */}
       {route.page === 'new' && <Editor key={`new/${route.ns}/${route.plural}`} ns={route.ns} plural={route.plural} />}

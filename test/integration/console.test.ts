@@ -281,6 +281,26 @@ describe('intake console (kubeconfig mode)', () => {
     await screenshot(page, '06-mapping-playground');
   });
 
+  it('5b. a runaway expression in spec.mapping.tests is shown timed out, never passed, and the tests after it not run', async () => {
+    await apply(`apiVersion: intake.dev/v1alpha1
+kind: WebhookIntegration
+metadata: {name: runaway, namespace: ${teamA}}
+spec:
+  mapping:
+    expression: '{"n": $count($distinct([1..100000])) + $count($distinct([1..100000]))}'
+    tests:
+      - {input: {}, expect: {n: 200000}}
+      - {input: {}, expect: {n: 200000}}
+`);
+    await page.goto(`${localConsole.base}/#/ns/${teamA}/webhookintegrations/runaway`);
+    await page.getByRole('button', { name: /Run spec.mapping.tests/ }).click();
+    await page.locator('.test-results li').first().waitFor({ timeout: 20_000 });
+    const shown = await page.locator('.test-results li').allTextContents();
+    expect(shown[0]).toMatch(/^tests\[0\]: timed out: D1012/);
+    expect(shown[1]).toBe('tests[1]: not run: an earlier test timed out');
+    await screenshot(page, '06b-mapping-tests-timed-out');
+  });
+
   it('2b. a signed integration (Standard Webhooks): the signing secret shows; the test event, the playground and copy as curl are signed and answered 200', async () => {
     await apply(`apiVersion: intake.dev/v1alpha1
 kind: WebhookIntegration

@@ -47,6 +47,7 @@ describe('chart: console.enabled', () => {
         '--ingest-url=http://intake-ingester.intake.svc:80',
         '--allowed-hosts=console.example.com',
         '--secure-cookie',
+        '--mapping-workers=2',
       ]),
     );
     const bindings = docs.filter((d) => d.kind === 'RoleBinding' || d.kind === 'ClusterRoleBinding');

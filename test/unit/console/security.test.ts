@@ -100,3 +100,31 @@ describe('cookieValue and the CSP', () => {
     expect(CONTENT_SECURITY_POLICY).toContain("frame-ancestors 'none'");
   });
 });
+
+describe('Sessions per user', () => {
+  it("keeps at most perUser sessions of one user: a new one ends that user's oldest, never another user's", () => {
+    const sessions = new Sessions(60_000, 100, 2);
+    const bob = sessions.create({ user: 'bob', kubeToken: 'b' });
+    const a1 = sessions.create({ user: 'alice', kubeToken: 'a' });
+    const a2 = sessions.create({ user: 'alice', kubeToken: 'a' });
+    const a3 = sessions.create({ user: 'alice', kubeToken: 'a' });
+    expect(sessions.get(a1.id, a1.secret)).toBeUndefined();
+    expect(sessions.get(a2.id, a2.secret)).toBeDefined();
+    expect(sessions.get(a3.id, a3.secret)).toBeDefined();
+    expect(sessions.countOf('alice')).toBe(2);
+    expect(sessions.get(bob.id, bob.secret)).toEqual({ user: 'bob', kubeToken: 'b' });
+    // Alice signing out of one frees a place: her next sign-in ends nothing.
+    sessions.delete(a2.id);
+    const a4 = sessions.create({ user: 'alice', kubeToken: 'a' });
+    expect(sessions.get(a3.id, a3.secret)).toBeDefined();
+    expect(sessions.get(a4.id, a4.secret)).toBeDefined();
+  });
+
+  it('forgets expired sessions in the count', async () => {
+    const sessions = new Sessions(50, 100, 2);
+    sessions.create({ user: 'alice' });
+    sessions.create({ user: 'alice' });
+    await new Promise((r) => setTimeout(r, 120));
+    expect(sessions.countOf('alice')).toBe(0);
+  });
+});
