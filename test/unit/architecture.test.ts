@@ -135,4 +135,12 @@ describe('the cycle finder', () => {
     expect(imports('/x/m.ts', src)).toEqual(['/x/a.ts', '/x/b.ts', '/x/c.ts', '/x/e.ts', '/x/f.ts']);
     expect(runtimeSpecifiers(src)).toEqual(['./a.js', './e.js', './f.js', 'zod']);
   });
+
+  it('resolves `./x.js` to x.tsx when there is no x.ts (the console)', () => {
+    const main = join(ROOT, 'console', 'web', 'main.tsx');
+    expect(imports(main, "import { Detail } from './detail.js';\nimport { api } from './api.js';")).toEqual([
+      join(ROOT, 'console', 'web', 'detail.tsx'),
+      join(ROOT, 'console', 'web', 'api.ts'),
+    ]);
+  });
 });
