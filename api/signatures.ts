@@ -9,7 +9,7 @@
  * prefix, in one header that may list several signatures.
  */
 import { createHmac, randomBytes } from 'node:crypto';
-import type { AuthenticationMode, Route, RouteSignature, SignatureScheme } from './route.js';
+import type { AuthenticationMode, Route, RouteSignature, SignatureScheme } from './route-document.js';
 
 export const SIGNATURE_SCHEMES: readonly SignatureScheme[] = [
   'standard-webhooks',

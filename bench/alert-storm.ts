@@ -13,7 +13,7 @@
  * events accepted and delivered, and the ingester's RSS. After the storm, how long the backlog took
  * to drain, and whether every accepted event was delivered (none dead-lettered).
  *
- *   BENCH_STORM_SECONDS (60, as issue 21 asks), BENCH_STORM_CALIBRATE_SECONDS (5), BENCH_STORM_SHARE (0.8),
+ *   BENCH_STORM_SECONDS (60: long enough for the backlog to build), BENCH_STORM_CALIBRATE_SECONDS (5), BENCH_STORM_SHARE (0.8),
  *   BENCH_STORM_DRAIN_SECONDS (300: the longest wait for the backlog after the storm)
  *   BENCH_STORM_PROFILE=DIR   the storm's ingester runs under --cpu-prof, its profile written to DIR
  *                             (`node dist/bench/cpuprofile.js FILE` sums it)

@@ -1,5 +1,5 @@
 /**
- * Noisy neighbour on the dead letter (issue 16, defect 6): tenant A posts unmappable 1 MB payloads
+ * Noisy neighbour on the dead letter: tenant A posts unmappable 1 MB payloads
  * (4 at a time) while tenant B posts valid events one after another; prints B's refusals and
  * latency, and whether B's own dead letter survived. Standalone ingester, no bus, no spool.
  *

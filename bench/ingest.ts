@@ -11,7 +11,7 @@
  * - Prometheus Alertmanager, when installed, as the peer for single events: `POST /api/v2/alerts`,
  *   one alert per request, routed to a receiver with no integrations (it notifies nobody), its
  *   own temp storage dir, no cluster listener.
- * Data mapping (issue 9), on the same ingester: Alertmanager webhook notifications of 100 alerts
+ * Data mapping, on the same ingester: Alertmanager webhook notifications of 100 alerts
  * (one in ten resolved) through `mapping: {preset: alertmanager}`, and single events through a
  * small custom JSONata mapping measured alternately with unmapped single events; then every preset
  * on its tool's payload, native and JSONata alternately (bench/presets.ts, one short run each).

@@ -76,7 +76,10 @@ export interface UnauthenticatedSender {
   lastTime?: string;
 }
 
-/** status.activity as the operator writes it (issue 20, section 1); every field optional. */
+/**
+ * status.activity as the operator writes it (api/activity.ts); every field optional, since the
+ * page reads the status from the cluster as it finds it, unchecked.
+ */
 export interface Activity {
   lastEventTime?: string;
   lastRefusalTime?: string;

@@ -1,5 +1,5 @@
 /**
- * Tenants' mappings through the built ingester (issue 16): a tenant's expression cannot change
+ * Tenants' mappings through the built ingester: a tenant's expression cannot change
  * another tenant's mapping, a hostile expression is stopped at its CPU limit without holding the
  * process, a real-sized Alertmanager group of 1,001 alerts is accepted whole, and an absurdly
  * nested body is one clear 4xx.

@@ -1,5 +1,5 @@
 /**
- * Remote write cannot be held by its receiver (issue 16, defects 4 and 5), through the built
+ * Remote write cannot be held by its receiver, through the built
  * ingester: a receiver that trickles its answer's headers has each request aborted at
  * `remoteWrite.timeoutMs` and retried, with at most `maxInFlightPerTenant` requests open, and gets
  * every sample once it behaves; a receiver's huge answer is not downloaded; while the receiver

@@ -2,7 +2,8 @@
  * The web console (docs/console.md) in a real browser: Debian's chromium driven by playwright-core,
  * against the test API server, the built operator and an ingester in Kubernetes mode, and the built
  * `intake console` in both modes (kubeconfig: the one-time URL token; token: users' own Kubernetes
- * tokens). Issue 20's items 1-6, plus live updates, GitOps, rotate, suspend, edit and delete.
+ * tokens). Lists, details, create, the mapping editor, activity and sign-in, plus live updates, GitOps,
+ * rotate, suspend, edit and delete.
  * Screenshots of the main pages land in test-results/console/ (gitignored).
  *
  * The activity tests (Last Event, refusals) read what the operator merges from the ingester's

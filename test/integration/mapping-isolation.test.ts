@@ -1,5 +1,5 @@
 /**
- * The operator runs tenants' spec.mapping.tests in its own process (issue 16, defect 1 and 2): a
+ * The operator runs tenants' spec.mapping.tests in its own process: a
  * tenant's expression that rewrites a JSONata built-in must not change another tenant's preset
  * there, and one that runs a single endless built-in call must not hold the operator.
  */

@@ -1,10 +1,11 @@
 /**
- * No import cycles in the product code (api, cmd, common, console, ingester, kube, operator). ESLint's
- * no-restricted-imports zones keep the ingester's folders layered (eslint.config.js); this finds
- * cycles inside a folder too. Only runtime imports count: `import type` is erased by tsc.
+ * No import cycles in the product code (api, cmd, common, console, ingester, kube, operator), .ts
+ * and .tsx alike. ESLint's no-restricted-imports zones keep the ingester's folders layered
+ * (eslint.config.js); this finds cycles inside a folder too. Type-only imports count: tsc erases
+ * them, but a cycle of types is still two modules that cannot be read, moved or tested apart.
  * Also: no runtime ESM import of node:http, which loads Node's bundled undici (common/node-http.ts).
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { ROOT } from '../support/paths.js';
 
@@ -15,15 +16,21 @@ function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
     const path = join(dir, e.name);
     if (e.isDirectory()) return relative(ROOT, path) === GENERATED ? [] : sourceFiles(path);
-    return e.name.endsWith('.ts') && !e.name.endsWith('.d.ts') ? [path] : [];
+    return /\.tsx?$/.test(e.name) && !e.name.endsWith('.d.ts') ? [path] : [];
   });
+}
+
+const STATEMENT = /^\s*(import|export)\s+(type\s+)?([^'";]*?\s+from\s+)?['"]([^'"]+)['"]/gm;
+
+/** The specifiers of every static import and re-export, type-only ones included. */
+function specifiers(source: string): string[] {
+  return [...source.matchAll(STATEMENT)].map((m) => m[4] as string);
 }
 
 /** The specifiers of static, non-type imports and re-exports (what tsc leaves in the JavaScript). */
 function runtimeSpecifiers(source: string): string[] {
   const found: string[] = [];
-  const statement = /^\s*(import|export)\s+(type\s+)?([^'";]*?\s+from\s+)?['"]([^'"]+)['"]/gm;
-  for (const m of source.matchAll(statement)) {
+  for (const m of source.matchAll(STATEMENT)) {
     if (m[2]) continue;
     const clause = m[3] ?? '';
     // `import { type A, type B } from` is erased too.
@@ -34,11 +41,17 @@ function runtimeSpecifiers(source: string): string[] {
   return found;
 }
 
-/** Static, non-type imports and re-exports of our own modules, as absolute .ts paths. */
-function runtimeImports(file: string, source: string): string[] {
-  return runtimeSpecifiers(source)
+/** A relative specifier as the absolute path of its source: `./x.js` is x.ts, or x.tsx if only that exists. */
+function sourcePath(file: string, specifier: string): string {
+  const ts = resolve(dirname(file), specifier.replace(/\.js$/, '.ts'));
+  return !existsSync(ts) && existsSync(`${ts}x`) ? `${ts}x` : ts;
+}
+
+/** Static imports and re-exports of our own modules, type-only ones included, as source paths. */
+function imports(file: string, source: string): string[] {
+  return specifiers(source)
     .filter((s) => s.startsWith('.'))
-    .map((s) => resolve(dirname(file), s.replace(/\.js$/, '.ts')));
+    .map((s) => sourcePath(file, s));
 }
 
 /** Every cycle found by depth-first search, each as the list of files around it. */
@@ -65,7 +78,8 @@ describe('the product code', () => {
   it('has no import cycles', () => {
     const files = PRODUCT.flatMap((d) => sourceFiles(join(ROOT, d)));
     expect(files.length).toBeGreaterThan(100);
-    const graph = new Map(files.map((f) => [f, runtimeImports(f, readFileSync(f, 'utf8'))]));
+    expect(files.some((f) => f.endsWith('.tsx'))).toBe(true);
+    const graph = new Map(files.map((f) => [f, imports(f, readFileSync(f, 'utf8'))]));
     const edges = [...graph.values()].reduce((n, to) => n + to.length, 0);
     expect(edges).toBeGreaterThan(150);
     expect(findCycles(graph).map((cycle) => cycle.map((f) => relative(ROOT, f)).join(' -> '))).toEqual([]);
@@ -109,7 +123,7 @@ describe('the cycle finder', () => {
     ).toEqual([]);
   });
 
-  it('counts runtime imports and skips type-only ones', () => {
+  it('counts type-only imports as edges, and tells runtime ones apart for node:http', () => {
     const src = [
       "import { a } from './a.js';",
       "import type { B } from './b.js';",
@@ -118,7 +132,15 @@ describe('the cycle finder', () => {
       "export { f } from './f.js';",
       "import { z } from 'zod';",
     ].join('\n');
-    expect(runtimeImports('/x/m.ts', src)).toEqual(['/x/a.ts', '/x/e.ts', '/x/f.ts']);
+    expect(imports('/x/m.ts', src)).toEqual(['/x/a.ts', '/x/b.ts', '/x/c.ts', '/x/e.ts', '/x/f.ts']);
     expect(runtimeSpecifiers(src)).toEqual(['./a.js', './e.js', './f.js', 'zod']);
+  });
+
+  it('resolves `./x.js` to x.tsx when there is no x.ts (the console)', () => {
+    const main = join(ROOT, 'console', 'web', 'main.tsx');
+    expect(imports(main, "import { Detail } from './detail.js';\nimport { api } from './api.js';")).toEqual([
+      join(ROOT, 'console', 'web', 'detail.tsx'),
+      join(ROOT, 'console', 'web', 'api.ts'),
+    ]);
   });
 });

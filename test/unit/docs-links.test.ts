@@ -1,5 +1,5 @@
 /**
- * The user docs stay honest: every relative link in README.md and docs/*.md names a file or
+ * The user docs stay honest: every relative link in README.md and any .md under docs/ names a file or
  * directory of the repository, every `#anchor` into a markdown file names one of its headings (as
  * GitHub makes them), the README stays a front page (about 250 lines at most), and no page points
  * at `../shared` (users do not have it).
@@ -13,7 +13,8 @@ const README_MAX_LINES = 260;
 
 const pages = (): string[] => [
   'README.md',
-  ...readdirSync(join(ROOT, 'docs'))
+  // Recursive: earlier benchmark runs live in docs/benchmarks/.
+  ...readdirSync(join(ROOT, 'docs'), { recursive: true, encoding: 'utf8' })
     .filter((name) => name.endsWith('.md'))
     .sort()
     .map((name) => `docs/${name}`),

@@ -1,5 +1,5 @@
 /**
- * Dead letters of destinations are bounded per namespace (issue 16, defect 7: 20,000 of them
+ * Dead letters of destinations are bounded per namespace (unbounded, 20,000 of them
  * grew the outbox to 13 MB with spool.maxBytes 65536 while /readyz said ready). A receiver refuses
  * every event (400); each namespace keeps at most its share, the oldest of that namespace go and
  * are counted, the spool directory stays small, and the ingester keeps accepting and stays ready.

@@ -1,5 +1,5 @@
 /**
- * Every request to a destination is bounded (issue 16, defect 5): against a receiver that sends a
+ * Every request to a destination is bounded: against a receiver that sends a
  * status line and then one header byte a second, one that sends 200 and then one body byte a
  * second, and one that streams hundreds of MB of answer, the built ingester aborts each request at
  * its total deadline (`http.timeout`) or its answer cap, retries with backoff, keeps at most one

@@ -1,5 +1,5 @@
 /**
- * Amplification (issue 16, defect 3): an Alertmanager-shaped body of about 1 MB whose 900 KB
+ * Amplification: an Alertmanager-shaped body of about 1 MB whose 900 KB
  * groupKey the preset copies into each of its 1,000 events. Before the bound: 200 after about
  * 29 s, ~880 MB added to the stream and the ingester at 2.2 GiB. Now the mapped output is bounded
  * (mapping.maxOutputBytes): one clear 422 naming the setting, memory and the stream stay flat, and

@@ -1,5 +1,5 @@
 /**
- * What one tenant's expression can do to others in the same process (issue 16, defect 1), and the
+ * What one tenant's expression can do to others in the same process, and the
  * bounds on what a mapping produces. The operator runs tenants' mapping tests through checkMapping
  * in its own process: the nagios checks below are exactly its path.
  */
