@@ -229,7 +229,7 @@ describe('dead letter and replay', () => {
     // The read end is closed before the CLI has its answer from the admin port, so its write fails.
     const piped = spawn(
       process.execPath,
-      [join(ROOT, 'dist/cmd/intake.js'), 'deadletter', 'list', '--json', '--admin-url', ing.adminUrl],
+      [join(ROOT, 'dist/cmd/intake.js'), 'deadletter', 'list', '-o', 'json', '--admin-url', ing.adminUrl],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     piped.stdout.destroy();
