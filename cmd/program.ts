@@ -28,6 +28,17 @@ export function buildProgram(): Command {
     versionCommand(),
     undeliveredCommand(),
   ])
-    program.addCommand(command);
+    program.addCommand(inheriting(command, program));
   return program;
+}
+
+/**
+ * A command made apart (new Command) takes its parent's settings only when told, and so do its own
+ * subcommands: without positional options `intake operator cleanup --namespace NS` would give
+ * NS to operator, leaving cleanup without one.
+ */
+function inheriting(command: Command, parent: Command): Command {
+  command.copyInheritedSettings(parent);
+  for (const sub of command.commands) inheriting(sub, command);
+  return command;
 }
