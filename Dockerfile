@@ -13,6 +13,8 @@ COPY console ./console
 COPY ingester ./ingester
 COPY kube ./kube
 COPY operator ./operator
+# The commit `intake version` prints (the build context has no .git): --build-arg INTAKE_COMMIT=$(git rev-parse HEAD).
+ARG INTAKE_COMMIT
 RUN npm run build && npm prune --omit=dev
 
 FROM node:24.21.0-bookworm-slim

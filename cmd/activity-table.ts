@@ -8,6 +8,7 @@
  */
 import type { Activity, ActivityReport, RecentRefusal, UnauthenticatedSender } from '../api/activity.js';
 import { inertText } from '../common/sender-text.js';
+import { columns } from './output.js';
 
 type Row = Omit<Activity, 'updatedTime'> & { kind: string; namespace: string; name: string };
 
@@ -29,18 +30,6 @@ const reasons = (r: Record<string, number>): string =>
 
 /** At most this many lines in each list below the table. */
 const LISTED = 10;
-
-function columns(rows: string[][]): string {
-  const widths = (rows[0] ?? []).map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
-  return rows
-    .map((r) =>
-      r
-        .map((c, i) => c.padEnd(widths[i] ?? 0))
-        .join('  ')
-        .trimEnd(),
-    )
-    .join('\n');
-}
 
 export function activityTable(report: ActivityReport, nowMs = Date.now()): string {
   const rows: Row[] = [

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { jest } from '@jest/globals';
+import { parse } from 'yaml';
 import type { ActivityReport, ReportedActivity } from '../../api/activity.js';
 import { ROOT } from '../support/paths.js';
 import { waitFor } from '../support/waiting.js';
@@ -163,6 +164,23 @@ describe('activity on the admin port and in intake status', () => {
     );
     const json = JSON.parse((await intake(['status', '--admin-url', ing.adminUrl, '--json'])).stdout) as ActivityReport;
     expect(find(json.webhookIntegrations, 'demo')?.eventsLastHour).toBe(4);
+  });
+
+  it('intake status -o json and -o yaml print the same report; the old --json still does, with a warning', async () => {
+    const json = JSON.parse(
+      (await intake(['status', '--admin-url', ing.adminUrl, '-o', 'json'])).stdout,
+    ) as ActivityReport;
+    const yaml = await intake(['status', '-o', 'yaml', '--admin-url', ing.adminUrl]);
+    expect(yaml.stderr).toBe('');
+    expect(find((parse(yaml.stdout) as ActivityReport).webhookIntegrations, 'demo')?.eventsLastHour).toBe(
+      find(json.webhookIntegrations, 'demo')?.eventsLastHour,
+    );
+    const old = await intake(['status', '--admin-url', ing.adminUrl, '--json']);
+    expect(find((JSON.parse(old.stdout) as ActivityReport).webhookIntegrations, 'demo')?.eventsLastHour).toBe(4);
+    expect(old.stderr).toContain('--json is deprecated');
+    await expect(intake(['status', '--json', '-o', 'yaml', '--admin-url', ing.adminUrl])).rejects.toMatchObject({
+      stderr: expect.stringContaining('cannot be used with'),
+    });
   });
 
   it('intake status names the admin URL it could not reach', async () => {

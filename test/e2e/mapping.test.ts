@@ -225,11 +225,23 @@ describe('dead letter and replay', () => {
     expect(listed.code).toBe(0);
     expect(listed.stdout).toMatch(/ mapping {2}default\/custom {2}the mapping \(expression\)/);
     expect(listed.stdout).toContain('1 dead letter(s) listed');
+    // -o yaml: the whole letters, payload included, for a program.
+    const asYaml = await cli([
+      'deadletter',
+      'list',
+      '-o',
+      'yaml',
+      '--admin-url',
+      ing.adminUrl,
+      '--integration',
+      'custom',
+    ]);
+    expect((parse(asYaml.stdout) as typeof kept).entries).toEqual(kept.entries);
     // A reader that stops early (| head) ends the listing quietly: no EPIPE stack trace, exit 0.
     // The read end is closed before the CLI has its answer from the admin port, so its write fails.
     const piped = spawn(
       process.execPath,
-      [join(ROOT, 'dist/cmd/intake.js'), 'deadletter', 'list', '--json', '--admin-url', ing.adminUrl],
+      [join(ROOT, 'dist/cmd/intake.js'), 'deadletter', 'list', '-o', 'json', '--admin-url', ing.adminUrl],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     piped.stdout.destroy();

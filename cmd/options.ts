@@ -1,0 +1,81 @@
+/**
+ * The options several commands share, each declared here once, and the checks of their values.
+ * Each command adds its own instance (commander binds an Option to one command): with positional
+ * options, `intake operator cleanup --namespace NS` gives cleanup's --namespace, not operator's.
+ */
+import { Option } from 'commander';
+import { ConfigError } from '../common/config-files.js';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/** --log-level; without a default the ingester takes its config file's `logLevel`. */
+export const logLevelOption = (defaultLevel?: string): Option => {
+  const option = new Option('--log-level <level>', 'operational log level').choices(LOG_LEVELS).env('INTAKE_LOG_LEVEL');
+  return defaultLevel === undefined ? option : option.default(defaultLevel);
+};
+
+export const kubeconfigOption = (help = 'kubeconfig file (default: in-cluster service account)'): Option =>
+  new Option('--kubeconfig <file>', help).env('INTAKE_KUBECONFIG');
+
+export const namespaceOption = (help: string): Option => new Option('--namespace <ns>', help).env('INTAKE_NAMESPACE');
+
+export const watchNamespacesOption = (help: string): Option =>
+  new Option('--watch-namespaces <list>', help).env('INTAKE_WATCH_NAMESPACES');
+
+export const leaseNameOption = (help: string): Option =>
+  new Option('--lease-name <name>', help).default('intake-operator');
+
+/** Where the admin-listener clients (deadletter, status) find a running ingester. */
+export const adminUrlOption = (): Option =>
+  new Option('--admin-url <url>', "the ingester's admin listener")
+    .default('http://127.0.0.1:8081')
+    .env('INTAKE_ADMIN_URL');
+
+export const OUTPUT_FORMATS = ['table', 'json', 'yaml'] as const;
+export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
+
+/** kubectl's and helm's -o: a table for people, JSON or YAML for programs. */
+export const outputOption = (): Option =>
+  new Option('-o, --output <format>', 'output format').choices([...OUTPUT_FORMATS]).default('table');
+
+/** The --json these commands had before -o: still read, with a warning. */
+export const deprecatedJsonOption = (): Option => new Option('--json', 'deprecated: use -o json').conflicts('output');
+
+/** The format asked for: -o, or json for the deprecated --json (saying so on stderr). */
+export function outputFormat(
+  opts: { output?: unknown; json?: unknown },
+  warn: (line: string) => void = (line) => void process.stderr.write(line),
+): OutputFormat {
+  if (opts.json) {
+    warn('intake: --json is deprecated and goes away in the next release; use -o json\n');
+    return 'json';
+  }
+  return OUTPUT_FORMATS.includes(opts.output as OutputFormat) ? (opts.output as OutputFormat) : 'table';
+}
+
+/** A flag's name as typed: fooBar -> --foo-bar. */
+const flagName = (key: string): string => `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+
+/** The value of option `key` as a positive integer, or a ConfigError naming the flag. */
+export function positiveInt(opts: Record<string, unknown>, key: string): number {
+  const n = Number(opts[key]);
+  if (!Number.isInteger(n) || n <= 0) throw new ConfigError(`${flagName(key)} must be a positive integer`);
+  return n;
+}
+
+/** The value of option `key` as an http(s) URL, or a ConfigError naming the flag. */
+export function httpUrl(opts: Record<string, unknown>, key: string): string {
+  const value = String(opts[key]);
+  if (!/^https?:\/\/[^\s/]+/.test(value))
+    throw new ConfigError(`${flagName(key)} must be an http(s) URL, got ${JSON.stringify(opts[key])}`);
+  return value;
+}
+
+/** A comma-separated list flag: trimmed, empty entries dropped. */
+export const commaList = (value: unknown): string[] =>
+  typeof value === 'string'
+    ? value
+        .split(',')
+        .map((n) => n.trim())
+        .filter(Boolean)
+    : [];
