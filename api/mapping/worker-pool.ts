@@ -20,9 +20,9 @@
  *   INTAKE_MEMORY_LIMIT.
  * - Queue: bounded in evaluations waiting and in payload bytes (waiting and running); past either,
  *   run() rejects at once with MappingBusy (the ingester answers 503 with Retry-After).
- * - Shares: each tenant (the ingester's namespaces; whatever key a caller passes to run()) may
- *   hold at most `maxRunningPerTenant` workers and `maxQueuedPerTenant` / `maxQueuedBytesPerTenant`
- *   of the queue; past its queue share run() rejects at once with MappingBusy. A tenant at its
+ * - Shares: each tenant (the ingester's namespaces; whatever key a caller passes to run(); none:
+ *   no share, as for the operator's mapping tests) may hold at most `maxRunningPerTenant` workers
+ *   and `maxQueuedPerTenant` / `maxQueuedBytesPerTenant` of the queue; past its queue share run() rejects at once with MappingBusy. A tenant at its
  *   worker share waits even while a worker is idle: that worker is the other tenants', so their
  *   payloads never wait behind an evaluation that may run to its limit. A worker killed at a
  *   tenant's limit counts against that tenant until its replacement is ready.
@@ -85,7 +85,8 @@ export const defaultShares = (
 export interface RunOptions {
   /**
    * Whose evaluation this is (the ingester: the route's namespace; the console: the user). Shares
-   * and the round-robin are per tenant; evaluations without one share the tenant "".
+   * and turns are per tenant. Evaluations without one (the operator's mapping tests) take their
+   * turns together and are held to no share, as before tenants existed.
    */
   tenant?: string;
 }
@@ -235,14 +236,16 @@ export class MappingWorkerPool implements ExpressionRunner {
     const tenant = this.tenants.get(key);
     const held = tenant?.bytes ?? 0;
     const waiting = tenant?.waiting.length ?? 0;
+    const whose = `payloads of namespace ${key}`;
+    const shared = key !== '';
     if (this.queued >= this.maxQueued)
       return new MappingBusy(
         `${this.queued} payloads are waiting for a mapping worker (mapping.maxQueued ${this.maxQueued}); retry later`,
         1,
       );
-    if (waiting >= this.maxQueuedPerTenant)
+    if (shared && waiting >= this.maxQueuedPerTenant)
       return new MappingBusy(
-        `${waiting} payloads of namespace ${key} are waiting for a mapping worker, its share of the queue (mapping.maxQueuedPerNamespace ${this.maxQueuedPerTenant}); retry later`,
+        `${waiting} ${whose} are waiting for a mapping worker, its share of the queue (mapping.maxQueuedPerNamespace ${this.maxQueuedPerTenant}); retry later`,
         1,
       );
     // A payload larger than the whole budget still runs when it is alone (limits.bodyBytes may be set higher).
@@ -251,9 +254,9 @@ export class MappingWorkerPool implements ExpressionRunner {
         `payloads waiting for a mapping worker hold ${this.bytes} bytes (mapping.maxQueuedBytes ${this.maxQueuedBytes}); retry later`,
         1,
       );
-    if (held > 0 && held + bytes > this.maxQueuedBytesPerTenant)
+    if (shared && held > 0 && held + bytes > this.maxQueuedBytesPerTenant)
       return new MappingBusy(
-        `payloads of namespace ${key} waiting for or held by a mapping worker hold ${held} bytes, its share (mapping.maxQueuedBytesPerNamespace ${this.maxQueuedBytesPerTenant}); retry later`,
+        `${whose} waiting for or held by a mapping worker hold ${held} bytes, its share (mapping.maxQueuedBytesPerNamespace ${this.maxQueuedBytesPerTenant}); retry later`,
         1,
       );
     return undefined;
@@ -276,7 +279,7 @@ export class MappingWorkerPool implements ExpressionRunner {
 
   /** Within its share of the workers (those it runs on, and those being replaced on its account). */
   private mayStart(tenant: TenantState): boolean {
-    return tenant.running + tenant.replacing < this.maxRunningPerTenant;
+    return tenant.key === '' || tenant.running + tenant.replacing < this.maxRunningPerTenant;
   }
 
   /** The next evaluation to start: the first tenant in turn within its worker share, which then goes last. */

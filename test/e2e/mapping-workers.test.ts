@@ -138,6 +138,20 @@ describe('the mapping worker pool', () => {
     },
   );
 
+  (process.platform === 'linux' ? it : it.skip)(
+    'holds evaluations without a tenant (the operator) to no share: they may take every worker',
+    async () => {
+      const pool = new MappingWorkerPool({ size: 2, workerUrl });
+      try {
+        const runs = [1, 2].map(() => failed(pool.run(BURNER, { ...limits, timeoutMs: 1500 }, bytes({}))));
+        await waitFor('both workers busy', async () => pool.loadOf('').running === 2);
+        await Promise.all(runs);
+      } finally {
+        await pool.close();
+      }
+    },
+  );
+
   it('refuses a tenant past its share of the queue at once (MappingBusy naming the setting), not another tenant', async () => {
     const pool = new MappingWorkerPool({ size: 1, workerUrl, maxQueuedPerTenant: 2, maxQueuedBytesPerTenant: 64 });
     try {
