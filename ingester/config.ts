@@ -108,6 +108,12 @@ export interface MappingSettings extends MappingLimits {
   maxQueuedBytes: number;
   /** Heap (old generation) of each worker, MiB; an evaluation past it fails (INTAKE_MEMORY_LIMIT). */
   workerHeapMb: number;
+  /** One namespace's share: workers its evaluations hold at once (default: half of `workers`, rounded up). */
+  maxWorkersPerNamespace?: number;
+  /** One namespace's share of `maxQueued` (default a quarter); past it 503 with Retry-After. */
+  maxQueuedPerNamespace?: number;
+  /** One namespace's share of `maxQueuedBytes` (default a quarter); past it 503 with Retry-After. */
+  maxQueuedBytesPerNamespace?: number;
 }
 
 /** Mapped output may be larger than the body it came from, within reason: four times the body limit. */
@@ -253,6 +259,9 @@ const settingsFileSchema = {
         maxQueued: positive,
         maxQueuedBytes: positive,
         workerHeapMb: { type: 'integer', minimum: 16 },
+        maxWorkersPerNamespace: { type: 'integer', minimum: 1, maximum: 64 },
+        maxQueuedPerNamespace: positive,
+        maxQueuedBytesPerNamespace: positive,
       },
     },
     deadLetter: {

@@ -274,6 +274,10 @@ function setUpMappingAndLimits(
     size: settings.mapping.workers,
     maxQueued: settings.mapping.maxQueued,
     maxQueuedBytes: settings.mapping.maxQueuedBytes,
+    // One namespace's share; unset, the pool's defaults (half the workers, a quarter of the queue).
+    maxRunningPerTenant: settings.mapping.maxWorkersPerNamespace,
+    maxQueuedPerTenant: settings.mapping.maxQueuedPerNamespace,
+    maxQueuedBytesPerTenant: settings.mapping.maxQueuedBytesPerNamespace,
     heapMb: settings.mapping.workerHeapMb,
     onWorkerLost: (reason) => {
       mappingMetrics.workerRestarts.inc();
@@ -286,6 +290,7 @@ function setUpMappingAndLimits(
     mode: source.allowPlaintext ? 'file' : 'kubernetes',
     eventsRefused: metrics.eventsRefused,
     pointsRefused: metrics.pointsRefused,
+    mappingReserveMs: settings.mapping.timeoutMs,
   });
   const mapped = new MappedWebhooks({
     deadLetter: deadLetters,
@@ -293,6 +298,7 @@ function setUpMappingAndLimits(
     eventsPerRequest: settings.limits.eventsPerRequest,
     mappedEventsPerRequest: settings.mapping.maxEvents,
     chargeMappingCpu: (entry, cpuMs) => limiter.chargeMappingCpu(entry, cpuMs),
+    reserveMappingCpu: (entry) => limiter.reserveMappingCpu(entry),
   });
   return { mappingWorkers, limiter, mapped };
 }

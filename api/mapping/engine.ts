@@ -99,6 +99,8 @@ export class MappingError extends Error {
   static from(err: unknown): MappingError {
     if (err instanceof MappingError) return err;
     const e = (err ?? {}) as JsonataError;
+    const inEval = fromEval(e);
+    if (inEval) return inEval;
     const message = typeof e.message === 'string' ? e.message : String(err);
     // V8's own limits surface as plain errors (RangeError: Invalid string length, stack overflow).
     const code =
@@ -112,7 +114,32 @@ export class MappingError extends Error {
   }
 }
 
+/**
+ * $eval wraps whatever its expression threw in D3120 (syntax) or D3121 (evaluation), with the
+ * original as `error`. A guardrail hit inside $eval (the time limit the worker checks at every
+ * node, depth, sequence, string length) is the guardrail's own error, not the expression's:
+ * without this a runaway $eval was reported as D3121 instead of D1012. Any other error keeps
+ * D3121/D3120 and says what the inner expression did (its message redacted like any other).
+ */
+function fromEval(e: JsonataError): MappingError | undefined {
+  if ((e.code !== 'D3120' && e.code !== 'D3121') || e.error === undefined || e.error === null) return undefined;
+  const inner = MappingError.from(e.error);
+  if (inner.guardrail) return inner;
+  const what =
+    e.code === 'D3120'
+      ? 'Syntax error in expression passed to function eval'
+      : 'Dynamic error evaluating the expression passed to function eval';
+  return new MappingError(
+    e.code,
+    `${what}: ${inner.describe()}`.slice(0, 500),
+    typeof e.position === 'number' ? e.position : undefined,
+    typeof e.token === 'string' ? e.token : undefined,
+  );
+}
+
 interface JsonataError {
+  /** What $eval's expression threw (D3120, D3121). */
+  error?: unknown;
   code?: unknown;
   message?: unknown;
   position?: unknown;
@@ -177,15 +204,17 @@ export interface CompiledMapping {
   /**
    * Evaluates against a parsed body. `json`, when given, is the UTF-8 JSON the body was parsed
    * from: an isolated evaluation hands these bytes to the worker instead of serialising `body`
-   * again. Rejects with a MappingError (its cpuMs set when known), or a MappingBusy when the
-   * workers' queue is full.
+   * again. `tenant`: whose evaluation it is (the route's namespace), for the runner's shares and
+   * turns. Rejects with a MappingError (its cpuMs set when known), or a MappingBusy when the
+   * workers' queue (or the tenant's share of it) is full.
    */
-  evaluate(body: unknown, json?: Uint8Array): Promise<MappingResult>;
+  evaluate(body: unknown, json?: Uint8Array, tenant?: string): Promise<MappingResult>;
 }
 
 /** Evaluates tenants' expressions away from the caller's thread (worker-pool.ts). */
 export interface ExpressionRunner {
-  run(source: string, limits: MappingLimits, json: Uint8Array): Promise<MappingResult>;
+  /** `options.tenant`: whose evaluation it is; the runner's shares and turns are per tenant. */
+  run(source: string, limits: MappingLimits, json: Uint8Array, options?: { tenant?: string }): Promise<MappingResult>;
 }
 
 /** The workers cannot take more right now (queue full in count or bytes): retry later, nothing is wrong with the payload. */
@@ -258,7 +287,13 @@ export function compileMapping(
   return {
     label: 'expression',
     isolated: true,
-    evaluate: (body, json) => runner.run(source, limits, json ?? Buffer.from(JSON.stringify(body) ?? 'null')),
+    evaluate: (body, json, tenant) =>
+      runner.run(
+        source,
+        limits,
+        json ?? Buffer.from(JSON.stringify(body) ?? 'null'),
+        tenant === undefined ? undefined : { tenant },
+      ),
   };
 }
 

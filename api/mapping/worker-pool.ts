@@ -20,6 +20,14 @@
  *   INTAKE_MEMORY_LIMIT.
  * - Queue: bounded in evaluations waiting and in payload bytes (waiting and running); past either,
  *   run() rejects at once with MappingBusy (the ingester answers 503 with Retry-After).
+ * - Shares: each tenant (the ingester's namespaces; whatever key a caller passes to run(); none:
+ *   no share, as for the operator's mapping tests) may hold at most `maxRunningPerTenant` workers
+ *   and `maxQueuedPerTenant` / `maxQueuedBytesPerTenant` of the queue; past its queue share run() rejects at once with MappingBusy. A tenant at its
+ *   worker share waits even while a worker is idle: that worker is the other tenants', so their
+ *   payloads never wait behind an evaluation that may run to its limit. A worker killed at a
+ *   tenant's limit counts against that tenant until its replacement is ready.
+ * - Fair: workers take waiting evaluations tenant by tenant in turn (round-robin), not first come
+ *   first served, so one tenant's backlog never sits in front of another's payload.
  * - The payload goes over as its JSON bytes; the events come back the same way.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -37,6 +45,12 @@ export interface WorkerPoolOptions {
   maxQueued?: number;
   /** Payload bytes waiting or being evaluated at most (default 16 MiB). */
   maxQueuedBytes?: number;
+  /** Workers one tenant's evaluations may hold at once (default: half the workers, rounded up). */
+  maxRunningPerTenant?: number;
+  /** Evaluations of one tenant waiting at most (default: a quarter of maxQueued, at least 1). */
+  maxQueuedPerTenant?: number;
+  /** Payload bytes of one tenant waiting or being evaluated at most (default: a quarter of maxQueuedBytes). */
+  maxQueuedBytesPerTenant?: number;
   /** Old-generation heap of each worker, MiB (default 128). */
   heapMb?: number;
   /** How often the CPU time of a running evaluation is read, ms (default 25). */
@@ -56,14 +70,46 @@ export const defaultWorkers = (): number => Math.min(4, Math.max(2, availablePar
 
 export const DEFAULT_POOL = { maxQueued: 64, maxQueuedBytes: 16 * 1024 * 1024, heapMb: 128 } as const;
 
+/** One tenant's share of the pool by default: half the workers (at least one), a quarter of the queue. */
+export const defaultShares = (
+  size: number,
+  maxQueued: number,
+  maxQueuedBytes: number,
+): { maxRunningPerTenant: number; maxQueuedPerTenant: number; maxQueuedBytesPerTenant: number } => ({
+  maxRunningPerTenant: Math.max(1, Math.ceil(size / 2)),
+  maxQueuedPerTenant: Math.max(1, Math.ceil(maxQueued / 4)),
+  maxQueuedBytesPerTenant: Math.max(1, Math.ceil(maxQueuedBytes / 4)),
+});
+
+/** What a caller may say about one evaluation (optional; run() without it is the same as before). */
+export interface RunOptions {
+  /**
+   * Whose evaluation this is (the ingester: the route's namespace; the console: the user). Shares
+   * and turns are per tenant. Evaluations without one (the operator's mapping tests) take their
+   * turns together and are held to no share, as before tenants existed.
+   */
+  tenant?: string;
+}
+
 interface Task {
   id: number;
+  tenant: TenantState;
   source: string;
   limits: MappingLimits;
   json: Uint8Array;
   bytes: number;
   resolve: (r: MappingResult) => void;
   reject: (e: Error) => void;
+}
+
+/** One tenant's evaluations: waiting, running, their bytes, and workers being replaced on its account. */
+interface TenantState {
+  key: string;
+  waiting: Task[];
+  running: number;
+  bytes: number;
+  /** Replacements starting for workers killed or lost while evaluating this tenant's payload. */
+  replacing: number;
 }
 
 interface Slot {
@@ -87,6 +133,8 @@ interface Slot {
   stderr: string;
   /** Started through chrt (false: the worker lowers itself to nice 19). */
   idle: boolean;
+  /** A replacement for a worker lost on this tenant's evaluation: counts against its share until ready. */
+  replacing?: TenantState;
 }
 
 const utf8 = new TextDecoder('utf-8');
@@ -110,8 +158,15 @@ export class MappingWorkerPool implements ExpressionRunner {
   private readonly watchMs: number;
   private readonly wallFactor: number;
   private readonly workerPath: string;
+  private readonly maxRunningPerTenant: number;
+  private readonly maxQueuedPerTenant: number;
+  private readonly maxQueuedBytesPerTenant: number;
   private readonly slots: Slot[] = [];
-  private readonly queue: Task[] = [];
+  /** Tenants with evaluations, by key; an entry goes when its tenant holds nothing. */
+  private readonly tenants = new Map<string, TenantState>();
+  /** Tenants with evaluations waiting, in the order they take their next turn. */
+  private readonly turns: TenantState[] = [];
+  private queued = 0;
   private bytes = 0;
   private nextId = 1;
   private closed = false;
@@ -126,6 +181,10 @@ export class MappingWorkerPool implements ExpressionRunner {
     this.size = Math.max(1, o.size ?? defaultWorkers());
     this.maxQueued = o.maxQueued ?? DEFAULT_POOL.maxQueued;
     this.maxQueuedBytes = o.maxQueuedBytes ?? DEFAULT_POOL.maxQueuedBytes;
+    const shares = defaultShares(this.size, this.maxQueued, this.maxQueuedBytes);
+    this.maxRunningPerTenant = Math.max(1, o.maxRunningPerTenant ?? shares.maxRunningPerTenant);
+    this.maxQueuedPerTenant = Math.max(1, o.maxQueuedPerTenant ?? shares.maxQueuedPerTenant);
+    this.maxQueuedBytesPerTenant = o.maxQueuedBytesPerTenant ?? shares.maxQueuedBytesPerTenant;
     this.heapMb = o.heapMb ?? DEFAULT_POOL.heapMb;
     this.watchMs = o.watchMs ?? 25;
     this.wallFactor = o.wallFactor ?? 10;
@@ -134,7 +193,22 @@ export class MappingWorkerPool implements ExpressionRunner {
 
   /** Evaluations waiting, evaluations running, payload bytes held. */
   get load(): { queued: number; running: number; bytes: number } {
-    return { queued: this.queue.length, running: this.slots.filter((s) => s.task).length, bytes: this.bytes };
+    return { queued: this.queued, running: this.slots.filter((s) => s.task).length, bytes: this.bytes };
+  }
+
+  /** One tenant's evaluations waiting and running, and the payload bytes they hold. */
+  loadOf(tenant: string): { queued: number; running: number; bytes: number } {
+    const t = this.tenants.get(tenant);
+    return { queued: t?.waiting.length ?? 0, running: t?.running ?? 0, bytes: t?.bytes ?? 0 };
+  }
+
+  /** Each tenant's share: workers held at once, evaluations waiting, payload bytes. */
+  get shares(): { maxRunningPerTenant: number; maxQueuedPerTenant: number; maxQueuedBytesPerTenant: number } {
+    return {
+      maxRunningPerTenant: this.maxRunningPerTenant,
+      maxQueuedPerTenant: this.maxQueuedPerTenant,
+      maxQueuedBytesPerTenant: this.maxQueuedBytesPerTenant,
+    };
   }
 
   /** The worker processes' ids (for tests and diagnostics). */
@@ -142,56 +216,117 @@ export class MappingWorkerPool implements ExpressionRunner {
     return this.slots.flatMap((s) => (s.child.pid === undefined ? [] : [s.child.pid]));
   }
 
-  run(source: string, limits: MappingLimits, json: Uint8Array): Promise<MappingResult> {
+  run(source: string, limits: MappingLimits, json: Uint8Array, options: RunOptions = {}): Promise<MappingResult> {
     if (this.closed) return Promise.reject(new MappingBusy('the mapping workers are shutting down', 1));
-    if (this.queue.length >= this.maxQueued) {
-      return Promise.reject(
-        new MappingBusy(
-          `${this.queue.length} payloads are waiting for a mapping worker (mapping.maxQueued ${this.maxQueued}); retry later`,
-          1,
-        ),
-      );
-    }
-    // A payload larger than the whole budget still runs when it is alone (limits.bodyBytes may be set higher).
-    if (this.bytes > 0 && this.bytes + json.byteLength > this.maxQueuedBytes) {
-      return Promise.reject(
-        new MappingBusy(
-          `payloads waiting for a mapping worker hold ${this.bytes} bytes (mapping.maxQueuedBytes ${this.maxQueuedBytes}); retry later`,
-          1,
-        ),
-      );
-    }
+    const refusal = this.refusal(options.tenant ?? '', json.byteLength);
+    if (refusal) return Promise.reject(refusal);
+    const tenant = this.tenantOf(options.tenant ?? '');
     this.bytes += json.byteLength;
+    tenant.bytes += json.byteLength;
     return new Promise<MappingResult>((resolve, reject) => {
-      this.queue.push({ id: this.nextId++, source, limits, json, bytes: json.byteLength, resolve, reject });
+      if (tenant.waiting.length === 0) this.turns.push(tenant);
+      tenant.waiting.push({ id: this.nextId++, tenant, source, limits, json, bytes: json.byteLength, resolve, reject });
+      this.queued++;
       this.dispatch();
     });
+  }
+
+  /** Why a payload of `bytes` from `key` cannot wait for a worker now (the queue, or the tenant's share of it), if it cannot. */
+  private refusal(key: string, bytes: number): MappingBusy | undefined {
+    const tenant = this.tenants.get(key);
+    const held = tenant?.bytes ?? 0;
+    const waiting = tenant?.waiting.length ?? 0;
+    const whose = `payloads of namespace ${key}`;
+    const shared = key !== '';
+    if (this.queued >= this.maxQueued)
+      return new MappingBusy(
+        `${this.queued} payloads are waiting for a mapping worker (mapping.maxQueued ${this.maxQueued}); retry later`,
+        1,
+      );
+    if (shared && waiting >= this.maxQueuedPerTenant)
+      return new MappingBusy(
+        `${waiting} ${whose} are waiting for a mapping worker, its share of the queue (mapping.maxQueuedPerNamespace ${this.maxQueuedPerTenant}); retry later`,
+        1,
+      );
+    // A payload larger than the whole budget still runs when it is alone (limits.bodyBytes may be set higher).
+    if (this.bytes > 0 && this.bytes + bytes > this.maxQueuedBytes)
+      return new MappingBusy(
+        `payloads waiting for a mapping worker hold ${this.bytes} bytes (mapping.maxQueuedBytes ${this.maxQueuedBytes}); retry later`,
+        1,
+      );
+    if (shared && held > 0 && held + bytes > this.maxQueuedBytesPerTenant)
+      return new MappingBusy(
+        `${whose} waiting for or held by a mapping worker hold ${held} bytes, its share (mapping.maxQueuedBytesPerNamespace ${this.maxQueuedBytesPerTenant}); retry later`,
+        1,
+      );
+    return undefined;
+  }
+
+  private tenantOf(key: string): TenantState {
+    let tenant = this.tenants.get(key);
+    if (!tenant) {
+      tenant = { key, waiting: [], running: 0, bytes: 0, replacing: 0 };
+      this.tenants.set(key, tenant);
+    }
+    return tenant;
+  }
+
+  /** Forgets a tenant that holds nothing any more (keys come and go: namespaces, console users). */
+  private forgetIfIdle(tenant: TenantState): void {
+    if (tenant.waiting.length === 0 && tenant.running === 0 && tenant.bytes === 0 && tenant.replacing === 0)
+      this.tenants.delete(tenant.key);
+  }
+
+  /** Within its share of the workers (those it runs on, and those being replaced on its account). */
+  private mayStart(tenant: TenantState): boolean {
+    return tenant.key === '' || tenant.running + tenant.replacing < this.maxRunningPerTenant;
+  }
+
+  /** The next evaluation to start: the first tenant in turn within its worker share, which then goes last. */
+  private nextTask(): Task | undefined {
+    const index = this.turns.findIndex((t) => this.mayStart(t));
+    if (index < 0) return undefined;
+    const tenant = this.turns[index] as TenantState;
+    this.turns.splice(index, 1);
+    const task = tenant.waiting.shift() as Task;
+    if (tenant.waiting.length > 0) this.turns.push(tenant);
+    this.queued--;
+    return task;
   }
 
   /** Kills every worker; evaluations still waiting are refused. */
   async close(): Promise<void> {
     this.closed = true;
-    for (const task of this.queue.splice(0))
+    for (const task of this.takeAllWaiting())
       this.settle(task, new MappingBusy('the mapping workers are shutting down', 1));
     await Promise.all(this.slots.map((s) => this.lose(s, new MappingBusy('the mapping workers are shutting down', 1))));
   }
 
+  /** Every waiting evaluation, taken out of the queue (to refuse them). */
+  private takeAllWaiting(): Task[] {
+    const tasks = this.turns.splice(0).flatMap((t) => t.waiting.splice(0));
+    this.queued = 0;
+    return tasks;
+  }
+
   private dispatch(): void {
-    while (this.queue.length > 0) {
+    while (this.queued > 0) {
       const idle = this.slots.find((s) => s.ready && !s.task && !s.lost);
-      if (idle) {
-        this.start(idle, this.queue.shift() as Task);
-        continue;
+      if (!idle) {
+        // No idle worker: start the whole pool, so that while one tenant's expression holds a worker
+        // the next payload finds another one ready instead of waiting for a cold start. The
+        // evaluations wait for them (or for a busy one to finish).
+        while (this.slots.length < this.size) this.spawn();
+        return;
       }
-      // No idle worker: start the whole pool, so that while one tenant's expression holds a worker
-      // the next payload finds another one ready instead of waiting for a cold start. The
-      // evaluations wait for them (or for a busy one to finish).
-      while (this.slots.length < this.size) this.spawn();
-      return;
+      // Every tenant waiting is at its worker share: the idle workers stay free for other tenants.
+      const task = this.nextTask();
+      if (!task) return;
+      this.start(idle, task);
     }
   }
 
-  private spawn(): void {
+  private spawn(): Slot {
     const node = [process.execPath, `--max-old-space-size=${this.heapMb}`, '--max-semi-space-size=4', this.workerPath];
     const command = this.notIdle === undefined ? idleCommand(node) : { argv: node, idle: false };
     const why =
@@ -217,6 +352,7 @@ export class MappingWorkerPool implements ExpressionRunner {
       slot.baseCpuMs = m.processCpuMs;
       if ('ready' in m) {
         slot.ready = true;
+        this.replaced(slot);
         if (!this.firstWorkerReported) {
           this.firstWorkerReported = true;
           this.o.onFirstWorker?.(m.priority);
@@ -232,6 +368,16 @@ export class MappingWorkerPool implements ExpressionRunner {
     );
     // 'close': the process has ended and its stderr is read to the end.
     child.on('close', (code, signal) => void this.lose(slot, this.deathOf(slot, code, signal)));
+    return slot;
+  }
+
+  /** A replacement is ready (or gave up): the tenant it was charged to has its share back. */
+  private replaced(slot: Slot): void {
+    const tenant = slot.replacing;
+    if (!tenant) return;
+    slot.replacing = undefined;
+    tenant.replacing--;
+    this.forgetIfIdle(tenant);
   }
 
   /** Why a worker ended by itself: its heap cap (V8's report on stderr), or anything else. */
@@ -259,6 +405,7 @@ export class MappingWorkerPool implements ExpressionRunner {
 
   private start(slot: Slot, task: Task): void {
     slot.task = task;
+    task.tenant.running++;
     slot.startedAt = performance.now();
     this.idleRefs(slot, true);
     const message: WorkerTask = { id: task.id, source: task.source, limits: task.limits, json: task.json };
@@ -319,6 +466,7 @@ export class MappingWorkerPool implements ExpressionRunner {
   }
 
   private clear(slot: Slot): void {
+    if (slot.task) slot.task.tenant.running--;
     if (slot.watch) clearInterval(slot.watch);
     slot.watch = undefined;
     slot.task = undefined;
@@ -334,9 +482,18 @@ export class MappingWorkerPool implements ExpressionRunner {
     const task = slot.task;
     const lastCpuMs = slot.lastCpuMs;
     this.clear(slot);
+    // A replacement that never became ready gives its tenant's share back.
+    this.replaced(slot);
     const index = this.slots.indexOf(slot);
     if (index >= 0) this.slots.splice(index, 1);
     if (task) {
+      // The tenant whose evaluation cost this worker holds it, within its share, until the
+      // replacement is ready: otherwise its next payload takes another tenant's idle worker while
+      // this one starts. Charged before the evaluation is settled, which may free its last hold.
+      if (!this.closed && slot.ready) {
+        slot.replacing = task.tenant;
+        task.tenant.replacing++;
+      }
       // A worker that died (heap cap) cannot say what it used: the last reading, else the limit.
       if (err instanceof MappingError && err.cpuMs === undefined) err.cpuMs = lastCpuMs ?? task.limits.timeoutMs;
       this.settle(task, err);
@@ -346,25 +503,35 @@ export class MappingWorkerPool implements ExpressionRunner {
       this.o.onWorkerLost?.(err.message);
     }
     await this.kill(slot.child);
-    if (this.closed) return;
-    if (!slot.ready) {
-      if (slot.idle && /chrt/.test(slot.stderr)) {
-        // chrt is there but may not set the policy here (a seccomp profile, a platform without
-        // SCHED_IDLE): start the workers without it from now on, at nice 19, and say why.
-        this.notIdle = `chrt could not set SCHED_IDLE: ${slot.stderr.trim().split('\n').pop()}`;
-        this.dispatch();
-        return;
-      }
-      // It died while starting (its script failed to load): starting another would fail the same
-      // way, in a loop. Refuse what waits (ours to fix, so a 503 the sender retries, not a 422);
-      // the next payload tries again.
-      const failure = new MappingBusy(`a mapping worker could not start: ${err.message}`, 5);
-      for (const waiting of this.queue.splice(0)) this.settle(waiting, failure);
+    if (this.closed || !slot.ready) {
+      this.replaced(slot);
+      if (!this.closed) this.lostWhileStarting(slot, err);
       return;
     }
-    // Replaced at once, so the next payload does not wait for a worker to start.
-    if (this.slots.length < this.size) this.spawn();
+    // Replaced at once, so the next payload does not wait for a worker to start; the charge moves to it.
+    if (this.slots.length < this.size) {
+      const replacement = this.spawn();
+      replacement.replacing = slot.replacing;
+      slot.replacing = undefined;
+    }
+    this.replaced(slot);
     this.dispatch();
+  }
+
+  /** A worker died before it was ready: without chrt from now on if chrt refused, else refuse what waits. */
+  private lostWhileStarting(slot: Slot, err: Error): void {
+    if (slot.idle && /chrt/.test(slot.stderr)) {
+      // chrt is there but may not set the policy here (a seccomp profile, a platform without
+      // SCHED_IDLE): start the workers without it from now on, at nice 19, and say why.
+      this.notIdle = `chrt could not set SCHED_IDLE: ${slot.stderr.trim().split('\n').pop()}`;
+      this.dispatch();
+      return;
+    }
+    // It died while starting (its script failed to load): starting another would fail the same
+    // way, in a loop. Refuse what waits (ours to fix, so a 503 the sender retries, not a 422);
+    // the next payload tries again.
+    const failure = new MappingBusy(`a mapping worker could not start: ${err.message}`, 5);
+    for (const waiting of this.takeAllWaiting()) this.settle(waiting, failure);
   }
 
   /** SIGKILL, then wait until the process is gone (a worker in a built-in call never reads a gentler signal). */
@@ -378,6 +545,8 @@ export class MappingWorkerPool implements ExpressionRunner {
 
   private settle(task: Task, outcome: MappingResult | Error): void {
     this.bytes -= task.bytes;
+    task.tenant.bytes -= task.bytes;
+    this.forgetIfIdle(task.tenant);
     if (outcome instanceof Error) task.reject(outcome);
     else task.resolve(outcome);
   }

@@ -24,6 +24,7 @@ import {
   type LimitScope,
 } from '../core/errors.js';
 import type { RouteEntry } from '../routing/route-table.js';
+import { DEFAULT_MAPPING_LIMITS } from '../../api/mapping/engine.js';
 import { TokenBucket } from './token-bucket.js';
 
 /** How a refusal names the field that raises the limit: Kubernetes resources, or the standalone file. */
@@ -34,6 +35,11 @@ export interface TenantLimiterOptions {
   mode: LimitsMode;
   eventsRefused?: Counter<'integration' | 'namespace' | 'reason' | 'scope'>;
   pointsRefused?: Counter<'namespace' | 'reason' | 'scope'>;
+  /**
+   * What one evaluation of a custom expression may cost at worst, CPU ms (mapping.timeoutMs): the
+   * namespace reserves it before the evaluation is queued (reserveMappingCpu). Default 500.
+   */
+  mappingReserveMs?: number;
   /** Monotonic milliseconds. */
   now?: () => number;
 }
@@ -84,6 +90,7 @@ const REFUSALS_KEPT = 32;
 export class TenantLimiter {
   private readonly defaults: TenantLimitDefaults;
   private readonly now: () => number;
+  private readonly mappingReserveMs: number;
   private limits = new Map<string, Limit>();
   private gates = new Map<RouteEntry, Gate>();
   private replicaCount = 1;
@@ -91,6 +98,7 @@ export class TenantLimiter {
   constructor(private readonly options: TenantLimiterOptions) {
     this.defaults = options.defaults ?? DEFAULT_TENANT_LIMITS;
     this.now = options.now ?? (() => performance.now());
+    this.mappingReserveMs = options.mappingReserveMs ?? DEFAULT_MAPPING_LIMITS.timeoutMs;
   }
 
   get replicas(): number {
@@ -122,7 +130,8 @@ export class TenantLimiter {
 
   /**
    * Before the body is read: refuses a route whose bucket (or namespace's) is already empty, or
-   * whose namespace spent its mapping CPU, so a sender far over its limit costs little.
+   * whose namespace cannot pay for its mapping: for a custom expression, its worst case
+   * (reserveMappingCpu would refuse); for a preset, a debt. A sender far over its limit costs little.
    * A refusal here counts one item (the body, and so the count, is not known yet).
    */
   admitRequest(entry: RouteEntry): void {
@@ -142,7 +151,9 @@ export class TenantLimiter {
     const wait = Math.max(gate.own.bucket.waitMs(1, nowMs), gate.namespace.bucket.waitMs(1, nowMs));
     if (wait > 0) return this.refusal(entry, gate, this.slower(gate, 1, nowMs), 1, wait);
     if (gate.cpu) {
-      const cpuWait = gate.cpu.bucket.debtMs(nowMs);
+      const cpuWait = entry.mapping?.isolated
+        ? gate.cpu.bucket.waitMs(this.mappingReserveMs, nowMs)
+        : gate.cpu.bucket.debtMs(nowMs);
       if (cpuWait > 0) return this.refusal(entry, gate, gate.cpu, 1, cpuWait);
     }
     return undefined;
@@ -158,9 +169,39 @@ export class TenantLimiter {
     gate.namespace.bucket.take(count);
   }
 
-  /** Charges the CPU milliseconds one mapping evaluation used to the namespace (it may go into debt). */
+  /**
+   * Charges the CPU milliseconds one preset's evaluation used to the namespace (it may go into
+   * debt). Presets run on the request thread, one at a time between other requests' steps, and
+   * are ours: their cost is bounded by the body, so charging afterwards overshoots by at most one
+   * evaluation per request in flight. A custom expression reserves first (reserveMappingCpu).
+   */
   chargeMappingCpu(entry: RouteEntry, cpuMs: number): void {
     this.gate(entry).cpu?.bucket.take(cpuMs);
+  }
+
+  /**
+   * Before a custom expression's evaluation is queued: takes its worst case (mapping.timeoutMs of
+   * CPU time) from the namespace's mapping CPU bucket, or throws the refusal (MAPPING_CPU_LIMITED,
+   * 429 or 503 with Retry-After) when the bucket cannot cover it. A namespace therefore has at
+   * most burst / timeout evaluations waiting or running, and never spends more than its budget:
+   * what it was refused it never ran. Returns `settle`, to call once with the CPU time the
+   * evaluation really used (the rest is given back; a little more, the grace the worker is given
+   * past its limit, is taken).
+   */
+  reserveMappingCpu(entry: RouteEntry): (usedMs: number) => void {
+    const gate = this.gate(entry);
+    const cpu = gate.cpu;
+    if (!cpu) return () => undefined;
+    const reserved = this.mappingReserveMs;
+    const wait = cpu.bucket.waitMs(reserved, this.now());
+    if (wait > 0) throw this.refusal(entry, gate, cpu, 1, wait);
+    cpu.bucket.take(reserved);
+    let settled = false;
+    return (usedMs) => {
+      if (settled) return;
+      settled = true;
+      cpu.bucket.settle(reserved, usedMs, this.now());
+    };
   }
 
   /** The series cap for a write with this API key: the key's, at most the namespace's. */

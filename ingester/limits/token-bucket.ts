@@ -47,6 +47,17 @@ export class TokenBucket {
     this.tokens -= cost;
   }
 
+  /**
+   * Settles a reservation: `reserved` tokens were taken before the work, `used` is what it really
+   * cost. The difference is given back (at most up to the bucket's size: what refilled while the
+   * reservation was held is not counted twice) or, if the work cost more, taken (a debt).
+   */
+  settle(reserved: number, used: number, nowMs: number): void {
+    this.refill(nowMs);
+    const tokens = this.tokens + reserved - used;
+    this.tokens = used <= reserved ? Math.min(this.capacity, tokens) : tokens;
+  }
+
   /** Milliseconds until the bucket holds a positive balance again (0: it does). */
   debtMs(nowMs: number): number {
     this.refill(nowMs);

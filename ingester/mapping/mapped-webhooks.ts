@@ -11,6 +11,7 @@ import {
   deadLetterFailed,
   inertFieldErrors,
   IntakeError,
+  LimitError,
   mappingBusy,
   mappingFailed,
   type FieldError,
@@ -55,8 +56,14 @@ export interface MappedWebhooksOptions {
   eventsPerRequest: number;
   /** Events one mapped payload may give (mapping.maxEvents; default eventsPerRequest). */
   mappedEventsPerRequest?: number;
-  /** Charges every evaluation's CPU milliseconds, successful or not, to the route's namespace (per-tenant limits). */
+  /** Charges a preset's evaluation CPU milliseconds, successful or not, to the route's namespace (per-tenant limits). */
   chargeMappingCpu?: (entry: RouteEntry, cpuMs: number) => void;
+  /**
+   * Before a custom expression is evaluated (it runs in a worker): reserves its worst case from the
+   * namespace's mapping CPU, or throws the refusal; returns the settle function, called once with
+   * the CPU time really used (per-tenant limits).
+   */
+  reserveMappingCpu?: (entry: RouteEntry) => (usedMs: number) => void;
 }
 
 export const isDryRun = (query: unknown): boolean => {
@@ -73,23 +80,14 @@ export class MappedWebhooks {
 
   /**
    * The mapping (when the route has one: the one place on the events path that asks), then
-   * validation; throws MappingFailure, the usual 400, or 503 when the mapping workers are full.
+   * validation; throws MappingFailure, the usual 400, 429/503 when the namespace cannot reserve
+   * the mapping's CPU, or 503 when the mapping workers (or the namespace's share of them) are full.
    * A live request (toEvents), a dry run and a dead letter's replay all come through here. `json`: the body's bytes, for a mapping
    * that runs in a worker.
    */
   async map(body: unknown, entry: RouteEntry, ctx: EventContext, json?: Uint8Array): Promise<NormalisedEvent[]> {
     if (!entry.mapping) return parseEvents(body, this.options.eventsPerRequest, ctx);
-    let result: MappingResult;
-    try {
-      result = await entry.mapping.evaluate(body, json);
-    } catch (err) {
-      if (err instanceof MappingBusy) throw mappingBusy(err.message, err.retryAfterSeconds);
-      const e = MappingError.from(err);
-      this.charge(entry, e.cpuMs ?? 0);
-      const message = `the mapping (${entry.mapping.label}) failed: ${e.describe()}`;
-      throw new MappingFailure(e.guardrail ? 'guardrail' : 'evaluation', message, [{ field: '', message }]);
-    }
-    this.charge(entry, result.cpuMs);
+    const result = await this.evaluate(body, entry, json);
     const mapped = result.items;
     if (mapped.length === 0) {
       const message = `the mapping (${entry.mapping.label}) produced no event from this payload`;
@@ -106,10 +104,36 @@ export class MappedWebhooks {
     }
   }
 
-  private charge(entry: RouteEntry, cpuMs: number): void {
-    const labels = { integration: entry.name, namespace: entry.namespace };
-    this.options.metrics.cpuSeconds.inc(labels, cpuMs / 1000);
-    this.options.chargeMappingCpu?.(entry, cpuMs);
+  /**
+   * The mapping's evaluation, paid for: a custom expression (isolated, in a worker) reserves its
+   * worst case from the namespace's CPU budget before it is queued (a refusal is thrown as is:
+   * 429/503 MAPPING_CPU_LIMITED), and the reservation is settled to what it used however it ends
+   * (all of it given back when the workers refused it). A preset, on this thread, is charged after.
+   */
+  private async evaluate(body: unknown, entry: RouteEntry, json?: Uint8Array): Promise<MappingResult> {
+    const mapping = entry.mapping as NonNullable<RouteEntry['mapping']>;
+    const settle = mapping.isolated ? this.options.reserveMappingCpu?.(entry) : undefined;
+    const pay = (cpuMs: number): void => {
+      const labels = { integration: entry.name, namespace: entry.namespace };
+      this.options.metrics.cpuSeconds.inc(labels, cpuMs / 1000);
+      if (settle) settle(cpuMs);
+      else this.options.chargeMappingCpu?.(entry, cpuMs);
+    };
+    let result: MappingResult;
+    try {
+      result = await mapping.evaluate(body, json, entry.namespace);
+    } catch (err) {
+      if (err instanceof MappingBusy) {
+        settle?.(0);
+        throw mappingBusy(err.message, err.retryAfterSeconds);
+      }
+      const e = MappingError.from(err);
+      pay(e.cpuMs ?? 0);
+      const message = `the mapping (${mapping.label}) failed: ${e.describe()}`;
+      throw new MappingFailure(e.guardrail ? 'guardrail' : 'evaluation', message, [{ field: '', message }]);
+    }
+    pay(result.cpuMs);
+    return result;
   }
 
   /** A live request: events, or the payload kept in the dead letter and a 422 (503 if it cannot be kept). */
@@ -166,8 +190,8 @@ export class MappedWebhooks {
     } catch (err) {
       if (err instanceof MappingFailure)
         return { success: false, dryRun: true, mapping, message: `dry run: ${err.message}`, errors: err.errors };
-      // A 503 (workers full) is the answer itself: the sender retries.
-      if (err instanceof IntakeError && err.statusCode < 500)
+      // A 503 (workers full) or a refusal over a per-tenant limit is the answer itself: the sender retries.
+      if (err instanceof IntakeError && err.statusCode < 500 && !(err instanceof LimitError))
         return {
           success: false,
           dryRun: true,

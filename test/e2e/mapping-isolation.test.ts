@@ -46,6 +46,10 @@ beforeAll(async () => {
       route('rewrite-lower', 'team-a', { expression: '$ ~> |$lowercase|function($x){"clear"}|' }),
       route('distinct', 'team-a', { expression: '[1..3].$count($distinct([1..100000]))' }),
       route('pad', 'team-a', { expression: '[1..100000].$pad("", 4000000, "x")' }),
+      // A runaway loop inside $eval: the worker's own time check stops it, inside $eval's wrapping.
+      route('evaluator', 'team-c', {
+        expression: '$eval("($f := function($n){$n > 0 ? $f($n - 1) : 0}; [1..100000].$f(200))")',
+      }),
       // team-b: a preset, and its own expression using the same built-ins.
       route('nagios', 'team-b', { preset: 'nagios' }),
       route('checker', 'team-b', {
@@ -190,6 +194,16 @@ describe('a hostile expression (defect 2)', () => {
       );
     expect(used('distinct')).toBeGreaterThanOrEqual((TIMEOUT_MS / 1000) * 0.8);
     expect(used('checker')).toBeGreaterThan(0);
+  });
+});
+
+describe('a runaway $eval', () => {
+  it('is reported as the time limit (D1012), not as an error of the expression $eval ran (D3121)', async () => {
+    const res = await post(`${ing.url}/events/webhook_evaluator`, { any: 1 }, auth('evaluator'));
+    expect(res.status).toBe(422);
+    const message = String(res.json().message);
+    expect(message).toMatch(/D1012/);
+    expect(message).not.toMatch(/D3121/);
   });
 });
 
@@ -394,6 +408,9 @@ describe('a small pool: one worker, one payload queued, a 32 MiB heap', () => {
         route('hoarder', 'team-a', { expression: '($a := [1..99999]; [1..1000].{"x": $append($a, $)})' }),
       );
       config.mapping = { timeoutMs: 1000, workers: 1, maxQueued: 1, workerHeapMb: 32 };
+      // A CPU budget for many evaluations at their limit: the queue's bound is what is tested here.
+      const limits = config.tenantLimits as { namespace: Record<string, number> };
+      limits.namespace.mappingCpuBurstMillis = 20_000;
       config.deadLetter = {
         path: join(mkdtempSync(join(tmpdir(), 'intake-e2e-busy-')), 'dead.jsonl'),
         maxBytes: 1 << 20,

@@ -1,14 +1,15 @@
 /**
  * The mapping worker pool on its own (api/mapping/worker-pool.ts), with the built worker script:
  * worker processes stopped at their CPU limit by SIGKILL and replaced, killed on close, and
- * started without chrt when chrt is there but refuses.
+ * started without chrt when chrt is there but refuses; each tenant's share of the workers and of
+ * the queue, and waiting evaluations taken tenant by tenant in turn.
  */
 import { jest } from '@jest/globals';
 import { chmodSync, existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { DEFAULT_MAPPING_LIMITS, MappingError, type MappingLimits } from '../../api/mapping/engine.js';
+import { DEFAULT_MAPPING_LIMITS, MappingBusy, MappingError, type MappingLimits } from '../../api/mapping/engine.js';
 import { MappingWorkerPool } from '../../api/mapping/worker-pool.js';
 import type { WorkerPriority } from '../../api/mapping/worker-priority.js';
 import { ROOT } from '../support/paths.js';
@@ -83,4 +84,90 @@ describe('the mapping worker pool', () => {
       }
     },
   );
+
+  const BURNER = '$count($distinct([1..100000]))';
+  const failed = (p: Promise<unknown>): Promise<unknown> =>
+    p.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+
+  it('takes waiting evaluations tenant by tenant in turn, not first come first served', async () => {
+    const pool = new MappingWorkerPool({ size: 1, workerUrl });
+    try {
+      const done: string[] = [];
+      const run = (tenant: string, n: number) =>
+        pool.run('{"n": n}', limits, bytes({ n }), { tenant }).then(() => done.push(`${tenant}${n}`));
+      // All four wait for the worker to start: a's three came first.
+      await Promise.all([run('a', 1), run('a', 2), run('a', 3), run('b', 1)]);
+      expect(done).toEqual(['a1', 'b1', 'a2', 'a3']);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  (process.platform === 'linux' ? it : it.skip)(
+    "holds a tenant to its share of the workers: another tenant's payload takes the idle worker at once, also while a worker killed at the first tenant's limit is replaced",
+    async () => {
+      const pool = new MappingWorkerPool({ size: 2, workerUrl });
+      try {
+        expect(pool.shares.maxRunningPerTenant).toBe(1);
+        // Both workers started and ready.
+        await Promise.all([
+          pool.run('n', limits, bytes({ n: 1 }), { tenant: 'a' }),
+          pool.run('n', limits, bytes({ n: 1 }), { tenant: 'b' }),
+        ]);
+        // Long enough that b is surely answered while it runs, even on a busy machine.
+        const first = failed(pool.run(BURNER, { ...limits, timeoutMs: 1500 }, bytes({}), { tenant: 'a' }));
+        const second = pool.run('{"n": n}', limits, bytes({ n: 2 }), { tenant: 'a' });
+        expect(pool.loadOf('a')).toMatchObject({ running: 1, queued: 1 });
+        const b = await pool.run('{"n": n}', limits, bytes({ n: 3 }), { tenant: 'b' });
+        expect(b.items).toEqual([{ n: 3 }]);
+        // b was answered while a's burner still ran and a's second payload waited.
+        expect(pool.loadOf('a')).toMatchObject({ running: 1, queued: 1 });
+        expect(((await first) as MappingError).code).toBe('D1012');
+        // The killed worker's replacement counts against a until it is ready: a's payload waits
+        // for it, and the idle worker stays b's.
+        await waitFor('the replacement started', async () => pool.pids.length === 2, 10_000, 1);
+        expect(pool.loadOf('a')).toMatchObject({ running: 0, queued: 1 });
+        expect((await pool.run('{"n": n}', limits, bytes({ n: 4 }), { tenant: 'b' })).items).toEqual([{ n: 4 }]);
+        expect((await second).items).toEqual([{ n: 2 }]);
+      } finally {
+        await pool.close();
+      }
+    },
+  );
+
+  (process.platform === 'linux' ? it : it.skip)(
+    'holds evaluations without a tenant (the operator) to no share: they may take every worker',
+    async () => {
+      const pool = new MappingWorkerPool({ size: 2, workerUrl });
+      try {
+        const runs = [1, 2].map(() => failed(pool.run(BURNER, { ...limits, timeoutMs: 1500 }, bytes({}))));
+        await waitFor('both workers busy', async () => pool.loadOf('').running === 2);
+        await Promise.all(runs);
+      } finally {
+        await pool.close();
+      }
+    },
+  );
+
+  it('refuses a tenant past its share of the queue at once (MappingBusy naming the setting), not another tenant', async () => {
+    const pool = new MappingWorkerPool({ size: 1, workerUrl, maxQueuedPerTenant: 2, maxQueuedBytesPerTenant: 64 });
+    try {
+      // The worker starts with the first payload: until it is ready, both wait.
+      const held = [1, 2].map(() => failed(pool.run(BURNER, limits, bytes({}), { tenant: 'a' })));
+      const refused = await failed(pool.run('n', limits, bytes({ n: 1 }), { tenant: 'a' }));
+      expect(refused).toBeInstanceOf(MappingBusy);
+      expect((refused as Error).message).toMatch(/namespace a .*mapping\.maxQueuedPerNamespace 2/);
+      const b = pool.run('{"n": n}', limits, bytes({ n: 1 }), { tenant: 'b' });
+      // Bytes: b holds 7 of its 64; 60 more is past its share.
+      const tooMuch = await failed(pool.run('n', limits, bytes({ n: 'x'.repeat(60) }), { tenant: 'b' }));
+      expect((tooMuch as Error).message).toMatch(/mapping\.maxQueuedBytesPerNamespace 64/);
+      expect((await b).items).toEqual([{ n: 1 }]);
+      await Promise.all(held);
+    } finally {
+      await pool.close();
+    }
+  });
 });

@@ -8,7 +8,8 @@
  *   answerReplayed            a signed message id (webhook-id) answered while its timestamp is accepted: the same 200 again
  *   decode                    the body parsed as JSON (body.ts) and the event context (ids from the message id if signed)
  *   answerSlackChallenge      scheme slack: Slack's url_verification request answered with its challenge, nothing stored
- *   mapAndValidate            the integration's mapping if it has one, then the contract's validation;
+ *   mapAndValidate            the integration's mapping if it has one (a custom expression first reserves
+ *                             its worst-case CPU time from the namespace), then the contract's validation;
  *                             mapping/mapped-webhooks.ts `map` is the one place that asks "mapped or not"
  *   admit                     per-tenant limits on the whole batch (429/503, nothing accepted)
  *   handOff                   events/accept.ts: to every sink (shared with mapping dead-letter replay)
@@ -20,7 +21,7 @@
 import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { idSourceOf, type IdSource } from '../../core/event-id.js';
 import type { EventContext, NormalisedEvent } from '../../core/event.js';
-import { IntakeError } from '../../core/errors.js';
+import { IntakeError, LimitError } from '../../core/errors.js';
 import { acceptEvents } from '../../events/accept.js';
 import { replayableForMs } from '../../auth/signature-check.js';
 import { isDryRun } from '../../mapping/mapped-webhooks.js';
@@ -136,6 +137,8 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
     try {
       return await ctx.mapped.toEvents(d.body, d.entry, d.eventCtx, req.headers['content-type'], d.json);
     } catch (err) {
+      // A namespace that could not reserve its mapping's CPU was counted as refused by the limiter.
+      if (err instanceof LimitError) throw err;
       // Only the contract's validation refuses a body as sent with INVALID_BODY; a mapped body's
       // problems are the mapping's (422, 503), never INVALID_BODY.
       const reason = err instanceof IntakeError && err.code === 'INVALID_BODY' ? 'invalid' : 'mapping';

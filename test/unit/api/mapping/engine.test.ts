@@ -74,6 +74,27 @@ describe('guardrails', () => {
     expect(err.guardrail).toBe(true);
   });
 
+  it('reports a guardrail hit inside $eval as the guardrail (D1012, D2014), not as an error of $eval (D3121)', async () => {
+    const runaway = await failure('$eval("($f := function($n){$f($n+1)}; $f(0))")');
+    expect(runaway.code).toBe('D1012');
+    expect(runaway.guardrail).toBe(true);
+    // $eval within $eval: wrapped twice.
+    expect((await failure('$eval("$eval(\\"$count([1..1e9])\\")")')).code).toBe('D2014');
+  });
+
+  it('keeps D3121 for an ordinary error inside $eval, saying what it was without quoting the payload', async () => {
+    let err: MappingError | undefined;
+    try {
+      await compileMapping({ expression: '$eval("$number(password)")' }, limits).evaluate({ password: 'hunter2' });
+    } catch (e) {
+      err = MappingError.from(e);
+    }
+    expect(err?.code).toBe('D3121');
+    expect(err?.guardrail).toBe(false);
+    expect(err?.describe()).toContain('D3030');
+    expect(err?.describe()).not.toContain('hunter2');
+  });
+
   it('stops deep non-tail recursion at the depth limit (D1011)', async () => {
     expect((await failure('($f := function($n){ $n = 0 ? 0 : 1 + $f($n-1)}; $f(100000))')).code).toBe('D1011');
   });

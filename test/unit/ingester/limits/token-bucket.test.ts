@@ -36,6 +36,22 @@ describe('TokenBucket', () => {
     expect(b.debtMs(2001)).toBe(0);
   });
 
+  it('settles a reservation: gives back what was not used, never past its size, and takes an overrun as a debt', () => {
+    const b = new TokenBucket(100, 1000, 0);
+    b.take(500);
+    b.take(500);
+    b.settle(500, 20, 0);
+    expect(b.waitMs(480, 0)).toBe(0);
+    expect(b.waitMs(481, 0)).toBeGreaterThan(0);
+    // Refilled to its size while the second reservation was held: the refund stops at the size.
+    b.settle(500, 0, 10_000);
+    expect(b.waitMs(1000, 10_000)).toBe(0);
+    b.take(1000);
+    expect(b.waitMs(1, 10_000)).toBeCloseTo(10);
+    b.settle(1000, 1200, 10_000);
+    expect(b.debtMs(10_000)).toBeCloseTo(2000);
+  });
+
   it('keeps its tokens, up to the new size, when reconfigured', () => {
     const b = new TokenBucket(10, 10, 0);
     b.take(4);
