@@ -26,6 +26,7 @@ import { MappingWorkerPool, logWorkerPriority } from '../api/mapping/worker-pool
 import type { Route } from '../api/route.js';
 import { replayMapping } from './events/mapping-replay.js';
 import { LogSink } from './sinks/log-sink.js';
+import { DISK_RESERVE_BYTES } from './storage/disk-reserve.js';
 import { checkStoreVolume } from './storage/volume-check.js';
 import type { ReplicaCount } from './limits/replicas.js';
 import { TenantLimiter } from './limits/tenant-limiter.js';
@@ -204,8 +205,13 @@ async function startSinks(settings: IngesterSettings, registry: Registry, logger
   // beside it) refuses the start (a ConfigError); one that is merely full is warned about.
   if (settings.spool) {
     const spool = { setting: 'spool.maxBytes', maxBytes: settings.spool.maxBytes };
-    const deadLetters = { setting: 'deadLetter.maxBytes', maxBytes: settings.deadLetter.maxBytes };
-    const warning = checkStoreVolume(settings.spool.path, settings.sinks.jetstream ? [spool] : [spool, deadLetters]);
+    // Without the bus, the spool directory holds the outbox and the dead letters, each with a disk reserve.
+    const reserveBytes = DISK_RESERVE_BYTES;
+    const deadLetters = { setting: 'deadLetter.maxBytes', maxBytes: settings.deadLetter.maxBytes, reserveBytes };
+    const warning = checkStoreVolume(
+      settings.spool.path,
+      settings.sinks.jetstream ? [spool] : [{ ...spool, reserveBytes }, deadLetters],
+    );
     if (warning) logger.warn({ spool: settings.spool.path }, warning);
   }
   const logSink =

@@ -48,6 +48,8 @@ export class ReplayedLetters {
    * dead letters of one event and destination become one row, and were once counted five times.
    */
   requeue(letter: DeliveryDeadLetter): void {
+    // A new row: like accepting an event, never from the room kept for draining (outbox-table.ts).
+    if (!this.table.reserve.held) throw new Error("the outbox's disk is full: replay the letter once it has room");
     let added = 0;
     this.table.transaction(() => {
       if (this.st.has.get(letter.seq)) return;

@@ -206,6 +206,7 @@ export class OutboxLeaseLoops {
       return;
     }
     for (const g of group) g.resolve();
+    this.table.scheduleReclaim();
   }
 
   private idle(ms: number): Promise<void> {

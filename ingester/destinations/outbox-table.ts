@@ -4,10 +4,17 @@
  * dead-letter side all write through here; each write is one transaction. Inserts (accepting an
  * event) are fsynced at their commit; leases and acknowledgements are not (relaxedTransaction):
  * losing one in a crash only delivers an event again.
+ *
+ * On a full disk (the outbox filled it, or something else did), the writes that deliver and drain
+ * (leases, removals, reschedules, alert states) still go through: they may use the disk reserve
+ * (storage/disk-reserve.ts), and the WAL is bounded and restarted in place (sqlite-space.ts).
+ * Accepting new rows needs the reserve in place, so it never takes the room draining needs.
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { DISK_RESERVE_BYTES, DiskReserve } from '../storage/disk-reserve.js';
+import { configureSpace, reclaimStep, walLimitFor } from '../storage/sqlite-space.js';
 import { StoreBudget } from '../storage/store-budget.js';
 
 /** Bytes a row costs beyond its strings (SQLite row and index overhead, roughly). */
@@ -30,6 +37,9 @@ export interface OutboxRow extends NewOutboxRow {
 export class OutboxTable {
   readonly db: DatabaseSync;
   readonly budget: StoreBudget;
+  /** Room for settling rows on a full disk; shared with the alert states in this database. */
+  readonly reserve: DiskReserve;
+  private reclaiming = false;
   private readonly statements: Record<
     'insert' | 'due' | 'nextDue' | 'lease' | 'remove' | 'reschedule' | 'count' | 'total',
     StatementSync
@@ -38,23 +48,12 @@ export class OutboxTable {
   constructor(
     dir: string,
     readonly maxBytes: number,
+    onDiskFull: () => void = () => undefined,
   ) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
-    this.db = new DatabaseSync(join(dir, 'outbox.sqlite'));
-    this.db.exec('PRAGMA journal_mode = WAL');
-    this.db.exec('PRAGMA synchronous = FULL');
-    this.db.exec(`
-      CREATE TABLE IF NOT EXISTS outbox (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        destination TEXT NOT NULL,
-        id TEXT NOT NULL,
-        payload TEXT NOT NULL,
-        attempts INTEGER NOT NULL DEFAULT 0,
-        next_at INTEGER NOT NULL,
-        last_error TEXT,
-        UNIQUE (destination, id)
-      );
-      CREATE INDEX IF NOT EXISTS outbox_due ON outbox (destination, next_at);`);
+    this.reserve = new DiskReserve(join(dir, 'outbox.reserve'), DISK_RESERVE_BYTES, onDiskFull);
+    // A restart on a full disk: opening needs a WAL and a shared-memory index, i.e. room.
+    this.db = openWithRoom(this.reserve, join(dir, 'outbox.sqlite'), walLimitFor(maxBytes));
     const p = (sql: string): StatementSync => this.db.prepare(sql);
     this.statements = {
       insert: p('INSERT OR IGNORE INTO outbox (destination, id, payload, next_at) VALUES (?, ?, ?, 0)'),
@@ -98,10 +97,27 @@ export class OutboxTable {
   relaxedTransaction(fn: () => void): void {
     this.db.exec('PRAGMA synchronous = NORMAL');
     try {
-      this.transaction(fn);
+      // Settling never adds to the outbox: it may use the reserve when the disk is full.
+      this.reserve.withRoom(this.db, () => this.transaction(fn));
     } finally {
       this.db.exec('PRAGMA synchronous = FULL');
     }
+  }
+
+  /** Gives disk space back in bounded steps after removals, one per turn of the event loop (sqlite-space.ts). */
+  scheduleReclaim(): void {
+    if (this.reclaiming || !this.db.isOpen) return;
+    this.reclaiming = true;
+    setImmediate(() => {
+      this.reclaiming = false;
+      if (!this.db.isOpen) return;
+      try {
+        if (reclaimStep(this.db, this.budget.used === 0)) this.scheduleReclaim();
+      } catch {
+        // Disk full or busy: the space is given back after a later removal.
+      }
+      this.reserve.refill();
+    });
   }
 
   /** Inserts a row unless the event is already held for that destination; returns the bytes added (0 when it was). */
@@ -149,5 +165,44 @@ export class OutboxTable {
       n: number;
     }>;
     return Object.fromEntries(rows.filter((r) => !configured.includes(r.destination)).map((r) => [r.destination, r.n]));
+  }
+}
+
+/**
+ * Opens the outbox database: WAL, a bounded WAL (sqlite-space.ts), the table. On a full disk the
+ * reserve is given up for it (a restart needs a WAL and a shared-memory index).
+ */
+function openWithRoom(reserve: DiskReserve, file: string, walLimit: number): DatabaseSync {
+  const open = (): DatabaseSync => {
+    const db = new DatabaseSync(file);
+    try {
+      configureSpace(db, walLimit);
+      db.exec('PRAGMA journal_mode = WAL');
+      db.exec('PRAGMA synchronous = FULL');
+      db.exec(`
+      CREATE TABLE IF NOT EXISTS outbox (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        destination TEXT NOT NULL,
+        id TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_at INTEGER NOT NULL,
+        last_error TEXT,
+        UNIQUE (destination, id)
+      );
+      CREATE INDEX IF NOT EXISTS outbox_due ON outbox (destination, next_at);`);
+      return db;
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+  };
+  try {
+    return open();
+  } catch (err) {
+    // Not only SQLITE_FULL: a shared-memory index that cannot be sized is an I/O error.
+    if (!reserve.held) throw err;
+    reserve.release();
+    return open();
   }
 }

@@ -15,6 +15,7 @@ import type { NormalisedEvent } from '../core/event.js';
 import type { DeliveryDeadLetter, NewDeadLetter } from '../dead-letters/model.js';
 import { packEvents } from '../sinks/bus-messages.js';
 import { SinkError, type EventSink, type HandOffReport } from '../sinks/sink.js';
+import type { DiskReserve } from '../storage/disk-reserve.js';
 import { GroupCommit } from '../storage/group-commit.js';
 import type { Routing } from './destination.js';
 import {
@@ -29,6 +30,9 @@ import { OutboxTable, rowBytes, type NewOutboxRow } from './outbox-table.js';
 
 export type { OutboxDestination } from './outbox-lease-loop.js';
 export type { LegacyDeadLetter } from './outbox-dead-letters.js';
+
+const OUTBOX_DISK_FULL =
+  "the outbox's disk is full: held events are still delivered, new ones are refused until it has room";
 
 /** A request's events for one destination are cut into rows of at most this much JSON. */
 const MAX_ROW_BYTES = 1024 * 1024;
@@ -55,8 +59,10 @@ export class Outbox implements EventSink {
     bury: (letter: NewDeadLetter) => Promise<unknown>,
     /** Called when handing out rows failed (then retried after a second). */
     onError: (err: Error) => void = () => undefined,
+    /** Told each time the disk filled and the room kept for draining is used (outbox-table.ts). */
+    onDiskFull: () => void = () => undefined,
   ) {
-    this.table = new OutboxTable(dir, maxBytes);
+    this.table = new OutboxTable(dir, maxBytes, onDiskFull);
     this.leaseLoops = new OutboxLeaseLoops(this.table, bury, onError);
     this.replayed = new ReplayedLetters(this.table);
   }
@@ -88,9 +94,11 @@ export class Outbox implements EventSink {
   }
 
   unavailable(): string | undefined {
-    return this.table.budget.hasRoom()
-      ? undefined
-      : `the outbox is full (${this.table.budget.used} of ${this.maxBytes} bytes): destinations are not keeping up`;
+    if (!this.table.budget.hasRoom())
+      return `the outbox is full (${this.table.budget.used} of ${this.maxBytes} bytes): destinations are not keeping up`;
+    // Every tenant's events would be refused here, and another replica's disk may have room.
+    if (!this.table.reserve.held) return OUTBOX_DISK_FULL;
+    return undefined;
   }
 
   async flush(): Promise<void> {
@@ -99,6 +107,12 @@ export class Outbox implements EventSink {
 
   private commit(group: PendingAppend[]): void {
     const budget = this.table.budget;
+    // The disk is full: the room left is for delivering and draining what is held (outbox-table.ts).
+    if (!this.table.reserve.held) {
+      const failure = new SinkError(this.name, OUTBOX_DISK_FULL);
+      for (const p of group) p.reject(failure);
+      return;
+    }
     const admitted = budget.admit(group, (p) =>
       p.reject(new SinkError(this.name, `the outbox is full (${budget.used} of ${this.maxBytes} bytes used)`)),
     );
@@ -118,6 +132,11 @@ export class Outbox implements EventSink {
     budget.used += added;
     for (const p of admitted) p.resolve();
     this.leaseLoops.wake();
+  }
+
+  /** Room kept for settling on a full disk (outbox-table.ts); the alert states in this database use it too. */
+  get diskReserve(): DiskReserve {
+    return this.table.reserve;
   }
 
   // ---- the delivery side (outbox-lease-loop.ts) ----
