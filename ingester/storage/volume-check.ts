@@ -95,7 +95,7 @@ export function checkStoreVolume(
     );
   }
   if (volume.free + volume.own < need)
-    return `${what} ${stores.length > 1 ? 'are' : 'is'} more than is left on ${where}: the stores may fill the disk before their limits, then refuse (503) until there is room; the spool still drains`;
+    return `${what} ${stores.length > 1 ? 'are' : 'is'} more than is left on ${where}: the stores may fill the disk before their limits, then refuse (503) until there is room; what they hold still drains`;
   return undefined;
 }
 

@@ -127,6 +127,18 @@ itAsRoot(
     const requestsAfterDrain = receiver.requests.length;
     await new Promise((r) => setTimeout(r, 3000));
     expect(receiver.requests.length).toBe(requestsAfterDrain);
+    expect(first.stderr() + second.stderr()).toMatch(/the outbox.s disk is full: its reserve is given up/);
+
+    // Room again: the reserve is back, the replica ready, and new events are accepted and delivered.
+    rmSync(join(disk, 'neighbour.bin'));
+    await waitFor('ready', async () => (await fetch(`${second.adminUrl}/readyz`)).status === 200, 20_000, 200);
+    const after = await post(
+      `${second.url}/events/webhook_demo`,
+      { source: 'after-room', severity: 3 },
+      { authorization: basic(DEMO.user, DEMO.password) },
+    );
+    expect(after.status).toBe(200);
+    await waitFor('delivered', async () => receivedSources().has('after-room'), 20_000, 100);
   },
   180_000,
 );
