@@ -44,6 +44,15 @@ const deadLettered = async (): Promise<number> =>
     'intake_destination_dead_lettered_total{destination="tickets",reason="http_400"}',
   )) ?? 0;
 
+/** Letters this process replayed (delivered) so far. */
+const replayedSoFar = async (i: RunningIngester): Promise<number> => {
+  const text = await (await fetch(`${i.adminUrl}/metrics`)).text();
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('intake_deadletter_replayed_total{') && l.includes('result="delivered"'))
+    .reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
+};
+
 const lastRequestAt = (): number => receiver.requests.at(-1)?.atMs ?? 0;
 
 it('kill -9 during a replay: a letter whose event reached the events stream is not listed after the restart, and none is lost', async () => {
@@ -65,9 +74,10 @@ it('kill -9 during a replay: a letter whose event reached the events stream is n
 
   let cut = 0;
   for (let round = 0; round < 6; round++) {
-    // A replay over every letter, cut by kill -9 somewhere in its middle.
+    // A replay over every letter, cut by kill -9 somewhere in its middle (once it replayed a few).
     const replaying = fetch(`${ing.adminUrl}/deadletter/replay?limit=10000`, adminPost()).catch(() => undefined);
-    await new Promise((r) => setTimeout(r, 150 + round * 60));
+    const running = ing;
+    await waitFor('the replay under way', async () => (await replayedSoFar(running)) >= 3 + round * 7, 30_000, 10);
     await ing.stop('SIGKILL');
     await replaying;
     ing = await start();
