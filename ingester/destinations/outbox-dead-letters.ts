@@ -57,10 +57,12 @@ export class ReplayedLetters {
         destination: letter.destination,
         id: letter.event.id,
         payload: JSON.stringify(letter.event),
+        // Charged to its namespace's share, never refused by it: the operator chose to replay it.
+        tenant: letter.namespace,
       });
       this.st.record.run(letter.seq, letter.id);
     });
-    this.table.budget.used += added;
+    this.table.count(letter.namespace, added);
   }
 
   /** The letter is gone from the dead-letter store: its record is not needed any more (not fsynced: a crash only keeps it). */

@@ -16,6 +16,7 @@ import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { DISK_RESERVE_BYTES, DiskReserve } from '../storage/disk-reserve.js';
 import { configureSpace, reclaimStep, walLimitFor } from '../storage/sqlite-space.js';
 import { StoreBudget } from '../storage/store-budget.js';
+import { TenantShares } from '../storage/tenant-shares.js';
 
 /** Bytes a row costs beyond its strings (SQLite row and index overhead, roughly). */
 const ROW_OVERHEAD = 96;
@@ -27,6 +28,8 @@ export interface NewOutboxRow {
   destination: string;
   id: string;
   payload: string;
+  /** The namespace whose share of the outbox the row counts against ('' when none). */
+  tenant: string;
 }
 
 export interface OutboxRow extends NewOutboxRow {
@@ -37,6 +40,10 @@ export interface OutboxRow extends NewOutboxRow {
 export class OutboxTable {
   readonly db: DatabaseSync;
   readonly budget: StoreBudget;
+  /** Each namespace's share of maxBytes (spool.maxBytesPerNamespace), reserved before a row is written. */
+  readonly shares: TenantShares;
+  /** Rows removed in the transaction under way: their bytes go back once it commits. */
+  private removed: Array<{ tenant: string; bytes: number }> = [];
   /** Room for settling rows on a full disk; shared with the alert states in this database. */
   readonly reserve: DiskReserve;
   private reclaiming = false;
@@ -49,6 +56,7 @@ export class OutboxTable {
     dir: string,
     readonly maxBytes: number,
     onDiskFull: () => void = () => undefined,
+    maxBytesPerTenant = maxBytes,
   ) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     this.reserve = new DiskReserve(join(dir, 'outbox.reserve'), DISK_RESERVE_BYTES, onDiskFull);
@@ -56,9 +64,9 @@ export class OutboxTable {
     this.db = openWithRoom(this.reserve, join(dir, 'outbox.sqlite'), walLimitFor(maxBytes));
     const p = (sql: string): StatementSync => this.db.prepare(sql);
     this.statements = {
-      insert: p('INSERT OR IGNORE INTO outbox (destination, id, payload, next_at) VALUES (?, ?, ?, 0)'),
+      insert: p('INSERT OR IGNORE INTO outbox (destination, id, payload, next_at, tenant) VALUES (?, ?, ?, 0, ?)'),
       due: p(
-        'SELECT seq, destination, id, payload, attempts FROM outbox WHERE destination = ? AND next_at <= ? ORDER BY next_at, seq LIMIT ?',
+        'SELECT seq, destination, id, payload, attempts, tenant FROM outbox WHERE destination = ? AND next_at <= ? ORDER BY next_at, seq LIMIT ?',
       ),
       nextDue: p('SELECT min(next_at) AS t FROM outbox WHERE destination = ?'),
       lease: p('UPDATE outbox SET next_at = ?, attempts = attempts + 1 WHERE seq = ?'),
@@ -66,12 +74,14 @@ export class OutboxTable {
       reschedule: p('UPDATE outbox SET next_at = ?, last_error = ? WHERE seq = ?'),
       count: p('SELECT count(*) AS n FROM outbox WHERE destination = ?'),
       total: p(
-        'SELECT coalesce(sum(length(destination) + length(id) + length(CAST(payload AS BLOB))), 0) AS b, count(*) AS n FROM outbox',
+        'SELECT tenant, coalesce(sum(length(destination) + length(id) + length(CAST(payload AS BLOB))), 0) AS b, count(*) AS n FROM outbox GROUP BY tenant',
       ),
     };
-    const t = this.statements.total.get() as { b: number; n: number };
     this.budget = new StoreBudget(maxBytes);
-    this.budget.used = t.b + t.n * ROW_OVERHEAD;
+    this.shares = new TenantShares(Math.min(maxBytesPerTenant, maxBytes));
+    for (const t of this.statements.total.all() as Array<{ tenant: string; b: number; n: number }>)
+      this.shares.add(t.tenant, t.b + t.n * ROW_OVERHEAD);
+    this.budget.used = this.shares.total();
   }
 
   /** Runs `fn` in one write transaction; rolls back and rethrows if it fails. */
@@ -98,8 +108,16 @@ export class OutboxTable {
     this.db.exec('PRAGMA synchronous = NORMAL');
     try {
       // Settling never adds to the outbox: it may use the reserve when the disk is full.
-      this.reserve.withRoom(this.db, () => this.transaction(fn));
+      this.reserve.withRoom(this.db, () => {
+        this.removed = [];
+        this.transaction(fn);
+      });
+      for (const r of this.removed) {
+        this.budget.used -= r.bytes;
+        this.shares.release(r.tenant, r.bytes);
+      }
     } finally {
+      this.removed = [];
       this.db.exec('PRAGMA synchronous = FULL');
     }
   }
@@ -120,11 +138,20 @@ export class OutboxTable {
     });
   }
 
-  /** Inserts a row unless the event is already held for that destination; returns the bytes added (0 when it was). */
+  /**
+   * Inserts a row unless the event is already held for that destination; returns the bytes added
+   * (0 when it was). The caller counts them (budget and share) once the transaction committed.
+   */
   insert(r: NewOutboxRow): number {
-    return Number(this.statements.insert.run(r.destination, r.id, r.payload).changes) > 0
+    return Number(this.statements.insert.run(r.destination, r.id, r.payload, r.tenant).changes) > 0
       ? rowBytes(r.destination, r.id, r.payload)
       : 0;
+  }
+
+  /** Counts committed rows against the budget and their namespace's share. */
+  count(tenant: string, bytes: number): void {
+    this.budget.used += bytes;
+    this.shares.add(tenant, bytes);
   }
 
   due(destination: string, now: number, limit: number): OutboxRow[] {
@@ -144,10 +171,10 @@ export class OutboxTable {
     this.statements.reschedule.run(at, error, seq);
   }
 
-  /** Removes a row and gives its bytes back to the budget. */
+  /** Removes a row; its bytes go back to the budget and its share once the (relaxed) transaction commits. */
   remove(r: OutboxRow): void {
     if (Number(this.statements.remove.run(r.seq).changes) > 0)
-      this.budget.used -= rowBytes(r.destination, r.id, r.payload);
+      this.removed.push({ tenant: r.tenant, bytes: rowBytes(r.destination, r.id, r.payload) });
   }
 
   depth(destination: string): number {
@@ -188,9 +215,14 @@ function openWithRoom(reserve: DiskReserve, file: string, walLimit: number): Dat
         attempts INTEGER NOT NULL DEFAULT 0,
         next_at INTEGER NOT NULL,
         last_error TEXT,
+        tenant TEXT NOT NULL DEFAULT '',
         UNIQUE (destination, id)
       );
       CREATE INDEX IF NOT EXISTS outbox_due ON outbox (destination, next_at);`);
+      // Outboxes of older versions: no tenant column (their rows count against the '' share).
+      const columns = db.prepare('PRAGMA table_info(outbox)').all() as Array<{ name: string }>;
+      if (!columns.some((c) => c.name === 'tenant'))
+        db.exec("ALTER TABLE outbox ADD COLUMN tenant TEXT NOT NULL DEFAULT ''");
       return db;
     } catch (err) {
       db.close();

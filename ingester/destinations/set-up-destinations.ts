@@ -108,6 +108,7 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
         { spool: spool.path },
         "the outbox's disk is full: its reserve is given up so that held events are still delivered; new events are refused until there is room",
       ),
+    spool.maxBytesPerNamespace,
   );
   const alertStores = new SqliteAlertStores(spool.path, outbox.diskReserve);
   const stores = new Map(names.map((n) => [n, alertStores.store(n)]));
