@@ -8,12 +8,11 @@
  * room to hand the letter on, and releases it; once there is room, it hands each on once and
  * removes it.
  */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { adminPost } from '../../support/admin.js';
 import { waitFor } from '../../support/waiting.js';
+import { asRoot, fillAllBut, SmallDisks } from '../support/small-disk.js';
 import { listLetters } from '../dead-letters/support.js';
 import { startEventReceiver, type EventReceiver } from '../support/event-receiver.js';
 import { basic, DEMO, post, startIngester, type RunningIngester } from '../support/ingester.js';
@@ -22,7 +21,6 @@ import { metricValue } from '../support/nats-server.js';
 const KiB = 1024;
 const MiB = 1024 * KiB;
 const running: RunningIngester[] = [];
-const mounts: string[] = [];
 let receiver: EventReceiver;
 
 beforeAll(async () => {
@@ -32,31 +30,23 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const r of running.reverse()) await r.stop('SIGKILL');
   await receiver?.close();
-  for (const m of mounts) {
-    execFileSync('umount', [m]);
-    rmSync(m, { recursive: true, force: true });
-  }
+  disks.unmountAll();
 });
 
-const itAsRoot = process.getuid?.() === 0 ? it : it.skip;
-
-/** A fresh tmpfs of `size` (a real filesystem that fills up: ENOSPC, not a quota). */
-function smallFilesystem(size: string): string {
-  const mountPoint = mkdtempSync(join(tmpdir(), 'intake-outbox-small-disk-'));
-  execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size},mode=0700`, 'tmpfs', mountPoint]);
-  mounts.push(mountPoint);
-  return mountPoint;
-}
-
-/** Something else on the volume takes all but `leave` bytes of it (the node's disk filling up). */
-function fillAllBut(mountPoint: string, leave: number): void {
-  const s = statfsSync(mountPoint);
-  const free = s.bavail * s.bsize;
-  writeFileSync(join(mountPoint, 'neighbour.bin'), Buffer.alloc(Math.max(0, free - leave), 1));
-}
+const itAsRoot = asRoot ? it : it.skip;
+const disks = new SmallDisks();
+const smallFilesystem = (size: string): string => disks.mount(size);
 
 const standalone = (spoolDir: string) => (c: Record<string, unknown>) => {
-  c.destinations = [{ name: 'tickets', default: true, http: { url: receiver.url, timeout: '1s' } }];
+  c.destinations = [
+    {
+      name: 'tickets',
+      default: true,
+      http: { url: receiver.url, timeout: '1s' },
+      // Retried soon after the receiver is back, and never given up on while it is down.
+      delivery: { maxAttempts: 1000, backoffMin: '100ms', backoffMax: '2s' },
+    },
+  ];
   c.spool = { path: spoolDir, maxBytes: MiB, maxBytesPerNamespace: MiB };
   c.deadLetter = { maxBytes: 256 * KiB, maxBytesPerNamespace: 256 * KiB };
 };
