@@ -13,8 +13,8 @@
  * Claims: a key-value bucket `<deadLetterStream>-claims` whose entries expire after the replay
  * lease. Creating the key `seq-<n>` succeeds for one replay only, in whichever replica.
  *
- * A replay ends by removing its letter (or releasing the claim when it failed), within one
- * hand-on's time. A claim older than that whose letter is still kept is a replay that was cut
+ * A replay ends by removing its letter and then its claim (or only the claim when it failed),
+ * within one hand-on's time, so the bucket holds the replays under way. A claim older than that whose letter is still kept is a replay that was cut
  * (kill -9 of its process): its letter may be on the events stream already, and would stay listed
  * until someone replays it again. interruptedReplays finds those, in any replica, and takes them
  * over (a compare-and-set on the entry's revision, so one replica does), to be finished.
@@ -340,7 +340,9 @@ export class BusDeadLetters implements DeadLetterStore {
       return undefined;
     }
     // Claimed: read it again, since another replica may have replayed and removed it meanwhile.
-    return this.read(jsm, letter.seq);
+    const current = await this.read(jsm, letter.seq);
+    if (!current) await this.release(letter);
+    return current;
   }
 
   async release(letter: DeadLetter): Promise<void> {
@@ -365,8 +367,11 @@ export class BusDeadLetters implements DeadLetterStore {
       const entry = seq ? await claims.get(key).catch(() => null) : null;
       if (!entry || entry.operation !== 'PUT' || Date.now() - entry.created.getTime() < staleMs) continue;
       const letter = await this.read(jsm, Number(seq));
-      // Replayed and removed (a finished replay leaves its claim until the lease ends): nothing to finish.
-      if (!letter) continue;
+      // Replayed and removed, only the claim was left: nothing to finish.
+      if (!letter) {
+        await claims.delete(key).catch(() => undefined);
+        continue;
+      }
       try {
         await claims.update(key, this.holder, entry.revision);
       } catch {

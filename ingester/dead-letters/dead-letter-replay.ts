@@ -45,7 +45,10 @@ export interface DeadLetterReplayReport {
   results: DeadLetterReplayResult[];
 }
 
-/** The letter is claimed: hands it on, then removes it; releases the claim when it failed. */
+/**
+ * The letter is claimed: hands it on, removes it, then ends the claim (so the claims kept are
+ * the replays under way); a failure only ends the claim and keeps the letter.
+ */
 async function handOnAndRemove(
   store: DeadLetterStore,
   letter: DeadLetter,
@@ -64,10 +67,12 @@ async function handOnAndRemove(
     await store.remove(letter);
   } catch (err) {
     await store.release(letter);
-    result = { ...base, result: 'failed', message: (err as Error).message };
+    return { ...base, result: 'failed', message: (err as Error).message };
   }
+  // Removed: a claim left behind would only wait for its lease (or the sweep) to go.
+  await store.release(letter).catch(() => undefined);
   // Not done, the record stays: the next start finds the letter gone and drops it then.
-  if (result.result === 'delivered') await replayers.removed?.(letter).catch(() => undefined);
+  await replayers.removed?.(letter).catch(() => undefined);
   return result;
 }
 
