@@ -18,6 +18,8 @@ import type { Lifecycle } from './http/context.js';
 import { buildIngestServer } from './http/listener.js';
 import { ActivityRecorder } from './activity/recorder.js';
 import { registerDeadLetterRoutes } from './dead-letters/admin-routes.js';
+import { finishInterruptedReplays, type DeadLetterReplayers } from './dead-letters/dead-letter-replay.js';
+import type { DeadLetterMetrics } from './dead-letters/metrics.js';
 import type { DeadLetterStore } from './dead-letters/model.js';
 import { setUpDeadLetters } from './dead-letters/setup.js';
 import { MappingMetrics } from './mapping/metrics.js';
@@ -26,6 +28,7 @@ import { MappingWorkerPool, logWorkerPriority } from '../api/mapping/worker-pool
 import type { Route } from '../api/route.js';
 import { replayMapping } from './events/mapping-replay.js';
 import { LogSink } from './sinks/log-sink.js';
+import { DISK_RESERVE_BYTES } from './storage/disk-reserve.js';
 import { checkStoreVolume } from './storage/volume-check.js';
 import type { ReplicaCount } from './limits/replicas.js';
 import { TenantLimiter } from './limits/tenant-limiter.js';
@@ -137,17 +140,18 @@ export async function startIngester(
     // Remote write never makes the replica unready: a full queue refuses data points alone (one
     // namespace's share, or all namespaces when the receiver fails for all, as on every replica).
   });
+  const replayers: DeadLetterReplayers = {
+    mapping: (letter) => replayMapping(letter, { mapped, routes, sinks, metrics, logger }),
+    ...(destinations
+      ? {
+          delivery: (letter) => destinations.requeue(letter),
+          removed: async (letter) => (letter.kind === 'delivery' ? destinations.replayed(letter) : undefined),
+        }
+      : {}),
+  };
   registerDeadLetterRoutes(admin, {
     store: deadLetters.store,
-    replayers: {
-      mapping: (letter) => replayMapping(letter, { mapped, routes, sinks, metrics, logger }),
-      ...(destinations
-        ? {
-            delivery: (letter) => destinations.requeue(letter),
-            removed: async (letter) => (letter.kind === 'delivery' ? destinations.replayed(letter) : undefined),
-          }
-        : {}),
-    },
+    replayers,
     metrics: deadLetters.metrics,
     leaseMs: deadLetters.leaseMs,
     destinations: destinations?.names ?? [],
@@ -159,6 +163,7 @@ export async function startIngester(
     Math.min(SWEEP_INTERVAL_MS, settings.limits.seriesTTLSeconds * 1000),
   );
   sweeper.unref();
+  const stopReplaySweep = sweepInterruptedReplays(deadLetters.store, replayers, deadLetters.metrics, logger);
 
   await ingest.listen({ host: settings.listen.host, port: settings.listen.port });
   await admin.listen({ host: settings.adminListen.host, port: settings.adminListen.port });
@@ -181,6 +186,7 @@ export async function startIngester(
       // so it gets that answer instead of a reset, then stop listening and close the idle ones.
       lifecycle.closing = true;
       clearInterval(sweeper);
+      stopReplaySweep();
       await stopTlsWatch?.();
       await source.stop();
       replicas?.stop();
@@ -205,8 +211,13 @@ async function startSinks(settings: IngesterSettings, registry: Registry, logger
   // beside it) refuses the start (a ConfigError); one that is merely full is warned about.
   if (settings.spool) {
     const spool = { setting: 'spool.maxBytes', maxBytes: settings.spool.maxBytes };
-    const deadLetters = { setting: 'deadLetter.maxBytes', maxBytes: settings.deadLetter.maxBytes };
-    const warning = checkStoreVolume(settings.spool.path, settings.sinks.jetstream ? [spool] : [spool, deadLetters]);
+    // Without the bus, the spool directory holds the outbox and the dead letters, each with a disk reserve.
+    const reserveBytes = DISK_RESERVE_BYTES;
+    const deadLetters = { setting: 'deadLetter.maxBytes', maxBytes: settings.deadLetter.maxBytes, reserveBytes };
+    const warning = checkStoreVolume(
+      settings.spool.path,
+      settings.sinks.jetstream ? [spool] : [{ ...spool, reserveBytes }, deadLetters],
+    );
     if (warning) logger.warn({ spool: settings.spool.path }, warning);
   }
   const logSink =
@@ -425,4 +436,41 @@ function watchTls(
     }
   });
   return () => watcher.close();
+}
+
+/** How often every replica looks for dead-letter replays that were cut (the bus keeps their claims). */
+const REPLAY_SWEEP_INTERVAL_MS = 5000;
+
+/** Finishes cut replays (dead-letter-replay.ts) every few seconds; returns what stops it. */
+function sweepInterruptedReplays(
+  store: DeadLetterStore,
+  replayers: DeadLetterReplayers,
+  metrics: DeadLetterMetrics,
+  logger: Logger,
+): () => void {
+  if (!store.interruptedReplays) return () => undefined;
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    void finishInterruptedReplays(store, replayers, metrics)
+      .then((results) => {
+        if (results.length > 0)
+          logger.info(
+            {
+              finished: results.filter((r) => r.result === 'delivered').length,
+              failed: results.filter((r) => r.result === 'failed').length,
+            },
+            'dead-letter replays that were cut (their process stopped) finished: each letter handed on again (the bus stores it once) and removed',
+          );
+      })
+      .catch((err: Error) =>
+        logger.warn({ err: { message: err.message } }, 'finishing cut dead-letter replays failed; trying again'),
+      )
+      .finally(() => {
+        running = false;
+      });
+  }, REPLAY_SWEEP_INTERVAL_MS);
+  timer.unref();
+  return () => clearInterval(timer);
 }

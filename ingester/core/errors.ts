@@ -352,6 +352,20 @@ export const spoolShareFull = (namespace: string, maxBytes: number, delivered: n
     { 'retry-after': '5' },
   );
 
+/**
+ * Without the bus, a namespace's events waiting in the outbox (its destinations are not taking
+ * them) reached its share (`spool.maxBytesPerNamespace`): this namespace is refused, the others are not.
+ */
+export const outboxShareFull = (namespace: string, maxBytes: number, held: number): IntakeError =>
+  new IntakeError(
+    'OUTBOX_SHARE_FULL',
+    503,
+    `namespace ${namespace} holds its share of this replica's outbox (spool.maxBytesPerNamespace, ${maxBytes} bytes; ` +
+      `${held} held): its destinations are not taking events as fast as they arrive; retry the request later`,
+    undefined,
+    { 'retry-after': '5' },
+  );
+
 export type LimitScope = 'integration' | 'apikey' | 'namespace';
 export type LimitResource = 'events' | 'dataPoints' | 'mappingCpuMillis';
 

@@ -12,6 +12,12 @@
  *
  * Claims: a key-value bucket `<deadLetterStream>-claims` whose entries expire after the replay
  * lease. Creating the key `seq-<n>` succeeds for one replay only, in whichever replica.
+ *
+ * A replay ends by removing its letter and then its claim (or only the claim when it failed),
+ * within one hand-on's time, so the bucket holds the replays under way. A claim older than that whose letter is still kept is a replay that was cut
+ * (kill -9 of its process): its letter may be on the events stream already, and would stay listed
+ * until someone replays it again. interruptedReplays finds those, in any replica, and takes them
+ * over (a compare-and-set on the entry's revision, so one replica does), to be finished.
  */
 import { randomUUID } from 'node:crypto';
 import {
@@ -70,6 +76,8 @@ export const oneLine = (text: string, max = 1024): string => text.replace(/[\r\n
 const RECONCILE_MS = 15_000;
 const CATCH_UP_WAIT_MS = 10_000;
 const RETRY_ATTACH_MS = 2000;
+/** A claim this old whose letter is still kept belongs to a replay that was cut (see interruptedReplays). */
+const MIN_STALE_CLAIM_MS = 10_000;
 /** Placeholders for letters being published sort after every real sequence (newest). */
 const PENDING_BASE = 2 ** 52;
 const decoder = new TextDecoder();
@@ -332,7 +340,9 @@ export class BusDeadLetters implements DeadLetterStore {
       return undefined;
     }
     // Claimed: read it again, since another replica may have replayed and removed it meanwhile.
-    return this.read(jsm, letter.seq);
+    const current = await this.read(jsm, letter.seq);
+    if (!current) await this.release(letter);
+    return current;
   }
 
   async release(letter: DeadLetter): Promise<void> {
@@ -343,6 +353,32 @@ export class BusDeadLetters implements DeadLetterStore {
     const jsm = this.requireJsm();
     await this.deleteLetter(jsm, letter.seq);
     this.ledger.delete(letter.seq, letter.namespace);
+  }
+
+  async *interruptedReplays(): AsyncIterable<DeadLetter> {
+    const claims = this.claims;
+    const jsm = this.jsm;
+    if (!claims || !jsm) return;
+    const staleMs = Math.max(MIN_STALE_CLAIM_MS, 4 * this.settings.timeoutMs);
+    const keys: string[] = [];
+    for await (const key of await claims.keys()) keys.push(key);
+    for (const key of keys) {
+      const seq = /^seq-(\d+)$/.exec(key)?.[1];
+      const entry = seq ? await claims.get(key).catch(() => null) : null;
+      if (!entry || entry.operation !== 'PUT' || Date.now() - entry.created.getTime() < staleMs) continue;
+      const letter = await this.read(jsm, Number(seq));
+      // Replayed and removed, only the claim was left: nothing to finish.
+      if (!letter) {
+        await claims.delete(key).catch(() => undefined);
+        continue;
+      }
+      try {
+        await claims.update(key, this.holder, entry.revision);
+      } catch {
+        continue; // another replica took it over first
+      }
+      yield letter;
+    }
   }
 
   usage(): { bytes: number; namespaces: ReadonlyMap<string, number> } {

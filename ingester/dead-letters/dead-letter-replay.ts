@@ -7,10 +7,12 @@
  * A replay that dies after handing a letter on but before removing it: standalone, a delivery
  * letter's hand-off (its outbox row) is written together with a record of the letter, so the
  * ingester removes that letter when it starts again, and a replay of it hands nothing on again
- * (destinations/outbox-dead-letters.ts); `removed` then drops the record. With the bus, and for
- * mapping letters, the letter stays claimed until the lease ends; replaying it again gives the
- * same message id (a delivery) or the same event ids (a mapping), which the bus stores once
- * within its duplicate window.
+ * (destinations/outbox-dead-letters.ts); `removed` then drops the record. With the bus, its
+ * claim outlives the process: finishInterruptedReplays (run every few seconds by every replica)
+ * takes over a claim whose replay never ended, hands the letter on again and removes it. Handing
+ * on again gives the same message id (a delivery) or the same event ids (a mapping), which the
+ * bus stores once within its duplicate window: a letter that reached the events stream before the
+ * cut is stored once and leaves the list; one that had not is handed on now, so none is lost.
  */
 import type { DeadLetter, DeadLetterQuery, DeadLetterStore, DeliveryDeadLetter, MappingDeadLetter } from './model.js';
 import type { DeadLetterMetrics } from './metrics.js';
@@ -43,6 +45,70 @@ export interface DeadLetterReplayReport {
   results: DeadLetterReplayResult[];
 }
 
+/**
+ * The letter is claimed: hands it on, removes it, then ends the claim (so the claims kept are
+ * the replays under way); a failure only ends the claim and keeps the letter.
+ */
+async function handOnAndRemove(
+  store: DeadLetterStore,
+  letter: DeadLetter,
+  base: Omit<DeadLetterReplayResult, 'result'>,
+  replayers: DeadLetterReplayers,
+): Promise<DeadLetterReplayResult> {
+  let result: DeadLetterReplayResult;
+  try {
+    if (letter.kind === 'mapping') {
+      result = { ...base, result: 'delivered', events: await replayers.mapping(letter) };
+    } else {
+      if (!replayers.delivery) throw new Error('no destinations are configured');
+      await replayers.delivery(letter);
+      result = { ...base, result: 'delivered', events: 1 };
+    }
+    await store.remove(letter);
+  } catch (err) {
+    await store.release(letter);
+    return { ...base, result: 'failed', message: (err as Error).message };
+  }
+  // Removed: a claim left behind would only wait for its lease (or the sweep) to go.
+  await store.release(letter).catch(() => undefined);
+  // Not done, the record stays: the next start finds the letter gone and drops it then.
+  await replayers.removed?.(letter).catch(() => undefined);
+  return result;
+}
+
+const baseOf = (l: DeadLetter): Omit<DeadLetterReplayResult, 'result'> => ({
+  id: l.id,
+  kind: l.kind,
+  namespace: l.namespace,
+  integration: l.integration,
+  ...(l.kind === 'delivery' ? { destination: l.destination } : {}),
+});
+
+/**
+ * Finishes the replays that were cut (the store's interruptedReplays: claimed long ago, letter
+ * still kept): each letter is handed on again and removed, or released when that fails. Counted
+ * in the replay metric like any replay. Resolves with each one's result.
+ */
+export async function finishInterruptedReplays(
+  store: DeadLetterStore,
+  replayers: DeadLetterReplayers,
+  metrics: DeadLetterMetrics,
+): Promise<DeadLetterReplayResult[]> {
+  const results: DeadLetterReplayResult[] = [];
+  if (!store.interruptedReplays) return results;
+  for await (const letter of store.interruptedReplays()) {
+    const result = await handOnAndRemove(store, letter, baseOf(letter), replayers);
+    metrics.replayed.inc({
+      kind: letter.kind,
+      namespace: letter.namespace,
+      integration: letter.integration,
+      result: result.result,
+    });
+    results.push(result);
+  }
+  return results;
+}
+
 export async function replayLetters(
   store: DeadLetterStore,
   q: DeadLetterQuery,
@@ -52,34 +118,11 @@ export async function replayLetters(
 ): Promise<DeadLetterReplayReport> {
   const results: DeadLetterReplayResult[] = [];
   for (const listed of await store.list(q)) {
-    const base = {
-      id: listed.id,
-      kind: listed.kind,
-      namespace: listed.namespace,
-      integration: listed.integration,
-      ...(listed.kind === 'delivery' ? { destination: listed.destination } : {}),
-    };
+    const base = baseOf(listed);
     const letter = await store.claim(listed, leaseMs);
-    let result: DeadLetterReplayResult;
-    if (!letter) {
-      result = { ...base, result: 'skipped', message: 'another replay holds it, or it was replayed meanwhile' };
-    } else {
-      try {
-        if (letter.kind === 'mapping') {
-          result = { ...base, result: 'delivered', events: await replayers.mapping(letter) };
-        } else {
-          if (!replayers.delivery) throw new Error('no destinations are configured');
-          await replayers.delivery(letter);
-          result = { ...base, result: 'delivered', events: 1 };
-        }
-        await store.remove(letter);
-      } catch (err) {
-        await store.release(letter);
-        result = { ...base, result: 'failed', message: (err as Error).message };
-      }
-      // Not done, the record stays: the next start finds the letter gone and drops it then.
-      if (result.result === 'delivered') await replayers.removed?.(letter).catch(() => undefined);
-    }
+    const result: DeadLetterReplayResult = letter
+      ? await handOnAndRemove(store, letter, base, replayers)
+      : { ...base, result: 'skipped', message: 'another replay holds it, or it was replayed meanwhile' };
     metrics.replayed.inc({
       kind: base.kind,
       namespace: base.namespace,

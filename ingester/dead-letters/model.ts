@@ -103,6 +103,13 @@ export interface DeadLetterStore {
   release(letter: DeadLetter): Promise<void>;
   /** Removes a letter (replayed). */
   remove(letter: DeadLetter): Promise<void>;
+  /**
+   * Letters still kept whose replay began long ago and never ended (the replaying process died
+   * between handing the letter on and removing it, or before handing it on), each claimed now by
+   * this process: the caller hands it on again and removes it (dead-letter-replay.ts). Only where
+   * claims outlive the process (the bus); the SQLite store settles at start instead.
+   */
+  interruptedReplays?(): AsyncIterable<DeadLetter>;
   /** Bytes held, in total and per namespace (this replica's view with the bus). */
   usage(): { bytes: number; namespaces: ReadonlyMap<string, number> };
   close(): Promise<void>;

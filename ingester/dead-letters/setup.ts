@@ -72,12 +72,19 @@ export async function setUpDeadLetters(o: DeadLetterSetupOptions): Promise<DeadL
     durable = 'shared by every replica, kept with the bus';
   } else {
     const { SqliteDeadLetters } = await import('./sqlite-store.js');
+    const onDiskFull = (): void =>
+      o.logger.warn(
+        "the dead letters' disk is full: its reserve is given up so that replays still remove what they hand on; new letters fail until there is room",
+      );
     if (o.spool) {
-      store = new SqliteDeadLetters(join(o.spool.path, 'deadletters.sqlite'), limits, onDropped);
+      store = new SqliteDeadLetters(join(o.spool.path, 'deadletters.sqlite'), limits, onDropped, onDiskFull);
       durable = 'in the spool directory: survives restarts, this replica only';
     } else {
       const file = `${o.settings.path.replace(/\.jsonl$/, '')}.sqlite`;
-      const lazy = new LazyStore(`SQLite file ${file}`, () => new SqliteDeadLetters(file, limits, onDropped));
+      const lazy = new LazyStore(
+        `SQLite file ${file}`,
+        () => new SqliteDeadLetters(file, limits, onDropped, onDiskFull),
+      );
       // Letters kept before a restart are counted (and listed) from the start.
       if (existsSync(file)) lazy.openNow();
       store = lazy;

@@ -7,12 +7,19 @@
  *
  * Claims for replay are a column (`claimed_until`): one process owns the file, and SQLite's
  * statements run one at a time, so a conditional UPDATE is an exclusive claim.
+ *
+ * On a full disk, a replay still claims, releases and removes its letters (a letter left after
+ * its replay would be sent again by the next one): those writes may use a disk reserve
+ * (storage/disk-reserve.ts) kept beside the file, with the WAL bounded (sqlite-space.ts). Keeping
+ * a new letter (with the drops that make room for it) needs the reserve in place.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { DISK_RESERVE_BYTES, DiskReserve } from '../storage/disk-reserve.js';
 import { GroupCommit } from '../storage/group-commit.js';
+import { configureSpace, walLimitFor } from '../storage/sqlite-space.js';
 import {
   matches,
   metaOf,
@@ -41,16 +48,25 @@ export class SqliteDeadLetters implements DeadLetterStore {
   private readonly st: Record<'insert' | 'remove' | 'get' | 'getId' | 'claim' | 'release', StatementSync>;
   private readonly ledger: ShareLedger;
   private readonly puts = new GroupCommit<PendingPut>((g) => this.commit(g));
+  /** Room for claims, releases and removals on a full disk (none for an in-memory file). */
+  private readonly reserve?: DiskReserve;
 
   constructor(
     readonly file: string,
     limits: DeadLetterLimits,
     private readonly onDropped: (dropped: DroppedLetter[]) => void = () => undefined,
+    /** Told each time the disk filled and the room kept for replays is used. */
+    onDiskFull: () => void = () => undefined,
   ) {
     this.description = `SQLite file ${file}`;
-    if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+    if (file !== ':memory:') {
+      mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+      this.reserve = new DiskReserve(`${file.replace(/\.sqlite$/, '')}.reserve`, DISK_RESERVE_BYTES, onDiskFull);
+    }
     this.db = new DatabaseSync(file);
-    this.db.exec('PRAGMA journal_mode = WAL');
+    // A restart on a full disk: the WAL and its index need room; a bounded WAL is restarted in place.
+    this.settle(() => configureSpace(this.db, walLimitFor(limits.maxBytes)));
+    this.settle(() => this.db.exec('PRAGMA journal_mode = WAL'));
     this.db.exec('PRAGMA synchronous = FULL');
     // Two processes pointed at one file (a second ingester with the same deadLetter.path) wait instead of failing.
     this.db.exec('PRAGMA busy_timeout = 5000');
@@ -115,6 +131,12 @@ export class SqliteDeadLetters implements DeadLetterStore {
 
   /** One transaction (one fsync) for the letters of one turn, with the drops that made room. */
   private commit(group: PendingPut[]): void {
+    // The disk is full: what room is left is for replays to remove what they handed on.
+    if (this.reserve && !this.reserve.held) {
+      const err = new Error('writing the dead letter failed: its disk is full');
+      for (const p of group) p.reject(err);
+      return;
+    }
     const kept: Array<{ p: PendingPut; seq: number }> = [];
     const dropped: DroppedLetter[] = [];
     const droppedSeqs: Array<{ seq: number; namespace: string }> = [];
@@ -185,17 +207,24 @@ export class SqliteDeadLetters implements DeadLetterStore {
 
   async claim(letter: DeadLetter, leaseMs: number): Promise<DeadLetter | undefined> {
     const now = Date.now();
-    if (Number(this.st.claim.run(now + leaseMs, letter.seq, now).changes) === 0) return undefined;
+    if (Number(this.settle(() => this.st.claim.run(now + leaseMs, letter.seq, now)).changes) === 0) return undefined;
     return this.read(letter.seq);
   }
 
   async release(letter: DeadLetter): Promise<void> {
-    this.st.release.run(letter.seq);
+    this.settle(() => this.st.release.run(letter.seq));
   }
 
   async remove(letter: DeadLetter): Promise<void> {
     this.puts.flush();
-    if (Number(this.st.remove.run(letter.seq).changes) > 0) this.ledger.delete(letter.seq, letter.namespace);
+    if (Number(this.settle(() => this.st.remove.run(letter.seq)).changes) > 0)
+      this.ledger.delete(letter.seq, letter.namespace);
+    this.reserve?.refill();
+  }
+
+  /** A write that settles what is kept (never adds to it): on a full disk it may use the reserve. */
+  private settle<T>(write: () => T): T {
+    return this.reserve ? this.reserve.withRoom(this.db, write) : write();
   }
 
   /** Whether a letter with this id is kept (an import that ran before). */

@@ -48,6 +48,8 @@ export class ReplayedLetters {
    * dead letters of one event and destination become one row, and were once counted five times.
    */
   requeue(letter: DeliveryDeadLetter): void {
+    // A new row: like accepting an event, never from the room kept for draining (outbox-table.ts).
+    if (!this.table.reserve.held) throw new Error("the outbox's disk is full: replay the letter once it has room");
     let added = 0;
     this.table.transaction(() => {
       if (this.st.has.get(letter.seq)) return;
@@ -55,10 +57,12 @@ export class ReplayedLetters {
         destination: letter.destination,
         id: letter.event.id,
         payload: JSON.stringify(letter.event),
+        // Charged to its namespace's share, never refused by it: the operator chose to replay it.
+        tenant: letter.namespace,
       });
       this.st.record.run(letter.seq, letter.id);
     });
-    this.table.budget.used += added;
+    this.table.count(letter.namespace, added);
   }
 
   /** The letter is gone from the dead-letter store: its record is not needed any more (not fsynced: a crash only keeps it). */

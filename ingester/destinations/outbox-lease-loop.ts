@@ -195,17 +195,16 @@ export class OutboxLeaseLoops {
   }
 
   private commitSettles(group: Settle[]): void {
-    const usedBefore = this.table.budget.used;
     try {
       this.table.relaxedTransaction(() => {
         for (const g of group) g.apply();
       });
     } catch (err) {
-      this.table.budget.used = usedBefore;
       for (const g of group) g.reject(err as Error);
       return;
     }
     for (const g of group) g.resolve();
+    this.table.scheduleReclaim();
   }
 
   private idle(ms: number): Promise<void> {

@@ -4,11 +4,19 @@
  * dead-letter side all write through here; each write is one transaction. Inserts (accepting an
  * event) are fsynced at their commit; leases and acknowledgements are not (relaxedTransaction):
  * losing one in a crash only delivers an event again.
+ *
+ * On a full disk (the outbox filled it, or something else did), the writes that deliver and drain
+ * (leases, removals, reschedules, alert states) still go through: they may use the disk reserve
+ * (storage/disk-reserve.ts), and the WAL is bounded and restarted in place (sqlite-space.ts).
+ * Accepting new rows needs the reserve in place, so it never takes the room draining needs.
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { DISK_RESERVE_BYTES, DiskReserve } from '../storage/disk-reserve.js';
+import { configureSpace, reclaimStep, walLimitFor } from '../storage/sqlite-space.js';
 import { StoreBudget } from '../storage/store-budget.js';
+import { TenantShares } from '../storage/tenant-shares.js';
 
 /** Bytes a row costs beyond its strings (SQLite row and index overhead, roughly). */
 const ROW_OVERHEAD = 96;
@@ -20,6 +28,8 @@ export interface NewOutboxRow {
   destination: string;
   id: string;
   payload: string;
+  /** The namespace whose share of the outbox the row counts against ('' when none). */
+  tenant: string;
 }
 
 export interface OutboxRow extends NewOutboxRow {
@@ -30,6 +40,13 @@ export interface OutboxRow extends NewOutboxRow {
 export class OutboxTable {
   readonly db: DatabaseSync;
   readonly budget: StoreBudget;
+  /** Each namespace's share of maxBytes (spool.maxBytesPerNamespace), reserved before a row is written. */
+  readonly shares: TenantShares;
+  /** Rows removed in the transaction under way: their bytes go back once it commits. */
+  private removed: Array<{ tenant: string; bytes: number }> = [];
+  /** Room for settling rows on a full disk; shared with the alert states in this database. */
+  readonly reserve: DiskReserve;
+  private reclaiming = false;
   private readonly statements: Record<
     'insert' | 'due' | 'nextDue' | 'lease' | 'remove' | 'reschedule' | 'count' | 'total',
     StatementSync
@@ -38,28 +55,18 @@ export class OutboxTable {
   constructor(
     dir: string,
     readonly maxBytes: number,
+    onDiskFull: () => void = () => undefined,
+    maxBytesPerTenant = maxBytes,
   ) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
-    this.db = new DatabaseSync(join(dir, 'outbox.sqlite'));
-    this.db.exec('PRAGMA journal_mode = WAL');
-    this.db.exec('PRAGMA synchronous = FULL');
-    this.db.exec(`
-      CREATE TABLE IF NOT EXISTS outbox (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        destination TEXT NOT NULL,
-        id TEXT NOT NULL,
-        payload TEXT NOT NULL,
-        attempts INTEGER NOT NULL DEFAULT 0,
-        next_at INTEGER NOT NULL,
-        last_error TEXT,
-        UNIQUE (destination, id)
-      );
-      CREATE INDEX IF NOT EXISTS outbox_due ON outbox (destination, next_at);`);
+    this.reserve = new DiskReserve(join(dir, 'outbox.reserve'), DISK_RESERVE_BYTES, onDiskFull);
+    // A restart on a full disk: opening needs a WAL and a shared-memory index, i.e. room.
+    this.db = openWithRoom(this.reserve, join(dir, 'outbox.sqlite'), walLimitFor(maxBytes));
     const p = (sql: string): StatementSync => this.db.prepare(sql);
     this.statements = {
-      insert: p('INSERT OR IGNORE INTO outbox (destination, id, payload, next_at) VALUES (?, ?, ?, 0)'),
+      insert: p('INSERT OR IGNORE INTO outbox (destination, id, payload, next_at, tenant) VALUES (?, ?, ?, 0, ?)'),
       due: p(
-        'SELECT seq, destination, id, payload, attempts FROM outbox WHERE destination = ? AND next_at <= ? ORDER BY next_at, seq LIMIT ?',
+        'SELECT seq, destination, id, payload, attempts, tenant FROM outbox WHERE destination = ? AND next_at <= ? ORDER BY next_at, seq LIMIT ?',
       ),
       nextDue: p('SELECT min(next_at) AS t FROM outbox WHERE destination = ?'),
       lease: p('UPDATE outbox SET next_at = ?, attempts = attempts + 1 WHERE seq = ?'),
@@ -67,12 +74,14 @@ export class OutboxTable {
       reschedule: p('UPDATE outbox SET next_at = ?, last_error = ? WHERE seq = ?'),
       count: p('SELECT count(*) AS n FROM outbox WHERE destination = ?'),
       total: p(
-        'SELECT coalesce(sum(length(destination) + length(id) + length(CAST(payload AS BLOB))), 0) AS b, count(*) AS n FROM outbox',
+        'SELECT tenant, coalesce(sum(length(destination) + length(id) + length(CAST(payload AS BLOB))), 0) AS b, count(*) AS n FROM outbox GROUP BY tenant',
       ),
     };
-    const t = this.statements.total.get() as { b: number; n: number };
     this.budget = new StoreBudget(maxBytes);
-    this.budget.used = t.b + t.n * ROW_OVERHEAD;
+    this.shares = new TenantShares(Math.min(maxBytesPerTenant, maxBytes));
+    for (const t of this.statements.total.all() as Array<{ tenant: string; b: number; n: number }>)
+      this.shares.add(t.tenant, t.b + t.n * ROW_OVERHEAD);
+    this.budget.used = this.shares.total();
   }
 
   /** Runs `fn` in one write transaction; rolls back and rethrows if it fails. */
@@ -98,17 +107,51 @@ export class OutboxTable {
   relaxedTransaction(fn: () => void): void {
     this.db.exec('PRAGMA synchronous = NORMAL');
     try {
-      this.transaction(fn);
+      // Settling never adds to the outbox: it may use the reserve when the disk is full.
+      this.reserve.withRoom(this.db, () => {
+        this.removed = [];
+        this.transaction(fn);
+      });
+      for (const r of this.removed) {
+        this.budget.used -= r.bytes;
+        this.shares.release(r.tenant, r.bytes);
+      }
     } finally {
+      this.removed = [];
       this.db.exec('PRAGMA synchronous = FULL');
     }
   }
 
-  /** Inserts a row unless the event is already held for that destination; returns the bytes added (0 when it was). */
+  /** Gives disk space back in bounded steps after removals, one per turn of the event loop (sqlite-space.ts). */
+  scheduleReclaim(): void {
+    if (this.reclaiming || !this.db.isOpen) return;
+    this.reclaiming = true;
+    setImmediate(() => {
+      this.reclaiming = false;
+      if (!this.db.isOpen) return;
+      try {
+        if (reclaimStep(this.db, this.budget.used === 0)) this.scheduleReclaim();
+      } catch {
+        // Disk full or busy: the space is given back after a later removal.
+      }
+      this.reserve.refill();
+    });
+  }
+
+  /**
+   * Inserts a row unless the event is already held for that destination; returns the bytes added
+   * (0 when it was). The caller counts them (budget and share) once the transaction committed.
+   */
   insert(r: NewOutboxRow): number {
-    return Number(this.statements.insert.run(r.destination, r.id, r.payload).changes) > 0
+    return Number(this.statements.insert.run(r.destination, r.id, r.payload, r.tenant).changes) > 0
       ? rowBytes(r.destination, r.id, r.payload)
       : 0;
+  }
+
+  /** Counts committed rows against the budget and their namespace's share. */
+  count(tenant: string, bytes: number): void {
+    this.budget.used += bytes;
+    this.shares.add(tenant, bytes);
   }
 
   due(destination: string, now: number, limit: number): OutboxRow[] {
@@ -128,10 +171,10 @@ export class OutboxTable {
     this.statements.reschedule.run(at, error, seq);
   }
 
-  /** Removes a row and gives its bytes back to the budget. */
+  /** Removes a row; its bytes go back to the budget and its share once the (relaxed) transaction commits. */
   remove(r: OutboxRow): void {
     if (Number(this.statements.remove.run(r.seq).changes) > 0)
-      this.budget.used -= rowBytes(r.destination, r.id, r.payload);
+      this.removed.push({ tenant: r.tenant, bytes: rowBytes(r.destination, r.id, r.payload) });
   }
 
   depth(destination: string): number {
@@ -149,5 +192,49 @@ export class OutboxTable {
       n: number;
     }>;
     return Object.fromEntries(rows.filter((r) => !configured.includes(r.destination)).map((r) => [r.destination, r.n]));
+  }
+}
+
+/**
+ * Opens the outbox database: WAL, a bounded WAL (sqlite-space.ts), the table. On a full disk the
+ * reserve is given up for it (a restart needs a WAL and a shared-memory index).
+ */
+function openWithRoom(reserve: DiskReserve, file: string, walLimit: number): DatabaseSync {
+  const open = (): DatabaseSync => {
+    const db = new DatabaseSync(file);
+    try {
+      configureSpace(db, walLimit);
+      db.exec('PRAGMA journal_mode = WAL');
+      db.exec('PRAGMA synchronous = FULL');
+      db.exec(`
+      CREATE TABLE IF NOT EXISTS outbox (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        destination TEXT NOT NULL,
+        id TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_at INTEGER NOT NULL,
+        last_error TEXT,
+        tenant TEXT NOT NULL DEFAULT '',
+        UNIQUE (destination, id)
+      );
+      CREATE INDEX IF NOT EXISTS outbox_due ON outbox (destination, next_at);`);
+      // Outboxes of older versions: no tenant column (their rows count against the '' share).
+      const columns = db.prepare('PRAGMA table_info(outbox)').all() as Array<{ name: string }>;
+      if (!columns.some((c) => c.name === 'tenant'))
+        db.exec("ALTER TABLE outbox ADD COLUMN tenant TEXT NOT NULL DEFAULT ''");
+      return db;
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+  };
+  try {
+    return open();
+  } catch (err) {
+    // Not only SQLITE_FULL: a shared-memory index that cannot be sized is an I/O error.
+    if (!reserve.held) throw err;
+    reserve.release();
+    return open();
   }
 }

@@ -14,7 +14,9 @@
 import type { NormalisedEvent } from '../core/event.js';
 import type { DeliveryDeadLetter, NewDeadLetter } from '../dead-letters/model.js';
 import { packEvents } from '../sinks/bus-messages.js';
+import { outboxShareFull } from '../core/errors.js';
 import { SinkError, type EventSink, type HandOffReport } from '../sinks/sink.js';
+import type { DiskReserve } from '../storage/disk-reserve.js';
 import { GroupCommit } from '../storage/group-commit.js';
 import type { Routing } from './destination.js';
 import {
@@ -30,12 +32,17 @@ import { OutboxTable, rowBytes, type NewOutboxRow } from './outbox-table.js';
 export type { OutboxDestination } from './outbox-lease-loop.js';
 export type { LegacyDeadLetter } from './outbox-dead-letters.js';
 
+const OUTBOX_DISK_FULL =
+  "the outbox's disk is full: held events are still delivered, new ones are refused until it has room";
+
 /** A request's events for one destination are cut into rows of at most this much JSON. */
 const MAX_ROW_BYTES = 1024 * 1024;
 
 interface PendingAppend {
   rows: NewOutboxRow[];
   bytes: number;
+  /** The request's namespace (a request's events are one namespace's): its share is charged. */
+  tenant: string;
   resolve: () => void;
   reject: (err: Error) => void;
 }
@@ -55,8 +62,12 @@ export class Outbox implements EventSink {
     bury: (letter: NewDeadLetter) => Promise<unknown>,
     /** Called when handing out rows failed (then retried after a second). */
     onError: (err: Error) => void = () => undefined,
+    /** Told each time the disk filled and the room kept for draining is used (outbox-table.ts). */
+    onDiskFull: () => void = () => undefined,
+    /** The most one namespace may hold (spool.maxBytesPerNamespace); all of maxBytes when not given. */
+    maxBytesPerTenant = maxBytes,
   ) {
-    this.table = new OutboxTable(dir, maxBytes);
+    this.table = new OutboxTable(dir, maxBytes, onDiskFull, maxBytesPerTenant);
     this.leaseLoops = new OutboxLeaseLoops(this.table, bury, onError);
     this.replayed = new ReplayedLetters(this.table);
   }
@@ -75,22 +86,25 @@ export class Outbox implements EventSink {
     }
     const rows: NewOutboxRow[] = [];
     let bytes = 0;
+    const tenant = events[0]?.namespace ?? '';
     for (const [destination, list] of byDestination) {
       for (const m of packEvents(list, MAX_ROW_BYTES)) {
-        rows.push({ destination, id: m.id, payload: m.payload });
+        rows.push({ destination, id: m.id, payload: m.payload, tenant });
         bytes += rowBytes(destination, m.id, m.payload);
       }
     }
     if (rows.length > 0) {
-      await new Promise<void>((resolve, reject) => this.appends.add({ rows, bytes, resolve, reject }));
+      await new Promise<void>((resolve, reject) => this.appends.add({ rows, bytes, tenant, resolve, reject }));
     }
     return { processed: events.length, cached: 0 };
   }
 
   unavailable(): string | undefined {
-    return this.table.budget.hasRoom()
-      ? undefined
-      : `the outbox is full (${this.table.budget.used} of ${this.maxBytes} bytes): destinations are not keeping up`;
+    if (!this.table.budget.hasRoom())
+      return `the outbox is full (${this.table.budget.used} of ${this.maxBytes} bytes): destinations are not keeping up`;
+    // Every tenant's events would be refused here, and another replica's disk may have room.
+    if (!this.table.reserve.held) return OUTBOX_DISK_FULL;
+    return undefined;
   }
 
   async flush(): Promise<void> {
@@ -99,14 +113,28 @@ export class Outbox implements EventSink {
 
   private commit(group: PendingAppend[]): void {
     const budget = this.table.budget;
-    const admitted = budget.admit(group, (p) =>
+    // The disk is full: the room left is for delivering and draining what is held (outbox-table.ts).
+    if (!this.table.reserve.held) {
+      const failure = new SinkError(this.name, OUTBOX_DISK_FULL);
+      for (const p of group) p.reject(failure);
+      return;
+    }
+    // Each namespace's share first: one tenant whose destination is down cannot take the outbox
+    // from the others. Refused for that namespace alone; readiness is not touched.
+    const shares = this.table.shares;
+    const withinShares =
+      shares.max >= this.maxBytes
+        ? group
+        : shares.admit(group, (p) => p.reject(outboxShareFull(p.tenant, shares.max, shares.usedBy(p.tenant))));
+    const admitted = budget.admit(withinShares, (p) =>
       p.reject(new SinkError(this.name, `the outbox is full (${budget.used} of ${this.maxBytes} bytes used)`)),
     );
     if (admitted.length === 0) return;
-    let added = 0;
+    const added = new Map<PendingAppend, number>();
     try {
       this.table.transaction(() => {
-        for (const p of admitted) for (const r of p.rows) added += this.table.insert(r);
+        added.clear();
+        for (const p of admitted) for (const r of p.rows) added.set(p, (added.get(p) ?? 0) + this.table.insert(r));
       });
     } catch (err) {
       const failure = new SinkError(this.name, `writing to the outbox failed: ${(err as Error).message}`, {
@@ -115,9 +143,14 @@ export class Outbox implements EventSink {
       for (const p of admitted) p.reject(failure);
       return;
     }
-    budget.used += added;
+    for (const [p, bytes] of added) this.table.count(p.tenant, bytes);
     for (const p of admitted) p.resolve();
     this.leaseLoops.wake();
+  }
+
+  /** Room kept for settling on a full disk (outbox-table.ts); the alert states in this database use it too. */
+  get diskReserve(): DiskReserve {
+    return this.table.reserve;
   }
 
   // ---- the delivery side (outbox-lease-loop.ts) ----

@@ -103,8 +103,14 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
     routing,
     (letter) => o.deadLetters.put(letter),
     (err) => errors.error('outbox', err, {}, 'outbox rows not handed out; trying again'),
+    () =>
+      o.logger.warn(
+        { spool: spool.path },
+        "the outbox's disk is full: its reserve is given up so that held events are still delivered; new events are refused until there is room",
+      ),
+    spool.maxBytesPerNamespace,
   );
-  const alertStores = new SqliteAlertStores(spool.path);
+  const alertStores = new SqliteAlertStores(spool.path, outbox.diskReserve);
   const stores = new Map(names.map((n) => [n, alertStores.store(n)]));
   alertStore = (name) => stores.get(name);
   let lagTimer: NodeJS.Timeout | undefined;

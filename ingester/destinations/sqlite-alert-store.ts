@@ -12,6 +12,7 @@
 import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type { AlertState } from './alerts.js';
+import type { DiskReserve } from '../storage/disk-reserve.js';
 import { GroupCommit } from '../storage/group-commit.js';
 import type { AlertCounts, AlertStore, Versioned } from './alert-store.js';
 
@@ -29,8 +30,15 @@ export class SqliteAlertStores {
   private readonly counts = new Map<string, AlertCounts>();
   private readonly writes = new GroupCommit<Write>((group) => this.commit(group));
 
-  /** `dir`: the spool directory, whose outbox.sqlite the outbox created (WAL) already. */
-  constructor(dir: string) {
+  /**
+   * `dir`: the spool directory, whose outbox.sqlite the outbox created (WAL) already. `reserve`:
+   * the outbox's (outbox-table.ts): a state changes only while an event held is delivered, so on a
+   * full disk it is written like the outbox's own settling.
+   */
+  constructor(
+    dir: string,
+    private readonly reserve?: DiskReserve,
+  ) {
     this.db = new DatabaseSync(join(dir, 'outbox.sqlite'));
     this.db.exec('PRAGMA synchronous = NORMAL');
     this.db.exec(`CREATE TABLE IF NOT EXISTS alerts (
@@ -72,7 +80,11 @@ export class SqliteAlertStores {
           }),
         );
       },
-      delete: async (key) => void this.st.delete.run(destination, key),
+      delete: async (key) => {
+        const remove = (): unknown => this.st.delete.run(destination, key);
+        if (this.reserve) this.reserve.withRoom(this.db, remove);
+        else remove();
+      },
       keys: () => this.keys(destination),
       loadCounts: async () => this.counts.get(destination),
       saveCounts: async (counts) => void this.counts.set(destination, counts),
@@ -93,13 +105,22 @@ export class SqliteAlertStores {
 
   /** The writes of one turn in one transaction, each answered with its compare-and-set result once committed. */
   private commit(group: Write[]): void {
-    const results: Array<number | false> = [];
+    let results: Array<number | false> = [];
+    const write = (): void => {
+      results = [];
+      try {
+        this.db.exec('BEGIN IMMEDIATE');
+        for (const w of group) results.push(w.run());
+        this.db.exec('COMMIT');
+      } catch (err) {
+        if (this.db.isTransaction) this.db.exec('ROLLBACK');
+        throw err;
+      }
+    };
     try {
-      this.db.exec('BEGIN IMMEDIATE');
-      for (const w of group) results.push(w.run());
-      this.db.exec('COMMIT');
+      if (this.reserve) this.reserve.withRoom(this.db, write);
+      else write();
     } catch (err) {
-      if (this.db.isTransaction) this.db.exec('ROLLBACK');
       for (const w of group) w.reject(err as Error);
       return;
     }

@@ -61,7 +61,11 @@ export interface StoreOnVolume {
   /** The setting that bounds the store, as the message names it (`spool.maxBytes`). */
   setting: string;
   maxBytes: number;
+  /** Disk the store keeps aside besides (a disk reserve: disk-reserve.ts). */
+  reserveBytes?: number;
 }
+
+const needOf = (s: StoreOnVolume): number => diskNeedFor(s.maxBytes) + (s.reserveBytes ?? 0);
 
 /**
  * Throws a ConfigError when the volume of `dir` is too small for its stores (the first one is
@@ -75,7 +79,7 @@ export function checkStoreVolume(
   const volume = volumeOf(dir);
   if (!volume) return undefined;
   const [first, ...others] = stores;
-  const othersNeed = others.reduce((sum, s) => sum + diskNeedFor(s.maxBytes), 0);
+  const othersNeed = others.reduce((sum, s) => sum + needOf(s), 0) + (first.reserveBytes ?? 0);
   const need = diskNeedFor(first.maxBytes) + othersNeed;
   const overhead = need - stores.reduce((sum, s) => sum + s.maxBytes, 0);
   const settings = stores.map((s) => `${s.setting} (${formatBytes(s.maxBytes)})`).join(' and ');
@@ -91,7 +95,7 @@ export function checkStoreVolume(
     );
   }
   if (volume.free + volume.own < need)
-    return `${what} ${stores.length > 1 ? 'are' : 'is'} more than is left on ${where}: the stores may fill the disk before their limits, then refuse (503) until there is room; the spool still drains`;
+    return `${what} ${stores.length > 1 ? 'are' : 'is'} more than is left on ${where}: the stores may fill the disk before their limits, then refuse (503) until there is room; what they hold still drains`;
   return undefined;
 }
 

@@ -130,7 +130,12 @@ it('answers 503 and turns unready when the outbox is full, and accepts again onc
   await am.kill9();
   const ing = await startIngester((c) => {
     example(`http://127.0.0.1:${port}`)(c);
-    c.spool = { path: mkdtempSync(join(tmpdir(), 'intake-outbox-full-')), maxBytes: 65536 };
+    // One namespace may fill it all here (by default it holds at most a quarter: its share).
+    c.spool = {
+      path: mkdtempSync(join(tmpdir(), 'intake-outbox-full-')),
+      maxBytes: 65536,
+      maxBytesPerNamespace: 65536,
+    };
   });
   ingesters.push(ing);
   const batch = (n: number): unknown[] =>

@@ -6,46 +6,29 @@
  * And an ingester whose spool volume cannot hold `spool.maxBytes` plus the overhead refuses to
  * start, naming the setting and the volume's size.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { ROOT } from '../../support/paths.js';
 import { freePort } from '../../support/ports.js';
 import { waitFor } from '../../support/waiting.js';
+import { asRoot, fillAllBut, SmallDisks } from '../support/small-disk.js';
 import { basic, DEMO, EXAMPLE, post, startIngester, type RunningIngester } from '../support/ingester.js';
 import { handoffConfig, metricValue, readStream, startNats, tally, type RunningNats } from '../support/nats-server.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
 const running: Array<RunningIngester | RunningNats> = [];
-const mounts: string[] = [];
 
 afterAll(async () => {
   for (const r of running.reverse()) await ('child' in r ? r.stop('SIGKILL') : r.stop());
-  for (const m of mounts) {
-    execFileSync('umount', [m]);
-    rmSync(m, { recursive: true, force: true });
-  }
+  disks.unmountAll();
 });
 
-const itAsRoot = process.getuid?.() === 0 ? it : it.skip;
-
-/** A fresh tmpfs of `size` (a real filesystem that fills up: ENOSPC, not a quota). */
-function smallFilesystem(size: string): string {
-  const mountPoint = mkdtempSync(join(tmpdir(), 'intake-small-disk-'));
-  execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size},mode=0700`, 'tmpfs', mountPoint]);
-  mounts.push(mountPoint);
-  return mountPoint;
-}
-
-/** Something else on the volume takes all but `leave` bytes of it (the node's disk filling up). */
-function fillAllBut(mountPoint: string, leave: number): void {
-  const s = statfsSync(mountPoint);
-  const free = s.bavail * s.bsize;
-  writeFileSync(join(mountPoint, 'neighbour.bin'), Buffer.alloc(Math.max(0, free - leave), 1));
-}
+const itAsRoot = asRoot ? it : it.skip;
+const disks = new SmallDisks();
+const smallFilesystem = (size: string): string => disks.mount(size);
 
 /** The spool on `spoolDir`, 1 MiB, all of it for the one namespace these tests send as. */
 const smallSpool =

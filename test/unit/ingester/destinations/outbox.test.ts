@@ -324,3 +324,55 @@ describe('outbox after a destination was removed from the config', () => {
     await outbox.close();
   });
 });
+
+describe("the outbox's shares", () => {
+  const inNamespace = (id: string, namespace: string): NormalisedEvent => ({ ...ev(id), namespace }) as NormalisedEvent;
+  const big = (id: string, namespace: string): NormalisedEvent =>
+    ({ ...inNamespace(id, namespace), description: 'x'.repeat(2000) }) as NormalisedEvent;
+
+  it('refuses a namespace at its share (OUTBOX_SHARE_FULL, 503 with Retry-After) and not the others; the outbox stays available', async () => {
+    const outbox = new Outbox(
+      tempDir(),
+      64 * 1024,
+      { destinationsOf: () => ['a'] },
+      noBury,
+      undefined,
+      undefined,
+      8 * 1024,
+    );
+    let accepted = 0;
+    let refusal: unknown;
+    for (let i = 0; i < 10 && !refusal; i++)
+      await outbox.handOff([big(`a-${i}`, 'team-a')]).then(
+        () => accepted++,
+        (err: unknown) => (refusal = err),
+      );
+    expect(accepted).toBe(3);
+    expect(refusal).toMatchObject({ code: 'OUTBOX_SHARE_FULL', statusCode: 503, headers: { 'retry-after': '5' } });
+    expect(String((refusal as Error).message)).toMatch(
+      /namespace team-a holds its share .*spool\.maxBytesPerNamespace, 8192 bytes/,
+    );
+    await expect(outbox.handOff([big('b-0', 'team-b')])).resolves.toEqual({ processed: 1, cached: 0 });
+    expect(outbox.unavailable()).toBeUndefined();
+    await outbox.close();
+  });
+
+  it("gives a row's bytes back to its namespace once it is delivered, and counts what a restart finds", async () => {
+    const dir = tempDir();
+    const first = new Outbox(dir, 64 * 1024, { destinationsOf: () => ['a'] }, noBury, undefined, undefined, 8 * 1024);
+    for (let i = 0; i < 3; i++) await first.handOff([big(`a-${i}`, 'team-a')]);
+    await expect(first.handOff([big('a-3', 'team-a')])).rejects.toMatchObject({ code: 'OUTBOX_SHARE_FULL' });
+    await first.close();
+    // Held after a restart: still counted.
+    const second = new Outbox(dir, 64 * 1024, { destinationsOf: () => ['a'] }, noBury, undefined, undefined, 8 * 1024);
+    await expect(second.handOff([big('a-3', 'team-a')])).rejects.toMatchObject({ code: 'OUTBOX_SHARE_FULL' });
+    const dest = new Recording('a');
+    const d = dispatcher(dest);
+    second.start([{ name: 'a', dispatcher: d, leaseMs: 5000 }]);
+    await until(() => second.depth('a') === 0, 5000);
+    await expect(second.handOff([big('a-3', 'team-a')])).resolves.toEqual({ processed: 1, cached: 0 });
+    second.stop();
+    await d.idle();
+    await second.close();
+  });
+});

@@ -41,6 +41,19 @@ describe('store volume check', () => {
     );
   });
 
+  it("counts a store's disk reserve", () => {
+    const { blocks, bsize } = statfsSync(dir);
+    const total = blocks * bsize;
+    const fits = largestFitting(total);
+    // Fits without a reserve, not with one.
+    expect(() => checkStoreVolume(dir, [{ maxBytes: fits, setting: 'spool.maxBytes' }])).not.toThrow();
+    expect(() =>
+      checkStoreVolume(dir, [
+        { maxBytes: fits, setting: 'spool.maxBytes', reserveBytes: total - diskNeedFor(fits) + 1 },
+      ]),
+    ).toThrow(/^spool\.maxBytes .* does not fit/);
+  });
+
   it('finds the largest maxBytes that fits a volume', () => {
     const total = 3 * MiB;
     const fits = largestFitting(total);

@@ -1,0 +1,88 @@
+/**
+ * Hostile-neighbour matrix, the outbox (docs/design.md §4b): without the bus every tenant's events
+ * wait in the replica's one outbox until their destination takes them. The destination is down
+ * (503) and tenant A bursts large requests into the outbox; A holds at most its share
+ * (`spool.maxBytesPerNamespace`, a quarter of maxBytes by default) and is then refused alone
+ * (503 OUTBOX_SHARE_FULL with Retry-After). B's events are all accepted (200) within the bound,
+ * and the replica stays ready: the outbox still has room for everyone else.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startEventReceiver, type EventReceiver } from '../support/event-receiver.js';
+import { post, startIngester, tenantAuth, tenantRoute, type RunningIngester } from '../support/ingester.js';
+import { expectUnharmed, steadyTenant } from './support.js';
+
+const MiB = 1024 * 1024;
+const MAX_BYTES = 8 * MiB;
+const spoolDir = mkdtempSync(join(tmpdir(), 'intake-hn-outbox-'));
+let receiver: EventReceiver | undefined;
+let ing: RunningIngester | undefined;
+
+afterAll(async () => {
+  await ing?.stop('SIGKILL');
+  await receiver?.close();
+  rmSync(spoolDir, { recursive: true, force: true });
+});
+
+it("A's burst into the outbox while the destination is down takes only A's share; B is accepted and the replica stays ready", async () => {
+  receiver = await startEventReceiver();
+  // Down for everyone: every row stays in the outbox, retried.
+  receiver.script = Array.from({ length: 1_000_000 }, () => ({ status: 503 }));
+  const url = receiver.url;
+  ing = await startIngester((c) => {
+    c.destinations = [{ name: 'tickets', default: true, http: { url, timeout: '1s' } }];
+    // The default share: a quarter of maxBytes.
+    c.spool = { path: spoolDir, maxBytes: MAX_BYTES };
+    (c.routes as unknown[]).push(tenantRoute('hn-outbox-a', 'team-a'), tenantRoute('hn-outbox-b', 'team-b'));
+  });
+  const ingestUrl = ing.url;
+
+  let attacking = true;
+  const refusalsOfA: string[] = [];
+  let acceptedOfA = 0;
+  const burst = async (worker: number): Promise<void> => {
+    for (let n = 0; attacking; n++) {
+      const events = Array.from({ length: 50 }, (_, i) => ({
+        source: `a-${worker}-${n}-${i}`,
+        severity: 3,
+        description: 'x'.repeat(4096),
+      }));
+      const res = await post(`${ingestUrl}/events/webhook_hn-outbox-a`, events, tenantAuth('hn-outbox-a')).catch(
+        () => undefined,
+      );
+      if (res?.status === 200) acceptedOfA++;
+      else if (res) {
+        refusalsOfA.push(`${res.status} ${res.headers.get('retry-after') ?? '-'} ${res.text}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    }
+  };
+  const attack = Promise.all([burst(0), burst(1), burst(2), burst(3)]);
+  // A holds its whole share before B starts.
+  await new Promise((r) => setTimeout(r, 2000));
+
+  const b = await steadyTenant({
+    url: `${ingestUrl}/events/webhook_hn-outbox-b`,
+    headers: { 'content-type': 'application/json', ...tenantAuth('hn-outbox-b') },
+    body: (seq) => ({ body: JSON.stringify({ source: `b-${seq}`, severity: 2, description: 'steady' }) }),
+    perSecond: 20,
+    durationMs: 8000,
+    adminUrl: ing.adminUrl,
+  });
+  attacking = false;
+  await attack;
+  console.log(
+    `outbox row: B ${b.statuses.length} requests, p50 ${b.p50Ms.toFixed(1)} ms, p99 ${b.p99Ms.toFixed(1)} ms; ` +
+      `A ${acceptedOfA} accepted, ${refusalsOfA.length} refused`,
+  );
+
+  // B: every request accepted, within the bound (one fsync per turn beside A's writes), replica ready.
+  expectUnharmed(b, { p99BoundMs: 1500 });
+  // A: refused alone, at its share, with the limit named and a Retry-After.
+  expect(acceptedOfA).toBeGreaterThan(0);
+  expect(refusalsOfA.length).toBeGreaterThan(0);
+  expect(
+    refusalsOfA.filter((r) => !/^503 \d+ .*spool\.maxBytesPerNamespace.*"code":"OUTBOX_SHARE_FULL"/.test(r)),
+  ).toEqual([]);
+}, 60_000);
