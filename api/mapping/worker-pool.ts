@@ -31,6 +31,7 @@
  * - The payload goes over as its JSON bytes; the events come back the same way.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import type { Socket } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
@@ -394,12 +395,16 @@ export class MappingWorkerPool implements ExpressionRunner {
 
   /** The worker's process and channel keep this process alive only while it evaluates. */
   private idleRefs(slot: Slot, busy: boolean): void {
+    // The stderr pipe too: a readable pipe keeps the event loop alive like the process and channel.
+    const stderr = slot.child.stderr as Socket | null;
     if (busy) {
       slot.child.ref();
       slot.child.channel?.ref();
+      stderr?.ref();
     } else {
       slot.child.unref();
       slot.child.channel?.unref();
+      stderr?.unref();
     }
   }
 

@@ -5,6 +5,7 @@
  * the queue, and waiting evaluations taken tenant by tenant in turn.
  */
 import { jest } from '@jest/globals';
+import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
@@ -84,6 +85,30 @@ describe('the mapping worker pool', () => {
       }
     },
   );
+
+  it('never keeps the process alive while its workers are idle, even if it is never closed', () => {
+    // A component that forgets close() must still exit: idle workers, their IPC channel and their
+    // stderr pipe are all unreferenced.
+    const script = [
+      `import { MappingWorkerPool } from ${JSON.stringify(pathToFileURL(join(ROOT, 'dist/api/mapping/worker-pool.js')).href)};`,
+      `const pool = new MappingWorkerPool({ size: 2, workerUrl: new URL(${JSON.stringify(workerUrl.href)}) });`,
+      // While the first worker starts nothing of the pool holds the process (a server would): a timer does.
+      'const hold = setInterval(() => {}, 1000);',
+      `const r = await pool.run('{"n": n}', ${JSON.stringify(limits)}, new TextEncoder().encode('{"n":1}'));`,
+      'clearInterval(hold);',
+      'process.stdout.write(JSON.stringify(r.items));',
+    ].join('\n');
+    const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    expect({ stdout: run.stdout, stderr: run.stderr, signal: run.signal, status: run.status }).toEqual({
+      stdout: '[{"n":1}]',
+      stderr: '',
+      signal: null,
+      status: 0,
+    });
+  });
 
   const BURNER = '$count($distinct([1..100000]))';
   const failed = (p: Promise<unknown>): Promise<unknown> =>
