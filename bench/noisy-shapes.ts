@@ -430,8 +430,16 @@ function shapesTable(
       lines.push(
         `| ${shape.name}${withBuild ? ` | ${s.build.label} (peak RSS ${f(s.rss, 0)} MiB)` : ''} | ${p99s(s.alone)} / ${p99s(s.beside)} / ${p99s(s.bare)} | ${times(medianRatio(beside))} | ${times(medianRatio(floor))} | **${times(quotient)}** | ${refused.join(' / ')} | ${answers(s.attack)}; ${answers(s.attackBare)} | ${ok ? 'PASS' : 'MISS'} |`,
       );
+      // What refused B, so that a MISS says which limit or queue B met.
+      const bStatuses = (phases: Load[]): string =>
+        statuses(
+          phases.reduce<Record<string, number>>((sum, l) => {
+            for (const [status, n] of Object.entries(l.byStatus)) sum[status] = (sum[status] ?? 0) + n;
+            return sum;
+          }, {}),
+        );
       rounds.push(
-        `${shape.name}${withBuild ? ` (${s.build.label})` : ''}, each round: beside A / alone ${beside.map(times).join(' / ')}; floor / alone ${floor.map(times).join(' / ')}`,
+        `${shape.name}${withBuild ? ` (${s.build.label})` : ''}, each round: beside A / alone ${beside.map(times).join(' / ')}; floor / alone ${floor.map(times).join(' / ')}; B's answers beside A: ${bStatuses(s.beside)}`,
       );
     }
   }
