@@ -10,8 +10,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startEventReceiver, type EventReceiver } from '../support/event-receiver.js';
-import { post, startIngester, tenantAuth, tenantRoute, type RunningIngester } from '../support/ingester.js';
-import { expectUnharmed, steadyTenant } from './support.js';
+import { startIngester, tenantAuth, tenantRoute, type RunningIngester } from '../support/ingester.js';
+import { burstIntoStore, expectUnharmed } from './support.js';
 
 const MiB = 1024 * 1024;
 const MAX_BYTES = 8 * MiB;
@@ -38,40 +38,12 @@ it("A's burst into the outbox while the destination is down takes only A's share
   });
   const ingestUrl = ing.url;
 
-  let attacking = true;
-  const refusalsOfA: string[] = [];
-  let acceptedOfA = 0;
-  const burst = async (worker: number): Promise<void> => {
-    for (let n = 0; attacking; n++) {
-      const events = Array.from({ length: 50 }, (_, i) => ({
-        source: `a-${worker}-${n}-${i}`,
-        severity: 3,
-        description: 'x'.repeat(4096),
-      }));
-      const res = await post(`${ingestUrl}/events/webhook_hn-outbox-a`, events, tenantAuth('hn-outbox-a')).catch(
-        () => undefined,
-      );
-      if (res?.status === 200) acceptedOfA++;
-      else if (res) {
-        refusalsOfA.push(`${res.status} ${res.headers.get('retry-after') ?? '-'} ${res.text}`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    }
-  };
-  const attack = Promise.all([burst(0), burst(1), burst(2), burst(3)]);
-  // A holds its whole share before B starts.
-  await new Promise((r) => setTimeout(r, 2000));
-
-  const b = await steadyTenant({
-    url: `${ingestUrl}/events/webhook_hn-outbox-b`,
-    headers: { 'content-type': 'application/json', ...tenantAuth('hn-outbox-b') },
-    body: (seq) => ({ body: JSON.stringify({ source: `b-${seq}`, severity: 2, description: 'steady' }) }),
-    perSecond: 20,
-    durationMs: 8000,
+  const { acceptedOfA, refusalsOfA, b } = await burstIntoStore({
+    ingestUrl,
     adminUrl: ing.adminUrl,
+    a: { integration: 'hn-outbox-a', ...tenantAuth('hn-outbox-a') },
+    b: { integration: 'hn-outbox-b', ...tenantAuth('hn-outbox-b') },
   });
-  attacking = false;
-  await attack;
   console.log(
     `outbox row: B ${b.statuses.length} requests, p50 ${b.p50Ms.toFixed(1)} ms, p99 ${b.p99Ms.toFixed(1)} ms; ` +
       `A ${acceptedOfA} accepted, ${refusalsOfA.length} refused`,

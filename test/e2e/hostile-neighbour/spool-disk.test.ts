@@ -8,9 +8,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { post, startIngester, tenantAuth, tenantRoute, type RunningIngester } from '../support/ingester.js';
+import { startIngester, tenantAuth, tenantRoute, type RunningIngester } from '../support/ingester.js';
 import { handoffConfig, metricValue, startNats, type RunningNats } from '../support/nats-server.js';
-import { expectUnharmed, steadyTenant } from './support.js';
+import { burstIntoStore, expectUnharmed } from './support.js';
 
 const MiB = 1024 * 1024;
 const MAX_BYTES = 8 * MiB;
@@ -35,41 +35,12 @@ it("A's burst into the spool while the bus is down takes only A's share; B is sp
   await nats.kill9();
   const url = ing.url;
 
-  let attacking = true;
-  const refusalsOfA: string[] = [];
-  let acceptedOfA = 0;
-  const burst = async (worker: number): Promise<void> => {
-    for (let n = 0; attacking; n++) {
-      const events = Array.from({ length: 50 }, (_, i) => ({
-        source: `a-${worker}-${n}-${i}`,
-        severity: 3,
-        description: 'x'.repeat(4096),
-      }));
-      const res = await post(`${url}/events/webhook_hn-spool-a`, events, tenantAuth('hn-spool-a')).catch(
-        () => undefined,
-      );
-      if (res?.status === 200) acceptedOfA++;
-      else if (res) {
-        refusalsOfA.push(`${res.status} ${res.headers.get('retry-after') ?? '-'} ${res.text}`);
-        // Refused at once: the next try after a short pause, as a sender honouring Retry-After would not.
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    }
-  };
-  const attack = Promise.all([burst(0), burst(1), burst(2), burst(3)]);
-  // A holds its whole share before B starts.
-  await new Promise((r) => setTimeout(r, 2000));
-
-  const b = await steadyTenant({
-    url: `${url}/events/webhook_hn-spool-b`,
-    headers: { 'content-type': 'application/json', ...tenantAuth('hn-spool-b') },
-    body: (seq) => ({ body: JSON.stringify({ source: `b-${seq}`, severity: 2, description: 'steady' }) }),
-    perSecond: 20,
-    durationMs: 8000,
+  const { acceptedOfA, refusalsOfA, b } = await burstIntoStore({
+    ingestUrl: url,
     adminUrl: ing.adminUrl,
+    a: { integration: 'hn-spool-a', ...tenantAuth('hn-spool-a') },
+    b: { integration: 'hn-spool-b', ...tenantAuth('hn-spool-b') },
   });
-  attacking = false;
-  await attack;
   console.log(
     `spool row: B ${b.statuses.length} requests, p50 ${b.p50Ms.toFixed(1)} ms, p99 ${b.p99Ms.toFixed(1)} ms; ` +
       `A ${acceptedOfA} accepted, ${refusalsOfA.length} refused`,

@@ -122,3 +122,62 @@ export function expectUnharmed(result: SteadyResult, bound: { p99BoundMs: number
   expect({ summary, ok: result.p99Ms <= bound.p99BoundMs }).toEqual({ summary, ok: true });
   expect({ summary, ok: result.unreadyPolls === 0 }).toEqual({ summary, ok: true });
 }
+
+export interface StoreBurst {
+  /** A's answers: how many were accepted, and each refusal as `status retry-after body`. */
+  acceptedOfA: number;
+  refusalsOfA: string[];
+  b: SteadyResult;
+}
+
+/**
+ * Tenant A bursts 50-event requests of 4 KiB descriptions into a store every tenant shares (the
+ * spool, the outbox) from four senders; after two seconds, tenant B sends one event 20 times a
+ * second for 8 s beside it. Both post to `ingestUrl` with their integrations' Basic credentials.
+ */
+export async function burstIntoStore(o: {
+  ingestUrl: string;
+  adminUrl: string;
+  a: { integration: string; authorization: string };
+  b: { integration: string; authorization: string };
+}): Promise<StoreBurst> {
+  let attacking = true;
+  const refusalsOfA: string[] = [];
+  let acceptedOfA = 0;
+  const burst = async (worker: number): Promise<void> => {
+    for (let n = 0; attacking; n++) {
+      const events = Array.from({ length: 50 }, (_, i) => ({
+        source: `a-${worker}-${n}-${i}`,
+        severity: 3,
+        description: 'x'.repeat(4096),
+      }));
+      const res = await fetch(`${o.ingestUrl}/events/webhook_${o.a.integration}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: o.a.authorization },
+        body: JSON.stringify(events),
+      })
+        .then(async (r) => ({ status: r.status, retryAfter: r.headers.get('retry-after'), text: await r.text() }))
+        .catch(() => undefined);
+      if (res?.status === 200) acceptedOfA++;
+      else if (res) {
+        refusalsOfA.push(`${res.status} ${res.retryAfter ?? '-'} ${res.text}`);
+        // Refused at once: the next try after a short pause, as a sender honouring Retry-After would not.
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    }
+  };
+  const attack = Promise.all([burst(0), burst(1), burst(2), burst(3)]);
+  // A holds its whole share before B starts.
+  await new Promise((r) => setTimeout(r, 2000));
+  const b = await steadyTenant({
+    url: `${o.ingestUrl}/events/webhook_${o.b.integration}`,
+    headers: { 'content-type': 'application/json', authorization: o.b.authorization },
+    body: (seq) => ({ body: JSON.stringify({ source: `b-${seq}`, severity: 2, description: 'steady' }) }),
+    perSecond: 20,
+    durationMs: 8000,
+    adminUrl: o.adminUrl,
+  });
+  attacking = false;
+  await attack;
+  return { acceptedOfA, refusalsOfA, b };
+}
