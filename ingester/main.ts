@@ -458,7 +458,7 @@ function sweepInterruptedReplays(
         if (results.length > 0)
           logger.info(
             {
-              finished: results.filter((r) => r.result === 'delivered').length,
+              finished: results.filter((r) => r.result === 'replayed').length,
               failed: results.filter((r) => r.result === 'failed').length,
             },
             'dead-letter replays that were cut (their process stopped) finished: each letter handed on again (the bus stores it once) and removed',
