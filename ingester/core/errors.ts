@@ -341,12 +341,17 @@ export const sinkFailed = (sink: string, cause: unknown): IntakeError =>
  * While the bus is down, a namespace's events in the spool reached its share
  * (`spool.maxBytesPerNamespace`): this namespace is refused, the others are not.
  */
-export const spoolShareFull = (namespace: string, maxBytes: number, delivered: number, events: number): IntakeError =>
+export const spoolShareFull = (
+  namespace: string,
+  maxBytes: number,
+  acknowledged: number,
+  events: number,
+): IntakeError =>
   new IntakeError(
     'SPOOL_SHARE_FULL',
     503,
     `the bus is not taking events and namespace ${namespace} holds its share of this replica's spool ` +
-      `(spool.maxBytesPerNamespace, ${maxBytes} bytes); ${delivered} of ${events} events reached the bus, ` +
+      `(spool.maxBytesPerNamespace, ${maxBytes} bytes); ${acknowledged} of ${events} events reached the bus, ` +
       'retry the request later (the same ids are stored once)',
     undefined,
     { 'retry-after': '5' },

@@ -38,7 +38,7 @@ export interface JetStreamSettings {
     maxBytes: number;
     maxMsgs: number;
     /**
-     * Events older than this are removed, delivered or not (0: kept until maxBytes/maxMsgs, i.e.
+     * Events older than this are removed, read by a consumer or not (0: kept until maxBytes/maxMsgs, i.e.
      * forever). Bounds the stream in steady state; an event a destination has not taken by then is lost.
      */
     maxAgeSeconds: number;
@@ -74,8 +74,8 @@ export const MIN_DUPLICATE_WINDOW_SECONDS = 900;
 
 /**
  * Three days: longer than a weekend outage of a destination or of every ingester, so nothing is
- * removed before it could be delivered, yet a stream no longer grows forever (limits retention:
- * a delivered event is not removed earlier, because consumers other than intake's may read it).
+ * removed before a destination could take it, yet a stream no longer grows forever (limits retention:
+ * an event read is not removed earlier, because consumers other than intake's may read it).
  */
 export const DEFAULT_STREAM_MAX_AGE_SECONDS = 3 * 24 * 3600;
 

@@ -150,13 +150,13 @@ export class JetStreamSink implements EventSink {
     const rest = outgoing.filter((_, i) => !acked[i]);
     // An event repeated within the request went once: it is held wherever its first copy is.
     const restEvents = rest.reduce((n, o) => n + eventsIn(o), 0);
-    const delivered = events.length - restEvents;
-    if (delivered > 0) this.metrics.sinkEvents.inc({ sink: this.name, outcome: 'processed' }, delivered);
-    if (rest.length === 0) return { processed: delivered, cached: 0 };
+    const acknowledged = events.length - restEvents;
+    if (acknowledged > 0) this.metrics.sinkEvents.inc({ sink: this.name, outcome: 'processed' }, acknowledged);
+    if (rest.length === 0) return { processed: acknowledged, cached: 0 };
     if (!this.spool)
       throw new SinkError(
         this.name,
-        `the bus acknowledged ${delivered} of ${events.length} events and there is no spool`,
+        `the bus acknowledged ${acknowledged} of ${events.length} events and there is no spool`,
       );
     // A request's events are one namespace's: its share of the spool is charged.
     const tenant = events[0]?.namespace ?? '';
@@ -167,15 +167,15 @@ export class JetStreamSink implements EventSink {
       this.metrics.spoolAppendFailures.inc({ reason });
       // This namespace's share is full: a refusal for it alone, not a failing sink.
       if (reason === 'tenant_full')
-        throw spoolShareFull(tenant, this.spool.maxBytesPerTenant, delivered, events.length);
+        throw spoolShareFull(tenant, this.spool.maxBytesPerTenant, acknowledged, events.length);
       throw new SinkError(
         this.name,
-        `the bus acknowledged ${delivered} of ${events.length} events and the spool refused the rest: ${(err as Error).message}`,
+        `the bus acknowledged ${acknowledged} of ${events.length} events and the spool refused the rest: ${(err as Error).message}`,
         { cause: err },
       );
     }
     this.metrics.sinkEvents.inc({ sink: this.name, outcome: 'cached' }, restEvents);
-    return { processed: delivered, cached: restEvents };
+    return { processed: acknowledged, cached: restEvents };
   }
 
   /** The largest message the server takes, less room for headers. */
