@@ -91,7 +91,7 @@ export const unauthorizedApiKey = (): IntakeError =>
  * absent, repeated, empty or too long, or its id or timestamp header absent, repeated or malformed;
  * `signature_invalid`: no signature matches the body under a current secret (a signature value
  * not of the scheme's form included: auth/signature-check.ts drops it, and then none matches);
- * `timestamp_out_of_range`: the signed timestamp is outside the tolerance (a stale or replayed request).
+ * `timestamp_out_of_range`: the signed timestamp is outside the tolerance (a stale request, or an old one sent again).
  */
 export type AuthFailureReason =
   'missing' | 'invalid' | 'signature_missing' | 'signature_invalid' | 'timestamp_out_of_range';
