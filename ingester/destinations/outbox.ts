@@ -1,5 +1,5 @@
 /**
- * Standalone delivery without the bus: the local spool directory holds an outbox with one row per
+ * Standalone delivery without the bus: the storage directory (`spool.path`) holds an outbox with one row per
  * request and destination (the request's events, as on the bus: sinks/bus-messages.ts). Its
  * roles, one file each:
  *   - the hand-off sink (this file): a request is answered only after its rows are committed and

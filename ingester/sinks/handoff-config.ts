@@ -48,7 +48,10 @@ export interface JetStreamSettings {
 }
 
 export interface SpoolSettings {
-  /** Directory of the SQLite spool. */
+  /**
+   * The storage directory: the spool's SQLite file, and without the bus the outbox, the alert
+   * states and the dead letters (the key is `spool.path` for all of them).
+   */
   path: string;
   maxBytes: number;
   /** The most one namespace's events may take of maxBytes (default a quarter of it). */
@@ -215,8 +218,9 @@ export function subjectsOverlap(a: string, b: string): boolean {
 }
 
 /**
- * With the bus, the spool holds what the bus could not take yet. Without it, the spool is the
- * queue destinations are delivered from, so destinations without the bus need it.
+ * With the bus, the spool holds what the bus could not take yet. Without it, the block names the
+ * storage directory and bounds the outbox destinations are delivered from, so destinations
+ * without the bus need it.
  */
 export function resolveSpool(
   f: (Partial<SpoolSettings> & { path: string }) | undefined,
@@ -226,11 +230,11 @@ export function resolveSpool(
   if (!f) {
     if (hasDestinations && !jetstream)
       throw new ConfigError(
-        'destinations are delivered from a durable queue: configure sinks.jetstream (the bus) or spool (a local queue, standalone)',
+        'destinations are delivered from a durable queue: configure sinks.jetstream (the bus) or spool.path (the storage directory of a local outbox, standalone)',
       );
     return undefined;
   }
-  // Alone, the spool directory holds only the dead letters (dead-letters/setup.ts: deadletters.sqlite).
+  // Alone, the storage directory holds only the dead letters (dead-letters/setup.ts: deadletters.sqlite).
   const maxBytes = f.maxBytes ?? DEFAULT_SPOOL.maxBytes;
   // A quarter: one namespace's burst while the bus is down leaves three quarters to the others.
   const settings: SpoolSettings = { ...DEFAULT_SPOOL, maxBytesPerNamespace: Math.floor(maxBytes / 4), ...f };
