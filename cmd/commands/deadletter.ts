@@ -1,6 +1,6 @@
 /**
  * `intake deadletter list|replay`: dead letters (mapping and delivery failures) live in the
- * ingester's store; these talk to its admin listener (ingester/dead-letters/admin-routes.ts).
+ * ingester's store; these talk to its admin listener (ingester/dead-letters/admin-endpoints.ts).
  */
 import { Command, Option } from 'commander';
 import { inertText } from '../../common/sender-text.js';

@@ -12,7 +12,7 @@ import pino from 'pino';
 import { Registry } from 'prom-client';
 import { buildProgram } from '../../cmd/program.js';
 import type { ActivityRecorder } from '../../ingester/activity/recorder.js';
-import { registerDeadLetterRoutes, type DeadLetterRoutesOptions } from '../../ingester/dead-letters/admin-routes.js';
+import { registerDeadLetterRoutes, type DeadLetterRoutesOptions } from '../../ingester/dead-letters/admin-endpoints.js';
 import { buildAdminServer } from '../../ingester/http/admin-listener.js';
 import { SeriesStore } from '../../ingester/series/series-store.js';
 import { ROOT } from '../support/paths.js';
