@@ -17,7 +17,7 @@ import { ingestConnectionCap, openFilesLimit } from './http/guards.js';
 import type { Lifecycle } from './http/context.js';
 import { buildIngestServer } from './http/listener.js';
 import { ActivityRecorder } from './activity/recorder.js';
-import { registerDeadLetterRoutes } from './dead-letters/admin-endpoints.js';
+import { registerDeadLetterEndpoints } from './dead-letters/admin-endpoints.js';
 import { finishInterruptedReplays, type DeadLetterReplayers } from './dead-letters/dead-letter-replay.js';
 import type { DeadLetterMetrics } from './dead-letters/metrics.js';
 import type { DeadLetterStore } from './dead-letters/model.js';
@@ -149,7 +149,7 @@ export async function startIngester(
         }
       : {}),
   };
-  registerDeadLetterRoutes(admin, {
+  registerDeadLetterEndpoints(admin, {
     store: deadLetters.store,
     replayers,
     metrics: deadLetters.metrics,
