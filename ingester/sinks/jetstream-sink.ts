@@ -32,7 +32,7 @@ import { BusStorage } from './bus-storage.js';
 import { busMessages } from './bus-messages.js';
 import { PubAckPublisher, type PubOutcome } from './pub-acks.js';
 import { SpoolReplayer } from './spool-replayer.js';
-import { SinkError, type HandOffReport, type EventSink } from './sink.js';
+import { SinkError, type HandOffResult, type EventSink } from './sink.js';
 import { Spool, SpoolError, type SpoolRecord, type SpooledRow } from './spool.js';
 
 export interface JetStreamSinkOptions {
@@ -144,7 +144,7 @@ export class JetStreamSink implements EventSink {
     return `${busProblem} and the spool cannot take events (${this.spool.unavailableReason ?? 'full'})`;
   }
 
-  async handOff(events: readonly NormalisedEvent[]): Promise<HandOffReport> {
+  async handOff(events: readonly NormalisedEvent[]): Promise<HandOffResult> {
     const outgoing = busMessages(this.settings.subjectPrefix, events, this.maxMessageBytes());
     const acked = await this.publishAll(outgoing);
     const rest = outgoing.filter((_, i) => !acked[i]);
