@@ -4,7 +4,7 @@
  * but an address that sent correctly signed requests to this integration within the day is
  * very likely its real sender (a SaaS tool's egress): its next bodies are reserved from a lane of
  * their own (http/body-admission.ts), so strangers holding the shared unauthenticated budgets
- * open do not stop that integration's real deliveries.
+ * open do not stop that integration's real requests.
  */
 import { LRUCache } from 'lru-cache';
 
