@@ -213,7 +213,7 @@ function hmacProblems(sig: SignatureSettings, at: string): string[] {
     ['id', 'idHeader'],
   ] as const) {
     if (count(placeholder) > 1) problems.push(`${at}/signedContent contains {${placeholder}} more than once`);
-    // A header read but not signed could be changed by anyone: replay protection would be for show.
+    // A header read but not signed could be changed by anyone: protection against old requests sent again would be for show.
     if (sig[field] !== undefined && count(placeholder) === 0)
       problems.push(`${at}/signedContent must contain {${placeholder}} when ${field} is set (else it is not signed)`);
     if (sig[field] === undefined && count(placeholder) > 0)

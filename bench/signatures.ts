@@ -6,7 +6,7 @@
  *   - basic: HTTP Basic (a sha256 verifier, as the operator publishes generated passwords);
  *   - github: an X-Hub-Signature-256 HMAC-SHA256 over the body (no timestamp, no id);
  *   - standard-webhooks: webhook-id, webhook-timestamp, webhook-signature, each request with its
- *     own id signed beforehand by the reference library (so none is answered from the replay cache).
+ *     own id signed beforehand by the reference library (so none is answered from the seen-message cache).
  * The cost is the ingester's own CPU time per request (user + system, from /proc, over each run),
  * which a loaded machine disturbs far less than throughput does (a neighbour takes the core away,
  * it does not make our work bigger); the table also gives throughput and latency. Then the check
@@ -48,7 +48,7 @@ const WARMUP_S = Number(process.env.BENCH_SIG_WARMUP ?? 2);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 /**
  * Distinct Standard Webhooks requests per run: more than one loaded core answers (ids repeat only
- * past 10,000 requests/s, and would then be answered from the replay cache, flattering the figure).
+ * past 10,000 requests/s, and would then be answered from the seen-message cache, flattering the figure).
  */
 const SIGNED_REQUESTS_PER_RUN = 10_000 * Math.max(DURATION_S, WARMUP_S);
 const GITHUB_SECRET = 'bench-github-secret';

@@ -1,6 +1,6 @@
 /**
  * The client of a running ingester's admin listener (ingester/http/admin-listener.ts and
- * ingester/dead-letters/admin-routes.ts), for the commands that read or act on one.
+ * ingester/dead-letters/admin-endpoints.ts), for the commands that read or act on one.
  */
 import { ConfigError } from '../common/config-files.js';
 

@@ -17,7 +17,7 @@ import { ingestConnectionCap, openFilesLimit } from './http/guards.js';
 import type { Lifecycle } from './http/context.js';
 import { buildIngestServer } from './http/listener.js';
 import { ActivityRecorder } from './activity/recorder.js';
-import { registerDeadLetterRoutes } from './dead-letters/admin-routes.js';
+import { registerDeadLetterEndpoints } from './dead-letters/admin-endpoints.js';
 import { finishInterruptedReplays, type DeadLetterReplayers } from './dead-letters/dead-letter-replay.js';
 import type { DeadLetterMetrics } from './dead-letters/metrics.js';
 import type { DeadLetterStore } from './dead-letters/model.js';
@@ -70,11 +70,11 @@ export async function startIngester(
   const routes = (): RouteTable => table;
 
   const handOff = await startSinks(settings, registry, logger);
-  // Mapping and delivery failures, one store (the bus, the spool directory, or a local file).
+  // Mapping and delivery failures, one store (the bus, the storage directory, or a local file).
   const deadLetters = await setUpDeadLetters({
     settings: settings.deadLetter,
     ...(handOff.bus ? { bus: handOff.bus } : {}),
-    ...(settings.spool ? { spool: settings.spool } : {}),
+    ...(settings.spool ? { storageDir: settings.spool.path } : {}),
     registry,
     logger,
   });
@@ -149,7 +149,7 @@ export async function startIngester(
         }
       : {}),
   };
-  registerDeadLetterRoutes(admin, {
+  registerDeadLetterEndpoints(admin, {
     store: deadLetters.store,
     replayers,
     metrics: deadLetters.metrics,
@@ -207,11 +207,11 @@ export async function startIngester(
 
 /** The hand-off sinks: the log sink, the bus (started). */
 async function startSinks(settings: IngesterSettings, registry: Registry, logger: Logger) {
-  // A spool volume that can never hold spool.maxBytes (and, without the bus, the dead letters kept
+  // A storage directory's volume that can never hold spool.maxBytes (and, without the bus, the dead letters kept
   // beside it) refuses the start (a ConfigError); one that is merely full is warned about.
   if (settings.spool) {
     const spool = { setting: 'spool.maxBytes', maxBytes: settings.spool.maxBytes };
-    // Without the bus, the spool directory holds the outbox and the dead letters, each with a disk reserve.
+    // Without the bus, the storage directory holds the outbox and the dead letters, each with a disk reserve.
     const reserveBytes = DISK_RESERVE_BYTES;
     const deadLetters = { setting: 'deadLetter.maxBytes', maxBytes: settings.deadLetter.maxBytes, reserveBytes };
     const warning = checkStoreVolume(
@@ -265,7 +265,7 @@ async function setUpDestinationsIfAny(
     registry,
     logger,
     ...(handOff.bus ? { bus: handOff.bus } : {}),
-    ...(settings.spool ? { spool: settings.spool } : {}),
+    ...(settings.spool ? { storage: settings.spool } : {}),
     deadLetters,
   });
 }
@@ -458,7 +458,7 @@ function sweepInterruptedReplays(
         if (results.length > 0)
           logger.info(
             {
-              finished: results.filter((r) => r.result === 'delivered').length,
+              finished: results.filter((r) => r.result === 'replayed').length,
               failed: results.filter((r) => r.result === 'failed').length,
             },
             'dead-letter replays that were cut (their process stopped) finished: each letter handed on again (the bus stores it once) and removed',

@@ -16,6 +16,7 @@ import { nagios } from './native/nagios.js';
 import { pagerdutyEventsV2 } from './native/pagerduty-events-v2.js';
 import { uptimeKuma } from './native/uptime-kuma.js';
 import { zabbix } from './native/zabbix.js';
+import type { PresetName } from './presets.js';
 
 export { REFERENCE, type NativePreset } from './native/helpers.js';
 
@@ -30,8 +31,8 @@ const objectBody =
 
 /**
  * Preset name -> native implementation; a preset not listed runs its JSONata expression. Every
- * preset is listed (a unit test checks it); a plain object, so a benchmark can take entries out
- * and measure the expressions in the same build (bench/jsonata-presets.ts).
+ * preset is listed (typed by presets.ts's names); a plain object read by any name, so a benchmark
+ * can take entries out and measure the expressions in the same build (bench/jsonata-presets.ts).
  */
 export const NATIVE_PRESETS: Readonly<Record<string, NativePreset>> = {
   alertmanager: objectBody(alertGroup('Alertmanager', false)),
@@ -43,4 +44,4 @@ export const NATIVE_PRESETS: Readonly<Record<string, NativePreset>> = {
   'azure-monitor': objectBody(azureMonitor),
   'google-cloud-monitoring': objectBody(googleCloudMonitoring),
   'uptime-kuma': objectBody(uptimeKuma),
-};
+} satisfies Record<PresetName, NativePreset>;

@@ -220,5 +220,10 @@ export const PRESETS = {
   },
 } satisfies Record<string, Preset>;
 
+/**
+ * The one list of preset names: the native functions (native.ts) and the console's samples are
+ * typed by it, so neither can miss or add one; route.schema.json and the WebhookIntegration CRD,
+ * static documents, repeat it as an enum that unit tests compare with it.
+ */
 export type PresetName = keyof typeof PRESETS;
 export const PRESET_NAMES = Object.keys(PRESETS) as PresetName[];

@@ -1,6 +1,6 @@
 /**
  * `intake deadletter list|replay`: dead letters (mapping and delivery failures) live in the
- * ingester's store; these talk to its admin listener (ingester/dead-letters/admin-routes.ts).
+ * ingester's store; these talk to its admin listener (ingester/dead-letters/admin-endpoints.ts).
  */
 import { Command, Option } from 'commander';
 import { inertText } from '../../common/sender-text.js';
@@ -104,9 +104,9 @@ async function replay(opts: Opts): Promise<void> {
 export function replayTable(body: Record<string, unknown>): string {
   const lines = ((body.results ?? []) as ReplayResult[]).map((r) => {
     const what =
-      r.result === 'delivered'
+      r.result === 'replayed'
         ? r.kind === 'mapping'
-          ? `delivered ${r.events} event(s)`
+          ? `handed on ${r.events} event(s)`
           : `handed back to ${r.destination}`
         : `${r.result}: ${r.message}`;
     return `${inertText(`${r.id}  ${r.kind}  ${r.integration}  ${what}`)}\n`;

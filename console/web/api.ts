@@ -2,6 +2,11 @@
  * The console server's JSON API, called with the session cookie and the session secret in
  * X-Intake-Session (session.ts); errors carry the server's message unchanged.
  */
+import type {
+  Activity as ApiActivity,
+  RecentRefusal,
+  UnauthenticatedSender as ApiUnauthenticatedSender,
+} from '../../api/activity.js';
 import { sessionSecret } from './session.js';
 
 /** The headers that authorize a request of this tab: its session secret, if it has one. */
@@ -53,43 +58,19 @@ export interface Condition {
   lastTransitionTime?: string;
 }
 
-export interface Refusal {
-  time: string;
-  status?: number;
-  code?: string;
-  reason?: string;
-  message?: string;
-  remoteAddress?: string;
-  /** The User-Agent as the sender sent it: its claim. */
-  userAgent?: string;
-  deadLetterId?: string;
-}
-
-/** A sender refused before it proved credentials: only its address and a count (api/activity.ts). */
-export interface UnauthenticatedSender {
-  remoteAddress?: string;
-  reason?: string;
-  status?: number;
-  code?: string;
-  count?: number;
-  firstTime?: string;
-  lastTime?: string;
-}
-
-/**
- * status.activity as the operator writes it (api/activity.ts); every field optional, since the
- * page reads the status from the cluster as it finds it, unchecked.
+/*
+ * status.activity as the operator writes it, in the shapes api/activity.ts defines; every field
+ * optional but a refusal's time, since the page reads the status from the cluster as it finds it,
+ * unchecked.
  */
-export interface Activity {
-  lastEventTime?: string;
-  lastRefusalTime?: string;
-  eventsLastHour?: number;
-  refusedLastHour?: number;
-  refusalsLastHour?: Record<string, number>;
+/** One refusal of an authenticated request. */
+export type Refusal = Partial<RecentRefusal> & Pick<RecentRefusal, 'time'>;
+/** A sender refused before it proved credentials: only its address and a count. */
+export type UnauthenticatedSender = Partial<ApiUnauthenticatedSender>;
+export type Activity = Partial<Omit<ApiActivity, 'recentRefusals' | 'unauthenticatedSenders'>> & {
   recentRefusals?: Refusal[];
   unauthenticatedSenders?: UnauthenticatedSender[];
-  updatedTime?: string;
-}
+};
 
 export interface Resource {
   apiVersion: string;

@@ -6,8 +6,8 @@
 import { useEffect, useState } from 'preact/hooks';
 import { parse, stringify } from 'yaml';
 import { api, KIND_OF, LABEL_OF, resourcePath, type Plural, type Resource } from './api.js';
+import { PRESET_NAMES } from '../../api/mapping/presets.js';
 import { gitOpsOwner, href } from './model.js';
-import { PRESET_NAMES } from './samples.js';
 
 type Obj = Record<string, unknown>;
 

@@ -23,13 +23,14 @@ interface Session {
   defaultNamespace?: string;
 }
 
-type Route =
+/** The page the URL's hash shows. */
+type View =
   | { page: 'list'; ns: string }
   | { page: 'new'; ns: string; plural: Plural }
   | { page: 'detail' | 'edit'; ns: string; plural: Plural; name: string }
   | { page: 'home' };
 
-function parseRoute(hash: string): Route {
+function parseView(hash: string): View {
   const parts = hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
   if (parts[0] !== 'ns' || !parts[1]) return { page: 'home' };
   const ns = parts[1];
@@ -41,14 +42,14 @@ function parseRoute(hash: string): Route {
   return { page: 'list', ns };
 }
 
-function useRoute(): Route {
-  const [route, setRoute] = useState(() => parseRoute(location.hash));
+function useView(): View {
+  const [view, setView] = useState(() => parseView(location.hash));
   useEffect(() => {
-    const on = () => setRoute(parseRoute(location.hash));
+    const on = () => setView(parseView(location.hash));
     addEventListener('hashchange', on);
     return () => removeEventListener('hashchange', on);
   }, []);
-  return route;
+  return view;
 }
 
 function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
@@ -117,7 +118,7 @@ function NamespacePicker({ session, current }: { session: Session; current: stri
 function App() {
   const [session, setSession] = useState<Session | undefined>();
   const [error, setError] = useState('');
-  const route = useRoute();
+  const view = useView();
   const load = () => api<Session>('GET', '/api/session').then(setSession, (err: ApiError) => setError(err.message));
   useEffect(() => {
     void (async () => {
@@ -137,11 +138,11 @@ function App() {
       await load();
     })();
   }, []);
-  const ns = route.page === 'home' ? undefined : route.ns;
+  const ns = view.page === 'home' ? undefined : view.ns;
   const live = useLive(session?.signedIn ? ns : undefined);
   useEffect(() => {
-    if (session?.signedIn && route.page === 'home') location.replace(href('ns', session.defaultNamespace ?? 'default'));
-  }, [session, route.page]);
+    if (session?.signedIn && view.page === 'home') location.replace(href('ns', session.defaultNamespace ?? 'default'));
+  }, [session, view.page]);
 
   if (error)
     return (
@@ -183,26 +184,26 @@ function App() {
           Not following this page live: {live.refused}
         </p>
       )}
-      {route.page === 'list' && <List ns={route.ns} live={live} />}
+      {view.page === 'list' && <List ns={view.ns} live={live} />}
       {/* Keyed by the object: another object's page starts afresh (its payloads, its revealed secrets). */}
-      {route.page === 'new' && <Editor key={`new/${route.ns}/${route.plural}`} ns={route.ns} plural={route.plural} />}
-      {route.page === 'edit' && (
+      {view.page === 'new' && <Editor key={`new/${view.ns}/${view.plural}`} ns={view.ns} plural={view.plural} />}
+      {view.page === 'edit' && (
         <Editor
-          key={`edit/${route.ns}/${route.plural}/${route.name}`}
-          ns={route.ns}
-          plural={route.plural}
-          name={route.name}
-          live={live.items[route.plural].get(route.name)}
+          key={`edit/${view.ns}/${view.plural}/${view.name}`}
+          ns={view.ns}
+          plural={view.plural}
+          name={view.name}
+          live={live.items[view.plural].get(view.name)}
         />
       )}
-      {route.page === 'detail' && (
+      {view.page === 'detail' && (
         <Detail
-          key={`detail/${route.ns}/${route.plural}/${route.name}`}
-          ns={route.ns}
-          plural={route.plural}
-          name={route.name}
-          resource={live.items[route.plural].get(route.name)}
-          loaded={live.loaded[route.plural]}
+          key={`detail/${view.ns}/${view.plural}/${view.name}`}
+          ns={view.ns}
+          plural={view.plural}
+          name={view.name}
+          resource={live.items[view.plural].get(view.name)}
+          loaded={live.loaded[view.plural]}
         />
       )}
     </>

@@ -12,6 +12,7 @@ import nagios from '../../test/unit/api/mapping/fixtures/nagios.json';
 import pagerduty_events_vtwo from '../../test/unit/api/mapping/fixtures/pagerduty-events-v2.json';
 import uptime_kuma from '../../test/unit/api/mapping/fixtures/uptime-kuma.json';
 import zabbix from '../../test/unit/api/mapping/fixtures/zabbix.json';
+import type { PresetName } from '../../api/mapping/presets.js';
 
 interface Fixture {
   cases: Array<{ input: unknown }>;
@@ -25,7 +26,8 @@ export const PLAIN_EVENT = {
   description: 'test event from the intake console',
 };
 
-const FIXTURES: Record<string, Fixture> = {
+/** One per preset: typed by the presets' names, so a new preset needs its sample here. */
+const FIXTURES: Readonly<Record<string, Fixture>> = {
   alertmanager: alertmanager,
   'azure-monitor': azure_monitor,
   datadog: datadog,
@@ -35,12 +37,10 @@ const FIXTURES: Record<string, Fixture> = {
   'pagerduty-events-v2': pagerduty_events_vtwo,
   'uptime-kuma': uptime_kuma,
   zabbix: zabbix,
-};
+} satisfies Record<PresetName, Fixture>;
 
 /** The sample for an integration: its preset's notification, else the plain event. */
 export function sampleFor(preset: string | undefined): unknown {
   const fixture = preset ? FIXTURES[preset] : undefined;
   return fixture?.cases[0]?.input ?? PLAIN_EVENT;
 }
-
-export const PRESET_NAMES = Object.keys(FIXTURES);

@@ -20,16 +20,12 @@ import {
 } from '../../api/activity.js';
 import { MinuteRing, minuteOf } from './minute-ring.js';
 
-/** What the request path hands over for one refusal of an authenticated request (texts already inert and cut). */
-export interface Refusal {
-  status: number;
-  code: string;
-  reason: string;
-  message: string;
-  remoteAddress: string;
-  userAgent: string;
-  deadLetterId: string | undefined;
-}
+/**
+ * What the request path hands over for one refusal of an authenticated request (texts already
+ * inert and cut): the recent refusal of api/activity.ts but its time, and deadLetterId always
+ * present, so that reusing a slot (Object.assign) clears the last one's.
+ */
+export type Refusal = Omit<RecentRefusal, 'time' | 'deadLetterId'> & { deadLetterId: string | undefined };
 
 interface RefusalSlot extends Refusal {
   atMs: number;

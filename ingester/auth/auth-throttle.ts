@@ -5,7 +5,7 @@
  * - per pair (address, target): `failures` in the window block that pair for `blockSeconds`,
  *   whatever it sends next, so guessing one integration's secret cannot be told from being
  *   blocked. Other integrations from the same address are not affected: the address is often a
- *   SaaS sender's shared egress, or an ingress, carrying many tenants' deliveries, and a stranger's
+ *   SaaS sender's shared egress, or an ingress, carrying many tenants' requests, and a stranger's
  *   wrong secrets for one integration must not stop another tenant's correctly signed ones.
  * - per address, across every target (unknown integration names included, which have no pair of
  *   their own: nothing can be guessed there, and a stranger enumerating names must not make a key

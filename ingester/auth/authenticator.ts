@@ -1,5 +1,5 @@
 /**
- * The authentication step of both ingest routes, run in onRequest before any body is read.
+ * The authentication step of both ingest endpoints, run in onRequest before any body is read.
  *
  * Three properties hold whatever the verifier (ingester hardening):
  * - an address blocked for an integration (auth/auth-throttle.ts: the guard counts per address

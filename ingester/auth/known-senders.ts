@@ -1,10 +1,10 @@
 /**
  * Source addresses that recently proved themselves for a signed integration (a signature that
  * held over a body sent from that address). Before authentication nothing says who sends a body,
- * but an address that delivered correctly signed requests to this integration within the day is
+ * but an address that sent correctly signed requests to this integration within the day is
  * very likely its real sender (a SaaS tool's egress): its next bodies are reserved from a lane of
  * their own (http/body-admission.ts), so strangers holding the shared unauthenticated budgets
- * open do not stop that integration's real deliveries.
+ * open do not stop that integration's real requests.
  */
 import { LRUCache } from 'lru-cache';
 

@@ -1,24 +1,24 @@
 /**
  * Message ids (Standard Webhooks `webhook-id`) this replica answered 200 recently, with the answer
- * it gave: a sender's retry or an attacker's replay of a signed request its timestamp still lets in gets
+ * it gave: a sender's retry, or an attacker resending a signed request its timestamp still lets in, gets
  * the same 200 without being processed again.
  *
  * This is the fast path. What makes "stored once" hold across replicas and restarts is that the
  * events' ids derive from the message id, so the bus's duplicate window (JetStream `Nats-Msg-Id`,
  * the spool's primary key) drops a second copy wherever it arrives. The log sink has no such
- * check: docs/signatures.md (Replays) says when a replay is written twice.
+ * check: docs/signatures.md (Repeated messages) says when a repeated message is written twice.
  *
- * Each id is kept while a replay of it would still be accepted (signature-check.ts
- * `replayableForMs`: until its signed timestamp leaves the tolerance, which for a timestamp ahead
+ * Each id is kept while a repeat of it would still be accepted (signature-check.ts
+ * `repeatableForMs`: until its signed timestamp leaves the tolerance, which for a timestamp ahead
  * of the clock is up to twice the tolerance from the first 200).
  *
  * Bounded per integration, in bytes: each integration (one tenant's: names are unique) has its own
  * cache, so one sender with many ids evicts only its own, never another integration's. Only a
  * request whose signature holds adds an id, so only the holder of the integration's secret fills
- * it. Full, it forgets its least recently used id rather than refuse the new message: a replay of a
+ * it. Full, it forgets its least recently used id rather than refuse the new message: a repeat of a
  * forgotten id is handed off again with the same event ids (they derive from the message id),
  * which the bus and the spool store once; only the log sink writes it again (docs/signatures.md,
- * Replays). Refusing would instead turn a busy sender's genuine new messages into 429s.
+ * Repeated messages). Refusing would instead turn a busy sender's genuine new messages into 429s.
  */
 import { LRUCache } from 'lru-cache';
 import type { RouteTable } from '../routing/route-table.js';

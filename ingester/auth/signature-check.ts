@@ -54,20 +54,20 @@ export function readSignedHeaders(
   return headers;
 }
 
-/** Covers the clock's granularity, and the replay memory's monotonic clock drifting from the wall clock. */
-const REPLAY_MEMORY_MARGIN_MS = 1000;
+/** Covers the clock's granularity, and the seen-message memory's monotonic clock drifting from the wall clock. */
+const SEEN_MESSAGES_MARGIN_MS = 1000;
 
 /**
- * How long a replay of this message is still let through by its timestamp, from `nowMs`: the
- * replay memory (seen-messages.ts) must hold its id that long. A timestamp ahead of the clock is
+ * How long a repeat of this message is still let through by its timestamp, from `nowMs`: the
+ * seen-message memory (seen-messages.ts) must hold its id that long. A timestamp ahead of the clock is
  * accepted until `timestamp + tolerance`, up to twice the tolerance from now, so remembering it for
  * the tolerance alone would forget it while it is still accepted. Without a timestamp nothing ends
- * a replay's acceptance; the tolerance is what the memory keeps then.
+ * a repeat's acceptance; the tolerance is what the memory keeps then.
  */
-export function replayableForMs(rule: SignatureRule, headers: SignedHeaders, nowMs: number): number {
+export function repeatableForMs(rule: SignatureRule, headers: SignedHeaders, nowMs: number): number {
   if (headers.timestamp === undefined) return rule.toleranceMs;
   const acceptedUntilMs = Number(headers.timestamp) * 1000 + rule.toleranceMs;
-  return Math.max(0, acceptedUntilMs - nowMs) + REPLAY_MEMORY_MARGIN_MS;
+  return Math.max(0, acceptedUntilMs - nowMs) + SEEN_MESSAGES_MARGIN_MS;
 }
 
 export function signatureMatches(sig: CompiledSignature, headers: SignedHeaders, body: Buffer, nowMs: number): boolean {

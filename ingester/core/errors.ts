@@ -91,7 +91,7 @@ export const unauthorizedApiKey = (): IntakeError =>
  * absent, repeated, empty or too long, or its id or timestamp header absent, repeated or malformed;
  * `signature_invalid`: no signature matches the body under a current secret (a signature value
  * not of the scheme's form included: auth/signature-check.ts drops it, and then none matches);
- * `timestamp_out_of_range`: the signed timestamp is outside the tolerance (a stale or replayed request).
+ * `timestamp_out_of_range`: the signed timestamp is outside the tolerance (a stale request, or an old one sent again).
  */
 export type AuthFailureReason =
   'missing' | 'invalid' | 'signature_missing' | 'signature_invalid' | 'timestamp_out_of_range';
@@ -341,12 +341,17 @@ export const sinkFailed = (sink: string, cause: unknown): IntakeError =>
  * While the bus is down, a namespace's events in the spool reached its share
  * (`spool.maxBytesPerNamespace`): this namespace is refused, the others are not.
  */
-export const spoolShareFull = (namespace: string, maxBytes: number, delivered: number, events: number): IntakeError =>
+export const spoolShareFull = (
+  namespace: string,
+  maxBytes: number,
+  acknowledged: number,
+  events: number,
+): IntakeError =>
   new IntakeError(
     'SPOOL_SHARE_FULL',
     503,
     `the bus is not taking events and namespace ${namespace} holds its share of this replica's spool ` +
-      `(spool.maxBytesPerNamespace, ${maxBytes} bytes); ${delivered} of ${events} events reached the bus, ` +
+      `(spool.maxBytesPerNamespace, ${maxBytes} bytes); ${acknowledged} of ${events} events reached the bus, ` +
       'retry the request later (the same ids are stored once)',
     undefined,
     { 'retry-after': '5' },

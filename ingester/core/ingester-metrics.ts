@@ -21,7 +21,7 @@ export class IngesterMetrics {
   readonly eventsRefused: Counter<'integration' | 'namespace' | 'reason' | 'scope'>;
   readonly pointsRefused: Counter<'namespace' | 'reason' | 'scope'>;
   readonly authFailures: Counter<'endpoint' | 'reason'>;
-  readonly messagesReplayed: Counter<'integration' | 'namespace'>;
+  readonly messagesRepeated: Counter<'integration' | 'namespace'>;
   readonly sinkErrors: Counter<'sink'>;
   readonly routes: Gauge<'kind'>;
   readonly routeReloads: Counter<'result'>;
@@ -107,8 +107,8 @@ export class IngesterMetrics {
       labelNames: ['endpoint', 'reason'],
       registers,
     });
-    this.messagesReplayed = new Counter({
-      name: 'intake_signed_messages_replayed_total',
+    this.messagesRepeated = new Counter({
+      name: 'intake_signed_messages_repeated_total',
       help: 'Signed requests whose message id (webhook-id) was answered within the tolerance: answered 200 again, nothing stored twice.',
       labelNames: ['integration', 'namespace'],
       registers,

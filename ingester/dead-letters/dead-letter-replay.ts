@@ -33,7 +33,8 @@ export interface DeadLetterReplayResult {
   namespace: string;
   integration: string;
   destination?: string;
-  result: 'delivered' | 'failed' | 'skipped';
+  /** replayed: handed on (a mapping's events handed off, a delivery back in its destination's queue). */
+  result: 'replayed' | 'failed' | 'skipped';
   events?: number;
   message?: string;
 }
@@ -58,11 +59,11 @@ async function handOnAndRemove(
   let result: DeadLetterReplayResult;
   try {
     if (letter.kind === 'mapping') {
-      result = { ...base, result: 'delivered', events: await replayers.mapping(letter) };
+      result = { ...base, result: 'replayed', events: await replayers.mapping(letter) };
     } else {
       if (!replayers.delivery) throw new Error('no destinations are configured');
       await replayers.delivery(letter);
-      result = { ...base, result: 'delivered', events: 1 };
+      result = { ...base, result: 'replayed', events: 1 };
     }
     await store.remove(letter);
   } catch (err) {
@@ -132,5 +133,5 @@ export async function replayLetters(
     results.push(result);
   }
   const count = (r: DeadLetterReplayResult['result']): number => results.filter((x) => x.result === r).length;
-  return { replayed: count('delivered'), failed: count('failed'), skipped: count('skipped'), results };
+  return { replayed: count('replayed'), failed: count('failed'), skipped: count('skipped'), results };
 }

@@ -16,7 +16,7 @@ export class DeadLetterMetrics {
     });
     this.replayed = new Counter({
       name: 'intake_deadletter_replayed_total',
-      help: 'Dead letters replayed, by kind and result (delivered, failed, skipped: another replay holds it).',
+      help: 'Dead letters replayed, by kind and result (replayed: handed on; failed; skipped: another replay holds it).',
       labelNames: ['kind', 'namespace', 'integration', 'result'],
       registers,
     });

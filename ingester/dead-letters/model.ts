@@ -4,7 +4,7 @@
  *   kind `mapping`  a payload that authenticated but could not be mapped (answered 422);
  *   kind `delivery` an event a destination refused or ran out of attempts for.
  * Both are kept in one store: the bus (`INTAKE_DEADLETTER`) with JetStream, the SQLite file
- * `deadletters.sqlite` in the spool directory standalone, or a SQLite file next to
+ * `deadletters.sqlite` in the storage directory standalone, or a SQLite file next to
  * `deadLetter.path` when there is neither. Every store gives each namespace a byte share, so one
  * tenant's failures never push out or refuse another's (shares.ts).
  */

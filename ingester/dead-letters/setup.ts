@@ -1,7 +1,7 @@
 /**
  * Chooses the dead-letter store at startup and says which (docs: "Dead letters"):
  *   - with the bus (sinks.jetstream): the stream INTAKE_DEADLETTER, shared by every replica;
- *   - else with a spool directory (spool.path): `deadletters.sqlite` in it;
+ *   - else with a storage directory (spool.path): `deadletters.sqlite` in it;
  *   - else: a SQLite file next to `deadLetter.path` (`.jsonl` becomes `.sqlite`), this replica's
  *     only, opened at the first letter.
  * A JSON-lines dead letter written by an earlier version at `deadLetter.path` is imported once
@@ -13,7 +13,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { FieldError } from '../core/errors.js';
-import type { JetStreamSettings, SpoolSettings } from '../sinks/handoff-config.js';
+import type { JetStreamSettings } from '../sinks/handoff-config.js';
 import { DeadLetterMetrics } from './metrics.js';
 import type {
   DeadLetter,
@@ -40,7 +40,8 @@ export interface DeadLetterSetup {
 export interface DeadLetterSetupOptions {
   settings: DeadLetterSettings;
   bus?: { settings: JetStreamSettings; onConnected(listener: (nc: NatsConnection) => void): void };
-  spool?: SpoolSettings;
+  /** Without the bus: the storage directory (`spool.path`). */
+  storageDir?: string;
   registry: Registry;
   logger: Logger;
 }
@@ -76,9 +77,9 @@ export async function setUpDeadLetters(o: DeadLetterSetupOptions): Promise<DeadL
       o.logger.warn(
         "the dead letters' disk is full: its reserve is given up so that replays still remove what they hand on; new letters fail until there is room",
       );
-    if (o.spool) {
-      store = new SqliteDeadLetters(join(o.spool.path, 'deadletters.sqlite'), limits, onDropped, onDiskFull);
-      durable = 'in the spool directory: survives restarts, this replica only';
+    if (o.storageDir) {
+      store = new SqliteDeadLetters(join(o.storageDir, 'deadletters.sqlite'), limits, onDropped, onDiskFull);
+      durable = 'in the storage directory: survives restarts, this replica only';
     } else {
       const file = `${o.settings.path.replace(/\.jsonl$/, '')}.sqlite`;
       const lazy = new LazyStore(

@@ -1,6 +1,6 @@
 /**
  * The dead letters in one SQLite file (node:sqlite, WAL, synchronous=FULL like the spool):
- * `deadletters.sqlite` in the spool directory standalone, or next to `deadLetter.path` when there
+ * `deadletters.sqlite` in the storage directory standalone, or next to `deadLetter.path` when there
  * is neither bus nor spool. A letter is committed and fsynced before `put` resolves (before the
  * sender gets its 422), so it survives kill -9. Room is made by deleting rows (shares.ts), in the
  * same transaction as the insert: no rewrite of the file on the request path.

@@ -125,7 +125,7 @@ export class AlertmanagerDestination implements Destination {
       // posts them); labels never repeat across alert states (they name the alert's identity).
       turn.started = true;
       const alerts = [...byAlert].filter(([key]) => this.posting.get(key) === turn).flatMap(([, a]) => a);
-      if (alerts.length === 0) return { kind: 'delivered' };
+      if (alerts.length === 0) return { kind: 'accepted' };
       return await this.postToAll(alerts);
     } finally {
       turn.finish();
@@ -255,10 +255,10 @@ export class AlertmanagerDestination implements Destination {
         const results = await Promise.all(
           this.settings.urls.map((url) => this.client.post(`${url}/api/v2/alerts`, body, JSON_BODY)),
         );
-        if (results.some((r) => r.kind === 'delivered')) continue;
+        if (results.some((r) => r.kind === 'accepted')) continue;
         return worstOf(results, this.settings.urls);
       }
-      return { kind: 'delivered' };
+      return { kind: 'accepted' };
     } finally {
       this.metrics.requestDuration.observe({ destination: this.name }, (performance.now() - started) / 1000);
     }
@@ -317,7 +317,7 @@ export class AlertmanagerDestination implements Destination {
         if (alerts.length === 0) return;
         const outcome = await this.postToAll(alerts);
         sent += alerts.length;
-        if (outcome.kind !== 'delivered') failure ??= outcome.error;
+        if (outcome.kind !== 'accepted') failure ??= outcome.error;
       });
       // The states the round saw, plus those created (or being created) while it ran, which it
       // may or may not have seen: counted once each, by their places.
@@ -367,7 +367,7 @@ class PostTurn {
 
 /** No Alertmanager took the batch: retry unless every one refused it outright. */
 function worstOf(results: Outcome[], urls: readonly string[]): Outcome {
-  const errors = results.map((r, i) => (r.kind === 'delivered' ? '' : `${urls[i]}: ${r.error}`)).join('; ');
+  const errors = results.map((r, i) => (r.kind === 'accepted' ? '' : `${urls[i]}: ${r.error}`)).join('; ');
   const retries = results.filter((r): r is Extract<Outcome, { kind: 'retry' }> => r.kind === 'retry');
   if (retries.length === 0) {
     const first = results[0] as Extract<Outcome, { kind: 'reject' }>;

@@ -116,7 +116,7 @@ export class Dispatcher {
     } catch (err) {
       outcome = { kind: 'retry', reason: 'internal', error: (err as Error).message };
     }
-    if (outcome.kind === 'delivered') {
+    if (outcome.kind === 'accepted') {
       const now = Date.now();
       this.delivered.inc(batch.length);
       for (const d of batch) this.latency.observe(Math.max(0, now - receivedAtMs(d)) / 1000);

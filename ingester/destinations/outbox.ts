@@ -1,5 +1,5 @@
 /**
- * Standalone delivery without the bus: the local spool directory holds an outbox with one row per
+ * Standalone delivery without the bus: the storage directory (`spool.path`) holds an outbox with one row per
  * request and destination (the request's events, as on the bus: sinks/bus-messages.ts). Its
  * roles, one file each:
  *   - the hand-off sink (this file): a request is answered only after its rows are committed and
@@ -15,7 +15,7 @@ import type { NormalisedEvent } from '../core/event.js';
 import type { DeliveryDeadLetter, NewDeadLetter } from '../dead-letters/model.js';
 import { packEvents } from '../sinks/bus-messages.js';
 import { outboxShareFull } from '../core/errors.js';
-import { SinkError, type EventSink, type HandOffReport } from '../sinks/sink.js';
+import { SinkError, type EventSink, type HandOffResult } from '../sinks/sink.js';
 import type { DiskReserve } from '../storage/disk-reserve.js';
 import { GroupCommit } from '../storage/group-commit.js';
 import type { Routing } from './destination.js';
@@ -75,7 +75,7 @@ export class Outbox implements EventSink {
   // ---- the hand-off sink (EventSink) ----
 
   /** Every event is held once per destination it goes to; events with no destination are done. */
-  async handOff(events: readonly NormalisedEvent[]): Promise<HandOffReport> {
+  async handOff(events: readonly NormalisedEvent[]): Promise<HandOffResult> {
     const byDestination = new Map<string, NormalisedEvent[]>();
     for (const e of events) {
       for (const destination of this.routing.destinationsOf(e)) {

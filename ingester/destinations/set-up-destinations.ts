@@ -1,7 +1,7 @@
 /**
  * Puts delivery together: one destination client and one dispatcher per configured destination,
  * fed by the bus (JetStream consumers) when there is one, else by the standalone outbox in the
- * spool directory, which then is also the hand-off sink that holds accepted events.
+ * storage directory (`spool.path`), which then is also the hand-off sink that holds accepted events.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -32,8 +32,8 @@ export interface DestinationsOptions {
   logger: Logger;
   /** With the bus: its settings and how to learn of each (re)connection. */
   bus?: { settings: JetStreamSettings; onConnected(listener: (nc: NatsConnection) => void): void };
-  /** Without the bus: the spool directory holds the outbox. */
-  spool?: SpoolSettings;
+  /** Without the bus: the storage directory (`spool.path`) holds the outbox, bounded by the block's maxBytes. */
+  storage?: SpoolSettings;
   /** Where events a destination gave up on are kept (dead-letters/). */
   deadLetters: DeadLetterStore;
 }
@@ -94,23 +94,24 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
     };
   }
 
-  const spool = o.spool;
-  if (!spool) throw new Error('destinations without the bus need the spool (config.ts refuses this earlier)');
+  const storage = o.storage;
+  if (!storage)
+    throw new Error('destinations without the bus need the storage directory (config.ts refuses this earlier)');
   const errors = new LogLimiter(o.logger);
   const outbox = new Outbox(
-    spool.path,
-    spool.maxBytes,
+    storage.path,
+    storage.maxBytes,
     routing,
     (letter) => o.deadLetters.put(letter),
     (err) => errors.error('outbox', err, {}, 'outbox rows not handed out; trying again'),
     () =>
       o.logger.warn(
-        { spool: spool.path },
+        { storageDir: storage.path },
         "the outbox's disk is full: its reserve is given up so that held events are still delivered; new events are refused until there is room",
       ),
-    spool.maxBytesPerNamespace,
+    storage.maxBytesPerNamespace,
   );
-  const alertStores = new SqliteAlertStores(spool.path, outbox.diskReserve);
+  const alertStores = new SqliteAlertStores(storage.path, outbox.diskReserve);
   const stores = new Map(names.map((n) => [n, alertStores.store(n)]));
   alertStore = (name) => stores.get(name);
   let lagTimer: NodeJS.Timeout | undefined;
@@ -136,8 +137,8 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
       lagTimer = setInterval(measure, LAG_INTERVAL_MS);
       lagTimer.unref();
       o.logger.info(
-        { destinations: names, outbox: `${spool.path}/outbox.sqlite` },
-        'no bus configured: destinations are delivered from the local spool (required with destinations)',
+        { destinations: names, outbox: `${storage.path}/outbox.sqlite` },
+        'no bus configured: destinations are delivered from the outbox in the storage directory (spool.path, required with destinations)',
       );
       const orphans = outbox.orphans(names);
       if (Object.keys(orphans).length > 0) {

@@ -31,7 +31,7 @@ export class SqliteAlertStores {
   private readonly writes = new GroupCommit<Write>((group) => this.commit(group));
 
   /**
-   * `dir`: the spool directory, whose outbox.sqlite the outbox created (WAL) already. `reserve`:
+   * `dir`: the storage directory (`spool.path`), whose outbox.sqlite the outbox created (WAL) already. `reserve`:
    * the outbox's (outbox-table.ts): a state changes only while an event held is delivered, so on a
    * full disk it is written like the outbox's own settling.
    */

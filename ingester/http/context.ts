@@ -82,6 +82,6 @@ export interface IngestContext extends IngestServerOptions {
   mapped: MappedWebhooks;
   /** Sink failures repeat while a sink is down: logged at most once per interval. */
   failures: LogLimiter;
-  /** Signed message ids answered recently (Standard Webhooks webhook-id): a replay gets the same 200. */
+  /** Signed message ids answered recently (Standard Webhooks webhook-id): a repeated one gets the same 200. */
   seen: SeenMessages;
 }

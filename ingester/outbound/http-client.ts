@@ -11,7 +11,7 @@
  * - a cap on the answer's bytes read (`maxResponseBytes`): past it the socket is destroyed; a
  *   receiver's 2 GB answer is not downloaded.
  * The status line decides the outcome, as in Prometheus' senders: a 2xx whose body is cut at the
- * cap or the deadline was still delivered (the receiver said so), it is not sent again.
+ * cap or the deadline was still accepted (the receiver said so), it is not sent again.
  *
  * Built on undici (the engine of Node's fetch): its Agent pools keep-alive connections per origin
  * with a connection limit and TLS options, and its dispatch API hands the answer over as calls

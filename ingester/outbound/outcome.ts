@@ -1,7 +1,7 @@
 /**
  * What one outgoing request came to, in one vocabulary for every sender (destinations, remote
  * write), classified the way at-least-once senders do it (Prometheus' remote write and notifier):
- * 2xx delivered; network errors, a missed deadline, 408, 429 and 5xx worth a retry, after the
+ * 2xx accepted (a destination's delivery, remote write's send); network errors, a missed deadline, 408, 429 and 5xx worth a retry, after the
  * receiver's Retry-After when it gave one; any other answer final (a 4xx will not change when sent
  * again, and a redirect is not followed: the URL is wrong).
  */
@@ -9,7 +9,7 @@ import { inertText } from '../../common/sender-text.js';
 
 export type Outcome =
   /** status and headers are absent when nothing had to be sent (an Alertmanager batch with no alert). */
-  | { kind: 'delivered'; status?: number; headers?: Readonly<Record<string, string | string[] | undefined>> }
+  | { kind: 'accepted'; status?: number; headers?: Readonly<Record<string, string | string[] | undefined>> }
   | { kind: 'retry'; reason: string; error: string; status?: number; retryAfterMs?: number }
   | { kind: 'reject'; reason: string; error: string; status?: number };
 
@@ -28,7 +28,7 @@ export function classify(
   text: string,
   headers: Readonly<Record<string, string | string[] | undefined>>,
 ): Outcome {
-  if (status >= 200 && status < 300) return { kind: 'delivered', status, headers };
+  if (status >= 200 && status < 300) return { kind: 'accepted', status, headers };
   // The receiver's own text, read later in dead letters and logs: inert (common/sender-text.ts).
   const error = `HTTP ${status}${text ? `: ${inertText(text.slice(0, MAX_ERROR_TEXT), MAX_ERROR_TEXT)}` : ''}`;
   const reason = `http_${status}`;

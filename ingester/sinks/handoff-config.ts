@@ -38,7 +38,7 @@ export interface JetStreamSettings {
     maxBytes: number;
     maxMsgs: number;
     /**
-     * Events older than this are removed, delivered or not (0: kept until maxBytes/maxMsgs, i.e.
+     * Events older than this are removed, read by a consumer or not (0: kept until maxBytes/maxMsgs, i.e.
      * forever). Bounds the stream in steady state; an event a destination has not taken by then is lost.
      */
     maxAgeSeconds: number;
@@ -48,7 +48,10 @@ export interface JetStreamSettings {
 }
 
 export interface SpoolSettings {
-  /** Directory of the SQLite spool. */
+  /**
+   * The storage directory: the spool's SQLite file, and without the bus the outbox, the alert
+   * states and the dead letters (the key is `spool.path` for all of them).
+   */
   path: string;
   maxBytes: number;
   /** The most one namespace's events may take of maxBytes (default a quarter of it). */
@@ -74,8 +77,8 @@ export const MIN_DUPLICATE_WINDOW_SECONDS = 900;
 
 /**
  * Three days: longer than a weekend outage of a destination or of every ingester, so nothing is
- * removed before it could be delivered, yet a stream no longer grows forever (limits retention:
- * a delivered event is not removed earlier, because consumers other than intake's may read it).
+ * removed before a destination could take it, yet a stream no longer grows forever (limits retention:
+ * an event read is not removed earlier, because consumers other than intake's may read it).
  */
 export const DEFAULT_STREAM_MAX_AGE_SECONDS = 3 * 24 * 3600;
 
@@ -215,8 +218,9 @@ export function subjectsOverlap(a: string, b: string): boolean {
 }
 
 /**
- * With the bus, the spool holds what the bus could not take yet. Without it, the spool is the
- * queue destinations are delivered from, so destinations without the bus need it.
+ * With the bus, the spool holds what the bus could not take yet. Without it, the block names the
+ * storage directory and bounds the outbox destinations are delivered from, so destinations
+ * without the bus need it.
  */
 export function resolveSpool(
   f: (Partial<SpoolSettings> & { path: string }) | undefined,
@@ -226,11 +230,11 @@ export function resolveSpool(
   if (!f) {
     if (hasDestinations && !jetstream)
       throw new ConfigError(
-        'destinations are delivered from a durable queue: configure sinks.jetstream (the bus) or spool (a local queue, standalone)',
+        'destinations are delivered from a durable queue: configure sinks.jetstream (the bus) or spool.path (the storage directory of a local outbox, standalone)',
       );
     return undefined;
   }
-  // Alone, the spool directory holds only the dead letters (dead-letters/setup.ts: deadletters.sqlite).
+  // Alone, the storage directory holds only the dead letters (dead-letters/setup.ts: deadletters.sqlite).
   const maxBytes = f.maxBytes ?? DEFAULT_SPOOL.maxBytes;
   // A quarter: one namespace's burst while the bus is down leaves three quarters to the others.
   const settings: SpoolSettings = { ...DEFAULT_SPOOL, maxBytesPerNamespace: Math.floor(maxBytes / 4), ...f };

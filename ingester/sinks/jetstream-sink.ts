@@ -32,7 +32,7 @@ import { BusStorage } from './bus-storage.js';
 import { busMessages } from './bus-messages.js';
 import { PubAckPublisher, type PubOutcome } from './pub-acks.js';
 import { SpoolReplayer } from './spool-replayer.js';
-import { SinkError, type HandOffReport, type EventSink } from './sink.js';
+import { SinkError, type HandOffResult, type EventSink } from './sink.js';
 import { Spool, SpoolError, type SpoolRecord, type SpooledRow } from './spool.js';
 
 export interface JetStreamSinkOptions {
@@ -144,19 +144,19 @@ export class JetStreamSink implements EventSink {
     return `${busProblem} and the spool cannot take events (${this.spool.unavailableReason ?? 'full'})`;
   }
 
-  async handOff(events: readonly NormalisedEvent[]): Promise<HandOffReport> {
+  async handOff(events: readonly NormalisedEvent[]): Promise<HandOffResult> {
     const outgoing = busMessages(this.settings.subjectPrefix, events, this.maxMessageBytes());
     const acked = await this.publishAll(outgoing);
     const rest = outgoing.filter((_, i) => !acked[i]);
     // An event repeated within the request went once: it is held wherever its first copy is.
     const restEvents = rest.reduce((n, o) => n + eventsIn(o), 0);
-    const delivered = events.length - restEvents;
-    if (delivered > 0) this.metrics.sinkEvents.inc({ sink: this.name, outcome: 'processed' }, delivered);
-    if (rest.length === 0) return { processed: delivered, cached: 0 };
+    const acknowledged = events.length - restEvents;
+    if (acknowledged > 0) this.metrics.sinkEvents.inc({ sink: this.name, outcome: 'processed' }, acknowledged);
+    if (rest.length === 0) return { processed: acknowledged, cached: 0 };
     if (!this.spool)
       throw new SinkError(
         this.name,
-        `the bus acknowledged ${delivered} of ${events.length} events and there is no spool`,
+        `the bus acknowledged ${acknowledged} of ${events.length} events and there is no spool`,
       );
     // A request's events are one namespace's: its share of the spool is charged.
     const tenant = events[0]?.namespace ?? '';
@@ -167,15 +167,15 @@ export class JetStreamSink implements EventSink {
       this.metrics.spoolAppendFailures.inc({ reason });
       // This namespace's share is full: a refusal for it alone, not a failing sink.
       if (reason === 'tenant_full')
-        throw spoolShareFull(tenant, this.spool.maxBytesPerTenant, delivered, events.length);
+        throw spoolShareFull(tenant, this.spool.maxBytesPerTenant, acknowledged, events.length);
       throw new SinkError(
         this.name,
-        `the bus acknowledged ${delivered} of ${events.length} events and the spool refused the rest: ${(err as Error).message}`,
+        `the bus acknowledged ${acknowledged} of ${events.length} events and the spool refused the rest: ${(err as Error).message}`,
         { cause: err },
       );
     }
     this.metrics.sinkEvents.inc({ sink: this.name, outcome: 'cached' }, restEvents);
-    return { processed: delivered, cached: restEvents };
+    return { processed: acknowledged, cached: restEvents };
   }
 
   /** The largest message the server takes, less room for headers. */

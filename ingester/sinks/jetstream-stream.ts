@@ -28,7 +28,7 @@ export const eventStreamSubjects = (prefix: string): string[] => eventSubjectPre
  * Where an event on the stream belongs, as its subject says: `<prefix>.<namespace>.<integration>`
  * (a message of several events: the same under multiEventSubjectPrefix(prefix)), or for a
  * replayed dead letter, always one event, `<prefix>.<namespace>.<integration>.<destination>`
- * (delivered to that destination only). Deliveries route by the subject, so they need not parse
+ * (delivered to that destination only). Deliveries choose messages by the subject, so they need not parse
  * the event.
  */
 export interface EventSubject {

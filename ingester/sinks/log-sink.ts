@@ -22,12 +22,12 @@ import { closeSync, fstatSync, ftruncateSync, openSync, statSync, writeSync } fr
 import type { Writable } from 'node:stream';
 import type { NormalisedEvent } from '../core/event.js';
 import { GroupCommit } from '../storage/group-commit.js';
-import { SinkError, type HandOffReport, type EventSink } from './sink.js';
+import { SinkError, type HandOffResult, type EventSink } from './sink.js';
 
 interface Pending {
   lines: string;
   count: number;
-  resolve: (report: HandOffReport) => void;
+  resolve: (report: HandOffResult) => void;
   reject: (err: SinkError) => void;
 }
 
@@ -82,7 +82,7 @@ export class LogSink implements EventSink {
     return undefined;
   }
 
-  handOff(events: readonly NormalisedEvent[]): Promise<HandOffReport> {
+  handOff(events: readonly NormalisedEvent[]): Promise<HandOffResult> {
     const problem = this.unavailable();
     if (problem) return Promise.reject(new SinkError(this.name, problem));
     let lines = '';

@@ -6,16 +6,17 @@
 import type { NormalisedEvent } from '../core/event.js';
 import { IntakeError, sinkFailed } from '../core/errors.js';
 
-export interface HandOffReport {
-  /** Reached the sink's store (the log file, the bus). */
+/** What a hand-off holds: one sink's (EventSink.handOff), or every sink's together (handOffToAll). */
+export interface HandOffResult {
+  /** Reached the store: the sink's (the log file, the bus), or every sink's. */
   processed: number;
-  /** Durably spooled, to reach it later. */
+  /** Held durably but spooled, to reach the store later (with every sink: at least one only spooled it). */
   cached: number;
 }
 
 export interface EventSink {
   readonly name: string;
-  handOff(events: readonly NormalisedEvent[]): Promise<HandOffReport>;
+  handOff(events: readonly NormalisedEvent[]): Promise<HandOffResult>;
   /** Why the sink cannot take events right now (readiness), or undefined when it can. */
   unavailable?(): string | undefined;
   /** Resolves when everything acknowledged so far has left the process (shutdown). */
@@ -35,13 +36,6 @@ export class SinkError extends Error {
   }
 }
 
-export interface HandOffResult {
-  /** Processed by every sink. */
-  processed: number;
-  /** Held by every sink, but at least one of them only has it spooled. */
-  cached: number;
-}
-
 /** Hands a batch to every sink; the answer is what all of them hold. */
 export async function handOffToAll(
   sinks: readonly EventSink[],
@@ -51,7 +45,7 @@ export async function handOffToAll(
   const reports = await Promise.allSettled(sinks.map((s) => s.handOff(events)));
   let processed = events.length;
   for (let i = 0; i < reports.length; i++) {
-    const report = reports[i] as PromiseSettledResult<HandOffReport>;
+    const report = reports[i] as PromiseSettledResult<HandOffResult>;
     const name = (sinks[i] as EventSink).name;
     if (report.status === 'rejected') {
       // A sink's own refusal for this tenant (its share of the spool) is the answer as it is.

@@ -124,7 +124,7 @@ describe('request bodies before and after authentication', () => {
     const refused = await readAll(third, 3000);
     expect(refused.text).toMatch(/^HTTP\/1\.1 503 /);
     expect(rawJsonBody(refused.text)).toMatchObject({ code: 'BODY_BYTES_LIMITED', limit: { scope: 'integration' } });
-    // 192.0.2.1 delivered a correctly signed request to gh above: its next one is served.
+    // 192.0.2.1 sent a correctly signed request to gh above: its next one is served.
     const body = JSON.stringify({ source: 'gh-real-2', severity: 2 });
     const sig = `sha256=${createHmac('sha256', SECRET).update(body).digest('hex')}`;
     const known = await post(`${ing.url}/events/webhook_gh`, body, {

@@ -91,7 +91,7 @@ it('aborts requests whose answer headers trickle at the deadline, keeps the lane
   expect(await ownMetric(ing, 'intake_remote_write_samples_retried_total{namespace="default"}')).toBeGreaterThan(0);
 
   await waitFor(
-    'all 20 samples delivered',
+    'all 20 samples sent',
     async () =>
       new Set(
         receiver.calls

@@ -2,7 +2,7 @@
  * Signed senders through the built ingester (standalone): requests signed by the senders' own
  * libraries (standardwebhooks, the specification's reference; @octokit/webhooks-methods, GitHub's)
  * are accepted; a tampered body, a stale timestamp, a rotated-out secret are refused exactly like a
- * wrong password; a replayed webhook-id is answered 200 and stored once, on one replica (its cache)
+ * wrong password; a repeated webhook-id is answered 200 and stored once, on one replica (its cache)
  * and across two (the events' ids, JetStream's duplicate window).
  */
 import { createHmac } from 'node:crypto';
@@ -163,28 +163,28 @@ describe('standalone, signed integrations', () => {
     expect(sw.refusalsLastHour.unauthorized).toBeUndefined();
   });
 
-  it('answers a replayed webhook-id 200 with the first answer, and stores it once', async () => {
+  it('answers a repeated webhook-id 200 with the first answer, and stores it once', async () => {
     const body = JSON.stringify([
-      { source: 'sw-02', severity: 2, run: 'sw-replay' },
-      { source: 'sw-03', severity: 4, run: 'sw-replay' },
+      { source: 'sw-02', severity: 2, run: 'sw-repeat' },
+      { source: 'sw-03', severity: 4, run: 'sw-repeat' },
     ]);
-    const headers = standardWebhooks(SW_SECRET, 'msg_replayed', body);
+    const headers = standardWebhooks(SW_SECRET, 'msg_repeated', body);
     const first = await post(url('sw'), body, headers);
     const again = await post(url('sw'), body, headers);
     expect(first.status).toBe(200);
     expect(again.status).toBe(200);
     expect(again.json()).toEqual(first.json());
-    await waitFor('events written', async () => eventsWith(ing, 'sw-replay').length >= 2);
+    await waitFor('events written', async () => eventsWith(ing, 'sw-repeat').length >= 2);
     await new Promise((r) => setTimeout(r, 300));
-    expect(eventsWith(ing, 'sw-replay')).toHaveLength(2);
+    expect(eventsWith(ing, 'sw-repeat')).toHaveLength(2);
     const text = await (await fetch(`${ing.adminUrl}/metrics`)).text();
-    expect(text).toMatch(/intake_signed_messages_replayed_total\{integration="sw",namespace="team-s"\} 1/);
+    expect(text).toMatch(/intake_signed_messages_repeated_total\{integration="sw",namespace="team-s"\} 1/);
   });
 
-  it('names the events by the webhook-id (as an Idempotency-Key would), so a bus stores a replay once', () => {
-    const ids = eventsWith(ing, 'sw-replay').map((e) => e.id);
+  it('names the events by the webhook-id (as an Idempotency-Key would), so a bus stores a repeat once', () => {
+    const ids = eventsWith(ing, 'sw-repeat').map((e) => e.id);
     const byMessageId = [0, 1].map((i) =>
-      eventId('team-s', 'sw', { kind: 'key', key: 'message-id msg_replayed' }, i, undefined),
+      eventId('team-s', 'sw', { kind: 'key', key: 'message-id msg_repeated' }, i, undefined),
     );
     expect(ids).toEqual(byMessageId);
   });

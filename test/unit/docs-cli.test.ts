@@ -12,7 +12,10 @@ import pino from 'pino';
 import { Registry } from 'prom-client';
 import { buildProgram } from '../../cmd/program.js';
 import type { ActivityRecorder } from '../../ingester/activity/recorder.js';
-import { registerDeadLetterRoutes, type DeadLetterRoutesOptions } from '../../ingester/dead-letters/admin-routes.js';
+import {
+  registerDeadLetterEndpoints,
+  type DeadLetterEndpointsOptions,
+} from '../../ingester/dead-letters/admin-endpoints.js';
 import { buildAdminServer } from '../../ingester/http/admin-listener.js';
 import { SeriesStore } from '../../ingester/series/series-store.js';
 import { ROOT } from '../support/paths.js';
@@ -169,11 +172,11 @@ async function adminListener() {
     activity: {} as ActivityRecorder,
   });
   // As ingester/main.ts: the dead-letter routes on the same listener (nothing is called here).
-  registerDeadLetterRoutes(app, {
+  registerDeadLetterEndpoints(app, {
     destinations: [],
     leaseMs: 1000,
     logger: pino({ level: 'silent' }),
-  } as unknown as DeadLetterRoutesOptions);
+  } as unknown as DeadLetterEndpointsOptions);
   await app.ready();
   return app;
 }

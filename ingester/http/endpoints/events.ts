@@ -5,7 +5,7 @@
  *                             signature headers (a stale timestamp is refused here), request admission
  *   verifySignature (handler, over the body's bytes as received, Content-Encoding undone, before any
  *                             parsing)  signed integrations: the signature (auth/signature-check.ts), then admission
- *   answerReplayed            a signed message id (webhook-id) answered while its timestamp is accepted: the same 200 again
+ *   answerRepeated            a signed message id (webhook-id) answered while its timestamp is accepted: the same 200 again
  *   decode                    the body parsed as JSON (body.ts) and the event context (ids from the message id if signed)
  *   answerSlackChallenge      scheme slack: Slack's url_verification request answered with its challenge, nothing stored
  *   mapAndValidate            the integration's mapping if it has one (a custom expression first reserves
@@ -23,7 +23,7 @@ import { idSourceOf, type IdSource } from '../../core/event-id.js';
 import type { EventContext, NormalisedEvent } from '../../core/event.js';
 import { IntakeError, LimitError } from '../../core/errors.js';
 import { acceptEvents } from '../../events/accept.js';
-import { replayableForMs } from '../../auth/signature-check.js';
+import { repeatableForMs } from '../../auth/signature-check.js';
 import { isDryRun } from '../../mapping/mapped-webhooks.js';
 import type { RouteEntry } from '../../routing/route-table.js';
 import type { HandOffResult } from '../../sinks/sink.js';
@@ -92,11 +92,11 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
   };
 
   /** A signed message id this replica answered while its timestamp is still accepted: the same 200, nothing processed again. */
-  const answerReplayed = (reply: FastifyReply, a: Authenticated): FastifyReply | undefined => {
+  const answerRepeated = (reply: FastifyReply, a: Authenticated): FastifyReply | undefined => {
     if (a.messageId === undefined) return undefined;
     const seen = ctx.seen.answerFor(a.entry.name, a.messageId);
     if (!seen) return undefined;
-    metrics.messagesReplayed.inc({ integration: a.entry.name, namespace: a.entry.namespace });
+    metrics.messagesRepeated.inc({ integration: a.entry.name, namespace: a.entry.namespace });
     return reply.send(okBody(seen.processed, seen.cached, seen.received, 'event'));
   };
 
@@ -176,7 +176,7 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
       ctx.seen.remember(
         d.entry.name,
         d.messageId,
-        replayableForMs(d.entry.signature!.rule, req.signedHeaders!, Date.now()),
+        repeatableForMs(d.entry.signature!.rule, req.signedHeaders!, Date.now()),
         {
           processed: result.processed,
           cached: result.cached,
@@ -203,8 +203,8 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
       const authenticated = await verifySignature(req, bytes);
       const dryRun = isDryRun(req.query);
       if (!dryRun) {
-        const replayed = answerReplayed(reply, authenticated);
-        if (replayed) return replayed;
+        const repeated = answerRepeated(reply, authenticated);
+        if (repeated) return repeated;
       }
       const decoded = decode(req, authenticated, bytes);
       const challenged = answerSlackChallenge(reply, decoded);

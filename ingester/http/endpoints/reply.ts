@@ -1,4 +1,4 @@
-/** The 200 answer both ingest routes give (the interface document's shape, exactly). */
+/** The 200 answer both ingest endpoints give (the interface document's shape, exactly). */
 
 export const okSchema = {
   200: {

@@ -48,8 +48,8 @@ export class RemoteWriteClient {
     if (protocol !== '2.0') return outcome;
     if (outcome.status === 415) return { kind: 'unsupported', status: 415 };
     const confirmed =
-      outcome.kind === 'delivered' && outcome.headers?.['x-prometheus-remote-write-samples-written'] !== undefined;
-    return outcome.kind === 'delivered' && !confirmed ? { kind: 'unsupported', status: outcome.status ?? 0 } : outcome;
+      outcome.kind === 'accepted' && outcome.headers?.['x-prometheus-remote-write-samples-written'] !== undefined;
+    return outcome.kind === 'accepted' && !confirmed ? { kind: 'unsupported', status: outcome.status ?? 0 } : outcome;
   }
 
   close(): Promise<void> {

@@ -69,9 +69,9 @@ export function seriesEntryBytes(state: { labelBytes: Uint8Array }): number {
 /** A cut batch's own objects and its buffer's header, besides the body's bytes. */
 export const BATCH_BYTES = 256;
 
-/** The duration histogram's `result` values, as they were before the outbound client's vocabulary. */
+/** The duration histogram's `result` values: remote write sends (an accepted request is `sent`). */
 const RESULT_LABEL: Record<SendOutcome['kind'], string> = {
-  delivered: 'sent',
+  accepted: 'sent',
   retry: 'retry',
   reject: 'rejected',
   unsupported: 'unsupported',
@@ -156,7 +156,7 @@ export class Lane {
     }
   }
 
-  /** Resolves when nothing is being sent (everything delivered, or the lane was aborted). */
+  /** Resolves when nothing is being sent (everything sent, or the lane was aborted). */
   async idle(): Promise<void> {
     while (this.sending) await this.running;
   }
@@ -176,7 +176,7 @@ export class Lane {
     try {
       while (this.ready.length > 0 && !this.options.signal.aborted) {
         const batch = this.ready[0] as Batch;
-        if (!(await this.deliver(batch))) return;
+        if (!(await this.sendBatch(batch))) return;
         this.ready.shift();
         release(batch.body);
         this.options.settled(batch.samples, batch.bytes);
@@ -188,7 +188,7 @@ export class Lane {
   }
 
   /** True once the batch is settled; false when the lane was aborted with the batch unsettled. */
-  private async deliver(batch: Batch): Promise<boolean> {
+  private async sendBatch(batch: Batch): Promise<boolean> {
     const { metrics, tenant } = this.options;
     const labels = { namespace: tenant };
     for (let attempt = 0; ; attempt++) {
@@ -203,13 +203,13 @@ export class Lane {
         batch.protocol,
       );
       stop({ result: RESULT_LABEL[outcome.kind] });
-      if (outcome.kind === 'delivered') {
+      if (outcome.kind === 'accepted') {
         metrics.sent.inc(labels, batch.samples);
         metrics.lastSuccess.setToCurrentTime();
         if (attempt > 0)
           this.options.logger.info(
             { tenant, receiver: this.options.receiver, attempts: attempt + 1 },
-            'remote write delivered after retries',
+            'remote write sent after retries',
           );
         return true;
       }

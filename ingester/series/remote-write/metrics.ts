@@ -41,7 +41,7 @@ export class RemoteWriteMetrics {
     });
     this.dropped = new Counter({
       name: 'intake_remote_write_samples_dropped_total',
-      help: 'Accepted samples never delivered, by reason: rejected (the receiver answered 4xx), out_of_order / duplicate_timestamp (older than or at the time of a sample already sent for the series), shutdown (still queued when the shutdown timeout ran out).',
+      help: 'Accepted samples the receiver never stored, by reason: rejected (the receiver answered 4xx), out_of_order / duplicate_timestamp (older than or at the time of a sample already sent for the series), shutdown (still queued when the shutdown timeout ran out).',
       labelNames: ['namespace', 'reason'],
       registers,
     });

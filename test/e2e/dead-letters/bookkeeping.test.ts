@@ -1,6 +1,6 @@
 /**
  * Dead-letter bookkeeping through the real process, standalone (outbox and dead letters in the
- * spool directory), with a real HTTP destination:
+ * storage directory), with a real HTTP destination:
  *   - kill -9 of the ingester in the middle of a replay, again and again: after each restart no
  *     listed letter is one whose event the destination has received (a later replay would send it
  *     again), and no event is lost (each one received, or still listed);

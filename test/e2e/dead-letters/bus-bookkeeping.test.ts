@@ -47,12 +47,12 @@ const deadLettered = async (): Promise<number> =>
     'intake_destination_dead_lettered_total{destination="tickets",reason="http_400"}',
   )) ?? 0;
 
-/** Letters this process replayed (delivered) so far. */
+/** Letters this process replayed (handed on) so far. */
 const replayedSoFar = async (i: RunningIngester): Promise<number> => {
   const text = await (await fetch(`${i.adminUrl}/metrics`)).text();
   return text
     .split('\n')
-    .filter((l) => l.startsWith('intake_deadletter_replayed_total{') && l.includes('result="delivered"'))
+    .filter((l) => l.startsWith('intake_deadletter_replayed_total{') && l.includes('result="replayed"'))
     .reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
 };
 

@@ -2,7 +2,7 @@
  * Dead letters of destinations are bounded per namespace (unbounded, 20,000 of them
  * grew the outbox to 13 MB with spool.maxBytes 65536 while /readyz said ready). A receiver refuses
  * every event (400); each namespace keeps at most its share, the oldest of that namespace go and
- * are counted, the spool directory stays small, and the ingester keeps accepting and stays ready.
+ * are counted, the storage directory stays small, and the ingester keeps accepting and stays ready.
  */
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -87,7 +87,7 @@ it('keeps at most a namespace share of refused events, drops and counts the olde
       'intake_deadletter_dropped_total{kind="delivery",namespace="default",reason="namespace_share"}',
     ),
   ).toBe(sent - listed.count);
-  // The outbox is empty (the dead letters live apart, bounded), and the spool directory stays small.
+  // The outbox is empty (the dead letters live apart, bounded), and the storage directory stays small.
   expect((await fetch(`${ing.adminUrl}/readyz`)).status).toBe(200);
   expect(dirBytes(spool)).toBeLessThan(16 * 1024 * 1024);
   const more = await post(

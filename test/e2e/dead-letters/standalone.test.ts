@@ -101,7 +101,7 @@ async function fetchDry(ing: RunningIngester, name = 'fixme'): Promise<boolean> 
   return r.status === 200 && (r.json() as { success?: boolean }).success === true;
 }
 
-describe('with a spool directory (deadletters.sqlite in it)', () => {
+describe('with a storage directory (deadletters.sqlite in it)', () => {
   let dir: string;
   let ing: RunningIngester;
   beforeAll(async () => {

@@ -5,7 +5,7 @@
  * its total deadline (`http.timeout`) or its answer cap, retries with backoff, keeps at most one
  * request per event in flight (a request held past the lease used to be re-sent beside the first
  * one, until maxInFlight requests hung for good), and delivers every event once the receiver
- * behaves. Standalone: the outbox in the spool is the queue.
+ * behaves. Standalone: the outbox in the storage directory is the queue.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

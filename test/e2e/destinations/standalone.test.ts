@@ -1,6 +1,6 @@
 /**
  * The README's standalone quick start with an Alertmanager destination
- * (examples/intake-alertmanager.yaml): no bus, events wait in the spool's outbox. A kill -9 of
+ * (examples/intake-alertmanager.yaml): no bus, events wait in the outbox in the storage directory. A kill -9 of
  * the ingester while Alertmanager is down loses nothing: the restarted ingester delivers what
  * the killed one acknowledged.
  */
@@ -75,7 +75,7 @@ it('turns an event into an alert and resolves it with a clear', async () => {
     integration: 'demo',
     namespace: 'default',
   });
-  expect(ing.stderr() + ing.stdout()).toContain('destinations are delivered from the local spool');
+  expect(ing.stderr() + ing.stdout()).toContain('destinations are delivered from the outbox in the storage directory');
   await send(ing, { source: 'web-01', severity: 0, class: 'disk', type: 'DiskFull' });
   await waitFor('alert resolved', async () => (await activeAlerts(am.url)).length === 0, 15_000, 100);
   await ing.stop();

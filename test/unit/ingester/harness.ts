@@ -16,7 +16,7 @@ import { MappedWebhooks } from '../../../ingester/mapping/mapped-webhooks.js';
 import { SeriesStore } from '../../../ingester/series/series-store.js';
 import type { Lifecycle } from '../../../ingester/http/context.js';
 import { buildIngestServer } from '../../../ingester/http/listener.js';
-import type { HandOffReport, EventSink } from '../../../ingester/sinks/sink.js';
+import type { HandOffResult, EventSink } from '../../../ingester/sinks/sink.js';
 
 import { API_KEY, DEMO_AUTH } from '../../support/credentials.js';
 
@@ -51,8 +51,8 @@ export class MemorySink implements EventSink {
   readonly name = 'memory';
   readonly events: NormalisedEvent[] = [];
   fail = false;
-  report?: (n: number) => HandOffReport;
-  async handOff(events: readonly NormalisedEvent[]): Promise<HandOffReport> {
+  report?: (n: number) => HandOffResult;
+  async handOff(events: readonly NormalisedEvent[]): Promise<HandOffResult> {
     if (this.fail) throw new Error('sink down');
     this.events.push(...events);
     return this.report ? this.report(events.length) : { processed: events.length, cached: 0 };

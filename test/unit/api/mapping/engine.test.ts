@@ -5,8 +5,12 @@ import {
   MappingError,
   runMappingTests,
 } from '../../../../api/mapping/engine.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
 import { PRESET_NAMES } from '../../../../api/mapping/presets.js';
 import { routeSchema, validateRoute } from '../../../../api/route.js';
+import { ROOT } from '../../../support/paths.js';
 
 const limits = { ...DEFAULT_MAPPING_LIMITS, timeoutMs: 300 };
 const failure = async (expression: string): Promise<MappingError> => {
@@ -194,5 +198,17 @@ describe('the route contract', () => {
       routeSchema as unknown as { definitions: { mapping: { properties: { preset: { enum: string[] } } } } }
     ).definitions.mapping;
     expect(mapping.properties.preset.enum).toEqual(PRESET_NAMES);
+  });
+
+  it('the WebhookIntegration CRD lists exactly the shipped presets too', () => {
+    const crd = parse(readFileSync(join(ROOT, 'crds', 'intake.dev_webhookintegrations.yaml'), 'utf8')) as {
+      spec: { versions: Array<{ schema: { openAPIV3Schema: Record<string, unknown> } }> };
+    };
+    for (const version of crd.spec.versions) {
+      const spec = version.schema.openAPIV3Schema as {
+        properties: { spec: { properties: { mapping: { properties: { preset: { enum: string[] } } } } } };
+      };
+      expect(spec.properties.spec.properties.mapping.properties.preset.enum).toEqual(PRESET_NAMES);
+    }
   });
 });

@@ -10,7 +10,7 @@ import { sign as octokitSign } from '@octokit/webhooks-methods';
 import { Webhook } from 'standardwebhooks';
 import type { RouteSignature } from '../../../../api/route.js';
 import { generateSigningSecret, ruleOf, signatureHeaders, SIGNATURE_SCHEMES } from '../../../../api/signatures.js';
-import { readSignedHeaders, replayableForMs, signatureMatches } from '../../../../ingester/auth/signature-check.js';
+import { readSignedHeaders, repeatableForMs, signatureMatches } from '../../../../ingester/auth/signature-check.js';
 import { compileSignature } from '../../../../ingester/routing/signing-secrets.js';
 
 /** Raw headers as Node gives them: [name, value, name, value, ...]. */
@@ -295,13 +295,13 @@ describe('signatureHeaders (api/signatures.ts): the sender side of this check', 
   });
 });
 
-describe('replayableForMs: how long the replay memory keeps a message id', () => {
+describe('repeatableForMs: how long the seen-message memory keeps a message id', () => {
   const rule = ruleOf({ scheme: 'standard-webhooks', toleranceSeconds: 10 });
   const now = 1_800_000_000_000;
   const headers = (timestampS: number) => ({ signatures: 'v1,x', id: 'msg_1', timestamp: String(timestampS) });
 
   it('keeps a timestamp ahead of the clock until it leaves the window (up to twice the tolerance)', () => {
-    const ms = replayableForMs(rule, headers(now / 1000 + 9), now);
+    const ms = repeatableForMs(rule, headers(now / 1000 + 9), now);
     expect(ms).toBeGreaterThanOrEqual(19_000);
     // Still accepted at its last moment, refused one millisecond later; the memory covers the first.
     expect(readSignedHeaders(rule, raw({ ...idAndTime('msg_1', now / 1000 + 9) }), now + 19_000)).not.toBe(
@@ -313,14 +313,14 @@ describe('replayableForMs: how long the replay memory keeps a message id', () =>
   });
 
   it('keeps an old timestamp only as long as it is still accepted', () => {
-    const ms = replayableForMs(rule, headers(now / 1000 - 9), now);
+    const ms = repeatableForMs(rule, headers(now / 1000 - 9), now);
     expect(ms).toBeGreaterThanOrEqual(1000);
     expect(ms).toBeLessThan(10_000);
   });
 
   it('without a timestamp (an hmac id without one), the tolerance', () => {
     const hmac = ruleOf({ scheme: 'hmac', header: 'x-sig', idHeader: 'x-id', toleranceSeconds: 7 });
-    expect(replayableForMs(hmac, { signatures: 'x', id: 'a' }, now)).toBe(7000);
+    expect(repeatableForMs(hmac, { signatures: 'x', id: 'a' }, now)).toBe(7000);
   });
 });
 

@@ -73,7 +73,7 @@ describe('finishInterruptedReplays', () => {
       new DeadLetterMetrics(new Registry(), () => store),
     );
     expect(results.map((r) => [r.id, r.result])).toEqual([
-      ['cut-ok', 'delivered'],
+      ['cut-ok', 'replayed'],
       ['cut-bad', 'failed'],
     ]);
     expect(handed).toEqual(['cut-ok']);

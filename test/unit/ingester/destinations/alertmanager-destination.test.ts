@@ -120,7 +120,7 @@ describe('Alertmanager destination', () => {
     const store = new MemoryStore();
     const d = destination(store);
     expect(await d.send(queued([event('a', 4, '1'), event('b', 4, '2'), event('a', 4, '3')]))).toEqual({
-      kind: 'delivered',
+      kind: 'accepted',
     });
     expect(posts).toHaveLength(1);
     expect(posts[0]?.map((a) => a.labels.signature).sort()).toEqual(['a', 'b']);
@@ -185,7 +185,7 @@ describe('Alertmanager destination', () => {
     const first = d.send(queued([{ ...event('a', 4, '1'), agent_time: at(1) }, event('b', 4, '3')]));
     await new Promise((r) => setTimeout(r, 50));
     const second = d.send(queued([{ ...event('a', 4, '2'), agent_time: at(2) }]));
-    expect(await Promise.all([first, second])).toEqual([{ kind: 'delivered' }, { kind: 'delivered' }]);
+    expect(await Promise.all([first, second])).toEqual([{ kind: 'accepted' }, { kind: 'accepted' }]);
     const ofA = posts.flat().filter((p) => p.labels.signature === 'a');
     expect(ofA.at(-1)?.annotations.event_id).toBe('2');
     // An alert the first batch did not share with the second is posted by the first.
@@ -202,7 +202,7 @@ describe('Alertmanager destination', () => {
       d.send(queued([{ ...event('a', 4, '1'), agent_time: at(1) }])),
       d.send(queued([{ ...event('a', 4, '2'), agent_time: at(2) }])),
     ];
-    expect(await Promise.all([first, second])).toEqual([{ kind: 'delivered' }, { kind: 'delivered' }]);
+    expect(await Promise.all([first, second])).toEqual([{ kind: 'accepted' }, { kind: 'accepted' }]);
     const ofA = posts.flat().filter((p) => p.labels.signature === 'a');
     expect(ofA.at(-1)?.annotations.event_id).toBe('2');
     expect([...store.rows.values()][0]?.state.lastEventId).toBe('2');
@@ -216,7 +216,7 @@ describe('Alertmanager destination', () => {
     expect(await d.send(queued([event('a', 4, '1')]))).toMatchObject({ kind: 'retry', reason: 'http_503' });
     status = 200;
     // The redelivered event sends its state again.
-    expect(await d.send(queued([event('a', 4, '1')]))).toEqual({ kind: 'delivered' });
+    expect(await d.send(queued([event('a', 4, '1')]))).toEqual({ kind: 'accepted' });
     expect(posts.at(-1)?.[0]?.labels.signature).toBe('a');
     await d.close();
   });
@@ -244,7 +244,7 @@ describe('Alertmanager destination', () => {
     const registry = new Registry();
     const d = destination(store, { maxAlertsPerNamespace: 2, registry });
     expect(await d.send(queued([event('a', 4, '1'), event('b', 4, '2'), event('c', 4, '3')]))).toEqual({
-      kind: 'delivered',
+      kind: 'accepted',
     });
     expect(store.rows.size).toBe(2);
     expect(
@@ -256,7 +256,7 @@ describe('Alertmanager destination', () => {
     expect(await refusedCount(registry, 'namespace')).toBe(1);
     // Kept alerts update and resolve; a new namespace has its own cap.
     expect(await d.send(queued([event('a', 5, '4'), event('b', 0, '5'), event('x', 4, '6', 'other')]))).toEqual({
-      kind: 'delivered',
+      kind: 'accepted',
     });
     expect(store.rows.size).toBe(3);
     expect(await refusedCount(registry, 'namespace')).toBe(1);

@@ -57,7 +57,7 @@ const make = (
 function heldDestination(): { dest: FakeDestination; release: () => void } {
   let release: () => void = () => {};
   const gate = new Promise<void>((r) => (release = r));
-  return { dest: new FakeDestination(1, async () => (await gate, { kind: 'delivered' })), release };
+  return { dest: new FakeDestination(1, async () => (await gate, { kind: 'accepted' })), release };
 }
 
 /** waitForRoom() stays pending while the destination holds its answers, and resolves once released. */
@@ -79,7 +79,7 @@ function logged(dest: Destination): { d: Dispatcher; lines: Array<Record<string,
 
 describe('dispatcher', () => {
   it.each([1, 3])('logs the settles the queue refused (batches of %i), and counts them', async (batchSize) => {
-    const dest = new FakeDestination(batchSize, async () => ({ kind: 'delivered' }));
+    const dest = new FakeDestination(batchSize, async () => ({ kind: 'accepted' }));
     const { d, lines } = logged(dest);
     const items = ['a', 'b', 'c'].map((id) => ({
       ...delivery(id),
@@ -97,7 +97,7 @@ describe('dispatcher', () => {
   });
 
   it('sends what arrives in one turn as batches of at most maxBatch, and acknowledges on delivery', async () => {
-    const dest = new FakeDestination(2, async () => ({ kind: 'delivered' }));
+    const dest = new FakeDestination(2, async () => ({ kind: 'accepted' }));
     const { d, registry } = make(dest);
     const items = ['a', 'b', 'c'].map((id) => delivery(id));
     for (const i of items) d.submit(i);
@@ -182,7 +182,7 @@ describe('dispatcher', () => {
       most = Math.max(most, ++sending);
       await new Promise((r) => setTimeout(r, 5));
       sending--;
-      return { kind: 'delivered' };
+      return { kind: 'accepted' };
     });
     const { d } = make(dest);
     // A message of 10 events, more than maxInFlight (4): room is waited for only while anything is in flight.
@@ -217,8 +217,8 @@ describe('backoff and classification', () => {
   });
 
   it.each([
-    [200, 'delivered'],
-    [204, 'delivered'],
+    [200, 'accepted'],
+    [204, 'accepted'],
     [408, 'retry'],
     [429, 'retry'],
     [500, 'retry'],

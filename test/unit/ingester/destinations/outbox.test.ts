@@ -37,7 +37,7 @@ class Recording implements Destination {
   seen: string[] = [];
   constructor(
     readonly name: string,
-    public answer: Outcome = { kind: 'delivered' },
+    public answer: Outcome = { kind: 'accepted' },
   ) {}
   async send(events: readonly QueuedEvent[]): Promise<Outcome> {
     this.seen.push(...events.map((e) => e.event().id));
@@ -97,7 +97,7 @@ describe('outbox', () => {
         const id = (events[0] as QueuedEvent).event().id;
         sent.push(id);
         if (id === 'flaky' && failuresLeft-- > 0) return { kind: 'retry', reason: 'http_500', error: 'HTTP 500' };
-        return { kind: 'delivered' };
+        return { kind: 'accepted' };
       },
       close: async () => {},
     };
@@ -189,7 +189,7 @@ describe('outbox', () => {
       ['delivery', 'a', 'http_400', 'HTTP 400: no', 1, '1'],
       ['delivery', 'a', 'http_400', 'HTTP 400: no', 1, '2'],
     ]);
-    a.answer = { kind: 'delivered' };
+    a.answer = { kind: 'accepted' };
     outbox.requeue(dead[1] as DeliveryDeadLetter);
     await until(() => a.seen.filter((id) => id === '2').length === 2 && outbox.depth('a') === 0);
     outbox.stop();

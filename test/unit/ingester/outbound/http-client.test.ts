@@ -42,7 +42,7 @@ it('sends User-Agent intake/<package.json version> and the credentials from a fi
       '{}',
       { 'content-type': 'application/json' },
     );
-    expect(outcome).toMatchObject({ kind: 'delivered', status: 200 });
+    expect(outcome).toMatchObject({ kind: 'accepted', status: 200 });
     const version = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
     expect(USER_AGENT).toBe(`intake/${version}`);
     expect(headers['user-agent']).toBe(USER_AGENT);
@@ -63,10 +63,10 @@ it('aborts a request whose answer headers trickle at the total deadline and clos
   await waitFor('socket closed', async () => receiver.calls[0]?.closedAtMs !== undefined);
 });
 
-it('counts a 200 whose body trickles as delivered at the deadline, and closes the socket', async () => {
+it('counts a 200 whose body trickles as accepted at the deadline, and closes the socket', async () => {
   receiver.behaviour = 'trickle-body';
   const outcome = await make({ timeoutMs: 1200 }).post(receiver.url, 'x', {});
-  expect(outcome).toMatchObject({ kind: 'delivered', status: 200 });
+  expect(outcome).toMatchObject({ kind: 'accepted', status: 200 });
   await waitFor('socket closed', async () => receiver.calls[0]?.closedAtMs !== undefined);
 });
 
@@ -74,7 +74,7 @@ it('stops reading an answer past maxResponseBytes and closes the socket', async 
   receiver.behaviour = 'huge-body';
   receiver.hugeBytes = 64 * 1024 * 1024;
   const outcome = await make({ timeoutMs: 10_000, maxResponseBytes: 16 * 1024 }).post(receiver.url, 'x', {});
-  expect(outcome).toMatchObject({ kind: 'delivered', status: 200 });
+  expect(outcome).toMatchObject({ kind: 'accepted', status: 200 });
   await waitFor('socket closed', async () => receiver.calls[0]?.closedAtMs !== undefined);
   expect(receiver.calls[0]!.bytesWritten).toBeLessThan(16 * 1024 * 1024);
 });
@@ -143,7 +143,7 @@ it('tells a refused connection, an abort by the caller and a bad header apart', 
 });
 
 it.each([
-  [200, 'delivered'],
+  [200, 'accepted'],
   [301, 'reject'],
   [308, 'reject'],
   [400, 'reject'],

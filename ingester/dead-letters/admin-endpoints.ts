@@ -23,7 +23,7 @@ import {
 } from './model.js';
 import { replayLetters, type DeadLetterReplayers } from './dead-letter-replay.js';
 
-export interface DeadLetterRoutesOptions {
+export interface DeadLetterEndpointsOptions {
   store: DeadLetterStore;
   replayers: DeadLetterReplayers;
   metrics: DeadLetterMetrics;
@@ -41,7 +41,7 @@ const DEFAULT_LIMIT = 1000;
 const MAX_LIMIT = 10_000;
 const DEPRECATED = 'deprecated: use GET /deadletter?kind=delivery and POST /deadletter/replay?kind=delivery';
 
-export function registerDeadLetterRoutes(app: FastifyInstance, o: DeadLetterRoutesOptions): void {
+export function registerDeadLetterEndpoints(app: FastifyInstance, o: DeadLetterEndpointsOptions): void {
   app.get<{ Querystring: Query }>('/deadletter', async (req, reply) => {
     const q = queryOf(req.query, reply);
     if (!q) return reply;
@@ -158,7 +158,7 @@ function queryOf(q: Query, reply: FastifyReply): DeadLetterQuery | undefined {
   return out;
 }
 
-function legacyQuery(q: Query, o: DeadLetterRoutesOptions, reply: FastifyReply): DeadLetterQuery | undefined {
+function legacyQuery(q: Query, o: DeadLetterEndpointsOptions, reply: FastifyReply): DeadLetterQuery | undefined {
   if (q.destination !== undefined && !o.destinations.includes(q.destination)) {
     return void reply.code(400).send({
       error: 'invalid_query',

@@ -1,6 +1,6 @@
 /**
- * The replay memory lasts as long as a replay is accepted. A signed timestamp ahead of the clock is
- * accepted until `timestamp + tolerance`, later than `tolerance` after the first 200; a replay of
+ * The memory of seen signed messages lasts as long as a repeat is accepted. A signed timestamp ahead of the clock is
+ * accepted until `timestamp + tolerance`, later than `tolerance` after the first 200; a repeat of
  * it sent after `tolerance` but while its timestamp is still accepted must be answered from the
  * memory, not written a second time (the log sink has no duplicate check of its own).
  */
@@ -20,7 +20,7 @@ afterAll(async () => {
 const written = (run: string): number =>
   eventLines(ing!.stdout()).filter((e) => (e.custom_info as Record<string, unknown> | undefined)?.run === run).length;
 
-it('answers a replay of a message stamped ahead of the clock from memory for as long as its timestamp is accepted', async () => {
+it('answers a repeat of a message stamped ahead of the clock from memory for as long as its timestamp is accepted', async () => {
   ing = await startIngester((c) => {
     (c.routes as unknown[]).push({
       apiVersion: 'intake.dev/v1alpha1',
@@ -49,20 +49,20 @@ it('answers a replay of a message stamped ahead of the clock from memory for as 
   await waitFor('the first copy written', async () => written('ahead-run') === 1);
 
   // Past the tolerance since the first 200, still inside the timestamp's window.
-  const replayAt = firstAt + TOLERANCE_S * 1000 + 1000;
+  const repeatAt = firstAt + TOLERANCE_S * 1000 + 1000;
   const acceptedUntil = at.getTime() + TOLERANCE_S * 1000;
-  expect(replayAt).toBeLessThan(acceptedUntil - 300);
-  await new Promise((r) => setTimeout(r, replayAt - Date.now()));
-  const replay = await post(`${ing.url}/events/webhook_ahead`, body, headers);
-  expect(replay.status).toBe(200);
+  expect(repeatAt).toBeLessThan(acceptedUntil - 300);
+  await new Promise((r) => setTimeout(r, repeatAt - Date.now()));
+  const repeat = await post(`${ing.url}/events/webhook_ahead`, body, headers);
+  expect(repeat.status).toBe(200);
   expect(Date.now()).toBeLessThan(acceptedUntil);
 
   await new Promise((r) => setTimeout(r, 500));
   expect(written('ahead-run')).toBe(1);
   const metrics = await (await fetch(`${ing.adminUrl}/metrics`)).text();
-  expect(metrics).toMatch(/intake_signed_messages_replayed_total\{integration="ahead",namespace="team-r"\} 1/);
+  expect(metrics).toMatch(/intake_signed_messages_repeated_total\{integration="ahead",namespace="team-r"\} 1/);
 
-  // Once the timestamp has left the window the replay is refused by it (and the memory may go).
+  // Once the timestamp has left the window the repeat is refused by it (and the memory may go).
   await new Promise((r) => setTimeout(r, Math.max(0, acceptedUntil + 1200 - Date.now())));
   const late = await post(`${ing.url}/events/webhook_ahead`, body, headers);
   expect(late.status).toBe(401);
