@@ -35,11 +35,23 @@ afterAll(async () => {
   await nats?.stop();
 });
 
-const start = (): Promise<RunningIngester> =>
-  startIngester((c) => {
+/**
+ * A started ingester whose dead-letter store is open: the process is ready once it can take events,
+ * and the letters' stream on the bus opens just after (until then the admin list answers 503).
+ */
+const start = async (): Promise<RunningIngester> => {
+  const started = await startIngester((c) => {
     handoffConfig(nats)(c);
     c.destinations = [{ name: 'tickets', default: true, http: { url: receiver.url, timeout: '1s' } }];
   });
+  await waitFor(
+    'the dead-letter list answering',
+    async () => (await fetch(`${started.adminUrl}/deadletter?limit=1`)).ok,
+    30_000,
+    100,
+  );
+  return started;
+};
 
 const deadLettered = async (): Promise<number> =>
   (await metricValue(
