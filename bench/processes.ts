@@ -8,6 +8,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
+import { alertmanagerArgs, alertmanagerConfig } from '../test/e2e/support/alertmanager.js';
 import { basic } from '../test/support/credentials.js';
 import { ROOT } from '../test/support/paths.js';
 import { freePort } from '../test/support/ports.js';
@@ -199,13 +200,13 @@ export async function startNatsServer(dir: string): Promise<{ url: string; child
 export async function startAlertmanager(dir: string): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
   const config = join(dir, 'am.yml');
-  writeFileSync(config, 'route: {receiver: none}\nreceivers: [{name: none}]\n');
-  const child = pinnedServer('alertmanager', '1', 'prometheus-alertmanager', [
-    `--config.file=${config}`,
-    `--storage.path=${join(dir, `am-${port}`)}`,
-    `--web.listen-address=127.0.0.1:${port}`,
-    '--cluster.listen-address=',
-  ]);
+  writeFileSync(config, alertmanagerConfig());
+  const child = pinnedServer(
+    'alertmanager',
+    '1',
+    'prometheus-alertmanager',
+    alertmanagerArgs({ configFile: config, storage: join(dir, `am-${port}`), port, logLevel: 'info' }),
+  );
   await waitFor('alertmanager', () => canConnect(port), 20_000, 50);
   return { url: `http://127.0.0.1:${port}`, child };
 }

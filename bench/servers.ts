@@ -7,6 +7,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { appendFileSync, closeSync, mkdirSync, openSync, readFileSync, truncateSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
+import { alertmanagerArgs } from '../test/e2e/support/alertmanager.js';
 import { ROOT } from '../test/support/paths.js';
 import { freePort } from '../test/support/ports.js';
 import { DIR, PIDS_FILE, SERVER_CPU } from './settings.js';
@@ -175,12 +176,7 @@ export async function startAlertmanager(s: Setup): Promise<Server> {
   mkdirSync(storage, { recursive: true });
   const server = startServer('alertmanager', [
     'prometheus-alertmanager',
-    `--config.file=${s.alertmanagerConfig}`,
-    `--storage.path=${storage}`,
-    `--web.listen-address=127.0.0.1:${s.ports.alertmanager}`,
-    // An empty address turns off the gossip cluster (which would otherwise listen on all interfaces).
-    '--cluster.listen-address=',
-    '--log.level=warn',
+    ...alertmanagerArgs({ configFile: s.alertmanagerConfig, storage, port: s.ports.alertmanager, logLevel: 'warn' }),
   ]);
   await waitReady(
     server,

@@ -7,6 +7,7 @@ import { existsSync, readFileSync, statSync, truncateSync, writeFileSync } from 
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { freePort } from '../test/support/ports.js';
+import { alertmanagerConfig as alertmanagerConfigText } from '../test/e2e/support/alertmanager.js';
 import type { PresetName } from '../api/mapping/presets.js';
 import type { Target } from './load.js';
 import { PRESET_ROUTES, writePresetBodies } from './presets.js';
@@ -119,7 +120,7 @@ export async function prepare(): Promise<Setup> {
   writeFileSync(bodies.raw, JSON.stringify({ host: event.source, level: event.severity, msg: event.description }));
   // Every alert goes to a receiver without integrations: Alertmanager keeps it and notifies nobody.
   const alertmanagerConfig = join(DIR, 'alertmanager.yml');
-  writeFileSync(alertmanagerConfig, stringify({ route: { receiver: 'null' }, receivers: [{ name: 'null' }] }));
+  writeFileSync(alertmanagerConfig, alertmanagerConfigText());
   return { ports, configFile, eventsFile: join(DIR, 'events.jsonl'), bodies, alertmanagerConfig };
 }
 

@@ -8,26 +8,15 @@ import { jest } from '@jest/globals';
 import type { V1Secret } from '@kubernetes/client-node';
 import { Webhook } from 'standardwebhooks';
 import { sign as octokitSign } from '@octokit/webhooks-methods';
-import {
-  apply,
-  applyCrds,
-  createNamespace,
-  kubeClients,
-  kubectl,
-  requireCluster,
-  startIngester,
-  startOperator,
-  uniqueName,
-  type Proc,
-} from './support/cluster.js';
+import { apply, kubectl, type Proc } from './support/cluster.js';
+import { operatorSuite } from './support/suite.js';
 import { waitFor } from '../support/waiting.js';
 
 jest.setTimeout(120_000);
 
-const system = uniqueName('intake-system');
-const team = uniqueName('team-sig');
-const { core, custom } = kubeClients();
-let operator: Proc;
+const suite = operatorSuite('team-sig');
+const { core, custom } = suite;
+const [team] = suite.tenants;
 let ingester: Proc;
 
 const decode = (s: V1Secret, k: string): string => Buffer.from(s.data?.[k] ?? '', 'base64').toString('utf8');
@@ -80,17 +69,8 @@ const signingSecretOf = async (name: string): Promise<string> =>
   );
 
 beforeAll(async () => {
-  requireCluster();
-  await applyCrds();
-  for (const ns of [system, team]) await createNamespace(ns);
-  operator = await startOperator(system, [team]);
-  ingester = await startIngester(system);
-});
-
-afterAll(async () => {
-  await operator?.stop();
-  await ingester?.stop();
-  await kubectl(['delete', 'namespace', team, system, '--wait=false']);
+  await suite.startOperator();
+  ingester = await suite.startIngester();
 });
 
 it('generates a whsec_ secret, becomes Ready, and accepts what the reference library signs with it', async () => {

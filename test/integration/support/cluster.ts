@@ -3,12 +3,13 @@
  * would run it, a typed client for assertions, and the built operator and ingester as processes.
  * What needs no Kubernetes (paths, ports, waiting, credentials) is in test/support.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { loadKubeConfig } from '../../../kube/config.js';
+import { INTAKE, spawnIntake, untilAnswers, type IntakeProcess } from '../../support/intake-process.js';
 import { ROOT } from '../../support/paths.js';
 import { freePort } from '../../support/ports.js';
 import { waitFor } from '../../support/waiting.js';
@@ -48,14 +49,12 @@ export async function apply(yaml: string): Promise<void> {
   if (r.code !== 0) throw new Error(`kubectl apply failed: ${r.stderr}`);
 }
 
-export interface Proc {
-  child: ChildProcess;
+export interface Proc extends IntakeProcess {
   url: string;
   adminUrl: string;
-  output: () => string;
-  stop: (signal?: NodeJS.Signals) => Promise<number | null>;
 }
 
+/** Starts the built CLI with `args` and waits until its admin listener on `adminPort` answers /healthz. */
 async function startProcess(
   args: string[],
   adminPort: number,
@@ -63,33 +62,10 @@ async function startProcess(
   env: NodeJS.ProcessEnv = {},
   nodeFlags: string[] = [],
 ): Promise<Proc> {
-  const child = spawn(process.execPath, [...nodeFlags, resolve(ROOT, 'dist/cmd/intake.js'), ...args], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout?.on('data', (d) => (out += d));
-  child.stderr?.on('data', (d) => (out += d));
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  const proc = spawnIntake(args, { env, nodeArgs: nodeFlags });
   const adminUrl = `http://127.0.0.1:${adminPort}`;
-  const proc: Proc = {
-    child,
-    url: ingestPort ? `http://127.0.0.1:${ingestPort}` : '',
-    adminUrl,
-    output: () => out,
-    stop: async (signal = 'SIGTERM') => {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      return exited;
-    },
-  };
-  await waitFor(
-    `${args[0]} healthz`,
-    async () =>
-      child.exitCode !== null ? Promise.reject(new Error(`exited: ${out}`)) : (await fetch(`${adminUrl}/healthz`)).ok,
-    20_000,
-    100,
-  );
-  return proc;
+  await untilAnswers(proc, `${args[0]} healthz`, async () => (await fetch(`${adminUrl}/healthz`)).ok, 20_000, 100);
+  return { ...proc, url: ingestPort ? `http://127.0.0.1:${ingestPort}` : '', adminUrl };
 }
 
 export async function startOperator(
@@ -179,9 +155,7 @@ current-context: c
 /** A one-shot command of the built CLI (dist/cmd/intake.js), run to its end. */
 export function runIntake(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((done) => {
-    const child = spawn(process.execPath, [resolve(ROOT, 'dist/cmd/intake.js'), ...args], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(process.execPath, [INTAKE, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
