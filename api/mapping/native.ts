@@ -31,7 +31,7 @@ const objectBody =
 /**
  * Preset name -> native implementation; a preset not listed runs its JSONata expression. Every
  * preset is listed (a unit test checks it); a plain object, so a benchmark can take entries out
- * and measure the expressions in the same build (bench/jsonata-presets.ts).
+ * and measure the expressions in the same build (bench/ingest/jsonata-presets.ts).
  */
 export const NATIVE_PRESETS: Readonly<Record<string, NativePreset>> = {
   alertmanager: objectBody(alertGroup('Alertmanager', false)),

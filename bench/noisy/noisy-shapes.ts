@@ -31,14 +31,14 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { DEFAULT_TENANT_LIMITS } from '../api/limits.js';
-import type { Route } from '../api/route.js';
-import { basic, tenantAuth, tenantRoute } from '../test/support/credentials.js';
-import { ROOT } from '../test/support/paths.js';
-import { freePort } from '../test/support/ports.js';
-import { median } from '../test/support/stats.js';
-import { waitFor } from '../test/support/waiting.js';
-import { BENCH_TENANT_LIMITS, canConnect, peakRssMiB, processTreeCpuSeconds, track } from './processes.js';
+import { DEFAULT_TENANT_LIMITS } from '../../api/limits.js';
+import type { Route } from '../../api/route.js';
+import { basic, tenantAuth, tenantRoute } from '../../test/support/credentials.js';
+import { ROOT } from '../../test/support/paths.js';
+import { freePort } from '../../test/support/ports.js';
+import { median } from '../../test/support/stats.js';
+import { waitFor } from '../../test/support/waiting.js';
+import { BENCH_TENANT_LIMITS, canConnect, peakRssMiB, processTreeCpuSeconds, track } from '../support/processes.js';
 import {
   bareServer,
   cannedAnswer,
@@ -183,7 +183,7 @@ function defineShape(name: ShapeName, rateB: number, receiverUrl: string | undef
             onLoadCpu(
               [
                 process.execPath,
-                join(ROOT, 'dist/bench/slow-upload.js'),
+                join(ROOT, 'dist/bench/noisy/slow-upload.js'),
                 events(port, 'a-signed'),
                 JSON.stringify(BOGUS_SIGNATURE),
                 String(SLOW_UPLOADS),
@@ -288,7 +288,7 @@ function defineShape(name: ShapeName, rateB: number, receiverUrl: string | undef
 async function startReceiver(): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
   const argv = onLoadCpu(
-    [process.execPath, join(ROOT, 'dist/bench/tenant-receiver.js'), String(port), TENANT_HEADER, 'team-a'],
+    [process.execPath, join(ROOT, 'dist/bench/noisy/tenant-receiver.js'), String(port), TENANT_HEADER, 'team-a'],
     true,
   );
   const child = track(spawn(argv[0] as string, argv.slice(1), { stdio: ['ignore', 'ignore', 'inherit'] }));

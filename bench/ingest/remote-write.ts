@@ -11,11 +11,18 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { ROOT } from '../test/support/paths.js';
-import { freePort } from '../test/support/ports.js';
-import { waitFor } from '../test/support/waiting.js';
-import { startPrometheus, type Prometheus } from '../test/e2e/support/prometheus.js';
-import { peakRssMiB, runBenchmark, track, BENCH_API_KEY, BENCH_TENANT_LIMITS, BENCH_USER } from './processes.js';
+import { ROOT } from '../../test/support/paths.js';
+import { freePort } from '../../test/support/ports.js';
+import { waitFor } from '../../test/support/waiting.js';
+import { startPrometheus, type Prometheus } from '../../test/e2e/support/prometheus.js';
+import {
+  peakRssMiB,
+  runBenchmark,
+  track,
+  BENCH_API_KEY,
+  BENCH_TENANT_LIMITS,
+  BENCH_USER,
+} from '../support/processes.js';
 
 const DURATION_S = Number(process.env.BENCH_RW_SECONDS ?? 20);
 const CONNECTIONS = Number(process.env.BENCH_RW_CONNECTIONS ?? 8);

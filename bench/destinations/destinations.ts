@@ -10,7 +10,7 @@
  * machine). Cases: an HTTP receiver of our own (one event per request, and batches of 100) and a
  * real Alertmanager, each from the bus (nats-server, JetStream consumers) and from the standalone
  * outbox. The receiver, Alertmanager and nats-server share CPU 1 with this runner. Then
- * Alertmanager alone (bench/alertmanager-alone.ts): the ceiling of the Alertmanager rows.
+ * Alertmanager alone (bench/destinations/alertmanager-alone.ts): the ceiling of the Alertmanager rows.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -18,13 +18,13 @@ import { createServer, type Server } from 'node:http';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { MAX_ALERTS_PER_POST } from '../ingester/destinations/alertmanager-destination.js';
-import { ROOT } from '../test/support/paths.js';
-import { freePort } from '../test/support/ports.js';
-import { waitFor } from '../test/support/waiting.js';
-import { mainThreadProfile, summariseFile } from './cpuprofile.js';
+import { MAX_ALERTS_PER_POST } from '../../ingester/destinations/alertmanager-destination.js';
+import { ROOT } from '../../test/support/paths.js';
+import { freePort } from '../../test/support/ports.js';
+import { waitFor } from '../../test/support/waiting.js';
+import { mainThreadProfile, summariseFile } from '../support/cpuprofile.js';
 import { destinationEvent } from './destination-events.js';
-import { monotonicUs } from './load.js';
+import { monotonicUs } from '../support/load.js';
 import {
   cpuBusyPercent,
   cpuTimes,
@@ -39,7 +39,7 @@ import {
   BENCH_USER,
   startAlertmanager,
   startNatsServer,
-} from './processes.js';
+} from '../support/processes.js';
 
 const EVENTS = Number(process.env.BENCH_DESTINATION_EVENTS ?? 100_000);
 /** BENCH_DESTINATION_PROFILE=<case> (http-1-bus, http-100-outbox, am-bus, ...): that case's ingester runs under --cpu-prof. */
@@ -261,7 +261,14 @@ async function alertmanagerAlone(): Promise<Ceiling> {
     const out = await new Promise<string>((resolve, reject) => {
       const child = spawn(
         'taskset',
-        ['-c', '0', process.execPath, join(ROOT, 'dist/bench/alertmanager-alone.js'), am.url, String(EVENTS)],
+        [
+          '-c',
+          '0',
+          process.execPath,
+          join(ROOT, 'dist/bench/destinations/alertmanager-alone.js'),
+          am.url,
+          String(EVENTS),
+        ],
         { stdio: ['ignore', 'pipe', 'pipe'] },
       );
       let stdout = '';

@@ -54,14 +54,14 @@ import { spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ROOT } from '../test/support/paths.js';
-import { TenantLimiter } from '../ingester/limits/tenant-limiter.js';
-import { RouteTable } from '../ingester/routing/route-table.js';
-import { DEFAULT_TENANT_LIMITS, mergeTenantLimitDefaults } from '../api/limits.js';
-import type { Route } from '../api/route.js';
-import { tenantAuth, tenantRoute } from '../test/support/credentials.js';
-import { median } from '../test/support/stats.js';
-import { peakRssMiB, runBenchmark } from './processes.js';
+import { ROOT } from '../../test/support/paths.js';
+import { TenantLimiter } from '../../ingester/limits/tenant-limiter.js';
+import { RouteTable } from '../../ingester/routing/route-table.js';
+import { DEFAULT_TENANT_LIMITS, mergeTenantLimitDefaults } from '../../api/limits.js';
+import type { Route } from '../../api/route.js';
+import { tenantAuth, tenantRoute } from '../../test/support/credentials.js';
+import { median } from '../../test/support/stats.js';
+import { peakRssMiB, runBenchmark } from '../support/processes.js';
 import {
   A_POLICY,
   bareServer,

@@ -16,15 +16,15 @@
  *   BENCH_STORM_SECONDS (60: long enough for the backlog to build), BENCH_STORM_CALIBRATE_SECONDS (5), BENCH_STORM_SHARE (0.8),
  *   BENCH_STORM_DRAIN_SECONDS (300: the longest wait for the backlog after the storm)
  *   BENCH_STORM_PROFILE=DIR   the storm's ingester runs under --cpu-prof, its profile written to DIR
- *                             (`node dist/bench/cpuprofile.js FILE` sums it)
+ *                             (`node dist/bench/support/cpuprofile.js FILE` sums it)
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { ROOT } from '../test/support/paths.js';
-import { freePort } from '../test/support/ports.js';
-import { waitFor } from '../test/support/waiting.js';
+import { ROOT } from '../../test/support/paths.js';
+import { freePort } from '../../test/support/ports.js';
+import { waitFor } from '../../test/support/waiting.js';
 import {
   BENCH_AUTH,
   BENCH_PASSWORD,
@@ -40,7 +40,7 @@ import {
   stderrTail,
   startAlertmanager,
   startNatsServer,
-} from './processes.js';
+} from '../support/processes.js';
 
 const STORM_SECONDS = Number(process.env.BENCH_STORM_SECONDS ?? 60);
 const CALIBRATE_SECONDS = Number(process.env.BENCH_STORM_CALIBRATE_SECONDS ?? 5);

@@ -12,12 +12,12 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { ROOT } from '../test/support/paths.js';
-import { freePort } from '../test/support/ports.js';
-import { waitFor } from '../test/support/waiting.js';
-import { median } from '../test/support/stats.js';
-import { mainThreadProfile, summariseFile } from './cpuprofile.js';
-import { monotonicUs } from './load.js';
+import { ROOT } from '../../test/support/paths.js';
+import { freePort } from '../../test/support/ports.js';
+import { waitFor } from '../../test/support/waiting.js';
+import { median } from '../../test/support/stats.js';
+import { mainThreadProfile, summariseFile } from '../support/cpuprofile.js';
+import { monotonicUs } from '../support/load.js';
 import {
   peakRssMiB,
   pinnedServer,
@@ -27,7 +27,7 @@ import {
   BENCH_TENANT_LIMITS,
   BENCH_USER,
   startNatsServer,
-} from './processes.js';
+} from '../support/processes.js';
 
 const DURATION = process.env.BENCH_DURATION ?? '10s';
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);

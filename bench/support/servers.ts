@@ -7,11 +7,11 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { appendFileSync, closeSync, mkdirSync, openSync, readFileSync, truncateSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
-import { alertmanagerArgs } from '../test/e2e/support/alertmanager.js';
-import { ROOT } from '../test/support/paths.js';
-import { freePort } from '../test/support/ports.js';
+import { alertmanagerArgs } from '../../test/e2e/support/alertmanager.js';
+import { ROOT } from '../../test/support/paths.js';
+import { freePort } from '../../test/support/ports.js';
 import { DIR, PIDS_FILE, SERVER_CPU } from './settings.js';
-import type { Setup } from './setup.js';
+import type { Setup } from '../ingest/setup.js';
 import type { Target } from './load.js';
 import { BENCH_AUTH, imageNodeFlags, procStatusKiB } from './processes.js';
 

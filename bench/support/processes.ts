@@ -8,11 +8,11 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { alertmanagerArgs, alertmanagerConfig } from '../test/e2e/support/alertmanager.js';
-import { basic } from '../test/support/credentials.js';
-import { ROOT } from '../test/support/paths.js';
-import { freePort } from '../test/support/ports.js';
-import { waitFor } from '../test/support/waiting.js';
+import { alertmanagerArgs, alertmanagerConfig } from '../../test/e2e/support/alertmanager.js';
+import { basic } from '../../test/support/credentials.js';
+import { ROOT } from '../../test/support/paths.js';
+import { freePort } from '../../test/support/ports.js';
+import { waitFor } from '../../test/support/waiting.js';
 
 const children: ChildProcess[] = [];
 const stderrTails = new WeakMap<ChildProcess, () => string>();

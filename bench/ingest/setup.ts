@@ -6,14 +6,14 @@
 import { existsSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { freePort } from '../test/support/ports.js';
-import { alertmanagerConfig as alertmanagerConfigText } from '../test/e2e/support/alertmanager.js';
-import type { PresetName } from '../api/mapping/presets.js';
-import type { Target } from './load.js';
+import { freePort } from '../../test/support/ports.js';
+import { alertmanagerConfig as alertmanagerConfigText } from '../../test/e2e/support/alertmanager.js';
+import type { PresetName } from '../../api/mapping/presets.js';
+import type { Target } from '../support/load.js';
 import { PRESET_ROUTES, writePresetBodies } from './presets.js';
-import { BENCH_API_KEY, BENCH_AUTH, BENCH_PASSWORD, BENCH_TENANT_LIMITS, BENCH_USER } from './processes.js';
-import { median } from '../test/support/stats.js';
-import { peakRssMiB, request, rssMiB, type Server } from './servers.js';
+import { BENCH_API_KEY, BENCH_AUTH, BENCH_PASSWORD, BENCH_TENANT_LIMITS, BENCH_USER } from '../support/processes.js';
+import { median } from '../../test/support/stats.js';
+import { peakRssMiB, request, rssMiB, type Server } from '../support/servers.js';
 import {
   DIR,
   log,
@@ -23,7 +23,7 @@ import {
   RENDERS,
   SERIES,
   SERIES_BATCH,
-} from './settings.js';
+} from '../support/settings.js';
 
 export interface Setup {
   ports: { ingest: number; admin: number; baseline: number; gateway: number; alertmanager: number };
@@ -37,7 +37,7 @@ export interface Setup {
     alert: string;
     notification: string;
     raw: string;
-    /** Each preset's request body (bench/presets.ts). */
+    /** Each preset's request body (bench/ingest/presets.ts). */
     presets: Record<PresetName, string>;
   };
   alertmanagerConfig: string;
@@ -78,7 +78,7 @@ export async function prepare(): Promise<Setup> {
       ...MAPPED_ROUTES,
     ],
   };
-  writeFileSync(configFile, `# written by bench/ingest.ts\n${stringify(config)}`);
+  writeFileSync(configFile, `# written by bench/ingest/ingest.ts\n${stringify(config)}`);
   const event = {
     source: 'web-01.example.com',
     severity: 'critical',
@@ -138,7 +138,7 @@ export const MAPPED_ROUTES = [
   mappedRoute('bench-mapped', {
     expression: '{"source": host, "severity": level, "class": "cpu", "type": "high", "description": msg}',
   }),
-  // One route per preset (bench/presets.ts).
+  // One route per preset (bench/ingest/presets.ts).
   ...PRESET_ROUTES,
 ];
 
