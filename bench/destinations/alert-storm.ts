@@ -22,18 +22,16 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { ROOT } from '../../test/support/paths.js';
 import { freePort } from '../../test/support/ports.js';
-import { waitFor } from '../../test/support/waiting.js';
 import {
   BENCH_AUTH,
-  BENCH_PASSWORD,
   BENCH_TENANT_LIMITS,
-  BENCH_USER,
   cpuBusyPercent,
   cpuTimes,
   peakRssMiB,
-  pinnedServer,
+  benchWebhook,
+  startPinnedIngester,
+  stopProcess,
   processCpuSeconds,
   procStatusKiB,
   runBenchmark,
@@ -117,38 +115,20 @@ async function startIngester(name: string, natsUrl: string, amUrl?: string): Pro
           ],
         }
       : {}),
-    routes: [
-      {
-        apiVersion: 'intake.dev/v1alpha1',
-        kind: 'WebhookIntegration',
-        name: 'storm',
-        namespace: 'bench',
-        credentials: [{ username: BENCH_USER, secret: { plain: BENCH_PASSWORD } }],
-        mapping: { preset: 'alertmanager' },
-      },
-    ],
+    routes: [benchWebhook('storm', { mapping: { preset: 'alertmanager' } })],
   };
   const file = join(dir, `${name}.yaml`);
   writeFileSync(file, stringify(config));
   const profile = PROFILE_DIR && amUrl ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
-  const child = pinnedServer(`storm ingester ${name}`, '0', process.execPath, [
-    '--max-semi-space-size=4',
-    ...profile,
-    join(ROOT, 'dist/cmd/intake.js'),
-    'ingester',
-    '--config',
-    file,
-  ]);
-  await waitFor(`ingester ${name}`, async () => (await fetch(`http://127.0.0.1:${admin}/readyz`)).ok, 20_000, 100);
+  const child = await startPinnedIngester(`storm ingester ${name}`, file, admin, {
+    nodeFlags: ['--max-semi-space-size=4', ...profile],
+  });
   return {
     url: `http://127.0.0.1:${port}/events/webhook_storm`,
     admin,
     pid: child.pid as number,
     said: () => stderrTail(child),
-    stop: async () => {
-      const exited = new Promise((r) => child.once('exit', r));
-      if (child.exitCode === null && child.kill('SIGTERM')) await exited;
-    },
+    stop: () => stopProcess(child),
   };
 }
 

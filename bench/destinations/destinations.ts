@@ -30,13 +30,13 @@ import {
   cpuTimes,
   peakRssMiB,
   processCpuSeconds,
-  pinnedServer,
   runBenchmark,
   stderrTail,
   BENCH_AUTH,
-  BENCH_PASSWORD,
   BENCH_TENANT_LIMITS,
-  BENCH_USER,
+  benchWebhook,
+  ingesterReady,
+  pinnedIngester,
   startAlertmanager,
   startNatsServer,
 } from '../support/processes.js';
@@ -161,31 +161,18 @@ async function runCase(c: Case, natsUrl: string, gate: Gate): Promise<CaseResult
     tenantLimits: BENCH_TENANT_LIMITS,
     // Shedding load is not what this measures: a neighbour on the machine must not fail the run.
     limits: { maxEventLoopDelayMs: 10_000 },
-    routes: [
-      {
-        apiVersion: 'intake.dev/v1alpha1',
-        kind: 'WebhookIntegration',
-        name: 'bench',
-        namespace: 'bench',
-        credentials: [{ username: BENCH_USER, secret: { plain: BENCH_PASSWORD } }],
-      },
-    ],
+    routes: [benchWebhook()],
   };
   const file = join(dir, `${c.name.replace(/\W/g, '_')}.yaml`);
   writeFileSync(file, stringify(config));
   const profiling = PROFILE === c.name;
   const profDir = join(dir, `${c.name}-cpuprofile`);
-  const child = pinnedServer(c.name, '0', process.execPath, [
-    '--max-semi-space-size=4',
-    ...(profiling ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []),
-    join(ROOT, 'dist/cmd/intake.js'),
-    'ingester',
-    '--config',
-    file,
-  ]);
+  const child = pinnedIngester(c.name, file, {
+    nodeFlags: ['--max-semi-space-size=4', ...(profiling ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [])],
+  });
   let window: { startUs: number; endUs: number } | undefined;
   try {
-    await waitFor(c.name, async () => (await fetch(`http://127.0.0.1:${admin}/readyz`)).ok, 20_000, 100);
+    await ingesterReady(c.name, child, admin);
     // 1. Delivery alone: a backlog accepted while the destination holds its answers, then released.
     gate.close();
     try {

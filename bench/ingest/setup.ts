@@ -11,7 +11,15 @@ import { alertmanagerConfig as alertmanagerConfigText } from '../../test/e2e/sup
 import type { PresetName } from '../../api/mapping/presets.js';
 import type { Target } from '../support/load.js';
 import { PRESET_ROUTES, writePresetBodies } from './presets.js';
-import { BENCH_API_KEY, BENCH_AUTH, BENCH_PASSWORD, BENCH_TENANT_LIMITS, BENCH_USER } from '../support/processes.js';
+import {
+  BENCH_API_KEY,
+  BENCH_API_KEY_ROUTE,
+  BENCH_AUTH,
+  BENCH_PASSWORD,
+  BENCH_TENANT_LIMITS,
+  BENCH_USER,
+  benchWebhook,
+} from '../support/processes.js';
 import { median } from '../../test/support/stats.js';
 import { peakRssMiB, request, rssMiB, type Server } from '../support/servers.js';
 import {
@@ -60,23 +68,7 @@ export async function prepare(): Promise<Setup> {
     tenantLimits: BENCH_TENANT_LIMITS,
     // In the work dir: the default (/tmp/intake-deadletter.jsonl) would be shared with other runs.
     deadLetter: { path: join(DIR, 'deadletter.jsonl') },
-    routes: [
-      {
-        apiVersion: 'intake.dev/v1alpha1',
-        kind: 'WebhookIntegration',
-        name: 'bench',
-        namespace: 'bench',
-        credentials: [{ username: BENCH_USER, secret: { plain: BENCH_PASSWORD } }],
-      },
-      {
-        apiVersion: 'intake.dev/v1alpha1',
-        kind: 'ApiKey',
-        name: 'bench',
-        namespace: 'bench',
-        credentials: [{ username: BENCH_USER, secret: { plain: BENCH_API_KEY } }],
-      },
-      ...MAPPED_ROUTES,
-    ],
+    routes: [benchWebhook(), BENCH_API_KEY_ROUTE, ...MAPPED_ROUTES],
   };
   writeFileSync(configFile, `# written by bench/ingest/ingest.ts\n${stringify(config)}`);
   const event = {

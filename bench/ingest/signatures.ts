@@ -26,7 +26,6 @@ import { sha256Hex } from '../../api/verifiers.js';
 import { ROOT } from '../../test/support/paths.js';
 import { freePort } from '../../test/support/ports.js';
 import { median } from '../../test/support/stats.js';
-import { waitFor } from '../../test/support/waiting.js';
 import { createHmac } from 'node:crypto';
 import type { Route } from '../../api/route.js';
 import { readSignedHeaders, signatureMatches } from '../../ingester/auth/signature-check.js';
@@ -37,7 +36,8 @@ import {
   BENCH_PASSWORD,
   BENCH_TENANT_LIMITS,
   BENCH_USER,
-  pinnedServer,
+  ingesterReady,
+  pinnedIngester,
   processCpuSeconds,
   runBenchmark,
 } from '../support/processes.js';
@@ -211,18 +211,9 @@ async function main(): Promise<void> {
       routes: ROUTES,
     }),
   );
-  const server = pinnedServer('ingester', '0', process.execPath, [
-    join(ROOT, 'dist/cmd/intake.js'),
-    'ingester',
-    '--config',
-    configFile,
-  ]);
+  const server = pinnedIngester('ingester', configFile);
   const pid = server.pid as number;
-  await waitFor(
-    'ingester ready',
-    async () => (await fetch(`http://127.0.0.1:${admin}/readyz`).catch(() => undefined))?.ok === true,
-    30_000,
-  );
+  await ingesterReady('ingester', server, admin, 30_000);
   const targets = ['basic', 'github', 'standard-webhooks'];
   const loadBefore = loadavg();
   for (const t of targets) await wrk(port, t, WARMUP_S, eventsFile, pid);

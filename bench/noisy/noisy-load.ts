@@ -13,7 +13,7 @@ import { median } from '../../test/support/stats.js';
 import { ROOT } from '../../test/support/paths.js';
 import { freePort } from '../../test/support/ports.js';
 import { waitFor } from '../../test/support/waiting.js';
-import { canConnect, pinnedServer, track } from '../support/processes.js';
+import { canConnect, startPinnedIngester, stopProcess, track } from '../support/processes.js';
 
 export const A_POLICY = process.env.BENCH_NOISY_A_POLICY ?? 'idle';
 if (!['idle', 'nice19'].includes(A_POLICY))
@@ -130,27 +130,15 @@ export async function startNoisyIngester(o: {
     ...o.settings,
   };
   writeFileSync(join(o.dir, `noisy-${port}.yaml`), stringify(config));
-  const child = pinnedServer(`ingester (${o.label})`, '0', process.execPath, [
-    '--max-semi-space-size=4',
-    ...o.nodeFlags,
-    join(o.root, 'dist/cmd/intake.js'),
-    'ingester',
-    '--config',
-    join(o.dir, `noisy-${port}.yaml`),
-  ]);
-  await waitFor(o.label, async () => (await fetch(`http://127.0.0.1:${admin}/readyz`)).ok, 20_000, 100);
+  const child = await startPinnedIngester(`ingester (${o.label})`, join(o.dir, `noisy-${port}.yaml`), admin, {
+    nodeFlags: ['--max-semi-space-size=4', ...o.nodeFlags],
+    root: o.root,
+  });
   return { child, port, admin };
 }
 
 /** Stops a server this benchmark started and waits for it to be gone. */
-export async function stopServer(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const gone = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-  await gone;
-  clearTimeout(timer);
-}
+export const stopServer = (child: ChildProcess): Promise<void> => stopProcess(child);
 
 /** An answer of the ingester (status, headers, body) for a bare server to repeat. */
 export interface Canned {

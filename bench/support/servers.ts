@@ -13,7 +13,7 @@ import { freePort } from '../../test/support/ports.js';
 import { DIR, PIDS_FILE, SERVER_CPU } from './settings.js';
 import type { Setup } from '../ingest/setup.js';
 import type { Target } from './load.js';
-import { BENCH_AUTH, imageNodeFlags, procStatusKiB } from './processes.js';
+import { BENCH_AUTH, imageNodeFlags, procStatusKiB, stopProcess } from './processes.js';
 
 export interface Server {
   name: string;
@@ -43,13 +43,7 @@ export function startServer(name: string, argv: string[], stdoutFile?: string): 
   return server;
 }
 
-export async function stopServer(s: Server, graceMs = 10_000): Promise<void> {
-  if (s.child.exitCode !== null || s.child.signalCode !== null) return;
-  s.child.kill('SIGTERM');
-  const timer = setTimeout(() => s.child.kill('SIGKILL'), graceMs);
-  await s.exited;
-  clearTimeout(timer);
-}
+export const stopServer = (s: Server, graceMs = 10_000): Promise<void> => stopProcess(s.child, graceMs);
 
 export function logTail(s: Server, lines = 15): string {
   try {
