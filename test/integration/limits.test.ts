@@ -4,8 +4,7 @@
  * enforces, status.effectiveLimits, the Throttled condition and the quota's status.
  */
 import { jest } from '@jest/globals';
-import type { V1Secret } from '@kubernetes/client-node';
-import { apply, kubectl, type Proc } from './support/cluster.js';
+import { apply, kubectl, type Proc, secretValue as decode } from './support/cluster.js';
 import { operatorSuite } from './support/suite.js';
 import { waitFor } from '../support/waiting.js';
 
@@ -29,7 +28,6 @@ const get = async (plural: string, name: string) =>
     name,
   })) as { status?: Status & Record<string, unknown> };
 const condition = (s: Status | undefined, type: string) => s?.conditions?.find((c) => c.type === type);
-const decode = (s: V1Secret, k: string): string => Buffer.from(s.data?.[k] ?? '', 'base64').toString('utf8');
 
 const DEFAULTS = {
   namespace: { eventsPerSecond: 1000, eventsBurst: 1000 },

@@ -4,14 +4,13 @@
  * there, and one that runs a single endless built-in call must not hold the operator.
  */
 import { jest } from '@jest/globals';
-import { apply, uniqueName } from './support/cluster.js';
+import { apply, uniqueName, webhookReady as ready } from './support/cluster.js';
 import { operatorSuite } from './support/suite.js';
 import { waitFor } from '../support/waiting.js';
 
 jest.setTimeout(180_000);
 
 const suite = operatorSuite('team-hostile', 'team-nagios');
-const { custom } = suite;
 const [teamA, teamB] = suite.tenants;
 
 const resource = (namespace: string, name: string, mapping: string) => `apiVersion: intake.dev/v1alpha1
@@ -22,22 +21,6 @@ spec:
   mapping:
 ${mapping.replace(/^/gm, '    ')}
 `;
-
-async function ready(
-  namespace: string,
-  name: string,
-): Promise<{ status: string; reason: string; message: string } | undefined> {
-  const wi = (await custom.getNamespacedCustomObject({
-    group: 'intake.dev',
-    version: 'v1alpha1',
-    namespace,
-    plural: 'webhookintegrations',
-    name,
-  })) as {
-    status?: { conditions?: Array<{ type: string; status: string; reason: string; message: string }> };
-  };
-  return wi.status?.conditions?.find((c) => c.type === 'Ready');
-}
 
 const NAGIOS_TESTS = `preset: nagios
 tests:

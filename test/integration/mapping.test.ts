@@ -5,14 +5,14 @@
  */
 import { jest } from '@jest/globals';
 import type { V1Secret } from '@kubernetes/client-node';
-import { apply, kubectl, type Proc } from './support/cluster.js';
+import { apply, kubectl, type Proc, webhookReady } from './support/cluster.js';
 import { operatorSuite } from './support/suite.js';
 import { waitFor } from '../support/waiting.js';
 
 jest.setTimeout(120_000);
 
 const suite = operatorSuite('team-map');
-const { core, custom } = suite;
+const { core } = suite;
 const [team] = suite.tenants;
 let ingester: Proc;
 
@@ -42,18 +42,7 @@ spec:
 ${mapping.replace(/^/gm, '    ')}
 `;
 
-const ready = async () => {
-  const wi = (await custom.getNamespacedCustomObject({
-    group: 'intake.dev',
-    version: 'v1alpha1',
-    namespace: team,
-    plural: 'webhookintegrations',
-    name: 'mapped',
-  })) as {
-    status?: { conditions?: Array<{ type: string; status: string; reason: string; message: string }> };
-  };
-  return wi.status?.conditions?.find((c) => c.type === 'Ready');
-};
+const ready = () => webhookReady(team, 'mapped');
 
 async function authorization(): Promise<string> {
   const secret = await waitFor(

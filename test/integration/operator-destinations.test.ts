@@ -8,14 +8,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jest } from '@jest/globals';
 import type { V1Secret } from '@kubernetes/client-node';
-import { apply, kubectl, postEvent, runIntake, type Proc } from './support/cluster.js';
+import { apply, kubectl, postEvent, type Proc, runIntake, webhookReady } from './support/cluster.js';
 import { operatorSuite } from './support/suite.js';
 import { waitFor } from '../support/waiting.js';
 
 jest.setTimeout(60_000);
 
 const suite = operatorSuite('team-dest');
-const { system, core, custom } = suite;
+const { system, core } = suite;
 const [team] = suite.tenants;
 let ingester: Proc;
 const dir = mkdtempSync(join(tmpdir(), 'intake-it-dest-'));
@@ -25,18 +25,7 @@ kind: WebhookIntegration
 metadata: {name: ${name}, namespace: ${team}}
 spec: ${spec}
 `;
-const readyOf = async (name: string) => {
-  const wi = (await custom.getNamespacedCustomObject({
-    group: 'intake.dev',
-    version: 'v1alpha1',
-    namespace: team,
-    plural: 'webhookintegrations',
-    name,
-  })) as {
-    status?: { conditions?: Array<{ type: string; status: string; reason: string; message: string }> };
-  };
-  return wi.status?.conditions?.find((c) => c.type === 'Ready');
-};
+const readyOf = (name: string) => webhookReady(team, name);
 /** The route document the operator published for an integration, if any. */
 const routeOf = async (name: string): Promise<Record<string, unknown> | undefined> => {
   const secrets = await core.listNamespacedSecret({ namespace: system, labelSelector: 'intake.dev/route=true' });

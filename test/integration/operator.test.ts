@@ -5,8 +5,16 @@
 import { spawn } from 'node:child_process';
 import { dirname, resolve } from 'node:path';
 import { jest } from '@jest/globals';
-import type { V1Secret } from '@kubernetes/client-node';
-import { apply, KUBECONFIG, kubectl, postEvent, type Proc } from './support/cluster.js';
+import {
+  apply,
+  KUBECONFIG,
+  kubectl,
+  postEvent,
+  type Proc,
+  readSecret,
+  secretValue as decode,
+  webhookReady as readyOf,
+} from './support/cluster.js';
 import { operatorSuite } from './support/suite.js';
 import { ROOT } from '../support/paths.js';
 import { waitFor } from '../support/waiting.js';
@@ -27,14 +35,6 @@ const [teamA, teamB] = suite.tenants;
 let operator: Proc;
 let ingester: Proc;
 
-const decode = (s: V1Secret, k: string): string => Buffer.from(s.data?.[k] ?? '', 'base64').toString('utf8');
-const readSecret = async (ns: string, name: string): Promise<V1Secret | undefined> => {
-  try {
-    return await core.readNamespacedSecret({ namespace: ns, name });
-  } catch {
-    return undefined;
-  }
-};
 const getWi = async (ns: string, name: string) =>
   (await custom.getNamespacedCustomObject({
     group: 'intake.dev',
@@ -52,8 +52,6 @@ const getWi = async (ns: string, name: string) =>
     };
     metadata: { generation: number };
   };
-const readyOf = async (ns: string, name: string) =>
-  (await getWi(ns, name)).status?.conditions?.find((c) => c.type === 'Ready');
 
 const webhook = (ns: string, name: string, spec = '{}') => `apiVersion: intake.dev/v1alpha1
 kind: WebhookIntegration

@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
 import { loadKubeConfig } from '../../../kube/config.js';
 import { INTAKE, spawnIntake, untilAnswers, type IntakeProcess } from '../../support/intake-process.js';
 import { ROOT } from '../../support/paths.js';
@@ -24,10 +24,49 @@ export function requireCluster(): void {
     throw new Error(`no test cluster: ${KUBECONFIG} is missing; run make testcluster (make test does)`);
 }
 
-export function kubeClients() {
-  const kc = loadKubeConfig(KUBECONFIG);
-  return { kc, core: kc.makeApiClient(CoreV1Api), custom: kc.makeApiClient(CustomObjectsApi) };
+let clients: { kc: KubeConfig; core: CoreV1Api; custom: CustomObjectsApi } | undefined;
+
+/** The test cluster's kubeconfig and API clients (made once a test file). */
+export function kubeClients(): { kc: KubeConfig; core: CoreV1Api; custom: CustomObjectsApi } {
+  if (!clients) {
+    const kc = loadKubeConfig(KUBECONFIG);
+    clients = { kc, core: kc.makeApiClient(CoreV1Api), custom: kc.makeApiClient(CustomObjectsApi) };
+  }
+  return clients;
 }
+
+/** A condition of a resource's status. */
+export interface Condition {
+  type: string;
+  status: string;
+  reason: string;
+  message: string;
+}
+
+/** The Ready condition of the WebhookIntegration namespace/name, if it has one yet. */
+export async function webhookReady(namespace: string, name: string): Promise<Condition | undefined> {
+  const wi = (await kubeClients().custom.getNamespacedCustomObject({
+    group: 'intake.dev',
+    version: 'v1alpha1',
+    namespace,
+    plural: 'webhookintegrations',
+    name,
+  })) as { status?: { conditions?: Condition[] } };
+  return wi.status?.conditions?.find((c) => c.type === 'Ready');
+}
+
+/** The Secret namespace/name, or undefined while there is none. */
+export async function readSecret(namespace: string, name: string): Promise<V1Secret | undefined> {
+  try {
+    return await kubeClients().core.readNamespacedSecret({ namespace, name });
+  } catch {
+    return undefined;
+  }
+}
+
+/** One key of a Secret's data, decoded ('' when missing). */
+export const secretValue = (secret: V1Secret, key: string): string =>
+  Buffer.from(secret.data?.[key] ?? '', 'base64').toString('utf8');
 
 export async function kubectl(
   args: string[],
