@@ -36,10 +36,9 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT } from '../../test/support/paths.js';
 import { mainThreadProfile, summariseFile } from '../support/cpuprofile.js';
 import { measure, monotonicUs, wrk, type Measured, type Target } from '../support/load.js';
-import { BENCH_AUTH, BENCH_PASSWORD, BENCH_USER } from '../support/processes.js';
+import { BENCH_AUTH } from '../support/processes.js';
 import { f, report } from './report.js';
 import {
   deployedNodeFlags,
@@ -49,6 +48,7 @@ import {
   servers,
   startAlertmanager,
   startComparedIngester,
+  startBaseline,
   startIngester,
   startServer,
   stopAll,
@@ -73,18 +73,7 @@ async function benchmark(): Promise<void> {
   if (!hasAlertmanager) log('running without Prometheus Alertmanager: the single-alert comparison is skipped');
 
   let ingester = await startIngester(s);
-  const baseline = startServer('baseline', [
-    process.execPath,
-    join(ROOT, 'dist/bench/ingest/baseline.js'),
-    String(s.ports.baseline),
-    BENCH_USER,
-    BENCH_PASSWORD,
-  ]);
-  await waitReady(
-    baseline,
-    async () =>
-      (await request(`http://127.0.0.1:${s.ports.baseline}/`, { method: 'POST', body: '{}' }, 1000)).status === 401,
-  );
+  const baseline = await startBaseline(s);
   const base = await request(`http://127.0.0.1:${s.ports.baseline}/`, {
     method: 'POST',
     headers: { authorization: BENCH_AUTH },
@@ -223,19 +212,7 @@ async function profile(scenario: string): Promise<void> {
   let what: string;
   let requests: number | undefined;
   if (scenario === 'baseline') {
-    server = startServer('baseline', [
-      process.execPath,
-      ...prof,
-      join(ROOT, 'dist/bench/ingest/baseline.js'),
-      String(s.ports.baseline),
-      BENCH_USER,
-      BENCH_PASSWORD,
-    ]);
-    await waitReady(
-      server,
-      async () =>
-        (await request(`http://127.0.0.1:${s.ports.baseline}/`, { method: 'POST', body: '{}' }, 1000)).status === 401,
-    );
+    server = await startBaseline(s, prof);
     ({ window, requests, what } = await loadUnderProfiler(targets(s, { baseline: server }).baseline));
   } else {
     server = await startIngester(s, prof);

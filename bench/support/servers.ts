@@ -13,7 +13,7 @@ import { freePort } from '../../test/support/ports.js';
 import { DIR, PIDS_FILE, SERVER_CPU } from './settings.js';
 import type { Setup } from '../ingest/setup.js';
 import type { Target } from './load.js';
-import { BENCH_AUTH, imageNodeFlags, procStatusKiB, stopProcess } from './processes.js';
+import { BENCH_AUTH, BENCH_PASSWORD, BENCH_USER, imageNodeFlags, procStatusKiB, stopProcess } from './processes.js';
 
 export interface Server {
   name: string;
@@ -148,6 +148,24 @@ export async function startIngester(s: Setup, nodeArgs: string[] = []): Promise<
   await waitReady(
     server,
     async () => (await request(`http://127.0.0.1:${s.ports.admin}/readyz`, {}, 1000)).status === 200,
+  );
+  return server;
+}
+
+/** The node:http floor (bench/ingest/baseline.ts) on its port, once it answers (401 without credentials). */
+export async function startBaseline(s: Setup, nodeArgs: string[] = []): Promise<Server> {
+  const server = startServer('baseline', [
+    process.execPath,
+    ...nodeArgs,
+    join(ROOT, 'dist/bench/ingest/baseline.js'),
+    String(s.ports.baseline),
+    BENCH_USER,
+    BENCH_PASSWORD,
+  ]);
+  await waitReady(
+    server,
+    async () =>
+      (await request(`http://127.0.0.1:${s.ports.baseline}/`, { method: 'POST', body: '{}' }, 1000)).status === 401,
   );
   return server;
 }
