@@ -142,7 +142,7 @@ bench: bench-build tools
 	bash bench/run.sh
 
 bench-operator: bench-build
-	bash test/with-testcluster.sh node dist/bench/operator.js
+	bash test/with-testcluster.sh node dist/bench/operator/operator.js
 
 clean:
 	rm -rf dist coverage build

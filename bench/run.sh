@@ -2,11 +2,11 @@
 # make bench: the ingester benchmark (a benchmark, not a test; see docs/benchmarks.md).
 #
 # Installs its load generator (wrk) and the peers (prometheus-pushgateway, prometheus-alertmanager)
-# from Debian when they are missing and this runs as root, then runs bench/ingest.ts (compiled to dist/bench/ingest.js by
+# from Debian when they are missing and this runs as root, then runs bench/ingest/ingest.ts (compiled to dist/bench/ingest/ingest.js by
 # `make bench-build`): the webhook, metric, series and data mapping scenarios in one invocation, on
-# loopback, servers on CPU 0 and wrk on CPU 1. After them, when those worked: bench/remote-write.ts
-# (1000-point requests into a real Prometheus) and bench/jetstream.ts (the JetStream hand-off
-# against the log sink; needs .tools/bin/nats-server from `make tools`) and bench/destinations.ts
+# loopback, servers on CPU 0 and wrk on CPU 1. After them, when those worked: bench/ingest/remote-write.ts
+# (1000-point requests into a real Prometheus) and bench/ingest/jetstream.ts (the JetStream hand-off
+# against the log sink; needs .tools/bin/nats-server from `make tools`) and bench/destinations/destinations.ts
 # (delivery to HTTP and Alertmanager destinations). Each prints its table and
 # appends it to BENCH_OUT. Whatever happens, every server it started is stopped on exit (trap).
 #
@@ -14,16 +14,16 @@
 #   BENCH_PROFILE=SCENARIO  instead: profile the ingester (node --cpu-prof) under one scenario
 #                           (single, batch, metric, series, alertmanager, mapped or baseline)
 #                           and print the top functions
-#   BENCH_DURATION, BENCH_WARMUP (seconds), BENCH_CONNECTIONS, BENCH_RUNS: see bench/ingest.ts
+#   BENCH_DURATION, BENCH_WARMUP (seconds), BENCH_CONNECTIONS, BENCH_RUNS: see bench/ingest/ingest.ts
 #   BENCH_NO_PUSHGATEWAY=1  run without the Pushgateway comparison even when it is installed
 #   BENCH_NO_ALERTMANAGER=1 run without the Alertmanager comparison even when it is installed
 #   BENCH_NO_REMOTE_WRITE=1 skip the remote write scenario; BENCH_NO_JETSTREAM=1 skip the JetStream one;
 #   BENCH_NO_DESTINATIONS=1 skip the destinations one (BENCH_DESTINATION_EVENTS: events per case, 100000;
-#                           BENCH_DESTINATION_CASES, BENCH_DESTINATION_PROFILE: see bench/destinations.ts)
-#   BENCH_NO_STORM=1        skip the alert storm (BENCH_STORM_SECONDS and more: see bench/alert-storm.ts)
+#                           BENCH_DESTINATION_CASES, BENCH_DESTINATION_PROFILE: see bench/destinations/destinations.ts)
+#   BENCH_NO_STORM=1        skip the alert storm (BENCH_STORM_SECONDS and more: see bench/destinations/alert-storm.ts)
 #   BENCH_NO_NOISY_NEIGHBOUR=1 skip the noisy-neighbour one (BENCH_NOISY_DURATION, BENCH_NOISY_RATE,
-#                           BENCH_NOISY_SHAPES: see bench/noisy-neighbour.ts)
-#   BENCH_NO_SIGNATURES=1   skip the signature one (BENCH_SIG_DURATION, BENCH_SIG_RUNS: see bench/signatures.ts)
+#                           BENCH_NOISY_SHAPES: see bench/noisy/noisy-neighbour.ts)
+#   BENCH_NO_SIGNATURES=1   skip the signature one (BENCH_SIG_DURATION, BENCH_SIG_RUNS: see bench/ingest/signatures.ts)
 #   BENCH_KEEP=1            keep the work dir (config, logs, wrk output, profiles) afterwards
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -70,7 +70,7 @@ if [ "$(nproc)" -lt 2 ]; then
   say "needs 2 CPUs (server on CPU 0, load generator on CPU 1); nproc says $(nproc)"
   exit 1
 fi
-for f in dist/cmd/intake.js dist/bench/ingest.js dist/bench/baseline.js; do
+for f in dist/cmd/intake.js dist/bench/ingest/ingest.js dist/bench/ingest/baseline.js; do
   [ -f "$f" ] || { say "$f is missing: run make bench (it builds first)"; exit 1; }
 done
 
@@ -107,7 +107,7 @@ trap cleanup EXIT
 trap 'status=130; exit 130' INT TERM HUP
 
 # The runner itself shares CPU 1 with wrk, away from the servers; the whole run is bounded.
-taskset -c 1 timeout --signal=TERM --kill-after=30 1800 node dist/bench/ingest.js "$@" &
+taskset -c 1 timeout --signal=TERM --kill-after=30 1800 node dist/bench/ingest/ingest.js "$@" &
 runner=$!
 set +e
 wait "$runner"
@@ -131,39 +131,39 @@ follow_on() {
   fi
 }
 if [ "$status" = 0 ] && [ -z "${BENCH_PROFILE:-}" ]; then
-  # Tenants that cannot hurt each other (bench/noisy-neighbour.ts: tenant B beside tenant A at 10x
+  # Tenants that cannot hurt each other (bench/noisy/noisy-neighbour.ts: tenant B beside tenant A at 10x
   # its limit with a hostile expression; the per-tenant limiter's cost; then the attack shapes, a
   # fresh ingester each, about 25 minutes in all with the defaults).
   if [ "${BENCH_NO_NOISY_NEIGHBOUR:-}" != 1 ]; then
-    FOLLOW_ON_LIMIT=3600 follow_on dist/bench/noisy-neighbour.js
+    FOLLOW_ON_LIMIT=3600 follow_on dist/bench/noisy/noisy-neighbour.js
   fi
-  # What verifying a sender's signature costs beside Basic (bench/signatures.ts: alternating runs).
+  # What verifying a sender's signature costs beside Basic (bench/ingest/signatures.ts: alternating runs).
   if [ "${BENCH_NO_SIGNATURES:-}" != 1 ]; then
-    follow_on dist/bench/signatures.js
+    follow_on dist/bench/ingest/signatures.js
   fi
-  # Remote write to a real Prometheus (bench/remote-write.ts: points/s end to end, peak RSS).
+  # Remote write to a real Prometheus (bench/ingest/remote-write.ts: points/s end to end, peak RSS).
   if [ "${BENCH_NO_REMOTE_WRITE:-}" != 1 ]; then
     if command -v prometheus >/dev/null 2>&1; then
-      follow_on dist/bench/remote-write.js
+      follow_on dist/bench/ingest/remote-write.js
     else
       say "prometheus is not available: running without the remote write scenario"
     fi
   fi
-  # The JetStream hand-off against the log sink (bench/jetstream.ts: requests/s, p99, peak RSS).
+  # The JetStream hand-off against the log sink (bench/ingest/jetstream.ts: requests/s, p99, peak RSS).
   if [ "${BENCH_NO_JETSTREAM:-}" != 1 ]; then
     if [ -x .tools/bin/nats-server ]; then
-      follow_on dist/bench/jetstream.js
+      follow_on dist/bench/ingest/jetstream.js
     else
       say ".tools/bin/nats-server is missing (make tools builds it): running without the JetStream scenario"
     fi
   fi
-  # Delivery to destinations (bench/destinations.ts: HTTP and Alertmanager, from the bus and the outbox).
+  # Delivery to destinations (bench/destinations/destinations.ts: HTTP and Alertmanager, from the bus and the outbox).
   if [ "${BENCH_NO_DESTINATIONS:-}" != 1 ] && [ -x .tools/bin/nats-server ]; then
-    follow_on dist/bench/destinations.js
+    follow_on dist/bench/destinations/destinations.js
   fi
-  # An alert storm against a real Alertmanager (bench/alert-storm.ts: delivery latency over time, peak RSS).
+  # An alert storm against a real Alertmanager (bench/destinations/alert-storm.ts: delivery latency over time, peak RSS).
   if [ "${BENCH_NO_STORM:-}" != 1 ] && [ -x .tools/bin/nats-server ] && command -v prometheus-alertmanager >/dev/null 2>&1; then
-    follow_on dist/bench/alert-storm.js
+    follow_on dist/bench/destinations/alert-storm.js
   fi
 fi
 exit "$status"

@@ -32,7 +32,7 @@ const objectBody =
 /**
  * Preset name -> native implementation; a preset not listed runs its JSONata expression. Every
  * preset is listed (typed by presets.ts's names); a plain object read by any name, so a benchmark
- * can take entries out and measure the expressions in the same build (bench/jsonata-presets.ts).
+ * can take entries out and measure the expressions in the same build (bench/ingest/jsonata-presets.ts).
  */
 export const NATIVE_PRESETS: Readonly<Record<string, NativePreset>> = {
   alertmanager: objectBody(alertGroup('Alertmanager', false)),

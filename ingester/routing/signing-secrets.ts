@@ -2,7 +2,7 @@
  * A route's signature settings as the ingester checks them: the scheme's rule and the secrets'
  * HMAC keys, decoded once when the route table is built (never per request). The keys are
  * KeyObjects: createHmac with a raw key buffer prepares the key on every call, which took most
- * of a signature check's time (about 95 µs against 15 µs, measured by bench/signatures.ts).
+ * of a signature check's time (about 95 µs against 15 µs, measured by bench/ingest/signatures.ts).
  */
 import { createSecretKey, type KeyObject } from 'node:crypto';
 import type { RouteSignature } from '../../api/route.js';

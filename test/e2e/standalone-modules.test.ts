@@ -11,11 +11,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { basic, DEMO } from '../support/credentials.js';
-import { ROOT } from '../support/paths.js';
-import { freePort } from '../support/ports.js';
-import { waitFor } from '../support/waiting.js';
-import { EXAMPLE } from './support/ingester.js';
+import { INTAKE } from '../support/intake-process.js';
+import { basic, DEMO, post, startIngester } from './support/ingester.js';
 
 const HOOK = `
 import { registerHooks } from 'node:module';
@@ -40,46 +37,20 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
  * stops it; returns what it resolved and Node's own modules it loaded.
  */
 async function modulesOfStandaloneIngester(): Promise<{ modules: string[]; builtins: string[] }> {
-  const [port, adminPort] = [await freePort(), await freePort()];
   const modulesFile = join(dir, 'modules.json');
-  const args = [
-    '--import',
-    pathToFileURL(join(dir, 'hook.mjs')).href,
-    join(ROOT, 'dist/cmd/intake.js'),
-    'ingester',
-    '--config',
-    EXAMPLE,
-    '--listen',
-    `127.0.0.1:${port}`,
-    '--admin-listen',
-    `127.0.0.1:${adminPort}`,
-  ];
-  const child = spawn(process.execPath, args, {
-    stdio: ['ignore', 'ignore', 'pipe'],
-    env: { ...process.env, NODE_OPTIONS: '', INTAKE_TEST_MODULES_FILE: modulesFile },
+  const ing = await startIngester(() => {}, {
+    nodeArgs: ['--import', pathToFileURL(join(dir, 'hook.mjs')).href],
+    env: { NODE_OPTIONS: '', INTAKE_TEST_MODULES_FILE: modulesFile },
   });
-  let stderr = '';
-  child.stderr.on('data', (d) => (stderr += d));
-  const exited = new Promise((done) => child.once('exit', done));
   try {
-    await waitFor(
-      'ingester ready',
-      async () => {
-        if (child.exitCode !== null) throw new Error(`ingester exited: ${stderr}`);
-        return (await fetch(`http://127.0.0.1:${adminPort}/readyz`)).ok;
-      },
-      15_000,
-      50,
+    const sent = await post(
+      `${ing.url}/events/webhook_demo`,
+      { source: 'host-1', severity: 'critical', class: 'cpu', type: 'high' },
+      { authorization: basic(DEMO.user, DEMO.password) },
     );
-    const sent = await fetch(`http://127.0.0.1:${port}/events/webhook_demo`, {
-      method: 'POST',
-      headers: { authorization: basic(DEMO.user, DEMO.password), 'content-type': 'application/json' },
-      body: JSON.stringify({ source: 'host-1', severity: 'critical', class: 'cpu', type: 'high' }),
-    });
     expect(sent.status).toBe(200);
   } finally {
-    child.kill('SIGTERM');
-    await exited;
+    await ing.stop();
   }
   return {
     modules: JSON.parse(readFileSync(modulesFile, 'utf8')) as string[],
@@ -90,14 +61,10 @@ async function modulesOfStandaloneIngester(): Promise<{ modules: string[]; built
 /** Runs a command of the built `intake` to its end with the hook; returns what it resolved. */
 async function modulesOfCommand(args: string[]): Promise<string[]> {
   const modulesFile = join(dir, 'command-modules.json');
-  const child = spawn(
-    process.execPath,
-    ['--import', pathToFileURL(join(dir, 'hook.mjs')).href, join(ROOT, 'dist/cmd/intake.js'), ...args],
-    {
-      stdio: ['ignore', 'ignore', 'ignore'],
-      env: { ...process.env, NODE_OPTIONS: '', INTAKE_TEST_MODULES_FILE: modulesFile },
-    },
-  );
+  const child = spawn(process.execPath, ['--import', pathToFileURL(join(dir, 'hook.mjs')).href, INTAKE, ...args], {
+    stdio: ['ignore', 'ignore', 'ignore'],
+    env: { ...process.env, NODE_OPTIONS: '', INTAKE_TEST_MODULES_FILE: modulesFile },
+  });
   await new Promise((done) => child.once('exit', done));
   return JSON.parse(readFileSync(modulesFile, 'utf8')) as string[];
 }

@@ -12,29 +12,18 @@ import type { Condition } from '../../api/v1alpha1/types.js';
 import { basic } from '../support/credentials.js';
 import { rawPost } from '../support/raw-http.js';
 import { waitFor } from '../support/waiting.js';
-import {
-  apply,
-  applyCrds,
-  createNamespace,
-  kubeClients,
-  kubectl,
-  postEvent,
-  requireCluster,
-  startIngester,
-  startOperator,
-  uniqueName,
-  type Proc,
-} from './support/cluster.js';
+import { apply, kubectl, postEvent, type Proc } from './support/cluster.js';
+import { operatorSuite } from './support/suite.js';
 import { startPodNetwork, type PodNetwork } from './support/pod-network.js';
 
 jest.setTimeout(180_000);
 
-const system = uniqueName('intake-system');
-const tenant = uniqueName('team-a');
+const suite = operatorSuite('team-a');
+const { system, core, custom } = suite;
+const [tenant] = suite.tenants;
 const SERVICE = 'intake-ingester-admin';
 const POD_PORT = 8081;
 const PODS = ['192.0.2.11', '192.0.2.12'];
-const { core, custom } = kubeClients();
 let network: PodNetwork;
 let operator: Proc;
 const ingesters: Proc[] = [];
@@ -73,13 +62,9 @@ const routesOn = async (ingester: Proc): Promise<number> => {
 const WRITES_OK = /^intake_operator_activity_status_writes_total\{result="ok"\}/;
 
 beforeAll(async () => {
-  requireCluster();
-  await applyCrds();
-  await createNamespace(system);
-  await createNamespace(tenant);
   network = await startPodNetwork();
   for (const pod of PODS) {
-    const ingester = await startIngester(system);
+    const ingester = await suite.startIngester();
     ingesters.push(ingester);
     network.routes.set(`${pod}:${POD_PORT}`, Number(new URL(ingester.adminUrl).port));
   }
@@ -101,9 +86,7 @@ ports: [{name: admin, port: ${POD_PORT}, protocol: TCP}]
 endpoints:
 ${PODS.map((ip) => `  - {addresses: ["${ip}"], conditions: {ready: true}}`).join('\n')}
 `);
-  operator = await startOperator(
-    system,
-    [tenant],
+  operator = await suite.startOperator(
     ['--ingester-admin-service', SERVICE, '--activity-interval', '1', '--activity-writes-per-second', '20'],
     network.env,
   );
@@ -132,10 +115,7 @@ spec: {}
 afterAll(async () => {
   if (process.env.INTAKE_TEST_KEEP_LOGS)
     (await import('node:fs')).writeFileSync('/tmp/t20a-operator.log', operator.output());
-  await operator?.stop();
-  for (const i of ingesters) await i.stop();
   await network?.close();
-  await kubectl(['delete', 'namespace', system, tenant, '--wait=false']);
 });
 
 describe('status.activity', () => {

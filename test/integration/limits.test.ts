@@ -4,27 +4,15 @@
  * enforces, status.effectiveLimits, the Throttled condition and the quota's status.
  */
 import { jest } from '@jest/globals';
-import type { V1Secret } from '@kubernetes/client-node';
-import {
-  apply,
-  applyCrds,
-  createNamespace,
-  kubeClients,
-  kubectl,
-  requireCluster,
-  startIngester,
-  startOperator,
-  uniqueName,
-  type Proc,
-} from './support/cluster.js';
+import { apply, kubectl, type Proc, secretValue as decode } from './support/cluster.js';
+import { operatorSuite } from './support/suite.js';
 import { waitFor } from '../support/waiting.js';
 
 jest.setTimeout(120_000);
 
-const system = uniqueName('intake-system');
-const team = uniqueName('team-q');
-const { core, custom } = kubeClients();
-let operator: Proc;
+const suite = operatorSuite('team-q');
+const { system, core, custom } = suite;
+const [team] = suite.tenants;
 let ingester: Proc;
 
 type Status = {
@@ -40,7 +28,6 @@ const get = async (plural: string, name: string) =>
     name,
   })) as { status?: Status & Record<string, unknown> };
 const condition = (s: Status | undefined, type: string) => s?.conditions?.find((c) => c.type === type);
-const decode = (s: V1Secret, k: string): string => Buffer.from(s.data?.[k] ?? '', 'base64').toString('utf8');
 
 const DEFAULTS = {
   namespace: { eventsPerSecond: 1000, eventsBurst: 1000 },
@@ -48,17 +35,8 @@ const DEFAULTS = {
 };
 
 beforeAll(async () => {
-  requireCluster();
-  await applyCrds();
-  for (const ns of [system, team]) await createNamespace(ns);
-  operator = await startOperator(system, [team], ['--default-limits', JSON.stringify(DEFAULTS)]);
-  ingester = await startIngester(system);
-});
-
-afterAll(async () => {
-  await operator?.stop();
-  await ingester?.stop();
-  await kubectl(['delete', 'namespace', team, system, '--wait=false']);
+  await suite.startOperator(['--default-limits', JSON.stringify(DEFAULTS)]);
+  ingester = await suite.startIngester();
 });
 
 async function routeOf(kind: 'wi' | 'ak'): Promise<Record<string, unknown>> {

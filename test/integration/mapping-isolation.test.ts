@@ -4,26 +4,14 @@
  * there, and one that runs a single endless built-in call must not hold the operator.
  */
 import { jest } from '@jest/globals';
-import {
-  apply,
-  applyCrds,
-  createNamespace,
-  kubeClients,
-  kubectl,
-  requireCluster,
-  startOperator,
-  uniqueName,
-  type Proc,
-} from './support/cluster.js';
+import { apply, uniqueName, webhookReady as ready } from './support/cluster.js';
+import { operatorSuite } from './support/suite.js';
 import { waitFor } from '../support/waiting.js';
 
 jest.setTimeout(180_000);
 
-const system = uniqueName('intake-system');
-const teamA = uniqueName('team-hostile');
-const teamB = uniqueName('team-nagios');
-const { custom } = kubeClients();
-let operator: Proc;
+const suite = operatorSuite('team-hostile', 'team-nagios');
+const [teamA, teamB] = suite.tenants;
 
 const resource = (namespace: string, name: string, mapping: string) => `apiVersion: intake.dev/v1alpha1
 kind: WebhookIntegration
@@ -34,22 +22,6 @@ spec:
 ${mapping.replace(/^/gm, '    ')}
 `;
 
-async function ready(
-  namespace: string,
-  name: string,
-): Promise<{ status: string; reason: string; message: string } | undefined> {
-  const wi = (await custom.getNamespacedCustomObject({
-    group: 'intake.dev',
-    version: 'v1alpha1',
-    namespace,
-    plural: 'webhookintegrations',
-    name,
-  })) as {
-    status?: { conditions?: Array<{ type: string; status: string; reason: string; message: string }> };
-  };
-  return wi.status?.conditions?.find((c) => c.type === 'Ready');
-}
-
 const NAGIOS_TESTS = `preset: nagios
 tests:
   - input: {notification_type: PROBLEM, host: web-9, service: HTTP, state: CRITICAL}
@@ -58,15 +30,7 @@ tests:
     expect: {severity: 5}`;
 
 beforeAll(async () => {
-  requireCluster();
-  await applyCrds();
-  for (const ns of [system, teamA, teamB]) await createNamespace(ns);
-  operator = await startOperator(system, [teamA, teamB]);
-});
-
-afterAll(async () => {
-  await operator?.stop();
-  await kubectl(['delete', 'namespace', teamA, teamB, system, '--wait=false']);
+  await suite.startOperator();
 });
 
 it("a tenant's test that rewrites $uppercase fails for that tenant and leaves another tenant's nagios preset intact", async () => {

@@ -5,26 +5,15 @@
  */
 import { jest } from '@jest/globals';
 import type { V1Secret } from '@kubernetes/client-node';
-import {
-  apply,
-  applyCrds,
-  createNamespace,
-  kubeClients,
-  kubectl,
-  requireCluster,
-  startIngester,
-  startOperator,
-  uniqueName,
-  type Proc,
-} from './support/cluster.js';
+import { apply, kubectl, type Proc, webhookReady } from './support/cluster.js';
+import { operatorSuite } from './support/suite.js';
 import { waitFor } from '../support/waiting.js';
 
 jest.setTimeout(120_000);
 
-const system = uniqueName('intake-system');
-const team = uniqueName('team-map');
-const { core, custom } = kubeClients();
-let operator: Proc;
+const suite = operatorSuite('team-map');
+const { core } = suite;
+const [team] = suite.tenants;
 let ingester: Proc;
 
 const AM_PAYLOAD = {
@@ -53,18 +42,7 @@ spec:
 ${mapping.replace(/^/gm, '    ')}
 `;
 
-const ready = async () => {
-  const wi = (await custom.getNamespacedCustomObject({
-    group: 'intake.dev',
-    version: 'v1alpha1',
-    namespace: team,
-    plural: 'webhookintegrations',
-    name: 'mapped',
-  })) as {
-    status?: { conditions?: Array<{ type: string; status: string; reason: string; message: string }> };
-  };
-  return wi.status?.conditions?.find((c) => c.type === 'Ready');
-};
+const ready = () => webhookReady(team, 'mapped');
 
 async function authorization(): Promise<string> {
   const secret = await waitFor(
@@ -93,17 +71,8 @@ async function dryRun(auth: string): Promise<{ status: number; mapping?: string;
 }
 
 beforeAll(async () => {
-  requireCluster();
-  await applyCrds();
-  for (const ns of [system, team]) await createNamespace(ns);
-  operator = await startOperator(system, [team]);
-  ingester = await startIngester(system);
-});
-
-afterAll(async () => {
-  await operator?.stop();
-  await ingester?.stop();
-  await kubectl(['delete', 'namespace', team, system, '--wait=false']);
+  await suite.startOperator();
+  ingester = await suite.startIngester();
 });
 
 describe('WebhookIntegration spec.mapping', () => {

@@ -3,34 +3,20 @@
  * the names against its --destinations before it publishes a route, and an ingester configured
  * with those destinations serving the route.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { jest } from '@jest/globals';
 import type { V1Secret } from '@kubernetes/client-node';
-import {
-  apply,
-  applyCrds,
-  createNamespace,
-  kubeClients,
-  kubectl,
-  postEvent,
-  requireCluster,
-  startIngester,
-  startOperator,
-  uniqueName,
-  type Proc,
-} from './support/cluster.js';
-import { ROOT } from '../support/paths.js';
+import { apply, kubectl, postEvent, type Proc, runIntake, webhookReady } from './support/cluster.js';
+import { operatorSuite } from './support/suite.js';
 import { waitFor } from '../support/waiting.js';
 
 jest.setTimeout(60_000);
 
-const system = uniqueName('intake-system');
-const team = uniqueName('team-dest');
-const { core, custom } = kubeClients();
-let operator: Proc;
+const suite = operatorSuite('team-dest');
+const { system, core } = suite;
+const [team] = suite.tenants;
 let ingester: Proc;
 const dir = mkdtempSync(join(tmpdir(), 'intake-it-dest-'));
 
@@ -39,18 +25,7 @@ kind: WebhookIntegration
 metadata: {name: ${name}, namespace: ${team}}
 spec: ${spec}
 `;
-const readyOf = async (name: string) => {
-  const wi = (await custom.getNamespacedCustomObject({
-    group: 'intake.dev',
-    version: 'v1alpha1',
-    namespace: team,
-    plural: 'webhookintegrations',
-    name,
-  })) as {
-    status?: { conditions?: Array<{ type: string; status: string; reason: string; message: string }> };
-  };
-  return wi.status?.conditions?.find((c) => c.type === 'Ready');
-};
+const readyOf = (name: string) => webhookReady(team, name);
 /** The route document the operator published for an integration, if any. */
 const routeOf = async (name: string): Promise<Record<string, unknown> | undefined> => {
   const secrets = await core.listNamespacedSecret({ namespace: system, labelSelector: 'intake.dev/route=true' });
@@ -62,10 +37,7 @@ const routeOf = async (name: string): Promise<Record<string, unknown> | undefine
 };
 
 beforeAll(async () => {
-  requireCluster();
-  await applyCrds();
-  for (const ns of [system, team]) await createNamespace(ns);
-  operator = await startOperator(system, [team], ['--destinations', 'alertmanager,tickets']);
+  await suite.startOperator(['--destinations', 'alertmanager,tickets']);
   // The ingesters' side of the same names (nothing listens on port 9: delivery is not tested here).
   const config = join(dir, 'intake.yaml');
   writeFileSync(
@@ -77,15 +49,10 @@ destinations:
   - {name: tickets, http: {url: 'http://127.0.0.1:9/hooks'}}
 `,
   );
-  ingester = await startIngester(system, ['--config', config]);
+  ingester = await suite.startIngester(['--config', config]);
 });
 
-afterAll(async () => {
-  await operator?.stop();
-  await ingester?.stop();
-  rmSync(dir, { recursive: true, force: true });
-  await kubectl(['delete', 'namespace', team, system, '--wait=false']);
-});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('WebhookIntegration spec.destinations', () => {
   it('gives Ready=False UnknownDestination for a name the ingesters do not have, and publishes no route', async () => {
@@ -146,25 +113,15 @@ describe('WebhookIntegration spec.destinations', () => {
 
 describe('intake operator --destinations', () => {
   it('refuses a name that cannot be a destination name, before connecting anywhere', async () => {
-    const child = spawn(
-      process.execPath,
-      [
-        resolve(ROOT, 'dist/cmd/intake.js'),
-        'operator',
-        '--namespace',
-        system,
-        '--public-base-url',
-        'https://intake.test',
-        '--destinations',
-        'alertmanager,Tickets_1',
-      ],
-      {
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    let stderr = '';
-    child.stderr.on('data', (d) => (stderr += d));
-    const code = await new Promise<number | null>((done) => child.on('exit', done));
+    const { code, stderr } = await runIntake([
+      'operator',
+      '--namespace',
+      system,
+      '--public-base-url',
+      'https://intake.test',
+      '--destinations',
+      'alertmanager,Tickets_1',
+    ]);
     expect(code).toBe(2);
     expect(stderr).toBe(
       'intake: --destinations: "Tickets_1" is not a destination name (lowercase letters, digits and dashes, at most 63)\n',

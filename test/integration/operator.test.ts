@@ -5,21 +5,17 @@
 import { spawn } from 'node:child_process';
 import { dirname, resolve } from 'node:path';
 import { jest } from '@jest/globals';
-import type { V1Secret } from '@kubernetes/client-node';
 import {
   apply,
-  applyCrds,
-  createNamespace,
   KUBECONFIG,
-  kubeClients,
   kubectl,
   postEvent,
-  requireCluster,
-  startIngester,
-  startOperator,
-  uniqueName,
   type Proc,
+  readSecret,
+  secretValue as decode,
+  webhookReady as readyOf,
 } from './support/cluster.js';
+import { operatorSuite } from './support/suite.js';
 import { ROOT } from '../support/paths.js';
 import { waitFor } from '../support/waiting.js';
 import { basic } from '../support/credentials.js';
@@ -33,21 +29,12 @@ const restartCluster = (action: 'stop' | 'start'): Promise<number> =>
     child.on('close', (code) => resolvePromise(code ?? -1));
   });
 
-const system = uniqueName('intake-system');
-const teamA = uniqueName('team-a');
-const teamB = uniqueName('team-b');
-const { core, custom } = kubeClients();
+const suite = operatorSuite('team-a', 'team-b');
+const { system, core, custom } = suite;
+const [teamA, teamB] = suite.tenants;
 let operator: Proc;
 let ingester: Proc;
 
-const decode = (s: V1Secret, k: string): string => Buffer.from(s.data?.[k] ?? '', 'base64').toString('utf8');
-const readSecret = async (ns: string, name: string): Promise<V1Secret | undefined> => {
-  try {
-    return await core.readNamespacedSecret({ namespace: ns, name });
-  } catch {
-    return undefined;
-  }
-};
 const getWi = async (ns: string, name: string) =>
   (await custom.getNamespacedCustomObject({
     group: 'intake.dev',
@@ -65,8 +52,6 @@ const getWi = async (ns: string, name: string) =>
     };
     metadata: { generation: number };
   };
-const readyOf = async (ns: string, name: string) =>
-  (await getWi(ns, name)).status?.conditions?.find((c) => c.type === 'Ready');
 
 const webhook = (ns: string, name: string, spec = '{}') => `apiVersion: intake.dev/v1alpha1
 kind: WebhookIntegration
@@ -90,17 +75,8 @@ async function credentialsOf(ns: string, name: string, timeoutMs = 5000) {
 }
 
 beforeAll(async () => {
-  requireCluster();
-  await applyCrds();
-  for (const ns of [system, teamA, teamB]) await createNamespace(ns);
-  operator = await startOperator(system, [teamA, teamB]);
-  ingester = await startIngester(system);
-});
-
-afterAll(async () => {
-  await operator?.stop();
-  await ingester?.stop();
-  await kubectl(['delete', 'namespace', teamA, teamB, system, '--wait=false']);
+  operator = await suite.startOperator();
+  ingester = await suite.startIngester();
 });
 
 describe('WebhookIntegration', () => {
@@ -381,7 +357,7 @@ describe('operator lifecycle', () => {
   it('converges after a restart mid-stream', async () => {
     await operator.stop();
     await apply(webhook(teamB, 'while-down'));
-    operator = await startOperator(system, [teamA, teamB]);
+    operator = await suite.startOperator();
     const creds = await credentialsOf(teamB, 'while-down');
     await waitFor(
       'accepted',
@@ -414,9 +390,9 @@ describe('operator lifecycle', () => {
     await operator.stop();
     const leaderMetric = async (p: Proc) =>
       /^intake_operator_leader 1$/m.test(await (await fetch(`${p.adminUrl}/metrics`)).text());
-    const a = await startOperator(system, [teamA, teamB], ['--leader-elect']);
+    const a = await suite.startOperator(['--leader-elect']);
     await waitFor('a leads', () => leaderMetric(a), 10_000, 100);
-    const b = await startOperator(system, [teamA, teamB], ['--leader-elect']);
+    const b = await suite.startOperator(['--leader-elect']);
     await new Promise((r) => setTimeout(r, 3000));
     expect(await leaderMetric(b)).toBe(false);
     await a.stop();

@@ -5,49 +5,27 @@
  * keeps both secrets valid for the grace period; the API server refuses bad combinations, naming the field.
  */
 import { jest } from '@jest/globals';
-import type { V1Secret } from '@kubernetes/client-node';
 import { Webhook } from 'standardwebhooks';
 import { sign as octokitSign } from '@octokit/webhooks-methods';
 import {
   apply,
-  applyCrds,
-  createNamespace,
-  kubeClients,
   kubectl,
-  requireCluster,
-  startIngester,
-  startOperator,
-  uniqueName,
   type Proc,
+  readSecret as readSecretIn,
+  secretValue as decode,
+  webhookReady,
 } from './support/cluster.js';
+import { operatorSuite } from './support/suite.js';
 import { waitFor } from '../support/waiting.js';
 
 jest.setTimeout(120_000);
 
-const system = uniqueName('intake-system');
-const team = uniqueName('team-sig');
-const { core, custom } = kubeClients();
-let operator: Proc;
+const suite = operatorSuite('team-sig');
+const [team] = suite.tenants;
 let ingester: Proc;
 
-const decode = (s: V1Secret, k: string): string => Buffer.from(s.data?.[k] ?? '', 'base64').toString('utf8');
-const readSecret = async (name: string): Promise<V1Secret | undefined> => {
-  try {
-    return await core.readNamespacedSecret({ namespace: team, name });
-  } catch {
-    return undefined;
-  }
-};
-const readyOf = async (name: string) => {
-  const wi = (await custom.getNamespacedCustomObject({
-    group: 'intake.dev',
-    version: 'v1alpha1',
-    namespace: team,
-    plural: 'webhookintegrations',
-    name,
-  })) as { status?: { conditions?: Array<{ type: string; status: string; reason: string; message: string }> } };
-  return wi.status?.conditions?.find((c) => c.type === 'Ready');
-};
+const readSecret = (name: string) => readSecretIn(team, name);
+const readyOf = (name: string) => webhookReady(team, name);
 
 const webhook = (name: string, spec: string) => `apiVersion: intake.dev/v1alpha1
 kind: WebhookIntegration
@@ -80,17 +58,8 @@ const signingSecretOf = async (name: string): Promise<string> =>
   );
 
 beforeAll(async () => {
-  requireCluster();
-  await applyCrds();
-  for (const ns of [system, team]) await createNamespace(ns);
-  operator = await startOperator(system, [team]);
-  ingester = await startIngester(system);
-});
-
-afterAll(async () => {
-  await operator?.stop();
-  await ingester?.stop();
-  await kubectl(['delete', 'namespace', team, system, '--wait=false']);
+  await suite.startOperator();
+  ingester = await suite.startIngester();
 });
 
 it('generates a whsec_ secret, becomes Ready, and accepts what the reference library signs with it', async () => {

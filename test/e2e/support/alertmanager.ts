@@ -19,16 +19,10 @@ export interface RunningAlertmanager {
 }
 
 /**
- * Starts Alertmanager, with one webhook receiver when given; groups by alertname and flushes
- * within about a second. `port`: start on this port (a restart after kill9). `cluster`: gossip on
- * loopback port `cluster.port` with the Alertmanagers at `cluster.peers` (an HA pair); without
- * it, clustering is off.
+ * Alertmanager's configuration: with a webhook receiver, every alert to it, grouped by alertname and
+ * flushed within about a second; without one, every alert to a receiver that notifies nobody.
  */
-export async function startAlertmanager(
-  webhook?: { url: string; username: string; password: string },
-  o: { port?: number; cluster?: { port: number; peers: number[] } } = {},
-): Promise<RunningAlertmanager> {
-  const dir = mkdtempSync(join(tmpdir(), 'intake-am-'));
+export function alertmanagerConfig(webhook?: { url: string; username: string; password: string }): string {
   const config = webhook
     ? {
         route: {
@@ -52,29 +46,59 @@ export async function startAlertmanager(
         ],
       }
     : { route: { receiver: 'none' }, receivers: [{ name: 'none' }] };
-  writeFileSync(join(dir, 'alertmanager.yml'), stringify(config));
+  return stringify(config);
+}
+
+/**
+ * Alertmanager's command line on loopback `port` (the benchmarks start it pinned with the same).
+ * `cluster`: gossip on loopback port `cluster.port` with the Alertmanagers at `cluster.peers`;
+ * without it, clustering is off (it would otherwise listen on every interface).
+ */
+export function alertmanagerArgs(o: {
+  configFile: string;
+  storage: string;
+  port: number;
+  cluster?: { port: number; peers: number[] };
+  logLevel?: 'debug' | 'info' | 'warn';
+}): string[] {
+  return [
+    `--config.file=${o.configFile}`,
+    `--storage.path=${o.storage}`,
+    `--web.listen-address=127.0.0.1:${o.port}`,
+    ...(o.cluster
+      ? [
+          `--cluster.listen-address=127.0.0.1:${o.cluster.port}`,
+          `--cluster.advertise-address=127.0.0.1:${o.cluster.port}`,
+          ...o.cluster.peers.map((p) => `--cluster.peer=127.0.0.1:${p}`),
+          // Loopback peers: settle and gossip quickly.
+          '--cluster.settle-timeout=2s',
+          '--cluster.gossip-interval=50ms',
+          '--cluster.pushpull-interval=2s',
+        ]
+      : ['--cluster.listen-address=']),
+    `--log.level=${o.logLevel ?? 'debug'}`,
+  ];
+}
+
+/**
+ * Starts Alertmanager with alertmanagerConfig(webhook) and waits until it is ready. `port`: start
+ * on this port (a restart after kill9). `cluster`: gossip with loopback peers (an HA pair), as in
+ * alertmanagerArgs.
+ */
+export async function startAlertmanager(
+  webhook?: { url: string; username: string; password: string },
+  o: { port?: number; cluster?: { port: number; peers: number[] } } = {},
+): Promise<RunningAlertmanager> {
+  const dir = mkdtempSync(join(tmpdir(), 'intake-am-'));
+  writeFileSync(join(dir, 'alertmanager.yml'), alertmanagerConfig(webhook));
   const port = o.port ?? (await freePort());
-  const child: ChildProcess = spawn(
-    ALERTMANAGER,
-    [
-      `--config.file=${join(dir, 'alertmanager.yml')}`,
-      `--storage.path=${join(dir, 'data')}`,
-      `--web.listen-address=127.0.0.1:${port}`,
-      ...(o.cluster
-        ? [
-            `--cluster.listen-address=127.0.0.1:${o.cluster.port}`,
-            `--cluster.advertise-address=127.0.0.1:${o.cluster.port}`,
-            ...o.cluster.peers.map((p) => `--cluster.peer=127.0.0.1:${p}`),
-            // Loopback peers: settle and gossip quickly.
-            '--cluster.settle-timeout=2s',
-            '--cluster.gossip-interval=50ms',
-            '--cluster.pushpull-interval=2s',
-          ]
-        : ['--cluster.listen-address=']),
-      '--log.level=debug',
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  const args = alertmanagerArgs({
+    configFile: join(dir, 'alertmanager.yml'),
+    storage: join(dir, 'data'),
+    port,
+    cluster: o.cluster,
+  });
+  const child: ChildProcess = spawn(ALERTMANAGER, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout?.on('data', (d) => (out += d));
   child.stderr?.on('data', (d) => (out += d));

@@ -3,12 +3,13 @@
  * would run it, a typed client for assertions, and the built operator and ingester as processes.
  * What needs no Kubernetes (paths, ports, waiting, credentials) is in test/support.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
 import { loadKubeConfig } from '../../../kube/config.js';
+import { INTAKE, spawnIntake, untilAnswers, type IntakeProcess } from '../../support/intake-process.js';
 import { ROOT } from '../../support/paths.js';
 import { freePort } from '../../support/ports.js';
 import { waitFor } from '../../support/waiting.js';
@@ -23,10 +24,49 @@ export function requireCluster(): void {
     throw new Error(`no test cluster: ${KUBECONFIG} is missing; run make testcluster (make test does)`);
 }
 
-export function kubeClients() {
-  const kc = loadKubeConfig(KUBECONFIG);
-  return { kc, core: kc.makeApiClient(CoreV1Api), custom: kc.makeApiClient(CustomObjectsApi) };
+let clients: { kc: KubeConfig; core: CoreV1Api; custom: CustomObjectsApi } | undefined;
+
+/** The test cluster's kubeconfig and API clients (made once a test file). */
+export function kubeClients(): { kc: KubeConfig; core: CoreV1Api; custom: CustomObjectsApi } {
+  if (!clients) {
+    const kc = loadKubeConfig(KUBECONFIG);
+    clients = { kc, core: kc.makeApiClient(CoreV1Api), custom: kc.makeApiClient(CustomObjectsApi) };
+  }
+  return clients;
 }
+
+/** A condition of a resource's status. */
+export interface Condition {
+  type: string;
+  status: string;
+  reason: string;
+  message: string;
+}
+
+/** The Ready condition of the WebhookIntegration namespace/name, if it has one yet. */
+export async function webhookReady(namespace: string, name: string): Promise<Condition | undefined> {
+  const wi = (await kubeClients().custom.getNamespacedCustomObject({
+    group: 'intake.dev',
+    version: 'v1alpha1',
+    namespace,
+    plural: 'webhookintegrations',
+    name,
+  })) as { status?: { conditions?: Condition[] } };
+  return wi.status?.conditions?.find((c) => c.type === 'Ready');
+}
+
+/** The Secret namespace/name, or undefined while there is none. */
+export async function readSecret(namespace: string, name: string): Promise<V1Secret | undefined> {
+  try {
+    return await kubeClients().core.readNamespacedSecret({ namespace, name });
+  } catch {
+    return undefined;
+  }
+}
+
+/** One key of a Secret's data, decoded ('' when missing). */
+export const secretValue = (secret: V1Secret, key: string): string =>
+  Buffer.from(secret.data?.[key] ?? '', 'base64').toString('utf8');
 
 export async function kubectl(
   args: string[],
@@ -48,14 +88,12 @@ export async function apply(yaml: string): Promise<void> {
   if (r.code !== 0) throw new Error(`kubectl apply failed: ${r.stderr}`);
 }
 
-export interface Proc {
-  child: ChildProcess;
+export interface Proc extends IntakeProcess {
   url: string;
   adminUrl: string;
-  output: () => string;
-  stop: (signal?: NodeJS.Signals) => Promise<number | null>;
 }
 
+/** Starts the built CLI with `args` and waits until its admin listener on `adminPort` answers /healthz. */
 async function startProcess(
   args: string[],
   adminPort: number,
@@ -63,33 +101,10 @@ async function startProcess(
   env: NodeJS.ProcessEnv = {},
   nodeFlags: string[] = [],
 ): Promise<Proc> {
-  const child = spawn(process.execPath, [...nodeFlags, resolve(ROOT, 'dist/cmd/intake.js'), ...args], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout?.on('data', (d) => (out += d));
-  child.stderr?.on('data', (d) => (out += d));
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  const proc = spawnIntake(args, { env, nodeArgs: nodeFlags });
   const adminUrl = `http://127.0.0.1:${adminPort}`;
-  const proc: Proc = {
-    child,
-    url: ingestPort ? `http://127.0.0.1:${ingestPort}` : '',
-    adminUrl,
-    output: () => out,
-    stop: async (signal = 'SIGTERM') => {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      return exited;
-    },
-  };
-  await waitFor(
-    `${args[0]} healthz`,
-    async () =>
-      child.exitCode !== null ? Promise.reject(new Error(`exited: ${out}`)) : (await fetch(`${adminUrl}/healthz`)).ok,
-    20_000,
-    100,
-  );
-  return proc;
+  await untilAnswers(proc, `${args[0]} healthz`, async () => (await fetch(`${adminUrl}/healthz`)).ok, 20_000, 100);
+  return { ...proc, url: ingestPort ? `http://127.0.0.1:${ingestPort}` : '', adminUrl };
 }
 
 export async function startOperator(
@@ -179,9 +194,7 @@ current-context: c
 /** A one-shot command of the built CLI (dist/cmd/intake.js), run to its end. */
 export function runIntake(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((done) => {
-    const child = spawn(process.execPath, [resolve(ROOT, 'dist/cmd/intake.js'), ...args], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(process.execPath, [INTAKE, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));

@@ -3,13 +3,12 @@
  * (/usr/bin/chromium, `make tools` installs it) driven by playwright-core; Playwright's own browser
  * download is never used. Screenshots go to test-results/console/ (gitignored) for reviewers.
  */
-import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { ROOT } from '../../support/paths.js';
+import { spawnIntake, untilAnswers } from '../../support/intake-process.js';
 import { freePort } from '../../support/ports.js';
-import { waitFor } from '../../support/waiting.js';
 import { KUBECONFIG } from './cluster.js';
 
 export const CHROMIUM = process.env.INTAKE_TEST_CHROMIUM ?? '/usr/bin/chromium';
@@ -26,29 +25,11 @@ export interface ConsoleProc {
 
 export async function startConsole(extra: string[] = []): Promise<ConsoleProc> {
   const port = await freePort();
-  const child = spawn(
-    process.execPath,
-    [
-      resolve(ROOT, 'dist/cmd/intake.js'),
-      'console',
-      '--kubeconfig',
-      KUBECONFIG,
-      '--listen',
-      `127.0.0.1:${port}`,
-      ...extra,
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let out = '';
-  child.stdout.on('data', (d) => (out += d));
-  child.stderr.on('data', (d) => (out += d));
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  const url = await waitFor(
+  const proc = spawnIntake(['console', '--kubeconfig', KUBECONFIG, '--listen', `127.0.0.1:${port}`, ...extra]);
+  const url = await untilAnswers(
+    proc,
     'console URL',
-    async () => {
-      if (child.exitCode !== null) throw new Error(`intake console exited: ${out}`);
-      return /(?:open|serving on) (http:\/\/\S+)/.exec(out)?.[1];
-    },
+    async () => /(?:open|serving on) (http:\/\/\S+)/.exec(proc.output())?.[1],
     20_000,
     100,
   );
@@ -56,11 +37,8 @@ export async function startConsole(extra: string[] = []): Promise<ConsoleProc> {
     url,
     base: `http://127.0.0.1:${port}`,
     port,
-    output: () => out,
-    stop: async () => {
-      if (child.exitCode === null) child.kill('SIGTERM');
-      await exited;
-    },
+    output: proc.output,
+    stop: async () => void (await proc.stop()),
   };
 }
 

@@ -6,7 +6,7 @@
  * In one invocation, on loopback only:
  * - the built ingester (`node dist/cmd/intake.js ingester --config FILE`), config written to a temp
  *   dir, events (stdout) appended to a temp file as a container runtime would, stderr to a log;
- * - bench/baseline.ts: bare node:http doing the minimum of the same work;
+ * - bench/ingest/baseline.ts: bare node:http doing the minimum of the same work;
  * - the Prometheus Pushgateway, when installed, as the peer for single metric pushes;
  * - Prometheus Alertmanager, when installed, as the peer for single events: `POST /api/v2/alerts`,
  *   one alert per request, routed to a receiver with no integrations (it notifies nobody), its
@@ -14,7 +14,7 @@
  * Data mapping, on the same ingester: Alertmanager webhook notifications of 100 alerts
  * (one in ten resolved) through `mapping: {preset: alertmanager}`, and single events through a
  * small custom JSONata mapping measured alternately with unmapped single events; then every preset
- * on its tool's payload, native and JSONata alternately (bench/presets.ts, one short run each).
+ * on its tool's payload, native and JSONata alternately (bench/ingest/presets.ts, one short run each).
  * Servers run on CPU 0 (`taskset -c 0`), wrk (one thread) and this script on CPU 1. Each load
  * scenario gets a warm-up, then RUNS measured runs; the tables quote medians. Servers compared by
  * ratio are measured alternately, run by run, so a noisy neighbour hurts both alike.
@@ -36,10 +36,9 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT } from '../test/support/paths.js';
-import { mainThreadProfile, summariseFile } from './cpuprofile.js';
-import { measure, monotonicUs, wrk, type Measured, type Target } from './load.js';
-import { BENCH_AUTH, BENCH_PASSWORD, BENCH_USER } from './processes.js';
+import { mainThreadProfile, summariseFile } from '../support/cpuprofile.js';
+import { measure, monotonicUs, wrk, type Measured, type Target } from '../support/load.js';
+import { BENCH_AUTH } from '../support/processes.js';
 import { f, report } from './report.js';
 import {
   deployedNodeFlags,
@@ -49,16 +48,17 @@ import {
   servers,
   startAlertmanager,
   startComparedIngester,
+  startBaseline,
   startIngester,
   startServer,
   stopAll,
   stopServer,
   waitReady,
   type Server,
-} from './servers.js';
+} from '../support/servers.js';
 import { checkIngester, checkMapping, prepare, seriesScenario, targets } from './setup.js';
 import { presetScenario } from './presets.js';
-import { DIR, DURATION_S, log, NO_PRESETS, OK_EVENT, PROFILE, WARMUP_S } from './settings.js';
+import { DIR, DURATION_S, log, NO_PRESETS, OK_EVENT, PROFILE, WARMUP_S } from '../support/settings.js';
 
 async function benchmark(): Promise<void> {
   const s = await prepare();
@@ -73,18 +73,7 @@ async function benchmark(): Promise<void> {
   if (!hasAlertmanager) log('running without Prometheus Alertmanager: the single-alert comparison is skipped');
 
   let ingester = await startIngester(s);
-  const baseline = startServer('baseline', [
-    process.execPath,
-    join(ROOT, 'dist/bench/baseline.js'),
-    String(s.ports.baseline),
-    BENCH_USER,
-    BENCH_PASSWORD,
-  ]);
-  await waitReady(
-    baseline,
-    async () =>
-      (await request(`http://127.0.0.1:${s.ports.baseline}/`, { method: 'POST', body: '{}' }, 1000)).status === 401,
-  );
+  const baseline = await startBaseline(s);
   const base = await request(`http://127.0.0.1:${s.ports.baseline}/`, {
     method: 'POST',
     headers: { authorization: BENCH_AUTH },
@@ -155,7 +144,7 @@ async function benchmark(): Promise<void> {
   const rssAfterNotification = peakRssMiB(ingester);
   const [unmapped, mapped] = (await measure(t.single, t.mapped)) as [Measured, Measured];
   const rssAfterMapped = peakRssMiB(ingester);
-  // Every preset on its tool's payload, native and JSONata alternately (bench/presets.ts).
+  // Every preset on its tool's payload, native and JSONata alternately (bench/ingest/presets.ts).
   const presets = NO_PRESETS ? undefined : await presetScenario(s, ingester);
 
   // A fresh ingester for the series: its RSS is then the cost of 100,000 series, not of the load
@@ -195,7 +184,7 @@ async function benchmark(): Promise<void> {
  * `node --cpu-prof`; the summary counts only the samples taken during the measured run (or, for
  * series, while the series were created and rendered). SCENARIO is single, batch, metric, series,
  * alertmanager (notifications through the preset) or mapped (the custom mapping) for the ingester,
- * or baseline (bench/baseline.ts under the single-event load, for comparison).
+ * or baseline (bench/ingest/baseline.ts under the single-event load, for comparison).
  */
 
 /** A warm-up, then one measured run of `target` while the server runs under --cpu-prof. */
@@ -223,19 +212,7 @@ async function profile(scenario: string): Promise<void> {
   let what: string;
   let requests: number | undefined;
   if (scenario === 'baseline') {
-    server = startServer('baseline', [
-      process.execPath,
-      ...prof,
-      join(ROOT, 'dist/bench/baseline.js'),
-      String(s.ports.baseline),
-      BENCH_USER,
-      BENCH_PASSWORD,
-    ]);
-    await waitReady(
-      server,
-      async () =>
-        (await request(`http://127.0.0.1:${s.ports.baseline}/`, { method: 'POST', body: '{}' }, 1000)).status === 401,
-    );
+    server = await startBaseline(s, prof);
     ({ window, requests, what } = await loadUnderProfiler(targets(s, { baseline: server }).baseline));
   } else {
     server = await startIngester(s, prof);

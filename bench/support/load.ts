@@ -1,11 +1,11 @@
 /**
- * The load of the ingester benchmark: wrk (one thread, bench/post.lua) on LOAD_CPU against a
+ * The load of the ingester benchmark: wrk (one thread, bench/support/post.lua) on LOAD_CPU against a
  * target, with the CPU the server and both cores used over each run; warm-ups and alternating runs.
  */
 import { spawn } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { median } from '../test/support/stats.js';
+import { median } from '../../test/support/stats.js';
 import { cpuBusyPercent, cpuTimes, processCpuSeconds } from './processes.js';
 import type { Server } from './servers.js';
 import { CONNECTIONS, DIR, DURATION_S, LOAD_CPU, log, LUA, RUNS, SERVER_CPU, WARMUP_S } from './settings.js';

@@ -6,13 +6,22 @@
 import { existsSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { freePort } from '../test/support/ports.js';
-import type { PresetName } from '../api/mapping/presets.js';
-import type { Target } from './load.js';
+import { freePort } from '../../test/support/ports.js';
+import { alertmanagerConfig as alertmanagerConfigText } from '../../test/e2e/support/alertmanager.js';
+import type { PresetName } from '../../api/mapping/presets.js';
+import type { Target } from '../support/load.js';
 import { PRESET_ROUTES, writePresetBodies } from './presets.js';
-import { BENCH_API_KEY, BENCH_AUTH, BENCH_PASSWORD, BENCH_TENANT_LIMITS, BENCH_USER } from './processes.js';
-import { median } from '../test/support/stats.js';
-import { peakRssMiB, request, rssMiB, type Server } from './servers.js';
+import {
+  BENCH_API_KEY,
+  BENCH_API_KEY_ROUTE,
+  BENCH_AUTH,
+  BENCH_PASSWORD,
+  BENCH_TENANT_LIMITS,
+  BENCH_USER,
+  benchWebhook,
+} from '../support/processes.js';
+import { median } from '../../test/support/stats.js';
+import { peakRssMiB, request, rssMiB, type Server } from '../support/servers.js';
 import {
   DIR,
   log,
@@ -22,7 +31,7 @@ import {
   RENDERS,
   SERIES,
   SERIES_BATCH,
-} from './settings.js';
+} from '../support/settings.js';
 
 export interface Setup {
   ports: { ingest: number; admin: number; baseline: number; gateway: number; alertmanager: number };
@@ -36,7 +45,7 @@ export interface Setup {
     alert: string;
     notification: string;
     raw: string;
-    /** Each preset's request body (bench/presets.ts). */
+    /** Each preset's request body (bench/ingest/presets.ts). */
     presets: Record<PresetName, string>;
   };
   alertmanagerConfig: string;
@@ -59,25 +68,9 @@ export async function prepare(): Promise<Setup> {
     tenantLimits: BENCH_TENANT_LIMITS,
     // In the work dir: the default (/tmp/intake-deadletter.jsonl) would be shared with other runs.
     deadLetter: { path: join(DIR, 'deadletter.jsonl') },
-    routes: [
-      {
-        apiVersion: 'intake.dev/v1alpha1',
-        kind: 'WebhookIntegration',
-        name: 'bench',
-        namespace: 'bench',
-        credentials: [{ username: BENCH_USER, secret: { plain: BENCH_PASSWORD } }],
-      },
-      {
-        apiVersion: 'intake.dev/v1alpha1',
-        kind: 'ApiKey',
-        name: 'bench',
-        namespace: 'bench',
-        credentials: [{ username: BENCH_USER, secret: { plain: BENCH_API_KEY } }],
-      },
-      ...MAPPED_ROUTES,
-    ],
+    routes: [benchWebhook(), BENCH_API_KEY_ROUTE, ...MAPPED_ROUTES],
   };
-  writeFileSync(configFile, `# written by bench/ingest.ts\n${stringify(config)}`);
+  writeFileSync(configFile, `# written by bench/ingest/ingest.ts\n${stringify(config)}`);
   const event = {
     source: 'web-01.example.com',
     severity: 'critical',
@@ -119,7 +112,7 @@ export async function prepare(): Promise<Setup> {
   writeFileSync(bodies.raw, JSON.stringify({ host: event.source, level: event.severity, msg: event.description }));
   // Every alert goes to a receiver without integrations: Alertmanager keeps it and notifies nobody.
   const alertmanagerConfig = join(DIR, 'alertmanager.yml');
-  writeFileSync(alertmanagerConfig, stringify({ route: { receiver: 'null' }, receivers: [{ name: 'null' }] }));
+  writeFileSync(alertmanagerConfig, alertmanagerConfigText());
   return { ports, configFile, eventsFile: join(DIR, 'events.jsonl'), bodies, alertmanagerConfig };
 }
 
@@ -137,7 +130,7 @@ export const MAPPED_ROUTES = [
   mappedRoute('bench-mapped', {
     expression: '{"source": host, "severity": level, "class": "cpu", "type": "high", "description": msg}',
   }),
-  // One route per preset (bench/presets.ts).
+  // One route per preset (bench/ingest/presets.ts).
   ...PRESET_ROUTES,
 ];
 

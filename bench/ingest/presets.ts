@@ -5,18 +5,18 @@
  * other tools send one event per request (the fixture's first case, at CONNECTIONS). Each preset
  * gets one warm-up and PRESET_RUNS short runs (settings.ts) against the main ingester (native
  * functions) and, alternately, a second ingester of the same build whose native presets are taken
- * out (bench/jsonata-presets.ts), so the JSONata expressions are measured in the same run. Then the
+ * out (bench/ingest/jsonata-presets.ts), so the JSONata expressions are measured in the same run. Then the
  * mapping alone, in this process (no HTTP): compileMapping's evaluate, native and expression.
  */
 import { readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { compileCached, compileMapping, DEFAULT_MAPPING_LIMITS, evaluateHere } from '../api/mapping/engine.js';
-import { PRESET_NAMES, PRESETS, type PresetName } from '../api/mapping/presets.js';
-import { ROOT } from '../test/support/paths.js';
-import { measureWith, type Measured, type Target } from './load.js';
-import { BENCH_AUTH, BENCH_PASSWORD, BENCH_USER } from './processes.js';
-import { deployedNodeFlags, request, startSecondIngester, stopServer, type Server } from './servers.js';
+import { compileCached, compileMapping, DEFAULT_MAPPING_LIMITS, evaluateHere } from '../../api/mapping/engine.js';
+import { PRESET_NAMES, PRESETS, type PresetName } from '../../api/mapping/presets.js';
+import { ROOT } from '../../test/support/paths.js';
+import { measureWith, type Measured, type Target } from '../support/load.js';
+import { BENCH_AUTH, BENCH_PASSWORD, BENCH_USER } from '../support/processes.js';
+import { deployedNodeFlags, request, startSecondIngester, stopServer, type Server } from '../support/servers.js';
 import type { Setup } from './setup.js';
 import {
   CONNECTIONS,
@@ -28,7 +28,7 @@ import {
   PRESET_DURATION_S,
   PRESET_RUNS,
   PRESET_WARMUP_S,
-} from './settings.js';
+} from '../support/settings.js';
 
 /** The presets whose tools batch: one notification holds NOTIFICATION_ALERTS alerts. */
 export const BATCHED: ReadonlySet<PresetName> = new Set(['alertmanager', 'grafana']);
@@ -140,7 +140,7 @@ export async function presetScenario(s: Setup, ingester: Server): Promise<Preset
     ? undefined
     : await startSecondIngester(s, 'jsonata-presets', [
         ...deployedNodeFlags(),
-        `--import=${pathToFileURL(join(ROOT, 'dist/bench/jsonata-presets.js')).href}`,
+        `--import=${pathToFileURL(join(ROOT, 'dist/bench/ingest/jsonata-presets.js')).href}`,
       ]);
   const results: PresetResult[] = [];
   try {

@@ -7,12 +7,13 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { appendFileSync, closeSync, mkdirSync, openSync, readFileSync, truncateSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
-import { ROOT } from '../test/support/paths.js';
-import { freePort } from '../test/support/ports.js';
+import { alertmanagerArgs } from '../../test/e2e/support/alertmanager.js';
+import { ROOT } from '../../test/support/paths.js';
+import { freePort } from '../../test/support/ports.js';
 import { DIR, PIDS_FILE, SERVER_CPU } from './settings.js';
-import type { Setup } from './setup.js';
+import type { Setup } from '../ingest/setup.js';
 import type { Target } from './load.js';
-import { BENCH_AUTH, imageNodeFlags, procStatusKiB } from './processes.js';
+import { BENCH_AUTH, BENCH_PASSWORD, BENCH_USER, imageNodeFlags, procStatusKiB, stopProcess } from './processes.js';
 
 export interface Server {
   name: string;
@@ -42,13 +43,7 @@ export function startServer(name: string, argv: string[], stdoutFile?: string): 
   return server;
 }
 
-export async function stopServer(s: Server, graceMs = 10_000): Promise<void> {
-  if (s.child.exitCode !== null || s.child.signalCode !== null) return;
-  s.child.kill('SIGTERM');
-  const timer = setTimeout(() => s.child.kill('SIGKILL'), graceMs);
-  await s.exited;
-  clearTimeout(timer);
-}
+export const stopServer = (s: Server, graceMs = 10_000): Promise<void> => stopProcess(s.child, graceMs);
 
 export function logTail(s: Server, lines = 15): string {
   try {
@@ -157,6 +152,24 @@ export async function startIngester(s: Setup, nodeArgs: string[] = []): Promise<
   return server;
 }
 
+/** The node:http floor (bench/ingest/baseline.ts) on its port, once it answers (401 without credentials). */
+export async function startBaseline(s: Setup, nodeArgs: string[] = []): Promise<Server> {
+  const server = startServer('baseline', [
+    process.execPath,
+    ...nodeArgs,
+    join(ROOT, 'dist/bench/ingest/baseline.js'),
+    String(s.ports.baseline),
+    BENCH_USER,
+    BENCH_PASSWORD,
+  ]);
+  await waitReady(
+    server,
+    async () =>
+      (await request(`http://127.0.0.1:${s.ports.baseline}/`, { method: 'POST', body: '{}' }, 1000)).status === 401,
+  );
+  return server;
+}
+
 export function machine(): string {
   const model =
     /^model name\s*:\s*(.*)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? cpus()[0]?.model ?? 'unknown';
@@ -175,12 +188,7 @@ export async function startAlertmanager(s: Setup): Promise<Server> {
   mkdirSync(storage, { recursive: true });
   const server = startServer('alertmanager', [
     'prometheus-alertmanager',
-    `--config.file=${s.alertmanagerConfig}`,
-    `--storage.path=${storage}`,
-    `--web.listen-address=127.0.0.1:${s.ports.alertmanager}`,
-    // An empty address turns off the gossip cluster (which would otherwise listen on all interfaces).
-    '--cluster.listen-address=',
-    '--log.level=warn',
+    ...alertmanagerArgs({ configFile: s.alertmanagerConfig, storage, port: s.ports.alertmanager, logLevel: 'warn' }),
   ]);
   await waitReady(
     server,

@@ -1,6 +1,6 @@
 /**
  * A remote write receiver that fails one tenant (the noisy-neighbour benchmark's "failing remote
- * write tenant" shape, bench/noisy-shapes.ts): requests whose tenant header names FAILING are
+ * write tenant" shape, bench/noisy/noisy-shapes.ts): requests whose tenant header names FAILING are
  * answered 429 and 500 in turn (Mimir's per-tenant rate limit, and a broken tenant), every other
  * tenant's 204. Bodies are read and dropped; nothing is decoded.
  *

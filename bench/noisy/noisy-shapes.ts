@@ -1,5 +1,5 @@
 /**
- * The noisy-neighbour benchmark's attack shapes (bench/noisy-neighbour.ts runs them after its
+ * The noisy-neighbour benchmark's attack shapes (bench/noisy/noisy-neighbour.ts runs them after its
  * classic rounds): four ways a stranger or tenant A can try to take a shared resource of the
  * ingester from tenant B, each measured on a fresh ingester of its own (an attack's after-effects,
  * a blocked address or a full queue, stay in its own figures):
@@ -11,7 +11,7 @@
  *     B posts to a custom-mapped integration of its own (a fifth of B's rate: a custom expression
  *     costs several times a single event), so the shape measures the worker pool's fairness;
  *   - failing-remote-write: the ingester forwards data points by remote write to a receiver
- *     (bench/tenant-receiver.ts) that answers 429 and 500 to A's tenant (X-Scope-OrgID) and
+ *     (bench/noisy/tenant-receiver.ts) that answers 429 and 500 to A's tenant (X-Scope-OrgID) and
  *     accepts B's; A and B post single data points, A's each of a new series (so that each takes
  *     about as many of the queue's bytes as one of B's: a request that needs more than the room
  *     left is refused, so A's requests must not be larger than B's to fill the queue to the byte).
@@ -21,7 +21,7 @@
  *     signatures to A's signed one, continuously; B posts single events with Basic.
  * Each round of a shape takes three phases in turn, each after the ingester has gone quiet: "B
  * alone"; "B beside A"; and the bare floor, A's same attack against a bare node:http server on the
- * ingester's core at the ingester's priority (bench/canned-refusal.ts, answering what the ingester
+ * ingester's core at the ingester's priority (bench/noisy/canned-refusal.ts, answering what the ingester
  * answered one of A's requests) while B posts to the ingester. What B's p99 loses in the bare phase
  * is what A's traffic costs B on one core before any work of the ingester's own. Per shape the
  * table gives, as medians over the rounds, B's p99 beside A / B alone and the floor's p99 / B alone,
@@ -31,14 +31,14 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { DEFAULT_TENANT_LIMITS } from '../api/limits.js';
-import type { Route } from '../api/route.js';
-import { basic, tenantAuth, tenantRoute } from '../test/support/credentials.js';
-import { ROOT } from '../test/support/paths.js';
-import { freePort } from '../test/support/ports.js';
-import { median } from '../test/support/stats.js';
-import { waitFor } from '../test/support/waiting.js';
-import { BENCH_TENANT_LIMITS, canConnect, peakRssMiB, processTreeCpuSeconds, track } from './processes.js';
+import { DEFAULT_TENANT_LIMITS } from '../../api/limits.js';
+import type { Route } from '../../api/route.js';
+import { basic, tenantAuth, tenantRoute } from '../../test/support/credentials.js';
+import { ROOT } from '../../test/support/paths.js';
+import { freePort } from '../../test/support/ports.js';
+import { median } from '../../test/support/stats.js';
+import { waitFor } from '../../test/support/waiting.js';
+import { BENCH_TENANT_LIMITS, canConnect, peakRssMiB, processTreeCpuSeconds, track } from '../support/processes.js';
 import {
   bareServer,
   cannedAnswer,
@@ -183,7 +183,7 @@ function defineShape(name: ShapeName, rateB: number, receiverUrl: string | undef
             onLoadCpu(
               [
                 process.execPath,
-                join(ROOT, 'dist/bench/slow-upload.js'),
+                join(ROOT, 'dist/bench/noisy/slow-upload.js'),
                 events(port, 'a-signed'),
                 JSON.stringify(BOGUS_SIGNATURE),
                 String(SLOW_UPLOADS),
@@ -288,7 +288,7 @@ function defineShape(name: ShapeName, rateB: number, receiverUrl: string | undef
 async function startReceiver(): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
   const argv = onLoadCpu(
-    [process.execPath, join(ROOT, 'dist/bench/tenant-receiver.js'), String(port), TENANT_HEADER, 'team-a'],
+    [process.execPath, join(ROOT, 'dist/bench/noisy/tenant-receiver.js'), String(port), TENANT_HEADER, 'team-a'],
     true,
   );
   const child = track(spawn(argv[0] as string, argv.slice(1), { stdio: ['ignore', 'ignore', 'inherit'] }));

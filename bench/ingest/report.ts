@@ -3,9 +3,15 @@
  * (markdown) from what the scenarios measured.
  */
 import { writeFileSync } from 'node:fs';
-import type { Measured, WrkRun } from './load.js';
-import { alertmanagerVersion, deployedNodeFlags, machine, pushgatewayVersion, type Server } from './servers.js';
-import { median } from '../test/support/stats.js';
+import type { Measured, WrkRun } from '../support/load.js';
+import {
+  alertmanagerVersion,
+  deployedNodeFlags,
+  machine,
+  pushgatewayVersion,
+  type Server,
+} from '../support/servers.js';
+import { median } from '../../test/support/stats.js';
 import { BATCHED, type PresetResult } from './presets.js';
 import type { SeriesResult } from './setup.js';
 import {
@@ -23,7 +29,7 @@ import {
   SERVER_CPU,
   WARMUP_S,
   RENDERS,
-} from './settings.js';
+} from '../support/settings.js';
 
 export type Row = string[];
 

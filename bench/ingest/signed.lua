@@ -1,8 +1,8 @@
--- wrk script for bench/signatures.ts: POSTs one fixed body, with the headers of one line of a file
+-- wrk script for bench/ingest/signatures.ts: POSTs one fixed body, with the headers of one line of a file
 -- per request, cycling through the lines (each Standard Webhooks request needs its own webhook-id).
 --   WRK_BODY_FILE     file holding the request body (required)
 --   WRK_HEADERS_FILE  one request's headers a line, "Name: value" pairs separated by tabs (required)
--- done() prints "WRKJSON {...}" as bench/post.lua does; latencies in microseconds.
+-- done() prints "WRKJSON {...}" as bench/support/post.lua does; latencies in microseconds.
 
 local function read(path)
   local file = assert(io.open(path, "rb"))

@@ -1,7 +1,7 @@
 /**
  * What verifying a signature costs (part of make bench, after the ingester benchmark; alone:
- * `make bench-build && node dist/bench/signatures.js`): single events through one built ingester
- * on CPU 0, wrk (one thread, bench/signed.lua) on CPU 1, three integrations measured alternately,
+ * `make bench-build && node dist/bench/ingest/signatures.js`): single events through one built ingester
+ * on CPU 0, wrk (one thread, bench/ingest/signed.lua) on CPU 1, three integrations measured alternately,
  * run by run, so a loaded machine slows them alike:
  *   - basic: HTTP Basic (a sha256 verifier, as the operator publishes generated passwords);
  *   - github: an X-Hub-Signature-256 HMAC-SHA256 over the body (no timestamp, no id);
@@ -22,25 +22,25 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { stringify } from 'yaml';
-import { sha256Hex } from '../api/verifiers.js';
-import { ROOT } from '../test/support/paths.js';
-import { freePort } from '../test/support/ports.js';
-import { median } from '../test/support/stats.js';
-import { waitFor } from '../test/support/waiting.js';
+import { sha256Hex } from '../../api/verifiers.js';
+import { ROOT } from '../../test/support/paths.js';
+import { freePort } from '../../test/support/ports.js';
+import { median } from '../../test/support/stats.js';
 import { createHmac } from 'node:crypto';
-import type { Route } from '../api/route.js';
-import { readSignedHeaders, signatureMatches } from '../ingester/auth/signature-check.js';
-import { newVerifiedCache } from '../ingester/routing/credentials.js';
-import { RouteTable } from '../ingester/routing/route-table.js';
+import type { Route } from '../../api/route.js';
+import { readSignedHeaders, signatureMatches } from '../../ingester/auth/signature-check.js';
+import { newVerifiedCache } from '../../ingester/routing/credentials.js';
+import { RouteTable } from '../../ingester/routing/route-table.js';
 import {
   BENCH_AUTH,
   BENCH_PASSWORD,
   BENCH_TENANT_LIMITS,
   BENCH_USER,
-  pinnedServer,
+  ingesterReady,
+  pinnedIngester,
   processCpuSeconds,
   runBenchmark,
-} from './processes.js';
+} from '../support/processes.js';
 
 const DURATION_S = Number(process.env.BENCH_SIG_DURATION ?? 5);
 const RUNS = Number(process.env.BENCH_SIG_RUNS ?? 3);
@@ -120,7 +120,7 @@ function headersFile(target: string, requests: number): string {
 async function wrk(port: number, target: string, seconds: number, eventsFile: string, pid: number): Promise<Run> {
   const headers = headersFile(target, SIGNED_REQUESTS_PER_RUN);
   const args = ['-c', '1', 'wrk', '-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--timeout', '5s', '--latency'];
-  args.push('-s', join(ROOT, 'bench/signed.lua'), `http://127.0.0.1:${port}/events/webhook_${target}`);
+  args.push('-s', join(ROOT, 'bench/ingest/signed.lua'), `http://127.0.0.1:${port}/events/webhook_${target}`);
   const env = { ...process.env, WRK_BODY_FILE: join(dir, 'event.json'), WRK_HEADERS_FILE: headers };
   const cpuBefore = processCpuSeconds(pid);
   const child = spawn('taskset', args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -211,18 +211,9 @@ async function main(): Promise<void> {
       routes: ROUTES,
     }),
   );
-  const server = pinnedServer('ingester', '0', process.execPath, [
-    join(ROOT, 'dist/cmd/intake.js'),
-    'ingester',
-    '--config',
-    configFile,
-  ]);
+  const server = pinnedIngester('ingester', configFile);
   const pid = server.pid as number;
-  await waitFor(
-    'ingester ready',
-    async () => (await fetch(`http://127.0.0.1:${admin}/readyz`).catch(() => undefined))?.ok === true,
-    30_000,
-  );
+  await ingesterReady('ingester', server, admin, 30_000);
   const targets = ['basic', 'github', 'standard-webhooks'];
   const loadBefore = loadavg();
   for (const t of targets) await wrk(port, t, WARMUP_S, eventsFile, pid);

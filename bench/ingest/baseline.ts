@@ -4,7 +4,7 @@
  * credentials (constant-time compare of SHA-256 digests) and answer the same 200 JSON body.
  * It validates nothing, writes no event, sets no security headers and keeps no metrics.
  *
- * Usage: node dist/bench/baseline.js PORT USER PASSWORD   (listens on 127.0.0.1 only)
+ * Usage: node dist/bench/ingest/baseline.js PORT USER PASSWORD   (listens on 127.0.0.1 only)
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createRequire } from 'node:module';

@@ -5,17 +5,23 @@
  * prometheus_tsdb_head_samples_appended_total, counted until intake's queue is empty), and the
  * ingester's peak RSS. One warm-up, then one measured run: Prometheus keeps what it received.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 // run.sh runs this pinned to one CPU, where availableParallelism() says 1: it passes the machine's count as BENCH_NPROC.
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { ROOT } from '../test/support/paths.js';
-import { freePort } from '../test/support/ports.js';
-import { waitFor } from '../test/support/waiting.js';
-import { startPrometheus, type Prometheus } from '../test/e2e/support/prometheus.js';
-import { peakRssMiB, runBenchmark, track, BENCH_API_KEY, BENCH_TENANT_LIMITS, BENCH_USER } from './processes.js';
+import { freePort } from '../../test/support/ports.js';
+import { waitFor } from '../../test/support/waiting.js';
+import { startPrometheus, type Prometheus } from '../../test/e2e/support/prometheus.js';
+import {
+  peakRssMiB,
+  runBenchmark,
+  startPinnedIngester,
+  BENCH_API_KEY,
+  BENCH_API_KEY_ROUTE,
+  BENCH_TENANT_LIMITS,
+} from '../support/processes.js';
 
 const DURATION_S = Number(process.env.BENCH_RW_SECONDS ?? 20);
 const CONNECTIONS = Number(process.env.BENCH_RW_CONNECTIONS ?? 8);
@@ -64,24 +70,10 @@ async function main(): Promise<void> {
       tenantLimits: BENCH_TENANT_LIMITS,
       remoteWrite: { url: prom.writeUrl },
       exposition: { enabled: false },
-      routes: [
-        {
-          apiVersion: 'intake.dev/v1alpha1',
-          kind: 'ApiKey',
-          name: 'bench',
-          namespace: 'bench',
-          credentials: [{ username: BENCH_USER, secret: { plain: BENCH_API_KEY } }],
-        },
-      ],
+      routes: [BENCH_API_KEY_ROUTE],
     }),
   );
-  const ingester = spawn(
-    'taskset',
-    ['-c', '0', process.execPath, join(ROOT, 'dist/cmd/intake.js'), 'ingester', '--config', join(dir, 'intake.yaml')],
-    { stdio: 'ignore' },
-  );
-  track(ingester);
-  await waitFor('ingester', async () => (await fetch(`http://127.0.0.1:${admin}/readyz`)).ok, 20_000, 100);
+  const ingester = await startPinnedIngester('ingester', join(dir, 'intake.yaml'), admin);
 
   // 1000 series per request, each point stamped when received: every request adds one sample to each.
   const body = JSON.stringify(

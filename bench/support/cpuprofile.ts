@@ -2,7 +2,7 @@
  * Summarises a V8 .cpuprofile (from `node --cpu-prof`): self time and inclusive time per function,
  * and self time per origin (the project's code, each npm package, node internals, GC, idle).
  *
- * Usage: node dist/bench/cpuprofile.js FILE.cpuprofile [TOP]
+ * Usage: node dist/bench/support/cpuprofile.js FILE.cpuprofile [TOP]
  * Also used by `make bench` in profile mode (BENCH_PROFILE=SCENARIO).
  */
 import { readFileSync, readdirSync } from 'node:fs';
@@ -165,7 +165,7 @@ export function summariseFile(path: string, top = 25, window?: Window, requests?
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const [file, top] = process.argv.slice(2);
   if (!file) {
-    process.stderr.write('usage: node dist/bench/cpuprofile.js FILE.cpuprofile [TOP]\n');
+    process.stderr.write('usage: node dist/bench/support/cpuprofile.js FILE.cpuprofile [TOP]\n');
     process.exit(2);
   }
   process.stdout.write(`${summariseFile(file, top ? Number(top) : 25)}\n`);

@@ -16,31 +16,29 @@
  *   BENCH_STORM_SECONDS (60: long enough for the backlog to build), BENCH_STORM_CALIBRATE_SECONDS (5), BENCH_STORM_SHARE (0.8),
  *   BENCH_STORM_DRAIN_SECONDS (300: the longest wait for the backlog after the storm)
  *   BENCH_STORM_PROFILE=DIR   the storm's ingester runs under --cpu-prof, its profile written to DIR
- *                             (`node dist/bench/cpuprofile.js FILE` sums it)
+ *                             (`node dist/bench/support/cpuprofile.js FILE` sums it)
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { ROOT } from '../test/support/paths.js';
-import { freePort } from '../test/support/ports.js';
-import { waitFor } from '../test/support/waiting.js';
+import { freePort } from '../../test/support/ports.js';
 import {
   BENCH_AUTH,
-  BENCH_PASSWORD,
   BENCH_TENANT_LIMITS,
-  BENCH_USER,
   cpuBusyPercent,
   cpuTimes,
   peakRssMiB,
-  pinnedServer,
+  benchWebhook,
+  startPinnedIngester,
+  stopProcess,
   processCpuSeconds,
   procStatusKiB,
   runBenchmark,
   stderrTail,
   startAlertmanager,
   startNatsServer,
-} from './processes.js';
+} from '../support/processes.js';
 
 const STORM_SECONDS = Number(process.env.BENCH_STORM_SECONDS ?? 60);
 const CALIBRATE_SECONDS = Number(process.env.BENCH_STORM_CALIBRATE_SECONDS ?? 5);
@@ -117,38 +115,20 @@ async function startIngester(name: string, natsUrl: string, amUrl?: string): Pro
           ],
         }
       : {}),
-    routes: [
-      {
-        apiVersion: 'intake.dev/v1alpha1',
-        kind: 'WebhookIntegration',
-        name: 'storm',
-        namespace: 'bench',
-        credentials: [{ username: BENCH_USER, secret: { plain: BENCH_PASSWORD } }],
-        mapping: { preset: 'alertmanager' },
-      },
-    ],
+    routes: [benchWebhook('storm', { mapping: { preset: 'alertmanager' } })],
   };
   const file = join(dir, `${name}.yaml`);
   writeFileSync(file, stringify(config));
   const profile = PROFILE_DIR && amUrl ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
-  const child = pinnedServer(`storm ingester ${name}`, '0', process.execPath, [
-    '--max-semi-space-size=4',
-    ...profile,
-    join(ROOT, 'dist/cmd/intake.js'),
-    'ingester',
-    '--config',
-    file,
-  ]);
-  await waitFor(`ingester ${name}`, async () => (await fetch(`http://127.0.0.1:${admin}/readyz`)).ok, 20_000, 100);
+  const child = await startPinnedIngester(`storm ingester ${name}`, file, admin, {
+    nodeFlags: ['--max-semi-space-size=4', ...profile],
+  });
   return {
     url: `http://127.0.0.1:${port}/events/webhook_storm`,
     admin,
     pid: child.pid as number,
     said: () => stderrTail(child),
-    stop: async () => {
-      const exited = new Promise((r) => child.once('exit', r));
-      if (child.exitCode === null && child.kill('SIGTERM')) await exited;
-    },
+    stop: () => stopProcess(child),
   };
 }
 

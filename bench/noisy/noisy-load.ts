@@ -1,6 +1,6 @@
 /**
- * What the noisy-neighbour benchmark's phases share (bench/noisy-neighbour.ts and the attack shapes
- * of bench/noisy-shapes.ts): an ingester on CPU 0, the load generators as processes of their own on
+ * What the noisy-neighbour benchmark's phases share (bench/noisy/noisy-neighbour.ts and the attack shapes
+ * of bench/noisy/noisy-shapes.ts): an ingester on CPU 0, the load generators as processes of their own on
  * CPU 1, a bare node:http server on CPU 0 answering one canned answer, and the figures taken over
  * phases.
  */
@@ -8,12 +8,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import type { Route } from '../api/route.js';
-import { median } from '../test/support/stats.js';
-import { ROOT } from '../test/support/paths.js';
-import { freePort } from '../test/support/ports.js';
-import { waitFor } from '../test/support/waiting.js';
-import { canConnect, pinnedServer, track } from './processes.js';
+import type { Route } from '../../api/route.js';
+import { median } from '../../test/support/stats.js';
+import { ROOT } from '../../test/support/paths.js';
+import { freePort } from '../../test/support/ports.js';
+import { waitFor } from '../../test/support/waiting.js';
+import { canConnect, startPinnedIngester, stopProcess, track } from '../support/processes.js';
 
 export const A_POLICY = process.env.BENCH_NOISY_A_POLICY ?? 'idle';
 if (!['idle', 'nice19'].includes(A_POLICY))
@@ -64,7 +64,7 @@ export async function runJson<T>(argv: string[], env: Record<string, string> = {
 }
 
 /**
- * Load from bench/open-loop.ts in a process of its own on CPU 1: evenly spaced sends, latency in
+ * Load from bench/support/open-loop.ts in a process of its own on CPU 1: evenly spaced sends, latency in
  * microseconds from when each request was due. Tenant A's generators run under SCHED_IDLE
  * (`chrt --idle 0`): on the shared client core any runnable normal task preempts them at once, so
  * they never delay B's sends or B's clock (what is measured is the ingester, not the load
@@ -90,7 +90,7 @@ export const load = (o: {
     onLoadCpu(
       [
         process.execPath,
-        join(ROOT, 'dist/bench/open-loop.js'),
+        join(ROOT, 'dist/bench/support/open-loop.js'),
         o.url,
         o.authorization,
         o.body,
@@ -130,27 +130,15 @@ export async function startNoisyIngester(o: {
     ...o.settings,
   };
   writeFileSync(join(o.dir, `noisy-${port}.yaml`), stringify(config));
-  const child = pinnedServer(`ingester (${o.label})`, '0', process.execPath, [
-    '--max-semi-space-size=4',
-    ...o.nodeFlags,
-    join(o.root, 'dist/cmd/intake.js'),
-    'ingester',
-    '--config',
-    join(o.dir, `noisy-${port}.yaml`),
-  ]);
-  await waitFor(o.label, async () => (await fetch(`http://127.0.0.1:${admin}/readyz`)).ok, 20_000, 100);
+  const child = await startPinnedIngester(`ingester (${o.label})`, join(o.dir, `noisy-${port}.yaml`), admin, {
+    nodeFlags: ['--max-semi-space-size=4', ...o.nodeFlags],
+    root: o.root,
+  });
   return { child, port, admin };
 }
 
 /** Stops a server this benchmark started and waits for it to be gone. */
-export async function stopServer(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const gone = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-  await gone;
-  clearTimeout(timer);
-}
+export const stopServer = (child: ChildProcess): Promise<void> => stopProcess(child);
 
 /** An answer of the ingester (status, headers, body) for a bare server to repeat. */
 export interface Canned {
@@ -169,7 +157,7 @@ export async function cannedAnswer(res: Response): Promise<Canned> {
 }
 
 /**
- * A bare node:http server on CPU 0 (bench/canned-refusal.ts) answering every request with `canned`
+ * A bare node:http server on CPU 0 (bench/noisy/canned-refusal.ts) answering every request with `canned`
  * once it has read the body: under SCHED_IDLE (the control phase: it never takes the ingester's
  * CPU), or at the ingester's own priority (the bare phase: it competes for the core as the
  * ingester's own answers to A do, at node:http's cost alone).
@@ -185,7 +173,7 @@ export async function bareServer(
     '-c',
     '0',
     process.execPath,
-    join(ROOT, 'dist/bench/canned-refusal.js'),
+    join(ROOT, 'dist/bench/noisy/canned-refusal.js'),
     String(port),
     String(canned.status),
     JSON.stringify(canned.headers),

@@ -1,17 +1,18 @@
 /**
- * What the benchmarks share: servers pinned to a CPU and stopped whatever happens, a port probe,
- * what /proc says of a process and the CPUs (memory, CPU time), the bench tenant's
- * credentials and limits, and the run itself for the follow-on benchmarks (exit codes run.sh
+ * What the benchmarks share: servers pinned to a CPU (the built ingester among them) and stopped
+ * whatever happens, a port probe, what /proc says of a process and the CPUs (memory, CPU time), the
+ * bench tenant's credentials, routes and limits, and the run itself for the follow-on benchmarks (exit codes run.sh
  * understands: 1 on failure, 130 on SIGINT, 143 when its time limit sends SIGTERM).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { basic } from '../test/support/credentials.js';
-import { ROOT } from '../test/support/paths.js';
-import { freePort } from '../test/support/ports.js';
-import { waitFor } from '../test/support/waiting.js';
+import { alertmanagerArgs, alertmanagerConfig } from '../../test/e2e/support/alertmanager.js';
+import { basic } from '../../test/support/credentials.js';
+import { ROOT } from '../../test/support/paths.js';
+import { freePort } from '../../test/support/ports.js';
+import { waitFor } from '../../test/support/waiting.js';
 
 const children: ChildProcess[] = [];
 const stderrTails = new WeakMap<ChildProcess, () => string>();
@@ -31,6 +32,60 @@ export function pinnedServer(name: string, cpu: string, cmd: string, args: strin
   );
   children.push(child);
   return child;
+}
+
+/**
+ * The built ingester (`node [nodeFlags] ROOT/dist/cmd/intake.js ingester --config FILE`) pinned to
+ * `cpu` (default CPU 0, where every benchmark runs the server). `root`: another build's tree.
+ */
+export function pinnedIngester(
+  name: string,
+  configFile: string,
+  o: { nodeFlags?: string[]; cpu?: string; root?: string } = {},
+): ChildProcess {
+  return pinnedServer(name, o.cpu ?? '0', process.execPath, [
+    ...(o.nodeFlags ?? []),
+    join(o.root ?? ROOT, 'dist/cmd/intake.js'),
+    'ingester',
+    '--config',
+    configFile,
+  ]);
+}
+
+/** Waits until the ingester's admin listener on `adminPort` says ready; names it and what it said if not. */
+export async function ingesterReady(
+  name: string,
+  child: ChildProcess,
+  adminPort: number,
+  timeoutMs = 20_000,
+): Promise<void> {
+  try {
+    await waitFor(name, async () => (await fetch(`http://127.0.0.1:${adminPort}/readyz`)).ok, timeoutMs, 100);
+  } catch (err) {
+    throw new Error(`${(err as Error).message}\n${name} said:\n${stderrTail(child)}`);
+  }
+}
+
+/** pinnedIngester, once ready. */
+export async function startPinnedIngester(
+  name: string,
+  configFile: string,
+  adminPort: number,
+  o: { nodeFlags?: string[]; cpu?: string; root?: string } = {},
+): Promise<ChildProcess> {
+  const child = pinnedIngester(name, configFile, o);
+  await ingesterReady(name, child, adminPort);
+  return child;
+}
+
+/** Stops a server (SIGTERM, SIGKILL after `graceMs`) and waits for it to be gone. */
+export async function stopProcess(child: ChildProcess, graceMs = 10_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const gone = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await gone;
+  clearTimeout(timer);
 }
 
 /** A child started elsewhere that must be stopped with the others. */
@@ -161,6 +216,25 @@ export const BENCH_PASSWORD = 'bench-password';
 export const BENCH_API_KEY = 'bench_0123456789abcdef0123456789abcdef';
 export const BENCH_AUTH = basic(BENCH_USER, BENCH_PASSWORD);
 
+/** The bench tenant's webhook integration `name` (namespace bench, Basic: BENCH_USER, BENCH_PASSWORD). */
+export const benchWebhook = (name = 'bench', extra: Record<string, unknown> = {}) => ({
+  apiVersion: 'intake.dev/v1alpha1',
+  kind: 'WebhookIntegration',
+  name,
+  namespace: 'bench',
+  credentials: [{ username: BENCH_USER, secret: { plain: BENCH_PASSWORD } }],
+  ...extra,
+});
+
+/** The bench tenant's API key `bench` (BENCH_USER, BENCH_API_KEY). */
+export const BENCH_API_KEY_ROUTE = {
+  apiVersion: 'intake.dev/v1alpha1',
+  kind: 'ApiKey',
+  name: 'bench',
+  namespace: 'bench',
+  credentials: [{ username: BENCH_USER, secret: { plain: BENCH_API_KEY } }],
+};
+
 /**
  * Throughput benchmarks measure the ingester, not a tenant's rate limit: every per-tenant rate is
  * set out of reach (the limiter still runs on every request, so its cost is in the figures).
@@ -199,13 +273,13 @@ export async function startNatsServer(dir: string): Promise<{ url: string; child
 export async function startAlertmanager(dir: string): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
   const config = join(dir, 'am.yml');
-  writeFileSync(config, 'route: {receiver: none}\nreceivers: [{name: none}]\n');
-  const child = pinnedServer('alertmanager', '1', 'prometheus-alertmanager', [
-    `--config.file=${config}`,
-    `--storage.path=${join(dir, `am-${port}`)}`,
-    `--web.listen-address=127.0.0.1:${port}`,
-    '--cluster.listen-address=',
-  ]);
+  writeFileSync(config, alertmanagerConfig());
+  const child = pinnedServer(
+    'alertmanager',
+    '1',
+    'prometheus-alertmanager',
+    alertmanagerArgs({ configFile: config, storage: join(dir, `am-${port}`), port, logLevel: 'info' }),
+  );
   await waitFor('alertmanager', () => canConnect(port), 20_000, 50);
   return { url: `http://127.0.0.1:${port}`, child };
 }

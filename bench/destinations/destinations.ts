@@ -10,7 +10,7 @@
  * machine). Cases: an HTTP receiver of our own (one event per request, and batches of 100) and a
  * real Alertmanager, each from the bus (nats-server, JetStream consumers) and from the standalone
  * outbox. The receiver, Alertmanager and nats-server share CPU 1 with this runner. Then
- * Alertmanager alone (bench/alertmanager-alone.ts): the ceiling of the Alertmanager rows.
+ * Alertmanager alone (bench/destinations/alertmanager-alone.ts): the ceiling of the Alertmanager rows.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -18,28 +18,28 @@ import { createServer, type Server } from 'node:http';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { MAX_ALERTS_PER_POST } from '../ingester/destinations/alertmanager-destination.js';
-import { ROOT } from '../test/support/paths.js';
-import { freePort } from '../test/support/ports.js';
-import { waitFor } from '../test/support/waiting.js';
-import { mainThreadProfile, summariseFile } from './cpuprofile.js';
+import { MAX_ALERTS_PER_POST } from '../../ingester/destinations/alertmanager-destination.js';
+import { ROOT } from '../../test/support/paths.js';
+import { freePort } from '../../test/support/ports.js';
+import { waitFor } from '../../test/support/waiting.js';
+import { mainThreadProfile, summariseFile } from '../support/cpuprofile.js';
 import { destinationEvent } from './destination-events.js';
-import { monotonicUs } from './load.js';
+import { monotonicUs } from '../support/load.js';
 import {
   cpuBusyPercent,
   cpuTimes,
   peakRssMiB,
   processCpuSeconds,
-  pinnedServer,
   runBenchmark,
   stderrTail,
   BENCH_AUTH,
-  BENCH_PASSWORD,
   BENCH_TENANT_LIMITS,
-  BENCH_USER,
+  benchWebhook,
+  ingesterReady,
+  pinnedIngester,
   startAlertmanager,
   startNatsServer,
-} from './processes.js';
+} from '../support/processes.js';
 
 const EVENTS = Number(process.env.BENCH_DESTINATION_EVENTS ?? 100_000);
 /** BENCH_DESTINATION_PROFILE=<case> (http-1-bus, http-100-outbox, am-bus, ...): that case's ingester runs under --cpu-prof. */
@@ -161,31 +161,18 @@ async function runCase(c: Case, natsUrl: string, gate: Gate): Promise<CaseResult
     tenantLimits: BENCH_TENANT_LIMITS,
     // Shedding load is not what this measures: a neighbour on the machine must not fail the run.
     limits: { maxEventLoopDelayMs: 10_000 },
-    routes: [
-      {
-        apiVersion: 'intake.dev/v1alpha1',
-        kind: 'WebhookIntegration',
-        name: 'bench',
-        namespace: 'bench',
-        credentials: [{ username: BENCH_USER, secret: { plain: BENCH_PASSWORD } }],
-      },
-    ],
+    routes: [benchWebhook()],
   };
   const file = join(dir, `${c.name.replace(/\W/g, '_')}.yaml`);
   writeFileSync(file, stringify(config));
   const profiling = PROFILE === c.name;
   const profDir = join(dir, `${c.name}-cpuprofile`);
-  const child = pinnedServer(c.name, '0', process.execPath, [
-    '--max-semi-space-size=4',
-    ...(profiling ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []),
-    join(ROOT, 'dist/cmd/intake.js'),
-    'ingester',
-    '--config',
-    file,
-  ]);
+  const child = pinnedIngester(c.name, file, {
+    nodeFlags: ['--max-semi-space-size=4', ...(profiling ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [])],
+  });
   let window: { startUs: number; endUs: number } | undefined;
   try {
-    await waitFor(c.name, async () => (await fetch(`http://127.0.0.1:${admin}/readyz`)).ok, 20_000, 100);
+    await ingesterReady(c.name, child, admin);
     // 1. Delivery alone: a backlog accepted while the destination holds its answers, then released.
     gate.close();
     try {
@@ -261,7 +248,14 @@ async function alertmanagerAlone(): Promise<Ceiling> {
     const out = await new Promise<string>((resolve, reject) => {
       const child = spawn(
         'taskset',
-        ['-c', '0', process.execPath, join(ROOT, 'dist/bench/alertmanager-alone.js'), am.url, String(EVENTS)],
+        [
+          '-c',
+          '0',
+          process.execPath,
+          join(ROOT, 'dist/bench/destinations/alertmanager-alone.js'),
+          am.url,
+          String(EVENTS),
+        ],
         { stdio: ['ignore', 'pipe', 'pipe'] },
       );
       let stdout = '';

@@ -2,7 +2,7 @@
  * Operator benchmark (make bench-operator; not a test): against the test API server, create 1,000
  * WebhookIntegrations at once and time until all are Ready; then create single integrations one at
  * a time and time create -> first event accepted by the ingester. Then activity
- * (bench/operator-activity.ts): 1,000 integrations in all, two ingester replicas reporting
+ * (bench/operator/operator-activity.ts): 1,000 integrations in all, two ingester replicas reporting
  * activity for every one: status writes per second against the cap, the operator's CPU and RSS.
  *
  * Environment: BENCH_BURST (1000), BENCH_SINGLES (40), BENCH_ACTIVITY_INTEGRATIONS (1000; 0 skips
@@ -10,7 +10,7 @@
  * BENCH_OPERATOR_NODE_OPTIONS (the operator's Node flags; default as the chart runs it: the
  * Dockerfile's NODE_OPTIONS and operator.maxOldSpaceSizeMiB), BENCH_OPERATOR_CPU_PROF (a directory:
  * the operator runs under --cpu-prof and writes its profile there when stopped;
- * `node dist/bench/cpuprofile.js FILE` sums it).
+ * `node dist/bench/support/cpuprofile.js FILE` sums it).
  */
 import { readFileSync } from 'node:fs';
 import { availableParallelism, cpus } from 'node:os';
@@ -27,11 +27,11 @@ import {
   startIngester,
   startOperator,
   uniqueName,
-} from '../test/integration/support/cluster.js';
-import { startPodNetwork } from '../test/integration/support/pod-network.js';
-import { waitFor } from '../test/support/waiting.js';
+} from '../../test/integration/support/cluster.js';
+import { startPodNetwork } from '../../test/integration/support/pod-network.js';
+import { waitFor } from '../../test/support/waiting.js';
 import { activityBenchmark } from './operator-activity.js';
-import { imageNodeFlags, peakRssMiB, processCpuSeconds } from './processes.js';
+import { imageNodeFlags, peakRssMiB, processCpuSeconds } from '../support/processes.js';
 
 const BURST = Number(process.env.BENCH_BURST ?? 1000);
 const CREATE_CONCURRENCY = 8;

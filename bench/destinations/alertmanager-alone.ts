@@ -2,14 +2,14 @@
  * Alertmanager's own ceiling for the destinations benchmark: the alerts intake would send for the
  * benchmark's events (normalised and turned into alerts by intake's own functions), posted straight to
  * Alertmanager in batches of MAX_ALERTS_PER_POST over as many connections as intake's destination
- * uses. Run by bench/destinations.ts as a child on intake's CPU, so that Alertmanager has what it
+ * uses. Run by bench/destinations/destinations.ts as a child on intake's CPU, so that Alertmanager has what it
  * has in the Alertmanager cases: the other core. Prints the seconds it took as JSON.
  *
- * usage: node dist/bench/alertmanager-alone.js <alertmanager url> <alerts> <first signature>
+ * usage: node dist/bench/destinations/alertmanager-alone.js <alertmanager url> <alerts> <first signature>
  */
-import { parseEvents } from '../ingester/core/event.js';
-import { annotationsOf, labelsOf, type PostableAlert } from '../ingester/destinations/alerts.js';
-import { MAX_ALERTS_PER_POST } from '../ingester/destinations/alertmanager-destination.js';
+import { parseEvents } from '../../ingester/core/event.js';
+import { annotationsOf, labelsOf, type PostableAlert } from '../../ingester/destinations/alerts.js';
+import { MAX_ALERTS_PER_POST } from '../../ingester/destinations/alertmanager-destination.js';
 import { destinationEvent } from './destination-events.js';
 
 /** intake's Alertmanager destination posts over at most this many connections. */

@@ -8,10 +8,10 @@
  *   - `hostile` (namespace team-a): tenant A's expression that would run for seconds in one built-in
  *     call ($distinct over 100,000 items), posted HOSTILE_RATE times a second: allowed to run, that
  *     is ten cores' worth of CPU asked for every second.
- * Every load is an open loop with evenly spaced sends (bench/open-loop.ts): a rate, as a sender's
+ * Every load is an open loop with evenly spaced sends (bench/support/open-loop.ts): a rate, as a sender's
  * clock makes it, not autocannon's burst at the start of each second.
  * "B alone", "B beside A" and a control phase alternate RUNS times. In the control phase B posts to
- * the ingester alone while A's generators post to a bare server on CPU 0 (bench/canned-refusal.ts,
+ * the ingester alone while A's generators post to a bare server on CPU 0 (bench/noisy/canned-refusal.ts,
  * below every other process) that answers the ingester's own 429: what B's p99 gains there is the
  * measurement's floor (the generators share CPU 1), not the ingester's doing. B must see no refusal
  * and keep its throughput and p99 within 10% of B alone; the p99 is judged on B's samples pooled
@@ -26,7 +26,7 @@
  * saturation (wrk) and the limiter's own work per request measured in this process on the same
  * routes (TenantLimiter admitRequest + take), as a share of the CPU time one request costs.
  *
- * Then the attack shapes (bench/noisy-shapes.ts), each on a fresh ingester of its own: slow
+ * Then the attack shapes (bench/noisy/noisy-shapes.ts), each on a fresh ingester of its own: slow
  * pre-auth bodies, concurrent slow expressions, a failing remote write tenant, a guard-tripping
  * stranger. Per shape, "B alone", "B beside A" and the bare floor (A's same attack against a bare
  * node:http server on the ingester's core) take turns RUNS times; the table gives B's p99 beside A
@@ -54,14 +54,14 @@ import { spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ROOT } from '../test/support/paths.js';
-import { TenantLimiter } from '../ingester/limits/tenant-limiter.js';
-import { RouteTable } from '../ingester/routing/route-table.js';
-import { DEFAULT_TENANT_LIMITS, mergeTenantLimitDefaults } from '../api/limits.js';
-import type { Route } from '../api/route.js';
-import { tenantAuth, tenantRoute } from '../test/support/credentials.js';
-import { median } from '../test/support/stats.js';
-import { peakRssMiB, runBenchmark } from './processes.js';
+import { ROOT } from '../../test/support/paths.js';
+import { TenantLimiter } from '../../ingester/limits/tenant-limiter.js';
+import { RouteTable } from '../../ingester/routing/route-table.js';
+import { DEFAULT_TENANT_LIMITS, mergeTenantLimitDefaults } from '../../api/limits.js';
+import type { Route } from '../../api/route.js';
+import { tenantAuth, tenantRoute } from '../../test/support/credentials.js';
+import { median } from '../../test/support/stats.js';
+import { peakRssMiB, runBenchmark } from '../support/processes.js';
 import {
   A_POLICY,
   bareServer,

@@ -1,5 +1,5 @@
 /**
- * Slow uploads for the noisy-neighbour benchmark's "slow pre-auth bodies" shape (bench/noisy-shapes.ts):
+ * Slow uploads for the noisy-neighbour benchmark's "slow pre-auth bodies" shape (bench/noisy/noisy-shapes.ts):
  * CONNECTIONS connections from this one address, each announcing a body of CONTENT_LENGTH bytes
  * and sending one byte of it every INTERVAL_MS, so that a server that reads a body before it can
  * refuse holds every announced byte for as long as the upload lasts. A connection the server

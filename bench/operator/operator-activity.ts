@@ -1,5 +1,5 @@
 /**
- * The activity part of `make bench-operator` (bench/operator.ts starts the cluster side): N
+ * The activity part of `make bench-operator` (bench/operator/operator.ts starts the cluster side): N
  * WebhookIntegrations (1,000 in all), two ingester processes in Kubernetes mode behind the
  * ingester admin Service (an EndpointSlice made by hand, test/integration/support/pod-network.ts),
  * every integration receiving events on both replicas and some refused. Measured from the
@@ -7,10 +7,10 @@
  * the peak) against the cap, the time until every integration shows what it received, the writes
  * during a quiet window (must be 0), and the operator's CPU and RSS.
  */
-import { kubectl, type Proc } from '../test/integration/support/cluster.js';
-import type { PodNetwork } from '../test/integration/support/pod-network.js';
-import { waitFor } from '../test/support/waiting.js';
-import { peakRssMiB, processCpuSeconds, procStatusKiB } from './processes.js';
+import { kubectl, type Proc } from '../../test/integration/support/cluster.js';
+import type { PodNetwork } from '../../test/integration/support/pod-network.js';
+import { waitFor } from '../../test/support/waiting.js';
+import { peakRssMiB, processCpuSeconds, procStatusKiB } from '../support/processes.js';
 
 export interface ActivityBenchOptions {
   operator: Proc;

@@ -1,11 +1,11 @@
 /**
- * The ingester benchmark's settings (bench/ingest.ts documents the environment), its work dir and
+ * The ingester benchmark's settings (bench/ingest/ingest.ts documents the environment), its work dir and
  * the constants its scenarios share.
  */
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ROOT } from '../test/support/paths.js';
+import { ROOT } from '../../test/support/paths.js';
 
 const envNumber = (name: string, fallback: number): number => {
   const raw = process.env[name];
@@ -29,7 +29,7 @@ export const RUNS = envNumber('BENCH_RUNS', 3);
 export const NOTIFICATION_CONNECTIONS = envNumber('BENCH_NOTIFICATION_CONNECTIONS', 4);
 export const PROFILE = process.env.BENCH_PROFILE ?? '';
 /**
- * The presets scenario (bench/presets.ts): per preset one warm-up and PRESET_RUNS short runs each
+ * The presets scenario (bench/ingest/presets.ts): per preset one warm-up and PRESET_RUNS short runs each
  * of the native function and the JSONata expression, alternately. BENCH_NO_PRESETS=1 skips it,
  * BENCH_NO_PRESET_JSONATA=1 measures the native presets only.
  */
@@ -41,7 +41,7 @@ export const NO_PRESET_JSONATA = process.env.BENCH_NO_PRESET_JSONATA === '1';
 export const SERVER_CPU = '0';
 export const LOAD_CPU = '1';
 
-export const LUA = join(ROOT, 'bench/post.lua');
+export const LUA = join(ROOT, 'bench/support/post.lua');
 export const DIR = process.env.BENCH_DIR || mkdtempSync(join(tmpdir(), 'intake-bench-'));
 mkdirSync(DIR, { recursive: true });
 /** Every server's pid, one a line: bench/run.sh's trap kills them if this process dies first. */

@@ -3,7 +3,7 @@
  * (4 at a time) while tenant B posts valid events one after another; prints B's refusals and
  * latency, and whether B's own dead letter survived. Standalone ingester, no bus, no spool.
  *
- *   node bench/dead-letter-flood.ts [--dist DIR] [--payloads N] [--old-config]
+ *   node bench/noisy/dead-letter-flood.ts [--dist DIR] [--payloads N] [--old-config]
  *
  * --dist runs another build (e.g. an earlier commit's dist/); --old-config writes the settings an
  * earlier version understands (deadLetter.path and maxBytes only).

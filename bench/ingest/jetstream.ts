@@ -12,22 +12,19 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { ROOT } from '../test/support/paths.js';
-import { freePort } from '../test/support/ports.js';
-import { waitFor } from '../test/support/waiting.js';
-import { median } from '../test/support/stats.js';
-import { mainThreadProfile, summariseFile } from './cpuprofile.js';
-import { monotonicUs } from './load.js';
+import { freePort } from '../../test/support/ports.js';
+import { median } from '../../test/support/stats.js';
+import { mainThreadProfile, summariseFile } from '../support/cpuprofile.js';
+import { monotonicUs } from '../support/load.js';
 import {
   peakRssMiB,
-  pinnedServer,
+  benchWebhook,
+  startPinnedIngester,
   runBenchmark,
   BENCH_AUTH,
-  BENCH_PASSWORD,
   BENCH_TENANT_LIMITS,
-  BENCH_USER,
   startNatsServer,
-} from './processes.js';
+} from '../support/processes.js';
 
 const DURATION = process.env.BENCH_DURATION ?? '10s';
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -121,25 +118,10 @@ async function ingester(
     sinks,
     ...extra,
     tenantLimits: BENCH_TENANT_LIMITS,
-    routes: [
-      {
-        apiVersion: 'intake.dev/v1alpha1',
-        kind: 'WebhookIntegration',
-        name: 'bench',
-        namespace: 'bench',
-        credentials: [{ username: BENCH_USER, secret: { plain: BENCH_PASSWORD } }],
-      },
-    ],
+    routes: [benchWebhook()],
   };
   writeFileSync(join(dir, `${name}.yaml`), stringify(config));
-  const child = pinnedServer(name, '0', process.execPath, [
-    ...nodeFlags,
-    join(ROOT, 'dist/cmd/intake.js'),
-    'ingester',
-    '--config',
-    join(dir, `${name}.yaml`),
-  ]);
-  await waitFor(name, async () => (await fetch(`http://127.0.0.1:${admin}/readyz`)).ok, 20_000, 100);
+  const child = await startPinnedIngester(name, join(dir, `${name}.yaml`), admin, { nodeFlags });
   return { port, admin, child };
 }
 
