@@ -33,6 +33,7 @@ import type { DeadLetterSettings } from './dead-letters/setup.js';
 import type { PartialTenantLimitDefaults, TenantLimitDefaults } from '../api/limits.js';
 import { resolveTenantLimits, tenantLimitsSchema } from './limits/settings.js';
 import { isHostName, normalHostName } from './http/admin-guard.js';
+import { normaliseDurations, type DeprecatedKey } from './setting-durations.js';
 
 export interface IngesterSettings {
   listen: Listen;
@@ -159,7 +160,7 @@ export const DEFAULT_SETTINGS: IngesterSettings = {
     workerHeapMb: DEFAULT_POOL.heapMb,
   },
   deadLetter: {
-    path: '/tmp/intake-deadletter.jsonl',
+    path: '/tmp/intake-deadletter.sqlite',
     maxBytes: 256 * 1024 * 1024,
     maxBytesPerNamespace: 16 * 1024 * 1024,
     replayLeaseSeconds: 300,
@@ -272,6 +273,10 @@ const settingsFileSchema = {
         maxBytes: { type: 'integer', minimum: 4096 },
         maxBytesPerNamespace: { type: 'integer', minimum: 4096 },
         replayLeaseSeconds: { type: 'integer', minimum: 1, maximum: 86400 },
+        // With the bus (sinks.jetstream): the stream the letters are kept in, its subjects, their age.
+        stream: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,255}$' },
+        subjectPrefix: { type: 'string', pattern: '^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$' },
+        maxAgeSeconds: { type: 'integer', minimum: 0 },
       },
     },
     destinations: destinationsSchema,
@@ -293,20 +298,38 @@ export interface SettingOverrides {
   trustProxy?: string;
 }
 
-/** The config file's shape, checked the same way at startup and at every reload. */
-export function checkSettingsFile(file: unknown, source: string): void {
-  if (!validateFile(file)) {
+/**
+ * The config file's shape, checked the same way at startup and at every reload; returns the file
+ * with its durations in the settings' units (setting-durations.ts) and the deprecated keys it used.
+ */
+export function checkSettingsFile(file: unknown, source: string): { file: unknown; deprecated: DeprecatedKey[] } {
+  let normal: ReturnType<typeof normaliseDurations>;
+  try {
+    normal = normaliseDurations(file);
+  } catch (err) {
+    if (err instanceof ConfigError) throw new ConfigError(`${source}: ${err.message}`);
+    throw err;
+  }
+  if (!validateFile(normal.file)) {
     const problems = (validateFile.errors ?? []).map(
       (e) =>
         `${e.instancePath || '/'} ${e.message}${e.keyword === 'additionalProperties' ? ` (${e.params.additionalProperty})` : ''}`,
     );
     throw new ConfigError(`${source}: ${problems.join('; ')}`);
   }
+  return normal;
 }
 
-export function resolveSettings(file: unknown, overrides: SettingOverrides, source = 'config'): IngesterSettings {
-  checkSettingsFile(file, source);
-  const f = file as Record<string, never> & {
+/** `onDeprecated` hears of each key of an earlier spelling the file used (the caller logs it once, at start-up). */
+export function resolveSettings(
+  file: unknown,
+  overrides: SettingOverrides,
+  source = 'config',
+  onDeprecated: (key: DeprecatedKey) => void = () => undefined,
+): IngesterSettings {
+  const checked = checkSettingsFile(file, source);
+  for (const key of checked.deprecated) onDeprecated(key);
+  const f = checked.file as Record<string, never> & {
     listen?: string;
     adminListen?: string;
     adminAllowedHosts?: string[];
@@ -324,7 +347,11 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
     remoteWrite?: RemoteWriteFile;
     exposition?: { enabled?: boolean };
     mapping?: Partial<MappingSettings>;
-    deadLetter?: Partial<IngesterSettings['deadLetter']>;
+    deadLetter?: Partial<IngesterSettings['deadLetter']> & {
+      stream?: string;
+      subjectPrefix?: string;
+      maxAgeSeconds?: number;
+    };
     destinations?: DestinationFile[];
     tenantLimits?: PartialTenantLimitDefaults;
   };
@@ -351,14 +378,14 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
     exposition: { ...d.exposition, ...f.exposition },
     // The output bound follows the body limit unless given: a larger body may map to more.
     mapping: { ...d.mapping, maxOutputBytes: OUTPUT_PER_BODY * limits.bodyBytes, ...f.mapping },
-    deadLetter: { ...d.deadLetter, ...f.deadLetter },
+    deadLetter: deadLetterSettings(d.deadLetter, f.deadLetter),
     destinations: resolveDestinations(f.destinations),
     tenantLimits: resolveTenantLimits(
       f.tenantLimits,
       f.limits?.maxSeriesPerNamespace ?? d.limits.maxSeriesPerNamespace,
     ),
   };
-  const jetstream = resolveJetStream(f.sinks?.jetstream);
+  const jetstream = resolveJetStream(f.sinks?.jetstream, f.deadLetter);
   const spool = resolveSpool(f.spool, jetstream, settings.destinations.length > 0);
   if (jetstream) settings.sinks.jetstream = jetstream;
   if (spool) settings.spool = spool;
@@ -382,6 +409,15 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
     throw new ConfigError("listen and adminListen must differ: the admin port holds every tenant's series");
   }
   return settings;
+}
+
+/** The store's own settings; those of the bus stream go to the bus settings (resolveJetStream). */
+function deadLetterSettings(
+  d: IngesterSettings['deadLetter'],
+  f: (Partial<IngesterSettings['deadLetter']> & Record<string, unknown>) | undefined,
+): IngesterSettings['deadLetter'] {
+  const { stream: _s, subjectPrefix: _p, maxAgeSeconds: _a, ...store } = f ?? {};
+  return { ...d, ...store };
 }
 
 /** Names only: IP literals and localhost are always answered, and a port or a pattern would never match a Host. */
