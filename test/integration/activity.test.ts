@@ -104,7 +104,7 @@ ${PODS.map((ip) => `  - {addresses: ["${ip}"], conditions: {ready: true}}`).join
   operator = await startOperator(
     system,
     [tenant],
-    ['--ingester-admin-service', SERVICE, '--activity-interval', '1', '--activity-writes-per-second', '20'],
+    ['--ingester-admin-service', SERVICE, '--activity-interval', '1s', '--activity-writes-per-second', '20'],
     network.env,
   );
   await apply(`apiVersion: intake.dev/v1alpha1
