@@ -33,7 +33,14 @@ import type { DeadLetterSettings } from './dead-letters/setup.js';
 import type { PartialTenantLimitDefaults, TenantLimitDefaults } from '../api/limits.js';
 import { resolveTenantLimits, tenantLimitsSchema } from './limits/settings.js';
 import { isHostName, normalHostName } from './http/admin-guard.js';
-import { normaliseDurations, type DeprecatedKey } from './setting-durations.js';
+import {
+  msKey,
+  normaliseDurations,
+  secondsKey,
+  type DeprecatedKey,
+  type DurationKey,
+  type MovedKey,
+} from '../common/setting-durations.js';
 
 export interface IngesterSettings {
   listen: Listen;
@@ -287,6 +294,50 @@ const settingsFileSchema = {
 
 const validateFile = new Ajv({ allErrors: true, strict: false }).compile(settingsFileSchema);
 
+/**
+ * Every duration in the file: a Go-style string under `key`; the schema above and the settings
+ * hold it as a number under `internal`, the key it replaces (read still, with a warning).
+ * destinations[] spell theirs as strings already (destinations/settings.ts).
+ */
+const JETSTREAM = ['sinks', 'jetstream'];
+const DEAD_LETTER = ['deadLetter'];
+const SETTING_DURATIONS: readonly DurationKey[] = [
+  secondsKey(['limits'], 'seriesTTL', 'seriesTTLSeconds', { minMs: 1000 }),
+  msKey(['limits'], 'maxEventLoopDelay', 'maxEventLoopDelayMs'),
+  msKey(['limits'], 'headersTimeout', 'headersTimeoutMs'),
+  msKey(['limits'], 'requestTimeout', 'requestTimeoutMs'),
+  msKey(['limits'], 'keepAliveTimeout', 'keepAliveTimeoutMs'),
+  msKey(['limits'], 'bodyRateGrace', 'bodyRateGraceMs'),
+  secondsKey(['authThrottle'], 'window', 'windowSeconds', { minMs: 1000 }),
+  secondsKey(['authThrottle'], 'block', 'blockSeconds', { minMs: 1000 }),
+  msKey(['authThrottle'], 'failureDelay', 'failureDelayMs', 0),
+  msKey(['sinks', 'log'], 'timeout', 'timeoutMs'),
+  msKey(JETSTREAM, 'timeout', 'timeoutMs'),
+  msKey(JETSTREAM, 'inFlightWait', 'inFlightWaitMs', 0),
+  msKey(JETSTREAM, 'reconnectWait', 'reconnectWaitMs'),
+  secondsKey([...JETSTREAM, 'streamConfig'], 'maxAge', 'maxAgeSeconds', { minMs: 0 }),
+  secondsKey([...JETSTREAM, 'streamConfig'], 'duplicateWindow', 'duplicateWindowSeconds', { minMs: 900_000 }),
+  msKey(['spool'], 'replayBackoffMin', 'replayBackoffMinMs'),
+  msKey(['spool'], 'replayBackoffMax', 'replayBackoffMaxMs'),
+  secondsKey(['shutdown'], 'drainDelay', 'drainDelaySeconds', { minMs: 0, fractional: true }),
+  secondsKey(['shutdown'], 'timeout', 'timeoutSeconds', { fractional: true }),
+  msKey(['remoteWrite'], 'flushInterval', 'flushIntervalMs'),
+  msKey(['remoteWrite'], 'maxSampleAge', 'maxSampleAgeMs', 60_000),
+  msKey(['remoteWrite'], 'timeout', 'timeoutMs'),
+  msKey(['remoteWrite'], 'backoffMin', 'minBackoffMs'),
+  msKey(['remoteWrite'], 'backoffMax', 'maxBackoffMs'),
+  msKey(['mapping'], 'timeout', 'timeoutMs'),
+  secondsKey(DEAD_LETTER, 'replayLease', 'replayLeaseSeconds', { minMs: 1000, maxMs: 86_400_000 }),
+  secondsKey(DEAD_LETTER, 'maxAge', 'maxAgeSeconds', { minMs: 0 }),
+];
+
+/** Every dead-letter setting is in deadLetter; these sat under sinks.jetstream. */
+const MOVED_SETTINGS: readonly MovedKey[] = [
+  { from: JETSTREAM, fromKey: 'deadLetterStream', to: DEAD_LETTER, toKey: 'stream' },
+  { from: JETSTREAM, fromKey: 'deadLetterSubjectPrefix', to: DEAD_LETTER, toKey: 'subjectPrefix' },
+  { from: JETSTREAM, fromKey: 'deadLetterMaxAgeSeconds', to: DEAD_LETTER, toKey: 'maxAgeSeconds', duration: 'maxAge' },
+];
+
 /** Overrides from flags or environment; undefined means "not given". */
 export interface SettingOverrides {
   listen?: string;
@@ -305,7 +356,7 @@ export interface SettingOverrides {
 export function checkSettingsFile(file: unknown, source: string): { file: unknown; deprecated: DeprecatedKey[] } {
   let normal: ReturnType<typeof normaliseDurations>;
   try {
-    normal = normaliseDurations(file);
+    normal = normaliseDurations(file, { durations: SETTING_DURATIONS, moved: MOVED_SETTINGS });
   } catch (err) {
     if (err instanceof ConfigError) throw new ConfigError(`${source}: ${err.message}`);
     throw err;

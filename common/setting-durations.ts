@@ -1,19 +1,19 @@
 /**
- * One spelling for every duration in the settings file: Go-style strings as the CRDs use
- * (`timeout: 2s`, `replayLease: 5m`; common/duration.ts). The keys they replace (a number of
+ * One spelling for every duration in a settings file: Go-style strings as the CRDs use
+ * (`timeout: 2s`, `replayLease: 5m`; duration.ts). The keys they replace (a number of
  * milliseconds or seconds, its unit in its name: `timeoutMs: 2000`) are still read, each with a
- * deprecation warning, and so are the dead-letter keys that moved into `deadLetter:`. Both
- * spellings of one setting with different values are refused: which one was meant is unknowable.
+ * deprecation warning, and so are settings that moved to another block. Both spellings of one
+ * setting with different values are refused: which one was meant is unknowable.
  *
- * The file is brought to the shape the rest of config.ts checks and resolves (numbers in the old
- * units, under the old names: they are the settings' internal names), so the schema and the
- * resolution read one shape whichever spelling the file used.
+ * The file is brought to the shape its schema checks and its resolution reads (numbers in the old
+ * units, under the old names: they are the settings' internal names), so both read one shape
+ * whichever spelling the file used. The caller lists the keys (ingester/config.ts).
  */
-import { ConfigError } from '../common/config-files.js';
-import { formatDuration, parseDuration } from '../common/duration.js';
+import { ConfigError } from './config-files.js';
+import { formatDuration, parseDuration } from './duration.js';
 
 /** A duration setting: `key` (a string) as the file spells it, `internal` (a number of `unit`) as it was spelt. */
-interface DurationKey {
+export interface DurationKey {
   /** The block holding it, e.g. ['sinks', 'jetstream']. */
   block: readonly string[];
   key: string;
@@ -22,71 +22,33 @@ interface DurationKey {
   /** Shortest accepted, in milliseconds (default 1ms: 0 is no duration). */
   minMs?: number;
   maxMs?: number;
+  /** Seconds held as a plain number, fractions allowed (else whole seconds). */
+  fractional?: boolean;
 }
 
-const ms = (block: readonly string[], key: string, internal: string, minMs?: number): DurationKey => ({
+/** A setting that moved to another block, still read where it was; `duration` names its new key when it is one. */
+export interface MovedKey {
+  from: readonly string[];
+  fromKey: string;
+  to: readonly string[];
+  toKey: string;
+  duration?: string;
+}
+
+export const msKey = (block: readonly string[], key: string, internal: string, minMs?: number): DurationKey => ({
   block,
   key,
   internal,
   unit: 'ms',
   ...(minMs === undefined ? {} : { minMs }),
 });
-const sec = (block: readonly string[], key: string, internal: string, minMs?: number, maxMs?: number): DurationKey => ({
-  block,
-  key,
-  internal,
-  unit: 's',
-  ...(minMs === undefined ? {} : { minMs }),
-  ...(maxMs === undefined ? {} : { maxMs }),
-});
 
-const LIMITS = ['limits'];
-const AUTH = ['authThrottle'];
-const JETSTREAM = ['sinks', 'jetstream'];
-const STREAM = ['sinks', 'jetstream', 'streamConfig'];
-const SPOOL = ['spool'];
-const SHUTDOWN = ['shutdown'];
-const REMOTE_WRITE = ['remoteWrite'];
-const DEAD_LETTER = ['deadLetter'];
-
-/** Every duration in the settings file (destinations[] spell theirs as strings already). */
-export const DURATION_KEYS: readonly DurationKey[] = [
-  sec(LIMITS, 'seriesTTL', 'seriesTTLSeconds', 1000),
-  ms(LIMITS, 'maxEventLoopDelay', 'maxEventLoopDelayMs'),
-  ms(LIMITS, 'headersTimeout', 'headersTimeoutMs'),
-  ms(LIMITS, 'requestTimeout', 'requestTimeoutMs'),
-  ms(LIMITS, 'keepAliveTimeout', 'keepAliveTimeoutMs'),
-  ms(LIMITS, 'bodyRateGrace', 'bodyRateGraceMs'),
-  sec(AUTH, 'window', 'windowSeconds', 1000),
-  sec(AUTH, 'block', 'blockSeconds', 1000),
-  ms(AUTH, 'failureDelay', 'failureDelayMs', 0),
-  ms(['sinks', 'log'], 'timeout', 'timeoutMs'),
-  ms(JETSTREAM, 'timeout', 'timeoutMs'),
-  ms(JETSTREAM, 'inFlightWait', 'inFlightWaitMs', 0),
-  ms(JETSTREAM, 'reconnectWait', 'reconnectWaitMs'),
-  sec(STREAM, 'maxAge', 'maxAgeSeconds', 0),
-  sec(STREAM, 'duplicateWindow', 'duplicateWindowSeconds', 900_000),
-  ms(SPOOL, 'replayBackoffMin', 'replayBackoffMinMs'),
-  ms(SPOOL, 'replayBackoffMax', 'replayBackoffMaxMs'),
-  // Fractions of a second are fine here (the internal value is a number, not an integer).
-  sec(SHUTDOWN, 'drainDelay', 'drainDelaySeconds', 0),
-  sec(SHUTDOWN, 'timeout', 'timeoutSeconds'),
-  ms(REMOTE_WRITE, 'flushInterval', 'flushIntervalMs'),
-  ms(REMOTE_WRITE, 'maxSampleAge', 'maxSampleAgeMs', 60_000),
-  ms(REMOTE_WRITE, 'timeout', 'timeoutMs'),
-  ms(REMOTE_WRITE, 'backoffMin', 'minBackoffMs'),
-  ms(REMOTE_WRITE, 'backoffMax', 'maxBackoffMs'),
-  ms(['mapping'], 'timeout', 'timeoutMs'),
-  sec(DEAD_LETTER, 'replayLease', 'replayLeaseSeconds', 1000, 86_400_000),
-  sec(DEAD_LETTER, 'maxAge', 'maxAgeSeconds', 0),
-];
-
-/** Dead-letter settings that sat under sinks.jetstream, now in deadLetter (internal names as spelt there). */
-const MOVED_KEYS: ReadonlyArray<{ from: readonly string[]; fromKey: string; to: readonly string[]; toKey: string }> = [
-  { from: JETSTREAM, fromKey: 'deadLetterStream', to: DEAD_LETTER, toKey: 'stream' },
-  { from: JETSTREAM, fromKey: 'deadLetterSubjectPrefix', to: DEAD_LETTER, toKey: 'subjectPrefix' },
-  { from: JETSTREAM, fromKey: 'deadLetterMaxAgeSeconds', to: DEAD_LETTER, toKey: 'maxAgeSeconds' },
-];
+export const secondsKey = (
+  block: readonly string[],
+  key: string,
+  internal: string,
+  bounds: { minMs?: number; maxMs?: number; fractional?: boolean } = {},
+): DurationKey => ({ block, key, internal, unit: 's', ...bounds });
 
 /** A key of an earlier spelling found in the file. */
 export interface DeprecatedKey {
@@ -117,12 +79,15 @@ function blockOf(root: Obj, path: readonly string[], create = false): Obj | unde
  * deprecated keys it used. A copy: the caller's document is left as read. Throws a ConfigError
  * naming the field for a duration that is not one, out of bounds, or given twice with two values.
  */
-export function normaliseDurations(file: unknown): { file: unknown; deprecated: DeprecatedKey[] } {
+export function normaliseDurations(
+  file: unknown,
+  keys: { durations: readonly DurationKey[]; moved: readonly MovedKey[] },
+): { file: unknown; deprecated: DeprecatedKey[] } {
   if (!isObject(file)) return { file, deprecated: [] };
   const root = structuredClone(file);
   const deprecated: DeprecatedKey[] = [];
-  // Moved first: a deadLetterMaxAgeSeconds moved is then an old spelling of deadLetter.maxAge.
-  for (const m of MOVED_KEYS) {
+  // Moved first: a moved duration is then an old spelling of its new key.
+  for (const m of keys.moved) {
     const from = blockOf(root, m.from);
     if (!from || !(m.fromKey in from)) continue;
     const value = from[m.fromKey];
@@ -134,25 +99,18 @@ export function normaliseDurations(file: unknown): { file: unknown; deprecated: 
     if (m.toKey in to && to[m.toKey] !== value)
       throw new ConfigError(`${old} and ${now} are both given, with different values: keep ${now} alone`);
     to[m.toKey] = value;
-    // The seconds key moved lands under its internal name: the duration pass below names its new spelling.
-    if (m.toKey === 'maxAgeSeconds') {
-      const spelt = typeof value === 'number' ? `: ${formatDuration(value * 1000)}` : '';
-      deprecated.push({
-        key: old,
-        use: 'deadLetter.maxAge',
-        message: `${old} is deprecated: use deadLetter.maxAge${spelt}`,
-      });
-      if ('maxAge' in to)
-        checkSame(
-          to,
-          DURATION_KEYS.find((d) => d.block === DEAD_LETTER && d.key === 'maxAge')!,
-          old,
-        );
+    // A duration moved lands under its internal name; its new spelling is the duration key's.
+    const duration = keys.durations.find((d) => d.block.join('.') === m.to.join('.') && d.key === m.duration);
+    if (duration) {
+      const use = dotted(m.to, duration.key);
+      const spelt = typeof value === 'number' ? `: ${formatDuration(value * (duration.unit === 's' ? 1000 : 1))}` : '';
+      deprecated.push({ key: old, use, message: `${old} is deprecated: use ${use}${spelt}` });
+      if (duration.key in to) checkSame(to, duration, old);
       continue;
     }
     deprecated.push({ key: old, use: now, message: `${old} is deprecated: use ${now}` });
   }
-  for (const d of DURATION_KEYS) {
+  for (const d of keys.durations) {
     const block = blockOf(root, d.block);
     if (!block) continue;
     const where = dotted(d.block, d.key);
@@ -201,8 +159,8 @@ function toInternal(value: unknown, d: DurationKey, where: string): number {
     throw new ConfigError(`${where}: ${JSON.stringify(value)} is too long: at most ${formatDuration(d.maxMs)}`);
   if (!Number.isInteger(total)) throw new ConfigError(`${where}: ${JSON.stringify(value)}: give whole milliseconds`);
   if (d.unit === 'ms') return total;
-  // Internal seconds: an integer unless the schema says otherwise (shutdown's are plain numbers).
-  if (total % 1000 !== 0 && d.block !== SHUTDOWN)
+  // Internal seconds: whole ones unless the setting holds fractions.
+  if (total % 1000 !== 0 && !d.fractional)
     throw new ConfigError(`${where}: ${JSON.stringify(value)}: give whole seconds`);
   return total / 1000;
 }
