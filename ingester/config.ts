@@ -6,6 +6,7 @@
 import { isIP } from 'node:net';
 import { Ajv } from 'ajv';
 import { ConfigError, parseListen, type Listen } from '../common/config-files.js';
+import { formatDuration } from '../common/duration.js';
 import {
   jetstreamSchema,
   resolveJetStream,
@@ -361,6 +362,7 @@ export function checkSettingsFile(file: unknown, source: string): { file: unknow
     if (err instanceof ConfigError) throw new ConfigError(`${source}: ${err.message}`);
     throw err;
   }
+  normal.deprecated.push(...routeToleranceSeconds(normal.file));
   if (!validateFile(normal.file)) {
     const problems = (validateFile.errors ?? []).map(
       (e) =>
@@ -369,6 +371,19 @@ export function checkSettingsFile(file: unknown, source: string): { file: unknow
     throw new ConfigError(`${source}: ${problems.join('; ')}`);
   }
   return normal;
+}
+
+/** Standalone routes spell the signature tolerance as the CRD does (routing/file-source.ts reads both). */
+function routeToleranceSeconds(file: unknown): DeprecatedKey[] {
+  const routes = (file as { routes?: unknown } | null)?.routes;
+  if (!Array.isArray(routes)) return [];
+  return routes.flatMap((r: { authentication?: { signature?: { toleranceSeconds?: unknown } } } | null, i) => {
+    const seconds = r?.authentication?.signature?.toleranceSeconds;
+    if (typeof seconds !== 'number') return [];
+    const key = `routes[${i}].authentication.signature.toleranceSeconds`;
+    const use = `routes[${i}].authentication.signature.tolerance`;
+    return [{ key, use, message: `${key} is deprecated: use ${use}: ${formatDuration(seconds * 1000)}` }];
+  });
 }
 
 /** `onDeprecated` hears of each key of an earlier spelling the file used (the caller logs it once, at start-up). */

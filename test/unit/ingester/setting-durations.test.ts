@@ -1,3 +1,7 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
 import { ConfigError } from '../../../common/config-files.js';
 import { formatDuration, parseDuration } from '../../../common/duration.js';
 import { checkSettingsFile, resolveSettings } from '../../../ingester/config.js';
@@ -161,5 +165,61 @@ describe('durations in the settings file', () => {
     expect(formatDuration(90_000)).toBe('1m30s');
     expect(formatDuration(300_000)).toBe('5m');
     expect(formatDuration(14 * 24 * 3_600_000)).toBe('336h');
+  });
+});
+
+describe("a standalone route's signature tolerance", () => {
+  const signed = (signature: Record<string, unknown>) => ({
+    routes: [
+      {
+        apiVersion: 'intake.dev/v1alpha1',
+        kind: 'WebhookIntegration',
+        name: 'deploys',
+        namespace: 'default',
+        credentials: [],
+        authentication: {
+          mode: 'signature',
+          signature: {
+            scheme: 'standard-webhooks',
+            secrets: [{ value: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' }],
+            ...signature,
+          },
+        },
+      },
+    ],
+  });
+  const load = async (file: unknown) => {
+    const { loadRoutesFromFile } = await import('../../../ingester/routing/file-source.js');
+    const dir = mkdtempSync(join(tmpdir(), 'intake-tolerance-'));
+    writeFileSync(join(dir, 'intake.yaml'), stringify(file));
+    try {
+      return loadRoutesFromFile(join(dir, 'intake.yaml'));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+  const tolerance = async (signature: Record<string, unknown>) =>
+    (await load(signed(signature)))[0]?.route.authentication?.signature?.toleranceSeconds;
+
+  it('is a duration as in the CRD, and the earlier toleranceSeconds is read with a warning at start-up', async () => {
+    expect(await tolerance({ tolerance: '10m' })).toBe(600);
+    expect(await tolerance({ toleranceSeconds: 90 })).toBe(90);
+    expect(await tolerance({ tolerance: '90s', toleranceSeconds: 90 })).toBe(90);
+    expect(resolve(signed({ toleranceSeconds: 90 })).deprecated.map((d) => d.message)).toEqual([
+      'routes[0].authentication.signature.toleranceSeconds is deprecated: use routes[0].authentication.signature.tolerance: 1m30s',
+    ]);
+    expect(resolve(signed({ tolerance: '90s' })).deprecated).toEqual([]);
+  });
+
+  it.each([
+    [
+      { tolerance: '10m', toleranceSeconds: 60 },
+      /signature\.tolerance and toleranceSeconds are both given, with different values/,
+    ],
+    [{ tolerance: 300 }, /routes\[0\]\.authentication\.signature\.tolerance: 300 is not a duration/],
+    [{ tolerance: 'soon' }, /signature\.tolerance: invalid duration "soon"/],
+    [{ tolerance: '25h' }, /signature\.tolerance: "25h" must be whole seconds between 1s and 24h/],
+  ])('refuses %j naming the field', async (signature, message) => {
+    await expect(load(signed(signature))).rejects.toThrow(message);
   });
 });
