@@ -5,6 +5,7 @@
  */
 import { Option } from 'commander';
 import { ConfigError } from '../common/config-files.js';
+import { formatDuration, parseDuration } from '../common/duration.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -61,6 +62,36 @@ export function positiveInt(opts: Record<string, unknown>, key: string): number 
   const n = Number(opts[key]);
   if (!Number.isInteger(n) || n <= 0) throw new ConfigError(`${flagName(key)} must be a positive integer`);
   return n;
+}
+
+/**
+ * The value of option `key`, a Go-style duration (`30s`, `5m`), in milliseconds; at least `minMs`.
+ * A bare number is the seconds these flags took before: still read, with a warning on stderr.
+ */
+export function durationMs(
+  opts: Record<string, unknown>,
+  key: string,
+  minMs = 1000,
+  warn: (line: string) => void = (line) => void process.stderr.write(line),
+): number {
+  const value = String(opts[key]);
+  let ms: number;
+  if (/^\d+$/.test(value)) {
+    ms = Number(value) * 1000;
+    warn(
+      `intake: ${flagName(key)} ${value} (seconds) is deprecated: give a duration, ${flagName(key)} ${formatDuration(ms)}\n`,
+    );
+  } else {
+    try {
+      ms = value === '' ? Number.NaN : parseDuration(value);
+    } catch {
+      ms = Number.NaN;
+    }
+    if (Number.isNaN(ms))
+      throw new ConfigError(`${flagName(key)} must be a duration such as 30s or 5m, got ${JSON.stringify(value)}`);
+  }
+  if (ms < minMs) throw new ConfigError(`${flagName(key)} must be at least ${formatDuration(minMs)}`);
+  return ms;
 }
 
 /** The value of option `key` as an http(s) URL, or a ConfigError naming the flag. */

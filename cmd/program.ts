@@ -9,7 +9,6 @@ import { deadletterCommand } from './commands/deadletter.js';
 import { ingesterCommand } from './commands/ingester.js';
 import { operatorCommand } from './commands/operator.js';
 import { statusCommand } from './commands/status.js';
-import { undeliveredCommand } from './commands/undelivered.js';
 import { versionCommand } from './commands/version.js';
 
 export function buildProgram(): Command {
@@ -26,7 +25,6 @@ export function buildProgram(): Command {
     deadletterCommand(),
     statusCommand(),
     versionCommand(),
-    undeliveredCommand(),
   ])
     program.addCommand(inheriting(command, program));
   return program;

@@ -19,3 +19,21 @@ export function parseDuration(value: string | undefined): number {
     throw new Error(`invalid duration ${JSON.stringify(value)}: longer than the maximum of about 292 years`);
   return total;
 }
+
+/** Milliseconds as the Go-style duration parseDuration reads back: 90000 → "1m30s", 250 → "250ms", 0 → "0s". */
+export function formatDuration(ms: number): string {
+  if (ms === 0) return '0s';
+  const parts: string[] = [];
+  let rest = ms;
+  for (const [unit, size] of [
+    ['h', 3_600_000],
+    ['m', 60_000],
+    ['s', 1000],
+  ] as const) {
+    const n = Math.floor(rest / size);
+    if (n > 0) parts.push(`${n}${unit}`);
+    rest -= n * size;
+  }
+  if (rest > 0) parts.push(`${Number(rest.toFixed(3))}ms`);
+  return parts.join('');
+}

@@ -6,6 +6,7 @@
 import { isIP } from 'node:net';
 import { Ajv } from 'ajv';
 import { ConfigError, parseListen, type Listen } from '../common/config-files.js';
+import { formatDuration } from '../common/duration.js';
 import {
   jetstreamSchema,
   resolveJetStream,
@@ -33,6 +34,14 @@ import type { DeadLetterSettings } from './dead-letters/setup.js';
 import type { PartialTenantLimitDefaults, TenantLimitDefaults } from '../api/limits.js';
 import { resolveTenantLimits, tenantLimitsSchema } from './limits/settings.js';
 import { isHostName, normalHostName } from './http/admin-guard.js';
+import {
+  msKey,
+  normaliseDurations,
+  secondsKey,
+  type DeprecatedKey,
+  type DurationKey,
+  type MovedKey,
+} from '../common/setting-durations.js';
 
 export interface IngesterSettings {
   listen: Listen;
@@ -159,7 +168,7 @@ export const DEFAULT_SETTINGS: IngesterSettings = {
     workerHeapMb: DEFAULT_POOL.heapMb,
   },
   deadLetter: {
-    path: '/tmp/intake-deadletter.jsonl',
+    path: '/tmp/intake-deadletter.sqlite',
     maxBytes: 256 * 1024 * 1024,
     maxBytesPerNamespace: 16 * 1024 * 1024,
     replayLeaseSeconds: 300,
@@ -272,6 +281,10 @@ const settingsFileSchema = {
         maxBytes: { type: 'integer', minimum: 4096 },
         maxBytesPerNamespace: { type: 'integer', minimum: 4096 },
         replayLeaseSeconds: { type: 'integer', minimum: 1, maximum: 86400 },
+        // With the bus (sinks.jetstream): the stream the letters are kept in, its subjects, their age.
+        stream: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,255}$' },
+        subjectPrefix: { type: 'string', pattern: '^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$' },
+        maxAgeSeconds: { type: 'integer', minimum: 0 },
       },
     },
     destinations: destinationsSchema,
@@ -281,6 +294,50 @@ const settingsFileSchema = {
 } as const;
 
 const validateFile = new Ajv({ allErrors: true, strict: false }).compile(settingsFileSchema);
+
+/**
+ * Every duration in the file: a Go-style string under `key`; the schema above and the settings
+ * hold it as a number under `internal`, the key it replaces (read still, with a warning).
+ * destinations[] spell theirs as strings already (destinations/settings.ts).
+ */
+const JETSTREAM = ['sinks', 'jetstream'];
+const DEAD_LETTER = ['deadLetter'];
+const SETTING_DURATIONS: readonly DurationKey[] = [
+  secondsKey(['limits'], 'seriesTTL', 'seriesTTLSeconds', { minMs: 1000 }),
+  msKey(['limits'], 'maxEventLoopDelay', 'maxEventLoopDelayMs'),
+  msKey(['limits'], 'headersTimeout', 'headersTimeoutMs'),
+  msKey(['limits'], 'requestTimeout', 'requestTimeoutMs'),
+  msKey(['limits'], 'keepAliveTimeout', 'keepAliveTimeoutMs'),
+  msKey(['limits'], 'bodyRateGrace', 'bodyRateGraceMs'),
+  secondsKey(['authThrottle'], 'window', 'windowSeconds', { minMs: 1000 }),
+  secondsKey(['authThrottle'], 'block', 'blockSeconds', { minMs: 1000 }),
+  msKey(['authThrottle'], 'failureDelay', 'failureDelayMs', 0),
+  msKey(['sinks', 'log'], 'timeout', 'timeoutMs'),
+  msKey(JETSTREAM, 'timeout', 'timeoutMs'),
+  msKey(JETSTREAM, 'inFlightWait', 'inFlightWaitMs', 0),
+  msKey(JETSTREAM, 'reconnectWait', 'reconnectWaitMs'),
+  secondsKey([...JETSTREAM, 'streamConfig'], 'maxAge', 'maxAgeSeconds', { minMs: 0 }),
+  secondsKey([...JETSTREAM, 'streamConfig'], 'duplicateWindow', 'duplicateWindowSeconds', { minMs: 900_000 }),
+  msKey(['spool'], 'replayBackoffMin', 'replayBackoffMinMs'),
+  msKey(['spool'], 'replayBackoffMax', 'replayBackoffMaxMs'),
+  secondsKey(['shutdown'], 'drainDelay', 'drainDelaySeconds', { minMs: 0, fractional: true }),
+  secondsKey(['shutdown'], 'timeout', 'timeoutSeconds', { fractional: true }),
+  msKey(['remoteWrite'], 'flushInterval', 'flushIntervalMs'),
+  msKey(['remoteWrite'], 'maxSampleAge', 'maxSampleAgeMs', 60_000),
+  msKey(['remoteWrite'], 'timeout', 'timeoutMs'),
+  msKey(['remoteWrite'], 'backoffMin', 'minBackoffMs'),
+  msKey(['remoteWrite'], 'backoffMax', 'maxBackoffMs'),
+  msKey(['mapping'], 'timeout', 'timeoutMs'),
+  secondsKey(DEAD_LETTER, 'replayLease', 'replayLeaseSeconds', { minMs: 1000, maxMs: 86_400_000 }),
+  secondsKey(DEAD_LETTER, 'maxAge', 'maxAgeSeconds', { minMs: 0 }),
+];
+
+/** Every dead-letter setting is in deadLetter; these sat under sinks.jetstream. */
+const MOVED_SETTINGS: readonly MovedKey[] = [
+  { from: JETSTREAM, fromKey: 'deadLetterStream', to: DEAD_LETTER, toKey: 'stream' },
+  { from: JETSTREAM, fromKey: 'deadLetterSubjectPrefix', to: DEAD_LETTER, toKey: 'subjectPrefix' },
+  { from: JETSTREAM, fromKey: 'deadLetterMaxAgeSeconds', to: DEAD_LETTER, toKey: 'maxAgeSeconds', duration: 'maxAge' },
+];
 
 /** Overrides from flags or environment; undefined means "not given". */
 export interface SettingOverrides {
@@ -293,20 +350,52 @@ export interface SettingOverrides {
   trustProxy?: string;
 }
 
-/** The config file's shape, checked the same way at startup and at every reload. */
-export function checkSettingsFile(file: unknown, source: string): void {
-  if (!validateFile(file)) {
+/**
+ * The config file's shape, checked the same way at startup and at every reload; returns the file
+ * with its durations in the settings' units (setting-durations.ts) and the deprecated keys it used.
+ */
+export function checkSettingsFile(file: unknown, source: string): { file: unknown; deprecated: DeprecatedKey[] } {
+  let normal: ReturnType<typeof normaliseDurations>;
+  try {
+    normal = normaliseDurations(file, { durations: SETTING_DURATIONS, moved: MOVED_SETTINGS });
+  } catch (err) {
+    if (err instanceof ConfigError) throw new ConfigError(`${source}: ${err.message}`);
+    throw err;
+  }
+  normal.deprecated.push(...routeToleranceSeconds(normal.file));
+  if (!validateFile(normal.file)) {
     const problems = (validateFile.errors ?? []).map(
       (e) =>
         `${e.instancePath || '/'} ${e.message}${e.keyword === 'additionalProperties' ? ` (${e.params.additionalProperty})` : ''}`,
     );
     throw new ConfigError(`${source}: ${problems.join('; ')}`);
   }
+  return normal;
 }
 
-export function resolveSettings(file: unknown, overrides: SettingOverrides, source = 'config'): IngesterSettings {
-  checkSettingsFile(file, source);
-  const f = file as Record<string, never> & {
+/** Standalone routes spell the signature tolerance as the CRD does (routing/file-source.ts reads both). */
+function routeToleranceSeconds(file: unknown): DeprecatedKey[] {
+  const routes = (file as { routes?: unknown } | null)?.routes;
+  if (!Array.isArray(routes)) return [];
+  return routes.flatMap((r: { authentication?: { signature?: { toleranceSeconds?: unknown } } } | null, i) => {
+    const seconds = r?.authentication?.signature?.toleranceSeconds;
+    if (typeof seconds !== 'number') return [];
+    const key = `routes[${i}].authentication.signature.toleranceSeconds`;
+    const use = `routes[${i}].authentication.signature.tolerance`;
+    return [{ key, use, message: `${key} is deprecated: use ${use}: ${formatDuration(seconds * 1000)}` }];
+  });
+}
+
+/** `onDeprecated` hears of each key of an earlier spelling the file used (the caller logs it once, at start-up). */
+export function resolveSettings(
+  file: unknown,
+  overrides: SettingOverrides,
+  source = 'config',
+  onDeprecated: (key: DeprecatedKey) => void = () => undefined,
+): IngesterSettings {
+  const checked = checkSettingsFile(file, source);
+  for (const key of checked.deprecated) onDeprecated(key);
+  const f = checked.file as Record<string, never> & {
     listen?: string;
     adminListen?: string;
     adminAllowedHosts?: string[];
@@ -324,7 +413,11 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
     remoteWrite?: RemoteWriteFile;
     exposition?: { enabled?: boolean };
     mapping?: Partial<MappingSettings>;
-    deadLetter?: Partial<IngesterSettings['deadLetter']>;
+    deadLetter?: Partial<IngesterSettings['deadLetter']> & {
+      stream?: string;
+      subjectPrefix?: string;
+      maxAgeSeconds?: number;
+    };
     destinations?: DestinationFile[];
     tenantLimits?: PartialTenantLimitDefaults;
   };
@@ -351,14 +444,14 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
     exposition: { ...d.exposition, ...f.exposition },
     // The output bound follows the body limit unless given: a larger body may map to more.
     mapping: { ...d.mapping, maxOutputBytes: OUTPUT_PER_BODY * limits.bodyBytes, ...f.mapping },
-    deadLetter: { ...d.deadLetter, ...f.deadLetter },
+    deadLetter: deadLetterSettings(d.deadLetter, f.deadLetter),
     destinations: resolveDestinations(f.destinations),
     tenantLimits: resolveTenantLimits(
       f.tenantLimits,
       f.limits?.maxSeriesPerNamespace ?? d.limits.maxSeriesPerNamespace,
     ),
   };
-  const jetstream = resolveJetStream(f.sinks?.jetstream);
+  const jetstream = resolveJetStream(f.sinks?.jetstream, f.deadLetter);
   const spool = resolveSpool(f.spool, jetstream, settings.destinations.length > 0);
   if (jetstream) settings.sinks.jetstream = jetstream;
   if (spool) settings.spool = spool;
@@ -382,6 +475,15 @@ export function resolveSettings(file: unknown, overrides: SettingOverrides, sour
     throw new ConfigError("listen and adminListen must differ: the admin port holds every tenant's series");
   }
   return settings;
+}
+
+/** The store's own settings; those of the bus stream go to the bus settings (resolveJetStream). */
+function deadLetterSettings(
+  d: IngesterSettings['deadLetter'],
+  f: (Partial<IngesterSettings['deadLetter']> & Record<string, unknown>) | undefined,
+): IngesterSettings['deadLetter'] {
+  const { stream: _s, subjectPrefix: _p, maxAgeSeconds: _a, ...store } = f ?? {};
+  return { ...d, ...store };
 }
 
 /** Names only: IP literals and localhost are always answered, and a port or a pattern would never match a Host. */

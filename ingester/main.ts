@@ -154,7 +154,6 @@ export async function startIngester(
     replayers,
     metrics: deadLetters.metrics,
     leaseMs: deadLetters.leaseMs,
-    destinations: destinations?.names ?? [],
     logger,
   });
   const stopTlsWatch = settings.tls ? watchTls(settings.tls, ingest, logger) : undefined;

@@ -66,8 +66,8 @@ export async function prepare(): Promise<Setup> {
     logLevel: 'warn',
     limits: { pointsPerRequest: SERIES_BATCH, maxSeriesPerNamespace: 250_000, maxSeriesTotal: 250_000 },
     tenantLimits: BENCH_TENANT_LIMITS,
-    // In the work dir: the default (/tmp/intake-deadletter.jsonl) would be shared with other runs.
-    deadLetter: { path: join(DIR, 'deadletter.jsonl') },
+    // In the work dir: the default (/tmp/intake-deadletter.sqlite) would be shared with other runs.
+    deadLetter: { path: join(DIR, 'deadletter.sqlite') },
     routes: [benchWebhook(), BENCH_API_KEY_ROUTE, ...MAPPED_ROUTES],
   };
   writeFileSync(configFile, `# written by bench/ingest/ingest.ts\n${stringify(config)}`);

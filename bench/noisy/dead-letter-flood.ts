@@ -63,8 +63,8 @@ async function main(): Promise<void> {
     logLevel: 'warn',
     sinks: { log: { path: join(dir, 'events.jsonl') } },
     deadLetter: oldConfig
-      ? { path: join(dir, 'deadletter.jsonl'), maxBytes: 64 * 1024 * 1024 }
-      : { path: join(dir, 'deadletter.jsonl') },
+      ? { path: join(dir, 'deadletter.sqlite'), maxBytes: 64 * 1024 * 1024 }
+      : { path: join(dir, 'deadletter.sqlite') },
     routes: [
       route('flood', 'team-a', '{"source": host}'),
       route('steady', 'team-b', '{"source": hostname, "severity": level}'),

@@ -124,7 +124,7 @@ export async function startNoisyIngester(o: {
     adminListen: `127.0.0.1:${admin}`,
     logLevel: 'warn',
     sinks: { log: { path: join(o.dir, `events-${port}.log`) } },
-    deadLetter: { path: join(o.dir, `deadletter-${port}.jsonl`) },
+    deadLetter: { path: join(o.dir, `deadletter-${port}.sqlite`) },
     tenantLimits: o.tenantLimits,
     routes: o.routes,
     ...o.settings,

@@ -131,7 +131,7 @@ async function main(): Promise<void> {
       '--ingester-admin-service',
       ADMIN_SERVICE,
       '--activity-interval',
-      String(ACTIVITY_INTERVAL),
+      `${ACTIVITY_INTERVAL}s`,
       '--activity-writes-per-second',
       String(WRITE_CAP),
     ],

@@ -57,8 +57,11 @@ export function ingesterCommand(): Command {
 async function runIngester(opts: Record<string, string | undefined>): Promise<void> {
   const file = opts.config ? readYamlFile(opts.config) : {};
   const { resolveSettings } = await import('../../ingester/config.js');
-  const settings = resolveSettings(file, opts, opts.config ?? 'config');
+  const deprecated: Array<{ key: string; use: string; message: string }> = [];
+  const settings = resolveSettings(file, opts, opts.config ?? 'config', (key) => deprecated.push(key));
   const logger = createLogger(settings.logLevel);
+  // Once each, at start-up (a reload of the file checks it again without repeating them).
+  for (const d of deprecated) logger.warn({ setting: d.key, use: d.use }, d.message);
   if (!opts.namespace && !opts.config)
     throw new ConfigError(
       'give --config FILE (standalone: routes from the file) or --namespace NS (Kubernetes: routes from Secrets)',

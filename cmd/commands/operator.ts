@@ -15,6 +15,7 @@ import { ConfigError, parseListen } from '../../common/config-files.js';
 import { createLogger } from '../../common/logger.js';
 import {
   commaList,
+  durationMs,
   httpUrl,
   kubeconfigOption,
   leaseNameOption,
@@ -67,9 +68,9 @@ export function operatorCommand(): Command {
     )
     .addOption(
       new Option(
-        '--resync-period <seconds>',
-        'reconcile everything this often (picks up changes to referenced Secrets)',
-      ).default('300'),
+        '--resync-period <duration>',
+        'reconcile everything this often (picks up changes to referenced Secrets), e.g. 5m',
+      ).default('5m'),
     )
     .addOption(new Option('--workers <n>', 'concurrent reconciles').default('4'))
     .addOption(
@@ -79,8 +80,11 @@ export function operatorCommand(): Command {
       ).env('INTAKE_INGESTER_ADMIN_SERVICE'),
     )
     .addOption(
-      new Option('--activity-interval <seconds>', 'ask every ingester replica for its activity this often (at least 1)')
-        .default('30')
+      new Option(
+        '--activity-interval <duration>',
+        'ask every ingester replica for its activity this often, e.g. 30s (at least 1s)',
+      )
+        .default('30s')
         .env('INTAKE_ACTIVITY_INTERVAL'),
     )
     .addOption(
@@ -116,13 +120,13 @@ async function runOperator(opts: Record<string, string | boolean | undefined>, c
       defaultMaxSeries: positiveInt(opts, 'defaultMaxSeries'),
       destinations: await destinationNames(opts.destinations),
       limitDefaults: defaultLimits(opts.defaultLimits, positiveInt(opts, 'defaultMaxSeries')),
-      resyncPeriodMs: positiveInt(opts, 'resyncPeriod') * 1000,
+      resyncPeriodMs: durationMs(opts, 'resyncPeriod'),
       workers: positiveInt(opts, 'workers'),
       ...(opts.ingesterAdminService
         ? {
             activity: {
               service: String(opts.ingesterAdminService),
-              intervalMs: positiveInt(opts, 'activityInterval') * 1000,
+              intervalMs: durationMs(opts, 'activityInterval'),
               writesPerSecond: positiveInt(opts, 'activityWritesPerSecond'),
             },
           }

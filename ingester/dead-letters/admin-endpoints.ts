@@ -8,8 +8,7 @@
  *        destination; replayed ones leave the store, failed ones stay.
  *        Like every state-changing admin call it needs X-Intake-Admin: true and a JSON body
  *        (http/admin-guard.ts refuses it otherwise, before it gets here).
- * `intake deadletter list|replay` calls these. Deprecated for one release, answering as before:
- * GET /destinations/deadletter and POST /destinations/deadletter/replay (kind delivery).
+ * `intake deadletter list|replay` calls these.
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
@@ -28,8 +27,6 @@ export interface DeadLetterEndpointsOptions {
   replayers: DeadLetterReplayers;
   metrics: DeadLetterMetrics;
   leaseMs: number;
-  /** Destinations configured now (the deprecated routes refuse other names, as they did). */
-  destinations: readonly string[];
   logger: Logger;
 }
 
@@ -39,7 +36,6 @@ type Query = Partial<
 
 const DEFAULT_LIMIT = 1000;
 const MAX_LIMIT = 10_000;
-const DEPRECATED = 'deprecated: use GET /deadletter?kind=delivery and POST /deadletter/replay?kind=delivery';
 
 export function registerDeadLetterEndpoints(app: FastifyInstance, o: DeadLetterEndpointsOptions): void {
   app.get<{ Querystring: Query }>('/deadletter', async (req, reply) => {
@@ -61,40 +57,6 @@ export function registerDeadLetterEndpoints(app: FastifyInstance, o: DeadLetterE
     const q = merged && queryOf(merged, reply);
     if (!q) return reply;
     return (await withStore(() => replayLetters(o.store, q, o.replayers, o.leaseMs, o.metrics), reply)) ?? reply;
-  });
-
-  // ---- deprecated (one release): the destinations' own dead-letter routes ----
-  app.get<{ Querystring: Query }>('/destinations/deadletter', async (req, reply) => {
-    const q = legacyQuery(req.query, o, reply);
-    if (!q) return reply;
-    void reply.header('deprecation', 'true').header('warning', `299 - "${DEPRECATED}"`);
-    const letters = await withStore(() => o.store.list(q), reply);
-    if (!letters) return reply;
-    const items = letters.flatMap((l) =>
-      l.kind === 'delivery'
-        ? [
-            {
-              seq: l.seq,
-              destination: l.destination,
-              reason: l.reason,
-              error: l.error,
-              attempts: l.attempts,
-              failedAt: l.at,
-              ...(l.subject ? { subject: l.subject } : {}),
-              event: l.event,
-            },
-          ]
-        : [],
-    );
-    return { count: items.length, items };
-  });
-  app.post<{ Querystring: Query }>('/destinations/deadletter/replay', async (req, reply) => {
-    const merged = withBodyFilters(req.query, req.body, reply);
-    const q = merged && legacyQuery(merged, o, reply);
-    if (!q) return reply;
-    void reply.header('deprecation', 'true').header('warning', `299 - "${DEPRECATED}"`);
-    const report = await withStore(() => replayLetters(o.store, q, o.replayers, o.leaseMs, o.metrics), reply);
-    return report === undefined ? reply : { replayed: report.replayed, failed: report.failed, skipped: report.skipped };
   });
 }
 
@@ -155,18 +117,6 @@ function queryOf(q: Query, reply: FastifyReply): DeadLetterQuery | undefined {
       return fail('seq', 'must be positive integers separated by commas');
     out.seqs = seqs;
   }
-  return out;
-}
-
-function legacyQuery(q: Query, o: DeadLetterEndpointsOptions, reply: FastifyReply): DeadLetterQuery | undefined {
-  if (q.destination !== undefined && !o.destinations.includes(q.destination)) {
-    return void reply.code(400).send({
-      error: 'invalid_query',
-      field: 'destination',
-      message: `unknown destination ${JSON.stringify(q.destination)} (configured: ${o.destinations.join(', ')})`,
-    });
-  }
-  const out = queryOf({ ...q, kind: 'delivery' }, reply);
   return out;
 }
 

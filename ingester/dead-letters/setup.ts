@@ -2,18 +2,14 @@
  * Chooses the dead-letter store at startup and says which (docs: "Dead letters"):
  *   - with the bus (sinks.jetstream): the stream INTAKE_DEADLETTER, shared by every replica;
  *   - else with a storage directory (spool.path): `deadletters.sqlite` in it;
- *   - else: a SQLite file next to `deadLetter.path` (`.jsonl` becomes `.sqlite`), this replica's
- *     only, opened at the first letter.
- * A JSON-lines dead letter written by an earlier version at `deadLetter.path` is imported once
- * (each entry keeps its id, so a second import is a no-op) and then renamed `*.imported`.
+ *   - else: the SQLite file `deadLetter.path`, this replica's only, opened at the first letter.
  */
-import { existsSync, readFileSync, renameSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import type { FieldError } from '../core/errors.js';
-import type { JetStreamSettings } from '../sinks/handoff-config.js';
+import type { JetStreamSettings, SpoolSettings } from '../sinks/handoff-config.js';
 import { DeadLetterMetrics } from './metrics.js';
 import type {
   DeadLetter,
@@ -25,7 +21,7 @@ import type {
 } from './model.js';
 
 export interface DeadLetterSettings extends DeadLetterLimits {
-  /** The fallback store's location (and where an earlier version's JSON-lines file is looked for). */
+  /** The store's SQLite file without the bus and without a storage directory. */
   path: string;
   /** How long a replay holds a letter it claimed. */
   replayLeaseSeconds: number;
@@ -45,8 +41,6 @@ export interface DeadLetterSetupOptions {
   registry: Registry;
   logger: Logger;
 }
-
-const IMPORT_RETRY_MS = 2000;
 
 export async function setUpDeadLetters(o: DeadLetterSetupOptions): Promise<DeadLetterSetup> {
   let store: DeadLetterStore | undefined;
@@ -81,7 +75,7 @@ export async function setUpDeadLetters(o: DeadLetterSetupOptions): Promise<DeadL
       store = new SqliteDeadLetters(join(o.storageDir, 'deadletters.sqlite'), limits, onDropped, onDiskFull);
       durable = 'in the storage directory: survives restarts, this replica only';
     } else {
-      const file = `${o.settings.path.replace(/\.jsonl$/, '')}.sqlite`;
+      const file = o.settings.path;
       const lazy = new LazyStore(
         `SQLite file ${file}`,
         () => new SqliteDeadLetters(file, limits, onDropped, onDiskFull),
@@ -97,73 +91,7 @@ export async function setUpDeadLetters(o: DeadLetterSetupOptions): Promise<DeadL
     { store: store.description, maxBytes: limits.maxBytes, maxBytesPerNamespace: limits.maxBytesPerNamespace },
     `dead letters (mapping and delivery failures): ${store.description}, ${durable}`,
   );
-  const legacy = o.settings.path;
-  if (existsSync(legacy) && !legacy.endsWith('.sqlite')) {
-    const importing = importLegacyFile(store, legacy, o.logger);
-    // Without the bus connected yet the import waits for it (in the background: startup goes on).
-    if (!o.bus) await importing;
-  }
   return { store, metrics, leaseMs };
-}
-
-interface LegacyEntry {
-  id: string;
-  receivedAt: string;
-  integration: string;
-  namespace: string;
-  reason: string;
-  errors?: FieldError[];
-  contentType?: string;
-  payload: unknown;
-}
-
-/** Reads an earlier version's JSON-lines dead letter into the store, once. */
-export async function importLegacyFile(store: DeadLetterStore, path: string, logger: Logger): Promise<number> {
-  const entries: LegacyEntry[] = [];
-  for (const line of readFileSync(path, 'utf8').split('\n')) {
-    if (!line.trim()) continue;
-    try {
-      entries.push(JSON.parse(line) as LegacyEntry);
-    } catch {
-      // A line torn by a crash: it was never acknowledged to a sender with an id.
-    }
-  }
-  for (;;) {
-    try {
-      let kept = 0;
-      for (const e of entries) {
-        const letter: NewDeadLetter = {
-          kind: 'mapping',
-          id: e.id,
-          at: e.receivedAt,
-          namespace: e.namespace,
-          integration: e.integration,
-          reason: e.reason,
-          ...(e.errors ? { errors: e.errors } : {}),
-          ...(e.contentType ? { contentType: e.contentType } : {}),
-          payload: e.payload,
-        };
-        try {
-          await store.put(letter);
-          kept++;
-        } catch (err) {
-          if ((err as Error).name !== 'LetterTooLarge') throw err;
-        }
-      }
-      renameSync(path, `${path}.imported`);
-      logger.info(
-        { file: path, entries: entries.length, kept, store: store.description, renamedTo: `${path}.imported` },
-        'dead letters of an earlier version imported',
-      );
-      return kept;
-    } catch (err) {
-      logger.warn(
-        { err: { message: (err as Error).message }, file: path, retryInMs: IMPORT_RETRY_MS },
-        'earlier dead letters not imported yet; trying again',
-      );
-      await new Promise((r) => setTimeout(r, IMPORT_RETRY_MS).unref());
-    }
-  }
 }
 
 /** Opens the real store at its first use: an ingester that never dead-letters creates no file. */

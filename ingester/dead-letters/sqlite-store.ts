@@ -145,8 +145,8 @@ export class SqliteDeadLetters implements DeadLetterStore {
       this.db.exec('BEGIN IMMEDIATE');
       for (const p of group) {
         const l = p.letter;
-        // The same id again (the same event refused again for the same destination, a re-imported
-        // legacy file): the newer letter takes the older one's place, so an id is listed once.
+        // The same id again (the same event refused again for the same destination): the newer
+        // letter takes the older one's place, so an id is listed once.
         const older = this.st.getId.get(l.id) as { seq: number } | undefined;
         if (older) {
           this.st.remove.run(older.seq);

@@ -1,6 +1,5 @@
 /**
- * The outbox's dead-letter side (outbox.ts): a replayed delivery dead letter becomes a fresh row,
- * and the dead letters an earlier version kept in the outbox database move to the dead-letter store.
+ * The outbox's dead-letter side (outbox.ts): a replayed delivery dead letter becomes a fresh row.
  *
  * A replay hands a letter on, then removes it from the dead-letter store (another file): a crash
  * between the two would leave a letter listed whose event is already on its way, and a later
@@ -10,13 +9,9 @@
  * it; at startup every recorded letter still kept is removed (settleReplayedLetters); the record
  * goes once the letter is gone.
  */
-import type { NormalisedEvent } from '../core/event.js';
-import type { DeliveryDeadLetter, NewDeadLetter } from '../dead-letters/model.js';
+import type { DeliveryDeadLetter } from '../dead-letters/model.js';
 import type { OutboxTable } from './outbox-table.js';
 import type { StatementSync } from 'node:sqlite';
-
-/** A dead letter of an earlier version, kept in this database's `dead_letters` table. */
-export type LegacyDeadLetter = Extract<NewDeadLetter, { kind: 'delivery' }> & { seq: number };
 
 /** A letter a replay handed on: its seq and id in the dead-letter store. */
 export interface ReplayedLetter {
@@ -74,45 +69,4 @@ export class ReplayedLetters {
   all(): ReplayedLetter[] {
     return this.st.all.all() as unknown as ReplayedLetter[];
   }
-}
-
-/** Dead letters an earlier version kept in this database (moved to the dead-letter store at startup). */
-export function legacyDeadLetters(table: OutboxTable): LegacyDeadLetter[] {
-  if (!table.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'dead_letters'").get())
-    return [];
-  type Row = {
-    seq: number;
-    destination: string;
-    payload: string;
-    reason: string;
-    error: string;
-    attempts: number;
-    failedAt: string;
-  };
-  const rows = table.db
-    .prepare(
-      'SELECT seq, destination, payload, reason, error, attempts, failed_at AS failedAt FROM dead_letters ORDER BY seq',
-    )
-    .all() as unknown as Row[];
-  return rows.map((r) => {
-    const event = JSON.parse(r.payload) as NormalisedEvent;
-    return {
-      seq: r.seq,
-      kind: 'delivery',
-      id: `outbox-${r.seq}`,
-      at: r.failedAt,
-      namespace: event.namespace,
-      integration: event.integration,
-      destination: r.destination,
-      reason: r.reason,
-      error: r.error,
-      attempts: r.attempts,
-      event,
-    };
-  });
-}
-
-/** Once they are in the dead-letter store. */
-export function dropLegacyDeadLetters(table: OutboxTable): void {
-  table.db.exec('DROP TABLE IF EXISTS dead_letters');
 }

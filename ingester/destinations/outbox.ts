@@ -6,7 +6,7 @@
  *     fsynced, so an acknowledged event survives kill -9;
  *   - the table (outbox-table.ts): SQLite, the byte budget;
  *   - the lease loop (outbox-lease-loop.ts): each destination takes its due rows, leased;
- *   - dead letters (outbox-dead-letters.ts): replayed ones come back as rows; an earlier version's move out.
+ *   - dead letters (outbox-dead-letters.ts): replayed ones come back as rows.
  * Events a destination gives up on go to the dead-letter store (dead-letters/, its own file in
  * the same directory, bounded per namespace) before their row is removed. The same database holds
  * the alert states of Alertmanager destinations (through their own connection: sqlite-alert-store.ts).
@@ -19,18 +19,11 @@ import { SinkError, type EventSink, type HandOffResult } from '../sinks/sink.js'
 import type { DiskReserve } from '../storage/disk-reserve.js';
 import { GroupCommit } from '../storage/group-commit.js';
 import type { Routing } from './destination.js';
-import {
-  dropLegacyDeadLetters,
-  legacyDeadLetters,
-  ReplayedLetters,
-  type LegacyDeadLetter,
-  type ReplayedLetter,
-} from './outbox-dead-letters.js';
+import { ReplayedLetters, type ReplayedLetter } from './outbox-dead-letters.js';
 import { OutboxLeaseLoops, type OutboxDestination } from './outbox-lease-loop.js';
 import { OutboxTable, rowBytes, type NewOutboxRow } from './outbox-table.js';
 
 export type { OutboxDestination } from './outbox-lease-loop.js';
-export type { LegacyDeadLetter } from './outbox-dead-letters.js';
 
 const OUTBOX_DISK_FULL =
   "the outbox's disk is full: held events are still delivered, new ones are refused until it has room";
@@ -186,14 +179,6 @@ export class Outbox implements EventSink {
   /** Letters handed on by a replay that may have stopped before removing them. */
   replayedLetters(): ReplayedLetter[] {
     return this.replayed.all();
-  }
-
-  legacyDeadLetters(): LegacyDeadLetter[] {
-    return legacyDeadLetters(this.table);
-  }
-
-  dropLegacyDeadLetters(): void {
-    dropLegacyDeadLetters(this.table);
   }
 
   /** Stops handing out rows; those in flight settle through their dispatchers (the wiring waits for them). */

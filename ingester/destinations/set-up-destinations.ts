@@ -124,7 +124,6 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
     replayed: async (letter) => outbox.forgetReplayed(letter.seq),
     names,
     start: () => {
-      void moveLegacyDeadLetters(outbox, o.deadLetters, o.logger);
       void settleReplayedLetters(outbox, o.deadLetters, o.logger);
       outbox.start(
         queued.map((q) => ({ name: q.settings.name, dispatcher: q.dispatcher, leaseMs: claimTimeoutMs(q.settings) })),
@@ -157,27 +156,6 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
       alertStores.close();
     },
   };
-}
-
-/** Dead letters an earlier version kept in the outbox database go to the dead-letter store, once. */
-async function moveLegacyDeadLetters(outbox: Outbox, store: DeadLetterStore, logger: Logger): Promise<void> {
-  const legacy = outbox.legacyDeadLetters();
-  if (legacy.length === 0) return;
-  try {
-    // Ids derived from their old positions: a crash mid-way and a second run keep each one once.
-    for (const { seq: _seq, ...letter } of legacy)
-      await store.put(letter).catch((err: Error) => (err.name === 'LetterTooLarge' ? undefined : Promise.reject(err)));
-    outbox.dropLegacyDeadLetters();
-    logger.info(
-      { letters: legacy.length, store: store.description },
-      'dead letters of an earlier version moved from the outbox to the dead-letter store',
-    );
-  } catch (err) {
-    logger.error(
-      { err: { message: (err as Error).message } },
-      'dead letters of an earlier version not moved from the outbox; trying again at the next start',
-    );
-  }
 }
 
 /**

@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { watch, type FSWatcher } from 'chokidar';
 import { validateRoute, RouteValidationError } from '../../api/route.js';
 import { ConfigError, readYamlFile } from '../../common/config-files.js';
+import { parseDuration } from '../../common/duration.js';
 import type { RouteSource } from './route-source.js';
 import { unknownDestination, type KnownDestination, type RouteInput } from './route-table.js';
 import { verifyMappings } from './verify-mappings.js';
@@ -32,7 +33,7 @@ export function loadRoutesFromFile(
   if (!Array.isArray(routes)) throw new ConfigError(`${path}: routes must be a list`);
   return routes.map((raw, i) => {
     try {
-      const route = validateRoute(raw);
+      const route = validateRoute(withTolerance(raw, `${path}: routes[${i}]`));
       const problem = unknownDestination(route, destinations);
       if (problem) throw new ConfigError(`${path}: routes[${i}] (${route.name}): destinations: ${problem}`);
       return { source: `${path}#routes[${i}]`, route };
@@ -42,6 +43,35 @@ export function loadRoutesFromFile(
       throw err;
     }
   });
+}
+
+/**
+ * A file route spells the signature's tolerance as the CRD does, a duration (`tolerance: 5m`); the
+ * route document (and a Secret the operator writes) holds `toleranceSeconds`, which a file may
+ * still give (config.ts warns of it at start-up). Both with two values are refused.
+ */
+function withTolerance(raw: unknown, where: string): unknown {
+  const signature = (raw as { authentication?: { signature?: Record<string, unknown> } } | null)?.authentication
+    ?.signature;
+  if (typeof signature !== 'object' || signature === null || !('tolerance' in signature)) return raw;
+  const { tolerance, ...rest } = signature;
+  const field = `${where}.authentication.signature.tolerance`;
+  let ms: number;
+  try {
+    if (typeof tolerance !== 'string' || tolerance === '')
+      throw new Error(`${JSON.stringify(tolerance)} is not a duration such as "5m"`);
+    ms = parseDuration(tolerance);
+  } catch (err) {
+    throw new ConfigError(`${field}: ${(err as Error).message}`);
+  }
+  if (ms < 1000 || ms > 86_400_000 || ms % 1000 !== 0)
+    throw new ConfigError(`${field}: ${JSON.stringify(tolerance)} must be whole seconds between 1s and 24h`);
+  if (rest.toleranceSeconds !== undefined && rest.toleranceSeconds !== ms / 1000)
+    throw new ConfigError(
+      `${field} and toleranceSeconds are both given, with different values (${JSON.stringify(tolerance)} and ${JSON.stringify(rest.toleranceSeconds)}): keep tolerance alone`,
+    );
+  const route = raw as { authentication: Record<string, unknown> };
+  return { ...route, authentication: { ...route.authentication, signature: { ...rest, toleranceSeconds: ms / 1000 } } };
 }
 
 /** Watches the file (and survives editors and ConfigMap mounts that replace it) and reloads on change. */

@@ -3,6 +3,7 @@
  * Kept apart from config.ts so the hand-off owns its schema, defaults and checks.
  */
 import { ConfigError } from '../../common/config-files.js';
+import { formatDuration } from '../../common/duration.js';
 
 export interface JetStreamSettings {
   /** One URL or several (a cluster); nats:// or tls://. */
@@ -22,7 +23,7 @@ export interface JetStreamSettings {
   /** A NATS credentials file (JWT + seed), or a file holding an NKey seed; never both. */
   credsFile?: string;
   nkeySeedFile?: string;
-  /** Where events a destination gave up on are kept (created by intake), and for how long. */
+  /** Where dead letters are kept with the bus (created by intake), and for how long: the file's deadLetter.stream, .subjectPrefix, .maxAge. */
   deadLetterStream: string;
   deadLetterSubjectPrefix: string;
   deadLetterMaxAgeSeconds: number;
@@ -137,9 +138,6 @@ export const jetstreamSchema = {
     tls: { type: 'object', additionalProperties: false, properties: { caFile: file, certFile: file, keyFile: file } },
     credsFile: file,
     nkeySeedFile: file,
-    deadLetterStream: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,255}$' },
-    deadLetterSubjectPrefix: { type: 'string', pattern: '^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$' },
-    deadLetterMaxAgeSeconds: { type: 'integer', minimum: 0 },
     alertBucketPrefix: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,200}$' },
     streamConfig: {
       type: 'object',
@@ -170,18 +168,25 @@ export const spoolSchema = {
   },
 } as const;
 
-type JetStreamFile = Partial<Omit<JetStreamSettings, 'servers' | 'streamConfig'>> & {
+type DeadLetterKeys = 'deadLetterStream' | 'deadLetterSubjectPrefix' | 'deadLetterMaxAgeSeconds';
+type JetStreamFile = Partial<Omit<JetStreamSettings, 'servers' | 'streamConfig' | DeadLetterKeys>> & {
   url: string | string[];
   streamConfig?: Partial<JetStreamSettings['streamConfig']>;
 };
 
-/** Defaults applied; called after the schema passed. */
-export function resolveJetStream(f: JetStreamFile | undefined): JetStreamSettings | undefined {
+/** Defaults applied; called after the schema passed. The dead letters' stream is named in the file's deadLetter block. */
+export function resolveJetStream(
+  f: JetStreamFile | undefined,
+  deadLetter: { stream?: string; subjectPrefix?: string; maxAgeSeconds?: number } = {},
+): JetStreamSettings | undefined {
   if (!f) return undefined;
   const { url, streamConfig, ...rest } = f;
   const settings: JetStreamSettings = {
     ...DEFAULT_JETSTREAM,
     ...rest,
+    ...(deadLetter.stream === undefined ? {} : { deadLetterStream: deadLetter.stream }),
+    ...(deadLetter.subjectPrefix === undefined ? {} : { deadLetterSubjectPrefix: deadLetter.subjectPrefix }),
+    ...(deadLetter.maxAgeSeconds === undefined ? {} : { deadLetterMaxAgeSeconds: deadLetter.maxAgeSeconds }),
     servers: Array.isArray(url) ? url : [url],
     streamConfig: { ...DEFAULT_JETSTREAM.streamConfig, ...streamConfig },
   };
@@ -190,23 +195,23 @@ export function resolveJetStream(f: JetStreamFile | undefined): JetStreamSetting
   if ((settings.tls?.certFile === undefined) !== (settings.tls?.keyFile === undefined))
     throw new ConfigError('sinks.jetstream.tls: certFile and keyFile go together');
   if (settings.deadLetterStream === settings.stream)
-    throw new ConfigError('sinks.jetstream: deadLetterStream must differ from stream');
+    throw new ConfigError('deadLetter.stream must differ from sinks.jetstream.stream');
   const { maxAgeSeconds, duplicateWindowSeconds } = settings.streamConfig;
   // The server refuses such a stream; the bus would never come up.
   if (maxAgeSeconds > 0 && maxAgeSeconds < duplicateWindowSeconds) {
     throw new ConfigError(
-      `sinks.jetstream.streamConfig: maxAgeSeconds (${maxAgeSeconds}) must be 0 or at least duplicateWindowSeconds (${duplicateWindowSeconds})`,
+      `sinks.jetstream.streamConfig: maxAge (${formatDuration(maxAgeSeconds * 1000)}) must be 0s or at least duplicateWindow (${formatDuration(duplicateWindowSeconds * 1000)})`,
     );
   }
   if (subjectsOverlap(settings.deadLetterSubjectPrefix, settings.subjectPrefix)) {
     throw new ConfigError(
-      `sinks.jetstream: deadLetterSubjectPrefix ${settings.deadLetterSubjectPrefix} and subjectPrefix ${settings.subjectPrefix} must not contain one another (two streams cannot share subjects)`,
+      `deadLetter.subjectPrefix ${settings.deadLetterSubjectPrefix} and sinks.jetstream.subjectPrefix ${settings.subjectPrefix} must not contain one another (two streams cannot share subjects)`,
     );
   }
   const multi = multiEventSubjectPrefix(settings.subjectPrefix);
   if (subjectsOverlap(settings.deadLetterSubjectPrefix, multi)) {
     throw new ConfigError(
-      `sinks.jetstream: deadLetterSubjectPrefix ${settings.deadLetterSubjectPrefix} and ${multi} (where subjectPrefix ${settings.subjectPrefix} puts messages of several events) must not contain one another (two streams cannot share subjects)`,
+      `deadLetter.subjectPrefix ${settings.deadLetterSubjectPrefix} and ${multi} (where sinks.jetstream.subjectPrefix ${settings.subjectPrefix} puts messages of several events) must not contain one another (two streams cannot share subjects)`,
     );
   }
   return settings;
@@ -239,7 +244,7 @@ export function resolveSpool(
   // A quarter: one namespace's burst while the bus is down leaves three quarters to the others.
   const settings: SpoolSettings = { ...DEFAULT_SPOOL, maxBytesPerNamespace: Math.floor(maxBytes / 4), ...f };
   if (settings.replayBackoffMaxMs < settings.replayBackoffMinMs)
-    throw new ConfigError('spool: replayBackoffMaxMs must be at least replayBackoffMinMs');
+    throw new ConfigError('spool: replayBackoffMax must be at least replayBackoffMin');
   if (settings.maxBytesPerNamespace > settings.maxBytes)
     throw new ConfigError(
       `spool: maxBytesPerNamespace (${settings.maxBytesPerNamespace}) must be at most maxBytes (${settings.maxBytes})`,

@@ -48,7 +48,7 @@ beforeAll(async () => {
       tenantRoute('leaky-mapped', 'team-c', { mapping: { expression: '{"source": host, "severity": $number(pin)}' } }),
     );
     c.sinks = { log: { path: join(dir, 'events.jsonl') } };
-    c.deadLetter = { path: join(dir, 'deadletter.jsonl') };
+    c.deadLetter = { path: join(dir, 'deadletter.sqlite') };
     (c.limits as Record<string, unknown>).bodyBytes = 4096;
   });
 });

@@ -54,7 +54,7 @@ beforeAll(async () => {
   ing = await startIngester((c) => {
     (c.routes as unknown[]).push(integration('fixme', 'team-b'));
     c.sinks = { log: { path: join(dir, 'events.jsonl') } };
-    c.deadLetter = { path: join(dir, 'deadletter.jsonl') };
+    c.deadLetter = { path: join(dir, 'deadletter.sqlite') };
     c.adminAllowedHosts = [SERVICE_NAME];
   });
   adminPort = Number(new URL(ing.adminUrl).port);
@@ -95,11 +95,9 @@ describe('a state-changing admin call needs X-Intake-Admin: true and a JSON obje
     ['the header, application/json, an empty body', ADMIN_WRITE_HEADERS, undefined, 400, 'BAD_REQUEST'],
     ['the header, application/json, an array', ADMIN_WRITE_HEADERS, '[]', 400, 'INVALID_JSON'],
   ])('%s: refused, nothing replayed', async (_what, headers, body, status, code) => {
-    for (const path of ['/deadletter/replay', '/destinations/deadletter/replay']) {
-      const answer = await adminRequest('POST', path, { ...local(), ...headers }, body);
-      expect({ path, status: answer.status, code: codeOf(answer) }).toEqual({ path, status, code });
-      expect(JSON.parse(answer.body)).toMatchObject({ success: false });
-    }
+    const answer = await adminRequest('POST', '/deadletter/replay', { ...local(), ...headers }, body);
+    expect({ status: answer.status, code: codeOf(answer) }).toEqual({ status, code });
+    expect(JSON.parse(answer.body)).toMatchObject({ success: false });
     expect((await listLetters(ing)).count).toBe(1);
   });
 
@@ -181,7 +179,15 @@ describe('the CLI sends what is required', () => {
     const replayed = await cli(['deadletter', 'replay', '--admin-url', ing.adminUrl, '--kind', 'mapping']);
     expect(replayed.stdout).toContain('1 replayed, 0 failed');
     expect((await listLetters(ing)).count).toBe(0);
-    const old = await cli(['undelivered', 'replay', '--admin-url', ing.adminUrl]);
-    expect(old.stdout).toContain('0 event(s) handed back');
+  });
+
+  it('no longer serves the pre-release paths and command (/destinations/deadletter, intake undelivered)', async () => {
+    expect((await fetch(`${ing.adminUrl}/destinations/deadletter`)).status).toBe(404);
+    expect(
+      (await adminRequest('POST', '/destinations/deadletter/replay', { ...local(), ...ADMIN_WRITE_HEADERS }, '{}'))
+        .status,
+    ).toBe(404);
+    const old = await cli(['undelivered', 'list', '--admin-url', ing.adminUrl]).catch((err: unknown) => err);
+    expect(String((old as { stderr?: string }).stderr ?? old)).toContain("unknown command 'undelivered'");
   });
 });

@@ -59,7 +59,7 @@ beforeAll(async () => {
     );
     config.mapping = { timeoutMs: TIMEOUT_MS, workers: 2 };
     config.sinks = { log: { path: eventsFile } };
-    config.deadLetter = { path: join(dir, 'dead.jsonl'), maxBytes: 64 << 20 };
+    config.deadLetter = { path: join(dir, 'dead.sqlite'), maxBytes: 64 << 20 };
   });
 });
 
@@ -412,7 +412,7 @@ describe('a small pool: one worker, one payload queued, a 32 MiB heap', () => {
       const limits = config.tenantLimits as { namespace: Record<string, number> };
       limits.namespace.mappingCpuBurstMillis = 20_000;
       config.deadLetter = {
-        path: join(mkdtempSync(join(tmpdir(), 'intake-e2e-busy-')), 'dead.jsonl'),
+        path: join(mkdtempSync(join(tmpdir(), 'intake-e2e-busy-')), 'dead.sqlite'),
         maxBytes: 1 << 20,
       };
     });

@@ -45,7 +45,7 @@ const logEvents = (): Array<Record<string, unknown>> =>
 beforeAll(async () => {
   const dir = mkdtempSync(join(tmpdir(), 'intake-e2e-mapping-'));
   eventsFile = join(dir, 'events.jsonl');
-  deadLetterFile = join(dir, 'dead.jsonl');
+  deadLetterFile = join(dir, 'dead.sqlite');
   ing = await startIngester((config) => {
     (config.routes as unknown[]).push(
       route('am', { preset: 'alertmanager' }),
@@ -222,7 +222,8 @@ describe('dead letter and replay', () => {
         payload: { hostname: 'db-7', level: 3 },
       }),
     ]);
-    expect(existsSync(deadLetterFile.replace(/\.jsonl$/, '.sqlite'))).toBe(true);
+    // The store is deadLetter.path itself (a .jsonl default once named a file that was .sqlite).
+    expect(existsSync(deadLetterFile)).toBe(true);
 
     const listed = await cli(['deadletter', 'list', '--admin-url', ing.adminUrl, '--integration', 'custom']);
     expect(listed.code).toBe(0);

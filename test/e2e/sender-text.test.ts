@@ -66,7 +66,7 @@ beforeAll(async () => {
       // A mapping whose error quotes the payload: the sender's text in intake's message.
       tenantRoute('quoting', 'team-b', { mapping: { expression: '$error("cannot map: " & note)' } }),
     );
-    c.deadLetter = { path: join(dir, 'deadletter.jsonl') };
+    c.deadLetter = { path: join(dir, 'deadletter.sqlite') };
   });
 });
 afterAll(async () => {

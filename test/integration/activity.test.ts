@@ -87,7 +87,7 @@ endpoints:
 ${PODS.map((ip) => `  - {addresses: ["${ip}"], conditions: {ready: true}}`).join('\n')}
 `);
   operator = await suite.startOperator(
-    ['--ingester-admin-service', SERVICE, '--activity-interval', '1', '--activity-writes-per-second', '20'],
+    ['--ingester-admin-service', SERVICE, '--activity-interval', '1s', '--activity-writes-per-second', '20'],
     network.env,
   );
   await apply(`apiVersion: intake.dev/v1alpha1

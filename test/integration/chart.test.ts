@@ -290,7 +290,7 @@ describe('charts/intake', () => {
         '--ingester-admin-service',
         `${release}-intake-ingester-admin`,
         '--activity-interval',
-        '1',
+        '1s',
       ],
     );
     running.push(operator);

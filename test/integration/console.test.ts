@@ -138,7 +138,7 @@ endpoints: [{addresses: ["${INGESTER_POD}"], conditions: {ready: true}}]
   operator = await startOperator(
     system,
     [teamA, teamB],
-    ['--public-base-url', ingester.url, '--ingester-admin-service', ADMIN_SERVICE, '--activity-interval', '1'],
+    ['--public-base-url', ingester.url, '--ingester-admin-service', ADMIN_SERVICE, '--activity-interval', '1s'],
     network.env,
   );
   localConsole = await startConsole();
@@ -993,7 +993,7 @@ spec: {}
 
 /**
  * The ingesters count, the operator merges their reports into status.activity every second here
- * (--activity-interval 1) and kubectl shows the `Last Event` printer column.
+ * (--activity-interval 1s) and kubectl shows the `Last Event` printer column.
  */
 const ACTIVITY_WAIT_MS = 45_000;
 

@@ -173,7 +173,6 @@ async function adminListener() {
   });
   // As ingester/main.ts: the dead-letter routes on the same listener (nothing is called here).
   registerDeadLetterEndpoints(app, {
-    destinations: [],
     leaseMs: 1000,
     logger: pino({ level: 'silent' }),
   } as unknown as DeadLetterEndpointsOptions);

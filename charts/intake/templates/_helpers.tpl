@@ -69,8 +69,8 @@ logLevel: {{ .Values.ingester.logLevel }}
 trustProxy: {{ . | quote }}
 {{- end }}
 limits: {{- include "intake.ingesterLimits" . | nindent 2 }}
-authThrottle: {{- toYaml .Values.ingester.authThrottle | nindent 2 }}
-shutdown: {{- toYaml .Values.ingester.shutdown | nindent 2 }}
+authThrottle: {{- include "intake.durations" (dict "block" .Values.ingester.authThrottle "renamed" (dict "windowSeconds" "window" "blockSeconds" "block" "failureDelayMs" "failureDelay")) | nindent 2 }}
+shutdown: {{- include "intake.durations" (dict "block" .Values.ingester.shutdown "renamed" (dict "drainDelaySeconds" "drainDelay" "timeoutSeconds" "timeout")) | nindent 2 }}
 {{- include "intake.handoffConfig" . }}
 {{ include "intake.metricsConfig" . }}
 {{ include "intake.mappingConfig" . }}
@@ -88,6 +88,7 @@ ingester's own default); any other number as given.
 */}}
 {{- define "intake.ingesterLimits" -}}
 {{- $l := deepCopy .Values.ingester.limits }}
+{{- include "intake.preferOldKeys" (dict "block" $l "renamed" (dict "seriesTTLSeconds" "seriesTTL" "maxEventLoopDelayMs" "maxEventLoopDelay" "headersTimeoutMs" "headersTimeout" "requestTimeoutMs" "requestTimeout" "keepAliveTimeoutMs" "keepAliveTimeout" "bodyRateGraceMs" "bodyRateGrace")) }}
 {{- $given := $l.maxConnections }}
 {{- if kindIs "invalid" $given }}
 {{- $_ := set $l "maxConnections" (include "intake.ingesterMaxConnections" . | int64) }}
@@ -95,6 +96,43 @@ ingester's own default); any other number as given.
 {{- $_ := unset $l "maxConnections" }}
 {{- end }}
 {{- toYaml $l }}
+{{- end -}}
+
+{{/*
+Durations are Go-style strings (30s, 5m); a key of the earlier spelling (timeoutMs: 2000) that a
+user's values still give is written instead of the new key's default beside it, and the ingester
+reads it with a deprecation warning (two spellings with two values would stop it).
+*/}}
+{{- define "intake.preferOldKeys" -}}
+{{- $block := .block }}
+{{- range $old, $new := .renamed }}{{ if hasKey $block $old }}{{ $_ := unset $block $new }}{{ end }}{{ end }}
+{{- end -}}
+
+{{/* A block with intake.preferOldKeys applied, as YAML. */}}
+{{- define "intake.durations" -}}
+{{- $block := deepCopy .block }}
+{{- include "intake.preferOldKeys" (dict "block" $block "renamed" .renamed) }}
+{{- toYaml $block }}
+{{- end -}}
+
+{{/* Key `new` of `block` (a duration string) as `new: value`, or the earlier key `old` as given when the values still use it. */}}
+{{- define "intake.durationLine" -}}
+{{- if hasKey .block .old }}{{ .old }}: {{ index .block .old }}{{ else }}{{ .new }}: {{ index .block .new | quote }}{{ end }}
+{{- end -}}
+
+{{/* A Go-style duration (or the bare seconds of an earlier key) in seconds, as a float: for pod fields in seconds. */}}
+{{- define "intake.seconds" -}}
+{{- $v := toString . }}
+{{- if regexMatch "^[0-9]+(\\.[0-9]+)?$" $v }}{{ $v }}
+{{- else }}
+{{- $units := dict "ms" 0.001 "s" 1.0 "m" 60.0 "h" 3600.0 }}
+{{- $total := 0.0 }}
+{{- range $part := regexFindAll "[0-9]+(\\.[0-9]+)?(ms|s|m|h)" $v -1 }}
+{{- $n := regexFind "^[0-9]+(\\.[0-9]+)?" $part }}
+{{- $total = addf $total (mulf (float64 $n) (get $units (trimPrefix $n $part))) }}
+{{- end }}
+{{- $total }}
+{{- end }}
 {{- end -}}
 
 {{/* Connections whose memory (about 10 KiB each) fits in an eighth of the ingester's memory limit. */}}
@@ -142,10 +180,10 @@ sinks:
     stream: {{ $js.stream }}
     subjectPrefix: {{ $js.subjectPrefix }}
     createStream: {{ $js.createStream }}
-    timeoutMs: {{ $js.timeoutMs }}
+    {{ include "intake.durationLine" (dict "block" $js "old" "timeoutMs" "new" "timeout") }}
     maxInFlight: {{ $js.maxInFlight }}
-    inFlightWaitMs: {{ $js.inFlightWaitMs }}
-    reconnectWaitMs: {{ $js.reconnectWaitMs }}
+    {{ include "intake.durationLine" (dict "block" $js "old" "inFlightWaitMs" "new" "inFlightWait") }}
+    {{ include "intake.durationLine" (dict "block" $js "old" "reconnectWaitMs" "new" "reconnectWait") }}
     {{- if $js.tls.enabled }}
     tls:
       caFile: /etc/nats/tls/ca.crt
@@ -157,7 +195,7 @@ sinks:
     {{- if $js.credentials.secretName }}
     {{ if eq $js.credentials.type "nkey" }}nkeySeedFile{{ else }}credsFile{{ end }}: /etc/nats/credentials/{{ $js.credentials.key }}
     {{- end }}
-    streamConfig: {{- toYaml $js.streamConfig | nindent 6 }}
+    streamConfig: {{- include "intake.durations" (dict "block" $js.streamConfig "renamed" (dict "maxAgeSeconds" "maxAge" "duplicateWindowSeconds" "duplicateWindow")) | nindent 6 }}
   {{- end }}
 {{- end }}
 {{- if include "intake.spoolEnabled" . }}
@@ -168,8 +206,8 @@ spool:
   maxBytesPerNamespace: {{ int64 . }}
   {{- end }}
   replayBatch: {{ .Values.spool.replayBatch }}
-  replayBackoffMinMs: {{ .Values.spool.replayBackoffMinMs }}
-  replayBackoffMaxMs: {{ .Values.spool.replayBackoffMaxMs }}
+  {{ include "intake.durationLine" (dict "block" .Values.spool "old" "replayBackoffMinMs" "new" "replayBackoffMin") }}
+  {{ include "intake.durationLine" (dict "block" .Values.spool "old" "replayBackoffMaxMs" "new" "replayBackoffMax") }}
 {{- end }}
 {{- end -}}
 
@@ -209,7 +247,7 @@ remoteWrite:
     {{- end }}
   {{- end }}
   batchSize: {{ $rw.batchSize }}
-  flushIntervalMs: {{ $rw.flushIntervalMs }}
+  {{ include "intake.durationLine" (dict "block" $rw "old" "flushIntervalMs" "new" "flushInterval") }}
   maxQueuedSamples: {{ $rw.maxQueuedSamples | int64 }}
   {{- with $rw.maxQueuedSamplesPerTenant }}
   maxQueuedSamplesPerTenant: {{ . | int64 }}
@@ -218,19 +256,27 @@ remoteWrite:
   {{- with $rw.maxQueuedBytesPerTenant }}
   maxQueuedBytesPerTenant: {{ . | int64 }}
   {{- end }}
+  {{- if hasKey $rw "maxSampleAgeMs" }}
   maxSampleAgeMs: {{ $rw.maxSampleAgeMs | int64 }}
+  {{- else }}
+  maxSampleAge: {{ $rw.maxSampleAge | quote }}
+  {{- end }}
   maxInFlightPerTenant: {{ $rw.maxInFlightPerTenant }}
 {{- end }}
 {{- end -}}
 
 {{/* Data mapping guardrails and the dead letters (mapping and delivery failures): on the bus with JetStream, in the spool volume with a spool, else on the pod's deadletter emptyDir. */}}
 {{- define "intake.mappingConfig" -}}
-mapping: {{- toYaml .Values.ingester.mapping | nindent 2 }}
+mapping: {{- include "intake.durations" (dict "block" .Values.ingester.mapping "renamed" (dict "timeoutMs" "timeout")) | nindent 2 }}
 deadLetter:
-  path: /var/lib/intake/deadletter/deadletter.jsonl
+  path: /var/lib/intake/deadletter/deadletters.sqlite
   maxBytes: {{ .Values.ingester.deadLetter.maxBytes | int64 }}
   maxBytesPerNamespace: {{ .Values.ingester.deadLetter.maxBytesPerNamespace | int64 }}
+  {{- if hasKey .Values.ingester.deadLetter "replayLeaseSeconds" }}
   replayLeaseSeconds: {{ .Values.ingester.deadLetter.replayLeaseSeconds | int64 }}
+  {{- else }}
+  replayLease: {{ .Values.ingester.deadLetter.replayLease | quote }}
+  {{- end }}
 {{- end -}}
 
 {{/* The spool is on when asked for, and whenever destinations are delivered without the bus: it is then their queue. */}}

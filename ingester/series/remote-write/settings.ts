@@ -167,7 +167,7 @@ export function resolveRemoteWrite(block: RemoteWriteFile): RemoteWriteSettings 
   if (settings.tls && url.protocol !== 'https:')
     throw new ConfigError('remoteWrite.tls is set but remoteWrite.url is not https');
   if (settings.minBackoffMs > settings.maxBackoffMs)
-    throw new ConfigError('remoteWrite.minBackoffMs must not exceed remoteWrite.maxBackoffMs');
+    throw new ConfigError('remoteWrite.backoffMin must not exceed remoteWrite.backoffMax');
   if (settings.batchSize > settings.maxQueuedSamples)
     throw new ConfigError('remoteWrite.batchSize must not exceed remoteWrite.maxQueuedSamples');
   if (

@@ -4,8 +4,7 @@
  * - one tenant flooding the dead letter with unmappable 1 MB payloads pushes out only its own
  *   letters, never another tenant's, and the other tenant's requests keep getting 200 quickly
  *   (before: one 64 MiB budget rewritten on the event loop at every entry, 26% of them 503);
- * - two replays at once hand each payload on once (before: every payload twice);
- * - a dead letter of an earlier version (JSON lines) is imported once and replayable.
+ * - two replays at once hand each payload on once (before: every payload twice).
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -47,7 +46,7 @@ async function start(dir: string, extra: (c: Record<string, unknown>) => void = 
       integration('fixme', 'team-b'),
     );
     c.sinks = { log: { path: join(dir, 'events.jsonl') } };
-    c.deadLetter = { path: join(dir, 'deadletter.jsonl') };
+    c.deadLetter = { path: join(dir, 'deadletter.sqlite') };
     extra(c);
   });
   running.push(ing);
@@ -106,15 +105,10 @@ describe('with a storage directory (deadletters.sqlite in it)', () => {
   let ing: RunningIngester;
   beforeAll(async () => {
     dir = tempDir();
-    // An earlier version's dead letter, at deadLetter.path: imported once at startup.
-    writeFileSync(
-      join(dir, 'deadletter.jsonl'),
-      `${JSON.stringify({ id: 'legacy-1', receivedAt: '2026-11-20T10:00:00.000Z', integration: 'fixme', namespace: 'team-b', reason: 'old', payload: { hostname: 'legacy-host', level: 2 } })}\n`,
-    );
     ing = await start(dir, (c) => {
       c.spool = { path: join(dir, 'spool') };
       c.deadLetter = {
-        path: join(dir, 'deadletter.jsonl'),
+        path: join(dir, 'deadletter.sqlite'),
         maxBytes: 64 * 1024 * 1024,
         maxBytesPerNamespace: 8 * 1024 * 1024,
       };
@@ -122,20 +116,12 @@ describe('with a storage directory (deadletters.sqlite in it)', () => {
   });
   afterAll(() => ing.stop());
 
-  it('imported the JSON-lines dead letter of an earlier version once', async () => {
-    expect(existsSync(join(dir, 'deadletter.jsonl'))).toBe(false);
-    expect(existsSync(join(dir, 'deadletter.jsonl.imported'))).toBe(true);
+  it('keeps the letters in the spool directory, not at deadLetter.path', async () => {
     expect(existsSync(join(dir, 'spool', 'deadletters.sqlite'))).toBe(true);
+    expect(existsSync(join(dir, 'deadletter.sqlite'))).toBe(false);
     const listed = await listLetters(ing, 'namespace=team-b');
     expect(listed.store).toContain(join(dir, 'spool', 'deadletters.sqlite'));
-    expect(listed.entries).toEqual([
-      expect.objectContaining({
-        id: 'legacy-1',
-        kind: 'mapping',
-        integration: 'fixme',
-        payload: { hostname: 'legacy-host', level: 2 },
-      }),
-    ]);
+    expect(listed.entries).toEqual([]);
   });
 
   it("lets a tenant flooding the dead letter push out only its own letters, while another tenant's requests stay fast", async () => {
@@ -206,8 +192,8 @@ describe('with a storage directory (deadletters.sqlite in it)', () => {
     useMapping(ing, 'fixme', FIXED);
     await waitFor('fixed mapping loaded', () => fetchDry(ing), 15_000, 100);
     const [one, two] = await Promise.all([replay(ing, 'integration=fixme'), replay(ing, 'integration=fixme')]);
-    // 20 new letters and the imported one, each replayed by exactly one of the two.
-    expect(one.replayed + two.replayed).toBe(21);
+    // 20 letters, each replayed by exactly one of the two.
+    expect(one.replayed + two.replayed).toBe(20);
     expect(one.failed + two.failed).toBe(0);
     const log = join(dir, 'events.jsonl');
     await waitFor(
@@ -218,10 +204,10 @@ describe('with a storage directory (deadletters.sqlite in it)', () => {
     );
     const counts = new Map<string, number>();
     for (const e of events(log))
-      if (typeof e.source === 'string' && (e.source.startsWith('twice-') || e.source === 'legacy-host'))
+      if (typeof e.source === 'string' && e.source.startsWith('twice-'))
         counts.set(e.source, (counts.get(e.source) ?? 0) + 1);
     expect([...counts.values()].every((n) => n === 1)).toBe(true);
-    expect(counts.size).toBe(21);
+    expect(counts.size).toBe(20);
     expect((await listLetters(ing, 'integration=fixme')).count).toBe(0);
   });
 });

@@ -179,28 +179,20 @@ it('dead-letters an event the receiver refuses with 400, with the reason, and re
     event: { source: 'poison' },
   });
   expect(body.entries[0]?.error).toContain('field source is not accepted here');
-  // The old command still answers as before, with a deprecation warning.
-  const old = await run(process.execPath, [cli, 'undelivered', 'list', '--admin-url', ing.adminUrl, '--json']);
-  expect((JSON.parse(old.stdout) as { items: unknown[] }).items).toEqual([
-    expect.objectContaining({
-      destination: 'tickets',
-      reason: 'http_400',
-      event: expect.objectContaining({ source: 'poison' }),
-    }),
-  ]);
-  expect(old.stderr).toContain('deprecated');
-
   receiver.refuse = () => false;
   const replayed = await run(process.execPath, [
     cli,
-    'undelivered',
+    'deadletter',
     'replay',
+    '--kind',
+    'delivery',
     '--admin-url',
     ing.adminUrl,
     '--destination',
     'tickets',
   ]);
-  expect(replayed.stdout).toContain('1 event(s) handed back');
+  expect(replayed.stdout).toContain('handed back to tickets');
+  expect(replayed.stdout).toContain('1 replayed, 0 failed');
   await waitFor(
     'replayed event accepted',
     async () =>
@@ -210,9 +202,10 @@ it('dead-letters an event the receiver refuses with 400, with the reason, and re
     15_000,
     50,
   );
-  expect((await run(process.execPath, [cli, 'undelivered', 'list', '--admin-url', ing.adminUrl])).stdout).toContain(
-    '0 event(s) kept',
-  );
+  expect(
+    (await run(process.execPath, [cli, 'deadletter', 'list', '--kind', 'delivery', '--admin-url', ing.adminUrl]))
+      .stdout,
+  ).toContain('0 dead letter(s) listed');
   // The replay went to the destination that refused it, not again to the other one, which took it the first time.
   await new Promise((r) => setTimeout(r, 500));
   expect(audit.accepted.size).toBe(31);
@@ -221,7 +214,7 @@ it('dead-letters an event the receiver refuses with 400, with the reason, and re
 }, 30_000);
 
 it('answers 400 naming the field for a bad dead-letter query', async () => {
-  const res = await fetch(`${ing.adminUrl}/destinations/deadletter?destination=nope`);
+  const res = await fetch(`${ing.adminUrl}/deadletter?kind=delivery&limit=0`);
   expect(res.status).toBe(400);
-  expect(await res.json()).toMatchObject({ field: 'destination' });
+  expect(await res.json()).toMatchObject({ field: 'limit' });
 });

@@ -52,7 +52,7 @@ beforeAll(async () => {
     );
     config.mapping = { timeoutMs: TIMEOUT_MS, workers: 2 };
     config.sinks = { log: { path: join(dir, 'events.jsonl') } };
-    config.deadLetter = { path: join(dir, 'dead.jsonl'), maxBytes: 64 << 20 };
+    config.deadLetter = { path: join(dir, 'dead.sqlite'), maxBytes: 64 << 20 };
   });
 });
 

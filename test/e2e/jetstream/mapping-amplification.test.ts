@@ -38,7 +38,7 @@ beforeAll(async () => {
       // The same amplification written as a tenant's own expression.
       route('copier', 'team-a', { expression: 'alerts.{"source": "x", "severity": 1, "key": $$.groupKey}' }),
     );
-    config.deadLetter = { path: `${nats.storeDir}/dead.jsonl`, maxBytes: 64 << 20 };
+    config.deadLetter = { path: `${nats.storeDir}/dead.sqlite`, maxBytes: 64 << 20 };
   });
 });
 

@@ -98,11 +98,11 @@ describe('hand-off settings', () => {
 
   it('refuses a duplicate window under 15 minutes and two credentials; takes a spool without a bus (for dead letters)', () => {
     expect(() =>
-      resolveSettings({ sinks: { jetstream: { url: 'nats://x', streamConfig: { duplicateWindowSeconds: 120 } } } }, {}),
-    ).toThrow(/duplicateWindowSeconds/);
+      resolveSettings({ sinks: { jetstream: { url: 'nats://x', streamConfig: { duplicateWindow: '2m' } } } }, {}),
+    ).toThrow(/sinks\.jetstream\.streamConfig\.duplicateWindow: "2m" is too short: at least 15m/);
     expect(() =>
-      resolveSettings({ sinks: { jetstream: { url: 'nats://x', streamConfig: { maxAgeSeconds: 60 } } } }, {}),
-    ).toThrow(/maxAgeSeconds \(60\) must be 0 or at least duplicateWindowSeconds \(900\)/);
+      resolveSettings({ sinks: { jetstream: { url: 'nats://x', streamConfig: { maxAge: '1m' } } } }, {}),
+    ).toThrow(/maxAge \(1m\) must be 0s or at least duplicateWindow \(15m\)/);
     expect(resolveSettings({ spool: { path: '/tmp/s' } }, {}).spool?.path).toBe('/tmp/s');
     expect(() => resolveSettings({ sinks: { log: { enabled: false } } }, {})).toThrow(/events must go somewhere/);
     expect(
@@ -122,8 +122,11 @@ describe('hand-off settings', () => {
 });
 
 describe('hand-off subjects', () => {
-  const jetstream = (o: Record<string, unknown>) =>
-    resolveSettings({ sinks: { jetstream: { url: 'nats://x', ...o } } }, {});
+  const jetstream = ({ deadLetterSubjectPrefix, ...o }: Record<string, unknown>) =>
+    resolveSettings(
+      { sinks: { jetstream: { url: 'nats://x', ...o } }, deadLetter: { subjectPrefix: deadLetterSubjectPrefix } },
+      {},
+    );
 
   it.each([
     ['intake.events', 'intake.events'],
@@ -139,7 +142,7 @@ describe('hand-off subjects', () => {
 
   it('names the subject space of messages of several events when the dead letters would share it', () => {
     expect(() => jetstream({ deadLetterSubjectPrefix: 'intake.events-multi' })).toThrow(
-      'deadLetterSubjectPrefix intake.events-multi and intake.events-multi (where subjectPrefix intake.events puts messages of several events) must not contain one another',
+      'deadLetter.subjectPrefix intake.events-multi and intake.events-multi (where sinks.jetstream.subjectPrefix intake.events puts messages of several events) must not contain one another',
     );
   });
 
