@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import type { JetStreamSettings, SpoolSettings } from '../sinks/handoff-config.js';
+import type { JetStreamSettings } from '../sinks/handoff-config.js';
 import { DeadLetterMetrics } from './metrics.js';
 import type {
   DeadLetter,
