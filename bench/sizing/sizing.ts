@@ -21,8 +21,9 @@
  *   BENCH_SIZING_SINGLE_RATE  single-event requests a second (2000)
  *   BENCH_SIZING_BATCH_RATE   100-event requests a second (100: 10,000 events/s)
  *   BENCH_OUT=FILE  also append the tables, as markdown, to FILE
+ *   BENCH_KEEP=1    keep the work dir (configs, the stream's files, the events log) afterwards
  */
-import { mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -61,8 +62,12 @@ const STREAM = 'INTAKE_EVENTS';
 
 const dir = mkdtempSync(join(process.env.BENCH_DIR || tmpdir(), 'intake-sizing-'));
 const log = (m: string): void => void process.stderr.write(`bench-sizing: ${m}\n`);
+/** The work dir holds the stream's files and the events log (hundreds of MiB): gone unless kept. */
+const removeDir = async (): Promise<void> => {
+  if (process.env.BENCH_KEEP !== '1') rmSync(dir, { recursive: true, force: true });
+};
 
-/** A typical monitoring event: the fields most tools send, about 250 bytes of JSON. */
+/** A typical monitoring event: the fields most tools send, about 300 bytes of JSON. */
 const event = (tag: string, source: string): Record<string, unknown> => ({
   source,
   severity: 'critical',
@@ -297,6 +302,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await nc.close();
+    await stopProcess(nats.child);
   }
   const loadAfter = loadavg();
   report(phases, idles, loadBefore, loadAfter);
@@ -349,4 +355,4 @@ function report(phases: Phase[], idles: Record<string, Idle>, loadBefore: number
     writeFileSync(process.env.BENCH_SIZING_JSON, JSON.stringify({ phases, idles }, null, 2));
 }
 
-runBenchmark(main);
+runBenchmark(main, removeDir);
