@@ -17,7 +17,7 @@ HELM_STAMP := .tools/bin/.helm-$(HELM_VERSION)-$(HELM_GIT_COMMIT)
 NATS_SERVER_VERSION := v2.12.3
 NATS_SERVER := .tools/bin/nats-server
 
-.PHONY: all deps tools debian-tools build image lint test test-unit test-e2e test-integration test-cluster testcluster testcluster-stop testcluster-node testcluster-node-stop bench-build bench bench-operator clean
+.PHONY: all deps tools debian-tools build image lint test test-unit test-e2e test-integration test-cluster testcluster testcluster-stop testcluster-node testcluster-node-stop bench-build bench bench-operator bench-sizing clean
 
 all: build
 
@@ -143,6 +143,12 @@ bench: bench-build tools
 
 bench-operator: bench-build
 	bash test/with-testcluster.sh node dist/bench/operator/operator.js
+
+# The sizing benchmark (docs/sizing.md): the ingester's CPU and memory per 1,000 events/s at a fixed
+# rate (single events and 100-event batches, log sink and JetStream) and the stream's bytes per
+# event, against a real nats-server; about two minutes, loopback only.
+bench-sizing: bench-build $(NATS_SERVER)
+	node dist/bench/sizing/sizing.js
 
 clean:
 	rm -rf dist coverage build
