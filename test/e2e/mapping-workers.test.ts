@@ -177,6 +177,37 @@ describe('the mapping worker pool', () => {
     },
   );
 
+  (process.platform === 'linux' ? it : it.skip)(
+    "hands a tenant's waiting payloads to a worker in one batch, each answered with its own events; a batch whose worker is killed runs again one payload at a time, so only the payload past its limit fails",
+    async () => {
+      const pool = new MappingWorkerPool({ size: 1, workerUrl });
+      try {
+        // All wait for the worker to start, then go to it as one batch.
+        const many = await Promise.all(
+          Array.from({ length: 12 }, (_, n) => pool.run('{"n": n}', limits, bytes({ n }), { tenant: 'a' })),
+        );
+        expect(many.map((r) => r.items)).toEqual(Array.from({ length: 12 }, (_, n) => [{ n }]));
+        expect(pool.restarts).toBe(0);
+        // A batch of three with a burner in the middle: its worker is killed past the batch's
+        // limits, then each payload runs alone.
+        const results = await Promise.all([
+          pool.run('{"n": n}', limits, bytes({ n: 1 }), { tenant: 'a' }),
+          failed(pool.run(BURNER, limits, bytes({}), { tenant: 'a' })),
+          pool.run('{"n": n}', limits, bytes({ n: 2 }), { tenant: 'a' }),
+        ]);
+        expect((results[0] as { items: unknown[] }).items).toEqual([{ n: 1 }]);
+        expect((results[1] as MappingError).code).toBe('D1012');
+        // Its own run to the limit, and a share of the batch's lost time.
+        expect((results[1] as MappingError).cpuMs).toBeGreaterThanOrEqual(limits.timeoutMs);
+        expect((results[2] as { items: unknown[] }).items).toEqual([{ n: 2 }]);
+        // The batch's worker, then the burner's alone.
+        expect(pool.restarts).toBe(2);
+      } finally {
+        await pool.close();
+      }
+    },
+  );
+
   it('refuses a tenant past its share of the queue at once (MappingBusy naming the setting), not another tenant', async () => {
     const pool = new MappingWorkerPool({ size: 1, workerUrl, maxQueuedPerTenant: 2, maxQueuedBytesPerTenant: 64 });
     try {
