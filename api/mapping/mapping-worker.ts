@@ -32,6 +32,11 @@ export interface WorkerTasks {
   tasks: WorkerTask[];
 }
 
+/** What the pool sends when another tenant waits: stop the batch after the payload being evaluated. */
+export interface WorkerYield {
+  yield: true;
+}
+
 /** One payload's answer. */
 export type WorkerReply =
   | { id: number; ok: true; json: Uint8Array; count: number; cpuMs: number; outputBytes: number }
@@ -57,7 +62,16 @@ if (!send) throw new Error('mapping-worker.js runs as a child process with an IP
 const utf8 = new TextDecoder('utf-8');
 const utf8Encoder = new TextEncoder();
 
-process.on('message', (message: WorkerTasks) => {
+/** Set by a yield message: the batch under way stops after its current payload. */
+let yieldAsked = false;
+
+process.on('message', (message: WorkerTasks | WorkerYield) => {
+  if ('yield' in message) {
+    yieldAsked = true;
+    return;
+  }
+  // A yield meant for an earlier batch (it crossed that batch's answers) does not stop this one.
+  yieldAsked = false;
   void evaluateAll(message.tasks).then((replies) =>
     send({ replies, processCpuMs: processCpuMicros() / 1000 } satisfies WorkerAnswers),
   );
@@ -66,9 +80,15 @@ process.on('message', (message: WorkerTasks) => {
 process.on('disconnect', () => process.exit(0));
 send({ ready: true, priority, processCpuMs: processCpuMicros() / 1000 } satisfies WorkerReady);
 
+/** The batch in order; those after a yield are left out (the pool queues them again). */
 async function evaluateAll(tasks: WorkerTask[]): Promise<WorkerReply[]> {
   const replies: WorkerReply[] = [];
-  for (const task of tasks) replies.push(await evaluate(task));
+  for (const task of tasks) {
+    // A turn of the event loop between payloads, so that a yield message can arrive.
+    if (replies.length > 0) await new Promise((resolve) => setImmediate(resolve));
+    if (yieldAsked) break;
+    replies.push(await evaluate(task));
+  }
   return replies;
 }
 

@@ -33,9 +33,12 @@
  *   turns), and answers them all in one message. Each payload crossing the pipe alone cost a
  *   message each way and, since the worker runs only when the request thread is idle, a switch
  *   between the two each way: measured, most of a trivial expression's cost. The deadline of a
- *   batch is the sum of its payloads' limits; a worker killed (or dead) with several payloads of a
- *   batch unanswered cannot say which one was to blame, so those go back to the front of their
- *   tenant's queue to run one at a time, each carrying its share of the CPU time lost.
+ *   batch is the sum of its payloads' limits. When another tenant's payload waits, a batch is asked
+ *   to stop after the payload it is evaluating (the rest go back to the front of their queue), so
+ *   that payload waits behind one evaluation at most, as before. A worker killed (or dead) with
+ *   several payloads of a batch unanswered cannot say which one was to blame, so those go back to
+ *   the front of their tenant's queue to run one at a time, each carrying its share of the CPU
+ *   time lost.
  * - The payload goes over as its JSON bytes; the events come back the same way.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -44,7 +47,7 @@ import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import { MappingBusy, MappingError, type ExpressionRunner, type MappingLimits, type MappingResult } from './engine.js';
-import type { WorkerAnswers, WorkerReady, WorkerReply, WorkerTasks } from './mapping-worker.js';
+import type { WorkerAnswers, WorkerReady, WorkerReply, WorkerTasks, WorkerYield } from './mapping-worker.js';
 import { idleCommand, readProcStat, type WorkerPriority } from './worker-priority.js';
 
 export interface WorkerPoolOptions {
@@ -143,6 +146,8 @@ interface Slot {
   batch?: Task[];
   startedAt?: number;
   watch?: NodeJS.Timeout;
+  /** The batch was asked to stop after its current payload (another tenant waits). */
+  yieldAsked?: boolean;
   /** Set once the pool gave up on this worker (killed, died); it takes no more work. */
   lost?: boolean;
   /** The current batch's CPU time at the last check, ms. */
@@ -378,15 +383,32 @@ export class MappingWorkerPool implements ExpressionRunner {
         // the next payload finds another one ready instead of waiting for a cold start. The
         // evaluations wait for them (or for a busy one to finish).
         while (this.slots.length < this.size) this.spawn();
-        return;
+        return this.askBatchesToYield();
       }
       // Every tenant waiting is at its worker share: the idle workers stay free for other tenants.
       // Workers still starting count as free: the pool starts them all at once, and a payload
       // waits less for one of them than behind a batch.
       const free = this.slots.filter((s) => !s.batch && !s.lost).length;
       const batch = this.nextBatch(free);
-      if (!batch) return;
+      if (!batch) return this.askBatchesToYield();
       this.start(idle[0] as Slot, batch);
+    }
+  }
+
+  /**
+   * Another tenant's payload waits and may start: every batch of more than one payload of some
+   * other tenant is asked to stop after the payload it is evaluating, so that payload waits behind
+   * one evaluation at most, as without batches. The rest of the batch goes back to the front of
+   * its tenant's queue (finish).
+   */
+  private askBatchesToYield(): void {
+    for (const slot of this.slots) {
+      const batch = slot.batch;
+      if (!batch || batch.length < 2 || slot.yieldAsked) continue;
+      const tenant = (batch[0] as Task).tenant;
+      if (!this.turns.some((t) => t !== tenant && this.mayStart(t))) continue;
+      slot.yieldAsked = true;
+      slot.child.send({ yield: true } satisfies WorkerYield);
     }
   }
 
@@ -513,14 +535,22 @@ export class MappingWorkerPool implements ExpressionRunner {
     const batch = slot.batch;
     if (!batch) return;
     this.clear(slot);
+    const notRun: Task[] = [];
     for (const task of batch) {
       const reply = answers.replies.find((r) => r.id === task.id);
-      this.settle(
-        task,
-        reply ? outcomeOf(reply) : new MappingError('INTAKE_EVALUATION', 'the mapping worker gave no answer'),
-      );
+      if (reply) this.settle(task, outcomeOf(reply));
+      else notRun.push(task);
     }
+    if (notRun.length > 0) this.requeueNotRun(notRun);
     this.dispatch();
+  }
+
+  /** A batch's payloads the worker left when asked to yield: first in their tenant's queue, which takes its turn after the others'. */
+  private requeueNotRun(tasks: Task[]): void {
+    const tenant = (tasks[0] as Task).tenant;
+    if (tenant.waiting.length === 0) this.turns.push(tenant);
+    tenant.waiting.unshift(...tasks);
+    this.queued += tasks.length;
   }
 
   private clear(slot: Slot): void {
@@ -528,6 +558,7 @@ export class MappingWorkerPool implements ExpressionRunner {
     if (slot.watch) clearInterval(slot.watch);
     slot.watch = undefined;
     slot.batch = undefined;
+    slot.yieldAsked = false;
     slot.startedAt = undefined;
     slot.lastCpuMs = undefined;
     this.idleRefs(slot, false);

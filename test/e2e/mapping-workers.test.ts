@@ -208,6 +208,32 @@ describe('the mapping worker pool', () => {
     },
   );
 
+  (process.platform === 'linux' ? it : it.skip)(
+    "stops a tenant's batch after the payload it is evaluating when another tenant's payload waits: that payload waits behind one evaluation, not the batch",
+    async () => {
+      const pool = new MappingWorkerPool({ size: 1, workerUrl });
+      try {
+        await pool.run('n', limits, bytes({ n: 1 }), { tenant: 'a' });
+        const slow = { ...limits, timeoutMs: 10_000 };
+        const done: string[] = [];
+        // Five of a's payloads, each some tens of ms of CPU time: the first goes to the idle worker
+        // alone, the four that wait for it go next as one batch.
+        const a = [1, 2, 3, 4, 5].map((n) =>
+          pool.run('$count($distinct([1..20000]))', slow, bytes({}), { tenant: 'a' }).then(() => done.push(`a${n}`)),
+        );
+        await waitFor('the batch under way', async () => pool.load.running === 4, 20_000, 1);
+        const b = pool.run('{"n": n}', limits, bytes({ n: 1 }), { tenant: 'b' }).then(() => done.push('b'));
+        await Promise.all([...a, b]);
+        // b went after the payload a's batch was evaluating (or the one after it, had the worker
+        // already begun that one when the request to stop arrived), not after the whole batch.
+        expect(done.indexOf('b')).toBeLessThanOrEqual(3);
+        expect(done.filter((d) => d.startsWith('a'))).toEqual(['a1', 'a2', 'a3', 'a4', 'a5']);
+      } finally {
+        await pool.close();
+      }
+    },
+  );
+
   it('refuses a tenant past its share of the queue at once (MappingBusy naming the setting), not another tenant', async () => {
     const pool = new MappingWorkerPool({ size: 1, workerUrl, maxQueuedPerTenant: 2, maxQueuedBytesPerTenant: 64 });
     try {
