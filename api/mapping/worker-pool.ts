@@ -28,6 +28,17 @@
  *   tenant's limit counts against that tenant until its replacement is ready.
  * - Fair: workers take waiting evaluations tenant by tenant in turn (round-robin), not first come
  *   first served, so one tenant's backlog never sits in front of another's payload.
+ * - Hand-over in batches: a worker that comes free takes up to MAX_BATCH payloads of the tenant
+ *   whose turn it is in one message, while no other tenant waits (otherwise one, so turns stay
+ *   turns), and answers them all in one message. Each payload crossing the pipe alone cost a
+ *   message each way and, since the worker runs only when the request thread is idle, a switch
+ *   between the two each way: measured, most of a trivial expression's cost. The deadline of a
+ *   batch is the sum of its payloads' limits. When another tenant's payload waits, a batch is asked
+ *   to stop after the payload it is evaluating (the rest go back to the front of their queue), so
+ *   that payload waits behind one evaluation at most, as before. A worker killed (or dead) with
+ *   several payloads of a batch unanswered cannot say which one was to blame, so those go back to
+ *   the front of their tenant's queue to run one at a time, each carrying its share of the CPU
+ *   time lost.
  * - The payload goes over as its JSON bytes; the events come back the same way.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -36,7 +47,7 @@ import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import { MappingBusy, MappingError, type ExpressionRunner, type MappingLimits, type MappingResult } from './engine.js';
-import type { WorkerReady, WorkerReply, WorkerTask } from './mapping-worker.js';
+import type { WorkerAnswers, WorkerReady, WorkerReply, WorkerTasks, WorkerYield } from './mapping-worker.js';
 import { idleCommand, readProcStat, type WorkerPriority } from './worker-priority.js';
 
 export interface WorkerPoolOptions {
@@ -71,6 +82,10 @@ export const defaultWorkers = (): number => Math.min(4, Math.max(2, availablePar
 
 export const DEFAULT_POOL = { maxQueued: 64, maxQueuedBytes: 16 * 1024 * 1024, heapMb: 128 } as const;
 
+/** Payloads of one tenant a worker takes in one message at most, and their bytes (one larger payload goes alone). */
+export const MAX_BATCH = 16;
+export const MAX_BATCH_BYTES = 256 * 1024;
+
 /** One tenant's share of the pool by default: half the workers (at least one), a quarter of the queue. */
 export const defaultShares = (
   size: number,
@@ -99,6 +114,10 @@ interface Task {
   limits: MappingLimits;
   json: Uint8Array;
   bytes: number;
+  /** CPU time of a batch whose worker was lost before this payload was answered, its share (ms). */
+  lostCpuMs: number;
+  /** Runs in a batch of its own: it was in a batch whose worker was lost, and may be why. */
+  alone: boolean;
   resolve: (r: MappingResult) => void;
   reject: (e: Error) => void;
 }
@@ -123,12 +142,15 @@ interface Slot {
    * /proc's 10 ms ticks against this microsecond clock at most one tick: the grace covers both.
    */
   baseCpuMs: number;
-  task?: Task;
+  /** The batch it evaluates: the payloads not answered yet, in the order sent (one tenant's). */
+  batch?: Task[];
   startedAt?: number;
   watch?: NodeJS.Timeout;
+  /** The batch was asked to stop after its current payload (another tenant waits). */
+  yieldAsked?: boolean;
   /** Set once the pool gave up on this worker (killed, died); it takes no more work. */
   lost?: boolean;
-  /** The current evaluation's CPU time at the last check, ms. */
+  /** The current batch's CPU time at the last check, ms. */
   lastCpuMs?: number;
   /** The end of what the worker wrote to stderr (V8's out-of-memory report, chrt's refusal). */
   stderr: string;
@@ -194,7 +216,11 @@ export class MappingWorkerPool implements ExpressionRunner {
 
   /** Evaluations waiting, evaluations running, payload bytes held. */
   get load(): { queued: number; running: number; bytes: number } {
-    return { queued: this.queued, running: this.slots.filter((s) => s.task).length, bytes: this.bytes };
+    return {
+      queued: this.queued,
+      running: this.slots.reduce((n, s) => n + (s.batch?.length ?? 0), 0),
+      bytes: this.bytes,
+    };
   }
 
   /** One tenant's evaluations waiting and running, and the payload bytes they hold. */
@@ -226,7 +252,18 @@ export class MappingWorkerPool implements ExpressionRunner {
     tenant.bytes += json.byteLength;
     return new Promise<MappingResult>((resolve, reject) => {
       if (tenant.waiting.length === 0) this.turns.push(tenant);
-      tenant.waiting.push({ id: this.nextId++, tenant, source, limits, json, bytes: json.byteLength, resolve, reject });
+      tenant.waiting.push({
+        id: this.nextId++,
+        tenant,
+        source,
+        limits,
+        json,
+        bytes: json.byteLength,
+        lostCpuMs: 0,
+        alone: false,
+        resolve,
+        reject,
+      });
       this.queued++;
       this.dispatch();
     });
@@ -283,16 +320,44 @@ export class MappingWorkerPool implements ExpressionRunner {
     return tenant.key === '' || tenant.running + tenant.replacing < this.maxRunningPerTenant;
   }
 
-  /** The next evaluation to start: the first tenant in turn within its worker share, which then goes last. */
-  private nextTask(): Task | undefined {
+  /**
+   * The next evaluations to start: those of the first tenant in turn within its worker share, which
+   * then goes last. More than one only while no other tenant waits, so each tenant still gets its
+   * turn between another's payloads; and its payloads are spread over the `free` workers it may
+   * take (its share) before any of them gets two. A payload that must run alone goes alone.
+   */
+  private nextBatch(free: number): Task[] | undefined {
     const index = this.turns.findIndex((t) => this.mayStart(t));
     if (index < 0) return undefined;
     const tenant = this.turns[index] as TenantState;
     this.turns.splice(index, 1);
-    const task = tenant.waiting.shift() as Task;
+    const workers =
+      tenant.key === '' ? free : Math.min(free, this.maxRunningPerTenant - tenant.running - tenant.replacing);
+    const take = Math.min(MAX_BATCH, Math.ceil(tenant.waiting.length / Math.max(1, workers)));
+    const first = tenant.waiting.shift() as Task;
+    const batch = [first];
+    let bytes = first.bytes;
+    while (!first.alone && this.turns.length === 0 && batch.length < take) {
+      const next = tenant.waiting[0];
+      if (!next || next.alone || bytes + next.bytes > MAX_BATCH_BYTES) break;
+      batch.push(tenant.waiting.shift() as Task);
+      bytes += next.bytes;
+    }
     if (tenant.waiting.length > 0) this.turns.push(tenant);
-    this.queued--;
-    return task;
+    this.queued -= batch.length;
+    return batch;
+  }
+
+  /** A lost batch's payloads, back at the front of their tenant's queue, to run one at a time. */
+  private requeueAlone(tasks: Task[], lostCpuMs: number): void {
+    const tenant = (tasks[0] as Task).tenant;
+    for (const task of tasks) {
+      task.alone = true;
+      task.lostCpuMs += lostCpuMs / tasks.length;
+    }
+    if (tenant.waiting.length === 0) this.turns.unshift(tenant);
+    tenant.waiting.unshift(...tasks);
+    this.queued += tasks.length;
   }
 
   /** Kills every worker; evaluations still waiting are refused. */
@@ -312,18 +377,38 @@ export class MappingWorkerPool implements ExpressionRunner {
 
   private dispatch(): void {
     while (this.queued > 0) {
-      const idle = this.slots.find((s) => s.ready && !s.task && !s.lost);
-      if (!idle) {
+      const idle = this.slots.filter((s) => s.ready && !s.batch && !s.lost);
+      if (idle.length === 0) {
         // No idle worker: start the whole pool, so that while one tenant's expression holds a worker
         // the next payload finds another one ready instead of waiting for a cold start. The
         // evaluations wait for them (or for a busy one to finish).
         while (this.slots.length < this.size) this.spawn();
-        return;
+        return this.askBatchesToYield();
       }
       // Every tenant waiting is at its worker share: the idle workers stay free for other tenants.
-      const task = this.nextTask();
-      if (!task) return;
-      this.start(idle, task);
+      // Workers still starting count as free: the pool starts them all at once, and a payload
+      // waits less for one of them than behind a batch.
+      const free = this.slots.filter((s) => !s.batch && !s.lost).length;
+      const batch = this.nextBatch(free);
+      if (!batch) return this.askBatchesToYield();
+      this.start(idle[0] as Slot, batch);
+    }
+  }
+
+  /**
+   * Another tenant's payload waits and may start: every batch of more than one payload of some
+   * other tenant is asked to stop after the payload it is evaluating, so that payload waits behind
+   * one evaluation at most, as without batches. The rest of the batch goes back to the front of
+   * its tenant's queue (finish).
+   */
+  private askBatchesToYield(): void {
+    for (const slot of this.slots) {
+      const batch = slot.batch;
+      if (!batch || batch.length < 2 || slot.yieldAsked) continue;
+      const tenant = (batch[0] as Task).tenant;
+      if (!this.turns.some((t) => t !== tenant && this.mayStart(t))) continue;
+      slot.yieldAsked = true;
+      slot.child.send({ yield: true } satisfies WorkerYield);
     }
   }
 
@@ -349,7 +434,7 @@ export class MappingWorkerPool implements ExpressionRunner {
     child.stderr?.on('data', (d: string) => {
       slot.stderr = (slot.stderr + d).slice(-STDERR_KEEP);
     });
-    child.on('message', (m: WorkerReply | WorkerReady) => {
+    child.on('message', (m: WorkerAnswers | WorkerReady) => {
       slot.baseCpuMs = m.processCpuMs;
       if ('ready' in m) {
         slot.ready = true;
@@ -408,20 +493,22 @@ export class MappingWorkerPool implements ExpressionRunner {
     }
   }
 
-  private start(slot: Slot, task: Task): void {
-    slot.task = task;
-    task.tenant.running++;
+  private start(slot: Slot, batch: Task[]): void {
+    slot.batch = batch;
+    (batch[0] as Task).tenant.running++;
     slot.startedAt = performance.now();
     this.idleRefs(slot, true);
-    const message: WorkerTask = { id: task.id, source: task.source, limits: task.limits, json: task.json };
+    const message: WorkerTasks = {
+      tasks: batch.map((t) => ({ id: t.id, source: t.source, limits: t.limits, json: t.json })),
+    };
     slot.child.send(message);
-    slot.watch = setInterval(() => this.check(slot, task), this.watchMs);
+    slot.watch = setInterval(() => this.check(slot, batch), this.watchMs);
   }
 
-  /** The deadline: CPU time past the limit (plus grace), or the wall-clock backstop. */
-  private check(slot: Slot, task: Task): void {
-    if (slot.task !== task) return;
-    const limitMs = task.limits.timeoutMs;
+  /** The deadline: CPU time past the batch's limits (plus grace), or the wall-clock backstop. */
+  private check(slot: Slot, batch: Task[]): void {
+    if (slot.batch !== batch) return;
+    const limitMs = batch.reduce((sum, t) => sum + t.limits.timeoutMs, 0);
     const wallMs = performance.now() - (slot.startedAt ?? 0);
     const now = processCpuMs(slot.child.pid);
     // Without /proc the wall clock stands in for the CPU time.
@@ -443,48 +530,50 @@ export class MappingWorkerPool implements ExpressionRunner {
     }
   }
 
-  private finish(slot: Slot, reply: WorkerReply): void {
-    const task = slot.task;
-    if (!task || task.id !== reply.id) return;
+  /** A batch answered: each payload settled with its events or its error, in the order sent. */
+  private finish(slot: Slot, answers: WorkerAnswers): void {
+    const batch = slot.batch;
+    if (!batch) return;
     this.clear(slot);
-    if (reply.ok) {
-      let items: unknown[];
-      try {
-        items = JSON.parse(utf8.decode(reply.json)) as unknown[];
-      } catch (err) {
-        this.settle(
-          task,
-          new MappingError(
-            'INTAKE_EVALUATION',
-            `the mapping worker answered what is not JSON: ${(err as Error).message}`,
-          ),
-        );
-        return this.dispatch();
-      }
-      this.settle(task, { items, cpuMs: reply.cpuMs, outputBytes: reply.outputBytes });
-    } else {
-      const err = new MappingError(reply.code, reply.message, reply.position, reply.token);
-      err.cpuMs = reply.cpuMs;
-      this.settle(task, err);
+    const notRun: Task[] = [];
+    for (const task of batch) {
+      const reply = answers.replies.find((r) => r.id === task.id);
+      if (reply) this.settle(task, outcomeOf(reply));
+      else notRun.push(task);
     }
+    if (notRun.length > 0) this.requeueNotRun(notRun);
     this.dispatch();
   }
 
+  /** A batch's payloads the worker left when asked to yield: first in their tenant's queue, which takes its turn after the others'. */
+  private requeueNotRun(tasks: Task[]): void {
+    const tenant = (tasks[0] as Task).tenant;
+    if (tenant.waiting.length === 0) this.turns.push(tenant);
+    tenant.waiting.unshift(...tasks);
+    this.queued += tasks.length;
+  }
+
   private clear(slot: Slot): void {
-    if (slot.task) slot.task.tenant.running--;
+    if (slot.batch) (slot.batch[0] as Task).tenant.running--;
     if (slot.watch) clearInterval(slot.watch);
     slot.watch = undefined;
-    slot.task = undefined;
+    slot.batch = undefined;
+    slot.yieldAsked = false;
     slot.startedAt = undefined;
     slot.lastCpuMs = undefined;
     this.idleRefs(slot, false);
   }
 
-  /** Gives up on a worker: its evaluation fails with `err`, the process is killed, a new one starts when needed. */
+  /**
+   * Gives up on a worker: its evaluation fails with `err` (a batch of several goes back to the
+   * queue, one at a time: which of them was to blame is not known), the process is killed, a new
+   * one starts when needed.
+   */
   private async lose(slot: Slot, err: Error): Promise<void> {
     if (slot.lost) return;
     slot.lost = true;
-    const task = slot.task;
+    const batch = slot.batch;
+    const task = batch?.[0];
     const lastCpuMs = slot.lastCpuMs;
     this.clear(slot);
     // A replacement that never became ready gives its tenant's share back.
@@ -499,9 +588,12 @@ export class MappingWorkerPool implements ExpressionRunner {
         slot.replacing = task.tenant;
         task.tenant.replacing++;
       }
-      // A worker that died (heap cap) cannot say what it used: the last reading, else the limit.
-      if (err instanceof MappingError && err.cpuMs === undefined) err.cpuMs = lastCpuMs ?? task.limits.timeoutMs;
-      this.settle(task, err);
+      if (!this.closed && (batch as Task[]).length > 1) this.requeueAlone(batch as Task[], lastCpuMs ?? 0);
+      else {
+        // A worker that died (heap cap) cannot say what it used: the last reading, else the limit.
+        if (err instanceof MappingError && err.cpuMs === undefined) err.cpuMs = lastCpuMs ?? task.limits.timeoutMs;
+        for (const t of batch as Task[]) this.settle(t, err);
+      }
     }
     if (!this.closed) {
       this.restarts++;
@@ -552,8 +644,31 @@ export class MappingWorkerPool implements ExpressionRunner {
     this.bytes -= task.bytes;
     task.tenant.bytes -= task.bytes;
     this.forgetIfIdle(task.tenant);
-    if (outcome instanceof Error) task.reject(outcome);
-    else task.resolve(outcome);
+    if (outcome instanceof Error) {
+      if (outcome instanceof MappingError && outcome.cpuMs !== undefined) outcome.cpuMs += task.lostCpuMs;
+      task.reject(outcome);
+    } else task.resolve(task.lostCpuMs > 0 ? { ...outcome, cpuMs: outcome.cpuMs + task.lostCpuMs } : outcome);
+  }
+}
+
+/** One payload's answer from the worker: its events (the JSON it sent back, parsed), or its error. */
+function outcomeOf(reply: WorkerReply): MappingResult | MappingError {
+  if (!reply.ok) {
+    const err = new MappingError(reply.code, reply.message, reply.position, reply.token);
+    err.cpuMs = reply.cpuMs;
+    return err;
+  }
+  try {
+    return {
+      items: JSON.parse(utf8.decode(reply.json)) as unknown[],
+      cpuMs: reply.cpuMs,
+      outputBytes: reply.outputBytes,
+    };
+  } catch (err) {
+    return new MappingError(
+      'INTAKE_EVALUATION',
+      `the mapping worker answered what is not JSON: ${(err as Error).message}`,
+    );
   }
 }
 

@@ -177,6 +177,63 @@ describe('the mapping worker pool', () => {
     },
   );
 
+  (process.platform === 'linux' ? it : it.skip)(
+    "hands a tenant's waiting payloads to a worker in one batch, each answered with its own events; a batch whose worker is killed runs again one payload at a time, so only the payload past its limit fails",
+    async () => {
+      const pool = new MappingWorkerPool({ size: 1, workerUrl });
+      try {
+        // All wait for the worker to start, then go to it as one batch.
+        const many = await Promise.all(
+          Array.from({ length: 12 }, (_, n) => pool.run('{"n": n}', limits, bytes({ n }), { tenant: 'a' })),
+        );
+        expect(many.map((r) => r.items)).toEqual(Array.from({ length: 12 }, (_, n) => [{ n }]));
+        expect(pool.restarts).toBe(0);
+        // A batch of three with a burner in the middle: its worker is killed past the batch's
+        // limits, then each payload runs alone.
+        const results = await Promise.all([
+          pool.run('{"n": n}', limits, bytes({ n: 1 }), { tenant: 'a' }),
+          failed(pool.run(BURNER, limits, bytes({}), { tenant: 'a' })),
+          pool.run('{"n": n}', limits, bytes({ n: 2 }), { tenant: 'a' }),
+        ]);
+        expect((results[0] as { items: unknown[] }).items).toEqual([{ n: 1 }]);
+        expect((results[1] as MappingError).code).toBe('D1012');
+        // Its own run to the limit, and a share of the batch's lost time.
+        expect((results[1] as MappingError).cpuMs).toBeGreaterThanOrEqual(limits.timeoutMs);
+        expect((results[2] as { items: unknown[] }).items).toEqual([{ n: 2 }]);
+        // The batch's worker, then the burner's alone.
+        expect(pool.restarts).toBe(2);
+      } finally {
+        await pool.close();
+      }
+    },
+  );
+
+  (process.platform === 'linux' ? it : it.skip)(
+    "stops a tenant's batch after the payload it is evaluating when another tenant's payload waits: that payload waits behind one evaluation, not the batch",
+    async () => {
+      const pool = new MappingWorkerPool({ size: 1, workerUrl });
+      try {
+        await pool.run('n', limits, bytes({ n: 1 }), { tenant: 'a' });
+        const slow = { ...limits, timeoutMs: 10_000 };
+        const done: string[] = [];
+        // Five of a's payloads, each some tens of ms of CPU time: the first goes to the idle worker
+        // alone, the four that wait for it go next as one batch.
+        const a = [1, 2, 3, 4, 5].map((n) =>
+          pool.run('$count($distinct([1..20000]))', slow, bytes({}), { tenant: 'a' }).then(() => done.push(`a${n}`)),
+        );
+        await waitFor('the batch under way', async () => pool.load.running === 4, 20_000, 1);
+        const b = pool.run('{"n": n}', limits, bytes({ n: 1 }), { tenant: 'b' }).then(() => done.push('b'));
+        await Promise.all([...a, b]);
+        // b went after the payload a's batch was evaluating (or the one after it, had the worker
+        // already begun that one when the request to stop arrived), not after the whole batch.
+        expect(done.indexOf('b')).toBeLessThanOrEqual(3);
+        expect(done.filter((d) => d.startsWith('a'))).toEqual(['a1', 'a2', 'a3', 'a4', 'a5']);
+      } finally {
+        await pool.close();
+      }
+    },
+  );
+
   it('refuses a tenant past its share of the queue at once (MappingBusy naming the setting), not another tenant', async () => {
     const pool = new MappingWorkerPool({ size: 1, workerUrl, maxQueuedPerTenant: 2, maxQueuedBytesPerTenant: 64 });
     try {
