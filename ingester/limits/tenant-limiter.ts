@@ -52,7 +52,7 @@ class Limit {
    * a sender far over its limit gets the same answer thousands of times a second. Small: cleared
    * when it grows past REFUSALS_KEPT and whenever the limit changes.
    */
-  readonly refusals = new Map<string, LimitError>();
+  refusals?: Map<string, LimitError>;
   constructor(
     readonly scope: LimitScope,
     readonly resource: LimitResource,
@@ -69,7 +69,7 @@ class Limit {
   configure(perSecond: number, burst: number, replicas: number, nowMs: number): void {
     this.perSecond = perSecond;
     this.burst = burst;
-    this.refusals.clear();
+    this.refusals?.clear();
     this.bucket.configure(perSecond / replicas, burst / replicas, nowMs);
   }
 }
@@ -328,7 +328,7 @@ export class TenantLimiter {
       );
     else this.options.pointsRefused?.inc({ namespace: entry.namespace, reason, scope: limit.scope }, count);
     const key = `${gate.overLimitStatus} ${count} ${retryAfterSeconds} ${this.replicaCount}`;
-    const known = limit.refusals.get(key);
+    const known = limit.refusals?.get(key);
     if (known) return known;
     const details: LimitDetails = {
       scope: limit.scope,
@@ -343,6 +343,8 @@ export class TenantLimiter {
       field: fieldFor(limit, entry, this.options.mode),
     };
     const refusal = rateLimited(gate.overLimitStatus, details);
+    // Created at the first refusal: most of thousands of routes are never refused.
+    limit.refusals ??= new Map();
     if (limit.refusals.size >= REFUSALS_KEPT) limit.refusals.clear();
     limit.refusals.set(key, refusal);
     return refusal;
