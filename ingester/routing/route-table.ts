@@ -276,16 +276,15 @@ class TableBuilder {
       this.webhooks.set(entry.name, entry);
       return;
     }
-    const clash = entry.credentials.find((c) => this.apiKeys.has(c.secretDigestHex as string));
-    if (clash) {
+    const keys = entry.credentials.map((c) => c.secretDigestHex as string);
+    if (keys.some((key) => this.apiKeys.has(key))) {
       skipped.push({
         source,
         reason: `API key of ${entry.namespace}/${entry.name} is already published by another route`,
       });
       return;
     }
-    for (const credential of entry.credentials)
-      this.apiKeys.set(credential.secretDigestHex as string, { entry, credential });
+    entry.credentials.forEach((credential, i) => this.apiKeys.set(keys[i] as string, { entry, credential }));
   }
 
   finish(): { table: RouteTable; skipped: SkippedRoute[] } {
@@ -311,6 +310,11 @@ export function unknownDestination(route: Route, destinations: readonly KnownDes
   return `unknown destination${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (configured: ${known.length > 0 ? known.join(', ') : 'none'})`;
 }
 
+/** What thousands of entries hold alike is held once: no destinations, no limits of their own. */
+const NONE: readonly string[] = Object.freeze([]);
+const NO_LIMITS: RouteLimits = Object.freeze({});
+const shared = (names: string[]): readonly string[] => (names.length === 0 ? NONE : names);
+
 function compile(
   route: Route,
   mappingLimits: MappingLimits | undefined,
@@ -318,14 +322,15 @@ function compile(
   runner?: ExpressionRunner,
 ): RouteEntry {
   let entry: RouteEntry = {
-    destinations: route.kind === 'WebhookIntegration' ? destinationsFor(route.destinations, destinations) : [],
+    destinations:
+      route.kind === 'WebhookIntegration' ? shared(destinationsFor(route.destinations, destinations)) : NONE,
     kind: route.kind,
     name: route.name,
     namespace: route.namespace,
     suspended: route.suspended ?? false,
     credentials: route.credentials.map((c) => new CompiledCredential(c)),
     mode: route.authentication?.mode ?? 'basic',
-    limits: route.limits ?? {},
+    limits: route.limits ?? NO_LIMITS,
     overLimitStatus:
       route.limits?.overLimitStatus ??
       defaultOverLimitStatus(route.kind === 'WebhookIntegration' ? route.mapping : undefined),
