@@ -13,6 +13,8 @@
  * gives wherever it answers.
  */
 
+import { flatCopy } from './flat-string.js';
+
 /** Thrown inside the reader when the text is not (only) plain YAML; never leaves this module. */
 class NotPlain extends Error {}
 
@@ -175,7 +177,7 @@ class Reader {
     }
     content.length = end - this.at;
     this.at = end;
-    const body = content.join('\n');
+    const body = flatCopy(content.join('\n'));
     return chomp[1] === '-' ? body : `${body}\n`;
   }
 }
@@ -191,7 +193,7 @@ function stripComment(text: string): string {
 function quoted(text: string): string {
   const m = /^(?:"([^"\\]*)"|'([^']*)')(?:[ ]+#.*|[ ]*)$/.exec(text);
   if (!m) throw new NotPlain();
-  return (m[1] ?? m[2]) as string;
+  return flatCopy((m[1] ?? m[2]) as string);
 }
 
 function plainScalar(text: string, strings: RegExp): unknown {
@@ -201,7 +203,7 @@ function plainScalar(text: string, strings: RegExp): unknown {
   if (DECIMAL_INT.test(text) || DECIMAL_FRACTION.test(text)) return Number(text);
   if (OTHER_CORE.some((r) => r.test(text))) throw new NotPlain();
   if (!strings.test(text) || text.includes(': ') || text.endsWith(':')) throw new NotPlain();
-  return text;
+  return flatCopy(text);
 }
 
 /** A flow scalar: quoted or plain, no nesting. */

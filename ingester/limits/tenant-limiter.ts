@@ -26,6 +26,7 @@ import {
 import type { RouteEntry } from '../routing/route-table.js';
 import { DEFAULT_MAPPING_LIMITS } from '../../api/mapping/engine.js';
 import { TokenBucket } from './token-bucket.js';
+import { flatCopy } from '../../common/flat-string.js';
 
 /** How a refusal names the field that raises the limit: Kubernetes resources, or the standalone file. */
 export type LimitsMode = 'kubernetes' | 'file';
@@ -299,7 +300,8 @@ export class TenantLimiter {
     perSecond: number,
     burst: number,
   ): Limit {
-    const key = `${scope}\0${resource}\0${namespace}\0${name}`;
+    // Kept for every route: one flat string, not a tree of concatenated pieces.
+    const key = flatCopy(`${scope}\0${resource}\0${namespace}\0${name}`);
     let limit = this.limits.get(key);
     if (limit) return limit;
     const nowMs = this.now();
