@@ -24,7 +24,7 @@ import { stringify } from 'yaml';
 import { ROOT } from '../../test/support/paths.js';
 import { freePort } from '../../test/support/ports.js';
 import { median } from '../../test/support/stats.js';
-import { imageNodeFlags, peakRssMiB, procStatusKiB, runBenchmark, track } from '../processes.js';
+import { imageNodeFlags, peakRssMiB, processCpuSeconds, procStatusKiB, runBenchmark, track } from '../processes.js';
 import { f, table, verdict } from '../report.js';
 import { DIR, log, RUNS, SERVER_CPU } from '../settings.js';
 
@@ -115,6 +115,8 @@ const statusOf = async (url: string): Promise<{ status: number; body: string }> 
 interface RunResult {
   healthMs: number;
   readyMs: number;
+  /** CPU seconds the ingester used until ready: what a busy machine does not change much. */
+  readyCpuS: number;
   healthyWhileLoading: boolean;
   peakMiB: number;
   settledMiB: number;
@@ -136,10 +138,12 @@ async function measureStart(config: string): Promise<RunResult> {
     await new Promise((r) => setTimeout(r, 20));
   }
   const readyMs = performance.now() - spawnedAt;
+  const readyCpuS = processCpuSeconds(child.pid as number);
   await new Promise((r) => setTimeout(r, SETTLE_MS));
   const result = {
     healthMs: healthMs ?? readyMs,
     readyMs,
+    readyCpuS,
     healthyWhileLoading,
     peakMiB: peakRssMiB(child.pid),
     settledMiB: procStatusKiB(child.pid, 'VmRSS') / 1024,
@@ -205,7 +209,7 @@ async function main(): Promise<void> {
   for (let i = 0; i < RUNS; i++) {
     const run = await measureStart(config);
     log(
-      `run ${i + 1}: /healthz ${f(run.healthMs)} ms, ready ${f(run.readyMs)} ms, peak RSS ${f(run.peakMiB)} MiB, RSS ${f(run.settledMiB)} MiB`,
+      `run ${i + 1}: /healthz ${f(run.healthMs)} ms, ready ${f(run.readyMs)} ms (${f(run.readyCpuS, 2)} s CPU), peak RSS ${f(run.peakMiB)} MiB, RSS ${f(run.settledMiB)} MiB`,
     );
     runs.push(run);
   }
