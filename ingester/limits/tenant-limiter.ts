@@ -45,9 +45,14 @@ export interface TenantLimiterOptions {
   now?: () => number;
 }
 
+const limitKey = (scope: LimitScope, resource: LimitResource, namespace: string, name: string): string =>
+  `${scope}\0${resource}\0${namespace}\0${name}`;
+
 /** One limit: its cluster-wide values, what it limits, and the bucket holding this replica's share. */
 class Limit {
   readonly bucket: TokenBucket;
+  /** Its key in TenantLimiter.limits (limitFor): kept for every route, so a flat copy. */
+  readonly key: string;
   /**
    * Refusals already built, by what varies between them (status, count, Retry-After, replicas):
    * a sender far over its limit gets the same answer thousands of times a second. Small: cleared
@@ -65,6 +70,7 @@ class Limit {
     nowMs: number,
   ) {
     this.bucket = new TokenBucket(perSecond / replicas, burst / replicas, nowMs);
+    this.key = flatCopy(limitKey(scope, resource, namespace, name));
   }
 
   configure(perSecond: number, burst: number, replicas: number, nowMs: number): void {
@@ -300,15 +306,15 @@ export class TenantLimiter {
     perSecond: number,
     burst: number,
   ): Limit {
-    // Kept for every route: one flat string, not a tree of concatenated pieces.
-    const key = flatCopy(`${scope}\0${resource}\0${namespace}\0${name}`);
+    const key = limitKey(scope, resource, namespace, name);
     let limit = this.limits.get(key);
     if (limit) return limit;
     const nowMs = this.now();
     limit = previous.get(key);
     if (limit) limit.configure(perSecond, burst, this.replicaCount, nowMs);
     else limit = new Limit(scope, resource, namespace, name, perSecond, burst, this.replicaCount, nowMs);
-    this.limits.set(key, limit);
+    // The limit's own key: one flat string made once, not a tree of concatenated pieces per sync.
+    this.limits.set(limit.key, limit);
     return limit;
   }
 
