@@ -4,6 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
+import { parsePlainYaml } from './plain-yaml.js';
 
 export interface Listen {
   host: string;
@@ -36,6 +37,9 @@ export function readYamlFile(path: string): unknown {
   } catch (err) {
     throw new ConfigError(`cannot read ${path}: ${(err as Error).message}`, { cause: err });
   }
+  // Most config files are plain YAML, read in a fraction of the time (a file of 20,000 routes).
+  const plain = parsePlainYaml(text);
+  if (plain) return plain.value ?? {};
   try {
     return parseYaml(text, { maxAliasCount: 100 }) ?? {};
   } catch (err) {

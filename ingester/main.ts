@@ -58,7 +58,8 @@ export async function startIngester(
   logger: Logger,
   replicas?: ReplicaCount,
 ): Promise<RunningIngester> {
-  const lifecycle: Lifecycle = { ready: false, closing: false };
+  // Loading until the first routing table is installed: the ports listen, ingest answers 503.
+  const lifecycle: Lifecycle = { ready: false, closing: false, loading: true };
   const registry = new Registry();
   const series = new SeriesStore({
     ttlMs: settings.limits.seriesTTLSeconds * 1000,
@@ -99,14 +100,6 @@ export async function startIngester(
   replicas?.start((n) => limiter.setReplicas(n));
 
   const activity = new ActivityRecorder();
-  const compiled = new WeakMap<Route, RouteEntry>();
-  await loadRoutes(source, metrics, logger, (inputs, unparsable) => {
-    table = buildTable(inputs, unparsable, { settings, source, mappingWorkers, limiter, metrics, logger, compiled });
-    activity.sync(table.entries());
-    lifecycle.ready = true;
-  });
-  // The first routing table decides which destinations get which events: deliver only from now.
-  destinations?.start();
 
   const { sinks } = handOff;
   const tls = settings.tls ? readTls(settings.tls) : undefined;
@@ -162,13 +155,42 @@ export async function startIngester(
     Math.min(SWEEP_INTERVAL_MS, settings.limits.seriesTTLSeconds * 1000),
   );
   sweeper.unref();
-  const stopReplaySweep = sweepInterruptedReplays(deadLetters.store, replayers, deadLetters.metrics, logger);
 
+  // Listen before the routes load: with 20,000 routes that takes seconds, and meanwhile /healthz
+  // answers (the process is alive), /readyz says not ready and ingest requests get 503 with
+  // Retry-After (never a 401 from an empty table).
   await ingest.listen({ host: settings.listen.host, port: settings.listen.port });
   await admin.listen({ host: settings.adminListen.host, port: settings.adminListen.port });
   const ingestUrl = urlOf(ingest, tls ? 'https' : 'http');
   const adminUrl = urlOf(admin, 'http');
-  logger.info({ ingest: ingestUrl, admin: adminUrl }, 'ingester listening');
+  logger.info({ ingest: ingestUrl, admin: adminUrl }, 'ingester listening; loading routes');
+
+  const compiled = new WeakMap<Route, RouteEntry>();
+  // Tables are built in steps (the event loop turns between them) and installed one at a time, in
+  // the order the source handed the route sets over.
+  let installing = Promise.resolve();
+  await loadRoutes(source, metrics, logger, (inputs, unparsable) => {
+    const installed = installing.then(async () => {
+      table = await buildTable(inputs, unparsable, {
+        settings,
+        source,
+        mappingWorkers,
+        limiter,
+        metrics,
+        logger,
+        compiled,
+      });
+      activity.sync(table.entries());
+      lifecycle.loading = false;
+      lifecycle.ready = !lifecycle.closing;
+    });
+    // A failed install (reported to the source) does not stop the ones after it.
+    installing = installed.catch(() => undefined);
+    return installed;
+  });
+  // The first routing table decides which destinations get which events: deliver only from now.
+  destinations?.start();
+  const stopReplaySweep = sweepInterruptedReplays(deadLetters.store, replayers, deadLetters.metrics, logger);
 
   let stopping: Promise<void> | undefined;
   const shutdown = (): Promise<void> => {
@@ -318,7 +340,7 @@ async function loadRoutes(
   source: RouteSource,
   metrics: IngesterMetrics,
   logger: Logger,
-  install: (inputs: RouteInput[], unparsable?: SkippedRoute[]) => void,
+  install: (inputs: RouteInput[], unparsable?: SkippedRoute[]) => Promise<void>,
 ): Promise<void> {
   await source.start({
     onRoutes: install,
@@ -333,7 +355,7 @@ async function loadRoutes(
 }
 
 /** A new routing table from a set of routes: skipped ones logged and counted, limits synced. */
-function buildTable(
+async function buildTable(
   inputs: RouteInput[],
   unparsable: SkippedRoute[] = [],
   o: {
@@ -346,9 +368,9 @@ function buildTable(
     /** Compiled entries of earlier tables (the options above never change in a process). */
     compiled: WeakMap<Route, RouteEntry>;
   },
-): RouteTable {
+): Promise<RouteTable> {
   const { settings, metrics, logger } = o;
-  const built = RouteTable.build(inputs, {
+  const built = await RouteTable.buildInSteps(inputs, {
     allowPlaintext: o.source.allowPlaintext,
     mappingLimits: settings.mapping,
     mappingRunner: o.mappingWorkers,

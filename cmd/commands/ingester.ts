@@ -72,6 +72,7 @@ async function runIngester(opts: Record<string, string | undefined>): Promise<vo
     opts.config as string,
     settings.destinations,
     logger,
+    file,
   );
   if (opts.namespace && opts.config && Array.isArray((file as { routes?: unknown }).routes)) {
     logger.warn({ config: opts.config }, 'Kubernetes mode: routes listed in the config file are ignored');
@@ -127,6 +128,8 @@ async function routeSource(
   config: string,
   destinations: IngesterSettings['destinations'],
   logger: ReturnType<typeof createLogger>,
+  /** The config file as read for the settings: standalone mode's first routes come from it, not a second read. */
+  file: unknown,
 ): Promise<RouteSource> {
   if (namespace) {
     const [{ KubernetesRouteSource }, api] = await Promise.all([
@@ -139,5 +142,5 @@ async function routeSource(
     import('../../ingester/routing/file-source.js'),
     import('../../ingester/config.js'),
   ]);
-  return new FileRouteSource(config, destinations, checkSettingsFile);
+  return new FileRouteSource(config, destinations, checkSettingsFile, file);
 }

@@ -1,7 +1,9 @@
 /**
  * Counts over the last hour in one-minute buckets: sixty counters, each stamped with the minute it
  * holds. Adding is two array writes (no allocation, no timer); a bucket from an older minute is
- * reset when its slot comes round again, and left out of the sum meanwhile.
+ * reset when its slot comes round again, and left out of the sum meanwhile. The arrays exist only
+ * from the first count: most of 20,000 routes receive nothing on a given replica, and two empty
+ * rings cost about 1 KiB each (docs/benchmarks.md, route table).
  */
 export const MINUTES = 60;
 
@@ -9,10 +11,12 @@ export const MINUTES = 60;
 export const minuteOf = (epochMs: number): number => Math.floor(epochMs / 60_000);
 
 export class MinuteRing {
-  private readonly counts = new Float64Array(MINUTES);
-  private readonly stamps = new Float64Array(MINUTES).fill(-1);
+  private counts?: Float64Array;
+  private stamps?: Float64Array;
 
   add(minute: number, n: number): void {
+    this.counts ??= new Float64Array(MINUTES);
+    this.stamps ??= new Float64Array(MINUTES).fill(-1);
     const i = minute % MINUTES;
     if (this.stamps[i] !== minute) {
       this.stamps[i] = minute;
@@ -24,6 +28,7 @@ export class MinuteRing {
   /** The total over `minute` and the 59 before it. */
   sum(minute: number): number {
     let total = 0;
+    if (!this.counts || !this.stamps) return total;
     for (let i = 0; i < MINUTES; i++) {
       const stamp = this.stamps[i] as number;
       if (stamp > minute - MINUTES && stamp <= minute) total += this.counts[i] as number;

@@ -16,6 +16,7 @@
  * one, so it never carries text of the sender's into what a tenant reads.
  */
 import { MAX_REFUSAL_TEXT, type ActivityReport, type ReportedActivity } from '../../api/activity.js';
+import { flatCopy } from '../../common/flat-string.js';
 import { inertText } from '../../common/sender-text.js';
 import type { IntakeError } from '../core/errors.js';
 import type { RouteEntry } from '../routing/route-table.js';
@@ -51,7 +52,8 @@ export class ActivityRecorder {
     const byEntry = new Map<RouteEntry, TargetActivity>();
     const byId = new Map<string, { entry: RouteEntry; activity: TargetActivity }>();
     for (const entry of entries) {
-      const id = idOf(entry);
+      // Kept for every route: one flat string, not a tree of concatenated pieces.
+      const id = flatCopy(idOf(entry));
       const activity = byId.get(id)?.activity ?? this.byId.get(id)?.activity ?? new TargetActivity();
       byEntry.set(entry, activity);
       byId.set(id, { entry, activity });

@@ -46,7 +46,8 @@ export class TargetActivity {
   lastEventMs = 0;
   lastRefusalMs = 0;
   private readonly events = new MinuteRing();
-  private readonly refusals = new Map<string, MinuteRing>();
+  /** By reason; created at the first refusal (most routes have none). */
+  private refusals?: Map<string, MinuteRing>;
   private readonly recent: RefusalSlot[] = [];
   private next = 0;
   private readonly senders: SenderSlot[] = [];
@@ -107,13 +108,14 @@ export class TargetActivity {
   }
 
   private ringOf(reason: string): MinuteRing {
-    let ring = this.refusals.get(reason);
+    const refusals = (this.refusals ??= new Map());
+    let ring = refusals.get(reason);
     if (ring) return ring;
-    const key = this.refusals.size < MAX_REASONS - 1 ? reason : OTHER_REASON;
-    ring = this.refusals.get(key);
+    const key = refusals.size < MAX_REASONS - 1 ? reason : OTHER_REASON;
+    ring = refusals.get(key);
     if (!ring) {
       ring = new MinuteRing();
-      this.refusals.set(key, ring);
+      refusals.set(key, ring);
     }
     return ring;
   }
@@ -130,7 +132,7 @@ export class TargetActivity {
     const minute = minuteOf(nowMs);
     const refusalsLastHour: Record<string, number> = {};
     let refusedLastHour = 0;
-    for (const [reason, ring] of this.refusals) {
+    for (const [reason, ring] of this.refusals ?? []) {
       const n = ring.sum(minute);
       if (n === 0) continue;
       refusalsLastHour[reason] = n;

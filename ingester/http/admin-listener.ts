@@ -65,9 +65,11 @@ export function buildAdminServer(o: AdminServerOptions): FastifyInstance {
   app.get('/readyz', async (_req, reply) => {
     const unready = o.lifecycle.closing
       ? 'shutting down'
-      : !o.lifecycle.ready
-        ? 'not ready'
-        : (sinkProblem(o.sinks ?? []) ?? o.refusing?.map((r) => r.unavailable()).find((p) => p !== undefined));
+      : o.lifecycle.loading
+        ? 'loading routes'
+        : !o.lifecycle.ready
+          ? 'not ready'
+          : (sinkProblem(o.sinks ?? []) ?? o.refusing?.map((r) => r.unavailable()).find((p) => p !== undefined));
     if (unready === undefined) return { status: 'ready' };
     return reply.code(503).header('retry-after', '1').send({ status: unready });
   });

@@ -50,6 +50,8 @@ export interface IngestLimits extends Partial<TimeoutSettings> {
 export interface Lifecycle {
   ready: boolean;
   closing: boolean;
+  /** The first routing table is still being built: ingest requests get 503 (absent: false). */
+  loading?: boolean;
 }
 
 export interface IngestServerOptions {

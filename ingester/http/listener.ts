@@ -207,6 +207,9 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
       return sendError(reply, unavailable('the ingester is shutting down; retry against another replica', 1));
     }
     if (overload.overloaded) return sendError(reply, unavailable('the ingester is overloaded; retry later'));
+    // Before the first routing table every credential would look wrong: say "not yet", not 401.
+    if (o.lifecycle.loading)
+      return sendError(reply, unavailable('the ingester is still loading its routes; retry in a moment', 1));
     done();
   });
 

@@ -26,6 +26,7 @@ import {
 import type { RouteEntry } from '../routing/route-table.js';
 import { DEFAULT_MAPPING_LIMITS } from '../../api/mapping/engine.js';
 import { TokenBucket } from './token-bucket.js';
+import { flatCopy } from '../../common/flat-string.js';
 
 /** How a refusal names the field that raises the limit: Kubernetes resources, or the standalone file. */
 export type LimitsMode = 'kubernetes' | 'file';
@@ -44,15 +45,20 @@ export interface TenantLimiterOptions {
   now?: () => number;
 }
 
+const limitKey = (scope: LimitScope, resource: LimitResource, namespace: string, name: string): string =>
+  `${scope}\0${resource}\0${namespace}\0${name}`;
+
 /** One limit: its cluster-wide values, what it limits, and the bucket holding this replica's share. */
 class Limit {
   readonly bucket: TokenBucket;
+  /** Its key in TenantLimiter.limits (limitFor): kept for every route, so a flat copy. */
+  readonly key: string;
   /**
    * Refusals already built, by what varies between them (status, count, Retry-After, replicas):
    * a sender far over its limit gets the same answer thousands of times a second. Small: cleared
    * when it grows past REFUSALS_KEPT and whenever the limit changes.
    */
-  readonly refusals = new Map<string, LimitError>();
+  refusals?: Map<string, LimitError>;
   constructor(
     readonly scope: LimitScope,
     readonly resource: LimitResource,
@@ -64,12 +70,13 @@ class Limit {
     nowMs: number,
   ) {
     this.bucket = new TokenBucket(perSecond / replicas, burst / replicas, nowMs);
+    this.key = flatCopy(limitKey(scope, resource, namespace, name));
   }
 
   configure(perSecond: number, burst: number, replicas: number, nowMs: number): void {
     this.perSecond = perSecond;
     this.burst = burst;
-    this.refusals.clear();
+    this.refusals?.clear();
     this.bucket.configure(perSecond / replicas, burst / replicas, nowMs);
   }
 }
@@ -299,14 +306,15 @@ export class TenantLimiter {
     perSecond: number,
     burst: number,
   ): Limit {
-    const key = `${scope}\0${resource}\0${namespace}\0${name}`;
+    const key = limitKey(scope, resource, namespace, name);
     let limit = this.limits.get(key);
     if (limit) return limit;
     const nowMs = this.now();
     limit = previous.get(key);
     if (limit) limit.configure(perSecond, burst, this.replicaCount, nowMs);
     else limit = new Limit(scope, resource, namespace, name, perSecond, burst, this.replicaCount, nowMs);
-    this.limits.set(key, limit);
+    // The limit's own key: one flat string made once, not a tree of concatenated pieces per sync.
+    this.limits.set(limit.key, limit);
     return limit;
   }
 
@@ -328,7 +336,7 @@ export class TenantLimiter {
       );
     else this.options.pointsRefused?.inc({ namespace: entry.namespace, reason, scope: limit.scope }, count);
     const key = `${gate.overLimitStatus} ${count} ${retryAfterSeconds} ${this.replicaCount}`;
-    const known = limit.refusals.get(key);
+    const known = limit.refusals?.get(key);
     if (known) return known;
     const details: LimitDetails = {
       scope: limit.scope,
@@ -343,6 +351,8 @@ export class TenantLimiter {
       field: fieldFor(limit, entry, this.options.mode),
     };
     const refusal = rateLimited(gate.overLimitStatus, details);
+    // Created at the first refusal: most of thousands of routes are never refused.
+    limit.refusals ??= new Map();
     if (limit.refusals.size >= REFUSALS_KEPT) limit.refusals.clear();
     limit.refusals.set(key, refusal);
     return refusal;

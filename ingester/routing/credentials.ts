@@ -14,8 +14,6 @@ export class CompiledCredential {
   private readonly scryptId?: string;
   readonly notBefore: number;
   readonly notAfter: number;
-  /** SHA-256 of the secret when it is known (sha256 or plain verifiers): lets API keys be found in O(1). */
-  readonly secretDigestHex?: string;
 
   constructor(cred: RouteCredential) {
     this.usernameDigest = sha256(cred.username);
@@ -28,9 +26,16 @@ export class CompiledCredential {
       this.scryptParams = parseScrypt(s.scrypt);
       this.scryptId = s.scrypt;
     }
-    this.secretDigestHex = this.secretDigest?.toString('hex');
     this.notBefore = cred.notBefore ? Date.parse(cred.notBefore) : -Infinity;
     this.notAfter = cred.notAfter ? Date.parse(cred.notAfter) : Infinity;
+  }
+
+  /**
+   * SHA-256 of the secret when it is known (sha256 or plain verifiers), in hex: lets API keys be
+   * found in O(1). Computed when asked (the table asks once per API key), not kept per credential.
+   */
+  get secretDigestHex(): string | undefined {
+    return this.secretDigest?.toString('hex');
   }
 
   get isSlow(): boolean {

@@ -37,10 +37,10 @@ export class KubernetesRouteSource implements RouteSource {
   async start(handlers: Parameters<RouteSource['start']>[0]): Promise<void> {
     const labelSelector = `${ROUTE_LABEL}=true`;
     const watchPath = `/api/v1/namespaces/${encodeURIComponent(this.namespace)}/secrets`;
-    const rebuild = (): void => {
+    const rebuild = async (): Promise<void> => {
       this.timer = undefined;
       const { inputs, skipped } = this.parseAll();
-      handlers.onRoutes(inputs, skipped);
+      await handlers.onRoutes(inputs, skipped);
     };
     this.informer = new Informer<V1Secret>({
       name: 'route-secrets',
@@ -50,12 +50,13 @@ export class KubernetesRouteSource implements RouteSource {
       watchPath,
       list: () => this.api.list<V1Secret>(watchPath, { labelSelector }),
       onEvent: () => {
-        if (this.informer?.hasSynced && this.timer === undefined) this.timer = setTimeout(rebuild, REBUILD_DELAY_MS);
+        if (this.informer?.hasSynced && this.timer === undefined)
+          this.timer = setTimeout(() => void rebuild().catch(handlers.onError), REBUILD_DELAY_MS);
       },
     });
     this.informer.start();
     await this.informer.waitForSync();
-    rebuild();
+    await rebuild();
   }
 
   private parseAll(): { inputs: RouteInput[]; skipped: SkippedRoute[] } {

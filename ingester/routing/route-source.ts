@@ -5,10 +5,11 @@ export interface RouteSource {
   readonly allowPlaintext: boolean;
   /**
    * Calls onRoutes with every complete set of routes (and the documents it could not parse), the
-   * first time before start resolves; onError when a new set could not be read at all.
+   * first time before start resolves (having awaited it); onError when a new set could not be read
+   * at all. onRoutes may install the set in steps (a promise): the caller keeps sets in order.
    */
   start(handlers: {
-    onRoutes(inputs: RouteInput[], unparsable?: SkippedRoute[]): void;
+    onRoutes(inputs: RouteInput[], unparsable?: SkippedRoute[]): void | Promise<void>;
     onError(err: Error): void;
   }): Promise<void>;
   stop(): Promise<void>;
