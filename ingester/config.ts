@@ -461,6 +461,7 @@ export function resolveSettings(
       'sinks: with sinks.log.enabled false, configure sinks.jetstream or destinations: events must go somewhere',
     );
   }
+  fitShares(settings, f as Parameters<typeof fitShares>[1]);
   if (f.remoteWrite) settings.remoteWrite = resolveRemoteWrite(f.remoteWrite);
   if (!settings.exposition.enabled && !settings.remoteWrite)
     throw new ConfigError(
@@ -484,6 +485,38 @@ function deadLetterSettings(
 ): IngesterSettings['deadLetter'] {
   const { stream: _s, subjectPrefix: _p, maxAgeSeconds: _a, ...store } = f ?? {};
   return { ...d, ...store };
+}
+
+/**
+ * A per-tenant (or per-address) share is at most the whole it is a share of: a share larger than
+ * its whole would never be what refuses, so one tenant could take everything. A share given in
+ * the file that exceeds its whole is refused, naming both fields; a default share is lowered to a
+ * smaller whole that was given.
+ */
+function fitShares(
+  settings: IngesterSettings,
+  given: Partial<Record<'limits' | 'mapping' | 'deadLetter', Record<string, unknown>>>,
+): void {
+  const pairs = [
+    ['limits', 'maxSeriesPerNamespace', 'maxSeriesTotal'],
+    ['limits', 'maxConnectionsPerAddress', 'maxConnections'],
+    ['limits', 'maxInFlightBodyBytesPerNamespace', 'maxInFlightBodyBytes'],
+    ['limits', 'maxUnauthenticatedBodyBytesPerAddress', 'maxUnauthenticatedBodyBytes'],
+    ['limits', 'maxUnauthenticatedBodyBytesPerIntegration', 'maxUnauthenticatedBodyBytes'],
+    ['mapping', 'maxWorkersPerNamespace', 'workers'],
+    ['mapping', 'maxQueuedPerNamespace', 'maxQueued'],
+    ['mapping', 'maxQueuedBytesPerNamespace', 'maxQueuedBytes'],
+    ['deadLetter', 'maxBytesPerNamespace', 'maxBytes'],
+  ] as const;
+  for (const [block, share, whole] of pairs) {
+    const values = settings[block] as unknown as Record<string, number | undefined>;
+    const [part, all] = [values[share], values[whole]];
+    if (part === undefined || all === undefined || part <= all) continue;
+    // The default worker count follows the machine's cores: a share given for a larger machine fits itself.
+    if (given[block]?.[share] === undefined || (whole === 'workers' && given[block]?.[whole] === undefined))
+      values[share] = all;
+    else throw new ConfigError(`${block}.${share} (${part}) must not exceed ${block}.${whole} (${all})`);
+  }
 }
 
 /** Names only: IP literals and localhost are always answered, and a port or a pattern would never match a Host. */

@@ -166,6 +166,7 @@ export async function bareServer(
   what: string,
   canned: Canned,
   idle: boolean,
+  atOnce = false,
 ): Promise<{ port: number; child: ChildProcess }> {
   const port = await freePort();
   const argv = [
@@ -178,6 +179,7 @@ export async function bareServer(
     String(canned.status),
     JSON.stringify(canned.headers),
     canned.body,
+    ...(atOnce ? ['at-once'] : []),
   ];
   const command = idle ? ['chrt', '--idle', '0', ...argv] : argv;
   const child = track(spawn(command[0] as string, command.slice(1), { stdio: ['ignore', 'ignore', 'inherit'] }));

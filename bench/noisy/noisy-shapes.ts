@@ -30,6 +30,7 @@
  *   BENCH_NOISY_SHAPES  all (default), none, or a comma-separated list of the shapes above
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { DEFAULT_TENANT_LIMITS } from '../../api/limits.js';
 import type { Route } from '../../api/route.js';
@@ -136,6 +137,61 @@ interface Shape {
   a: (port: number, seconds: number) => Promise<Answers>;
   /** One of A's requests to the ingester: its answer is what the bare server repeats. */
   sample: (port: number) => Promise<Canned>;
+  /**
+   * The ingester answers A before reading the body (a refusal at once, docs/design.md §4b): the
+   * bare server does too, so that A's traffic (an attacker reconnects when answered) is the same
+   * against both.
+   */
+  answersBeforeBody?: boolean;
+}
+
+/**
+ * What the ingester answers one of A's slow uploads once A holds its address's share: two
+ * uploads are held open (2 MiB, the default per-address share), a third is answered at once.
+ */
+async function slowUploadAnswer(port: number, path: string, headers: Record<string, string>): Promise<Canned> {
+  const head =
+    `POST ${path} HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\ncontent-type: application/json\r\n` +
+    `content-length: ${SLOW_CONTENT_LENGTH}\r\n` +
+    Object.entries(headers)
+      .map(([name, value]) => `${name}: ${value}\r\n`)
+      .join('') +
+    '\r\n{';
+  const open = (): Promise<Socket> =>
+    new Promise((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () => socket.write(head, () => resolve(socket)));
+      socket.once('error', reject);
+    });
+  const held = [await open(), await open()];
+  await new Promise((r) => setTimeout(r, 200));
+  const third = await open();
+  try {
+    const text = await new Promise<string>((resolve, reject) => {
+      let got = '';
+      third.on('data', (chunk: Buffer) => {
+        got += chunk.toString('latin1');
+        const end = got.indexOf('\r\n\r\n');
+        const length = /\r\ncontent-length: (\d+)/i.exec(got);
+        if (end >= 0 && length && got.length >= end + 4 + Number(length[1])) resolve(got);
+      });
+      setTimeout(() => reject(new Error(`no answer to a slow upload within 5 s: ${JSON.stringify(got)}`)), 5000);
+    });
+    const [top = '', ...lines] = text.slice(0, text.indexOf('\r\n\r\n')).split('\r\n');
+    const answerHeaders: Record<string, string> = {};
+    for (const line of lines) {
+      const colon = line.indexOf(':');
+      const name = line.slice(0, colon).toLowerCase();
+      if (!['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding'].includes(name))
+        answerHeaders[name] = line.slice(colon + 1).trim();
+    }
+    return {
+      status: Number(top.split(' ')[1]),
+      headers: answerHeaders,
+      body: text.slice(text.indexOf('\r\n\r\n') + 4),
+    };
+  } finally {
+    for (const socket of [...held, third]) socket.destroy();
+  }
 }
 
 const post = async (port: number, path: string, headers: Record<string, string>, body: string): Promise<Canned> =>
@@ -194,7 +250,8 @@ function defineShape(name: ShapeName, rateB: number, receiverUrl: string | undef
               true,
             ),
           ),
-        sample: (port) => post(port, '/events/webhook_a-signed', BOGUS_SIGNATURE, EVENT),
+        sample: (port) => slowUploadAnswer(port, '/events/webhook_a-signed', BOGUS_SIGNATURE),
+        answersBeforeBody: true,
       };
     case 'slow-expressions': {
       const rate = Math.max(1, Math.round(rateB / 5));
@@ -357,7 +414,12 @@ export async function shapesReport(o: {
         });
         subjects.push({ build, child, port, alone: [], beside: [], bare: [], attack: [], attackBare: [], rss: NaN });
       }
-      const bare = await bareServer(`bare server (${name})`, await shape.sample((subjects[0] as Subject).port), false);
+      const bare = await bareServer(
+        `bare server (${name})`,
+        await shape.sample((subjects[0] as Subject).port),
+        false,
+        shape.answersBeforeBody ?? false,
+      );
       const quiet = (): Promise<void> => settle(subjects.flatMap((s) => (s.child.pid ? [s.child.pid] : [])));
       const phase = async (s: Subject, aPort: number | undefined): Promise<{ b: Load; a?: Answers }> => {
         await quiet();

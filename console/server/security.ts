@@ -75,6 +75,13 @@ export interface SessionKeys {
  * One user (Session.user) holds at most `perUser` sessions: a new one past that ends that user's
  * own oldest, never another user's, so signing in over and over cannot push everyone else out of
  * the `max` the console keeps.
+ *
+ * When the console holds `max` sessions (many identities, each at its share: a few thousand
+ * service accounts someone controls), a new one does not simply end the least recently used
+ * session, which would be some other user's live one: expired sessions go first; then, if the
+ * user signing in holds any, that user's own least recently used; else the least recently used
+ * session of the identity holding the most (ties: the one idle longest). Someone holding many
+ * identities at their share therefore ends its own sessions before a user with one or two.
  */
 export class Sessions {
   private readonly sessions: LRUCache<string, Session & { secret: string }>;
@@ -83,11 +90,13 @@ export class Sessions {
 
   constructor(
     ttlMs: number,
-    max = 10_000,
+    readonly max = 10_000,
     readonly perUser = DEFAULT_SESSIONS_PER_USER,
   ) {
     this.sessions = new LRUCache({
-      max,
+      // One more than kept: create() makes room itself, so the cache's own eviction (the least
+      // recently used session, whoever's) never chooses.
+      max: max + 1,
       ttl: ttlMs,
       updateAgeOnGet: true,
       dispose: (value, id) => this.forget(value.user, id),
@@ -97,11 +106,42 @@ export class Sessions {
   create(session: Session): SessionKeys {
     const live = (this.byUser.get(session.user) ?? []).filter((id) => this.sessions.has(id));
     while (live.length >= this.perUser) this.sessions.delete(live.shift() as string);
+    if (this.sessions.size >= this.max) this.makeRoom(session.user, live);
     const keys = { id: randomToken(), secret: randomToken() };
     live.push(keys.id);
     this.byUser.set(session.user, live);
     this.sessions.set(keys.id, { ...session, secret: keys.secret });
     return keys;
+  }
+
+  /** The console is full: ends one session, whose as the class comment says. */
+  private makeRoom(user: string, own: string[]): void {
+    this.sessions.purgeStale();
+    if (this.sessions.size < this.max) return;
+    if (own.length > 0) {
+      const id = this.idlest(own);
+      own.splice(own.indexOf(id), 1);
+      this.sessions.delete(id);
+      return;
+    }
+    let victim: string | undefined;
+    let victimCount = 0;
+    let victimIdleTtl = Infinity;
+    for (const ids of this.byUser.values()) {
+      const idlest = this.idlest(ids);
+      const ttl = this.sessions.getRemainingTTL(idlest);
+      if (ids.length > victimCount || (ids.length === victimCount && ttl < victimIdleTtl)) {
+        [victim, victimCount, victimIdleTtl] = [idlest, ids.length, ttl];
+      }
+    }
+    if (victim !== undefined) this.sessions.delete(victim);
+  }
+
+  /** Of these session ids, the one used least recently (the least time left to live, since use renews it). */
+  private idlest(ids: readonly string[]): string {
+    let idlest = ids[0] as string;
+    for (const id of ids) if (this.sessions.getRemainingTTL(id) < this.sessions.getRemainingTTL(idlest)) idlest = id;
+    return idlest;
   }
 
   /** The sessions `user` holds now. */

@@ -235,6 +235,12 @@ export function resolveDestinations(files: readonly DestinationFile[] | undefine
     if (f.alertmanager) {
       const a = f.alertmanager;
       const auth = resolveAuth(a, `${where}.alertmanager`);
+      const maxAlerts = a.maxAlerts ?? DEFAULT_ALERTMANAGER.maxAlerts;
+      // A namespace's share above the whole would never refuse: one namespace could take every state.
+      if (a.maxAlertsPerNamespace !== undefined && a.maxAlertsPerNamespace > maxAlerts)
+        throw new ConfigError(
+          `${where}.alertmanager.maxAlertsPerNamespace (${a.maxAlertsPerNamespace}) must not exceed ${where}.alertmanager.maxAlerts (${maxAlerts})`,
+        );
       out.push({
         ...base,
         kind: 'alertmanager',
@@ -248,8 +254,9 @@ export function resolveDestinations(files: readonly DestinationFile[] | undefine
           ),
           resolveAfterMs: a.resolveAfter === undefined ? 0 : ms(a.resolveAfter, 'alertmanager.resolveAfter'),
           timeoutMs: ms(a.timeout ?? DEFAULT_ALERTMANAGER.timeout, 'alertmanager.timeout'),
-          maxAlertsPerNamespace: a.maxAlertsPerNamespace ?? DEFAULT_ALERTMANAGER.maxAlertsPerNamespace,
-          maxAlerts: a.maxAlerts ?? DEFAULT_ALERTMANAGER.maxAlerts,
+          maxAlertsPerNamespace:
+            a.maxAlertsPerNamespace ?? Math.min(DEFAULT_ALERTMANAGER.maxAlertsPerNamespace, maxAlerts),
+          maxAlerts,
         },
       });
       continue;

@@ -72,6 +72,15 @@ export function clientErrorHandler(
   const answer = answerAndClose(securityHeaders);
   return (err, socket) => {
     if (err.code === 'ECONNRESET' || socket.destroyed) return;
+    // The request was answered already, its body still arriving (a refusal before the body was
+    // read): the error is about that body (its sender closed mid-way, or its time ran out), and a
+    // second answer would be garbage to the sender. Closing is all that is left; a refused
+    // stranger that drops each upload after its 429 costs no second answer.
+    const answered = (socket as AnsweredSocket)[ANSWERED_REQUEST];
+    if (answered && !answered.complete) {
+      socket.destroy();
+      return;
+    }
     const e =
       err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? requestTimeout()
@@ -80,6 +89,18 @@ export function clientErrorHandler(
           : malformedRequest();
     answer(socket, e);
   };
+}
+
+const ANSWERED_REQUEST = Symbol('answeredRequest');
+type AnsweredSocket = Socket & { [ANSWERED_REQUEST]?: IncomingMessage };
+
+/**
+ * Notes a request that was answered before all of its body arrived (Node keeps reading and
+ * dropping the rest to reuse the connection), so that a client error while the rest arrives
+ * closes the connection instead of answering twice (clientErrorHandler).
+ */
+export function answeredBeforeBody(req: IncomingMessage): void {
+  if (req.socket) (req.socket as AnsweredSocket)[ANSWERED_REQUEST] = req;
 }
 
 /**

@@ -63,6 +63,7 @@ import { dataPointsEndpoint, METRICS_PATH } from './endpoints/data-points.js';
 import { eventsEndpoint, EVENTS_PATH } from './endpoints/events.js';
 import {
   answerAndClose,
+  answeredBeforeBody,
   clientErrorHandler,
   deferContinue,
   expectsContinue,
@@ -227,7 +228,9 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
             bytes,
             entry !== null && ctx.auth.knownSenders.knows(req.ip, entry.name),
           );
-    if (typeof reserved !== 'function') return done(reserved);
+    // Answered here rather than through the error handler: a stranger's refused uploads come
+    // hundreds a second, and the answer is the same either way (sendError).
+    if (typeof reserved !== 'function') return void sendError(reply, reserved);
     // Only now is the sender invited to upload (`Expect: 100-continue`): one that waits for it
     // while its budget is full got the refusal above before sending a byte of the body.
     // A body announced over the limit is refused next (413) without being invited.
@@ -245,6 +248,7 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
   });
 
   app.addHook('onResponse', (req, reply, done) => {
+    if (!req.raw.complete) answeredBeforeBody(req.raw);
     const endpoint = endpointOf(req);
     o.metrics.requests.inc({ endpoint, status: reply.statusCode });
     o.metrics.requestDuration.observe({ endpoint }, reply.elapsedTime / 1000);

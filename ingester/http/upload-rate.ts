@@ -13,7 +13,9 @@
  * The deadline grows with what has arrived (as Apache's mod_reqtimeout MinRate does): a body
  * started at t0 that has `n` bytes in at time t is cut when t > t0 + grace + n / minBytesPerSecond.
  * Progress is read from the socket's byte counter, so nothing is added to the body's stream; one
- * timer checks every body being received a few times a second, and forgets those that completed.
+ * timer checks every body being received a few times a second. A body that completes is
+ * forgotten at once (its request and response are not held until the next check); one whose
+ * connection closed, at the next check.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -48,7 +50,9 @@ export class UploadRateGuard {
     const socket = req.socket;
     // An injected request (tests, light-my-request) has no real socket to count bytes on.
     if (req.complete || !socket || typeof socket.bytesRead !== 'number') return;
-    this.uploads.add({ req, res, socket, startedMs: this.now(), bytesAtStart: socket.bytesRead });
+    const upload: Upload = { req, res, socket, startedMs: this.now(), bytesAtStart: socket.bytesRead };
+    this.uploads.add(upload);
+    req.once('end', () => this.uploads.delete(upload));
     // The timer stops itself at a check that finds nothing to watch: no timer churn per request.
     if (!this.timer) {
       const every = Math.max(50, Math.min(500, Math.floor(this.options.graceMs / 4)));

@@ -44,13 +44,16 @@ export function dataPointsEndpoint(ctx: IngestContext): RouteOptions {
     handler: async (req: FastifyRequest, reply: FastifyReply) => {
       const entry = req.routeEntry as RouteEntry;
       const points = validate(parseRequestBody(req, ctx.limits.maxJsonDepth), entry.namespace);
+      // Remote write admits the batch first (503 when the namespace's share of its queue, or the
+      // queue, is full), and queues it only once the rate and the series caps accepted it: all or
+      // nothing, with nothing awaited in between, so the room admit() found is still there for
+      // commit(). Admitting before the rate's tokens are taken means a batch the queue refuses
+      // does not spend the namespace's rate: its retry, once the queue drains, is not refused for
+      // a rate it never used.
+      const forward = ctx.remoteWrite?.admit(entry.namespace, points);
       // Per-tenant limits: the whole batch, or a refusal (429/503) and nothing accepted.
       ctx.limiter?.take(entry, points.length);
       metrics.pointsReceived.inc({ namespace: entry.namespace }, points.length);
-      // Remote write admits the batch first (503 when the namespace's share of its queue, or the
-      // queue, is full), and queues it only once the series caps accepted it: all or nothing, with
-      // nothing awaited in between, so the room admit() found is still there for commit().
-      const forward = ctx.remoteWrite?.admit(entry.namespace, points);
       store(entry, points);
       forward?.commit();
       metrics.pointsProcessed.inc({ namespace: entry.namespace }, points.length);

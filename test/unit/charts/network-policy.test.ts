@@ -64,12 +64,12 @@ const adminRule = (policy: Obj): Rule => {
 
 describe('chart: the admin port behind a NetworkPolicy', () => {
   const objs = render();
-  const [policy] = policies(objs);
+  const policy = component(objs, 'NetworkPolicy', 'r-intake-ingester');
   const ingester = component(objs, 'Deployment', 'r-intake-ingester');
   const operator = component(objs, 'Deployment', 'r-intake-operator');
 
   it('renders one by default, selecting the ingester pods, for ingress', () => {
-    expect(policies(objs)).toHaveLength(1);
+    expect(policies(objs).map((p) => p.metadata.name)).toEqual(['r-intake-ingester', 'r-intake-operator']);
     expect(policy?.metadata.namespace).toBe('intake');
     expect(policy?.spec?.policyTypes).toEqual(['Ingress']);
     expect(matches(policy?.spec?.podSelector?.matchLabels ?? {}, ingester.spec?.template?.metadata.labels ?? {})).toBe(
@@ -140,6 +140,65 @@ describe('chart: the admin port behind a NetworkPolicy', () => {
     ]);
     const none = adminRule(policies(render('--set', 'networkPolicy.monitoringNamespace='))[0] as Obj);
     expect(none.from).toHaveLength(1);
+  });
+
+  it('renders none when turned off', () => {
+    expect(policies(render('--set', 'networkPolicy.enabled=false'))).toEqual([]);
+  });
+});
+
+describe('chart: the operator’s admin port behind a NetworkPolicy', () => {
+  const operatorPolicy = (objs: Obj[]): Obj => component(objs, 'NetworkPolicy', 'r-intake-operator');
+  const objs = render();
+  const policy = operatorPolicy(objs);
+  const ingester = component(objs, 'Deployment', 'r-intake-ingester');
+  const operator = component(objs, 'Deployment', 'r-intake-operator');
+
+  it('selects the operator pods only, for ingress', () => {
+    expect(policy.metadata.namespace).toBe('intake');
+    expect(policy.spec?.policyTypes).toEqual(['Ingress']);
+    const selector = policy.spec?.podSelector?.matchLabels ?? {};
+    expect(matches(selector, operator.spec?.template?.metadata.labels ?? {})).toBe(true);
+    expect(matches(selector, ingester.spec?.template?.metadata.labels ?? {})).toBe(false);
+    // The operator's only port is the admin port, probed by HTTP from the kubelet (the node).
+    const c = operator.spec?.template?.spec.containers[0];
+    expect(c?.ports?.map((p) => p.name)).toEqual(['admin']);
+    for (const probe of [c?.startupProbe, c?.livenessProbe, c?.readinessProbe])
+      if (probe) expect(probe.httpGet?.port).toBe('admin');
+  });
+
+  it('admits to the admin port only the monitoring namespace, never the ingesters or everyone', () => {
+    expect(policy.spec?.ingress).toHaveLength(1);
+    const rule = adminRule(policy);
+    expect(rule.ports).toEqual([{ port: 'admin', protocol: 'TCP' }]);
+    expect(rule.from).toEqual([
+      { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } },
+    ]);
+  });
+
+  it('follows monitoringPodLabels and adminFrom as the ingesters’ policy does', () => {
+    const rule = adminRule(
+      operatorPolicy(
+        render(
+          '--set',
+          'networkPolicy.monitoringPodLabels.app\\.kubernetes\\.io/name=prometheus',
+          '--set-json',
+          'networkPolicy.adminFrom=[{"namespaceSelector":{"matchLabels":{"team":"sre"}}}]',
+        ),
+      ),
+    );
+    expect(rule.from).toEqual([
+      {
+        namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } },
+        podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus' } },
+      },
+      { namespaceSelector: { matchLabels: { team: 'sre' } } },
+    ]);
+  });
+
+  it('admits nothing (no rule, not an empty "from" that would admit everyone) with no monitoring and no adminFrom', () => {
+    const closed = operatorPolicy(render('--set', 'networkPolicy.monitoringNamespace='));
+    expect(closed.spec?.ingress).toEqual([]);
   });
 
   it('renders none when turned off', () => {

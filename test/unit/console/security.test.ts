@@ -120,6 +120,41 @@ describe('Sessions per user', () => {
     expect(sessions.get(a4.id, a4.secret)).toBeDefined();
   });
 
+  it("a full console ends the sessions of identities holding many: ending another user's one session takes as many identities as the console keeps sessions", () => {
+    const sessions = new Sessions(60_000, 100, 5);
+    const alice = sessions.create({ user: 'alice' });
+    const bob = sessions.create({ user: 'bob' });
+    // Someone with 97 identities signs in with each, five times round, and more: 485 sign-ins.
+    for (let round = 0; round < 5; round++) for (let i = 0; i < 97; i++) sessions.create({ user: `sa-${i}` });
+    // Alice and Bob, one idle session each, kept theirs: every sign-in past the 100th ended one of
+    // an identity holding more (its own first, once it held some).
+    expect(sessions.get(alice.id, alice.secret)).toEqual({ user: 'alice' });
+    expect(sessions.get(bob.id, bob.secret)).toEqual({ user: 'bob' });
+    let held = 0;
+    for (let i = 0; i < 97; i++) held += sessions.countOf(`sa-${i}`);
+    expect(held).toBe(98);
+  });
+
+  it('a full console: the one signing in ends its own idlest session first; ties end the idlest identity', async () => {
+    const tick = () => new Promise((r) => setTimeout(r, 10));
+    const sessions = new Sessions(60_000, 3, 5);
+    const a = sessions.create({ user: 'a' });
+    await tick();
+    const b = sessions.create({ user: 'b' });
+    await tick();
+    const c1 = sessions.create({ user: 'c' });
+    await tick();
+    // Full, and c signs in again: its own session goes, not a's or b's (older, idle).
+    const c2 = sessions.create({ user: 'c' });
+    expect([a, b, c1, c2].map((k) => sessions.has(k.id))).toEqual([true, true, false, true]);
+    // a uses its session; then a new identity comes: one session each, so the idlest goes (b's).
+    await tick();
+    expect(sessions.get(a.id, a.secret)).toBeDefined();
+    await tick();
+    sessions.create({ user: 'd' });
+    expect([a, b, c2].map((k) => sessions.has(k.id))).toEqual([true, false, true]);
+  });
+
   it('forgets expired sessions in the count', async () => {
     const sessions = new Sessions(50, 100, 2);
     sessions.create({ user: 'alice' });

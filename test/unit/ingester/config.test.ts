@@ -49,6 +49,41 @@ describe('settings', () => {
   });
 });
 
+describe('shares and their wholes', () => {
+  it.each([
+    ['limits', 'maxSeriesPerNamespace', 'maxSeriesTotal', 1000],
+    ['limits', 'maxConnectionsPerAddress', 'maxConnections', 100],
+    ['limits', 'maxInFlightBodyBytesPerNamespace', 'maxInFlightBodyBytes', 1 << 20],
+    ['limits', 'maxUnauthenticatedBodyBytesPerAddress', 'maxUnauthenticatedBodyBytes', 1 << 20],
+    ['limits', 'maxUnauthenticatedBodyBytesPerIntegration', 'maxUnauthenticatedBodyBytes', 1 << 20],
+    ['mapping', 'maxWorkersPerNamespace', 'workers', 2],
+    ['mapping', 'maxQueuedPerNamespace', 'maxQueued', 10],
+    ['mapping', 'maxQueuedBytesPerNamespace', 'maxQueuedBytes', 1 << 20],
+    ['deadLetter', 'maxBytesPerNamespace', 'maxBytes', 1 << 20],
+  ] as const)('%s.%s above %s is refused, naming both; equal is accepted', (block, share, whole, size) => {
+    expect(() => resolveSettings({ [block]: { [whole]: size, [share]: size + 1 } }, {})).toThrow(
+      new RegExp(`${block}\\.${share} \\(${size + 1}\\) must not exceed ${block}\\.${whole} \\(${size}\\)`),
+    );
+    const s = resolveSettings({ [block]: { [whole]: size, [share]: size } }, {}) as unknown as Record<
+      string,
+      Record<string, number>
+    >;
+    expect(s[block]?.[share]).toBe(size);
+  });
+
+  it('lowers a default share to a smaller whole that was given', () => {
+    const s = resolveSettings({ limits: { maxInFlightBodyBytes: 1 << 20, maxSeriesTotal: 500 } }, {});
+    expect(s.limits.maxInFlightBodyBytesPerNamespace).toBe(1 << 20);
+    expect(s.limits.maxSeriesPerNamespace).toBe(500);
+    expect(resolveSettings({ deadLetter: { maxBytes: 1 << 20 } }, {}).deadLetter.maxBytesPerNamespace).toBe(1 << 20);
+  });
+
+  it('fits a given worker share to the default worker count (which follows the cores)', () => {
+    const s = resolveSettings({ mapping: { maxWorkersPerNamespace: 64 } }, {});
+    expect(s.mapping.maxWorkersPerNamespace).toBe(s.mapping.workers);
+  });
+});
+
 describe('readYamlFile', () => {
   it('reports where a file is broken without quoting it (it may hold passwords)', async () => {
     const { mkdtempSync, writeFileSync } = await import('node:fs');

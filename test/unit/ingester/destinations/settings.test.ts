@@ -19,6 +19,21 @@ const tickets = {
 };
 
 describe('destination settings', () => {
+  it('refuses an Alertmanager destination whose namespace share exceeds its whole, naming both fields; a default share fits a smaller whole', () => {
+    const with_ = (alertmanager: Record<string, unknown>) => ({
+      ...am,
+      alertmanager: { ...am.alertmanager, ...alertmanager },
+    });
+    expect(() => resolveDestinations([with_({ maxAlerts: 100, maxAlertsPerNamespace: 101 })])).toThrow(
+      /alertmanager\.maxAlertsPerNamespace \(101\) must not exceed .*alertmanager\.maxAlerts \(100\)/,
+    );
+    expect(() => resolveDestinations([with_({ maxAlertsPerNamespace: 50_001 })])).toThrow(/maxAlerts \(50000\)/);
+    const [fitted] = resolveDestinations([with_({ maxAlerts: 500 })]);
+    expect(fitted?.kind === 'alertmanager' && fitted.alertmanager.maxAlertsPerNamespace).toBe(500);
+    const [equal] = resolveDestinations([with_({ maxAlerts: 100, maxAlertsPerNamespace: 100 })]);
+    expect(equal?.kind === 'alertmanager' && equal.alertmanager.maxAlertsPerNamespace).toBe(100);
+  });
+
   it('applies the defaults', () => {
     const [a, t] = resolveDestinations([am, tickets]);
     expect(a).toMatchObject({

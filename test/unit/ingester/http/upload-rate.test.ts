@@ -1,17 +1,21 @@
+import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { UploadRateGuard } from '../../../../ingester/http/upload-rate.js';
 
-/** A request whose socket has read `bytesRead` bytes so far. */
+/** A request whose socket has read `bytesRead` bytes so far; `finish` completes its body ('end'). */
 function upload() {
   const socket = { bytesRead: 1000, destroyed: false };
-  const req = { complete: false, socket };
+  const req = Object.assign(new EventEmitter(), { complete: false, socket });
   const res = { headersSent: false };
   return {
     req: req as unknown as IncomingMessage,
     res: res as unknown as ServerResponse,
     socket,
-    finish: () => void (req.complete = true),
+    finish: () => {
+      req.complete = true;
+      req.emit('end');
+    },
   };
 }
 
@@ -61,6 +65,14 @@ describe('UploadRateGuard', () => {
     expect(guard.watching).toBe(1);
     steady.finish();
     guard.check();
+    expect(guard.watching).toBe(0);
+  });
+
+  it('forgets a body the moment it completes, before any check', () => {
+    const done = upload();
+    guard.watch(done.req, done.res);
+    expect(guard.watching).toBe(1);
+    done.finish();
     expect(guard.watching).toBe(0);
   });
 
