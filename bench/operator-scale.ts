@@ -163,6 +163,9 @@ function readyWatch(): { ready: () => number; stop: () => void } {
   return { ready: () => ready.size, stop: () => aborts.forEach((a) => a.abort()) };
 }
 
+/** An operator that ran out of heap (the chart's limit is sized for fewer resources) ends the run at once. */
+const exited = (proc: Proc): boolean => proc.child.exitCode !== null || proc.child.signalCode !== null;
+
 const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
 
 /** LIST of route Secrets in `namespace`, three times: median time, bytes, objects, API server CPU per list. */
@@ -286,7 +289,13 @@ export async function scaleBenchmark(operatorFlags: string[]): Promise<void> {
       }),
     );
     const createdMs = performance.now() - t0;
-    await waitFor(`${resources.length} Ready`, async () => watcher.ready() >= resources.length, 1_800_000, 250);
+    await waitFor(
+      `${resources.length} Ready`,
+      async () => exited(operator) || watcher.ready() >= resources.length,
+      1_800_000,
+      250,
+    );
+    if (exited(operator)) throw new Error(`the operator exited: ${operator.output().slice(-3000)}`);
     const readyMs = performance.now() - t0;
     const cpu1 = {
       server: processCpuSeconds(pid) - cpu0.server,
@@ -328,7 +337,13 @@ export async function scaleBenchmark(operatorFlags: string[]): Promise<void> {
     const t1 = performance.now();
     operator = await start();
     const restarted = operator;
-    await waitFor('resync', async () => (await operatorReconciles(restarted)) >= resources.length, 1_800_000, 250);
+    await waitFor(
+      'resync',
+      async () => exited(restarted) || (await operatorReconciles(restarted)) >= resources.length,
+      1_800_000,
+      250,
+    );
+    if (exited(restarted)) throw new Error(`the operator exited: ${restarted.output().slice(-3000)}`);
     const resyncMs = performance.now() - t1;
     const r1 = {
       server: processCpuSeconds(pid) - r0.server,
