@@ -327,7 +327,7 @@ export class Controller {
       this.queue.add(queueKey('ApiKey', ak.metadata.namespace as string, ak.metadata.name as string));
     for (const q of this.quotas.flatMap((i) => i.list()))
       this.queue.add(queueKey('IntakeQuota', q.metadata.namespace as string, q.metadata.name as string));
-    // Route Secrets whose resource is gone (deleted while the operator was down, finalizer forced off).
+    // Route Secrets whose resource is gone (deleted while the operator was down, or a deletion missed).
     for (const secret of this.routeSecrets.list()) {
       const source = secret.metadata?.annotations?.[SOURCE_ANNOTATION];
       if (source) this.queue.add(source);
