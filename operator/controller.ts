@@ -34,6 +34,7 @@ import { ScryptVerifiers } from './credentials.js';
 import type { OperatorMetrics } from './metrics.js';
 import { NameClaims } from './name-claims.js';
 import { OwnWrites } from './own-writes.js';
+import { WrittenStatus } from './written-status.js';
 import {
   credentialsSecretName,
   integrationNameOf,
@@ -91,6 +92,7 @@ export class Controller {
   private readonly scrypt = new ScryptVerifiers();
   private readonly nameClaims = new NameClaims();
   private readonly ownWrites = new OwnWrites();
+  private readonly writtenStatus = new WrittenStatus();
   private resync?: NodeJS.Timeout;
   private readonly activity?: ActivitySync;
   private readonly watcher: Watch;
@@ -155,9 +157,11 @@ export class Controller {
         return { items: l.items, resourceVersion: l.metadata?.resourceVersion ?? '' };
       },
       onEvent: (n, old) => {
-        if (!n) this.ownWrites.forget('Secret', old);
-        else if (this.ownWrites.isOwn('Secret', n)) return;
         const source = (n ?? old)?.metadata?.annotations?.[SOURCE_ANNOTATION];
+        if (!n) this.ownWrites.forget('Secret', old);
+        // Our own write queues nothing, unless its resource went meanwhile (deleted while the
+        // route was being written): then the route must go too.
+        else if (this.ownWrites.isOwn('Secret', n) && source && this.isLive(source)) return;
         if (source) this.queue.add(source);
       },
     });
@@ -240,9 +244,13 @@ export class Controller {
     const obj = (n ?? old) as IntakeResource;
     if (kind === 'WebhookIntegration')
       this.nameClaims.update(n as WebhookIntegration | undefined, old as WebhookIntegration | undefined);
-    if (!n) this.ownWrites.forget(kind, old);
+    const key = queueKey(kind, obj.metadata.namespace as string, obj.metadata.name as string);
+    if (!n) {
+      this.ownWrites.forget(kind, old);
+      this.writtenStatus.forget(key);
+    } else this.writtenStatus.seen(key, n.metadata.resourceVersion);
     if (n && old && (!specOrMetaChanged(n, old) || this.ownWrites.isOwn(kind, n))) return;
-    this.queue.add(queueKey(kind, obj.metadata.namespace as string, obj.metadata.name as string));
+    this.queue.add(key);
     // The namespace's quotas report what its integrations and keys were given.
     for (const quota of this.quotasIn(obj.metadata.namespace as string))
       this.queue.add(queueKey('IntakeQuota', obj.metadata.namespace as string, quota.metadata.name as string));
@@ -253,6 +261,14 @@ export class Controller {
       for (const wi of this.nameClaims.claimants(name))
         if (wi.metadata.uid !== obj.metadata.uid)
           this.queue.add(queueKey('WebhookIntegration', wi.metadata.namespace as string, wi.metadata.name as string));
+  }
+
+  /** Whether the resource a queue key names exists and is not being deleted. */
+  private isLive(key: string): boolean {
+    const { kind, namespace, name } = parseQueueKey(key);
+    if (kind === 'IntakeQuota') return true;
+    const obj = this.lookup(kind, namespace, name);
+    return obj !== undefined && !obj.metadata.deletionTimestamp;
   }
 
   private enqueueOwnerOf(secret: V1Secret | undefined): void {
@@ -311,7 +327,7 @@ export class Controller {
       this.queue.add(queueKey('ApiKey', ak.metadata.namespace as string, ak.metadata.name as string));
     for (const q of this.quotas.flatMap((i) => i.list()))
       this.queue.add(queueKey('IntakeQuota', q.metadata.namespace as string, q.metadata.name as string));
-    // Route Secrets whose resource is gone (deleted while the operator was down, finalizer forced off).
+    // Route Secrets whose resource is gone (deleted while the operator was down, or a deletion missed).
     for (const secret of this.routeSecrets.list()) {
       const source = secret.metadata?.annotations?.[SOURCE_ANNOTATION];
       if (source) this.queue.add(source);
@@ -352,28 +368,36 @@ export class Controller {
     const { kind, namespace, name } = parseQueueKey(key);
     if (kind === 'IntakeQuota') return this.reconcileQuota(namespace, name);
     const routeName = routeSecretName(kind, namespace, name);
-    let obj = this.lookup(kind, namespace, name);
+    const obj = this.lookup(kind, namespace, name);
     if (!obj) {
       if (kind === 'WebhookIntegration') this.o.metrics.integrationSilent.remove({ namespace, name });
-      // Gone (finalizer already handled, or removed by force): make sure no route outlives it.
+      // Gone: no route outlives it. A route written just before the deletion and not in the
+      // cache yet queues this key again when its watch event comes (see the route informer).
       if (this.routeSecrets.get(`${this.o.namespace}/${routeName}`))
         await this.writer.deleteSecret(this.o.namespace, routeName);
       return;
     }
-    const finalizers = obj.metadata.finalizers ?? [];
     if (obj.metadata.deletionTimestamp) {
-      if (!finalizers.includes(FINALIZER)) return;
+      // New resources get no finalizer (one write less each): cleanup is level-based, from the
+      // deletion's watch event, and at start and every resync from each route whose resource is
+      // gone. A resource an earlier operator gave the finalizer keeps it until it is deleted.
+      const finalizers = obj.metadata.finalizers ?? [];
+      if (!finalizers.includes(FINALIZER)) {
+        if (this.routeSecrets.get(`${this.o.namespace}/${routeName}`))
+          await this.writer.deleteSecret(this.o.namespace, routeName);
+        return;
+      }
       await this.writer.deleteSecret(this.o.namespace, routeName);
-      await this.writer.setFinalizers(
-        obj,
-        finalizers.filter((f) => f !== FINALIZER),
-      );
+      try {
+        await this.writer.setFinalizers(
+          obj,
+          finalizers.filter((f) => f !== FINALIZER),
+        );
+      } catch (err) {
+        // Gone already (a reconcile from a cache that still showed it): nothing left to remove.
+        if (statusOf(err) !== 404) throw err;
+      }
       return;
-    }
-    if (!finalizers.includes(FINALIZER)) {
-      const written = await this.writer.setFinalizers(obj, [...finalizers, FINALIZER]);
-      this.ownWrites.record(kind, written);
-      obj = { ...written, kind, apiVersion: API_VERSION } as IntakeResource;
     }
 
     const existingRouteSecret = this.routeSecrets.get(`${this.o.namespace}/${routeName}`);
@@ -485,7 +509,10 @@ export class Controller {
   }
 
   private async applyStatus(obj: IntakeResource, plan: Plan, now: Date, receiving?: Receiving): Promise<void> {
-    const previous = obj.status?.conditions;
+    // What this operator last wrote, while the cache does not show it yet; else the cache's.
+    const key = queueKey(obj.kind, obj.metadata.namespace as string, obj.metadata.name as string);
+    const current = (this.writtenStatus.fresher(key) ?? obj.status) as IntakeResource['status'];
+    const previous = current?.conditions;
     let conditions = setReady(previous, plan.ready, obj.metadata.generation, now);
     if (plan.throttled)
       conditions = setCondition(conditions, 'Throttled', plan.throttled, obj.metadata.generation, now);
@@ -499,23 +526,27 @@ export class Controller {
     }
     const status: Record<string, unknown> = { ...plan.status, observedGeneration: obj.metadata.generation, conditions };
     if (plan.effectiveLimits) status.effectiveLimits = plan.effectiveLimits;
-    if (normaliseStatus(obj.status) !== normaliseStatus(status)) {
+    if (normaliseStatus(current) !== normaliseStatus(status)) {
       // Merge patch: fields no longer set (url after a conflict) must be removed explicitly.
       const cleared = Object.fromEntries(
         ['integrationName', 'url', 'credentialsSecret', 'username', 'effectiveLimits']
-          .filter((k) => !(k in status) && obj.status && k in obj.status)
+          .filter((k) => !(k in status) && current && k in current)
           .map((k) => [k, null]),
       );
       // A merge patch merges nested objects: replace effectiveLimits whole (a field no longer set must go).
-      await this.writer.patchStatus(obj, {
+      const written = await this.writer.patchStatus(obj, {
         ...cleared,
         ...status,
-        ...(status.effectiveLimits && obj.status?.effectiveLimits
-          ? { effectiveLimits: withNulls(obj.status.effectiveLimits, status.effectiveLimits) }
+        ...(status.effectiveLimits && current?.effectiveLimits
+          ? { effectiveLimits: withNulls(current.effectiveLimits, status.effectiveLimits) }
           : {}),
       });
+      this.writtenStatus.record(key, written.metadata.resourceVersion, (written as { status?: object }).status);
     }
-    if (isTransition(previous, plan.ready)) {
+    // No Event for a new resource becoming Ready (its status says so, and 10,000 applied at once
+    // would be 10,000 Events): only for a resource that is not Ready, and for a change of state.
+    const firstReady = !previous?.some((c) => c.type === 'Ready') && plan.ready.status === 'True';
+    if (isTransition(previous, plan.ready) && !firstReady) {
       await this.writer.recordEvent(
         obj,
         plan.ready.status === 'True' ? 'Normal' : 'Warning',

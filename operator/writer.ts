@@ -70,8 +70,9 @@ export class Writer {
     )) as IntakeResource;
   }
 
-  async patchStatus(obj: CustomResource, status: object): Promise<void> {
-    await this.custom.patchNamespacedCustomObjectStatus(
+  /** Returns the resource as written. */
+  async patchStatus(obj: CustomResource, status: object): Promise<CustomResource> {
+    return (await this.custom.patchNamespacedCustomObjectStatus(
       {
         group: GROUP,
         version: VERSION,
@@ -81,7 +82,7 @@ export class Writer {
         body: { status },
       },
       MERGE_PATCH,
-    );
+    )) as CustomResource;
   }
 
   /**

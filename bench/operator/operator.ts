@@ -10,7 +10,9 @@
  * BENCH_OPERATOR_NODE_OPTIONS (the operator's Node flags; default as the chart runs it: the
  * Dockerfile's NODE_OPTIONS and operator.maxOldSpaceSizeMiB), BENCH_OPERATOR_CPU_PROF (a directory:
  * the operator runs under --cpu-prof and writes its profile there when stopped;
- * `node dist/bench/support/cpuprofile.js FILE` sums it).
+ * `node dist/bench/support/cpuprofile.js FILE` sums it). BENCH_SCALE=N runs bench/operator/operator-scale.ts instead
+ * (N WebhookIntegrations and N ApiKeys over BENCH_SCALE_NAMESPACES namespaces: writes per resource,
+ * wall time against the API server's CPU, the resync, the route documents' list and watch cost).
  */
 import { readFileSync } from 'node:fs';
 import { availableParallelism, cpus } from 'node:os';
@@ -31,6 +33,7 @@ import {
 import { startPodNetwork } from '../../test/integration/support/pod-network.js';
 import { waitFor } from '../../test/support/waiting.js';
 import { activityBenchmark } from './operator-activity.js';
+import { scaleBenchmark } from './operator-scale.js';
 import { imageNodeFlags, peakRssMiB, processCpuSeconds } from '../support/processes.js';
 
 const BURST = Number(process.env.BENCH_BURST ?? 1000);
@@ -113,6 +116,7 @@ async function firstAcceptedSend(
 type Listed = { items: Array<{ status?: { conditions?: Array<{ type: string; status: string }> } }> };
 
 async function main(): Promise<void> {
+  if (Number(process.env.BENCH_SCALE ?? 0) > 0) return scaleBenchmark(operatorNodeFlags());
   requireCluster();
   const { core, custom } = kubeClients();
   await applyCrds();

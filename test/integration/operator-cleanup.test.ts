@@ -1,7 +1,8 @@
 /**
  * `intake operator cleanup` (what the chart's post-delete hook runs) against the real API server:
- * after the real operator has put its finalizer on integrations and API keys and written their
- * route Secrets and its Lease, and is gone, the built CLI removes those and nothing else, and an
+ * after the real operator has written route Secrets for integrations and API keys that carry its
+ * finalizer (as an earlier operator put it on every resource; today's puts it on none) and its
+ * Lease, and is gone, the built CLI removes those and nothing else, and an
  * integration deleted afterwards goes at once. Then the same run with the hook's own ServiceAccount
  * and RBAC, rendered from the chart: they are enough, and allow nothing more (test/node runs the
  * hook itself through `helm uninstall`).
@@ -56,22 +57,25 @@ const finalizersIn = async (ns: string): Promise<Record<string, string[]>> => {
   return Object.fromEntries(items.map((i) => [`${i.kind}/${i.metadata.name}`, i.metadata.finalizers ?? []]));
 };
 
-/** The real operator reconciles two integrations and a key in `tenant`, then stops: what it leaves behind. */
+/**
+ * The real operator reconciles two integrations and a key in `tenant`, then stops: what it leaves
+ * behind. The resources come with the operator's finalizer, as an earlier operator left them.
+ */
 async function operatorLeavesBehind(system: string, tenant: string): Promise<void> {
   operator = await startOperator(system, [tenant], ['--leader-elect']);
   await apply(`apiVersion: intake.dev/v1alpha1
 kind: WebhookIntegration
-metadata: {name: grafana, namespace: ${tenant}}
+metadata: {name: grafana, namespace: ${tenant}, finalizers: [${FINALIZER}]}
 spec: {}
 ---
 apiVersion: intake.dev/v1alpha1
 kind: WebhookIntegration
-metadata: {name: zabbix, namespace: ${tenant}, finalizers: [example.com/backup]}
+metadata: {name: zabbix, namespace: ${tenant}, finalizers: [example.com/backup, ${FINALIZER}]}
 spec: {}
 ---
 apiVersion: intake.dev/v1alpha1
 kind: ApiKey
-metadata: {name: meter, namespace: ${tenant}}
+metadata: {name: meter, namespace: ${tenant}, finalizers: [${FINALIZER}]}
 spec: {}
 `);
   await waitFor(
