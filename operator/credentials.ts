@@ -1,8 +1,8 @@
 /** Generating secrets and the verifiers the route carries for them. */
 import { randomBytes } from 'node:crypto';
-import { LRUCache } from 'lru-cache';
 import type { SecretVerifier } from '../api/route.js';
 import { hashScrypt, sha256Hex, verifyScrypt } from '../api/verifiers.js';
+import { growingLru } from '../common/growing-lru.js';
 
 /** 32 random bytes (256 bits), URL-safe so it survives being pasted into a URL's userinfo. */
 export const generatePassword = (): string => randomBytes(32).toString('base64url');
@@ -20,7 +20,7 @@ export const sha256Verifier = (secret: string): SecretVerifier => ({ sha256: sha
  * on every reconcile, so the verifier for a (resource, password) pair is remembered.
  */
 export class ScryptVerifiers {
-  private readonly cache = new LRUCache<string, string>({ max: 10_000 });
+  private readonly cache = growingLru<string, string>(10_000);
 
   constructor(private readonly cost = 14) {}
 

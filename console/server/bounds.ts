@@ -5,7 +5,8 @@
  * cannot spend the capacity the others need (docs/console.md "Bounds").
  */
 import { createHash } from 'node:crypto';
-import { LRUCache } from 'lru-cache';
+import type { LRUCache } from 'lru-cache';
+import { growingLru } from '../../common/growing-lru.js';
 
 /** A refusal: which bound, why, and when to try again. */
 export interface Refusal {
@@ -139,8 +140,8 @@ export class LoginThrottle {
     private readonly o: LoginThrottleOptions = DEFAULT_LOGIN_THROTTLE,
     private readonly now: () => number = () => performance.now(),
   ) {
-    this.failures = new LRUCache({ max: MAX_KEYS });
-    this.signIns = new LRUCache({ max: MAX_KEYS });
+    this.failures = growingLru(MAX_KEYS);
+    this.signIns = growingLru(MAX_KEYS);
   }
 
   /**

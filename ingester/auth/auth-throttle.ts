@@ -19,8 +19,9 @@
  *   stranger can cause from one address stays near `failuresPerAddress` plus one per
  *   integration per window, rather than `failures` per integration.
  */
-import { LRUCache } from 'lru-cache';
+import type { LRUCache } from 'lru-cache';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { growingLru } from '../../common/growing-lru.js';
 
 export interface AuthThrottleOptions {
   /** Failed attempts allowed per address and integration within the window. */
@@ -55,8 +56,8 @@ export class AuthThrottle {
    * Blocked pairs and suspect addresses and when that ends, mirrored from the limiters so the
    * check every request makes is a synchronous map lookup rather than a promise.
    */
-  private readonly blockedPairs = new LRUCache<string, number>({ max: MAX_BLOCKED, ttlAutopurge: false });
-  private readonly suspects = new LRUCache<string, number>({ max: MAX_BLOCKED, ttlAutopurge: false });
+  private readonly blockedPairs = growingLru<string, number>(MAX_BLOCKED);
+  private readonly suspects = growingLru<string, number>(MAX_BLOCKED);
   /** Pairs that started a slow check within the window and have not succeeded since. */
   private readonly slowTried: LRUCache<string, true>;
 
@@ -70,7 +71,7 @@ export class AuthThrottle {
     const common = { duration: options.windowSeconds, blockDuration: options.blockSeconds };
     this.pairs = new RateLimiterMemory({ points: options.failures, ...common });
     this.addresses = new RateLimiterMemory({ points: perAddress, ...common });
-    this.slowTried = new LRUCache<string, true>({ max: MAX_BLOCKED, ttl: options.windowSeconds * 1000 });
+    this.slowTried = growingLru<string, true>(MAX_BLOCKED, { ttl: options.windowSeconds * 1000 });
   }
 
   /**

@@ -10,7 +10,8 @@
  * addresses (or rotates them) forgets its own least recently proven senders, never another
  * integration's. Past the total, the integration that holds the most gives one up.
  */
-import { LRUCache } from 'lru-cache';
+import type { LRUCache } from 'lru-cache';
+import { growingLru } from '../../common/growing-lru.js';
 
 /** How long a proof counts. */
 const REMEMBERED_MS = 24 * 60 * 60 * 1000;
@@ -56,8 +57,7 @@ export class KnownSenders {
   }
 
   private memory(integration: string): LRUCache<string, true> {
-    return new LRUCache<string, true>({
-      max: this.limits.perIntegration,
+    return growingLru<string, true>(this.limits.perIntegration, {
       ttl: this.limits.rememberedMs ?? REMEMBERED_MS,
       ...(this.limits.now ? { perf: { now: this.limits.now }, ttlResolution: 0 } : {}),
       // Counted here whichever way a pair leaves: evicted, expired, or given up.

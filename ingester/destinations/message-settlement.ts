@@ -11,11 +11,12 @@
  *   whose entry was dropped, sends the done events again. That is a repeat, never a loss (the
  *   delivery guarantee is at least once).
  */
-import { LRUCache } from 'lru-cache';
+import type { LRUCache } from 'lru-cache';
 import type { NormalisedEvent } from '../core/event.js';
 import { oneLine } from '../dead-letters/bus-store.js';
 import { parseStored } from './destination.js';
 import type { Delivery } from './dispatcher.js';
+import { growingLru } from '../../common/growing-lru.js';
 
 /** What a queue lets a consumer do with one message (a JsMsg, an outbox row). */
 export interface SettleableMessage {
@@ -30,7 +31,7 @@ export class DoneEvents {
   private readonly done: LRUCache<number, ReadonlySet<number>>;
 
   constructor(maxMessages: number) {
-    this.done = new LRUCache({ max: Math.max(1, maxMessages) });
+    this.done = growingLru(maxMessages);
   }
 
   of(seq: number): ReadonlySet<number> | undefined {

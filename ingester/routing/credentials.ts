@@ -2,9 +2,10 @@
  * Credentials as the ingester checks them: digests computed once when the route table is built,
  * and a cache of successful slow-hash checks so a busy sender does not pay scrypt on every request.
  */
-import { LRUCache } from 'lru-cache';
+import type { LRUCache } from 'lru-cache';
 import type { RouteCredential } from '../../api/route.js';
 import { digestsEqual, parseScrypt, sha256, sha256Hex, verifyScrypt, type ScryptParams } from '../../api/verifiers.js';
+import { growingLru } from '../../common/growing-lru.js';
 
 /** A credential prepared for checking: digests computed once when the route table is built. */
 export class CompiledCredential {
@@ -75,4 +76,4 @@ export class CompiledCredential {
 export type VerifiedCache = LRUCache<string, true>;
 
 export const newVerifiedCache = (max = 10_000, ttlMs = 15 * 60_000): VerifiedCache =>
-  new LRUCache<string, true>({ max, ttl: ttlMs });
+  growingLru<string, true>(max, { ttl: ttlMs });
