@@ -57,7 +57,7 @@ beforeAll(async () => {
       }),
       route('am', 'team-b', { preset: 'alertmanager' }),
     );
-    config.mapping = { timeoutMs: TIMEOUT_MS, workers: 2 };
+    config.mapping = { timeout: `${TIMEOUT_MS}ms`, workers: 2 };
     config.sinks = { log: { path: eventsFile } };
     config.deadLetter = { path: join(dir, 'dead.sqlite'), maxBytes: 64 << 20 };
   });
@@ -407,7 +407,7 @@ describe('a small pool: one worker, one payload queued, a 32 MiB heap', () => {
         // 1,000 copies of a 100,000-item array: about 800 MB, quickly.
         route('hoarder', 'team-a', { expression: '($a := [1..99999]; [1..1000].{"x": $append($a, $)})' }),
       );
-      config.mapping = { timeoutMs: 1000, workers: 1, maxQueued: 1, workerHeapMb: 32 };
+      config.mapping = { timeout: '1s', workers: 1, maxQueued: 1, workerHeapMb: 32 };
       // A CPU budget for many evaluations at their limit: the queue's bound is what is tested here.
       const limits = config.tenantLimits as { namespace: Record<string, number> };
       limits.namespace.mappingCpuBurstMillis = 20_000;

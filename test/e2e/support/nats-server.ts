@@ -152,12 +152,12 @@ export function handoffConfig(
   } = {},
 ): (c: Record<string, unknown>) => void {
   return (c) => {
-    c.sinks = { jetstream: { url: nats.url, timeoutMs: 500, reconnectWaitMs: 100, ...o.jetstream } };
+    c.sinks = { jetstream: { url: nats.url, timeout: '500ms', reconnectWait: '100ms', ...o.jetstream } };
     if (o.spoolDir)
       c.spool = {
         path: o.spoolDir,
-        replayBackoffMinMs: 50,
-        replayBackoffMaxMs: 500,
+        replayBackoffMin: '50ms',
+        replayBackoffMax: '500ms',
         ...(o.spoolMaxBytes ? { maxBytes: o.spoolMaxBytes } : {}),
         ...(o.spoolMaxBytesPerNamespace ? { maxBytesPerNamespace: o.spoolMaxBytesPerNamespace } : {}),
       };
