@@ -163,3 +163,18 @@ export function handoffConfig(
       };
   };
 }
+
+/**
+ * Waits until the ingester's dead letters on the bus are open. /readyz says the ingester can take
+ * events; the dead-letter stream is set up just after (on a busy machine its first try may time
+ * out and is repeated 2 s later). Until then a mapping failure is answered 503 (its payload cannot
+ * be kept) and an event a destination refused comes back to be delivered again.
+ */
+export async function untilDeadLettersOpen(adminUrl: string): Promise<void> {
+  await waitFor(
+    'the dead-letter list answering',
+    async () => (await fetch(`${adminUrl}/deadletter?limit=1`)).ok,
+    30_000,
+    100,
+  );
+}
