@@ -39,18 +39,8 @@ export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
 export const outputOption = (): Option =>
   new Option('-o, --output <format>', 'output format').choices([...OUTPUT_FORMATS]).default('table');
 
-/** The --json these commands had before -o: still read, with a warning. */
-export const deprecatedJsonOption = (): Option => new Option('--json', 'deprecated: use -o json').conflicts('output');
-
-/** The format asked for: -o, or json for the deprecated --json (saying so on stderr). */
-export function outputFormat(
-  opts: { output?: unknown; json?: unknown },
-  warn: (line: string) => void = (line) => void process.stderr.write(line),
-): OutputFormat {
-  if (opts.json) {
-    warn('intake: --json is deprecated and goes away in the next release; use -o json\n');
-    return 'json';
-  }
+/** The format asked for with -o (table when none). */
+export function outputFormat(opts: { output?: unknown }): OutputFormat {
   return OUTPUT_FORMATS.includes(opts.output as OutputFormat) ? (opts.output as OutputFormat) : 'table';
 }
 

@@ -523,7 +523,7 @@ export class MappingWorkerPool implements ExpressionRunner {
           : `${Math.round(wallMs)} ms (the wall-clock backstop; ${Math.round(cpuMs)} ms of CPU time)`;
       const err = new MappingError(
         'D1012',
-        `Evaluation timeout: stopped after ${why}; the limit is ${limitMs} ms of CPU time (mapping.timeoutMs)`,
+        `Evaluation timeout: stopped after ${why}; the limit is ${limitMs} ms of CPU time (mapping.timeout)`,
       );
       err.cpuMs = cpuMs;
       void this.lose(slot, err);

@@ -97,11 +97,10 @@ async function startIngester(name: string, natsUrl: string, amUrl?: string): Pro
         url: natsUrl,
         stream: `STORM_${name}`,
         subjectPrefix: `storm.${name}`,
-        deadLetterStream: `STORM_DL_${name}`,
-        deadLetterSubjectPrefix: `stormdl.${name}`,
         alertBucketPrefix: `storm-${name}`,
       },
     },
+    deadLetter: { stream: `STORM_DL_${name}`, subjectPrefix: `stormdl.${name}` },
     tenantLimits: BENCH_TENANT_LIMITS,
     ...(amUrl
       ? {

@@ -148,19 +148,21 @@ async function runCase(c: Case, natsUrl: string, gate: Gate): Promise<CaseResult
               url: natsUrl,
               stream: `BENCH_${c.name.replace(/\W/g, '_')}`,
               subjectPrefix: `bench.${c.name.replace(/\W/g, '_')}`,
-              deadLetterSubjectPrefix: `benchdl.${c.name.replace(/\W/g, '_')}`,
-              deadLetterStream: `BENCH_DL_${c.name.replace(/\W/g, '_')}`,
               alertBucketPrefix: `bench-${c.name.replace(/\W/g, '-')}`,
               // A busy shared machine slows the acknowledgements; the benchmark measures delivery.
-              timeoutMs: 10_000,
+              timeout: '10s',
             },
+          },
+          deadLetter: {
+            stream: `BENCH_DL_${c.name.replace(/\W/g, '_')}`,
+            subjectPrefix: `benchdl.${c.name.replace(/\W/g, '_')}`,
           },
         }
       : { spool: { path: join(dir, `${c.name}-spool`) } }),
     destinations: [{ name: 'target', default: true, ...c.destination }],
     tenantLimits: BENCH_TENANT_LIMITS,
     // Shedding load is not what this measures: a neighbour on the machine must not fail the run.
-    limits: { maxEventLoopDelayMs: 10_000 },
+    limits: { maxEventLoopDelay: '10s' },
     routes: [benchWebhook()],
   };
   const file = join(dir, `${c.name.replace(/\W/g, '_')}.yaml`);

@@ -5,7 +5,7 @@
 import { Command, Option } from 'commander';
 import { inertText } from '../../common/sender-text.js';
 import { adminCall } from '../admin-client.js';
-import { adminUrlOption, deprecatedJsonOption, outputFormat, outputOption } from '../options.js';
+import { adminUrlOption, outputFormat, outputOption } from '../options.js';
 import { formatted } from '../output.js';
 
 type Opts = Record<string, string | boolean | undefined>;
@@ -42,7 +42,6 @@ export function deadletterCommand(): Command {
       ),
     )
       .addOption(outputOption())
-      .addOption(deprecatedJsonOption())
       .action(list),
   );
   deadletter.addCommand(

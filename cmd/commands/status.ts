@@ -7,7 +7,7 @@ import { Command } from 'commander';
 import type { ActivityReport } from '../../api/activity.js';
 import { activityTable } from '../activity-table.js';
 import { adminCall } from '../admin-client.js';
-import { adminUrlOption, deprecatedJsonOption, outputFormat, outputOption } from '../options.js';
+import { adminUrlOption, outputFormat, outputOption } from '../options.js';
 import { formatted } from '../output.js';
 
 export function statusCommand(): Command {
@@ -17,7 +17,6 @@ export function statusCommand(): Command {
     )
     .addOption(adminUrlOption())
     .addOption(outputOption())
-    .addOption(deprecatedJsonOption())
     .action(async (opts: Record<string, string | boolean | undefined>) => {
       const format = outputFormat(opts);
       const body = await adminCall(`${opts.adminUrl}/status/activity`, 'GET');

@@ -95,6 +95,8 @@ export class BusDeadLetters implements DeadLetterStore {
   private stopFollow?: () => void;
   private reconcileTimer?: NodeJS.Timeout;
   private readonly holder = randomUUID();
+  /** Why the last try to set up the stream on the connected bus failed (cleared once it is open). */
+  private attachProblem?: string;
 
   constructor(
     private readonly settings: JetStreamSettings,
@@ -135,8 +137,10 @@ export class BusDeadLetters implements DeadLetterStore {
         this.js = js;
         await this.follow(js, jsm);
         this.startReconcile();
+        this.attachProblem = undefined;
         return;
       } catch (err) {
+        this.attachProblem = (err as Error).message;
         this.logger.error(
           { err: { message: (err as Error).message }, retryInMs: RETRY_ATTACH_MS },
           'dead-letter stream not ready; trying again',
@@ -237,7 +241,7 @@ export class BusDeadLetters implements DeadLetterStore {
   async put(input: NewDeadLetter): Promise<string> {
     const js = this.js;
     const jsm = this.jsm;
-    if (!js || !jsm) throw new Error('the bus is not connected; the dead letter cannot be written now');
+    if (!js || !jsm) throw new Error(`${this.notOpen()}; the dead letter cannot be written now`);
     const letter = {
       ...input,
       id: input.id ?? randomUUID(),
@@ -386,8 +390,18 @@ export class BusDeadLetters implements DeadLetterStore {
   }
 
   private requireJsm(): JetStreamManager {
-    if (!this.jsm) throw new Error('the bus is not connected; dead letters cannot be read now');
+    if (!this.jsm) throw new Error(`${this.notOpen()}; dead letters cannot be read now`);
     return this.jsm;
+  }
+
+  /**
+   * Why the letters cannot be used: the bus is down, or it is up and the stream is not set up on it
+   * yet (just after the start or a reconnection, or a stream the server refuses): saying "not
+   * connected" then would send an operator to the wrong place.
+   */
+  private notOpen(): string {
+    if (!this.nc || this.nc.isClosed()) return 'the bus is not connected';
+    return `the dead-letter stream ${this.settings.deadLetterStream} is not open on the bus yet (${this.attachProblem ?? 'being set up'})`;
   }
 
   async close(): Promise<void> {

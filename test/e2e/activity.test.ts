@@ -2,7 +2,7 @@
  * Activity through the built ingester (standalone file): after accepted and refused requests with
  * real reasons (wrong password, invalid body, mapping failure kept as a dead letter, suspended,
  * over the rate limit, too large, unknown integration, unknown API key), GET /status/activity on
- * the admin port and `intake status` (table and --json) say what each integration received, who
+ * the admin port and `intake status` (table and -o json) say what each integration received, who
  * was refused and why, and never a credential or a body.
  */
 import { execFile } from 'node:child_process';
@@ -152,7 +152,7 @@ describe('activity on the admin port and in intake status', () => {
     expect(JSON.stringify(await report())).not.toContain('hunter2');
   });
 
-  it('intake status prints a table and the recent refusals; --json the report', async () => {
+  it('intake status prints a table and the recent refusals; -o json the report', async () => {
     const table = await intake(['status', '--admin-url', ing.adminUrl]);
     const demoLine = table.stdout.split('\n').find((l) => /\sdemo\s/.test(l)) as string;
     expect(demoLine).toMatch(/^WebhookIntegration\s+default\s+demo\s+\d+s\s+4\s+\d+s\s+3\s+/);
@@ -162,11 +162,13 @@ describe('activity on the admin port and in intake status', () => {
     expect(table.stdout).toMatch(
       /team-a\/mapped {2}422 MAPPING_FAILED \(mapping\) {2}from 127\.0\.0\.1.*\[dead letter /,
     );
-    const json = JSON.parse((await intake(['status', '--admin-url', ing.adminUrl, '--json'])).stdout) as ActivityReport;
+    const json = JSON.parse(
+      (await intake(['status', '--admin-url', ing.adminUrl, '-o', 'json'])).stdout,
+    ) as ActivityReport;
     expect(find(json.webhookIntegrations, 'demo')?.eventsLastHour).toBe(4);
   });
 
-  it('intake status -o json and -o yaml print the same report; the old --json still does, with a warning', async () => {
+  it('intake status -o json and -o yaml print the same report', async () => {
     const json = JSON.parse(
       (await intake(['status', '--admin-url', ing.adminUrl, '-o', 'json'])).stdout,
     ) as ActivityReport;
@@ -175,12 +177,6 @@ describe('activity on the admin port and in intake status', () => {
     expect(find((parse(yaml.stdout) as ActivityReport).webhookIntegrations, 'demo')?.eventsLastHour).toBe(
       find(json.webhookIntegrations, 'demo')?.eventsLastHour,
     );
-    const old = await intake(['status', '--admin-url', ing.adminUrl, '--json']);
-    expect(find((JSON.parse(old.stdout) as ActivityReport).webhookIntegrations, 'demo')?.eventsLastHour).toBe(4);
-    expect(old.stderr).toContain('--json is deprecated');
-    await expect(intake(['status', '--json', '-o', 'yaml', '--admin-url', ing.adminUrl])).rejects.toMatchObject({
-      stderr: expect.stringContaining('cannot be used with'),
-    });
   });
 
   it('intake status names the admin URL it could not reach', async () => {

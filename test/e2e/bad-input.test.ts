@@ -178,7 +178,7 @@ describe('hostile and malformed input', () => {
     const body = JSON.stringify(ok);
     const raw = await new Promise<string>((resolve) => {
       // write, not end: Node's server drops a request whose client half-closes before the answer,
-      // and a 401 is answered only after authThrottle.failureDelayMs (Connection: close ends it).
+      // and a 401 is answered only after authThrottle.failureDelay (Connection: close ends it).
       const socket = connect(Number(port), '127.0.0.1', () => {
         socket.write(
           `POST /events/webhook_demo HTTP/1.1\r\nHost: x\r\nAuthorization: ${AUTH}\r\nAuthorization: ${basic('x', 'y')}\r\n` +

@@ -25,7 +25,7 @@ describe('Expect: 100-continue while the body budget is full', () => {
         ...(c.limits as object),
         maxInFlightBodyBytesPerNamespace: NAMESPACE_SHARE,
         minBodyBytesPerSecond: 1,
-        bodyRateGraceMs: 60_000,
+        bodyRateGrace: '1m',
       };
       (c.routes as unknown[]).push(tenantRoute('cont-a', 'team-a'), tenantRoute('cont-b', 'team-b'));
     });

@@ -38,9 +38,7 @@ describe('concurrent guesses against a scrypt credential', () => {
   let ing: RunningIngester;
   beforeAll(async () => {
     ing = await startIngester(
-      await withScryptRoute(
-        (c) => (c.authThrottle = { failures: 20, windowSeconds: 60, blockSeconds: 60, failureDelayMs: 0 }),
-      ),
+      await withScryptRoute((c) => (c.authThrottle = { failures: 20, window: '1m', block: '1m', failureDelay: '0s' })),
     );
   });
   afterAll(async () => {
@@ -68,7 +66,7 @@ describe('timing of failed checks', () => {
   let ing: RunningIngester;
   beforeAll(async () => {
     ing = await startIngester(
-      await withScryptRoute((c) => (c.authThrottle = { failures: 1000, windowSeconds: 60, blockSeconds: 60 })),
+      await withScryptRoute((c) => (c.authThrottle = { failures: 1000, window: '1m', block: '1m' })),
     );
   });
   afterAll(async () => {
@@ -114,7 +112,7 @@ describe('every 401 waits the floor', () => {
         credentials: [],
         authentication: { mode: 'signature', signature: { scheme: 'github', secrets: [{ value: GH_SECRET }] } },
       });
-      c.authThrottle = { failures: 1000, windowSeconds: 60, blockSeconds: 60, failureDelayMs: FLOOR_MS };
+      c.authThrottle = { failures: 1000, window: '1m', block: '1m', failureDelay: `${FLOOR_MS}ms` };
     });
   });
   afterAll(async () => {
@@ -135,7 +133,7 @@ describe('every 401 waits the floor', () => {
   ];
 
   // Lower bounds only: a loaded machine makes any answer slower, never a floor shorter.
-  it.each(cases)('%s: 401 no sooner than failureDelayMs', async (_what, path, headers) => {
+  it.each(cases)('%s: 401 no sooner than failureDelay', async (_what, path, headers) => {
     const started = performance.now();
     const res = await post(`${ing.url}/${path}`, body, headers);
     const tookMs = performance.now() - started;
@@ -170,7 +168,7 @@ describe('X-Forwarded-For', () => {
   it('with a trusted proxy, refuses a forwarded address that is not an IP or is too long, and blocks by the real client address', async () => {
     const ing = await startIngester((c) => {
       c.trustProxy = '127.0.0.1';
-      c.authThrottle = { failures: 3, windowSeconds: 60, blockSeconds: 60, failureDelayMs: 0 };
+      c.authThrottle = { failures: 3, window: '1m', block: '1m', failureDelay: '0s' };
     });
     try {
       const url = `${ing.url}/events/webhook_demo`;

@@ -42,9 +42,9 @@ describe('request bodies before and after authentication', () => {
         maxUnauthenticatedBodyBytesPerAddress: 2 * MiB,
         maxInFlightBodyBytesPerNamespace: 2 * MiB,
         minBodyBytesPerSecond: 4096,
-        bodyRateGraceMs: 1000,
+        bodyRateGrace: '1s',
       };
-      c.authThrottle = { failures: 3, windowSeconds: 60, blockSeconds: 60, failureDelayMs: 0 };
+      c.authThrottle = { failures: 3, window: '1m', block: '1m', failureDelay: '0s' };
       (c.routes as unknown[]).push(
         {
           apiVersion: 'intake.dev/v1alpha1',
@@ -151,7 +151,7 @@ describe('request bodies before and after authentication', () => {
     // Only the 401: nothing is written after the answer, the connection is just closed.
     expect(text.match(/HTTP\/1\.1/g)).toHaveLength(1);
     expect(closed).toBe(true);
-    // Grace (1 s) plus a check interval, far below requestTimeoutMs (30 s).
+    // Grace (1 s) plus a check interval, far below requestTimeout (30 s).
     expect(performance.now() - started).toBeLessThan(5000);
   });
 

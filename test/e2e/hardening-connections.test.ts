@@ -15,7 +15,7 @@ describe('descriptor exhaustion by idle connections (no credentials needed)', ()
   let ing: RunningIngester;
   const sockets: Socket[] = [];
   beforeAll(async () => {
-    ing = await startIngester((c) => (c.limits = { ...(c.limits as object), headersTimeoutMs: 1500 }), {
+    ing = await startIngester((c) => (c.limits = { ...(c.limits as object), headersTimeout: '1500ms' }), {
       fdLimit: 256,
     });
   });
@@ -33,7 +33,7 @@ describe('descriptor exhaustion by idle connections (no credentials needed)', ()
     await new Promise((r) => setTimeout(r, 2500));
     expect(ing.child.exitCode).toBeNull();
     expect((await fetch(`${ing.adminUrl}/healthz`)).status).toBe(200);
-    // Connections that sent nothing are closed by the server after headersTimeoutMs.
+    // Connections that sent nothing are closed by the server after headersTimeout.
     const results = await Promise.all(closedByServer);
     expect(results.filter((r) => r.closed).length).toBe(sockets.length);
     const res = await post(`${ing.url}/events/webhook_demo`, EVENT, { authorization: AUTH });
@@ -46,8 +46,8 @@ describe('slow and malformed requests', () => {
   let ing: RunningIngester;
   beforeAll(async () => {
     ing = await startIngester((c) => {
-      c.limits = { ...(c.limits as object), requestTimeoutMs: 1500, headersTimeoutMs: 1000 };
-      c.shutdown = { timeoutSeconds: 8 };
+      c.limits = { ...(c.limits as object), requestTimeout: '1500ms', headersTimeout: '1s' };
+      c.shutdown = { timeout: '8s' };
     });
   });
   afterAll(async () => {
@@ -156,7 +156,7 @@ describe('connections held by one address', () => {
     try {
       for (let i = 0; i < 30; i++) opened.push(await openSocket(ing.port));
       const outcomes = await Promise.all(opened.map((s) => readAll(s, 1000)));
-      // The first 20 stay open (idle, within headersTimeoutMs); the 10 past the bound are closed at once.
+      // The first 20 stay open (idle, within headersTimeout); the 10 past the bound are closed at once.
       expect(outcomes.filter((o) => o.closed).length).toBe(10);
       for (const s of opened) s.destroy();
       await new Promise((r) => setTimeout(r, 200));

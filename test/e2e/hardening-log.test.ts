@@ -68,7 +68,7 @@ const isRoot = process.getuid?.() === 0;
 
 describe('stdout with a stalled reader', () => {
   it('answers 503 within the write deadline, reports unready, and recovers when the reader resumes', async () => {
-    const ing = await startIngester((c) => (c.sinks = { log: { timeoutMs: 500 } }), { pauseStdout: true });
+    const ing = await startIngester((c) => (c.sinks = { log: { timeout: '500ms' } }), { pauseStdout: true });
     try {
       let status = 200;
       for (let i = 0; i < 400 && status === 200; i++) {

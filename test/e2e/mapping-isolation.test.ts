@@ -57,7 +57,7 @@ beforeAll(async () => {
       }),
       route('am', 'team-b', { preset: 'alertmanager' }),
     );
-    config.mapping = { timeoutMs: TIMEOUT_MS, workers: 2 };
+    config.mapping = { timeout: `${TIMEOUT_MS}ms`, workers: 2 };
     config.sinks = { log: { path: eventsFile } };
     config.deadLetter = { path: join(dir, 'dead.sqlite'), maxBytes: 64 << 20 };
   });
@@ -110,6 +110,8 @@ describe('a tenant rewriting built-in functions (defect 1)', () => {
 });
 
 describe('a hostile expression (defect 2)', () => {
+  /** The CPU time each hostile evaluation used, as its refusal said (the charge below must match it). */
+  const cpuUsedMs = new Map<string, number>();
   /** Runs the hostile request while timing /healthz and team-b's requests; returns what was seen. */
   async function whileHostile(name: string): Promise<{
     status: number;
@@ -171,6 +173,8 @@ describe('a hostile expression (defect 2)', () => {
       const cpuMs = Number(
         /(\d+) ms of CPU time/.exec(seen.message)?.[1] ?? /after (\d+) milliseconds/.exec(seen.message)?.[1],
       );
+      cpuUsedMs.set(name, cpuMs);
+      expect(seen.message).toContain('(mapping.timeout)');
       if (!/wall-clock backstop/.test(seen.message)) expect(cpuMs).toBeGreaterThanOrEqual(TIMEOUT_MS);
       expect(cpuMs).toBeLessThan(TIMEOUT_MS * 2);
       expect(seen.tookMs).toBeLessThan(10_000);
@@ -192,7 +196,10 @@ describe('a hostile expression (defect 2)', () => {
             ) ?? ' NaN',
         )?.[1],
       );
-    expect(used('distinct')).toBeGreaterThanOrEqual((TIMEOUT_MS / 1000) * 0.8);
+    // What it used: about the limit, or less when the machine was too busy to give the worker a
+    // core and the wall-clock backstop stopped it (its refusal says how much it used).
+    const reported = cpuUsedMs.get('distinct') ?? TIMEOUT_MS;
+    expect(used('distinct')).toBeGreaterThanOrEqual((Math.min(reported, TIMEOUT_MS) / 1000) * 0.8);
     expect(used('checker')).toBeGreaterThan(0);
   });
 });
@@ -407,7 +414,7 @@ describe('a small pool: one worker, one payload queued, a 32 MiB heap', () => {
         // 1,000 copies of a 100,000-item array: about 800 MB, quickly.
         route('hoarder', 'team-a', { expression: '($a := [1..99999]; [1..1000].{"x": $append($a, $)})' }),
       );
-      config.mapping = { timeoutMs: 1000, workers: 1, maxQueued: 1, workerHeapMb: 32 };
+      config.mapping = { timeout: '1s', workers: 1, maxQueued: 1, workerHeapMb: 32 };
       // A CPU budget for many evaluations at their limit: the queue's bound is what is tested here.
       const limits = config.tenantLimits as { namespace: Record<string, number> };
       limits.namespace.mappingCpuBurstMillis = 20_000;

@@ -53,8 +53,8 @@ beforeAll(async () => {
       route('custom', BROKEN),
       route('nagios', { preset: 'nagios' }),
     );
-    config.mapping = { timeoutMs: 3000 };
-    // Each custom evaluation reserves timeoutMs of its namespace's CPU budget before it runs: a
+    config.mapping = { timeout: '3s' };
+    // Each custom evaluation reserves mapping.timeout of its namespace's CPU budget before it runs: a
     // burst for a few of them, so the runaway one below does not hold the next tests back.
     (config.tenantLimits as { namespace: Record<string, number> }).namespace.mappingCpuBurstMillis = 10_000;
     config.sinks = { log: { path: eventsFile } };

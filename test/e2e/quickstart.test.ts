@@ -126,7 +126,7 @@ describe('standalone ingester with examples/intake.yaml', () => {
 
 describe('limits in a running ingester', () => {
   it('blocks an address after repeated failed authentications, even with the right password', async () => {
-    const ing = await startIngester((c) => (c.authThrottle = { failures: 3, windowSeconds: 60, blockSeconds: 60 }));
+    const ing = await startIngester((c) => (c.authThrottle = { failures: 3, window: '1m', block: '1m' }));
     try {
       const url = `${ing.url}/events/webhook_demo`;
       for (let i = 0; i < 3; i++)

@@ -1,7 +1,7 @@
 /**
  * Remote write cannot be held by its receiver, through the built
  * ingester: a receiver that trickles its answer's headers has each request aborted at
- * `remoteWrite.timeoutMs` and retried, with at most `maxInFlightPerTenant` requests open, and gets
+ * `remoteWrite.timeout` and retried, with at most `maxInFlightPerTenant` requests open, and gets
  * every sample once it behaves; a receiver's huge answer is not downloaded; while the receiver
  * fails, label-heavy points fill the queue up to `maxQueuedBytes`, then get 503 with Retry-After
  * (the replica stays ready: the queue holds data points only), its memory stays bounded, and it
@@ -39,10 +39,10 @@ async function remoteWriting(extra: Record<string, unknown> = {}, nodeArgs: stri
     (c) => {
       c.remoteWrite = {
         url: receiver.url,
-        flushIntervalMs: 100,
-        minBackoffMs: 100,
-        maxBackoffMs: 1000,
-        timeoutMs: TIMEOUT_MS,
+        flushInterval: '100ms',
+        backoffMin: '100ms',
+        backoffMax: '1s',
+        timeout: `${TIMEOUT_MS}ms`,
         maxInFlightPerTenant: 2,
         ...extra,
       };

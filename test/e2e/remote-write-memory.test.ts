@@ -45,10 +45,10 @@ it('holds a full queue within its charged bytes plus a stated overhead, and give
     (c) => {
       c.remoteWrite = {
         url: receiver.url,
-        flushIntervalMs: 100,
-        minBackoffMs: 100,
-        maxBackoffMs: 1000,
-        timeoutMs: 2000,
+        flushInterval: '100ms',
+        backoffMin: '100ms',
+        backoffMax: '1s',
+        timeout: '2s',
         maxQueuedBytes,
         // One tenant may fill it all here: this test is about memory, not shares.
         maxQueuedBytesPerTenant: maxQueuedBytes,

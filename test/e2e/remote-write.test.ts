@@ -23,7 +23,7 @@ const teamB = {
 /** The example config, remote writing to `url` with short intervals, exposition off. */
 function remoteWriting(url: string, extra: Record<string, unknown> = {}): Promise<RunningIngester> {
   return startIngester((c) => {
-    c.remoteWrite = { url, flushIntervalMs: 100, minBackoffMs: 50, maxBackoffMs: 400, ...extra };
+    c.remoteWrite = { url, flushInterval: '100ms', backoffMin: '50ms', backoffMax: '400ms', ...extra };
     c.exposition = { enabled: false };
     (c.routes as unknown[]).push(teamB);
   });
@@ -114,7 +114,7 @@ describe('remote write to a real Prometheus', () => {
     expect(await query(prom, 'count(rw_e2e_future)')).toEqual([]);
   });
 
-  it('refuses a point older than remoteWrite.maxSampleAgeMs with 400 naming its index and time, so it cannot take the current points of its batch down with it', async () => {
+  it('refuses a point older than remoteWrite.maxSampleAge with 400 naming its index and time, so it cannot take the current points of its batch down with it', async () => {
     const ing = await started(remoteWriting(prom.writeUrl));
     const nowS = Math.floor(Date.now() / 1000);
     const points = Array.from({ length: 52 }, (_, i) => ({
@@ -148,7 +148,7 @@ describe('remote write to a real Prometheus', () => {
   });
 
   it('(what the bound prevents) without it, Prometheus 2.42 with an out-of-order window answers 500 "too old sample" for the batch, for ever', async () => {
-    const ing = await started(remoteWriting(prom.writeUrl, { maxSampleAgeMs: 24 * 3600_000 }));
+    const ing = await started(remoteWriting(prom.writeUrl, { maxSampleAge: '24h' }));
     const nowS = Math.floor(Date.now() / 1000);
     // The receiver's head has current samples (as in any running Prometheus).
     expect((await send(ing, { metric: 'rw.e2e.oob.now', data: 1, source: 'h', time: nowS - 5 })).status).toBe(200);
@@ -172,8 +172,8 @@ describe('remote write to a real Prometheus', () => {
   });
 
   it('makes ONE series with every sample when two ingesters receive alternate points of it', async () => {
-    const a = await started(remoteWriting(prom.writeUrl, { flushIntervalMs: 50 }));
-    const b = await started(remoteWriting(prom.writeUrl, { flushIntervalMs: 300 }));
+    const a = await started(remoteWriting(prom.writeUrl, { flushInterval: '50ms' }));
+    const b = await started(remoteWriting(prom.writeUrl, { flushInterval: '300ms' }));
     const t0 = Math.floor(Date.now() / 1000) - 120;
     for (let i = 0; i < 20; i++) {
       const res = await send(i % 2 === 0 ? a : b, { metric: 'rw.e2e.shared', data: i, source: 'h', time: t0 + i });
@@ -246,7 +246,7 @@ describe('remote write to a real Prometheus', () => {
   });
 
   it('flushes queued points to Prometheus on SIGTERM', async () => {
-    const ing = await started(remoteWriting(prom.writeUrl, { flushIntervalMs: 600_000 }));
+    const ing = await started(remoteWriting(prom.writeUrl, { flushInterval: '10m' }));
     expect((await send(ing, { metric: 'rw.e2e.shutdown', data: 7, source: 'h' })).status).toBe(200);
     expect(await ing.stop('SIGTERM')).toBe(0);
     expect((await raw(prom, 'rw_e2e_shutdown'))[0]?.values.map((v) => v[1])).toEqual(['7']);

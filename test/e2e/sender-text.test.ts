@@ -4,7 +4,7 @@
  * - a data point whose unknown JSON key holds ESC/BEL sequences (a screen clear, a window title,
  *   OSC 52 writing the clipboard), and a User-Agent with the one-byte C1 CSI (0x9b) and a bidi
  *   override, reach neither the answer's message, the activity record, `intake status` (table or
- *   --json) nor the logs as control characters;
+ *   -o json) nor the logs as control characters;
  * - wrong-password requests whose User-Agent poses as the platform ("URGENT from intake platform
  *   team ...") never appear in the integration's recent refusals and never push its real ones
  *   out: they are kept apart, as an address and a count.
@@ -110,7 +110,7 @@ describe('terminal escapes in sender text', () => {
     expect(raw).not.toMatch(/\\u001b|\\u0007|\u009b|\u0080/);
     expect(unsafeStrings(JSON.parse(raw))).toEqual([]);
 
-    // intake status: the table, and --json, carry no control byte to the terminal.
+    // intake status: the table, and -o json, carry no control byte to the terminal.
     const table = (await intake(['status', '--admin-url', ing.adminUrl])).stdout as unknown as Buffer;
     const text = table.toString('utf8');
     expect(text).toMatch(/recent refusals \(newest first\):/);
@@ -119,7 +119,7 @@ describe('terminal escapes in sender text', () => {
     expect(table.includes(0x1b)).toBe(false);
     expect(table.includes(0x07)).toBe(false);
     const json = (
-      (await intake(['status', '--admin-url', ing.adminUrl, '--json'])).stdout as unknown as Buffer
+      (await intake(['status', '--admin-url', ing.adminUrl, '-o', 'json'])).stdout as unknown as Buffer
     ).toString('utf8');
     expect(json.replace(/\n/g, '')).not.toMatch(ACTS_ON_TERMINAL);
     expect(find((JSON.parse(json) as ActivityReport).apiKeys, 'default')?.recentRefusals[0]?.userAgent).toBe(
@@ -158,9 +158,9 @@ describe('terminal escapes a mapping quotes from the payload', () => {
     expect(listed).toContain('cannot map: \\x1b]0;pwned');
     expect(listed.replace(/\n/g, '')).not.toMatch(ACTS_ON_TERMINAL);
     const json = (
-      (await intake(['deadletter', 'list', '--admin-url', ing.adminUrl, '--json'])).stdout as unknown as Buffer
+      (await intake(['deadletter', 'list', '--admin-url', ing.adminUrl, '-o', 'json'])).stdout as unknown as Buffer
     ).toString('utf8');
-    // --json keeps the payload's value (a program reads the same JSON), every unsafe character a \u escape.
+    // -o json keeps the payload's value (a program reads the same JSON), every unsafe character a \u escape.
     expect(json.replace(/\n/g, '')).not.toMatch(ACTS_ON_TERMINAL);
     expect(JSON.stringify(JSON.parse(json))).toContain('\\u001b]0;pwned');
   });

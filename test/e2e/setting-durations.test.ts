@@ -38,10 +38,13 @@ it('starts on the example (every duration a string) without a deprecation', asyn
 });
 
 it('reads the old keys, warning once each at start-up with the old and the new key', async () => {
-  const ing = await startIngester((c) => {
-    c.limits = { ...(c.limits as object), seriesTTL: undefined, seriesTTLSeconds: 90, headersTimeoutMs: 12_000 };
-    c.deadLetter = { replayLeaseSeconds: 60 };
-  });
+  const ing = await startIngester(
+    (c) => {
+      c.limits = { ...(c.limits as object), seriesTTL: undefined, seriesTTLSeconds: 90, headersTimeoutMs: 12_000 };
+      c.deadLetter = { replayLeaseSeconds: 60 };
+    },
+    { expectDeprecations: true },
+  );
   running.push(ing);
   const warnings = logLines(ing).filter((l) => l.msg?.includes('is deprecated'));
   expect(warnings.map((w) => [w.setting, w.use, w.msg]).sort()).toEqual([

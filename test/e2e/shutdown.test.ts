@@ -47,7 +47,7 @@ function send(url: URL, agent: Agent, ids: string[]): Promise<Outcome> {
 }
 
 it('loses no acknowledged event when stopped with SIGTERM during load', async () => {
-  const ing = await startIngester((c) => (c.shutdown = { drainDelaySeconds: 1, timeoutSeconds: 10 }));
+  const ing = await startIngester((c) => (c.shutdown = { drainDelay: '1s', timeout: '10s' }));
   const url = new URL(`${ing.url}/events/webhook_demo`);
   const agent = new Agent({ keepAlive: true, maxSockets: 20 });
   const outcomes: Outcome[] = [];

@@ -30,7 +30,7 @@ it('answers a repeat of a message stamped ahead of the clock from memory for as 
       credentials: [],
       authentication: {
         mode: 'signature',
-        signature: { scheme: 'standard-webhooks', toleranceSeconds: TOLERANCE_S, secrets: [{ value: SECRET }] },
+        signature: { scheme: 'standard-webhooks', tolerance: `${TOLERANCE_S}s`, secrets: [{ value: SECRET }] },
       },
     });
   });

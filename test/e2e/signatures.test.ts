@@ -47,7 +47,7 @@ function withSignedRoutes(graceEndsAt: Date) {
         authentication: { mode: 'basic+signature', signature: { scheme: 'github', secrets: [{ value: GH_SECRET }] } },
       },
     );
-    c.authThrottle = { failures: 1000, windowSeconds: 60, blockSeconds: 60, failureDelayMs: 50 };
+    c.authThrottle = { failures: 1000, window: '1m', block: '1m', failureDelay: '50ms' };
   };
 }
 
@@ -261,7 +261,7 @@ describe('the brute-force guard counts wrong signatures', () => {
   beforeAll(async () => {
     ing = await startIngester((c) => {
       withSignedRoutes(new Date(Date.now() + 60_000))(c);
-      c.authThrottle = { failures: 3, windowSeconds: 60, blockSeconds: 60, failureDelayMs: 0 };
+      c.authThrottle = { failures: 3, window: '1m', block: '1m', failureDelay: '0s' };
     });
   });
   afterAll(async () => {

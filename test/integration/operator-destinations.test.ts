@@ -42,7 +42,7 @@ beforeAll(async () => {
   const config = join(dir, 'intake.yaml');
   writeFileSync(
     config,
-    `authThrottle: {failures: 1000000, windowSeconds: 60, blockSeconds: 1}
+    `authThrottle: {failures: 1000000, window: 1m, block: 1s}
 spool: {path: ${join(dir, 'spool')}}
 destinations:
   - {name: alertmanager, default: true, alertmanager: {urls: ['http://127.0.0.1:9']}}

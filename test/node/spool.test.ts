@@ -96,7 +96,7 @@ it('replays what a deleted StatefulSet pod spooled on its PersistentVolume while
       '--set',
       `sinks.jetstream.subjectPrefix=${tag}.events`,
       '--set',
-      'sinks.jetstream.timeoutMs=500',
+      'sinks.jetstream.timeout=500ms',
       '--set',
       'spool.enabled=true',
       '--set',

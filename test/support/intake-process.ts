@@ -79,6 +79,14 @@ export function spawnIntake(args: string[], options: IntakeOptions = {}): Intake
 }
 
 /**
+ * The deprecation warnings in a process's output: a setting or flag of an earlier spelling, still
+ * read. Tests start processes on the current spelling, so that none drifts back unnoticed.
+ */
+export function deprecationWarnings(output: string): string[] {
+  return output.split('\n').filter((line) => / is deprecated\b/.test(line));
+}
+
+/**
  * Polls `probe` (as waitFor does) until it answers; throws at once if the process exits first,
  * with what it wrote to stderr (or the end of its output when stderr is empty).
  */

@@ -232,7 +232,7 @@ export class RemoteWriter {
         {
           index: i,
           field: 'time',
-          message: `is more than ${Math.round(this.settings.maxSampleAgeMs / 60_000)} minutes in the past (remoteWrite.maxSampleAgeMs): the remote write receiver would refuse it, and the whole batch it is sent in`,
+          message: `is more than ${Math.round(this.settings.maxSampleAgeMs / 60_000)} minutes in the past (remoteWrite.maxSampleAge): the remote write receiver would refuse it, and the whole batch it is sent in`,
         },
       ]);
     }

@@ -11,7 +11,15 @@ import { connect } from '@nats-io/transport-node';
 import { parse, stringify } from 'yaml';
 import { waitFor } from '../../support/waiting.js';
 import { startIngester, type RunningIngester } from '../support/ingester.js';
-import { handoffConfig, metricValue, readStream, startNats, tally, type RunningNats } from '../support/nats-server.js';
+import {
+  handoffConfig,
+  metricValue,
+  readStream,
+  startNats,
+  tally,
+  untilDeadLettersOpen,
+  type RunningNats,
+} from '../support/nats-server.js';
 import { FIXED, integration, listLetters, replay, sendAs } from './support.js';
 
 jest.setTimeout(120_000);
@@ -33,6 +41,8 @@ beforeAll(async () => {
       }),
     );
   }
+  // Ready takes events; the letters' stream opens just after (until then a mapping failure is a 503).
+  for (const r of replicas) await untilDeadLettersOpen(r.adminUrl);
 }, 60_000);
 
 afterAll(async () => {

@@ -26,7 +26,7 @@ beforeAll(async () => {
   for (let i = 0; i < 2; i++)
     replicas.push(
       await startIngester((c) => {
-        handoffConfig(nats, { jetstream: { timeoutMs: 2000 } })(c);
+        handoffConfig(nats, { jetstream: { timeout: '2s' } })(c);
         c.destinations = [
           {
             name: 'alertmanager',

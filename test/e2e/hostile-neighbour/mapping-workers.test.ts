@@ -1,7 +1,7 @@
 /**
  * Hostile-neighbour matrix, row "mapping workers and their queue, mapping CPU": namespace A sends
  * waves of 64 concurrent requests whose custom expression burns its whole CPU limit
- * (`[1..3].$count($distinct([1..100000]))`, stopped at mapping.timeoutMs), while namespace B sends
+ * (`[1..3].$count($distinct([1..100000]))`, stopped at mapping.timeout), while namespace B sends
  * custom-mapped requests at a steady rate to the same ingester.
  *
  * A reserves its worst case (the timeout) from its CPU budget before each evaluation is queued, so
@@ -50,7 +50,7 @@ beforeAll(async () => {
         limits: { namespace: { mappingCpuBurstMillis: B_CPU_BURST } },
       }),
     );
-    config.mapping = { timeoutMs: TIMEOUT_MS, workers: 2 };
+    config.mapping = { timeout: `${TIMEOUT_MS}ms`, workers: 2 };
     config.sinks = { log: { path: join(dir, 'events.jsonl') } };
     config.deadLetter = { path: join(dir, 'dead.sqlite'), maxBytes: 64 << 20 };
   });

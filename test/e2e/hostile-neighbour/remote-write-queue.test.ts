@@ -72,9 +72,9 @@ it("a tenant whose receiver fails fills only its own share of the queue: another
         url: receiver.url,
         tenantHeader: 'X-Scope-OrgID',
         maxQueuedBytes: 4 * 1024 * 1024,
-        flushIntervalMs: 100,
-        minBackoffMs: 100,
-        maxBackoffMs: 1000,
+        flushInterval: '100ms',
+        backoffMin: '100ms',
+        backoffMax: '1s',
       };
       c.exposition = { enabled: false };
       (c.routes as unknown[]).push(apiKey('team-a'), apiKey('team-b'));

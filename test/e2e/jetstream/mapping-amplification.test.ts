@@ -18,7 +18,7 @@ import {
   startIngester,
   type RunningIngester,
 } from '../support/ingester.js';
-import { handoffConfig, startNats, type RunningNats } from '../support/nats-server.js';
+import { handoffConfig, startNats, untilDeadLettersOpen, type RunningNats } from '../support/nats-server.js';
 
 jest.setTimeout(120_000);
 
@@ -40,6 +40,8 @@ beforeAll(async () => {
     );
     config.deadLetter = { path: `${nats.storeDir}/dead.sqlite`, maxBytes: 64 << 20 };
   });
+  // The refusal is a 422 only once the payload can be kept for replay (else 503, retry later).
+  await untilDeadLettersOpen(ing.adminUrl);
 });
 
 afterAll(async () => {

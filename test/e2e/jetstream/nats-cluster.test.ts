@@ -41,9 +41,9 @@ it('keeps every acknowledged event exactly once through the loss of the leader, 
   [cluster, receiver] = await Promise.all([startNatsCluster(3), startEventReceiver()]);
   ingester = await startIngester((c) => {
     c.sinks = {
-      jetstream: { url: cluster!.urls, timeoutMs: 500, reconnectWaitMs: 100, streamConfig: { replicas: 3 } },
+      jetstream: { url: cluster!.urls, timeout: '500ms', reconnectWait: '100ms', streamConfig: { replicas: 3 } },
     };
-    c.spool = { path: spoolDir, replayBackoffMinMs: 50, replayBackoffMaxMs: 500 };
+    c.spool = { path: spoolDir, replayBackoffMin: '50ms', replayBackoffMax: '500ms' };
     c.destinations = [
       {
         name: 'tickets',

@@ -20,7 +20,7 @@ it('loses no acknowledged event when stopped with SIGTERM during load', async ()
   nats = await startNats();
   ingester = await startIngester((c) => {
     handoffConfig(nats as RunningNats, { spoolDir })(c);
-    c.shutdown = { drainDelaySeconds: 0.5, timeoutSeconds: 10 };
+    c.shutdown = { drainDelay: '500ms', timeout: '10s' };
   });
   let stop = false;
   const load = sendLoad({

@@ -49,7 +49,7 @@ it('brings an unbounded stream an older intake created to the configured limits'
   });
   await nc.close();
   const ing = await startIngester(
-    handoffConfig(nats, { jetstream: { streamConfig: { maxAgeSeconds: 3600, maxBytes: 64 * 1024 * 1024 } } }),
+    handoffConfig(nats, { jetstream: { streamConfig: { maxAge: '1h', maxBytes: 64 * 1024 * 1024 } } }),
   );
   running.push(ing);
   const config = await streamConfigOf(nats.url, 'INTAKE_EVENTS');

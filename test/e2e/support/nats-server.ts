@@ -152,14 +152,29 @@ export function handoffConfig(
   } = {},
 ): (c: Record<string, unknown>) => void {
   return (c) => {
-    c.sinks = { jetstream: { url: nats.url, timeoutMs: 500, reconnectWaitMs: 100, ...o.jetstream } };
+    c.sinks = { jetstream: { url: nats.url, timeout: '500ms', reconnectWait: '100ms', ...o.jetstream } };
     if (o.spoolDir)
       c.spool = {
         path: o.spoolDir,
-        replayBackoffMinMs: 50,
-        replayBackoffMaxMs: 500,
+        replayBackoffMin: '50ms',
+        replayBackoffMax: '500ms',
         ...(o.spoolMaxBytes ? { maxBytes: o.spoolMaxBytes } : {}),
         ...(o.spoolMaxBytesPerNamespace ? { maxBytesPerNamespace: o.spoolMaxBytesPerNamespace } : {}),
       };
   };
+}
+
+/**
+ * Waits until the ingester's dead letters on the bus are open. /readyz says the ingester can take
+ * events; the dead-letter stream is set up just after (on a busy machine its first try may time
+ * out and is repeated 2 s later). Until then a mapping failure is answered 503 (its payload cannot
+ * be kept) and an event a destination refused comes back to be delivered again.
+ */
+export async function untilDeadLettersOpen(adminUrl: string): Promise<void> {
+  await waitFor(
+    'the dead-letter list answering',
+    async () => (await fetch(`${adminUrl}/deadletter?limit=1`)).ok,
+    30_000,
+    100,
+  );
 }

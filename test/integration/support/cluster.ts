@@ -146,7 +146,7 @@ export async function startOperator(
 export async function startIngester(namespace: string, extra: string[] = []): Promise<Proc> {
   const [ingest, admin] = [await freePort(), await freePort()];
   const config = join(mkdtempSync(join(tmpdir(), 'intake-it-')), 'intake.yaml');
-  writeFileSync(config, 'authThrottle: {failures: 1000000, windowSeconds: 60, blockSeconds: 1}\n');
+  writeFileSync(config, 'authThrottle: {failures: 1000000, window: 1m, block: 1s}\n');
   const proc = await startProcess(
     [
       'ingester',

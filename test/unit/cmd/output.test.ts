@@ -2,7 +2,6 @@
  * What `-o table|json|yaml` prints (cmd/output.ts) and how the format is chosen (cmd/options.ts):
  * JSON and YAML read back as the same value, and neither carries a character a terminal acts on.
  */
-import { jest } from '@jest/globals';
 import { parse } from 'yaml';
 import { formatted, inertYaml } from '../../../cmd/output.js';
 import { outputFormat } from '../../../cmd/options.js';
@@ -69,17 +68,8 @@ describe('formatted', () => {
 
 describe('outputFormat', () => {
   it('is -o, table by default', () => {
-    const warn = jest.fn();
-    expect(outputFormat({ output: 'yaml' }, warn)).toBe('yaml');
-    expect(outputFormat({ output: 'json' }, warn)).toBe('json');
-    expect(outputFormat({}, warn)).toBe('table');
-    expect(warn).not.toHaveBeenCalled();
-  });
-
-  it('reads the deprecated --json as -o json, saying so', () => {
-    const warn = jest.fn();
-    expect(outputFormat({ output: 'table', json: true }, warn)).toBe('json');
-    expect(warn).toHaveBeenCalledWith(expect.stringContaining('--json is deprecated'));
-    expect(warn).toHaveBeenCalledWith(expect.stringContaining('-o json'));
+    expect(outputFormat({ output: 'yaml' })).toBe('yaml');
+    expect(outputFormat({ output: 'json' })).toBe('json');
+    expect(outputFormat({})).toBe('table');
   });
 });

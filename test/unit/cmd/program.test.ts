@@ -33,11 +33,12 @@ describe('the intake command tree', () => {
     expect(opts).toMatchObject({ namespace: 'intake-system', logLevel: 'warn', leaseName: 'intake-operator' });
   });
 
-  it('reads -o and the deprecated --json on what lists or shows', async () => {
+  it('reads -o on what lists or shows', async () => {
     expect(await parsed(['status', '-o', 'yaml'], ['status'])).toMatchObject({ output: 'yaml' });
-    expect(await parsed(['deadletter', 'list', '--json', '--kind', 'mapping'], ['deadletter', 'list'])).toMatchObject({
-      json: true,
-      output: 'table',
+    expect(
+      await parsed(['deadletter', 'list', '-o', 'json', '--kind', 'mapping'], ['deadletter', 'list']),
+    ).toMatchObject({
+      output: 'json',
       kind: 'mapping',
     });
     expect(await parsed(['deadletter', 'replay', '--output', 'json'], ['deadletter', 'replay'])).toMatchObject({
