@@ -15,7 +15,13 @@ import { adminPost } from '../../support/admin.js';
 import { waitFor } from '../../support/waiting.js';
 import { startEventReceiver, type EventReceiver } from '../support/event-receiver.js';
 import { basic, DEMO, post, startIngester, type RunningIngester } from '../support/ingester.js';
-import { handoffConfig, metricValue, startNats, type RunningNats } from '../support/nats-server.js';
+import {
+  handoffConfig,
+  metricValue,
+  startNats,
+  untilDeadLettersOpen,
+  type RunningNats,
+} from '../support/nats-server.js';
 import { listLetters } from './support.js';
 
 jest.setTimeout(300_000);
@@ -44,12 +50,7 @@ const start = async (): Promise<RunningIngester> => {
     handoffConfig(nats)(c);
     c.destinations = [{ name: 'tickets', default: true, http: { url: receiver.url, timeout: '1s' } }];
   });
-  await waitFor(
-    'the dead-letter list answering',
-    async () => (await fetch(`${started.adminUrl}/deadletter?limit=1`)).ok,
-    30_000,
-    100,
-  );
+  await untilDeadLettersOpen(started.adminUrl);
   return started;
 };
 
