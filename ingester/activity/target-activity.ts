@@ -46,6 +46,7 @@ export class TargetActivity {
   lastEventMs = 0;
   lastRefusalMs = 0;
   private readonly events = new MinuteRing();
+  private readonly dropped = new MinuteRing();
   private readonly refusals = new Map<string, MinuteRing>();
   private readonly recent: RefusalSlot[] = [];
   private next = 0;
@@ -58,6 +59,10 @@ export class TargetActivity {
   accepted(nowMs: number, count: number): void {
     this.lastEventMs = nowMs;
     this.events.add(minuteOf(nowMs), count);
+  }
+
+  droppedByRule(nowMs: number, count: number): void {
+    this.dropped.add(minuteOf(nowMs), count);
   }
 
   /** A refusal of a request that had proved its credentials. */
@@ -142,6 +147,8 @@ export class TargetActivity {
       refusalsLastHour,
       recentRefusals: this.newestFirst().map(toRecent),
     };
+    const dropped = this.dropped.sum(minute);
+    if (dropped > 0) out.droppedByRuleLastHour = dropped;
     if (this.senders.length > 0)
       out.unauthenticatedSenders = [...this.senders].sort((a, b) => b.lastMs - a.lastMs).map(toSender);
     if (this.lastEventMs > 0) out.lastEventTime = new Date(this.lastEventMs).toISOString();

@@ -12,6 +12,7 @@ import {
 } from '../../api/mapping/engine.js';
 import { defaultOverLimitStatus, type OverLimitStatus, type RouteLimits } from '../../api/limits.js';
 import type { AuthenticationMode, Route, RouteKind } from '../../api/route.js';
+import { CompiledRules } from '../../api/routing-rules.js';
 import { sha256, sha256Base64 } from '../../api/verifiers.js';
 import { CompiledCredential, type VerifiedCache } from './credentials.js';
 import { compileSignature, type CompiledSignature } from './signing-secrets.js';
@@ -35,6 +36,8 @@ export interface RouteEntry {
   readonly mapping?: CompiledMapping;
   /** WebhookIntegration: the destinations its events are delivered to (named, else the defaults). */
   readonly destinations: readonly string[];
+  /** WebhookIntegration with routing rules: they decide per event, `destinations` being where unmatched events go. */
+  readonly rules?: CompiledRules;
 }
 
 /** What the table needs of a configured destination (destinations/settings.ts DestinationSettings). */
@@ -268,7 +271,8 @@ function unusable(route: Route, allowPlaintext: boolean): string | undefined {
 
 /** A route naming a destination this ingester does not have; undefined when every name is known. */
 export function unknownDestination(route: Route, destinations: readonly KnownDestination[]): string | undefined {
-  const unknown = (route.destinations ?? []).filter((name) => !destinations.some((d) => d.name === name));
+  const named = [...(route.destinations ?? []), ...(route.rules ?? []).flatMap((r) => r.destinations ?? [])];
+  const unknown = [...new Set(named)].filter((name) => !destinations.some((d) => d.name === name));
   if (unknown.length === 0) return undefined;
   const known = destinations.map((d) => d.name);
   return `unknown destination${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (configured: ${known.length > 0 ? known.join(', ') : 'none'})`;
@@ -293,6 +297,8 @@ function compile(
       route.limits?.overLimitStatus ??
       defaultOverLimitStatus(route.kind === 'WebhookIntegration' ? route.mapping : undefined),
   };
+  if (route.rules && route.rules.length > 0 && route.kind === 'WebhookIntegration')
+    entry = { ...entry, rules: new CompiledRules(route.rules, entry.destinations) };
   if (route.mapping && route.kind === 'WebhookIntegration')
     entry = { ...entry, mapping: compileMapping(route.mapping, mappingLimits, runner) };
   if (route.authentication?.signature && route.authentication.mode !== 'basic')
