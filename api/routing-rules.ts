@@ -8,8 +8,9 @@
  * checked here, by the operator, the standalone settings file and every ingester alike.
  *
  * Rules are compiled once per route (routing/route-table.ts); evaluating one is a few comparisons,
- * never JSONata. A tenant writes the regular expressions, so they are compiled for V8's linear-time
- * engine (safe-regex.ts): a pattern that could backtrack is refused, none can burn CPU.
+ * never JSONata. A tenant writes the regular expressions, so each must be one V8's linear-time
+ * engine can run, and a match that backtracks too long is finished by it (safe-regex.ts): none
+ * can burn CPU.
  */
 import { compileLinear } from './safe-regex.js';
 
