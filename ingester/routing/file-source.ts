@@ -34,7 +34,10 @@ export function loadRoutesFromFile(
     try {
       const route = validateRoute(raw);
       const problem = unknownDestination(route, destinations);
-      if (problem) throw new ConfigError(`${path}: routes[${i}] (${route.name}): destinations: ${problem}`);
+      if (problem)
+        throw new ConfigError(
+          `${path}: routes[${i}] (${route.name}): ${problem.startsWith('rules[') ? '' : 'destinations: '}${problem}`,
+        );
       return { source: `${path}#routes[${i}]`, route };
     } catch (err) {
       if (err instanceof RouteValidationError)

@@ -269,13 +269,24 @@ function unusable(route: Route, allowPlaintext: boolean): string | undefined {
   return undefined;
 }
 
-/** A route naming a destination this ingester does not have; undefined when every name is known. */
+/**
+ * A route naming a destination this ingester does not have, in its destinations or in a routing
+ * rule (then naming the rule); undefined when every name is known.
+ */
 export function unknownDestination(route: Route, destinations: readonly KnownDestination[]): string | undefined {
-  const named = [...(route.destinations ?? []), ...(route.rules ?? []).flatMap((r) => r.destinations ?? [])];
-  const unknown = [...new Set(named)].filter((name) => !destinations.some((d) => d.name === name));
-  if (unknown.length === 0) return undefined;
-  const known = destinations.map((d) => d.name);
-  return `unknown destination${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (configured: ${known.length > 0 ? known.join(', ') : 'none'})`;
+  const problem = (named: readonly string[]): string | undefined => {
+    const unknown = named.filter((name) => !destinations.some((d) => d.name === name));
+    if (unknown.length === 0) return undefined;
+    const known = destinations.map((d) => d.name);
+    return `unknown destination${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (configured: ${known.length > 0 ? known.join(', ') : 'none'})`;
+  };
+  const own = problem(route.destinations ?? []);
+  if (own) return own;
+  for (const [i, rule] of (route.rules ?? []).entries()) {
+    const inRule = problem(rule.destinations ?? []);
+    if (inRule) return `rules[${i}]${rule.name !== undefined ? ` (rule ${rule.name})` : ''}: ${inRule}`;
+  }
+  return undefined;
 }
 
 function compile(

@@ -46,8 +46,12 @@ describe('RouteTable with routing rules', () => {
   });
 
   it('skips a route whose rule names a destination this ingester does not have, saying which', () => {
-    const { table, skipped } = build(route({ rules: [{ destinations: ['chat'] }] }));
+    const { table, skipped } = build(
+      route({ rules: [{ destinations: ['pager'] }, { name: 'chats', destinations: ['chat', 'pager'] }] }),
+    );
     expect(table.webhook('demo')).toBeUndefined();
-    expect(skipped).toEqual([{ source: '#0', reason: 'unknown destination chat (configured: am, tickets, pager)' }]);
+    expect(skipped).toEqual([
+      { source: '#0', reason: 'rules[1] (rule chats): unknown destination chat (configured: am, tickets, pager)' },
+    ]);
   });
 });
