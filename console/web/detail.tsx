@@ -198,7 +198,12 @@ function ActivityView({ r }: { r: Resource }) {
               {a.lastEventTime ? `${age(a.lastEventTime, now)} (${a.lastEventTime})` : 'never'}
             </dd>
             <dt>Events, last hour</dt>
-            <dd class="events-1h">{a.eventsLastHour ?? 0}</dd>
+            <dd class="events-1h">
+              {a.eventsLastHour ?? 0}
+              {(a.droppedByRuleLastHour ?? 0) > 0 && (
+                <span class="muted"> (dropped by routing rules: {a.droppedByRuleLastHour})</span>
+              )}
+            </dd>
             <dt>Refused, last hour</dt>
             <dd class="refused-1h">
               {a.refusedLastHour ?? 0}
