@@ -72,6 +72,8 @@ export interface Activity {
   lastRefusalTime?: string;
   /** Events (WebhookIntegration) or data points (ApiKey) accepted over the last hour. */
   eventsLastHour: number;
+  /** Of eventsLastHour, those a routing rule dropped (drop: true); absent when none. */
+  droppedByRuleLastHour?: number;
   /** Requests refused over the last hour: the total of refusalsLastHour. */
   refusedLastHour: number;
   /** Requests refused over the last hour, by reason. */

@@ -6,6 +6,7 @@
  */
 import type { RouteLimits } from './limits.js';
 import type { MappingSpec } from './mapping/engine.js';
+import type { RoutingRule } from './routing-rules.js';
 
 export const ROUTE_API_VERSION = 'intake.dev/v1alpha1';
 
@@ -63,4 +64,6 @@ export interface Route {
   authentication?: RouteAuthentication;
   /** WebhookIntegration only: destination names; absent means the ingester's defaults. */
   destinations?: string[];
+  /** WebhookIntegration only: routing rules, in order (api/routing-rules.ts). */
+  rules?: RoutingRule[];
 }

@@ -9,6 +9,7 @@ import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import routeSchema from './route.schema.json' with { type: 'json' };
 import type { Route } from './route-document.js';
+import { ruleProblems } from './routing-rules.js';
 import { authenticationProblems } from './signatures.js';
 
 export { ROUTE_API_VERSION } from './route-document.js';
@@ -48,7 +49,7 @@ export class RouteValidationError extends Error {
 export function validateRoute(doc: unknown): Route {
   if (compiled(doc)) {
     // What the schema cannot say well: how the mode, the credentials and the signature's fields fit together.
-    const problems = authenticationProblems(doc);
+    const problems = [...authenticationProblems(doc), ...ruleProblems(doc.rules ?? [])];
     if (problems.length === 0) return doc;
     throw new RouteValidationError(problems);
   }

@@ -163,13 +163,26 @@ export async function planWebhook(wi: WebhookIntegration, ctx: PlanContext): Pro
       });
   }
   const destinations = wi.spec?.destinations ?? [];
-  const unknown = unknownDestinations(destinations, ctx.destinations);
+  const rules = wi.spec?.rules ?? [];
+  const unknown =
+    unknownDestinations(destinations, ctx.destinations) ??
+    rules
+      .map((r, i) => {
+        const problem = unknownDestinations(r.destinations ?? [], ctx.destinations);
+        return problem && `rules[${i}]${r.name !== undefined ? ` (rule ${r.name})` : ''}.destinations: ${problem}`;
+      })
+      .find((p) => p !== undefined);
   if (unknown)
-    return keepPublished('UnknownDestination', `spec.destinations: ${unknown}`, ctx, {
-      integrationName: name,
-      url,
-      credentialsSecret: ref ?? credentialsSecretName(wi),
-    });
+    return keepPublished(
+      'UnknownDestination',
+      unknown.startsWith('rules[') ? `spec.${unknown}` : `spec.destinations: ${unknown}`,
+      ctx,
+      {
+        integrationName: name,
+        url,
+        credentialsSecret: ref ?? credentialsSecretName(wi),
+      },
+    );
   const mode = wi.spec?.authentication?.mode ?? 'basic';
   let plan = includesBasic(mode)
     ? await planWebhookCredentials(wi, ctx, name, url, ref, graceMs)
@@ -177,6 +190,7 @@ export async function planWebhook(wi: WebhookIntegration, ctx: PlanContext): Pro
   if (plan.route && includesSignature(mode)) plan = await withSignature(plan, wi, ctx, url);
   if (plan.route && mapping) plan.route.mapping = routeMapping(mapping);
   if (plan.route && destinations.length > 0) plan.route.destinations = [...destinations];
+  if (plan.route && rules.length > 0) plan.route.rules = rules;
   return publishable(applyLimits(plan, webhookLimits(wi, limitsOf(ctx)), ctx), { integrationName: name, url });
 }
 
@@ -202,7 +216,7 @@ function publishable(plan: Plan, status: Record<string, string>): Plan {
 /** A problem in the route's terms ("/authentication/signature/prefix must match ..."), in the spec's where it has them. */
 const inSpecTerms = (problem: string): string =>
   problem.replace(
-    /^\/(authentication|mapping|destinations|limits)(\S*)/,
+    /^\/(authentication|mapping|destinations|rules|limits)(\S*)/,
     (_m, field: string, rest: string) => `spec.${field}${rest.replace(/\//g, '.')}`,
   );
 

@@ -4,6 +4,7 @@ import type { Activity } from '../activity.js';
 import type { ApiKeyLimits, IntegrationLimits, NamespaceLimits, OverLimitStatus, RouteLimits } from '../limits.js';
 import type { MappingSpec } from '../mapping/engine.js';
 import type { AuthenticationMode } from '../route.js';
+import type { RoutingRule } from '../routing-rules.js';
 import type { SignatureSettings } from '../signatures.js';
 
 export const GROUP = 'intake.dev';
@@ -53,6 +54,8 @@ export interface WebhookIntegration {
     mapping?: MappingSpec;
     /** Destination names configured in the ingester; absent: the default destinations. */
     destinations?: string[];
+    /** Routing rules, in order: which destinations each event goes to (api/routing-rules.ts). */
+    rules?: RoutingRule[];
     /** Optional limits for this integration, at most what the namespace's IntakeQuota allows. */
     limits?: Partial<IntegrationLimits> & { overLimitStatus?: OverLimitStatus };
     /** A Go-style duration (1h, 15m): no event for longer gives condition Receiving=False, reason Silent. */

@@ -198,7 +198,12 @@ function ActivityView({ r }: { r: Resource }) {
               {a.lastEventTime ? `${age(a.lastEventTime, now)} (${a.lastEventTime})` : 'never'}
             </dd>
             <dt>Events, last hour</dt>
-            <dd class="events-1h">{a.eventsLastHour ?? 0}</dd>
+            <dd class="events-1h">
+              {a.eventsLastHour ?? 0}
+              {(a.droppedByRuleLastHour ?? 0) > 0 && (
+                <span class="muted"> (dropped by routing rules: {a.droppedByRuleLastHour})</span>
+              )}
+            </dd>
             <dt>Refused, last hour</dt>
             <dd class="refused-1h">
               {a.refusedLastHour ?? 0}
@@ -405,6 +410,34 @@ interface TestResult {
   message: string;
 }
 
+/** Where one event of a dry run would go (ingester/mapping/mapped-webhooks.ts EventRouting). */
+interface EventRouting {
+  matched: string[];
+  destinations: string[];
+  droppedBy?: string;
+}
+
+/** Per event of a dry run: the routing rules it matched and where it would be delivered. */
+function RoutingList({ routing }: { routing: EventRouting[] }) {
+  return (
+    <ol class="routing" start={0} aria-label="Where each event would go">
+      {routing.map((e, i) => (
+        <li key={i}>
+          event {i}:{' '}
+          {e.droppedBy !== undefined
+            ? `dropped by rule ${inertText(e.droppedBy)}`
+            : e.matched.length > 0
+              ? `rule ${e.matched.map((m) => inertText(m)).join(', ')}`
+              : 'no rule matched'}
+          {e.droppedBy === undefined || e.destinations.length > 0
+            ? ` → ${e.destinations.length > 0 ? e.destinations.map((d) => inertText(d)).join(', ') : 'no destination'}`
+            : ''}
+        </li>
+      ))}
+    </ol>
+  );
+}
+
 function Playground({ ns, r }: { ns: string; r: Resource }) {
   const mapping = r.spec?.mapping as { preset?: string; expression?: string; tests?: unknown[] } | undefined;
   const [payload, setPayload] = useState(() => JSON.stringify(sampleFor(mapping?.preset), null, 2));
@@ -412,7 +445,9 @@ function Playground({ ns, r }: { ns: string; r: Resource }) {
   const [tests, setTests] = useState<TestResult[] | undefined>();
   const [testing, setTesting] = useState(false);
   const [error, setError] = useState('');
-  if (!mapping) return null;
+  const rules = (r.spec?.rules as unknown[] | undefined) ?? [];
+  // Without a mapping the playground is still where routing rules are tried, on a plain event.
+  if (!mapping && rules.length === 0) return null;
   const dryRun = async () => {
     setError('');
     try {
@@ -447,13 +482,16 @@ function Playground({ ns, r }: { ns: string; r: Resource }) {
       setTesting(false);
     }
   };
-  const body = mapped?.body as { events?: unknown[]; message?: string; mapping?: string } | undefined;
+  const body = mapped?.body as
+    { events?: unknown[]; routing?: EventRouting[]; message?: string; mapping?: string } | undefined;
   return (
     <section aria-labelledby="h-playground">
       <h2 id="h-playground">Mapping playground</h2>
       <p class="hint">
-        Mapping: {mapping.preset ? `preset ${mapping.preset}` : 'a JSONata expression'}. “Map” asks the ingester what
-        this payload maps to (a dry run: nothing is accepted or counted).
+        Mapping: {mapping ? (mapping.preset ? `preset ${mapping.preset}` : 'a JSONata expression') : 'none'}
+        {rules.length > 0 ? `; ${rules.length} routing rule(s)` : ''}. “Map” asks the ingester what this payload maps to
+        and, per event, which routing rule matched and where it would go (a dry run: nothing is accepted, counted or
+        delivered).
       </p>
       <label for="playground-payload">Payload (JSON)</label>
       <textarea
@@ -468,8 +506,8 @@ function Playground({ ns, r }: { ns: string; r: Resource }) {
         <button type="button" onClick={dryRun}>
           Map
         </button>
-        <button type="button" class="secondary" onClick={runTests} disabled={!mapping.tests?.length || testing}>
-          {testing ? 'Running spec.mapping.tests…' : `Run spec.mapping.tests (${mapping.tests?.length ?? 0})`}
+        <button type="button" class="secondary" onClick={runTests} disabled={!mapping?.tests?.length || testing}>
+          {testing ? 'Running spec.mapping.tests…' : `Run spec.mapping.tests (${mapping?.tests?.length ?? 0})`}
         </button>
       </div>
       {error && (
@@ -486,6 +524,7 @@ function Playground({ ns, r }: { ns: string; r: Resource }) {
           {body?.events && (
             <>
               <h3>{body.events.length} event(s)</h3>
+              {body.routing && <RoutingList routing={body.routing} />}
               <pre class="code mapped-events">{JSON.stringify(body.events, null, 2)}</pre>
             </>
           )}

@@ -74,6 +74,12 @@ export class ActivityRecorder {
     record?.accepted(this.now(), count);
   }
 
+  /** Accepted events a routing rule dropped (counted in accepted too). */
+  droppedByRule(entry: RouteEntry, count: number): void {
+    const record = this.byEntry.get(entry) ?? this.byId.get(idOf(entry))?.activity;
+    record?.droppedByRule(this.now(), count);
+  }
+
   /**
    * A refused request that had proved its credentials: what was answered, and who sent it with
    * the User-Agent it claimed; never credentials, never the body.

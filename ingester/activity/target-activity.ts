@@ -48,6 +48,8 @@ export class TargetActivity {
   private readonly events = new MinuteRing();
   /** By reason; created at the first refusal (most routes have none). */
   private refusals?: Map<string, MinuteRing>;
+  /** Events a routing rule dropped; created at the first drop. */
+  private dropped?: MinuteRing;
   private readonly recent: RefusalSlot[] = [];
   private next = 0;
   private readonly senders: SenderSlot[] = [];
@@ -59,6 +61,10 @@ export class TargetActivity {
   accepted(nowMs: number, count: number): void {
     this.lastEventMs = nowMs;
     this.events.add(minuteOf(nowMs), count);
+  }
+
+  droppedByRule(nowMs: number, count: number): void {
+    (this.dropped ??= new MinuteRing()).add(minuteOf(nowMs), count);
   }
 
   /** A refusal of a request that had proved its credentials. */
@@ -144,6 +150,8 @@ export class TargetActivity {
       refusalsLastHour,
       recentRefusals: this.newestFirst().map(toRecent),
     };
+    const dropped = this.dropped?.sum(minute) ?? 0;
+    if (dropped > 0) out.droppedByRuleLastHour = dropped;
     if (this.senders.length > 0)
       out.unauthenticatedSenders = [...this.senders].sort((a, b) => b.lastMs - a.lastMs).map(toSender);
     if (this.lastEventMs > 0) out.lastEventTime = new Date(this.lastEventMs).toISOString();

@@ -15,6 +15,8 @@ export class IngesterMetrics {
   readonly eventsProcessed: Counter<'integration' | 'namespace'>;
   readonly eventsCached: Counter<'integration' | 'namespace'>;
   readonly eventsRejected: Counter<'integration' | 'namespace' | 'reason'>;
+  /** Accepted events a routing rule with drop: true sent nowhere, by rule (its name, else its index). */
+  readonly eventsDroppedByRule: Counter<'integration' | 'namespace' | 'rule'>;
   readonly pointsReceived: Counter<'namespace'>;
   readonly pointsProcessed: Counter<'namespace'>;
   readonly pointsRejected: Counter<'namespace' | 'reason'>;
@@ -63,6 +65,12 @@ export class IngesterMetrics {
       name: 'intake_events_cached_total',
       help: 'Events durably spooled by a sink, to be handed on later.',
       labelNames: ['integration', 'namespace'],
+      registers,
+    });
+    this.eventsDroppedByRule = new Counter({
+      name: 'intake_events_dropped_by_rule_total',
+      help: 'Accepted events a routing rule (drop: true) delivers to no destination, by rule.',
+      labelNames: ['integration', 'namespace', 'rule'],
       registers,
     });
     this.eventsRejected = new Counter({

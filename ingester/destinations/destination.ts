@@ -127,8 +127,17 @@ export function retryDelayMs(
 /** A receiver asking for more than this is waited for this long, then tried again. */
 export const MAX_RETRY_AFTER_MS = 3_600_000;
 
-/** Which destinations an event goes to (the hand-off sinks ask it per event). */
+/** Which destinations an event goes to: the one point where routing rules are evaluated. */
 export interface Routing {
-  /** The destinations an event goes to now (its integration's, else the defaults). */
-  destinationsOf(e: Pick<NormalisedEvent, 'namespace' | 'integration'>): readonly string[];
+  /**
+   * The destinations an event goes to now: its integration's routing rules decide when it has
+   * some (they read the event, asked for only then: `event`), else its destinations, else the
+   * defaults. Without `event`, an integration with rules answers every destination they can reach.
+   */
+  destinationsOf(
+    where: Pick<NormalisedEvent, 'namespace' | 'integration'>,
+    event?: () => NormalisedEvent | undefined,
+  ): readonly string[];
+  /** Whether the integration's rules decide per event (a bus message's events are then routed one by one). */
+  decidesPerEvent?(where: Pick<NormalisedEvent, 'namespace' | 'integration'>): boolean;
 }

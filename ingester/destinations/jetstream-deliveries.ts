@@ -269,7 +269,11 @@ export class JetStreamDeliveries {
     const seq = m.info.streamSequence;
     const done = this.done.get(name) as DoneEvents;
     const doneBefore = done.of(seq);
-    const indexes = pieces.map((_, i) => i).filter((i) => !doneBefore?.has(i));
+    // With routing rules each event of the message is routed on its own; the ones not for this destination are not its to deliver.
+    const perEvent = where.onlyFor === undefined && this.routing.decidesPerEvent?.(where) === true;
+    const forUs = (i: number): boolean =>
+      !perEvent || this.routing.destinationsOf(where, () => readable(pieces[i] as Uint8Array)).includes(name);
+    const indexes = pieces.map((_, i) => i).filter((i) => !doneBefore?.has(i) && forUs(i));
     const settlement = new MessageSettlement(
       { ack: () => m.ack(), nak: (ms) => m.nak(ms), term: (reason) => m.term(reason) },
       seq,
@@ -412,3 +416,12 @@ const maxAckPending = (d: DestinationSettings): number => Math.max(1000, d.deliv
 export const prefetchBytes = (maxPayload = 1024 * 1024): number => Math.max(4 * 1024 * 1024, 2 * maxPayload);
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms).unref());
+
+/** A stored event, or undefined when it cannot be read (then it goes where unmatched events go). */
+function readable(json: Uint8Array): NormalisedEvent | undefined {
+  try {
+    return parseStored(json);
+  } catch {
+    return undefined;
+  }
+}

@@ -71,7 +71,7 @@ export class Outbox implements EventSink {
   async handOff(events: readonly NormalisedEvent[]): Promise<HandOffResult> {
     const byDestination = new Map<string, NormalisedEvent[]>();
     for (const e of events) {
-      for (const destination of this.routing.destinationsOf(e)) {
+      for (const destination of this.routing.destinationsOf(e, () => e)) {
         const list = byDestination.get(destination);
         if (list) list.push(e);
         else byDestination.set(destination, [e]);

@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { NormalisedEvent } from '../core/event.js';
 import { LogLimiter } from '../core/log-limiter.js';
+import type { CompiledRules } from '../../api/routing-rules.js';
 import { destinationsFor, type RouteTable } from '../routing/route-table.js';
 import type { JetStreamSettings, SpoolSettings } from '../sinks/handoff-config.js';
 import type { EventSink } from '../sinks/sink.js';
@@ -56,7 +57,10 @@ const LAG_INTERVAL_MS = 5000;
 
 export function setUpDestinations(o: DestinationsOptions): Destinations {
   const metrics = new DestinationMetrics(o.registry);
-  const routing: Routing = { destinationsOf: (e) => destinationsOfEvent(e, o.routes(), o.destinations) };
+  const routing: Routing = {
+    destinationsOf: (where, event) => destinationsOfEvent(where, event, o.routes(), o.destinations),
+    decidesPerEvent: (where) => rulesOf(where, o.routes()) !== undefined,
+  };
   const holder = `${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`;
   let alertStore: (name: string) => AlertStore | undefined = () => undefined;
   const clients: Destination[] = o.destinations.map((d) =>
@@ -186,13 +190,30 @@ async function settleReplayedLetters(outbox: Outbox, store: DeadLetterStore, log
   }
 }
 
-/** The integration's destinations when it is still published in the event's namespace, else the defaults. */
+/** The integration's routing rules, when it is still published in the event's namespace and has some. */
+function rulesOf(
+  where: Pick<NormalisedEvent, 'namespace' | 'integration'>,
+  table: RouteTable,
+): CompiledRules | undefined {
+  const route = table.webhook(where.integration);
+  return route && route.namespace === where.namespace ? route.rules : undefined;
+}
+
+/**
+ * The integration's destinations when it is still published in the event's namespace (its rules
+ * deciding, when it has some and the event is at hand), else the defaults.
+ */
 function destinationsOfEvent(
-  e: Pick<NormalisedEvent, 'namespace' | 'integration'>,
+  where: Pick<NormalisedEvent, 'namespace' | 'integration'>,
+  event: (() => NormalisedEvent | undefined) | undefined,
   table: RouteTable,
   all: readonly DestinationSettings[],
 ): readonly string[] {
-  const route = table.webhook(e.integration);
-  if (route && route.namespace === e.namespace) return route.destinations;
-  return destinationsFor(undefined, all);
+  const route = table.webhook(where.integration);
+  if (!route || route.namespace !== where.namespace) return destinationsFor(undefined, all);
+  if (!route.rules) return route.destinations;
+  const e = event?.();
+  // An event that cannot be read goes where unmatched events go.
+  if (event && !e) return route.destinations;
+  return e ? route.rules.destinationsOf(e) : route.rules.reachable;
 }

@@ -97,6 +97,8 @@ declare module 'fastify' {
     unauthenticated: boolean;
     /** Events or data points a 200 accepted (set by the endpoint), for the activity record. */
     accepted: number;
+    /** Of the accepted events, those a routing rule dropped (set by the endpoint), for the activity record. */
+    droppedByRule: number;
     /** The error this request was answered with (sendError), for the activity record. */
     refusal: IntakeError | null;
     /** Whether the request proved its credentials (auth/authenticator.ts), for the activity record. */
@@ -176,6 +178,7 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
   app.decorateRequest('signedHeaders', null);
   app.decorateRequest('unauthenticated', false);
   app.decorateRequest('accepted', 0);
+  app.decorateRequest('droppedByRule', 0);
   app.decorateRequest('refusal', null);
   app.decorateRequest('authenticated', false);
   app.removeAllContentTypeParsers();
@@ -321,7 +324,10 @@ function recordActivity(
       (endpoint === 'events' ? routes().webhook((req.params as { name?: string }).name ?? '') : undefined);
     if (req.authenticated) activity.refused(entry, endpoint, req.refusal, req.ip, req.headers['user-agent']);
     else activity.refusedUnauthenticated(entry, endpoint, req.refusal, req.ip);
-  } else if (req.accepted > 0 && req.routeEntry) activity.accepted(req.routeEntry, req.accepted);
+  } else if (req.accepted > 0 && req.routeEntry) {
+    activity.accepted(req.routeEntry, req.accepted);
+    if (req.droppedByRule > 0) activity.droppedByRule(req.routeEntry, req.droppedByRule);
+  }
 }
 
 /** Maps fastify's own errors (body limits, content types, malformed requests) into the catalogue. */

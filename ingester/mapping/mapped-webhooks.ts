@@ -47,7 +47,22 @@ export interface DryRunResult {
   message: string;
   mapping: string;
   events?: NormalisedEvent[];
+  /** Per event, in order: the routing rules it matched and where it would be delivered (nothing is). */
+  routing?: EventRouting[];
   errors?: FieldError[];
+}
+
+export interface EventRouting {
+  /** The rules that matched (name, else index), in order; empty: none, the integration's destinations. */
+  matched: string[];
+  destinations: readonly string[];
+  /** The drop rule that stopped it, when one did. */
+  droppedBy?: string;
+}
+
+/** Where the integration's routing rules (or, without rules, its destinations) send each event. */
+export function routingOf(entry: RouteEntry, events: readonly NormalisedEvent[]): EventRouting[] {
+  return events.map((e) => (entry.rules ? entry.rules.evaluate(e) : { matched: [], destinations: entry.destinations }));
 }
 
 export interface MappedWebhooksOptions {
@@ -186,6 +201,7 @@ export class MappedWebhooks {
         mapping,
         message: `dry run: ${events.length} event(s) would be accepted; nothing was accepted`,
         events,
+        routing: routingOf(entry, events),
       };
     } catch (err) {
       if (err instanceof MappingFailure)

@@ -65,7 +65,10 @@ function checkRoute(raw: unknown, i: number, path: string, destinations: readonl
   try {
     const route = validateRoute(withTolerance(raw, `${path}: routes[${i}]`));
     const problem = unknownDestination(route, destinations);
-    if (problem) throw new ConfigError(`${path}: routes[${i}] (${route.name}): destinations: ${problem}`);
+    if (problem)
+      throw new ConfigError(
+        `${path}: routes[${i}] (${route.name}): ${problem.startsWith('rules[') ? '' : 'destinations: '}${problem}`,
+      );
     return { source: `${path}#routes[${i}]`, route };
   } catch (err) {
     if (err instanceof RouteValidationError)

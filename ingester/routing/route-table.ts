@@ -13,6 +13,7 @@ import {
 import { defaultOverLimitStatus, type OverLimitStatus, type RouteLimits } from '../../api/limits.js';
 import type { AuthenticationMode, Route, RouteKind } from '../../api/route.js';
 import { setImmediate } from 'node:timers/promises';
+import { CompiledRules } from '../../api/routing-rules.js';
 import { sha256, sha256Base64 } from '../../api/verifiers.js';
 import { CompiledCredential, type VerifiedCache } from './credentials.js';
 import { compileSignature, type CompiledSignature } from './signing-secrets.js';
@@ -36,6 +37,8 @@ export interface RouteEntry {
   readonly mapping?: CompiledMapping;
   /** WebhookIntegration: the destinations its events are delivered to (named, else the defaults). */
   readonly destinations: readonly string[];
+  /** WebhookIntegration with routing rules: they decide per event, `destinations` being where unmatched events go. */
+  readonly rules?: CompiledRules;
 }
 
 /** What the table needs of a configured destination (destinations/settings.ts DestinationSettings). */
@@ -302,12 +305,24 @@ function unusable(route: Route, allowPlaintext: boolean): string | undefined {
   return undefined;
 }
 
-/** A route naming a destination this ingester does not have; undefined when every name is known. */
+/**
+ * A route naming a destination this ingester does not have, in its destinations or in a routing
+ * rule (then naming the rule); undefined when every name is known.
+ */
 export function unknownDestination(route: Route, destinations: readonly KnownDestination[]): string | undefined {
-  const unknown = (route.destinations ?? []).filter((name) => !destinations.some((d) => d.name === name));
-  if (unknown.length === 0) return undefined;
-  const known = destinations.map((d) => d.name);
-  return `unknown destination${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (configured: ${known.length > 0 ? known.join(', ') : 'none'})`;
+  const problem = (named: readonly string[]): string | undefined => {
+    const unknown = named.filter((name) => !destinations.some((d) => d.name === name));
+    if (unknown.length === 0) return undefined;
+    const known = destinations.map((d) => d.name);
+    return `unknown destination${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (configured: ${known.length > 0 ? known.join(', ') : 'none'})`;
+  };
+  const own = problem(route.destinations ?? []);
+  if (own) return own;
+  for (const [i, rule] of (route.rules ?? []).entries()) {
+    const inRule = problem(rule.destinations ?? []);
+    if (inRule) return `rules[${i}]${rule.name !== undefined ? ` (rule ${rule.name})` : ''}: ${inRule}`;
+  }
+  return undefined;
 }
 
 /** What thousands of entries hold alike is held once: no destinations, no limits of their own. */
@@ -335,6 +350,8 @@ function compile(
       route.limits?.overLimitStatus ??
       defaultOverLimitStatus(route.kind === 'WebhookIntegration' ? route.mapping : undefined),
   };
+  if (route.rules && route.rules.length > 0 && route.kind === 'WebhookIntegration')
+    entry = { ...entry, rules: new CompiledRules(route.rules, entry.destinations) };
   if (route.mapping && route.kind === 'WebhookIntegration')
     entry = { ...entry, mapping: compileMapping(route.mapping, mappingLimits, runner) };
   if (route.authentication?.signature && route.authentication.mode !== 'basic')

@@ -79,6 +79,7 @@ export function mergeActivity(reported: readonly ReportedActivity[], previous?: 
   let lastEventTime = previous?.lastEventTime;
   let lastRefusalTime = previous?.lastRefusalTime;
   let eventsLastHour = 0;
+  let droppedByRuleLastHour = 0;
   const byReason = new Map<string, number>();
   const recent = new Map<string, RecentRefusal>();
   const add = (r: RecentRefusal): void => {
@@ -94,6 +95,7 @@ export function mergeActivity(reported: readonly ReportedActivity[], previous?: 
     lastEventTime = later(lastEventTime, r.lastEventTime);
     lastRefusalTime = later(lastRefusalTime, r.lastRefusalTime);
     eventsLastHour += r.eventsLastHour;
+    droppedByRuleLastHour += r.droppedByRuleLastHour ?? 0;
     for (const [reason, n] of Object.entries(r.refusalsLastHour)) {
       const key = inertText(reason, MAX_WORD);
       byReason.set(key, (byReason.get(key) ?? 0) + n);
@@ -122,6 +124,7 @@ export function mergeActivity(reported: readonly ReportedActivity[], previous?: 
       .slice(0, RECENT_REFUSALS)
       .map(([, r]) => r),
   };
+  if (droppedByRuleLastHour > 0) merged.droppedByRuleLastHour = droppedByRuleLastHour;
   if (senders.size > 0)
     merged.unauthenticatedSenders = [...senders]
       .sort(([ka, a], [kb, b]) => Date.parse(b.lastTime) - Date.parse(a.lastTime) || (ka < kb ? -1 : ka > kb ? 1 : 0))

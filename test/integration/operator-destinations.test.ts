@@ -111,6 +111,91 @@ describe('WebhookIntegration spec.destinations', () => {
   });
 });
 
+describe('WebhookIntegration spec.rules', () => {
+  it('is refused by the API server, naming the rule and the field, when a rule is malformed', async () => {
+    const neither = await kubectl(
+      ['apply', '-f', '-'],
+      webhook('ruled', '{rules: [{destinations: [tickets]}, {name: x}]}'),
+    );
+    expect(neither.code).not.toBe(0);
+    expect(neither.stderr).toContain('spec.rules[1]');
+    expect(neither.stderr).toContain('a rule must name destinations or set drop to true (not both)');
+    const two = await kubectl(
+      ['apply', '-f', '-'],
+      webhook('ruled', "{rules: [{match: {source: {equals: a, regex: 'b.*'}}, destinations: [tickets]}]}"),
+    );
+    expect(two.code).not.toBe(0);
+    expect(two.stderr).toMatch(/spec\.rules\[0\]\.match\.source: Too many: 2: must have at most 1 items?/);
+    const severity = await kubectl(
+      ['apply', '-f', '-'],
+      webhook('ruled', '{rules: [{match: {severity: {min: huge}}, drop: true}]}'),
+    );
+    expect(severity.code).not.toBe(0);
+    expect(severity.stderr).toContain('spec.rules[0].match.severity.min: Unsupported value: "huge"');
+    const dropContinue = await kubectl(
+      ['apply', '-f', '-'],
+      webhook('ruled', '{rules: [{drop: true, continue: true}]}'),
+    );
+    expect(dropContinue.code).not.toBe(0);
+    expect(dropContinue.stderr).toContain('spec.rules[0].continue');
+  });
+
+  it('gives Ready=False InvalidSpec naming the rule and the field for a regex that is not linear, and publishes nothing', async () => {
+    await apply(
+      webhook(
+        'ruled',
+        "{rules: [{destinations: [tickets], match: {severity: {min: major}}}, {name: backref, match: {customInfo: {team: {regex: '(a)\\1'}}}, drop: true}]}",
+      ),
+    );
+    const ready = await waitFor(
+      'InvalidSpec',
+      async () => {
+        const r = await readyOf('ruled');
+        return r?.reason === 'InvalidSpec' ? r : undefined;
+      },
+      5000,
+    );
+    expect(ready?.status).toBe('False');
+    expect(ready?.message).toMatch(
+      /^cannot be published: spec\.rules\.1\.match\.customInfo\.team\.regex \(rule backref\) cannot be matched in linear time/,
+    );
+    expect(await routeOf('ruled')).toBeUndefined();
+  });
+
+  it('gives Ready=False UnknownDestination naming the rule for a destination the ingesters do not have', async () => {
+    await apply(webhook('ruled', '{rules: [{name: pages, destinations: [pager]}]}'));
+    const ready = await waitFor(
+      'UnknownDestination',
+      async () => {
+        const r = await readyOf('ruled');
+        return r?.reason === 'UnknownDestination' ? r : undefined;
+      },
+      5000,
+    );
+    expect(ready?.message).toBe(
+      'spec.rules[0] (rule pages).destinations: unknown destination pager (configured: alertmanager, tickets)',
+    );
+  });
+
+  it('publishes valid rules in the route, and the ingester serves it', async () => {
+    const rules = [
+      { name: 'pages', match: { severity: { min: 'major' } }, destinations: ['alertmanager'] },
+      { match: { source: { regex: 'test-.*' } }, drop: true },
+    ];
+    await apply(webhook('ruled', JSON.stringify({ destinations: ['tickets'], rules })));
+    await waitFor('Ready=True', async () => (await readyOf('ruled'))?.status === 'True', 5000);
+    expect((await routeOf('ruled'))?.rules).toEqual(rules);
+    const secret = await waitFor(
+      'credentials',
+      () => core.readNamespacedSecret({ namespace: team, name: 'intake-webhook-ruled' }).catch(() => undefined),
+      5000,
+    );
+    const authorization = Buffer.from(secret.data?.authorization ?? '', 'base64').toString('utf8');
+    await waitFor('event accepted', async () => (await postEvent(ingester.url, 'ruled', authorization)) === 200, 5000);
+    expect(ingester.output()).not.toMatch(/route skipped/);
+  });
+});
+
 describe('intake operator --destinations', () => {
   it('refuses a name that cannot be a destination name, before connecting anywhere', async () => {
     const { code, stderr } = await runIntake([

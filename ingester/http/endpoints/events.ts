@@ -21,6 +21,7 @@
 import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { idSourceOf, type IdSource } from '../../core/event-id.js';
 import type { EventContext, NormalisedEvent } from '../../core/event.js';
+import type { IngesterMetrics } from '../../core/ingester-metrics.js';
 import { IntakeError, LimitError } from '../../core/errors.js';
 import { acceptEvents } from '../../events/accept.js';
 import { repeatableForMs } from '../../auth/signature-check.js';
@@ -213,7 +214,24 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
       const events = await mapAndValidate(req, decoded);
       admit(decoded, events);
       const result = await handOff(req, decoded, events);
+      req.droppedByRule = countDropped(decoded.entry, events, metrics);
       return answer(req, reply, decoded, result, events.length);
     },
   } as RouteOptions;
+}
+
+/**
+ * Accepted events a routing rule drops, counted once here by rule (intake_events_dropped_by_rule_total);
+ * the delivery path evaluates the same compiled rules to choose destinations.
+ */
+function countDropped(entry: RouteEntry, events: readonly NormalisedEvent[], metrics: IngesterMetrics): number {
+  if (!entry.rules) return 0;
+  let dropped = 0;
+  for (const e of events) {
+    const rule = entry.rules.evaluate(e).droppedBy;
+    if (rule === undefined) continue;
+    dropped++;
+    metrics.eventsDroppedByRule.inc({ integration: entry.name, namespace: entry.namespace, rule });
+  }
+  return dropped;
 }

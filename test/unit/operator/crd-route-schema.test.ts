@@ -15,7 +15,18 @@ import { routeSchema } from '../../../api/route.js';
 import { ROOT } from '../../support/paths.js';
 
 type Schema = Record<string, unknown>;
-const CONSTRAINTS = ['pattern', 'minLength', 'maxLength', 'enum', 'minimum', 'maximum', 'minItems', 'maxItems'];
+const CONSTRAINTS = [
+  'pattern',
+  'minLength',
+  'maxLength',
+  'enum',
+  'minimum',
+  'maximum',
+  'minItems',
+  'maxItems',
+  'minProperties',
+  'maxProperties',
+];
 
 const specOf = (file: string): Schema => {
   const crd = parse(readFileSync(join(ROOT, 'crds', file), 'utf8')) as Schema;
@@ -83,6 +94,22 @@ const pairs: Array<[kind: string, specPath: string, routePath: string, spec: Sch
   ['WebhookIntegration', 'mapping.tests', 'mapping.tests', webhookIntegration],
   ['WebhookIntegration', 'destinations', 'destinations', webhookIntegration],
   ['WebhookIntegration', 'destinations.[]', 'destinations.[]', webhookIntegration],
+  ['WebhookIntegration', 'rules', 'rules', webhookIntegration],
+  ...[
+    'name',
+    'destinations',
+    'destinations.[]',
+    'match.severity.min',
+    'match.severity.max',
+    ...['source', 'class', 'type', 'manager', 'signature'].flatMap((f) => [
+      `match.${f}`,
+      `match.${f}.equals`,
+      `match.${f}.in`,
+      `match.${f}.in.[]`,
+      `match.${f}.regex`,
+    ]),
+    'match.customInfo',
+  ].map((f): (typeof pairs)[number] => ['WebhookIntegration', `rules.[].${f}`, `rules.[].${f}`, webhookIntegration]),
   ...['eventsPerSecond', 'eventsBurst', 'overLimitStatus'].map((f): (typeof pairs)[number] => [
     'WebhookIntegration',
     `limits.${f}`,

@@ -310,3 +310,47 @@ describe('planWebhook with spec.destinations', () => {
     expect(plan.ready.message).toBe('spec.destinations: unknown destination alertmanager (configured: none)');
   });
 });
+
+describe('planWebhook with spec.rules', () => {
+  const configured = { destinations: ['alertmanager', 'tickets'] };
+
+  it('publishes the rules in the route', async () => {
+    const rules = [
+      { name: 'pages', match: { severity: { min: 'critical' as const } }, destinations: ['alertmanager'] },
+      { match: { source: { regex: 'test-.*' } }, drop: true },
+    ];
+    const plan = await planWebhook(wi('am', 'a', '2026-01-01T00:00:00Z', { rules }), ctx(configured));
+    expect(plan.ready.reason).toBe('Published');
+    expect(plan.route?.rules).toEqual(rules);
+  });
+
+  it('a rule naming an unknown destination: UnknownDestination naming the rule', async () => {
+    const plan = await planWebhook(
+      wi('am', 'a', '2026-01-01T00:00:00Z', { rules: [{ name: 'pages', destinations: ['pager'] }] }),
+      ctx(configured),
+    );
+    expect(plan.ready).toEqual({
+      status: 'False',
+      reason: 'UnknownDestination',
+      message: 'spec.rules[0] (rule pages).destinations: unknown destination pager (configured: alertmanager, tickets)',
+    });
+  });
+
+  it('a regular expression that does not compile: InvalidSpec naming the rule and the field', async () => {
+    const plan = await planWebhook(
+      wi('am', 'a', '2026-01-01T00:00:00Z', {
+        rules: [
+          { destinations: ['tickets'] },
+          { name: 'db', match: { customInfo: { team: { regex: '(pay' } } }, destinations: ['tickets'] },
+        ],
+      }),
+      ctx(configured),
+    );
+    expect(plan.ready.status).toBe('False');
+    expect(plan.ready.reason).toBe('InvalidSpec');
+    expect(plan.ready.message).toMatch(
+      /^cannot be published: spec\.rules\.1\.match\.customInfo\.team\.regex \(rule db\) is not a valid regular expression/,
+    );
+    expect(plan.route).toBeUndefined();
+  });
+});

@@ -42,6 +42,16 @@ const reported = (over: Partial<ReportedActivity>): ReportedActivity => ({
 });
 
 describe('mergeActivity', () => {
+  it('sums the events routing rules dropped, and leaves the field out when none were', () => {
+    const merged = mergeActivity([
+      reported({ eventsLastHour: 5, droppedByRuleLastHour: 2 }),
+      reported({ eventsLastHour: 3, droppedByRuleLastHour: 1 }),
+      reported({ eventsLastHour: 1 }),
+    ]);
+    expect(merged).toMatchObject({ eventsLastHour: 9, droppedByRuleLastHour: 3 });
+    expect(mergeActivity([reported({ eventsLastHour: 1 })])).not.toHaveProperty('droppedByRuleLastHour');
+  });
+
   it('sums counts, takes the latest times, and keeps the newest ten refusals of all replicas', () => {
     const one = reported({
       eventsLastHour: 5,
