@@ -28,6 +28,16 @@
  *   tenant's limit counts against that tenant until its replacement is ready.
  * - Fair: workers take waiting evaluations tenant by tenant in turn (round-robin), not first come
  *   first served, so one tenant's backlog never sits in front of another's payload.
+ * - Two classes of workers, fixed when each starts (worker-priority.ts): prompt workers (SCHED_BATCH,
+ *   nice 19) and idle workers (SCHED_IDLE), half the pool each (one worker: an idle one). A tenant
+ *   one of whose evaluations used more CPU than `longCpuMs` (a tenth of its limit) in the last
+ *   `longForMs` (10 s) runs only in idle workers; the others' evaluations take a prompt worker
+ *   first, else an idle one. A prompt worker preempts an idle one at once and gets five sixths of
+ *   the core beside it, so a tenant that burns its time limit, even within its CPU budget, cannot
+ *   slow another tenant's short evaluations: measured, two workers of one class shared the core
+ *   evenly, neither preempting the other, and the short ones waited behind the burner. A prompt
+ *   worker whose evaluation runs long is moved to SCHED_IDLE there and then (its tenant is marked)
+ *   and replaced by a new prompt worker once the evaluation ends.
  * - The payload goes over as its JSON bytes; the events come back the same way.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -37,7 +47,7 @@ import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import { MappingBusy, MappingError, type ExpressionRunner, type MappingLimits, type MappingResult } from './engine.js';
 import type { WorkerReady, WorkerReply, WorkerTask } from './mapping-worker.js';
-import { idleCommand, readProcStat, type WorkerPriority } from './worker-priority.js';
+import { demoteCommand, idleCommand, promptCommand, readProcStat, type WorkerPriority } from './worker-priority.js';
 
 export interface WorkerPoolOptions {
   /** Worker processes at most (default: defaultWorkers()). */
@@ -62,9 +72,22 @@ export interface WorkerPoolOptions {
   workerUrl?: URL;
   /** Called when a worker had to be killed or died (for logs and metrics). */
   onWorkerLost?: (reason: string) => void;
-  /** Called once, when the first worker is ready: the scheduling priority it runs under. */
+  /** Called once, when the first idle worker is ready: the scheduling priority it runs under. */
   onFirstWorker?: (priority: WorkerPriority) => void;
+  /** An evaluation that used more CPU than this is long (default: a tenth of its time limit, at least 10 ms). */
+  longCpuMs?: number;
+  /** How long a tenant whose evaluation ran long runs only in idle workers, ms (default 10,000). */
+  longForMs?: number;
 }
+
+/** A worker's class: prompt (SCHED_BATCH, nice 19) for short evaluations, idle (SCHED_IDLE) for long ones. */
+export type WorkerClass = 'prompt' | 'idle';
+
+/** Idle workers in a pool of `size`: half (rounded down), and the only one of a pool of one. */
+export const idleWorkers = (size: number): number => (size === 1 ? 1 : Math.floor(size / 2));
+
+/** Tenants marked long at most; past it, marks that ran out are swept (keys come and go). */
+const LONG_MARKS_SWEEP = 1024;
 
 /** Sensible for small machines: one worker per core beyond the main thread's, at least 2, at most 4. */
 export const defaultWorkers = (): number => Math.min(4, Math.max(2, availableParallelism() - 1));
@@ -133,7 +156,11 @@ interface Slot {
   /** The end of what the worker wrote to stderr (V8's out-of-memory report, chrt's refusal). */
   stderr: string;
   /** Started through chrt (false: the worker lowers itself to nice 19). */
-  idle: boolean;
+  viaChrt: boolean;
+  /** What it was started as; a demoted prompt worker counts as idle. */
+  cls: WorkerClass;
+  /** A prompt worker moved to SCHED_IDLE during a long evaluation: retired once it ends. */
+  demoted?: boolean;
   /** A replacement for a worker lost on this tenant's evaluation: counts against its share until ready. */
   replacing?: TenantState;
 }
@@ -162,6 +189,10 @@ export class MappingWorkerPool implements ExpressionRunner {
   private readonly maxRunningPerTenant: number;
   private readonly maxQueuedPerTenant: number;
   private readonly maxQueuedBytesPerTenant: number;
+  private readonly idleTarget: number;
+  private readonly longForMs: number;
+  /** Until when (performance.now()) each tenant marked long runs only in idle workers. */
+  private readonly longUntil = new Map<string, number>();
   private readonly slots: Slot[] = [];
   /** Tenants with evaluations, by key; an entry goes when its tenant holds nothing. */
   private readonly tenants = new Map<string, TenantState>();
@@ -189,6 +220,8 @@ export class MappingWorkerPool implements ExpressionRunner {
     this.heapMb = o.heapMb ?? DEFAULT_POOL.heapMb;
     this.watchMs = o.watchMs ?? 25;
     this.wallFactor = o.wallFactor ?? 10;
+    this.idleTarget = idleWorkers(this.size);
+    this.longForMs = o.longForMs ?? 10_000;
     this.workerPath = fileURLToPath(o.workerUrl ?? new URL('./mapping-worker.js', import.meta.url));
   }
 
@@ -215,6 +248,40 @@ export class MappingWorkerPool implements ExpressionRunner {
   /** The worker processes' ids (for tests and diagnostics). */
   get pids(): number[] {
     return this.slots.flatMap((s) => (s.child.pid === undefined ? [] : [s.child.pid]));
+  }
+
+  /** The worker processes and their classes (for tests and diagnostics). */
+  get workers(): { pid: number; cls: WorkerClass; busy: boolean }[] {
+    return this.slots.flatMap((s) =>
+      s.child.pid === undefined ? [] : [{ pid: s.child.pid, cls: s.cls, busy: s.task !== undefined }],
+    );
+  }
+
+  /** The workers a tenant's next evaluation may run in: idle only while it is marked long. */
+  laneOf(tenant: string): WorkerClass | 'any' {
+    return this.isLong(tenant) ? 'idle' : 'any';
+  }
+
+  private isLong(key: string): boolean {
+    const until = this.longUntil.get(key);
+    if (until === undefined) return false;
+    if (until > performance.now()) return true;
+    this.longUntil.delete(key);
+    return false;
+  }
+
+  /** The CPU time past which an evaluation is long. */
+  private longCpuMs(task: Task): number {
+    return this.o.longCpuMs ?? Math.max(10, task.limits.timeoutMs / 10);
+  }
+
+  /** `key`'s evaluations run only in idle workers for the next longForMs. */
+  private markLong(key: string): void {
+    const now = performance.now();
+    if (this.longUntil.size >= LONG_MARKS_SWEEP)
+      for (const [k, until] of this.longUntil) if (until <= now) this.longUntil.delete(k);
+    this.longUntil.delete(key);
+    this.longUntil.set(key, now + this.longForMs);
   }
 
   run(source: string, limits: MappingLimits, json: Uint8Array, options: RunOptions = {}): Promise<MappingResult> {
@@ -283,9 +350,12 @@ export class MappingWorkerPool implements ExpressionRunner {
     return tenant.key === '' || tenant.running + tenant.replacing < this.maxRunningPerTenant;
   }
 
-  /** The next evaluation to start: the first tenant in turn within its worker share, which then goes last. */
-  private nextTask(): Task | undefined {
-    const index = this.turns.findIndex((t) => this.mayStart(t));
+  /**
+   * The next evaluation for a free worker of class `cls`: the first tenant in turn within its
+   * worker share (and, for a prompt worker, not marked long), which then goes last.
+   */
+  private nextTask(cls: WorkerClass): Task | undefined {
+    const index = this.turns.findIndex((t) => this.mayStart(t) && (cls === 'idle' || !this.isLong(t.key)));
     if (index < 0) return undefined;
     const tenant = this.turns[index] as TenantState;
     this.turns.splice(index, 1);
@@ -312,24 +382,44 @@ export class MappingWorkerPool implements ExpressionRunner {
 
   private dispatch(): void {
     while (this.queued > 0) {
-      const idle = this.slots.find((s) => s.ready && !s.task && !s.lost);
-      if (!idle) {
-        // No idle worker: start the whole pool, so that while one tenant's expression holds a worker
-        // the next payload finds another one ready instead of waiting for a cold start. The
-        // evaluations wait for them (or for a busy one to finish).
-        while (this.slots.length < this.size) this.spawn();
+      // Prompt workers first: a short evaluation runs at the higher class when one is free.
+      const free = this.slots
+        .filter((s) => s.ready && !s.task && !s.lost)
+        .sort((a, b) => (a.cls === b.cls ? 0 : a.cls === 'prompt' ? -1 : 1));
+      let started = false;
+      for (const slot of free) {
+        // A tenant at its worker share, or a long one beside a free prompt worker, leaves it free.
+        const task = this.nextTask(slot.cls);
+        if (!task) continue;
+        this.start(slot, task);
+        started = true;
+        break;
+      }
+      if (!started) {
+        // Start the whole pool, so that while one tenant's expression holds a worker the next
+        // payload finds another one ready instead of waiting for a cold start. The evaluations
+        // wait for them (or for a busy one to finish).
+        while (this.slots.length < this.size) this.spawn(this.classToStart());
         return;
       }
-      // Every tenant waiting is at its worker share: the idle workers stay free for other tenants.
-      const task = this.nextTask();
-      if (!task) return;
-      this.start(idle, task);
     }
   }
 
-  private spawn(): Slot {
+  /** The class the pool is short of: idle workers up to idleTarget (a demoted one counts), then prompt ones. */
+  private classToStart(): WorkerClass {
+    const idle = this.slots.filter((s) => s.cls === 'idle').length;
+    return idle < this.idleTarget ? 'idle' : 'prompt';
+  }
+
+  private spawn(cls: WorkerClass): Slot {
     const node = [process.execPath, `--max-old-space-size=${this.heapMb}`, '--max-semi-space-size=4', this.workerPath];
-    const command = this.notIdle === undefined ? idleCommand(node) : { argv: node, idle: false };
+    const command =
+      this.notIdle !== undefined
+        ? { argv: node, idle: false }
+        : cls === 'idle'
+          ? idleCommand(node)
+          : promptCommand(node);
+    const viaChrt = this.notIdle === undefined && /(^|\/)chrt$/.test(command.argv[0] as string);
     const why =
       this.notIdle ??
       (process.platform === 'linux' ? 'chrt not found on PATH' : `SCHED_IDLE is Linux's (this is ${process.platform})`);
@@ -341,7 +431,7 @@ export class MappingWorkerPool implements ExpressionRunner {
       serialization: 'advanced',
       env,
     });
-    const slot: Slot = { child, ready: false, baseCpuMs: 0, stderr: '', idle: command.idle };
+    const slot: Slot = { child, ready: false, baseCpuMs: 0, stderr: '', viaChrt, cls };
     this.slots.push(slot);
     // Idle workers never keep the process alive; one with an evaluation does (start()).
     this.idleRefs(slot, false);
@@ -354,7 +444,7 @@ export class MappingWorkerPool implements ExpressionRunner {
       if ('ready' in m) {
         slot.ready = true;
         this.replaced(slot);
-        if (!this.firstWorkerReported) {
+        if (!this.firstWorkerReported && cls === 'idle') {
           this.firstWorkerReported = true;
           this.o.onFirstWorker?.(m.priority);
         }
@@ -429,6 +519,7 @@ export class MappingWorkerPool implements ExpressionRunner {
     slot.lastCpuMs = cpuMs;
     const grace = Math.max(50, limitMs * 0.2);
     const wallLimitMs = Math.max(5000, limitMs * this.wallFactor);
+    if (slot.cls === 'prompt' && !slot.demoted && cpuMs > this.longCpuMs(task)) this.demote(slot, task);
     if (cpuMs > limitMs + grace || wallMs > wallLimitMs) {
       const why =
         cpuMs > limitMs + grace
@@ -443,10 +534,47 @@ export class MappingWorkerPool implements ExpressionRunner {
     }
   }
 
+  /**
+   * A prompt worker's evaluation runs long: its tenant runs only in idle workers from now on, and
+   * this worker goes to SCHED_IDLE at once (all its threads), to be retired when the evaluation
+   * ends (nothing can raise it again). Without chrt the classes are the same: nothing to move.
+   */
+  private demote(slot: Slot, task: Task): void {
+    this.markLong(task.tenant.key);
+    const argv = this.notIdle === undefined && slot.child.pid !== undefined ? demoteCommand(slot.child.pid) : undefined;
+    if (!argv) return;
+    slot.demoted = true;
+    slot.cls = 'idle';
+    const chrt = spawn(argv[0] as string, argv.slice(1), { stdio: 'ignore' });
+    // If chrt fails the worker stays where it was until retired: nothing else to do.
+    chrt.on('error', () => undefined);
+    chrt.unref();
+  }
+
+  /** A demoted worker whose evaluation ended: ended, and a prompt worker started in its place. */
+  private retire(slot: Slot): void {
+    slot.lost = true;
+    const index = this.slots.indexOf(slot);
+    if (index >= 0) this.slots.splice(index, 1);
+    void this.kill(slot.child);
+    if (!this.closed && this.slots.length < this.size) this.spawn(this.classToStart());
+    this.dispatch();
+  }
+
   private finish(slot: Slot, reply: WorkerReply): void {
     const task = slot.task;
     if (!task || task.id !== reply.id) return;
     this.clear(slot);
+    if (reply.cpuMs > this.longCpuMs(task)) this.markLong(task.tenant.key);
+    if (slot.demoted) {
+      this.settleReply(task, reply);
+      return this.retire(slot);
+    }
+    this.settleReply(task, reply);
+    this.dispatch();
+  }
+
+  private settleReply(task: Task, reply: WorkerReply): void {
     if (reply.ok) {
       let items: unknown[];
       try {
@@ -459,7 +587,7 @@ export class MappingWorkerPool implements ExpressionRunner {
             `the mapping worker answered what is not JSON: ${(err as Error).message}`,
           ),
         );
-        return this.dispatch();
+        return;
       }
       this.settle(task, { items, cpuMs: reply.cpuMs, outputBytes: reply.outputBytes });
     } else {
@@ -467,7 +595,6 @@ export class MappingWorkerPool implements ExpressionRunner {
       err.cpuMs = reply.cpuMs;
       this.settle(task, err);
     }
-    this.dispatch();
   }
 
   private clear(slot: Slot): void {
@@ -492,6 +619,8 @@ export class MappingWorkerPool implements ExpressionRunner {
     const index = this.slots.indexOf(slot);
     if (index >= 0) this.slots.splice(index, 1);
     if (task) {
+      // Stopped at its limit or dead of its heap: long, whatever the reason.
+      this.markLong(task.tenant.key);
       // The tenant whose evaluation cost this worker holds it, within its share, until the
       // replacement is ready: otherwise its next payload takes another tenant's idle worker while
       // this one starts. Charged before the evaluation is settled, which may free its last hold.
@@ -515,7 +644,7 @@ export class MappingWorkerPool implements ExpressionRunner {
     }
     // Replaced at once, so the next payload does not wait for a worker to start; the charge moves to it.
     if (this.slots.length < this.size) {
-      const replacement = this.spawn();
+      const replacement = this.spawn(this.classToStart());
       replacement.replacing = slot.replacing;
       slot.replacing = undefined;
     }
@@ -525,7 +654,7 @@ export class MappingWorkerPool implements ExpressionRunner {
 
   /** A worker died before it was ready: without chrt from now on if chrt refused, else refuse what waits. */
   private lostWhileStarting(slot: Slot, err: Error): void {
-    if (slot.idle && /chrt/.test(slot.stderr)) {
+    if (slot.viaChrt && /chrt/.test(slot.stderr)) {
       // chrt is there but may not set the policy here (a seccomp profile, a platform without
       // SCHED_IDLE): start the workers without it from now on, at nice 19, and say why.
       this.notIdle = `chrt could not set SCHED_IDLE: ${slot.stderr.trim().split('\n').pop()}`;
@@ -561,7 +690,11 @@ export class MappingWorkerPool implements ExpressionRunner {
 export const logWorkerPriority =
   (logger: Pick<Logger, 'info' | 'warn'>, what: string) =>
   (p: WorkerPriority): void => {
-    if (p.policy === 'idle') logger.info(`${what} run under SCHED_IDLE: request threads preempt them at once`);
+    if (p.policy === 'idle')
+      logger.info(
+        `${what} run under SCHED_IDLE (long evaluations) and SCHED_BATCH at nice 19 (the others): request threads preempt them`,
+      );
+    else if (p.policy === 'batch') logger.info(`${what} run under SCHED_BATCH at nice ${p.nice}`);
     else
       logger.warn(
         { why: p.why },

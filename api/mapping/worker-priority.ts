@@ -1,18 +1,30 @@
 /**
- * Mapping workers run below the process that answers requests.
+ * Mapping workers run below the process that answers requests, in two classes fixed when each
+ * worker starts (worker-pool.ts decides which evaluation runs in which):
  *
- * - The pool starts each worker process through `chrt --idle 0` (util-linux; in the image). The
- *   policy is set before node starts, so every thread the worker ever has inherits it: its
- *   JavaScript thread, and also V8's compiler and garbage-collector threads and node's start-up.
- *   The kernel lets any normal thread that wakes up preempt an idle-policy one at once.
+ * - Idle workers, for a tenant whose recent evaluations ran long: started through `chrt --idle 0`
+ *   (util-linux; in the image). The policy is set before node starts, so every thread the worker
+ *   ever has inherits it: its JavaScript thread, and also V8's compiler and garbage-collector
+ *   threads and node's start-up. The kernel lets any other thread that wakes up preempt an
+ *   idle-policy one at once.
+ * - Prompt workers, for the other tenants' (short) evaluations: started through `chrt --batch 0
+ *   nice -n 19`, SCHED_BATCH at nice 19 (a weight of 15 against the request thread's 1,024, and a
+ *   batch thread that wakes never preempts a request thread). Against an idle worker it is the
+ *   request thread's place that it takes: it preempts an idle worker at once and gets five sixths
+ *   of the core while both run. Two idle workers would share it evenly, and neither preempts the
+ *   other when it wakes (measured: another tenant's short evaluations then waited behind a
+ *   burner for whole scheduler slices, and its queue share filled).
+ * - Demotion: a prompt worker whose evaluation turns out long is moved to SCHED_IDLE, all its
+ *   threads, by `chrt --idle --all-tasks --pid 0 PID` (any process may lower its own children;
+ *   none may raise them again without privileges, so the pool retires it afterwards).
  * - Why a process and not a thread (measured, docs/benchmarks.md "noisy neighbour"): a worker
  *   thread could lower only itself, and only once its start-up had run. V8's helper threads work
  *   for every isolate of a process at the process's priority, and all threads share one address
  *   space and its locks. A hostile expression stopped at its limit every few seconds raised another
  *   tenant's p99 several-fold, against none for the same work in idle-policy processes.
  * - Without chrt (another platform, or a system without util-linux) a worker lowers its own main
- *   thread to nice 19 (a weight of 15 against the request thread's 1,024), and the pool says so once
- *   in its log.
+ *   thread to nice 19 whatever its class, and the pool says so once in its log: the classes are
+ *   then the same.
  */
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
@@ -21,7 +33,10 @@ import { setPriority } from 'node:os';
 const WORKER_NICE = 19;
 
 export type WorkerPriority =
-  { policy: 'idle' } | { policy: 'nice'; nice: number; why: string } | { policy: 'unchanged'; why: string };
+  | { policy: 'idle' }
+  | { policy: 'batch'; nice: number }
+  | { policy: 'nice'; nice: number; why: string }
+  | { policy: 'unchanged'; why: string };
 
 /** The executable `name` on `path` (PATH's syntax), if any. */
 function findOnPath(name: string, path = process.env.PATH ?? ''): string | undefined {
@@ -45,7 +60,27 @@ export function idleCommand(argv: readonly string[], path?: string): { argv: str
   return chrt ? { argv: [chrt, '--idle', '0', ...argv], idle: true } : { argv: [...argv], idle: false };
 }
 
+/**
+ * `argv` to run as a prompt worker: SCHED_BATCH at nice 19 from its first instruction, when chrt and
+ * nice are on `path` (else as it is: the worker lowers its own thread to nice 19).
+ */
+export function promptCommand(argv: readonly string[], path?: string): { argv: string[]; idle: boolean } {
+  if (process.platform !== 'linux') return { argv: [...argv], idle: false };
+  const chrt = findOnPath('chrt', path);
+  const nice = findOnPath('nice', path);
+  if (chrt && nice) return { argv: [chrt, '--batch', '0', nice, '-n', String(WORKER_NICE), ...argv], idle: false };
+  return nice ? { argv: [nice, '-n', String(WORKER_NICE), ...argv], idle: false } : { argv: [...argv], idle: false };
+}
+
+/** The command that moves every thread of process `pid` to SCHED_IDLE, when chrt is on `path`. */
+export function demoteCommand(pid: number, path?: string): string[] | undefined {
+  if (process.platform !== 'linux') return undefined;
+  const chrt = findOnPath('chrt', path);
+  return chrt ? [chrt, '--idle', '--all-tasks', '--pid', '0', String(pid)] : undefined;
+}
+
 const SCHED_IDLE = 5;
+const SCHED_BATCH = 3;
 
 /**
  * A /proc stat file (`/proc/PID/stat`, `/proc/thread-self/stat`, ...) as a look-up of its numeric
@@ -65,12 +100,15 @@ export function readProcStat(path: string): ((field: number) => number) | undefi
 }
 
 /**
- * In a worker, before it loads the engine: what it runs under. Under SCHED_IDLE already (started
- * through chrt): nothing to do. Otherwise it lowers its own thread to nice 19 and says why it is
+ * In a worker, before it loads the engine: what it runs under. Under SCHED_IDLE, or SCHED_BATCH at
+ * nice 19, already (started through chrt): nothing to do. Otherwise it lowers its own thread to nice 19 and says why it is
  * not idle (`why` comes from the pool, which knows how it started the worker).
  */
 export function settleWorkerPriority(why: string): WorkerPriority {
-  if (readProcStat('/proc/thread-self/stat')?.(41) === SCHED_IDLE) return { policy: 'idle' };
+  const stat = readProcStat('/proc/thread-self/stat');
+  if (stat?.(41) === SCHED_IDLE) return { policy: 'idle' };
+  // A prompt worker (chrt --batch 0 nice -n 19): as meant.
+  if (stat?.(41) === SCHED_BATCH && stat(19) >= WORKER_NICE) return { policy: 'batch', nice: stat(19) };
   try {
     setPriority(WORKER_NICE);
     return { policy: 'nice', nice: WORKER_NICE, why };
