@@ -251,9 +251,9 @@ export class MappingWorkerPool implements ExpressionRunner {
   }
 
   /** The worker processes and their classes (for tests and diagnostics). */
-  get workers(): { pid: number; cls: WorkerClass; busy: boolean }[] {
+  get workers(): { pid: number; cls: WorkerClass; ready: boolean; busy: boolean }[] {
     return this.slots.flatMap((s) =>
-      s.child.pid === undefined ? [] : [{ pid: s.child.pid, cls: s.cls, busy: s.task !== undefined }],
+      s.child.pid === undefined ? [] : [{ pid: s.child.pid, cls: s.cls, ready: s.ready, busy: s.task !== undefined }],
     );
   }
 

@@ -2,17 +2,19 @@
  * The mapping worker pool on its own (api/mapping/worker-pool.ts), with the built worker script:
  * worker processes stopped at their CPU limit by SIGKILL and replaced, killed on close, and
  * started without chrt when chrt is there but refuses; each tenant's share of the workers and of
- * the queue, and waiting evaluations taken tenant by tenant in turn.
+ * the queue, and waiting evaluations taken tenant by tenant in turn; the two classes of workers
+ * (prompt: SCHED_BATCH at nice 19; idle: SCHED_IDLE), a tenant whose evaluation ran long held to
+ * the idle ones, and a prompt worker demoted in the middle of a long evaluation.
  */
 import { jest } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { DEFAULT_MAPPING_LIMITS, MappingBusy, MappingError, type MappingLimits } from '../../api/mapping/engine.js';
 import { MappingWorkerPool } from '../../api/mapping/worker-pool.js';
-import type { WorkerPriority } from '../../api/mapping/worker-priority.js';
+import { readProcStat, type WorkerPriority } from '../../api/mapping/worker-priority.js';
 import { ROOT } from '../support/paths.js';
 import { waitFor } from '../support/waiting.js';
 
@@ -22,6 +24,14 @@ const workerUrl = pathToFileURL(join(ROOT, 'dist/api/mapping/mapping-worker.js')
 const limits: MappingLimits = { ...DEFAULT_MAPPING_LIMITS, timeoutMs: 300 };
 const bytes = (value: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(value));
 const alive = (pid: number): boolean => existsSync(`/proc/${pid}`);
+const SCHED_BATCH = 3;
+const SCHED_IDLE = 5;
+/** The scheduling policy and nice value of each thread of a process. */
+const threadPolicies = (pid: number): { policy: number; nice: number }[] =>
+  readdirSync(`/proc/${pid}/task`).flatMap((tid) => {
+    const stat = readProcStat(`/proc/${pid}/task/${tid}/stat`);
+    return stat ? [{ policy: stat(41), nice: stat(19) }] : [];
+  });
 
 describe('the mapping worker pool', () => {
   (process.platform === 'linux' ? it : it.skip)(
@@ -171,6 +181,93 @@ describe('the mapping worker pool', () => {
         const runs = [1, 2].map(() => failed(pool.run(BURNER, { ...limits, timeoutMs: 1500 }, bytes({}))));
         await waitFor('both workers busy', async () => pool.loadOf('').running === 2);
         await Promise.all(runs);
+      } finally {
+        await pool.close();
+      }
+    },
+  );
+
+  (process.platform === 'linux' ? it : it.skip)(
+    "runs a tenant whose evaluation ran long in idle workers only, another's short ones in the prompt worker; a prompt worker that runs long is demoted and replaced",
+    async () => {
+      const pool = new MappingWorkerPool({ size: 2, workerUrl });
+      const burn = { ...limits, timeoutMs: 1500 };
+      const classOf = (cls: string) => pool.workers.find((w) => w.cls === cls);
+      try {
+        await Promise.all([
+          pool.run('n', limits, bytes({ n: 1 }), { tenant: 'a' }),
+          pool.run('n', limits, bytes({ n: 1 }), { tenant: 'b' }),
+        ]);
+        const prompt = classOf('prompt')?.pid as number;
+        const idle = classOf('idle')?.pid as number;
+        expect(new Set(threadPolicies(prompt).map((t) => `${t.policy} ${t.nice}`))).toEqual(
+          new Set([`${SCHED_BATCH} 19`]),
+        );
+        expect(new Set(threadPolicies(idle).map((t) => t.policy))).toEqual(new Set([SCHED_IDLE]));
+
+        // a has run nothing long yet: its burner takes the prompt worker, which is moved to
+        // SCHED_IDLE (every thread) once it passes a tenth of the limit, and a is marked long.
+        expect(pool.laneOf('a')).toBe('any');
+        const first = failed(pool.run(BURNER, burn, bytes({}), { tenant: 'a' }));
+        expect(pool.workers.find((w) => w.busy)?.pid).toBe(prompt);
+        await waitFor('the prompt worker demoted', async () =>
+          threadPolicies(prompt).every((t) => t.policy === SCHED_IDLE),
+        );
+        expect(pool.laneOf('a')).toBe('idle');
+        expect((await first) instanceof MappingError && ((await first) as MappingError).code).toBe('D1012');
+        // Its replacement is a prompt worker again.
+        await waitFor(
+          'a prompt worker in its place, ready',
+          async () => (classOf('prompt')?.pid ?? prompt) !== prompt && pool.workers.every((w) => w.ready),
+        );
+        await pool.run('n', limits, bytes({ n: 1 }), { tenant: 'b' });
+
+        // Marked long, a runs in the idle worker; b's short payloads take the prompt worker meanwhile.
+        const second = failed(pool.run(BURNER, burn, bytes({}), { tenant: 'a' }));
+        expect(pool.workers.filter((w) => w.busy)).toEqual([{ pid: idle, cls: 'idle', ready: true, busy: true }]);
+        for (let n = 0; n < 3; n++)
+          expect((await pool.run('{"n": n}', limits, bytes({ n }), { tenant: 'b' })).items).toEqual([{ n }]);
+        expect(pool.workers.filter((w) => w.busy)).toEqual([{ pid: idle, cls: 'idle', ready: true, busy: true }]);
+        expect(((await second) as MappingError).code).toBe('D1012');
+      } finally {
+        await pool.close();
+      }
+    },
+  );
+
+  (process.platform === 'linux' ? it : it.skip)(
+    'holds a tenant marked long to the idle workers even while a prompt worker is free',
+    async () => {
+      // A share of both workers, so that only the class keeps a's second payload waiting.
+      const pool = new MappingWorkerPool({ size: 2, workerUrl, maxRunningPerTenant: 2, longCpuMs: 50 });
+      try {
+        await Promise.all([
+          pool.run('n', limits, bytes({ n: 1 }), { tenant: 'a' }),
+          pool.run('n', limits, bytes({ n: 1 }), { tenant: 'b' }),
+        ]);
+        const first = failed(pool.run(BURNER, limits, bytes({}), { tenant: 'a' }));
+        await first;
+        await waitFor(
+          'both workers ready',
+          async () => pool.workers.length === 2 && pool.workers.every((w) => w.ready && !w.busy),
+        );
+        expect(pool.laneOf('a')).toBe('idle');
+        const second = failed(pool.run(BURNER, limits, bytes({}), { tenant: 'a' }));
+        const short = pool.run('{"n": n}', limits, bytes({ n: 5 }), { tenant: 'a' });
+        await waitFor('the burner running', async () => pool.load.running === 1);
+        expect(pool.loadOf('a')).toMatchObject({ running: 1, queued: 1 });
+        expect(pool.workers.filter((w) => w.busy).map((w) => w.cls)).toEqual(['idle']);
+        expect(((await second) as MappingError).code).toBe('D1012');
+        expect((await short).items).toEqual([{ n: 5 }]);
+        // The mark runs out: a takes the prompt worker again.
+        const brief = new MappingWorkerPool({ size: 2, workerUrl, longForMs: 1 });
+        try {
+          await failed(brief.run(BURNER, limits, bytes({}), { tenant: 'a' }));
+          await new Promise((r) => setTimeout(r, 5));
+          expect(brief.laneOf('a')).toBe('any');
+        } finally {
+          await brief.close();
+        }
       } finally {
         await pool.close();
       }
