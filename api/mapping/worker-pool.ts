@@ -31,13 +31,14 @@
  * - Two classes of workers, fixed when each starts (worker-priority.ts): prompt workers (SCHED_BATCH,
  *   nice 19) and idle workers (SCHED_IDLE), half the pool each (one worker: an idle one). A tenant
  *   one of whose evaluations used more CPU than `longCpuMs` (a tenth of its limit) in the last
- *   `longForMs` (10 s) runs only in idle workers; the others' evaluations take a prompt worker
+ *   `longForMs` (a minute) runs only in idle workers; the others' evaluations take a prompt worker
  *   first, else an idle one. A prompt worker preempts an idle one at once and gets five sixths of
  *   the core beside it, so a tenant that burns its time limit, even within its CPU budget, cannot
  *   slow another tenant's short evaluations: measured, two workers of one class shared the core
  *   evenly, neither preempting the other, and the short ones waited behind the burner. A prompt
- *   worker whose evaluation runs long is moved to SCHED_IDLE there and then (its tenant is marked)
- *   and replaced by a new prompt worker once the evaluation ends.
+ *   worker whose evaluation runs long is moved to SCHED_IDLE there and then (its tenant is marked),
+ *   a new prompt worker starts in its place at once, and it ends with its evaluation: for that
+ *   while the pool has one process more (at most one per prompt worker).
  * - The payload goes over as its JSON bytes; the events come back the same way.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -76,7 +77,7 @@ export interface WorkerPoolOptions {
   onFirstWorker?: (priority: WorkerPriority) => void;
   /** An evaluation that used more CPU than this is long (default: a tenth of its time limit, at least 10 ms). */
   longCpuMs?: number;
-  /** How long a tenant whose evaluation ran long runs only in idle workers, ms (default 10,000). */
+  /** How long a tenant whose evaluation ran long runs only in idle workers, ms (default 60,000). */
   longForMs?: number;
 }
 
@@ -221,7 +222,7 @@ export class MappingWorkerPool implements ExpressionRunner {
     this.watchMs = o.watchMs ?? 25;
     this.wallFactor = o.wallFactor ?? 10;
     this.idleTarget = idleWorkers(this.size);
-    this.longForMs = o.longForMs ?? 10_000;
+    this.longForMs = o.longForMs ?? 60_000;
     this.workerPath = fileURLToPath(o.workerUrl ?? new URL('./mapping-worker.js', import.meta.url));
   }
 
@@ -399,7 +400,7 @@ export class MappingWorkerPool implements ExpressionRunner {
         // Start the whole pool, so that while one tenant's expression holds a worker the next
         // payload finds another one ready instead of waiting for a cold start. The evaluations
         // wait for them (or for a busy one to finish).
-        while (this.slots.length < this.size) this.spawn(this.classToStart());
+        while (this.counted().length < this.size) this.spawn(this.classToStart());
         return;
       }
     }
@@ -407,8 +408,13 @@ export class MappingWorkerPool implements ExpressionRunner {
 
   /** The class the pool is short of: idle workers up to idleTarget (a demoted one counts), then prompt ones. */
   private classToStart(): WorkerClass {
-    const idle = this.slots.filter((s) => s.cls === 'idle').length;
+    const idle = this.counted().filter((s) => s.cls === 'idle').length;
     return idle < this.idleTarget ? 'idle' : 'prompt';
+  }
+
+  /** The workers that count towards `size`: all but demoted ones, which end with their evaluation. */
+  private counted(): Slot[] {
+    return this.slots.filter((s) => !s.demoted);
   }
 
   private spawn(cls: WorkerClass): Slot {
@@ -543,21 +549,25 @@ export class MappingWorkerPool implements ExpressionRunner {
     this.markLong(task.tenant.key);
     const argv = this.notIdle === undefined && slot.child.pid !== undefined ? demoteCommand(slot.child.pid) : undefined;
     if (!argv) return;
+    // At most one demoted worker per prompt worker: past that, a long evaluation stays where it is.
+    if (this.slots.filter((s) => s.demoted).length >= this.size - this.idleTarget) return;
     slot.demoted = true;
     slot.cls = 'idle';
     const chrt = spawn(argv[0] as string, argv.slice(1), { stdio: 'ignore' });
     // If chrt fails the worker stays where it was until retired: nothing else to do.
     chrt.on('error', () => undefined);
     chrt.unref();
+    // The other tenants get a prompt worker back now, not when the long evaluation ends.
+    if (!this.closed) this.spawn(this.classToStart());
   }
 
-  /** A demoted worker whose evaluation ended: ended, and a prompt worker started in its place. */
+  /** A demoted worker whose evaluation ended: ended (its replacement started when it was demoted). */
   private retire(slot: Slot): void {
     slot.lost = true;
     const index = this.slots.indexOf(slot);
     if (index >= 0) this.slots.splice(index, 1);
     void this.kill(slot.child);
-    if (!this.closed && this.slots.length < this.size) this.spawn(this.classToStart());
+    if (!this.closed && this.counted().length < this.size) this.spawn(this.classToStart());
     this.dispatch();
   }
 
@@ -643,7 +653,7 @@ export class MappingWorkerPool implements ExpressionRunner {
       return;
     }
     // Replaced at once, so the next payload does not wait for a worker to start; the charge moves to it.
-    if (this.slots.length < this.size) {
+    if (this.counted().length < this.size) {
       const replacement = this.spawn(this.classToStart());
       replacement.replacing = slot.replacing;
       slot.replacing = undefined;

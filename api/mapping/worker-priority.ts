@@ -7,9 +7,10 @@
  *   ever has inherits it: its JavaScript thread, and also V8's compiler and garbage-collector
  *   threads and node's start-up. The kernel lets any other thread that wakes up preempt an
  *   idle-policy one at once.
- * - Prompt workers, for the other tenants' (short) evaluations: started through `chrt --batch 0
- *   nice -n 19`, SCHED_BATCH at nice 19 (a weight of 15 against the request thread's 1,024, and a
- *   batch thread that wakes never preempts a request thread). Against an idle worker it is the
+ * - Prompt workers, for the other tenants' (short) evaluations: started through `chrt --batch 0`,
+ *   and the worker puts every thread it has at nice 19 before it loads the engine (the image has
+ *   no `nice`; threads started later inherit it): SCHED_BATCH at nice 19, a weight of 15 against
+ *   the request thread's 1,024, and a batch thread that wakes never preempts a request thread. Against an idle worker it is the
  *   request thread's place that it takes: it preempts an idle worker at once and gets five sixths
  *   of the core while both run. Two idle workers would share it evenly, and neither preempts the
  *   other when it wakes (measured: another tenant's short evaluations then waited behind a
@@ -22,11 +23,11 @@
  *   for every isolate of a process at the process's priority, and all threads share one address
  *   space and its locks. A hostile expression stopped at its limit every few seconds raised another
  *   tenant's p99 several-fold, against none for the same work in idle-policy processes.
- * - Without chrt (another platform, or a system without util-linux) a worker lowers its own main
- *   thread to nice 19 whatever its class, and the pool says so once in its log: the classes are
- *   then the same.
+ * - Without chrt (another platform, or a system without util-linux) a worker lowers its threads
+ *   to nice 19 whatever its class, and the pool says so once in its log: the classes are then the
+ *   same.
  */
-import { accessSync, constants, readFileSync } from 'node:fs';
+import { accessSync, constants, readdirSync, readFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { setPriority } from 'node:os';
 
@@ -61,15 +62,13 @@ export function idleCommand(argv: readonly string[], path?: string): { argv: str
 }
 
 /**
- * `argv` to run as a prompt worker: SCHED_BATCH at nice 19 from its first instruction, when chrt and
- * nice are on `path` (else as it is: the worker lowers its own thread to nice 19).
+ * `argv` to run as a prompt worker: SCHED_BATCH from its first instruction, when chrt is on `path`
+ * (the worker then lowers its threads to nice 19 itself: settleWorkerPriority).
  */
 export function promptCommand(argv: readonly string[], path?: string): { argv: string[]; idle: boolean } {
   if (process.platform !== 'linux') return { argv: [...argv], idle: false };
   const chrt = findOnPath('chrt', path);
-  const nice = findOnPath('nice', path);
-  if (chrt && nice) return { argv: [chrt, '--batch', '0', nice, '-n', String(WORKER_NICE), ...argv], idle: false };
-  return nice ? { argv: [nice, '-n', String(WORKER_NICE), ...argv], idle: false } : { argv: [...argv], idle: false };
+  return chrt ? { argv: [chrt, '--batch', '0', ...argv], idle: false } : { argv: [...argv], idle: false };
 }
 
 /** The command that moves every thread of process `pid` to SCHED_IDLE, when chrt is on `path`. */
@@ -100,17 +99,39 @@ export function readProcStat(path: string): ((field: number) => number) | undefi
 }
 
 /**
- * In a worker, before it loads the engine: what it runs under. Under SCHED_IDLE, or SCHED_BATCH at
- * nice 19, already (started through chrt): nothing to do. Otherwise it lowers its own thread to nice 19 and says why it is
+ * This thread, then every other thread of the process (V8's, started before any script ran), to
+ * `nice`; threads started later inherit it from the thread that starts them. Linux's setpriority
+ * takes a thread id; where there is no /proc, this thread alone.
+ */
+function lowerEveryThread(nice: number): void {
+  setPriority(nice);
+  let tids: string[];
+  try {
+    tids = readdirSync('/proc/self/task');
+  } catch {
+    return;
+  }
+  for (const tid of tids)
+    try {
+      setPriority(Number(tid), nice);
+    } catch {
+      // the thread has ended
+    }
+}
+
+/**
+ * In a worker, before it loads the engine: what it runs under. Under SCHED_IDLE (an idle worker):
+ * nothing to do. Otherwise it lowers its threads to nice 19, and, unless it is a prompt worker
+ * (SCHED_BATCH, started through chrt), says why it is
  * not idle (`why` comes from the pool, which knows how it started the worker).
  */
 export function settleWorkerPriority(why: string): WorkerPriority {
   const stat = readProcStat('/proc/thread-self/stat');
   if (stat?.(41) === SCHED_IDLE) return { policy: 'idle' };
-  // A prompt worker (chrt --batch 0 nice -n 19): as meant.
-  if (stat?.(41) === SCHED_BATCH && stat(19) >= WORKER_NICE) return { policy: 'batch', nice: stat(19) };
   try {
-    setPriority(WORKER_NICE);
+    lowerEveryThread(WORKER_NICE);
+    // A prompt worker (chrt --batch 0): as meant.
+    if (stat?.(41) === SCHED_BATCH) return { policy: 'batch', nice: WORKER_NICE };
     return { policy: 'nice', nice: WORKER_NICE, why };
   } catch (err) {
     return { policy: 'unchanged', why: `${why}; setpriority: ${(err as Error).message}` };

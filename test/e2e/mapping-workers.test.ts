@@ -214,6 +214,12 @@ describe('the mapping worker pool', () => {
           threadPolicies(prompt).every((t) => t.policy === SCHED_IDLE),
         );
         expect(pool.laneOf('a')).toBe('idle');
+        // A new prompt worker starts in its place at once: b's payload takes it while a's burner runs on.
+        await waitFor('a new prompt worker ready', async () =>
+          pool.workers.some((w) => w.cls === 'prompt' && w.pid !== prompt && w.ready),
+        );
+        expect((await pool.run('{"n": n}', limits, bytes({ n: 7 }), { tenant: 'b' })).items).toEqual([{ n: 7 }]);
+        expect(pool.loadOf('a').running).toBe(1);
         expect((await first) instanceof MappingError && ((await first) as MappingError).code).toBe('D1012');
         // Its replacement is a prompt worker again.
         await waitFor(
@@ -224,6 +230,8 @@ describe('the mapping worker pool', () => {
 
         // Marked long, a runs in the idle worker; b's short payloads take the prompt worker meanwhile.
         const second = failed(pool.run(BURNER, burn, bytes({}), { tenant: 'a' }));
+        // (once the killed worker is gone: until then it counts against a's share)
+        await waitFor("a's burner started", async () => pool.workers.some((w) => w.busy));
         expect(pool.workers.filter((w) => w.busy)).toEqual([{ pid: idle, cls: 'idle', ready: true, busy: true }]);
         for (let n = 0; n < 3; n++)
           expect((await pool.run('{"n": n}', limits, bytes({ n }), { tenant: 'b' })).items).toEqual([{ n }]);
