@@ -282,6 +282,60 @@ describe('the mapping worker pool', () => {
     },
   );
 
+  (process.platform === 'linux' ? it : it.skip)(
+    "gives another tenant's evaluation the core before a long tenant's burner beside it on one core (the prompt worker preempts the idle one)",
+    async () => {
+      // Every worker on one core, as the benchmark pins the ingester: this thread's affinity is
+      // what the pool's workers inherit.
+      const mask = spawnSync('taskset', ['--pid', String(process.pid)], { encoding: 'utf8' })
+        .stdout.trim()
+        .split(' ')
+        .pop();
+      expect(spawnSync('taskset', ['--cpu-list', '--pid', '0', String(process.pid)]).status).toBe(0);
+      const pool = new MappingWorkerPool({ size: 2, workerUrl });
+      const cpuMsOf = (pid: number): number => {
+        const stat = readProcStat(`/proc/${pid}/stat`);
+        return stat ? (stat(14) + stat(15)) * 10 : NaN;
+      };
+      try {
+        await Promise.all([
+          pool.run('n', limits, bytes({ n: 1 }), { tenant: 'a' }),
+          pool.run('n', limits, bytes({ n: 1 }), { tenant: 'b' }),
+        ]);
+        // A burner marks a long (a tenth of its 300 ms limit), then one that runs for seconds.
+        expect(((await failed(pool.run(BURNER, limits, bytes({}), { tenant: 'a' }))) as MappingError).code).toBe(
+          'D1012',
+        );
+        await waitFor('two workers ready', async () => pool.workers.length === 2 && pool.workers.every((w) => w.ready));
+        const burner = failed(pool.run(BURNER, { ...limits, timeoutMs: 20_000 }, bytes({}), { tenant: 'a' }));
+        await waitFor("a's burner running", async () => pool.workers.some((w) => w.busy));
+        const burnerPid = pool.workers.find((w) => w.busy)?.pid as number;
+        await new Promise((r) => setTimeout(r, 200));
+        // b's evaluation, about 300 ms of CPU (short against its 5 s limit), beside it on the same core.
+        const before = cpuMsOf(burnerPid);
+        const b = await pool.run('$sum([1..100000].($ * 2))', { ...limits, timeoutMs: 5_000 }, bytes({}), {
+          tenant: 'b',
+        });
+        const burnerMs = cpuMsOf(burnerPid) - before;
+        console.log(
+          `one core: b's evaluation used ${b.cpuMs.toFixed(0)} ms of CPU while a's burner used ${burnerMs} ms`,
+        );
+        // Weights 15 : 3, and b's worker preempts the burner whenever it wakes: b gets five sixths
+        // or more. Two workers of one class share the core evenly (about 1 : 1).
+        expect({ b: b.cpuMs, burner: burnerMs, ok: b.cpuMs >= 2.5 * burnerMs }).toEqual({
+          b: b.cpuMs,
+          burner: burnerMs,
+          ok: true,
+        });
+        await pool.close();
+        await burner;
+      } finally {
+        if (mask) spawnSync('taskset', ['--pid', mask, String(process.pid)]);
+        await pool.close();
+      }
+    },
+  );
+
   it('refuses a tenant past its share of the queue at once (MappingBusy naming the setting), not another tenant', async () => {
     const pool = new MappingWorkerPool({ size: 1, workerUrl, maxQueuedPerTenant: 2, maxQueuedBytesPerTenant: 64 });
     try {

@@ -10,10 +10,16 @@
  * namespace by namespace in turn. So A's worker CPU stays within its budget plus its burst (plus
  * the evaluation a worker it holds may still be running), and B's requests find a worker free.
  * Before: all 64 were queued and run, ~30 s of worker CPU, and B waited behind them for seconds.
+ *
+ * The ingester and its workers are pinned to one core, as in the benchmark's shape: there A's
+ * evaluations, which run long, are held to the idle-class worker, and B's short ones take the
+ * prompt-class worker, which preempts it. With both workers of one class on one core, B's
+ * evaluations waited behind A's burner for scheduler slices and ran at half speed.
  */
 import { jest } from '@jest/globals';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { startIngester, tenantAuth, tenantRoute, type RunningIngester } from '../support/ingester.js';
@@ -54,7 +60,17 @@ beforeAll(async () => {
     config.sinks = { log: { path: join(dir, 'events.jsonl') } };
     config.deadLetter = { path: join(dir, 'dead.jsonl'), maxBytes: 64 << 20 };
   });
+  pinned = pinToOneCore(ing.child.pid);
 });
+
+/** Every thread of process `pid` on one core (the workers it starts later inherit it), where taskset is. */
+function pinToOneCore(pid: number | undefined): string {
+  if (process.platform !== 'linux' || pid === undefined) return 'not pinned';
+  const core = String(availableParallelism() - 1);
+  const run = spawnSync('taskset', ['--all-tasks', '--cpu-list', '--pid', core, String(pid)], { encoding: 'utf8' });
+  return run.status === 0 ? `pinned to CPU ${core}` : `not pinned (taskset: ${run.error?.message ?? run.stderr})`;
+}
+let pinned = 'not pinned';
 
 afterAll(async () => {
   await ing?.stop();
@@ -147,7 +163,7 @@ describe('hostile neighbour: mapping workers, their queue and the mapping CPU bu
     // B's requests waited behind A's 64 for 15 s and more, or were refused MAPPING_BUSY.
     const p99BoundMs = Math.max(1_000, 4 * alone.p99Ms);
     console.log(
-      `mapping workers: B alone p50 ${alone.p50Ms.toFixed(1)} ms p99 ${alone.p99Ms.toFixed(1)} ms; ` +
+      `mapping workers (${pinned}): B alone p50 ${alone.p50Ms.toFixed(1)} ms p99 ${alone.p99Ms.toFixed(1)} ms; ` +
         `under attack p50 ${beside.p50Ms.toFixed(1)} ms p99 ${beside.p99Ms.toFixed(1)} ms (bound ${p99BoundMs.toFixed(0)} ms); ` +
         `A used ${Math.round(usedMs)} ms of worker CPU in ${elapsedS.toFixed(1)} s (allowed ${Math.round(allowedMs)} ms); ` +
         `A's answers ${JSON.stringify(Object.fromEntries(answers))}`,
