@@ -18,7 +18,7 @@
  */
 import { jest } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -71,6 +71,65 @@ function pinToOneCore(pid: number | undefined): string {
   return run.status === 0 ? `pinned to CPU ${core}` : `not pinned (taskset: ${run.error?.message ?? run.stderr})`;
 }
 let pinned = 'not pinned';
+
+const SCHED_BATCH = 3;
+const SCHED_IDLE = 5;
+/** A /proc stat file's numeric fields by their number in proc(5); undefined once it has ended. */
+function statOf(path: string): ((field: number) => number) | undefined {
+  try {
+    const text = readFileSync(path, 'utf8');
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return (field) => Number(fields[field - 3]);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The ingester's mapping worker processes: each one's class by its threads, and its CPU time (ms). */
+function workersOf(pid: number): { pid: number; cls: 'prompt' | 'idle' | 'other'; cpuMs: number }[] {
+  return readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .flatMap((d) => {
+      const stat = statOf(`/proc/${d}/stat`);
+      if (stat?.(4) !== pid) return [];
+      try {
+        if (!readFileSync(`/proc/${d}/cmdline`, 'utf8').includes('mapping-worker.js')) return [];
+        const threads = readdirSync(`/proc/${d}/task`).flatMap((t) => {
+          const ts = statOf(`/proc/${d}/task/${t}/stat`);
+          return ts ? [{ policy: ts(41), nice: ts(19) }] : [];
+        });
+        const cls = threads.every((t) => t.policy === SCHED_IDLE)
+          ? 'idle'
+          : threads.every((t) => t.policy === SCHED_BATCH && t.nice === 19)
+            ? 'prompt'
+            : 'other';
+        return [{ pid: Number(d), cls, cpuMs: (stat(14) + stat(15)) * 10 }];
+      } catch {
+        return []; // it ended meanwhile
+      }
+    });
+}
+
+/**
+ * Every 500 ms until `untilMs`: whether a prompt worker (B's) was there, and the class of every
+ * worker that used 100 ms of CPU or more since the last look (A's burners).
+ */
+async function sampleWorkers(
+  pid: number,
+  untilMs: number,
+): Promise<{ samples: number; withPrompt: number; burners: string[] }> {
+  let last = new Map<number, number>();
+  const seen = { samples: 0, withPrompt: 0, burners: [] as string[] };
+  while (performance.now() < untilMs) {
+    await new Promise((r) => setTimeout(r, 500));
+    const now = workersOf(pid);
+    seen.samples++;
+    if (now.some((w) => w.cls === 'prompt')) seen.withPrompt++;
+    for (const w of now) if (last.has(w.pid) && w.cpuMs - (last.get(w.pid) ?? 0) >= 100) seen.burners.push(w.cls);
+    last = new Map(now.map((w) => [w.pid, w.cpuMs]));
+  }
+  return seen;
+}
 
 afterAll(async () => {
   await ing?.stop();
@@ -150,8 +209,12 @@ describe('hostile neighbour: mapping workers, their queue and the mapping CPU bu
 
     const started = performance.now();
     const attacking = attack(started + ATTACK_MS);
+    const sampling = pinned.startsWith('pinned')
+      ? sampleWorkers(ing.child.pid as number, started + ATTACK_MS)
+      : undefined;
     const beside = await tenantB(ATTACK_MS);
     const answers = await attacking;
+    const workers = await sampling;
     // What A set going runs on after its requests were answered or given up: count it all.
     const usedMs = await settledCpuMsOf('burner');
     const elapsedS = (performance.now() - started) / 1000;
@@ -168,10 +231,22 @@ describe('hostile neighbour: mapping workers, their queue and the mapping CPU bu
       `mapping workers (${pinned}): B alone p50 ${alone.p50Ms.toFixed(1)} ms p99 ${alone.p99Ms.toFixed(1)} ms; ` +
         `under attack p50 ${beside.p50Ms.toFixed(1)} ms p99 ${beside.p99Ms.toFixed(1)} ms (bound ${p99BoundMs.toFixed(0)} ms); ` +
         `A used ${Math.round(usedMs)} ms of worker CPU in ${elapsedS.toFixed(1)} s (allowed ${Math.round(allowedMs)} ms); ` +
-        `A's answers ${JSON.stringify(Object.fromEntries(answers))}`,
+        `A's answers ${JSON.stringify(Object.fromEntries(answers))}; workers ${JSON.stringify(workers)}`,
     );
 
     expectUnharmed(beside, { p99BoundMs });
+    if (workers) {
+      // A's evaluations, which run long, run in the idle worker; B keeps a prompt worker, which
+      // preempts it on their one core (the first of A's burners starts in it and is moved to
+      // SCHED_IDLE at a tenth of its limit: a moment without one while its replacement starts).
+      // Before: both workers SCHED_IDLE, no prompt worker at any look.
+      expect(workers.burners.length).toBeGreaterThan(0);
+      expect({ burners: workers.burners, idle: workers.burners.filter((c) => c === 'idle').length }).toEqual({
+        burners: workers.burners,
+        idle: workers.burners.length,
+      });
+      expect(workers.withPrompt).toBeGreaterThanOrEqual(workers.samples / 2);
+    }
     expect({ usedMs, ok: usedMs <= allowedMs }).toEqual({ usedMs, ok: true });
     // A ran into its limit (422, kept) for what it reserved, and was refused at once for the rest.
     expect(answers.get('422 MAPPING_FAILED')).toBeGreaterThan(0);
