@@ -558,7 +558,7 @@ export class MappingWorkerPool implements ExpressionRunner {
     chrt.on('error', () => undefined);
     chrt.unref();
     // The other tenants get a prompt worker back now, not when the long evaluation ends.
-    if (!this.closed) this.spawn(this.classToStart());
+    if (!this.closed && this.counted().length < this.size) this.spawn(this.classToStart());
   }
 
   /** A demoted worker whose evaluation ended: ended (its replacement started when it was demoted). */
