@@ -39,6 +39,25 @@
  *   several payloads of a batch unanswered cannot say which one was to blame, so those go back to
  *   the front of their tenant's queue to run one at a time, each carrying its share of the CPU
  *   time lost.
+ * - Two classes of workers, fixed when each starts (worker-priority.ts): prompt workers (SCHED_BATCH,
+ *   nice 19) and idle workers (SCHED_IDLE), half the pool each (one worker: an idle one). A tenant
+ *   one of whose evaluations used more CPU than `longCpuMs` (a tenth of its limit) in the last
+ *   `longForMs` (a minute) runs only in idle workers; the others' evaluations take a prompt worker
+ *   first, else an idle one. A prompt worker preempts an idle one at once and gets five sixths of
+ *   the core beside it, so a tenant that burns its time limit, even within its CPU budget, cannot
+ *   slow another tenant's short evaluations: measured, two workers of one class shared the core
+ *   evenly, neither preempting the other, and the short ones waited behind the burner. A prompt
+ *   worker whose evaluation runs long is moved to SCHED_IDLE there and then (its tenant is marked),
+ *   a new prompt worker starts in its place at once, and it ends with its evaluation: for that
+ *   while the pool has one process more (at most one per prompt worker).
+ * - Where the two meet: a batch goes only to a worker of a class its tenant may use (a tenant
+ *   marked long: idle workers only), so a long tenant's batches never start at the prompt class. A
+ *   batch is long when its CPU time passes the sum of its payloads' tenths (as its deadline is the
+ *   sum of their limits), or, once it was asked to yield because another tenant waits, when the
+ *   payload under way has used a tenth more since: then the payload that other tenant waits behind
+ *   runs long. A prompt worker whose batch is long is demoted like one running a single
+ *   evaluation, and the batch continues there, in the demoted worker, which retires when it
+ *   answers. Each answered payload that used more than its tenth marks its tenant long.
  * - The payload goes over as its JSON bytes; the events come back the same way.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -48,7 +67,7 @@ import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import { MappingBusy, MappingError, type ExpressionRunner, type MappingLimits, type MappingResult } from './engine.js';
 import type { WorkerAnswers, WorkerReady, WorkerReply, WorkerTasks, WorkerYield } from './mapping-worker.js';
-import { idleCommand, readProcStat, type WorkerPriority } from './worker-priority.js';
+import { demoteCommand, idleCommand, promptCommand, readProcStat, type WorkerPriority } from './worker-priority.js';
 
 export interface WorkerPoolOptions {
   /** Worker processes at most (default: defaultWorkers()). */
@@ -73,9 +92,22 @@ export interface WorkerPoolOptions {
   workerUrl?: URL;
   /** Called when a worker had to be killed or died (for logs and metrics). */
   onWorkerLost?: (reason: string) => void;
-  /** Called once, when the first worker is ready: the scheduling priority it runs under. */
+  /** Called once, when the first idle worker is ready: the scheduling priority it runs under. */
   onFirstWorker?: (priority: WorkerPriority) => void;
+  /** An evaluation that used more CPU than this is long (default: a tenth of its time limit, at least 10 ms). */
+  longCpuMs?: number;
+  /** How long a tenant whose evaluation ran long runs only in idle workers, ms (default 60,000). */
+  longForMs?: number;
 }
+
+/** A worker's class: prompt (SCHED_BATCH, nice 19) for short evaluations, idle (SCHED_IDLE) for long ones. */
+export type WorkerClass = 'prompt' | 'idle';
+
+/** Idle workers in a pool of `size`: half (rounded down), and the only one of a pool of one. */
+export const idleWorkers = (size: number): number => (size === 1 ? 1 : Math.floor(size / 2));
+
+/** Tenants marked long at most; past it, marks that ran out are swept (keys come and go). */
+const LONG_MARKS_SWEEP = 1024;
 
 /** Sensible for small machines: one worker per core beyond the main thread's, at least 2, at most 4. */
 export const defaultWorkers = (): number => Math.min(4, Math.max(2, availableParallelism() - 1));
@@ -148,6 +180,8 @@ interface Slot {
   watch?: NodeJS.Timeout;
   /** The batch was asked to stop after its current payload (another tenant waits). */
   yieldAsked?: boolean;
+  /** The batch's CPU time when it was asked to yield, ms: the payload under way is long a tenth past it. */
+  yieldCpuMs?: number;
   /** Set once the pool gave up on this worker (killed, died); it takes no more work. */
   lost?: boolean;
   /** The current batch's CPU time at the last check, ms. */
@@ -155,7 +189,11 @@ interface Slot {
   /** The end of what the worker wrote to stderr (V8's out-of-memory report, chrt's refusal). */
   stderr: string;
   /** Started through chrt (false: the worker lowers itself to nice 19). */
-  idle: boolean;
+  viaChrt: boolean;
+  /** What it was started as; a demoted prompt worker counts as idle. */
+  cls: WorkerClass;
+  /** A prompt worker moved to SCHED_IDLE during a long batch (or evaluation): retired once it ends. */
+  demoted?: boolean;
   /** A replacement for a worker lost on this tenant's evaluation: counts against its share until ready. */
   replacing?: TenantState;
 }
@@ -184,6 +222,10 @@ export class MappingWorkerPool implements ExpressionRunner {
   private readonly maxRunningPerTenant: number;
   private readonly maxQueuedPerTenant: number;
   private readonly maxQueuedBytesPerTenant: number;
+  private readonly idleTarget: number;
+  private readonly longForMs: number;
+  /** Until when (performance.now()) each tenant marked long runs only in idle workers. */
+  private readonly longUntil = new Map<string, number>();
   private readonly slots: Slot[] = [];
   /** Tenants with evaluations, by key; an entry goes when its tenant holds nothing. */
   private readonly tenants = new Map<string, TenantState>();
@@ -211,6 +253,8 @@ export class MappingWorkerPool implements ExpressionRunner {
     this.heapMb = o.heapMb ?? DEFAULT_POOL.heapMb;
     this.watchMs = o.watchMs ?? 25;
     this.wallFactor = o.wallFactor ?? 10;
+    this.idleTarget = idleWorkers(this.size);
+    this.longForMs = o.longForMs ?? 60_000;
     this.workerPath = fileURLToPath(o.workerUrl ?? new URL('./mapping-worker.js', import.meta.url));
   }
 
@@ -241,6 +285,51 @@ export class MappingWorkerPool implements ExpressionRunner {
   /** The worker processes' ids (for tests and diagnostics). */
   get pids(): number[] {
     return this.slots.flatMap((s) => (s.child.pid === undefined ? [] : [s.child.pid]));
+  }
+
+  /** The worker processes and their classes (for tests and diagnostics). */
+  get workers(): { pid: number; cls: WorkerClass; ready: boolean; busy: boolean }[] {
+    return this.slots.flatMap((s) =>
+      s.child.pid === undefined ? [] : [{ pid: s.child.pid, cls: s.cls, ready: s.ready, busy: s.batch !== undefined }],
+    );
+  }
+
+  /** The workers a tenant's next evaluation may run in: idle only while it is marked long. */
+  laneOf(tenant: string): WorkerClass | 'any' {
+    return this.isLong(tenant) ? 'idle' : 'any';
+  }
+
+  private isLong(key: string): boolean {
+    const until = this.longUntil.get(key);
+    if (until === undefined) return false;
+    if (until > performance.now()) return true;
+    this.longUntil.delete(key);
+    return false;
+  }
+
+  /** The CPU time past which an evaluation is long. */
+  private longCpuMs(task: Task): number {
+    return this.o.longCpuMs ?? Math.max(10, task.limits.timeoutMs / 10);
+  }
+
+  /**
+   * The CPU time past which a batch is long: the sum of its payloads' tenths (its deadline is the
+   * sum of their limits); once it was asked to yield, only the payload under way goes on, and
+   * another tenant waits behind it: long when it has used the largest tenth since.
+   */
+  private longBound(slot: Slot, batch: Task[]): number {
+    const sum = batch.reduce((ms, t) => ms + this.longCpuMs(t), 0);
+    if (!slot.yieldAsked) return sum;
+    return Math.min(sum, (slot.yieldCpuMs ?? 0) + Math.max(...batch.map((t) => this.longCpuMs(t))));
+  }
+
+  /** `key`'s evaluations run only in idle workers for the next longForMs. */
+  private markLong(key: string): void {
+    const now = performance.now();
+    if (this.longUntil.size >= LONG_MARKS_SWEEP)
+      for (const [k, until] of this.longUntil) if (until <= now) this.longUntil.delete(k);
+    this.longUntil.delete(key);
+    this.longUntil.set(key, now + this.longForMs);
   }
 
   run(source: string, limits: MappingLimits, json: Uint8Array, options: RunOptions = {}): Promise<MappingResult> {
@@ -321,16 +410,21 @@ export class MappingWorkerPool implements ExpressionRunner {
   }
 
   /**
-   * The next evaluations to start: those of the first tenant in turn within its worker share, which
-   * then goes last. More than one only while no other tenant waits, so each tenant still gets its
-   * turn between another's payloads; and its payloads are spread over the `free` workers it may
-   * take (its share) before any of them gets two. A payload that must run alone goes alone.
+   * The next evaluations for a free worker of class `cls`: those of the first tenant in turn
+   * within its worker share (and, for a prompt worker, not marked long), which then goes last. More
+   * than one only while no other tenant waits, so each tenant still gets its turn between another's
+   * payloads; and its payloads are spread over the free workers it may take (its share, of a class
+   * it may use) before any of them gets two. A payload that must run alone goes alone.
    */
-  private nextBatch(free: number): Task[] | undefined {
-    const index = this.turns.findIndex((t) => this.mayStart(t));
+  private nextBatch(cls: WorkerClass): Task[] | undefined {
+    const index = this.turns.findIndex((t) => this.mayStart(t) && (cls === 'idle' || !this.isLong(t.key)));
     if (index < 0) return undefined;
     const tenant = this.turns[index] as TenantState;
     this.turns.splice(index, 1);
+    // Workers still starting count as free: the pool starts them all at once, and a payload
+    // waits less for one of them than behind a batch.
+    const long = this.isLong(tenant.key);
+    const free = this.slots.filter((s) => !s.batch && !s.lost && (!long || s.cls === 'idle')).length;
     const workers =
       tenant.key === '' ? free : Math.min(free, this.maxRunningPerTenant - tenant.running - tenant.replacing);
     const take = Math.min(MAX_BATCH, Math.ceil(tenant.waiting.length / Math.max(1, workers)));
@@ -377,21 +471,26 @@ export class MappingWorkerPool implements ExpressionRunner {
 
   private dispatch(): void {
     while (this.queued > 0) {
-      const idle = this.slots.filter((s) => s.ready && !s.batch && !s.lost);
-      if (idle.length === 0) {
-        // No idle worker: start the whole pool, so that while one tenant's expression holds a worker
-        // the next payload finds another one ready instead of waiting for a cold start. The
-        // evaluations wait for them (or for a busy one to finish).
-        while (this.slots.length < this.size) this.spawn();
+      // Prompt workers first: a short evaluation runs at the higher class when one is free.
+      const free = this.slots
+        .filter((s) => s.ready && !s.batch && !s.lost)
+        .sort((a, b) => (a.cls === b.cls ? 0 : a.cls === 'prompt' ? -1 : 1));
+      let started = false;
+      for (const slot of free) {
+        // A tenant at its worker share, or a long one beside a free prompt worker, leaves it free.
+        const batch = this.nextBatch(slot.cls);
+        if (!batch) continue;
+        this.start(slot, batch);
+        started = true;
+        break;
+      }
+      if (!started) {
+        // Start the whole pool, so that while one tenant's expression holds a worker the next
+        // payload finds another one ready instead of waiting for a cold start. The evaluations
+        // wait for them (or for a busy one to finish), or for a batch to yield.
+        while (this.counted().length < this.size) this.spawn(this.classToStart());
         return this.askBatchesToYield();
       }
-      // Every tenant waiting is at its worker share: the idle workers stay free for other tenants.
-      // Workers still starting count as free: the pool starts them all at once, and a payload
-      // waits less for one of them than behind a batch.
-      const free = this.slots.filter((s) => !s.batch && !s.lost).length;
-      const batch = this.nextBatch(free);
-      if (!batch) return this.askBatchesToYield();
-      this.start(idle[0] as Slot, batch);
     }
   }
 
@@ -399,22 +498,43 @@ export class MappingWorkerPool implements ExpressionRunner {
    * Another tenant's payload waits and may start: every batch of more than one payload of some
    * other tenant is asked to stop after the payload it is evaluating, so that payload waits behind
    * one evaluation at most, as without batches. The rest of the batch goes back to the front of
-   * its tenant's queue (finish).
+   * its tenant's queue (finish). A batch in a prompt worker yields only to a tenant not marked
+   * long: a long one could not take that worker.
    */
   private askBatchesToYield(): void {
     for (const slot of this.slots) {
       const batch = slot.batch;
       if (!batch || batch.length < 2 || slot.yieldAsked) continue;
       const tenant = (batch[0] as Task).tenant;
-      if (!this.turns.some((t) => t !== tenant && this.mayStart(t))) continue;
+      const mayTake = (t: TenantState): boolean =>
+        t !== tenant && this.mayStart(t) && (slot.cls === 'idle' || !this.isLong(t.key));
+      if (!this.turns.some(mayTake)) continue;
       slot.yieldAsked = true;
+      slot.yieldCpuMs = slot.lastCpuMs ?? 0;
       slot.child.send({ yield: true } satisfies WorkerYield);
     }
   }
 
-  private spawn(): Slot {
+  /** The class the pool is short of: idle workers up to idleTarget (a demoted one counts), then prompt ones. */
+  private classToStart(): WorkerClass {
+    const idle = this.counted().filter((s) => s.cls === 'idle').length;
+    return idle < this.idleTarget ? 'idle' : 'prompt';
+  }
+
+  /** The workers that count towards `size`: all but demoted ones, which end with their evaluation. */
+  private counted(): Slot[] {
+    return this.slots.filter((s) => !s.demoted);
+  }
+
+  private spawn(cls: WorkerClass): Slot {
     const node = [process.execPath, `--max-old-space-size=${this.heapMb}`, '--max-semi-space-size=4', this.workerPath];
-    const command = this.notIdle === undefined ? idleCommand(node) : { argv: node, idle: false };
+    const command =
+      this.notIdle !== undefined
+        ? { argv: node, idle: false }
+        : cls === 'idle'
+          ? idleCommand(node)
+          : promptCommand(node);
+    const viaChrt = this.notIdle === undefined && /(^|\/)chrt$/.test(command.argv[0] as string);
     const why =
       this.notIdle ??
       (process.platform === 'linux' ? 'chrt not found on PATH' : `SCHED_IDLE is Linux's (this is ${process.platform})`);
@@ -426,7 +546,7 @@ export class MappingWorkerPool implements ExpressionRunner {
       serialization: 'advanced',
       env,
     });
-    const slot: Slot = { child, ready: false, baseCpuMs: 0, stderr: '', idle: command.idle };
+    const slot: Slot = { child, ready: false, baseCpuMs: 0, stderr: '', viaChrt, cls };
     this.slots.push(slot);
     // Idle workers never keep the process alive; one with an evaluation does (start()).
     this.idleRefs(slot, false);
@@ -439,7 +559,7 @@ export class MappingWorkerPool implements ExpressionRunner {
       if ('ready' in m) {
         slot.ready = true;
         this.replaced(slot);
-        if (!this.firstWorkerReported) {
+        if (!this.firstWorkerReported && cls === 'idle') {
           this.firstWorkerReported = true;
           this.o.onFirstWorker?.(m.priority);
         }
@@ -516,6 +636,7 @@ export class MappingWorkerPool implements ExpressionRunner {
     slot.lastCpuMs = cpuMs;
     const grace = Math.max(50, limitMs * 0.2);
     const wallLimitMs = Math.max(5000, limitMs * this.wallFactor);
+    if (slot.cls === 'prompt' && !slot.demoted && cpuMs > this.longBound(slot, batch)) this.demote(slot, batch);
     if (cpuMs > limitMs + grace || wallMs > wallLimitMs) {
       const why =
         cpuMs > limitMs + grace
@@ -530,7 +651,42 @@ export class MappingWorkerPool implements ExpressionRunner {
     }
   }
 
-  /** A batch answered: each payload settled with its events or its error, in the order sent. */
+  /**
+   * A prompt worker's batch runs long: its tenant runs only in idle workers from now on, and this
+   * worker goes to SCHED_IDLE at once (all its threads), where the batch goes on, to be retired
+   * when the batch ends (nothing can raise it again). Without chrt the classes are the same:
+   * nothing to move.
+   */
+  private demote(slot: Slot, batch: Task[]): void {
+    this.markLong((batch[0] as Task).tenant.key);
+    const argv = this.notIdle === undefined && slot.child.pid !== undefined ? demoteCommand(slot.child.pid) : undefined;
+    if (!argv) return;
+    // At most one demoted worker per prompt worker: past that, a long evaluation stays where it is.
+    if (this.slots.filter((s) => s.demoted).length >= this.size - this.idleTarget) return;
+    slot.demoted = true;
+    slot.cls = 'idle';
+    const chrt = spawn(argv[0] as string, argv.slice(1), { stdio: 'ignore' });
+    // If chrt fails the worker stays where it was until retired: nothing else to do.
+    chrt.on('error', () => undefined);
+    chrt.unref();
+    // The other tenants get a prompt worker back now, not when the long batch ends.
+    if (!this.closed && this.counted().length < this.size) this.spawn(this.classToStart());
+  }
+
+  /** A demoted worker whose batch ended: ended (its replacement started when it was demoted). */
+  private retire(slot: Slot): void {
+    slot.lost = true;
+    const index = this.slots.indexOf(slot);
+    if (index >= 0) this.slots.splice(index, 1);
+    void this.kill(slot.child);
+    if (!this.closed && this.counted().length < this.size) this.spawn(this.classToStart());
+    this.dispatch();
+  }
+
+  /**
+   * A batch answered: each payload settled with its events or its error, in the order sent; one
+   * that used more than its tenth marks its tenant long. A demoted worker is retired.
+   */
   private finish(slot: Slot, answers: WorkerAnswers): void {
     const batch = slot.batch;
     if (!batch) return;
@@ -538,10 +694,15 @@ export class MappingWorkerPool implements ExpressionRunner {
     const notRun: Task[] = [];
     for (const task of batch) {
       const reply = answers.replies.find((r) => r.id === task.id);
-      if (reply) this.settle(task, outcomeOf(reply));
-      else notRun.push(task);
+      if (!reply) {
+        notRun.push(task);
+        continue;
+      }
+      if (reply.cpuMs > this.longCpuMs(task)) this.markLong(task.tenant.key);
+      this.settle(task, outcomeOf(reply));
     }
     if (notRun.length > 0) this.requeueNotRun(notRun);
+    if (slot.demoted) return this.retire(slot);
     this.dispatch();
   }
 
@@ -559,6 +720,7 @@ export class MappingWorkerPool implements ExpressionRunner {
     slot.watch = undefined;
     slot.batch = undefined;
     slot.yieldAsked = false;
+    slot.yieldCpuMs = undefined;
     slot.startedAt = undefined;
     slot.lastCpuMs = undefined;
     this.idleRefs(slot, false);
@@ -581,6 +743,8 @@ export class MappingWorkerPool implements ExpressionRunner {
     const index = this.slots.indexOf(slot);
     if (index >= 0) this.slots.splice(index, 1);
     if (task) {
+      // Stopped at its limit or dead of its heap: long, whatever the reason.
+      this.markLong(task.tenant.key);
       // The tenant whose evaluation cost this worker holds it, within its share, until the
       // replacement is ready: otherwise its next payload takes another tenant's idle worker while
       // this one starts. Charged before the evaluation is settled, which may free its last hold.
@@ -606,8 +770,8 @@ export class MappingWorkerPool implements ExpressionRunner {
       return;
     }
     // Replaced at once, so the next payload does not wait for a worker to start; the charge moves to it.
-    if (this.slots.length < this.size) {
-      const replacement = this.spawn();
+    if (this.counted().length < this.size) {
+      const replacement = this.spawn(this.classToStart());
       replacement.replacing = slot.replacing;
       slot.replacing = undefined;
     }
@@ -617,7 +781,7 @@ export class MappingWorkerPool implements ExpressionRunner {
 
   /** A worker died before it was ready: without chrt from now on if chrt refused, else refuse what waits. */
   private lostWhileStarting(slot: Slot, err: Error): void {
-    if (slot.idle && /chrt/.test(slot.stderr)) {
+    if (slot.viaChrt && /chrt/.test(slot.stderr)) {
       // chrt is there but may not set the policy here (a seccomp profile, a platform without
       // SCHED_IDLE): start the workers without it from now on, at nice 19, and say why.
       this.notIdle = `chrt could not set SCHED_IDLE: ${slot.stderr.trim().split('\n').pop()}`;
@@ -676,7 +840,11 @@ function outcomeOf(reply: WorkerReply): MappingResult | MappingError {
 export const logWorkerPriority =
   (logger: Pick<Logger, 'info' | 'warn'>, what: string) =>
   (p: WorkerPriority): void => {
-    if (p.policy === 'idle') logger.info(`${what} run under SCHED_IDLE: request threads preempt them at once`);
+    if (p.policy === 'idle')
+      logger.info(
+        `${what} run under SCHED_IDLE (long evaluations) and SCHED_BATCH at nice 19 (the others): request threads preempt them`,
+      );
+    else if (p.policy === 'batch') logger.info(`${what} run under SCHED_BATCH at nice ${p.nice}`);
     else
       logger.warn(
         { why: p.why },

@@ -246,6 +246,7 @@ const scheduling = (statPath: string): { nice: number; policy: number } | undefi
 };
 const SCHED_OTHER = 0;
 const SCHED_IDLE = 5;
+const SCHED_BATCH = 3;
 
 /** Every thread of process `pid`: its id, nice value and policy (threads that end meanwhile are skipped). */
 function threadsOf(pid: number): Array<{ tid: number; nice: number; policy: number }> {
@@ -271,7 +272,7 @@ function mappingWorkersOf(pid: number): number[] {
 
 describe('the mapping worker processes', () => {
   (process.platform === 'linux' ? it : it.skip)(
-    "run tenants' expressions with every one of their threads under SCHED_IDLE, so the ingester's threads preempt them at once; the ingester's own threads keep its scheduling",
+    "run tenants' expressions with every one of their threads under SCHED_IDLE (an idle worker) or SCHED_BATCH at nice 19 (a prompt worker), so the ingester's threads preempt them; the ingester's own threads keep its scheduling",
     async () => {
       expect(
         (await post(`${ing.url}/events/webhook_checker`, { host: 'db-1', level: 'WARNING' }, auth('checker'))).status,
@@ -288,10 +289,14 @@ describe('the mapping worker processes', () => {
         return (
           ingester.every((t) => t.policy === SCHED_OTHER && t.nice === own.nice) &&
           workers.length === 2 &&
-          workers.every((w) => w.threads.length > 1 && w.threads.every((t) => t.policy === SCHED_IDLE))
+          workers.every((w) => w.threads.length > 1) &&
+          workers.filter((w) => w.threads.every((t) => t.policy === SCHED_IDLE)).length === 1 &&
+          workers.filter((w) => w.threads.every((t) => t.policy === SCHED_BATCH && t.nice === 19)).length === 1
         );
       };
-      const ok = await waitFor('the workers under SCHED_IDLE', async () => settled()).then(
+      const ok = await waitFor('one worker under SCHED_IDLE, one under SCHED_BATCH at nice 19', async () =>
+        settled(),
+      ).then(
         () => true,
         () => false,
       );

@@ -2,17 +2,21 @@
  * The mapping worker pool on its own (api/mapping/worker-pool.ts), with the built worker script:
  * worker processes stopped at their CPU limit by SIGKILL and replaced, killed on close, and
  * started without chrt when chrt is there but refuses; each tenant's share of the workers and of
- * the queue, and waiting evaluations taken tenant by tenant in turn.
+ * the queue, and waiting evaluations taken tenant by tenant in turn; the two classes of workers
+ * (prompt: SCHED_BATCH at nice 19; idle: SCHED_IDLE), a tenant whose evaluation ran long held to
+ * the idle ones, and a prompt worker demoted in the middle of a long evaluation; batches: a
+ * tenant's waiting payloads in one message, stopped for another tenant, a long batch demoted and
+ * finished in its worker, a long tenant's batches in idle workers only.
  */
 import { jest } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { DEFAULT_MAPPING_LIMITS, MappingBusy, MappingError, type MappingLimits } from '../../api/mapping/engine.js';
 import { MappingWorkerPool } from '../../api/mapping/worker-pool.js';
-import type { WorkerPriority } from '../../api/mapping/worker-priority.js';
+import { readProcStat, type WorkerPriority } from '../../api/mapping/worker-priority.js';
 import { ROOT } from '../support/paths.js';
 import { waitFor } from '../support/waiting.js';
 
@@ -22,6 +26,14 @@ const workerUrl = pathToFileURL(join(ROOT, 'dist/api/mapping/mapping-worker.js')
 const limits: MappingLimits = { ...DEFAULT_MAPPING_LIMITS, timeoutMs: 300 };
 const bytes = (value: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(value));
 const alive = (pid: number): boolean => existsSync(`/proc/${pid}`);
+const SCHED_BATCH = 3;
+const SCHED_IDLE = 5;
+/** The scheduling policy and nice value of each thread of a process. */
+const threadPolicies = (pid: number): { policy: number; nice: number }[] =>
+  readdirSync(`/proc/${pid}/task`).flatMap((tid) => {
+    const stat = readProcStat(`/proc/${pid}/task/${tid}/stat`);
+    return stat ? [{ policy: stat(41), nice: stat(19) }] : [];
+  });
 
 describe('the mapping worker pool', () => {
   (process.platform === 'linux' ? it : it.skip)(
@@ -229,6 +241,209 @@ describe('the mapping worker pool', () => {
         expect(done.indexOf('b')).toBeLessThanOrEqual(3);
         expect(done.filter((d) => d.startsWith('a'))).toEqual(['a1', 'a2', 'a3', 'a4', 'a5']);
       } finally {
+        await pool.close();
+      }
+    },
+  );
+
+  (process.platform === 'linux' ? it : it.skip)(
+    "runs a tenant whose evaluation ran long in idle workers only, another's short ones in the prompt worker; a prompt worker that runs long is demoted and replaced",
+    async () => {
+      const pool = new MappingWorkerPool({ size: 2, workerUrl });
+      const burn = { ...limits, timeoutMs: 1500 };
+      const classOf = (cls: string) => pool.workers.find((w) => w.cls === cls);
+      try {
+        await Promise.all([
+          pool.run('n', limits, bytes({ n: 1 }), { tenant: 'a' }),
+          pool.run('n', limits, bytes({ n: 1 }), { tenant: 'b' }),
+        ]);
+        const prompt = classOf('prompt')?.pid as number;
+        const idle = classOf('idle')?.pid as number;
+        expect(new Set(threadPolicies(prompt).map((t) => `${t.policy} ${t.nice}`))).toEqual(
+          new Set([`${SCHED_BATCH} 19`]),
+        );
+        expect(new Set(threadPolicies(idle).map((t) => t.policy))).toEqual(new Set([SCHED_IDLE]));
+
+        // a has run nothing long yet: its burner takes the prompt worker, which is moved to
+        // SCHED_IDLE (every thread) once it passes a tenth of the limit, and a is marked long.
+        expect(pool.laneOf('a')).toBe('any');
+        const first = failed(pool.run(BURNER, burn, bytes({}), { tenant: 'a' }));
+        expect(pool.workers.find((w) => w.busy)?.pid).toBe(prompt);
+        await waitFor('the prompt worker demoted', async () =>
+          threadPolicies(prompt).every((t) => t.policy === SCHED_IDLE),
+        );
+        expect(pool.laneOf('a')).toBe('idle');
+        // A new prompt worker starts in its place at once: b's payload takes it while a's burner runs on.
+        await waitFor('a new prompt worker ready', async () =>
+          pool.workers.some((w) => w.cls === 'prompt' && w.pid !== prompt && w.ready),
+        );
+        expect((await pool.run('{"n": n}', limits, bytes({ n: 7 }), { tenant: 'b' })).items).toEqual([{ n: 7 }]);
+        expect(pool.loadOf('a').running).toBe(1);
+        expect((await first) instanceof MappingError && ((await first) as MappingError).code).toBe('D1012');
+        // Its replacement is a prompt worker again.
+        await waitFor(
+          'a prompt worker in its place, ready',
+          async () => (classOf('prompt')?.pid ?? prompt) !== prompt && pool.workers.every((w) => w.ready),
+        );
+        await pool.run('n', limits, bytes({ n: 1 }), { tenant: 'b' });
+
+        // Marked long, a runs in the idle worker; b's short payloads take the prompt worker meanwhile.
+        const second = failed(pool.run(BURNER, burn, bytes({}), { tenant: 'a' }));
+        // (once the killed worker is gone: until then it counts against a's share)
+        await waitFor("a's burner started", async () => pool.workers.some((w) => w.busy));
+        expect(pool.workers.filter((w) => w.busy)).toEqual([{ pid: idle, cls: 'idle', ready: true, busy: true }]);
+        for (let n = 0; n < 3; n++)
+          expect((await pool.run('{"n": n}', limits, bytes({ n }), { tenant: 'b' })).items).toEqual([{ n }]);
+        expect(pool.workers.filter((w) => w.busy)).toEqual([{ pid: idle, cls: 'idle', ready: true, busy: true }]);
+        expect(((await second) as MappingError).code).toBe('D1012');
+      } finally {
+        await pool.close();
+      }
+    },
+  );
+
+  (process.platform === 'linux' ? it : it.skip)(
+    'holds a tenant marked long to the idle workers even while a prompt worker is free',
+    async () => {
+      // A share of both workers, so that only the class keeps a's second payload waiting.
+      const pool = new MappingWorkerPool({ size: 2, workerUrl, maxRunningPerTenant: 2, longCpuMs: 50 });
+      try {
+        await Promise.all([
+          pool.run('n', limits, bytes({ n: 1 }), { tenant: 'a' }),
+          pool.run('n', limits, bytes({ n: 1 }), { tenant: 'b' }),
+        ]);
+        const first = failed(pool.run(BURNER, limits, bytes({}), { tenant: 'a' }));
+        await first;
+        await waitFor(
+          'both workers ready',
+          async () => pool.workers.length === 2 && pool.workers.every((w) => w.ready && !w.busy),
+        );
+        expect(pool.laneOf('a')).toBe('idle');
+        const second = failed(pool.run(BURNER, limits, bytes({}), { tenant: 'a' }));
+        const short = pool.run('{"n": n}', limits, bytes({ n: 5 }), { tenant: 'a' });
+        await waitFor('the burner running', async () => pool.load.running === 1);
+        expect(pool.loadOf('a')).toMatchObject({ running: 1, queued: 1 });
+        expect(pool.workers.filter((w) => w.busy).map((w) => w.cls)).toEqual(['idle']);
+        expect(((await second) as MappingError).code).toBe('D1012');
+        expect((await short).items).toEqual([{ n: 5 }]);
+        // The mark runs out: a takes the prompt worker again.
+        const brief = new MappingWorkerPool({ size: 2, workerUrl, longForMs: 1 });
+        try {
+          await failed(brief.run(BURNER, limits, bytes({}), { tenant: 'a' }));
+          await new Promise((r) => setTimeout(r, 5));
+          expect(brief.laneOf('a')).toBe('any');
+        } finally {
+          await brief.close();
+        }
+      } finally {
+        await pool.close();
+      }
+    },
+  );
+
+  (process.platform === 'linux' ? it : it.skip)(
+    'demotes a prompt worker whose batch runs long and lets the batch finish there; a tenant marked long gets its batches from the idle worker only',
+    async () => {
+      // Each payload some tens of ms of CPU time, past a long mark of 20 ms: a batch of four is long
+      // once it used 80 ms (the sum of their tenths).
+      const pool = new MappingWorkerPool({ size: 2, workerUrl, longCpuMs: 20 });
+      const slow = { ...limits, timeoutMs: 10_000 };
+      const DISTINCT = '$count($distinct([1..20000]))';
+      try {
+        await Promise.all([
+          pool.run('n', limits, bytes({ n: 1 }), { tenant: 'a' }),
+          pool.run('n', limits, bytes({ n: 1 }), { tenant: 'b' }),
+        ]);
+        const prompt = pool.workers.find((w) => w.cls === 'prompt')?.pid as number;
+        const idle = pool.workers.find((w) => w.cls === 'idle')?.pid as number;
+        // a's short payload takes the prompt worker; its four others wait (a's share is one
+        // worker) and then go to it as one batch.
+        const short = pool.run('{"n": n}', limits, bytes({ n: 0 }), { tenant: 'a' });
+        const batch = [1, 2, 3, 4].map((n) =>
+          pool.run(`{"n": n, "c": ${DISTINCT}}`, slow, bytes({ n }), { tenant: 'a' }),
+        );
+        expect((await short).items).toEqual([{ n: 0 }]);
+        expect(pool.laneOf('a')).toBe('any');
+        expect(pool.workers.filter((w) => w.busy)).toEqual([{ pid: prompt, cls: 'prompt', ready: true, busy: true }]);
+        expect(pool.load.running).toBe(4);
+        // The batch goes on in the demoted worker and is answered in full, nothing killed.
+        expect((await Promise.all(batch)).map((r) => r.items)).toEqual([1, 2, 3, 4].map((n) => [{ n, c: 20000 }]));
+        expect(pool.restarts).toBe(0);
+        expect(pool.laneOf('a')).toBe('idle');
+        // The demoted worker is retired, a new prompt worker took its place.
+        await waitFor('the demoted worker retired', async () => !alive(prompt));
+        await waitFor(
+          'a new prompt worker ready',
+          async () => pool.workers.length === 2 && pool.workers.every((w) => w.ready),
+        );
+        expect(pool.workers.find((w) => w.cls === 'prompt')?.pid).not.toBe(prompt);
+
+        // Marked long, a's payloads (one alone, then a batch of the others) run in the idle worker
+        // only; b's short ones take the prompt worker meanwhile.
+        const again = [0, 1, 2, 3].map((n) =>
+          pool.run(`{"n": n, "c": ${DISTINCT}}`, slow, bytes({ n }), { tenant: 'a' }),
+        );
+        expect(pool.workers.filter((w) => w.busy)).toEqual([{ pid: idle, cls: 'idle', ready: true, busy: true }]);
+        await waitFor('the batch in the idle worker', async () => pool.load.running === 3, 20_000, 1);
+        expect(pool.workers.filter((w) => w.busy).map((w) => w.pid)).toEqual([idle]);
+        expect((await pool.run('{"n": n}', limits, bytes({ n: 9 }), { tenant: 'b' })).items).toEqual([{ n: 9 }]);
+        expect((await Promise.all(again)).map((r) => r.items)).toEqual([0, 1, 2, 3].map((n) => [{ n, c: 20000 }]));
+        expect(pool.restarts).toBe(0);
+      } finally {
+        await pool.close();
+      }
+    },
+  );
+
+  (process.platform === 'linux' ? it : it.skip)(
+    "gives another tenant's evaluation the core before a long tenant's burner beside it on one core (the prompt worker preempts the idle one)",
+    async () => {
+      // Every worker on one core, as the benchmark pins the ingester: this thread's affinity is
+      // what the pool's workers inherit.
+      const mask = spawnSync('taskset', ['--pid', String(process.pid)], { encoding: 'utf8' })
+        .stdout.trim()
+        .split(' ')
+        .pop();
+      expect(spawnSync('taskset', ['--cpu-list', '--pid', '0', String(process.pid)]).status).toBe(0);
+      const pool = new MappingWorkerPool({ size: 2, workerUrl });
+      const cpuMsOf = (pid: number): number => {
+        const stat = readProcStat(`/proc/${pid}/stat`);
+        return stat ? (stat(14) + stat(15)) * 10 : NaN;
+      };
+      try {
+        await Promise.all([
+          pool.run('n', limits, bytes({ n: 1 }), { tenant: 'a' }),
+          pool.run('n', limits, bytes({ n: 1 }), { tenant: 'b' }),
+        ]);
+        // A burner marks a long (a tenth of its 300 ms limit), then one that runs for seconds.
+        expect(((await failed(pool.run(BURNER, limits, bytes({}), { tenant: 'a' }))) as MappingError).code).toBe(
+          'D1012',
+        );
+        await waitFor('two workers ready', async () => pool.workers.length === 2 && pool.workers.every((w) => w.ready));
+        const burner = failed(pool.run(BURNER, { ...limits, timeoutMs: 20_000 }, bytes({}), { tenant: 'a' }));
+        await waitFor("a's burner running", async () => pool.workers.some((w) => w.busy));
+        const burnerPid = pool.workers.find((w) => w.busy)?.pid as number;
+        await new Promise((r) => setTimeout(r, 200));
+        // b's evaluation, about 300 ms of CPU (short against its 5 s limit), beside it on the same core.
+        const before = cpuMsOf(burnerPid);
+        const b = await pool.run('$sum([1..100000].($ * 2))', { ...limits, timeoutMs: 5_000 }, bytes({}), {
+          tenant: 'b',
+        });
+        const burnerMs = cpuMsOf(burnerPid) - before;
+        console.log(
+          `one core: b's evaluation used ${b.cpuMs.toFixed(0)} ms of CPU while a's burner used ${burnerMs} ms`,
+        );
+        // Weights 15 : 3, and b's worker preempts the burner whenever it wakes: b gets five sixths
+        // or more. Two workers of one class share the core evenly (about 1 : 1).
+        expect({ b: b.cpuMs, burner: burnerMs, ok: b.cpuMs >= 2.5 * burnerMs }).toEqual({
+          b: b.cpuMs,
+          burner: burnerMs,
+          ok: true,
+        });
+        await pool.close();
+        await burner;
+      } finally {
+        if (mask) spawnSync('taskset', ['--pid', mask, String(process.pid)]);
         await pool.close();
       }
     },

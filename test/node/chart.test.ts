@@ -116,7 +116,7 @@ describe('charts/intake on a node', () => {
       // What the process itself sees, not only what the spec asks for; the image has no shell
       // or package manager (make image: only what Node needs); and a mapping worker process started
       // as the ingester starts it gets SCHED_IDLE there (chrt in the image, allowed by the pod's
-      // security context and seccomp).
+      // security context and seccomp), and a prompt worker SCHED_BATCH with its threads at nice 19.
       const priorityModule = '/app/dist/api/mapping/worker-priority.js';
       const inWorker = `import(${JSON.stringify(priorityModule)}).then(p=>console.log(p.settleWorkerPriority('no chrt').policy))`;
       const probe =
@@ -125,15 +125,18 @@ describe('charts/intake on a node', () => {
         `import(${JSON.stringify(priorityModule)}).then(m=>{` +
         `const a=m.idleCommand([process.execPath,'-e',${JSON.stringify(inWorker)}]).argv;` +
         "const worker=require('child_process').execFileSync(a[0],a.slice(1),{encoding:'utf8'}).trim();" +
-        'console.log(JSON.stringify({uid:process.getuid(),gid:process.getgid(),root:w,tools,worker}))})';
+        `const b=m.promptCommand([process.execPath,'-e',${JSON.stringify(inWorker)}]).argv;` +
+        "const prompt=require('child_process').execFileSync(b[0],b.slice(1),{encoding:'utf8'}).trim();" +
+        'console.log(JSON.stringify({uid:process.getuid(),gid:process.getgid(),root:w,tools,worker,prompt}))})';
       const seen = JSON.parse(await ok(kubectl(['exec', '-n', ns, pod.metadata.name, '--', 'node', '-e', probe]))) as {
         uid: number;
         gid: number;
         root: string;
         tools: string[];
         worker: string;
+        prompt: string;
       };
-      expect(seen).toEqual({ uid: 65532, gid: 65532, root: 'EROFS', tools: [], worker: 'idle' });
+      expect(seen).toEqual({ uid: 65532, gid: 65532, root: 'EROFS', tools: [], worker: 'idle', prompt: 'batch' });
     }
     for (const pod of ingesters) {
       const logs = await ok(kubectl(['logs', '-n', ns, pod.metadata.name]));

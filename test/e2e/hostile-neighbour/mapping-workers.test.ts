@@ -10,10 +10,16 @@
  * namespace by namespace in turn. So A's worker CPU stays within its budget plus its burst (plus
  * the evaluation a worker it holds may still be running), and B's requests find a worker free.
  * Before: all 64 were queued and run, ~30 s of worker CPU, and B waited behind them for seconds.
+ *
+ * The ingester and its workers are pinned to one core, as in the benchmark's shape: there A's
+ * evaluations, which run long, are held to the idle-class worker, and B's short ones take the
+ * prompt-class worker, which preempts it. With both workers of one class on one core, B's
+ * evaluations waited behind A's burner for scheduler slices and ran at half speed.
  */
 import { jest } from '@jest/globals';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { startIngester, tenantAuth, tenantRoute, type RunningIngester } from '../support/ingester.js';
@@ -54,7 +60,76 @@ beforeAll(async () => {
     config.sinks = { log: { path: join(dir, 'events.jsonl') } };
     config.deadLetter = { path: join(dir, 'dead.sqlite'), maxBytes: 64 << 20 };
   });
+  pinned = pinToOneCore(ing.child.pid);
 });
+
+/** Every thread of process `pid` on one core (the workers it starts later inherit it), where taskset is. */
+function pinToOneCore(pid: number | undefined): string {
+  if (process.platform !== 'linux' || pid === undefined) return 'not pinned';
+  const core = String(availableParallelism() - 1);
+  const run = spawnSync('taskset', ['--all-tasks', '--cpu-list', '--pid', core, String(pid)], { encoding: 'utf8' });
+  return run.status === 0 ? `pinned to CPU ${core}` : `not pinned (taskset: ${run.error?.message ?? run.stderr})`;
+}
+let pinned = 'not pinned';
+
+const SCHED_BATCH = 3;
+const SCHED_IDLE = 5;
+/** A /proc stat file's numeric fields by their number in proc(5); undefined once it has ended. */
+function statOf(path: string): ((field: number) => number) | undefined {
+  try {
+    const text = readFileSync(path, 'utf8');
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return (field) => Number(fields[field - 3]);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The ingester's mapping worker processes: each one's class by its threads, and its CPU time (ms). */
+function workersOf(pid: number): { pid: number; cls: 'prompt' | 'idle' | 'other'; cpuMs: number }[] {
+  return readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .flatMap((d) => {
+      const stat = statOf(`/proc/${d}/stat`);
+      if (stat?.(4) !== pid) return [];
+      try {
+        if (!readFileSync(`/proc/${d}/cmdline`, 'utf8').includes('mapping-worker.js')) return [];
+        const threads = readdirSync(`/proc/${d}/task`).flatMap((t) => {
+          const ts = statOf(`/proc/${d}/task/${t}/stat`);
+          return ts ? [{ policy: ts(41), nice: ts(19) }] : [];
+        });
+        const cls = threads.every((t) => t.policy === SCHED_IDLE)
+          ? 'idle'
+          : threads.every((t) => t.policy === SCHED_BATCH && t.nice === 19)
+            ? 'prompt'
+            : 'other';
+        return [{ pid: Number(d), cls, cpuMs: (stat(14) + stat(15)) * 10 }];
+      } catch {
+        return []; // it ended meanwhile
+      }
+    });
+}
+
+/**
+ * Every 500 ms until `untilMs`: whether a prompt worker (B's) was there, and the class of every
+ * worker that used 100 ms of CPU or more since the last look (A's burners).
+ */
+async function sampleWorkers(
+  pid: number,
+  untilMs: number,
+): Promise<{ samples: number; withPrompt: number; burners: string[] }> {
+  let last = new Map<number, number>();
+  const seen = { samples: 0, withPrompt: 0, burners: [] as string[] };
+  while (performance.now() < untilMs) {
+    await new Promise((r) => setTimeout(r, 500));
+    const now = workersOf(pid);
+    seen.samples++;
+    if (now.some((w) => w.cls === 'prompt')) seen.withPrompt++;
+    for (const w of now) if (last.has(w.pid) && w.cpuMs - (last.get(w.pid) ?? 0) >= 100) seen.burners.push(w.cls);
+    last = new Map(now.map((w) => [w.pid, w.cpuMs]));
+  }
+  return seen;
+}
 
 afterAll(async () => {
   await ing?.stop();
@@ -134,26 +209,44 @@ describe('hostile neighbour: mapping workers, their queue and the mapping CPU bu
 
     const started = performance.now();
     const attacking = attack(started + ATTACK_MS);
+    const sampling = pinned.startsWith('pinned')
+      ? sampleWorkers(ing.child.pid as number, started + ATTACK_MS)
+      : undefined;
     const beside = await tenantB(ATTACK_MS);
     const answers = await attacking;
+    const workers = await sampling;
     // What A set going runs on after its requests were answered or given up: count it all.
     const usedMs = await settledCpuMsOf('burner');
     const elapsedS = (performance.now() - started) / 1000;
     const allowedMs = CPU_BURST + CPU_PER_SECOND * elapsedS + WORKERS_A_MAY_HOLD * ONE_EVALUATION_MS;
 
     // A bound near B's baseline that holds on a busy 2-core machine shared with other test runs:
-    // B's evaluations run in an idle-priority worker (beside A's), which waits whenever anything
-    // else wants a core, so a few times B's p99 alone, and never under a second. Before the fix
-    // B's requests waited behind A's 64 for 15 s and more, or were refused MAPPING_BUSY.
+    // B's evaluations run in a nice-19 worker (A's in the idle one beside it), which waits whenever
+    // anything else on that core wants it, so a few times B's p99 alone, and never under a second
+    // (measured at a load average of 14: B alone 82 ms, beside A 261 ms). Before admission B's
+    // requests waited behind A's 64 for 15 s and more, or were refused MAPPING_BUSY. At B's 10/s the
+    // two classes do not show here (the test in mapping-workers.test.ts measures them on one core).
     const p99BoundMs = Math.max(1_000, 4 * alone.p99Ms);
     console.log(
-      `mapping workers: B alone p50 ${alone.p50Ms.toFixed(1)} ms p99 ${alone.p99Ms.toFixed(1)} ms; ` +
+      `mapping workers (${pinned}): B alone p50 ${alone.p50Ms.toFixed(1)} ms p99 ${alone.p99Ms.toFixed(1)} ms; ` +
         `under attack p50 ${beside.p50Ms.toFixed(1)} ms p99 ${beside.p99Ms.toFixed(1)} ms (bound ${p99BoundMs.toFixed(0)} ms); ` +
         `A used ${Math.round(usedMs)} ms of worker CPU in ${elapsedS.toFixed(1)} s (allowed ${Math.round(allowedMs)} ms); ` +
-        `A's answers ${JSON.stringify(Object.fromEntries(answers))}`,
+        `A's answers ${JSON.stringify(Object.fromEntries(answers))}; workers ${JSON.stringify(workers)}`,
     );
 
     expectUnharmed(beside, { p99BoundMs });
+    if (workers) {
+      // A's evaluations, which run long, run in the idle worker; B keeps a prompt worker, which
+      // preempts it on their one core (the first of A's burners starts in it and is moved to
+      // SCHED_IDLE at a tenth of its limit: a moment without one while its replacement starts).
+      // Before: both workers SCHED_IDLE, no prompt worker at any look.
+      expect(workers.burners.length).toBeGreaterThan(0);
+      expect({ burners: workers.burners, idle: workers.burners.filter((c) => c === 'idle').length }).toEqual({
+        burners: workers.burners,
+        idle: workers.burners.length,
+      });
+      expect(workers.withPrompt).toBeGreaterThanOrEqual(workers.samples / 2);
+    }
     expect({ usedMs, ok: usedMs <= allowedMs }).toEqual({ usedMs, ok: true });
     // A ran into its limit (422, kept) for what it reserved, and was refused at once for the rest.
     expect(answers.get('422 MAPPING_FAILED')).toBeGreaterThan(0);
