@@ -177,6 +177,20 @@ export class TenantLimiter {
   }
 
   /**
+   * Gives back the `count` tokens take() took for a request that was then refused after all (the
+   * hand-off's store, or its namespace's share of it, was full; a series cap): what was never
+   * accepted spends no rate, so the sender's retry once the store recovers is not refused 429 for
+   * it. Synchronous and at most up to each bucket's size, so concurrent requests can neither lose
+   * tokens nor gain more than the burst.
+   */
+  giveBack(entry: RouteEntry, count: number): void {
+    const gate = this.gate(entry);
+    const nowMs = this.now();
+    gate.own.bucket.giveBack(count, nowMs);
+    gate.namespace.bucket.giveBack(count, nowMs);
+  }
+
+  /**
    * Charges the CPU milliseconds one preset's evaluation used to the namespace (it may go into
    * debt). Presets run on the request thread, one at a time between other requests' steps, and
    * are ours: their cost is bounded by the body, so charging afterwards overshoots by at most one

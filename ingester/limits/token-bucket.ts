@@ -58,6 +58,11 @@ export class TokenBucket {
     this.tokens = used <= reserved ? Math.min(this.capacity, tokens) : tokens;
   }
 
+  /** Returns tokens taken for work that was then refused, at most up to the bucket's size. */
+  giveBack(cost: number, nowMs: number): void {
+    this.settle(cost, 0, nowMs);
+  }
+
   /** Milliseconds until the bucket holds a positive balance again (0: it does). */
   debtMs(nowMs: number): number {
     this.refill(nowMs);

@@ -23,10 +23,12 @@ export function dataPointsEndpoint(ctx: IngestContext): RouteOptions {
     }
   };
 
+  /** All or nothing; a batch the series caps refuse gives back the rate it took: none of it was stored. */
   const store = (entry: RouteEntry, points: DataPoint[]): void => {
     try {
       ctx.series.write(entry.namespace, points, ctx.limiter ? ctx.limiter.maxSeries(entry) : entry.maxSeries);
     } catch (err) {
+      ctx.limiter?.giveBack(entry, points.length);
       metrics.pointsRejected.inc({ namespace: entry.namespace, reason: 'series_limit' }, points.length);
       throw err;
     }

@@ -12,7 +12,8 @@
  *                             its worst-case CPU time from the namespace), then the contract's validation;
  *                             mapping/mapped-webhooks.ts `map` is the one place that asks "mapped or not"
  *   admit                     per-tenant limits on the whole batch (429/503, nothing accepted)
- *   handOff                   events/accept.ts: to every sink (shared with mapping dead-letter replay)
+ *   handOff                   events/accept.ts: to every sink (shared with mapping dead-letter replay); a
+ *                             refused hand-off gives admit's rate back
  *   answer                    200 with what the sinks hold (remembered for the message id, if signed)
  *
  * `?dryRun=true` stops after mapAndValidate and answers what the body maps to. Every refusal is an
@@ -156,14 +157,31 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
     ctx.limiter?.take(d.entry, events.length);
   };
 
-  /** To every sink (events/accept.ts); a failing sink means 503 and nothing acknowledged. */
-  const handOff = (req: EventsRequest, d: Decoded, events: readonly NormalisedEvent[]): Promise<HandOffResult> =>
-    acceptEvents(events, d.eventCtx, {
-      sinks: ctx.sinks,
-      metrics,
-      onSinkError: (sink, err) =>
-        ctx.failures.error(`sink:${sink}`, err, { sink, reqId: req.id }, 'event sink failed; answered 503'),
-    });
+  /**
+   * To every sink (events/accept.ts); a failing sink means 503 and nothing acknowledged. A refused
+   * hand-off (the namespace's share of the spool or the outbox full, the bus down with no room to
+   * spool) gives back the rate admit took: nothing was accepted, and the sender's retry once the
+   * store recovers must not meet a 429 for events it was never allowed to send. The store's room
+   * is only known once the batch reaches it (it is shared by requests in flight, and the bus
+   * answers first), so the rate is taken first and returned, never checked against a guess.
+   */
+  const handOff = async (
+    req: EventsRequest,
+    d: Decoded,
+    events: readonly NormalisedEvent[],
+  ): Promise<HandOffResult> => {
+    try {
+      return await acceptEvents(events, d.eventCtx, {
+        sinks: ctx.sinks,
+        metrics,
+        onSinkError: (sink, err) =>
+          ctx.failures.error(`sink:${sink}`, err, { sink, reqId: req.id }, 'event sink failed; answered 503'),
+      });
+    } catch (err) {
+      ctx.limiter?.giveBack(d.entry, events.length);
+      throw err;
+    }
+  };
 
   /** 200 with what the sinks hold; the request notes what it accepted (the listener records activity). */
   const answer = (

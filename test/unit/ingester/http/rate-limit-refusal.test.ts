@@ -59,3 +59,41 @@ describe('a request over its rate limit, before its body is read', () => {
     expect(onError).toHaveBeenCalledTimes(1);
   });
 });
+
+describe('a request refused after its rate was taken', () => {
+  it('gives the events back when the hand-off refuses: the sink failing (503) spends none of the rate', async () => {
+    const limiter = new TenantLimiter({ mode: 'file', now: () => 0 });
+    const h = await harness({
+      routes: demoRoutes().map((r) =>
+        r.name === 'demo' ? { ...r, limits: { eventsPerSecond: 1, eventsBurst: 3 } } : r,
+      ),
+      limiter,
+    });
+    h.sink.fail = true;
+    for (let i = 0; i < 5; i++) expect((await h.postEvents([event, event, event])).statusCode).toBe(503);
+    h.sink.fail = false;
+    // The whole burst is still there, and no more than it.
+    expect((await h.postEvents([event, event, event])).statusCode).toBe(200);
+    expect((await h.postEvents(event)).statusCode).toBe(429);
+  });
+
+  it('gives the data points back when the series cap refuses them (429 SERIES_LIMIT)', async () => {
+    const limiter = new TenantLimiter({ mode: 'file', now: () => 0 });
+    const h = await harness({
+      routes: demoRoutes().map((r) =>
+        r.kind === 'ApiKey' ? { ...r, limits: { dataPointsPerSecond: 1, dataPointsBurst: 4, maxSeries: 2 } } : r,
+      ),
+      limiter,
+    });
+    const point = (source: string) => ({ metric: 'm', data: 1, source });
+    expect((await h.postMetrics([point('a'), point('b')])).statusCode).toBe(200);
+    for (let i = 0; i < 5; i++) {
+      const refused = await h.postMetrics([point(`new-${i}`), point(`other-${i}`)]);
+      expect(refused.statusCode).toBe(429);
+      expect(refused.json()).toMatchObject({ code: 'SERIES_LIMIT' });
+    }
+    // The existing series: the two points left of the burst, and no more.
+    expect((await h.postMetrics([point('a'), point('b')])).statusCode).toBe(200);
+    expect((await h.postMetrics([point('a')])).json()).toMatchObject({ code: 'RATE_LIMITED' });
+  });
+});

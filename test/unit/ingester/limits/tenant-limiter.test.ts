@@ -77,6 +77,31 @@ describe('TenantLimiter', () => {
     expect(() => l.take(entry('b'), 1)).toThrow(LimitError);
   });
 
+  it('gives back to the integration and the namespace what a request refused after take() took, up to their bursts', async () => {
+    const { table, entry } = tableOf(
+      route('WebhookIntegration', 'a', 'ns', {
+        limits: { eventsPerSecond: 1, eventsBurst: 10, namespace: { eventsPerSecond: 1, eventsBurst: 15 } },
+      }),
+      route('WebhookIntegration', 'b', 'ns'),
+    );
+    const { l, eventsRefused } = limiter();
+    l.sync(table.entries());
+    l.take(entry('a'), 8);
+    // The hand-off refused the request: its 8 events are the integration's and the namespace's again.
+    l.giveBack(entry('a'), 8);
+    l.take(entry('a'), 10);
+    expect(() => l.take(entry('a'), 1)).toThrow(LimitError);
+    l.giveBack(entry('a'), 10);
+    l.giveBack(entry('a'), 10); // given back twice by mistake: never past the burst
+    l.take(entry('a'), 10);
+    expect(() => l.take(entry('a'), 1)).toThrow(LimitError);
+    // The namespace (burst 15) got back exactly what it lent: 5 left for b.
+    l.take(entry('b'), 5);
+    expect(() => l.take(entry('b'), 1)).toThrow(LimitError);
+    // Only the three refusals were counted, one event each; giving back counts nothing.
+    expect((await eventsRefused.get()).values.reduce((n, v) => n + v.value, 0)).toBe(3);
+  });
+
   it('shares the namespace limit among its integrations and names scope namespace', () => {
     const ns = { namespace: { eventsPerSecond: 2, eventsBurst: 4 } };
     const { table, entry } = tableOf(

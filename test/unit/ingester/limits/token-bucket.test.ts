@@ -52,6 +52,26 @@ describe('TokenBucket', () => {
     expect(b.debtMs(10_000)).toBeCloseTo(2000);
   });
 
+  it('gives back tokens taken for refused work, never past its size', () => {
+    const b = new TokenBucket(1, 10, 0);
+    b.take(6);
+    b.giveBack(6, 0);
+    expect(b.waitMs(10, 0)).toBe(0);
+    // Refilled while the work was in flight: the refund stops at the size.
+    b.take(10);
+    b.giveBack(10, 4000);
+    expect(b.waitMs(10, 4000)).toBe(0);
+    expect(b.waitMs(10.001, 4000)).toBe(0); // a cost above the size needs a full bucket
+    b.take(10);
+    expect(b.waitMs(1, 4000)).toBeCloseTo(1000);
+    // A batch larger than the bucket left a debt: giving it back fills the bucket, no more.
+    const big = new TokenBucket(1, 10, 0);
+    big.take(25);
+    big.giveBack(25, 0);
+    big.take(10);
+    expect(big.waitMs(1, 0)).toBeCloseTo(1000);
+  });
+
   it('keeps its tokens, up to the new size, when reconfigured', () => {
     const b = new TokenBucket(10, 10, 0);
     b.take(4);

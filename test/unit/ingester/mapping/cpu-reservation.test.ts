@@ -135,6 +135,27 @@ describe('a custom expression reserves its worst-case CPU before it is queued', 
     expect(t.limiter.refusalFor(t.entry('custom'))).toBeUndefined();
   });
 
+  it('settles to the CPU used when what the mapping made is refused afterwards (invalid events, too many events): nothing stays reserved', async () => {
+    const t = setUp();
+    const invalid = t.map('custom');
+    const tooMany = t.map('custom');
+    // Both reservations held: the burst (two worst cases) is taken.
+    expect(t.limiter.refusalFor(t.entry('custom'))?.code).toBe('MAPPING_CPU_LIMITED');
+    const [a, b] = t.runner.pending.splice(0);
+    a?.end({ items: [{ severity: 'not a number' }], cpuMs: 10, outputBytes: 30 });
+    b?.end({ items: Array.from({ length: 1001 }, () => ({ source: 'h', severity: 1 })), cpuMs: 10, outputBytes: 30 });
+    await expect(invalid).rejects.toMatchObject({ reason: 'invalid_events' });
+    await expect(tooMany).rejects.toBeInstanceOf(MappingFailure);
+    // 20 ms used of 1,000: one worst case fits again at once, a second 20 ms (200 ms at 100 ms/s) later.
+    const next = [t.map('custom')];
+    await refusedWith(t.map('custom'));
+    t.advance(200);
+    next.push(t.map('custom'));
+    expect(t.runner.pending).toHaveLength(2);
+    for (const p of t.runner.pending.splice(0)) p.end(ok(5));
+    await Promise.all(next);
+  });
+
   it('a preset reserves nothing: it is charged after it ran, as before', async () => {
     const t = setUp();
     const held = [t.map('custom'), t.map('custom')];
