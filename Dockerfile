@@ -30,6 +30,11 @@ ENV NODE_OPTIONS=--max-semi-space-size=4
 # cannot shrink past one block still in use: a full remote write queue stayed resident after it
 # drained (docs/remote-write.md, "Memory").
 ENV MALLOC_MMAP_THRESHOLD_=131072
+# At most two malloc arenas. glibc otherwise gives threads (V8's platform workers, libuv's pool)
+# arenas of their own, each keeping freed memory resident: with 10,000 integrations and 10,000 API
+# keys the ingester's RSS was 149-151 MiB with the default and 147-148 MiB with two
+# (docs/benchmarks.md, "Scale: integrations per ingester").
+ENV MALLOC_ARENA_MAX=2
 WORKDIR /app
 COPY --from=build /src/package.json ./
 COPY --from=build /src/node_modules ./node_modules

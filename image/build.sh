@@ -5,7 +5,7 @@
 #   layer 2: Node, the binary of the npm `node` package package.json pins (/usr/local/bin/node, as
 #            in the node image the Dockerfile starts from);
 #   layer 3: /app: package.json, the production node_modules (npm ci --omit=dev) and dist/.
-# The same user (65532), entrypoint, command, NODE_ENV, NODE_OPTIONS, MALLOC_MMAP_THRESHOLD_, working directory and ports
+# The same user (65532), entrypoint, command, NODE_ENV, NODE_OPTIONS, MALLOC_MMAP_THRESHOLD_, MALLOC_ARENA_MAX, working directory and ports
 # as the Dockerfile. umoci (Debian) assembles the image; GNU tar packs each layer with sorted
 # names, numeric root ownership and SOURCE_DATE_EPOCH as the time of every file.
 #
@@ -66,6 +66,7 @@ umoci config --image "$layout:$tag" --no-history --created="$created" --os=linux
   --config.env=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   --config.env=NODE_ENV=production --config.env=NODE_OPTIONS=--max-semi-space-size=4 \
   --config.env=MALLOC_MMAP_THRESHOLD_=131072 \
+  --config.env=MALLOC_ARENA_MAX=2 \
   --config.entrypoint=node --config.entrypoint=/app/dist/cmd/intake.js \
   --config.cmd=ingester --config.cmd=--help \
   --config.exposedports=8080/tcp --config.exposedports=8081/tcp \

@@ -24,7 +24,14 @@ import { stringify } from 'yaml';
 import { ROOT } from '../../test/support/paths.js';
 import { freePort } from '../../test/support/ports.js';
 import { median } from '../../test/support/stats.js';
-import { imageNodeFlags, peakRssMiB, processCpuSeconds, procStatusKiB, runBenchmark, track } from '../support/processes.js';
+import {
+  imageNodeFlags,
+  peakRssMiB,
+  processCpuSeconds,
+  procStatusKiB,
+  runBenchmark,
+  track,
+} from '../support/processes.js';
 import { f, table, verdict } from '../ingest/report.js';
 import { DIR, log, RUNS, SERVER_CPU } from '../support/settings.js';
 
@@ -90,7 +97,7 @@ async function start(config: string, extraFlags: string[] = []): Promise<Started
     '--admin-listen',
     `127.0.0.1:${adminPort}`,
   ];
-  const env = { ...process.env, NODE_ENV: 'production', MALLOC_MMAP_THRESHOLD_: mallocThreshold() };
+  const env = { ...process.env, NODE_ENV: 'production', ...imageMalloc() };
   const spawnedAt = performance.now();
   const child = track(
     spawn('taskset', ['-c', SERVER_CPU, process.execPath, ...args], { stdio: ['ignore', 'ignore', 'pipe'], env }),
@@ -98,9 +105,10 @@ async function start(config: string, extraFlags: string[] = []): Promise<Started
   return { child, adminUrl: `http://127.0.0.1:${adminPort}`, spawnedAt };
 }
 
-/** The image's MALLOC_MMAP_THRESHOLD_ (Dockerfile), so RSS is what a pod would see. */
-function mallocThreshold(): string {
-  return /^ENV MALLOC_MMAP_THRESHOLD_=(\d+)$/m.exec(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'))?.[1] ?? '';
+/** The image's malloc settings (Dockerfile's MALLOC_* lines), so RSS is what a pod would see. */
+function imageMalloc(): Record<string, string> {
+  const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
+  return Object.fromEntries([...dockerfile.matchAll(/^ENV (MALLOC_[A-Z_]+)=(\S+)$/gm)].map((m) => [m[1], m[2]]));
 }
 
 const statusOf = async (url: string): Promise<{ status: number; body: string }> => {

@@ -32,6 +32,8 @@ describe('the Node flags intake runs with', () => {
   it('come with the same malloc setting in both image builds (large freed blocks go back to the kernel)', () => {
     expect(read('Dockerfile')).toMatch(/^ENV MALLOC_MMAP_THRESHOLD_=131072$/m);
     expect(read('image/build.sh')).toContain('--config.env=MALLOC_MMAP_THRESHOLD_=131072');
+    expect(read('Dockerfile')).toMatch(/^ENV MALLOC_ARENA_MAX=2$/m);
+    expect(read('image/build.sh')).toContain('--config.env=MALLOC_ARENA_MAX=2');
   });
 
   it('keep the young generation at 2 x 4 MiB under a high allocation rate when given as NODE_OPTIONS', () => {
