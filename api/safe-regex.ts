@@ -1,5 +1,6 @@
 /**
- * Regular expressions a tenant writes (routing rules), compiled so that none can burn CPU. A
+ * Regular expressions a tenant writes (routing rules), compiled so that none runs in exponential
+ * time. A
  * pattern must be one V8's linear-time engine can run (an RE2-like automaton: no backreferences,
  * no lookahead, no large counted repetitions); compiling it with that engine's `l` flag checks
  * this, and refuses the rest. It then runs on V8's usual engine, which is about ten times faster
