@@ -385,6 +385,7 @@ async function buildTable(
   metrics.routes.set({ kind: 'WebhookIntegration' }, table.size.webhooks);
   metrics.routes.set({ kind: 'ApiKey' }, table.size.apiKeys);
   metrics.routeReloads.inc({ result: 'ok' });
+  metrics.routesPlaced.inc({ update: 'full' }, inputs.length);
   logger.info(
     { webhooks: table.size.webhooks, apiKeys: table.size.apiKeys, skipped: skipped.length },
     'routing table installed',
