@@ -7,11 +7,11 @@
  * A Secret whose document cannot be parsed is skipped, logged and counted, never fatal. The table
  * is kept while the API server is unreachable.
  *
- * A Secret is decoded and validated once per resourceVersion, not on every rebuild: with 1,000
- * integrations applied at once the route Secrets arrive one by one, and re-parsing every document
- * on each of hundreds of rebuilds was most of the ingester's CPU (docs/benchmarks.md). The parsed
- * route object stays the same while its Secret does, which also lets the table reuse its compiled
- * entry (route-table.ts RouteTable.build, `compiled`).
+ * A Secret is decoded and validated once per resourceVersion, when it arrives, not on every
+ * update: with 1,000 integrations applied at once the route Secrets arrive one by one, and
+ * re-parsing every document on each of hundreds of rebuilds was most of the ingester's CPU
+ * (docs/benchmarks.md). The parsed route object stays the same while its Secret does, which also
+ * lets a full build reuse its compiled entry (route-table.ts RouteTable.build, `compiled`).
  */
 import type { V1Secret } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
@@ -36,8 +36,12 @@ export class KubernetesRouteSource implements RouteSource {
   private timer?: NodeJS.Timeout;
   /** Names of the Secrets changed (created, updated, deleted) since the last hand-over. */
   private readonly changed = new Set<string>();
-  /** What each Secret (by name) parsed to, at its resourceVersion. */
-  private readonly parsed = new Map<string, { resourceVersion: string; input?: RouteInput; skipped?: SkippedRoute }>();
+  /**
+   * What each route Secret (by name) holds, parsed and validated when it arrives (once per
+   * resourceVersion): the informer's cache keeps only the Secrets' names and versions, not their
+   * documents, which with 20,000 routes would be held twice.
+   */
+  private readonly parsed = new Map<string, { input?: RouteInput; skipped?: SkippedRoute }>();
 
   constructor(
     private readonly api: KubeApiClient,
@@ -53,14 +57,14 @@ export class KubernetesRouteSource implements RouteSource {
       const names = [...this.changed];
       this.changed.clear();
       if (handlers.onChanges && names.length <= MAX_CHANGES) {
-        const { changes, unparsable } = this.parseChanged(names);
+        const { changes, unparsable } = this.changesOf(names);
         await handlers.onChanges(changes, unparsable, () => {
-          const { inputs, skipped } = this.parseAll();
+          const { inputs, skipped } = this.all();
           return { inputs, unparsable: skipped };
         });
         return;
       }
-      const { inputs, skipped } = this.parseAll();
+      const { inputs, skipped } = this.all();
       await handlers.onRoutes(inputs, skipped);
     };
     this.informer = new Informer<V1Secret>({
@@ -69,66 +73,56 @@ export class KubernetesRouteSource implements RouteSource {
       logger: this.logger,
       labelSelector,
       watchPath,
-      list: () => this.api.list<V1Secret>(watchPath, { labelSelector }),
+      // A page at a time, each Secret cut to what parse reads as its page arrives.
+      list: () => this.api.list<V1Secret>(watchPath, { labelSelector }, routeDocumentOf),
+      keep: (secret) => ({
+        metadata: {
+          name: secret.metadata?.name,
+          namespace: secret.metadata?.namespace,
+          resourceVersion: secret.metadata?.resourceVersion,
+        },
+      }),
       onEvent: (secret, old) => {
+        const name = (secret ?? old)?.metadata?.name ?? '';
+        if (secret) this.parsed.set(name, this.parse(secret));
+        else this.parsed.delete(name);
         if (!this.informer?.hasSynced) return;
-        this.changed.add((secret ?? old)?.metadata?.name ?? '');
+        this.changed.add(name);
         this.timer ??= setTimeout(() => void handOver().catch(handlers.onError), REBUILD_DELAY_MS);
       },
     });
     this.informer.start();
     await this.informer.waitForSync();
-    const { inputs, skipped } = this.parseAll();
+    const { inputs, skipped } = this.all();
     await handlers.onRoutes(inputs, skipped);
   }
 
   /** The route each changed Secret holds now (none when deleted or unparsable). */
-  private parseChanged(names: readonly string[]): { changes: RouteChange[]; unparsable: SkippedRoute[] } {
+  private changesOf(names: readonly string[]): { changes: RouteChange[]; unparsable: SkippedRoute[] } {
     const changes: RouteChange[] = [];
     const unparsable: SkippedRoute[] = [];
     for (const name of names) {
-      const secret = this.informer?.get(`${this.namespace}/${name}`) ?? this.informer?.get(name);
+      const parsed = this.parsed.get(name);
       const source = this.sourceOf(name);
-      if (!secret) {
-        this.parsed.delete(name);
-        changes.push({ source });
-        continue;
-      }
-      const parsed = this.parsedOf(secret);
-      changes.push(parsed.input ? { source, input: parsed.input } : { source });
-      if (parsed.skipped) unparsable.push(parsed.skipped);
+      changes.push(parsed?.input ? { source, input: parsed.input } : { source });
+      if (parsed?.skipped) unparsable.push(parsed.skipped);
     }
     return { changes, unparsable };
   }
 
-  private sourceOf(name: string): string {
-    return `secret ${this.namespace}/${name}`;
-  }
-
-  /** What the Secret parses to, parsed again only when its resourceVersion changed. */
-  private parsedOf(secret: V1Secret): { input?: RouteInput; skipped?: SkippedRoute } {
-    const name = secret.metadata?.name ?? '';
-    const resourceVersion = secret.metadata?.resourceVersion;
-    let parsed = this.parsed.get(name);
-    if (!parsed || resourceVersion === undefined || parsed.resourceVersion !== resourceVersion) {
-      parsed = { resourceVersion: resourceVersion ?? '', ...this.parse(secret) };
-      if (resourceVersion !== undefined) this.parsed.set(name, parsed);
-    }
-    return parsed;
-  }
-
-  private parseAll(): { inputs: RouteInput[]; skipped: SkippedRoute[] } {
+  /** Every route Secret's route (or why not), in the order they were first listed or created. */
+  private all(): { inputs: RouteInput[]; skipped: SkippedRoute[] } {
     const inputs: RouteInput[] = [];
     const skipped: SkippedRoute[] = [];
-    const seen = new Set<string>();
-    for (const secret of this.informer?.list() ?? []) {
-      seen.add(secret.metadata?.name ?? '');
-      const parsed = this.parsedOf(secret);
+    for (const parsed of this.parsed.values()) {
       if (parsed.input) inputs.push(parsed.input);
       if (parsed.skipped) skipped.push(parsed.skipped);
     }
-    for (const name of this.parsed.keys()) if (!seen.has(name)) this.parsed.delete(name);
     return { inputs, skipped };
+  }
+
+  private sourceOf(name: string): string {
+    return `secret ${this.namespace}/${name}`;
   }
 
   private parse(secret: V1Secret): { input: RouteInput } | { skipped: SkippedRoute } {
@@ -153,6 +147,18 @@ export class KubernetesRouteSource implements RouteSource {
     if (this.timer) clearTimeout(this.timer);
     this.informer?.stop();
   }
+}
+
+/** What parse reads of a route Secret: its name, version and document. */
+function routeDocumentOf(secret: V1Secret): V1Secret {
+  return {
+    metadata: {
+      name: secret.metadata?.name,
+      namespace: secret.metadata?.namespace,
+      resourceVersion: secret.metadata?.resourceVersion,
+    },
+    data: { [ROUTE_SECRET_KEY]: secret.data?.[ROUTE_SECRET_KEY] ?? '' },
+  };
 }
 
 /** JSON.parse's message quotes the text, which may hold secret material: say only where it broke. */
