@@ -12,6 +12,8 @@ export function openSocket(port: number): Promise<Socket> {
 export function readAll(socket: Socket, timeoutMs = 10_000): Promise<{ text: string; closed: boolean }> {
   return new Promise((resolve) => {
     let text = '';
+    // A socket the server reset before this was called has already emitted its 'close'.
+    if (socket.destroyed) return resolve({ text, closed: true });
     const timer = setTimeout(() => resolve({ text, closed: false }), timeoutMs);
     socket.on('data', (d) => (text += d.toString()));
     socket.on('error', () => {});
