@@ -196,10 +196,12 @@ export class Dispatcher {
       'delivery failed; retrying with backoff',
     );
     // The circuit is open (this failure opened it, or a failed probe): the events wait out the
-    // cool-off in the queue and are not dead-lettered meanwhile.
+    // cool-off in the queue and are not dead-lettered meanwhile. A failed probe's events wait one
+    // cool-off more than the others, so the next probe is other events: one event the receiver
+    // always fails on (while it takes the rest) does not keep the circuit open for everyone.
     const holdMs = this.guard.holdMs();
     if (holdMs > 0) {
-      await this.hold(batch, holdMs, 'circuit_open');
+      await this.hold(batch, probe ? holdMs + this.guard.openForMs : holdMs, 'circuit_open');
       return;
     }
     await this.settle(batch, (d) => {

@@ -28,6 +28,8 @@ export type GuardAnswer =
 export class ReceiverGuard {
   private readonly breaker?: CircuitBreaker;
   private readonly bucket?: TokenBucket;
+  /** The cool-off (0 without a breaker). */
+  readonly openForMs: number;
 
   constructor(
     readonly destination: string,
@@ -38,6 +40,7 @@ export class ReceiverGuard {
   ) {
     const gauge = metrics.circuitState.labels({ destination });
     gauge.set(0);
+    this.openForMs = settings.circuitBreaker?.openForMs ?? 0;
     if (settings.circuitBreaker) {
       const openForMs = settings.circuitBreaker.openForMs;
       this.breaker = new CircuitBreaker(settings.circuitBreaker, now, (from, to) => {

@@ -277,6 +277,26 @@ describe('dispatcher with a circuit breaker and a rate limit', () => {
     expect(text).toMatch(/intake_destination_held_total\{destination="fake",reason="circuit_open"\} 3/);
   });
 
+  it("holds a failed probe's events a cool-off longer than the others, so the next probe is other events", async () => {
+    let answer: Outcome = classify(503, 'down', {});
+    const dest = new FakeDestination(1, async () => answer);
+    const quick = { circuitBreaker: { ...breakerSettings.circuitBreaker, openForMs: 50 } };
+    const { d } = protect(dest, quick, { maxInFlight: 1 });
+    for (const id of ['a', 'b']) d.submit(delivery(id));
+    await d.idle();
+    expect(d.guard.state).toBe('open');
+    await new Promise((r) => setTimeout(r, 60));
+    expect(d.guard.state).toBe('half-open');
+    const [probe, other] = [delivery('poison'), delivery('c')];
+    d.submit(probe);
+    d.submit(other);
+    await d.idle();
+    expect(dest.batches.at(-1)).toEqual(['poison']);
+    expect(probe.settled).toEqual(['hold 100 the circuit is open']);
+    expect(other.settled[0]).toMatch(/^hold (4\d|50) the circuit is open$/);
+    answer = { kind: 'accepted' };
+  });
+
   it('a 4xx refusal does not open the circuit', async () => {
     const dest = new FakeDestination(1, async () => classify(400, 'bad', {}));
     const { d } = protect(dest, breakerSettings);
