@@ -47,9 +47,12 @@ export class ReceiverGuard {
         gauge.set(CIRCUIT_STATE_VALUE[to]);
         metrics.circuitTransitions.inc({ destination, to });
         const log = { destination, from, to, ...(to === 'open' ? { openForMs } : {}) };
-        if (to === 'open')
+        if (to === 'open') {
           logger.warn(log, 'circuit opened: events wait in the queue, a probe is sent after the cool-off');
-        else logger.info(log, `circuit ${to}`);
+          // The state turns half-open when next read: read it then, so the gauge says so even
+          // while nothing is waiting to be sent.
+          setTimeout(() => this.breaker?.state, openForMs).unref();
+        } else logger.info(log, `circuit ${to}`);
       });
     }
     if (settings.rateLimit)
