@@ -104,7 +104,7 @@ describe.each<Mode>(['outbox', 'bus'])('a receiver that is down, delivered from 
   }, 60_000);
 });
 
-describe('a rate-limited receiver (outbox)', () => {
+describe.each<Mode>(['outbox', 'bus'])('a rate-limited receiver, delivered from the %s', (mode) => {
   let receiver: EventReceiver;
   let ing: RunningIngester;
   const RATE = 10;
@@ -112,7 +112,7 @@ describe('a rate-limited receiver (outbox)', () => {
 
   beforeAll(async () => {
     receiver = await startEventReceiver();
-    ing = await start('outbox', {
+    ing = await start(mode, {
       http: { url: receiver.url, timeout: '1s' },
       rateLimit: { eventsPerSecond: RATE, burst: BURST },
     });
@@ -124,7 +124,7 @@ describe('a rate-limited receiver (outbox)', () => {
   });
 
   it('is sent at most rate x time + burst, and every event arrives', async () => {
-    await send(ing, 40, 'limited');
+    await send(ing, 40, `limited-${mode}`);
     await waitFor('every event delivered', async () => receiver.accepted.size === 40, 20_000, 50);
     const first = (receiver.requests[0] as { atMs: number }).atMs;
     // The bucket was full when the first request went: by each request's arrival, at most
