@@ -10,7 +10,8 @@
  * Rules are compiled once per route (routing/route-table.ts); evaluating one is a few comparisons,
  * never JSONata. A tenant writes the regular expressions, so each must be one V8's linear-time
  * engine can run, and a match that backtracks too long is finished by it (safe-regex.ts): none
- * can burn CPU.
+ * runs in exponential time, though a match can still cost up to V8's backtrack bound plus a
+ * linear pass, which is not charged to the tenant yet (docs/destinations.md, "Routing rules").
  */
 import { compileLinear } from './safe-regex.js';
 

@@ -1,8 +1,8 @@
 /**
- * Regular expressions a tenant writes (routing rules), compiled so that none can burn CPU. A
- * pattern must be one V8's linear-time engine can run (an RE2-like automaton: no backreferences,
- * no lookahead, no large counted repetitions); compiling it with that engine's `l` flag checks
- * this, and refuses the rest. It then runs on V8's usual engine, which is about ten times faster
+ * Regular expressions a tenant writes (routing rules), compiled so that none runs in exponential
+ * time. A pattern must be one V8's linear-time engine can run (an RE2-like automaton: no
+ * backreferences, no lookahead, no large counted repetitions); compiling it with that engine's
+ * `l` flag checks this, and refuses the rest. It then runs on V8's usual engine, which is about ten times faster
  * on the patterns rules use, with V8's fallback on: a match that backtracks more than V8's bound
  * (`--regexp-backtracks-before-fallback`, 50,000 by default) is finished by the linear-time engine
  * instead, so the worst case is that bound plus a linear pass over the value. A pattern is

@@ -10,7 +10,14 @@ import { buildAdminServer } from './http/admin-listener.js';
 import { AuthThrottle } from './auth/auth-throttle.js';
 import type { IngesterSettings } from './config.js';
 import { IngesterMetrics } from './core/ingester-metrics.js';
-import { RouteTable, type RouteEntry, type RouteInput, type SkippedRoute } from './routing/route-table.js';
+import {
+  RouteTable,
+  type AppliedChanges,
+  type RouteChange,
+  type RouteEntry,
+  type RouteInput,
+  type SkippedRoute,
+} from './routing/route-table.js';
 import type { RouteSource } from './routing/route-source.js';
 import { SeriesStore } from './series/series-store.js';
 import { ingestConnectionCap, openFilesLimit } from './http/guards.js';
@@ -166,27 +173,36 @@ export async function startIngester(
   logger.info({ ingest: ingestUrl, admin: adminUrl }, 'ingester listening; loading routes');
 
   const compiled = new WeakMap<Route, RouteEntry>();
-  // Tables are built in steps (the event loop turns between them) and installed one at a time, in
-  // the order the source handed the route sets over.
+  /** Route documents not in the table and why, by source (intake_routes_skipped). */
+  const skippedRoutes = new Map<string, string>();
+  const tableOptions = { settings, source, mappingWorkers, limiter, metrics, logger, compiled, skippedRoutes };
+  const installTable = async (inputs: RouteInput[], unparsable?: SkippedRoute[]): Promise<void> => {
+    table = await buildTable(inputs, unparsable, tableOptions);
+    activity.sync(table.entries());
+    lifecycle.loading = false;
+    lifecycle.ready = !lifecycle.closing;
+  };
+  // Tables are built in steps (the event loop turns between them), and they and changes to single
+  // routes are installed one at a time, in the order the source handed them over.
   let installing = Promise.resolve();
-  await loadRoutes(source, metrics, logger, (inputs, unparsable) => {
-    const installed = installing.then(async () => {
-      table = await buildTable(inputs, unparsable, {
-        settings,
-        source,
-        mappingWorkers,
-        limiter,
-        metrics,
-        logger,
-        compiled,
-      });
-      activity.sync(table.entries());
-      lifecycle.loading = false;
-      lifecycle.ready = !lifecycle.closing;
-    });
+  const inOrder = (install: () => Promise<void>): Promise<void> => {
+    const installed = installing.then(install);
     // A failed install (reported to the source) does not stop the ones after it.
     installing = installed.catch(() => undefined);
     return installed;
+  };
+  await loadRoutes(source, metrics, logger, {
+    onRoutes: (inputs, unparsable) => inOrder(() => installTable(inputs, unparsable)),
+    onChanges: (changes, unparsable, all) =>
+      inOrder(async () => {
+        const applied = applyChanges(table, changes, unparsable, tableOptions);
+        if (applied) {
+          activity.update(applied.removed, applied.added);
+          return;
+        }
+        const set = all();
+        await installTable(set.inputs, set.unparsable);
+      }),
   });
   // The first routing table decides which destinations get which events: deliver only from now.
   destinations?.start();
@@ -335,15 +351,15 @@ function setUpMappingAndLimits(
   return { mappingWorkers, limiter, mapped };
 }
 
-/** Starts the route source: `install` gets every complete set of routes, the first before this resolves. */
+/** Starts the route source: `handlers.onRoutes` gets every complete set of routes, the first before this resolves. */
 async function loadRoutes(
   source: RouteSource,
   metrics: IngesterMetrics,
   logger: Logger,
-  install: (inputs: RouteInput[], unparsable?: SkippedRoute[]) => Promise<void>,
+  handlers: Pick<Parameters<RouteSource['start']>[0], 'onRoutes' | 'onChanges'>,
 ): Promise<void> {
   await source.start({
-    onRoutes: install,
+    ...handlers,
     onError: (err) => {
       metrics.routeReloads.inc({ result: 'error' });
       logger.error(
@@ -354,21 +370,57 @@ async function loadRoutes(
   });
 }
 
+interface TableOptions {
+  settings: IngesterSettings;
+  source: RouteSource;
+  mappingWorkers: MappingWorkerPool;
+  limiter: TenantLimiter;
+  metrics: IngesterMetrics;
+  logger: Logger;
+  /** Compiled entries of earlier tables (the options above never change in a process). */
+  compiled: WeakMap<Route, RouteEntry>;
+  /** Route documents not in the table and why, by source. */
+  skippedRoutes: Map<string, string>;
+}
+
+/**
+ * Changes to single routes applied to the table in place, only their entries and limits touched;
+ * undefined when they need a full build instead (RouteTable.apply).
+ */
+function applyChanges(
+  table: RouteTable,
+  changes: RouteChange[],
+  unparsable: SkippedRoute[],
+  o: TableOptions,
+): AppliedChanges | undefined {
+  const { metrics, logger, skippedRoutes } = o;
+  const applied = table.apply(changes);
+  if (!applied) return undefined;
+  o.limiter.update(applied.removed, applied.added);
+  for (const { source } of changes) skippedRoutes.delete(source);
+  for (const s of [...unparsable, ...applied.skipped]) {
+    logger.warn({ route: s.source, reason: s.reason }, 'route skipped');
+    skippedRoutes.set(s.source, s.reason);
+  }
+  metrics.routesSkipped.set(skippedRoutes.size);
+  metrics.routes.set({ kind: 'WebhookIntegration' }, table.size.webhooks);
+  metrics.routes.set({ kind: 'ApiKey' }, table.size.apiKeys);
+  metrics.routeReloads.inc({ result: 'ok' });
+  metrics.routesPlaced.inc({ update: 'incremental' }, applied.added.length);
+  logger.info(
+    {
+      changed: changes.length,
+      webhooks: table.size.webhooks,
+      apiKeys: table.size.apiKeys,
+      skipped: skippedRoutes.size,
+    },
+    'routing table updated',
+  );
+  return applied;
+}
+
 /** A new routing table from a set of routes: skipped ones logged and counted, limits synced. */
-async function buildTable(
-  inputs: RouteInput[],
-  unparsable: SkippedRoute[] = [],
-  o: {
-    settings: IngesterSettings;
-    source: RouteSource;
-    mappingWorkers: MappingWorkerPool;
-    limiter: TenantLimiter;
-    metrics: IngesterMetrics;
-    logger: Logger;
-    /** Compiled entries of earlier tables (the options above never change in a process). */
-    compiled: WeakMap<Route, RouteEntry>;
-  },
-): Promise<RouteTable> {
+async function buildTable(inputs: RouteInput[], unparsable: SkippedRoute[] = [], o: TableOptions): Promise<RouteTable> {
   const { settings, metrics, logger } = o;
   const built = await RouteTable.buildInSteps(inputs, {
     allowPlaintext: o.source.allowPlaintext,
@@ -379,12 +431,15 @@ async function buildTable(
   });
   const skipped = [...unparsable, ...built.skipped];
   for (const s of skipped) logger.warn({ route: s.source, reason: s.reason }, 'route skipped');
+  o.skippedRoutes.clear();
+  for (const s of skipped) o.skippedRoutes.set(s.source, s.reason);
   metrics.routesSkipped.set(skipped.length);
   o.limiter.sync(built.table.entries());
   const table = built.table;
   metrics.routes.set({ kind: 'WebhookIntegration' }, table.size.webhooks);
   metrics.routes.set({ kind: 'ApiKey' }, table.size.apiKeys);
   metrics.routeReloads.inc({ result: 'ok' });
+  metrics.routesPlaced.inc({ update: 'full' }, inputs.length);
   logger.info(
     { webhooks: table.size.webhooks, apiKeys: table.size.apiKeys, skipped: skipped.length },
     'routing table installed',

@@ -38,6 +38,11 @@ export interface InformerOptions<T extends KubernetesObject> {
   logger: Logger;
   /** Server-side watch timeout; watches are renewed from the last resourceVersion. */
   watchTimeoutSeconds?: number;
+  /**
+   * What the cache keeps of an object, when its user reads only part of it (after trimmed);
+   * onEvent still gets the whole object.
+   */
+  keep?: (obj: T) => T;
 }
 
 /**
@@ -66,6 +71,10 @@ export class Informer<T extends KubernetesObject> {
   private failures = 0;
 
   constructor(private readonly o: InformerOptions<T>) {}
+
+  private kept(obj: T): T {
+    return this.o.keep ? this.o.keep(trimmed(obj)) : trimmed(obj);
+  }
 
   get hasSynced(): boolean {
     return this.synced;
@@ -123,11 +132,11 @@ export class Informer<T extends KubernetesObject> {
   private async relist(): Promise<void> {
     const { items, resourceVersion } = await this.o.list();
     const seen = new Set<string>();
-    for (const item of items.map(trimmed)) {
+    for (const item of items) {
       const key = keyOf(item);
       seen.add(key);
       const old = this.cache.get(key);
-      this.cache.set(key, item);
+      this.cache.set(key, this.kept(item));
       if (!old || old.metadata?.resourceVersion !== item.metadata?.resourceVersion) this.o.onEvent(item, old);
     }
     for (const [key, old] of this.cache) {
@@ -174,7 +183,7 @@ export class Informer<T extends KubernetesObject> {
               this.cache.delete(key);
               this.o.onEvent(undefined, old ?? obj);
             } else {
-              this.cache.set(key, trimmed(obj));
+              this.cache.set(key, this.kept(obj));
               this.o.onEvent(obj, old);
             }
           },

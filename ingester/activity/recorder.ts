@@ -62,6 +62,26 @@ export class ActivityRecorder {
     this.byId = byId;
   }
 
+  /**
+   * Single routes changed (RouteTable.apply): a route updated in place (the same kind, namespace
+   * and name) keeps its record; a deleted one loses it; the others are not touched.
+   */
+  update(removed: readonly RouteEntry[], added: readonly RouteEntry[]): void {
+    const addedIds = new Set<string>();
+    for (const entry of added) {
+      const id = flatCopy(idOf(entry));
+      const activity = this.byId.get(id)?.activity ?? new TargetActivity();
+      this.byEntry.set(entry, activity);
+      this.byId.set(id, { entry, activity });
+      addedIds.add(id);
+    }
+    for (const entry of removed) {
+      this.byEntry.delete(entry);
+      const id = idOf(entry);
+      if (!addedIds.has(id)) this.byId.delete(id);
+    }
+  }
+
   /** The record of a route, or of its endpoint's unattributed bucket. */
   private recordOf(entry: RouteEntry | null | undefined, endpoint: ActivityEndpoint): TargetActivity {
     if (!entry) return this.unattributed[endpoint];

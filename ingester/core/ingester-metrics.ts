@@ -27,6 +27,7 @@ export class IngesterMetrics {
   readonly sinkErrors: Counter<'sink'>;
   readonly routes: Gauge<'kind'>;
   readonly routeReloads: Counter<'result'>;
+  readonly routesPlaced: Counter<'update'>;
   readonly routesSkipped: Gauge;
 
   constructor(
@@ -137,6 +138,12 @@ export class IngesterMetrics {
       name: 'intake_route_reloads_total',
       help: 'Routing table reloads, by result (ok, error).',
       labelNames: ['result'],
+      registers,
+    });
+    this.routesPlaced = new Counter({
+      name: 'intake_routes_placed_total',
+      help: 'Routes placed in the routing table: every route on a full build, only the changed ones on an incremental update.',
+      labelNames: ['update'],
       registers,
     });
     this.routesSkipped = new Gauge({

@@ -100,6 +100,8 @@ export class TenantLimiter {
   private readonly mappingReserveMs: number;
   private limits = new Map<string, Limit>();
   private gates = new Map<RouteEntry, Gate>();
+  /** The routes of each namespace: what an update of one route re-resolves (the namespace's limits are theirs together). */
+  private byNamespace = new Map<string, Set<RouteEntry>>();
   private replicaCount = 1;
 
   constructor(private readonly options: TenantLimiterOptions) {
@@ -133,6 +135,56 @@ export class TenantLimiter {
     for (const entry of list)
       gates.set(entry, this.gateOf(entry, namespaces.get(entry.namespace) as NamespaceLimits, previous));
     this.gates = gates;
+    this.byNamespace = new Map();
+    for (const entry of list) this.routesOf(entry.namespace).add(entry);
+  }
+
+  /**
+   * Single routes changed (RouteTable.apply): resolves again only the routes of the namespaces
+   * they are in, since a namespace's limits are the smallest its routes publish. A route updated
+   * in place (the same kind, namespace and name) keeps its bucket's tokens, as in sync.
+   */
+  update(removed: readonly RouteEntry[], added: readonly RouteEntry[]): void {
+    const previous = new Map<string, Limit>();
+    const take = (key: string): void => {
+      const limit = this.limits.get(key);
+      if (limit) previous.set(key, limit);
+      this.limits.delete(key);
+    };
+    const namespaces = new Set<string>();
+    for (const entry of removed) {
+      this.gates.delete(entry);
+      this.routesOf(entry.namespace).delete(entry);
+      namespaces.add(entry.namespace);
+      take(this.ownKey(entry));
+    }
+    for (const entry of added) {
+      this.routesOf(entry.namespace).add(entry);
+      namespaces.add(entry.namespace);
+      take(this.ownKey(entry));
+    }
+    for (const namespace of namespaces) {
+      for (const resource of ['events', 'dataPoints', 'mappingCpuMillis'] as const)
+        take(limitKey('namespace', resource, namespace, namespace));
+      const routes = this.routesOf(namespace);
+      if (routes.size === 0) this.byNamespace.delete(namespace);
+      let limits: NamespaceLimits | undefined;
+      for (const entry of routes) limits = smallest(limits, this.namespaceLimitsOf(entry));
+      for (const entry of routes) this.gates.set(entry, this.gateOf(entry, limits as NamespaceLimits, previous));
+    }
+  }
+
+  private routesOf(namespace: string): Set<RouteEntry> {
+    let routes = this.byNamespace.get(namespace);
+    if (!routes) this.byNamespace.set(namespace, (routes = new Set()));
+    return routes;
+  }
+
+  /** The key of a route's own limit (gateOf). */
+  private ownKey(entry: RouteEntry): string {
+    return entry.kind === 'WebhookIntegration'
+      ? limitKey('integration', 'events', entry.namespace, entry.name)
+      : limitKey('apikey', 'dataPoints', entry.namespace, entry.name);
   }
 
   /**

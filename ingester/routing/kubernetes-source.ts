@@ -1,14 +1,17 @@
 /**
  * Kubernetes mode: routes from Secrets labelled intake.dev/route=true in the ingester's own
- * namespace (the only read access it needs). Every change rebuilds the whole table, which the
- * ingester swaps in at once; a Secret whose document cannot be parsed is skipped, logged and
- * counted, never fatal. The table is kept while the API server is unreachable.
+ * namespace (the only read access it needs). The first list builds the whole table; after it,
+ * the Secrets changed since the last hand-over go to onChanges, which updates only their routes
+ * (with 20,000 routes, a rotated password must not cost a pass over the other 19,999); a burst
+ * of more than MAX_CHANGES (a relist after a long disconnection) is handed over as a whole set.
+ * A Secret whose document cannot be parsed is skipped, logged and counted, never fatal. The table
+ * is kept while the API server is unreachable.
  *
- * A Secret is decoded and validated once per resourceVersion, not on every rebuild: with 1,000
- * integrations applied at once the route Secrets arrive one by one, and re-parsing every document
- * on each of hundreds of rebuilds was most of the ingester's CPU (docs/benchmarks.md). The parsed
- * route object stays the same while its Secret does, which also lets the table reuse its compiled
- * entry (route-table.ts RouteTable.build, `compiled`).
+ * A Secret is decoded and validated once per resourceVersion, when it arrives, not on every
+ * update: with 1,000 integrations applied at once the route Secrets arrive one by one, and
+ * re-parsing every document on each of hundreds of rebuilds was most of the ingester's CPU
+ * (docs/benchmarks.md). The parsed route object stays the same while its Secret does, which also
+ * lets a full build reuse its compiled entry (route-table.ts RouteTable.build, `compiled`).
  */
 import type { V1Secret } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
@@ -16,17 +19,29 @@ import { ROUTE_LABEL, ROUTE_SECRET_KEY, validateRoute, RouteValidationError } fr
 import type { KubeApiClient } from '../../kube/api-client.js';
 import { Informer } from '../../kube/informer.js';
 import type { RouteSource } from './route-source.js';
-import type { RouteInput, SkippedRoute } from './route-table.js';
+import type { RouteChange, RouteInput, SkippedRoute } from './route-table.js';
 
-/** Coalesces bursts (500 integrations applied at once) into one rebuild. */
+/** Coalesces bursts (500 integrations applied at once) into one update. */
 const REBUILD_DELAY_MS = 20;
+
+/**
+ * More changed Secrets than this at once go over as a whole set, which the ingester builds in
+ * steps (the event loop turns between them); changes are applied in one synchronous pass.
+ */
+const MAX_CHANGES = 1000;
 
 export class KubernetesRouteSource implements RouteSource {
   readonly allowPlaintext = false;
   private informer?: Informer<V1Secret>;
   private timer?: NodeJS.Timeout;
-  /** What each Secret (by name) parsed to, at its resourceVersion. */
-  private readonly parsed = new Map<string, { resourceVersion: string; input?: RouteInput; skipped?: SkippedRoute }>();
+  /** Names of the Secrets changed (created, updated, deleted) since the last hand-over. */
+  private readonly changed = new Set<string>();
+  /**
+   * What each route Secret (by name) holds, parsed and validated when it arrives (once per
+   * resourceVersion): the informer's cache keeps only the Secrets' names and versions, not their
+   * documents, which with 20,000 routes would be held twice.
+   */
+  private readonly parsed = new Map<string, { input?: RouteInput; skipped?: SkippedRoute }>();
 
   constructor(
     private readonly api: KubeApiClient,
@@ -37,9 +52,19 @@ export class KubernetesRouteSource implements RouteSource {
   async start(handlers: Parameters<RouteSource['start']>[0]): Promise<void> {
     const labelSelector = `${ROUTE_LABEL}=true`;
     const watchPath = `/api/v1/namespaces/${encodeURIComponent(this.namespace)}/secrets`;
-    const rebuild = async (): Promise<void> => {
+    const handOver = async (): Promise<void> => {
       this.timer = undefined;
-      const { inputs, skipped } = this.parseAll();
+      const names = [...this.changed];
+      this.changed.clear();
+      if (handlers.onChanges && names.length <= MAX_CHANGES) {
+        const { changes, unparsable } = this.changesOf(names);
+        await handlers.onChanges(changes, unparsable, () => {
+          const { inputs, skipped } = this.all();
+          return { inputs, unparsable: skipped };
+        });
+        return;
+      }
+      const { inputs, skipped } = this.all();
       await handlers.onRoutes(inputs, skipped);
     };
     this.informer = new Informer<V1Secret>({
@@ -48,39 +73,60 @@ export class KubernetesRouteSource implements RouteSource {
       logger: this.logger,
       labelSelector,
       watchPath,
-      list: () => this.api.list<V1Secret>(watchPath, { labelSelector }),
-      onEvent: () => {
-        if (this.informer?.hasSynced && this.timer === undefined)
-          this.timer = setTimeout(() => void rebuild().catch(handlers.onError), REBUILD_DELAY_MS);
+      // A page at a time, each Secret cut to what parse reads as its page arrives.
+      list: () => this.api.list<V1Secret>(watchPath, { labelSelector }, routeDocumentOf),
+      keep: (secret) => ({
+        metadata: {
+          name: secret.metadata?.name,
+          namespace: secret.metadata?.namespace,
+          resourceVersion: secret.metadata?.resourceVersion,
+        },
+      }),
+      onEvent: (secret, old) => {
+        const name = (secret ?? old)?.metadata?.name ?? '';
+        if (secret) this.parsed.set(name, this.parse(secret));
+        else this.parsed.delete(name);
+        if (!this.informer?.hasSynced) return;
+        this.changed.add(name);
+        this.timer ??= setTimeout(() => void handOver().catch(handlers.onError), REBUILD_DELAY_MS);
       },
     });
     this.informer.start();
     await this.informer.waitForSync();
-    await rebuild();
+    const { inputs, skipped } = this.all();
+    await handlers.onRoutes(inputs, skipped);
   }
 
-  private parseAll(): { inputs: RouteInput[]; skipped: SkippedRoute[] } {
+  /** The route each changed Secret holds now (none when deleted or unparsable). */
+  private changesOf(names: readonly string[]): { changes: RouteChange[]; unparsable: SkippedRoute[] } {
+    const changes: RouteChange[] = [];
+    const unparsable: SkippedRoute[] = [];
+    for (const name of names) {
+      const parsed = this.parsed.get(name);
+      const source = this.sourceOf(name);
+      changes.push(parsed?.input ? { source, input: parsed.input } : { source });
+      if (parsed?.skipped) unparsable.push(parsed.skipped);
+    }
+    return { changes, unparsable };
+  }
+
+  /** Every route Secret's route (or why not), in the order they were first listed or created. */
+  private all(): { inputs: RouteInput[]; skipped: SkippedRoute[] } {
     const inputs: RouteInput[] = [];
     const skipped: SkippedRoute[] = [];
-    const seen = new Set<string>();
-    for (const secret of this.informer?.list() ?? []) {
-      const name = secret.metadata?.name ?? '';
-      const resourceVersion = secret.metadata?.resourceVersion;
-      seen.add(name);
-      let parsed = this.parsed.get(name);
-      if (!parsed || resourceVersion === undefined || parsed.resourceVersion !== resourceVersion) {
-        parsed = { resourceVersion: resourceVersion ?? '', ...this.parse(secret) };
-        if (resourceVersion !== undefined) this.parsed.set(name, parsed);
-      }
+    for (const parsed of this.parsed.values()) {
       if (parsed.input) inputs.push(parsed.input);
       if (parsed.skipped) skipped.push(parsed.skipped);
     }
-    for (const name of this.parsed.keys()) if (!seen.has(name)) this.parsed.delete(name);
     return { inputs, skipped };
   }
 
+  private sourceOf(name: string): string {
+    return `secret ${this.namespace}/${name}`;
+  }
+
   private parse(secret: V1Secret): { input: RouteInput } | { skipped: SkippedRoute } {
-    const source = `secret ${this.namespace}/${secret.metadata?.name}`;
+    const source = this.sourceOf(secret.metadata?.name ?? '');
     const encoded = secret.data?.[ROUTE_SECRET_KEY];
     try {
       if (!encoded) throw new Error(`has no ${ROUTE_SECRET_KEY} key`);
@@ -101,6 +147,18 @@ export class KubernetesRouteSource implements RouteSource {
     if (this.timer) clearTimeout(this.timer);
     this.informer?.stop();
   }
+}
+
+/** What parse reads of a route Secret: its name, version and document. */
+function routeDocumentOf(secret: V1Secret): V1Secret {
+  return {
+    metadata: {
+      name: secret.metadata?.name,
+      namespace: secret.metadata?.namespace,
+      resourceVersion: secret.metadata?.resourceVersion,
+    },
+    data: { [ROUTE_SECRET_KEY]: secret.data?.[ROUTE_SECRET_KEY] ?? '' },
+  };
 }
 
 /** JSON.parse's message quotes the text, which may hold secret material: say only where it broke. */

@@ -75,10 +75,37 @@ describe('kubeconfig connections', () => {
     await client.list('/api/v1/namespaces/x/secrets');
     expect(list).toEqual({ items: [{ metadata: { name: 'a' } }], resourceVersion: '7' });
     expect(seen[0]).toEqual({
-      path: '/api/v1/namespaces/x/secrets?labelSelector=intake.dev%2Froute%3Dtrue',
+      path: '/api/v1/namespaces/x/secrets?labelSelector=intake.dev%2Froute%3Dtrue&limit=1000',
       authorization: 'Bearer t0ken',
     });
     expect(handshakes - before).toBe(1);
+  });
+
+  it('reads a list page by page (limit and continue), mapping each item as its page arrives', async () => {
+    answer = (req, res) => {
+      const token = new URL(req.url ?? '', 'http://x').searchParams.get('continue');
+      const next = token === null ? 'p2' : token === 'p2' ? 'p3' : undefined;
+      res.end(
+        JSON.stringify({
+          items: [{ metadata: { name: token ?? 'p1', uid: 'x' } }],
+          metadata: { resourceVersion: '9', ...(next ? { continue: next } : {}) },
+        }),
+      );
+    };
+    const client = new KubeApiClient(
+      kubeconfigConnection(kubeconfig(`    server: ${url}\n${caData()}`, '    token: t0ken')),
+    );
+    const list = await client.list<{ metadata: { name: string } }, string>(
+      '/api/v1/secrets',
+      { labelSelector: 'a=b' },
+      (item) => item.metadata.name,
+    );
+    expect(list).toEqual({ items: ['p1', 'p2', 'p3'], resourceVersion: '9' });
+    expect(seen.map((s) => s.path)).toEqual([
+      '/api/v1/secrets?labelSelector=a%3Db&limit=1000',
+      '/api/v1/secrets?labelSelector=a%3Db&limit=1000&continue=p2',
+      '/api/v1/secrets?labelSelector=a%3Db&limit=1000&continue=p3',
+    ]);
   });
 
   it('reads a CA file and a token file relative to the kubeconfig, and re-reads the token a minute later', async () => {

@@ -44,7 +44,12 @@ async function fakeServer(): Promise<Fake> {
   return fake;
 }
 
-function informerFor(fake: Fake, events: string[]): Informer<V1ConfigMap> {
+function informerFor(
+  fake: Fake,
+  events: string[],
+  keep?: (obj: V1ConfigMap) => V1ConfigMap,
+  seen: V1ConfigMap[] = [],
+): Informer<V1ConfigMap> {
   const kubeconfig = join(mkdtempSync(join(tmpdir(), 'informer-')), 'kubeconfig');
   writeFileSync(
     kubeconfig,
@@ -60,7 +65,11 @@ function informerFor(fake: Fake, events: string[]): Informer<V1ConfigMap> {
       const body = (await res.json()) as { items: V1ConfigMap[]; metadata: { resourceVersion: string } };
       return { items: body.items, resourceVersion: body.metadata.resourceVersion };
     },
-    onEvent: (n, old) => events.push(`${n ? (old ? 'update' : 'add') : 'delete'}:${(n ?? old)?.metadata?.name}`),
+    onEvent: (n, old) => {
+      if (n) seen.push(n);
+      events.push(`${n ? (old ? 'update' : 'add') : 'delete'}:${(n ?? old)?.metadata?.name}`);
+    },
+    ...(keep ? { keep } : {}),
   });
 }
 
@@ -101,6 +110,25 @@ describe('Informer', () => {
     await informer.waitForSync();
     await waitUntil(() => informer.get('ns/b') !== undefined);
     expect(informer.get('ns/b')?.metadata).toEqual({ name: 'b', namespace: 'ns', resourceVersion: '11' });
+    informer.stop();
+    fake.server.close();
+  });
+
+  it('caches what `keep` keeps, and hands onEvent the whole object, listed or watched', async () => {
+    const fake = await fakeServer();
+    fake.script.push((res) => {
+      res.write(`${JSON.stringify({ type: 'ADDED', object: { ...cm('b', '11'), data: { k: 'v' } } })}\n`);
+      setTimeout(() => res.end(), 20);
+    });
+    const seen: V1ConfigMap[] = [];
+    const informer = informerFor(fake, [], (c) => ({ metadata: { name: c.metadata?.name, namespace: 'ns' } }), seen);
+    informer.start();
+    await informer.waitForSync();
+    await waitUntil(() => informer.get('ns/b') !== undefined);
+    expect(informer.get('ns/a')).toEqual({ metadata: { name: 'a', namespace: 'ns' } });
+    expect(informer.get('ns/b')).toEqual({ metadata: { name: 'b', namespace: 'ns' } });
+    expect(seen.map((c) => c.metadata?.resourceVersion)).toEqual(['1', '11']);
+    expect(seen[1]?.data).toEqual({ k: 'v' });
     informer.stop();
     fake.server.close();
   });
