@@ -7,6 +7,11 @@
  * when delivered; retried after exponential backoff with full jitter (or the receiver's
  * Retry-After); dead-lettered with the reason when the receiver refused it or the attempts ran out.
  * Nothing is settled before the destination answered, so a crash means a redelivery, not a loss.
+ *
+ * Each request first asks the destination's guard (protection/receiver-guard.ts): beyond the rate
+ * limit, events wait here (never dropped); while the circuit is open they are held, i.e. handed
+ * back to the queue unsent, to come back after the cool-off without spending an attempt; and a
+ * request that fails once the circuit is open is held too, not dead-lettered.
  */
 import type { Logger } from 'pino';
 import type { Counter, Histogram } from 'prom-client';
@@ -14,6 +19,8 @@ import { LogLimiter } from '../core/log-limiter.js';
 import { receivedAtMs, retryDelayMs, type Destination, type QueuedEvent } from './destination.js';
 import type { Outcome } from '../outbound/outcome.js';
 import type { DestinationMetrics } from './metrics.js';
+import { ReceiverGuard } from './protection/receiver-guard.js';
+import type { ProtectionSettings } from './protection/settings.js';
 import type { DeliverySettings } from './settings.js';
 
 /** One event handed out by a queue, and how to settle it there. */
@@ -23,6 +30,8 @@ export interface Delivery extends QueuedEvent {
   ack(): Promise<void>;
   retry(delayMs: number, error: string): Promise<void>;
   deadLetter(reason: string, error: string): Promise<void>;
+  /** Hands it back unsent, to come back after delayMs; the attempt it was handed out for is not counted. */
+  hold(delayMs: number, why: string): Promise<void>;
 }
 
 export class Dispatcher {
@@ -40,14 +49,21 @@ export class Dispatcher {
   /** This destination's series, bound once: finding a child by its labels costs every batch a hash. */
   private readonly delivered: Counter.Internal;
   private readonly latency: Histogram.Internal<'destination'>;
+  /** The circuit breaker and the rate limit in front of the receiver. */
+  readonly guard: ReceiverGuard;
+  /** A flush waiting for the rate limit's tokens. */
+  private later?: NodeJS.Timeout;
+  private closing = false;
 
   constructor(
     readonly destination: Destination,
     private readonly options: DeliverySettings,
     private readonly metrics: DestinationMetrics,
     logger: Logger,
+    protection: ProtectionSettings = {},
   ) {
     this.logs = new LogLimiter(logger);
+    this.guard = new ReceiverGuard(destination.name, protection, metrics, logger);
     this.delivered = metrics.delivered.labels({ destination: destination.name });
     this.latency = metrics.latency.labels({ destination: destination.name });
   }
@@ -85,18 +101,49 @@ export class Dispatcher {
     }
   }
 
-  /** Resolves when every submitted event is settled (shutdown). */
+  /**
+   * Resolves when every submitted event is settled (shutdown): events still waiting for the rate
+   * limit or a probe's answer are handed back to the queue unsent.
+   */
   async idle(): Promise<void> {
     this.flush();
+    while (this.running.size > 0) {
+      await Promise.allSettled([...this.running]);
+      this.flush();
+    }
+    if (this.batch.length === 0) return;
+    this.closing = true;
+    clearTimeout(this.later);
+    this.flush();
     while (this.running.size > 0) await Promise.allSettled([...this.running]);
+  }
+
+  /** Milliseconds the circuit stays open: a queue hands out nothing meanwhile (0: it may). */
+  holdMs(): number {
+    return this.guard.holdMs();
   }
 
   private flush(): void {
     this.scheduled = false;
     while (this.batch.length > 0 && this.sending < this.options.maxInFlight) {
-      const batch = this.batch.splice(0, Math.min(this.destination.maxBatch, this.options.maxInFlight - this.sending));
+      const size = Math.min(this.destination.maxBatch, this.options.maxInFlight - this.sending, this.batch.length);
+      const gate = this.closing ? ({ kind: 'hold', ms: 0 } as const) : this.guard.admit(size);
+      if (gate.kind === 'wait') {
+        // Beyond the rate limit, or a probe is out: the events wait here, and the queue with them.
+        if (gate.ms !== undefined && this.later === undefined)
+          this.later = setTimeout(() => {
+            this.later = undefined;
+            this.flush();
+          }, gate.ms);
+        return;
+      }
+      const batch = this.batch.splice(0, gate.kind === 'hold' ? this.batch.length : size);
       this.sending += batch.length;
-      const run = this.deliver(batch).finally(() => {
+      const work =
+        gate.kind === 'hold'
+          ? this.hold(batch, gate.ms, this.closing ? 'shutdown' : 'circuit_open')
+          : this.deliver(batch, gate.probe);
+      const run = work.finally(() => {
         this.running.delete(run);
         this.sending -= batch.length;
         this.inFlight -= batch.length;
@@ -108,7 +155,13 @@ export class Dispatcher {
     }
   }
 
-  private async deliver(batch: Delivery[]): Promise<void> {
+  /** Hands events back to the queue unsent (the circuit is open, or shutting down). */
+  private async hold(batch: Delivery[], ms: number, why: 'circuit_open' | 'shutdown'): Promise<void> {
+    this.metrics.held.inc({ destination: this.destination.name, reason: why }, batch.length);
+    await this.settle(batch, (d) => d.hold(ms, why === 'circuit_open' ? 'the circuit is open' : 'shutting down'));
+  }
+
+  private async deliver(batch: Delivery[], probe: boolean): Promise<void> {
     const name = this.destination.name;
     let outcome: Outcome;
     try {
@@ -116,6 +169,7 @@ export class Dispatcher {
     } catch (err) {
       outcome = { kind: 'retry', reason: 'internal', error: (err as Error).message };
     }
+    this.guard.answered(outcome, probe);
     if (outcome.kind === 'accepted') {
       const now = Date.now();
       this.delivered.inc(batch.length);
@@ -141,6 +195,15 @@ export class Dispatcher {
       { destination: name, events: batch.length },
       'delivery failed; retrying with backoff',
     );
+    // The circuit is open (this failure opened it, or a failed probe): the events wait out the
+    // cool-off in the queue and are not dead-lettered meanwhile. A failed probe's events wait one
+    // cool-off more than the others, so the next probe is other events: one event the receiver
+    // always fails on (while it takes the rest) does not keep the circuit open for everyone.
+    const holdMs = this.guard.holdMs();
+    if (holdMs > 0) {
+      await this.hold(batch, probe ? holdMs + this.guard.openForMs : holdMs, 'circuit_open');
+      return;
+    }
     await this.settle(batch, (d) => {
       if (d.attempt >= this.options.maxAttempts) {
         this.metrics.deadLettered.inc({ destination: name, reason: 'attempts_exhausted' });

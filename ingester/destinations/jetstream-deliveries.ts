@@ -43,7 +43,9 @@ import {
 } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
+import type { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
+import { growingLru } from '../../common/growing-lru.js';
 import { packReceivedAt, parseStored, type Routing } from './destination.js';
 import type { NormalisedEvent } from '../core/event.js';
 import type { JetStreamSettings } from '../sinks/handoff-config.js';
@@ -82,6 +84,13 @@ export class JetStreamDeliveries {
   private lagTimer?: NodeJS.Timeout;
   /** Per destination (both its consumers): which events of a nak'ed message this replica already settled. */
   private readonly done: ReadonlyMap<string, DoneEvents>;
+  /**
+   * Per destination: how many times this replica handed a message back unsent (the circuit was
+   * open). The server counts those redeliveries too; they are not attempts, so they are taken off
+   * its delivery count. Per replica and bounded: a message that moves to another replica, or whose
+   * entry was dropped, counts them (it may then reach maxAttempts sooner, never later).
+   */
+  private readonly held: ReadonlyMap<string, LRUCache<number, number>>;
   private closing = false;
   private readonly logger: Logger;
   private readonly startedAt = new Date().toISOString();
@@ -98,6 +107,9 @@ export class JetStreamDeliveries {
     this.logger = logger;
     // As many messages as its two consumers may have unacknowledged.
     this.done = new Map(destinations.map((d) => [d.settings.name, new DoneEvents(2 * maxAckPending(d.settings))]));
+    this.held = new Map(
+      destinations.map((d) => [d.settings.name, growingLru<number, number>(2 * maxAckPending(d.settings))]),
+    );
   }
 
   /** The bus is up on `nc` (a first connect or a new connection): (re)attach every consumer to it. */
@@ -274,8 +286,24 @@ export class JetStreamDeliveries {
     const forUs = (i: number): boolean =>
       !perEvent || this.routing.destinationsOf(where, () => readable(pieces[i] as Uint8Array)).includes(name);
     const indexes = pieces.map((_, i) => i).filter((i) => !doneBefore?.has(i) && forUs(i));
+    const held = this.held.get(name) as LRUCache<number, number>;
     const settlement = new MessageSettlement(
-      { ack: () => m.ack(), nak: (ms) => m.nak(ms), term: (reason) => m.term(reason) },
+      {
+        ack: () => {
+          held.delete(seq);
+          m.ack();
+        },
+        nak: (ms) => m.nak(ms),
+        term: (reason) => {
+          held.delete(seq);
+          m.term(reason);
+        },
+        // The redelivery after the cool-off is not an attempt.
+        hold: (ms) => {
+          held.set(seq, (held.get(seq) ?? 0) + 1);
+          m.nak(ms);
+        },
+      },
       seq,
       indexes.length,
       doneBefore,
@@ -283,7 +311,7 @@ export class JetStreamDeliveries {
     );
     const keep = async (json: Uint8Array | string, _index: number, reason: string, error: string): Promise<void> =>
       this.deadLetter(m, json, name, reason, error);
-    const attempt = m.info.deliveryCount;
+    const attempt = Math.max(1, m.info.deliveryCount - (held.get(seq) ?? 0));
     const receivedAt = packReceivedAt(pieces);
     return indexes.map(
       (i) =>

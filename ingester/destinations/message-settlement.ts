@@ -24,6 +24,11 @@ export interface SettleableMessage {
   /** Deliver it again after delayMs; `error` is the last failure, for the queue to keep. */
   nak(delayMs: number, error: string): void;
   term(reason: string): void;
+  /**
+   * Deliver it again after delayMs, unsent this time (the circuit was open): the attempt it was
+   * handed out for is not counted. A queue without it naks.
+   */
+  hold?(delayMs: number, error: string): void;
 }
 
 /** Per message (by stream sequence): the indexes of its events already delivered or dead-lettered. */
@@ -54,6 +59,8 @@ export class DoneEvents {
 export class MessageSettlement {
   private open: number;
   private retryMs?: number;
+  /** Whether any event of this attempt was really tried and failed (else every open one was held). */
+  private tried = false;
   private lastError = '';
   private deliveredCount = 0;
   private deadReason?: string;
@@ -87,8 +94,16 @@ export class MessageSettlement {
   }
 
   retry(delayMs: number, error = ''): void {
+    this.tried = true;
     this.retryMs = Math.max(this.retryMs ?? 0, delayMs);
     if (error) this.lastError = error;
+    this.settled();
+  }
+
+  /** Handed back unsent (the circuit is open); the message is held unless another event was tried. */
+  hold(delayMs: number, error: string): void {
+    this.retryMs = Math.max(this.retryMs ?? 0, delayMs);
+    if (!this.lastError) this.lastError = error;
     this.settled();
   }
 
@@ -99,7 +114,8 @@ export class MessageSettlement {
   private finish(): void {
     if (this.retryMs !== undefined) {
       this.memory.remember(this.seq, new Set([...(this.doneBefore ?? []), ...this.doneNow]));
-      this.message.nak(this.retryMs, this.lastError);
+      if (!this.tried && this.message.hold) this.message.hold(this.retryMs, this.lastError);
+      else this.message.nak(this.retryMs, this.lastError);
       return;
     }
     this.memory.forget(this.seq);
@@ -140,6 +156,11 @@ export class MessageEventDelivery implements Delivery {
 
   retry(delayMs: number, error: string): Promise<void> {
     this.settlement.retry(delayMs, error);
+    return SETTLED;
+  }
+
+  hold(delayMs: number, why: string): Promise<void> {
+    this.settlement.hold(delayMs, why);
     return SETTLED;
   }
 

@@ -11,6 +11,9 @@ export class DestinationMetrics {
   readonly resends: Counter<'destination' | 'result'>;
   readonly alerts: Gauge<'destination' | 'state'>;
   readonly alertsRefused: Counter<'destination' | 'namespace' | 'limit'>;
+  readonly circuitState: Gauge<'destination'>;
+  readonly circuitTransitions: Counter<'destination' | 'to'>;
+  readonly held: Counter<'destination' | 'reason'>;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -62,6 +65,24 @@ export class DestinationMetrics {
       name: 'intake_destination_alerts_refused_total',
       help: 'Events that would have started a new alert but were not kept or sent, because the namespace (limit=namespace) or the destination (limit=total) holds its maximum of alert states.',
       labelNames: ['destination', 'namespace', 'limit'],
+      registers,
+    });
+    this.circuitState = new Gauge({
+      name: 'intake_destination_circuit_state',
+      help: "The destination's circuit breaker: 0 closed, 1 half-open (a probe may go), 2 open (events wait in the queue).",
+      labelNames: ['destination'],
+      registers,
+    });
+    this.circuitTransitions = new Counter({
+      name: 'intake_destination_circuit_transitions_total',
+      help: "Changes of a destination's circuit breaker, by the state entered (open, half-open, closed).",
+      labelNames: ['destination', 'to'],
+      registers,
+    });
+    this.held = new Counter({
+      name: 'intake_destination_held_total',
+      help: 'Events handed back to the queue unsent, to come back later without spending an attempt, by reason (circuit_open, shutdown).',
+      labelNames: ['destination', 'reason'],
       registers,
     });
     this.alerts = new Gauge({

@@ -90,6 +90,12 @@ export class OutboxLeaseLoops {
   private async handOut(d: OutboxDestination): Promise<void> {
     await d.dispatcher.waitForRoom();
     if (this.closed) return;
+    // The destination's circuit is open: its rows stay where they are, unleased, until the probe.
+    const holdMs = d.dispatcher.holdMs();
+    if (holdMs > 0) {
+      await this.idle(holdMs);
+      return;
+    }
     const now = Date.now();
     const rows = this.leaseDue(d, now, d.dispatcher.free(), d.dispatcher.freeBytes());
     if (rows.length === 0) {
@@ -149,6 +155,7 @@ export class OutboxLeaseLoops {
         ack: () => settle(() => this.table.remove(r)),
         term: () => settle(() => this.table.remove(r)),
         nak: (delayMs, error) => settle(() => this.table.reschedule(r.seq, Date.now() + delayMs, error)),
+        hold: (delayMs) => settle(() => this.table.giveBack(r.seq, Date.now() + delayMs)),
       },
       r.seq,
       indexes.length,

@@ -48,7 +48,7 @@ export class OutboxTable {
   readonly reserve: DiskReserve;
   private reclaiming = false;
   private readonly statements: Record<
-    'insert' | 'due' | 'nextDue' | 'lease' | 'remove' | 'reschedule' | 'count' | 'total',
+    'insert' | 'due' | 'nextDue' | 'lease' | 'remove' | 'reschedule' | 'giveBack' | 'count' | 'total',
     StatementSync
   >;
 
@@ -72,6 +72,7 @@ export class OutboxTable {
       lease: p('UPDATE outbox SET next_at = ?, attempts = attempts + 1 WHERE seq = ?'),
       remove: p('DELETE FROM outbox WHERE seq = ?'),
       reschedule: p('UPDATE outbox SET next_at = ?, last_error = ? WHERE seq = ?'),
+      giveBack: p('UPDATE outbox SET next_at = ?, attempts = max(0, attempts - 1) WHERE seq = ?'),
       count: p('SELECT count(*) AS n FROM outbox WHERE destination = ?'),
       total: p(
         'SELECT tenant, coalesce(sum(length(destination) + length(id) + length(CAST(payload AS BLOB))), 0) AS b, count(*) AS n FROM outbox GROUP BY tenant',
@@ -169,6 +170,11 @@ export class OutboxTable {
 
   reschedule(seq: number, at: number, error: string): void {
     this.statements.reschedule.run(at, error, seq);
+  }
+
+  /** Reschedules a row handed out but not sent (the circuit was open): its lease's attempt is not counted. */
+  giveBack(seq: number, at: number): void {
+    this.statements.giveBack.run(at, seq);
   }
 
   /** Removes a row; its bytes go back to the budget and its share once the (relaxed) transaction commits. */

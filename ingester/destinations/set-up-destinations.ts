@@ -70,7 +70,7 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
   );
   const queued = o.destinations.map((settings, i) => ({
     settings,
-    dispatcher: new Dispatcher(clients[i] as Destination, settings.delivery, metrics, o.logger),
+    dispatcher: new Dispatcher(clients[i] as Destination, settings.delivery, metrics, o.logger, settings.protection),
   }));
   const names = o.destinations.map((d) => d.name);
   const closeClients = (): Promise<unknown> => Promise.all(clients.map((c) => c.close()));

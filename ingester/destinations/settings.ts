@@ -6,6 +6,12 @@
 import { ConfigError } from '../../common/config-files.js';
 import { parseDuration } from '../../common/duration.js';
 import type { TlsFiles } from '../outbound/credentials.js';
+import {
+  protectionSchemaProperties,
+  resolveProtection,
+  type ProtectionFile,
+  type ProtectionSettings,
+} from './protection/settings.js';
 
 /** Destination names: what `WebhookIntegration.spec.destinations` and the route document list. */
 export const DESTINATION_NAME_PATTERN = '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$';
@@ -62,6 +68,8 @@ interface DestinationBase {
   /** Integrations that name no destinations are delivered to every default destination. */
   default: boolean;
   delivery: DeliverySettings;
+  /** The receiver's protection: circuit breaker and rate limit (protection/). */
+  protection: ProtectionSettings;
 }
 
 export type DestinationSettings =
@@ -158,6 +166,7 @@ export const destinationsSchema = {
           maxInFlightBytes: { type: 'integer', minimum: 65536 },
         },
       },
+      ...protectionSchemaProperties,
     },
   },
 } as const;
@@ -168,7 +177,7 @@ interface AuthFile {
   tls?: TlsFiles;
 }
 
-export interface DestinationFile {
+export interface DestinationFile extends ProtectionFile {
   name: string;
   default?: boolean;
   alertmanager?: AuthFile & {
@@ -231,7 +240,7 @@ export function resolveDestinations(files: readonly DestinationFile[] | undefine
     };
     if (delivery.backoffMaxMs < delivery.backoffMinMs)
       throw new ConfigError(`${where}: delivery.backoffMax must be at least delivery.backoffMin`);
-    const base = { name: f.name, default: f.default ?? false, delivery };
+    const base = { name: f.name, default: f.default ?? false, delivery, protection: resolveProtection(f, where) };
     if (f.alertmanager) {
       const a = f.alertmanager;
       const auth = resolveAuth(a, `${where}.alertmanager`);

@@ -126,6 +126,8 @@ it('a request refused because its share of the outbox is full does not spend the
         default: true,
         http: { url, timeout: '1s' },
         delivery: { backoffMin: '50ms', backoffMax: '200ms' },
+        // The rate's refund is under test, not the breaker: its 30 s cool-off would delay the recovery past the wait.
+        circuitBreaker: { enabled: false },
       },
     ];
     c.spool = { path: spoolDir, maxBytes: 1024 * KiB, maxBytesPerNamespace: 64 * KiB };

@@ -60,6 +60,9 @@ beforeAll(async () => {
         default: true,
         http: { url: receiver.url, headers: { 'X-Team': 'sre' }, timeout: '1s' },
         delivery: { maxAttempts: 20, backoffMin: '50ms', backoffMax: '400ms' },
+        // This file is about retries: six failures in a row would open the circuit for 30 s
+        // (destinations/protection.test.ts tests the breaker).
+        circuitBreaker: { enabled: false },
       },
       { name: 'audit', default: true, http: { url: audit.url, batchSize: 10, timeout: '1s' } },
     ];

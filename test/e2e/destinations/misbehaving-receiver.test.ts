@@ -36,6 +36,9 @@ beforeAll(async () => {
         http: { url: receiver.url, timeout: `${TIMEOUT_MS}ms` },
         // The lease (claim timeout) is 4 x 2 s + 1 s = 9 s.
         delivery: { maxAttempts: 1000, backoffMin: '200ms', backoffMax: '1s', maxInFlight: 64 },
+        // This file is about each request's bounds and retries: five timeouts in a row would open
+        // the circuit for 30 s (destinations/protection.test.ts tests the breaker).
+        circuitBreaker: { enabled: false },
       },
     ];
   });

@@ -45,6 +45,8 @@ const standalone = (spoolDir: string) => (c: Record<string, unknown>) => {
       http: { url: receiver.url, timeout: '1s' },
       // Retried soon after the receiver is back, and never given up on while it is down.
       delivery: { maxAttempts: 1000, backoffMin: '100ms', backoffMax: '2s' },
+      // The full disk is under test: rows the breaker held keep its cool-off (30 s) through the restart.
+      circuitBreaker: { enabled: false },
     },
   ];
   c.spool = { path: spoolDir, maxBytes: MiB, maxBytesPerNamespace: MiB };

@@ -26,6 +26,8 @@ export interface EventReceiver {
   refuse: (event: Record<string, unknown>) => boolean;
   /** Milliseconds to wait before answering (a slow receiver). */
   delayMs: number;
+  /** When set, the answer to every request the script does not answer (a receiver that is down). */
+  failWith?: ScriptedAnswer;
   close(): Promise<void>;
 }
 
@@ -46,6 +48,7 @@ export async function startEventReceiver(): Promise<EventReceiver> {
       const events = (Array.isArray(parsed) ? parsed : [parsed]) as ReceivedRequest['events'];
       const answer: ScriptedAnswer =
         r.script.shift() ??
+        r.failWith ??
         (events.some((e) => r.refuse(e))
           ? { status: 400, body: '{"error":"field source is not accepted here"}' }
           : { status: 200 });

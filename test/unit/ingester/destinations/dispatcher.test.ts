@@ -37,6 +37,7 @@ function delivery(id: string, attempt = 1): Delivery & { settled: string[] } {
     ack: async () => void settled.push('ack'),
     retry: async (ms, error) => void settled.push(`retry ${ms <= 1000 ? 'ok' : ms} ${error}`),
     deadLetter: async (reason, error) => void settled.push(`dead ${reason} ${error}`),
+    hold: async (ms, why) => void settled.push(`hold ${ms} ${why}`),
   };
 }
 
@@ -239,5 +240,100 @@ describe('backoff and classification', () => {
       error: 'HTTP 429: slow down',
       retryAfterMs: 3000,
     });
+  });
+});
+
+describe('dispatcher with a circuit breaker and a rate limit', () => {
+  const breakerSettings = {
+    circuitBreaker: { consecutiveFailures: 2, failureRatio: 1, windowMs: 60_000, minRequests: 1, openForMs: 60_000 },
+  };
+  const protect = (dest: Destination, protection: object, overrides: Partial<typeof settings> = {}) => {
+    const registry = new Registry();
+    const metrics = new DestinationMetrics(registry);
+    const d = new Dispatcher(dest, { ...settings, ...overrides }, metrics, pino({ level: 'silent' }), protection);
+    return { d, registry };
+  };
+  const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+  it('holds events once the circuit opens: not retried, not dead-lettered even at their last attempt', async () => {
+    const dest = new FakeDestination(1, async () => classify(503, 'down', {}));
+    const { d, registry } = protect(dest, breakerSettings, { maxInFlight: 1 });
+    const events = [delivery('a', 1), delivery('b', 3), delivery('c', 3), delivery('d', 3)];
+    for (const e of events) d.submit(e);
+    await d.idle();
+    // Two failures open it: a is retried (closed then), b's failure opened it and is held, not
+    // dead-lettered; c and d never reach the receiver.
+    expect(dest.batches).toEqual([['a'], ['b']]);
+    // Held for the rest of the cool-off (a millisecond may have passed).
+    expect(events.map((e) => e.settled[0]?.replace(/^hold 59\d\d\d /, 'hold 60000 '))).toEqual([
+      'retry ok HTTP 503: down',
+      'hold 60000 the circuit is open',
+      'hold 60000 the circuit is open',
+      'hold 60000 the circuit is open',
+    ]);
+    expect(d.holdMs()).toBeGreaterThan(59_000);
+    const text = await registry.metrics();
+    expect(text).toMatch(/intake_destination_circuit_state\{destination="fake"\} 2/);
+    expect(text).toMatch(/intake_destination_circuit_transitions_total\{destination="fake",to="open"\} 1/);
+    expect(text).toMatch(/intake_destination_held_total\{destination="fake",reason="circuit_open"\} 3/);
+  });
+
+  it("holds a failed probe's events a cool-off longer than the others, so the next probe is other events", async () => {
+    let answer: Outcome = classify(503, 'down', {});
+    const dest = new FakeDestination(1, async () => answer);
+    const quick = { circuitBreaker: { ...breakerSettings.circuitBreaker, openForMs: 500 } };
+    const { d } = protect(dest, quick, { maxInFlight: 1 });
+    for (const id of ['a', 'b']) d.submit(delivery(id));
+    await d.idle();
+    expect(d.guard.state).toBe('open');
+    await new Promise((r) => setTimeout(r, 600));
+    expect(d.guard.state).toBe('half-open');
+    const [probe, other] = [delivery('poison'), delivery('c')];
+    d.submit(probe);
+    d.submit(other);
+    await d.idle();
+    expect(dest.batches.at(-1)).toEqual(['poison']);
+    // The probe: the rest of this cool-off (up to 500 ms) and one more; the other: the rest alone.
+    const heldMs = (d: { settled: string[] }): number =>
+      Number(/^hold (\d+) the circuit is open$/.exec(d.settled[0] ?? '')?.[1]);
+    expect(heldMs(probe)).toBeGreaterThan(500);
+    expect(heldMs(probe)).toBeLessThanOrEqual(1000);
+    expect(heldMs(other)).toBeLessThanOrEqual(500);
+    expect(heldMs(probe) - heldMs(other)).toBeGreaterThanOrEqual(500);
+    answer = { kind: 'accepted' };
+  });
+
+  it('a 4xx refusal does not open the circuit', async () => {
+    const dest = new FakeDestination(1, async () => classify(400, 'bad', {}));
+    const { d } = protect(dest, breakerSettings);
+    for (const id of ['a', 'b', 'c']) d.submit(delivery(id));
+    await d.idle();
+    expect(dest.batches).toHaveLength(3);
+    expect(d.guard.state).toBe('closed');
+  });
+
+  it('sends at most rate x time + burst, and keeps the rest waiting (none dropped)', async () => {
+    const dest = new FakeDestination(1, async () => ({ kind: 'accepted' }));
+    const { d } = protect(dest, { rateLimit: { eventsPerSecond: 20, burst: 2 } }, { maxInFlight: 100 });
+    const events = Array.from({ length: 10 }, (_, i) => delivery(`e${i}`));
+    const started = Date.now();
+    for (const e of events) d.submit(e);
+    await tick();
+    expect(dest.batches.length).toBe(2);
+    while (events.some((e) => e.settled.length === 0)) await new Promise((r) => setTimeout(r, 20));
+    const elapsed = Date.now() - started;
+    // 8 beyond the burst at 20/s: at least 400 ms.
+    expect(elapsed).toBeGreaterThanOrEqual(380);
+    expect(events.every((e) => e.settled[0] === 'ack')).toBe(true);
+  });
+
+  it('hands events waiting for the rate limit back to the queue at shutdown', async () => {
+    const dest = new FakeDestination(1, async () => ({ kind: 'accepted' }));
+    const { d } = protect(dest, { rateLimit: { eventsPerSecond: 0.1, burst: 1 } });
+    const events = [delivery('a'), delivery('b')];
+    for (const e of events) d.submit(e);
+    await tick();
+    await d.idle();
+    expect(events.map((e) => e.settled[0])).toEqual(['ack', 'hold 0 shutting down']);
   });
 });

@@ -16,6 +16,23 @@ function message(): SettleableMessage & { said: string[] } {
 }
 
 describe('message settlement', () => {
+  it('holds the message when its events were handed back unsent, and naks it when any was really tried', () => {
+    const held = { ...message(), hold: (ms: number) => void held.said.push(`hold ${ms}`) };
+    const s = new MessageSettlement(held, 3, 2, undefined, new DoneEvents(10));
+    s.hold(30_000, 'the circuit is open');
+    s.delivered(1);
+    expect(held.said).toEqual(['hold 30000']);
+    const tried = { ...message(), hold: (ms: number) => void tried.said.push(`hold ${ms}`) };
+    const t = new MessageSettlement(tried, 4, 2, undefined, new DoneEvents(10));
+    t.hold(30_000, 'the circuit is open');
+    t.retry(1000, 'HTTP 503');
+    expect(tried.said).toEqual(['nak 30000']);
+    // A queue without hold naks.
+    const plain = message();
+    new MessageSettlement(plain, 5, 1, undefined, new DoneEvents(10)).hold(500, 'the circuit is open');
+    expect(plain.said).toEqual(['nak 500']);
+  });
+
   it('acknowledges the message once every event is delivered, not before', () => {
     const m = message();
     const s = new MessageSettlement(m, 7, 3, undefined, new DoneEvents(10));

@@ -34,6 +34,43 @@ describe('destination settings', () => {
     expect(equal?.kind === 'alertmanager' && equal.alertmanager.maxAlertsPerNamespace).toBe(100);
   });
 
+  it('gives every destination a circuit breaker by default, and a rate limit only when asked', () => {
+    const [t] = resolveDestinations([tickets]);
+    expect(t?.protection).toEqual({
+      circuitBreaker: {
+        consecutiveFailures: 5,
+        failureRatio: 0.5,
+        windowMs: 60_000,
+        minRequests: 20,
+        openForMs: 30_000,
+      },
+    });
+    const [limited] = resolveDestinations([
+      { ...tickets, circuitBreaker: { enabled: false }, rateLimit: { eventsPerSecond: 2.5 } },
+    ]);
+    expect(limited?.protection).toEqual({ rateLimit: { eventsPerSecond: 2.5, burst: 3 } });
+    const [tuned] = resolveDestinations([
+      { ...tickets, circuitBreaker: { openFor: '2m', window: '30s' }, rateLimit: { eventsPerSecond: 100, burst: 20 } },
+    ]);
+    expect(tuned?.protection).toMatchObject({
+      circuitBreaker: { openForMs: 120_000, windowMs: 30_000 },
+      rateLimit: { eventsPerSecond: 100, burst: 20 },
+    });
+  });
+
+  it.each([
+    [{ circuitBreaker: { openFor: '30' } }, /circuitBreaker\/openFor/],
+    [{ circuitBreaker: { failureRatio: 1.5 } }, /circuitBreaker\/failureRatio/],
+    [{ circuitBreaker: { consecutiveFailures: 0, failureRatio: 1 } }, /never opens.*enabled: false/],
+    [{ circuitBreaker: { openFor: '0s' } }, /circuitBreaker\.openFor must be longer than 0/],
+    [{ rateLimit: { burst: 5 } }, /rateLimit.*eventsPerSecond/],
+    [{ rateLimit: { eventsPerSecond: 0 } }, /rateLimit\/eventsPerSecond/],
+  ])('refuses the protection settings %j in the settings file, naming the field', (protection, message) => {
+    expect(() =>
+      resolveSettings({ destinations: [{ ...tickets, ...protection }], spool: { path: '/tmp/x' } } as never, {}),
+    ).toThrow(message);
+  });
+
   it('applies the defaults', () => {
     const [a, t] = resolveDestinations([am, tickets]);
     expect(a).toMatchObject({
