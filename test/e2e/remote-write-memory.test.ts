@@ -1,6 +1,6 @@
 /**
  * What a full remote write queue costs the process, through the built ingester run as the image
- * runs it (its NODE_OPTIONS and MALLOC_MMAP_THRESHOLD_, the V8 heap of a small pod): with the
+ * runs it (its NODE_OPTIONS, MALLOC_MMAP_THRESHOLD_ and MALLOC_ARENA_MAX, the V8 heap of a small pod): with the
  * receiver failing, 10,000 series with ~1.2 KB of labels fill the queue; the resident memory at
  * the full queue stays within what the queue is charged plus a stated overhead, and once the
  * receiver is back and the queue drained, the memory is given back to within a bound that holds
@@ -62,7 +62,7 @@ it('holds a full queue within its charged bytes plus a stated overhead, and give
     // The image's NODE_OPTIONS and malloc setting (Dockerfile), and the V8 heap of a small pod.
     {
       nodeArgs: ['--max-semi-space-size=4', '--max-old-space-size=192'],
-      env: { MALLOC_MMAP_THRESHOLD_: '131072' },
+      env: { MALLOC_MMAP_THRESHOLD_: '131072', MALLOC_ARENA_MAX: '2' },
     },
   );
   const pid = ing.child.pid as number;
