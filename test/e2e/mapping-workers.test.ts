@@ -253,10 +253,14 @@ describe('the mapping worker pool', () => {
       const burn = { ...limits, timeoutMs: 1500 };
       const classOf = (cls: string) => pool.workers.find((w) => w.cls === cls);
       try {
+        // Warm-ups with a generous limit: a cold worker's first evaluation can pass a tenth of the
+        // usual one on a loaded machine, which would (rightly) demote it and mark its tenant long.
+        const warm = { ...limits, timeoutMs: 5000 };
         await Promise.all([
-          pool.run('n', limits, bytes({ n: 1 }), { tenant: 'a' }),
-          pool.run('n', limits, bytes({ n: 1 }), { tenant: 'b' }),
+          pool.run('n', warm, bytes({ n: 1 }), { tenant: 'a' }),
+          pool.run('n', warm, bytes({ n: 1 }), { tenant: 'b' }),
         ]);
+        await waitFor('both workers ready and free', async () => pool.workers.every((w) => w.ready && !w.busy));
         const prompt = classOf('prompt')?.pid as number;
         const idle = classOf('idle')?.pid as number;
         expect(new Set(threadPolicies(prompt).map((t) => `${t.policy} ${t.nice}`))).toEqual(
