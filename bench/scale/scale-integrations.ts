@@ -17,7 +17,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
@@ -25,11 +25,14 @@ import { ROOT } from '../../test/support/paths.js';
 import { freePort } from '../../test/support/ports.js';
 import { median } from '../../test/support/stats.js';
 import {
+  imageMallocEnv,
   imageNodeFlags,
   peakRssMiB,
   processCpuSeconds,
   procStatusKiB,
   runBenchmark,
+  statusOf,
+  stopProcess,
   track,
 } from '../support/processes.js';
 import { f, table, verdict } from '../ingest/report.js';
@@ -97,28 +100,13 @@ async function start(config: string, extraFlags: string[] = []): Promise<Started
     '--admin-listen',
     `127.0.0.1:${adminPort}`,
   ];
-  const env = { ...process.env, NODE_ENV: 'production', ...imageMalloc() };
+  const env = { ...process.env, NODE_ENV: 'production', ...imageMallocEnv() };
   const spawnedAt = performance.now();
   const child = track(
     spawn('taskset', ['-c', SERVER_CPU, process.execPath, ...args], { stdio: ['ignore', 'ignore', 'pipe'], env }),
   );
   return { child, adminUrl: `http://127.0.0.1:${adminPort}`, spawnedAt };
 }
-
-/** The image's malloc settings (Dockerfile's MALLOC_* lines), so RSS is what a pod would see. */
-function imageMalloc(): Record<string, string> {
-  const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
-  return Object.fromEntries([...dockerfile.matchAll(/^ENV (MALLOC_[A-Z_]+)=(\S+)$/gm)].map((m) => [m[1], m[2]]));
-}
-
-const statusOf = async (url: string): Promise<{ status: number; body: string }> => {
-  try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
-    return { status: res.status, body: await res.text() };
-  } catch {
-    return { status: 0, body: '' };
-  }
-};
 
 interface RunResult {
   healthMs: number;
@@ -156,15 +144,8 @@ async function measureStart(config: string): Promise<RunResult> {
     peakMiB: peakRssMiB(child.pid),
     settledMiB: procStatusKiB(child.pid, 'VmRSS') / 1024,
   };
-  await stop(child);
+  await stopProcess(child);
   return result;
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  const exited = new Promise((r) => child.once('exit', r));
-  child.kill('SIGTERM');
-  await exited;
 }
 
 /** The V8 heap used after a full GC, read through the inspector protocol once the ingester is ready. */
@@ -203,7 +184,7 @@ async function heapAfterGc(config: string): Promise<number> {
     returnByValue: true,
   })) as { result: { value: number } };
   socket.close();
-  await stop(child);
+  await stopProcess(child);
   return result.result.value;
 }
 

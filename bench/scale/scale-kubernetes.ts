@@ -44,12 +44,15 @@ import { ROOT } from '../../test/support/paths.js';
 import { freePort } from '../../test/support/ports.js';
 import { median } from '../../test/support/stats.js';
 import {
+  imageMallocEnv,
   imageNodeFlags,
   peakRssMiB,
   procStatusKiB,
   processCpuSeconds,
   processTreeCpuSeconds,
   runBenchmark,
+  statusOf,
+  stopProcess,
   track,
 } from '../support/processes.js';
 import { f, table, verdict } from '../ingest/report.js';
@@ -74,11 +77,6 @@ const percentile = (values: number[], p: number): number => {
 
 /** The test API server's process (kube-apiserver with its etcd): whose CPU the list and watches cost. */
 const apiServerPid = (): number => Number(readFileSync(join(dirname(KUBECONFIG), 'pid'), 'utf8').trim());
-
-/** The image's MALLOC_MMAP_THRESHOLD_ (Dockerfile), so RSS is what a pod would see. */
-function mallocThreshold(): string {
-  return /^ENV MALLOC_MMAP_THRESHOLD_=(\d+)$/m.exec(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'))?.[1] ?? '';
-}
 
 interface Started {
   child: ChildProcess;
@@ -116,29 +114,13 @@ async function start(namespace: string): Promise<Started> {
     '--events-log',
     '/dev/null',
   ];
-  const env = { ...process.env, NODE_ENV: 'production', MALLOC_MMAP_THRESHOLD_: mallocThreshold() };
+  const env = { ...process.env, NODE_ENV: 'production', ...imageMallocEnv() };
   const spawnedAt = performance.now();
   const child = track(
     spawn('taskset', ['-c', SERVER_CPU, process.execPath, ...args], { stdio: ['ignore', 'ignore', 'pipe'], env }),
   );
   return { child, url: `http://127.0.0.1:${port}`, adminUrl: `http://127.0.0.1:${adminPort}`, spawnedAt };
 }
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  const exited = new Promise((r) => child.once('exit', r));
-  child.kill('SIGTERM');
-  await exited;
-}
-
-const statusOf = async (url: string): Promise<{ status: number; body: string }> => {
-  try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
-    return { status: res.status, body: await res.text() };
-  } catch {
-    return { status: 0, body: '' };
-  }
-};
 
 interface RunResult {
   healthMs: number;
@@ -274,7 +256,7 @@ async function measure(namespace: string): Promise<void> {
         `${ROTATIONS} rotations: median ${f(median(propagation))} ms, p99 ${f(percentile(propagation, 99))} ms, max ${f(Math.max(...propagation))} ms; routes placed meanwhile ${placed}`,
       );
     }
-    await stop(started.child);
+    await stopProcess(started.child);
   }
 
   const readyMs = median(runs.map((r) => r.readyMs));

@@ -116,6 +116,22 @@ export function imageNodeFlags(): string[] {
   return flags.split(/\s+/).filter(Boolean);
 }
 
+/** The image's malloc settings (the Dockerfile's `ENV MALLOC_*` lines), so RSS is what a pod would see. */
+export function imageMallocEnv(): Record<string, string> {
+  const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
+  return Object.fromEntries([...dockerfile.matchAll(/^ENV (MALLOC_[A-Z_]+)=(\S+)$/gm)].map((m) => [m[1], m[2]]));
+}
+
+/** An HTTP status and body, or status 0 when nothing answered within 2 s (polling a starting server). */
+export async function statusOf(url: string): Promise<{ status: number; body: string }> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
+    return { status: res.status, body: await res.text() };
+  } catch {
+    return { status: 0, body: '' };
+  }
+}
+
 /** Peak RSS (VmHWM) of a process, in MiB. */
 export const peakRssMiB = (pid: number | undefined): number => procStatusKiB(pid, 'VmHWM') / 1024;
 
