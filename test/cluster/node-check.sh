@@ -80,8 +80,7 @@ fi
 grep -q '^Seccomp:' /proc/self/status && [ -f /proc/sys/kernel/seccomp/actions_avail ] ||
   fail "the kernel has no seccomp filter support (CONFIG_SECCOMP_FILTER): the chart's pods use the RuntimeDefault profile"
 
-# One node cluster per machine: its namespace and addresses are fixed.
-if ip netns list | grep -qw intake-node && ! [ -f "$dir/netns" ]; then
-  fail "the network namespace intake-node is in use by a node cluster of another checkout; stop it first (test/cluster/node-stop.sh DIR)"
-fi
+# One node cluster per machine: its namespace and addresses are fixed. A dead one is stopped.
+source "$here/node-claim.sh"
+why="$(node_claim "$dir")" || fail "$why"
 echo "node-check: this machine can run the test cluster's node"

@@ -36,10 +36,9 @@ if [ -f "$dir/node-pids" ] && kill -0 "$(head -1 "$dir/node-pids")" 2>/dev/null;
   echo "testcluster node already running; kubeconfig $dir/kubeconfig"; exit 0
 fi
 [ "$(id -u)" = 0 ] || { log "needs root (network namespace, mounts, containerd)"; exit 1; }
-if ip netns list | grep -qw "$NETNS"; then
-  [ -f "$dir/netns" ] || { log "network namespace $NETNS is in use by another test cluster; stop that one first"; exit 1; }
-  bash "$here/node-stop.sh" "$dir" >&2
-fi
+source "$here/node-claim.sh"
+why="$(node_claim "$dir")" || { log "$why"; exit 1; }
+if ip netns list | grep -qw "$NETNS"; then bash "$here/node-stop.sh" "$dir" >&2; fi
 for b in containerd runc ctr iptables /usr/lib/cni/bridge umoci; do
   command -v "$b" >/dev/null || { log "$b is missing (make debian-tools)"; exit 1; }
 done
@@ -51,6 +50,7 @@ mapfile -t images < <(bash "$here/images.sh")
 # --- network namespace and veth
 ip netns add "$NETNS"
 touch "$dir/netns"
+echo "$dir" > "$NODE_OWNER_FILE"
 ip link add "$HOST_IF" type veth peer name "$NODE_IF" netns "$NETNS"
 ip addr add "$HOST_IP/30" dev "$HOST_IF"
 ip link set "$HOST_IF" up

@@ -66,4 +66,5 @@ for n in $(ip netns list | awk '/^cni-/ {print $1}'); do ip netns del "$n" 2>/de
 ip link del "$HOST_IF" 2>/dev/null
 ip netns del "$NETNS" 2>/dev/null
 rm -f "$dir/netns"
+[ "$(cat /run/intake-node.owner 2>/dev/null)" = "$dir" ] && rm -f /run/intake-node.owner
 echo "testcluster node stopped"
