@@ -39,6 +39,7 @@ import { DISK_RESERVE_BYTES } from './storage/disk-reserve.js';
 import { checkStoreVolume } from './storage/volume-check.js';
 import type { ReplicaCount } from './limits/replicas.js';
 import { TenantLimiter } from './limits/tenant-limiter.js';
+import { registerLimitMetrics } from './limits/limit-metrics.js';
 import type { EventSink } from './sinks/sink.js';
 
 export interface RunningIngester {
@@ -105,6 +106,7 @@ export async function startIngester(
     logger,
   );
   replicas?.start((n) => limiter.setReplicas(n));
+  registerLimitMetrics(registry, limiter);
 
   const activity = new ActivityRecorder();
 

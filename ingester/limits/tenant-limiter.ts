@@ -114,6 +114,13 @@ export class TenantLimiter {
     return this.replicaCount;
   }
 
+  /** Each namespace's limits in force (cluster-wide values, not this replica's share): for the limits gauge. */
+  *namespaceLimits(): Generator<{ namespace: string; resource: LimitResource; perSecond: number }> {
+    for (const limit of this.limits.values())
+      if (limit.scope === 'namespace')
+        yield { namespace: limit.namespace, resource: limit.resource, perSecond: limit.perSecond };
+  }
+
   /** Ready replicas sharing the cluster-wide limits (from EndpointSlices; 1 standalone). */
   setReplicas(n: number): void {
     const replicas = Math.max(1, Math.floor(n));

@@ -21,6 +21,11 @@ export interface Prometheus {
   kill(signal?: NodeJS.Signals): Promise<void>;
   /** Starts it again on the same port and data directory. */
   restart(): Promise<void>;
+  /**
+   * Scrapes `targets` (loopback `host:port`, at /metrics) every `interval` from now on: the config
+   * is rewritten and reloaded (SIGHUP), and this waits until every target was scraped once.
+   */
+  scrape(targets: readonly string[], interval?: string): Promise<void>;
   /** Stops it and removes its directory. */
   stop(): Promise<void>;
   output(): string;
@@ -31,11 +36,22 @@ export interface VectorSample {
   value: [number, string];
 }
 
+/**
+ * The config file: no scrape jobs unless `targets` are given (then everything else came by remote
+ * write); with targets, job `intake` scrapes each loopback `host:port` at /metrics every `interval`.
+ */
+function writeConfig(file: string, targets: readonly string[], interval: string): void {
+  const scrape = targets.length
+    ? `global: {scrape_interval: ${interval}, evaluation_interval: ${interval}}\n` +
+      `scrape_configs:\n  - job_name: intake\n    static_configs: [{targets: ${JSON.stringify(targets)}}]\n`
+    : 'global: {}\n';
+  writeFileSync(file, `${scrape}storage:\n  tsdb:\n    out_of_order_time_window: 30m\n`);
+}
+
 export async function startPrometheus(): Promise<Prometheus> {
   const dir = mkdtempSync(join(tmpdir(), 'intake-prom-'));
   const configFile = join(dir, 'prometheus.yml');
-  // No scrape jobs: everything in the TSDB came by remote write.
-  writeFileSync(configFile, 'global: {}\nstorage:\n  tsdb:\n    out_of_order_time_window: 30m\n');
+  writeConfig(configFile, [], '');
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   let child: ChildProcess | undefined;
@@ -79,6 +95,25 @@ export async function startPrometheus(): Promise<Prometheus> {
       return child?.pid;
     },
     writeUrl: `${url}/api/v1/write`,
+    scrape: async (targets, interval = '1s') => {
+      writeConfig(configFile, targets, interval);
+      child?.kill('SIGHUP');
+      await waitFor(
+        'prometheus scraping its targets',
+        async () => {
+          const res = await fetch(`${url}/api/v1/targets?state=active`);
+          const body = (await res.json()) as {
+            data: { activeTargets: Array<{ scrapeUrl: string; health: string }> };
+          };
+          const scraped = body.data.activeTargets
+            .filter((t) => t.health === 'up')
+            .map((t) => new URL(t.scrapeUrl).host);
+          return targets.every((t) => scraped.includes(t));
+        },
+        30_000,
+        200,
+      );
+    },
     kill,
     restart: launch,
     stop: async () => {
