@@ -64,6 +64,24 @@ export interface UnauthenticatedSender {
   lastTime: string;
 }
 
+/** Minutes kept in ActivityMinutes: the last hour. */
+export const ACTIVITY_MINUTES = 60;
+
+/**
+ * Events accepted and requests refused in each minute of the last hour, for charts. Anchored on
+ * wall-clock minutes, not on "now": the arrays start at the first minute of the hour that had
+ * anything and end at the last one, so a quiet integration's status does not change every minute
+ * (a minute with nothing after `start` is a 0; minutes after the last are 0 too).
+ */
+export interface ActivityMinutes {
+  /** RFC 3339, a whole minute: the minute events[0] and refused[0] count. */
+  start: string;
+  /** Events (WebhookIntegration) or data points (ApiKey) accepted in each minute from `start`. */
+  events: number[];
+  /** Requests refused in each minute from `start`, every reason together. */
+  refused: number[];
+}
+
 /** `status.activity`: exactly what the operator writes and the console reads. */
 export interface Activity {
   /** RFC 3339; absent if never. */
@@ -78,6 +96,8 @@ export interface Activity {
   refusedLastHour: number;
   /** Requests refused over the last hour, by reason. */
   refusalsLastHour: Record<string, number>;
+  /** Per minute over the last hour; absent when the hour had nothing. */
+  minutes?: ActivityMinutes;
   /** Refusals of authenticated requests, newest first, at most RECENT_REFUSALS. */
   recentRefusals: RecentRefusal[];
   /**

@@ -8,6 +8,7 @@ import { inertText } from '../../common/sender-text.js';
 import { api, LABEL_OF, resourcePath, type Plural, type Resource } from './api.js';
 import { GitOpsBadge, ReadyBadge, useTick } from './list.js';
 import { age, gitOpsOwner, href, isSuspended } from './model.js';
+import { MinuteChart } from './minute-chart.js';
 import { sampleFor } from './samples.js';
 
 type Mode = 'basic' | 'signature' | 'basic+signature';
@@ -192,6 +193,17 @@ function ActivityView({ r }: { r: Resource }) {
         <p class="muted">No activity reported yet (the operator writes status.activity from what the ingesters saw).</p>
       ) : (
         <>
+          <figure class="activity-chart">
+            <MinuteChart minutes={a.minutes} now={now} width={480} height={96} detailed />
+            <div class="chart-axis" style={{ width: '480px' }}>
+              <span>60 min ago</span>
+              <span>now</span>
+            </div>
+            <figcaption class="muted">
+              Per minute over the last hour, newest on the right: events accepted above the line, requests refused
+              below.
+            </figcaption>
+          </figure>
           <dl class="kv activity">
             <dt>Last event</dt>
             <dd class="last-event">

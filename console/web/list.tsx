@@ -1,9 +1,10 @@
-/** The namespace page: integrations and API keys with Ready, URL, Last Event and Refused 1h, live. */
+/** The namespace page: integrations and API keys with Ready, URL, Last Event, Refused 1h and the last hour per minute, live. */
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { inertText } from '../../common/sender-text.js';
 import { LABEL_OF, type Plural, type Resource } from './api.js';
 import type { LiveState } from './live.js';
 import { age, gitOpsOwner, href, isSuspended, readyCondition } from './model.js';
+import { MinuteChart } from './minute-chart.js';
 
 /** Re-renders every `ms` so ages ("5 s ago") move without new data. */
 export function useTick(ms: number): number {
@@ -56,6 +57,7 @@ function Table({ ns, plural, items, now }: { ns: string; plural: Plural; items: 
           <th scope="col">URL</th>
           <th scope="col">Last Event</th>
           <th scope="col">Refused 1h</th>
+          <th scope="col">Last hour</th>
         </tr>
       </thead>
       <tbody>
@@ -73,6 +75,9 @@ function Table({ ns, plural, items, now }: { ns: string; plural: Plural; items: 
               <td class="url">{r.status?.url ?? ''}</td>
               <td class="last-event">{activity?.lastEventTime ? age(activity.lastEventTime, now) : '—'}</td>
               <td class="refused">{activity ? String(activity.refusedLastHour ?? 0) : '—'}</td>
+              <td class="chart">
+                <MinuteChart minutes={activity?.minutes} now={now} />
+              </td>
             </tr>
           );
         })}

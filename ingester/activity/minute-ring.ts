@@ -25,6 +25,17 @@ export class MinuteRing {
     (this.counts[i] as number) += n;
   }
 
+  /** Adds each minute's count from `minute - 59` to `minute` into `into[0..59]`. */
+  addInto(into: number[], minute: number): void {
+    if (!this.counts || !this.stamps) return;
+    const first = minute - MINUTES + 1;
+    for (let i = 0; i < MINUTES; i++) {
+      const stamp = this.stamps[i] as number;
+      if (stamp >= first && stamp <= minute)
+        into[stamp - first] = (into[stamp - first] ?? 0) + (this.counts[i] as number);
+    }
+  }
+
   /** The total over `minute` and the 59 before it. */
   sum(minute: number): number {
     let total = 0;

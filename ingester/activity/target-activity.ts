@@ -15,10 +15,12 @@ import {
   RECENT_REFUSALS,
   UNAUTHENTICATED_SENDERS,
   type Activity,
+  type ActivityMinutes,
   type RecentRefusal,
   type UnauthenticatedSender,
 } from '../../api/activity.js';
-import { MinuteRing, minuteOf } from './minute-ring.js';
+import { toActivityMinutes } from '../../api/activity-minutes.js';
+import { MINUTES, MinuteRing, minuteOf } from './minute-ring.js';
 
 /**
  * What the request path hands over for one refusal of an authenticated request (texts already
@@ -134,6 +136,15 @@ export class TargetActivity {
     return out;
   }
 
+  /** Events and refusals (every reason) in each minute of the hour up to `minute`. */
+  private minutes(minute: number): ActivityMinutes | undefined {
+    const events = new Array<number>(MINUTES).fill(0);
+    const refused = new Array<number>(MINUTES).fill(0);
+    this.events.addInto(events, minute);
+    for (const ring of this.refusals?.values() ?? []) ring.addInto(refused, minute);
+    return toActivityMinutes(minute - MINUTES + 1, events, refused);
+  }
+
   snapshot(nowMs: number): Omit<Activity, 'updatedTime'> {
     const minute = minuteOf(nowMs);
     const refusalsLastHour: Record<string, number> = {};
@@ -150,6 +161,8 @@ export class TargetActivity {
       refusalsLastHour,
       recentRefusals: this.newestFirst().map(toRecent),
     };
+    const minutes = this.minutes(minute);
+    if (minutes) out.minutes = minutes;
     const dropped = this.dropped?.sum(minute) ?? 0;
     if (dropped > 0) out.droppedByRuleLastHour = dropped;
     if (this.senders.length > 0)

@@ -21,6 +21,7 @@ import {
   type UnauthenticatedSender,
 } from '../../api/activity.js';
 import { inertText } from '../../common/sender-text.js';
+import { sumActivityMinutes } from '../../api/activity-minutes.js';
 
 export type MergedActivity = Omit<Activity, 'updatedTime'>;
 
@@ -124,6 +125,9 @@ export function mergeActivity(reported: readonly ReportedActivity[], previous?: 
       .slice(0, RECENT_REFUSALS)
       .map(([, r]) => r),
   };
+  // Only what the replicas report now: like the hour's counts, the minutes start again when every replica restarted.
+  const minutes = sumActivityMinutes(reported.map((r) => r.minutes));
+  if (minutes) merged.minutes = minutes;
   if (droppedByRuleLastHour > 0) merged.droppedByRuleLastHour = droppedByRuleLastHour;
   if (senders.size > 0)
     merged.unauthenticatedSenders = [...senders]

@@ -514,6 +514,7 @@ spec: {}
   it('renders every field of status.activity (a faked stream: every reason, a dead-letter id, ten refusals)', async () => {
     const now = Date.now();
     const ago = (s: number) => new Date(now - s * 1000).toISOString();
+    const minuteAgo = (m: number) => new Date((Math.floor(now / 60_000) - m) * 60_000).toISOString();
     const demo = {
       apiVersion: 'intake.dev/v1alpha1',
       kind: 'WebhookIntegration',
@@ -528,6 +529,8 @@ spec: {}
           eventsLastHour: 42,
           refusedLastHour: 3,
           refusalsLastHour: { unauthorized: 2, mapping: 1 },
+          // Three minutes, twenty minutes ago: the same 42 events and 3 refusals, per minute.
+          minutes: { start: minuteAgo(20), events: [12, 0, 30], refused: [0, 2, 1] },
           recentRefusals: [
             {
               time: ago(5),
@@ -582,6 +585,19 @@ spec: {}
     await p.locator('.activity .events-1h').waitFor();
     expect(await p.locator('.activity .events-1h').textContent()).toBe('42');
     expect(await p.locator('.activity .refused-1h').textContent()).toBe('3 (unauthorized: 2, mapping: 1)');
+    // The chart: one bar per minute with anything, in its minute; the quiet minute between has none.
+    const bars = p.locator('.activity-chart .minute');
+    expect(await bars.count()).toBe(3);
+    expect(
+      await bars.evaluateAll((gs) => gs.map((g) => [g.dataset.minute, g.dataset.events, g.dataset.refused])),
+    ).toEqual([
+      [minuteAgo(20), '12', '0'],
+      [minuteAgo(19), '0', '2'],
+      [minuteAgo(18), '30', '1'],
+    ]);
+    expect(await p.locator('.activity-chart svg').getAttribute('aria-label')).toMatch(
+      /^Last hour: 42 events \(most at \d\d:\d\d UTC: 30\), 3 refused$/,
+    );
     const rows = p.locator('table.refusals tbody tr');
     expect(await rows.count()).toBe(2);
     expect(await rows.nth(0).locator('.reason').textContent()).toBe('unauthorized');
@@ -1000,9 +1016,17 @@ const ACTIVITY_WAIT_MS = 45_000;
 describe('2 (continued). activity written by the operator', () => {
   it('shows Last Event in the console and in kubectl get, and a wrong password apart, as the sender address and a count', async () => {
     await page.goto(`${localConsole.base}/#/ns/${teamA}/webhookintegrations/checkout`);
+    const sentFrom = Math.floor(Date.now() / 60_000);
     await page.getByRole('button', { name: 'Send' }).click();
     await page.locator('.answer .http-status', { hasText: '200' }).waitFor();
+    const sentBy = Math.floor(Date.now() / 60_000);
     await page.locator('.activity .last-event', { hasNotText: 'never' }).waitFor({ timeout: ACTIVITY_WAIT_MS });
+    // The chart has a bar in the minute the event was sent in (the minute may have turned meanwhile).
+    const sentIn = [...new Set([sentFrom, sentBy])].map((m) => `[data-minute="${new Date(m * 60_000).toISOString()}"]`);
+    const bar = page.locator(`.activity-chart .minute:is(${sentIn.join(', ')})`).first();
+    await bar.waitFor({ timeout: ACTIVITY_WAIT_MS });
+    expect(Number(await bar.getAttribute('data-events'))).toBeGreaterThanOrEqual(1);
+    expect(await page.locator('.activity-chart svg').getAttribute('aria-label')).toMatch(/^Last hour: [1-9]\d* events/);
     expect(await page.locator('.activity .last-event').textContent()).toMatch(/ago/);
     expect(Number(await page.locator('.activity .events-1h').textContent())).toBeGreaterThanOrEqual(1);
 
@@ -1027,6 +1051,9 @@ describe('2 (continued). activity written by the operator', () => {
     // And in the list page.
     await openNamespace(page, teamA);
     await page.locator('tr[data-name="checkout"] .last-event', { hasText: 'ago' }).waitFor();
+    expect(await page.locator('tr[data-name="checkout"] .chart svg').getAttribute('aria-label')).toMatch(
+      /^Last hour: [1-9]\d* events/,
+    );
 
     // A wrong password sent by curl: refused, and shown as such with the sender's address.
     const curl = await new Promise<string>((resolvePromise, reject) =>
@@ -1060,6 +1087,8 @@ describe('2 (continued). activity written by the operator', () => {
     expect(await row.textContent()).not.toContain('curl/');
     expect(await page.locator('table.refusals tbody tr').count()).toBe(0);
     expect(await page.locator('.activity .refused-1h').textContent()).toMatch(/unauthorized: \d+/);
+    // The refusal is in the chart too, below the line.
+    await page.locator('.activity-chart .minute:not([data-refused="0"])').first().waitFor();
     await screenshot(page, '10-activity');
   });
 });

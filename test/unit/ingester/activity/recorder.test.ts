@@ -79,6 +79,26 @@ describe('ActivityRecorder', () => {
   let nowMs = Date.parse('2026-11-24T10:00:00Z');
   const clock = () => nowMs;
 
+  it('reports events and refusals per minute, from the first minute of the hour with anything to the last, older minutes left out', () => {
+    const start = nowMs;
+    const table = tableOf(route('WebhookIntegration', 'm'));
+    const rec = new ActivityRecorder(clock);
+    rec.sync(table.entries());
+    const m = table.webhook('m') as RouteEntry;
+    expect(rec.report().webhookIntegrations).toEqual([]);
+    rec.accepted(m, 5); // 10:00, then more than an hour later: gone
+    nowMs = start + 61 * 60_000; // 11:01
+    rec.accepted(m, 2);
+    rec.refused(m, 'events', suspended('WebhookIntegration', 'm'), '10.0.0.4', undefined);
+    nowMs += 2 * 60_000 + 5_000; // 11:03:05
+    rec.accepted(m, 7);
+    nowMs += 10 * 60_000; // 11:13: nothing new, the minutes stay as they were
+    const got = rec.report().webhookIntegrations[0];
+    expect(got?.minutes).toEqual({ start: '2026-11-24T11:01:00.000Z', events: [2, 0, 7], refused: [1, 0, 0] });
+    expect(got?.eventsLastHour).toBe(9);
+    nowMs = start;
+  });
+
   it('reports accepted counts and times, refusals by reason, the last refusals newest first and the unauthenticated senders', () => {
     const table = tableOf(route('WebhookIntegration', 'a'), route('ApiKey', 'k'));
     const rec = new ActivityRecorder(clock);

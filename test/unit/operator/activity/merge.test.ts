@@ -42,6 +42,16 @@ const reported = (over: Partial<ReportedActivity>): ReportedActivity => ({
 });
 
 describe('mergeActivity', () => {
+  it("sums the replicas' minutes minute by minute, and leaves them out when no replica has any", () => {
+    const merged = mergeActivity([
+      reported({ eventsLastHour: 3, minutes: { start: '2026-11-27T08:00:00Z', events: [1, 2], refused: [0, 1] } }),
+      reported({ eventsLastHour: 4, minutes: { start: '2026-11-27T08:01:00Z', events: [4], refused: [0] } }),
+    ]);
+    expect(merged.minutes).toEqual({ start: '2026-11-27T08:00:00.000Z', events: [1, 6], refused: [0, 1] });
+    // What the status held is not the replicas' count: after they all restarted, the minutes start again.
+    expect(mergeActivity([reported({})], { ...merged, updatedTime: '2026-11-27T08:02:00Z' }).minutes).toBeUndefined();
+  });
+
   it('sums the events routing rules dropped, and leaves the field out when none were', () => {
     const merged = mergeActivity([
       reported({ eventsLastHour: 5, droppedByRuleLastHour: 2 }),
