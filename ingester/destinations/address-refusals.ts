@@ -32,7 +32,7 @@ export class AddressRefusals {
   constructor(
     private readonly policy: AddressPolicy,
     registry: Registry,
-    private readonly logger: Logger,
+    logger: Logger,
     intervalMs = 60_000,
   ) {
     this.refused = new Counter({
