@@ -2,7 +2,8 @@
  * The address guard through the built ingester, standalone (the outbox): a team's destination
  * (one with a namespace) pointed at loopback with loopback denied is refused, its events
  * dead-lettered with reason address_refused, and the receiver sees no connection at all: by
- * address, by `localhost` (a name resolving to loopback) and by an IPv4-mapped IPv6 address.
+ * address, by `localhost` (a name resolving to loopback) and by an IPv4-mapped IPv6 address, for
+ * HTTP and Alertmanager destinations.
  * With loopback allowed it is delivered; a platform destination is guarded only when the admin
  * says so. Every address used is loopback: the guard is proved by denying loopback.
  */
@@ -116,6 +117,13 @@ it("refuses a team destination's loopback addresses when loopback is denied, and
   const ing = await start(
     [
       ...teamDestinations.map(([name, url]) => ({ name, namespace: 'default', default: true, http: { url }, ...FAST })),
+      {
+        name: 'team-alertmanager',
+        namespace: 'default',
+        default: true,
+        alertmanager: { urls: [`http://localhost:${target.port}`] },
+        ...FAST,
+      },
       // The platform's own destinations are not guarded unless the admin says so.
       { name: 'platform', default: true, http: { url: platform.url }, ...FAST },
     ],
@@ -126,14 +134,14 @@ it("refuses a team destination's loopback addresses when loopback is denied, and
     'the refused events in the dead letter',
     async () => {
       const l = await letters(ing);
-      return l.length >= teamDestinations.length ? l : undefined;
+      return l.length >= teamDestinations.length + 1 ? l : undefined;
     },
     20_000,
     100,
   ).catch((err: Error) => {
     throw new Error(`${err.message}\n${ing.stdout().slice(-3000)}`);
   });
-  expect(kept.map((l) => l.destination).sort()).toEqual(['by-address', 'by-mapped', 'by-name']);
+  expect(kept.map((l) => l.destination).sort()).toEqual(['by-address', 'by-mapped', 'by-name', 'team-alertmanager']);
   for (const l of kept) {
     // Dead-lettered at the first attempt: a setting refused it, sending again gives the same answer.
     expect(l).toMatchObject({ reason: 'address_refused', attempts: 1, event: { source: 'web-01' } });
@@ -142,7 +150,7 @@ it("refuses a team destination's loopback addresses when loopback is denied, and
   expect(kept.find((l) => l.destination === 'by-name')?.error).toContain('(resolved from localhost)');
   await waitFor('the platform destination delivered', async () => platform.accepted.size === 1, 15_000, 50);
   expect(target.connections).toBe(0);
-  for (const [name] of teamDestinations) {
+  for (const name of [...teamDestinations.map(([n]) => n), 'team-alertmanager']) {
     expect(
       await metric(ing, `intake_destination_address_refused_total{destination="${name}",by="denied"}`),
     ).toBeGreaterThanOrEqual(1);
@@ -152,7 +160,7 @@ it("refuses a team destination's loopback addresses when loopback is denied, and
   }
   // More events for the same destination: refused again (each connection is checked), logged once per interval.
   await send(ing, 'web-02');
-  await waitFor('the second event refused too', async () => (await letters(ing)).length >= 6, 20_000, 100);
+  await waitFor('the second event refused too', async () => (await letters(ing)).length >= 8, 20_000, 100);
   expect(target.connections).toBe(0);
   const logged = (): string[] =>
     (ing.stdout() + ing.stderr())
