@@ -3,8 +3,13 @@
  * loopback ranges and checking that nothing connected. A resolver of the test's stands in for DNS,
  * so a name can resolve to what the test wants (a rebinding answer) without any network.
  */
+import { execFileSync } from 'node:child_process';
 import type { LookupAddress } from 'node:dns';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { createServer, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { AddressPolicy, type AddressPolicyRanges } from '../../../../ingester/outbound/address-policy.js';
 import { ADDRESS_REFUSED, guardedConnector, type Refusal } from '../../../../ingester/outbound/guarded-connect.js';
@@ -190,4 +195,59 @@ it('never follows a redirect: a 3xx is a final answer and its Location is not re
   expect(await plain.post(`http://127.0.0.1:${redirecting.port}/`, '{}', {})).toMatchObject({ reason: 'http_302' });
   expect(redirecting.requests).toBe(2);
   expect(elsewhere.connections).toBe(0);
+});
+
+it('keeps TLS checking the name of the URL while it connects to the checked address', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'intake-guard-tls-'));
+  const [cert, key] = [join(dir, 'tls.crt'), join(dir, 'tls.key')];
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+    ].concat(['-days', '1', '-subj', '/CN=guarded.test', '-addext', 'subjectAltName=DNS:guarded.test']),
+    { stdio: 'ignore' },
+  );
+  let connections = 0;
+  const server = createHttpsServer({ cert: readFileSync(cert), key: readFileSync(key) }, (_req, res) => res.end('ok'));
+  server.on('connection', () => connections++);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  const resolve = (_h: string, cb: (err: Error | null, a: LookupAddress[]) => void): void =>
+    cb(null, [{ address: '127.0.0.1', family: 4 }]);
+  const agentFor = (policy: AddressPolicy): Agent =>
+    new Agent({
+      connect: guardedConnector({ policy, onRefused: () => undefined }, { ca: readFileSync(cert) }, resolve),
+    });
+  const get = async (agent: Agent, name: string): Promise<number | string> => {
+    try {
+      const res = await agent.request({ origin: `https://${name}:${port}`, path: '/', method: 'GET' });
+      await res.body.text();
+      return res.statusCode;
+    } catch (err) {
+      return (err as { code?: string }).code ?? String(err);
+    }
+  };
+  const allowed = agentFor(ranges({ allowed: ['127.0.0.1/32'] }));
+  const denied = agentFor(ranges({ denied: ['127.0.0.0/8'] }));
+  try {
+    expect(await get(denied, 'guarded.test')).toBe(ADDRESS_REFUSED);
+    expect(connections).toBe(0);
+    expect(await get(allowed, 'guarded.test')).toBe(200);
+    // The certificate names guarded.test: another name resolving to the same address is not accepted.
+    expect(await get(allowed, 'other.test')).toBe('ERR_TLS_CERT_ALTNAME_INVALID');
+  } finally {
+    await Promise.all([allowed.close(), denied.close()]);
+    server.closeAllConnections();
+    server.close();
+  }
 });
