@@ -33,6 +33,13 @@ import {
 import type { DeadLetterSettings } from './dead-letters/setup.js';
 import type { PartialTenantLimitDefaults, TenantLimitDefaults } from '../api/limits.js';
 import { resolveTenantLimits, tenantLimitsSchema } from './limits/settings.js';
+import {
+  addressGuardSchema,
+  DEFAULT_ADDRESS_GUARD,
+  resolveAddressGuard,
+  type AddressGuardFile,
+  type AddressGuardSettings,
+} from './destinations/address-guard-settings.js';
 import { isHostName, normalHostName } from './http/admin-guard.js';
 import {
   msKey,
@@ -103,6 +110,8 @@ export interface IngesterSettings {
   deadLetter: DeadLetterSettings;
   /** Where accepted events are delivered after the hand-off (destinations/). Empty: nowhere. */
   destinations: DestinationSettings[];
+  /** Which addresses destinations whose URL a tenant wrote may connect to (destinations/address-guard-settings.ts). */
+  addressGuard: AddressGuardSettings;
   /** Per-tenant limits for what a route does not carry (limits/settings.ts). */
   tenantLimits: TenantLimitDefaults;
 }
@@ -174,6 +183,7 @@ export const DEFAULT_SETTINGS: IngesterSettings = {
     replayLeaseSeconds: 300,
   },
   destinations: [],
+  addressGuard: DEFAULT_ADDRESS_GUARD,
   tenantLimits: resolveTenantLimits(undefined, 10000),
 };
 
@@ -288,6 +298,7 @@ const settingsFileSchema = {
       },
     },
     destinations: destinationsSchema,
+    addressGuard: addressGuardSchema,
     tenantLimits: tenantLimitsSchema,
     routes: { type: 'array' },
   },
@@ -419,6 +430,7 @@ export function resolveSettings(
       maxAgeSeconds?: number;
     };
     destinations?: DestinationFile[];
+    addressGuard?: AddressGuardFile;
     tenantLimits?: PartialTenantLimitDefaults;
   };
   const d = DEFAULT_SETTINGS;
@@ -446,6 +458,7 @@ export function resolveSettings(
     mapping: { ...d.mapping, maxOutputBytes: OUTPUT_PER_BODY * limits.bodyBytes, ...f.mapping },
     deadLetter: deadLetterSettings(d.deadLetter, f.deadLetter),
     destinations: resolveDestinations(f.destinations),
+    addressGuard: resolveAddressGuard(f.addressGuard),
     tenantLimits: resolveTenantLimits(
       f.tenantLimits,
       f.limits?.maxSeriesPerNamespace ?? d.limits.maxSeriesPerNamespace,

@@ -306,6 +306,7 @@ async function setUpDestinationsIfAny(
     ...(handOff.bus ? { bus: handOff.bus } : {}),
     ...(settings.spool ? { storage: settings.spool } : {}),
     deadLetters,
+    addressGuard: settings.addressGuard,
   });
 }
 

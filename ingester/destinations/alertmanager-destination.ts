@@ -32,6 +32,7 @@ import {
   type Timing,
 } from './alerts.js';
 import type { Destination, QueuedEvent } from './destination.js';
+import type { ConnectGuard } from '../outbound/guarded-connect.js';
 import { OutboundClient } from '../outbound/http-client.js';
 import type { Outcome } from '../outbound/outcome.js';
 import type { DestinationMetrics } from './metrics.js';
@@ -73,12 +74,15 @@ export class AlertmanagerDestination implements Destination {
     private readonly metrics: DestinationMetrics,
     logger: Logger,
     private readonly holder: string,
+    /** The address guard, for URLs a tenant wrote. */
+    guard?: ConnectGuard,
   ) {
     this.client = new OutboundClient({
       where: `destinations.${name}.alertmanager`,
       auth: settings,
       timeoutMs: settings.timeoutMs,
       maxConnections: 4,
+      ...(guard ? { guard } : {}),
     });
     this.timing = { resendIntervalMs: settings.resendIntervalMs, resolvedRetentionMs: settings.resolvedRetentionMs };
     this.logger = logger.child({ destination: name });

@@ -7,6 +7,7 @@
  * drops the repeats at-least-once delivery brings.
  */
 import { hash } from 'node:crypto';
+import type { ConnectGuard } from '../outbound/guarded-connect.js';
 import { OutboundClient } from '../outbound/http-client.js';
 import type { Outcome } from '../outbound/outcome.js';
 import type { HttpSettings } from './settings.js';
@@ -25,6 +26,8 @@ export class HttpDestination implements Destination {
     readonly name: string,
     private readonly settings: HttpSettings,
     maxInFlight: number,
+    /** The address guard, for a URL a tenant wrote. */
+    guard?: ConnectGuard,
   ) {
     this.maxBatch = settings.batchSize;
     // One socket per request the dispatcher may have in flight: none waits for another's socket.
@@ -33,6 +36,7 @@ export class HttpDestination implements Destination {
       auth: settings,
       timeoutMs: settings.timeoutMs,
       maxConnections: Math.max(1, Math.ceil(maxInFlight / settings.batchSize)),
+      ...(guard ? { guard } : {}),
     });
   }
 

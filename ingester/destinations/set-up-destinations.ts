@@ -15,6 +15,8 @@ import type { JetStreamSettings, SpoolSettings } from '../sinks/handoff-config.j
 import type { EventSink } from '../sinks/sink.js';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { AlertStore } from './alert-store.js';
+import { addressPolicy, DEFAULT_ADDRESS_GUARD, type AddressGuardSettings } from './address-guard-settings.js';
+import { AddressRefusals, type LastRefusal } from './address-refusals.js';
 import { AlertmanagerDestination } from './alertmanager-destination.js';
 import type { DeadLetterStore, DeliveryDeadLetter } from '../dead-letters/model.js';
 import type { Destination, Routing } from './destination.js';
@@ -37,6 +39,8 @@ export interface DestinationsOptions {
   storage?: SpoolSettings;
   /** Where events a destination gave up on are kept (dead-letters/). */
   deadLetters: DeadLetterStore;
+  /** Which addresses a team's destination (and, when set so, the platform's) may connect to. */
+  addressGuard?: AddressGuardSettings;
 }
 
 export interface Destinations {
@@ -47,6 +51,8 @@ export interface Destinations {
   /** The replayed letter left the dead-letter store (standalone: the outbox's record of it goes). */
   replayed(letter: DeliveryDeadLetter): Promise<void>;
   readonly names: readonly string[];
+  /** The last connection the address guard refused for a destination on this replica (for its status). */
+  lastAddressRefusal(name: string): LastRefusal | undefined;
   /** Begins delivering; call once the first routing table is installed (it decides who gets what). */
   start(): void;
   /** Stops taking events and waits for the deliveries in flight to be settled. */
@@ -63,11 +69,25 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
   };
   const holder = `${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`;
   let alertStore: (name: string) => AlertStore | undefined = () => undefined;
+  const guardSettings = o.addressGuard ?? DEFAULT_ADDRESS_GUARD;
+  const refusals = new AddressRefusals(addressPolicy(guardSettings), o.registry, o.logger);
+  // A team's URL never reaches what the team could not; the platform's own URLs when the admin asks.
+  const guardOf = (d: DestinationSettings) =>
+    d.namespace !== undefined || guardSettings.platformDestinations ? refusals.guardOf(d.name, d.namespace) : undefined;
   const clients: Destination[] = o.destinations.map((d) =>
     d.kind === 'alertmanager'
-      ? new AlertmanagerDestination(d.name, d.alertmanager, () => alertStore(d.name), metrics, o.logger, holder)
-      : new HttpDestination(d.name, d.http, d.delivery.maxInFlight),
+      ? new AlertmanagerDestination(
+          d.name,
+          d.alertmanager,
+          () => alertStore(d.name),
+          metrics,
+          o.logger,
+          holder,
+          guardOf(d),
+        )
+      : new HttpDestination(d.name, d.http, d.delivery.maxInFlight, guardOf(d)),
   );
+  const lastAddressRefusal = (name: string): LastRefusal | undefined => refusals.lastOf(name);
   const queued = o.destinations.map((settings, i) => ({
     settings,
     dispatcher: new Dispatcher(clients[i] as Destination, settings.delivery, metrics, o.logger, settings.protection),
@@ -86,6 +106,7 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
       },
       replayed: async () => undefined,
       names,
+      lastAddressRefusal,
       start: () => {
         bus.onConnected((nc) => deliveries.attach(nc));
         for (const c of clients) c.start?.();
@@ -127,6 +148,7 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
     },
     replayed: async (letter) => outbox.forgetReplayed(letter.seq),
     names,
+    lastAddressRefusal,
     start: () => {
       void settleReplayedLetters(outbox, o.deadLetters, o.logger);
       outbox.start(

@@ -65,6 +65,8 @@ export interface HttpSettings extends ClientAuth {
 
 interface DestinationBase {
   name: string;
+  /** The namespace of the team that owns it; unset for the platform's. A team's URL goes through the address guard. */
+  namespace?: string;
   /** Integrations that name no destinations are delivered to every default destination. */
   default: boolean;
   delivery: DeliverySettings;
@@ -127,6 +129,7 @@ export const destinationsSchema = {
     required: ['name'],
     properties: {
       name: { type: 'string', pattern: DESTINATION_NAME_PATTERN },
+      namespace: { type: 'string', pattern: DESTINATION_NAME_PATTERN },
       default: { type: 'boolean' },
       alertmanager: {
         type: 'object',
@@ -179,6 +182,7 @@ interface AuthFile {
 
 export interface DestinationFile extends ProtectionFile {
   name: string;
+  namespace?: string;
   default?: boolean;
   alertmanager?: AuthFile & {
     urls: string[];
@@ -240,7 +244,13 @@ export function resolveDestinations(files: readonly DestinationFile[] | undefine
     };
     if (delivery.backoffMaxMs < delivery.backoffMinMs)
       throw new ConfigError(`${where}: delivery.backoffMax must be at least delivery.backoffMin`);
-    const base = { name: f.name, default: f.default ?? false, delivery, protection: resolveProtection(f, where) };
+    const base = {
+      name: f.name,
+      ...(f.namespace !== undefined ? { namespace: f.namespace } : {}),
+      default: f.default ?? false,
+      delivery,
+      protection: resolveProtection(f, where),
+    };
     if (f.alertmanager) {
       const a = f.alertmanager;
       const auth = resolveAuth(a, `${where}.alertmanager`);

@@ -23,6 +23,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent, type Dispatcher } from 'undici';
 import { CredentialFiles, readTlsFile, type OutboundAuth } from './credentials.js';
+import { ADDRESS_REFUSED, guardedConnector, type ConnectGuard } from './guarded-connect.js';
 import { classify, MAX_ERROR_TEXT, type Outcome } from './outcome.js';
 
 /** Answers are read up to this many bytes unless the client is told otherwise. */
@@ -44,6 +45,8 @@ export interface OutboundClientOptions {
   /** Sockets per origin; undefined: no limit beyond the caller's own bound on requests in flight. */
   maxConnections?: number;
   maxResponseBytes?: number;
+  /** The address guard (a URL a tenant wrote): each connection goes only to an address it allows. */
+  guard?: ConnectGuard;
 }
 
 export class OutboundClient {
@@ -56,18 +59,20 @@ export class OutboundClient {
     this.credentials = new CredentialFiles(options.where);
     this.maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     const tls = options.auth.tls;
+    const connect = {
+      ...(tls?.caFile ? { ca: readTlsFile(tls.caFile, options.where) } : {}),
+      ...(tls?.certFile && tls.keyFile
+        ? { cert: readTlsFile(tls.certFile, options.where), key: readTlsFile(tls.keyFile, options.where) }
+        : {}),
+      ...(tls?.insecureSkipVerify ? { rejectUnauthorized: false } : {}),
+    };
     this.agent = new Agent({
       ...(options.maxConnections !== undefined ? { connections: options.maxConnections } : {}),
       // The deadline below covers these too; they are set so undici never waits longer on its own.
       headersTimeout: options.timeoutMs,
       bodyTimeout: options.timeoutMs,
-      connect: {
-        ...(tls?.caFile ? { ca: readTlsFile(tls.caFile, options.where) } : {}),
-        ...(tls?.certFile && tls.keyFile
-          ? { cert: readTlsFile(tls.certFile, options.where), key: readTlsFile(tls.keyFile, options.where) }
-          : {}),
-        ...(tls?.insecureSkipVerify ? { rejectUnauthorized: false } : {}),
-      },
+      // Redirects are never followed: dispatch() has no redirect handler (a 3xx is a final answer, outcome.ts).
+      connect: options.guard ? guardedConnector(options.guard, connect) : connect,
     });
     // Fail at start-up, not at the first request, when a credential file is missing.
     this.credentials.authorization(options.auth);
@@ -141,6 +146,8 @@ export class OutboundClient {
     if (err.code === 'UND_ERR_HEADERS_TIMEOUT' || err.code === 'UND_ERR_BODY_TIMEOUT') return this.timedOut();
     // A request that cannot even be built (a bad header value) fails the same way every time.
     if (err.code === 'UND_ERR_INVALID_ARG') return { kind: 'reject', reason: 'invalid_request', error: err.message };
+    // The address guard refused the receiver's address: a setting decides that, sending again gives the same answer.
+    if (err.code === ADDRESS_REFUSED) return { kind: 'reject', reason: 'address_refused', error: err.message };
     const cause = (err as { cause?: { message?: string } }).cause?.message;
     return { kind: 'retry', reason: 'network', error: cause ? `${err.message}: ${cause}` : err.message };
   }

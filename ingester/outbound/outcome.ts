@@ -16,9 +16,11 @@ export type Outcome =
 /**
  * Reasons besides `http_<status>`: `timeout` (no complete answer within the deadline), `network`
  * (refused, reset, TLS), `credentials` (a credential file could not be read), `aborted` (the
- * sender is shutting down), `invalid_request` (a request that cannot be built, e.g. a bad header).
+ * sender is shutting down), `invalid_request` (a request that cannot be built, e.g. a bad header),
+ * `address_refused` (the address guard refused the receiver's address: guarded-connect.ts).
  */
-export type FailureReason = 'timeout' | 'network' | 'credentials' | 'aborted' | 'invalid_request' | `http_${number}`;
+export type FailureReason =
+  'timeout' | 'network' | 'credentials' | 'aborted' | 'invalid_request' | 'address_refused' | `http_${number}`;
 
 /** The receiver's answer text is kept for the dead letter and the log, but never more than this. */
 export const MAX_ERROR_TEXT = 512;

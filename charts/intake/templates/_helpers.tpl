@@ -75,6 +75,9 @@ shutdown: {{- include "intake.durations" (dict "block" .Values.ingester.shutdown
 {{ include "intake.metricsConfig" . }}
 {{ include "intake.mappingConfig" . }}
 {{- include "intake.destinationsConfig" . }}
+{{- with .Values.addressGuard }}
+addressGuard: {{- toYaml . | nindent 2 }}
+{{- end }}
 tenantLimits: {{- include "intake.tenantLimits" . | nindent 2 }}
 {{- end -}}
 
