@@ -139,6 +139,8 @@ export async function startIngester(
     activity,
     timeouts: settings.limits,
     allowedHosts: settings.adminAllowedHosts,
+    // The dead letters on the bus until their stream first opened (bus-store.ts says why).
+    refusing: [{ unavailable: () => deadLetters.store.unavailable?.() }],
     // Remote write never makes the replica unready: a full queue refuses data points alone (one
     // namespace's share, or all namespaces when the receiver fails for all, as on every replica).
   });

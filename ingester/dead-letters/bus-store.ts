@@ -76,6 +76,8 @@ export const oneLine = (text: string, max = 1024): string => text.replace(/[\r\n
 const RECONCILE_MS = 15_000;
 const CATCH_UP_WAIT_MS = 10_000;
 const RETRY_ATTACH_MS = 2000;
+/** How long readiness waits for the dead-letter stream to open after the bus first connected. */
+export const FIRST_OPEN_WAIT_MS = 15_000;
 /** A claim this old whose letter is still kept belongs to a replay that was cut (see interruptedReplays). */
 const MIN_STALE_CLAIM_MS = 10_000;
 /** Placeholders for letters being published sort after every real sequence (newest). */
@@ -97,6 +99,10 @@ export class BusDeadLetters implements DeadLetterStore {
   private readonly holder = randomUUID();
   /** Why the last try to set up the stream on the connected bus failed (cleared once it is open). */
   private attachProblem?: string;
+  /** Once the stream has opened on some connection, readiness no longer waits for it. */
+  private openedOnce = false;
+  /** When the bus first connected: readiness waits for the stream at most FIRST_OPEN_WAIT_MS from then. */
+  private firstConnectedMs?: number;
 
   constructor(
     private readonly settings: JetStreamSettings,
@@ -113,6 +119,7 @@ export class BusDeadLetters implements DeadLetterStore {
   attach(nc: NatsConnection): void {
     if (this.closing || nc === this.nc) return;
     this.nc = nc;
+    this.firstConnectedMs ??= Date.now();
     void this.attachTo(nc);
   }
 
@@ -138,6 +145,7 @@ export class BusDeadLetters implements DeadLetterStore {
         await this.follow(js, jsm);
         this.startReconcile();
         this.attachProblem = undefined;
+        this.openedOnce = true;
         return;
       } catch (err) {
         this.attachProblem = (err as Error).message;
@@ -392,6 +400,20 @@ export class BusDeadLetters implements DeadLetterStore {
   private requireJsm(): JetStreamManager {
     if (!this.jsm) throw new Error(`${this.notOpen()}; dead letters cannot be read now`);
     return this.jsm;
+  }
+
+  /**
+   * Readiness, just after the start: the bus is connected and the stream is being set up. Until it
+   * opens, a payload that cannot be mapped would be answered 503 (it cannot be kept) and an event a
+   * destination refused would come back to be delivered again, so the replica waits, as it waits
+   * for its routes. Only for the first opening and at most FIRST_OPEN_WAIT_MS: a stream the server
+   * keeps refusing (every replica alike) must not take every replica out of the Service; that is
+   * logged and each refused write says why. While the bus is down the sink speaks for it.
+   */
+  unavailable(): string | undefined {
+    if (this.openedOnce || this.closing || !this.nc || this.nc.isClosed()) return undefined;
+    if (Date.now() - (this.firstConnectedMs ?? 0) > FIRST_OPEN_WAIT_MS) return undefined;
+    return this.notOpen();
   }
 
   /**

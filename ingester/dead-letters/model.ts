@@ -112,6 +112,11 @@ export interface DeadLetterStore {
   interruptedReplays?(): AsyncIterable<DeadLetter>;
   /** Bytes held, in total and per namespace (this replica's view with the bus). */
   usage(): { bytes: number; namespaces: ReadonlyMap<string, number> };
+  /**
+   * Why this replica should not take requests yet because of its dead letters, if so (readiness):
+   * only where the store opens after the start, and only until it first opened (the bus).
+   */
+  unavailable?(): string | undefined;
   close(): Promise<void>;
 }
 
