@@ -31,11 +31,17 @@ export interface VectorSample {
   value: [number, string];
 }
 
-export async function startPrometheus(): Promise<Prometheus> {
+/**
+ * `config` replaces the configuration (by default: no scrape jobs, everything in the TSDB came by
+ * remote write); `files` are written beside it, where its relative paths (rule_files) find them.
+ */
+export async function startPrometheus(
+  o: { config?: string; files?: Record<string, string> } = {},
+): Promise<Prometheus> {
   const dir = mkdtempSync(join(tmpdir(), 'intake-prom-'));
   const configFile = join(dir, 'prometheus.yml');
-  // No scrape jobs: everything in the TSDB came by remote write.
-  writeFileSync(configFile, 'global: {}\nstorage:\n  tsdb:\n    out_of_order_time_window: 30m\n');
+  writeFileSync(configFile, o.config ?? 'global: {}\nstorage:\n  tsdb:\n    out_of_order_time_window: 30m\n');
+  for (const [name, text] of Object.entries(o.files ?? {})) writeFileSync(join(dir, name), text);
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   let child: ChildProcess | undefined;
