@@ -30,6 +30,7 @@ import {
 } from './model.js';
 import { replayLetters, type DeadLetterReplayers } from './dead-letter-replay.js';
 import { parseDuration } from '../../common/duration.js';
+import { IntakeError } from '../core/errors.js';
 import { BulkReplays, type BulkReplayFilter } from './bulk-replay.js';
 
 export interface DeadLetterEndpointsOptions {
@@ -96,17 +97,20 @@ function registerBulkReplayEndpoints(app: FastifyInstance, bulk: BulkReplays): v
     if (merged.rate !== undefined) {
       rate = Number(merged.rate);
       if (!Number.isFinite(rate) || rate <= 0 || rate > MAX_RATE)
-        return reply
-          .code(400)
-          .send({
-            error: 'invalid_query',
-            field: 'rate',
-            message: `must be a number of letters a second, above 0 and at most ${MAX_RATE}`,
-          });
+        return reply.code(400).send({
+          error: 'invalid_query',
+          field: 'rate',
+          message: `must be a number of letters a second, above 0 and at most ${MAX_RATE}`,
+        });
     }
     const { limit: _l, seqs: _s, ...filter } = q;
-    // bulkReplayRunning (429, Retry-After) is answered by the listener's error handler.
-    return reply.code(202).send(bulk.start(filter satisfies BulkReplayFilter, rate));
+    try {
+      return reply.code(202).send(bulk.start(filter satisfies BulkReplayFilter, rate));
+    } catch (err) {
+      // bulkReplayRunning (429, Retry-After) is answered by the listener's error handler.
+      if (err instanceof IntakeError) throw err;
+      return reply.code(503).send({ error: 'unavailable', message: (err as Error).message });
+    }
   });
   app.get('/deadletter/replays', async () => ({ replays: bulk.list() }));
   app.get<{ Params: { id: string } }>('/deadletter/replays/:id', async (req, reply) => {

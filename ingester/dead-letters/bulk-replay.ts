@@ -70,6 +70,8 @@ export interface BulkReplayOptions {
 class BulkReplay {
   readonly progress: BulkReplayProgress;
   private cancelled = false;
+  /** Ends the pause between two paced letters at once when cancelled. */
+  private wake: () => void = () => undefined;
   readonly finished: Promise<void>;
 
   constructor(
@@ -99,6 +101,7 @@ class BulkReplay {
 
   cancel(): void {
     this.cancelled = true;
+    this.wake();
   }
 
   private async run(lastSeq: number, rate: number | undefined): Promise<void> {
@@ -113,7 +116,14 @@ class BulkReplay {
         if (this.cancelled) break;
         if (minGapMs > 0) {
           const wait = nextAt - Date.now();
-          if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+          if (wait > 0)
+            await new Promise<void>((resolve) => {
+              const timer = setTimeout(resolve, wait);
+              this.wake = () => {
+                clearTimeout(timer);
+                resolve();
+              };
+            });
           nextAt = Math.max(nextAt, Date.now() - minGapMs) + minGapMs;
           if (this.cancelled) break;
         }

@@ -333,10 +333,13 @@ export class BusDeadLetters implements DeadLetterStore {
 
   /** Letters being published (placeholders) are left out: they have no position on the stream yet. */
   select(q: DeadLetterQuery): LetterMeta[] {
+    this.requireJsm();
     return this.ledger.select({ ...q, maxSeq: Math.min(q.maxSeq ?? Infinity, PENDING_BASE - 1) });
   }
 
   census(q: DeadLetterQuery): { matched: number; lastSeq: number } {
+    // Not open yet, the index may be empty: "0 matched" would be wrong.
+    this.requireJsm();
     return this.ledger.census({ ...q, maxSeq: Math.min(q.maxSeq ?? Infinity, PENDING_BASE - 1) });
   }
 

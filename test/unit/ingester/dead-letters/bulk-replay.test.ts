@@ -218,6 +218,18 @@ describe('BulkReplays', () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(55);
   });
 
+  it('a cancel ends the pause of a slow pace at once (a shutdown does not wait for it)', async () => {
+    for (let i = 0; i < 3; i++) await store.put(letter(`t${i}`));
+    const bulk = bulkWith({});
+    // One letter every 100 s: the first goes at once, then it waits.
+    const id = bulk.start({}, 0.01).id;
+    for (let i = 0; i < 100 && bulk.get(id)?.replayed === 0; i++) await new Promise((r) => setTimeout(r, 5));
+    const started = Date.now();
+    await bulk.close();
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(bulk.get(id)).toMatchObject({ state: 'cancelled', replayed: 1, remaining: 2 });
+  });
+
   it('a store that cannot be read ends the bulk replay as failed, saying why', async () => {
     await store.put(letter('t0'));
     const broken = Object.assign(Object.create(store) as SqliteDeadLetters, {
