@@ -81,8 +81,9 @@ export async function makeLetters(
 }
 
 /**
- * Waits until what was handed on was received and nothing moves any more, then returns each
- * event's fate: still listed, received (how often), or neither.
+ * Waits until what was handed on was received, each event is either listed or received, and
+ * nothing moves any more (with the bus a replay cut by a crash is finished from its claim some
+ * seconds later); then returns each event's fate: still listed, received (how often), or neither.
  */
 export async function fates(
   ing: RunningIngester,
@@ -90,27 +91,30 @@ export async function fates(
   ids: Set<string>,
   expectReceived: number,
 ): Promise<{ listed: string[]; both: string[]; neither: string[]; twice: string[] }> {
-  let listed: string[] = [];
-  const receivedOf = (): string[] => [...ids].filter((id) => receiver.accepted.has(id));
+  const fate = async () => {
+    const listed = (await listLetters(ing, 'kind=delivery&limit=10000')).entries
+      .map((e) => String(e.event?.id))
+      .filter((id) => ids.has(id));
+    const listedSet = new Set(listed);
+    return {
+      listed,
+      both: [...ids].filter((id) => listedSet.has(id) && receiver.accepted.has(id)),
+      neither: [...ids].filter((id) => !listedSet.has(id) && !receiver.accepted.has(id)),
+      twice: [...ids].filter((id) => (receiver.accepted.get(id) ?? 0) > 1),
+    };
+  };
   await waitFor(
-    `${expectReceived} events received and the receiver quiet`,
+    `${expectReceived} events received, each event listed or received, and the receiver quiet`,
     async () => {
-      listed = (await listLetters(ing, 'kind=delivery&limit=10000')).entries
-        .map((e) => String(e.event?.id))
-        .filter((id) => ids.has(id));
+      const f = await fate();
+      const received = [...ids].filter((id) => receiver.accepted.has(id)).length;
       const quiet = Date.now() - (receiver.requests.at(-1)?.atMs ?? 0) > 1000;
-      return quiet && receivedOf().length >= expectReceived && listed.length + receivedOf().length >= ids.size;
+      return quiet && received >= expectReceived && f.both.length === 0 && f.neither.length === 0;
     },
     60_000,
     250,
   ).catch(() => undefined);
-  const listedSet = new Set(listed);
-  return {
-    listed,
-    both: [...ids].filter((id) => listedSet.has(id) && receiver.accepted.has(id)),
-    neither: [...ids].filter((id) => !listedSet.has(id) && !receiver.accepted.has(id)),
-    twice: [...ids].filter((id) => (receiver.accepted.get(id) ?? 0) > 1),
-  };
+  return fate();
 }
 
 /** The filters select through the real process: none for another integration or time, all for theirs. */
