@@ -29,6 +29,7 @@ import { finishInterruptedReplays, type DeadLetterReplayers } from './dead-lette
 import type { DeadLetterMetrics } from './dead-letters/metrics.js';
 import type { DeadLetterStore } from './dead-letters/model.js';
 import { setUpDeadLetters } from './dead-letters/setup.js';
+import { BulkReplays } from './dead-letters/bulk-replay.js';
 import { MappingMetrics } from './mapping/metrics.js';
 import { MappedWebhooks } from './mapping/mapped-webhooks.js';
 import { MappingWorkerPool, logWorkerPriority } from '../api/mapping/worker-pool.js';
@@ -153,13 +154,15 @@ export async function startIngester(
         }
       : {}),
   };
-  registerDeadLetterEndpoints(admin, {
+  const deadLetterReplay = {
     store: deadLetters.store,
     replayers,
     metrics: deadLetters.metrics,
     leaseMs: deadLetters.leaseMs,
     logger,
-  });
+  };
+  const bulkReplays = new BulkReplays(deadLetterReplay);
+  registerDeadLetterEndpoints(admin, { ...deadLetterReplay, bulk: bulkReplays });
   const stopTlsWatch = settings.tls ? watchTls(settings.tls, ingest, logger) : undefined;
   const sweeper = setInterval(
     () => series.sweep(),
@@ -233,6 +236,8 @@ export async function startIngester(
       replicas?.stop();
       await closeIngestListener(ingest, settings);
       await remoteWrite?.close(deadlineMs);
+      // A bulk replay hands its letter in hand on before the destinations close.
+      await bulkReplays.close();
       // Deliveries in flight are settled before the bus connection or the outbox closes.
       await destinations?.close();
       await Promise.all(sinks.map((s) => s.close()));

@@ -1,5 +1,5 @@
 /**
- * `intake deadletter list|replay`: dead letters (mapping and delivery failures) live in the
+ * `intake deadletter list|replay|bulk-replay|replays|cancel`: dead letters (mapping and delivery failures) live in the
  * ingester's store; these talk to its admin listener (ingester/dead-letters/admin-endpoints.ts).
  */
 import { Command, Option } from 'commander';
@@ -53,23 +53,71 @@ export function deadletterCommand(): Command {
       .addOption(outputOption())
       .action(replay),
   );
+  deadletter.addCommand(
+    withFilters(
+      new Command('bulk-replay').description(
+        'replay every kept dead letter the filters select, in the background on the ingester (one at a time per replica): prints the bulk replay and its progress; follow it with `replays ID`, stop it with `cancel ID`',
+      ),
+      { limit: false },
+    )
+      .option('--rate <letters/s>', 'at most this many letters a second (default: as fast as they are handed on)')
+      .option('--wait', 'follow it until it ends, printing its progress')
+      .addOption(outputOption())
+      .action(bulkReplay),
+  );
+  deadletter.addCommand(
+    new Command('replays')
+      .description(
+        "the ingester's bulk replays (running, and the last finished ones) with their progress: matched, replayed, failed, skipped, remaining",
+      )
+      .argument('[id]', 'only this one')
+      .addOption(adminUrlOption())
+      .addOption(outputOption())
+      .action(showReplays),
+  );
+  deadletter.addCommand(
+    new Command('cancel')
+      .description(
+        'cancel a bulk replay: it stops before its next letter (the letters it did not take stay dead letters)',
+      )
+      .argument('<id>', 'the bulk replay')
+      .addOption(adminUrlOption())
+      .addOption(outputOption())
+      .action(cancel),
+  );
   return deadletter;
 }
 
-const withFilters = (c: Command): Command =>
-  c
-    .addOption(adminUrlOption())
+const withFilters = (c: Command, { limit = true } = {}): Command => {
+  c.addOption(adminUrlOption())
     .addOption(new Option('--kind <kind>', 'only this kind').choices(['mapping', 'delivery']))
     .option('--namespace <ns>', 'only this namespace')
     .option('--integration <name>', 'only this integration')
     .option('--destination <name>', 'only this destination (kind delivery)')
     .option('--id <id,...>', 'only these dead letters (ids from list)')
-    .option('--limit <n>', 'at most this many (default 1000)');
+    .option('--reason <reason>', 'only this reason (as list shows it; a prefix ends in *, e.g. http_5*)')
+    .option('--since <time>', 'only those kept at or after this time: RFC 3339, or a duration ago (2h)')
+    .option('--until <time>', 'only those kept before this time: RFC 3339, or a duration ago (30m)');
+  return limit ? c.option('--limit <n>', 'at most this many (default 1000)') : c;
+};
+
+const FILTER_KEYS = [
+  'kind',
+  'namespace',
+  'integration',
+  'destination',
+  'id',
+  'seq',
+  'limit',
+  'reason',
+  'since',
+  'until',
+  'rate',
+] as const;
 
 const query = (opts: Opts, extra: Record<string, string> = {}): string => {
   const q = new URLSearchParams(extra);
-  for (const key of ['kind', 'namespace', 'integration', 'destination', 'id', 'seq', 'limit'] as const)
-    if (typeof opts[key] === 'string') q.set(key, opts[key]);
+  for (const key of FILTER_KEYS) if (typeof opts[key] === 'string') q.set(key, opts[key]);
   return q.size > 0 ? `?${q}` : '';
 };
 
@@ -111,4 +159,65 @@ export function replayTable(body: Record<string, unknown>): string {
     return `${inertText(`${r.id}  ${r.kind}  ${r.integration}  ${what}`)}\n`;
   });
   return `${lines.join('')}${body.replayed} replayed, ${body.failed} failed, ${body.skipped} skipped (held by another replay)\n`;
+}
+
+type Progress = {
+  id: string;
+  state: string;
+  filter: Record<string, unknown>;
+  startedAt: string;
+  matched: number;
+  replayed: number;
+  failed: number;
+  skipped: number;
+  remaining: number;
+  message?: string;
+  failures?: Array<{ id: string; message: string }>;
+};
+
+const FOLLOW_MS = 1000;
+
+async function bulkReplay(opts: Opts): Promise<void> {
+  const format = outputFormat(opts);
+  let body = await adminCall(`${opts.adminUrl}/deadletter/replays${query(opts)}`, 'POST');
+  if (opts.wait) {
+    if (format === 'table') process.stdout.write(progressTable([body as unknown as Progress]));
+    while (body.state === 'running') {
+      await new Promise((r) => setTimeout(r, FOLLOW_MS));
+      body = await adminCall(`${opts.adminUrl}/deadletter/replays/${encodeURIComponent(String(body.id))}`, 'GET');
+      if (format === 'table') process.stdout.write(progressTable([body as unknown as Progress], false));
+    }
+    if (format !== 'table') process.stdout.write(formatted(format, body, () => ''));
+    if (Number(body.failed) > 0 || body.state === 'failed') process.exitCode = 1;
+    return;
+  }
+  process.stdout.write(formatted(format, body, () => progressTable([body as unknown as Progress])));
+}
+
+async function showReplays(id: string | undefined, opts: Opts): Promise<void> {
+  const format = outputFormat(opts);
+  const base = `${opts.adminUrl}/deadletter/replays`;
+  const body = await adminCall(id ? `${base}/${encodeURIComponent(id)}` : base, 'GET');
+  const rows = (id ? [body] : body.replays) as Progress[];
+  process.stdout.write(formatted(format, body, () => progressTable(rows)));
+}
+
+async function cancel(id: string, opts: Opts): Promise<void> {
+  const format = outputFormat(opts);
+  const body = await adminCall(`${opts.adminUrl}/deadletter/replays/${encodeURIComponent(id)}/cancel`, 'POST');
+  process.stdout.write(formatted(format, body, () => progressTable([body as unknown as Progress])));
+}
+
+/** One line a bulk replay: its state, counts and filters; the last failures under it. */
+export function progressTable(rows: Progress[], header = true): string {
+  const head = header ? 'ID  STATE  MATCHED  REPLAYED  FAILED  SKIPPED  REMAINING  STARTED  FILTER\n' : '';
+  const lines = rows.map((p) => {
+    const filter = Object.entries(p.filter ?? {})
+      .map(([k, v]) => `${k}=${String(v)}`)
+      .join(',');
+    const line = `${p.id}  ${p.state}  ${p.matched}  ${p.replayed}  ${p.failed}  ${p.skipped}  ${p.remaining}  ${p.startedAt}  ${filter || '(all)'}${p.message ? `  ${p.message}` : ''}`;
+    const failures = (p.failures ?? []).map((f) => `    failed ${f.id}: ${f.message}`);
+    return [line, ...failures].map((l) => `${inertText(l)}\n`).join('');
+  });
+  return `${head}${lines.join('')}${header && rows.length === 0 ? 'no bulk replays on this replica\n' : ''}`;
 }

@@ -323,6 +323,16 @@ export const adminJsonRequired = (contentType: string | undefined): IntakeError 
 export const unavailable = (message: string, retryAfterSeconds = 5): IntakeError =>
   new IntakeError('UNAVAILABLE', 503, message, undefined, { 'retry-after': String(retryAfterSeconds) });
 
+/** One bulk replay of dead letters runs at a time on a replica (dead-letters/bulk-replay.ts). */
+export const bulkReplayRunning = (runningId: string, retryAfterSeconds: number): IntakeError =>
+  new IntakeError(
+    'BULK_REPLAY_RUNNING',
+    429,
+    `a bulk replay (${runningId}) is running on this replica, and one runs at a time: wait for it, or cancel it`,
+    undefined,
+    { 'retry-after': String(retryAfterSeconds) },
+  );
+
 /** The mapping workers' queue is full (count or bytes): nothing is wrong with the payload. */
 export const mappingBusy = (message: string, retryAfterSeconds: number): IntakeError =>
   new IntakeError('MAPPING_BUSY', 503, message, undefined, { 'retry-after': String(retryAfterSeconds) });

@@ -38,10 +38,11 @@ import type { NormalisedEvent } from '../core/event.js';
 import type { JetStreamSettings } from '../sinks/handoff-config.js';
 import { subjectsOf } from '../sinks/jetstream-stream.js';
 import {
+  atMsOf,
   bodyOf,
+  indexedReason,
   letterBytes,
   LetterTooLarge,
-  matches,
   metaOf,
   type DeadLetter,
   type DeadLetterLimits,
@@ -221,6 +222,8 @@ export class BusDeadLetters implements DeadLetterStore {
         integration: get(LETTER_HEADER.integration),
         ...(get(LETTER_HEADER.destination) ? { destination: get(LETTER_HEADER.destination) } : {}),
         bytes: Number(get(LETTER_HEADER.bytes)) || Number(get('Nats-Msg-Size')) || 0,
+        atMs: atMsOf(get(LETTER_HEADER.at)),
+        reason: indexedReason(get(LETTER_HEADER.reason)),
       };
     }
     // A delivery dead letter written before letters carried their namespace: read the event once.
@@ -329,13 +332,23 @@ export class BusDeadLetters implements DeadLetterStore {
   async list(q: DeadLetterQuery): Promise<DeadLetter[]> {
     const jsm = this.requireJsm();
     const out: DeadLetter[] = [];
-    for (const m of this.ledger.all()) {
-      if (out.length >= q.limit) break;
-      if (m.seq >= PENDING_BASE || !matches(m, q)) continue;
+    for (const m of this.select(q)) {
       const letter = await this.read(jsm, m.seq);
       if (letter) out.push(letter);
     }
     return out;
+  }
+
+  /** Letters being published (placeholders) are left out: they have no position on the stream yet. */
+  select(q: DeadLetterQuery): LetterMeta[] {
+    this.requireJsm();
+    return this.ledger.select({ ...q, maxSeq: Math.min(q.maxSeq ?? Infinity, PENDING_BASE - 1) });
+  }
+
+  census(q: DeadLetterQuery): { matched: number; lastSeq: number } {
+    // Not open yet, the index may be empty: "0 matched" would be wrong.
+    this.requireJsm();
+    return this.ledger.census({ ...q, maxSeq: Math.min(q.maxSeq ?? Infinity, PENDING_BASE - 1) });
   }
 
   private async read(jsm: JetStreamManager, seq: number): Promise<DeadLetter | undefined> {
@@ -343,7 +356,7 @@ export class BusDeadLetters implements DeadLetterStore {
     return msg ? toLetter(msg) : undefined;
   }
 
-  async claim(letter: DeadLetter, _leaseMs: number): Promise<DeadLetter | undefined> {
+  async claim(letter: Pick<DeadLetter, 'seq'>, _leaseMs: number): Promise<DeadLetter | undefined> {
     const jsm = this.requireJsm();
     const claims = this.claims as KV;
     try {
@@ -357,7 +370,7 @@ export class BusDeadLetters implements DeadLetterStore {
     return current;
   }
 
-  async release(letter: DeadLetter): Promise<void> {
+  async release(letter: Pick<DeadLetter, 'seq'>): Promise<void> {
     await this.claims?.delete(claimKey(letter)).catch(() => undefined);
   }
 
@@ -433,7 +446,7 @@ export class BusDeadLetters implements DeadLetterStore {
   }
 }
 
-const claimKey = (l: DeadLetter): string => `seq-${l.seq}`;
+const claimKey = (l: Pick<DeadLetter, 'seq'>): string => `seq-${l.seq}`;
 
 function headersOf(l: DeadLetter): MsgHdrs {
   const h = natsHeaders();

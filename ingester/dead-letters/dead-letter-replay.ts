@@ -50,7 +50,7 @@ export interface DeadLetterReplayReport {
  * The letter is claimed: hands it on, removes it, then ends the claim (so the claims kept are
  * the replays under way); a failure only ends the claim and keeps the letter.
  */
-async function handOnAndRemove(
+export async function handOnAndRemove(
   store: DeadLetterStore,
   letter: DeadLetter,
   base: Omit<DeadLetterReplayResult, 'result'>,
@@ -77,7 +77,7 @@ async function handOnAndRemove(
   return result;
 }
 
-const baseOf = (l: DeadLetter): Omit<DeadLetterReplayResult, 'result'> => ({
+export const baseOf = (l: DeadLetter): Omit<DeadLetterReplayResult, 'result'> => ({
   id: l.id,
   kind: l.kind,
   namespace: l.namespace,

@@ -69,6 +69,16 @@ export interface DeadLetterQuery {
   destination?: string;
   ids?: readonly string[];
   seqs?: readonly number[];
+  /** The letter's reason equals this, or begins with it when it ends in `*` (`http_5*`). */
+  reason?: string;
+  /** Kept at or after this time (epoch ms). */
+  since?: number;
+  /** Kept before this time (epoch ms). */
+  until?: number;
+  /** Only letters after this position (a bulk replay's cursor). */
+  afterSeq?: number;
+  /** Only letters up to this position (a bulk replay leaves out letters kept after it began). */
+  maxSeq?: number;
   limit: number;
 }
 
@@ -93,12 +103,16 @@ export interface DeadLetterStore {
    */
   put(letter: NewDeadLetter): Promise<string>;
   list(q: DeadLetterQuery): Promise<DeadLetter[]>;
+  /** The metadata of the letters `q` selects, oldest first, at most `q.limit` (no body is read). */
+  select(q: DeadLetterQuery): LetterMeta[];
+  /** How many letters `q` selects (`q.limit` aside), and the position of the newest of them (0 when none). */
+  census(q: DeadLetterQuery): { matched: number; lastSeq: number };
   /**
    * Takes the letter for one replay: resolves with its current content when no other replay (in
    * this process or another replica) holds it, undefined when one does or it is gone. A claim
    * lasts `leaseMs`, so a replay that died lets the letter be replayed again after it.
    */
-  claim(letter: DeadLetter, leaseMs: number): Promise<DeadLetter | undefined>;
+  claim(letter: Pick<DeadLetter, 'seq'>, leaseMs: number): Promise<DeadLetter | undefined>;
   /** Ends a claim without removing (the replay failed: it can be tried again at once). */
   release(letter: DeadLetter): Promise<void>;
   /** Removes a letter (replayed). */
@@ -156,7 +170,23 @@ export interface LetterMeta {
   integration: string;
   destination?: string;
   bytes: number;
+  /** When it was kept (epoch ms), for the time-range filters. */
+  atMs: number;
+  /** Its reason, cut at REASON_INDEX_CHARS (one more than a filter may hold, so a cut one never equals a filter). */
+  reason: string;
 }
+
+/** The longest `reason` filter; the index keeps one character more of each reason. */
+export const MAX_REASON_FILTER_CHARS = 256;
+const REASON_INDEX_CHARS = MAX_REASON_FILTER_CHARS + 1;
+
+export const indexedReason = (reason: string | undefined): string => (reason ?? '').slice(0, REASON_INDEX_CHARS);
+
+/** An ISO 8601 time as epoch ms (0 when absent or unreadable: such a letter is older than any range). */
+export const atMsOf = (at: string | undefined): number => {
+  const ms = at ? Date.parse(at) : Number.NaN;
+  return Number.isNaN(ms) ? 0 : ms;
+};
 
 export const metaOf = (l: DeadLetter): LetterMeta => ({
   id: l.id,
@@ -165,12 +195,23 @@ export const metaOf = (l: DeadLetter): LetterMeta => ({
   namespace: l.namespace,
   integration: l.integration,
   bytes: l.bytes,
+  atMs: atMsOf(l.at),
+  reason: indexedReason(l.reason),
   ...(l.kind === 'delivery' ? { destination: l.destination } : {}),
 });
 
+/** `reason` equals the filter, or begins with it when the filter ends in `*`. */
+export const reasonMatches = (reason: string, filter: string): boolean =>
+  filter.endsWith('*') ? reason.startsWith(filter.slice(0, -1)) : reason === filter;
+
 export function matches(l: LetterMeta, q: DeadLetterQuery): boolean {
   return (
+    (q.afterSeq === undefined || l.seq > q.afterSeq) &&
+    (q.maxSeq === undefined || l.seq <= q.maxSeq) &&
     (q.kind === undefined || l.kind === q.kind) &&
+    (q.reason === undefined || reasonMatches(l.reason, q.reason)) &&
+    (q.since === undefined || l.atMs >= q.since) &&
+    (q.until === undefined || l.atMs < q.until) &&
     (q.namespace === undefined || l.namespace === q.namespace) &&
     (q.integration === undefined || l.integration === q.integration) &&
     (q.destination === undefined || l.destination === q.destination) &&

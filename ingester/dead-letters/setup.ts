@@ -17,6 +17,7 @@ import type {
   DeadLetterQuery,
   DeadLetterStore,
   DroppedLetter,
+  LetterMeta,
   NewDeadLetter,
 } from './model.js';
 
@@ -111,7 +112,13 @@ class LazyStore implements DeadLetterStore {
   list(q: DeadLetterQuery): Promise<DeadLetter[]> {
     return this.store.list(q);
   }
-  claim(letter: DeadLetter, leaseMs: number): Promise<DeadLetter | undefined> {
+  select(q: DeadLetterQuery): LetterMeta[] {
+    return this.real?.select(q) ?? [];
+  }
+  census(q: DeadLetterQuery): { matched: number; lastSeq: number } {
+    return this.real?.census(q) ?? { matched: 0, lastSeq: 0 };
+  }
+  claim(letter: Pick<DeadLetter, 'seq'>, leaseMs: number): Promise<DeadLetter | undefined> {
     return this.store.claim(letter, leaseMs);
   }
   release(letter: DeadLetter): Promise<void> {

@@ -8,7 +8,14 @@
  * So a tenant that floods the dead letter pushes out only its own letters, and a new letter is
  * never refused for lack of room. Every drop is returned to the store, which counts it.
  */
-import { LetterTooLarge, type DeadLetterLimits, type DropReason, type LetterMeta } from './model.js';
+import {
+  LetterTooLarge,
+  matches,
+  type DeadLetterLimits,
+  type DeadLetterQuery,
+  type DropReason,
+  type LetterMeta,
+} from './model.js';
 
 export class ShareLedger {
   /** Per namespace, oldest first. */
@@ -39,6 +46,46 @@ export class ShareLedger {
   /** Every letter, oldest first, for selecting without reading bodies. */
   all(): LetterMeta[] {
     return [...this.byNamespace.values()].flat().sort((a, b) => a.seq - b.seq);
+  }
+
+  /**
+   * The letters `q` selects, oldest first, at most `q.limit`: each namespace's list is read from
+   * `q.afterSeq` on, and only up to `q.limit` from each, so a bulk replay's page costs its page,
+   * not a copy of the whole index.
+   */
+  select(q: DeadLetterQuery): LetterMeta[] {
+    const picked: LetterMeta[] = [];
+    for (const list of this.listsOf(q)) {
+      let taken = 0;
+      for (let i = firstAfter(list, q.afterSeq ?? 0); i < list.length && taken < q.limit; i++) {
+        const m = list[i] as LetterMeta;
+        if (q.maxSeq !== undefined && m.seq > q.maxSeq) break;
+        if (matches(m, q)) {
+          picked.push(m);
+          taken++;
+        }
+      }
+    }
+    return picked.sort((a, b) => a.seq - b.seq).slice(0, q.limit);
+  }
+
+  /** How many letters `q` selects (its limit aside) and the newest one's seq. */
+  census(q: DeadLetterQuery): { matched: number; lastSeq: number } {
+    let matched = 0;
+    let lastSeq = 0;
+    for (const list of this.listsOf(q))
+      for (const m of list)
+        if (matches(m, q)) {
+          matched++;
+          lastSeq = Math.max(lastSeq, m.seq);
+        }
+    return { matched, lastSeq };
+  }
+
+  private listsOf(q: DeadLetterQuery): LetterMeta[][] {
+    if (q.namespace === undefined) return [...this.byNamespace.values()];
+    const list = this.byNamespace.get(q.namespace);
+    return list ? [list] : [];
   }
 
   /** Records a letter (idempotent by seq: the bus index sees its own publishes again). */
@@ -107,4 +154,16 @@ export class ShareLedger {
     }
     return out;
   }
+}
+
+/** The index of the first letter in `list` (sorted by seq) with a seq above `seq`. */
+function firstAfter(list: readonly LetterMeta[], seq: number): number {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((list[mid] as LetterMeta).seq <= seq) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }

@@ -21,13 +21,15 @@ import { DISK_RESERVE_BYTES, DiskReserve } from '../storage/disk-reserve.js';
 import { GroupCommit } from '../storage/group-commit.js';
 import { configureSpace, walLimitFor } from '../storage/sqlite-space.js';
 import {
-  matches,
+  atMsOf,
+  indexedReason,
   metaOf,
   type DeadLetter,
   type DeadLetterLimits,
   type DeadLetterQuery,
   type DeadLetterStore,
   type DroppedLetter,
+  type LetterMeta,
   type NewDeadLetter,
 } from './model.js';
 import { ShareLedger } from './shares.js';
@@ -93,7 +95,7 @@ export class SqliteDeadLetters implements DeadLetterStore {
     // Metadata only (json_extract reads inside SQLite; the bodies never reach JavaScript).
     const rows = this.db
       .prepare(
-        "SELECT seq, id, kind, namespace, bytes, json_extract(letter, '$.integration') AS integration, json_extract(letter, '$.destination') AS destination FROM letters ORDER BY seq",
+        "SELECT seq, id, kind, namespace, bytes, json_extract(letter, '$.integration') AS integration, json_extract(letter, '$.destination') AS destination, json_extract(letter, '$.at') AS at, substr(json_extract(letter, '$.reason'), 1, 300) AS reason FROM letters ORDER BY seq",
       )
       .all() as Array<{
       seq: number;
@@ -103,6 +105,8 @@ export class SqliteDeadLetters implements DeadLetterStore {
       bytes: number;
       integration: string;
       destination: string | null;
+      at: string | null;
+      reason: string | null;
     }>;
     for (const r of rows)
       this.ledger.add({
@@ -112,6 +116,8 @@ export class SqliteDeadLetters implements DeadLetterStore {
         namespace: r.namespace,
         bytes: r.bytes,
         integration: r.integration,
+        atMs: atMsOf(r.at ?? undefined),
+        reason: indexedReason(r.reason ?? undefined),
         ...(r.destination ? { destination: r.destination } : {}),
       });
   }
@@ -193,11 +199,18 @@ export class SqliteDeadLetters implements DeadLetterStore {
   }
 
   async list(q: DeadLetterQuery): Promise<DeadLetter[]> {
-    const chosen = this.ledger
-      .all()
-      .filter((m) => matches(m, q))
-      .slice(0, q.limit);
-    return chosen.map((m) => this.read(m.seq)).filter((l): l is DeadLetter => l !== undefined);
+    return this.ledger
+      .select(q)
+      .map((m) => this.read(m.seq))
+      .filter((l): l is DeadLetter => l !== undefined);
+  }
+
+  select(q: DeadLetterQuery): LetterMeta[] {
+    return this.ledger.select(q);
+  }
+
+  census(q: DeadLetterQuery): { matched: number; lastSeq: number } {
+    return this.ledger.census(q);
   }
 
   private read(seq: number): DeadLetter | undefined {
@@ -205,7 +218,7 @@ export class SqliteDeadLetters implements DeadLetterStore {
     return row ? { ...(JSON.parse(row.letter) as DeadLetter), seq, bytes: row.bytes } : undefined;
   }
 
-  async claim(letter: DeadLetter, leaseMs: number): Promise<DeadLetter | undefined> {
+  async claim(letter: Pick<DeadLetter, 'seq'>, leaseMs: number): Promise<DeadLetter | undefined> {
     const now = Date.now();
     if (Number(this.settle(() => this.st.claim.run(now + leaseMs, letter.seq, now)).changes) === 0) return undefined;
     return this.read(letter.seq);

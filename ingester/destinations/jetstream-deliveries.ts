@@ -40,6 +40,7 @@ import {
   type JetStreamClient,
   type JetStreamManager,
   type JsMsg,
+  type MsgRequest,
 } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
@@ -401,11 +402,34 @@ export class JetStreamDeliveries {
           0,
         );
         this.metrics.lag.set({ destination: d.settings.name }, lag);
+        const oldest = lag > 0 ? await this.oldestPendingMs(jsm, infos as ConsumerInfo[]) : undefined;
+        this.metrics.oldestPending.set(
+          { destination: d.settings.name },
+          oldest === undefined ? 0 : Math.max(0, Date.now() - oldest) / 1000,
+        );
       }
     };
     void measure();
     this.lagTimer = setInterval(() => void measure(), LAG_INTERVAL_MS);
     this.lagTimer.unref();
+  }
+
+  /**
+   * When the oldest message a destination's consumers have not acknowledged was stored: the first
+   * of their subjects after each one's ack floor (which moves only past messages all settled).
+   */
+  private async oldestPendingMs(jsm: JetStreamManager, infos: ConsumerInfo[]): Promise<number | undefined> {
+    let oldest: number | undefined;
+    for (const i of infos) {
+      if (i.num_pending + i.num_ack_pending === 0 || !i.config.filter_subject) continue;
+      // The server's message get takes next_by_subj with a start seq; the client's type omits it.
+      const request = { seq: i.ack_floor.stream_seq + 1, next_by_subj: i.config.filter_subject };
+      const msg = await jsm.streams
+        .getMessage(this.settings.stream, request as unknown as MsgRequest)
+        .catch(() => null);
+      if (msg) oldest = Math.min(oldest ?? Infinity, msg.time.getTime());
+    }
+    return oldest;
   }
 
   /** Stops taking events, waits for those in flight to be settled. */

@@ -8,6 +8,7 @@ export class DestinationMetrics {
   readonly latency: Histogram<'destination'>;
   readonly requestDuration: Histogram<'destination'>;
   readonly lag: Gauge<'destination'>;
+  readonly oldestPending: Gauge<'destination'>;
   readonly resends: Counter<'destination' | 'result'>;
   readonly alerts: Gauge<'destination' | 'state'>;
   readonly alertsRefused: Counter<'destination' | 'namespace' | 'limit'>;
@@ -52,6 +53,12 @@ export class DestinationMetrics {
     this.lag = new Gauge({
       name: 'intake_destination_lag',
       help: "Requests whose events wait to be delivered to a destination: JetStream, the consumer's pending and unacknowledged messages; standalone, outbox rows.",
+      labelNames: ['destination'],
+      registers,
+    });
+    this.oldestPending = new Gauge({
+      name: 'intake_destination_oldest_pending_seconds',
+      help: 'Age of the oldest event waiting to be delivered to a destination, from when intake accepted it (0 when none waits); measured with intake_destination_lag.',
       labelNames: ['destination'],
       registers,
     });

@@ -48,7 +48,7 @@ export class OutboxTable {
   readonly reserve: DiskReserve;
   private reclaiming = false;
   private readonly statements: Record<
-    'insert' | 'due' | 'nextDue' | 'lease' | 'remove' | 'reschedule' | 'giveBack' | 'count' | 'total',
+    'insert' | 'due' | 'nextDue' | 'lease' | 'remove' | 'reschedule' | 'giveBack' | 'count' | 'oldest' | 'total',
     StatementSync
   >;
 
@@ -74,6 +74,10 @@ export class OutboxTable {
       reschedule: p('UPDATE outbox SET next_at = ?, last_error = ? WHERE seq = ?'),
       giveBack: p('UPDATE outbox SET next_at = ?, attempts = max(0, attempts - 1) WHERE seq = ?'),
       count: p('SELECT count(*) AS n FROM outbox WHERE destination = ?'),
+      // The first event of the oldest row (a row holds one request's events, one a line, accepted together).
+      oldest: p(
+        "SELECT json_extract(substr(payload, 1, instr(payload || char(10), char(10)) - 1), '$.received_at') AS at FROM outbox WHERE destination = ? ORDER BY seq LIMIT 1",
+      ),
       total: p(
         'SELECT tenant, coalesce(sum(length(destination) + length(id) + length(CAST(payload AS BLOB))), 0) AS b, count(*) AS n FROM outbox GROUP BY tenant',
       ),
@@ -185,6 +189,13 @@ export class OutboxTable {
 
   depth(destination: string): number {
     return (this.statements.count.get(destination) as { n: number }).n;
+  }
+
+  /** When the oldest event waiting for `destination` was accepted (epoch ms); undefined when none waits. */
+  oldestReceivedAtMs(destination: string): number | undefined {
+    const at = (this.statements.oldest.get(destination) as { at: string | null } | undefined)?.at;
+    const ms = at ? Date.parse(at) : Number.NaN;
+    return Number.isNaN(ms) ? undefined : ms;
   }
 
   /** Events held for destinations not in `configured`, by name (a row holds one per line). */

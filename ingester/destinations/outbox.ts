@@ -163,6 +163,11 @@ export class Outbox implements EventSink {
     return this.table.depth(destination);
   }
 
+  /** When the oldest event waiting for `destination` was accepted (the oldest-pending gauge). */
+  oldestReceivedAtMs(destination: string): number | undefined {
+    return this.table.oldestReceivedAtMs(destination);
+  }
+
   // ---- dead letters (outbox-dead-letters.ts) ----
 
   /** A replayed letter back in the outbox, with the record that it was handed on (once, even if replayed again). */

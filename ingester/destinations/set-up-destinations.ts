@@ -156,7 +156,14 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
       );
       for (const c of clients) c.start?.();
       const measure = (): void => {
-        for (const n of names) metrics.lag.set({ destination: n }, outbox.depth(n));
+        for (const n of names) {
+          metrics.lag.set({ destination: n }, outbox.depth(n));
+          const oldest = outbox.oldestReceivedAtMs(n);
+          metrics.oldestPending.set(
+            { destination: n },
+            oldest === undefined ? 0 : Math.max(0, Date.now() - oldest) / 1000,
+          );
+        }
       };
       measure();
       lagTimer = setInterval(measure, LAG_INTERVAL_MS);

@@ -154,7 +154,7 @@ export function invocationProblems(program: Command, words: string[]): string[] 
 
 /** The ingester admin listener's paths a text names: bare, or in a URL on the admin port 8081. */
 const ADMIN_PATH =
-  /(?:^|[\s`'"(]|:8081)((?:\/healthz|\/readyz|\/metrics|\/deadletter|\/status\/|\/destinations\/deadletter)[\w/.-]*)/g;
+  /(?:^|[\s`'"(]|:8081)((?:\/healthz|\/readyz|\/metrics|\/deadletter|\/status\/|\/destinations\/deadletter)[\w/.:-]*)/g;
 /** Paths of other servers the docs name that share a prefix with the admin listener's. */
 const NOT_ADMIN = new Set([
   '/metrics/job/bench', // the benchmarks' Pushgateway-style metric pushes to the ingest port

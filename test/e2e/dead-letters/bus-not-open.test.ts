@@ -6,6 +6,7 @@
  */
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
+import { adminPost } from '../../support/admin.js';
 import { waitFor } from '../../support/waiting.js';
 import { post, startIngester, tenantAuth, tenantRoute, type RunningIngester } from '../support/ingester.js';
 import { handoffConfig, startNats, type RunningNats } from '../support/nats-server.js';
@@ -43,4 +44,8 @@ it('answers a mapping failure 503 naming the dead-letter stream that is not open
   const listed = await fetch(`${ing.adminUrl}/deadletter?limit=1`);
   expect(listed.status).toBe(503);
   expect(await listed.text()).toContain('INTAKE_DEADLETTER is not open on the bus yet');
+  // So does a bulk replay, instead of "0 matched" from an index that is not there yet.
+  const bulk = await fetch(`${ing.adminUrl}/deadletter/replays`, adminPost());
+  expect(bulk.status).toBe(503);
+  expect(await bulk.text()).toContain('INTAKE_DEADLETTER is not open on the bus yet');
 });

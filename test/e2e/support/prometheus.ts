@@ -48,10 +48,19 @@ function writeConfig(file: string, targets: readonly string[], interval: string)
   writeFileSync(file, `${scrape}storage:\n  tsdb:\n    out_of_order_time_window: 30m\n`);
 }
 
-export async function startPrometheus(): Promise<Prometheus> {
+/**
+ * `config` replaces the configuration (by default: no scrape jobs, everything in the TSDB came by
+ * remote write; `scrape()` later writes one with scrape jobs); `files` are written beside it, where
+ * its relative paths (rule_files) find them.
+ */
+export async function startPrometheus(
+  o: { config?: string; files?: Record<string, string> } = {},
+): Promise<Prometheus> {
   const dir = mkdtempSync(join(tmpdir(), 'intake-prom-'));
   const configFile = join(dir, 'prometheus.yml');
-  writeConfig(configFile, [], '');
+  if (o.config !== undefined) writeFileSync(configFile, o.config);
+  else writeConfig(configFile, [], '');
+  for (const [name, text] of Object.entries(o.files ?? {})) writeFileSync(join(dir, name), text);
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   let child: ChildProcess | undefined;

@@ -1,0 +1,245 @@
+/**
+ * Bulk replays: the dead letters a filter selects (integration, destination, time range, reason,
+ * ...) replayed in the background, with progress that can be read, and cancellable.
+ *
+ * Bounded: one bulk replay runs at a time on a replica (letters are handed on one at a time into
+ * the same destinations' queues, so a second would only compete with the first); a second start
+ * is refused with Retry-After until it ends. The last FINISHED_KEPT finished ones stay readable.
+ *
+ * Never all matches in memory: the replay walks the store's index in pages of PAGE letters'
+ * metadata, from a cursor (the position of the last letter it took), and reads one letter's body
+ * at a time, when it claims it. It covers the letters kept when it began (up to their newest
+ * position): a letter that fails again after its replay is kept anew, after that position, and is
+ * not replayed a second time by the same bulk replay.
+ *
+ * Nothing lost: each letter goes through the same claim, hand-on and removal as a single replay
+ * (dead-letter-replay.ts), so it is either still a dead letter or handed on. Cancelling stops
+ * before the next letter; the letter in hand is finished first. A process that stops half-way
+ * leaves its letter as dead-letter-replay.ts describes (settled at the next start standalone,
+ * taken over from its claim with the bus); the bulk replay itself is not resumed (start it again:
+ * the letters replayed already are gone, so it takes the rest).
+ */
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { bulkReplayRunning } from '../core/errors.js';
+import { baseOf, handOnAndRemove, type DeadLetterReplayers } from './dead-letter-replay.js';
+import type { DeadLetterMetrics } from './metrics.js';
+import type { DeadLetterQuery, DeadLetterStore } from './model.js';
+
+/** The filters of a bulk replay: a query without its paging. */
+export type BulkReplayFilter = Omit<DeadLetterQuery, 'limit' | 'afterSeq' | 'maxSeq' | 'seqs'>;
+
+export type BulkReplayState = 'running' | 'done' | 'cancelled' | 'failed';
+
+export interface BulkReplayProgress {
+  id: string;
+  state: BulkReplayState;
+  filter: Record<string, unknown>;
+  /** At most this many letters a second (absent: as fast as they are handed on). */
+  rate?: number;
+  startedAt: string;
+  finishedAt?: string;
+  /** Letters the filter selected when the replay began. */
+  matched: number;
+  replayed: number;
+  failed: number;
+  /** Held by another replay, or gone from the store (dropped, replayed elsewhere) before their turn. */
+  skipped: number;
+  /** Matched letters not taken yet (those a cancelled replay left are still dead letters). */
+  remaining: number;
+  /** Why the replay stopped early (state failed: the store could not be read). */
+  message?: string;
+  /** The last few letters that failed, with why. */
+  failures: Array<{ id: string; message: string }>;
+}
+
+const PAGE = 100;
+const FINISHED_KEPT = 20;
+const FAILURES_KEPT = 10;
+/** How long a refused start is told to wait: a bulk replay's end is not known ahead. */
+const RETRY_AFTER_SECONDS = 10;
+
+export interface BulkReplayOptions {
+  store: DeadLetterStore;
+  replayers: DeadLetterReplayers;
+  metrics: DeadLetterMetrics;
+  leaseMs: number;
+  logger: Logger;
+}
+
+class BulkReplay {
+  readonly progress: BulkReplayProgress;
+  private cancelled = false;
+  /** Ends the pause between two paced letters at once when cancelled. */
+  private wake: () => void = () => undefined;
+  readonly finished: Promise<void>;
+
+  constructor(
+    private readonly o: BulkReplayOptions,
+    private readonly filter: BulkReplayFilter,
+    rate: number | undefined,
+  ) {
+    const { matched, lastSeq } = o.store.census({ ...filter, limit: 1 });
+    this.progress = {
+      id: randomUUID(),
+      state: 'running',
+      filter: describeFilter(filter),
+      ...(rate !== undefined ? { rate } : {}),
+      startedAt: new Date().toISOString(),
+      matched,
+      replayed: 0,
+      failed: 0,
+      skipped: 0,
+      remaining: matched,
+      failures: [],
+    };
+    this.finished = this.run(lastSeq, rate).catch((err: Error) => {
+      // The store could not be read (the bus went away): the letters not taken stay kept.
+      this.finish('failed', err.message);
+    });
+  }
+
+  cancel(): void {
+    this.cancelled = true;
+    this.wake();
+  }
+
+  private async run(lastSeq: number, rate: number | undefined): Promise<void> {
+    const p = this.progress;
+    const minGapMs = rate ? 1000 / rate : 0;
+    let cursor = 0;
+    let nextAt = Date.now();
+    while (!this.cancelled && lastSeq > 0) {
+      const page = this.o.store.select({ ...this.filter, afterSeq: cursor, maxSeq: lastSeq, limit: PAGE });
+      if (page.length === 0) break;
+      for (const meta of page) {
+        if (this.cancelled) break;
+        if (minGapMs > 0) {
+          const wait = nextAt - Date.now();
+          if (wait > 0)
+            await new Promise<void>((resolve) => {
+              const timer = setTimeout(resolve, wait);
+              this.wake = () => {
+                clearTimeout(timer);
+                resolve();
+              };
+            });
+          nextAt = Math.max(nextAt, Date.now() - minGapMs) + minGapMs;
+          if (this.cancelled) break;
+        }
+        cursor = meta.seq;
+        const letter = await this.o.store.claim(meta, this.o.leaseMs);
+        let result: 'replayed' | 'failed' | 'skipped' = 'skipped';
+        if (letter) {
+          const r = await handOnAndRemove(this.o.store, letter, baseOf(letter), this.o.replayers);
+          result = r.result;
+          if (r.result === 'failed') {
+            p.failures.push({ id: r.id, message: r.message ?? '' });
+            if (p.failures.length > FAILURES_KEPT) p.failures.shift();
+          }
+        }
+        p[result]++;
+        p.remaining = Math.max(0, p.matched - p.replayed - p.failed - p.skipped);
+        this.o.metrics.replayed.inc({
+          kind: meta.kind,
+          namespace: meta.namespace,
+          integration: meta.integration,
+          result,
+        });
+      }
+    }
+    if (!this.cancelled) {
+      // Matched letters the walk never met left the store meanwhile (dropped, or replayed elsewhere).
+      p.skipped += p.remaining;
+      p.remaining = 0;
+    }
+    this.finish(this.cancelled ? 'cancelled' : 'done');
+  }
+
+  private finish(state: BulkReplayState, message?: string): void {
+    const p = this.progress;
+    p.state = state;
+    p.finishedAt = new Date().toISOString();
+    if (message !== undefined) p.message = message;
+    this.o.logger.info(
+      {
+        bulkReplay: p.id,
+        state,
+        matched: p.matched,
+        replayed: p.replayed,
+        failed: p.failed,
+        skipped: p.skipped,
+        remaining: p.remaining,
+      },
+      'bulk replay of dead letters ended',
+    );
+  }
+}
+
+const describeFilter = (f: BulkReplayFilter): Record<string, unknown> => ({
+  ...(f.kind !== undefined ? { kind: f.kind } : {}),
+  ...(f.namespace !== undefined ? { namespace: f.namespace } : {}),
+  ...(f.integration !== undefined ? { integration: f.integration } : {}),
+  ...(f.destination !== undefined ? { destination: f.destination } : {}),
+  ...(f.reason !== undefined ? { reason: f.reason } : {}),
+  ...(f.since !== undefined ? { since: new Date(f.since).toISOString() } : {}),
+  ...(f.until !== undefined ? { until: new Date(f.until).toISOString() } : {}),
+  ...(f.ids !== undefined ? { ids: f.ids.length } : {}),
+});
+
+export class BulkReplays {
+  private readonly replays: BulkReplay[] = [];
+  private running?: BulkReplay;
+
+  constructor(private readonly o: BulkReplayOptions) {}
+
+  /** Starts one; throws bulkReplayRunning (429) while another runs on this replica. */
+  start(filter: BulkReplayFilter, rate?: number): BulkReplayProgress {
+    if (this.running) throw bulkReplayRunning(this.running.progress.id, RETRY_AFTER_SECONDS);
+    const replay = new BulkReplay(this.o, filter, rate);
+    this.running = replay;
+    this.replays.push(replay);
+    void replay.finished.then(() => {
+      if (this.running === replay) this.running = undefined;
+      this.forgetOldest();
+    });
+    this.o.logger.info(
+      { bulkReplay: replay.progress.id, filter: replay.progress.filter, matched: replay.progress.matched },
+      'bulk replay of dead letters started',
+    );
+    return replay.progress;
+  }
+
+  get(id: string): BulkReplayProgress | undefined {
+    return this.replays.find((r) => r.progress.id === id)?.progress;
+  }
+
+  /** Newest first. */
+  list(): BulkReplayProgress[] {
+    return this.replays.map((r) => r.progress).reverse();
+  }
+
+  /** Stops the replay before its next letter; resolves once the letter in hand is finished. */
+  async cancel(id: string): Promise<BulkReplayProgress | undefined> {
+    const replay = this.replays.find((r) => r.progress.id === id);
+    if (!replay) return undefined;
+    replay.cancel();
+    await replay.finished;
+    return replay.progress;
+  }
+
+  /** At shutdown: the running one stops after its letter in hand (before the destinations close). */
+  async close(): Promise<void> {
+    const running = this.running;
+    if (!running) return;
+    running.cancel();
+    await running.finished;
+  }
+
+  private forgetOldest(): void {
+    while (this.replays.filter((r) => r.progress.state !== 'running').length > FINISHED_KEPT) {
+      const i = this.replays.findIndex((r) => r.progress.state !== 'running');
+      this.replays.splice(i, 1);
+    }
+  }
+}
