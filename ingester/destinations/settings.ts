@@ -13,7 +13,7 @@ import {
   type ProtectionSettings,
 } from './protection/settings.js';
 
-/** Destination names: what `WebhookIntegration.spec.destinations` and the route document list. */
+/** Destination names: what `WebhookIntegration.spec.destinations` lists (a route document also `<namespace>/<name>`). */
 export const DESTINATION_NAME_PATTERN = '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$';
 
 export type { TlsFiles } from '../outbound/credentials.js';
@@ -70,6 +70,13 @@ interface DestinationBase {
   delivery: DeliverySettings;
   /** The receiver's protection: circuit breaker and rate limit (protection/). */
   protection: ProtectionSettings;
+  /**
+   * Set for a team's own destination (a `Destination` resource; its name is then
+   * `<namespace>/<name>`): the namespace that owns it, whose integrations alone may use it.
+   */
+  namespace?: string;
+  /** A team destination's spec.suspend: its events are held, not delivered. */
+  suspend?: boolean;
 }
 
 export type DestinationSettings =

@@ -1,0 +1,167 @@
+/**
+ * A team's destination (a `Destination` resource, published by the operator as a document:
+ * api/destination-document.ts) turned into the settings of a platform destination, so that it is
+ * delivered through the same dispatcher, bus and outbox paths. The document's schema is the
+ * settings file's, with credentials inline; its checks are the settings file's too
+ * (resolveDestinations), so a team destination can hold nothing a platform one could not.
+ *
+ * The outgoing clients read credentials from files (outbound/credentials.ts); a team's are written
+ * to a private directory (TeamCredentialFiles: mode 0700, files 0600), a fresh one for each
+ * version of the document, and removed with it.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Ajv } from 'ajv';
+import { ConfigError } from '../../common/config-files.js';
+import { teamDestinationName, type DestinationDocument, type InlineAuth } from '../../api/destination-document.js';
+import {
+  DESTINATION_NAME_PATTERN,
+  destinationsSchema,
+  resolveDestinations,
+  type DestinationFile,
+  type DestinationSettings,
+} from './settings.js';
+
+const NAMESPACE_PATTERN = '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$';
+const secretText = { type: 'string', minLength: 1, maxLength: 65536 } as const;
+const inlineAuthProperties = {
+  basicAuth: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['username', 'password'],
+    properties: { username: { type: 'string', minLength: 1 }, password: secretText },
+  },
+  bearerToken: secretText,
+  tls: {
+    type: 'object',
+    additionalProperties: false,
+    properties: { ca: secretText, cert: secretText, key: secretText, insecureSkipVerify: { type: 'boolean' } },
+  },
+} as const;
+
+const fileItem = destinationsSchema.items;
+/** A kind's block of the settings file, its file-based credentials replaced by inline ones. */
+function inline<P extends { properties: Record<string, unknown> }>(block: P): P {
+  const { basicAuth: _b, bearerTokenFile: _t, tls: _tls, ...rest } = block.properties;
+  return { ...block, properties: { ...rest, ...inlineAuthProperties } };
+}
+
+/** JSON Schema of a destination document. */
+export const destinationDocumentSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['apiVersion', 'kind', 'name', 'namespace'],
+  properties: {
+    apiVersion: { const: 'intake.dev/v1alpha1' },
+    kind: { const: 'Destination' },
+    name: { type: 'string', pattern: DESTINATION_NAME_PATTERN },
+    namespace: { type: 'string', pattern: NAMESPACE_PATTERN },
+    suspend: { type: 'boolean' },
+    alertmanager: inline(fileItem.properties.alertmanager),
+    http: inline(fileItem.properties.http),
+    delivery: fileItem.properties.delivery,
+    circuitBreaker: fileItem.properties.circuitBreaker,
+    rateLimit: fileItem.properties.rateLimit,
+  },
+} as const;
+
+const validate = new Ajv({ allErrors: true, strict: true }).compile<DestinationDocument>(destinationDocumentSchema);
+
+/** Where a team destination's credentials are written; `field` is one of password, token, ca, cert, key. */
+export type WriteCredential = (field: 'password' | 'token' | 'ca' | 'cert' | 'key', text: string) => string;
+
+/** Checks a document (its schema, then the settings file's rules); throws ConfigError naming the problems. */
+export function checkDestinationDocument(doc: unknown): DestinationDocument {
+  if (!validate(doc)) {
+    const problems = (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}`);
+    throw new ConfigError(problems.join('; '));
+  }
+  return doc;
+}
+
+/**
+ * The settings of a checked document. `write` puts a credential where the client reads it (a
+ * check alone passes one that writes nothing). Throws ConfigError as the settings file would.
+ */
+export function teamDestinationSettings(doc: DestinationDocument, write: WriteCredential): DestinationSettings {
+  const file: DestinationFile = { name: doc.name };
+  if (doc.alertmanager) file.alertmanager = { ...withoutAuth(doc.alertmanager), ...authFiles(doc.alertmanager, write) };
+  if (doc.http) file.http = { ...withoutAuth(doc.http), ...authFiles(doc.http, write) };
+  if (doc.delivery) file.delivery = doc.delivery;
+  if (doc.circuitBreaker) file.circuitBreaker = doc.circuitBreaker;
+  if (doc.rateLimit) file.rateLimit = doc.rateLimit;
+  const [settings] = resolveDestinations([file]) as [DestinationSettings];
+  return {
+    ...settings,
+    name: teamDestinationName(doc.namespace, doc.name),
+    // Integrations that name none are delivered to the platform's defaults, never a team's.
+    default: false,
+    namespace: doc.namespace,
+    ...(doc.suspend ? { suspend: true } : {}),
+  };
+}
+
+/** Where nothing is written: for checking a document (the operator). */
+export const noWrite: WriteCredential = (field) => `/dev/null/${field}`;
+
+function withoutAuth<T extends InlineAuth>(block: T): Omit<T, keyof InlineAuth> {
+  const { basicAuth: _b, bearerToken: _t, tls: _tls, ...rest } = block;
+  return rest;
+}
+
+type AuthFileFields = Pick<NonNullable<DestinationFile['http']>, 'basicAuth' | 'bearerTokenFile' | 'tls'>;
+
+function authFiles(a: InlineAuth, write: WriteCredential): AuthFileFields {
+  const out: AuthFileFields = {};
+  if (a.basicAuth)
+    out.basicAuth = { username: a.basicAuth.username, passwordFile: write('password', a.basicAuth.password) };
+  if (a.bearerToken !== undefined) out.bearerTokenFile = write('token', a.bearerToken);
+  if (a.tls) {
+    const tls: NonNullable<AuthFileFields['tls']> = {};
+    if (a.tls.ca !== undefined) tls.caFile = write('ca', a.tls.ca);
+    if (a.tls.cert !== undefined) tls.certFile = write('cert', a.tls.cert);
+    if (a.tls.key !== undefined) tls.keyFile = write('key', a.tls.key);
+    if (a.tls.insecureSkipVerify) tls.insecureSkipVerify = true;
+    out.tls = tls;
+  }
+  return out;
+}
+
+/**
+ * The private directory of team destinations' credential files: a directory per version of a
+ * destination's document (the clients cache what they read by path), removed when the version is
+ * replaced or the destination removed, and all of it when the process stops.
+ */
+export class TeamCredentialFiles {
+  private readonly root: string;
+  private next = 0;
+
+  constructor(parent = tmpdir()) {
+    this.root = mkdtempSync(join(parent, 'intake-destination-credentials-'));
+  }
+
+  /** A directory for one version of a destination's credentials, and how to write into it. */
+  version(): { dir: string; write: WriteCredential } {
+    const dir = join(this.root, String(this.next++));
+    let made = false;
+    return {
+      dir,
+      write: (field, text) => {
+        if (!made) mkdirSync(dir, { mode: 0o700 });
+        made = true;
+        const path = join(dir, field);
+        writeFileSync(path, text, { mode: 0o600 });
+        return path;
+      },
+    };
+  }
+
+  remove(dir: string): void {
+    rmSync(dir, { recursive: true, force: true });
+  }
+
+  close(): void {
+    rmSync(this.root, { recursive: true, force: true });
+  }
+}
