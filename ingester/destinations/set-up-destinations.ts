@@ -83,8 +83,18 @@ interface LiveDestination {
 export function setUpDestinations(o: DestinationsOptions): Destinations {
   const metrics = new DestinationMetrics(o.registry);
   const routing: Routing = {
-    destinationsOf: (where, event) => destinationsOfEvent(where, event, o.routes(), o.destinations),
+    destinationsOf: (where, event) => onlyLive(destinationsOfEvent(where, event, o.routes(), o.destinations)),
     decidesPerEvent: (where) => rulesOf(where, o.routes()) !== undefined,
+  };
+  /**
+   * A team destination this replica does not deliver to (deleted, not valid, or not arrived yet)
+   * gets nothing: the outbox holds no rows for it, as the bus has no consumer for it. Platform
+   * destinations pass as they are (a removed one's rows wait for it to come back).
+   */
+  const onlyLive = (names: readonly string[]): readonly string[] => {
+    let all = true;
+    for (const n of names) if (n.includes('/') && !live.has(n)) all = false;
+    return all ? names : names.filter((n) => !n.includes('/') || live.has(n));
   };
   const holder = `${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`;
   let alertStore: (name: string) => AlertStore | undefined = () => undefined;

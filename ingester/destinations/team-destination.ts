@@ -2,8 +2,9 @@
  * A team's destination (a `Destination` resource, published by the operator as a document:
  * api/destination-document.ts) turned into the settings of a platform destination, so that it is
  * delivered through the same dispatcher, bus and outbox paths. The document's schema is the
- * settings file's, with credentials inline; its checks are the settings file's too
- * (resolveDestinations), so a team destination can hold nothing a platform one could not.
+ * settings file's with credentials inline (api/destination-document.ts, which the operator checks
+ * too), and the settings file's checks run on it (resolveDestinations), so a team destination
+ * can hold nothing a platform one could not.
  *
  * The outgoing clients read credentials from files (outbound/credentials.ts); a team's are written
  * to a private directory (TeamCredentialFiles: mode 0700, files 0600), a fresh one for each
@@ -12,72 +13,23 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Ajv } from 'ajv';
 import { ConfigError } from '../../common/config-files.js';
-import { teamDestinationName, type DestinationDocument, type InlineAuth } from '../../api/destination-document.js';
 import {
-  DESTINATION_NAME_PATTERN,
-  destinationsSchema,
-  resolveDestinations,
-  type DestinationFile,
-  type DestinationSettings,
-} from './settings.js';
-
-const NAMESPACE_PATTERN = '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$';
-const secretText = { type: 'string', minLength: 1, maxLength: 65536 } as const;
-const inlineAuthProperties = {
-  basicAuth: {
-    type: 'object',
-    additionalProperties: false,
-    required: ['username', 'password'],
-    properties: { username: { type: 'string', minLength: 1 }, password: secretText },
-  },
-  bearerToken: secretText,
-  tls: {
-    type: 'object',
-    additionalProperties: false,
-    properties: { ca: secretText, cert: secretText, key: secretText, insecureSkipVerify: { type: 'boolean' } },
-  },
-} as const;
-
-const fileItem = destinationsSchema.items;
-/** A kind's block of the settings file, its file-based credentials replaced by inline ones. */
-function inline<P extends { properties: Record<string, unknown> }>(block: P): P {
-  const { basicAuth: _b, bearerTokenFile: _t, tls: _tls, ...rest } = block.properties;
-  return { ...block, properties: { ...rest, ...inlineAuthProperties } };
-}
-
-/** JSON Schema of a destination document. */
-export const destinationDocumentSchema = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['apiVersion', 'kind', 'name', 'namespace'],
-  properties: {
-    apiVersion: { const: 'intake.dev/v1alpha1' },
-    kind: { const: 'Destination' },
-    name: { type: 'string', pattern: DESTINATION_NAME_PATTERN },
-    namespace: { type: 'string', pattern: NAMESPACE_PATTERN },
-    suspend: { type: 'boolean' },
-    alertmanager: inline(fileItem.properties.alertmanager),
-    http: inline(fileItem.properties.http),
-    delivery: fileItem.properties.delivery,
-    circuitBreaker: fileItem.properties.circuitBreaker,
-    rateLimit: fileItem.properties.rateLimit,
-  },
-} as const;
-
-const validate = new Ajv({ allErrors: true, strict: true }).compile<DestinationDocument>(destinationDocumentSchema);
+  destinationDocumentProblems,
+  teamDestinationName,
+  type DestinationDocument,
+  type InlineAuth,
+} from '../../api/destination-document.js';
+import { resolveDestinations, type DestinationFile, type DestinationSettings } from './settings.js';
 
 /** Where a team destination's credentials are written; `field` is one of password, token, ca, cert, key. */
 export type WriteCredential = (field: 'password' | 'token' | 'ca' | 'cert' | 'key', text: string) => string;
 
 /** Checks a document (its schema, then the settings file's rules); throws ConfigError naming the problems. */
 export function checkDestinationDocument(doc: unknown): DestinationDocument {
-  if (!validate(doc)) {
-    const problems = (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}`);
-    throw new ConfigError(problems.join('; '));
-  }
-  return doc;
+  const problems = destinationDocumentProblems(doc);
+  if (problems.length > 0) throw new ConfigError(problems.join('; '));
+  return doc as DestinationDocument;
 }
 
 /**
@@ -101,9 +53,6 @@ export function teamDestinationSettings(doc: DestinationDocument, write: WriteCr
     ...(doc.suspend ? { suspend: true } : {}),
   };
 }
-
-/** Where nothing is written: for checking a document (the operator). */
-export const noWrite: WriteCredential = (field) => `/dev/null/${field}`;
 
 function withoutAuth<T extends InlineAuth>(block: T): Omit<T, keyof InlineAuth> {
   const { basicAuth: _b, bearerToken: _t, tls: _tls, ...rest } = block;
