@@ -17,6 +17,7 @@ import { apply, kubectl, postEvent, ROOT, type Proc, webhookReady } from './supp
 import { operatorSuite } from './support/suite.js';
 import { waitFor } from '../support/waiting.js';
 import { startEventReceiver, type EventReceiver } from '../e2e/support/event-receiver.js';
+import { startNats, type RunningNats } from '../e2e/support/nats-server.js';
 
 jest.setTimeout(90_000);
 
@@ -233,6 +234,71 @@ describe('a team destination', () => {
     ).toBe(false);
     // No restart: the same process delivered before and after.
     expect(ingester.output()).toContain('team destination added');
+  });
+});
+
+describe('a team destination delivered from the bus', () => {
+  let nats: RunningNats;
+  let busIngester: Proc;
+  let receiver: EventReceiver;
+
+  beforeAll(async () => {
+    nats = await startNats();
+    receiver = await startEventReceiver();
+    const config = join(dir, 'bus.yaml');
+    writeFileSync(
+      config,
+      `authThrottle: {failures: 1000000, window: 1m, block: 1s}
+sinks: {jetstream: {url: '${nats.url}', timeout: 2s, reconnectWait: 100ms}}
+`,
+    );
+    busIngester = await suite.startIngester(['--config', config]);
+  });
+
+  afterAll(async () => {
+    await receiver?.close();
+    await nats?.stop();
+  });
+
+  it('is added while running, delivered to through its own consumers, and removed while running', async () => {
+    await apply(`apiVersion: v1
+kind: Secret
+metadata: {name: receiver-creds, namespace: ${teamB}}
+stringData: {password: team-b-secret}
+`);
+    await apply(httpDestination(teamB, 'pager', receiver.url));
+    await apply(integration(teamB, 'b-pages', ['pager']));
+    await waitFor('integration Ready', async () => (await webhookReady(teamB, 'b-pages'))?.status === 'True', 10_000);
+    await waitFor('added', async () => busIngester.output().includes(`"destination":"${teamB}/pager"`), 10_000);
+    const authorization = await authorizationOf(teamB, 'b-pages');
+    const before = ingester;
+    ingester = busIngester;
+    try {
+      await waitFor(
+        'route served',
+        async () => (await postEvent(ingester.url, 'b-pages', authorization)) === 200,
+        10_000,
+      );
+      const request = await deliveredTo(receiver, 'b-pages', authorization, 'team-b-bus-1');
+      expect(request.headers.authorization).toBe(`Basic ${Buffer.from('intake:team-b-secret').toString('base64')}`);
+
+      await kubectl(['delete', 'destination', 'pager', '-n', teamB]);
+      await waitFor(
+        'removed in the ingester',
+        async () => /"destination":"[^"]+\/pager".*team destination removed/.test(busIngester.output()),
+        10_000,
+      );
+      const res = await fetch(`${ingester.url}/events/webhook_b-pages`, {
+        method: 'POST',
+        headers: { authorization, 'content-type': 'application/json' },
+        body: JSON.stringify({ source: 'team-b-bus-after', severity: 'critical' }),
+      });
+      expect(res.status).toBe(200);
+      await new Promise((r) => setTimeout(r, 3000));
+      expect(receiver.requests.some((r) => r.events.some((e) => e.source === 'team-b-bus-after'))).toBe(false);
+    } finally {
+      ingester = before;
+    }
   });
 });
 
