@@ -312,6 +312,10 @@ async function setUpDestinationsIfAny(
   teamDestinations: boolean,
 ) {
   const canDeliver = handOff.bus !== undefined || settings.spool !== undefined;
+  if (teamDestinations && !canDeliver)
+    logger.warn(
+      "teams' Destinations are not delivered to by this ingester: delivery needs the bus (sinks.jetstream) or the storage directory (spool.path)",
+    );
   if (settings.destinations.length === 0 && !(teamDestinations && canDeliver)) return undefined;
   const { setUpDestinations } = await import('./destinations/set-up-destinations.js');
   return setUpDestinations({

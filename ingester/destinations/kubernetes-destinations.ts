@@ -88,7 +88,7 @@ export class KubernetesDestinationSource implements TeamDestinationSource {
 
   private parse(secret: V1Secret, version: string): { version: string; destination?: TeamDestination } {
     const source = `secret ${this.namespace}/${secret.metadata?.name ?? ''}`;
-    const { dir, write } = this.files.version();
+    const credentials = this.files.version();
     try {
       const encoded = secret.data?.[DESTINATION_SECRET_KEY];
       if (!encoded) throw new Error(`has no ${DESTINATION_SECRET_KEY} key`);
@@ -99,10 +99,10 @@ export class KubernetesDestinationSource implements TeamDestinationSource {
         // JSON.parse's message quotes the text, which holds credentials.
         throw new Error(`${DESTINATION_SECRET_KEY} is not valid JSON`);
       }
-      const settings = teamDestinationSettings(checkDestinationDocument(doc), write);
-      return { version, destination: { settings, version, release: () => this.files.remove(dir) } };
+      const settings = teamDestinationSettings(checkDestinationDocument(doc), credentials.write);
+      return { version, destination: { settings, version, release: credentials.remove } };
     } catch (err) {
-      this.files.remove(dir);
+      credentials.remove();
       this.logger.error(
         { source, err: { message: (err as Error).message } },
         'team destination skipped: its document cannot be delivered to',

@@ -83,34 +83,39 @@ function authFiles(a: InlineAuth, write: WriteCredential): AuthFileFields {
  * replaced or the destination removed, and all of it when the process stops.
  */
 export class TeamCredentialFiles {
-  private readonly root: string;
+  /** Made on the first credential written (none while no team destination has credentials). */
+  private root?: string;
   private next = 0;
 
-  constructor(parent = tmpdir()) {
-    this.root = mkdtempSync(join(parent, 'intake-destination-credentials-'));
-  }
+  /** `parent`: the temporary directory (in the chart's pods, an in-memory volume at /tmp). */
+  constructor(private readonly parent = tmpdir()) {}
 
-  /** A directory for one version of a destination's credentials, and how to write into it. */
-  version(): { dir: string; write: WriteCredential } {
-    const dir = join(this.root, String(this.next++));
-    let made = false;
+  /**
+   * One version of a destination's credentials: `write` puts a file in its own directory (made on
+   * the first), `remove` takes the directory away, `dir` names it (undefined before a write).
+   */
+  version(): { write: WriteCredential; remove: () => void; dir: () => string | undefined } {
+    const n = this.next++;
+    let dir: string | undefined;
     return {
-      dir,
       write: (field, text) => {
-        if (!made) mkdirSync(dir, { mode: 0o700 });
-        made = true;
+        if (dir === undefined) {
+          this.root ??= mkdtempSync(join(this.parent, 'intake-destination-credentials-'));
+          dir = join(this.root, String(n));
+          mkdirSync(dir, { mode: 0o700 });
+        }
         const path = join(dir, field);
         writeFileSync(path, text, { mode: 0o600 });
         return path;
       },
+      remove: () => {
+        if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+      },
+      dir: () => dir,
     };
   }
 
-  remove(dir: string): void {
-    rmSync(dir, { recursive: true, force: true });
-  }
-
   close(): void {
-    rmSync(this.root, { recursive: true, force: true });
+    if (this.root !== undefined) rmSync(this.root, { recursive: true, force: true });
   }
 }

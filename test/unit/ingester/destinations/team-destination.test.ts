@@ -36,8 +36,9 @@ describe('a team destination document', () => {
   it('becomes the settings of a platform destination, named <namespace>/<name>, with namespace and suspend set', () => {
     const files = new TeamCredentialFiles();
     try {
-      const { dir, write } = files.version();
-      const s = teamDestinationSettings(checkDestinationDocument(doc({ suspend: true })), write);
+      const credentials = files.version();
+      const s = teamDestinationSettings(checkDestinationDocument(doc({ suspend: true })), credentials.write);
+      const dir = credentials.dir() as string;
       expect(s).toMatchObject({
         name: 'team-a/tickets',
         namespace: 'team-a',
@@ -52,8 +53,12 @@ describe('a team destination document', () => {
       expect(readFileSync(passwordFile, 'utf8')).toBe('s3cret');
       expect(statSync(passwordFile).mode & 0o777).toBe(0o600);
       expect(statSync(dir).mode & 0o777).toBe(0o700);
-      files.remove(dir);
+      credentials.remove();
       expect(existsSync(passwordFile)).toBe(false);
+      // A destination without credentials writes nothing.
+      const none = files.version();
+      teamDestinationSettings(checkDestinationDocument(doc({ http: { url: 'http://r' } })), none.write);
+      expect(none.dir()).toBeUndefined();
     } finally {
       files.close();
     }
