@@ -10,7 +10,8 @@ export type ReadyReason =
   | 'InvalidSpec'
   | 'InvalidMapping'
   | 'UnknownDestination'
-  | 'Suspended';
+  | 'Suspended'
+  | 'TooManyDestinations';
 
 export interface ReadyState {
   status: 'True' | 'False';

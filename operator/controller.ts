@@ -73,6 +73,11 @@ export interface ControllerOptions {
   defaultMaxSeries: number;
   /** Destination names the ingesters are configured with. */
   destinations: readonly string[];
+  /**
+   * A namespace's own Destinations published, the oldest first: each costs every ingester a
+   * dispatcher and a delivery loop (or two bus consumers), so one team cannot make thousands.
+   */
+  maxDestinationsPerNamespace?: number;
   /** Cluster defaults of the per-tenant limits (--default-limits), under any IntakeQuota. */
   limitDefaults: TenantLimitDefaults;
   resyncPeriodMs: number;
@@ -266,6 +271,9 @@ export class Controller {
     if (n && old && !!n.metadata.deletionTimestamp === !!old.metadata.deletionTimestamp) return;
     for (const wi of this.allWebhooks())
       if (wi.metadata.namespace === ns) this.queue.add(queueKey('WebhookIntegration', ns, wi.metadata.name as string));
+    // One going may let one beyond the namespace's cap be published.
+    for (const other of this.teamDestinations.flatMap((i) => i.list()))
+      if (other.metadata.namespace === ns) this.queue.add(queueKey('Destination', ns, other.metadata.name as string));
   }
 
   /** The names of the namespace's Destinations that are not being deleted. */
@@ -661,9 +669,15 @@ export class Controller {
     }
     const d: Destination = { ...found, kind: 'Destination', apiVersion: API_VERSION };
     const now = new Date();
+    const max = this.o.maxDestinationsPerNamespace ?? DEFAULT_MAX_DESTINATIONS_PER_NAMESPACE;
     const plan = await planDestination(d, {
       readSecret: (ns, n) => this.writer.readSecret(ns, n),
       platformDestinations: this.o.destinations,
+      olderInNamespace: this.teamDestinations
+        .flatMap((i) => i.list())
+        .filter((o) => o.metadata.namespace === namespace && !o.metadata.deletionTimestamp && createdBefore(o, d))
+        .length,
+      maxPerNamespace: max,
     });
     if (plan.document) {
       const desired: V1Secret = {
@@ -746,6 +760,16 @@ function withNulls(current: object, next: object): object {
 function normaliseStatus(status: object | undefined): string {
   const { activity: _activity, ...rest } = (status ?? {}) as Record<string, unknown>;
   return stableStringify(rest) ?? '';
+}
+
+/** The most Destinations of one namespace published when --max-destinations-per-namespace is not given. */
+const DEFAULT_MAX_DESTINATIONS_PER_NAMESPACE = 16;
+
+/** Whether `a` was created before `b` (the name decides a tie). */
+function createdBefore(a: Destination, b: Destination): boolean {
+  const ta = new Date(a.metadata.creationTimestamp ?? 0).getTime();
+  const tb = new Date(b.metadata.creationTimestamp ?? 0).getTime();
+  return ta !== tb ? ta < tb : (a.metadata.name as string) < (b.metadata.name as string);
 }
 
 function specOrMetaChanged(a: IntakeResource, b: IntakeResource): boolean {

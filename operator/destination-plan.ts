@@ -29,6 +29,9 @@ export interface DestinationPlanContext {
   readSecret: (namespace: string, name: string) => Promise<V1Secret | undefined>;
   /** The platform's destination names (--destinations): a team destination of the same name shadows it in its namespace. */
   platformDestinations: readonly string[];
+  /** How many of the namespace's Destinations are older than this one, and how many are published. */
+  olderInNamespace?: number;
+  maxPerNamespace?: number;
 }
 
 const CIRCUIT_UNKNOWN: ConditionState = {
@@ -60,6 +63,11 @@ export async function planDestination(d: Destination, ctx: DestinationPlanContex
     circuitOpen: CIRCUIT_UNKNOWN,
     destinationName,
   });
+  if (ctx.maxPerNamespace !== undefined && (ctx.olderInNamespace ?? 0) >= ctx.maxPerNamespace)
+    return notReady(
+      'TooManyDestinations',
+      `the namespace has ${ctx.maxPerNamespace} older Destinations, the most published (--max-destinations-per-namespace); delete one to publish this`,
+    );
   const spec = d.spec ?? {};
   if ((spec.alertmanager === undefined) === (spec.http === undefined))
     return notReady('InvalidSpec', 'give exactly one of spec.alertmanager or spec.http');

@@ -158,6 +158,26 @@ describe('planDestination', () => {
   });
 });
 
+describe('planDestination with many in the namespace', () => {
+  it('publishes the oldest up to the most a namespace may have, and says why not for the rest', async () => {
+    const spec = { http: { url: 'http://r' } };
+    const within = await planDestination(destination(spec), {
+      ...secrets({}),
+      olderInNamespace: 15,
+      maxPerNamespace: 16,
+    });
+    expect(within.ready.status).toBe('True');
+    const beyond = await planDestination(destination(spec), {
+      ...secrets({}),
+      olderInNamespace: 16,
+      maxPerNamespace: 16,
+    });
+    expect(beyond.ready).toMatchObject({ status: 'False', reason: 'TooManyDestinations' });
+    expect(beyond.ready.message).toContain('--max-destinations-per-namespace');
+    expect(beyond.document).toBeUndefined();
+  });
+});
+
 describe("planWebhook with the namespace's own destinations", () => {
   const wi = (spec: WebhookIntegration['spec'], ns = 'team-a'): WebhookIntegration => ({
     apiVersion: 'intake.dev/v1alpha1',
