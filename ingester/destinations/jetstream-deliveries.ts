@@ -137,22 +137,19 @@ export class JetStreamDeliveries {
       try {
         const jsm = await jetstreamManager(nc, { timeout: this.settings.timeoutMs });
         const js = jetstream(nc, { timeout: this.settings.timeoutMs });
+        // Bound to this connection: a new connection gets new handles.
         let publisher: PubAckPublisher | undefined;
-        const destinations = [...this.destinations];
-        for (const d of destinations) {
-          await this.ensureConsumer(jsm, d);
-          // Bound to this connection: a new connection gets new handles.
-          if (d.settings.kind === 'alertmanager') {
-            publisher ??= new PubAckPublisher(nc);
-            await this.openAlertStore(js, d, publisher);
-          }
+        const publisherOf = (): PubAckPublisher => (publisher ??= new PubAckPublisher(nc));
+        // Every destination, also a team's added meanwhile (add() saw no connection yet and left it
+        // to this): none is left between the last one prepared and the handles being set below.
+        const prepared = new Set<QueuedDestination>();
+        for (let d = this.unprepared(prepared); d; d = this.unprepared(prepared)) {
+          await this.prepare(jsm, js, d, publisherOf);
+          prepared.add(d);
         }
         this.jsm = jsm;
         this.js = js;
         this.publisher = publisher;
-        // Added meanwhile (a team's destination): add() saw no connection yet and left them to this.
-        for (const d of this.destinations)
-          if (!destinations.includes(d)) await this.prepare(jsm, js, nc, d, new Date().toISOString());
         for (const d of this.destinations) for (const c of this.consumersOf(d)) this.startConsuming(js, d, c);
         this.startLag();
         this.logger.info({ destinations: this.destinations.map((d) => d.settings.name) }, 'delivering from the bus');
@@ -169,6 +166,10 @@ export class JetStreamDeliveries {
 
   private publisher?: PubAckPublisher;
 
+  private unprepared(prepared: ReadonlySet<QueuedDestination>): QueuedDestination | undefined {
+    return this.destinations.find((d) => !prepared.has(d));
+  }
+
   private async openAlertStore(js: JetStreamClient, d: QueuedDestination, publisher: PubAckPublisher): Promise<void> {
     const bucket = `${this.settings.alertBucketPrefix}-${busSafeDestinationName(d.settings.name)}`;
     const kv = await new Kvm(js).create(bucket, {
@@ -179,26 +180,23 @@ export class JetStreamDeliveries {
     this.stores.set(d.settings.name, new KvAlertStore(kv, bucket, publisher, this.settings.timeoutMs));
   }
 
-  /** A destination's consumers (starting at `startTime` when new) and its alert store. */
+  /**
+   * A destination's consumers and its alert store. New consumers start with this process (a
+   * platform destination: none accepted while they were being created is missed), or, for a team's,
+   * now: the integrations naming it before it existed sent those events nowhere, and a replica
+   * that was disconnected for days must not deliver them all on reconnecting.
+   */
   private async prepare(
     jsm: JetStreamManager,
     js: JetStreamClient,
-    nc: NatsConnection,
     d: QueuedDestination,
-    startTime: string,
+    publisherOf: () => PubAckPublisher,
   ): Promise<void> {
-    await this.ensureConsumer(jsm, d, startTime);
-    if (d.settings.kind === 'alertmanager') {
-      this.publisher ??= new PubAckPublisher(nc);
-      await this.openAlertStore(js, d, this.publisher);
-    }
+    await this.ensureConsumer(jsm, d, d.settings.namespace !== undefined ? new Date().toISOString() : this.startedAt);
+    if (d.settings.kind === 'alertmanager') await this.openAlertStore(js, d, publisherOf());
   }
 
-  /**
-   * A destination added while running (a team's `Destination`): its consumers start with the
-   * events that arrive from now on, not the stream's history (the integrations naming it sent
-   * those elsewhere, or nowhere).
-   */
+  /** A destination added while running (a team's `Destination`): its consumers start with the events that arrive from now on. */
   async add(d: QueuedDestination): Promise<void> {
     const name = d.settings.name;
     this.destinations.push(d);
@@ -208,7 +206,7 @@ export class JetStreamDeliveries {
     if (!jsm || !js || !nc || this.closing) return;
     for (;;) {
       try {
-        await this.prepare(jsm, js, nc, d, new Date().toISOString());
+        await this.prepare(jsm, js, d, () => (this.publisher ??= new PubAckPublisher(nc)));
         break;
       } catch (err) {
         if (this.closing || nc !== this.nc || !this.destinations.includes(d)) return;
