@@ -11,7 +11,8 @@ export type ReadyReason =
   | 'InvalidMapping'
   | 'UnknownDestination'
   | 'Suspended'
-  | 'TooManyDestinations';
+  | 'TooManyDestinations'
+  | 'DestinationNotReady';
 
 export interface ReadyState {
   status: 'True' | 'False';

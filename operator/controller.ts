@@ -191,11 +191,19 @@ export class Controller {
       },
       onEvent: (n, old) => {
         const source = (n ?? old)?.metadata?.annotations?.[SOURCE_ANNOTATION];
+        // Published or withdrawn: the integrations naming it become (not) Ready.
+        if (source && (!n || !old)) this.enqueueIntegrationsOf(parseQueueKey(source).namespace);
         if (!n) this.ownWrites.forget('Secret', old);
         else if (this.ownWrites.isOwn('Secret', n) && source && this.isLive(source)) return;
         if (source) this.queue.add(source);
       },
     });
+  }
+
+  private enqueueIntegrationsOf(namespace: string): void {
+    for (const wi of this.allWebhooks())
+      if (wi.metadata.namespace === namespace)
+        this.queue.add(queueKey('WebhookIntegration', namespace, wi.metadata.name as string));
   }
 
   private customInformer<T extends IntakeResource | IntakeQuota | Destination>(
@@ -282,6 +290,16 @@ export class Controller {
       .flatMap((i) => i.list())
       .filter((d) => d.metadata.namespace === namespace && !d.metadata.deletionTimestamp)
       .map((d) => d.metadata.name as string);
+  }
+
+  /** The names of the namespace's Destinations whose document is published to the ingesters. */
+  private publishedDestinationsIn(namespace: string): string[] {
+    return this.destinationSecrets.list().flatMap((s) => {
+      const source = s.metadata?.annotations?.[SOURCE_ANNOTATION];
+      if (!source) return [];
+      const key = parseQueueKey(source);
+      return key.kind === 'Destination' && key.namespace === namespace ? [key.name] : [];
+    });
   }
 
   private quotasIn(namespace: string): IntakeQuota[] {
@@ -490,6 +508,7 @@ export class Controller {
       scrypt: this.scrypt,
       destinations: this.o.destinations,
       teamDestinations: this.teamDestinationsIn(namespace),
+      publishedTeamDestinations: this.publishedDestinationsIn(namespace),
       ...(this.o.mappingRunner ? { mappingRunner: this.o.mappingRunner } : {}),
       limits: this.limitsIn(namespace),
     };

@@ -81,6 +81,8 @@ export interface PlanContext {
   destinations: readonly string[];
   /** ... the names of the namespace's own Destinations (which win over a platform destination of the same name). */
   teamDestinations?: readonly string[];
+  /** Of those, the ones published to the ingesters (the others are delivered nothing: Ready=False says why). */
+  publishedTeamDestinations?: readonly string[];
   /** Where tenants' expressions run their tests (worker processes, stopped at their limits); absent: here. */
   mappingRunner?: ExpressionRunner;
   /** The namespace's limits (cluster defaults and its IntakeQuotas); absent: the built-in defaults with defaultMaxSeries. */
@@ -176,6 +178,17 @@ export async function planWebhook(wi: WebhookIntegration, ctx: PlanContext): Pro
         return problem && `rules[${i}]${r.name !== undefined ? ` (rule ${r.name})` : ''}.destinations: ${problem}`;
       })
       .find((p) => p !== undefined);
+  const published = ctx.publishedTeamDestinations ?? team;
+  const unpublished = [...destinations, ...rules.flatMap((r) => r.destinations ?? [])].find(
+    (n) => team.includes(n) && !published.includes(n),
+  );
+  if (!unknown && unpublished !== undefined)
+    return keepPublished(
+      'DestinationNotReady',
+      `the namespace's Destination ${unpublished} is not published (its Ready condition says why): its events would be delivered nowhere`,
+      ctx,
+      { integrationName: name, url, credentialsSecret: ref ?? credentialsSecretName(wi) },
+    );
   if (unknown)
     return keepPublished(
       'UnknownDestination',

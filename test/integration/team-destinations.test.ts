@@ -409,5 +409,16 @@ stringData: {password: team-b-secret}
       status: 'False',
       message: `Secret ${teamA}/b-only-creds named in spec.http.basicAuth.secretRef does not exist`,
     });
+    // An integration naming it would deliver nowhere: it says so.
+    await apply(integration(teamA, 'borrower', ['borrow']));
+    const integrationReady = await waitFor(
+      'DestinationNotReady',
+      async () => {
+        const c = await webhookReady(teamA, 'borrower');
+        return c?.reason === 'DestinationNotReady' ? c : undefined;
+      },
+      10_000,
+    );
+    expect(integrationReady.message).toContain('Destination borrow is not published');
   });
 });

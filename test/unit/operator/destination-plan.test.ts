@@ -212,6 +212,16 @@ describe("planWebhook with the namespace's own destinations", () => {
     ]);
   });
 
+  it("is Ready=False DestinationNotReady naming the namespace's Destination that is not published, keeping what was", async () => {
+    const plan = await planWebhook(wi({ destinations: ['alertmanager', 'chat'] }), {
+      ...ctx(['chat']),
+      publishedTeamDestinations: [],
+    });
+    expect(plan.ready).toMatchObject({ status: 'False', reason: 'DestinationNotReady' });
+    expect(plan.ready.message).toContain('Destination chat is not published');
+    expect(plan.route).toBeUndefined();
+  });
+
   it("is Ready=False UnknownDestination naming a name that is neither the platform's nor the namespace's", async () => {
     const plan = await planWebhook(wi({ destinations: ['chat', 'pager'] }), ctx(['chat']));
     expect(plan.ready).toEqual({
