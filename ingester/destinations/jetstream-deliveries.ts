@@ -11,7 +11,8 @@
  *
  * Two consumers per destination, one per subject space of the stream (sinks/jetstream-stream.ts):
  * `intake-<destination>` on `<prefix>.>` (messages of one event) and `intake-<destination>_multi`
- * on `<prefix>-multi.>` (messages of several). Ingesters of the release that published one
+ * on `<prefix>-multi.>` (messages of several); a team destination's `<destination>` is
+ * `<namespace>_<name>` (busSafeDestinationName), and its consumers are deleted with it. Ingesters of the release that published one
  * message per event know only the first and read each of its messages as one event; in a rolling
  * update they share it with newer ones, which read both. So every message reaches one replica
  * that can read it, with no migration step. The second consumer, when created, starts at the

@@ -1,5 +1,6 @@
 /**
- * Puts delivery together: one destination client and one dispatcher per configured destination,
+ * Puts delivery together: one destination client and one dispatcher per configured destination
+ * (and per team destination, added, replaced and removed while running: setTeamDestinations),
  * fed by the bus (JetStream consumers) when there is one, else by the standalone outbox in the
  * storage directory (`spool.path`), which then is also the hand-off sink that holds accepted events.
  */
