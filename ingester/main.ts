@@ -39,6 +39,7 @@ import { LogSink } from './sinks/log-sink.js';
 import { DISK_RESERVE_BYTES } from './storage/disk-reserve.js';
 import { checkStoreVolume } from './storage/volume-check.js';
 import type { ReplicaCount } from './limits/replicas.js';
+import type { TeamDestinationSource } from './destinations/kubernetes-destinations.js';
 import { TenantLimiter } from './limits/tenant-limiter.js';
 import { registerLimitMetrics } from './limits/limit-metrics.js';
 import type { EventSink } from './sinks/sink.js';
@@ -66,6 +67,8 @@ export async function startIngester(
   source: RouteSource,
   logger: Logger,
   replicas?: ReplicaCount,
+  /** Kubernetes mode: the teams' own destinations (`Destination` resources), kept live. */
+  teamDestinations?: TeamDestinationSource,
 ): Promise<RunningIngester> {
   // Loading until the first routing table is installed: the ports listen, ingest answers 503.
   const lifecycle: Lifecycle = { ready: false, closing: false, loading: true };
@@ -88,7 +91,15 @@ export async function startIngester(
     registry,
     logger,
   });
-  const destinations = await setUpDestinationsIfAny(settings, routes, handOff, deadLetters.store, registry, logger);
+  const destinations = await setUpDestinationsIfAny(
+    settings,
+    routes,
+    handOff,
+    deadLetters.store,
+    registry,
+    logger,
+    teamDestinations !== undefined,
+  );
   if (destinations?.sink) handOff.sinks.push(destinations.sink);
   const remoteWrite = settings.remoteWrite
     ? new (await import('./series/remote-write/writer.js')).RemoteWriter(settings.remoteWrite, {
@@ -211,6 +222,8 @@ export async function startIngester(
         await installTable(set.inputs, set.unparsable);
       }),
   });
+  // The teams' own destinations (Kubernetes mode) are known before delivery starts, then kept live.
+  if (destinations && teamDestinations) await teamDestinations.start((team) => destinations.setTeamDestinations(team));
   // The first routing table decides which destinations get which events: deliver only from now.
   destinations?.start();
   const stopReplaySweep = sweepInterruptedReplays(deadLetters.store, replayers, deadLetters.metrics, logger);
@@ -239,7 +252,9 @@ export async function startIngester(
       // A bulk replay hands its letter in hand on before the destinations close.
       await bulkReplays.close();
       // Deliveries in flight are settled before the bus connection or the outbox closes.
+      teamDestinations?.stop();
       await destinations?.close();
+      teamDestinations?.removeFiles();
       await Promise.all(sinks.map((s) => s.close()));
       await deadLetters.store.close();
       await mappingWorkers.close();
@@ -302,8 +317,15 @@ async function setUpDestinationsIfAny(
   deadLetters: DeadLetterStore,
   registry: Registry,
   logger: Logger,
+  /** Teams may add destinations while running (Kubernetes mode): set up whenever delivery is possible. */
+  teamDestinations: boolean,
 ) {
-  if (settings.destinations.length === 0) return undefined;
+  const canDeliver = handOff.bus !== undefined || settings.spool !== undefined;
+  if (teamDestinations && !canDeliver)
+    logger.warn(
+      "teams' Destinations are not delivered to by this ingester: delivery needs the bus (sinks.jetstream) or the storage directory (spool.path)",
+    );
+  if (settings.destinations.length === 0 && !(teamDestinations && canDeliver)) return undefined;
   const { setUpDestinations } = await import('./destinations/set-up-destinations.js');
   return setUpDestinations({
     destinations: settings.destinations,

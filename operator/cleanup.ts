@@ -16,6 +16,7 @@ import {
 } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { ROUTE_LABEL } from '../api/route.js';
+import { DESTINATION_LABEL } from '../api/destination-document.js';
 import { FINALIZER, GROUP, PLURALS, VERSION, type IntakeResource } from '../api/v1alpha1/types.js';
 import { statusOf } from '../kube/config.js';
 import { MANAGED_BY } from './naming.js';
@@ -157,9 +158,18 @@ async function removeFinalizer(
   }
 }
 
-/** The route Secrets the operator wrote: labelled as routes and as managed by it, nothing else. */
+/**
+ * The route Secrets the operator wrote (and the documents of teams' Destinations beside them):
+ * labelled as routes (or destinations) and as managed by it, nothing else.
+ */
 async function routeSecrets(core: CleanupClients['core'], namespace: string): Promise<V1Secret[]> {
-  const labelSelector = `${ROUTE_LABEL}=true,${Object.entries(MANAGED_BY)
+  const items: V1Secret[] = [];
+  for (const label of [ROUTE_LABEL, DESTINATION_LABEL]) items.push(...(await labelledSecrets(core, namespace, label)));
+  return items;
+}
+
+async function labelledSecrets(core: CleanupClients['core'], namespace: string, label: string): Promise<V1Secret[]> {
+  const labelSelector = `${label}=true,${Object.entries(MANAGED_BY)
     .map(([k, v]) => `${k}=${v}`)
     .join(',')}`;
   const items: V1Secret[] = [];

@@ -10,7 +10,9 @@ export type ReadyReason =
   | 'InvalidSpec'
   | 'InvalidMapping'
   | 'UnknownDestination'
-  | 'Suspended';
+  | 'Suspended'
+  | 'TooManyDestinations'
+  | 'DestinationNotReady';
 
 export interface ReadyState {
   status: 'True' | 'False';

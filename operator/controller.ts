@@ -22,6 +22,7 @@ import {
   PLURALS,
   VERSION,
   type ApiKey,
+  type Destination,
   type IntakeQuota,
   type IntakeResource,
   type WebhookIntegration,
@@ -35,8 +36,11 @@ import type { OperatorMetrics } from './metrics.js';
 import { NameClaims } from './name-claims.js';
 import { OwnWrites } from './own-writes.js';
 import { WrittenStatus } from './written-status.js';
+import { DESTINATION_LABEL, DESTINATION_SECRET_KEY } from '../api/destination-document.js';
+import { planDestination } from './destination-plan.js';
 import {
   credentialsSecretName,
+  destinationSecretName,
   integrationNameOf,
   MANAGED_BY,
   parseQueueKey,
@@ -69,6 +73,11 @@ export interface ControllerOptions {
   defaultMaxSeries: number;
   /** Destination names the ingesters are configured with. */
   destinations: readonly string[];
+  /**
+   * A namespace's own Destinations published, the oldest first: each costs every ingester a
+   * dispatcher and a delivery loop (or two bus consumers), so one team cannot make thousands.
+   */
+  maxDestinationsPerNamespace?: number;
   /** Cluster defaults of the per-tenant limits (--default-limits), under any IntakeQuota. */
   limitDefaults: TenantLimitDefaults;
   resyncPeriodMs: number;
@@ -87,6 +96,9 @@ export class Controller {
   private readonly webhooks: Array<Informer<WebhookIntegration>> = [];
   private readonly apiKeys: Array<Informer<ApiKey>> = [];
   private readonly quotas: Array<Informer<IntakeQuota>> = [];
+  private readonly teamDestinations: Array<Informer<Destination>> = [];
+  /** The documents of team Destinations published for the ingesters (destination-reconcile.ts). */
+  private readonly destinationSecrets: Informer<V1Secret>;
   private readonly credentialSecrets: Array<Informer<V1Secret>> = [];
   private readonly routeSecrets: Informer<V1Secret>;
   private readonly scrypt = new ScryptVerifiers();
@@ -123,6 +135,7 @@ export class Controller {
       this.webhooks.push(this.customInformer<WebhookIntegration>('WebhookIntegration', ns, custom));
       this.apiKeys.push(this.customInformer<ApiKey>('ApiKey', ns, custom));
       this.quotas.push(this.customInformer<IntakeQuota>('IntakeQuota', ns, custom));
+      this.teamDestinations.push(this.customInformer<Destination>('Destination', ns, custom));
       const selector = `${CREDENTIALS_LABEL}=true`;
       this.credentialSecrets.push(
         new Informer<V1Secret>({
@@ -165,9 +178,35 @@ export class Controller {
         if (source) this.queue.add(source);
       },
     });
+    const destinationSelector = `${DESTINATION_LABEL}=true`;
+    this.destinationSecrets = new Informer<V1Secret>({
+      name: 'destination-secrets',
+      watcher: this.watcher,
+      logger: o.logger,
+      labelSelector: destinationSelector,
+      watchPath: `/api/v1/namespaces/${o.namespace}/secrets`,
+      list: async () => {
+        const l = await core.listNamespacedSecret({ namespace: o.namespace, labelSelector: destinationSelector });
+        return { items: l.items, resourceVersion: l.metadata?.resourceVersion ?? '' };
+      },
+      onEvent: (n, old) => {
+        const source = (n ?? old)?.metadata?.annotations?.[SOURCE_ANNOTATION];
+        // Published or withdrawn: the integrations naming it become (not) Ready.
+        if (source && (!n || !old)) this.enqueueIntegrationsOf(parseQueueKey(source).namespace);
+        if (!n) this.ownWrites.forget('Secret', old);
+        else if (this.ownWrites.isOwn('Secret', n) && source && this.isLive(source)) return;
+        if (source) this.queue.add(source);
+      },
+    });
   }
 
-  private customInformer<T extends IntakeResource | IntakeQuota>(
+  private enqueueIntegrationsOf(namespace: string): void {
+    for (const wi of this.allWebhooks())
+      if (wi.metadata.namespace === namespace)
+        this.queue.add(queueKey('WebhookIntegration', namespace, wi.metadata.name as string));
+  }
+
+  private customInformer<T extends IntakeResource | IntakeQuota | Destination>(
     kind: T['kind'],
     ns: string | undefined,
     custom: CustomObjectsApi,
@@ -188,10 +227,12 @@ export class Controller {
           ) as typeof l;
         } catch (err) {
           // An operator upgraded before its CRDs: without the IntakeQuota CRD there are no quotas,
-          // and integrations and keys must still be served (with the cluster defaults).
-          if (kind !== 'IntakeQuota' || statusOf(err) !== 404) throw err;
+          // and integrations and keys must still be served (with the cluster defaults); without
+          // the Destination CRD there are no team destinations.
+          if ((kind !== 'IntakeQuota' && kind !== 'Destination') || statusOf(err) !== 404) throw err;
           this.o.logger.warn(
-            'the IntakeQuota CRD is not installed (kubectl apply -f crds/): cluster default limits apply everywhere',
+            { kind },
+            `the ${kind} CRD is not installed (kubectl apply -f crds/): ${kind === 'IntakeQuota' ? 'cluster default limits apply everywhere' : 'teams have no destinations of their own'}`,
           );
           return { items: [], resourceVersion: '' };
         }
@@ -204,7 +245,9 @@ export class Controller {
       onEvent: (n, old) =>
         kind === 'IntakeQuota'
           ? this.onQuotaEvent(n as IntakeQuota | undefined, old as IntakeQuota | undefined)
-          : this.onResourceEvent(kind, n as IntakeResource | undefined, old as IntakeResource | undefined),
+          : kind === 'Destination'
+            ? this.onDestinationEvent(n as Destination | undefined, old as Destination | undefined)
+            : this.onResourceEvent(kind, n as IntakeResource | undefined, old as IntakeResource | undefined),
     });
   }
 
@@ -219,6 +262,44 @@ export class Controller {
       if (wi.metadata.namespace === ns) this.queue.add(queueKey('WebhookIntegration', ns, wi.metadata.name as string));
     for (const ak of this.allApiKeys())
       if (ak.metadata.namespace === ns) this.queue.add(queueKey('ApiKey', ns, ak.metadata.name as string));
+  }
+
+  /**
+   * A Destination's spec changed: it is reconciled; and when it came or went (or is being
+   * deleted), the namespace's integrations are too, since the names they use resolve differently.
+   */
+  private onDestinationEvent(n: Destination | undefined, old: Destination | undefined): void {
+    const d = (n ?? old) as Destination;
+    const ns = d.metadata.namespace as string;
+    const key = queueKey('Destination', ns, d.metadata.name as string);
+    if (!n) this.writtenStatus.forget(key);
+    else this.writtenStatus.seen(key, n.metadata.resourceVersion);
+    if (n && old && n.metadata.generation === old.metadata.generation && !n.metadata.deletionTimestamp) return;
+    this.queue.add(key);
+    if (n && old && !!n.metadata.deletionTimestamp === !!old.metadata.deletionTimestamp) return;
+    for (const wi of this.allWebhooks())
+      if (wi.metadata.namespace === ns) this.queue.add(queueKey('WebhookIntegration', ns, wi.metadata.name as string));
+    // One going may let one beyond the namespace's cap be published.
+    for (const other of this.teamDestinations.flatMap((i) => i.list()))
+      if (other.metadata.namespace === ns) this.queue.add(queueKey('Destination', ns, other.metadata.name as string));
+  }
+
+  /** The names of the namespace's Destinations that are not being deleted. */
+  private teamDestinationsIn(namespace: string): string[] {
+    return this.teamDestinations
+      .flatMap((i) => i.list())
+      .filter((d) => d.metadata.namespace === namespace && !d.metadata.deletionTimestamp)
+      .map((d) => d.metadata.name as string);
+  }
+
+  /** The names of the namespace's Destinations whose document is published to the ingesters. */
+  private publishedDestinationsIn(namespace: string): string[] {
+    return this.destinationSecrets.list().flatMap((s) => {
+      const source = s.metadata?.annotations?.[SOURCE_ANNOTATION];
+      if (!source) return [];
+      const key = parseQueueKey(source);
+      return key.kind === 'Destination' && key.namespace === namespace ? [key.name] : [];
+    });
   }
 
   private quotasIn(namespace: string): IntakeQuota[] {
@@ -267,6 +348,10 @@ export class Controller {
   private isLive(key: string): boolean {
     const { kind, namespace, name } = parseQueueKey(key);
     if (kind === 'IntakeQuota') return true;
+    if (kind === 'Destination') {
+      const d = this.teamDestinations.map((i) => i.get(`${namespace}/${name}`)).find(Boolean);
+      return d !== undefined && !d.metadata.deletionTimestamp;
+    }
     const obj = this.lookup(kind, namespace, name);
     return obj !== undefined && !obj.metadata.deletionTimestamp;
   }
@@ -283,9 +368,15 @@ export class Controller {
   }
 
   private informers(): Array<Informer<KubernetesObject>> {
-    return [...this.webhooks, ...this.apiKeys, ...this.quotas, ...this.credentialSecrets, this.routeSecrets] as Array<
-      Informer<KubernetesObject>
-    >;
+    return [
+      ...this.webhooks,
+      ...this.apiKeys,
+      ...this.quotas,
+      ...this.teamDestinations,
+      ...this.credentialSecrets,
+      this.routeSecrets,
+      this.destinationSecrets,
+    ] as Array<Informer<KubernetesObject>>;
   }
 
   /** Starts informers, waits for every cache, then runs the workers. */
@@ -327,8 +418,10 @@ export class Controller {
       this.queue.add(queueKey('ApiKey', ak.metadata.namespace as string, ak.metadata.name as string));
     for (const q of this.quotas.flatMap((i) => i.list()))
       this.queue.add(queueKey('IntakeQuota', q.metadata.namespace as string, q.metadata.name as string));
-    // Route Secrets whose resource is gone (deleted while the operator was down, or a deletion missed).
-    for (const secret of this.routeSecrets.list()) {
+    for (const d of this.teamDestinations.flatMap((i) => i.list()))
+      this.queue.add(queueKey('Destination', d.metadata.namespace as string, d.metadata.name as string));
+    // Route and destination Secrets whose resource is gone (deleted while the operator was down, or a deletion missed).
+    for (const secret of [...this.routeSecrets.list(), ...this.destinationSecrets.list()]) {
       const source = secret.metadata?.annotations?.[SOURCE_ANNOTATION];
       if (source) this.queue.add(source);
     }
@@ -367,6 +460,7 @@ export class Controller {
   async reconcile(key: string): Promise<ReconcileResult> {
     const { kind, namespace, name } = parseQueueKey(key);
     if (kind === 'IntakeQuota') return this.reconcileQuota(namespace, name);
+    if (kind === 'Destination') return this.reconcileDestination(namespace, name);
     const routeName = routeSecretName(kind, namespace, name);
     const obj = this.lookup(kind, namespace, name);
     if (!obj) {
@@ -413,6 +507,8 @@ export class Controller {
       readSecret: (ns, n) => this.writer.readSecret(ns, n),
       scrypt: this.scrypt,
       destinations: this.o.destinations,
+      teamDestinations: this.teamDestinationsIn(namespace),
+      publishedTeamDestinations: this.publishedDestinationsIn(namespace),
       ...(this.o.mappingRunner ? { mappingRunner: this.o.mappingRunner } : {}),
       limits: this.limitsIn(namespace),
     };
@@ -578,6 +674,65 @@ export class Controller {
     }
   }
 
+  /**
+   * A team Destination: its document published for the ingesters (or removed: deleted, or not
+   * valid any more, so the ingesters stop delivering to it), and its status.
+   */
+  private async reconcileDestination(namespace: string, name: string): Promise<ReconcileResult> {
+    const secretName = destinationSecretName(namespace, name);
+    const existing = this.destinationSecrets.get(`${this.o.namespace}/${secretName}`);
+    const found = this.teamDestinations.map((i) => i.get(`${namespace}/${name}`)).find(Boolean);
+    if (!found || found.metadata.deletionTimestamp) {
+      if (existing) await this.writer.deleteSecret(this.o.namespace, secretName);
+      return;
+    }
+    const d: Destination = { ...found, kind: 'Destination', apiVersion: API_VERSION };
+    const now = new Date();
+    const max = this.o.maxDestinationsPerNamespace ?? DEFAULT_MAX_DESTINATIONS_PER_NAMESPACE;
+    const plan = await planDestination(d, {
+      readSecret: (ns, n) => this.writer.readSecret(ns, n),
+      platformDestinations: this.o.destinations,
+      olderInNamespace: this.teamDestinations
+        .flatMap((i) => i.list())
+        .filter((o) => o.metadata.namespace === namespace && !o.metadata.deletionTimestamp && createdBefore(o, d))
+        .length,
+      maxPerNamespace: max,
+    });
+    if (plan.document) {
+      const desired: V1Secret = {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        type: 'Opaque',
+        metadata: {
+          name: secretName,
+          namespace: this.o.namespace,
+          labels: { ...MANAGED_BY, [DESTINATION_LABEL]: 'true' },
+          annotations: { [SOURCE_ANNOTATION]: queueKey('Destination', namespace, name) },
+        },
+        data: { [DESTINATION_SECRET_KEY]: Buffer.from(JSON.stringify(plan.document)).toString('base64') },
+      };
+      this.ownWrites.record('Secret', await this.writer.applySecret(desired, existing));
+    } else if (existing) await this.writer.deleteSecret(this.o.namespace, secretName);
+    const key = queueKey('Destination', namespace, name);
+    const current = (this.writtenStatus.fresher(key) ?? d.status) as Destination['status'];
+    const generation = d.metadata.generation;
+    let conditions = setReady(current?.conditions, plan.ready, generation, now);
+    conditions = setCondition(conditions, 'Paused', plan.paused, generation, now);
+    conditions = setCondition(conditions, 'CircuitOpen', plan.circuitOpen, generation, now);
+    const status = {
+      ...(current?.delivery ? { delivery: current.delivery } : {}),
+      observedGeneration: generation,
+      destinationName: plan.destinationName,
+      conditions,
+    };
+    if (normaliseStatus(current) !== normaliseStatus(status)) {
+      const written = await this.writer.patchStatus(d, status);
+      this.writtenStatus.record(key, written.metadata.resourceVersion, (written as { status?: object }).status);
+    }
+    if (isTransition(current?.conditions, plan.ready) && plan.ready.status === 'False')
+      await this.writer.recordEvent(d, 'Warning', plan.ready.reason, plan.ready.message);
+  }
+
   /** An IntakeQuota's status: the limits in effect in its namespace and what its integrations and keys were given. */
   private async reconcileQuota(namespace: string, name: string): Promise<ReconcileResult> {
     const found = this.quotas.map((i) => i.get(`${namespace}/${name}`)).find(Boolean);
@@ -624,6 +779,16 @@ function withNulls(current: object, next: object): object {
 function normaliseStatus(status: object | undefined): string {
   const { activity: _activity, ...rest } = (status ?? {}) as Record<string, unknown>;
   return stableStringify(rest) ?? '';
+}
+
+/** The most Destinations of one namespace published when --max-destinations-per-namespace is not given. */
+const DEFAULT_MAX_DESTINATIONS_PER_NAMESPACE = 16;
+
+/** Whether `a` was created before `b` (the name decides a tie). */
+function createdBefore(a: Destination, b: Destination): boolean {
+  const ta = new Date(a.metadata.creationTimestamp ?? 0).getTime();
+  const tb = new Date(b.metadata.creationTimestamp ?? 0).getTime();
+  return ta !== tb ? ta < tb : (a.metadata.name as string) < (b.metadata.name as string);
 }
 
 function specOrMetaChanged(a: IntakeResource, b: IntakeResource): boolean {

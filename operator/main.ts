@@ -22,6 +22,8 @@ export interface OperatorSettings {
   leaseName: string;
   adminListen: Listen;
   defaultMaxSeries: number;
+  /** A namespace's own Destinations published, the oldest first. */
+  maxDestinationsPerNamespace: number;
   /** Destination names the ingesters are configured with (spec.destinations must name these). */
   destinations: string[];
   /** Cluster defaults of the per-tenant limits (chart values tenantLimits), under any IntakeQuota. */
@@ -59,6 +61,7 @@ export async function startOperator(
     watchNamespaces: s.watchNamespaces,
     publicBaseUrl: s.publicBaseUrl.replace(/\/+$/, ''),
     defaultMaxSeries: s.defaultMaxSeries,
+    maxDestinationsPerNamespace: s.maxDestinationsPerNamespace,
     destinations: s.destinations,
     limitDefaults: s.limitDefaults,
     resyncPeriodMs: s.resyncPeriodMs,

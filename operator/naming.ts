@@ -44,8 +44,13 @@ export function routeSecretName(kind: IntakeResource['kind'], namespace: string,
   return `route-${kind === 'WebhookIntegration' ? 'wi' : 'ak'}-${createHash('sha256').update(full).digest('hex').slice(0, 24)}`;
 }
 
+/** A team Destination's published document lives beside the routes: named like them. */
+export function destinationSecretName(namespace: string, name: string): string {
+  return `destination-${createHash('sha256').update(`Destination/${namespace}/${name}`).digest('hex').slice(0, 24)}`;
+}
+
 /** The kinds the work queue holds. */
-export type QueueKind = IntakeResource['kind'] | 'IntakeQuota';
+export type QueueKind = IntakeResource['kind'] | 'IntakeQuota' | 'Destination';
 
 /** Work queue keys: Kind/namespace/name. */
 export const queueKey = (kind: QueueKind, namespace: string, name: string): string => `${kind}/${namespace}/${name}`;

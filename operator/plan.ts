@@ -19,6 +19,7 @@ import {
 } from '../api/route.js';
 import { ROTATE_ANNOTATION, type ApiKey, type IntakeResource, type WebhookIntegration } from '../api/v1alpha1/types.js';
 import { sha256Hex } from '../api/verifiers.js';
+import { teamDestinationName } from '../api/destination-document.js';
 import { DEFAULT_TENANT_LIMITS, mergeTenantLimitDefaults, type RouteLimits } from '../api/limits.js';
 import type { ConditionState, ReadyState } from './conditions.js';
 import {
@@ -76,8 +77,12 @@ export interface PlanContext {
   /** Reads a Secret the user referenced (not cached: it carries no label of ours). */
   readSecret: (namespace: string, name: string) => Promise<V1Secret | undefined>;
   scrypt: ScryptVerifiers;
-  /** Destination names the ingesters are configured with (--destinations); spec.destinations must name these. */
+  /** Destination names the ingesters are configured with (--destinations); spec.destinations must name these or ... */
   destinations: readonly string[];
+  /** ... the names of the namespace's own Destinations (which win over a platform destination of the same name). */
+  teamDestinations?: readonly string[];
+  /** Of those, the ones published to the ingesters (the others are delivered nothing: Ready=False says why). */
+  publishedTeamDestinations?: readonly string[];
   /** Where tenants' expressions run their tests (worker processes, stopped at their limits); absent: here. */
   mappingRunner?: ExpressionRunner;
   /** The namespace's limits (cluster defaults and its IntakeQuotas); absent: the built-in defaults with defaultMaxSeries. */
@@ -164,14 +169,26 @@ export async function planWebhook(wi: WebhookIntegration, ctx: PlanContext): Pro
   }
   const destinations = wi.spec?.destinations ?? [];
   const rules = wi.spec?.rules ?? [];
+  const team = ctx.teamDestinations ?? [];
   const unknown =
-    unknownDestinations(destinations, ctx.destinations) ??
+    unknownDestinations(destinations, ctx.destinations, team) ??
     rules
       .map((r, i) => {
-        const problem = unknownDestinations(r.destinations ?? [], ctx.destinations);
+        const problem = unknownDestinations(r.destinations ?? [], ctx.destinations, team);
         return problem && `rules[${i}]${r.name !== undefined ? ` (rule ${r.name})` : ''}.destinations: ${problem}`;
       })
       .find((p) => p !== undefined);
+  const published = ctx.publishedTeamDestinations ?? team;
+  const unpublished = [...destinations, ...rules.flatMap((r) => r.destinations ?? [])].find(
+    (n) => team.includes(n) && !published.includes(n),
+  );
+  if (!unknown && unpublished !== undefined)
+    return keepPublished(
+      'DestinationNotReady',
+      `the namespace's Destination ${unpublished} is not published (its Ready condition says why): its events would be delivered nowhere`,
+      ctx,
+      { integrationName: name, url, credentialsSecret: ref ?? credentialsSecretName(wi) },
+    );
   if (unknown)
     return keepPublished(
       'UnknownDestination',
@@ -189,8 +206,12 @@ export async function planWebhook(wi: WebhookIntegration, ctx: PlanContext): Pro
     : finish(wi, name, url, credentialsSecretName(wi), [], ctx, undefined, []);
   if (plan.route && includesSignature(mode)) plan = await withSignature(plan, wi, ctx, url);
   if (plan.route && mapping) plan.route.mapping = routeMapping(mapping);
-  if (plan.route && destinations.length > 0) plan.route.destinations = [...destinations];
-  if (plan.route && rules.length > 0) plan.route.rules = rules;
+  // The route names a team's own destination `<namespace>/<name>`, a platform one by its name.
+  const resolve = (named: readonly string[]): string[] =>
+    named.map((n) => (team.includes(n) ? teamDestinationName(wi.metadata.namespace as string, n) : n));
+  if (plan.route && destinations.length > 0) plan.route.destinations = resolve(destinations);
+  if (plan.route && rules.length > 0)
+    plan.route.rules = rules.map((r) => (r.destinations ? { ...r, destinations: resolve(r.destinations) } : r));
   return publishable(applyLimits(plan, webhookLimits(wi, limitsOf(ctx)), ctx), { integrationName: name, url });
 }
 
@@ -255,11 +276,19 @@ async function withSignature(plan: Plan, wi: WebhookIntegration, ctx: PlanContex
   return plan;
 }
 
-/** Names the ingesters do not have, described with the configured ones; undefined when all are known. */
-export function unknownDestinations(named: readonly string[], configured: readonly string[]): string | undefined {
-  const unknown = named.filter((n) => !configured.includes(n));
+/**
+ * Names that are neither the platform's (configured in the ingesters) nor the namespace's own
+ * Destinations, described with both; undefined when all resolve.
+ */
+export function unknownDestinations(
+  named: readonly string[],
+  configured: readonly string[],
+  team: readonly string[] = [],
+): string | undefined {
+  const unknown = named.filter((n) => !configured.includes(n) && !team.includes(n));
   if (unknown.length === 0) return undefined;
-  return `unknown destination${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (configured: ${configured.length > 0 ? configured.join(', ') : 'none'})`;
+  const own = team.length > 0 ? `; the namespace's: ${team.join(', ')}` : '';
+  return `unknown destination${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (configured: ${configured.length > 0 ? configured.join(', ') : 'none'}${own})`;
 }
 
 /**

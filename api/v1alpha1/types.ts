@@ -52,7 +52,10 @@ export interface WebhookIntegration {
       signature?: SignatureSpec;
     };
     mapping?: MappingSpec;
-    /** Destination names configured in the ingester; absent: the default destinations. */
+    /**
+     * Destination names: the namespace's own Destinations and the platform's (configured in the
+     * ingester); a Destination of the namespace wins over a platform one of the same name. Absent: the defaults.
+     */
     destinations?: string[];
     /** Routing rules, in order: which destinations each event goes to (api/routing-rules.ts). */
     rules?: RoutingRule[];
@@ -114,10 +117,109 @@ export interface IntakeQuota {
   };
 }
 
+/** A reference to a key of a Secret in the resource's own namespace (there is no namespace field, on purpose). */
+export interface SecretKeyRef {
+  name: string;
+  key?: string;
+}
+
+/** Credentials and TLS material of a Destination's outgoing requests, all from Secrets of its namespace. */
+export interface DestinationAuthSpec {
+  /** HTTP Basic: the username here or in the Secret (key `username`), the password in the Secret (key `password` unless `key`). */
+  basicAuth?: { username?: string; secretRef: SecretKeyRef };
+  /** `Authorization: Bearer <token>`, the token in the Secret (key `token` unless `key`). */
+  bearerToken?: { secretRef: SecretKeyRef };
+  /** TLS: a Secret with `ca.crt` (the receiver's CA) and/or `tls.crt` + `tls.key` (a client certificate). */
+  tls?: { secretRef?: { name: string }; insecureSkipVerify?: boolean };
+}
+
+/**
+ * A team's own destination: an Alertmanager or an HTTP receiver the namespace's integrations may
+ * name in spec.destinations and spec.rules (docs/destinations.md). The settings are those of a
+ * platform destination (`destinations:` in the ingester's settings), with durations as Go-style
+ * strings and credentials from Secrets of the same namespace.
+ */
+export interface Destination {
+  apiVersion: typeof API_VERSION;
+  kind: 'Destination';
+  metadata: V1ObjectMeta;
+  spec: {
+    /** Hold events (they wait in the bus or the outbox) instead of delivering them. */
+    suspend?: boolean;
+    alertmanager?: DestinationAuthSpec & {
+      urls: string[];
+      resendInterval?: string;
+      resolvedRetention?: string;
+      resolveAfter?: string;
+      timeout?: string;
+      maxAlertsPerNamespace?: number;
+      maxAlerts?: number;
+    };
+    http?: DestinationAuthSpec & {
+      url: string;
+      headers?: Record<string, string>;
+      timeout?: string;
+      batchSize?: number;
+    };
+    delivery?: {
+      maxAttempts?: number;
+      backoffMin?: string;
+      backoffMax?: string;
+      maxInFlight?: number;
+      maxInFlightBytes?: number;
+    };
+    circuitBreaker?: {
+      enabled?: boolean;
+      consecutiveFailures?: number;
+      failureRatio?: number;
+      window?: string;
+      minRequests?: number;
+      openFor?: string;
+    };
+    rateLimit?: { eventsPerSecond: number; burst?: number };
+  };
+  status?: DestinationStatus;
+}
+
+/** A receiver's answer, kept for status: its status code and a bounded excerpt of its body or the error. */
+export interface DeliveryAnswer {
+  /** RFC 3339. */
+  time: string;
+  /** The HTTP status the receiver answered; absent when there was no answer (a timeout, a refused connection). */
+  statusCode?: number;
+  /** At most 256 characters, control characters escaped. */
+  excerpt?: string;
+}
+
+/** `status.delivery` of a Destination: what the ingester replicas delivered, merged by the operator. */
+export interface DestinationDelivery {
+  lastSuccess?: DeliveryAnswer;
+  lastFailure?: DeliveryAnswer;
+  deliveredLastHour?: number;
+  failedLastHour?: number;
+  deadLetteredLastHour?: number;
+  /** Events waiting for this destination (the bus consumers' pending, or the outbox's rows). */
+  backlog?: number;
+  /** How long the oldest waiting event has waited, as a Go-style duration. */
+  oldestPendingAge?: string;
+  /** RFC 3339: when the operator last merged what the replicas reported. */
+  updatedTime?: string;
+}
+
+export interface DestinationStatus {
+  observedGeneration?: number;
+  /** Ready, Paused, CircuitOpen. */
+  conditions?: Condition[];
+  /** The name integrations of the namespace use (metadata.name) and the ingesters' name for it (`<namespace>/<name>`). */
+  destinationName?: string;
+  delivery?: DestinationDelivery;
+}
+
 export type IntakeResource = WebhookIntegration | ApiKey;
 
 export const PLURALS = {
   WebhookIntegration: 'webhookintegrations',
   ApiKey: 'apikeys',
   IntakeQuota: 'intakequotas',
+  Destination: 'destinations',
 } as const;

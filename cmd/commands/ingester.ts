@@ -83,6 +83,7 @@ async function runIngester(opts: Record<string, string | undefined>): Promise<vo
     source,
     logger,
     await replicaCount(opts.namespace, opts.service, opts.kubeconfig, logger),
+    await teamDestinationSource(opts.namespace, opts.kubeconfig, logger),
   );
   stopOnSignals({
     stop: () => running.shutdown(),
@@ -119,6 +120,20 @@ async function replicaCount(
     ingesterApiClient(kubeconfig),
   ]);
   return new EndpointSliceReplicas(api, namespace, service, logger);
+}
+
+/** Kubernetes mode: the teams' own destinations, published by the operator beside the routes. */
+async function teamDestinationSource(
+  namespace: string | undefined,
+  kubeconfig: string | undefined,
+  logger: ReturnType<typeof createLogger>,
+) {
+  if (!namespace) return undefined;
+  const [{ KubernetesDestinationSource }, api] = await Promise.all([
+    import('../../ingester/destinations/kubernetes-destinations.js'),
+    ingesterApiClient(kubeconfig),
+  ]);
+  return new KubernetesDestinationSource(api, namespace, logger);
 }
 
 /** Kubernetes mode (route Secrets) when a namespace is given, else standalone (the config file). */

@@ -56,6 +56,14 @@ export function operatorCommand(): Command {
     )
     .addOption(
       new Option(
+        '--max-destinations-per-namespace <n>',
+        "a namespace's own Destinations published to the ingesters, the oldest first (the rest: Ready=False, TooManyDestinations)",
+      )
+        .default('16')
+        .env('INTAKE_MAX_DESTINATIONS_PER_NAMESPACE'),
+    )
+    .addOption(
+      new Option(
         '--default-limits <json>',
         'cluster defaults of the per-tenant limits, JSON {"namespace":{...},"integration":{...},"apiKey":{...}} (fields: docs/limits.md); an IntakeQuota overrides them per namespace',
       ).env('INTAKE_DEFAULT_LIMITS'),
@@ -118,6 +126,7 @@ async function runOperator(opts: Record<string, string | boolean | undefined>, c
       leaseName: String(opts.leaseName),
       adminListen: parseListen(String(opts.adminListen), '--admin-listen'),
       defaultMaxSeries: positiveInt(opts, 'defaultMaxSeries'),
+      maxDestinationsPerNamespace: positiveInt(opts, 'maxDestinationsPerNamespace'),
       destinations: await destinationNames(opts.destinations),
       limitDefaults: defaultLimits(opts.defaultLimits, positiveInt(opts, 'defaultMaxSeries')),
       resyncPeriodMs: durationMs(opts, 'resyncPeriod'),

@@ -11,7 +11,8 @@
  *
  * Two consumers per destination, one per subject space of the stream (sinks/jetstream-stream.ts):
  * `intake-<destination>` on `<prefix>.>` (messages of one event) and `intake-<destination>_multi`
- * on `<prefix>-multi.>` (messages of several). Ingesters of the release that published one
+ * on `<prefix>-multi.>` (messages of several); a team destination's `<destination>` is
+ * `<namespace>_<name>` (busSafeDestinationName), and its consumers are deleted with it. Ingesters of the release that published one
  * message per event know only the first and read each of its messages as one event; in a rolling
  * update they share it with newer ones, which read both. So every message reaches one replica
  * that can read it, with no migration step. The second consumer, when created, starts at the
@@ -66,6 +67,7 @@ import { KvAlertStore } from './kv-alert-store.js';
 import { DoneEvents, MessageEventDelivery, MessageSettlement } from './message-settlement.js';
 import type { DestinationMetrics } from './metrics.js';
 import { claimTimeoutMs, type DestinationSettings } from './settings.js';
+import { busSafeDestinationName } from '../../api/destination-document.js';
 
 export interface QueuedDestination {
   settings: DestinationSettings;
@@ -82,23 +84,27 @@ export class JetStreamDeliveries {
   private readonly stores = new Map<string, AlertStore>();
   private readonly stops = new Map<string, () => void>();
   private readonly loops = new Set<Promise<void>>();
+  /** Each consumer's loop, by consumer name: a destination removed while running waits for its own. */
+  private readonly loopOf = new Map<string, Promise<void>>();
+  /** The destinations delivered now: the platform's, and teams' added and removed while running. */
+  private readonly destinations: QueuedDestination[];
   private lagTimer?: NodeJS.Timeout;
   /** Per destination (both its consumers): which events of a nak'ed message this replica already settled. */
-  private readonly done: ReadonlyMap<string, DoneEvents>;
+  private readonly done: Map<string, DoneEvents>;
   /**
    * Per destination: how many times this replica handed a message back unsent (the circuit was
    * open). The server counts those redeliveries too; they are not attempts, so they are taken off
    * its delivery count. Per replica and bounded: a message that moves to another replica, or whose
    * entry was dropped, counts them (it may then reach maxAttempts sooner, never later).
    */
-  private readonly held: ReadonlyMap<string, LRUCache<number, number>>;
+  private readonly held: Map<string, LRUCache<number, number>>;
   private closing = false;
   private readonly logger: Logger;
   private readonly startedAt = new Date().toISOString();
 
   constructor(
     private readonly settings: JetStreamSettings,
-    private readonly destinations: readonly QueuedDestination[],
+    destinations: readonly QueuedDestination[],
     private readonly routing: Routing,
     private readonly metrics: DestinationMetrics,
     /** Where events given up on are kept (the dead-letter store on the bus). */
@@ -106,6 +112,7 @@ export class JetStreamDeliveries {
     logger: Logger,
   ) {
     this.logger = logger;
+    this.destinations = [...destinations];
     // As many messages as its two consumers may have unacknowledged.
     this.done = new Map(destinations.map((d) => [d.settings.name, new DoneEvents(2 * maxAckPending(d.settings))]));
     this.held = new Map(
@@ -132,23 +139,19 @@ export class JetStreamDeliveries {
       try {
         const jsm = await jetstreamManager(nc, { timeout: this.settings.timeoutMs });
         const js = jetstream(nc, { timeout: this.settings.timeoutMs });
+        // Bound to this connection: a new connection gets new handles.
         let publisher: PubAckPublisher | undefined;
-        for (const d of this.destinations) {
-          await this.ensureConsumer(jsm, d);
-          // Bound to this connection: a new connection gets new handles.
-          if (d.settings.kind === 'alertmanager') {
-            const bucket = `${this.settings.alertBucketPrefix}-${d.settings.name}`;
-            const kv = await new Kvm(js).create(bucket, {
-              history: 1,
-              replicas: this.settings.streamConfig.replicas,
-              storage: StorageType.File,
-            });
-            publisher ??= new PubAckPublisher(nc);
-            this.stores.set(d.settings.name, new KvAlertStore(kv, bucket, publisher, this.settings.timeoutMs));
-          }
+        const publisherOf = (): PubAckPublisher => (publisher ??= new PubAckPublisher(nc));
+        // Every destination, also a team's added meanwhile (add() saw no connection yet and left it
+        // to this): none is left between the last one prepared and the handles being set below.
+        const prepared = new Set<QueuedDestination>();
+        for (let d = this.unprepared(prepared); d; d = this.unprepared(prepared)) {
+          await this.prepare(jsm, js, d, publisherOf);
+          prepared.add(d);
         }
         this.jsm = jsm;
         this.js = js;
+        this.publisher = publisher;
         for (const d of this.destinations) for (const c of this.consumersOf(d)) this.startConsuming(js, d, c);
         this.startLag();
         this.logger.info({ destinations: this.destinations.map((d) => d.settings.name) }, 'delivering from the bus');
@@ -163,30 +166,112 @@ export class JetStreamDeliveries {
     }
   }
 
+  private publisher?: PubAckPublisher;
+
+  private unprepared(prepared: ReadonlySet<QueuedDestination>): QueuedDestination | undefined {
+    return this.destinations.find((d) => !prepared.has(d));
+  }
+
+  private async openAlertStore(js: JetStreamClient, d: QueuedDestination, publisher: PubAckPublisher): Promise<void> {
+    const bucket = `${this.settings.alertBucketPrefix}-${busSafeDestinationName(d.settings.name)}`;
+    const kv = await new Kvm(js).create(bucket, {
+      history: 1,
+      replicas: this.settings.streamConfig.replicas,
+      storage: StorageType.File,
+    });
+    this.stores.set(d.settings.name, new KvAlertStore(kv, bucket, publisher, this.settings.timeoutMs));
+  }
+
+  /**
+   * A destination's consumers and its alert store. New consumers start with this process (a
+   * platform destination: none accepted while they were being created is missed), or, for a team's,
+   * now: the integrations naming it before it existed sent those events nowhere, and a replica
+   * that was disconnected for days must not deliver them all on reconnecting.
+   */
+  private async prepare(
+    jsm: JetStreamManager,
+    js: JetStreamClient,
+    d: QueuedDestination,
+    publisherOf: () => PubAckPublisher,
+  ): Promise<void> {
+    await this.ensureConsumer(jsm, d, d.settings.namespace !== undefined ? new Date().toISOString() : this.startedAt);
+    if (d.settings.kind === 'alertmanager') await this.openAlertStore(js, d, publisherOf());
+  }
+
+  /** A destination added while running (a team's `Destination`): its consumers start with the events that arrive from now on. */
+  async add(d: QueuedDestination): Promise<void> {
+    const name = d.settings.name;
+    this.destinations.push(d);
+    this.done.set(name, new DoneEvents(2 * maxAckPending(d.settings)));
+    this.held.set(name, growingLru<number, number>(2 * maxAckPending(d.settings)));
+    const { jsm, js, nc } = this;
+    if (!jsm || !js || !nc || this.closing) return;
+    for (;;) {
+      try {
+        await this.prepare(jsm, js, d, () => (this.publisher ??= new PubAckPublisher(nc)));
+        break;
+      } catch (err) {
+        if (this.closing || nc !== this.nc || !this.destinations.includes(d)) return;
+        this.logger.error(
+          { destination: name, err: { message: (err as Error).message }, retryInMs: RETRY_ATTACH_MS },
+          'destination consumers not ready; trying again',
+        );
+        await sleep(RETRY_ATTACH_MS);
+      }
+    }
+    // A new connection meanwhile started every destination's consumers already.
+    if (this.js === js && this.destinations.includes(d))
+      for (const c of this.consumersOf(d)) this.startConsuming(js, d, c);
+  }
+
+  /**
+   * Stops delivering to a destination and waits for its deliveries in flight to be settled.
+   * `forget`: its consumers are deleted too (a team deleted its `Destination`: the events waiting
+   * for it go with them); otherwise they keep their position (an update of its settings).
+   */
+  async remove(name: string, forget: boolean): Promise<void> {
+    const d = this.destinations.find((x) => x.settings.name === name);
+    if (!d) return;
+    this.destinations.splice(this.destinations.indexOf(d), 1);
+    const consumers = this.consumersOf(d);
+    for (const c of consumers) this.stops.get(c.name)?.();
+    await Promise.allSettled(consumers.map((c) => this.loopOf.get(c.name)));
+    await d.dispatcher.idle();
+    this.stores.delete(name);
+    this.done.delete(name);
+    this.held.delete(name);
+    this.metrics.lag.remove({ destination: name });
+    const jsm = this.jsm;
+    if (forget && jsm)
+      for (const c of consumers)
+        await jsm.consumers.delete(this.settings.stream, c.name).catch((err: Error) => {
+          this.logger.warn(
+            { destination: name, consumer: c.name, err: { message: err.message } },
+            'the consumer of a removed destination was not deleted',
+          );
+        });
+  }
+
   /** The destination's consumers: messages of one event, then messages of several. */
   private consumersOf(d: QueuedDestination): DestinationConsumer[] {
     const [single, multi] = eventSubjectPrefixes(this.settings.subjectPrefix);
+    const name = busSafeDestinationName(d.settings.name);
     return [
-      { name: consumerName(d.settings.name), subjectPrefix: single },
-      { name: multiEventConsumerName(d.settings.name), subjectPrefix: multi },
+      { name: consumerName(name), subjectPrefix: single },
+      { name: multiEventConsumerName(name), subjectPrefix: multi },
     ];
   }
 
-  private async ensureConsumer(jsm: JetStreamManager, d: QueuedDestination): Promise<void> {
+  private async ensureConsumer(jsm: JetStreamManager, d: QueuedDestination, startedAt = this.startedAt): Promise<void> {
     const [single, multi] = this.consumersOf(d) as [DestinationConsumer, DestinationConsumer];
     // A new destination starts with the events that arrived since this process started (so none
     // accepted while the consumer was being created is missed), not the stream's history.
-    await this.ensureOneConsumer(jsm, d, single, this.startedAt);
+    await this.ensureOneConsumer(jsm, d, single, startedAt);
     // The second starts where the first did: for a destination that existed before this release,
     // every message of several events (only newer replicas publish them, on this space alone), even
     // one published before this consumer existed; for a new destination, this process's start.
     const created = (await jsm.consumers.info(this.settings.stream, single.name)).created;
-    await this.ensureOneConsumer(
-      jsm,
-      d,
-      multi,
-      Date.parse(created) < Date.parse(this.startedAt) ? created : this.startedAt,
-    );
+    await this.ensureOneConsumer(jsm, d, multi, Date.parse(created) < Date.parse(startedAt) ? created : startedAt);
   }
 
   private async ensureOneConsumer(
@@ -248,8 +333,12 @@ export class JetStreamDeliveries {
           await sleep(RETRY_ATTACH_MS);
         }
       }
-    })().finally(() => this.loops.delete(loop));
+    })().finally(() => {
+      this.loops.delete(loop);
+      if (this.loopOf.get(c.name) === loop) this.loopOf.delete(c.name);
+    });
     this.loops.add(loop);
+    this.loopOf.set(c.name, loop);
   }
 
   /** The message's events this destination still has to deliver (none: the message is settled already). */
@@ -391,12 +480,12 @@ export class JetStreamDeliveries {
     const measure = async (): Promise<void> => {
       const jsm = this.jsm;
       if (!jsm) return;
-      for (const d of this.destinations) {
+      for (const d of [...this.destinations]) {
         const infos = await Promise.all(
           this.consumersOf(d).map((c) => jsm.consumers.info(this.settings.stream, c.name).catch(() => undefined)),
         );
-        // Both consumers or none: one alone would understate what is waiting.
-        if (infos.some((i) => i === undefined)) continue;
+        // Both consumers or none: one alone would understate what is waiting (or it was removed meanwhile).
+        if (infos.some((i) => i === undefined) || !this.destinations.includes(d)) continue;
         const lag = infos.reduce(
           (n, i) => n + (i as ConsumerInfo).num_pending + (i as ConsumerInfo).num_ack_pending,
           0,

@@ -38,6 +38,8 @@ export class OutboxLeaseLoops {
   private readonly wakers = new Set<() => void>();
   private readonly loops = new Set<Promise<void>>();
   private readonly done = new Map<string, DoneEvents>();
+  /** Each destination's loop, and whether it was told to stop (the destination removed while running). */
+  private readonly running = new Map<string, { loop: Promise<void>; stopped: boolean }>();
   private closed = false;
 
   constructor(
@@ -50,11 +52,27 @@ export class OutboxLeaseLoops {
 
   /** Starts handing due rows to each destination's dispatcher. */
   start(destinations: readonly OutboxDestination[]): void {
-    for (const d of destinations) {
-      this.done.set(d.name, new DoneEvents(REMEMBERED_ROWS));
-      const loop = this.run(d).finally(() => this.loops.delete(loop));
-      this.loops.add(loop);
-    }
+    for (const d of destinations) this.add(d);
+  }
+
+  /** Starts handing due rows to one more destination (a team's, added while running). */
+  add(d: OutboxDestination): void {
+    this.done.set(d.name, new DoneEvents(REMEMBERED_ROWS));
+    const state = { loop: Promise.resolve(), stopped: false };
+    const loop = this.run(d, state).finally(() => this.loops.delete(loop));
+    state.loop = loop;
+    this.running.set(d.name, state);
+    this.loops.add(loop);
+  }
+
+  /** Stops handing rows to a destination; resolves when its loop ended (its deliveries in flight settle through its dispatcher). */
+  async remove(name: string): Promise<void> {
+    const state = this.running.get(name);
+    if (!state) return;
+    this.running.delete(name);
+    state.stopped = true;
+    this.wake();
+    await state.loop.catch(() => undefined);
   }
 
   /** New rows: every sleeping loop looks again. */
@@ -74,10 +92,10 @@ export class OutboxLeaseLoops {
     await Promise.allSettled([...this.loops]);
   }
 
-  private async run(d: OutboxDestination): Promise<void> {
-    while (!this.closed) {
+  private async run(d: OutboxDestination, state: { stopped: boolean }): Promise<void> {
+    while (!this.closed && !state.stopped) {
       try {
-        await this.handOut(d);
+        await this.handOut(d, state);
       } catch (err) {
         // A database that cannot be written now (disk full, I/O error): try again shortly.
         this.onError(err as Error);
@@ -87,9 +105,9 @@ export class OutboxLeaseLoops {
   }
 
   /** Hands the due rows (as many as the dispatcher has room for) to it, or sleeps until one is due. */
-  private async handOut(d: OutboxDestination): Promise<void> {
+  private async handOut(d: OutboxDestination, state: { stopped: boolean }): Promise<void> {
     await d.dispatcher.waitForRoom();
-    if (this.closed) return;
+    if (this.closed || state.stopped) return;
     // The destination's circuit is open: its rows stay where they are, unleased, until the probe.
     const holdMs = d.dispatcher.holdMs();
     if (holdMs > 0) {

@@ -153,6 +153,35 @@ export class Outbox implements EventSink {
     this.leaseLoops.start(destinations);
   }
 
+  /** Starts delivering to a destination added while running (a team's). */
+  addDestination(d: OutboxDestination): void {
+    this.leaseLoops.add(d);
+  }
+
+  /** Stops handing rows to a destination; its deliveries in flight settle through its dispatcher (the wiring waits for them). */
+  async removeDestination(name: string): Promise<void> {
+    await this.leaseLoops.remove(name);
+  }
+
+  /**
+   * Removes the rows held for a destination (a team deleted its `Destination`: held for nobody,
+   * they would take the namespace's share for good); call once its dispatcher is idle.
+   */
+  discardRows(name: string): number {
+    let removed = 0;
+    for (;;) {
+      const rows = this.table.due(name, Number.MAX_SAFE_INTEGER, 256);
+      if (rows.length === 0) break;
+      // Relaxed: a crash that loses this removal delivers nothing, the destination being gone.
+      this.table.relaxedTransaction(() => {
+        for (const r of rows) this.table.remove(r);
+      });
+      removed += rows.length;
+    }
+    if (removed > 0) this.table.scheduleReclaim();
+    return removed;
+  }
+
   /** Events held for destinations not in `configured` (a destination removed from the config), by name. */
   orphans(configured: readonly string[]): Record<string, number> {
     return this.table.orphans(configured);

@@ -1,5 +1,6 @@
 /**
- * Puts delivery together: one destination client and one dispatcher per configured destination,
+ * Puts delivery together: one destination client and one dispatcher per configured destination
+ * (and per team destination, added, replaced and removed while running: setTeamDestinations),
  * fed by the bus (JetStream consumers) when there is one, else by the standalone outbox in the
  * storage directory (`spool.path`), which then is also the hand-off sink that holds accepted events.
  */
@@ -50,9 +51,17 @@ export interface Destinations {
   requeue(letter: DeliveryDeadLetter): Promise<void>;
   /** The replayed letter left the dead-letter store (standalone: the outbox's record of it goes). */
   replayed(letter: DeliveryDeadLetter): Promise<void>;
+  /** The destinations delivered to now: the platform's, then the teams'. */
   readonly names: readonly string[];
   /** The last connection the address guard refused for a destination on this replica (for its status). */
   lastAddressRefusal(name: string): LastRefusal | undefined;
+  /**
+   * The teams' destinations now (from `Destination` resources): new ones are added, changed ones
+   * (another `version`) replaced, the rest removed with the events waiting for them, all while
+   * running. `release` is called once a destination's old version no longer delivers (its
+   * credential files may go). Calls are applied one after the other.
+   */
+  setTeamDestinations(team: readonly TeamDestination[]): Promise<void>;
   /** Begins delivering; call once the first routing table is installed (it decides who gets what). */
   start(): void;
   /** Stops taking events and waits for the deliveries in flight to be settled. */
@@ -61,11 +70,38 @@ export interface Destinations {
 
 const LAG_INTERVAL_MS = 5000;
 
+/** A team's destination as setTeamDestinations takes it. */
+export interface TeamDestination {
+  settings: DestinationSettings;
+  /** Changes when the settings do (the published document's resourceVersion). */
+  version: string;
+  release?: () => void;
+}
+
+/** A destination being delivered to: its client and dispatcher. */
+interface LiveDestination {
+  settings: DestinationSettings;
+  client: Destination;
+  dispatcher: Dispatcher;
+  version?: string;
+  release?: () => void;
+}
+
 export function setUpDestinations(o: DestinationsOptions): Destinations {
   const metrics = new DestinationMetrics(o.registry);
   const routing: Routing = {
-    destinationsOf: (where, event) => destinationsOfEvent(where, event, o.routes(), o.destinations),
+    destinationsOf: (where, event) => onlyLive(destinationsOfEvent(where, event, o.routes(), o.destinations)),
     decidesPerEvent: (where) => rulesOf(where, o.routes()) !== undefined,
+  };
+  /**
+   * A team destination this replica does not deliver to (deleted, not valid, or not arrived yet)
+   * gets nothing: the outbox holds no rows for it, as the bus has no consumer for it. Platform
+   * destinations pass as they are (a removed one's rows wait for it to come back).
+   */
+  const onlyLive = (names: readonly string[]): readonly string[] => {
+    let all = true;
+    for (const n of names) if (n.includes('/') && !live.has(n)) all = false;
+    return all ? names : names.filter((n) => !n.includes('/') || live.has(n));
   };
   const holder = `${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`;
   let alertStore: (name: string) => AlertStore | undefined = () => undefined;
@@ -74,45 +110,113 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
   // A team's URL never reaches what the team could not; the platform's own URLs when the admin asks.
   const guardOf = (d: DestinationSettings) =>
     d.namespace !== undefined || guardSettings.platformDestinations ? refusals.guardOf(d.name, d.namespace) : undefined;
-  const clients: Destination[] = o.destinations.map((d) =>
-    d.kind === 'alertmanager'
-      ? new AlertmanagerDestination(
-          d.name,
-          d.alertmanager,
-          () => alertStore(d.name),
-          metrics,
-          o.logger,
-          holder,
-          guardOf(d),
-        )
-      : new HttpDestination(d.name, d.http, d.delivery.maxInFlight, guardOf(d)),
-  );
   const lastAddressRefusal = (name: string): LastRefusal | undefined => refusals.lastOf(name);
-  const queued = o.destinations.map((settings, i) => ({
-    settings,
-    dispatcher: new Dispatcher(clients[i] as Destination, settings.delivery, metrics, o.logger, settings.protection),
-  }));
-  const names = o.destinations.map((d) => d.name);
-  const closeClients = (): Promise<unknown> => Promise.all(clients.map((c) => c.close()));
+  const live = new Map<string, LiveDestination>();
+  const make = (settings: DestinationSettings, version?: string, release?: () => void): LiveDestination => {
+    const client: Destination =
+      settings.kind === 'alertmanager'
+        ? new AlertmanagerDestination(
+            settings.name,
+            settings.alertmanager,
+            () => alertStore(settings.name),
+            metrics,
+            o.logger,
+            holder,
+            guardOf(settings),
+          )
+        : new HttpDestination(settings.name, settings.http, settings.delivery.maxInFlight, guardOf(settings));
+    const dispatcher = new Dispatcher(client, settings.delivery, metrics, o.logger, settings.protection);
+    return {
+      settings,
+      client,
+      dispatcher,
+      ...(version !== undefined ? { version } : {}),
+      ...(release ? { release } : {}),
+    };
+  };
+  for (const d of o.destinations) live.set(d.name, make(d));
+  const names = (): string[] => [...live.keys()];
+  const platformNames = o.destinations.map((d) => d.name);
+  const closeClients = (): Promise<unknown> => Promise.all([...live.values()].map((l) => l.client.close()));
+  let started = false;
+  /** How the bus or the outbox starts and stops delivering to one destination. */
+  let deliverTo: (l: LiveDestination) => Promise<void> = async () => undefined;
+  let stopDelivering: (l: LiveDestination, forget: boolean) => Promise<void> = async () => undefined;
+
+  const remove = async (name: string, forget: boolean): Promise<void> => {
+    const l = live.get(name);
+    if (!l) return;
+    live.delete(name);
+    if (started) await stopDelivering(l, forget);
+    await l.client.close();
+    l.release?.();
+    o.logger.info({ destination: name }, forget ? 'team destination removed' : 'team destination updated');
+  };
+  let applying = Promise.resolve();
+  const setTeamDestinations = (team: readonly TeamDestination[]): Promise<void> => {
+    const apply = async (): Promise<void> => {
+      const wanted = new Map(team.map((t) => [t.settings.name, t]));
+      for (const [name, l] of [...live])
+        if (l.settings.namespace !== undefined && !wanted.has(name)) await remove(name, true);
+      for (const t of team) {
+        const name = t.settings.name;
+        // A platform destination's name never holds the `/` of a team's: this is only a guard.
+        if (t.settings.namespace === undefined || platformNames.includes(name)) continue;
+        const current = live.get(name);
+        if (current?.version === t.version) {
+          // The same version handed over again: its credential files are the ones in use.
+          if (t.release !== current.release) t.release?.();
+          continue;
+        }
+        if (current) await remove(name, false);
+        const l = make(t.settings, t.version, t.release);
+        live.set(name, l);
+        if (started) await deliverTo(l);
+        if (!current) o.logger.info({ destination: name }, 'team destination added');
+      }
+    };
+    const next = applying.then(apply);
+    applying = next.catch((err: unknown) =>
+      o.logger.error({ err: { message: (err as Error).message } }, 'team destinations not applied'),
+    );
+    return next;
+  };
 
   if (o.bus) {
     const bus = o.bus;
-    const deliveries = new JetStreamDeliveries(bus.settings, queued, routing, metrics, o.deadLetters, o.logger);
+    const deliveries = new JetStreamDeliveries(
+      bus.settings,
+      [...live.values()],
+      routing,
+      metrics,
+      o.deadLetters,
+      o.logger,
+    );
     alertStore = (name) => deliveries.alertStore(name);
+    deliverTo = async (l) => {
+      await deliveries.add(l);
+      l.client.start?.();
+    };
+    stopDelivering = (l, forget) => deliveries.remove(l.settings.name, forget);
     return {
       requeue: async (letter) => {
-        if (!names.includes(letter.destination)) throw new Error(`destination ${letter.destination} is not configured`);
+        if (!live.has(letter.destination)) throw new Error(`destination ${letter.destination} is not configured`);
         await deliveries.requeue(letter);
       },
       replayed: async () => undefined,
-      names,
+      get names() {
+        return names();
+      },
+      setTeamDestinations,
       lastAddressRefusal,
       start: () => {
+        started = true;
         bus.onConnected((nc) => deliveries.attach(nc));
-        for (const c of clients) c.start?.();
-        o.logger.info({ destinations: names }, 'destinations are delivered from the bus (one durable consumer each)');
+        for (const l of live.values()) l.client.start?.();
+        o.logger.info({ destinations: names() }, 'destinations are delivered from the bus (one durable consumer each)');
       },
       close: async () => {
+        await applying;
         await deliveries.close();
         await closeClients();
       },
@@ -137,26 +241,54 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
     storage.maxBytesPerNamespace,
   );
   const alertStores = new SqliteAlertStores(storage.path, outbox.diskReserve);
-  const stores = new Map(names.map((n) => [n, alertStores.store(n)]));
-  alertStore = (name) => stores.get(name);
+  const stores = new Map<string, AlertStore>();
+  alertStore = (name) => {
+    let store = stores.get(name);
+    if (!store && live.has(name)) stores.set(name, (store = alertStores.store(name)));
+    return store;
+  };
+  const outboxDestination = (l: LiveDestination) => ({
+    name: l.settings.name,
+    dispatcher: l.dispatcher,
+    leaseMs: claimTimeoutMs(l.settings),
+  });
+  deliverTo = async (l) => {
+    outbox.addDestination(outboxDestination(l));
+    l.client.start?.();
+  };
+  stopDelivering = async (l, forget) => {
+    await outbox.removeDestination(l.settings.name);
+    await l.dispatcher.idle();
+    stores.delete(l.settings.name);
+    if (!forget) return;
+    metrics.lag.remove({ destination: l.settings.name });
+    const discarded = outbox.discardRows(l.settings.name);
+    if (discarded > 0)
+      o.logger.warn(
+        { destination: l.settings.name, rows: discarded },
+        'the events waiting for a removed team destination were discarded',
+      );
+  };
   let lagTimer: NodeJS.Timeout | undefined;
   return {
     sink: outbox,
     requeue: async (letter) => {
-      if (!names.includes(letter.destination)) throw new Error(`destination ${letter.destination} is not configured`);
+      if (!live.has(letter.destination)) throw new Error(`destination ${letter.destination} is not configured`);
       outbox.requeue(letter);
     },
     replayed: async (letter) => outbox.forgetReplayed(letter.seq),
-    names,
+    get names() {
+      return names();
+    },
+    setTeamDestinations,
     lastAddressRefusal,
     start: () => {
+      started = true;
       void settleReplayedLetters(outbox, o.deadLetters, o.logger);
-      outbox.start(
-        queued.map((q) => ({ name: q.settings.name, dispatcher: q.dispatcher, leaseMs: claimTimeoutMs(q.settings) })),
-      );
-      for (const c of clients) c.start?.();
+      outbox.start([...live.values()].map(outboxDestination));
+      for (const l of live.values()) l.client.start?.();
       const measure = (): void => {
-        for (const n of names) {
+        for (const n of names()) {
           metrics.lag.set({ destination: n }, outbox.depth(n));
           const oldest = outbox.oldestReceivedAtMs(n);
           metrics.oldestPending.set(
@@ -169,10 +301,10 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
       lagTimer = setInterval(measure, LAG_INTERVAL_MS);
       lagTimer.unref();
       o.logger.info(
-        { destinations: names, outbox: `${storage.path}/outbox.sqlite` },
+        { destinations: names(), outbox: `${storage.path}/outbox.sqlite` },
         'no bus configured: destinations are delivered from the outbox in the storage directory (spool.path, required with destinations)',
       );
-      const orphans = outbox.orphans(names);
+      const orphans = outbox.orphans(names());
       if (Object.keys(orphans).length > 0) {
         o.logger.warn(
           { events: orphans },
@@ -181,9 +313,10 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
       }
     },
     close: async () => {
+      await applying;
       clearInterval(lagTimer);
       outbox.stop();
-      await Promise.all(queued.map((q) => q.dispatcher.idle()));
+      await Promise.all([...live.values()].map((l) => l.dispatcher.idle()));
       await closeClients();
       await outbox.close();
       alertStores.close();

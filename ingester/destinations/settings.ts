@@ -13,7 +13,7 @@ import {
   type ProtectionSettings,
 } from './protection/settings.js';
 
-/** Destination names: what `WebhookIntegration.spec.destinations` and the route document list. */
+/** Destination names: what `WebhookIntegration.spec.destinations` lists (a route document also `<namespace>/<name>`). */
 export const DESTINATION_NAME_PATTERN = '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$';
 
 export type { TlsFiles } from '../outbound/credentials.js';
@@ -65,13 +65,19 @@ export interface HttpSettings extends ClientAuth {
 
 interface DestinationBase {
   name: string;
-  /** The namespace of the team that owns it; unset for the platform's. A team's URL goes through the address guard. */
-  namespace?: string;
   /** Integrations that name no destinations are delivered to every default destination. */
   default: boolean;
   delivery: DeliverySettings;
   /** The receiver's protection: circuit breaker and rate limit (protection/). */
   protection: ProtectionSettings;
+  /**
+   * Set for a team's own destination (a `Destination` resource; its name is then
+   * `<namespace>/<name>`): the namespace that owns it, whose integrations alone may use it. A
+   * team's URL goes through the address guard. (A standalone file may set it too.)
+   */
+  namespace?: string;
+  /** A team destination's spec.suspend: its events are held, not delivered. */
+  suspend?: boolean;
 }
 
 export type DestinationSettings =

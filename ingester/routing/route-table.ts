@@ -5,6 +5,7 @@
  * single routes (a route Secret updated, created or deleted) is applied in place, synchronously,
  * to that route's entries only (apply): a request sees each route before or after its change.
  */
+import { namespaceOfDestination } from '../../api/destination-document.js';
 import {
   compileMapping,
   MappingError,
@@ -410,12 +411,22 @@ function unusable(route: Route, allowPlaintext: boolean): string | undefined {
 }
 
 /**
- * A route naming a destination this ingester does not have, in its destinations or in a routing
- * rule (then naming the rule); undefined when every name is known.
+ * A route naming a platform destination this ingester does not have, or another namespace's
+ * destination, in its destinations or in a routing rule (then naming the rule); undefined when
+ * every name is known.
  */
 export function unknownDestination(route: Route, destinations: readonly KnownDestination[]): string | undefined {
   const problem = (named: readonly string[]): string | undefined => {
-    const unknown = named.filter((name) => !destinations.some((d) => d.name === name));
+    const foreign = named.filter((name) => {
+      const owner = namespaceOfDestination(name);
+      return owner !== undefined && owner !== route.namespace;
+    });
+    if (foreign.length > 0) return `destinations of another namespace: ${foreign.join(', ')}`;
+    // The namespace's own destinations come and go while running (Destination resources): an
+    // event for one this replica does not have yet waits for it (outbox) or is not taken (bus).
+    const unknown = named.filter(
+      (name) => namespaceOfDestination(name) === undefined && !destinations.some((d) => d.name === name),
+    );
     if (unknown.length === 0) return undefined;
     const known = destinations.map((d) => d.name);
     return `unknown destination${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (configured: ${known.length > 0 ? known.join(', ') : 'none'})`;

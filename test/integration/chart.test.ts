@@ -231,7 +231,12 @@ describe('charts/intake', () => {
   it('installs for real', async () => {
     // Other tests installed the CRDs with kubectl; hand them to this release the way Helm adopts
     // existing objects, so the chart's CRD templates (and their keep policy) are installed for real.
-    for (const crd of ['crd/webhookintegrations.intake.dev', 'crd/apikeys.intake.dev', 'crd/intakequotas.intake.dev']) {
+    for (const crd of [
+      'crd/webhookintegrations.intake.dev',
+      'crd/apikeys.intake.dev',
+      'crd/intakequotas.intake.dev',
+      'crd/destinations.intake.dev',
+    ]) {
       await ok(kubectl(['label', crd, 'app.kubernetes.io/managed-by=Helm', '--overwrite']));
       await ok(
         kubectl([
@@ -380,6 +385,7 @@ spec: {}
       ).stdout.trim();
     expect(await tenantCan(['create', 'webhookintegrations.intake.dev'])).toBe('yes');
     expect(await tenantCan(['patch', 'apikeys.intake.dev'])).toBe('yes');
+    expect(await tenantCan(['create', 'destinations.intake.dev'])).toBe('yes');
     expect(await tenantCan(['get', 'intakequotas.intake.dev'])).toBe('yes');
     for (const verb of ['create', 'update', 'patch', 'delete'])
       expect(await tenantCan([verb, 'intakequotas.intake.dev'])).toBe('no');

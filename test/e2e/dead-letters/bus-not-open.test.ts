@@ -20,10 +20,14 @@ beforeAll(async () => {
   const nc = await connect({ servers: nats.url });
   await (await jetstreamManager(nc)).streams.add({ name: 'SQUATTER', subjects: ['intake.deadletter.>'] });
   await nc.close();
-  ing = await startIngester((c) => {
-    handoffConfig(nats)(c);
-    (c.routes as unknown[]).push(tenantRoute('failing', 'team-a', { mapping: { expression: '$error("no")' } }));
-  });
+  // Not ready meanwhile (jetstream/dead-letter-readiness.test.ts): the start waits for /healthz only.
+  ing = await startIngester(
+    (c) => {
+      handoffConfig(nats)(c);
+      (c.routes as unknown[]).push(tenantRoute('failing', 'team-a', { mapping: { expression: '$error("no")' } }));
+    },
+    { waitReady: false },
+  );
 }, 60_000);
 
 afterAll(async () => {
@@ -33,6 +37,12 @@ afterAll(async () => {
 
 it('answers a mapping failure 503 naming the dead-letter stream that is not open, not a bus that is down', async () => {
   await waitFor('the stream refused', async () => /dead-letter stream not ready/.test(ing.output()), 15_000, 50);
+  await waitFor(
+    'routes loaded',
+    async () => !/loading routes/.test(await (await fetch(`${ing.adminUrl}/readyz`)).text()),
+    15_000,
+    50,
+  );
   const res = await post(`${ing.url}/events/webhook_failing`, { source: 'x', severity: 1 }, tenantAuth('failing'));
   expect(res.status).toBe(503);
   expect(res.headers.get('retry-after')).toBeTruthy();

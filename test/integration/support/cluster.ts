@@ -219,6 +219,7 @@ export async function applyCrds(): Promise<void> {
     'crd/webhookintegrations.intake.dev',
     'crd/apikeys.intake.dev',
     'crd/intakequotas.intake.dev',
+    'crd/destinations.intake.dev',
     '--timeout=30s',
   ]);
 }

@@ -80,7 +80,10 @@ describe("routing rules: one namespace's never change another's", () => {
     expect(skipped).toEqual([
       {
         source: '#0',
-        reason: `rules[0] (rule steal): unknown destination ${named} (configured: am, a-sink, b-pager, b-tickets)`,
+        // A name qualified by a namespace is a team's own destination (a Destination resource): only the route's namespace's.
+        reason: named.includes('/')
+          ? `rules[0] (rule steal): destinations of another namespace: ${named}`
+          : `rules[0] (rule steal): unknown destination ${named} (configured: am, a-sink, b-pager, b-tickets)`,
       },
     ]);
     expect(table.webhook('hn-b')?.rules?.destinationsOf(event('b-1', 5))).toEqual(['b-pager']);

@@ -1,0 +1,106 @@
+import { readFileSync, statSync, existsSync } from 'node:fs';
+import type { DestinationDocument } from '../../../../api/destination-document.js';
+import { destinationDocumentSchema } from '../../../../api/destination-document.js';
+import { destinationsSchema } from '../../../../ingester/destinations/settings.js';
+import {
+  checkDestinationDocument,
+  TeamCredentialFiles,
+  teamDestinationSettings,
+} from '../../../../ingester/destinations/team-destination.js';
+import { unknownDestination } from '../../../../ingester/routing/route-table.js';
+import type { Route } from '../../../../api/route.js';
+
+const doc = (over: Partial<DestinationDocument> = {}): DestinationDocument => ({
+  apiVersion: 'intake.dev/v1alpha1',
+  kind: 'Destination',
+  name: 'tickets',
+  namespace: 'team-a',
+  http: { url: 'http://127.0.0.1:9/hooks', basicAuth: { username: 'intake', password: 's3cret' }, batchSize: 5 },
+  ...over,
+});
+
+describe('a team destination document', () => {
+  it('has every setting of a platform destination (the settings file), its file credentials inline', () => {
+    const settings = destinationsSchema.items.properties;
+    const documents = destinationDocumentSchema.properties;
+    const fileAuth = ['basicAuth', 'bearerTokenFile', 'tls'];
+    const inlineAuth = ['basicAuth', 'bearerToken', 'tls'];
+    for (const kind of ['alertmanager', 'http'] as const) {
+      const own = Object.keys(settings[kind].properties).filter((k) => !fileAuth.includes(k));
+      expect(Object.keys(documents[kind].properties).sort()).toEqual([...own, ...inlineAuth].sort());
+    }
+    for (const block of ['delivery', 'circuitBreaker', 'rateLimit'] as const)
+      expect(documents[block]).toEqual(settings[block]);
+  });
+
+  it('becomes the settings of a platform destination, named <namespace>/<name>, with namespace and suspend set', () => {
+    const files = new TeamCredentialFiles();
+    try {
+      const credentials = files.version();
+      const s = teamDestinationSettings(checkDestinationDocument(doc({ suspend: true })), credentials.write);
+      const dir = credentials.dir() as string;
+      expect(s).toMatchObject({
+        name: 'team-a/tickets',
+        namespace: 'team-a',
+        suspend: true,
+        default: false,
+        kind: 'http',
+      });
+      if (s.kind !== 'http') throw new Error('http');
+      expect(s.http).toMatchObject({ url: 'http://127.0.0.1:9/hooks', batchSize: 5, timeoutMs: 5000 });
+      const passwordFile = s.http.basicAuth?.passwordFile as string;
+      expect(passwordFile.startsWith(dir)).toBe(true);
+      expect(readFileSync(passwordFile, 'utf8')).toBe('s3cret');
+      expect(statSync(passwordFile).mode & 0o777).toBe(0o600);
+      expect(statSync(dir).mode & 0o777).toBe(0o700);
+      credentials.remove();
+      expect(existsSync(passwordFile)).toBe(false);
+      // A destination without credentials writes nothing.
+      const none = files.version();
+      teamDestinationSettings(checkDestinationDocument(doc({ http: { url: 'http://r' } })), none.write);
+      expect(none.dir()).toBeUndefined();
+    } finally {
+      files.close();
+    }
+  });
+
+  it('is refused naming the problem, never quoting a credential', () => {
+    expect(() => checkDestinationDocument(doc({ namespace: 'Team_A' }))).toThrow('/namespace must match pattern');
+    expect(() =>
+      checkDestinationDocument(
+        doc({ http: { url: 'http://r', bearerToken: 'tok', basicAuth: { username: 'u', password: 'p' } } }),
+      ),
+    ).toThrow('http: give basicAuth or bearerToken, not both');
+    expect(() => checkDestinationDocument(doc({ alertmanager: { urls: ['http://r'] } }))).toThrow(
+      'give exactly one of alertmanager or http',
+    );
+    try {
+      checkDestinationDocument(doc({ http: { url: 'http://r', basicAuth: { username: 'u', password: '' } } }));
+      throw new Error('not refused');
+    } catch (err) {
+      expect((err as Error).message).toContain('/http/basicAuth/password');
+    }
+  });
+});
+
+describe('a route naming team destinations', () => {
+  const route = (destinations: string[]): Route => ({
+    apiVersion: 'intake.dev/v1alpha1',
+    kind: 'WebhookIntegration',
+    name: 'alerts',
+    namespace: 'team-a',
+    credentials: [],
+    destinations,
+  });
+  const platform = [{ name: 'alertmanager', default: true }];
+
+  it("is served naming its own namespace's destinations, known yet or not (they come and go while running)", () => {
+    expect(unknownDestination(route(['alertmanager', 'team-a/tickets']), platform)).toBeUndefined();
+  });
+
+  it("is refused naming another namespace's destination", () => {
+    expect(unknownDestination(route(['team-b/tickets']), platform)).toBe(
+      'destinations of another namespace: team-b/tickets',
+    );
+  });
+});
