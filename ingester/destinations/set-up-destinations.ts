@@ -23,6 +23,10 @@ import { HttpDestination } from './http-destination.js';
 import { JetStreamDeliveries } from './jetstream-deliveries.js';
 import { DestinationMetrics } from './metrics.js';
 import { Outbox } from './outbox.js';
+import { DestinationPauses } from './protection/destination-pauses.js';
+import { KvPauseStore } from './protection/pause-kv-store.js';
+import { FilePauseStore } from './protection/pause-store.js';
+import type { CircuitState } from './protection/circuit-breaker.js';
 import { SqliteAlertStores } from './sqlite-alert-store.js';
 import { claimTimeoutMs, type DestinationSettings } from './settings.js';
 
@@ -47,6 +51,10 @@ export interface Destinations {
   /** The replayed letter left the dead-letter store (standalone: the outbox's record of it goes). */
   replayed(letter: DeliveryDeadLetter): Promise<void>;
   readonly names: readonly string[];
+  /** Pause and resume through the admin API, and what it shows (protection/pause.ts). */
+  readonly pauses: DestinationPauses;
+  /** Each destination's kind and circuit state, for the admin API. */
+  describe(name: string): { kind: DestinationSettings['kind']; circuit: CircuitState } | undefined;
   /** Begins delivering; call once the first routing table is installed (it decides who gets what). */
   start(): void;
   /** Stops taking events and waits for the deliveries in flight to be settled. */
@@ -68,16 +76,37 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
       ? new AlertmanagerDestination(d.name, d.alertmanager, () => alertStore(d.name), metrics, o.logger, holder)
       : new HttpDestination(d.name, d.http, d.delivery.maxInFlight),
   );
-  const queued = o.destinations.map((settings, i) => ({
-    settings,
-    dispatcher: new Dispatcher(clients[i] as Destination, settings.delivery, metrics, o.logger, settings.protection),
-  }));
+  const pauses = new DestinationPauses(o.destinations, metrics.paused, o.logger);
+  const queued = o.destinations.map((settings, i) => {
+    const pause = pauses.of(settings.name);
+    const client = clients[i] as Destination;
+    const dispatcher = new Dispatcher(client, settings.delivery, metrics, o.logger, settings.protection, pause);
+    return { settings, dispatcher, ...(pause ? { pause } : {}) };
+  });
   const names = o.destinations.map((d) => d.name);
+  const describe = (name: string): { kind: DestinationSettings['kind']; circuit: CircuitState } | undefined => {
+    const q = queued.find((d) => d.settings.name === name);
+    return q && { kind: q.settings.kind, circuit: q.dispatcher.guard.state };
+  };
   const closeClients = (): Promise<unknown> => Promise.all(clients.map((c) => c.close()));
 
   if (o.bus) {
     const bus = o.bus;
-    const deliveries = new JetStreamDeliveries(bus.settings, queued, routing, metrics, o.deadLetters, o.logger);
+    const pauseStore = new KvPauseStore(
+      `${bus.settings.alertBucketPrefix}_pauses`,
+      (name, pause) => pauses.apply(name, pause),
+      o.logger,
+    );
+    pauses.keepIn(pauseStore);
+    const deliveries = new JetStreamDeliveries(
+      bus.settings,
+      queued,
+      routing,
+      metrics,
+      o.deadLetters,
+      o.logger,
+      pauseStore,
+    );
     alertStore = (name) => deliveries.alertStore(name);
     return {
       requeue: async (letter) => {
@@ -86,6 +115,8 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
       },
       replayed: async () => undefined,
       names,
+      pauses,
+      describe,
       start: () => {
         bus.onConnected((nc) => deliveries.attach(nc));
         for (const c of clients) c.start?.();
@@ -115,6 +146,8 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
       ),
     storage.maxBytesPerNamespace,
   );
+  const pauseStore = new FilePauseStore(storage.path);
+  pauses.keepIn(pauseStore, pauseStore.load());
   const alertStores = new SqliteAlertStores(storage.path, outbox.diskReserve);
   const stores = new Map(names.map((n) => [n, alertStores.store(n)]));
   alertStore = (name) => stores.get(name);
@@ -127,6 +160,8 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
     },
     replayed: async (letter) => outbox.forgetReplayed(letter.seq),
     names,
+    pauses,
+    describe,
     start: () => {
       void settleReplayedLetters(outbox, o.deadLetters, o.logger);
       outbox.start(

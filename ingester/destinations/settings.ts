@@ -70,6 +70,8 @@ interface DestinationBase {
   delivery: DeliverySettings;
   /** The receiver's protection: circuit breaker and rate limit (protection/). */
   protection: ProtectionSettings;
+  /** Paused: events are held, not sent nor dead-lettered, until this is false again (protection/pause.ts). */
+  suspend?: boolean;
 }
 
 export type DestinationSettings =
@@ -128,6 +130,7 @@ export const destinationsSchema = {
     properties: {
       name: { type: 'string', pattern: DESTINATION_NAME_PATTERN },
       default: { type: 'boolean' },
+      suspend: { type: 'boolean' },
       alertmanager: {
         type: 'object',
         additionalProperties: false,
@@ -180,6 +183,7 @@ interface AuthFile {
 export interface DestinationFile extends ProtectionFile {
   name: string;
   default?: boolean;
+  suspend?: boolean;
   alertmanager?: AuthFile & {
     urls: string[];
     resendInterval?: string;
@@ -240,7 +244,13 @@ export function resolveDestinations(files: readonly DestinationFile[] | undefine
     };
     if (delivery.backoffMaxMs < delivery.backoffMinMs)
       throw new ConfigError(`${where}: delivery.backoffMax must be at least delivery.backoffMin`);
-    const base = { name: f.name, default: f.default ?? false, delivery, protection: resolveProtection(f, where) };
+    const base = {
+      name: f.name,
+      default: f.default ?? false,
+      delivery,
+      protection: resolveProtection(f, where),
+      suspend: f.suspend ?? false,
+    };
     if (f.alertmanager) {
       const a = f.alertmanager;
       const auth = resolveAuth(a, `${where}.alertmanager`);
