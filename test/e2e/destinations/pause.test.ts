@@ -20,7 +20,8 @@ import {
   untilDeadLettersOpen,
   type RunningNats,
 } from '../support/nats-server.js';
-import { listLetters } from '../dead-letters/support.js';
+import { cli, listLetters } from '../dead-letters/support.js';
+import { parse } from 'yaml';
 
 type Mode = 'outbox' | 'bus';
 
@@ -110,9 +111,17 @@ describe.each<Mode>(['outbox', 'bus'])(
 
     it('holds every event, dead-letters none, and on resume delivers each exactly once at the rate limit', async () => {
       expect(await paused(ing, 'suspended')).toBe(0);
-      const p = await admin(ing, '/destinations/tickets/pause');
-      expect(p.status).toBe(200);
-      expect(p.body).toMatchObject({ name: 'tickets', kind: 'http', paused: true, reason: 'suspended', by: 'admin' });
+      // Paused with the CLI (-o yaml: what a program reads), listed as a table.
+      const paused_ = await cli(['destination', 'pause', 'tickets', '--admin-url', ing.adminUrl, '-o', 'yaml']);
+      expect(parse(paused_.stdout)).toMatchObject({
+        name: 'tickets',
+        kind: 'http',
+        paused: true,
+        reason: 'suspended',
+        by: 'admin',
+      });
+      const table = await cli(['destination', 'list', '--admin-url', ing.adminUrl]);
+      expect(table.stdout).toMatch(/tickets\s+http\s+closed\s+True\s+Suspended \(admin\)/);
       expect(await paused(ing, 'suspended')).toBe(1);
 
       await send(ing, COUNT, `paused-${mode}`);
@@ -125,6 +134,7 @@ describe.each<Mode>(['outbox', 'bus'])(
         (await metricValue(ing.adminUrl, 'intake_destination_held_total{destination="tickets",reason="paused"}')) ?? 0;
       expect(held).toBeLessThanOrEqual(COUNT);
 
+      const resumedAt = Date.now();
       const r = await admin(ing, '/destinations/tickets/resume');
       expect(r.status).toBe(200);
       expect(r.body).toMatchObject({ result: 'resumed', paused: false });
@@ -132,9 +142,11 @@ describe.each<Mode>(['outbox', 'bus'])(
       await waitFor('every event delivered', async () => receiver.accepted.size === COUNT, 30_000, 50);
       await sleep(300);
       expectEachOnce(receiver, COUNT);
-      const first = (receiver.requests[0] as { atMs: number }).atMs;
+      // At the rate limit: the bucket was full (burst) at the resume, and refills at RATE a second.
       for (const [i, req] of receiver.requests.entries())
-        expect(i + 1).toBeLessThanOrEqual(BURST + (RATE * (req.atMs - first)) / 1000 + 1);
+        expect(i + 1).toBeLessThanOrEqual(BURST + (RATE * (req.atMs - resumedAt)) / 1000 + 1);
+      const last = (receiver.requests.at(-1) as { atMs: number }).atMs;
+      expect(last - resumedAt).toBeGreaterThanOrEqual(((COUNT - BURST - 1) / RATE) * 1000);
       expect((await listLetters(ing)).count).toBe(0);
       expect(await admin(ing, '/destinations/tickets/resume')).toMatchObject({
         status: 200,
