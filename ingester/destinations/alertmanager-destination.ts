@@ -73,6 +73,8 @@ export class AlertmanagerDestination implements Destination {
     private readonly metrics: DestinationMetrics,
     logger: Logger,
     private readonly holder: string,
+    /** While paused the re-sends stop too: nothing reaches a paused receiver. */
+    private readonly paused: () => boolean = () => false,
   ) {
     this.client = new OutboundClient({
       where: `destinations.${name}.alertmanager`,
@@ -267,6 +269,7 @@ export class AlertmanagerDestination implements Destination {
   /** Starts the periodic re-send of every kept alert state. */
   start(): void {
     const tick = (): void => {
+      if (this.paused()) return;
       this.resending ??= this.resend().finally(() => (this.resending = undefined));
     };
     this.resendTimer = setInterval(tick, this.settings.resendIntervalMs);

@@ -71,12 +71,20 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
   };
   const holder = `${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`;
   let alertStore: (name: string) => AlertStore | undefined = () => undefined;
+  const pauses = new DestinationPauses(o.destinations, metrics.paused, o.logger);
   const clients: Destination[] = o.destinations.map((d) =>
     d.kind === 'alertmanager'
-      ? new AlertmanagerDestination(d.name, d.alertmanager, () => alertStore(d.name), metrics, o.logger, holder)
+      ? new AlertmanagerDestination(
+          d.name,
+          d.alertmanager,
+          () => alertStore(d.name),
+          metrics,
+          o.logger,
+          holder,
+          () => pauses.of(d.name)?.paused === true,
+        )
       : new HttpDestination(d.name, d.http, d.delivery.maxInFlight),
   );
-  const pauses = new DestinationPauses(o.destinations, metrics.paused, o.logger);
   const queued = o.destinations.map((settings, i) => {
     const pause = pauses.of(settings.name);
     const client = clients[i] as Destination;
