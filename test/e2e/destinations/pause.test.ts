@@ -252,3 +252,37 @@ describe.each<Mode>(['outbox', 'bus'])('suspend: true in the settings, delivered
     expect(await paused(resumed, 'suspended')).toBe(0);
   }, 60_000);
 });
+
+describe('with the bus, a pause through one replica', () => {
+  let receiver: EventReceiver;
+  const replicas: RunningIngester[] = [];
+
+  beforeAll(async () => {
+    receiver = await startEventReceiver();
+    for (let i = 0; i < 2; i++) replicas.push(await start('bus', { http: { url: receiver.url, timeout: '1s' } }));
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const ing of replicas) await ing.stop();
+    await receiver?.close();
+  });
+
+  it('holds on every replica, and a resume through another ends it on all', async () => {
+    const [a, b] = replicas as [RunningIngester, RunningIngester];
+    expect((await admin(a, '/destinations/tickets/pause')).status).toBe(200);
+    await waitFor('the other replica paused', async () => (await paused(b, 'suspended')) === 1, 10_000, 50);
+    expect(await stateOf(b)).toMatchObject({ paused: true, by: 'admin' });
+
+    await send(a, 10, 'replica-a');
+    await send(b, 10, 'replica-b');
+    await sleep(3000);
+    expect(receiver.requests).toHaveLength(0);
+
+    expect((await admin(b, '/destinations/tickets/resume')).body).toMatchObject({ result: 'resumed' });
+    await waitFor('the first replica resumed', async () => (await paused(a, 'suspended')) === 0, 10_000, 50);
+    await waitFor('every event delivered', async () => receiver.accepted.size === 20, 30_000, 50);
+    await sleep(300);
+    expectEachOnce(receiver, 20);
+    for (const ing of replicas) expect((await listLetters(ing)).count).toBe(0);
+  }, 60_000);
+});
