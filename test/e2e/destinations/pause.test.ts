@@ -162,14 +162,17 @@ describe.each<Mode>(['outbox', 'bus'])('a receiver failing continuously, deliver
   let ing: RunningIngester;
   const COUNT = 10;
 
+  const dir = newDir();
+  const settings = (): Record<string, unknown> => ({
+    http: { url: receiver.url, timeout: '1s' },
+    delivery: { maxAttempts: 3, backoffMin: '50ms', backoffMax: '100ms' },
+    circuitBreaker: { consecutiveFailures: 3, openFor: '300ms' },
+    autoPause: { after: '2s' },
+  });
+
   beforeAll(async () => {
     receiver = await startEventReceiver();
-    ing = await start(mode, {
-      http: { url: receiver.url, timeout: '1s' },
-      delivery: { maxAttempts: 3, backoffMin: '50ms', backoffMax: '100ms' },
-      circuitBreaker: { consecutiveFailures: 3, openFor: '300ms' },
-      autoPause: { after: '2s' },
-    });
+    ing = await start(mode, settings(), dir);
   }, 60_000);
 
   afterAll(async () => {
@@ -200,6 +203,14 @@ describe.each<Mode>(['outbox', 'bus'])('a receiver failing continuously, deliver
     expect(receiver.accepted.size).toBe(0);
     expect((await listLetters(ing)).count).toBe(0);
     expect(await paused(ing, 'auto')).toBe(1);
+
+    // A restart does not resume it either: the pause was kept (the storage directory, the bus).
+    await ing.stop();
+    ing = await start(mode, settings(), dir);
+    await waitFor('auto-paused after the restart', async () => (await paused(ing, 'auto')) === 1, 10_000, 50);
+    expect(await stateOf(ing)).toMatchObject({ paused: true, reason: 'auto', since: state.since });
+    await sleep(1000);
+    expect(receiver.requests.length).toBe(before);
 
     expect((await admin(ing, '/destinations/tickets/resume')).body).toMatchObject({ result: 'resumed', paused: false });
     await waitFor('every event delivered', async () => receiver.accepted.size === COUNT, 30_000, 50);
