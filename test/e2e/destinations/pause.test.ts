@@ -21,6 +21,8 @@ import {
   type RunningNats,
 } from '../support/nats-server.js';
 import { cli, listLetters } from '../dead-letters/support.js';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 import { parse } from 'yaml';
 
 type Mode = 'outbox' | 'bus';
@@ -75,6 +77,24 @@ const stateOf = async (ing: RunningIngester): Promise<Record<string, unknown>> =
 
 const paused = (ing: RunningIngester, reason: 'suspended' | 'auto'): Promise<number | undefined> =>
   metricValue(ing.adminUrl, `intake_destination_paused{destination="tickets",reason="${reason}"}`);
+
+/** The destination's two consumers on the bus: messages handed out and not settled, and handed out again. */
+async function consumerCounts(): Promise<{ ackPending: number; redelivered: number; pending: number }> {
+  const nc = await connect({ servers: (nats as RunningNats).url });
+  try {
+    const jsm = await jetstreamManager(nc);
+    const out = { ackPending: 0, redelivered: 0, pending: 0 };
+    for (const c of ['intake-tickets', 'intake-tickets_multi']) {
+      const i = await jsm.consumers.info('INTAKE_EVENTS', c);
+      out.ackPending += i.num_ack_pending;
+      out.redelivered += i.num_redelivered;
+      out.pending += i.num_pending;
+    }
+    return out;
+  } finally {
+    await nc.close();
+  }
+}
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -133,6 +153,9 @@ describe.each<Mode>(['outbox', 'bus'])(
       const held =
         (await metricValue(ing.adminUrl, 'intake_destination_held_total{destination="tickets",reason="paused"}')) ?? 0;
       expect(held).toBeLessThanOrEqual(COUNT);
+      // From the bus: the consumers stopped pulling, so the message waits in the stream, never
+      // handed out (not even to a pull left open when the pause began) and not redelivered.
+      if (mode === 'bus') expect(await consumerCounts()).toEqual({ ackPending: 0, redelivered: 0, pending: 1 });
 
       const resumedAt = Date.now();
       const r = await admin(ing, '/destinations/tickets/resume');
