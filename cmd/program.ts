@@ -6,6 +6,7 @@
 import { Command } from 'commander';
 import { consoleCommand } from './commands/console.js';
 import { deadletterCommand } from './commands/deadletter.js';
+import { destinationCommand } from './commands/destination.js';
 import { ingesterCommand } from './commands/ingester.js';
 import { operatorCommand } from './commands/operator.js';
 import { statusCommand } from './commands/status.js';
@@ -23,6 +24,7 @@ export function buildProgram(): Command {
     operatorCommand(),
     consoleCommand(),
     deadletterCommand(),
+    destinationCommand(),
     statusCommand(),
     versionCommand(),
   ])

@@ -25,6 +25,7 @@ import type { Lifecycle } from './http/context.js';
 import { buildIngestServer } from './http/listener.js';
 import { ActivityRecorder } from './activity/recorder.js';
 import { registerDeadLetterEndpoints } from './dead-letters/admin-endpoints.js';
+import { registerDestinationEndpoints } from './destinations/admin-endpoints.js';
 import { finishInterruptedReplays, type DeadLetterReplayers } from './dead-letters/dead-letter-replay.js';
 import type { DeadLetterMetrics } from './dead-letters/metrics.js';
 import type { DeadLetterStore } from './dead-letters/model.js';
@@ -174,6 +175,7 @@ export async function startIngester(
   };
   const bulkReplays = new BulkReplays(deadLetterReplay);
   registerDeadLetterEndpoints(admin, { ...deadLetterReplay, bulk: bulkReplays });
+  registerDestinationEndpoints(admin, destinations);
   const stopTlsWatch = settings.tls ? watchTls(settings.tls, ingest, logger) : undefined;
   const sweeper = setInterval(
     () => series.sweep(),

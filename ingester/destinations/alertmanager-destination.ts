@@ -76,6 +76,8 @@ export class AlertmanagerDestination implements Destination {
     private readonly holder: string,
     /** The address guard, for URLs a tenant wrote. */
     guard?: ConnectGuard,
+    /** While paused the re-sends stop too: nothing reaches a paused receiver. */
+    private readonly paused: () => boolean = () => false,
   ) {
     this.client = new OutboundClient({
       where: `destinations.${name}.alertmanager`,
@@ -271,6 +273,7 @@ export class AlertmanagerDestination implements Destination {
   /** Starts the periodic re-send of every kept alert state. */
   start(): void {
     const tick = (): void => {
+      if (this.paused()) return;
       this.resending ??= this.resend().finally(() => (this.resending = undefined));
     };
     this.resendTimer = setInterval(tick, this.settings.resendIntervalMs);

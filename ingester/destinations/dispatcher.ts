@@ -19,7 +19,8 @@ import { LogLimiter } from '../core/log-limiter.js';
 import { receivedAtMs, retryDelayMs, type Destination, type QueuedEvent } from './destination.js';
 import type { Outcome } from '../outbound/outcome.js';
 import type { DestinationMetrics } from './metrics.js';
-import { ReceiverGuard } from './protection/receiver-guard.js';
+import type { DestinationPause } from './protection/pause.js';
+import { ReceiverGuard, type GuardAnswer } from './protection/receiver-guard.js';
 import type { ProtectionSettings } from './protection/settings.js';
 import type { DeliverySettings } from './settings.js';
 
@@ -33,6 +34,13 @@ export interface Delivery extends QueuedEvent {
   /** Hands it back unsent, to come back after delayMs; the attempt it was handed out for is not counted. */
   hold(delayMs: number, why: string): Promise<void>;
 }
+
+/** Why events were handed back unsent: the held counter's reason, and the words the queue keeps. */
+const HELD_BECAUSE = {
+  circuit_open: 'the circuit is open',
+  paused: 'the destination is paused',
+  shutdown: 'shutting down',
+} as const;
 
 export class Dispatcher {
   private batch: Delivery[] = [];
@@ -61,9 +69,11 @@ export class Dispatcher {
     private readonly metrics: DestinationMetrics,
     logger: Logger,
     protection: ProtectionSettings = {},
+    /** Pause and resume (protection/pause.ts); while paused every event is held. */
+    pause?: DestinationPause,
   ) {
     this.logs = new LogLimiter(logger);
-    this.guard = new ReceiverGuard(destination.name, protection, metrics, logger);
+    this.guard = new ReceiverGuard(destination.name, protection, metrics, logger, Date.now, pause);
     this.delivered = metrics.delivered.labels({ destination: destination.name });
     this.latency = metrics.latency.labels({ destination: destination.name });
   }
@@ -118,7 +128,7 @@ export class Dispatcher {
     while (this.running.size > 0) await Promise.allSettled([...this.running]);
   }
 
-  /** Milliseconds the circuit stays open: a queue hands out nothing meanwhile (0: it may). */
+  /** Milliseconds the circuit stays open or the pause's recheck: a queue hands out nothing meanwhile (0: it may). */
   holdMs(): number {
     return this.guard.holdMs();
   }
@@ -127,7 +137,7 @@ export class Dispatcher {
     this.scheduled = false;
     while (this.batch.length > 0 && this.sending < this.options.maxInFlight) {
       const size = Math.min(this.destination.maxBatch, this.options.maxInFlight - this.sending, this.batch.length);
-      const gate = this.closing ? ({ kind: 'hold', ms: 0 } as const) : this.guard.admit(size);
+      const gate: GuardAnswer = this.closing ? { kind: 'hold', ms: 0 } : this.guard.admit(size);
       if (gate.kind === 'wait') {
         // Beyond the rate limit, or a probe is out: the events wait here, and the queue with them.
         if (gate.ms !== undefined && this.later === undefined)
@@ -141,7 +151,7 @@ export class Dispatcher {
       this.sending += batch.length;
       const work =
         gate.kind === 'hold'
-          ? this.hold(batch, gate.ms, this.closing ? 'shutdown' : 'circuit_open')
+          ? this.hold(batch, gate.ms, this.closing ? 'shutdown' : gate.paused ? 'paused' : 'circuit_open')
           : this.deliver(batch, gate.probe);
       const run = work.finally(() => {
         this.running.delete(run);
@@ -155,10 +165,10 @@ export class Dispatcher {
     }
   }
 
-  /** Hands events back to the queue unsent (the circuit is open, or shutting down). */
-  private async hold(batch: Delivery[], ms: number, why: 'circuit_open' | 'shutdown'): Promise<void> {
+  /** Hands events back to the queue unsent (the circuit is open, the destination paused, or shutting down). */
+  private async hold(batch: Delivery[], ms: number, why: keyof typeof HELD_BECAUSE): Promise<void> {
     this.metrics.held.inc({ destination: this.destination.name, reason: why }, batch.length);
-    await this.settle(batch, (d) => d.hold(ms, why === 'circuit_open' ? 'the circuit is open' : 'shutting down'));
+    await this.settle(batch, (d) => d.hold(ms, HELD_BECAUSE[why]));
   }
 
   private async deliver(batch: Delivery[], probe: boolean): Promise<void> {
@@ -199,6 +209,11 @@ export class Dispatcher {
     // cool-off in the queue and are not dead-lettered meanwhile. A failed probe's events wait one
     // cool-off more than the others, so the next probe is other events: one event the receiver
     // always fails on (while it takes the rest) does not keep the circuit open for everyone.
+    // This failure may have auto-paused it: then the events are held like any paused one's.
+    if (this.guard.pause?.paused) {
+      await this.hold(batch, this.guard.holdMs(), 'paused');
+      return;
+    }
     const holdMs = this.guard.holdMs();
     if (holdMs > 0) {
       await this.hold(batch, probe ? holdMs + this.guard.openForMs : holdMs, 'circuit_open');

@@ -64,6 +64,8 @@ import {
 import type { AlertStore } from './alert-store.js';
 import type { Delivery, Dispatcher } from './dispatcher.js';
 import { KvAlertStore } from './kv-alert-store.js';
+import type { DestinationPause } from './protection/pause.js';
+import type { KvPauseStore } from './protection/pause-kv-store.js';
 import { DoneEvents, MessageEventDelivery, MessageSettlement } from './message-settlement.js';
 import type { DestinationMetrics } from './metrics.js';
 import { claimTimeoutMs, type DestinationSettings } from './settings.js';
@@ -72,6 +74,8 @@ import { busSafeDestinationName } from '../../api/destination-document.js';
 export interface QueuedDestination {
   settings: DestinationSettings;
   dispatcher: Dispatcher;
+  /** While paused its consumers pull nothing: the messages wait in the stream, unclaimed. */
+  pause?: DestinationPause;
 }
 
 const LAG_INTERVAL_MS = 10_000;
@@ -110,6 +114,8 @@ export class JetStreamDeliveries {
     /** Where events given up on are kept (the dead-letter store on the bus). */
     private readonly deadLetters: Pick<DeadLetterStore, 'put'>,
     logger: Logger,
+    /** The destinations' runtime pauses, shared by every replica through the bus. */
+    private readonly pauses?: KvPauseStore,
   ) {
     this.logger = logger;
     this.destinations = [...destinations];
@@ -149,6 +155,12 @@ export class JetStreamDeliveries {
           await this.prepare(jsm, js, d, publisherOf);
           prepared.add(d);
         }
+        // Before any consumer pulls: a destination paused on another replica (or before a restart) stays paused.
+        await this.pauses?.attach(
+          js,
+          this.destinations.map((d) => d.settings.name),
+          this.settings.streamConfig.replicas,
+        );
         this.jsm = jsm;
         this.js = js;
         this.publisher = publisher;
@@ -305,19 +317,33 @@ export class JetStreamDeliveries {
   private startConsuming(js: JetStreamClient, d: QueuedDestination, c: DestinationConsumer): void {
     let stopped = false;
     let stopMessages: (() => void) | undefined;
+    let wakeStopped: () => void = () => undefined;
+    const stoppedSignal = new Promise<void>((resolve) => (wakeStopped = resolve));
+    // Paused: stop pulling at once. What was fetched already is handed on and held (nak'ed,
+    // not counted as an attempt); the rest waits in the stream, unclaimed, so nothing is handed
+    // out again and again while it lasts.
+    const unlisten = d.pause?.listen((paused) => {
+      if (paused) stopMessages?.();
+    });
     this.stops.set(c.name, () => {
       stopped = true;
+      unlisten?.();
       stopMessages?.();
+      wakeStopped();
     });
     const loop = (async () => {
       while (!stopped && !this.closing) {
         try {
+          if (d.pause?.paused) {
+            await Promise.race([d.pause.untilResumed(), stoppedSignal]);
+            continue;
+          }
           const consumer = await js.consumers.get(this.settings.stream, c.name);
           // Bounded in bytes, not messages: a message holds a request's events (up to the
           // server's max_payload), so a count of messages would not bound memory.
           const messages = await consumer.consume({ max_bytes: prefetchBytes(this.nc?.info?.max_payload) });
           stopMessages = () => void messages.stop();
-          if (stopped) messages.stop();
+          if (stopped || d.pause?.paused) messages.stop();
           for await (const m of messages) {
             const deliveries = this.deliveriesOf(m, d, c);
             if (deliveries.length === 0) continue;
@@ -525,6 +551,7 @@ export class JetStreamDeliveries {
   async close(): Promise<void> {
     this.closing = true;
     clearInterval(this.lagTimer);
+    this.pauses?.close();
     for (const stop of this.stops.values()) stop();
     await Promise.allSettled([...this.loops]);
     await Promise.all(this.destinations.map((d) => d.dispatcher.idle()));

@@ -15,6 +15,7 @@ export class DestinationMetrics {
   readonly circuitState: Gauge<'destination'>;
   readonly circuitTransitions: Counter<'destination' | 'to'>;
   readonly held: Counter<'destination' | 'reason'>;
+  readonly paused: Gauge<'destination' | 'reason'>;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -88,7 +89,13 @@ export class DestinationMetrics {
     });
     this.held = new Counter({
       name: 'intake_destination_held_total',
-      help: 'Events handed back to the queue unsent, to come back later without spending an attempt, by reason (circuit_open, shutdown).',
+      help: 'Events handed back to the queue unsent, to come back later without spending an attempt, by reason (circuit_open, paused, shutdown).',
+      labelNames: ['destination', 'reason'],
+      registers,
+    });
+    this.paused = new Gauge({
+      name: 'intake_destination_paused',
+      help: 'Whether a destination is paused (1) and why: reason suspended (its settings or the admin API), auto (it failed continuously for autoPause.after; only a resume ends it).',
       labelNames: ['destination', 'reason'],
       registers,
     });

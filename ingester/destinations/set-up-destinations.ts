@@ -26,6 +26,11 @@ import { HttpDestination } from './http-destination.js';
 import { JetStreamDeliveries } from './jetstream-deliveries.js';
 import { DestinationMetrics } from './metrics.js';
 import { Outbox } from './outbox.js';
+import { DestinationPauses } from './protection/destination-pauses.js';
+import type { DestinationPause } from './protection/pause.js';
+import { KvPauseStore } from './protection/pause-kv-store.js';
+import { FilePauseStore } from './protection/pause-store.js';
+import type { CircuitState } from './protection/circuit-breaker.js';
 import { SqliteAlertStores } from './sqlite-alert-store.js';
 import { claimTimeoutMs, type DestinationSettings } from './settings.js';
 
@@ -62,6 +67,10 @@ export interface Destinations {
    * credential files may go). Calls are applied one after the other.
    */
   setTeamDestinations(team: readonly TeamDestination[]): Promise<void>;
+  /** Pause and resume through the admin API, and what it shows (protection/pause.ts). */
+  readonly pauses: DestinationPauses;
+  /** Each destination's kind and circuit state, for the admin API. */
+  describe(name: string): { kind: DestinationSettings['kind']; circuit: CircuitState } | undefined;
   /** Begins delivering; call once the first routing table is installed (it decides who gets what). */
   start(): void;
   /** Stops taking events and waits for the deliveries in flight to be settled. */
@@ -83,6 +92,8 @@ interface LiveDestination {
   settings: DestinationSettings;
   client: Destination;
   dispatcher: Dispatcher;
+  /** While paused its consumers pull nothing (the bus) and its rows are not handed out (the outbox). */
+  pause: DestinationPause;
   version?: string;
   release?: () => void;
 }
@@ -112,7 +123,10 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
     d.namespace !== undefined || guardSettings.platformDestinations ? refusals.guardOf(d.name, d.namespace) : undefined;
   const lastAddressRefusal = (name: string): LastRefusal | undefined => refusals.lastOf(name);
   const live = new Map<string, LiveDestination>();
+  const pauses = new DestinationPauses(metrics.paused, o.logger);
   const make = (settings: DestinationSettings, version?: string, release?: () => void): LiveDestination => {
+    // A team destination replaced by a new version keeps its pause (and the runtime pause kept for it).
+    const pause = pauses.add(settings);
     const client: Destination =
       settings.kind === 'alertmanager'
         ? new AlertmanagerDestination(
@@ -123,19 +137,25 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
             o.logger,
             holder,
             guardOf(settings),
+            () => pause.paused,
           )
         : new HttpDestination(settings.name, settings.http, settings.delivery.maxInFlight, guardOf(settings));
-    const dispatcher = new Dispatcher(client, settings.delivery, metrics, o.logger, settings.protection);
+    const dispatcher = new Dispatcher(client, settings.delivery, metrics, o.logger, settings.protection, pause);
     return {
       settings,
       client,
       dispatcher,
+      pause,
       ...(version !== undefined ? { version } : {}),
       ...(release ? { release } : {}),
     };
   };
   for (const d of o.destinations) live.set(d.name, make(d));
   const names = (): string[] => [...live.keys()];
+  const describe = (name: string): { kind: DestinationSettings['kind']; circuit: CircuitState } | undefined => {
+    const l = live.get(name);
+    return l && { kind: l.settings.kind, circuit: l.dispatcher.guard.state };
+  };
   const platformNames = o.destinations.map((d) => d.name);
   const closeClients = (): Promise<unknown> => Promise.all([...live.values()].map((l) => l.client.close()));
   let started = false;
@@ -148,6 +168,7 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
     if (!l) return;
     live.delete(name);
     if (started) await stopDelivering(l, forget);
+    if (forget) pauses.remove(name);
     await l.client.close();
     l.release?.();
     o.logger.info({ destination: name }, forget ? 'team destination removed' : 'team destination updated');
@@ -184,6 +205,12 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
 
   if (o.bus) {
     const bus = o.bus;
+    const pauseStore = new KvPauseStore(
+      `${bus.settings.alertBucketPrefix}_pauses`,
+      (name, pause) => pauses.apply(name, pause),
+      o.logger,
+    );
+    pauses.keepIn(pauseStore);
     const deliveries = new JetStreamDeliveries(
       bus.settings,
       [...live.values()],
@@ -191,6 +218,7 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
       metrics,
       o.deadLetters,
       o.logger,
+      pauseStore,
     );
     alertStore = (name) => deliveries.alertStore(name);
     deliverTo = async (l) => {
@@ -209,6 +237,8 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
       },
       setTeamDestinations,
       lastAddressRefusal,
+      pauses,
+      describe,
       start: () => {
         started = true;
         bus.onConnected((nc) => deliveries.attach(nc));
@@ -240,6 +270,8 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
       ),
     storage.maxBytesPerNamespace,
   );
+  const pauseStore = new FilePauseStore(storage.path);
+  pauses.keepIn(pauseStore, pauseStore.load());
   const alertStores = new SqliteAlertStores(storage.path, outbox.diskReserve);
   const stores = new Map<string, AlertStore>();
   alertStore = (name) => {
@@ -282,6 +314,8 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
     },
     setTeamDestinations,
     lastAddressRefusal,
+    pauses,
+    describe,
     start: () => {
       started = true;
       void settleReplayedLetters(outbox, o.deadLetters, o.logger);

@@ -76,7 +76,7 @@ interface DestinationBase {
    * team's URL goes through the address guard. (A standalone file may set it too.)
    */
   namespace?: string;
-  /** A team destination's spec.suspend: its events are held, not delivered. */
+  /** Paused (a team destination's spec.suspend, or the settings' suspend): events are held, not sent nor dead-lettered, until this is false again (protection/pause.ts). */
   suspend?: boolean;
 }
 
@@ -137,6 +137,7 @@ export const destinationsSchema = {
       name: { type: 'string', pattern: DESTINATION_NAME_PATTERN },
       namespace: { type: 'string', pattern: DESTINATION_NAME_PATTERN },
       default: { type: 'boolean' },
+      suspend: { type: 'boolean' },
       alertmanager: {
         type: 'object',
         additionalProperties: false,
@@ -190,6 +191,7 @@ export interface DestinationFile extends ProtectionFile {
   name: string;
   namespace?: string;
   default?: boolean;
+  suspend?: boolean;
   alertmanager?: AuthFile & {
     urls: string[];
     resendInterval?: string;
@@ -256,6 +258,7 @@ export function resolveDestinations(files: readonly DestinationFile[] | undefine
       default: f.default ?? false,
       delivery,
       protection: resolveProtection(f, where),
+      suspend: f.suspend ?? false,
     };
     if (f.alertmanager) {
       const a = f.alertmanager;

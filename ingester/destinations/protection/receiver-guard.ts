@@ -9,6 +9,7 @@ import type { Counter, Gauge } from 'prom-client';
 import { TokenBucket } from '../../limits/token-bucket.js';
 import type { Outcome } from '../../outbound/outcome.js';
 import { CIRCUIT_STATE_VALUE, CircuitBreaker, isReceiverFailure, type CircuitState } from './circuit-breaker.js';
+import type { DestinationPause } from './pause.js';
 import type { ProtectionSettings } from './settings.js';
 
 export interface GuardMetrics {
@@ -20,10 +21,17 @@ export interface GuardMetrics {
 export type GuardAnswer =
   /** Send it; report its outcome with answered(outcome, probe). */
   | { kind: 'send'; probe: boolean }
-  /** The circuit is open: hand the events back to the queue, to come back after `ms`. */
-  | { kind: 'hold'; ms: number }
+  /** The circuit is open, or the destination paused: hand the events back to the queue, to come back after `ms`. */
+  | { kind: 'hold'; ms: number; paused?: true }
   /** Keep the events and ask again after `ms` (the rate limit), or once the probe is answered (no ms). */
   | { kind: 'wait'; ms?: number };
+
+/**
+ * How long a paused destination's events are handed back for: the queue asks again this often
+ * (the outbox loop looks once a second; a bus consumer stops pulling until the resume), so a
+ * resume takes effect within about this long.
+ */
+export const PAUSED_HOLD_MS = 1000;
 
 export class ReceiverGuard {
   private readonly breaker?: CircuitBreaker;
@@ -37,6 +45,8 @@ export class ReceiverGuard {
     metrics: GuardMetrics,
     logger: Logger,
     private readonly now: () => number = Date.now,
+    /** Pause and resume, auto-pause (none: never paused). */
+    readonly pause?: DestinationPause,
   ) {
     const gauge = metrics.circuitState.labels({ destination });
     gauge.set(0);
@@ -63,13 +73,15 @@ export class ReceiverGuard {
     return this.breaker?.state ?? 'closed';
   }
 
-  /** Milliseconds the circuit stays open (0: events may be handed out). */
+  /** Milliseconds the circuit stays open, or the pause's recheck (0: events may be handed out). */
   holdMs(): number {
+    if (this.pause?.paused) return PAUSED_HOLD_MS;
     return this.breaker?.holdMs() ?? 0;
   }
 
   /** Asks to send a request of `events` events. */
   admit(events: number): GuardAnswer {
+    if (this.pause?.paused) return { kind: 'hold', ms: PAUSED_HOLD_MS, paused: true };
     const state = this.state;
     if (state === 'open') return { kind: 'hold', ms: this.holdMs() };
     if (this.bucket) {
@@ -86,9 +98,12 @@ export class ReceiverGuard {
   /** The answer to a request admit() let through. */
   answered(outcome: Outcome, probe: boolean): void {
     const b = this.breaker;
-    if (!b) return;
-    if (outcome.kind !== 'retry') b.success(probe);
-    else if (isReceiverFailure(outcome.reason)) b.failure(probe);
-    else b.neutral(probe);
+    if (outcome.kind !== 'retry') {
+      b?.success(probe);
+      this.pause?.succeeded();
+    } else if (isReceiverFailure(outcome.reason)) {
+      b?.failure(probe);
+      this.pause?.failed(outcome.reason, outcome.error);
+    } else b?.neutral(probe);
   }
 }

@@ -12,6 +12,8 @@ export interface ProtectionSettings {
   circuitBreaker?: CircuitBreakerSettings;
   /** Undefined: no rate limit (the default). */
   rateLimit?: { eventsPerSecond: number; burst: number };
+  /** Continuous failure before the destination pauses itself (pause.ts); undefined: never. */
+  autoPause?: { afterMs: number };
 }
 
 export interface ProtectionFile {
@@ -24,6 +26,7 @@ export interface ProtectionFile {
     openFor?: string;
   };
   rateLimit?: { eventsPerSecond: number; burst?: number };
+  autoPause?: { enabled?: boolean; after?: string };
 }
 
 export const DEFAULT_CIRCUIT_BREAKER = {
@@ -33,6 +36,8 @@ export const DEFAULT_CIRCUIT_BREAKER = {
   minRequests: 20,
   openFor: '30s',
 } as const;
+
+export const DEFAULT_AUTO_PAUSE_AFTER = '24h';
 
 const duration = { type: 'string', pattern: '^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$' } as const;
 
@@ -58,6 +63,11 @@ export const protectionSchemaProperties = {
       eventsPerSecond: { type: 'number', exclusiveMinimum: 0 },
       burst: { type: 'integer', minimum: 1 },
     },
+  },
+  autoPause: {
+    type: 'object',
+    additionalProperties: false,
+    properties: { enabled: { type: 'boolean' }, after: duration },
   },
 } as const;
 
@@ -90,6 +100,11 @@ export function resolveProtection(f: ProtectionFile, where: string): ProtectionS
     // A burst below one event would never let one through.
     const burst = f.rateLimit.burst ?? Math.max(1, Math.ceil(eventsPerSecond));
     out.rateLimit = { eventsPerSecond, burst };
+  }
+  if (f.autoPause?.enabled !== false) {
+    const afterMs = parseDuration(f.autoPause?.after ?? DEFAULT_AUTO_PAUSE_AFTER);
+    if (afterMs <= 0) throw new ConfigError(`${where}: autoPause.after must be longer than 0`);
+    out.autoPause = { afterMs };
   }
   return out;
 }

@@ -59,6 +59,10 @@ describe('the intake command tree', () => {
         'console',
         'deadletter list',
         'deadletter replay',
+        'destination list',
+        'destination get',
+        'destination pause',
+        'destination resume',
         'status',
         'version',
       ]),
@@ -67,7 +71,15 @@ describe('the intake command tree', () => {
       expect(find(program, path).options.map((o) => o.long)).toEqual(
         expect.arrayContaining(['--log-level', '--kubeconfig']),
       );
-    for (const path of [['status'], ['deadletter', 'list'], ['deadletter', 'replay'], ['version']])
+    for (const path of [
+      ['status'],
+      ['deadletter', 'list'],
+      ['deadletter', 'replay'],
+      ['destination', 'list'],
+      ['destination', 'pause'],
+      ['destination', 'resume'],
+      ['version'],
+    ])
       expect(find(program, path).options.map((o) => o.long)).toContain('--output');
   });
 });

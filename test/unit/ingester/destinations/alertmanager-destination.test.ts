@@ -304,3 +304,38 @@ describe('Alertmanager destination', () => {
     await d.close();
   });
 });
+
+describe('a paused Alertmanager destination', () => {
+  it('re-sends nothing while paused, and again once resumed', async () => {
+    const store = new MemoryStore();
+    let paused = false;
+    const d = new AlertmanagerDestination(
+      'am',
+      {
+        urls: [url],
+        resendIntervalMs: 50,
+        resolvedRetentionMs: 900_000,
+        resolveAfterMs: 0,
+        timeoutMs: 1000,
+        maxAlertsPerNamespace: 10_000,
+        maxAlerts: 50_000,
+      },
+      () => store,
+      new DestinationMetrics(new Registry()),
+      pino({ level: 'silent' }),
+      'me',
+      undefined,
+      () => paused,
+    );
+    expect(await d.send(queued([event('a', 4, '1')]))).toEqual({ kind: 'accepted' });
+    paused = true;
+    posts.length = 0;
+    d.start();
+    await new Promise((r) => setTimeout(r, 300));
+    expect(posts).toHaveLength(0);
+    paused = false;
+    await new Promise((r) => setTimeout(r, 300));
+    expect(posts.length).toBeGreaterThan(0);
+    await d.close();
+  });
+});

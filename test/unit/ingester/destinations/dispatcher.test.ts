@@ -10,6 +10,8 @@ import { Dispatcher, type Delivery } from '../../../../ingester/destinations/dis
 import { classify, type Outcome } from '../../../../ingester/outbound/outcome.js';
 import { DestinationMetrics } from '../../../../ingester/destinations/metrics.js';
 import type { NormalisedEvent } from '../../../../ingester/core/event.js';
+import { DestinationPause } from '../../../../ingester/destinations/protection/pause.js';
+import { PAUSED_HOLD_MS } from '../../../../ingester/destinations/protection/receiver-guard.js';
 
 const settings = { maxAttempts: 3, backoffMinMs: 100, backoffMaxMs: 1000, maxInFlight: 4, maxInFlightBytes: 1 << 20 };
 
@@ -335,5 +337,60 @@ describe('dispatcher with a circuit breaker and a rate limit', () => {
     await tick();
     await d.idle();
     expect(events.map((e) => e.settled[0])).toEqual(['ack', 'hold 0 shutting down']);
+  });
+});
+
+describe('dispatcher of a paused destination', () => {
+  const paused = (o: { suspend?: boolean; autoPauseAfterMs?: number; now?: () => number } = {}) => {
+    const registry = new Registry();
+    const metrics = new DestinationMetrics(registry);
+    const pause = new DestinationPause('fake', {
+      suspend: o.suspend ?? false,
+      autoPauseAfterMs: o.autoPauseAfterMs ?? 0,
+      gauge: metrics.paused,
+      ...(o.now ? { now: o.now } : {}),
+    });
+    return { registry, metrics, pause };
+  };
+
+  it('sends nothing while paused: every event is held, even at its last attempt, and sent once resumed', async () => {
+    const dest = new FakeDestination(1, async () => ({ kind: 'accepted' }));
+    const { registry, metrics, pause } = paused({ suspend: true });
+    const d = new Dispatcher(dest, settings, metrics, pino({ level: 'silent' }), {}, pause);
+    const events = [delivery('a', 1), delivery('b', 3)];
+    for (const e of events) d.submit(e);
+    await d.idle();
+    expect(dest.batches).toEqual([]);
+    expect(events.map((e) => e.settled)).toEqual([
+      [`hold ${PAUSED_HOLD_MS} the destination is paused`],
+      [`hold ${PAUSED_HOLD_MS} the destination is paused`],
+    ]);
+    expect(d.holdMs()).toBe(PAUSED_HOLD_MS);
+    expect(await registry.metrics()).toMatch(/intake_destination_held_total\{destination="fake",reason="paused"\} 2/);
+    pause.setSuspended(false);
+    expect(d.holdMs()).toBe(0);
+    const again = delivery('a', 1);
+    d.submit(again);
+    await d.idle();
+    expect(dest.batches).toEqual([['a']]);
+    expect(again.settled).toEqual(['ack']);
+  });
+
+  it('holds the events of the failure that auto-paused it instead of dead-lettering them', async () => {
+    const clock = { now: 0 };
+    const dest = new FakeDestination(1, async () => classify(500, 'down', {}));
+    const { pause, metrics } = paused({ autoPauseAfterMs: 1000, now: () => clock.now });
+    const d = new Dispatcher(dest, { ...settings, maxInFlight: 1 }, metrics, pino({ level: 'silent' }), {}, pause);
+    const first = delivery('a', 1);
+    d.submit(first);
+    await d.idle();
+    expect(first.settled).toEqual(['retry ok HTTP 500: down']);
+    clock.now = 1000;
+    // Its last attempt: without the pause it would be dead-lettered.
+    const last = delivery('a', 3);
+    d.submit(last);
+    await d.idle();
+    expect(pause.status()).toMatchObject({ paused: true, reason: 'auto' });
+    expect(last.settled).toEqual([`hold ${PAUSED_HOLD_MS} the destination is paused`]);
   });
 });

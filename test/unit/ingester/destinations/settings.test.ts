@@ -44,9 +44,15 @@ describe('destination settings', () => {
         minRequests: 20,
         openForMs: 30_000,
       },
+      autoPause: { afterMs: 24 * 3600_000 },
     });
     const [limited] = resolveDestinations([
-      { ...tickets, circuitBreaker: { enabled: false }, rateLimit: { eventsPerSecond: 2.5 } },
+      {
+        ...tickets,
+        circuitBreaker: { enabled: false },
+        rateLimit: { eventsPerSecond: 2.5 },
+        autoPause: { enabled: false },
+      },
     ]);
     expect(limited?.protection).toEqual({ rateLimit: { eventsPerSecond: 2.5, burst: 3 } });
     const [tuned] = resolveDestinations([
@@ -65,10 +71,23 @@ describe('destination settings', () => {
     [{ circuitBreaker: { openFor: '0s' } }, /circuitBreaker\.openFor must be longer than 0/],
     [{ rateLimit: { burst: 5 } }, /rateLimit.*eventsPerSecond/],
     [{ rateLimit: { eventsPerSecond: 0 } }, /rateLimit\/eventsPerSecond/],
+    [{ autoPause: { after: '1d' } }, /autoPause\/after/],
+    [{ autoPause: { after: '0s' } }, /autoPause\.after must be longer than 0/],
+    [{ suspend: 'yes' }, /suspend/],
   ])('refuses the protection settings %j in the settings file, naming the field', (protection, message) => {
     expect(() =>
       resolveSettings({ destinations: [{ ...tickets, ...protection }], spool: { path: '/tmp/x' } } as never, {}),
     ).toThrow(message);
+  });
+
+  it('reads suspend (false when not given) and the auto-pause window', () => {
+    const [t, paused] = resolveDestinations([
+      { ...tickets, autoPause: { after: '90s' } },
+      { ...tickets, name: 'paused', suspend: true },
+    ]);
+    expect(t?.suspend).toBe(false);
+    expect(t?.protection.autoPause).toEqual({ afterMs: 90_000 });
+    expect(paused?.suspend).toBe(true);
   });
 
   it('applies the defaults', () => {
