@@ -4,6 +4,7 @@
  * destination, a new version delivering with its new settings, the rows of a removed one
  * discarded (not held for nobody), and nothing held for a team destination the ingester lacks.
  */
+import { DEFAULT_ADDRESS_GUARD } from '../../../../ingester/destinations/address-guard-settings.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
 import { tmpdir } from 'node:os';
@@ -95,6 +96,8 @@ beforeAll(async () => {
       replayBackoffMaxMs: 100,
     },
     deadLetters: noLetters,
+    // The receivers are on loopback, which a team's URL may not reach by default.
+    addressGuard: { ...DEFAULT_ADDRESS_GUARD, allowedCIDRs: ['127.0.0.0/8', '::1/128'] },
   });
 });
 
