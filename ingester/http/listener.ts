@@ -24,6 +24,11 @@
  * | 8    | onClose                      | below                          | stop the event loop guard                                                |                                             |
  *
  * Authentication (2) runs before any byte of the body is read (3, 4), so unauthenticated senders cost little.
+ *
+ * The common webhook request (Basic, unsigned, a plain JSON body with a Content-Length, nothing
+ * unusual in its URL or headers) skips fastify: endpoints/events-direct.ts serves it from the
+ * node http server's request event, with the same steps 1-7 in the same order and the same
+ * answers, and hands every other request to fastify untouched (serveDirectFirst below).
  */
 import Fastify, {
   LogController,

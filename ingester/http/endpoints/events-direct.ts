@@ -141,8 +141,11 @@ export function directEventsRoute(o: DirectEventsOptions): DirectRoute {
     extra: Readonly<Record<string, string>> | undefined,
   ): void => {
     if (res.headersSent || res.destroyed) return;
-    const headers = [...security, 'content-type', JSON_TYPE, 'content-length', String(Buffer.byteLength(body))];
+    // In fastify's order (security headers, the refusal's own, then the body's), so that an answer
+    // is the same bytes whichever way its request was served.
+    const headers = security.slice();
     if (extra) for (const [name, value] of Object.entries(extra)) headers.push(name, value);
+    headers.push('content-type', JSON_TYPE, 'content-length', String(Buffer.byteLength(body)));
     res.writeHead(status, headers).end(body);
   };
 
