@@ -37,6 +37,7 @@ import Fastify, {
   type FastifyRequest,
   type FastifyBodyParser,
 } from 'fastify';
+import type { Logger } from 'pino';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Authenticator } from '../auth/authenticator.js';
 import { SeenMessages } from '../auth/seen-messages.js';
@@ -283,6 +284,7 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
   serveDirectFirst(
     server,
     directEventsRoute({ ctx, securityHeaders: headers, bodies, uploads, overload, trustsProxy }),
+    o.logger,
   );
   app.route(dataPointsEndpoint(ctx));
   for (const url of [EVENTS_PATH, METRICS_PATH]) {
@@ -299,11 +301,18 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
  * The direct events route (endpoints/events-direct.ts) sees each request first; what it does not
  * take goes to fastify's handler, as before. `checkContinue` requests arrive here too (deferContinue).
  */
-function serveDirectFirst(server: Server, direct: DirectRoute): void {
+function serveDirectFirst(server: Server, direct: DirectRoute, logger: Logger): void {
   const handlers = server.listeners('request') as Array<(req: IncomingMessage, res: ServerResponse) => void>;
   server.removeAllListeners('request');
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    if (direct(req, res)) return;
+    let served = false;
+    try {
+      served = direct(req, res);
+    } catch (err) {
+      // Never a crash of the request event: a request the direct route could not judge is fastify's.
+      logger.error({ err }, 'direct events route failed; the request goes to fastify');
+    }
+    if (served) return;
     for (const handler of handlers) handler.call(server, req, res);
   });
 }
