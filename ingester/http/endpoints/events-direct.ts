@@ -23,7 +23,7 @@
  */
 import type { FastifyRequest } from 'fastify';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import { badRequest, internalError, IntakeError } from '../../core/errors.js';
+import { badRequest, internalError, IntakeError, unavailable } from '../../core/errors.js';
 import type { RouteEntry } from '../../routing/route-table.js';
 import { isAcceptedContentType, parseJsonBody } from '../body.js';
 import type { BodyAdmission } from '../body-admission.js';
@@ -53,6 +53,7 @@ const PREFIX = '/events/webhook_';
 const PLAIN_NAME = /^[a-z0-9][a-z0-9.-]*$/;
 const DIGITS = /^[0-9]+$/;
 const JSON_TYPE = 'application/json; charset=utf-8';
+const CHANGED = 'the integration changed while this request was being checked; retry';
 
 /** One request on its way through, and what the listener records of it once answered. */
 interface DirectRequest extends AnsweredRequest {
@@ -91,8 +92,11 @@ export function directEventsRoute(o: DirectEventsOptions): DirectRoute {
 
   /** Basic credentials, then request admission; the route, or undefined once the refusal is answered. */
   const authenticate = async (r: DirectRequest, res: ServerResponse): Promise<RouteEntry | undefined> => {
-    const { entry } = await ctx.auth.webhook(r as unknown as FastifyRequest, r.name);
+    const { entry, signed } = await ctx.auth.webhook(r as unknown as FastifyRequest, r.name);
     r.routeEntry = entry;
+    // The integration became a signed one (a reload) after `takes` looked: its signature is checked
+    // only on fastify's route, so this request is not accepted here.
+    if (signed || entry.signature) return void refuse(r, res, unavailable(CHANGED, 1));
     const refusal = ctx.limiter?.refusalFor(entry);
     if (refusal) return void refuse(r, res, refusal);
     return entry;

@@ -103,6 +103,36 @@ describe('which requests the direct route leaves to fastify', () => {
     }
   });
 
+  it('refuses (503, retry) a request whose integration became a signed one after it was taken: its signature is never skipped', async () => {
+    const written: unknown[] = [];
+    const signedNow = directEventsRoute({
+      ctx: {
+        routes: () => ({ webhook: () => ({}) }),
+        lifecycle,
+        limits: { bodyBytes: 1000, eventsPerRequest: 10, pointsPerRequest: 10, maxEventLoopDelayMs: 1000 },
+        metrics: {},
+        // The table was reloaded between the look and the check: the route now has a signature.
+        auth: { webhook: () => Promise.resolve({ entry: { signature: { rule: {} } }, signed: {} }) },
+        logger: { error: () => {} },
+      } as unknown as IngestContext,
+      securityHeaders: {},
+      bodies: {} as DirectEventsOptions['bodies'],
+      uploads: { watch: () => {} } as unknown as DirectEventsOptions['uploads'],
+      overload: overload as DirectEventsOptions['overload'],
+      trustsProxy: false,
+    });
+    const res = {
+      ...response(),
+      writeHead(status: number) {
+        written.push(status);
+        return this;
+      },
+    } as unknown as ServerResponse;
+    expect(signedNow(request(), res)).toBe(true);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(written).toEqual([503]);
+  });
+
   it('leaves every request to fastify behind a trusted proxy (X-Forwarded-For decides the address)', () => {
     expect(route(true)(request(), response())).toBe(false);
   });
