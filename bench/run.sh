@@ -14,6 +14,8 @@
 #   BENCH_PROFILE=SCENARIO  instead: profile the ingester (node --cpu-prof) under one scenario
 #                           (single, batch, metric, series, alertmanager, mapped or baseline)
 #                           and print the top functions
+#   BENCH_SINGLE_ONLY=1     instead: only the single-event scenario (the ingester, the node:http floor and
+#                           Alertmanager in turn, medians of BENCH_RUNS), its table and peak RSS, nothing after it
 #   BENCH_DURATION, BENCH_WARMUP (seconds), BENCH_CONNECTIONS, BENCH_RUNS: see bench/ingest/ingest.ts
 #   BENCH_NO_PUSHGATEWAY=1  run without the Pushgateway comparison even when it is installed
 #   BENCH_NO_ALERTMANAGER=1 run without the Alertmanager comparison even when it is installed
@@ -130,7 +132,7 @@ follow_on() {
     [ "$status" = 0 ] && status=$rc
   fi
 }
-if [ "$status" = 0 ] && [ -z "${BENCH_PROFILE:-}" ]; then
+if [ "$status" = 0 ] && [ -z "${BENCH_PROFILE:-}" ] && [ "${BENCH_SINGLE_ONLY:-}" != 1 ]; then
   # Tenants that cannot hurt each other (bench/noisy/noisy-neighbour.ts: tenant B beside tenant A at 10x
   # its limit with a hostile expression; the per-tenant limiter's cost; then the attack shapes, a
   # fresh ingester each, about 25 minutes in all with the defaults).

@@ -39,7 +39,7 @@ import { join } from 'node:path';
 import { mainThreadProfile, summariseFile } from '../support/cpuprofile.js';
 import { measure, monotonicUs, wrk, type Measured, type Target } from '../support/load.js';
 import { BENCH_AUTH } from '../support/processes.js';
-import { f, report } from './report.js';
+import { f, report, singleReport } from './report.js';
 import {
   deployedNodeFlags,
   machine,
@@ -59,6 +59,9 @@ import {
 import { checkIngester, checkMapping, prepare, seriesScenario, targets } from './setup.js';
 import { presetScenario } from './presets.js';
 import { DIR, DURATION_S, log, NO_PRESETS, OK_EVENT, PROFILE, WARMUP_S } from '../support/settings.js';
+
+/** BENCH_SINGLE_ONLY=1: scenario 1 alone (the ingester, the floor and Alertmanager, in turn), then its table. */
+const SINGLE_ONLY = process.env.BENCH_SINGLE_ONLY === '1';
 
 async function benchmark(): Promise<void> {
   const s = await prepare();
@@ -127,6 +130,11 @@ async function benchmark(): Promise<void> {
     alertmanager: alertmanager ? peakRssMiB(alertmanager) : NaN,
     compared: compared ? peakRssMiB(compared.server) : NaN,
   };
+  if (SINGLE_ONLY) {
+    singleReport({ single, baseSingle, alerts, rss: rssAfterSingle });
+    await stopAll();
+    return;
+  }
   if (compared) await stopServer(compared.server);
   // Alertmanager is only the single-event peer: stop it so it takes nothing from later scenarios.
   if (alertmanager) await stopServer(alertmanager);

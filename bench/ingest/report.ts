@@ -441,3 +441,75 @@ export function report(results: Results): void {
     log(`markdown written to ${process.env.BENCH_OUT}`);
   }
 }
+
+/** BENCH_SINGLE_ONLY=1: scenario 1's runs, its ratios round by round and the peak RSS, printed and written to BENCH_OUT. */
+export function singleReport(r: {
+  single: Measured;
+  baseSingle: Measured;
+  alerts: Measured | undefined;
+  rss: { ingester: number; baseline: number; alertmanager: number };
+}): void {
+  const perCpu = (w: WrkRun): number => w.rps / (w.serverCpu / 100);
+  const each = (m: Measured, pick: (w: WrkRun) => number, digits = 0): string =>
+    m.runs.map((w) => f(pick(w), digits)).join(' / ');
+  const servers: Array<[string, Measured | undefined, number]> = [
+    ['ingester', r.single, r.rss.ingester],
+    ['node:http baseline', r.baseSingle, r.rss.baseline],
+    ['Alertmanager', r.alerts, r.rss.alertmanager],
+  ];
+  const runs = (md: boolean): string =>
+    table(
+      [
+        'server',
+        'requests/s, each run',
+        'requests per server CPU-second',
+        'p99 ms',
+        'server CPU %',
+        `CPU ${SERVER_CPU} used by others %`,
+        'peak RSS MiB',
+      ],
+      servers
+        .filter((s): s is [string, Measured, number] => s[1] !== undefined)
+        .map(([name, m, rss]) => [
+          name,
+          each(m, (w) => w.rps),
+          each(m, perCpu),
+          each(m, (w) => w.p99, 2),
+          each(m, (w) => w.serverCpu),
+          each(m, (w) => Math.max(0, w.serverCpuBusy - w.serverCpu)),
+          f(rss),
+        ]),
+      md,
+      99,
+    );
+  const ratio = (a: Measured, b: Measured, pick: (w: WrkRun) => number, pct: boolean): string => {
+    const rounds = a.runs.map((w, i) => pick(w) / pick(b.runs[i] as WrkRun));
+    const show = (x: number): string => (pct ? `${f(x * 100, 1)}%` : `${f(x, 2)}x`);
+    return `${show(median(rounds))} (rounds ${rounds.map(show).join(' / ')})`;
+  };
+  const ratios = (md: boolean): string =>
+    table(
+      ['ratio in each round', 'requests/s: median (rounds)', 'per server CPU-second: median (rounds)'],
+      [
+        [
+          'ingester / node:http baseline',
+          ratio(r.single, r.baseSingle, (w) => w.rps, true),
+          ratio(r.single, r.baseSingle, perCpu, true),
+        ],
+        ...(r.alerts
+          ? [
+              [
+                'ingester / Alertmanager',
+                ratio(r.single, r.alerts, (w) => w.rps, false),
+                ratio(r.single, r.alerts, perCpu, false),
+              ],
+            ]
+          : []),
+      ],
+      md,
+      99,
+    );
+  const head = `Single events only (BENCH_SINGLE_ONLY=1): ${machine()}; ingester node flags: ${deployedNodeFlags().join(' ') || '(none)'}; ${RUNS} rounds of ${DURATION_S} s, ${CONNECTIONS} connections`;
+  process.stdout.write(`\n${head}\n\n${runs(false)}\n\n${ratios(false)}\n`);
+  if (process.env.BENCH_OUT) writeFileSync(process.env.BENCH_OUT, `${head}\n\n${runs(true)}\n\n${ratios(true)}\n`);
+}

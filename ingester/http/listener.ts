@@ -24,6 +24,11 @@
  * | 8    | onClose                      | below                          | stop the event loop guard                                                |                                             |
  *
  * Authentication (2) runs before any byte of the body is read (3, 4), so unauthenticated senders cost little.
+ *
+ * The common webhook request (Basic, unsigned, a plain JSON body with a Content-Length, nothing
+ * unusual in its URL or headers) skips fastify: endpoints/events-direct.ts serves it from the
+ * node http server's request event, with the same steps 1-7 in the same order and the same
+ * answers, and hands every other request to fastify untouched (serveDirectFirst below).
  */
 import Fastify, {
   LogController,
@@ -32,7 +37,8 @@ import Fastify, {
   type FastifyRequest,
   type FastifyBodyParser,
 } from 'fastify';
-import type { Server } from 'node:http';
+import type { Logger } from 'pino';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Authenticator } from '../auth/authenticator.js';
 import { SeenMessages } from '../auth/seen-messages.js';
 import type { SignedHeaders } from '../auth/signature-check.js';
@@ -51,8 +57,7 @@ import {
 } from '../core/errors.js';
 import { LogLimiter } from '../core/log-limiter.js';
 import { newVerifiedCache } from '../routing/credentials.js';
-import type { RouteEntry, RouteTable } from '../routing/route-table.js';
-import type { ActivityEndpoint, ActivityRecorder } from '../activity/recorder.js';
+import type { RouteEntry } from '../routing/route-table.js';
 import { BodyAdmission, DEFAULT_BODY_ADMISSION } from './body-admission.js';
 import { UploadRateGuard } from './upload-rate.js';
 import { ConnectionsPerAddress, trustedProxies } from './connections-per-address.js';
@@ -61,6 +66,7 @@ import { decodeContentEncoding } from './body.js';
 import type { IngestContext, IngestLimits, IngestServerOptions } from './context.js';
 import { dataPointsEndpoint, METRICS_PATH } from './endpoints/data-points.js';
 import { eventsEndpoint, EVENTS_PATH } from './endpoints/events.js';
+import { directEventsRoute, type DirectRoute } from './endpoints/events-direct.js';
 import {
   answerAndClose,
   answeredBeforeBody,
@@ -74,6 +80,8 @@ import {
 } from './guards.js';
 import { EventLoopGuard } from './overload.js';
 import { securityHeaders } from './security-headers.js';
+import { recordActivity } from './request-activity.js';
+import { nextRequestId } from './request-id.js';
 import { sendError } from './send-error.js';
 
 export { EVENTS_PATH, METRICS_PATH };
@@ -115,6 +123,8 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
     // No pino child logger per request (about 1.5 µs and its garbage on every request, under
     // load and under refusals alike): the one place that logs for a request names its id itself.
     childLoggerFactory: (logger) => logger,
+    // One counter with the direct events route's requests (request-id.ts).
+    genReqId: nextRequestId,
     bodyLimit: o.limits.bodyBytes,
     return503OnClosing: false,
     // Idle keep-alive connections are not reset at shutdown: they get the 503 below (see main.ts).
@@ -255,7 +265,8 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
     const endpoint = endpointOf(req);
     o.metrics.requests.inc({ endpoint, status: reply.statusCode });
     o.metrics.requestDuration.observe({ endpoint }, reply.elapsedTime / 1000);
-    if (o.activity && endpoint !== 'other') recordActivity(o.activity, o.routes, req, endpoint);
+    if (o.activity && endpoint !== 'other')
+      recordActivity(o.activity, o.routes, req, endpoint, (req.params as { name?: string }).name);
     done();
   });
 
@@ -270,6 +281,11 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
   app.setNotFoundHandler((req, reply) => sendError(reply, notFound(req.method, req.url)));
 
   app.route(eventsEndpoint(ctx));
+  serveDirectFirst(
+    server,
+    directEventsRoute({ ctx, securityHeaders: headers, bodies, uploads, overload, trustsProxy }),
+    o.logger,
+  );
   app.route(dataPointsEndpoint(ctx));
   for (const url of [EVENTS_PATH, METRICS_PATH]) {
     app.route({
@@ -279,6 +295,26 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
     });
   }
   return app;
+}
+
+/**
+ * The direct events route (endpoints/events-direct.ts) sees each request first; what it does not
+ * take goes to fastify's handler, as before. `checkContinue` requests arrive here too (deferContinue).
+ */
+function serveDirectFirst(server: Server, direct: DirectRoute, logger: Logger): void {
+  const handlers = server.listeners('request') as Array<(req: IncomingMessage, res: ServerResponse) => void>;
+  server.removeAllListeners('request');
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    let served = false;
+    try {
+      served = direct(req, res);
+    } catch (err) {
+      // Never a crash of the request event: a request the direct route could not judge is fastify's.
+      logger.error({ err }, 'direct events route failed; the request goes to fastify');
+    }
+    if (served) return;
+    for (const handler of handlers) handler.call(server, req, res);
+  });
 }
 
 /** A request announces a body: a length above zero, or a chunked body. */
@@ -303,31 +339,6 @@ function definedOnly(limits: IngestLimits): Partial<TimeoutSettings> {
 function endpointOf(req: FastifyRequest): Endpoint {
   const url = req.routeOptions.url;
   return url === EVENTS_PATH ? 'events' : url === METRICS_PATH ? 'metrics' : 'other';
-}
-
-/**
- * Activity (activity/recorder.ts), in this one place for every answer: a request the endpoint
- * accepted, or any refusal rendered by sendError, whichever step refused it (so a new kind of
- * refusal is recorded without a change here). A refusal before authentication is the named
- * integration's when it is published, else the endpoint's unattributed bucket; it is kept apart
- * from the refusals of authenticated requests and without the User-Agent (anyone can send one).
- */
-function recordActivity(
-  activity: ActivityRecorder,
-  routes: () => RouteTable,
-  req: FastifyRequest,
-  endpoint: ActivityEndpoint,
-): void {
-  if (req.refusal) {
-    const entry =
-      req.routeEntry ??
-      (endpoint === 'events' ? routes().webhook((req.params as { name?: string }).name ?? '') : undefined);
-    if (req.authenticated) activity.refused(entry, endpoint, req.refusal, req.ip, req.headers['user-agent']);
-    else activity.refusedUnauthenticated(entry, endpoint, req.refusal, req.ip);
-  } else if (req.accepted > 0 && req.routeEntry) {
-    activity.accepted(req.routeEntry, req.accepted);
-    if (req.droppedByRule > 0) activity.droppedByRule(req.routeEntry, req.droppedByRule);
-  }
 }
 
 /** Maps fastify's own errors (body limits, content types, malformed requests) into the catalogue. */

@@ -105,16 +105,7 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
   /** The body parsed, and where its events' ids and times come from: a signed message id names the events. */
   const decode = (req: EventsRequest, a: Authenticated, bytes: Buffer): Decoded => {
     const body = parseRequestBody(req, ctx.limits.maxJsonDepth);
-    const idSource: IdSource =
-      a.messageId !== undefined
-        ? { kind: 'key', key: `message-id ${a.messageId}` }
-        : idSourceOf(req.headers['idempotency-key']);
-    const eventCtx: EventContext = {
-      integration: a.entry.name,
-      namespace: a.entry.namespace,
-      receivedAtMs: Date.now(),
-      idSource,
-    };
+    const eventCtx = eventContextOf(a.entry, req.headers['idempotency-key'], a.messageId);
     const json = a.entry.mapping?.isolated ? bytes : undefined;
     return { entry: a.entry, messageId: a.messageId, body, json, eventCtx };
   };
@@ -135,53 +126,8 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
   };
 
   /** Mapped (a failure is kept as a dead letter and answered 422) or as sent, then validated; a refusal is counted. */
-  const mapAndValidate = async (req: EventsRequest, d: Decoded): Promise<NormalisedEvent[]> => {
-    try {
-      return await ctx.mapped.toEvents(d.body, d.entry, d.eventCtx, req.headers['content-type'], d.json);
-    } catch (err) {
-      // A namespace that could not reserve its mapping's CPU was counted as refused by the limiter.
-      if (err instanceof LimitError) throw err;
-      // Only the contract's validation refuses a body as sent with INVALID_BODY; a mapped body's
-      // problems are the mapping's (422, 503), never INVALID_BODY.
-      const reason = err instanceof IntakeError && err.code === 'INVALID_BODY' ? 'invalid' : 'mapping';
-      metrics.eventsRejected.inc(
-        { integration: d.entry.name, namespace: d.entry.namespace, reason },
-        Array.isArray(d.body) ? d.body.length : 1,
-      );
-      throw err;
-    }
-  };
-
-  /** Per-tenant limits: the whole batch, or a refusal (429/503) and nothing accepted. */
-  const admit = (d: Decoded, events: readonly NormalisedEvent[]): void => {
-    ctx.limiter?.take(d.entry, events.length);
-  };
-
-  /**
-   * To every sink (events/accept.ts); a failing sink means 503 and nothing acknowledged. A refused
-   * hand-off (the namespace's share of the spool or the outbox full, the bus down with no room to
-   * spool) gives back the rate admit took: nothing was accepted, and the sender's retry once the
-   * store recovers must not meet a 429 for events it was never allowed to send. The store's room
-   * is only known once the batch reaches it (it is shared by requests in flight, and the bus
-   * answers first), so the rate is taken first and returned, never checked against a guess.
-   */
-  const handOff = async (
-    req: EventsRequest,
-    d: Decoded,
-    events: readonly NormalisedEvent[],
-  ): Promise<HandOffResult> => {
-    try {
-      return await acceptEvents(events, d.eventCtx, {
-        sinks: ctx.sinks,
-        metrics,
-        onSinkError: (sink, err) =>
-          ctx.failures.error(`sink:${sink}`, err, { sink, reqId: req.id }, 'event sink failed; answered 503'),
-      });
-    } catch (err) {
-      ctx.limiter?.giveBack(d.entry, events.length);
-      throw err;
-    }
-  };
+  const mapAndValidate = (req: EventsRequest, d: Decoded): Promise<NormalisedEvent[]> =>
+    mapAndValidateEvents(ctx, d.entry, d.body, d.eventCtx, req.headers['content-type'], d.json);
 
   /** 200 with what the sinks hold; the request notes what it accepted (the listener records activity). */
   const answer = (
@@ -230,19 +176,94 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
       if (challenged) return challenged;
       if (dryRun) return answerDryRun(reply, decoded);
       const events = await mapAndValidate(req, decoded);
-      admit(decoded, events);
-      const result = await handOff(req, decoded, events);
+      admit(ctx, decoded.entry, events);
+      const result = await handOff(ctx, decoded.entry, decoded.eventCtx, events, req.id);
       req.droppedByRule = countDropped(decoded.entry, events, metrics);
       return answer(req, reply, decoded, result, events.length);
     },
   } as RouteOptions;
 }
 
+/*
+ * The steps both ways of serving this route share: this fastify route and the direct node:http
+ * one (events-direct.ts), which serves the common request (Basic, unsigned, plain JSON) without
+ * fastify's lifecycle. One definition each, so the two cannot drift apart.
+ */
+
+/** Where a request's events get their ids and time: a signed message id names them, else the Idempotency-Key. */
+export function eventContextOf(
+  entry: RouteEntry,
+  idempotencyKey: string | string[] | undefined,
+  messageId?: string,
+): EventContext {
+  const idSource: IdSource =
+    messageId !== undefined ? { kind: 'key', key: `message-id ${messageId}` } : idSourceOf(idempotencyKey);
+  return { integration: entry.name, namespace: entry.namespace, receivedAtMs: Date.now(), idSource };
+}
+
+/** Mapped (a failure is kept as a dead letter and answered 422) or as sent, then validated; a refusal is counted. */
+export async function mapAndValidateEvents(
+  ctx: IngestContext,
+  entry: RouteEntry,
+  body: unknown,
+  eventCtx: EventContext,
+  contentType: string | undefined,
+  json: Buffer | undefined,
+): Promise<NormalisedEvent[]> {
+  try {
+    return await ctx.mapped.toEvents(body, entry, eventCtx, contentType, json);
+  } catch (err) {
+    // A namespace that could not reserve its mapping's CPU was counted as refused by the limiter.
+    if (err instanceof LimitError) throw err;
+    // Only the contract's validation refuses a body as sent with INVALID_BODY; a mapped body's
+    // problems are the mapping's (422, 503), never INVALID_BODY.
+    const reason = err instanceof IntakeError && err.code === 'INVALID_BODY' ? 'invalid' : 'mapping';
+    ctx.metrics.eventsRejected.inc(
+      { integration: entry.name, namespace: entry.namespace, reason },
+      Array.isArray(body) ? body.length : 1,
+    );
+    throw err;
+  }
+}
+
+/** Per-tenant limits: the whole batch, or a refusal (429/503) and nothing accepted. */
+export function admit(ctx: IngestContext, entry: RouteEntry, events: readonly NormalisedEvent[]): void {
+  ctx.limiter?.take(entry, events.length);
+}
+
+/**
+ * To every sink (events/accept.ts); a failing sink means 503 and nothing acknowledged. A refused
+ * hand-off (the namespace's share of the spool or the outbox full, the bus down with no room to
+ * spool) gives back the rate admit took: nothing was accepted, and the sender's retry once the
+ * store recovers must not meet a 429 for events it was never allowed to send. The store's room
+ * is only known once the batch reaches it (it is shared by requests in flight, and the bus
+ * answers first), so the rate is taken first and returned, never checked against a guess.
+ */
+export async function handOff(
+  ctx: IngestContext,
+  entry: RouteEntry,
+  eventCtx: EventContext,
+  events: readonly NormalisedEvent[],
+  reqId: string,
+): Promise<HandOffResult> {
+  try {
+    return await acceptEvents(events, eventCtx, {
+      sinks: ctx.sinks,
+      metrics: ctx.metrics,
+      onSinkError: (sink, err) =>
+        ctx.failures.error(`sink:${sink}`, err, { sink, reqId }, 'event sink failed; answered 503'),
+    });
+  } catch (err) {
+    ctx.limiter?.giveBack(entry, events.length);
+    throw err;
+  }
+}
+
 /**
  * Accepted events a routing rule drops, counted once here by rule (intake_events_dropped_by_rule_total);
  * the delivery path evaluates the same compiled rules to choose destinations.
  */
-function countDropped(entry: RouteEntry, events: readonly NormalisedEvent[], metrics: IngesterMetrics): number {
+export function countDropped(entry: RouteEntry, events: readonly NormalisedEvent[], metrics: IngesterMetrics): number {
   if (!entry.rules) return 0;
   let dropped = 0;
   for (const e of events) {

@@ -1,0 +1,209 @@
+/**
+ * POST /events/webhook_<name> served straight from node:http, ahead of fastify, for the request
+ * most senders make: one JSON body with a Content-Length, Basic credentials, an unsigned
+ * integration. Everything else (signed integrations, `?dryRun`, Content-Encoding, chunked bodies,
+ * `Expect: 100-continue`, bodies announced over the limit, a trusted proxy's X-Forwarded-For, an
+ * ingester that is loading, shutting down or overloaded, unknown names) is left to fastify's
+ * route (events.ts), decided from the request line and headers before anything is done.
+ *
+ * Why: fastify's lifecycle (routing, hooks, reply, serializer) cost about as much per single
+ * event as all of intake's own steps together (docs/benchmarks.md, where the single-event path's
+ * time goes). The steps are the same functions the fastify route runs, in the same order, with
+ * the same answers:
+ *
+ *   takes         the request line and headers say this is the common request (else: fastify)
+ *   authenticate  the integration's Basic credentials (auth/authenticator.ts: brute-force guard,
+ *                 failure floor), then the tenant's request admission (429/503)
+ *   reserveBody   the body's bytes from the namespace's in-flight budget (body-admission.ts)
+ *   readBody      the bytes; the upload-rate guard has watched them since the headers came in
+ *   decode        JSON with the depth limit (body.ts), the event context (events.ts)
+ *   mapAndValidate, admit, handOff, countDropped   events.ts, shared with the fastify route
+ *   answer        200, or the refusal of the error catalogue, with the security headers
+ *   answered      (on finish) request metrics and activity, as the listener's onResponse does
+ */
+import type { FastifyRequest } from 'fastify';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import { badRequest, internalError, IntakeError, unavailable } from '../../core/errors.js';
+import type { RouteEntry } from '../../routing/route-table.js';
+import { isAcceptedContentType, parseJsonBody } from '../body.js';
+import type { BodyAdmission } from '../body-admission.js';
+import type { IngestContext } from '../context.js';
+import { answeredBeforeBody } from '../guards.js';
+import type { EventLoopGuard } from '../overload.js';
+import { recordActivity, type AnsweredRequest } from '../request-activity.js';
+import { nextRequestId } from '../request-id.js';
+import type { UploadRateGuard } from '../upload-rate.js';
+import { admit, countDropped, eventContextOf, handOff, mapAndValidateEvents } from './events.js';
+
+export interface DirectEventsOptions {
+  ctx: IngestContext;
+  securityHeaders: Readonly<Record<string, string>>;
+  bodies: BodyAdmission;
+  uploads: UploadRateGuard;
+  overload: EventLoopGuard;
+  /** A trusted proxy sets the sender's address (X-Forwarded-For): fastify's route works it out. */
+  trustsProxy: boolean;
+}
+
+/** Serves the request and returns true, or returns false at once, having done nothing: fastify serves it. */
+export type DirectRoute = (req: IncomingMessage, res: ServerResponse) => boolean;
+
+const PREFIX = '/events/webhook_';
+/** Integration names as Kubernetes names them; anything else (escapes, a query, a slash) goes to fastify's router. */
+const PLAIN_NAME = /^[a-z0-9][a-z0-9.-]*$/;
+const DIGITS = /^[0-9]+$/;
+const JSON_TYPE = 'application/json; charset=utf-8';
+const CHANGED = 'the integration changed while this request was being checked; retry';
+
+/** One request on its way through, and what the listener records of it once answered. */
+interface DirectRequest extends AnsweredRequest {
+  id: string;
+  /** As on fastify's request: the Authenticator reads the raw headers from it. */
+  raw: IncomingMessage;
+  name: string;
+  startedMs: number;
+}
+
+export function directEventsRoute(o: DirectEventsOptions): DirectRoute {
+  const { ctx, bodies, uploads } = o;
+  const { metrics, limits } = ctx;
+  const security = Object.entries(o.securityHeaders).flat();
+
+  /** The common request, decided from its request line and headers alone: its integration's name, or undefined. */
+  const takes = (req: IncomingMessage): { name: string; bytes: number } | undefined => {
+    if (req.method !== 'POST' || o.trustsProxy) return undefined;
+    const url = req.url;
+    if (url === undefined || !url.startsWith(PREFIX)) return undefined;
+    const name = url.slice(PREFIX.length);
+    if (!PLAIN_NAME.test(name)) return undefined;
+    const h = req.headers;
+    if (h['transfer-encoding'] !== undefined || h.expect !== undefined || h['content-encoding'] !== undefined)
+      return undefined;
+    const length = h['content-length'];
+    if (length === undefined || !DIGITS.test(length)) return undefined;
+    const bytes = Number(length);
+    if (bytes === 0 || bytes > limits.bodyBytes || !isAcceptedContentType(h['content-type'])) return undefined;
+    const { lifecycle } = ctx;
+    if (lifecycle.closing || lifecycle.loading || o.overload.overloaded) return undefined;
+    const entry = ctx.routes().webhook(name);
+    if (!entry || entry.signature) return undefined;
+    return { name, bytes };
+  };
+
+  /** Basic credentials, then request admission; the route, or undefined once the refusal is answered. */
+  const authenticate = async (r: DirectRequest, res: ServerResponse): Promise<RouteEntry | undefined> => {
+    const { entry, signed } = await ctx.auth.webhook(r as unknown as FastifyRequest, r.name);
+    r.routeEntry = entry;
+    // The integration became a signed one (a reload) after `takes` looked: its signature is checked
+    // only on fastify's route, so this request is not accepted here.
+    if (signed || entry.signature) return void refuse(r, res, unavailable(CHANGED, 1));
+    const refusal = ctx.limiter?.refusalFor(entry);
+    if (refusal) return void refuse(r, res, refusal);
+    return entry;
+  };
+
+  /** The body's bytes from the namespace's budget, given back when the response closes; false once refused. */
+  const reserveBody = (r: DirectRequest, res: ServerResponse, entry: RouteEntry, bytes: number): boolean => {
+    const reserved = bodies.reserveAuthenticated(entry.namespace, bytes, entry.overLimitStatus);
+    if (typeof reserved !== 'function') return (refuse(r, res, reserved), false);
+    res.once('close', reserved);
+    return true;
+  };
+
+  const serve = async (r: DirectRequest, res: ServerResponse, bytes: number): Promise<void> => {
+    try {
+      const entry = await authenticate(r, res);
+      if (!entry || !reserveBody(r, res, entry, bytes)) return;
+      const raw = await readBody(r.raw, bytes);
+      const contentType = r.headers['content-type'];
+      const body = parseJsonBody(contentType, raw, limits.maxJsonDepth);
+      const eventCtx = eventContextOf(entry, r.headers['idempotency-key']);
+      const json = entry.mapping?.isolated ? raw : undefined;
+      const events = await mapAndValidateEvents(ctx, entry, body, eventCtx, contentType, json);
+      admit(ctx, entry, events);
+      const result = await handOff(ctx, entry, eventCtx, events, r.id);
+      r.droppedByRule = countDropped(entry, events, metrics);
+      r.accepted = events.length;
+      send(res, 200, okJson(result.processed, result.cached, events.length), undefined);
+    } catch (err) {
+      const refusal = err instanceof IntakeError ? err : internalError();
+      if (refusal.code === 'INTERNAL') ctx.logger.error({ err, reqId: r.id }, 'request failed');
+      refuse(r, res, refusal);
+    }
+  };
+
+  /** The catalogue's answer (send-error.ts gives fastify's requests the same bytes). */
+  const refuse = (r: DirectRequest, res: ServerResponse, err: IntakeError): void => {
+    r.refusal = err;
+    send(res, err.statusCode, err.renderedBody(), err.headers);
+  };
+
+  const send = (
+    res: ServerResponse,
+    status: number,
+    body: string,
+    extra: Readonly<Record<string, string>> | undefined,
+  ): void => {
+    if (res.headersSent || res.destroyed) return;
+    // In fastify's order (security headers, the refusal's own, then the body's), so that an answer
+    // is the same bytes whichever way its request was served.
+    const headers = security.slice();
+    if (extra) for (const [name, value] of Object.entries(extra)) headers.push(name, value);
+    headers.push('content-type', JSON_TYPE, 'content-length', String(Buffer.byteLength(body)));
+    res.writeHead(status, headers).end(body);
+  };
+
+  /** What the listener's onResponse does for fastify's requests. */
+  const answered = (r: DirectRequest, res: ServerResponse): void => {
+    if (!r.raw.complete) answeredBeforeBody(r.raw);
+    metrics.requests.inc({ endpoint: 'events', status: res.statusCode });
+    metrics.requestDuration.observe({ endpoint: 'events' }, (performance.now() - r.startedMs) / 1000);
+    if (ctx.activity) recordActivity(ctx.activity, ctx.routes, r, 'events', r.name);
+  };
+
+  return (req, res) => {
+    const taken = takes(req);
+    if (!taken) return false;
+    const r: DirectRequest = {
+      id: nextRequestId(),
+      raw: req,
+      name: taken.name,
+      startedMs: performance.now(),
+      ip: req.socket.remoteAddress ?? '',
+      headers: req.headers as IncomingHttpHeaders,
+      authenticated: false,
+      routeEntry: null,
+      refusal: null,
+      accepted: 0,
+      droppedByRule: 0,
+    };
+    res.once('finish', () => answered(r, res));
+    // From now until all of it has arrived, whatever is answered meanwhile (upload-rate.ts).
+    uploads.watch(req, res);
+    void serve(r, res, taken.bytes);
+    return true;
+  };
+}
+
+/** The body's bytes; Node's parser delivers exactly Content-Length of them, or the request never ends. */
+function readBody(req: IncomingMessage, expected: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let received = 0;
+    req.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      received += chunk.length;
+    });
+    req.once('end', () =>
+      received === expected
+        ? resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, received))
+        : reject(badRequest(400, 'Request body size did not match Content-Length')),
+    );
+    // As fastify answers a body that failed to arrive (its sender gone, mostly): 400.
+    req.once('error', (err) => reject(badRequest(400, err.message)));
+  });
+}
+
+/** The 200 answer (reply.ts okBody, the interface document's shape), as fastify's serializer writes it. */
+const okJson = (processed: number, cached: number, received: number): string =>
+  `{"response":{"processed":${processed},"cached":${cached},"received":${received}},"success":true,"message":"Processed ${processed} event(s)"}`;

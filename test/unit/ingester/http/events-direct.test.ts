@@ -1,0 +1,189 @@
+/**
+ * The direct events route (ingester/http/endpoints/events-direct.ts): which requests it leaves to
+ * fastify, decided from the request line and headers alone, and, over a real socket, answers the
+ * same as fastify's route (app.inject never reaches the server's request event, so it is fastify's).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { directEventsRoute, type DirectEventsOptions } from '../../../../ingester/http/endpoints/events-direct.js';
+import type { IngestContext } from '../../../../ingester/http/context.js';
+import { basic } from '../../../support/credentials.js';
+import { DEMO_AUTH, harness } from '../harness.js';
+
+describe('which requests the direct route leaves to fastify', () => {
+  const entries: Record<string, { signature?: unknown }> = { demo: {}, signed: { signature: { rule: {} } } };
+  const lifecycle = { ready: true, closing: false, loading: false };
+  const overload = { overloaded: false };
+  const watched: unknown[] = [];
+  const route = (trustsProxy = false) =>
+    directEventsRoute({
+      ctx: {
+        routes: () => ({ webhook: (name: string) => entries[name] }),
+        lifecycle,
+        limits: { bodyBytes: 1000, eventsPerRequest: 10, pointsPerRequest: 10, maxEventLoopDelayMs: 1000 },
+        metrics: {},
+        // Reached only by a request it takes: refuse it at once.
+        auth: { webhook: () => Promise.reject(new Error('taken')) },
+        logger: { error: () => {} },
+      } as unknown as IngestContext,
+      securityHeaders: {},
+      bodies: {} as DirectEventsOptions['bodies'],
+      uploads: { watch: (req: unknown) => watched.push(req) } as unknown as DirectEventsOptions['uploads'],
+      overload: overload as DirectEventsOptions['overload'],
+      trustsProxy,
+    });
+  const common = {
+    method: 'POST',
+    url: '/events/webhook_demo',
+    headers: { 'content-type': 'application/json', 'content-length': '20', authorization: DEMO_AUTH } as Record<
+      string,
+      string | undefined
+    >,
+  };
+  const request = (change: Partial<typeof common> = {}, headers: Record<string, string | undefined> = {}) =>
+    ({
+      ...common,
+      ...change,
+      headers: { ...common.headers, ...headers },
+      socket: { remoteAddress: '127.0.0.1' },
+      complete: false,
+      on: () => {},
+      once: () => {},
+    }) as unknown as IncomingMessage;
+  const response = () =>
+    ({
+      once: () => {},
+      headersSent: false,
+      destroyed: false,
+      writeHead() {
+        return this;
+      },
+      end: () => {},
+    }) as unknown as ServerResponse;
+
+  it('takes the common request', () => {
+    watched.length = 0;
+    expect(route()(request(), response())).toBe(true);
+    expect(watched).toHaveLength(1);
+  });
+
+  it.each([
+    ['another method', { method: 'PUT' }, {}],
+    ['a query string (?dryRun)', { url: '/events/webhook_demo?dryRun=true' }, {}],
+    ['an escaped name', { url: '/events/webhook_de%6Do' }, {}],
+    ['a trailing slash', { url: '/events/webhook_demo/' }, {}],
+    ['another path', { url: '/v1/integrations/metrics' }, {}],
+    ['an unknown integration', { url: '/events/webhook_nosuch' }, {}],
+    ['a signed integration', { url: '/events/webhook_signed' }, {}],
+    ['a chunked body', {}, { 'content-length': undefined, 'transfer-encoding': 'chunked' }],
+    ['no body', {}, { 'content-length': '0' }],
+    ['a body announced over the limit', {}, { 'content-length': '1001' }],
+    ['a malformed length', {}, { 'content-length': '2e1' }],
+    ['Content-Encoding', {}, { 'content-encoding': 'gzip' }],
+    ['Expect: 100-continue', {}, { expect: '100-continue' }],
+    ['a content type that is not JSON', {}, { 'content-type': 'text/csv' }],
+    ['no content type', {}, { 'content-type': undefined }],
+  ])('leaves %s to fastify', (_what, change, headers) => {
+    watched.length = 0;
+    expect(route()(request(change, headers), response())).toBe(false);
+    expect(watched).toHaveLength(0);
+  });
+
+  it.each([
+    ['loading', () => (lifecycle.loading = true)],
+    ['shutting down', () => (lifecycle.closing = true)],
+    ['overloaded', () => (overload.overloaded = true)],
+  ])('leaves every request to fastify while the ingester is %s (fastify answers 503)', (_what, set) => {
+    set();
+    try {
+      expect(route()(request(), response())).toBe(false);
+    } finally {
+      lifecycle.loading = false;
+      lifecycle.closing = false;
+      overload.overloaded = false;
+    }
+  });
+
+  it('refuses (503, retry) a request whose integration became a signed one after it was taken: its signature is never skipped', async () => {
+    const written: unknown[] = [];
+    const signedNow = directEventsRoute({
+      ctx: {
+        routes: () => ({ webhook: () => ({}) }),
+        lifecycle,
+        limits: { bodyBytes: 1000, eventsPerRequest: 10, pointsPerRequest: 10, maxEventLoopDelayMs: 1000 },
+        metrics: {},
+        // The table was reloaded between the look and the check: the route now has a signature.
+        auth: { webhook: () => Promise.resolve({ entry: { signature: { rule: {} } }, signed: {} }) },
+        logger: { error: () => {} },
+      } as unknown as IngestContext,
+      securityHeaders: {},
+      bodies: {} as DirectEventsOptions['bodies'],
+      uploads: { watch: () => {} } as unknown as DirectEventsOptions['uploads'],
+      overload: overload as DirectEventsOptions['overload'],
+      trustsProxy: false,
+    });
+    const res = {
+      ...response(),
+      writeHead(status: number) {
+        written.push(status);
+        return this;
+      },
+    } as unknown as ServerResponse;
+    expect(signedNow(request(), res)).toBe(true);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(written).toEqual([503]);
+  });
+
+  it('leaves every request to fastify behind a trusted proxy (X-Forwarded-For decides the address)', () => {
+    expect(route(true)(request(), response())).toBe(false);
+  });
+});
+
+describe('the direct route over a real socket answers as fastify does', () => {
+  const event = { source: 'web-01', severity: 'critical', class: 'cpu', type: 'high' };
+  const cases: Array<[string, string, Record<string, string>, (h: Awaited<ReturnType<typeof harness>>) => void]> = [
+    ['an accepted event', JSON.stringify(event), {}, () => {}],
+    ['invalid JSON', '{"source":', {}, () => {}],
+    ['an invalid event', JSON.stringify({ source: 'a' }), {}, () => {}],
+    ['a wrong password', JSON.stringify(event), { authorization: basic('demo', 'nope') }, () => {}],
+    ['a failing sink (503)', JSON.stringify(event), {}, (h) => (h.sink.fail = true)],
+    [
+      'a sink that only spooled',
+      JSON.stringify(event),
+      {},
+      (h) => (h.sink.report = (n) => ({ processed: 0, cached: n })),
+    ],
+  ];
+
+  it.each(cases)('%s', async (_what, body, headers, arrange) => {
+    const h = await harness();
+    arrange(h);
+    const viaFastify = await h.app.inject({
+      method: 'POST',
+      url: '/events/webhook_demo',
+      headers: { authorization: DEMO_AUTH, 'content-type': 'application/json', ...headers },
+      payload: body,
+    });
+    const address = await h.app.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      const res = await fetch(`${address}/events/webhook_demo`, {
+        method: 'POST',
+        headers: { authorization: DEMO_AUTH, 'content-type': 'application/json', ...headers },
+        body,
+      });
+      expect(res.status).toBe(viaFastify.statusCode);
+      expect(await res.text()).toBe(viaFastify.body);
+      for (const name of [
+        'content-type',
+        'retry-after',
+        'www-authenticate',
+        'x-frame-options',
+        'content-security-policy',
+      ])
+        expect(res.headers.get(name) ?? undefined).toBe(viaFastify.headers[name]?.toString());
+      const counted = await h.registry.getSingleMetricAsString('intake_http_requests_total');
+      expect(counted).toContain(`intake_http_requests_total{endpoint="events",status="${res.status}"} 2`);
+    } finally {
+      await h.app.close();
+    }
+  });
+});
