@@ -12,8 +12,10 @@
  *                             its worst-case CPU time from the namespace), then the contract's validation;
  *                             mapping/mapped-webhooks.ts `map` is the one place that asks "mapped or not"
  *   admit                     per-tenant limits on the whole batch (429/503, nothing accepted)
- *   handOff                   events/accept.ts: to every sink (shared with mapping dead-letter replay); a
- *                             refused hand-off gives admit's rate back
+ *   route                     the integration's routing rules, once per event (routing/rule-decisions.ts),
+ *                             their CPU time charged to the namespace; a refusal gives admit's rate back
+ *   handOff                   events/accept.ts: to every sink with the rules' decisions (shared with mapping
+ *                             dead-letter replay); a refused hand-off gives admit's rate back
  *   answer                    200 with what the sinks hold (remembered for the message id, if signed)
  *
  * `?dryRun=true` stops after mapAndValidate and answers what the body maps to. Every refusal is an
@@ -25,10 +27,12 @@ import type { EventContext, NormalisedEvent } from '../../core/event.js';
 import type { IngesterMetrics } from '../../core/ingester-metrics.js';
 import { IntakeError, LimitError } from '../../core/errors.js';
 import { acceptEvents } from '../../events/accept.js';
+import { destinationsOf } from '../../routing/rule-decisions.js';
+import type { RuleDecision } from '../../../api/routing-rules.js';
 import { repeatableForMs } from '../../auth/signature-check.js';
 import { isDryRun } from '../../mapping/mapped-webhooks.js';
 import type { RouteEntry } from '../../routing/route-table.js';
-import type { HandOffResult } from '../../sinks/sink.js';
+import type { DecidedDestinations, HandOffResult } from '../../sinks/sink.js';
 import { parseRequestBody } from '../body.js';
 import { sendError } from '../send-error.js';
 import type { IngestContext } from '../context.js';
@@ -158,6 +162,20 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
   };
 
   /**
+   * The routing rules' decision for each event, taken once here and charged to the namespace's CPU
+   * (routing/rule-decisions.ts). A namespace over its CPU budget is refused, with admit's rate given
+   * back: nothing was accepted.
+   */
+  const route = async (d: Decoded, events: readonly NormalisedEvent[]): Promise<RuleDecision[] | undefined> => {
+    try {
+      return await ctx.mapped.decideRoutes(d.entry, events);
+    } catch (err) {
+      ctx.limiter?.giveBack(d.entry, events.length);
+      throw err;
+    }
+  };
+
+  /**
    * To every sink (events/accept.ts); a failing sink means 503 and nothing acknowledged. A refused
    * hand-off (the namespace's share of the spool or the outbox full, the bus down with no room to
    * spool) gives back the rate admit took: nothing was accepted, and the sender's retry once the
@@ -169,14 +187,20 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
     req: EventsRequest,
     d: Decoded,
     events: readonly NormalisedEvent[],
+    destinations: DecidedDestinations | undefined,
   ): Promise<HandOffResult> => {
     try {
-      return await acceptEvents(events, d.eventCtx, {
-        sinks: ctx.sinks,
-        metrics,
-        onSinkError: (sink, err) =>
-          ctx.failures.error(`sink:${sink}`, err, { sink, reqId: req.id }, 'event sink failed; answered 503'),
-      });
+      return await acceptEvents(
+        events,
+        d.eventCtx,
+        {
+          sinks: ctx.sinks,
+          metrics,
+          onSinkError: (sink, err) =>
+            ctx.failures.error(`sink:${sink}`, err, { sink, reqId: req.id }, 'event sink failed; answered 503'),
+        },
+        destinations,
+      );
     } catch (err) {
       ctx.limiter?.giveBack(d.entry, events.length);
       throw err;
@@ -231,25 +255,21 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
       if (dryRun) return answerDryRun(reply, decoded);
       const events = await mapAndValidate(req, decoded);
       admit(decoded, events);
-      const result = await handOff(req, decoded, events);
-      req.droppedByRule = countDropped(decoded.entry, events, metrics);
+      const decisions = await route(decoded, events);
+      const result = await handOff(req, decoded, events, decisions && destinationsOf(decisions));
+      if (decisions) req.droppedByRule = countDropped(decoded.entry, decisions, metrics);
       return answer(req, reply, decoded, result, events.length);
     },
   } as RouteOptions;
 }
 
-/**
- * Accepted events a routing rule drops, counted once here by rule (intake_events_dropped_by_rule_total);
- * the delivery path evaluates the same compiled rules to choose destinations.
- */
-function countDropped(entry: RouteEntry, events: readonly NormalisedEvent[], metrics: IngesterMetrics): number {
-  if (!entry.rules) return 0;
+/** Accepted events a routing rule dropped, counted by rule (intake_events_dropped_by_rule_total). */
+function countDropped(entry: RouteEntry, decisions: readonly RuleDecision[], metrics: IngesterMetrics): number {
   let dropped = 0;
-  for (const e of events) {
-    const rule = entry.rules.evaluate(e).droppedBy;
-    if (rule === undefined) continue;
+  for (const d of decisions) {
+    if (d.droppedBy === undefined) continue;
     dropped++;
-    metrics.eventsDroppedByRule.inc({ integration: entry.name, namespace: entry.namespace, rule });
+    metrics.eventsDroppedByRule.inc({ integration: entry.name, namespace: entry.namespace, rule: d.droppedBy });
   }
   return dropped;
 }
