@@ -328,6 +328,7 @@ export class JetStreamDeliveries {
           keep,
           d.settings.delivery.backoffMinMs,
           receivedAt,
+          where.namespace,
         ),
     );
   }

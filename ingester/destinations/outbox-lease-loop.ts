@@ -193,6 +193,7 @@ export class OutboxLeaseLoops {
           keep,
           KEEP_FAILED_RETRY_MS,
           receivedAt,
+          r.tenant,
         ),
       );
   }
