@@ -85,7 +85,28 @@ interface Case {
   name: string;
   queue: 'bus' | 'outbox';
   destination: Record<string, unknown>;
+  /** The bench integration's extra fields (routing rules); none by default. */
+  route?: Record<string, unknown>;
 }
+
+/**
+ * BENCH_DESTINATION_PROTECTION=N: each HTTP case is run in pairs, bare (no rules, the circuit
+ * breaker off) and protected (N routing rules of the shapes of bench/destinations/rules.ts, none of
+ * which matches, so every one is tried; the default breaker), alternately, twice: the cost of rules
+ * and breaker as a ratio within one run.
+ */
+const PROTECTION_RULES = Number(process.env.BENCH_DESTINATION_PROTECTION ?? 0);
+const protectionRules = (n: number): Array<Record<string, unknown>> =>
+  Array.from({ length: n }, (_, i) => {
+    const shapes: Array<Record<string, unknown>> = [
+      { severity: { min: 'critical' }, source: { equals: `db-${i}` } },
+      { type: { in: [`Disk${i}`, `Cpu${i}`, `Memory${i}`] } },
+      { source: { regex: `web-${i}-[0-9]+` } },
+      { customInfo: { team: { equals: `team-${i}` } } },
+      { class: { regex: `(net|storage)-${i}.*` }, severity: { max: 'warning' } },
+    ];
+    return { name: `r${i}`, match: shapes[i % shapes.length], destinations: ['target'] };
+  });
 
 /** Holds a destination's answers (a backlog builds up behind it) until released. */
 interface Gate {
@@ -163,7 +184,7 @@ async function runCase(c: Case, natsUrl: string, gate: Gate): Promise<CaseResult
     tenantLimits: BENCH_TENANT_LIMITS,
     // Shedding load is not what this measures: a neighbour on the machine must not fail the run.
     limits: { maxEventLoopDelay: '10s' },
-    routes: [benchWebhook()],
+    routes: [benchWebhook('bench', c.route ?? {})],
   };
   const file = join(dir, `${c.name.replace(/\W/g, '_')}.yaml`);
   writeFileSync(file, stringify(config));
@@ -297,6 +318,27 @@ async function main(): Promise<void> {
   for (const queue of ['bus', 'outbox'] as const) {
     for (const batchSize of [1, 100]) {
       if (!wanted(`http-${batchSize}-${queue}`)) continue;
+      if (PROTECTION_RULES > 0) {
+        for (let pair = 0; pair < 2; pair++) {
+          for (const protectedCase of [false, true]) {
+            const r = await receiver();
+            try {
+              const destination = {
+                http: { url: r.url, batchSize, timeout: '120s' },
+                delivery,
+                ...(protectedCase ? {} : { circuitBreaker: { enabled: false } }),
+              };
+              const name = `http-${batchSize}-${queue}-${protectedCase ? 'protected' : 'bare'}-${pair}`;
+              const route = protectedCase ? { rules: protectionRules(PROTECTION_RULES) } : {};
+              const what = `HTTP, batchSize ${batchSize}, ${protectedCase ? `${PROTECTION_RULES} rules + breaker` : 'bare'} (pair ${pair + 1})`;
+              row(what, queue, await runCase({ name, queue, destination, route }, natsUrl, r.gate));
+            } finally {
+              r.close();
+            }
+          }
+        }
+        continue;
+      }
       const r = await receiver();
       try {
         const destination = { http: { url: r.url, batchSize, timeout: '120s' }, delivery };
