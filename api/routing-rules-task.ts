@@ -47,7 +47,19 @@ export function rulesTaskPayload(rules: CompiledRules, events: readonly Routable
 const compiled = new Map<string, CompiledRules>();
 const COMPILED_KEPT = 256;
 
-/** In the worker: each event's decision, as JSON (an array, in order). */
+/**
+ * The task's answer: the distinct decisions, and for each event, in order, the index of its own
+ * (most events of a request share a few decisions: a short answer to send back and read).
+ */
+export type RulesTaskAnswer = [distinct: RuleDecision[], of: number[]];
+
+/** The decision of each event, from the task's answer. */
+export function decisionsOf(answer: RulesTaskAnswer): RuleDecision[] {
+  const [distinct, of] = answer;
+  return of.map((i) => distinct[i] as RuleDecision);
+}
+
+/** In the worker: each event's decision, as the JSON of a RulesTaskAnswer. */
 export function evaluateRulesTask(source: string, json: string): { json: string; count: number } {
   let rules = compiled.get(source);
   if (!rules) {
@@ -57,6 +69,18 @@ export function evaluateRulesTask(source: string, json: string): { json: string;
     compiled.set(source, rules);
   }
   const events = JSON.parse(json) as RoutableEvent[];
-  const decisions: RuleDecision[] = events.map((e) => (rules as CompiledRules).evaluate(e));
-  return { json: JSON.stringify(decisions), count: decisions.length };
+  const distinct: RuleDecision[] = [];
+  const known = new Map<string, number>();
+  const of = events.map((e) => {
+    const decision = (rules as CompiledRules).evaluate(e);
+    const key = JSON.stringify(decision);
+    let index = known.get(key);
+    if (index === undefined) {
+      index = distinct.push(decision) - 1;
+      known.set(key, index);
+    }
+    return index;
+  });
+  const answer: RulesTaskAnswer = [distinct, of];
+  return { json: JSON.stringify(answer), count: events.length };
 }

@@ -19,7 +19,7 @@
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { MappingBusy, MappingError, type ExpressionRunner, type MappingLimits } from '../../api/mapping/engine.js';
-import { rulesTaskPayload, rulesTaskSource } from '../../api/routing-rules-task.js';
+import { decisionsOf, rulesTaskPayload, rulesTaskSource, type RulesTaskAnswer } from '../../api/routing-rules-task.js';
 import type { RuleDecision } from '../../api/routing-rules.js';
 import { mappingBusy, routingRulesFailed, type LimitError } from '../core/errors.js';
 import type { NormalisedEvent } from '../core/event.js';
@@ -71,7 +71,7 @@ export class RouteDecider {
         tenant: entry.namespace,
       });
       settle?.(result.cpuMs);
-      return result.items as RuleDecision[];
+      return decisionsOf(result.items as unknown as RulesTaskAnswer);
     } catch (err) {
       if (err instanceof MappingBusy) {
         settle?.(0);
