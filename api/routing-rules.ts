@@ -11,7 +11,8 @@
  * never JSONata. A tenant writes the regular expressions, so each must be one V8's linear-time
  * engine can run, and a match that backtracks too long is finished by it (safe-regex.ts): none
  * runs in exponential time, though a match can still cost up to V8's backtrack bound plus a
- * linear pass, which is not charged to the tenant yet (docs/destinations.md, "Routing rules").
+ * linear pass: the ingester decides once per event at acceptance and charges that to the tenant's
+ * namespace, running rules with a regex in its mapping workers (ingester/routing/rule-decisions.ts).
  */
 import { compileLinear } from './safe-regex.js';
 
