@@ -11,7 +11,8 @@
  * never JSONata. A tenant writes the regular expressions, so each must be one V8's linear-time
  * engine can run, and a match that backtracks too long is finished by it (safe-regex.ts): none
  * runs in exponential time, though a match can still cost up to V8's backtrack bound plus a
- * linear pass, which is not charged to the tenant yet (docs/destinations.md, "Routing rules").
+ * linear pass: the ingester decides once per event at acceptance and charges that to the tenant's
+ * namespace, running rules with a regex in its mapping workers (ingester/routing/rule-decisions.ts).
  */
 import { compileLinear } from './safe-regex.js';
 
@@ -135,11 +136,19 @@ export class CompiledRules {
   }>;
   /** Every destination any rule or the defaults can send to. */
   readonly reachable: readonly string[];
+  /**
+   * Whether any rule matches by regular expression: then one event may cost up to V8's backtrack
+   * bound plus a linear pass per pattern, and the ingester evaluates the rules in its mapping
+   * workers (routing-rules-task.ts); otherwise a few comparisons each, on the request's thread.
+   */
+  readonly usesRegex: boolean;
+  /** The custom_info keys the rules read (all that a worker needs of an event's labels). */
+  readonly customInfoKeys: readonly string[];
 
   /** `defaults`: where events that match no rule go (the integration's destinations, else the platform's). */
   constructor(
-    rules: readonly RoutingRule[],
-    private readonly defaults: readonly string[],
+    readonly rules: readonly RoutingRule[],
+    readonly defaults: readonly string[],
   ) {
     const problems = ruleProblems(rules);
     if (problems.length > 0) throw new Error(`rules: ${problems.join('; ')}`);
@@ -151,6 +160,10 @@ export class CompiledRules {
       continue: r.continue === true,
     }));
     this.reachable = [...new Set([...defaults, ...this.compiled.flatMap((r) => r.destinations)])];
+    const matches = rules.map((r) => r.match ?? {});
+    const fieldMatches = matches.flatMap((m) => [...FIELDS.map((f) => m[f]), ...Object.values(m.customInfo ?? {})]);
+    this.usesRegex = fieldMatches.some((f) => f?.regex !== undefined);
+    this.customInfoKeys = [...new Set(matches.flatMap((m) => Object.keys(m.customInfo ?? {})))];
   }
 
   get size(): number {

@@ -33,6 +33,7 @@ import { setUpDeadLetters } from './dead-letters/setup.js';
 import { BulkReplays } from './dead-letters/bulk-replay.js';
 import { MappingMetrics } from './mapping/metrics.js';
 import { MappedWebhooks } from './mapping/mapped-webhooks.js';
+import { RouteDecider } from './routing/rule-decisions.js';
 import { MappingWorkerPool, logWorkerPriority } from '../api/mapping/worker-pool.js';
 import type { Route } from '../api/route.js';
 import { replayMapping } from './events/mapping-replay.js';
@@ -381,6 +382,7 @@ function setUpMappingAndLimits(
     mappedEventsPerRequest: settings.mapping.maxEvents,
     chargeMappingCpu: (entry, cpuMs) => limiter.chargeMappingCpu(entry, cpuMs),
     reserveMappingCpu: (entry) => limiter.reserveMappingCpu(entry),
+    routeDecider: new RouteDecider({ cpu: limiter, runner: mappingWorkers, limits: settings.mapping }),
   });
   return { mappingWorkers, limiter, mapped };
 }

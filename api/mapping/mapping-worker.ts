@@ -17,6 +17,7 @@ import { settleWorkerPriority, type WorkerPriority } from './worker-priority.js'
 
 const priority = settleWorkerPriority(process.argv[2] ?? 'not started through chrt');
 const { compileCached, countProcessCpu, evaluateHere, MappingError, processCpuMicros } = await import('./engine.js');
+const { RULES_TASK, evaluateRulesTask } = await import('../routing-rules-task.js');
 countProcessCpu();
 
 /** One evaluation: the expression, its limits and the payload as UTF-8 JSON. */
@@ -96,6 +97,12 @@ async function evaluate(task: WorkerTask): Promise<WorkerReply> {
   const started = processCpuMicros();
   const cpu = (): { cpuMs: number } => ({ cpuMs: (processCpuMicros() - started) / 1000 });
   try {
+    // An integration's routing rules (routing-rules-task.ts), not an expression.
+    if (task.source.startsWith(RULES_TASK)) {
+      const answer = evaluateRulesTask(task.source, utf8.decode(task.json));
+      const json = utf8Encoder.encode(answer.json);
+      return { id: task.id, ok: true, json, count: answer.count, outputBytes: json.byteLength, ...cpu() };
+    }
     // The ingester already refused bodies that are not JSON or nest too deep.
     const body: unknown = JSON.parse(utf8.decode(task.json));
     const result = await evaluateHere(compileCached(task.source, task.limits), body, task.limits, true);

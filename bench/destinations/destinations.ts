@@ -10,7 +10,8 @@
  * machine). Cases: an HTTP receiver of our own (one event per request, and batches of 100) and a
  * real Alertmanager, each from the bus (nats-server, JetStream consumers) and from the standalone
  * outbox. The receiver, Alertmanager and nats-server share CPU 1 with this runner. Then
- * Alertmanager alone (bench/destinations/alertmanager-alone.ts): the ceiling of the Alertmanager rows.
+ * Alertmanager alone (bench/destinations/alertmanager-alone.ts): the ceiling of the Alertmanager rows;
+ * and a bare undici client (bench/destinations/http-alone.ts): the floor of the HTTP batchSize 1 rows.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -44,7 +45,7 @@ import {
 const EVENTS = Number(process.env.BENCH_DESTINATION_EVENTS ?? 100_000);
 /** BENCH_DESTINATION_PROFILE=<case> (http-1-bus, http-100-outbox, am-bus, ...): that case's ingester runs under --cpu-prof. */
 const PROFILE = process.env.BENCH_DESTINATION_PROFILE;
-/** BENCH_DESTINATION_CASES=http-100-bus,am-outbox: only these cases (default: all six, and am-alone: Alertmanager's own ceiling). BENCH_DESTINATION_MAX_IN_FLIGHT: every destination's delivery.maxInFlight (default: the destination's own). */
+/** BENCH_DESTINATION_CASES=http-100-bus,am-outbox: only these cases (default: all six, am-alone: Alertmanager's own ceiling, and http-alone: a bare undici client's). BENCH_DESTINATION_MAX_IN_FLIGHT: every destination's delivery.maxInFlight (default: the destination's own). */
 const ONLY = process.env.BENCH_DESTINATION_CASES?.split(',').filter(Boolean);
 const wanted = (name: string): boolean => !ONLY || ONLY.includes(name);
 const dir = mkdtempSync(join(process.env.BENCH_DIR || tmpdir(), 'intake-bench-dest-'));
@@ -85,7 +86,28 @@ interface Case {
   name: string;
   queue: 'bus' | 'outbox';
   destination: Record<string, unknown>;
+  /** The bench integration's extra fields (routing rules); none by default. */
+  route?: Record<string, unknown>;
 }
+
+/**
+ * BENCH_DESTINATION_PROTECTION=N: each HTTP case is run in pairs, bare (no rules, the circuit
+ * breaker off) and protected (N routing rules of the shapes of bench/destinations/rules.ts, none of
+ * which matches, so every one is tried; the default breaker), alternately, twice: the cost of rules
+ * and breaker as a ratio within one run.
+ */
+const PROTECTION_RULES = Number(process.env.BENCH_DESTINATION_PROTECTION ?? 0);
+const protectionRules = (n: number): Array<Record<string, unknown>> =>
+  Array.from({ length: n }, (_, i) => {
+    const shapes: Array<Record<string, unknown>> = [
+      { severity: { min: 'critical' }, source: { equals: `db-${i}` } },
+      { type: { in: [`Disk${i}`, `Cpu${i}`, `Memory${i}`] } },
+      { source: { regex: `web-${i}-[0-9]+` } },
+      { customInfo: { team: { equals: `team-${i}` } } },
+      { class: { regex: `(net|storage)-${i}.*` }, severity: { max: 'warning' } },
+    ];
+    return { name: `r${i}`, match: shapes[i % shapes.length], destinations: ['target'] };
+  });
 
 /** Holds a destination's answers (a backlog builds up behind it) until released. */
 interface Gate {
@@ -163,7 +185,7 @@ async function runCase(c: Case, natsUrl: string, gate: Gate): Promise<CaseResult
     tenantLimits: BENCH_TENANT_LIMITS,
     // Shedding load is not what this measures: a neighbour on the machine must not fail the run.
     limits: { maxEventLoopDelay: '10s' },
-    routes: [benchWebhook()],
+    routes: [benchWebhook('bench', c.route ?? {})],
   };
   const file = join(dir, `${c.name.replace(/\W/g, '_')}.yaml`);
   writeFileSync(file, stringify(config));
@@ -236,6 +258,43 @@ async function alertmanager(): Promise<{ url: string; pid: number; gate: Gate; s
   };
 }
 
+/**
+ * A bare undici client on CPU 0 posting EVENTS events one per request over `connections` to a
+ * fresh receiver of ours on CPU 1 (bench/destinations/http-alone.ts): the floor of the HTTP
+ * batchSize 1 rows.
+ */
+async function httpAlone(connections: number): Promise<Ceiling> {
+  const r = await receiver();
+  try {
+    const out = await new Promise<string>((resolve, reject) => {
+      const child = spawn(
+        'taskset',
+        [
+          '-c',
+          '0',
+          process.execPath,
+          join(ROOT, 'dist/bench/destinations/http-alone.js'),
+          r.url,
+          String(EVENTS),
+          String(connections),
+        ],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d) => (stdout += d));
+      child.stderr.on('data', (d) => (stderr += d));
+      child.on('exit', (code) =>
+        code === 0 ? resolve(stdout) : reject(new Error(`http-alone exited with ${code}: ${stderr}`)),
+      );
+    });
+    const { seconds, cpuSeconds } = JSON.parse(out) as { seconds: number; cpuSeconds: number };
+    return { perSecond: EVENTS / seconds, perCpuSecond: EVENTS / cpuSeconds, cpuPercent: (100 * cpuSeconds) / seconds };
+  } finally {
+    r.close();
+  }
+}
+
 interface Ceiling {
   perSecond: number;
   perCpuSecond: number;
@@ -297,6 +356,27 @@ async function main(): Promise<void> {
   for (const queue of ['bus', 'outbox'] as const) {
     for (const batchSize of [1, 100]) {
       if (!wanted(`http-${batchSize}-${queue}`)) continue;
+      if (PROTECTION_RULES > 0) {
+        for (let pair = 0; pair < 2; pair++) {
+          for (const protectedCase of [false, true]) {
+            const r = await receiver();
+            try {
+              const destination = {
+                http: { url: r.url, batchSize, timeout: '120s' },
+                delivery,
+                ...(protectedCase ? {} : { circuitBreaker: { enabled: false } }),
+              };
+              const name = `http-${batchSize}-${queue}-${protectedCase ? 'protected' : 'bare'}-${pair}`;
+              const route = protectedCase ? { rules: protectionRules(PROTECTION_RULES) } : {};
+              const what = `HTTP, batchSize ${batchSize}, ${protectedCase ? `${PROTECTION_RULES} rules + breaker` : 'bare'} (pair ${pair + 1})`;
+              row(what, queue, await runCase({ name, queue, destination, route }, natsUrl, r.gate));
+            } finally {
+              r.close();
+            }
+          }
+        }
+        continue;
+      }
       const r = await receiver();
       try {
         const destination = { http: { url: r.url, batchSize, timeout: '120s' }, delivery };
@@ -320,6 +400,9 @@ async function main(): Promise<void> {
     }
   }
   if (process.env.BENCH_NO_ALERTMANAGER !== '1' && wanted('am-alone')) ceiling = await alertmanagerAlone();
+  // The HTTP destination opens as many connections as its maxInFlight (256 for batchSize 1).
+  const bareConnections = Number(process.env.BENCH_DESTINATION_MAX_IN_FLIGHT ?? 256);
+  const bare = wanted('http-alone') ? await httpAlone(bareConnections) : undefined;
   const table = [
     `Destinations. Machine: ${process.env.BENCH_NPROC ?? availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown'}), node ${process.version}, load average ${loadavg()
       .map((l) => l.toFixed(1))
@@ -334,6 +417,12 @@ async function main(): Promise<void> {
       ? [
           '',
           `Alertmanager alone, the ceiling of the Alertmanager rows: the alerts intake sends for ${EVENTS} such events (new alerts, intake's own labels and annotations), posted straight to a fresh Alertmanager on CPU 1 in batches of ${MAX_ALERTS_PER_POST} over 4 connections from a client on CPU 0: **${ceiling.perSecond.toFixed(0)} alerts/s**, Alertmanager at ${ceiling.cpuPercent.toFixed(0)}% of its core (${ceiling.perCpuSecond.toFixed(0)} alerts per Alertmanager CPU-second). In the Alertmanager rows nats-server shares that core too.`,
+        ]
+      : []),
+    ...(bare
+      ? [
+          '',
+          `A bare undici client, the floor of the HTTP batchSize 1 rows (\`http-alone\`): ${EVENTS} such events posted one per request over ${bareConnections} connections, as many at once, from CPU 0 to a fresh receiver of ours on CPU 1: **${bare.perSecond.toFixed(0)} events/s** (${bare.perCpuSecond.toFixed(0)} per client CPU-second, the client at ${bare.cpuPercent.toFixed(0)}% of its core).`,
         ]
       : []),
   ].join('\n');

@@ -286,6 +286,14 @@ export const mappingFailed = (message: string, errors: FieldError[], deadLetterI
     deadLetterId ? { 'x-intake-dead-letter-id': deadLetterId } : undefined,
   );
 
+/**
+ * An integration's routing rules could not decide for this request's events within their CPU time
+ * limit (their regular expressions on these values cost too much): nothing was accepted, and the
+ * same events would fail again, so 422; the tenant's rules (or smaller requests) are the remedy.
+ */
+export const routingRulesFailed = (message: string): IntakeError =>
+  new IntakeError('ROUTING_RULES_FAILED', 422, message);
+
 /** A mapping failure that could not be kept as a dead letter: the sender retries later. */
 export const deadLetterFailed = (message: string, errors: FieldError[], cause: unknown): IntakeError =>
   new IntakeError('DEAD_LETTER_FAILED', 503, message, errors, { 'retry-after': '30' }, { cause });

@@ -127,7 +127,11 @@ export function retryDelayMs(
 /** A receiver asking for more than this is waited for this long, then tried again. */
 export const MAX_RETRY_AFTER_MS = 3_600_000;
 
-/** Which destinations an event goes to: the one point where routing rules are evaluated. */
+/**
+ * Which destinations an event goes to when no decision travels with it: an integration without
+ * routing rules (its destinations as they are now), or a message an older ingester published
+ * (its rules evaluated here). Rules are otherwise decided at acceptance (routing/rule-decisions.ts).
+ */
 export interface Routing {
   /**
    * The destinations an event goes to now: its integration's routing rules decide when it has

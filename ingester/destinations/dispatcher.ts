@@ -12,6 +12,12 @@
  * limit, events wait here (never dropped); while the circuit is open they are held, i.e. handed
  * back to the queue unsent, to come back after the cool-off without spending an attempt; and a
  * request that fails once the circuit is open is held too, not dead-lettered.
+ *
+ * Tenants apart (protection/namespace-lanes.ts): a request holds one namespace's events, the
+ * namespaces' events are sent in turn, each namespace has its own circuit, and while several send
+ * to the destination none may hold more than its share of maxInFlight: what a namespace submits
+ * past it is held at once (back to the queue for SHARE_HOLD_MS), so that the queue goes on handing
+ * out the other namespaces' events instead of waiting behind a receiver that hangs on one's.
  */
 import type { Logger } from 'pino';
 import type { Counter, Histogram } from 'prom-client';
@@ -21,11 +27,14 @@ import type { Outcome } from '../outbound/outcome.js';
 import type { DestinationMetrics } from './metrics.js';
 import type { DestinationPause } from './protection/pause.js';
 import { ReceiverGuard, type GuardAnswer } from './protection/receiver-guard.js';
+import { NamespaceLanes, type Lane } from './protection/namespace-lanes.js';
 import type { ProtectionSettings } from './protection/settings.js';
 import type { DeliverySettings } from './settings.js';
 
 /** One event handed out by a queue, and how to settle it there. */
 export interface Delivery extends QueuedEvent {
+  /** Whose event it is (the queue knows it without parsing: the bus subject, the outbox row); absent: ''. */
+  readonly namespace?: string;
   /** 1 for the first delivery, counted by the queue (it survives restarts). */
   attempt: number;
   ack(): Promise<void>;
@@ -35,15 +44,12 @@ export interface Delivery extends QueuedEvent {
   hold(delayMs: number, why: string): Promise<void>;
 }
 
-/** Why events were handed back unsent: the held counter's reason, and the words the queue keeps. */
-const HELD_BECAUSE = {
-  circuit_open: 'the circuit is open',
-  paused: 'the destination is paused',
-  shutdown: 'shutting down',
-} as const;
+/** How long events a namespace submits past its share go back to the queue for. */
+export const SHARE_HOLD_MS = 1000;
 
 export class Dispatcher {
-  private batch: Delivery[] = [];
+  /** Submitted events waiting to be sent, by namespace. */
+  private readonly lanes: NamespaceLanes<Delivery>;
   private scheduled = false;
   /** Submitted and not yet settled. */
   private inFlight = 0;
@@ -74,6 +80,7 @@ export class Dispatcher {
   ) {
     this.logs = new LogLimiter(logger);
     this.guard = new ReceiverGuard(destination.name, protection, metrics, logger, Date.now, pause);
+    this.lanes = new NamespaceLanes(options.maxInFlight);
     this.delivered = metrics.delivered.labels({ destination: destination.name });
     this.latency = metrics.latency.labels({ destination: destination.name });
   }
@@ -103,8 +110,14 @@ export class Dispatcher {
   submit(d: Delivery): void {
     this.inFlight++;
     this.inFlightBytes += d.json.length;
-    this.batch.push(d);
-    if (this.batch.length >= this.destination.maxBatch) this.flush();
+    const lane = this.lanes.lane(d.namespace ?? '');
+    if (this.lanes.overShare(lane)) {
+      // Past its share while other namespaces send here: back to the queue, which hands out theirs.
+      this.track(this.hold([d], SHARE_HOLD_MS, 'namespace_share'), [d]);
+      return;
+    }
+    this.lanes.add(lane, d);
+    if (lane.pending.length >= this.destination.maxBatch) this.flush();
     else if (!this.scheduled) {
       this.scheduled = true;
       setImmediate(() => this.flush());
@@ -121,7 +134,7 @@ export class Dispatcher {
       await Promise.allSettled([...this.running]);
       this.flush();
     }
-    if (this.batch.length === 0) return;
+    if (this.lanes.pendingCount === 0) return;
     this.closing = true;
     clearTimeout(this.later);
     this.flush();
@@ -133,45 +146,74 @@ export class Dispatcher {
     return this.guard.holdMs();
   }
 
+  /**
+   * Sends what waits, namespace by namespace in turn, each request one namespace's events, while
+   * there are sending slots: a namespace at its share, or waiting for its circuit's probe, waits
+   * its next turn; the rate limit (the destination's) stops the round.
+   */
   private flush(): void {
     this.scheduled = false;
-    while (this.batch.length > 0 && this.sending < this.options.maxInFlight) {
-      const size = Math.min(this.destination.maxBatch, this.options.maxInFlight - this.sending, this.batch.length);
-      const gate: GuardAnswer = this.closing ? { kind: 'hold', ms: 0 } : this.guard.admit(size);
-      if (gate.kind === 'wait') {
-        // Beyond the rate limit, or a probe is out: the events wait here, and the queue with them.
-        if (gate.ms !== undefined && this.later === undefined)
-          this.later = setTimeout(() => {
-            this.later = undefined;
-            this.flush();
-          }, gate.ms);
-        return;
+    const maxInFlight = this.options.maxInFlight;
+    while (this.lanes.pendingCount > 0 && this.sending < maxInFlight) {
+      let sent = false;
+      for (const lane of this.lanes.waiting()) {
+        if (this.sending >= maxInFlight) return;
+        const room = Math.min(maxInFlight - this.sending, this.lanes.limitOf(lane) - lane.sending);
+        if (room <= 0 && !this.closing) continue;
+        const size = Math.min(this.destination.maxBatch, Math.max(1, room), lane.pending.length);
+        const gate: GuardAnswer = this.closing ? { kind: 'hold', ms: 0 } : this.guard.admit(size, lane.namespace);
+        if (gate.kind === 'wait') {
+          // Beyond the rate limit (every namespace waits: the round ends), or this namespace's probe is out.
+          if (gate.ms === undefined) continue;
+          if (this.later === undefined)
+            this.later = setTimeout(() => {
+              this.later = undefined;
+              this.flush();
+            }, gate.ms);
+          return;
+        }
+        const batch = this.lanes.take(lane, gate.kind === 'hold' ? lane.pending.length : size);
+        sent = true;
+        if (gate.kind === 'hold') {
+          const why = this.closing ? 'shutdown' : gate.paused ? 'paused' : 'circuit_open';
+          this.track(this.hold(batch, gate.ms, why), batch, lane);
+          continue;
+        }
+        this.sending += batch.length;
+        lane.sending += batch.length;
+        this.track(
+          this.deliver(batch, gate.probe, lane.namespace).finally(() => {
+            this.sending -= batch.length;
+            lane.sending -= batch.length;
+          }),
+          batch,
+          lane,
+        );
       }
-      const batch = this.batch.splice(0, gate.kind === 'hold' ? this.batch.length : size);
-      this.sending += batch.length;
-      const work =
-        gate.kind === 'hold'
-          ? this.hold(batch, gate.ms, this.closing ? 'shutdown' : gate.paused ? 'paused' : 'circuit_open')
-          : this.deliver(batch, gate.probe);
-      const run = work.finally(() => {
-        this.running.delete(run);
-        this.sending -= batch.length;
-        this.inFlight -= batch.length;
-        for (const d of batch) this.inFlightBytes -= d.json.length;
-        if (this.batch.length > 0) this.flush();
-        for (const w of this.waiters.splice(0)) w();
-      });
-      this.running.add(run);
+      if (!sent) return;
     }
   }
 
-  /** Hands events back to the queue unsent (the circuit is open, the destination paused, or shutting down). */
-  private async hold(batch: Delivery[], ms: number, why: keyof typeof HELD_BECAUSE): Promise<void> {
-    this.metrics.held.inc({ destination: this.destination.name, reason: why }, batch.length);
-    await this.settle(batch, (d) => d.hold(ms, HELD_BECAUSE[why]));
+  /** Counts `work` (sending or handing back `batch`) as running; once done its events are settled. */
+  private track(work: Promise<void>, batch: readonly Delivery[], lane?: Lane<Delivery>): void {
+    const run = work.finally(() => {
+      this.running.delete(run);
+      this.inFlight -= batch.length;
+      for (const d of batch) this.inFlightBytes -= d.json.length;
+      if (lane) this.lanes.settled(lane, batch.length);
+      if (this.lanes.pendingCount > 0) this.flush();
+      for (const w of this.waiters.splice(0)) w();
+    });
+    this.running.add(run);
   }
 
-  private async deliver(batch: Delivery[], probe: boolean): Promise<void> {
+  /** Hands events back to the queue unsent (the circuit is open, the destination paused, its namespace at its share, or shutting down). */
+  private async hold(batch: Delivery[], ms: number, why: keyof typeof HOLD_REASONS): Promise<void> {
+    this.metrics.held.inc({ destination: this.destination.name, reason: why }, batch.length);
+    await this.settle(batch, (d) => d.hold(ms, HOLD_REASONS[why]));
+  }
+
+  private async deliver(batch: Delivery[], probe: boolean, namespace: string): Promise<void> {
     const name = this.destination.name;
     let outcome: Outcome;
     try {
@@ -179,7 +221,7 @@ export class Dispatcher {
     } catch (err) {
       outcome = { kind: 'retry', reason: 'internal', error: (err as Error).message };
     }
-    this.guard.answered(outcome, probe);
+    this.guard.answered(outcome, probe, namespace);
     if (outcome.kind === 'accepted') {
       const now = Date.now();
       this.delivered.inc(batch.length);
@@ -214,7 +256,7 @@ export class Dispatcher {
       await this.hold(batch, this.guard.holdMs(), 'paused');
       return;
     }
-    const holdMs = this.guard.holdMs();
+    const holdMs = this.guard.holdMsOf(namespace);
     if (holdMs > 0) {
       await this.hold(batch, probe ? holdMs + this.guard.openForMs : holdMs, 'circuit_open');
       return;
@@ -255,3 +297,10 @@ export class Dispatcher {
     }
   }
 }
+
+const HOLD_REASONS = {
+  circuit_open: 'the circuit is open',
+  paused: 'the destination is paused',
+  shutdown: 'shutting down',
+  namespace_share: "the namespace holds its share of the destination's in-flight events",
+} as const;

@@ -390,15 +390,20 @@ export class JetStreamDeliveries {
         return [];
       }
     }
-    if (where.onlyFor !== undefined ? where.onlyFor !== name : !this.routing.destinationsOf(where).includes(name)) {
+    // Decided before it was published (a replay's one destination, or the routing rules' choice at
+    // acceptance): the subject says it all. Else the integration's destinations as they are now.
+    const decided = where.onlyFor !== undefined ? [where.onlyFor] : where.decided;
+    if (!(decided ?? this.routing.destinationsOf(where)).includes(name)) {
       m.ack();
       return [];
     }
     const seq = m.info.streamSequence;
     const done = this.done.get(name) as DoneEvents;
     const doneBefore = done.of(seq);
-    // With routing rules each event of the message is routed on its own; the ones not for this destination are not its to deliver.
-    const perEvent = where.onlyFor === undefined && this.routing.decidesPerEvent?.(where) === true;
+    // A message published before the rules' decisions were carried (an older ingester's): with
+    // routing rules each of its events is routed on its own here; the ones not for this destination
+    // are not its to deliver.
+    const perEvent = decided === undefined && this.routing.decidesPerEvent?.(where) === true;
     const forUs = (i: number): boolean =>
       !perEvent || this.routing.destinationsOf(where, () => readable(pieces[i] as Uint8Array)).includes(name);
     const indexes = pieces.map((_, i) => i).filter((i) => !doneBefore?.has(i) && forUs(i));
@@ -439,6 +444,7 @@ export class JetStreamDeliveries {
           keep,
           d.settings.delivery.backoffMinMs,
           receivedAt,
+          where.namespace,
         ),
     );
   }

@@ -143,6 +143,8 @@ export class MessageEventDelivery implements Delivery {
     private readonly keepFailedRetryMs: number,
     /** The received_at its message's events share, read once for all of them. */
     readonly sharedReceivedAtMs?: () => number,
+    /** Whose event it is: its message's (a message or row holds one request's events). */
+    readonly namespace?: string,
   ) {}
 
   event(): NormalisedEvent {

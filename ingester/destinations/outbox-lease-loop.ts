@@ -211,6 +211,7 @@ export class OutboxLeaseLoops {
           keep,
           KEEP_FAILED_RETRY_MS,
           receivedAt,
+          r.tenant,
         ),
       );
   }

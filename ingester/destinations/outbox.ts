@@ -15,7 +15,7 @@ import type { NormalisedEvent } from '../core/event.js';
 import type { DeliveryDeadLetter, NewDeadLetter } from '../dead-letters/model.js';
 import { packEvents } from '../sinks/bus-messages.js';
 import { outboxShareFull } from '../core/errors.js';
-import { SinkError, type EventSink, type HandOffResult } from '../sinks/sink.js';
+import { SinkError, type DecidedDestinations, type EventSink, type HandOffResult } from '../sinks/sink.js';
 import type { DiskReserve } from '../storage/disk-reserve.js';
 import { GroupCommit } from '../storage/group-commit.js';
 import type { Routing } from './destination.js';
@@ -67,11 +67,15 @@ export class Outbox implements EventSink {
 
   // ---- the hand-off sink (EventSink) ----
 
-  /** Every event is held once per destination it goes to; events with no destination are done. */
-  async handOff(events: readonly NormalisedEvent[]): Promise<HandOffResult> {
+  /**
+   * Every event is held once per destination it goes to (as its routing rules chose at acceptance,
+   * `decided`; without rules, its integration's destinations); events with no destination are done.
+   */
+  async handOff(events: readonly NormalisedEvent[], decided?: DecidedDestinations): Promise<HandOffResult> {
     const byDestination = new Map<string, NormalisedEvent[]>();
-    for (const e of events) {
-      for (const destination of this.routing.destinationsOf(e, () => e)) {
+    for (let i = 0; i < events.length; i++) {
+      const e = events[i] as NormalisedEvent;
+      for (const destination of decided?.[i] ?? this.routing.destinationsOf(e, () => e)) {
         const list = byDestination.get(destination);
         if (list) list.push(e);
         else byDestination.set(destination, [e]);

@@ -5,7 +5,7 @@
  */
 import type { NormalisedEvent } from '../core/event.js';
 import type { IngesterMetrics } from '../core/ingester-metrics.js';
-import { handOffToAll, type EventSink, type HandOffResult } from '../sinks/sink.js';
+import { handOffToAll, type DecidedDestinations, type EventSink, type HandOffResult } from '../sinks/sink.js';
 
 export interface AcceptOptions {
   sinks: readonly EventSink[];
@@ -14,18 +14,28 @@ export interface AcceptOptions {
   onSinkError(sink: string, err: unknown): void;
 }
 
-/** Hands the events to every sink; resolves with what all of them hold, or throws sinkFailed (503). */
+/**
+ * Hands the events to every sink, with the destinations their routing rules chose (when the
+ * integration has rules: routing/rule-decisions.ts); resolves with what all of them hold, or throws
+ * sinkFailed (503).
+ */
 export async function acceptEvents(
   events: readonly NormalisedEvent[],
   tenant: { integration: string; namespace: string },
   o: AcceptOptions,
+  destinations?: DecidedDestinations,
 ): Promise<HandOffResult> {
   const labels = { integration: tenant.integration, namespace: tenant.namespace };
   o.metrics.eventsReceived.inc(labels, events.length);
-  const result = await handOffToAll(o.sinks, events, (sink, err) => {
-    o.metrics.sinkErrors.inc({ sink });
-    o.onSinkError(sink, err);
-  });
+  const result = await handOffToAll(
+    o.sinks,
+    events,
+    (sink, err) => {
+      o.metrics.sinkErrors.inc({ sink });
+      o.onSinkError(sink, err);
+    },
+    destinations,
+  );
   o.metrics.eventsProcessed.inc(labels, result.processed);
   if (result.cached > 0) o.metrics.eventsCached.inc(labels, result.cached);
   return result;

@@ -11,6 +11,7 @@ import type { MappedWebhooks } from '../mapping/mapped-webhooks.js';
 import type { RouteTable } from '../routing/route-table.js';
 import type { EventSink } from '../sinks/sink.js';
 import { acceptEvents } from './accept.js';
+import { destinationsOf } from '../routing/rule-decisions.js';
 
 export interface MappingReplayOptions {
   mapped: MappedWebhooks;
@@ -31,10 +32,17 @@ export async function replayMapping(letter: MappingDeadLetter, o: MappingReplayO
     ...tenant,
     receivedAtMs: Date.parse(letter.at) || Date.now(),
   });
-  await acceptEvents(events, tenant, {
-    sinks: o.sinks,
-    metrics: o.metrics,
-    onSinkError: (sink, err) => o.logger.error({ err, sink }, 'event sink failed during replay'),
-  });
+  // Routed as a live request's events are: once, here, charged to the namespace.
+  const decisions = await o.mapped.decideRoutes(route, events);
+  await acceptEvents(
+    events,
+    tenant,
+    {
+      sinks: o.sinks,
+      metrics: o.metrics,
+      onSinkError: (sink, err) => o.logger.error({ err, sink }, 'event sink failed during replay'),
+    },
+    decisions && destinationsOf(decisions),
+  );
   return events.length;
 }

@@ -85,7 +85,7 @@ class Limit {
 interface Gate {
   readonly own: Limit;
   readonly namespace: Limit;
-  /** Mapping CPU of the namespace; only for integrations with a mapping. */
+  /** CPU of the namespace (its mapping and its routing rules); only for integrations with either. */
   readonly cpu?: Limit;
   readonly maxSeries: number;
   readonly overLimitStatus: OverLimitStatus;
@@ -284,6 +284,24 @@ export class TenantLimiter {
     };
   }
 
+  /**
+   * Charges the CPU milliseconds the integration's routing rules took for part of a request
+   * (routing/rule-decisions.ts) to the namespace's CPU budget, the one its mapping spends, and
+   * answers the refusal (counted) once that leaves the namespace in debt: the request then stops
+   * evaluating and is refused, so a namespace runs at most one slice past its budget per request.
+   */
+  chargeRulesCpu(entry: RouteEntry, cpuMs: number): LimitError | undefined {
+    const gate = this.gate(entry);
+    const cpu = gate.cpu;
+    if (!cpu) return undefined;
+    const nowMs = this.now();
+    // Refilled first, so the charge is counted against what the bucket holds now.
+    cpu.bucket.debtMs(nowMs);
+    cpu.bucket.take(cpuMs);
+    const debt = cpu.bucket.debtMs(nowMs);
+    return debt > 0 ? this.refusal(entry, gate, cpu, 1, debt) : undefined;
+  }
+
   /** The series cap for a write with this API key: the key's, at most the namespace's. */
   maxSeries(entry: RouteEntry): number {
     return this.gate(entry).maxSeries;
@@ -327,7 +345,7 @@ export class TenantLimiter {
           ns.eventsPerSecond,
           ns.eventsBurst,
         ),
-        ...(entry.mapping
+        ...(entry.mapping || entry.rules
           ? {
               cpu: this.limit(
                 previous,

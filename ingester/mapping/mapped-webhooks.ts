@@ -21,6 +21,8 @@ import type { RouteEntry } from '../routing/route-table.js';
 import { MappingBusy, MappingError, type MappingResult } from '../../api/mapping/engine.js';
 import { LetterTooLarge, type DeadLetterStore } from '../dead-letters/model.js';
 import type { MappingFailureReason, MappingMetrics } from './metrics.js';
+import { decideHere, type RouteDecider } from '../routing/rule-decisions.js';
+import type { RuleDecision } from '../../api/routing-rules.js';
 
 /**
  * Why a mapped payload produced no valid events: what the 422 and the dead letter say. Its message
@@ -60,11 +62,6 @@ export interface EventRouting {
   droppedBy?: string;
 }
 
-/** Where the integration's routing rules (or, without rules, its destinations) send each event. */
-export function routingOf(entry: RouteEntry, events: readonly NormalisedEvent[]): EventRouting[] {
-  return events.map((e) => (entry.rules ? entry.rules.evaluate(e) : { matched: [], destinations: entry.destinations }));
-}
-
 export interface MappedWebhooksOptions {
   deadLetter: DeadLetterStore;
   metrics: MappingMetrics;
@@ -79,6 +76,8 @@ export interface MappedWebhooksOptions {
    * the CPU time really used (per-tenant limits).
    */
   reserveMappingCpu?: (entry: RouteEntry) => (usedMs: number) => void;
+  /** Decides where the routing rules send each event, charged to the namespace (absent: uncharged, here). */
+  routeDecider?: RouteDecider;
 }
 
 export const isDryRun = (query: unknown): boolean => {
@@ -151,6 +150,15 @@ export class MappedWebhooks {
     return result;
   }
 
+  /**
+   * Where the integration's routing rules send each event (undefined: it has none), taken once for
+   * a live request, a dry run and a replay alike and charged to the namespace's CPU
+   * (routing/rule-decisions.ts).
+   */
+  decideRoutes(entry: RouteEntry, events: readonly NormalisedEvent[]): Promise<RuleDecision[] | undefined> {
+    return this.options.routeDecider?.decide(entry, events) ?? decideHere(entry, events, undefined);
+  }
+
   /** A live request: events, or the payload kept in the dead letter and a 422 (503 if it cannot be kept). */
   async toEvents(
     body: unknown,
@@ -201,7 +209,9 @@ export class MappedWebhooks {
         mapping,
         message: `dry run: ${events.length} event(s) would be accepted; nothing was accepted`,
         events,
-        routing: routingOf(entry, events),
+        routing:
+          (await this.decideRoutes(entry, events)) ??
+          events.map(() => ({ matched: [], destinations: entry.destinations })),
       };
     } catch (err) {
       if (err instanceof MappingFailure)

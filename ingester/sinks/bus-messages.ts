@@ -23,6 +23,7 @@
 import { hash } from 'node:crypto';
 import type { NormalisedEvent } from '../core/event.js';
 import { eventSubject, multiEventSubjectPrefix } from './jetstream-stream.js';
+import type { DecidedDestinations } from './sink.js';
 
 /** Events of one namespace and integration packed together: a bus message, an outbox row. */
 export interface EventPack {
@@ -41,10 +42,33 @@ export interface BusMessage extends EventPack {
 
 const NEWLINE = 0x0a;
 
-/** The request's events as bus messages of at most maxBytes each (an event larger than that goes alone). */
-export function busMessages(prefix: string, events: readonly NormalisedEvent[], maxBytes: number): BusMessage[] {
+/**
+ * The request's events as bus messages of at most maxBytes each (an event larger than that goes
+ * alone). With `decided` (the routing rules' choice per event), the events are grouped by the
+ * destinations chosen, and each message's subject names them (jetstream-stream.ts EventSubject).
+ */
+export function busMessages(
+  prefix: string,
+  events: readonly NormalisedEvent[],
+  maxBytes: number,
+  decided?: DecidedDestinations,
+): BusMessage[] {
   const multi = multiEventSubjectPrefix(prefix);
-  return packEvents(events, maxBytes).map((p) => ({ ...p, subject: eventSubject(p.events === 1 ? prefix : multi, p) }));
+  const messages = (list: readonly NormalisedEvent[], to?: readonly string[]): BusMessage[] =>
+    packEvents(list, maxBytes).map((p) => ({
+      ...p,
+      subject: eventSubject(p.events === 1 ? prefix : multi, to === undefined ? p : { ...p, decided: to }),
+    }));
+  if (decided === undefined) return messages(events);
+  const groups = new Map<string, { to: readonly string[]; events: NormalisedEvent[] }>();
+  for (let i = 0; i < events.length; i++) {
+    const to = [...new Set(decided[i] ?? [])].sort();
+    const key = to.join('.');
+    const group = groups.get(key);
+    if (group) group.events.push(events[i] as NormalisedEvent);
+    else groups.set(key, { to, events: [events[i] as NormalisedEvent] });
+  }
+  return [...groups.values()].flatMap((g) => messages(g.events, g.to));
 }
 
 /** Packs of at most maxBytes each, one namespace and integration per pack, repeated ids left out. */

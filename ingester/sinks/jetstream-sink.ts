@@ -32,7 +32,7 @@ import { BusStorage } from './bus-storage.js';
 import { busMessages } from './bus-messages.js';
 import { PubAckPublisher, type PubOutcome } from './pub-acks.js';
 import { SpoolReplayer } from './spool-replayer.js';
-import { SinkError, type HandOffResult, type EventSink } from './sink.js';
+import { SinkError, type DecidedDestinations, type HandOffResult, type EventSink } from './sink.js';
 import { Spool, SpoolError, type SpoolRecord, type SpooledRow } from './spool.js';
 
 export interface JetStreamSinkOptions {
@@ -144,8 +144,9 @@ export class JetStreamSink implements EventSink {
     return `${busProblem} and the spool cannot take events (${this.spool.unavailableReason ?? 'full'})`;
   }
 
-  async handOff(events: readonly NormalisedEvent[]): Promise<HandOffResult> {
-    const outgoing = busMessages(this.settings.subjectPrefix, events, this.maxMessageBytes());
+  /** The events as bus messages; with routing rules, their subjects carry the destinations chosen (bus-messages.ts). */
+  async handOff(events: readonly NormalisedEvent[], decided?: DecidedDestinations): Promise<HandOffResult> {
+    const outgoing = busMessages(this.settings.subjectPrefix, events, this.maxMessageBytes(), decided);
     const acked = await this.publishAll(outgoing);
     const rest = outgoing.filter((_, i) => !acked[i]);
     // An event repeated within the request went once: it is held wherever its first copy is.

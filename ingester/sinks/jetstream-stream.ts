@@ -26,20 +26,34 @@ export const eventStreamSubjects = (prefix: string): string[] => eventSubjectPre
 
 /**
  * Where an event on the stream belongs, as its subject says: `<prefix>.<namespace>.<integration>`
- * (a message of several events: the same under multiEventSubjectPrefix(prefix)), or for a
- * replayed dead letter, always one event, `<prefix>.<namespace>.<integration>.<destination>`
- * (delivered to that destination only). Deliveries choose messages by the subject, so they need not parse
- * the event.
+ * (a message of several events: the same under multiEventSubjectPrefix(prefix)), then the
+ * destinations it goes to when that was decided before it was published:
+ *   - `.<destination>`: that destination only (`onlyFor`): a replayed dead letter, or events whose
+ *     routing rules chose one destination;
+ *   - `._.<destination>.<destination>...`: events whose routing rules chose several (`decided`);
+ *   - `._`: events a rule dropped (`decided` empty).
+ * `_` is never a destination's name. Deliveries choose messages by the subject, so they need not
+ * parse or route the events. An ingester from before the rules' decisions were carried (a rolling
+ * update) reads `._` as a destination it does not have, and a longer subject as none it makes, so
+ * it parses and routes those events itself, as it always did.
  */
 export interface EventSubject {
   namespace: string;
   integration: string;
   onlyFor?: string;
+  /** The destinations routing rules chose (several, or none); one is written as `onlyFor`. */
+  decided?: readonly string[];
 }
+
+/** The token before the destinations routing rules chose (none: a drop rule): never a destination's name. */
+const DECIDED = '_';
 
 export function eventSubject(prefix: string, s: EventSubject): string {
   const base = `${prefix}.${subjectToken(s.namespace)}.${subjectToken(s.integration)}`;
-  return s.onlyFor === undefined ? base : `${base}.${subjectToken(s.onlyFor)}`;
+  if (s.onlyFor !== undefined) return `${base}.${subjectToken(s.onlyFor)}`;
+  if (s.decided === undefined) return base;
+  if (s.decided.length === 1) return `${base}.${subjectToken(s.decided[0] as string)}`;
+  return [base, DECIDED, ...s.decided.map(subjectToken)].join('.');
 }
 
 /**
@@ -50,9 +64,12 @@ export function eventSubject(prefix: string, s: EventSubject): string {
 export function readEventSubject(prefix: string, subject: string): EventSubject | undefined {
   if (!subject.startsWith(prefix) || subject.charCodeAt(prefix.length) !== 0x2e) return undefined;
   const tokens = subject.slice(prefix.length + 1).split('.');
-  if (tokens.length !== 2 && tokens.length !== 3) return undefined;
+  if (tokens.length < 2) return undefined;
   const [namespace, integration, onlyFor] = tokens as [string, string, string | undefined];
-  return onlyFor === undefined ? { namespace, integration } : { namespace, integration, onlyFor };
+  if (onlyFor === undefined) return { namespace, integration };
+  if (onlyFor === DECIDED) return { namespace, integration, decided: tokens.slice(3) };
+  if (tokens.length === 3) return { namespace, integration, onlyFor };
+  return undefined;
 }
 
 /** Subject tokens cannot hold dots, wildcards or spaces; valid Kubernetes and route names pass unchanged. */

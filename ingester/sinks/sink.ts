@@ -14,9 +14,16 @@ export interface HandOffResult {
   cached: number;
 }
 
+/**
+ * Per event, in order, the destinations its integration's routing rules chose at acceptance
+ * (routing/rule-decisions.ts); a sink that feeds delivery keeps them with the event. Absent: the
+ * integration has no rules, and its events go to its destinations as they are when delivered.
+ */
+export type DecidedDestinations = readonly (readonly string[])[];
+
 export interface EventSink {
   readonly name: string;
-  handOff(events: readonly NormalisedEvent[]): Promise<HandOffResult>;
+  handOff(events: readonly NormalisedEvent[], destinations?: DecidedDestinations): Promise<HandOffResult>;
   /** Why the sink cannot take events right now (readiness), or undefined when it can. */
   unavailable?(): string | undefined;
   /** Resolves when everything acknowledged so far has left the process (shutdown). */
@@ -41,8 +48,9 @@ export async function handOffToAll(
   sinks: readonly EventSink[],
   events: readonly NormalisedEvent[],
   onError: (sink: string, err: unknown) => void,
+  destinations?: DecidedDestinations,
 ): Promise<HandOffResult> {
-  const reports = await Promise.allSettled(sinks.map((s) => s.handOff(events)));
+  const reports = await Promise.allSettled(sinks.map((s) => s.handOff(events, destinations)));
   let processed = events.length;
   for (let i = 0; i < reports.length; i++) {
     const report = reports[i] as PromiseSettledResult<HandOffResult>;

@@ -1,8 +1,17 @@
 /**
- * What stands between a destination's dispatcher and its receiver: the circuit breaker and the
+ * What stands between a destination's dispatcher and its receiver: the circuit breakers and the
  * rate limit of one destination (protection/settings.ts). The dispatcher asks before each request
  * and reports each answer; the guard keeps the metrics of the circuit's state. Kind-agnostic: any
  * destination that sends requests and gets Outcomes uses it.
+ *
+ * One breaker per namespace whose events the destination carries (a request holds one namespace's
+ * events: dispatcher.ts): a receiver that fails on one tenant's payloads (a 500 for what it cannot
+ * read, a timeout on its large batches) opens that tenant's circuit, and the other tenants'
+ * events to the same receiver go on. A receiver that is down for everyone opens every sending
+ * namespace's circuit, each after its own failures, each probing on its own. The destination's
+ * state (the gauge, holdMs) is open only when every namespace's is; the rate limit protects the
+ * receiver and stays the destination's, shared by turns (the dispatcher serves namespaces in turn).
+ * A pause (pause.ts) is the destination's: while it lasts every namespace's events are held.
  */
 import type { Logger } from 'pino';
 import type { Counter, Gauge } from 'prom-client';
@@ -33,62 +42,73 @@ export type GuardAnswer =
  */
 export const PAUSED_HOLD_MS = 1000;
 
+/** Namespaces whose breaker is kept at most; past it, closed and idle ones are forgotten. */
+const BREAKERS_SWEEP = 1024;
+
 export class ReceiverGuard {
-  private readonly breaker?: CircuitBreaker;
+  private readonly breakers = new Map<string, CircuitBreaker>();
   private readonly bucket?: TokenBucket;
   /** The cool-off (0 without a breaker). */
   readonly openForMs: number;
+  private readonly gauge: Gauge.Internal<'destination'>;
 
   constructor(
     readonly destination: string,
-    settings: ProtectionSettings,
-    metrics: GuardMetrics,
-    logger: Logger,
+    private readonly settings: ProtectionSettings,
+    private readonly metrics: GuardMetrics,
+    private readonly logger: Logger,
     private readonly now: () => number = Date.now,
-    /** Pause and resume, auto-pause (none: never paused). */
+    /** Pause and resume, auto-pause (none: never paused): the destination's as a whole, every namespace's events held. */
     readonly pause?: DestinationPause,
   ) {
-    const gauge = metrics.circuitState.labels({ destination });
-    gauge.set(0);
+    this.gauge = metrics.circuitState.labels({ destination });
+    this.gauge.set(0);
     this.openForMs = settings.circuitBreaker?.openForMs ?? 0;
-    if (settings.circuitBreaker) {
-      const openForMs = settings.circuitBreaker.openForMs;
-      this.breaker = new CircuitBreaker(settings.circuitBreaker, now, (from, to) => {
-        gauge.set(CIRCUIT_STATE_VALUE[to]);
-        metrics.circuitTransitions.inc({ destination, to });
-        const log = { destination, from, to, ...(to === 'open' ? { openForMs } : {}) };
-        if (to === 'open') {
-          logger.warn(log, 'circuit opened: events wait in the queue, a probe is sent after the cool-off');
-          // The state turns half-open when next read: read it then, so the gauge says so even
-          // while nothing is waiting to be sent.
-          setTimeout(() => this.breaker?.state, openForMs).unref();
-        } else logger.info(log, `circuit ${to}`);
-      });
-    }
     if (settings.rateLimit)
       this.bucket = new TokenBucket(settings.rateLimit.eventsPerSecond, settings.rateLimit.burst, now());
   }
 
+  /** The destination's state: open (or half-open) only when every namespace's circuit is. */
   get state(): CircuitState {
-    return this.breaker?.state ?? 'closed';
+    let state: CircuitState | undefined;
+    for (const b of this.breakers.values()) {
+      const s = b.state;
+      if (s === 'closed') return 'closed';
+      if (state !== 'half-open') state = s;
+    }
+    return state ?? 'closed';
   }
 
-  /** Milliseconds the circuit stays open, or the pause's recheck (0: events may be handed out). */
+  /** The state of one namespace's circuit on this destination. */
+  stateOf(namespace: string): CircuitState {
+    return this.breakers.get(namespace)?.state ?? 'closed';
+  }
+
+  /** Milliseconds every namespace's circuit stays open (0: some namespace's events may be handed out). */
   holdMs(): number {
     if (this.pause?.paused) return PAUSED_HOLD_MS;
-    return this.breaker?.holdMs() ?? 0;
+    if (this.breakers.size === 0) return 0;
+    let ms = Infinity;
+    for (const b of this.breakers.values()) ms = Math.min(ms, b.holdMs());
+    return ms;
   }
 
-  /** Asks to send a request of `events` events. */
-  admit(events: number): GuardAnswer {
+  /** Milliseconds this namespace's circuit stays open (0: its events may be sent). */
+  holdMsOf(namespace: string): number {
+    if (this.pause?.paused) return PAUSED_HOLD_MS;
+    return this.breakers.get(namespace)?.holdMs() ?? 0;
+  }
+
+  /** Asks to send a request of `events` events of `namespace`. */
+  admit(events: number, namespace = ''): GuardAnswer {
     if (this.pause?.paused) return { kind: 'hold', ms: PAUSED_HOLD_MS, paused: true };
-    const state = this.state;
-    if (state === 'open') return { kind: 'hold', ms: this.holdMs() };
+    const breaker = this.breakerOf(namespace);
+    if (breaker?.state === 'open') return { kind: 'hold', ms: breaker.holdMs() };
     if (this.bucket) {
       const ms = this.bucket.waitMs(events, this.now());
       if (ms > 0) return { kind: 'wait', ms: Math.ceil(ms) };
     }
-    const gate = this.breaker?.admit() ?? { kind: 'send', probe: false };
+    const gate = breaker?.admit() ?? { kind: 'send', probe: false };
     if (gate.kind === 'hold') return gate;
     if (gate.kind === 'wait-for-probe') return { kind: 'wait' };
     this.bucket?.take(events);
@@ -96,8 +116,8 @@ export class ReceiverGuard {
   }
 
   /** The answer to a request admit() let through. */
-  answered(outcome: Outcome, probe: boolean): void {
-    const b = this.breaker;
+  answered(outcome: Outcome, probe: boolean, namespace = ''): void {
+    const b = this.breakers.get(namespace);
     if (outcome.kind !== 'retry') {
       b?.success(probe);
       this.pause?.succeeded();
@@ -105,5 +125,32 @@ export class ReceiverGuard {
       b?.failure(probe);
       this.pause?.failed(outcome.reason, outcome.error);
     } else b?.neutral(probe);
+  }
+
+  private breakerOf(namespace: string): CircuitBreaker | undefined {
+    const settings = this.settings.circuitBreaker;
+    if (!settings) return undefined;
+    let breaker = this.breakers.get(namespace);
+    if (breaker) return breaker;
+    if (this.breakers.size >= BREAKERS_SWEEP)
+      for (const [ns, b] of this.breakers) if (b.state === 'closed') this.breakers.delete(ns);
+    const { destination, metrics, logger } = this;
+    const openForMs = settings.openForMs;
+    breaker = new CircuitBreaker(settings, this.now, (from, to) => {
+      this.gauge.set(CIRCUIT_STATE_VALUE[this.state]);
+      metrics.circuitTransitions.inc({ destination, to });
+      const log = { destination, namespace, from, to, ...(to === 'open' ? { openForMs } : {}) };
+      if (to === 'open') {
+        logger.warn(
+          log,
+          "circuit opened for this namespace's events: they wait in the queue, a probe is sent after the cool-off",
+        );
+        // The state turns half-open when next read: read it then, so the gauge says so even
+        // while nothing is waiting to be sent.
+        setTimeout(() => this.gauge.set(CIRCUIT_STATE_VALUE[this.state]), openForMs).unref();
+      } else logger.info(log, `circuit ${to}`);
+    });
+    this.breakers.set(namespace, breaker);
+    return breaker;
   }
 }

@@ -33,7 +33,7 @@ import type { EventLoopGuard } from '../overload.js';
 import { recordActivity, type AnsweredRequest } from '../request-activity.js';
 import { nextRequestId } from '../request-id.js';
 import type { UploadRateGuard } from '../upload-rate.js';
-import { admit, countDropped, eventContextOf, handOff, mapAndValidateEvents } from './events.js';
+import { admit, countDropped, eventContextOf, handOff, mapAndValidateEvents, route } from './events.js';
 
 export interface DirectEventsOptions {
   ctx: IngestContext;
@@ -121,8 +121,9 @@ export function directEventsRoute(o: DirectEventsOptions): DirectRoute {
       const json = entry.mapping?.isolated ? raw : undefined;
       const events = await mapAndValidateEvents(ctx, entry, body, eventCtx, contentType, json);
       admit(ctx, entry, events);
-      const result = await handOff(ctx, entry, eventCtx, events, r.id);
-      r.droppedByRule = countDropped(entry, events, metrics);
+      const decisions = await route(ctx, entry, events);
+      const result = await handOff(ctx, entry, eventCtx, events, r.id, decisions);
+      if (decisions) r.droppedByRule = countDropped(entry, decisions, metrics);
       r.accepted = events.length;
       send(res, 200, okJson(result.processed, result.cached, events.length), undefined);
     } catch (err) {

@@ -12,8 +12,10 @@
  *                             its worst-case CPU time from the namespace), then the contract's validation;
  *                             mapping/mapped-webhooks.ts `map` is the one place that asks "mapped or not"
  *   admit                     per-tenant limits on the whole batch (429/503, nothing accepted)
- *   handOff                   events/accept.ts: to every sink (shared with mapping dead-letter replay); a
- *                             refused hand-off gives admit's rate back
+ *   route                     the integration's routing rules, once per event (routing/rule-decisions.ts),
+ *                             their CPU time charged to the namespace; a refusal gives admit's rate back
+ *   handOff                   events/accept.ts: to every sink with the rules' decisions (shared with mapping
+ *                             dead-letter replay); a refused hand-off gives admit's rate back
  *   answer                    200 with what the sinks hold (remembered for the message id, if signed)
  *
  * `?dryRun=true` stops after mapAndValidate and answers what the body maps to. Every refusal is an
@@ -25,6 +27,8 @@ import type { EventContext, NormalisedEvent } from '../../core/event.js';
 import type { IngesterMetrics } from '../../core/ingester-metrics.js';
 import { IntakeError, LimitError } from '../../core/errors.js';
 import { acceptEvents } from '../../events/accept.js';
+import { destinationsOf } from '../../routing/rule-decisions.js';
+import type { RuleDecision } from '../../../api/routing-rules.js';
 import { repeatableForMs } from '../../auth/signature-check.js';
 import { isDryRun } from '../../mapping/mapped-webhooks.js';
 import type { RouteEntry } from '../../routing/route-table.js';
@@ -177,8 +181,9 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
       if (dryRun) return answerDryRun(reply, decoded);
       const events = await mapAndValidate(req, decoded);
       admit(ctx, decoded.entry, events);
-      const result = await handOff(ctx, decoded.entry, decoded.eventCtx, events, req.id);
-      req.droppedByRule = countDropped(decoded.entry, events, metrics);
+      const decisions = await route(ctx, decoded.entry, events);
+      const result = await handOff(ctx, decoded.entry, decoded.eventCtx, events, req.id, decisions);
+      if (decisions) req.droppedByRule = countDropped(decoded.entry, decisions, metrics);
       return answer(req, reply, decoded, result, events.length);
     },
   } as RouteOptions;
@@ -232,7 +237,25 @@ export function admit(ctx: IngestContext, entry: RouteEntry, events: readonly No
 }
 
 /**
- * To every sink (events/accept.ts); a failing sink means 503 and nothing acknowledged. A refused
+ * The routing rules' decision for each event, taken once here and charged to the namespace's CPU
+ * (routing/rule-decisions.ts); undefined for an integration without rules. A namespace over its
+ * CPU budget is refused, with admit's rate given back: nothing was accepted.
+ */
+export async function route(
+  ctx: IngestContext,
+  entry: RouteEntry,
+  events: readonly NormalisedEvent[],
+): Promise<RuleDecision[] | undefined> {
+  try {
+    return await ctx.mapped.decideRoutes(entry, events);
+  } catch (err) {
+    ctx.limiter?.giveBack(entry, events.length);
+    throw err;
+  }
+}
+
+/**
+ * To every sink (events/accept.ts), each event to the destinations its rules decided; a failing sink means 503 and nothing acknowledged. A refused
  * hand-off (the namespace's share of the spool or the outbox full, the bus down with no room to
  * spool) gives back the rate admit took: nothing was accepted, and the sender's retry once the
  * store recovers must not meet a 429 for events it was never allowed to send. The store's room
@@ -245,32 +268,33 @@ export async function handOff(
   eventCtx: EventContext,
   events: readonly NormalisedEvent[],
   reqId: string,
+  decisions?: readonly RuleDecision[],
 ): Promise<HandOffResult> {
   try {
-    return await acceptEvents(events, eventCtx, {
-      sinks: ctx.sinks,
-      metrics: ctx.metrics,
-      onSinkError: (sink, err) =>
-        ctx.failures.error(`sink:${sink}`, err, { sink, reqId }, 'event sink failed; answered 503'),
-    });
+    return await acceptEvents(
+      events,
+      eventCtx,
+      {
+        sinks: ctx.sinks,
+        metrics: ctx.metrics,
+        onSinkError: (sink, err) =>
+          ctx.failures.error(`sink:${sink}`, err, { sink, reqId }, 'event sink failed; answered 503'),
+      },
+      decisions && destinationsOf(decisions),
+    );
   } catch (err) {
     ctx.limiter?.giveBack(entry, events.length);
     throw err;
   }
 }
 
-/**
- * Accepted events a routing rule drops, counted once here by rule (intake_events_dropped_by_rule_total);
- * the delivery path evaluates the same compiled rules to choose destinations.
- */
-export function countDropped(entry: RouteEntry, events: readonly NormalisedEvent[], metrics: IngesterMetrics): number {
-  if (!entry.rules) return 0;
+/** Accepted events a routing rule dropped, counted by rule (intake_events_dropped_by_rule_total). */
+export function countDropped(entry: RouteEntry, decisions: readonly RuleDecision[], metrics: IngesterMetrics): number {
   let dropped = 0;
-  for (const e of events) {
-    const rule = entry.rules.evaluate(e).droppedBy;
-    if (rule === undefined) continue;
+  for (const d of decisions) {
+    if (d.droppedBy === undefined) continue;
     dropped++;
-    metrics.eventsDroppedByRule.inc({ integration: entry.name, namespace: entry.namespace, rule });
+    metrics.eventsDroppedByRule.inc({ integration: entry.name, namespace: entry.namespace, rule: d.droppedBy });
   }
   return dropped;
 }

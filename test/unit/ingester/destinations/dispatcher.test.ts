@@ -394,3 +394,110 @@ describe('dispatcher of a paused destination', () => {
     expect(last.settled).toEqual([`hold ${PAUSED_HOLD_MS} the destination is paused`]);
   });
 });
+
+describe('dispatcher shared by namespaces', () => {
+  const breakerSettings = {
+    circuitBreaker: { consecutiveFailures: 2, failureRatio: 1, windowMs: 60_000, minRequests: 1, openForMs: 60_000 },
+  };
+  const of = (namespace: string, id: string, attempt = 1): Delivery & { settled: string[] } =>
+    Object.assign(delivery(id, attempt), { namespace });
+  const protect = (dest: Destination, overrides: Partial<typeof settings> = {}) => {
+    const registry = new Registry();
+    const d = new Dispatcher(
+      dest,
+      { ...settings, ...overrides },
+      new DestinationMetrics(registry),
+      pino({ level: 'silent' }),
+      breakerSettings,
+    );
+    return { d, registry };
+  };
+
+  it("opens one namespace's circuit on its failures; the other namespace's events to the same receiver go on", async () => {
+    // The receiver fails on team-a's payloads only (a 500 for what it cannot read).
+    const dest = new FakeDestination(1, async () => ({ kind: 'accepted' }));
+    dest.send = async (events) => {
+      dest.batches.push(events.map((e) => e.event().id));
+      return events.some((e) => e.event().id.startsWith('a')) ? classify(500, 'cannot read', {}) : { kind: 'accepted' };
+    };
+    const { d, registry } = protect(dest, { maxInFlight: 8 });
+    const a = ['a1', 'a2', 'a3', 'a4'].map((id) => of('team-a', id));
+    const b = ['b1', 'b2', 'b3', 'b4'].map((id) => of('team-b', id));
+    for (let i = 0; i < 4; i++) {
+      d.submit(a[i] as Delivery);
+      d.submit(b[i] as Delivery);
+    }
+    await d.idle();
+    expect(b.map((e) => e.settled.join())).toEqual(['ack', 'ack', 'ack', 'ack']);
+    // team-a: two failures opened its circuit; the rest of its events wait out the cool-off unsent.
+    expect(a.map((e) => e.settled[0]?.replace(/^hold \d+ /, 'hold '))).toEqual([
+      'retry ok HTTP 500: cannot read',
+      'hold the circuit is open',
+      'hold the circuit is open',
+      'hold the circuit is open',
+    ]);
+    expect(d.guard.stateOf('team-a')).toBe('open');
+    expect(d.guard.stateOf('team-b')).toBe('closed');
+    // The destination as a whole is not open: another namespace's events are delivered.
+    expect(d.guard.state).toBe('closed');
+    expect(d.holdMs()).toBe(0);
+    expect(await registry.metrics()).toMatch(/intake_destination_circuit_state\{destination="fake"\} 0/);
+  });
+
+  it("sends the namespaces' events in turn, each request one namespace's", async () => {
+    const dest = new FakeDestination(3, async () => ({ kind: 'accepted' }));
+    const { d } = protect(dest, { maxInFlight: 6 });
+    for (let i = 1; i <= 12; i++) d.submit(of('team-a', `a${i}`));
+    for (const id of ['b1', 'b2']) d.submit(of('team-b', id));
+    await d.idle();
+    // team-b's events take their turn after team-a's next request, not behind all of its backlog.
+    expect(dest.batches).toEqual([
+      ['a1', 'a2', 'a3'],
+      ['a4', 'a5', 'a6'],
+      ['a7', 'a8', 'a9'],
+      ['b1', 'b2'],
+      ['a10', 'a11', 'a12'],
+    ]);
+  });
+
+  it('holds what a namespace submits past half of maxInFlight while another sends here; alone it may take all', async () => {
+    let release: () => void = () => {};
+    const gate = new Promise<void>((r) => (release = r));
+    const dest = new FakeDestination(1, async () => (await gate, { kind: 'accepted' }));
+    const { d, registry } = protect(dest, { maxInFlight: 4 });
+    // Alone: all four slots.
+    const alone = ['a1', 'a2', 'a3', 'a4'].map((id) => of('team-a', id));
+    for (const e of alone) d.submit(e);
+    expect(d.free()).toBe(0);
+    release();
+    await d.idle();
+    expect(alone.map((e) => e.settled.join())).toEqual(['ack', 'ack', 'ack', 'ack']);
+
+    // team-b is present now: team-a's receiver hangs, and team-a may hold two of the four.
+    let hang: () => void = () => {};
+    const hanging = new Promise<void>((r) => (hang = r));
+    dest.send = async (events) => {
+      dest.batches.push(events.map((e) => e.event().id));
+      if (events[0]?.event().id.startsWith('a')) await hanging;
+      return { kind: 'accepted' };
+    };
+    const b1 = of('team-b', 'b1');
+    d.submit(b1);
+    await d.idle();
+    const a = ['a5', 'a6', 'a7'].map((id) => of('team-a', id));
+    for (const e of a) d.submit(e);
+    expect(a[2]?.settled).toEqual(["hold 1000 the namespace holds its share of the destination's in-flight events"]);
+    // team-b still has room, and its events are not behind team-a's.
+    await new Promise((r) => setImmediate(r));
+    expect(d.free()).toBe(2);
+    const b2 = of('team-b', 'b2');
+    d.submit(b2);
+    await new Promise((r) => setTimeout(r, 5));
+    expect(b2.settled).toEqual(['ack']);
+    hang();
+    await d.idle();
+    expect(await registry.metrics()).toMatch(
+      /intake_destination_held_total\{destination="fake",reason="namespace_share"\} 1/,
+    );
+  });
+});

@@ -85,6 +85,37 @@ describe('outbox', () => {
     await outbox.close();
   });
 
+  it('holds each event for the destinations its rules chose at acceptance, asking routing nothing', async () => {
+    const asked: string[] = [];
+    const outbox = new Outbox(
+      tempDir(),
+      1 << 20,
+      {
+        destinationsOf: (e: NormalisedEvent) => {
+          asked.push(e.id);
+          return ['a', 'b'];
+        },
+      },
+      noBury,
+    );
+    const result = await outbox.handOff([ev('1'), ev('2'), ev('3')], [['b'], [], ['a', 'b']]);
+    expect(result).toEqual({ processed: 3, cached: 0 });
+    expect(asked).toEqual([]);
+    expect([outbox.depth('a'), outbox.depth('b')]).toEqual([1, 1]);
+    const a = new Recording('a');
+    const b = new Recording('b');
+    const [da, db] = [dispatcher(a), dispatcher(b)];
+    outbox.start([
+      { name: 'a', dispatcher: da, leaseMs: 1000 },
+      { name: 'b', dispatcher: db, leaseMs: 1000 },
+    ]);
+    await until(() => outbox.depth('a') === 0 && outbox.depth('b') === 0);
+    expect([a.seen.sort(), b.seen.sort()]).toEqual([['3'], ['1', '3']]);
+    outbox.stop();
+    await Promise.all([da.idle(), db.idle()]);
+    await outbox.close();
+  });
+
   it("retries only a row's events that failed; those delivered are not sent again", async () => {
     const outbox = new Outbox(tempDir(), 1 << 20, { destinationsOf: () => ['a'] }, noBury);
     const sent: string[] = [];

@@ -230,6 +230,35 @@ describe('TenantLimiter', () => {
     expect(() => l.admitRequest(entry('m'))).not.toThrow();
   });
 
+  it("charges routing rules' CPU to the namespace's budget: refused once in debt, the request and the next ones", () => {
+    const { table, skipped } = RouteTable.build(
+      [
+        route('WebhookIntegration', 'r', 'ns', {
+          rules: [{ name: 'all', destinations: ['x'] }],
+          limits: { namespace: { mappingCpuMillisPerSecond: 100, mappingCpuBurstMillis: 50 } },
+        }),
+        route('WebhookIntegration', 'plain', 'other'),
+      ].map((r, i) => ({ source: `r${i}`, route: r })),
+      { allowPlaintext: true, destinations: [{ name: 'x', default: true }] },
+    );
+    expect(skipped).toEqual([]);
+    const entry = (name: string): RouteEntry => [...table.entries()].find((e) => e.name === name) as RouteEntry;
+    const { l } = limiter();
+    l.sync(table.entries());
+    expect(l.chargeRulesCpu(entry('r'), 30)).toBeUndefined();
+    const over = l.chargeRulesCpu(entry('r'), 70);
+    expect(over?.toBody()).toMatchObject({
+      code: 'MAPPING_CPU_LIMITED',
+      limit: { scope: 'namespace', namespace: 'ns', resource: 'mappingCpuMillis', retryAfterSeconds: 1 },
+    });
+    expect(refusal(() => l.admitRequest(entry('r'))).code).toBe('MAPPING_CPU_LIMITED');
+    // An integration with neither rules nor a mapping has no CPU to charge.
+    expect(l.chargeRulesCpu(entry('plain'), 1e6)).toBeUndefined();
+    expect(() => l.admitRequest(entry('plain'))).not.toThrow();
+    nowMs = 501;
+    expect(() => l.admitRequest(entry('r'))).not.toThrow();
+  });
+
   it("caps an API key's series at the namespace's", () => {
     const { table, entry } = tableOf(
       route('ApiKey', 'k1', 'ns', { limits: { maxSeries: 500, namespace: { maxSeries: 200 } } }),

@@ -1,5 +1,6 @@
 import type { NormalisedEvent } from '../../../../ingester/core/event.js';
 import { busMessages, eventsOf } from '../../../../ingester/sinks/bus-messages.js';
+import { readEventSubject } from '../../../../ingester/sinks/jetstream-stream.js';
 
 const event = (id: string, integration = 'demo', pad = 0): NormalisedEvent =>
   ({
@@ -84,5 +85,35 @@ describe('bus messages', () => {
     expect(parts[0]?.buffer).toBe(data.buffer);
     expect(eventsOf(bytes('{"x":1}')).map(decode)).toEqual([{ x: 1 }]);
     expect(eventsOf(new Uint8Array())).toEqual([]);
+  });
+
+  it("groups a request's events by the destinations their rules chose, each message's subject naming them", () => {
+    const events = [event('a'), event('b'), event('c'), event('d'), event('e')];
+    const decided = [['pager', 'tickets'], ['tickets'], ['tickets', 'pager'], [], ['tickets']];
+    const messages = busMessages('intake.events', events, 1 << 20, decided);
+    const read = messages.map((m) => ({
+      where: readEventSubject(
+        m.subject.startsWith('intake.events-multi') ? 'intake.events-multi' : 'intake.events',
+        m.subject,
+      ),
+      ids: eventsOf(bytes(m.payload)).map((e) => (decode(e) as { id: string }).id),
+    }));
+    expect(read).toEqual([
+      { where: { namespace: 'team-a', integration: 'demo', decided: ['pager', 'tickets'] }, ids: ['a', 'c'] },
+      { where: { namespace: 'team-a', integration: 'demo', onlyFor: 'tickets' }, ids: ['b', 'e'] },
+      // Dropped by a rule: still on the stream (it was accepted), for no destination.
+      { where: { namespace: 'team-a', integration: 'demo', decided: [] }, ids: ['d'] },
+    ]);
+    expect(messages.map((m) => m.subject)).toEqual([
+      'intake.events-multi.team-a.demo._.pager.tickets',
+      'intake.events-multi.team-a.demo.tickets',
+      'intake.events.team-a.demo._',
+    ]);
+  });
+
+  it('without decisions, keeps the subjects of an integration without rules', () => {
+    expect(busMessages('intake.events', [event('a')], 1 << 20).map((m) => m.subject)).toEqual([
+      'intake.events.team-a.demo',
+    ]);
   });
 });

@@ -129,4 +129,15 @@ describe('event subjects', () => {
     expect(readEventSubject('intake.events', 'other.a.b')).toBeUndefined();
     expect(readEventSubject('intake.events', 'intake.events.a.b.c.d')).toBeUndefined();
   });
+
+  it("reads back the destinations routing rules chose: one as a replay's, several, or none", () => {
+    const round = (decided: string[]): unknown =>
+      readEventSubject('intake.events', eventSubject('intake.events', { namespace: 'ns', integration: 'i', decided }));
+    expect(round(['pager'])).toEqual({ namespace: 'ns', integration: 'i', onlyFor: 'pager' });
+    expect(round(['pager', 'tickets'])).toEqual({ namespace: 'ns', integration: 'i', decided: ['pager', 'tickets'] });
+    expect(round([])).toEqual({ namespace: 'ns', integration: 'i', decided: [] });
+    expect(eventSubject('intake.events', { namespace: 'ns', integration: 'i', decided: ['a', 'b'] })).toBe(
+      'intake.events.ns.i._.a.b',
+    );
+  });
 });
