@@ -40,6 +40,7 @@ import { checkStoreVolume } from './storage/volume-check.js';
 import type { ReplicaCount } from './limits/replicas.js';
 import { TenantLimiter } from './limits/tenant-limiter.js';
 import type { EventSink } from './sinks/sink.js';
+import { startTracing, stopTracing } from './tracing/tracing.js';
 
 export interface RunningIngester {
   ingestUrl: string;
@@ -67,6 +68,8 @@ export async function startIngester(
 ): Promise<RunningIngester> {
   // Loading until the first routing table is installed: the ports listen, ingest answers 503.
   const lifecycle: Lifecycle = { ready: false, closing: false, loading: true };
+  // Before the routes are built: their handlers are wrapped only while tracing is on.
+  await startTracing(process.env, logger);
   const registry = new Registry();
   const series = new SeriesStore({
     ttlMs: settings.limits.seriesTTLSeconds * 1000,
@@ -234,6 +237,7 @@ export async function startIngester(
       await Promise.all(sinks.map((s) => s.close()));
       await deadLetters.store.close();
       await mappingWorkers.close();
+      await stopTracing();
       await admin.close();
       logger.info('shutdown complete');
     })();

@@ -22,6 +22,7 @@ import type { DestinationMetrics } from './metrics.js';
 import { ReceiverGuard } from './protection/receiver-guard.js';
 import type { ProtectionSettings } from './protection/settings.js';
 import type { DeliverySettings } from './settings.js';
+import { traceDelivery } from '../tracing/tracing.js';
 
 /** One event handed out by a queue, and how to settle it there. */
 export interface Delivery extends QueuedEvent {
@@ -164,11 +165,14 @@ export class Dispatcher {
   private async deliver(batch: Delivery[], probe: boolean): Promise<void> {
     const name = this.destination.name;
     let outcome: Outcome;
+    // Tracing (tracing/tracing.ts): a span per attempt, its traceparent sent with the request.
+    const trace = traceDelivery(this.destination, batch);
     try {
-      outcome = await this.destination.send(batch);
+      outcome = await this.destination.send(batch, trace?.carrier);
     } catch (err) {
       outcome = { kind: 'retry', reason: 'internal', error: (err as Error).message };
     }
+    trace?.end(outcome);
     this.guard.answered(outcome, probe);
     if (outcome.kind === 'accepted') {
       const now = Date.now();

@@ -65,6 +65,7 @@ import { KvAlertStore } from './kv-alert-store.js';
 import { DoneEvents, MessageEventDelivery, MessageSettlement } from './message-settlement.js';
 import type { DestinationMetrics } from './metrics.js';
 import { claimTimeoutMs, type DestinationSettings } from './settings.js';
+import { carriedTrace } from '../tracing/tracing.js';
 
 export interface QueuedDestination {
   settings: DestinationSettings;
@@ -313,6 +314,8 @@ export class JetStreamDeliveries {
       this.deadLetter(m, json, name, reason, error);
     const attempt = Math.max(1, m.info.deliveryCount - (held.get(seq) ?? 0));
     const receivedAt = packReceivedAt(pieces);
+    // The hand-off's trace context, from the message's headers (read only while tracing is on).
+    const trace = carriedTrace((name) => m.headers?.get(name) || undefined);
     return indexes.map(
       (i) =>
         new MessageEventDelivery(
@@ -323,6 +326,7 @@ export class JetStreamDeliveries {
           keep,
           d.settings.delivery.backoffMinMs,
           receivedAt,
+          trace,
         ),
     );
   }

@@ -17,6 +17,7 @@ import { oneLine } from '../dead-letters/bus-store.js';
 import { parseStored } from './destination.js';
 import type { Delivery } from './dispatcher.js';
 import { growingLru } from '../../common/growing-lru.js';
+import type { TraceCarrier } from '../tracing/carrier.js';
 
 /** What a queue lets a consumer do with one message (a JsMsg, an outbox row). */
 export interface SettleableMessage {
@@ -143,6 +144,8 @@ export class MessageEventDelivery implements Delivery {
     private readonly keepFailedRetryMs: number,
     /** The received_at its message's events share, read once for all of them. */
     readonly sharedReceivedAtMs?: () => number,
+    /** The trace context its message carried (tracing on). */
+    readonly trace?: TraceCarrier,
   ) {}
 
   event(): NormalisedEvent {

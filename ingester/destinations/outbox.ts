@@ -22,6 +22,7 @@ import type { Routing } from './destination.js';
 import { ReplayedLetters, type ReplayedLetter } from './outbox-dead-letters.js';
 import { OutboxLeaseLoops, type OutboxDestination } from './outbox-lease-loop.js';
 import { OutboxTable, rowBytes, type NewOutboxRow } from './outbox-table.js';
+import { carrierText, type TraceCarrier } from '../tracing/carrier.js';
 
 export type { OutboxDestination } from './outbox-lease-loop.js';
 
@@ -68,7 +69,7 @@ export class Outbox implements EventSink {
   // ---- the hand-off sink (EventSink) ----
 
   /** Every event is held once per destination it goes to; events with no destination are done. */
-  async handOff(events: readonly NormalisedEvent[]): Promise<HandOffResult> {
+  async handOff(events: readonly NormalisedEvent[], trace?: TraceCarrier): Promise<HandOffResult> {
     const byDestination = new Map<string, NormalisedEvent[]>();
     for (const e of events) {
       for (const destination of this.routing.destinationsOf(e, () => e)) {
@@ -80,10 +81,12 @@ export class Outbox implements EventSink {
     const rows: NewOutboxRow[] = [];
     let bytes = 0;
     const tenant = events[0]?.namespace ?? '';
+    // The hand-off's trace context, kept with each row for the delivery attempts (tracing on).
+    const traceText = trace ? carrierText(trace) : null;
     for (const [destination, list] of byDestination) {
       for (const m of packEvents(list, MAX_ROW_BYTES)) {
-        rows.push({ destination, id: m.id, payload: m.payload, tenant });
-        bytes += rowBytes(destination, m.id, m.payload);
+        rows.push({ destination, id: m.id, payload: m.payload, tenant, trace: traceText });
+        bytes += rowBytes(destination, m.id, m.payload, traceText);
       }
     }
     if (rows.length > 0) {

@@ -6,12 +6,15 @@
 import type { NormalisedEvent } from '../core/event.js';
 import type { IngesterMetrics } from '../core/ingester-metrics.js';
 import { handOffToAll, type EventSink, type HandOffResult } from '../sinks/sink.js';
+import type { TraceCarrier } from '../tracing/carrier.js';
 
 export interface AcceptOptions {
   sinks: readonly EventSink[];
   metrics: IngesterMetrics;
   /** A sink failed (counted here); the caller logs it its own way. */
   onSinkError(sink: string, err: unknown): void;
+  /** The hand-off's trace context, carried with the events to the delivering replica (tracing on). */
+  trace?: TraceCarrier | undefined;
 }
 
 /** Hands the events to every sink; resolves with what all of them hold, or throws sinkFailed (503). */
@@ -22,10 +25,15 @@ export async function acceptEvents(
 ): Promise<HandOffResult> {
   const labels = { integration: tenant.integration, namespace: tenant.namespace };
   o.metrics.eventsReceived.inc(labels, events.length);
-  const result = await handOffToAll(o.sinks, events, (sink, err) => {
-    o.metrics.sinkErrors.inc({ sink });
-    o.onSinkError(sink, err);
-  });
+  const result = await handOffToAll(
+    o.sinks,
+    events,
+    (sink, err) => {
+      o.metrics.sinkErrors.inc({ sink });
+      o.onSinkError(sink, err);
+    },
+    o.trace,
+  );
   o.metrics.eventsProcessed.inc(labels, result.processed);
   if (result.cached > 0) o.metrics.eventsCached.inc(labels, result.cached);
   return result;

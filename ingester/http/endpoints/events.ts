@@ -29,6 +29,7 @@ import { repeatableForMs } from '../../auth/signature-check.js';
 import { isDryRun } from '../../mapping/mapped-webhooks.js';
 import type { RouteEntry } from '../../routing/route-table.js';
 import type { HandOffResult } from '../../sinks/sink.js';
+import { traceOf, traceRequests, type TraceCarrier } from '../../tracing/tracing.js';
 import { parseRequestBody } from '../body.js';
 import { sendError } from '../send-error.js';
 import type { IngestContext } from '../context.js';
@@ -169,11 +170,13 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
     req: EventsRequest,
     d: Decoded,
     events: readonly NormalisedEvent[],
+    trace: TraceCarrier | undefined,
   ): Promise<HandOffResult> => {
     try {
       return await acceptEvents(events, d.eventCtx, {
         sinks: ctx.sinks,
         metrics,
+        trace,
         onSinkError: (sink, err) =>
           ctx.failures.error(`sink:${sink}`, err, { sink, reqId: req.id }, 'event sink failed; answered 503'),
       });
@@ -217,7 +220,9 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
     url: EVENTS_PATH,
     schema: { response: okSchema },
     onRequest: authenticate,
-    handler: async (req: EventsRequest, reply: FastifyReply) => {
+    // Tracing (tracing/tracing.ts): a receive span around the handler, and its map and hand-off steps.
+    handler: traceRequests(EVENTS_PATH, async (req: EventsRequest, reply: FastifyReply) => {
+      const trace = traceOf(req);
       const bytes = bodyBytes(req);
       const authenticated = await verifySignature(req, bytes);
       const dryRun = isDryRun(req.query);
@@ -229,12 +234,16 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
       const challenged = answerSlackChallenge(reply, decoded);
       if (challenged) return challenged;
       if (dryRun) return answerDryRun(reply, decoded);
+      const mapping = trace?.step('map');
       const events = await mapAndValidate(req, decoded);
+      mapping?.end();
       admit(decoded, events);
-      const result = await handOff(req, decoded, events);
+      const handing = trace?.step('hand-off');
+      const result = await handOff(req, decoded, events, handing?.carrier);
+      handing?.end();
       req.droppedByRule = countDropped(decoded.entry, events, metrics);
       return answer(req, reply, decoded, result, events.length);
-    },
+    }),
   } as RouteOptions;
 }
 
