@@ -155,8 +155,11 @@ class Step implements TraceStep {
   }
 }
 
+const noop = (): void => undefined;
+
 class RequestSpan implements ActiveRequestTrace {
   private readonly steps: Step[] = [];
+  private unrecorded?: TraceStep;
   private readonly context: Context;
 
   constructor(
@@ -167,6 +170,9 @@ class RequestSpan implements ActiveRequestTrace {
   }
 
   step(name: 'map' | 'hand-off'): TraceStep {
+    // Not sampled: no span would be recorded under it, so the steps carry the request's own
+    // context (its trace id, sampled off) and cost nothing more.
+    if (!this.span.isRecording()) return (this.unrecorded ??= { carrier: carrierOfSpan(this.span), end: noop });
     const kind = name === 'hand-off' ? SpanKind.PRODUCER : SpanKind.INTERNAL;
     const step = new Step(this.tracer.startSpan(`intake ${name}`, { kind }, this.context));
     this.steps.push(step);
