@@ -186,7 +186,7 @@ async function main(): Promise<void> {
   const loadAfter = loadavg();
   const med = (t: Target, k: keyof Run): number => median((runs.get(t) ?? []).map((r) => r[k]));
   const reference = targets.find((t) => t.name === 'without tracing code') ?? (targets[0] as Target);
-  const off = targets.find((t) => t.name === 'off (default)') as Target;
+  const off = targets.find((t) => t.name === 'off (default)') ?? reference;
   const rows = targets.map((t) => {
     const cpu = med(t, 'cpuUs');
     const row = [t.name, med(t, 'rps').toFixed(0), med(t, 'p99').toFixed(2), med(t, 'cpuPercent').toFixed(0)];

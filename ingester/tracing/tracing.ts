@@ -64,7 +64,8 @@ export interface TraceRecorder {
 }
 
 let recorder: TraceRecorder | undefined;
-const requests = new WeakMap<object, ActiveRequestTrace>();
+/** Where a traced request keeps its trace (a WeakMap of every request in flight cost the collector more). */
+const TRACE = Symbol('intake.trace');
 
 /**
  * Starts tracing when the environment asks for it (settings.ts); a setting intake cannot honour
@@ -107,7 +108,7 @@ export function traceRequests<Q extends TracedRequest, A extends unknown[], T>(
     const tenant = req.routeEntry;
     if (!tenant) return handler(req, ...rest);
     const trace = r.request((name) => req.headers[name], route, tenant);
-    requests.set(req, trace);
+    (req as unknown as Record<symbol, ActiveRequestTrace>)[TRACE] = trace;
     try {
       const answer = await handler(req, ...rest);
       trace.end(undefined, req.accepted);
@@ -121,7 +122,7 @@ export function traceRequests<Q extends TracedRequest, A extends unknown[], T>(
 
 /** The request's trace, while tracing is on (sampled or not: an unsampled one still carries its trace id). */
 export function traceOf(req: object): RequestTrace | undefined {
-  return recorder ? requests.get(req) : undefined;
+  return recorder ? (req as Record<symbol, ActiveRequestTrace | undefined>)[TRACE] : undefined;
 }
 
 /**
