@@ -174,7 +174,7 @@ class RequestSpan implements ActiveRequestTrace {
     // context (its trace id, sampled off) and cost nothing more.
     if (!this.span.isRecording()) return (this.unrecorded ??= { carrier: carrierOfSpan(this.span), end: noop });
     const kind = name === 'hand-off' ? SpanKind.PRODUCER : SpanKind.INTERNAL;
-    const step = new Step(this.tracer.startSpan(`intake ${name}`, { kind }, this.context));
+    const step = new Step(this.tracer.startSpan(`intake.${name}`, { kind }, this.context));
     this.steps.push(step);
     return step;
   }
@@ -194,7 +194,14 @@ class RequestSpan implements ActiveRequestTrace {
   }
 }
 
-const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+/**
+ * What a span's status says of a refusal: the error's catalogue code (or its class), never its
+ * message, which may quote what the sender sent (a field's value in a validation error).
+ */
+const messageOf = (err: unknown): string => {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' ? code : err instanceof Error ? err.name : 'error';
+};
 
 export function createRecorder(settings: TracingSettings, logger: Logger): TraceRecorder {
   routeDiagnostics(logger.child({ component: 'tracing' }));
@@ -236,7 +243,7 @@ export function createRecorder(settings: TracingSettings, logger: Logger): Trace
         ? remoteContext(headerText(header('traceparent')), headerText(header('tracestate')))
         : undefined;
       const span = tracer.startSpan(
-        'intake receive',
+        'intake.receive',
         {
           kind: SpanKind.SERVER,
           attributes: {
@@ -265,7 +272,7 @@ export function createRecorder(settings: TracingSettings, logger: Logger): Trace
         else if (links.length < MAX_LINKS) links.push({ context: trace.getSpanContext(carried) as SpanContext });
       }
       const span = tracer.startSpan(
-        'intake deliver',
+        'intake.deliver',
         {
           kind: SpanKind.CLIENT,
           links,
@@ -284,7 +291,8 @@ export function createRecorder(settings: TracingSettings, logger: Logger): Trace
           span.setAttribute('intake.outcome', outcome.kind);
           if (outcome.reason !== undefined) span.setAttribute('intake.outcome.reason', outcome.reason);
           if (outcome.kind !== 'accepted')
-            span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.error ?? outcome.kind });
+            // The receiver's answer, as the outcome keeps it (sanitised, bounded), cut to an attribute's length.
+            span.setStatus({ code: SpanStatusCode.ERROR, message: (outcome.error ?? outcome.kind).slice(0, 256) });
           span.end();
         },
       };

@@ -97,11 +97,11 @@ it("follows the sender's trace from its traceparent through the bus to the deliv
   expect(sent).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
   expect(delivery.headers.tracestate).toBe('sender=1');
 
-  const spans = await spansOf(traceId, ['intake receive', 'intake map', 'intake hand-off', 'intake deliver']);
-  const receive = one(spans, 'intake receive');
-  const map = one(spans, 'intake map');
-  const handOff = one(spans, 'intake hand-off');
-  const deliver = one(spans, 'intake deliver');
+  const spans = await spansOf(traceId, ['intake.receive', 'intake.map', 'intake.hand-off', 'intake.deliver']);
+  const receive = one(spans, 'intake.receive');
+  const map = one(spans, 'intake.map');
+  const handOff = one(spans, 'intake.hand-off');
+  const deliver = one(spans, 'intake.deliver');
   // The chain: sender -> receive -> (map, hand-off) -> deliver -> the delivery request.
   expect(receive.parentSpanId).toBe(senderSpan);
   expect(map.parentSpanId).toBe(receive.spanId);
@@ -133,9 +133,9 @@ it('starts a trace of its own for a sender that sends no traceparent', async () 
   const delivery = await deliveryOf('no traceparent');
   const [, traceId, spanId, flags] = String(delivery.headers.traceparent).split('-');
   expect(flags).toBe('01');
-  const spans = await spansOf(traceId as string, ['intake receive', 'intake deliver']);
-  expect(one(spans, 'intake receive').parentSpanId).toBe('');
-  expect(one(spans, 'intake deliver').spanId).toBe(spanId);
+  const spans = await spansOf(traceId as string, ['intake.receive', 'intake.deliver']);
+  expect(one(spans, 'intake.receive').parentSpanId).toBe('');
+  expect(one(spans, 'intake.deliver').spanId).toBe(spanId);
 }, 60_000);
 
 it("records at most the namespace's share of a sender's sampled requests; the rest keep its trace id, unsampled", async () => {
@@ -178,10 +178,10 @@ it('carries the context in the standalone outbox to the delivery request', async
   const senderSpan = hex(8);
   await send(standalone, 'traced through the outbox', { traceparent: `00-${traceId}-${senderSpan}-01` });
   const delivery = await deliveryOf('traced through the outbox');
-  const spans = await spansOf(traceId, ['intake receive', 'intake hand-off', 'intake deliver']);
-  const handOff = one(spans, 'intake hand-off');
-  const deliver = one(spans, 'intake deliver');
-  expect(one(spans, 'intake receive').parentSpanId).toBe(senderSpan);
+  const spans = await spansOf(traceId, ['intake.receive', 'intake.hand-off', 'intake.deliver']);
+  const handOff = one(spans, 'intake.hand-off');
+  const deliver = one(spans, 'intake.deliver');
+  expect(one(spans, 'intake.receive').parentSpanId).toBe(senderSpan);
   expect(deliver.parentSpanId).toBe(handOff.spanId);
   expect(delivery.headers.traceparent).toBe(`00-${traceId}-${deliver.spanId}-01`);
 }, 60_000);
