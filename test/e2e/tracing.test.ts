@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { waitFor } from '../support/waiting.js';
 import { startEventReceiver, type EventReceiver, type ReceivedRequest } from './support/event-receiver.js';
-import { basic, DEMO, post, startIngester, type RunningIngester } from './support/ingester.js';
+import { API_KEY, basic, DEMO, post, startIngester, type RunningIngester } from './support/ingester.js';
 import { handoffConfig, startNats, type RunningNats } from './support/nats-server.js';
 import { startCollector, tracingEnv, type ExportedSpan, type RunningCollector } from './support/otel-collector.js';
 
@@ -37,7 +37,14 @@ beforeAll(async () => {
   delivering = await startIngester(
     (c) => {
       handoffConfig(nats)(c);
-      c.destinations = [{ name: 'tickets', default: true, http: { url: receiver.url, timeout: '2s' } }];
+      c.destinations = [
+        {
+          name: 'tickets',
+          default: true,
+          http: { url: receiver.url, timeout: '2s' },
+          delivery: { backoffMin: '50ms', backoffMax: '200ms' },
+        },
+      ];
     },
     { env: tracingEnv(collector, 'intake-delivering') },
   );
@@ -184,4 +191,80 @@ it('carries the context in the standalone outbox to the delivery request', async
   expect(one(spans, 'intake.receive').parentSpanId).toBe(senderSpan);
   expect(deliver.parentSpanId).toBe(handOff.spanId);
   expect(delivery.headers.traceparent).toBe(`00-${traceId}-${deliver.spanId}-01`);
+}, 60_000);
+
+it('makes a span for each delivery attempt, each sending its own traceparent', async () => {
+  await new Promise((r) => setTimeout(r, 1000)); // the namespace's share of traces refilled
+  const traceId = hex(16);
+  receiver.script.push({ status: 503 });
+  await send(receiving, 'retried', { traceparent: `00-${traceId}-${hex(8)}-01` });
+  await waitFor(
+    'the second attempt',
+    async () => receiver.requests.filter((r) => r.events.some((e) => e.description === 'retried')).length >= 2,
+    20_000,
+    50,
+  );
+  const attempts = receiver.requests.filter((r) => r.events.some((e) => e.description === 'retried'));
+  const spans = await waitFor(
+    'two delivery spans',
+    async () => {
+      const all = collector.spans().filter((s) => s.traceId === traceId);
+      return all.filter((s) => s.name === 'intake.deliver').length >= 2 && all;
+    },
+    20_000,
+    100,
+  );
+  const handOff = one(spans, 'intake.hand-off');
+  const delivers = spans.filter((s) => s.name === 'intake.deliver');
+  expect(delivers.map((d) => d.parentSpanId)).toEqual([handOff.spanId, handOff.spanId]);
+  const byAttempt = new Map(delivers.map((d) => [d.attributes['intake.attempt'], d]));
+  expect(byAttempt.get(1)?.attributes['intake.outcome']).toBe('retry');
+  expect(byAttempt.get(1)?.status.code).toBe(2); // error
+  expect(byAttempt.get(2)?.attributes['intake.outcome']).toBe('accepted');
+  expect(attempts.map((a) => a.headers.traceparent)).toEqual([
+    `00-${traceId}-${byAttempt.get(1)?.spanId}-01`,
+    `00-${traceId}-${byAttempt.get(2)?.spanId}-01`,
+  ]);
+}, 60_000);
+
+it("continues a sender's trace on the metrics route", async () => {
+  await new Promise((r) => setTimeout(r, 1000));
+  const traceId = hex(16);
+  const senderSpan = hex(8);
+  const res = await post(
+    `${receiving.url}/v1/integrations/metrics`,
+    [{ metric: 'traced.temp', data: 21.5, source: 'host-1' }],
+    {
+      apikey: API_KEY,
+      traceparent: `00-${traceId}-${senderSpan}-01`,
+    },
+  );
+  expect(res.status).toBe(200);
+  const receive = one(await spansOf(traceId, ['intake.receive']), 'intake.receive');
+  expect(receive.parentSpanId).toBe(senderSpan);
+  expect(receive.attributes).toMatchObject({ 'http.route': '/v1/integrations/metrics', 'intake.accepted': 1 });
+}, 60_000);
+
+it('sends traceparent to Alertmanager with the alerts (an Alertmanager destination, standalone)', async () => {
+  const spoolDir = mkdtempSync(join(tmpdir(), 'intake-tracing-am-'));
+  dirs.push(spoolDir);
+  const alertmanager = await startEventReceiver();
+  try {
+    const standalone = await startIngester(
+      (c) => {
+        c.spool = { path: spoolDir };
+        c.destinations = [{ name: 'alertmanager', default: true, alertmanager: { urls: [alertmanager.url] } }];
+      },
+      { env: tracingEnv(collector, 'intake-alertmanager') },
+    );
+    others.push(standalone);
+    const traceId = hex(16);
+    await send(standalone, 'an alert', { traceparent: `00-${traceId}-${hex(8)}-01` });
+    const posted = await waitFor('the alert posted', async () => alertmanager.requests[0], 20_000, 50);
+    const deliver = one(await spansOf(traceId, ['intake.deliver']), 'intake.deliver');
+    expect(deliver.attributes['intake.destination.kind']).toBe('alertmanager');
+    expect(posted.headers.traceparent).toBe(`00-${traceId}-${deliver.spanId}-01`);
+  } finally {
+    await alertmanager.close();
+  }
 }, 60_000);
