@@ -21,6 +21,7 @@
  *   BENCH_TRACING_WARMUP    seconds of warm-up per target (default 2); BENCH_CONNECTIONS (32)
  *   BENCH_TRACING_BASE      another build's tree to measure as "without tracing code"
  *   BENCH_TRACING_CASES     only the targets whose names contain one of these comma-separated words
+ *   BENCH_TRACING_BASE_LAST=1  measure that build last in each round rather than first
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -164,6 +165,9 @@ async function main(): Promise<void> {
       }),
     },
   ];
+  // The build without tracing code measured last in each round instead of first (a check on the order).
+  if (process.env.BENCH_TRACING_BASE_LAST === '1' && specs[0]?.root !== undefined)
+    specs.push(specs.shift() as (typeof specs)[0]);
   const only = process.env.BENCH_TRACING_CASES?.split(',').filter(Boolean);
   const targets: Target[] = [];
   for (const s of specs.filter((c) => !only || only.some((w) => c.name.includes(w))))
