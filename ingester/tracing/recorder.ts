@@ -242,19 +242,18 @@ export function createRecorder(settings: TracingSettings, logger: Logger): Trace
       const parent = settings.propagate
         ? remoteContext(headerText(header('traceparent')), headerText(header('tracestate')))
         : undefined;
+      // The sampler needs the namespace (its share of the budget); the rest only a recorded span.
       const span = tracer.startSpan(
         'intake.receive',
-        {
-          kind: SpanKind.SERVER,
-          attributes: {
-            'http.request.method': 'POST',
-            'http.route': route,
-            'intake.namespace': tenant.namespace,
-            'intake.integration': tenant.name,
-          },
-        },
+        { kind: SpanKind.SERVER, attributes: { 'intake.namespace': tenant.namespace } },
         parent ?? ROOT_CONTEXT,
       );
+      if (span.isRecording())
+        span.setAttributes({
+          'http.request.method': 'POST',
+          'http.route': route,
+          'intake.integration': tenant.name,
+        });
       return new RequestSpan(tracer, span);
     },
 
