@@ -16,6 +16,9 @@ HELM := .tools/bin/helm
 HELM_STAMP := .tools/bin/.helm-$(HELM_VERSION)-$(HELM_GIT_COMMIT)
 NATS_SERVER_VERSION := v2.12.3
 NATS_SERVER := .tools/bin/nats-server
+# The OpenTelemetry Collector the tracing tests export to (test/otelcol: an OTLP receiver and the
+# file exporter, the collector release pinned in its go.mod).
+OTELCOL := .tools/bin/otelcol-intake
 
 .PHONY: all deps tools debian-tools build image lint test test-unit test-e2e test-integration test-cluster testcluster testcluster-stop testcluster-node testcluster-node-stop bench-build bench bench-operator bench-sizing clean
 
@@ -69,7 +72,11 @@ debian-tools:
 	  for i in 1 2 3 4 5; do (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing) && break; \
 	    echo "make tools: apt-get failed (dpkg lock?); retrying" >&2; sleep 10; done; \
 	fi
-tools: $(HELM_STAMP) $(NATS_SERVER) debian-tools
+# A small build of the collector rather than the contrib distribution, which carries hundreds of
+# components the tests never use and takes many times longer to build.
+$(OTELCOL): test/otelcol/main.go test/otelcol/go.mod test/otelcol/go.sum
+	mkdir -p .tools/bin && cd test/otelcol && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(CURDIR)/$(OTELCOL) .
+tools: $(HELM_STAMP) $(NATS_SERVER) $(OTELCOL) debian-tools
 
 build: deps
 	npm run build

@@ -26,6 +26,8 @@
 #   BENCH_NO_NOISY_NEIGHBOUR=1 skip the noisy-neighbour one (BENCH_NOISY_DURATION, BENCH_NOISY_RATE,
 #                           BENCH_NOISY_SHAPES: see bench/noisy/noisy-neighbour.ts)
 #   BENCH_NO_SIGNATURES=1   skip the signature one (BENCH_SIG_DURATION, BENCH_SIG_RUNS: see bench/ingest/signatures.ts)
+#   BENCH_NO_TRACING=1      skip the tracing one (BENCH_TRACING_DURATION, BENCH_TRACING_RUNS, BENCH_TRACING_BASE:
+#                           see bench/ingest/tracing.ts)
 #   BENCH_KEEP=1            keep the work dir (config, logs, wrk output, profiles) afterwards
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -142,6 +144,10 @@ if [ "$status" = 0 ] && [ -z "${BENCH_PROFILE:-}" ] && [ "${BENCH_SINGLE_ONLY:-}
   # What verifying a sender's signature costs beside Basic (bench/ingest/signatures.ts: alternating runs).
   if [ "${BENCH_NO_SIGNATURES:-}" != 1 ]; then
     follow_on dist/bench/ingest/signatures.js
+  fi
+  # What tracing costs on the single-event path, off and on (bench/ingest/tracing.ts: alternating runs).
+  if [ "${BENCH_NO_TRACING:-}" != 1 ]; then
+    follow_on dist/bench/ingest/tracing.js
   fi
   # Remote write to a real Prometheus (bench/ingest/remote-write.ts: points/s end to end, peak RSS).
   if [ "${BENCH_NO_REMOTE_WRITE:-}" != 1 ]; then

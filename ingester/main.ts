@@ -45,6 +45,7 @@ import type { TeamDestinationSource } from './destinations/kubernetes-destinatio
 import { TenantLimiter } from './limits/tenant-limiter.js';
 import { registerLimitMetrics } from './limits/limit-metrics.js';
 import type { EventSink } from './sinks/sink.js';
+import { startTracing, stopTracing } from './tracing/tracing.js';
 
 export interface RunningIngester {
   ingestUrl: string;
@@ -74,6 +75,8 @@ export async function startIngester(
 ): Promise<RunningIngester> {
   // Loading until the first routing table is installed: the ports listen, ingest answers 503.
   const lifecycle: Lifecycle = { ready: false, closing: false, loading: true };
+  // Before the routes are built: their handlers are wrapped only while tracing is on.
+  await startTracing(process.env, logger);
   const registry = new Registry();
   const series = new SeriesStore({
     ttlMs: settings.limits.seriesTTLSeconds * 1000,
@@ -261,6 +264,7 @@ export async function startIngester(
       await Promise.all(sinks.map((s) => s.close()));
       await deadLetters.store.close();
       await mappingWorkers.close();
+      await stopTracing();
       await admin.close();
       logger.info('shutdown complete');
     })();

@@ -38,6 +38,7 @@ import type { Outcome } from '../outbound/outcome.js';
 import type { DestinationMetrics } from './metrics.js';
 import type { AlertmanagerSettings } from './settings.js';
 import { AlertSlots, type Slot } from './alert-slots.js';
+import { carrierHeaders, type TraceCarrier } from '../tracing/carrier.js';
 
 const JSON_BODY = { 'content-type': 'application/json' };
 
@@ -92,7 +93,7 @@ export class AlertmanagerDestination implements Destination {
     this.slots = new AlertSlots(settings.maxAlertsPerNamespace, settings.maxAlerts);
   }
 
-  async send(queued: readonly QueuedEvent[]): Promise<Outcome> {
+  async send(queued: readonly QueuedEvent[], trace?: TraceCarrier): Promise<Outcome> {
     const store = this.store();
     if (!store) return { kind: 'retry', reason: 'state_store', error: 'the alert state store is not available yet' };
     // Different alerts are independent: their states are written concurrently; the events of one
@@ -132,7 +133,7 @@ export class AlertmanagerDestination implements Destination {
       turn.started = true;
       const alerts = [...byAlert].filter(([key]) => this.posting.get(key) === turn).flatMap(([, a]) => a);
       if (alerts.length === 0) return { kind: 'accepted' };
-      return await this.postToAll(alerts);
+      return await this.postToAll(alerts, trace ? { ...JSON_BODY, ...carrierHeaders(trace) } : JSON_BODY);
     } finally {
       turn.finish();
       for (const [key, holder] of this.posting) if (holder === turn) this.posting.delete(key);
@@ -253,13 +254,13 @@ export class AlertmanagerDestination implements Destination {
   }
 
   /** Every batch to every Alertmanager; a batch is delivered when one of them took it. */
-  private async postToAll(alerts: PostableAlert[]): Promise<Outcome> {
+  private async postToAll(alerts: PostableAlert[], headers = JSON_BODY): Promise<Outcome> {
     const started = performance.now();
     try {
       for (let from = 0; from < alerts.length; from += MAX_ALERTS_PER_POST) {
         const body = JSON.stringify(alerts.slice(from, from + MAX_ALERTS_PER_POST));
         const results = await Promise.all(
-          this.settings.urls.map((url) => this.client.post(`${url}/api/v2/alerts`, body, JSON_BODY)),
+          this.settings.urls.map((url) => this.client.post(`${url}/api/v2/alerts`, body, headers)),
         );
         if (results.some((r) => r.kind === 'accepted')) continue;
         return worstOf(results, this.settings.urls);

@@ -4,6 +4,7 @@
  */
 import type { NormalisedEvent } from '../core/event.js';
 import type { Outcome } from '../outbound/outcome.js';
+import type { TraceCarrier } from '../tracing/carrier.js';
 
 /**
  * An event as a durable queue holds it: the JSON text the sink stored, and the event parsed on
@@ -19,6 +20,8 @@ export interface QueuedEvent {
    * receivedAtMs() reads each event's own.
    */
   sharedReceivedAtMs?(): number;
+  /** The trace context its hand-off carried (the bus message's headers, the outbox row), when tracing is on. */
+  readonly trace?: TraceCarrier | undefined;
 }
 
 /** An event that is already parsed, as a queued one (for callers and tests that hold the object). */
@@ -105,8 +108,11 @@ export interface Destination {
   readonly kind: 'alertmanager' | 'http';
   /** Events handed to one send() at most. */
   readonly maxBatch: number;
-  /** Delivers a batch; one outcome for all of it. Never rejects. */
-  send(events: readonly QueuedEvent[]): Promise<Outcome>;
+  /**
+   * Delivers a batch; one outcome for all of it. Never rejects. `trace`: the delivery attempt's
+   * context, sent as the request's traceparent (tracing on).
+   */
+  send(events: readonly QueuedEvent[], trace?: TraceCarrier): Promise<Outcome>;
   /** Background work (the Alertmanager resender). */
   start?(): void;
   close(): Promise<void>;

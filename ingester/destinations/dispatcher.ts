@@ -30,6 +30,7 @@ import { ReceiverGuard, type GuardAnswer } from './protection/receiver-guard.js'
 import { NamespaceLanes, type Lane } from './protection/namespace-lanes.js';
 import type { ProtectionSettings } from './protection/settings.js';
 import type { DeliverySettings } from './settings.js';
+import { traceDelivery } from '../tracing/tracing.js';
 
 /** One event handed out by a queue, and how to settle it there. */
 export interface Delivery extends QueuedEvent {
@@ -216,11 +217,14 @@ export class Dispatcher {
   private async deliver(batch: Delivery[], probe: boolean, namespace: string): Promise<void> {
     const name = this.destination.name;
     let outcome: Outcome;
+    // Tracing (tracing/tracing.ts): a span per attempt, its traceparent sent with the request.
+    const trace = traceDelivery(this.destination, batch);
     try {
-      outcome = await this.destination.send(batch);
+      outcome = await this.destination.send(batch, trace?.carrier);
     } catch (err) {
       outcome = { kind: 'retry', reason: 'internal', error: (err as Error).message };
     }
+    trace?.end(outcome);
     this.guard.answered(outcome, probe, namespace);
     if (outcome.kind === 'accepted') {
       const now = Date.now();

@@ -12,6 +12,7 @@ import { OutboundClient } from '../outbound/http-client.js';
 import type { Outcome } from '../outbound/outcome.js';
 import type { HttpSettings } from './settings.js';
 import { eventIdOf, storedBytes, type Destination, type QueuedEvent } from './destination.js';
+import { carrierHeaders, type TraceCarrier } from '../tracing/carrier.js';
 
 const OPEN = Buffer.from('[');
 const COMMA = Buffer.from(',');
@@ -40,7 +41,7 @@ export class HttpDestination implements Destination {
     });
   }
 
-  send(events: readonly QueuedEvent[]): Promise<Outcome> {
+  send(events: readonly QueuedEvent[], trace?: TraceCarrier): Promise<Outcome> {
     const single = this.settings.batchSize === 1 && events.length === 1;
     const body = single ? storedBytes((events[0] as QueuedEvent).json) : arrayOf(events);
     const key = single ? eventIdOf(events[0] as QueuedEvent) : `batch-${hash('sha256', body, 'hex')}`;
@@ -49,6 +50,7 @@ export class HttpDestination implements Destination {
       'content-type': 'application/json',
       'idempotency-key': key,
       'intake-event-count': String(events.length),
+      ...(trace ? carrierHeaders(trace) : {}),
     });
   }
 

@@ -70,6 +70,7 @@ import { DoneEvents, MessageEventDelivery, MessageSettlement } from './message-s
 import type { DestinationMetrics } from './metrics.js';
 import { claimTimeoutMs, type DestinationSettings } from './settings.js';
 import { busSafeDestinationName } from '../../api/destination-document.js';
+import { carriedTrace } from '../tracing/tracing.js';
 
 export interface QueuedDestination {
   settings: DestinationSettings;
@@ -434,6 +435,8 @@ export class JetStreamDeliveries {
       this.deadLetter(m, json, name, reason, error);
     const attempt = Math.max(1, m.info.deliveryCount - (held.get(seq) ?? 0));
     const receivedAt = packReceivedAt(pieces);
+    // The hand-off's trace context, from the message's headers (read only while tracing is on).
+    const trace = carriedTrace((name) => m.headers?.get(name) || undefined);
     return indexes.map(
       (i) =>
         new MessageEventDelivery(
@@ -445,6 +448,7 @@ export class JetStreamDeliveries {
           d.settings.delivery.backoffMinMs,
           receivedAt,
           where.namespace,
+          trace,
         ),
     );
   }

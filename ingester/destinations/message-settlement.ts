@@ -17,6 +17,7 @@ import { oneLine } from '../dead-letters/bus-store.js';
 import { parseStored } from './destination.js';
 import type { Delivery } from './dispatcher.js';
 import { growingLru } from '../../common/growing-lru.js';
+import type { TraceCarrier } from '../tracing/carrier.js';
 
 /** What a queue lets a consumer do with one message (a JsMsg, an outbox row). */
 export interface SettleableMessage {
@@ -145,6 +146,8 @@ export class MessageEventDelivery implements Delivery {
     readonly sharedReceivedAtMs?: () => number,
     /** Whose event it is: its message's (a message or row holds one request's events). */
     readonly namespace?: string,
+    /** The trace context its message carried (tracing on). */
+    readonly trace?: TraceCarrier,
   ) {}
 
   event(): NormalisedEvent {

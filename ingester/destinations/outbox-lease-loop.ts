@@ -15,6 +15,8 @@ import { packReceivedAt, parseStored } from './destination.js';
 import type { Dispatcher } from './dispatcher.js';
 import { DoneEvents, MessageEventDelivery, MessageSettlement } from './message-settlement.js';
 import type { OutboxRow, OutboxTable } from './outbox-table.js';
+import { tracingOn } from '../tracing/tracing.js';
+import { carrierOfText } from '../tracing/carrier.js';
 
 const IDLE_POLL_MS = 1000;
 /** An event whose dead letter could not be written is tried again after this long. */
@@ -201,6 +203,8 @@ export class OutboxLeaseLoops {
       });
     };
     const receivedAt = packReceivedAt(events);
+    // The hand-off's trace context, kept with the row (read only while tracing is on).
+    const trace = tracingOn() ? carrierOfText(r.trace) : undefined;
     for (const i of indexes)
       d.dispatcher.submit(
         new MessageEventDelivery(
@@ -212,6 +216,7 @@ export class OutboxLeaseLoops {
           KEEP_FAILED_RETRY_MS,
           receivedAt,
           r.tenant,
+          trace,
         ),
       );
   }

@@ -20,9 +20,9 @@ import { TenantShares } from '../storage/tenant-shares.js';
 
 /** Bytes a row costs beyond its strings (SQLite row and index overhead, roughly). */
 const ROW_OVERHEAD = 96;
-/** What a row counts against maxBytes. */
-export const rowBytes = (destination: string, id: string, payload: string): number =>
-  destination.length + id.length + Buffer.byteLength(payload) + ROW_OVERHEAD;
+/** What a row counts against maxBytes (its trace context too: a sender's tracestate may be 512 characters). */
+export const rowBytes = (destination: string, id: string, payload: string, trace?: string | null): number =>
+  destination.length + id.length + Buffer.byteLength(payload) + (trace?.length ?? 0) + ROW_OVERHEAD;
 
 export interface NewOutboxRow {
   destination: string;
@@ -30,6 +30,8 @@ export interface NewOutboxRow {
   payload: string;
   /** The namespace whose share of the outbox the row counts against ('' when none). */
   tenant: string;
+  /** The hand-off's trace context (tracing/carrier.ts carrierText), when tracing is on. */
+  trace?: string | null;
 }
 
 export interface OutboxRow extends NewOutboxRow {
@@ -64,9 +66,11 @@ export class OutboxTable {
     this.db = openWithRoom(this.reserve, join(dir, 'outbox.sqlite'), walLimitFor(maxBytes));
     const p = (sql: string): StatementSync => this.db.prepare(sql);
     this.statements = {
-      insert: p('INSERT OR IGNORE INTO outbox (destination, id, payload, next_at, tenant) VALUES (?, ?, ?, 0, ?)'),
+      insert: p(
+        'INSERT OR IGNORE INTO outbox (destination, id, payload, next_at, tenant, trace) VALUES (?, ?, ?, 0, ?, ?)',
+      ),
       due: p(
-        'SELECT seq, destination, id, payload, attempts, tenant FROM outbox WHERE destination = ? AND next_at <= ? ORDER BY next_at, seq LIMIT ?',
+        'SELECT seq, destination, id, payload, attempts, tenant, trace FROM outbox WHERE destination = ? AND next_at <= ? ORDER BY next_at, seq LIMIT ?',
       ),
       nextDue: p('SELECT min(next_at) AS t FROM outbox WHERE destination = ?'),
       lease: p('UPDATE outbox SET next_at = ?, attempts = attempts + 1 WHERE seq = ?'),
@@ -79,7 +83,7 @@ export class OutboxTable {
         "SELECT json_extract(substr(payload, 1, instr(payload || char(10), char(10)) - 1), '$.received_at') AS at FROM outbox WHERE destination = ? ORDER BY seq LIMIT 1",
       ),
       total: p(
-        'SELECT tenant, coalesce(sum(length(destination) + length(id) + length(CAST(payload AS BLOB))), 0) AS b, count(*) AS n FROM outbox GROUP BY tenant',
+        'SELECT tenant, coalesce(sum(length(destination) + length(id) + length(CAST(payload AS BLOB)) + coalesce(length(trace), 0)), 0) AS b, count(*) AS n FROM outbox GROUP BY tenant',
       ),
     };
     this.budget = new StoreBudget(maxBytes);
@@ -148,8 +152,8 @@ export class OutboxTable {
    * (0 when it was). The caller counts them (budget and share) once the transaction committed.
    */
   insert(r: NewOutboxRow): number {
-    return Number(this.statements.insert.run(r.destination, r.id, r.payload, r.tenant).changes) > 0
-      ? rowBytes(r.destination, r.id, r.payload)
+    return Number(this.statements.insert.run(r.destination, r.id, r.payload, r.tenant, r.trace ?? null).changes) > 0
+      ? rowBytes(r.destination, r.id, r.payload, r.trace)
       : 0;
   }
 
@@ -184,7 +188,7 @@ export class OutboxTable {
   /** Removes a row; its bytes go back to the budget and its share once the (relaxed) transaction commits. */
   remove(r: OutboxRow): void {
     if (Number(this.statements.remove.run(r.seq).changes) > 0)
-      this.removed.push({ tenant: r.tenant, bytes: rowBytes(r.destination, r.id, r.payload) });
+      this.removed.push({ tenant: r.tenant, bytes: rowBytes(r.destination, r.id, r.payload, r.trace) });
   }
 
   depth(destination: string): number {
@@ -233,6 +237,7 @@ function openWithRoom(reserve: DiskReserve, file: string, walLimit: number): Dat
         next_at INTEGER NOT NULL,
         last_error TEXT,
         tenant TEXT NOT NULL DEFAULT '',
+        trace TEXT,
         UNIQUE (destination, id)
       );
       CREATE INDEX IF NOT EXISTS outbox_due ON outbox (destination, next_at);`);
@@ -240,6 +245,8 @@ function openWithRoom(reserve: DiskReserve, file: string, walLimit: number): Dat
       const columns = db.prepare('PRAGMA table_info(outbox)').all() as Array<{ name: string }>;
       if (!columns.some((c) => c.name === 'tenant'))
         db.exec("ALTER TABLE outbox ADD COLUMN tenant TEXT NOT NULL DEFAULT ''");
+      // ... and no trace column (their rows carry no trace context).
+      if (!columns.some((c) => c.name === 'trace')) db.exec('ALTER TABLE outbox ADD COLUMN trace TEXT');
       return db;
     } catch (err) {
       db.close();

@@ -22,6 +22,7 @@ import type { Routing } from './destination.js';
 import { ReplayedLetters, type ReplayedLetter } from './outbox-dead-letters.js';
 import { OutboxLeaseLoops, type OutboxDestination } from './outbox-lease-loop.js';
 import { OutboxTable, rowBytes, type NewOutboxRow } from './outbox-table.js';
+import { carrierText, type TraceCarrier } from '../tracing/carrier.js';
 
 export type { OutboxDestination } from './outbox-lease-loop.js';
 
@@ -71,7 +72,11 @@ export class Outbox implements EventSink {
    * Every event is held once per destination it goes to (as its routing rules chose at acceptance,
    * `decided`; without rules, its integration's destinations); events with no destination are done.
    */
-  async handOff(events: readonly NormalisedEvent[], decided?: DecidedDestinations): Promise<HandOffResult> {
+  async handOff(
+    events: readonly NormalisedEvent[],
+    decided?: DecidedDestinations,
+    trace?: TraceCarrier,
+  ): Promise<HandOffResult> {
     const byDestination = new Map<string, NormalisedEvent[]>();
     for (let i = 0; i < events.length; i++) {
       const e = events[i] as NormalisedEvent;
@@ -84,10 +89,12 @@ export class Outbox implements EventSink {
     const rows: NewOutboxRow[] = [];
     let bytes = 0;
     const tenant = events[0]?.namespace ?? '';
+    // The hand-off's trace context, kept with each row for the delivery attempts (tracing on).
+    const traceText = trace ? carrierText(trace) : null;
     for (const [destination, list] of byDestination) {
       for (const m of packEvents(list, MAX_ROW_BYTES)) {
-        rows.push({ destination, id: m.id, payload: m.payload, tenant });
-        bytes += rowBytes(destination, m.id, m.payload);
+        rows.push({ destination, id: m.id, payload: m.payload, tenant, trace: traceText });
+        bytes += rowBytes(destination, m.id, m.payload, traceText);
       }
     }
     if (rows.length > 0) {

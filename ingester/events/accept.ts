@@ -6,12 +6,15 @@
 import type { NormalisedEvent } from '../core/event.js';
 import type { IngesterMetrics } from '../core/ingester-metrics.js';
 import { handOffToAll, type DecidedDestinations, type EventSink, type HandOffResult } from '../sinks/sink.js';
+import type { TraceCarrier } from '../tracing/carrier.js';
 
 export interface AcceptOptions {
   sinks: readonly EventSink[];
   metrics: IngesterMetrics;
   /** A sink failed (counted here); the caller logs it its own way. */
   onSinkError(sink: string, err: unknown): void;
+  /** The hand-off's trace context, carried with the events to the delivering replica (tracing on). */
+  trace?: TraceCarrier | undefined;
 }
 
 /**
@@ -35,6 +38,7 @@ export async function acceptEvents(
       o.onSinkError(sink, err);
     },
     destinations,
+    o.trace,
   );
   o.metrics.eventsProcessed.inc(labels, result.processed);
   if (result.cached > 0) o.metrics.eventsCached.inc(labels, result.cached);

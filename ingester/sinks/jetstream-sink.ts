@@ -34,6 +34,7 @@ import { PubAckPublisher, type PubOutcome } from './pub-acks.js';
 import { SpoolReplayer } from './spool-replayer.js';
 import { SinkError, type DecidedDestinations, type HandOffResult, type EventSink } from './sink.js';
 import { Spool, SpoolError, type SpoolRecord, type SpooledRow } from './spool.js';
+import type { TraceCarrier } from '../tracing/carrier.js';
 
 export interface JetStreamSinkOptions {
   settings: JetStreamSettings;
@@ -144,9 +145,18 @@ export class JetStreamSink implements EventSink {
     return `${busProblem} and the spool cannot take events (${this.spool.unavailableReason ?? 'full'})`;
   }
 
-  /** The events as bus messages; with routing rules, their subjects carry the destinations chosen (bus-messages.ts). */
-  async handOff(events: readonly NormalisedEvent[], decided?: DecidedDestinations): Promise<HandOffResult> {
-    const outgoing = busMessages(this.settings.subjectPrefix, events, this.maxMessageBytes(), decided);
+  /**
+   * The events as bus messages; with routing rules, their subjects carry the destinations chosen
+   * (bus-messages.ts). The hand-off's context goes in each message's headers (tracing on); the
+   * spool does not keep it, so a message that waited there is delivered in a trace of its own.
+   */
+  async handOff(
+    events: readonly NormalisedEvent[],
+    decided?: DecidedDestinations,
+    trace?: TraceCarrier,
+  ): Promise<HandOffResult> {
+    const outgoing: SpoolRecord[] = busMessages(this.settings.subjectPrefix, events, this.maxMessageBytes(), decided);
+    if (trace) for (const o of outgoing) o.trace = trace;
     const acked = await this.publishAll(outgoing);
     const rest = outgoing.filter((_, i) => !acked[i]);
     // An event repeated within the request went once: it is held wherever its first copy is.

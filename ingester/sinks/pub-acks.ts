@@ -20,6 +20,7 @@
  * single cost.
  */
 import { createInbox, headers, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import type { TraceCarrier } from '../tracing/carrier.js';
 
 /** What the bus said about one event. */
 export type PubOutcome = 'acked' | 'timeout' | 'refused';
@@ -34,7 +35,7 @@ interface Pending {
 
 /** A message to send: an event of a batch (`pending`, its msg id) or a single write (`headers`). */
 type Queued = { subject: string; payload: string; reply: string } & (
-  { pending: Pending; id: string } | { pending?: undefined; headers: Record<string, string> }
+  { pending: Pending; id: string; trace?: TraceCarrier } | { pending?: undefined; headers: Record<string, string> }
 );
 
 interface Batch {
@@ -76,7 +77,7 @@ export class PubAckPublisher {
    * the latest after timeoutMs. Never rejects.
    */
   publish(
-    events: ReadonlyArray<{ subject: string; payload: string; id: string }>,
+    events: ReadonlyArray<{ subject: string; payload: string; id: string; trace?: TraceCarrier }>,
     timeoutMs: number,
   ): Promise<PubOutcome[]> {
     if (events.length === 0) return Promise.resolve([]);
@@ -96,12 +97,14 @@ export class PubAckPublisher {
         resolve(batch.outcomes);
       };
       for (let i = 0; i < events.length; i++) {
-        const e = events[i] as { subject: string; payload: string; id: string };
+        const e = events[i] as { subject: string; payload: string; id: string; trace?: TraceCarrier };
         const reply = `${this.inbox}.${(this.seq++).toString(36)}`;
         const pending = { batch, index: i };
         replies.push(reply);
         this.pending.set(reply, pending);
-        this.queue.push({ subject: e.subject, payload: e.payload, id: e.id, reply, pending });
+        const queued: Queued = { subject: e.subject, payload: e.payload, id: e.id, reply, pending };
+        if (e.trace) queued.trace = e.trace;
+        this.queue.push(queued);
       }
       this.schedule();
     });
@@ -138,8 +141,14 @@ export class PubAckPublisher {
       // Answered already (abandoned on a disconnect, or its batch or write timed out): do not send.
       if (q.pending ? this.pending.get(q.reply) !== q.pending : !this.writes.has(q.reply)) continue;
       const h = headers();
-      if (q.pending) h.set('Nats-Msg-Id', q.id);
-      else for (const [k, v] of Object.entries(q.headers)) h.set(k, v);
+      if (q.pending) {
+        h.set('Nats-Msg-Id', q.id);
+        // The hand-off's W3C context, for the replica that delivers the message (tracing on).
+        if (q.trace) {
+          h.set('traceparent', q.trace.traceparent);
+          if (q.trace.tracestate !== undefined) h.set('tracestate', q.trace.tracestate);
+        }
+      } else for (const [k, v] of Object.entries(q.headers)) h.set(k, v);
       try {
         this.nc.publish(q.subject, q.payload, { headers: h, reply: q.reply });
       } catch {

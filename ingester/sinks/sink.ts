@@ -5,6 +5,7 @@
  */
 import type { NormalisedEvent } from '../core/event.js';
 import { IntakeError, sinkFailed } from '../core/errors.js';
+import type { TraceCarrier } from '../tracing/carrier.js';
 
 /** What a hand-off holds: one sink's (EventSink.handOff), or every sink's together (handOffToAll). */
 export interface HandOffResult {
@@ -23,7 +24,15 @@ export type DecidedDestinations = readonly (readonly string[])[];
 
 export interface EventSink {
   readonly name: string;
-  handOff(events: readonly NormalisedEvent[], destinations?: DecidedDestinations): Promise<HandOffResult>;
+  /**
+   * `destinations`: each event's destinations as its routing rules decided (absent: the route's);
+   * `trace`: the hand-off's context, for a sink that holds events for delivery to carry with them.
+   */
+  handOff(
+    events: readonly NormalisedEvent[],
+    destinations?: DecidedDestinations,
+    trace?: TraceCarrier,
+  ): Promise<HandOffResult>;
   /** Why the sink cannot take events right now (readiness), or undefined when it can. */
   unavailable?(): string | undefined;
   /** Resolves when everything acknowledged so far has left the process (shutdown). */
@@ -49,8 +58,9 @@ export async function handOffToAll(
   events: readonly NormalisedEvent[],
   onError: (sink: string, err: unknown) => void,
   destinations?: DecidedDestinations,
+  trace?: TraceCarrier,
 ): Promise<HandOffResult> {
-  const reports = await Promise.allSettled(sinks.map((s) => s.handOff(events, destinations)));
+  const reports = await Promise.allSettled(sinks.map((s) => s.handOff(events, destinations, trace)));
   let processed = events.length;
   for (let i = 0; i < reports.length; i++) {
     const report = reports[i] as PromiseSettledResult<HandOffResult>;

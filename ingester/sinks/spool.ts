@@ -31,6 +31,7 @@ import { ReplayCursor } from '../storage/replay-cursor.js';
 import { configureSpace, freeBytes, reclaimStep, walLimitFor } from '../storage/sqlite-space.js';
 import { StoreBudget } from '../storage/store-budget.js';
 import { TenantShares } from '../storage/tenant-shares.js';
+import type { TraceCarrier } from '../tracing/carrier.js';
 
 export interface SpoolRecord {
   id: string;
@@ -40,6 +41,8 @@ export interface SpoolRecord {
   events?: number;
   /** The namespace whose share of the spool the record counts against ('' when none). */
   tenant?: string;
+  /** The hand-off's trace context, sent in the message's headers; not spooled. */
+  trace?: TraceCarrier;
 }
 
 export interface SpooledRow extends SpoolRecord {

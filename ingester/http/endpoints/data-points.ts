@@ -7,6 +7,7 @@ import { parseDataPoints, type DataPoint } from '../../series/data-points.js';
 import type { RouteEntry } from '../../routing/route-table.js';
 import { parseRequestBody } from '../body.js';
 import type { IngestContext } from '../context.js';
+import { traceRequests } from '../../tracing/tracing.js';
 import { okBody, okSchema } from './reply.js';
 
 export const METRICS_PATH = '/v1/integrations/metrics';
@@ -43,7 +44,8 @@ export function dataPointsEndpoint(ctx: IngestContext): RouteOptions {
       req.routeEntry = await ctx.auth.apiKey(req);
       ctx.limiter?.admitRequest(req.routeEntry);
     },
-    handler: async (req: FastifyRequest, reply: FastifyReply) => {
+    // Tracing (tracing/tracing.ts): a receive span around the handler.
+    handler: traceRequests(METRICS_PATH, async (req: FastifyRequest, reply: FastifyReply) => {
       const entry = req.routeEntry as RouteEntry;
       const points = validate(parseRequestBody(req, ctx.limits.maxJsonDepth), entry.namespace);
       // Remote write admits the batch first (503 when the namespace's share of its queue, or the
@@ -61,6 +63,6 @@ export function dataPointsEndpoint(ctx: IngestContext): RouteOptions {
       metrics.pointsProcessed.inc({ namespace: entry.namespace }, points.length);
       req.accepted = points.length;
       return reply.send(okBody(points.length, 0, points.length, 'data point'));
-    },
+    }),
   };
 }

@@ -33,6 +33,7 @@ import type { EventLoopGuard } from '../overload.js';
 import { recordActivity, type AnsweredRequest } from '../request-activity.js';
 import { nextRequestId } from '../request-id.js';
 import type { UploadRateGuard } from '../upload-rate.js';
+import { tracingOn } from '../../tracing/tracing.js';
 import { admit, countDropped, eventContextOf, handOff, mapAndValidateEvents, route } from './events.js';
 
 export interface DirectEventsOptions {
@@ -71,7 +72,8 @@ export function directEventsRoute(o: DirectEventsOptions): DirectRoute {
 
   /** The common request, decided from its request line and headers alone: its integration's name, or undefined. */
   const takes = (req: IncomingMessage): { name: string; bytes: number } | undefined => {
-    if (req.method !== 'POST' || o.trustsProxy) return undefined;
+    // With tracing on, fastify's route serves every request: its spans are made there (tracing/).
+    if (req.method !== 'POST' || o.trustsProxy || tracingOn()) return undefined;
     const url = req.url;
     if (url === undefined || !url.startsWith(PREFIX)) return undefined;
     const name = url.slice(PREFIX.length);

@@ -33,6 +33,7 @@ import { repeatableForMs } from '../../auth/signature-check.js';
 import { isDryRun } from '../../mapping/mapped-webhooks.js';
 import type { RouteEntry } from '../../routing/route-table.js';
 import type { HandOffResult } from '../../sinks/sink.js';
+import { traceOf, traceRequests, type TraceCarrier } from '../../tracing/tracing.js';
 import { parseRequestBody } from '../body.js';
 import { sendError } from '../send-error.js';
 import type { IngestContext } from '../context.js';
@@ -167,7 +168,9 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
     url: EVENTS_PATH,
     schema: { response: okSchema },
     onRequest: authenticate,
-    handler: async (req: EventsRequest, reply: FastifyReply) => {
+    // Tracing (tracing/tracing.ts): a receive span around the handler, and its map and hand-off steps.
+    handler: traceRequests(EVENTS_PATH, async (req: EventsRequest, reply: FastifyReply) => {
+      const trace = traceOf(req);
       const bytes = bodyBytes(req);
       const authenticated = await verifySignature(req, bytes);
       const dryRun = isDryRun(req.query);
@@ -179,13 +182,17 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
       const challenged = answerSlackChallenge(reply, decoded);
       if (challenged) return challenged;
       if (dryRun) return answerDryRun(reply, decoded);
+      const mapping = trace?.step('map');
       const events = await mapAndValidate(req, decoded);
+      mapping?.end();
       admit(ctx, decoded.entry, events);
       const decisions = await route(ctx, decoded.entry, events);
-      const result = await handOff(ctx, decoded.entry, decoded.eventCtx, events, req.id, decisions);
+      const handing = trace?.step('hand-off');
+      const result = await handOff(ctx, decoded.entry, decoded.eventCtx, events, req.id, decisions, handing?.carrier);
+      handing?.end();
       if (decisions) req.droppedByRule = countDropped(decoded.entry, decisions, metrics);
       return answer(req, reply, decoded, result, events.length);
-    },
+    }),
   } as RouteOptions;
 }
 
@@ -269,6 +276,7 @@ export async function handOff(
   events: readonly NormalisedEvent[],
   reqId: string,
   decisions?: readonly RuleDecision[],
+  trace?: TraceCarrier,
 ): Promise<HandOffResult> {
   try {
     return await acceptEvents(
@@ -277,6 +285,7 @@ export async function handOff(
       {
         sinks: ctx.sinks,
         metrics: ctx.metrics,
+        trace,
         onSinkError: (sink, err) =>
           ctx.failures.error(`sink:${sink}`, err, { sink, reqId }, 'event sink failed; answered 503'),
       },
