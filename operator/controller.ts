@@ -35,6 +35,7 @@ import type { OperatorMetrics } from './metrics.js';
 import { NameClaims } from './name-claims.js';
 import { OwnWrites } from './own-writes.js';
 import { WrittenStatus } from './written-status.js';
+import { keptSecret, pagedList, withoutManagedFields, type ListPage } from './cached.js';
 import {
   credentialsSecretName,
   integrationNameOf,
@@ -131,12 +132,15 @@ export class Controller {
           logger: o.logger,
           labelSelector: selector,
           watchPath: ns ? `/api/v1/namespaces/${ns}/secrets` : '/api/v1/secrets',
-          list: async () => {
-            const l = ns
-              ? await core.listNamespacedSecret({ namespace: ns, labelSelector: selector })
-              : await core.listSecretForAllNamespaces({ labelSelector: selector });
-            return { items: l.items, resourceVersion: l.metadata?.resourceVersion ?? '' };
-          },
+          list: () =>
+            pagedList(
+              (limit, token) =>
+                ns
+                  ? core.listNamespacedSecret({ namespace: ns, labelSelector: selector, limit, _continue: token })
+                  : core.listSecretForAllNamespaces({ labelSelector: selector, limit, _continue: token }),
+              keptSecret,
+            ),
+          keep: keptSecret,
           onEvent: (n, old) => {
             if (!n) this.ownWrites.forget('Secret', old);
             else if (this.ownWrites.isOwn('Secret', n)) return;
@@ -152,10 +156,18 @@ export class Controller {
       logger: o.logger,
       labelSelector: routeSelector,
       watchPath: `/api/v1/namespaces/${o.namespace}/secrets`,
-      list: async () => {
-        const l = await core.listNamespacedSecret({ namespace: o.namespace, labelSelector: routeSelector });
-        return { items: l.items, resourceVersion: l.metadata?.resourceVersion ?? '' };
-      },
+      list: () =>
+        pagedList(
+          (limit, token) =>
+            core.listNamespacedSecret({
+              namespace: o.namespace,
+              labelSelector: routeSelector,
+              limit,
+              _continue: token,
+            }),
+          keptSecret,
+        ),
+      keep: keptSecret,
       onEvent: (n, old) => {
         const source = (n ?? old)?.metadata?.annotations?.[SOURCE_ANNOTATION];
         if (!n) this.ownWrites.forget('Secret', old);
@@ -179,13 +191,28 @@ export class Controller {
       logger: this.o.logger,
       watchPath: ns ? `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${plural}` : `/apis/${GROUP}/${VERSION}/${plural}`,
       list: async () => {
-        let l: { items: T[]; metadata?: { resourceVersion?: string } };
         try {
-          l = (
-            ns
-              ? await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural })
-              : await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural })
-          ) as typeof l;
+          // Lists omit kind and apiVersion on items; the rest of the operator relies on them.
+          return await pagedList(
+            async (limit, token) =>
+              (ns
+                ? await custom.listNamespacedCustomObject({
+                    group: GROUP,
+                    version: VERSION,
+                    namespace: ns,
+                    plural,
+                    limit,
+                    _continue: token,
+                  })
+                : await custom.listClusterCustomObject({
+                    group: GROUP,
+                    version: VERSION,
+                    plural,
+                    limit,
+                    _continue: token,
+                  })) as ListPage<T>,
+            (i) => withoutManagedFields({ ...i, kind, apiVersion: API_VERSION }),
+          );
         } catch (err) {
           // An operator upgraded before its CRDs: without the IntakeQuota CRD there are no quotas,
           // and integrations and keys must still be served (with the cluster defaults).
@@ -195,11 +222,6 @@ export class Controller {
           );
           return { items: [], resourceVersion: '' };
         }
-        // Lists omit kind and apiVersion on items; the rest of the operator relies on them.
-        return {
-          items: l.items.map((i) => ({ ...i, kind, apiVersion: API_VERSION })),
-          resourceVersion: l.metadata?.resourceVersion ?? '',
-        };
       },
       onEvent: (n, old) =>
         kind === 'IntakeQuota'
