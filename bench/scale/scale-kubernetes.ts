@@ -20,6 +20,8 @@
  *   BENCH_RUNS                ingester starts to take the medians of, default 3
  *   BENCH_ROTATIONS           password rotations timed, default 50
  *   BENCH_OUT                 also append the markdown table to this file
+ *   BENCH_COMPARE_ENTRY       another build's dist/cmd/intake.js (say, main's, copied aside): each
+ *                             run starts it too, alternately with this build, on the same Secrets
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
@@ -66,6 +68,7 @@ const READY_TIMEOUT_MS = 120_000;
 const PROPAGATION_TIMEOUT_MS = 30_000;
 const POLL_MS = 5;
 const SETTLE_MS = 10_000;
+const COMPARE_ENTRY = process.env.BENCH_COMPARE_ENTRY;
 
 const { core } = kubeClients();
 const basic = (user: string, password: string): string =>
@@ -90,7 +93,7 @@ interface Started {
  * stream of failures from one address, which the brute-force guard would rightly block and the
  * failure floor would slow to one answer per 300 ms: both are set out of the way.
  */
-async function start(namespace: string): Promise<Started> {
+async function start(namespace: string, entry = join(ROOT, 'dist/cmd/intake.js')): Promise<Started> {
   const [port, adminPort] = [await freePort(), await freePort()];
   const config = join(DIR, 'scale-kubernetes.yaml');
   writeFileSync(
@@ -99,7 +102,7 @@ async function start(namespace: string): Promise<Started> {
   );
   const args = [
     ...imageNodeFlags(),
-    join(ROOT, 'dist/cmd/intake.js'),
+    entry,
     'ingester',
     '--config',
     config,
@@ -230,11 +233,21 @@ async function measure(namespace: string): Promise<void> {
   const load = loadavg().map((n) => n.toFixed(2));
 
   const runs: RunResult[] = [];
+  const compared: RunResult[] = [];
   let propagation: number[] = [];
   let placed = NaN;
   let peakAfterRotations = NaN;
   let rssAfterRotations = NaN;
   for (let run = 0; run < RUNS; run++) {
+    if (COMPARE_ENTRY) {
+      const other = await start(namespace, COMPARE_ENTRY);
+      const result = await measureStart(other, apiPid);
+      log(
+        `run ${run + 1}, ${COMPARE_ENTRY}: /healthz ${f(result.healthMs)} ms, ready ${f(result.readyMs)} ms (${f(result.readyCpuS, 2)} s CPU; API server ${f(result.apiServerCpuS, 2)} s CPU), peak RSS ${f(result.peakMiB)} MiB`,
+      );
+      compared.push(result);
+      await stopProcess(other.child);
+    }
     const started = await start(namespace);
     const result = await measureStart(started, apiPid);
     log(
@@ -278,7 +291,22 @@ async function measure(namespace: string): Promise<void> {
     [`... p99 (max ${f(Math.max(...propagation))} ms)`, `${f(p99)} ms`, '<= 2000 ms', verdict(p99 <= 2000)],
     [`routes placed for ${ROTATIONS} rotations`, `${placed}`, `${ROTATIONS}`, verdict(placed === ROTATIONS)],
   ];
-  const header = ['Kubernetes mode, one route Secret each', 'median', 'target', 'verdict'];
+  if (COMPARE_ENTRY) {
+    const m = (pick: (r: RunResult) => number, digits = 0): string => f(median(compared.map(pick)), digits);
+    rows[0]?.splice(2, 0, `${m((r) => r.readyMs)} ms`);
+    rows[1]?.splice(2, 0, `${m((r) => r.readyCpuS, 2)} s`);
+    rows[2]?.splice(2, 0, `${m((r) => r.apiServerCpuS, 2)} s`);
+    rows[3]?.splice(2, 0, `${m((r) => r.healthMs)} ms`);
+    rows[4]?.splice(2, 0, `${m((r) => r.peakMiB)} MiB (no rotations)`);
+    for (const row of rows.slice(5)) row.splice(2, 0, '');
+  }
+  const header = [
+    'Kubernetes mode, one route Secret each',
+    'median',
+    ...(COMPARE_ENTRY ? [`median, ${COMPARE_ENTRY}`] : []),
+    'target',
+    'verdict',
+  ];
   const title = `scale (Kubernetes mode): ${INTEGRATIONS} WebhookIntegrations + ${INTEGRATIONS} ApiKeys over ${NAMESPACES} namespaces, ${RUNS} runs, load average ${load.join(' ')}`;
   process.stdout.write(`${title}\n${table(header, rows, false)}\n`);
   if (process.env.BENCH_OUT) appendFileSync(process.env.BENCH_OUT, `\n### ${title}\n\n${table(header, rows, true)}\n`);
