@@ -498,7 +498,18 @@ export class Controller {
         Object.entries(plan.credentials.data).map(([k, v]) => [k, Buffer.from(v).toString('base64')]),
       ),
     };
-    this.ownWrites.record('Secret', await this.writer.applySecret(desired, existing));
+    await this.applyOwnSecret(obj, desired, existing);
+  }
+
+  /** Writes one of the resource's Secrets; an event held back meanwhile that was not this write's queues the resource again. */
+  private async applyOwnSecret(obj: IntakeResource, desired: V1Secret, existing: V1Secret | undefined): Promise<void> {
+    const { missed } = await this.ownWrites.during(
+      'Secret',
+      desired.metadata?.namespace as string,
+      desired.metadata?.name as string,
+      () => this.writer.applySecret(desired, existing),
+    );
+    if (missed) this.queue.add(queueKey(obj.kind, obj.metadata.namespace as string, obj.metadata.name as string));
   }
 
   private async applyRoute(
@@ -527,7 +538,7 @@ export class Controller {
       // planWebhook and planApiKey return a route only once it passed validateRoute (plan.ts publishable).
       data: { [ROUTE_SECRET_KEY]: Buffer.from(JSON.stringify(plan.route)).toString('base64') },
     };
-    this.ownWrites.record('Secret', await this.writer.applySecret(desired, existing));
+    await this.applyOwnSecret(obj, desired, existing);
   }
 
   private async applyStatus(obj: IntakeResource, plan: Plan, now: Date, receiving?: Receiving): Promise<void> {
