@@ -37,19 +37,46 @@ export async function pagedList<T, U = T>(
   return { items, resourceVersion };
 }
 
-/** A plain copy of a string map (labels, annotations, data), undefined when empty. */
-function strings(map: Record<string, string> | undefined): Record<string, string> | undefined {
+/** Entries beyond this empty the pool (a cache of shared strings, not a record of every one). */
+const MAX_POOLED = 65_536;
+
+/**
+ * One copy of each string that many cached objects repeat: every resource's and Secret's parse
+ * makes its own copy of its namespace, kind, labels and conditions' reasons, messages and times,
+ * the same for thousands of objects (about a quarter of a cached integration's bytes).
+ */
+export class StringPool {
+  private readonly pool = new Map<string, string>();
+
+  intern<T>(value: T): T {
+    if (typeof value !== 'string') return value;
+    const known = this.pool.get(value);
+    if (known !== undefined) return known as T;
+    if (this.pool.size >= MAX_POOLED) this.pool.clear();
+    this.pool.set(value, value);
+    return value;
+  }
+
+  get size(): number {
+    return this.pool.size;
+  }
+}
+
+const shared = new StringPool();
+
+/** A plain copy of a string map, undefined when empty; values pooled unless `unique` (a Secret's data). */
+function strings(map: Record<string, string> | undefined, unique = false): Record<string, string> | undefined {
   if (!map) return undefined;
   const keys = Object.keys(map);
   if (keys.length === 0) return undefined;
   const out: Record<string, string> = {};
-  for (const k of keys) out[k] = map[k] as string;
+  for (const k of keys) out[k] = unique ? (map[k] as string) : shared.intern(map[k] as string);
   return out;
 }
 
 const owner = (r: V1OwnerReference): V1OwnerReference => ({
-  apiVersion: r.apiVersion,
-  kind: r.kind,
+  apiVersion: shared.intern(r.apiVersion),
+  kind: shared.intern(r.kind),
   name: r.name,
   uid: r.uid,
   ...(r.controller ? { controller: true } : {}),
@@ -67,11 +94,11 @@ export function keptSecret(secret: V1Secret): V1Secret {
   const m = secret.metadata ?? {};
   const labels = strings(m.labels);
   const annotations = strings(m.annotations);
-  const data = strings(secret.data);
+  const data = strings(secret.data, true);
   return {
     metadata: {
       name: m.name,
-      namespace: m.namespace,
+      namespace: shared.intern(m.namespace),
       resourceVersion: m.resourceVersion,
       ...(labels ? { labels } : {}),
       ...(annotations ? { annotations } : {}),
@@ -86,4 +113,30 @@ export function keptSecret(secret: V1Secret): V1Secret {
 export function withoutManagedFields<T extends { metadata?: { managedFields?: unknown } }>(obj: T): T {
   if (obj.metadata?.managedFields) delete obj.metadata.managedFields;
   return obj;
+}
+
+type CachedResource = {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: { namespace?: string; creationTimestamp?: unknown; managedFields?: unknown };
+  status?: { conditions?: Array<Record<string, unknown>> };
+};
+
+/**
+ * A resource (WebhookIntegration, ApiKey, IntakeQuota) as its cache keeps it: whole but for
+ * managedFields, its repeated strings (kind, namespace, the conditions) pooled. Changed in place:
+ * the object is the one the informer hands to its handlers, with the same values.
+ */
+export function keptResource<T extends object>(resource: T): T {
+  const obj = withoutManagedFields(resource as CachedResource);
+  if (obj.apiVersion) obj.apiVersion = shared.intern(obj.apiVersion);
+  if (obj.kind) obj.kind = shared.intern(obj.kind);
+  const m = obj.metadata;
+  if (m) {
+    m.namespace = shared.intern(m.namespace);
+    if (typeof m.creationTimestamp === 'string') m.creationTimestamp = shared.intern(m.creationTimestamp);
+  }
+  for (const condition of obj.status?.conditions ?? [])
+    for (const key of Object.keys(condition)) condition[key] = shared.intern(condition[key]);
+  return resource;
 }

@@ -35,7 +35,7 @@ import type { OperatorMetrics } from './metrics.js';
 import { NameClaims } from './name-claims.js';
 import { OwnWrites } from './own-writes.js';
 import { WrittenStatus } from './written-status.js';
-import { keptSecret, pagedList, withoutManagedFields, type ListPage } from './cached.js';
+import { keptResource, keptSecret, pagedList, type ListPage } from './cached.js';
 import {
   credentialsSecretName,
   integrationNameOf,
@@ -211,7 +211,7 @@ export class Controller {
                     limit,
                     _continue: token,
                   })) as ListPage<T>,
-            (i) => withoutManagedFields({ ...i, kind, apiVersion: API_VERSION }),
+            (i) => keptResource({ ...i, kind, apiVersion: API_VERSION }),
           );
         } catch (err) {
           // An operator upgraded before its CRDs: without the IntakeQuota CRD there are no quotas,
@@ -223,6 +223,7 @@ export class Controller {
           return { items: [], resourceVersion: '' };
         }
       },
+      keep: keptResource,
       onEvent: (n, old) =>
         kind === 'IntakeQuota'
           ? this.onQuotaEvent(n as IntakeQuota | undefined, old as IntakeQuota | undefined)

@@ -1,6 +1,13 @@
 import { describe, expect, it } from '@jest/globals';
 import { V1ObjectMeta, V1Secret } from '@kubernetes/client-node';
-import { keptSecret, LIST_PAGE, pagedList, withoutManagedFields } from '../../../operator/cached.js';
+import {
+  keptResource,
+  keptSecret,
+  LIST_PAGE,
+  pagedList,
+  StringPool,
+  withoutManagedFields,
+} from '../../../operator/cached.js';
 
 describe('pagedList', () => {
   it('follows continue tokens page by page, keeping each item as its page arrives, with the last resourceVersion', async () => {
@@ -107,5 +114,38 @@ describe('withoutManagedFields', () => {
   it('removes managedFields and keeps the rest', () => {
     const obj = { metadata: { name: 'a', managedFields: [{}] }, spec: { x: 1 } };
     expect(withoutManagedFields(obj)).toEqual({ metadata: { name: 'a' }, spec: { x: 1 } });
+  });
+});
+
+describe('StringPool', () => {
+  it('hands back one copy of equal strings, passes anything else through, and stays bounded', () => {
+    const pool = new StringPool();
+    const a = ['Re', 'ady'].join('');
+    const b = ['Rea', 'dy'].join('');
+    expect(pool.intern(a)).toBe(a);
+    expect(pool.intern(b)).toBe(a);
+    expect(pool.intern(undefined)).toBeUndefined();
+    expect(pool.intern(3)).toBe(3);
+    for (let i = 0; i < 70_000; i++) pool.intern(`s${i}`);
+    expect(pool.size).toBeLessThanOrEqual(65_536);
+  });
+});
+
+describe('keptResource', () => {
+  it('keeps the resource whole but for managedFields, changed in place, with the same values', () => {
+    const obj = {
+      apiVersion: 'intake.dev/v1alpha1',
+      kind: 'WebhookIntegration',
+      metadata: { name: 'a', namespace: 't1', creationTimestamp: '2026-11-27T08:00:00Z', managedFields: [{}] },
+      spec: { suspend: false },
+      status: {
+        url: 'https://intake.test/events/webhook_a',
+        conditions: [{ type: 'Ready', status: 'True', reason: 'Published', observedGeneration: 1 }],
+      },
+    };
+    const copy = structuredClone(obj);
+    delete (copy.metadata as { managedFields?: unknown }).managedFields;
+    expect(keptResource(obj)).toBe(obj);
+    expect(obj).toEqual(copy);
   });
 });
