@@ -17,10 +17,11 @@ const LIST_TIMEOUT_MS = 60_000;
 /**
  * Items per page of a list (list). Each page costs the API server a request of its own (20,000
  * route Secrets took it 0.4-0.6 s of CPU whole, 0.9 s in pages of 2,000, 1.1-1.5 s in pages of
- * 500), and each page is held whole while it is read (an ingester's peak RSS with 20,000 routes:
- * about 205 MiB whole, 190 MiB in pages of 2,000, 165 MiB in pages of 1,000 or 500).
+ * 500 when read one after the other), and each page is held whole while it is read, two at once
+ * now that the next is asked for early: an ingester with 20,000 routes peaked at 174-177 MiB in
+ * pages of 1,000 and 153-154 MiB in pages of 500, ready as fast (docs/benchmarks.md).
  */
-const LIST_PAGE = 1000;
+const LIST_PAGE = 500;
 /** A watch with no bytes (events or bookmarks) for this long past its server-side timeout is dead. */
 const WATCH_SLACK_MS = 30_000;
 

@@ -75,7 +75,7 @@ describe('kubeconfig connections', () => {
     await client.list('/api/v1/namespaces/x/secrets');
     expect(list).toEqual({ items: [{ metadata: { name: 'a' } }], resourceVersion: '7' });
     expect(seen[0]).toEqual({
-      path: '/api/v1/namespaces/x/secrets?labelSelector=intake.dev%2Froute%3Dtrue&limit=1000',
+      path: '/api/v1/namespaces/x/secrets?labelSelector=intake.dev%2Froute%3Dtrue&limit=500',
       authorization: 'Bearer t0ken',
     });
     expect(handshakes - before).toBe(1);
@@ -102,9 +102,9 @@ describe('kubeconfig connections', () => {
     );
     expect(list).toEqual({ items: ['p1', 'p2', 'p3'], resourceVersion: '9' });
     expect(seen.map((s) => s.path)).toEqual([
-      '/api/v1/secrets?labelSelector=a%3Db&limit=1000',
-      '/api/v1/secrets?labelSelector=a%3Db&limit=1000&continue=p2',
-      '/api/v1/secrets?labelSelector=a%3Db&limit=1000&continue=p3',
+      '/api/v1/secrets?labelSelector=a%3Db&limit=500',
+      '/api/v1/secrets?labelSelector=a%3Db&limit=500&continue=p2',
+      '/api/v1/secrets?labelSelector=a%3Db&limit=500&continue=p3',
     ]);
   });
 
@@ -144,7 +144,7 @@ describe('kubeconfig connections', () => {
     );
     expect(list).toEqual({ items: ['a', 'b'], resourceVersion: '9' });
     expect(askedEarly).toBe(true);
-    expect(seen.map((s) => s.path)).toEqual(['/api/v1/secrets?limit=1000', '/api/v1/secrets?limit=1000&continue=p2']);
+    expect(seen.map((s) => s.path)).toEqual(['/api/v1/secrets?limit=500', '/api/v1/secrets?limit=500&continue=p2']);
   });
 
   it('fails the list when a page fails, with the page asked for early dropped', async () => {
