@@ -38,6 +38,7 @@ import { OwnWrites } from './own-writes.js';
 import { WrittenStatus } from './written-status.js';
 import { DESTINATION_LABEL, DESTINATION_SECRET_KEY } from '../api/destination-document.js';
 import { planDestination } from './destination-plan.js';
+import { keptResource, keptSecret, pagedList, type ListPage } from './cached.js';
 import {
   credentialsSecretName,
   destinationSecretName,
@@ -144,12 +145,15 @@ export class Controller {
           logger: o.logger,
           labelSelector: selector,
           watchPath: ns ? `/api/v1/namespaces/${ns}/secrets` : '/api/v1/secrets',
-          list: async () => {
-            const l = ns
-              ? await core.listNamespacedSecret({ namespace: ns, labelSelector: selector })
-              : await core.listSecretForAllNamespaces({ labelSelector: selector });
-            return { items: l.items, resourceVersion: l.metadata?.resourceVersion ?? '' };
-          },
+          list: () =>
+            pagedList(
+              (limit, token) =>
+                ns
+                  ? core.listNamespacedSecret({ namespace: ns, labelSelector: selector, limit, _continue: token })
+                  : core.listSecretForAllNamespaces({ labelSelector: selector, limit, _continue: token }),
+              keptSecret,
+            ),
+          keep: keptSecret,
           onEvent: (n, old) => {
             if (!n) this.ownWrites.forget('Secret', old);
             else if (this.ownWrites.isOwn('Secret', n)) return;
@@ -165,10 +169,18 @@ export class Controller {
       logger: o.logger,
       labelSelector: routeSelector,
       watchPath: `/api/v1/namespaces/${o.namespace}/secrets`,
-      list: async () => {
-        const l = await core.listNamespacedSecret({ namespace: o.namespace, labelSelector: routeSelector });
-        return { items: l.items, resourceVersion: l.metadata?.resourceVersion ?? '' };
-      },
+      list: () =>
+        pagedList(
+          (limit, token) =>
+            core.listNamespacedSecret({
+              namespace: o.namespace,
+              labelSelector: routeSelector,
+              limit,
+              _continue: token,
+            }),
+          keptSecret,
+        ),
+      keep: keptSecret,
       onEvent: (n, old) => {
         const source = (n ?? old)?.metadata?.annotations?.[SOURCE_ANNOTATION];
         if (!n) this.ownWrites.forget('Secret', old);
@@ -218,13 +230,28 @@ export class Controller {
       logger: this.o.logger,
       watchPath: ns ? `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${plural}` : `/apis/${GROUP}/${VERSION}/${plural}`,
       list: async () => {
-        let l: { items: T[]; metadata?: { resourceVersion?: string } };
         try {
-          l = (
-            ns
-              ? await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural })
-              : await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural })
-          ) as typeof l;
+          // Lists omit kind and apiVersion on items; the rest of the operator relies on them.
+          return await pagedList(
+            async (limit, token) =>
+              (ns
+                ? await custom.listNamespacedCustomObject({
+                    group: GROUP,
+                    version: VERSION,
+                    namespace: ns,
+                    plural,
+                    limit,
+                    _continue: token,
+                  })
+                : await custom.listClusterCustomObject({
+                    group: GROUP,
+                    version: VERSION,
+                    plural,
+                    limit,
+                    _continue: token,
+                  })) as ListPage<T>,
+            (i) => keptResource({ ...i, kind, apiVersion: API_VERSION }),
+          );
         } catch (err) {
           // An operator upgraded before its CRDs: without the IntakeQuota CRD there are no quotas,
           // and integrations and keys must still be served (with the cluster defaults); without
@@ -236,12 +263,8 @@ export class Controller {
           );
           return { items: [], resourceVersion: '' };
         }
-        // Lists omit kind and apiVersion on items; the rest of the operator relies on them.
-        return {
-          items: l.items.map((i) => ({ ...i, kind, apiVersion: API_VERSION })),
-          resourceVersion: l.metadata?.resourceVersion ?? '',
-        };
       },
+      keep: keptResource,
       onEvent: (n, old) =>
         kind === 'IntakeQuota'
           ? this.onQuotaEvent(n as IntakeQuota | undefined, old as IntakeQuota | undefined)
@@ -572,7 +595,18 @@ export class Controller {
         Object.entries(plan.credentials.data).map(([k, v]) => [k, Buffer.from(v).toString('base64')]),
       ),
     };
-    this.ownWrites.record('Secret', await this.writer.applySecret(desired, existing));
+    await this.applyOwnSecret(obj, desired, existing);
+  }
+
+  /** Writes one of the resource's Secrets; an event held back meanwhile that was not this write's queues the resource again. */
+  private async applyOwnSecret(obj: IntakeResource, desired: V1Secret, existing: V1Secret | undefined): Promise<void> {
+    const { missed } = await this.ownWrites.during(
+      'Secret',
+      desired.metadata?.namespace as string,
+      desired.metadata?.name as string,
+      () => this.writer.applySecret(desired, existing),
+    );
+    if (missed) this.queue.add(queueKey(obj.kind, obj.metadata.namespace as string, obj.metadata.name as string));
   }
 
   private async applyRoute(
@@ -601,7 +635,7 @@ export class Controller {
       // planWebhook and planApiKey return a route only once it passed validateRoute (plan.ts publishable).
       data: { [ROUTE_SECRET_KEY]: Buffer.from(JSON.stringify(plan.route)).toString('base64') },
     };
-    this.ownWrites.record('Secret', await this.writer.applySecret(desired, existing));
+    await this.applyOwnSecret(obj, desired, existing);
   }
 
   private async applyStatus(obj: IntakeResource, plan: Plan, now: Date, receiving?: Receiving): Promise<void> {

@@ -23,6 +23,7 @@ import {
   kubeClients,
   kubectl,
   requireCluster,
+  ROOT,
   startOperator,
   type Proc,
 } from '../../test/integration/support/cluster.js';
@@ -33,6 +34,8 @@ const SCALE = Number(process.env.BENCH_SCALE ?? 0);
 const NAMESPACES = Number(process.env.BENCH_SCALE_NAMESPACES ?? 500);
 const SHARDS = Number(process.env.BENCH_SCALE_SHARDS ?? 32);
 const CREATE_CONCURRENCY = 8;
+/** The operator's --workers: BENCH_OPERATOR_WORKERS, else the chart's default (values.yaml operator.workers). */
+const WORKERS = process.env.BENCH_OPERATOR_WORKERS ?? chartOperatorWorkers();
 const ROUTE_SELECTOR = 'intake.dev/route=true';
 const OPERATOR_RESOURCES = ['secrets', 'events', 'webhookintegrations', 'apikeys', 'intakequotas'];
 const KINDS = [
@@ -82,6 +85,11 @@ function api(
     req.on('error', fail);
     req.end(body);
   });
+}
+
+function chartOperatorWorkers(): string {
+  const values = readFileSync(join(ROOT, 'charts/intake/values.yaml'), 'utf8');
+  return /^operator:\n(?:(?: {2}.*)?\n)*? {2}workers: (\d+)/m.exec(values)?.[1] ?? '4';
 }
 
 /** The test API server's process (API server, etcd and controllers in one). */
@@ -134,6 +142,14 @@ const operatorReconciles = async (proc: Proc): Promise<number> =>
   [
     ...(await (await fetch(`${proc.adminUrl}/metrics`)).text()).matchAll(
       /^intake_operator_reconciles_total\{[^}]*\} (\d+)/gm,
+    ),
+  ].reduce((n, m) => n + Number(m[1]), 0);
+
+/** Seconds the operator's workers spent in reconciles so far (the sum of its reconcile duration histogram). */
+const reconcileSeconds = async (proc: Proc): Promise<number> =>
+  [
+    ...(await (await fetch(`${proc.adminUrl}/metrics`)).text()).matchAll(
+      /^intake_operator_reconcile_duration_seconds_sum\{[^}]*\} ([\d.e+-]+)/gm,
     ),
   ].reduce((n, m) => n + Number(m[1]), 0);
 
@@ -252,7 +268,13 @@ export async function scaleBenchmark(operatorFlags: string[]): Promise<void> {
   );
   const pid = apiServerPid();
   const start = (): Promise<Proc> =>
-    startOperator(system, [], ['--log-level', 'warn', '--workers', '8', '--resync-period', '3600'], {}, operatorFlags);
+    startOperator(
+      system,
+      [],
+      ['--log-level', 'warn', '--workers', WORKERS, '--resync-period', '3600'],
+      {},
+      operatorFlags,
+    );
   let operator = await start();
   const watcher = readyWatch();
   const rows: Array<[string, string]> = [];
@@ -267,6 +289,7 @@ export async function scaleBenchmark(operatorFlags: string[]): Promise<void> {
       operator: processCpuSeconds(operator.child.pid as number),
       bench: process.cpuUsage(),
     };
+    const busy0 = await reconcileSeconds(operator);
     const t0 = performance.now();
     let next = 0;
     await Promise.all(
@@ -302,6 +325,7 @@ export async function scaleBenchmark(operatorFlags: string[]): Promise<void> {
       operator: processCpuSeconds(operator.child.pid as number) - cpu0.operator,
       bench: ((u) => (u.user + u.system) / 1e6)(process.cpuUsage(cpu0.bench)),
     };
+    const busy = (await reconcileSeconds(operator)) - busy0;
     const burstWrites = delta(await settledWriteCounts(), writes0);
     const operatorWrites = total(burstWrites) - resources.length; // less the benchmark's own creates
     const refusedWrites = [...burstWrites].filter(([k]) => k.endsWith(')')).reduce((n, [, v]) => n + v, 0);
@@ -325,6 +349,10 @@ export async function scaleBenchmark(operatorFlags: string[]): Promise<void> {
       [
         'API writes by the operator per resource (target <= 3)',
         `${(operatorWrites / resources.length).toFixed(4)} (${operatorWrites} for ${resources.length}, ${refusedWrites} of them refused; ${operatorWrites - refusedWrites <= 3 * resources.length ? 'PASS' : 'MISS'}); all writes: ${show(burstWrites)}`,
+      ],
+      [
+        `operator's workers (--workers ${WORKERS}): busy in reconciles, on average`,
+        `${(busy / (readyMs / 1000)).toFixed(1)} (${((busy / resources.length) * 1000).toFixed(0)} ms per resource)`,
       ],
       ['operator peak RSS (VmHWM)', `${rssBurst.toFixed(0)} MiB`],
     );

@@ -20,7 +20,11 @@
  *   BENCH_RUNS                ingester starts to take the medians of, default 3
  *   BENCH_ROTATIONS           password rotations timed, default 50
  *   BENCH_OUT                 also append the markdown table to this file
+ *   BENCH_COMPARE_ENTRY       other builds' dist/cmd/intake.js, comma-separated (say, main's, built
+ *                             aside): each run starts them too, in turn with this build, on the same
+ *                             Secrets; and their list clients are timed against this one's
  */
+import type { V1Secret } from '@kubernetes/client-node';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -66,6 +70,7 @@ const READY_TIMEOUT_MS = 120_000;
 const PROPAGATION_TIMEOUT_MS = 30_000;
 const POLL_MS = 5;
 const SETTLE_MS = 10_000;
+const COMPARE_ENTRIES = (process.env.BENCH_COMPARE_ENTRY ?? '').split(',').filter(Boolean);
 
 const { core } = kubeClients();
 const basic = (user: string, password: string): string =>
@@ -90,7 +95,7 @@ interface Started {
  * stream of failures from one address, which the brute-force guard would rightly block and the
  * failure floor would slow to one answer per 300 ms: both are set out of the way.
  */
-async function start(namespace: string): Promise<Started> {
+async function start(namespace: string, entry = join(ROOT, 'dist/cmd/intake.js')): Promise<Started> {
   const [port, adminPort] = [await freePort(), await freePort()];
   const config = join(DIR, 'scale-kubernetes.yaml');
   writeFileSync(
@@ -99,7 +104,7 @@ async function start(namespace: string): Promise<Started> {
   );
   const args = [
     ...imageNodeFlags(),
-    join(ROOT, 'dist/cmd/intake.js'),
+    entry,
     'ingester',
     '--config',
     config,
@@ -201,6 +206,47 @@ async function rotate(started: Started, namespace: string, i: number, round: num
   return Math.max(accepted, refused) - t0;
 }
 
+/**
+ * The list alone, this build's client against COMPARE_ENTRY's, alternately, 3 times each: the
+ * wall time of the ingester's list of the route Secrets, with each document decoded and parsed as
+ * its page arrives (the work the ingester does per Secret), and the API server's CPU meanwhile.
+ */
+async function compareLists(namespace: string, apiPid: number, entries: string[]): Promise<string[][]> {
+  type Client = { list: (p: string, q: object, each: (s: V1Secret) => unknown) => Promise<{ items: unknown[] }> };
+  const clientOf = async (dist: string): Promise<Client> => {
+    const { KubeApiClient } = (await import(join(dist, 'kube/api-client.js'))) as {
+      KubeApiClient: new (c: unknown) => Client;
+    };
+    const { apiConnection } = (await import(join(dist, 'kube/api-connection.js'))) as {
+      apiConnection: (k: string) => unknown;
+    };
+    return new KubeApiClient(apiConnection(KUBECONFIG));
+  };
+  const clients: Array<[string, Client]> = [['this build', await clientOf(join(ROOT, 'dist'))]];
+  for (const entry of entries) clients.push([entry, await clientOf(join(dirname(entry), '..'))]);
+  const times = new Map<string, { ms: number[]; api: number[] }>(clients.map(([n]) => [n, { ms: [], api: [] }]));
+  const path = `/api/v1/namespaces/${namespace}/secrets`;
+  for (let round = 0; round < 3; round++)
+    for (const [name, client] of clients) {
+      const api0 = processCpuSeconds(apiPid);
+      const t0 = performance.now();
+      const { items } = await client.list(path, { labelSelector: 'intake.dev/route=true' }, (s) =>
+        JSON.parse(Buffer.from(s.data?.['route.json'] ?? 'e30=', 'base64').toString('utf8')),
+      );
+      const ms = performance.now() - t0;
+      times.get(name)?.ms.push(ms);
+      times.get(name)?.api.push(processCpuSeconds(apiPid) - api0);
+      log(`list of ${items.length} route Secrets, ${name}: ${f(ms)} ms`);
+    }
+  return clients.map(([name]) => {
+    const t = times.get(name) as { ms: number[]; api: number[] };
+    return [
+      `list of the route Secrets alone, ${name} (median of 3)`,
+      `${f(median(t.ms))} ms (API server CPU ${f(median(t.api), 2)} s)`,
+    ];
+  });
+}
+
 async function main(): Promise<void> {
   requireCluster();
   const namespace = uniqueName('intake-scale');
@@ -229,12 +275,23 @@ async function measure(namespace: string): Promise<void> {
   const apiPid = apiServerPid();
   const load = loadavg().map((n) => n.toFixed(2));
 
+  const listRows = COMPARE_ENTRIES.length ? await compareLists(namespace, apiPid, COMPARE_ENTRIES) : [];
   const runs: RunResult[] = [];
+  const compared = new Map<string, RunResult[]>(COMPARE_ENTRIES.map((e) => [e, []]));
   let propagation: number[] = [];
   let placed = NaN;
   let peakAfterRotations = NaN;
   let rssAfterRotations = NaN;
   for (let run = 0; run < RUNS; run++) {
+    for (const entry of COMPARE_ENTRIES) {
+      const other = await start(namespace, entry);
+      const result = await measureStart(other, apiPid);
+      log(
+        `run ${run + 1}, ${entry}: /healthz ${f(result.healthMs)} ms, ready ${f(result.readyMs)} ms (${f(result.readyCpuS, 2)} s CPU; API server ${f(result.apiServerCpuS, 2)} s CPU), peak RSS ${f(result.peakMiB)} MiB`,
+      );
+      compared.get(entry)?.push(result);
+      await stopProcess(other.child);
+    }
     const started = await start(namespace);
     const result = await measureStart(started, apiPid);
     log(
@@ -278,7 +335,24 @@ async function measure(namespace: string): Promise<void> {
     [`... p99 (max ${f(Math.max(...propagation))} ms)`, `${f(p99)} ms`, '<= 2000 ms', verdict(p99 <= 2000)],
     [`routes placed for ${ROTATIONS} rotations`, `${placed}`, `${ROTATIONS}`, verdict(placed === ROTATIONS)],
   ];
-  const header = ['Kubernetes mode, one route Secret each', 'median', 'target', 'verdict'];
+  for (const [, results] of [...compared].reverse()) {
+    const m = (pick: (r: RunResult) => number, digits = 0): string => f(median(results.map(pick)), digits);
+    rows[0]?.splice(2, 0, `${m((r) => r.readyMs)} ms`);
+    rows[1]?.splice(2, 0, `${m((r) => r.readyCpuS, 2)} s`);
+    rows[2]?.splice(2, 0, `${m((r) => r.apiServerCpuS, 2)} s`);
+    rows[3]?.splice(2, 0, `${m((r) => r.healthMs)} ms`);
+    rows[4]?.splice(2, 0, `${m((r) => r.peakMiB)} MiB (no rotations)`);
+    for (const row of rows.slice(5)) row.splice(2, 0, '');
+  }
+  for (const [what, result] of listRows)
+    rows.push([what as string, result as string, ...COMPARE_ENTRIES.map(() => ''), '', '']);
+  const header = [
+    'Kubernetes mode, one route Secret each',
+    'median',
+    ...COMPARE_ENTRIES.map((e) => `median, ${e}`),
+    'target',
+    'verdict',
+  ];
   const title = `scale (Kubernetes mode): ${INTEGRATIONS} WebhookIntegrations + ${INTEGRATIONS} ApiKeys over ${NAMESPACES} namespaces, ${RUNS} runs, load average ${load.join(' ')}`;
   process.stdout.write(`${title}\n${table(header, rows, false)}\n`);
   if (process.env.BENCH_OUT) appendFileSync(process.env.BENCH_OUT, `\n### ${title}\n\n${table(header, rows, true)}\n`);

@@ -80,7 +80,7 @@ export function operatorCommand(): Command {
         'reconcile everything this often (picks up changes to referenced Secrets), e.g. 5m',
       ).default('5m'),
     )
-    .addOption(new Option('--workers <n>', 'concurrent reconciles').default('4'))
+    .addOption(new Option('--workers <n>', 'concurrent reconciles (each mostly waits on the API server)').default('32'))
     .addOption(
       new Option(
         '--ingester-admin-service <name>',

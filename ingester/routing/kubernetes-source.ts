@@ -73,8 +73,10 @@ export class KubernetesRouteSource implements RouteSource {
       logger: this.logger,
       labelSelector,
       watchPath,
-      // A page at a time, each Secret cut to what parse reads as its page arrives.
-      list: () => this.api.list<V1Secret>(watchPath, { labelSelector }, routeDocumentOf),
+      // A page at a time, each Secret parsed as its page arrives and kept as its name, version
+      // and parsed route: no document waits whole for the end of the list.
+      list: () =>
+        this.api.list<V1Secret, ListedRouteSecret>(watchPath, { labelSelector }, (secret) => this.listed(secret)),
       keep: (secret) => ({
         metadata: {
           name: secret.metadata?.name,
@@ -84,7 +86,7 @@ export class KubernetesRouteSource implements RouteSource {
       }),
       onEvent: (secret, old) => {
         const name = (secret ?? old)?.metadata?.name ?? '';
-        if (secret) this.parsed.set(name, this.parse(secret));
+        if (secret) this.parsed.set(name, (secret as ListedRouteSecret).parsed ?? this.parse(secret));
         else this.parsed.delete(name);
         if (!this.informer?.hasSynced) return;
         this.changed.add(name);
@@ -125,6 +127,21 @@ export class KubernetesRouteSource implements RouteSource {
     return `secret ${this.namespace}/${name}`;
   }
 
+  /**
+   * A listed Secret as the list keeps it: what the cache keeps, and its route parsed already,
+   * unless the cache has this very version (a relist: no event comes for it, nothing to parse).
+   */
+  private listed(secret: V1Secret): ListedRouteSecret {
+    const metadata = {
+      name: secret.metadata?.name,
+      namespace: secret.metadata?.namespace,
+      resourceVersion: secret.metadata?.resourceVersion,
+    };
+    const cached = this.informer?.get(`${metadata.namespace}/${metadata.name}`);
+    if (cached && cached.metadata?.resourceVersion === metadata.resourceVersion) return { metadata };
+    return { metadata, parsed: this.parse(secret) };
+  }
+
   private parse(secret: V1Secret): { input: RouteInput } | { skipped: SkippedRoute } {
     const source = this.sourceOf(secret.metadata?.name ?? '');
     const encoded = secret.data?.[ROUTE_SECRET_KEY];
@@ -150,16 +167,8 @@ export class KubernetesRouteSource implements RouteSource {
 }
 
 /** What parse reads of a route Secret: its name, version and document. */
-function routeDocumentOf(secret: V1Secret): V1Secret {
-  return {
-    metadata: {
-      name: secret.metadata?.name,
-      namespace: secret.metadata?.namespace,
-      resourceVersion: secret.metadata?.resourceVersion,
-    },
-    data: { [ROUTE_SECRET_KEY]: secret.data?.[ROUTE_SECRET_KEY] ?? '' },
-  };
-}
+/** A route Secret from a list page: its document parsed (or why not) as the page arrived. */
+type ListedRouteSecret = V1Secret & { parsed?: { input: RouteInput } | { skipped: SkippedRoute } };
 
 /** JSON.parse's message quotes the text, which may hold secret material: say only where it broke. */
 function parseJson(text: string): unknown {

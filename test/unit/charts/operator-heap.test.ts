@@ -27,11 +27,11 @@ const imageFlags = /^ENV NODE_OPTIONS=(.*)$/m.exec(readFileSync(resolve(ROOT, 'D
 describe("chart: the operator's heap limit", () => {
   it("bounds the old generation by default and keeps the image's flags", () => {
     const [value] = operatorNodeOptions();
-    expect(value?.split(' ')).toEqual([...imageFlags.split(' '), '--max-old-space-size=128']);
+    expect(value?.split(' ')).toEqual([...imageFlags.split(' '), '--max-old-space-size=192']);
   });
 
   it('follows the value, and 0 leaves the image as it is', () => {
-    expect(operatorNodeOptions('--set', 'operator.maxOldSpaceSizeMiB=192')[0]).toContain('--max-old-space-size=192');
+    expect(operatorNodeOptions('--set', 'operator.maxOldSpaceSizeMiB=256')[0]).toContain('--max-old-space-size=256');
     expect(operatorNodeOptions('--set', 'operator.maxOldSpaceSizeMiB=0')).toEqual([undefined]);
   });
 });

@@ -12,7 +12,7 @@ import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ApiError, KubeApiClient } from '../../../kube/api-client.js';
+import { ApiError, continueInHead, KubeApiClient } from '../../../kube/api-client.js';
 import { inClusterConnection, KubeConfigError, kubeconfigConnection } from '../../../kube/api-connection.js';
 import { selfSignedCertificate } from '../../support/certificates.js';
 
@@ -75,7 +75,7 @@ describe('kubeconfig connections', () => {
     await client.list('/api/v1/namespaces/x/secrets');
     expect(list).toEqual({ items: [{ metadata: { name: 'a' } }], resourceVersion: '7' });
     expect(seen[0]).toEqual({
-      path: '/api/v1/namespaces/x/secrets?labelSelector=intake.dev%2Froute%3Dtrue&limit=1000',
+      path: '/api/v1/namespaces/x/secrets?labelSelector=intake.dev%2Froute%3Dtrue&limit=500',
       authorization: 'Bearer t0ken',
     });
     expect(handshakes - before).toBe(1);
@@ -102,10 +102,72 @@ describe('kubeconfig connections', () => {
     );
     expect(list).toEqual({ items: ['p1', 'p2', 'p3'], resourceVersion: '9' });
     expect(seen.map((s) => s.path)).toEqual([
-      '/api/v1/secrets?labelSelector=a%3Db&limit=1000',
-      '/api/v1/secrets?labelSelector=a%3Db&limit=1000&continue=p2',
-      '/api/v1/secrets?labelSelector=a%3Db&limit=1000&continue=p3',
+      '/api/v1/secrets?labelSelector=a%3Db&limit=500',
+      '/api/v1/secrets?labelSelector=a%3Db&limit=500&continue=p2',
+      '/api/v1/secrets?labelSelector=a%3Db&limit=500&continue=p3',
     ]);
+  });
+
+  it('asks for the next page as soon as the continue token has arrived, before the page itself has', async () => {
+    // The API server writes a list's metadata before its items: page 1's head carries the token,
+    // and its items come only once page 2 was asked for (or after 5 s, when nothing asked).
+    let askedEarly = false;
+    let secondAsked: () => void = () => undefined;
+    const second = new Promise<void>((r) => (secondAsked = r));
+    answer = (req, res) => {
+      const token = new URL(req.url ?? '', 'http://x').searchParams.get('continue');
+      if (token === null) {
+        res.write(
+          '{"kind":"SecretList","apiVersion":"v1","metadata":{"resourceVersion":"9","continue":"p2"},"items":[',
+        );
+        let timer: NodeJS.Timeout | undefined;
+        const timeout = new Promise((r) => (timer = setTimeout(r, 5000)));
+        void Promise.race([second.then(() => 'asked'), timeout]).then((first) => {
+          askedEarly = first === 'asked';
+          clearTimeout(timer);
+          res.end('{"metadata":{"name":"a"}}]}');
+        });
+        return;
+      }
+      secondAsked();
+      res.end(
+        '{"kind":"SecretList","apiVersion":"v1","metadata":{"resourceVersion":"9"},"items":[{"metadata":{"name":"b"}}]}',
+      );
+    };
+    const client = new KubeApiClient(
+      kubeconfigConnection(kubeconfig(`    server: ${url}\n${caData()}`, '    token: t0ken')),
+    );
+    const list = await client.list<{ metadata: { name: string } }, string>(
+      '/api/v1/secrets',
+      {},
+      (i) => i.metadata.name,
+    );
+    expect(list).toEqual({ items: ['a', 'b'], resourceVersion: '9' });
+    expect(askedEarly).toBe(true);
+    expect(seen.map((s) => s.path)).toEqual(['/api/v1/secrets?limit=500', '/api/v1/secrets?limit=500&continue=p2']);
+  });
+
+  it('fails the list when a page fails, with the page asked for early dropped', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (err: unknown): void => void unhandled.push(err);
+    process.on('unhandledRejection', onUnhandled);
+    answer = (req, res) => {
+      const token = new URL(req.url ?? '', 'http://x').searchParams.get('continue');
+      if (token === null) {
+        // The head, then a connection that breaks before the page ends.
+        res.write('{"metadata":{"resourceVersion":"9","continue":"p2"},"items":[{"metadata":');
+        setTimeout(() => res.destroy(), 50);
+        return;
+      }
+      setTimeout(() => res.end('{"metadata":{"resourceVersion":"9"},"items":[]}'), 20);
+    };
+    const client = new KubeApiClient(
+      kubeconfigConnection(kubeconfig(`    server: ${url}\n${caData()}`, '    token: t0ken')),
+    );
+    await expect(client.list('/api/v1/secrets')).rejects.toThrow();
+    await new Promise((r) => setTimeout(r, 200));
+    process.off('unhandledRejection', onUnhandled);
+    expect(unhandled).toEqual([]);
   });
 
   it('reads a CA file and a token file relative to the kubeconfig, and re-reads the token a minute later', async () => {
@@ -283,5 +345,21 @@ describe('API calls', () => {
       void client().watch('/api/v1/secrets', { timeoutSeconds: 5 }, () => {}, resolve);
     });
     expect((failed as Error).message).toMatch(/an event that is not JSON/);
+  });
+});
+
+describe('continueInHead', () => {
+  it('finds the token in the metadata before the items, and says when more of the page is needed', () => {
+    expect(
+      continueInHead(
+        '{"kind":"SecretList","metadata":{"resourceVersion":"9","continue":"eyJ2IjoxfQ","remainingItemCount":5},"items":[',
+      ),
+    ).toBe('eyJ2IjoxfQ');
+    expect(
+      continueInHead('{"kind":"SecretList","metadata":{"resourceVersion":"9"},"items":[{"metadata":{"continue":"x"}}]'),
+    ).toBe('');
+    expect(continueInHead('{"kind":"SecretList","metadata":{"resourceVersion":"9","contin')).toBeNull();
+    // Items before the metadata (not what the API server writes): nothing is taken from them.
+    expect(continueInHead('{"items":[{"continue":"x"}],"metadata":{"continue":"y"}}')).toBe('');
   });
 });
