@@ -34,6 +34,7 @@ import { MappedWebhooks } from './mapping/mapped-webhooks.js';
 import { MappingWorkerPool, logWorkerPriority } from '../api/mapping/worker-pool.js';
 import type { Route } from '../api/route.js';
 import { replayMapping } from './events/mapping-replay.js';
+import { registerInspector, setUpInspector } from './inspector/setup.js';
 import { LogSink } from './sinks/log-sink.js';
 import { DISK_RESERVE_BYTES } from './storage/disk-reserve.js';
 import { checkStoreVolume } from './storage/volume-check.js';
@@ -109,6 +110,13 @@ export async function startIngester(
   registerLimitMetrics(registry, limiter);
 
   const activity = new ActivityRecorder();
+  // Captures of integrations that enabled the event inspector (inspector/; docs/inspector.md).
+  const inspector = await setUpInspector({
+    settings,
+    routes,
+    logger,
+    ...(handOff.bus ? { bus: handOff.bus } : {}),
+  });
 
   const { sinks } = handOff;
   const tls = settings.tls ? readTls(settings.tls) : undefined;
@@ -127,6 +135,7 @@ export async function startIngester(
     mapped,
     limiter,
     activity,
+    inspector,
     ...(tls ? { https: tls } : {}),
   });
   const admin = buildAdminServer({
@@ -158,6 +167,7 @@ export async function startIngester(
     leaseMs: deadLetters.leaseMs,
     logger,
   });
+  registerInspector(admin, inspector, { routes, sinks, metrics, limiter, logger });
   const stopTlsWatch = settings.tls ? watchTls(settings.tls, ingest, logger) : undefined;
   const sweeper = setInterval(
     () => series.sweep(),
@@ -235,6 +245,7 @@ export async function startIngester(
       await destinations?.close();
       await Promise.all(sinks.map((s) => s.close()));
       await deadLetters.store.close();
+      await inspector.close();
       await mappingWorkers.close();
       await admin.close();
       logger.info('shutdown complete');

@@ -16,6 +16,7 @@
 import type { Logger } from 'pino';
 import type { Counter, Histogram } from 'prom-client';
 import { LogLimiter } from '../core/log-limiter.js';
+import { recordAttempts, type AttemptOutcome } from '../inspector/attempts.js';
 import { receivedAtMs, retryDelayMs, type Destination, type QueuedEvent } from './destination.js';
 import type { Outcome } from '../outbound/outcome.js';
 import type { DestinationMetrics } from './metrics.js';
@@ -164,12 +165,14 @@ export class Dispatcher {
   private async deliver(batch: Delivery[], probe: boolean): Promise<void> {
     const name = this.destination.name;
     let outcome: Outcome;
+    const startedAtMs = Date.now();
     try {
       outcome = await this.destination.send(batch);
     } catch (err) {
       outcome = { kind: 'retry', reason: 'internal', error: (err as Error).message };
     }
     this.guard.answered(outcome, probe);
+    recordAttempts(name, batch, outcome, startedAtMs, (i) => this.attemptOutcome(outcome, batch[i] as Delivery));
     if (outcome.kind === 'accepted') {
       const now = Date.now();
       this.delivered.inc(batch.length);
@@ -211,6 +214,13 @@ export class Dispatcher {
       }
       return d.retry(retryDelayMs(d.attempt, this.options, outcome.retryAfterMs), outcome.error);
     });
+  }
+
+  /** What the settling below does with one event after this outcome, for the event inspector. */
+  private attemptOutcome(outcome: Outcome, d: Delivery): AttemptOutcome {
+    if (outcome.kind === 'accepted') return 'delivered';
+    if (outcome.kind === 'reject') return 'dead-letter';
+    return this.guard.holdMs() === 0 && d.attempt >= this.options.maxAttempts ? 'dead-letter' : 'retry';
   }
 
   /** A settle that fails (the bus went away) is left to the queue: the event comes back. */

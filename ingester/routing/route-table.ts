@@ -16,6 +16,7 @@ import { defaultOverLimitStatus, type OverLimitStatus, type RouteLimits } from '
 import type { AuthenticationMode, Route, RouteKind } from '../../api/route.js';
 import { setImmediate } from 'node:timers/promises';
 import { CompiledRules } from '../../api/routing-rules.js';
+import { DEFAULT_INSPECT_REQUESTS } from '../../api/inspector.js';
 import { sha256, sha256Base64 } from '../../api/verifiers.js';
 import { CompiledCredential, type VerifiedCache } from './credentials.js';
 import { compileSignature, type CompiledSignature } from './signing-secrets.js';
@@ -41,6 +42,8 @@ export interface RouteEntry {
   readonly destinations: readonly string[];
   /** WebhookIntegration with routing rules: they decide per event, `destinations` being where unmatched events go. */
   readonly rules?: CompiledRules;
+  /** WebhookIntegration with the event inspector enabled: how many of its last requests are kept. */
+  readonly inspectRequests?: number;
 }
 
 /** What the table needs of a configured destination (destinations/settings.ts DestinationSettings). */
@@ -460,5 +463,7 @@ function compile(
     entry = { ...entry, mapping: compileMapping(route.mapping, mappingLimits, runner) };
   if (route.authentication?.signature && route.authentication.mode !== 'basic')
     entry = { ...entry, signature: compileSignature(route.authentication.signature) };
+  if (route.inspect?.enabled === true && route.kind === 'WebhookIntegration')
+    entry = { ...entry, inspectRequests: route.inspect.requests ?? DEFAULT_INSPECT_REQUESTS };
   return route.limits?.maxSeries !== undefined ? { ...entry, maxSeries: route.limits.maxSeries } : entry;
 }

@@ -230,6 +230,7 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
       if (challenged) return challenged;
       if (dryRun) return answerDryRun(reply, decoded);
       const events = await mapAndValidate(req, decoded);
+      req.mappedEvents = events;
       admit(decoded, events);
       const result = await handOff(req, decoded, events);
       req.droppedByRule = countDropped(decoded.entry, events, metrics);
