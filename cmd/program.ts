@@ -7,6 +7,7 @@ import { Command } from 'commander';
 import { consoleCommand } from './commands/console.js';
 import { deadletterCommand } from './commands/deadletter.js';
 import { ingesterCommand } from './commands/ingester.js';
+import { inspectCommand } from './commands/inspect.js';
 import { operatorCommand } from './commands/operator.js';
 import { statusCommand } from './commands/status.js';
 import { versionCommand } from './commands/version.js';
@@ -23,6 +24,7 @@ export function buildProgram(): Command {
     operatorCommand(),
     consoleCommand(),
     deadletterCommand(),
+    inspectCommand(),
     statusCommand(),
     versionCommand(),
   ])

@@ -7,9 +7,12 @@
  * keeps its newest `requests` only; a body past the cap is cut and marked; one captured event is
  * replayed to its destinations; an integration without spec.inspect keeps nothing.
  */
+import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { parse } from 'yaml';
 import type { CapturedRequest, CapturedRequestSummary } from '../../../api/inspector.js';
 import { ROOT } from '../../support/paths.js';
 import { waitFor } from '../../support/waiting.js';
@@ -151,4 +154,43 @@ it('keeps nothing for an integration that did not enable the inspector', async (
     (await post(`${ing.url}/events/webhook_plain`, { source: 's', severity: 2 }, tenantAuth('plain'))).status,
   ).toBe(200);
   expect((await list('plain')).status).toBe(404);
+});
+
+describe('intake inspect', () => {
+  const run = promisify(execFile);
+  const intake = (args: string[]) =>
+    run(process.execPath, [join(ROOT, 'dist/cmd/intake.js'), ...args, '--admin-url', ing.adminUrl]);
+
+  it('lists (table, json, yaml) and shows a request without its secrets', async () => {
+    const { requests } = await list();
+    const table = (await intake(['inspect', 'list', 'team-a/am'])).stdout;
+    expect(table).toMatch(/^ID\s+RECEIVED\s+FROM\s+STATUS/);
+    expect(table).toContain(requests[0]?.id);
+    expect(table).toContain(`${KEEP} request(s) kept`);
+    const json = JSON.parse((await intake(['inspect', 'list', 'team-a/am', '-o', 'json'])).stdout) as {
+      requests: CapturedRequestSummary[];
+    };
+    expect(json.requests.map((r) => r.id)).toEqual(requests.map((r) => r.id));
+    const yaml = parse(
+      (await intake(['inspect', 'show', 'team-a/am', requests[1]?.id as string, '-o', 'yaml'])).stdout,
+    ) as CapturedRequest;
+    expect(yaml.events).toHaveLength(2);
+    const shown = (await intake(['inspect', 'show', 'team-a/am', requests[1]?.id as string])).stdout;
+    expect(shown).toContain('-> pager (rules critical-pages)');
+    expect(shown).not.toMatch(/am-password|authorization/i);
+  });
+
+  it('replays one event', async () => {
+    const { requests } = await list();
+    const out = (await intake(['inspect', 'replay', 'team-a/am', requests[1]?.id as string, '--event', '1'])).stdout;
+    const id = /replayed as event (\S+)/.exec(out)?.[1] as string;
+    expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    await waitFor('the replayed event delivered', async () => receiver.accepted.has(id), 15_000, 100);
+  });
+
+  it('says which integration is not inspected', async () => {
+    await expect(intake(['inspect', 'list', 'team-a/plain'])).rejects.toMatchObject({
+      stderr: expect.stringContaining('does not enable the inspector'),
+    });
+  });
 });

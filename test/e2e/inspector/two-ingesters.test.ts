@@ -58,7 +58,7 @@ it('lists on one replica what the other received, with the attempts of whichever
   const fromA = await list(a);
   const fromB = await list(b);
   expect(fromA.map((r) => r.id)).toEqual(fromB.map((r) => r.id));
-  expect(fromB[0]?.receivedAt >= (fromB[1]?.receivedAt ?? '')).toBe(true);
+  expect((fromB[0]?.receivedAt ?? '') >= (fromB[1]?.receivedAt ?? '')).toBe(true);
   const id = fromB[1]?.id as string;
   await waitFor(
     'both events delivered and recorded',
