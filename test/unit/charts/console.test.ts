@@ -79,4 +79,11 @@ describe('chart: the intake-view and intake-edit ClusterRoles', () => {
       expect.arrayContaining(['create', 'update', 'patch', 'delete']),
     );
   });
+
+  it('lets editors read the event inspector (verb inspect), never viewers', () => {
+    const inspects = (name: string) =>
+      (role(name).rules ?? []).some((r) => r.resources.includes('webhookintegrations') && r.verbs.includes('inspect'));
+    expect(inspects('intake-edit')).toBe(true);
+    expect(inspects('intake-view')).toBe(false);
+  });
 });
