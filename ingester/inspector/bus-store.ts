@@ -6,9 +6,9 @@
  * replica's restart loses nothing.
  *
  * Bounds, kept by the server: max_age (inspector.maxAge), max_bytes (inspector.maxBytes, the
- * oldest go first), at most attemptsKept(200) messages per subject; and after each capture, its
- * integration's subjects are trimmed to the integration's own `keep` (a purge with keep), so an
- * integration holds at most `keep` requests of at most one capture's size each.
+ * oldest go first), at most attemptsKept(200) messages per subject; and after every quarter of its
+ * `keep` captures, an integration's subjects are trimmed to its own `keep` (a purge with keep), so
+ * an integration holds at most about 1.25 x `keep` requests of at most one capture's size each.
  */
 import {
   DiscardPolicy,
@@ -28,6 +28,7 @@ import { attemptsKept, withAttempts, type Integration, type InspectorStore, type
 
 const RETRY_ATTACH_MS = 2000;
 const READ_WAIT_MS = 5000;
+const MAX_TRIM_COUNTERS = 10_000;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -38,6 +39,8 @@ export class BusInspectorStore implements InspectorStore {
   private maxPayload = 1024 * 1024;
   private closing = false;
   private readonly logs: LogLimiter;
+  /** Captures written per request subject since its last trim. */
+  private readonly sinceTrim = new Map<string, number>();
 
   constructor(
     private readonly s: InspectorSettings,
@@ -59,12 +62,30 @@ export class BusInspectorStore implements InspectorStore {
     const data = encoder.encode(JSON.stringify(c));
     if (data.length > this.maxPayload) return;
     const subject = this.subject('req', c);
-    void this.write(subject, data, () =>
-      Promise.all([
-        this.jsm?.streams.purge(this.s.stream, { filter: subject, keep }),
-        this.jsm?.streams.purge(this.s.stream, { filter: this.subject('att', c), keep: attemptsKept(keep) }),
-      ]),
-    );
+    void this.write(subject, data, () => (this.trimDue(subject, keep) ? this.trim(c, keep) : Promise.resolve()));
+  }
+
+  /**
+   * Trimming costs two requests to the bus: done after every quarter of `keep` captures, so an
+   * integration briefly holds up to a quarter more than `keep` (list shows `keep` only).
+   */
+  private trimDue(subject: string, keep: number): boolean {
+    const since = (this.sinceTrim.get(subject) ?? 0) + 1;
+    const due = since >= Math.max(1, Math.floor(keep / 4));
+    if (due) this.sinceTrim.delete(subject);
+    else {
+      // Bounded: forgetting a count only trims an integration sooner.
+      if (this.sinceTrim.size >= MAX_TRIM_COUNTERS) this.sinceTrim.clear();
+      this.sinceTrim.set(subject, since);
+    }
+    return due;
+  }
+
+  private trim(w: Integration, keep: number): Promise<unknown> {
+    return Promise.all([
+      this.jsm?.streams.purge(this.s.stream, { filter: this.subject('req', w), keep }),
+      this.jsm?.streams.purge(this.s.stream, { filter: this.subject('att', w), keep: attemptsKept(keep) }),
+    ]);
   }
 
   attempt(where: Integration, a: RecordedAttempt): void {

@@ -27,6 +27,7 @@ const start = async (): Promise<RunningIngester> => {
     handoffConfig(nats)(c);
     (c.routes as unknown[]).push(
       tenantRoute('am', 'team-a', { mapping: { preset: 'alertmanager' }, inspect: { enabled: true } }),
+      tenantRoute('small', 'team-a', { inspect: { enabled: true, requests: 4 } }),
     );
     c.destinations = [{ name: 'tickets', default: true, http: { url: receiver.url } }];
   });
@@ -85,3 +86,19 @@ it('still lists them after both replicas restart', async () => {
   expect(after.map((r) => r.id)).toEqual(before.map((r) => r.id));
   expect((await read(ingesters[0] as RunningIngester, after[0]?.id as string)).events).toHaveLength(2);
 }, 90_000);
+
+it('keeps an integration to its own number of requests on the bus, newest first', async () => {
+  const ing = ingesters[0] as RunningIngester;
+  for (let i = 0; i < 9; i++)
+    expect(
+      (await post(`${ing.url}/events/webhook_small`, { source: `s-${i}`, severity: 2 }, tenantAuth('small'))).status,
+    ).toBe(200);
+  const url = `${ing.adminUrl}/inspector/team-a/small`;
+  const read = async () => ((await (await fetch(url)).json()) as { requests: CapturedRequestSummary[] }).requests;
+  await waitFor('the last capture on the bus', async () => (await read()).length === 4, 15_000, 100);
+  const kept = await read();
+  const bodies = await Promise.all(
+    kept.map(async (r) => ((await (await fetch(`${url}/${r.id}`)).json()) as CapturedRequest).body),
+  );
+  expect(bodies.map((b) => (JSON.parse(b) as { source: string }).source)).toEqual(['s-8', 's-7', 's-6', 's-5']);
+}, 60_000);
