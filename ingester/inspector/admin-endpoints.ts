@@ -11,6 +11,7 @@
  * `intake inspect` and the console call these; the console checks the reader's permission first.
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { IntakeError } from '../core/errors.js';
 import type { Inspector } from './inspector.js';
 
 export interface InspectorEndpointsOptions {
@@ -54,15 +55,22 @@ export function registerInspectorEndpoints(app: FastifyInstance, o: InspectorEnd
       const index = (req.body ?? {}).event ?? 0;
       const event = typeof index === 'number' ? found.events?.[index] : undefined;
       if (event === undefined || typeof event !== 'object' || event === null)
-        return reply
-          .code(400)
-          .send({
-            error: 'invalid_query',
-            field: 'event',
-            message: `no event ${JSON.stringify(index)} in this request`,
-          });
-      const id = await o.replay(where, event as Record<string, unknown>);
-      return { replayed: 1, id };
+        return reply.code(400).send({
+          error: 'invalid_query',
+          field: 'event',
+          message: `no event ${JSON.stringify(index)} in this request`,
+        });
+      try {
+        const id = await o.replay(where, event as Record<string, unknown>);
+        return { replayed: 1, id };
+      } catch (err) {
+        // Over the tenant's rate (429/503 with Retry-After), or a sink refused it (503).
+        if (err instanceof IntakeError) {
+          for (const [name, value] of Object.entries(err.headers ?? {})) void reply.header(name, value);
+          return reply.code(err.statusCode).send({ error: err.code, message: err.message });
+        }
+        return reply.code(503).send({ error: 'unavailable', message: (err as Error).message });
+      }
     },
   );
 }

@@ -40,6 +40,10 @@ beforeAll(async () => {
         rules: [{ name: 'critical-pages', match: { severity: { min: 'critical' } }, destinations: ['pager'] }],
       }),
       tenantRoute('plain', 'team-a'),
+      tenantRoute('tight', 'team-a', {
+        inspect: { enabled: true },
+        limits: { eventsPerSecond: 1, eventsBurst: 1 },
+      }),
     );
     c.spool = { path: dir };
     c.destinations = [
@@ -148,6 +152,25 @@ it('replays one captured event to its destinations, as a new event', async () =>
     pagerBefore + 1,
   );
 }, 30_000);
+
+it('replays only with the admin header, and within the tenant’s event rate', async () => {
+  expect(
+    (await post(`${ing.url}/events/webhook_tight`, { source: 's', severity: 2 }, tenantAuth('tight'))).status,
+  ).toBe(200);
+  const [captured] = (await list('tight')).requests;
+  const replay = (headers: Record<string, string>) =>
+    fetch(`${ing.adminUrl}/inspector/team-a/tight/${captured?.id}/replay`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify({ event: 0 }),
+    });
+  // Its one event a second was just spent by the request itself.
+  const refused = await replay({ 'x-intake-admin': 'true' });
+  expect(refused.status).toBe(429);
+  expect(refused.headers.get('retry-after')).not.toBeNull();
+  expect(((await refused.json()) as { error: string }).error).toBe('RATE_LIMITED');
+  expect((await replay({})).status).toBe(403);
+});
 
 it('keeps nothing for an integration that did not enable the inspector', async () => {
   expect(
