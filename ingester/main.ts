@@ -112,7 +112,7 @@ export async function startIngester(
   const activity = new ActivityRecorder();
   // Captures of integrations that enabled the event inspector (inspector/; docs/inspector.md).
   const inspector = await setUpInspector({
-    settings,
+    settings: settings.inspector,
     routes,
     logger,
     ...(handOff.bus ? { bus: handOff.bus } : {}),

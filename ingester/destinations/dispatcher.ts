@@ -16,8 +16,8 @@
 import type { Logger } from 'pino';
 import type { Counter, Histogram } from 'prom-client';
 import { LogLimiter } from '../core/log-limiter.js';
-import { recordAttempts, type AttemptOutcome } from '../inspector/attempts.js';
 import { receivedAtMs, retryDelayMs, type Destination, type QueuedEvent } from './destination.js';
+import { recordAttempts, type AttemptOutcome } from './delivery-attempts.js';
 import type { Outcome } from '../outbound/outcome.js';
 import type { DestinationMetrics } from './metrics.js';
 import { ReceiverGuard } from './protection/receiver-guard.js';

@@ -8,26 +8,27 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import type { IngesterSettings } from '../config.js';
+import type { JetStreamSettings } from '../sinks/handoff-config.js';
 import type { IngesterMetrics } from '../core/ingester-metrics.js';
 import type { NormalisedEvent } from '../core/event.js';
+import { listenToDeliveries } from '../destinations/delivery-attempts.js';
 import { acceptEvents } from '../events/accept.js';
 import type { TenantLimiter } from '../limits/tenant-limiter.js';
 import type { RouteTable } from '../routing/route-table.js';
 import type { EventSink } from '../sinks/sink.js';
 import { registerInspectorEndpoints } from './admin-endpoints.js';
-import { installAttemptRecorder } from './attempts.js';
 import { Inspector } from './inspector.js';
 import { MemoryInspectorStore } from './memory-store.js';
+import type { InspectorSettings } from './settings.js';
 import type { InspectorStore } from './store.js';
 
 export interface InspectorSetup {
-  settings: IngesterSettings;
+  settings: InspectorSettings;
   routes: () => RouteTable;
   logger: Logger;
   /** The bus, when configured: its settings, and a call for each (re)connection. */
   bus?: {
-    settings: NonNullable<IngesterSettings['sinks']['jetstream']>;
+    settings: JetStreamSettings;
     onConnected(listener: (nc: NatsConnection) => void): void;
   };
 }
@@ -37,12 +38,12 @@ export async function setUpInspector(o: InspectorSetup): Promise<Inspector> {
   if (o.bus) {
     const { BusInspectorStore } = await import('./bus-store.js');
     const s = o.bus.settings;
-    const bus = new BusInspectorStore(o.settings.inspector, s.timeoutMs, s.streamConfig.replicas, o.logger);
+    const bus = new BusInspectorStore(o.settings, s.timeoutMs, s.streamConfig.replicas, o.logger);
     o.bus.onConnected((nc) => bus.attach(nc));
     store = bus;
-  } else store = new MemoryInspectorStore(o.settings.inspector);
-  const inspector = new Inspector(store, o.settings.inspector, o.routes);
-  installAttemptRecorder(inspector);
+  } else store = new MemoryInspectorStore(o.settings);
+  const inspector = new Inspector(store, o.settings, o.routes);
+  listenToDeliveries({ wants: (w) => inspector.inspects(w), answered: (w, a) => inspector.attempt(w, a) });
   return inspector;
 }
 

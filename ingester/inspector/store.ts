@@ -4,9 +4,10 @@
  * request they belong to (a later replica records them) and join them when a request is read.
  */
 import type { CapturedRequest, DeliveryAttempt } from '../../api/inspector.js';
+import type { AnsweredDelivery } from '../destinations/delivery-attempts.js';
 
 /** One delivery attempt as recorded: against an event id, joined to its request when read. */
-export type RecordedAttempt = Omit<DeliveryAttempt, 'event'> & { eventId: string };
+export type RecordedAttempt = AnsweredDelivery;
 
 export interface Integration {
   namespace: string;
@@ -23,8 +24,6 @@ export interface InspectorStore {
   close(): Promise<void>;
 }
 
-/** A delivery attempt's error text kept at most. */
-export const MAX_ATTEMPT_ERROR_CHARS = 256;
 /** Attempts kept per integration: several per event and destination. */
 export const attemptsKept = (keep: number): number => keep * 8;
 
