@@ -9,6 +9,8 @@
  * oldest go first), at most attemptsKept(200) messages per subject; and after every quarter of its
  * `keep` captures, an integration's subjects are trimmed to its own `keep` (a purge with keep), so
  * an integration holds at most about 1.25 x `keep` requests of at most one capture's size each.
+ * Per namespace, each replica holds what it wrote to inspector.maxBytesPerNamespace and
+ * inspector.maxBytes (written-ledger.ts): a namespace at its share gives up its own oldest.
  */
 import {
   DiscardPolicy,
@@ -24,6 +26,7 @@ import type { Logger } from 'pino';
 import { MAX_INSPECT_REQUESTS, type CapturedRequest } from '../../api/inspector.js';
 import { LogLimiter } from '../core/log-limiter.js';
 import type { InspectorSettings } from './settings.js';
+import { WrittenLedger, type Written } from './written-ledger.js';
 import { attemptsKept, withAttempts, type Integration, type InspectorStore, type RecordedAttempt } from './store.js';
 
 const RETRY_ATTACH_MS = 2000;
@@ -41,6 +44,8 @@ export class BusInspectorStore implements InspectorStore {
   private readonly logs: LogLimiter;
   /** Captures written per request subject since its last trim. */
   private readonly sinceTrim = new Map<string, number>();
+  /** What this replica wrote, by namespace: the shares the bus cannot keep itself. */
+  private readonly ledger: WrittenLedger;
 
   constructor(
     private readonly s: InspectorSettings,
@@ -49,6 +54,7 @@ export class BusInspectorStore implements InspectorStore {
     logger: Logger,
   ) {
     this.logs = new LogLimiter(logger);
+    this.ledger = new WrittenLedger(s);
   }
 
   /** The bus is up on `nc` (first connect or a new connection): set up the stream. */
@@ -60,9 +66,14 @@ export class BusInspectorStore implements InspectorStore {
 
   put(c: CapturedRequest, keep: number): void {
     const data = encoder.encode(JSON.stringify(c));
-    if (data.length > this.maxPayload) return;
+    if (data.length > this.maxPayload || !this.js) return;
+    const reserved = this.ledger.reserve(c.namespace, data.length);
+    if (!reserved) return;
+    for (const w of reserved.evicted) this.deleteWritten(w);
     const subject = this.subject('req', c);
-    void this.write(subject, data, () => (this.trimDue(subject, keep) ? this.trim(c, keep) : Promise.resolve()));
+    void this.publish(subject, data, reserved.written).then(() =>
+      this.trimDue(subject, keep) ? this.trim(c, keep) : undefined,
+    );
   }
 
   /**
@@ -126,15 +137,36 @@ export class BusInspectorStore implements InspectorStore {
   }
 
   /** Best effort: a capture the bus does not take is logged (rate-limited) and left out. */
-  private async write(subject: string, data: Uint8Array, after?: () => Promise<unknown>): Promise<void> {
-    const js = this.js;
-    if (!js) return;
+  private async write(subject: string, data: Uint8Array): Promise<void> {
     try {
-      await js.publish(subject, data);
-      await after?.();
+      await this.js?.publish(subject, data);
     } catch (err) {
       this.logs.error('inspector-write', err, { stream: this.s.stream }, 'inspector capture not kept on the bus');
     }
+  }
+
+  /** A capture, charged to its namespace (the ledger): its sequence kept, to give it up later. */
+  private async publish(subject: string, data: Uint8Array, written: Written): Promise<void> {
+    try {
+      const ack = await (this.js as JetStreamClient).publish(subject, data);
+      written.seq = ack.seq;
+      if (written.evicted) this.deleteWritten(written);
+    } catch (err) {
+      this.ledger.release(written);
+      this.logs.error('inspector-write', err, { stream: this.s.stream }, 'inspector capture not kept on the bus');
+    }
+  }
+
+  /** Gives up a capture this replica wrote (its namespace needs the room); one not acknowledged yet goes when it is. */
+  private deleteWritten(w: Written): void {
+    if (w.seq === undefined) return;
+    // Already gone (trimmed, aged out) is fine.
+    void this.jsm?.streams.deleteMessage(this.s.stream, w.seq, false).catch(() => undefined);
+  }
+
+  /** Bytes this replica's captures hold on the bus, in all or by one namespace (written-ledger.ts). */
+  bytes(namespace?: string): number {
+    return this.ledger.bytes(namespace);
   }
 
   private async attachTo(nc: NatsConnection): Promise<void> {

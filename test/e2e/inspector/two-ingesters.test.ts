@@ -17,6 +17,7 @@ const fixture = JSON.parse(readFileSync(join(ROOT, 'test/unit/api/mapping/fixtur
   cases: Array<{ input: unknown }>;
 };
 const PAYLOAD = JSON.stringify(fixture.cases[0]?.input);
+const SHARE = 64 * 1024;
 
 let nats: RunningNats;
 let receiver: EventReceiver;
@@ -28,7 +29,10 @@ const start = async (): Promise<RunningIngester> => {
     (c.routes as unknown[]).push(
       tenantRoute('am', 'team-a', { mapping: { preset: 'alertmanager' }, inspect: { enabled: true } }),
       tenantRoute('small', 'team-a', { inspect: { enabled: true, requests: 4 } }),
+      tenantRoute('flood', 'team-c', { inspect: { enabled: true, requests: 200 } }),
+      tenantRoute('victim', 'team-d', { inspect: { enabled: true } }),
     );
+    c.inspector = { maxBytesPerNamespace: SHARE, maxBytes: 8 * SHARE };
     c.destinations = [{ name: 'tickets', default: true, http: { url: receiver.url } }];
   });
   // The inspector's stream is set up just after the bus connects: wait until this replica reads it.
@@ -101,4 +105,32 @@ it('keeps an integration to its own number of requests on the bus, newest first'
     kept.map(async (r) => ((await (await fetch(`${url}/${r.id}`)).json()) as CapturedRequest).body),
   );
   expect(bodies.map((b) => (JSON.parse(b) as { source: string }).source)).toEqual(['s-8', 's-7', 's-6', 's-5']);
+}, 60_000);
+
+it("a namespace past its share on the bus gives up its own oldest captures, never another's", async () => {
+  const ing = ingesters[0] as RunningIngester;
+  expect(
+    (await post(`${ing.url}/events/webhook_victim`, { source: 'v', severity: 2 }, tenantAuth('victim'))).status,
+  ).toBe(200);
+  for (let i = 0; i < 40; i++)
+    expect(
+      (
+        await post(
+          `${ing.url}/events/webhook_flood`,
+          { source: `f-${i}`, severity: 2, pad: 'x'.repeat(8 * 1024) },
+          tenantAuth('flood'),
+        )
+      ).status,
+    ).toBe(200);
+  const read = async (ns: string, name: string) =>
+    ((await (await fetch(`${ing.adminUrl}/inspector/${ns}/${name}`)).json()) as { requests: CapturedRequestSummary[] })
+      .requests;
+  await waitFor(
+    'the flood trimmed to its share',
+    async () => (await read('team-c', 'flood')).length * 8 * 1024 <= SHARE,
+    15_000,
+    100,
+  );
+  expect((await read('team-c', 'flood')).length).toBeGreaterThan(0);
+  expect(await read('team-d', 'victim')).toHaveLength(1);
 }, 60_000);
