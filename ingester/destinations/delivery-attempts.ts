@@ -15,6 +15,8 @@ export const MAX_ATTEMPT_ERROR_CHARS = 256;
 export type AnsweredDelivery = Omit<DeliveryAttempt, 'event'> & { eventId: string };
 
 export interface DeliveryListener {
+  /** Whether any attempt may be wanted now (checked once a batch, before any event is read). */
+  wantsAny(): boolean;
   /** Whether the integration's attempts are wanted now. */
   wants(where: { namespace: string; integration: string }): boolean;
   answered(where: { namespace: string; integration: string }, a: AnsweredDelivery): void;
@@ -41,7 +43,7 @@ export function recordAttempts(
   outcomeOf: (i: number) => AttemptOutcome,
 ): void {
   const l = listener;
-  if (!l) return;
+  if (!l?.wantsAny()) return;
   try {
     const at = new Date().toISOString();
     const latencyMs = Date.now() - startedAtMs;

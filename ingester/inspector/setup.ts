@@ -43,7 +43,11 @@ export async function setUpInspector(o: InspectorSetup): Promise<Inspector> {
     store = bus;
   } else store = new MemoryInspectorStore(o.settings);
   const inspector = new Inspector(store, o.settings, o.routes);
-  listenToDeliveries({ wants: (w) => inspector.inspects(w), answered: (w, a) => inspector.attempt(w, a) });
+  listenToDeliveries({
+    wantsAny: () => o.routes().inspects,
+    wants: (w) => inspector.inspects(w),
+    answered: (w, a) => inspector.attempt(w, a),
+  });
   return inspector;
 }
 

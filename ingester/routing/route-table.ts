@@ -130,6 +130,8 @@ export class RouteTable {
   private readonly apiKeyUsernames = new Map<string, UsernameNamespaces>();
   private apiKeyEntries = 0;
   private slowWebhooks = 0;
+  /** Integrations with the event inspector enabled (the delivery path asks nothing while there are none). */
+  private inspectedWebhooks = 0;
   /**
    * Routes skipped because another route had published their integration name or API key first:
    * while there are any, a change is applied by a full build, so that a freed name goes to the
@@ -206,6 +208,11 @@ export class RouteTable {
   /** Every route in the table once (for the per-tenant limiter). */
   *entries(): IterableIterator<RouteEntry> {
     yield* this.bySource.values();
+  }
+
+  /** Whether any integration enables the event inspector. */
+  get inspects(): boolean {
+    return this.inspectedWebhooks > 0;
   }
 
   get size(): { webhooks: number; apiKeys: number } {
@@ -360,6 +367,7 @@ export class RouteTable {
     if (entry.kind === 'WebhookIntegration') {
       this.webhooks.set(entry.name, entry);
       if (entry.credentials.some((c) => c.isSlow)) this.slowWebhooks++;
+      if (entry.inspectRequests !== undefined) this.inspectedWebhooks++;
       return;
     }
     this.apiKeyEntries++;
@@ -380,6 +388,7 @@ export class RouteTable {
       if (this.webhooks.get(entry.name) !== entry) return;
       this.webhooks.delete(entry.name);
       if (entry.credentials.some((c) => c.isSlow)) this.slowWebhooks--;
+      if (entry.inspectRequests !== undefined) this.inspectedWebhooks--;
       return;
     }
     this.apiKeyEntries--;

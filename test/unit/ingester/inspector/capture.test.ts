@@ -77,3 +77,13 @@ it('keeps as many events as fit, with their routing, and marks the rest left out
   expect(c.routing).toHaveLength(2);
   expect(c.eventsTruncated).toBe(true);
 });
+
+it('the routing table says whether any integration is inspected, through changes to single routes', () => {
+  const route = (name: string, extra: Record<string, unknown> = {}) => tenantRoute(name, 'team-a', extra) as never;
+  const { table } = RouteTable.build([{ source: 'p', route: route('plain') }], { allowPlaintext: true });
+  expect(table.inspects).toBe(false);
+  table.apply([{ source: 'i', input: { source: 'i', route: route('seen', { inspect: { enabled: true } }) } }]);
+  expect(table.inspects).toBe(true);
+  table.apply([{ source: 'i', input: { source: 'i', route: route('seen', { inspect: { enabled: false } }) } }]);
+  expect(table.inspects).toBe(false);
+});
