@@ -22,6 +22,7 @@ export const INGESTER_LAYERS = [
   'mapping',
   'destinations',
   'events',
+  'inspector',
   'http',
 ];
 

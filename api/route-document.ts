@@ -66,4 +66,13 @@ export interface Route {
   destinations?: string[];
   /** WebhookIntegration only: routing rules, in order (api/routing-rules.ts). */
   rules?: RoutingRule[];
+  /** WebhookIntegration only: keep the last requests for the event inspector (absent: none kept; api/inspector.ts). */
+  inspect?: RouteInspect;
+}
+
+/** The event inspector for one integration: present and enabled, its last `requests` requests are kept. */
+export interface RouteInspect {
+  enabled: boolean;
+  /** How many of its last requests are kept (default 50, at most 200). */
+  requests?: number;
 }

@@ -18,6 +18,7 @@ export type {
   Route,
   RouteAuthentication,
   RouteCredential,
+  RouteInspect,
   RouteKind,
   RouteSignature,
   SecretVerifier,

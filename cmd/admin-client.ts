@@ -8,10 +8,14 @@ import { ConfigError } from '../common/config-files.js';
 const ADMIN_WRITE = { headers: { 'content-type': 'application/json', 'x-intake-admin': 'true' }, body: '{}' };
 
 /** GET or POST `url`; the JSON answer, or a ConfigError naming the listener or the refusal. */
-export async function adminCall(url: string, method: 'GET' | 'POST'): Promise<Record<string, unknown>> {
+export async function adminCall(
+  url: string,
+  method: 'GET' | 'POST',
+  payload: Record<string, unknown> = {},
+): Promise<Record<string, unknown>> {
   let res: Response;
   try {
-    res = await fetch(url, { method, ...(method === 'GET' ? {} : ADMIN_WRITE) });
+    res = await fetch(url, { method, ...(method === 'GET' ? {} : { ...ADMIN_WRITE, body: JSON.stringify(payload) }) });
   } catch (err) {
     throw new ConfigError(
       `cannot reach the ingester's admin listener at ${url}: ${((err as Error).cause as Error | undefined)?.message ?? (err as Error).message}`,

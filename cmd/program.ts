@@ -8,6 +8,7 @@ import { consoleCommand } from './commands/console.js';
 import { deadletterCommand } from './commands/deadletter.js';
 import { destinationCommand } from './commands/destination.js';
 import { ingesterCommand } from './commands/ingester.js';
+import { inspectCommand } from './commands/inspect.js';
 import { operatorCommand } from './commands/operator.js';
 import { statusCommand } from './commands/status.js';
 import { versionCommand } from './commands/version.js';
@@ -25,6 +26,7 @@ export function buildProgram(): Command {
     consoleCommand(),
     deadletterCommand(),
     destinationCommand(),
+    inspectCommand(),
     statusCommand(),
     versionCommand(),
   ])

@@ -3,6 +3,13 @@
  * later source wins). The file may also list routes (standalone mode); those are read by
  * routing/file-source.ts, not here.
  */
+import {
+  DEFAULT_INSPECTOR,
+  inspectorSchema,
+  resolveInspector,
+  type InspectorFile,
+  type InspectorSettings,
+} from './inspector/settings.js';
 import { isIP } from 'node:net';
 import { Ajv } from 'ajv';
 import { ConfigError, parseListen, type Listen } from '../common/config-files.js';
@@ -114,6 +121,8 @@ export interface IngesterSettings {
   addressGuard: AddressGuardSettings;
   /** Per-tenant limits for what a route does not carry (limits/settings.ts). */
   tenantLimits: TenantLimitDefaults;
+  /** The event inspector's bounds (inspector/settings.ts); integrations opt in with spec.inspect. */
+  inspector: InspectorSettings;
 }
 
 /** The mapping guardrails plus the worker processes tenants' expressions run in (api/mapping/worker-pool.ts). */
@@ -185,6 +194,7 @@ export const DEFAULT_SETTINGS: IngesterSettings = {
   destinations: [],
   addressGuard: DEFAULT_ADDRESS_GUARD,
   tenantLimits: resolveTenantLimits(undefined, 10000),
+  inspector: DEFAULT_INSPECTOR,
 };
 
 const positive = { type: 'integer', minimum: 1 } as const;
@@ -300,6 +310,7 @@ const settingsFileSchema = {
     destinations: destinationsSchema,
     addressGuard: addressGuardSchema,
     tenantLimits: tenantLimitsSchema,
+    inspector: inspectorSchema,
     routes: { type: 'array' },
   },
 } as const;
@@ -432,6 +443,7 @@ export function resolveSettings(
     destinations?: DestinationFile[];
     addressGuard?: AddressGuardFile;
     tenantLimits?: PartialTenantLimitDefaults;
+    inspector?: InspectorFile;
   };
   const d = DEFAULT_SETTINGS;
   const limits = { ...d.limits, ...f.limits };
@@ -463,6 +475,7 @@ export function resolveSettings(
       f.tenantLimits,
       f.limits?.maxSeriesPerNamespace ?? d.limits.maxSeriesPerNamespace,
     ),
+    inspector: resolveInspector(f.inspector),
   };
   const jetstream = resolveJetStream(f.sinks?.jetstream, f.deadLetter);
   const spool = resolveSpool(f.spool, jetstream, settings.destinations.length > 0);

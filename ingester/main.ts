@@ -37,6 +37,7 @@ import { RouteDecider } from './routing/rule-decisions.js';
 import { MappingWorkerPool, logWorkerPriority } from '../api/mapping/worker-pool.js';
 import type { Route } from '../api/route.js';
 import { replayMapping } from './events/mapping-replay.js';
+import { registerInspector, setUpInspector } from './inspector/setup.js';
 import { LogSink } from './sinks/log-sink.js';
 import { DISK_RESERVE_BYTES } from './storage/disk-reserve.js';
 import { checkStoreVolume } from './storage/volume-check.js';
@@ -126,6 +127,13 @@ export async function startIngester(
   registerLimitMetrics(registry, limiter);
 
   const activity = new ActivityRecorder();
+  // Captures of integrations that enabled the event inspector (inspector/; docs/inspector.md).
+  const inspector = await setUpInspector({
+    settings: settings.inspector,
+    routes,
+    logger,
+    ...(handOff.bus ? { bus: handOff.bus } : {}),
+  });
 
   const { sinks } = handOff;
   const tls = settings.tls ? readTls(settings.tls) : undefined;
@@ -144,6 +152,7 @@ export async function startIngester(
     mapped,
     limiter,
     activity,
+    inspector,
     ...(tls ? { https: tls } : {}),
   });
   const admin = buildAdminServer({
@@ -180,6 +189,7 @@ export async function startIngester(
   const bulkReplays = new BulkReplays(deadLetterReplay);
   registerDeadLetterEndpoints(admin, { ...deadLetterReplay, bulk: bulkReplays });
   registerDestinationEndpoints(admin, destinations);
+  registerInspector(admin, inspector, { routes, sinks, metrics, limiter, logger });
   const stopTlsWatch = settings.tls ? watchTls(settings.tls, ingest, logger) : undefined;
   const sweeper = setInterval(
     () => series.sweep(),
@@ -263,6 +273,7 @@ export async function startIngester(
       teamDestinations?.removeFiles();
       await Promise.all(sinks.map((s) => s.close()));
       await deadLetters.store.close();
+      await inspector.close();
       await mappingWorkers.close();
       await stopTracing();
       await admin.close();

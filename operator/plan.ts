@@ -212,6 +212,7 @@ export async function planWebhook(wi: WebhookIntegration, ctx: PlanContext): Pro
   if (plan.route && destinations.length > 0) plan.route.destinations = resolve(destinations);
   if (plan.route && rules.length > 0)
     plan.route.rules = rules.map((r) => (r.destinations ? { ...r, destinations: resolve(r.destinations) } : r));
+  if (plan.route && wi.spec?.inspect?.enabled === true) plan.route.inspect = { ...wi.spec.inspect };
   return publishable(applyLimits(plan, webhookLimits(wi, limitsOf(ctx)), ctx), { integrationName: name, url });
 }
 
@@ -237,7 +238,7 @@ function publishable(plan: Plan, status: Record<string, string>): Plan {
 /** A problem in the route's terms ("/authentication/signature/prefix must match ..."), in the spec's where it has them. */
 const inSpecTerms = (problem: string): string =>
   problem.replace(
-    /^\/(authentication|mapping|destinations|rules|limits)(\S*)/,
+    /^\/(authentication|mapping|destinations|rules|limits|inspect)(\S*)/,
     (_m, field: string, rest: string) => `spec.${field}${rest.replace(/\//g, '.')}`,
   );
 

@@ -59,6 +59,8 @@ export interface WebhookIntegration {
     destinations?: string[];
     /** Routing rules, in order: which destinations each event goes to (api/routing-rules.ts). */
     rules?: RoutingRule[];
+    /** The event inspector: enabled, the last requests are kept for people allowed to inspect (docs/inspector.md). */
+    inspect?: { enabled: boolean; requests?: number };
     /** Optional limits for this integration, at most what the namespace's IntakeQuota allows. */
     limits?: Partial<IntegrationLimits> & { overLimitStatus?: OverLimitStatus };
     /** A Go-style duration (1h, 15m): no event for longer gives condition Receiving=False, reason Silent. */

@@ -33,6 +33,12 @@ export function consoleCommand(): Command {
       )
       .addOption(
         new Option(
+          '--ingester-admin-url <url>',
+          "the ingesters' admin listener, where the event inspector's captured requests are read (absent: no inspector)",
+        ).env('INTAKE_CONSOLE_INGESTER_ADMIN_URL'),
+      )
+      .addOption(
+        new Option(
           '--allowed-hosts <list>',
           'token mode: comma-separated Host header values to answer (default: any)',
         ).env('INTAKE_CONSOLE_ALLOWED_HOSTS'),
@@ -79,6 +85,7 @@ async function runConsole(opts: Record<string, string | boolean | undefined>): P
   if (mode === 'kubeconfig' && !/^(127\.\d+\.\d+\.\d+|::1|localhost)$/.test(listen.host))
     throw new ConfigError('--listen: in kubeconfig mode the console serves on loopback only (it acts as you)');
   if (opts.ingestUrl !== undefined) httpUrl(opts, 'ingestUrl');
+  if (opts.ingesterAdminUrl !== undefined) httpUrl(opts, 'ingesterAdminUrl');
   const bounds = {
     maxSessionsPerUser: positiveInt(opts, 'maxSessionsPerUser'),
     maxLiveStreams: positiveInt(opts, 'maxLiveStreams'),
@@ -99,6 +106,7 @@ async function runConsole(opts: Record<string, string | boolean | undefined>): P
     host: listen.host,
     port: listen.port,
     ...(opts.ingestUrl ? { ingestUrl: String(opts.ingestUrl) } : {}),
+    ...(opts.ingesterAdminUrl ? { ingesterAdminUrl: String(opts.ingesterAdminUrl).replace(/\/+$/, '') } : {}),
     ...(opts.allowedHosts ? { allowedHosts: commaList(opts.allowedHosts) } : {}),
     secureCookie: Boolean(opts.secureCookie),
     ...bounds,

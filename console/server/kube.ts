@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import {
   AuthenticationV1Api,
+  AuthorizationV1Api,
   CoreV1Api,
   CustomObjectsApi,
   KubeConfig,
@@ -156,6 +157,24 @@ export class UserClient {
       });
     }
     return this.name;
+  }
+
+  /**
+   * Whether the API server's authorizer lets this user do `verb` on one resource: a
+   * SelfSubjectAccessReview made with the user's own identity (so RBAC, or any authorizer the
+   * cluster runs, decides; the console's ServiceAccount needs no right to review others).
+   */
+  async can(namespace: string, verb: string, plural: Plural, name: string): Promise<boolean> {
+    const review = await this.call(() =>
+      this.kc.makeApiClient(AuthorizationV1Api).createSelfSubjectAccessReview({
+        body: {
+          apiVersion: 'authorization.k8s.io/v1',
+          kind: 'SelfSubjectAccessReview',
+          spec: { resourceAttributes: { group: GROUP, namespace, verb, resource: plural, name } },
+        },
+      }),
+    );
+    return review.status?.allowed === true;
   }
 
   /** Who the API server says this identity is (SelfSubjectReview): proves a pasted token is valid. */

@@ -19,6 +19,7 @@ import type { Logger } from 'pino';
 import { readCredentials, runTests, sendTestEvent, testEventCurl } from './actions.js';
 import { gitOpsOwner, type ObjectMeta } from '../shared/gitops.js';
 import { Identities, isPlural, KINDS, KubeError, type Plural, type UserClient } from './kube.js';
+import { InspectorRefusal, registerInspectorRoutes } from './inspector.js';
 import { streamNamespace } from './live.js';
 import {
   DEFAULT_LOGIN_THROTTLE,
@@ -49,6 +50,8 @@ export interface ConsoleOptions {
   allowedHosts?: string[];
   /** Replaces the scheme and host of status.url for test events (the console reaches ingesters another way). */
   ingestUrl?: string;
+  /** The ingesters' admin listener, where the event inspector's captures are read (inspector.ts). */
+  ingesterAdminUrl?: string;
   /** Mark the session cookie Secure (token mode behind HTTPS). */
   secureCookie?: boolean;
   sessionTtlMs?: number;
@@ -282,6 +285,7 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
   });
 
   app.setErrorHandler((err: Error, _req, reply) => {
+    if (err instanceof InspectorRefusal) return reply.code(err.status).send({ error: err.code, message: err.message });
     if (err instanceof HttpError) {
       if (err.retryAfterSeconds !== undefined) reply.header('retry-after', String(err.retryAfterSeconds));
       return reply.code(err.status).send({ error: err.code, message: err.message });
@@ -438,6 +442,10 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
   app.get('/api/namespaces/:ns/:plural/:name/credentials', async (req) => {
     const { ns, plural, name } = target(req);
     return readCredentials(userOf(req), ns, plural, name);
+  });
+  registerInspectorRoutes(app, {
+    ...(options.ingesterAdminUrl ? { ingesterAdminUrl: options.ingesterAdminUrl } : {}),
+    userOf,
   });
   app.post('/api/namespaces/:ns/webhookintegrations/:name/send', async (req) => {
     const { ns, name } = req.params as Params;

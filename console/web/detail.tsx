@@ -8,6 +8,7 @@ import { inertText } from '../../common/sender-text.js';
 import { api, LABEL_OF, resourcePath, type Plural, type Resource } from './api.js';
 import { GitOpsBadge, ReadyBadge, useTick } from './list.js';
 import { age, gitOpsOwner, href, isSuspended } from './model.js';
+import { Inspector, OPEN_IN_PLAYGROUND } from './inspector.js';
 import { MinuteChart } from './minute-chart.js';
 import { sampleFor } from './samples.js';
 
@@ -458,6 +459,16 @@ function Playground({ ns, r }: { ns: string; r: Resource }) {
   const [testing, setTesting] = useState(false);
   const [error, setError] = useState('');
   const rules = (r.spec?.rules as unknown[] | undefined) ?? [];
+  // A captured request's body, from the inspector's "Open in playground".
+  useEffect(() => {
+    const open = (e: Event) => {
+      setPayload((e as CustomEvent<string>).detail);
+      setMapped(undefined);
+      document.getElementById('h-playground')?.scrollIntoView();
+    };
+    window.addEventListener(OPEN_IN_PLAYGROUND, open);
+    return () => window.removeEventListener(OPEN_IN_PLAYGROUND, open);
+  }, []);
   // Without a mapping the playground is still where routing rules are tried, on a plain event.
   if (!mapping && rules.length === 0) return null;
   const dryRun = async () => {
@@ -730,6 +741,7 @@ export function Detail(props: { ns: string; plural: Plural; name: string; resour
           <Conditions r={r} />
           <ActivityView r={r} />
           {plural === 'webhookintegrations' && <TestEvent ns={ns} r={r} />}
+          {plural === 'webhookintegrations' && <Inspector ns={ns} r={r} />}
           {plural === 'webhookintegrations' && <Playground ns={ns} r={r} />}
         </>
       )}

@@ -23,6 +23,7 @@ import type { Logger } from 'pino';
 import type { Counter, Histogram } from 'prom-client';
 import { LogLimiter } from '../core/log-limiter.js';
 import { receivedAtMs, retryDelayMs, type Destination, type QueuedEvent } from './destination.js';
+import { recordAttempts, type AttemptOutcome } from './delivery-attempts.js';
 import type { Outcome } from '../outbound/outcome.js';
 import type { DestinationMetrics } from './metrics.js';
 import type { DestinationPause } from './protection/pause.js';
@@ -219,6 +220,7 @@ export class Dispatcher {
     let outcome: Outcome;
     // Tracing (tracing/tracing.ts): a span per attempt, its traceparent sent with the request.
     const trace = traceDelivery(this.destination, batch);
+    const startedAtMs = Date.now();
     try {
       outcome = await this.destination.send(batch, trace?.carrier);
     } catch (err) {
@@ -226,6 +228,7 @@ export class Dispatcher {
     }
     trace?.end(outcome);
     this.guard.answered(outcome, probe, namespace);
+    recordAttempts(name, batch, outcome, startedAtMs, (i) => this.attemptOutcome(outcome, batch[i] as Delivery));
     if (outcome.kind === 'accepted') {
       const now = Date.now();
       this.delivered.inc(batch.length);
@@ -272,6 +275,13 @@ export class Dispatcher {
       }
       return d.retry(retryDelayMs(d.attempt, this.options, outcome.retryAfterMs), outcome.error);
     });
+  }
+
+  /** What the settling below does with one event after this outcome, for the event inspector. */
+  private attemptOutcome(outcome: Outcome, d: Delivery): AttemptOutcome {
+    if (outcome.kind === 'accepted') return 'delivered';
+    if (outcome.kind === 'reject') return 'dead-letter';
+    return this.guard.holdMs() === 0 && d.attempt >= this.options.maxAttempts ? 'dead-letter' : 'retry';
   }
 
   /** A settle that fails (the bus went away) is left to the queue: the event comes back. */

@@ -8,6 +8,7 @@ import type { AuthThrottle } from '../auth/auth-throttle.js';
 import type { Authenticator } from '../auth/authenticator.js';
 import type { SeenMessages } from '../auth/seen-messages.js';
 import type { IngesterMetrics } from '../core/ingester-metrics.js';
+import type { Inspector } from '../inspector/inspector.js';
 import type { LogLimiter } from '../core/log-limiter.js';
 import type { TenantLimiter } from '../limits/tenant-limiter.js';
 import type { MappedWebhooks } from '../mapping/mapped-webhooks.js';
@@ -76,6 +77,8 @@ export interface IngestServerOptions {
   limiter?: TenantLimiter;
   /** What each integration and key received (activity/recorder.ts); absent: not recorded. */
   activity?: ActivityRecorder;
+  /** Keeps the requests of integrations that enabled the event inspector (inspector/inspector.ts). */
+  inspector?: Inspector;
 }
 
 /** What the route modules get: the options, plus the per-server pieces built here. */

@@ -33,6 +33,7 @@
 import Fastify, {
   LogController,
   type FastifyError,
+  type FastifyReply,
   type FastifyInstance,
   type FastifyRequest,
   type FastifyBodyParser,
@@ -42,6 +43,8 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Authenticator } from '../auth/authenticator.js';
 import { SeenMessages } from '../auth/seen-messages.js';
 import type { SignedHeaders } from '../auth/signature-check.js';
+import type { NormalisedEvent } from '../core/event.js';
+import type { Inspector } from '../inspector/inspector.js';
 import type { Endpoint } from '../core/ingester-metrics.js';
 import {
   badHeader,
@@ -56,8 +59,10 @@ import {
   unsupportedMediaType,
 } from '../core/errors.js';
 import { LogLimiter } from '../core/log-limiter.js';
+import { isDryRun } from '../mapping/mapped-webhooks.js';
 import { newVerifiedCache } from '../routing/credentials.js';
-import type { RouteEntry } from '../routing/route-table.js';
+import type { RouteEntry, RouteTable } from '../routing/route-table.js';
+import type { RuleDecision } from '../../api/routing-rules.js';
 import { BodyAdmission, DEFAULT_BODY_ADMISSION } from './body-admission.js';
 import { UploadRateGuard } from './upload-rate.js';
 import { ConnectionsPerAddress, trustedProxies } from './connections-per-address.js';
@@ -111,6 +116,10 @@ declare module 'fastify' {
     refusal: IntakeError | null;
     /** Whether the request proved its credentials (auth/authenticator.ts), for the activity record. */
     authenticated: boolean;
+    /** The events the body was mapped to (set by the endpoint), for the event inspector. */
+    mappedEvents: readonly NormalisedEvent[] | null;
+    /** Their routing rules' decisions (set by the endpoint), for the event inspector. */
+    ruleDecisions: readonly RuleDecision[] | null;
   }
 }
 
@@ -191,6 +200,8 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
   app.decorateRequest('droppedByRule', 0);
   app.decorateRequest('refusal', null);
   app.decorateRequest('authenticated', false);
+  app.decorateRequest('mappedEvents', null);
+  app.decorateRequest('ruleDecisions', null);
   app.removeAllContentTypeParsers();
   // Bytes only: the handler checks a signature over them before it parses them (body.ts parseRequestBody).
   const readBody: FastifyBodyParser<Buffer> = (req, body, done) => {
@@ -267,6 +278,7 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
     o.metrics.requestDuration.observe({ endpoint }, reply.elapsedTime / 1000);
     if (o.activity && endpoint !== 'other')
       recordActivity(o.activity, o.routes, req, endpoint, (req.params as { name?: string }).name);
+    if (o.inspector && endpoint === 'events' && req.authenticated) inspect(o.inspector, o.routes, req, reply);
     done();
   });
 
@@ -339,6 +351,26 @@ function definedOnly(limits: IngestLimits): Partial<TimeoutSettings> {
 function endpointOf(req: FastifyRequest): Endpoint {
   const url = req.routeOptions.url;
   return url === EVENTS_PATH ? 'events' : url === METRICS_PATH ? 'metrics' : 'other';
+}
+
+/**
+ * The event inspector (inspector/inspector.ts) keeps this request if its integration asked for it
+ * and the request proved its credentials (the caller checks): a stranger's requests are never kept.
+ */
+function inspect(inspector: Inspector, routes: () => RouteTable, req: FastifyRequest, reply: FastifyReply): void {
+  const entry = req.routeEntry ?? routes().webhook((req.params as { name?: string }).name ?? '');
+  if (entry?.inspectRequests === undefined || isDryRun(req.query)) return;
+  inspector.capture({
+    entry,
+    receivedAtMs: Date.now() - reply.elapsedTime,
+    remoteAddress: req.ip,
+    status: reply.statusCode,
+    refusal: req.refusal,
+    headers: req.headers,
+    body: Buffer.isBuffer(req.body) ? req.body : undefined,
+    events: req.mappedEvents ?? undefined,
+    decisions: req.ruleDecisions ?? undefined,
+  });
 }
 
 /** Maps fastify's own errors (body limits, content types, malformed requests) into the catalogue. */

@@ -17,6 +17,7 @@ import { defaultOverLimitStatus, type OverLimitStatus, type RouteLimits } from '
 import type { AuthenticationMode, Route, RouteKind } from '../../api/route.js';
 import { setImmediate } from 'node:timers/promises';
 import { CompiledRules } from '../../api/routing-rules.js';
+import { DEFAULT_INSPECT_REQUESTS } from '../../api/inspector.js';
 import { sha256, sha256Base64 } from '../../api/verifiers.js';
 import { CompiledCredential, type VerifiedCache } from './credentials.js';
 import { compileSignature, type CompiledSignature } from './signing-secrets.js';
@@ -42,6 +43,8 @@ export interface RouteEntry {
   readonly destinations: readonly string[];
   /** WebhookIntegration with routing rules: they decide per event, `destinations` being where unmatched events go. */
   readonly rules?: CompiledRules;
+  /** WebhookIntegration with the event inspector enabled: how many of its last requests are kept. */
+  readonly inspectRequests?: number;
 }
 
 /** What the table needs of a configured destination (destinations/settings.ts DestinationSettings). */
@@ -128,6 +131,8 @@ export class RouteTable {
   private readonly apiKeyUsernames = new Map<string, UsernameNamespaces>();
   private apiKeyEntries = 0;
   private slowWebhooks = 0;
+  /** Integrations with the event inspector enabled (the delivery path asks nothing while there are none). */
+  private inspectedWebhooks = 0;
   /**
    * Routes skipped because another route had published their integration name or API key first:
    * while there are any, a change is applied by a full build, so that a freed name goes to the
@@ -204,6 +209,11 @@ export class RouteTable {
   /** Every route in the table once (for the per-tenant limiter). */
   *entries(): IterableIterator<RouteEntry> {
     yield* this.bySource.values();
+  }
+
+  /** Whether any integration enables the event inspector. */
+  get inspects(): boolean {
+    return this.inspectedWebhooks > 0;
   }
 
   get size(): { webhooks: number; apiKeys: number } {
@@ -358,6 +368,7 @@ export class RouteTable {
     if (entry.kind === 'WebhookIntegration') {
       this.webhooks.set(entry.name, entry);
       if (entry.credentials.some((c) => c.isSlow)) this.slowWebhooks++;
+      if (entry.inspectRequests !== undefined) this.inspectedWebhooks++;
       return;
     }
     this.apiKeyEntries++;
@@ -378,6 +389,7 @@ export class RouteTable {
       if (this.webhooks.get(entry.name) !== entry) return;
       this.webhooks.delete(entry.name);
       if (entry.credentials.some((c) => c.isSlow)) this.slowWebhooks--;
+      if (entry.inspectRequests !== undefined) this.inspectedWebhooks--;
       return;
     }
     this.apiKeyEntries--;
@@ -471,5 +483,7 @@ function compile(
     entry = { ...entry, mapping: compileMapping(route.mapping, mappingLimits, runner) };
   if (route.authentication?.signature && route.authentication.mode !== 'basic')
     entry = { ...entry, signature: compileSignature(route.authentication.signature) };
+  if (route.inspect?.enabled === true && route.kind === 'WebhookIntegration')
+    entry = { ...entry, inspectRequests: route.inspect.requests ?? DEFAULT_INSPECT_REQUESTS };
   return route.limits?.maxSeries !== undefined ? { ...entry, maxSeries: route.limits.maxSeries } : entry;
 }

@@ -88,7 +88,8 @@ export function directEventsRoute(o: DirectEventsOptions): DirectRoute {
     const { lifecycle } = ctx;
     if (lifecycle.closing || lifecycle.loading || o.overload.overloaded) return undefined;
     const entry = ctx.routes().webhook(name);
-    if (!entry || entry.signature) return undefined;
+    // A signed integration checks its signature in fastify's route; an inspected one is captured there.
+    if (!entry || entry.signature || entry.inspectRequests !== undefined) return undefined;
     return { name, bytes };
   };
 

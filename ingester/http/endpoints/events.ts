@@ -185,8 +185,10 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
       const mapping = trace?.step('map');
       const events = await mapAndValidate(req, decoded);
       mapping?.end();
+      req.mappedEvents = events;
       admit(ctx, decoded.entry, events);
       const decisions = await route(ctx, decoded.entry, events);
+      req.ruleDecisions = decisions ?? null;
       const handing = trace?.step('hand-off');
       const result = await handOff(ctx, decoded.entry, decoded.eventCtx, events, req.id, decisions, handing?.carrier);
       handing?.end();

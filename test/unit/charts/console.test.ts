@@ -79,4 +79,32 @@ describe('chart: the intake-view and intake-edit ClusterRoles', () => {
       expect.arrayContaining(['create', 'update', 'patch', 'delete']),
     );
   });
+
+  it('lets editors read the event inspector (verb inspect), never viewers', () => {
+    const inspects = (name: string) =>
+      (role(name).rules ?? []).some((r) => r.resources.includes('webhookintegrations') && r.verbs.includes('inspect'));
+    expect(inspects('intake-edit')).toBe(true);
+    expect(inspects('intake-view')).toBe(false);
+  });
+});
+
+describe('chart: console.inspector', () => {
+  const consoleArgs = (docs: Doc[]) =>
+    docs.find((d) => d.kind === 'Deployment' && d.metadata.name === 'intake-console')?.spec?.template.spec.containers[0]
+      ?.args ?? [];
+  const adminFrom = (docs: Doc[]) =>
+    JSON.stringify(docs.find((d) => d.kind === 'NetworkPolicy' && d.metadata.name === 'intake-ingester'));
+
+  it("reads captures from the ingesters' admin Service, which admits the console's pods", () => {
+    const docs = render('--set', 'console.enabled=true');
+    expect(consoleArgs(docs)).toContain('--ingester-admin-url=http://intake-ingester-admin.intake.svc:8081');
+    expect(adminFrom(docs)).toContain('"app.kubernetes.io/component":"console"');
+  });
+
+  it('off: no admin URL, and the admin port does not admit the console', () => {
+    const docs = render('--set', 'console.enabled=true', '--set', 'console.inspector=false');
+    expect(consoleArgs(docs).some((a) => a.startsWith('--ingester-admin-url'))).toBe(false);
+    expect(adminFrom(docs)).not.toContain('"app.kubernetes.io/component":"console"');
+    expect(adminFrom(render())).not.toContain('"app.kubernetes.io/component":"console"');
+  });
 });

@@ -94,6 +94,7 @@ const pairs: Array<[kind: string, specPath: string, routePath: string, spec: Sch
   ['WebhookIntegration', 'mapping.tests', 'mapping.tests', webhookIntegration],
   ['WebhookIntegration', 'destinations', 'destinations', webhookIntegration],
   ['WebhookIntegration', 'rules', 'rules', webhookIntegration],
+  ['WebhookIntegration', 'inspect.requests', 'inspect.requests', webhookIntegration],
   ...[
     'name',
     'destinations',
