@@ -88,23 +88,30 @@ export function deprecationWarnings(output: string): string[] {
 
 /**
  * Polls `probe` (as waitFor does) until it answers; throws at once if the process exits first,
- * with what it wrote to stderr (or the end of its output when stderr is empty).
+ * with what it wrote to stderr (or the end of its output when stderr is empty). On a timeout the
+ * process is killed before the error is thrown: a start that failed must not leave it running,
+ * where it would hold the test run open after its last test.
  */
-export function untilAnswers<T>(
+export async function untilAnswers<T>(
   proc: IntakeProcess,
   what: string,
   probe: () => Promise<T | undefined | false>,
   timeoutMs: number,
   intervalMs: number,
 ): Promise<T> {
-  return waitFor(
-    what,
-    async () => {
-      if (proc.child.exitCode !== null)
-        throw new Error(`intake exited: ${proc.stderr() || proc.output().slice(-4000)}`);
-      return probe();
-    },
-    timeoutMs,
-    intervalMs,
-  );
+  try {
+    return await waitFor(
+      what,
+      async () => {
+        if (proc.child.exitCode !== null)
+          throw new Error(`intake exited: ${proc.stderr() || proc.output().slice(-4000)}`);
+        return probe();
+      },
+      timeoutMs,
+      intervalMs,
+    );
+  } catch (err) {
+    await proc.stop('SIGKILL');
+    throw err;
+  }
 }

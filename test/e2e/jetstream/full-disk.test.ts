@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
+import { FIRST_OPEN_WAIT_MS } from '../../../ingester/dead-letters/bus-store.js';
 import { waitFor } from '../../support/waiting.js';
 import { basic, DEMO, post, startIngester, type RunningIngester } from '../support/ingester.js';
 import { handoffConfig, metricValue, readStream, startNats, tally, type RunningNats } from '../support/nats-server.js';
@@ -108,8 +109,11 @@ itAsRoot(
 it('is unready while the NATS server has no JetStream storage left and there is no spool, and ready once storage is freed', async () => {
   const nats = await startNats({ config: 'jetstream { max_file_store: 4MB }' });
   running.push(nats);
-  const ing = await startIngester(handoffConfig(nats));
+  // With 4 MB of storage the server refuses the dead-letter stream's size too: readiness waits
+  // for that stream (at most FIRST_OPEN_WAIT_MS, dead-letter-readiness.test.ts), then goes on.
+  const ing = await startIngester(handoffConfig(nats), { waitReady: false });
   running.push(ing);
+  await waitFor('ready', async () => (await readyz(ing)).status === 200, FIRST_OPEN_WAIT_MS + 15_000, 200);
 
   let refused = 0;
   let refusedWhileReady = 0;

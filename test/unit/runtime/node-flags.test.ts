@@ -43,6 +43,8 @@ describe('the Node flags intake runs with', () => {
     });
     expect(run.stderr).toBe('');
     expect(Number(run.stdout)).toBeGreaterThan(0);
-    expect(Number(run.stdout)).toBeLessThanOrEqual(8);
+    // 2 x 4 MiB; V8 now and then reports half a page more (8.5 seen once in a full run). Without
+    // the flag the young generation grows to 2 x 16 MiB or more under this load.
+    expect(Number(run.stdout)).toBeLessThanOrEqual(9);
   });
 });
