@@ -10,6 +10,7 @@
  */
 import { Ajv } from 'ajv';
 import { parseDuration } from '../common/duration.js';
+import { destinationSettingsProperties } from './destination-schema.js';
 
 export const DESTINATION_LABEL = 'intake.dev/destination';
 export const DESTINATION_SECRET_KEY = 'destination.json';
@@ -78,8 +79,6 @@ export function namespaceOfDestination(name: string): string | undefined {
 export const busSafeDestinationName = (name: string): string => name.replace('/', '_');
 
 const NAME = '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$';
-const duration = { type: 'string', pattern: '^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$' } as const;
-const httpUrl = { type: 'string', pattern: '^https?://[^\\s]+$' } as const;
 const secretText = { type: 'string', minLength: 1, maxLength: 65536 } as const;
 const inlineAuthProperties = {
   basicAuth: {
@@ -97,9 +96,8 @@ const inlineAuthProperties = {
 } as const;
 
 /**
- * JSON Schema of a destination document: the settings file's destination block
- * (ingester/destinations/settings.ts, test/unit/api/destination-document.test.ts keeps the two
- * alike) with credentials inline.
+ * JSON Schema of a destination document: the settings file's destination block (both from
+ * api/destination-schema.ts) with credentials inline.
  */
 export const destinationDocumentSchema = {
   type: 'object',
@@ -110,63 +108,7 @@ export const destinationDocumentSchema = {
     kind: { const: 'Destination' },
     name: { type: 'string', pattern: NAME },
     namespace: { type: 'string', pattern: NAME },
-    suspend: { type: 'boolean' },
-    alertmanager: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['urls'],
-      properties: {
-        urls: { type: 'array', minItems: 1, items: httpUrl },
-        resendInterval: duration,
-        resolvedRetention: duration,
-        resolveAfter: duration,
-        timeout: duration,
-        maxAlertsPerNamespace: { type: 'integer', minimum: 1 },
-        maxAlerts: { type: 'integer', minimum: 1 },
-        ...inlineAuthProperties,
-      },
-    },
-    http: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['url'],
-      properties: {
-        url: httpUrl,
-        headers: { type: 'object', additionalProperties: { type: 'string' } },
-        timeout: duration,
-        batchSize: { type: 'integer', minimum: 1, maximum: 1000 },
-        ...inlineAuthProperties,
-      },
-    },
-    delivery: {
-      type: 'object',
-      additionalProperties: false,
-      properties: {
-        maxAttempts: { type: 'integer', minimum: 1 },
-        backoffMin: duration,
-        backoffMax: duration,
-        maxInFlight: { type: 'integer', minimum: 1, maximum: 10_000 },
-        maxInFlightBytes: { type: 'integer', minimum: 65536 },
-      },
-    },
-    circuitBreaker: {
-      type: 'object',
-      additionalProperties: false,
-      properties: {
-        enabled: { type: 'boolean' },
-        consecutiveFailures: { type: 'integer', minimum: 0 },
-        failureRatio: { type: 'number', exclusiveMinimum: 0, maximum: 1 },
-        window: duration,
-        minRequests: { type: 'integer', minimum: 1 },
-        openFor: duration,
-      },
-    },
-    rateLimit: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['eventsPerSecond'],
-      properties: { eventsPerSecond: { type: 'number', exclusiveMinimum: 0 }, burst: { type: 'integer', minimum: 1 } },
-    },
+    ...destinationSettingsProperties(inlineAuthProperties),
   },
 } as const;
 

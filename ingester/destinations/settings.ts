@@ -5,13 +5,9 @@
  */
 import { ConfigError } from '../../common/config-files.js';
 import { parseDuration } from '../../common/duration.js';
+import { destinationSettingsProperties, MAX_DESTINATION_IN_FLIGHT } from '../../api/destination-schema.js';
 import type { TlsFiles } from '../outbound/credentials.js';
-import {
-  protectionSchemaProperties,
-  resolveProtection,
-  type ProtectionFile,
-  type ProtectionSettings,
-} from './protection/settings.js';
+import { resolveProtection, type ProtectionFile, type ProtectionSettings } from './protection/settings.js';
 
 /** Destination names: what `WebhookIntegration.spec.destinations` lists (a route document also `<namespace>/<name>`). */
 export const DESTINATION_NAME_PATTERN = '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$';
@@ -98,7 +94,6 @@ const ALERTMANAGER_MAX_IN_FLIGHT = 1024;
  * ingester idle a quarter of the time (docs/benchmarks.md). maxInFlightBytes still bounds memory.
  */
 const BATCHES_IN_FLIGHT = 8;
-const MAX_IN_FLIGHT = 10_000;
 const DEFAULT_ALERTMANAGER = {
   resendInterval: '60s',
   resolvedRetention: '15m',
@@ -108,9 +103,7 @@ const DEFAULT_ALERTMANAGER = {
 };
 const DEFAULT_HTTP = { timeout: '5s', batchSize: 1 };
 
-const duration = { type: 'string', pattern: '^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$' } as const;
 const file = { type: 'string', minLength: 1 } as const;
-const httpUrl = { type: 'string', pattern: '^https?://[^\\s]+$' } as const;
 const clientAuthProperties = {
   basicAuth: {
     type: 'object',
@@ -137,46 +130,7 @@ export const destinationsSchema = {
       name: { type: 'string', pattern: DESTINATION_NAME_PATTERN },
       namespace: { type: 'string', pattern: DESTINATION_NAME_PATTERN },
       default: { type: 'boolean' },
-      suspend: { type: 'boolean' },
-      alertmanager: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['urls'],
-        properties: {
-          urls: { type: 'array', minItems: 1, items: httpUrl },
-          resendInterval: duration,
-          resolvedRetention: duration,
-          resolveAfter: duration,
-          timeout: duration,
-          maxAlertsPerNamespace: { type: 'integer', minimum: 1 },
-          maxAlerts: { type: 'integer', minimum: 1 },
-          ...clientAuthProperties,
-        },
-      },
-      http: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['url'],
-        properties: {
-          url: httpUrl,
-          headers: { type: 'object', additionalProperties: { type: 'string' } },
-          timeout: duration,
-          batchSize: { type: 'integer', minimum: 1, maximum: 1000 },
-          ...clientAuthProperties,
-        },
-      },
-      delivery: {
-        type: 'object',
-        additionalProperties: false,
-        properties: {
-          maxAttempts: { type: 'integer', minimum: 1 },
-          backoffMin: duration,
-          backoffMax: duration,
-          maxInFlight: { type: 'integer', minimum: 1, maximum: MAX_IN_FLIGHT },
-          maxInFlightBytes: { type: 'integer', minimum: 65536 },
-        },
-      },
-      ...protectionSchemaProperties,
+      ...destinationSettingsProperties(clientAuthProperties),
     },
   },
 } as const;
@@ -347,5 +301,5 @@ export function claimTimeoutMs(d: DestinationSettings): number {
 function defaultMaxInFlight(f: DestinationFile): number {
   if (f.alertmanager) return ALERTMANAGER_MAX_IN_FLIGHT;
   const batchSize = f.http?.batchSize ?? DEFAULT_HTTP.batchSize;
-  return Math.min(MAX_IN_FLIGHT, Math.max(DEFAULT_DELIVERY.maxInFlight, BATCHES_IN_FLIGHT * batchSize));
+  return Math.min(MAX_DESTINATION_IN_FLIGHT, Math.max(DEFAULT_DELIVERY.maxInFlight, BATCHES_IN_FLIGHT * batchSize));
 }

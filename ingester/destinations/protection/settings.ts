@@ -39,38 +39,6 @@ export const DEFAULT_CIRCUIT_BREAKER = {
 
 export const DEFAULT_AUTO_PAUSE_AFTER = '24h';
 
-const duration = { type: 'string', pattern: '^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$' } as const;
-
-/** JSON Schema properties of a destination (settings.ts spreads them in). */
-export const protectionSchemaProperties = {
-  circuitBreaker: {
-    type: 'object',
-    additionalProperties: false,
-    properties: {
-      enabled: { type: 'boolean' },
-      consecutiveFailures: { type: 'integer', minimum: 0 },
-      failureRatio: { type: 'number', exclusiveMinimum: 0, maximum: 1 },
-      window: duration,
-      minRequests: { type: 'integer', minimum: 1 },
-      openFor: duration,
-    },
-  },
-  rateLimit: {
-    type: 'object',
-    additionalProperties: false,
-    required: ['eventsPerSecond'],
-    properties: {
-      eventsPerSecond: { type: 'number', exclusiveMinimum: 0 },
-      burst: { type: 'integer', minimum: 1 },
-    },
-  },
-  autoPause: {
-    type: 'object',
-    additionalProperties: false,
-    properties: { enabled: { type: 'boolean' }, after: duration },
-  },
-} as const;
-
 /** Defaults applied and checked; `where` names the destination in errors. */
 export function resolveProtection(f: ProtectionFile, where: string): ProtectionSettings {
   const out: ProtectionSettings = {};

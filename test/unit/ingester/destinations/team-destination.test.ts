@@ -1,7 +1,5 @@
 import { readFileSync, statSync, existsSync } from 'node:fs';
 import type { DestinationDocument } from '../../../../api/destination-document.js';
-import { destinationDocumentSchema } from '../../../../api/destination-document.js';
-import { destinationsSchema } from '../../../../ingester/destinations/settings.js';
 import {
   checkDestinationDocument,
   TeamCredentialFiles,
@@ -20,19 +18,6 @@ const doc = (over: Partial<DestinationDocument> = {}): DestinationDocument => ({
 });
 
 describe('a team destination document', () => {
-  it('has every setting of a platform destination (the settings file), its file credentials inline', () => {
-    const settings = destinationsSchema.items.properties;
-    const documents = destinationDocumentSchema.properties;
-    const fileAuth = ['basicAuth', 'bearerTokenFile', 'tls'];
-    const inlineAuth = ['basicAuth', 'bearerToken', 'tls'];
-    for (const kind of ['alertmanager', 'http'] as const) {
-      const own = Object.keys(settings[kind].properties).filter((k) => !fileAuth.includes(k));
-      expect(Object.keys(documents[kind].properties).sort()).toEqual([...own, ...inlineAuth].sort());
-    }
-    for (const block of ['delivery', 'circuitBreaker', 'rateLimit'] as const)
-      expect(documents[block]).toEqual(settings[block]);
-  });
-
   it('becomes the settings of a platform destination, named <namespace>/<name>, with namespace and suspend set', () => {
     const files = new TeamCredentialFiles();
     try {
