@@ -46,10 +46,13 @@ const layerRules = INGESTER_LAYERS.map((layer, i) => ({
         patterns: [
           OPERATOR_BAN,
           {
-            // `mapping` is also api/mapping (the shared engine), which every folder may use.
+            // `mapping` is also api/mapping (the shared engine), which every folder may use; and a
+            // `./` import stays in the importer's own folder, whatever its subfolder is called
+            // (destinations/http/ is the HTTP destination, not the http layer).
             group: [
               ...INGESTER_LAYERS.slice(i + 1).map((above) => `**/${above}/**`),
               '!**/api/mapping/**',
+              '!./**',
               '**/main.js',
               '**/config.js',
             ],

@@ -42,7 +42,7 @@ import { LogSink } from './sinks/log-sink.js';
 import { DISK_RESERVE_BYTES } from './storage/disk-reserve.js';
 import { checkStoreVolume } from './storage/volume-check.js';
 import type { ReplicaCount } from './limits/replicas.js';
-import type { TeamDestinationSource } from './destinations/kubernetes-destinations.js';
+import type { TeamDestinationSource } from './destinations/team/kubernetes-destinations.js';
 import { TenantLimiter } from './limits/tenant-limiter.js';
 import { registerLimitMetrics } from './limits/limit-metrics.js';
 import type { EventSink } from './sinks/sink.js';

@@ -8,8 +8,8 @@
  * usage: node dist/bench/destinations/alertmanager-alone.js <alertmanager url> <alerts> <first signature>
  */
 import { parseEvents } from '../../ingester/core/event.js';
-import { annotationsOf, labelsOf, type PostableAlert } from '../../ingester/destinations/alerts.js';
-import { MAX_ALERTS_PER_POST } from '../../ingester/destinations/alertmanager-destination.js';
+import { annotationsOf, labelsOf, type PostableAlert } from '../../ingester/destinations/alertmanager/alerts.js';
+import { MAX_ALERTS_PER_POST } from '../../ingester/destinations/alertmanager/alertmanager-destination.js';
 import { destinationEvent } from './destination-events.js';
 
 /** intake's Alertmanager destination posts over at most this many connections. */

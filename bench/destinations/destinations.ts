@@ -19,7 +19,7 @@ import { createServer, type Server } from 'node:http';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { MAX_ALERTS_PER_POST } from '../../ingester/destinations/alertmanager-destination.js';
+import { MAX_ALERTS_PER_POST } from '../../ingester/destinations/alertmanager/alertmanager-destination.js';
 import { ROOT } from '../../test/support/paths.js';
 import { freePort } from '../../test/support/ports.js';
 import { waitFor } from '../../test/support/waiting.js';

@@ -130,7 +130,7 @@ async function teamDestinationSource(
 ) {
   if (!namespace) return undefined;
   const [{ KubernetesDestinationSource }, api] = await Promise.all([
-    import('../../ingester/destinations/kubernetes-destinations.js'),
+    import('../../ingester/destinations/team/kubernetes-destinations.js'),
     ingesterApiClient(kubeconfig),
   ]);
   return new KubernetesDestinationSource(api, namespace, logger);

@@ -7,7 +7,7 @@
  * A replay that dies after handing a letter on but before removing it: standalone, a delivery
  * letter's hand-off (its outbox row) is written together with a record of the letter, so the
  * ingester removes that letter when it starts again, and a replay of it hands nothing on again
- * (destinations/outbox-dead-letters.ts); `removed` then drops the record. With the bus, its
+ * (destinations/outbox/outbox-dead-letters.ts); `removed` then drops the record. With the bus, its
  * claim outlives the process: finishInterruptedReplays (run every few seconds by every replica)
  * takes over a claim whose replay never ended, hands the letter on again and removes it. Handing
  * on again gives the same message id (a delivery) or the same event ids (a mapping), which the

@@ -6,8 +6,8 @@
 import { jetstream } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import type { AlertState } from '../../../ingester/destinations/alerts.js';
-import { KvAlertStore } from '../../../ingester/destinations/kv-alert-store.js';
+import type { AlertState } from '../../../ingester/destinations/alertmanager/alerts.js';
+import { KvAlertStore } from '../../../ingester/destinations/alertmanager/kv-alert-store.js';
 import { PubAckPublisher } from '../../../ingester/sinks/pub-acks.js';
 import { startNats, type RunningNats } from '../support/nats-server.js';
 

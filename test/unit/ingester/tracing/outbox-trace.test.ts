@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { OutboxTable, rowBytes } from '../../../../ingester/destinations/outbox-table.js';
+import { OutboxTable, rowBytes } from '../../../../ingester/destinations/outbox/outbox-table.js';
 import { carrierOfText, carrierText } from '../../../../ingester/tracing/carrier.js';
 
 const dirs: string[] = [];

@@ -13,10 +13,10 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import { DISK_RESERVE_BYTES, DiskReserve } from '../storage/disk-reserve.js';
-import { configureSpace, reclaimStep, walLimitFor } from '../storage/sqlite-space.js';
-import { StoreBudget } from '../storage/store-budget.js';
-import { TenantShares } from '../storage/tenant-shares.js';
+import { DISK_RESERVE_BYTES, DiskReserve } from '../../storage/disk-reserve.js';
+import { configureSpace, reclaimStep, walLimitFor } from '../../storage/sqlite-space.js';
+import { StoreBudget } from '../../storage/store-budget.js';
+import { TenantShares } from '../../storage/tenant-shares.js';
 
 /** Bytes a row costs beyond its strings (SQLite row and index overhead, roughly). */
 const ROW_OVERHEAD = 96;

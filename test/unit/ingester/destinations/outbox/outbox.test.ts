@@ -1,22 +1,22 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { until } from '../../../support/waiting.js';
+import { until } from '../../../../support/waiting.js';
 import pino from 'pino';
 import { Registry } from 'prom-client';
-import type { Destination, QueuedEvent } from '../../../../ingester/destinations/destination.js';
-import { Dispatcher } from '../../../../ingester/destinations/dispatcher.js';
-import type { Outcome } from '../../../../ingester/outbound/outcome.js';
-import { DestinationMetrics } from '../../../../ingester/destinations/metrics.js';
-import { Outbox } from '../../../../ingester/destinations/outbox.js';
-import { SqliteAlertStores } from '../../../../ingester/destinations/sqlite-alert-store.js';
-import type { NormalisedEvent } from '../../../../ingester/core/event.js';
+import type { Destination, QueuedEvent } from '../../../../../ingester/destinations/destination.js';
+import { Dispatcher } from '../../../../../ingester/destinations/dispatcher.js';
+import type { Outcome } from '../../../../../ingester/outbound/outcome.js';
+import { DestinationMetrics } from '../../../../../ingester/destinations/metrics.js';
+import { Outbox } from '../../../../../ingester/destinations/outbox/outbox.js';
+import { SqliteAlertStores } from '../../../../../ingester/destinations/alertmanager/sqlite-alert-store.js';
+import type { NormalisedEvent } from '../../../../../ingester/core/event.js';
 import {
   deliveryLetterId,
   type DeliveryDeadLetter,
   type NewDeadLetter,
-} from '../../../../ingester/dead-letters/model.js';
-import { SqliteDeadLetters } from '../../../../ingester/dead-letters/sqlite-store.js';
+} from '../../../../../ingester/dead-letters/model.js';
+import { SqliteDeadLetters } from '../../../../../ingester/dead-letters/sqlite-store.js';
 
 const dirs: string[] = [];
 afterAll(() => {

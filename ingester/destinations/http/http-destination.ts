@@ -7,12 +7,12 @@
  * drops the repeats at-least-once delivery brings.
  */
 import { hash } from 'node:crypto';
-import type { ConnectGuard } from '../outbound/guarded-connect.js';
-import { OutboundClient } from '../outbound/http-client.js';
-import type { Outcome } from '../outbound/outcome.js';
-import type { HttpSettings } from './settings.js';
-import { eventIdOf, storedBytes, type Destination, type QueuedEvent } from './destination.js';
-import { carrierHeaders, type TraceCarrier } from '../tracing/carrier.js';
+import type { ConnectGuard } from '../../outbound/guarded-connect.js';
+import { OutboundClient } from '../../outbound/http-client.js';
+import type { Outcome } from '../../outbound/outcome.js';
+import type { HttpSettings } from '../settings.js';
+import { eventIdOf, storedBytes, type Destination, type QueuedEvent } from '../destination.js';
+import { carrierHeaders, type TraceCarrier } from '../../tracing/carrier.js';
 
 const OPEN = Buffer.from('[');
 const COMMA = Buffer.from(',');

@@ -9,7 +9,7 @@
  * it; at startup every recorded letter still kept is removed (settleReplayedLetters); the record
  * goes once the letter is gone.
  */
-import type { DeliveryDeadLetter } from '../dead-letters/model.js';
+import type { DeliveryDeadLetter } from '../../dead-letters/model.js';
 import type { OutboxTable } from './outbox-table.js';
 import type { StatementSync } from 'node:sqlite';
 

@@ -4,21 +4,21 @@
  * destination, a new version delivering with its new settings, the rows of a removed one
  * discarded (not held for nobody), and nothing held for a team destination the ingester lacks.
  */
-import { DEFAULT_ADDRESS_GUARD } from '../../../../ingester/destinations/address-guard-settings.js';
+import { DEFAULT_ADDRESS_GUARD } from '../../../../../ingester/destinations/address-guard-settings.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { Registry } from 'prom-client';
-import type { DestinationDocument } from '../../../../api/destination-document.js';
-import type { NormalisedEvent } from '../../../../ingester/core/event.js';
-import type { DeadLetterStore } from '../../../../ingester/dead-letters/model.js';
-import { setUpDestinations, type Destinations } from '../../../../ingester/destinations/set-up-destinations.js';
-import { teamDestinationSettings } from '../../../../ingester/destinations/team-destination.js';
-import { RouteTable } from '../../../../ingester/routing/route-table.js';
-import { startEventReceiver, type EventReceiver } from '../../../e2e/support/event-receiver.js';
-import { waitFor } from '../../../support/waiting.js';
+import type { DestinationDocument } from '../../../../../api/destination-document.js';
+import type { NormalisedEvent } from '../../../../../ingester/core/event.js';
+import type { DeadLetterStore } from '../../../../../ingester/dead-letters/model.js';
+import { setUpDestinations, type Destinations } from '../../../../../ingester/destinations/set-up-destinations.js';
+import { teamDestinationSettings } from '../../../../../ingester/destinations/team/team-destination.js';
+import { RouteTable } from '../../../../../ingester/routing/route-table.js';
+import { startEventReceiver, type EventReceiver } from '../../../../e2e/support/event-receiver.js';
+import { waitFor } from '../../../../support/waiting.js';
 
 let dir: string;
 let receiver: EventReceiver;

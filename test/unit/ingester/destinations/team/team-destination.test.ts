@@ -1,12 +1,12 @@
 import { readFileSync, statSync, existsSync } from 'node:fs';
-import type { DestinationDocument } from '../../../../api/destination-document.js';
+import type { DestinationDocument } from '../../../../../api/destination-document.js';
 import {
   checkDestinationDocument,
   TeamCredentialFiles,
   teamDestinationSettings,
-} from '../../../../ingester/destinations/team-destination.js';
-import { unknownDestination } from '../../../../ingester/routing/route-table.js';
-import type { Route } from '../../../../api/route.js';
+} from '../../../../../ingester/destinations/team/team-destination.js';
+import { unknownDestination } from '../../../../../ingester/routing/route-table.js';
+import type { Route } from '../../../../../api/route.js';
 
 const doc = (over: Partial<DestinationDocument> = {}): DestinationDocument => ({
   apiVersion: 'intake.dev/v1alpha1',

@@ -2,12 +2,16 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import { Registry } from 'prom-client';
-import type { AlertCounts, AlertStore, Versioned } from '../../../../ingester/destinations/alert-store.js';
-import { AlertmanagerDestination } from '../../../../ingester/destinations/alertmanager-destination.js';
-import type { AlertState, PostableAlert } from '../../../../ingester/destinations/alerts.js';
-import { DestinationMetrics } from '../../../../ingester/destinations/metrics.js';
-import type { NormalisedEvent } from '../../../../ingester/core/event.js';
-import { queuedEvent } from '../../../../ingester/destinations/destination.js';
+import type {
+  AlertCounts,
+  AlertStore,
+  Versioned,
+} from '../../../../../ingester/destinations/alertmanager/alert-store.js';
+import { AlertmanagerDestination } from '../../../../../ingester/destinations/alertmanager/alertmanager-destination.js';
+import type { AlertState, PostableAlert } from '../../../../../ingester/destinations/alertmanager/alerts.js';
+import { DestinationMetrics } from '../../../../../ingester/destinations/metrics.js';
+import type { NormalisedEvent } from '../../../../../ingester/core/event.js';
+import { queuedEvent } from '../../../../../ingester/destinations/destination.js';
 
 const queued = (events: NormalisedEvent[]): ReturnType<typeof queuedEvent>[] => events.map(queuedEvent);
 

@@ -12,10 +12,10 @@
  */
 import type { V1Secret } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { DESTINATION_LABEL, DESTINATION_SECRET_KEY } from '../../api/destination-document.js';
-import type { KubeApiClient } from '../../kube/api-client.js';
-import { Informer } from '../../kube/informer.js';
-import type { TeamDestination } from './set-up-destinations.js';
+import { DESTINATION_LABEL, DESTINATION_SECRET_KEY } from '../../../api/destination-document.js';
+import type { KubeApiClient } from '../../../kube/api-client.js';
+import { Informer } from '../../../kube/informer.js';
+import type { TeamDestination } from '../set-up-destinations.js';
 import { checkDestinationDocument, TeamCredentialFiles, teamDestinationSettings } from './team-destination.js';
 
 /** Coalesces bursts (a team applying several destinations at once) into one update. */

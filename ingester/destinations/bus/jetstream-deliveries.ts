@@ -47,30 +47,30 @@ import { Kvm } from '@nats-io/kv';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
 import type { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
-import { growingLru } from '../../common/growing-lru.js';
-import { packReceivedAt, parseStored, type Routing } from './destination.js';
-import type { NormalisedEvent } from '../core/event.js';
-import type { JetStreamSettings } from '../sinks/handoff-config.js';
-import { eventsOf } from '../sinks/bus-messages.js';
-import { eventSubject, eventSubjectPrefixes, readEventSubject, subjectsOf } from '../sinks/jetstream-stream.js';
-import { PubAckPublisher } from '../sinks/pub-acks.js';
-import { oneLine } from '../dead-letters/bus-store.js';
+import { growingLru } from '../../../common/growing-lru.js';
+import { packReceivedAt, parseStored, type Routing } from '../destination.js';
+import type { NormalisedEvent } from '../../core/event.js';
+import type { JetStreamSettings } from '../../sinks/handoff-config.js';
+import { eventsOf } from '../../sinks/bus-messages.js';
+import { eventSubject, eventSubjectPrefixes, readEventSubject, subjectsOf } from '../../sinks/jetstream-stream.js';
+import { PubAckPublisher } from '../../sinks/pub-acks.js';
+import { oneLine } from '../../dead-letters/bus-store.js';
 import {
   deliveryLetterId,
   LetterTooLarge,
   type DeadLetterStore,
   type DeliveryDeadLetter,
-} from '../dead-letters/model.js';
-import type { AlertStore } from './alert-store.js';
-import type { Delivery, Dispatcher } from './dispatcher.js';
-import { KvAlertStore } from './kv-alert-store.js';
-import type { DestinationPause } from './protection/pause.js';
-import type { KvPauseStore } from './protection/pause-kv-store.js';
-import { DoneEvents, MessageEventDelivery, MessageSettlement } from './message-settlement.js';
-import type { DestinationMetrics } from './metrics.js';
-import { claimTimeoutMs, type DestinationSettings } from './settings.js';
-import { busSafeDestinationName } from '../../api/destination-document.js';
-import { carriedTrace } from '../tracing/tracing.js';
+} from '../../dead-letters/model.js';
+import type { AlertStore } from '../alertmanager/alert-store.js';
+import type { Delivery, Dispatcher } from '../dispatcher.js';
+import { KvAlertStore } from '../alertmanager/kv-alert-store.js';
+import type { DestinationPause } from '../protection/pause.js';
+import type { KvPauseStore } from '../protection/pause-kv-store.js';
+import { DoneEvents, MessageEventDelivery, MessageSettlement } from '../message-settlement.js';
+import type { DestinationMetrics } from '../metrics.js';
+import { claimTimeoutMs, type DestinationSettings } from '../settings.js';
+import { busSafeDestinationName } from '../../../api/destination-document.js';
+import { carriedTrace } from '../../tracing/tracing.js';
 
 export interface QueuedDestination {
   settings: DestinationSettings;

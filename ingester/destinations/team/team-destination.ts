@@ -13,14 +13,14 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError } from '../../common/config-files.js';
+import { ConfigError } from '../../../common/config-files.js';
 import {
   destinationDocumentProblems,
   teamDestinationName,
   type DestinationDocument,
   type InlineAuth,
-} from '../../api/destination-document.js';
-import { resolveDestinations, type DestinationFile, type DestinationSettings } from './settings.js';
+} from '../../../api/destination-document.js';
+import { resolveDestinations, type DestinationFile, type DestinationSettings } from '../settings.js';
 
 /** Where a team destination's credentials are written; `field` is one of password, token, ca, cert, key. */
 export type WriteCredential = (field: 'password' | 'token' | 'ca' | 'cert' | 'key', text: string) => string;

@@ -8,15 +8,15 @@
  * reschedules of one turn share one transaction, not fsynced at its commit
  * (OutboxTable.relaxedTransaction: a crash that loses one delivers the events again).
  */
-import { deliveryLetterId, LetterTooLarge, type NewDeadLetter } from '../dead-letters/model.js';
-import { GroupCommit } from '../storage/group-commit.js';
-import { eventTextsOf } from '../sinks/bus-messages.js';
-import { packReceivedAt, parseStored } from './destination.js';
-import type { Dispatcher } from './dispatcher.js';
-import { DoneEvents, MessageEventDelivery, MessageSettlement } from './message-settlement.js';
+import { deliveryLetterId, LetterTooLarge, type NewDeadLetter } from '../../dead-letters/model.js';
+import { GroupCommit } from '../../storage/group-commit.js';
+import { eventTextsOf } from '../../sinks/bus-messages.js';
+import { packReceivedAt, parseStored } from '../destination.js';
+import type { Dispatcher } from '../dispatcher.js';
+import { DoneEvents, MessageEventDelivery, MessageSettlement } from '../message-settlement.js';
 import type { OutboxRow, OutboxTable } from './outbox-table.js';
-import { tracingOn } from '../tracing/tracing.js';
-import { carrierOfText } from '../tracing/carrier.js';
+import { tracingOn } from '../../tracing/tracing.js';
+import { carrierOfText } from '../../tracing/carrier.js';
 
 const IDLE_POLL_MS = 1000;
 /** An event whose dead letter could not be written is tried again after this long. */

@@ -12,8 +12,8 @@
 import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type { AlertState } from './alerts.js';
-import type { DiskReserve } from '../storage/disk-reserve.js';
-import { GroupCommit } from '../storage/group-commit.js';
+import type { DiskReserve } from '../../storage/disk-reserve.js';
+import { GroupCommit } from '../../storage/group-commit.js';
 import type { AlertCounts, AlertStore, Versioned } from './alert-store.js';
 
 interface Write {

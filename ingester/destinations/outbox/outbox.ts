@@ -11,18 +11,18 @@
  * the same directory, bounded per namespace) before their row is removed. The same database holds
  * the alert states of Alertmanager destinations (through their own connection: sqlite-alert-store.ts).
  */
-import type { NormalisedEvent } from '../core/event.js';
-import type { DeliveryDeadLetter, NewDeadLetter } from '../dead-letters/model.js';
-import { packEvents } from '../sinks/bus-messages.js';
-import { outboxShareFull } from '../core/errors.js';
-import { SinkError, type DecidedDestinations, type EventSink, type HandOffResult } from '../sinks/sink.js';
-import type { DiskReserve } from '../storage/disk-reserve.js';
-import { GroupCommit } from '../storage/group-commit.js';
-import type { Routing } from './destination.js';
+import type { NormalisedEvent } from '../../core/event.js';
+import type { DeliveryDeadLetter, NewDeadLetter } from '../../dead-letters/model.js';
+import { packEvents } from '../../sinks/bus-messages.js';
+import { outboxShareFull } from '../../core/errors.js';
+import { SinkError, type DecidedDestinations, type EventSink, type HandOffResult } from '../../sinks/sink.js';
+import type { DiskReserve } from '../../storage/disk-reserve.js';
+import { GroupCommit } from '../../storage/group-commit.js';
+import type { Routing } from '../destination.js';
 import { ReplayedLetters, type ReplayedLetter } from './outbox-dead-letters.js';
 import { OutboxLeaseLoops, type OutboxDestination } from './outbox-lease-loop.js';
 import { OutboxTable, rowBytes, type NewOutboxRow } from './outbox-table.js';
-import { carrierText, type TraceCarrier } from '../tracing/carrier.js';
+import { carrierText, type TraceCarrier } from '../../tracing/carrier.js';
 
 export type { OutboxDestination } from './outbox-lease-loop.js';
 

@@ -12,7 +12,7 @@
  *   delivery may reorder a clear and the event it clears).
  */
 import { hash } from 'node:crypto';
-import type { NormalisedEvent } from '../core/event.js';
+import type { NormalisedEvent } from '../../core/event.js';
 
 /** What Alertmanager's POST /api/v2/alerts takes, one element of the array. */
 export interface PostableAlert {

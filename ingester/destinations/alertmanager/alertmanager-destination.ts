@@ -17,8 +17,8 @@
  * its time on the event loop do not grow with the number of alerts.
  */
 import type { Logger } from 'pino';
-import type { NormalisedEvent } from '../core/event.js';
-import { LogLimiter } from '../core/log-limiter.js';
+import type { NormalisedEvent } from '../../core/event.js';
+import { LogLimiter } from '../../core/log-limiter.js';
 import { LRUCache } from 'lru-cache';
 import type { AlertCounts, AlertStore, Versioned } from './alert-store.js';
 import {
@@ -31,14 +31,14 @@ import {
   type PostableAlert,
   type Timing,
 } from './alerts.js';
-import type { Destination, QueuedEvent } from './destination.js';
-import type { ConnectGuard } from '../outbound/guarded-connect.js';
-import { OutboundClient } from '../outbound/http-client.js';
-import type { Outcome } from '../outbound/outcome.js';
-import type { DestinationMetrics } from './metrics.js';
-import type { AlertmanagerSettings } from './settings.js';
+import type { Destination, QueuedEvent } from '../destination.js';
+import type { ConnectGuard } from '../../outbound/guarded-connect.js';
+import { OutboundClient } from '../../outbound/http-client.js';
+import type { Outcome } from '../../outbound/outcome.js';
+import type { DestinationMetrics } from '../metrics.js';
+import type { AlertmanagerSettings } from '../settings.js';
 import { AlertSlots, type Slot } from './alert-slots.js';
-import { carrierHeaders, type TraceCarrier } from '../tracing/carrier.js';
+import { carrierHeaders, type TraceCarrier } from '../../tracing/carrier.js';
 
 const JSON_BODY = { 'content-type': 'application/json' };
 

@@ -1,5 +1,5 @@
 /** AlertSlots: places under the caps, taken before a state is written, exact while a round recounts. */
-import { AlertSlots, type Slot } from '../../../../ingester/destinations/alert-slots.js';
+import { AlertSlots, type Slot } from '../../../../../ingester/destinations/alertmanager/alert-slots.js';
 
 const taken = (r: Slot | string): Slot => {
   if (typeof r === 'string') throw new Error(`refused: ${r}`);

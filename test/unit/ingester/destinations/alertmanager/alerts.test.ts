@@ -7,8 +7,8 @@ import {
   isSpent,
   labelsOf,
   type AlertState,
-} from '../../../../ingester/destinations/alerts.js';
-import type { NormalisedEvent } from '../../../../ingester/core/event.js';
+} from '../../../../../ingester/destinations/alertmanager/alerts.js';
+import type { NormalisedEvent } from '../../../../../ingester/core/event.js';
 
 const T0 = Date.parse('2026-11-23T10:00:00.000Z');
 const timing = { resendIntervalMs: 60_000, resolvedRetentionMs: 15 * 60_000 };

@@ -8,7 +8,7 @@
  * rather than the client's request path, which costs several times the CPU per write.
  */
 import type { KV } from '@nats-io/kv';
-import type { PubAckPublisher } from '../sinks/pub-acks.js';
+import type { PubAckPublisher } from '../../sinks/pub-acks.js';
 import type { AlertState } from './alerts.js';
 import type { AlertCounts, AlertStore, Versioned } from './alert-store.js';
 

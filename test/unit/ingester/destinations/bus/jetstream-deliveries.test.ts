@@ -1,5 +1,5 @@
-import { consumerName, multiEventConsumerName } from '../../../../ingester/destinations/jetstream-deliveries.js';
-import { DESTINATION_NAME_PATTERN } from '../../../../ingester/destinations/settings.js';
+import { consumerName, multiEventConsumerName } from '../../../../../ingester/destinations/bus/jetstream-deliveries.js';
+import { DESTINATION_NAME_PATTERN } from '../../../../../ingester/destinations/settings.js';
 
 describe('destination consumers', () => {
   it('keeps the name every release used for messages of one event', () => {
