@@ -3,7 +3,7 @@
  * destination. For each case a fresh built ingester (CPU 0), two measurements:
  * 1. a backlog: the destination holds its answers (our receiver keeps them back, Alertmanager is
  *    stopped with SIGSTOP) while EVENTS events are accepted, then it is released and timed until it
- *    took the last one: delivery alone, as the issue's "sustained" targets mean it;
+ *    took the last one: delivery alone, as the "sustained" targets of docs/benchmarks.md mean it;
  * 2. EVENTS more, timed from the first request until the destination took the last one: accepting
  *    and delivering share the ingester's one core, as they do in a storm.
  * Both also per second of the ingester's CPU time (steadier than the wall clock on a shared

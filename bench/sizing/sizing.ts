@@ -100,7 +100,7 @@ async function startIngester(sink: Ingester['sink'], natsUrl: string): Promise<I
     listen: `127.0.0.1:${port}`,
     adminListen: `127.0.0.1:${admin}`,
     logLevel: 'warn',
-    deadLetter: { path: join(dir, `deadletter-${sink}.jsonl`) },
+    deadLetter: { path: join(dir, `deadletter-${sink}.sqlite`) },
     tenantLimits: BENCH_TENANT_LIMITS,
     routes: [benchWebhook()],
     ...(sink === 'log'

@@ -6,7 +6,7 @@ import { Command, Option } from 'commander';
 import { inertText } from '../../common/sender-text.js';
 import { adminCall } from '../admin-client.js';
 import { adminUrlOption, outputFormat, outputOption } from '../options.js';
-import { formatted } from '../output.js';
+import { columns, formatted } from '../output.js';
 
 type Opts = Record<string, string | boolean | undefined>;
 
@@ -24,6 +24,7 @@ type Letter = {
 type ReplayResult = {
   id: string;
   kind: string;
+  namespace?: string;
   integration: string;
   destination?: string;
   result: string;
@@ -131,15 +132,26 @@ async function list(opts: Opts): Promise<void> {
   process.stdout.write(formatted(format, body, () => letterTable(body)));
 }
 
-/** One line a letter; its reason quotes the mapping's or the receiver's words, printed inert. */
+/** kubectl's shape: one row a letter; its reason quotes the mapping's or the receiver's words, printed inert. */
 export function letterTable(body: Record<string, unknown>): string {
   const entries = (body.entries ?? []) as Letter[];
-  const lines = entries.map((e) => {
-    const to = e.destination ? `  -> ${e.destination} after ${e.attempts} attempt(s)` : '';
-    return `${inertText(`${e.id}  ${e.at}  ${e.kind}  ${e.namespace}/${e.integration}${to}  ${e.reason}`)}\n`;
-  });
-  return `${lines.join('')}${entries.length} dead letter(s) listed; the store (${inertText(body.store)}) holds ${inertText(body.bytes)} bytes\n`;
+  const rows = entries.map((e) => [
+    e.id,
+    e.at,
+    e.kind,
+    `${e.namespace}/${e.integration}`,
+    e.destination ?? '',
+    e.destination ? String(e.attempts) : '',
+    e.reason,
+  ]);
+  const table =
+    rows.length > 0 ? inertRows(['ID', 'KEPT', 'KIND', 'INTEGRATION', 'DESTINATION', 'ATTEMPTS', 'REASON'], rows) : '';
+  return `${table}${entries.length} dead letter(s) listed; the store (${inertText(body.store)}) holds ${inertText(body.bytes)} bytes\n`;
 }
+
+/** A header and rows, each cell inert, in columns. */
+const inertRows = (header: string[], rows: string[][]): string =>
+  `${columns([header, ...rows].map((r) => r.map((c) => inertText(c))))}\n`;
 
 async function replay(opts: Opts): Promise<void> {
   const format = outputFormat(opts);
@@ -149,16 +161,19 @@ async function replay(opts: Opts): Promise<void> {
 }
 
 export function replayTable(body: Record<string, unknown>): string {
-  const lines = ((body.results ?? []) as ReplayResult[]).map((r) => {
-    const what =
-      r.result === 'replayed'
-        ? r.kind === 'mapping'
-          ? `handed on ${r.events} event(s)`
-          : `handed back to ${r.destination}`
-        : `${r.result}: ${r.message}`;
-    return `${inertText(`${r.id}  ${r.kind}  ${r.integration}  ${what}`)}\n`;
-  });
-  return `${lines.join('')}${body.replayed} replayed, ${body.failed} failed, ${body.skipped} skipped (held by another replay)\n`;
+  const results = (body.results ?? []) as ReplayResult[];
+  const rows = results.map((r) => [
+    r.id,
+    r.kind,
+    r.namespace === undefined ? r.integration : `${r.namespace}/${r.integration}`,
+    r.result === 'replayed'
+      ? r.kind === 'mapping'
+        ? `handed on ${r.events} event(s)`
+        : `handed back to ${r.destination}`
+      : `${r.result}: ${r.message}`,
+  ]);
+  const table = rows.length > 0 ? inertRows(['ID', 'KIND', 'INTEGRATION', 'RESULT'], rows) : '';
+  return `${table}${body.replayed} replayed, ${body.failed} failed, ${body.skipped} skipped (held by another replay)\n`;
 }
 
 type Progress = {
@@ -208,16 +223,35 @@ async function cancel(id: string, opts: Opts): Promise<void> {
   process.stdout.write(formatted(format, body, () => progressTable([body as unknown as Progress])));
 }
 
-/** One line a bulk replay: its state, counts and filters; the last failures under it. */
+const PROGRESS_HEADER = ['ID', 'STATE', 'MATCHED', 'REPLAYED', 'FAILED', 'SKIPPED', 'REMAINING', 'STARTED', 'FILTER'];
+
+/**
+ * kubectl's shape: one row a bulk replay, its state, counts and filters (and its message); the
+ * last failures under the table. Without the header (`--wait`'s later lines) a row is padded to
+ * the header's widths, so the lines under it stay in its columns.
+ */
 export function progressTable(rows: Progress[], header = true): string {
-  const head = header ? 'ID  STATE  MATCHED  REPLAYED  FAILED  SKIPPED  REMAINING  STARTED  FILTER\n' : '';
-  const lines = rows.map((p) => {
+  if (header && rows.length === 0) return `${PROGRESS_HEADER.join('  ')}\nno bulk replays on this replica\n`;
+  const cells = rows.map((p) => {
     const filter = Object.entries(p.filter ?? {})
       .map(([k, v]) => `${k}=${String(v)}`)
       .join(',');
-    const line = `${p.id}  ${p.state}  ${p.matched}  ${p.replayed}  ${p.failed}  ${p.skipped}  ${p.remaining}  ${p.startedAt}  ${filter || '(all)'}${p.message ? `  ${p.message}` : ''}`;
-    const failures = (p.failures ?? []).map((f) => `    failed ${f.id}: ${f.message}`);
-    return [line, ...failures].map((l) => `${inertText(l)}\n`).join('');
+    const row = [
+      p.id,
+      p.state,
+      p.matched,
+      p.replayed,
+      p.failed,
+      p.skipped,
+      p.remaining,
+      p.startedAt,
+      filter || '(all)',
+    ];
+    return [...row.map(String), ...(p.message ? [p.message] : [])];
   });
-  return `${head}${lines.join('')}${header && rows.length === 0 ? 'no bulk replays on this replica\n' : ''}`;
+  const lines = columns([PROGRESS_HEADER, ...cells].map((r) => r.map((c) => inertText(c)))).split('\n');
+  const failures = rows.flatMap((p) =>
+    (p.failures ?? []).map((f) => `    failed ${inertText(f.id)}: ${inertText(f.message)}\n`),
+  );
+  return `${(header ? lines : lines.slice(1)).map((l) => `${l}\n`).join('')}${failures.join('')}`;
 }

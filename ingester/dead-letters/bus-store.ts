@@ -194,7 +194,7 @@ export class BusDeadLetters implements DeadLetterStore {
     void (async () => {
       for await (const m of messages) {
         try {
-          const meta = await this.metaFromHeaders(m.seq, m.headers, jsm);
+          const meta = metaFromHeaders(m.seq, m.headers);
           if (meta && !this.ledger.has(m.seq)) this.ledger.add(meta);
         } catch (err) {
           this.logger.warn({ err: { message: (err as Error).message }, seq: m.seq }, 'dead letter not indexed');
@@ -204,32 +204,6 @@ export class BusDeadLetters implements DeadLetterStore {
     })().catch(() => undefined);
     // Puts work before the ledger caught up (the stream's max_bytes still bounds them); do not wait forever.
     await Promise.race([done, new Promise((r) => setTimeout(r, CATCH_UP_WAIT_MS).unref())]);
-  }
-
-  private async metaFromHeaders(
-    seq: number,
-    h: MsgHdrs | undefined,
-    jsm: JetStreamManager,
-  ): Promise<LetterMeta | undefined> {
-    if (!h) return undefined;
-    const get = (k: string): string => h.get(k);
-    if (get(LETTER_HEADER.namespace) && get(LETTER_HEADER.kind)) {
-      return {
-        seq,
-        id: get(LETTER_HEADER.id) || `seq-${seq}`,
-        kind: get(LETTER_HEADER.kind) === 'mapping' ? 'mapping' : 'delivery',
-        namespace: get(LETTER_HEADER.namespace),
-        integration: get(LETTER_HEADER.integration),
-        ...(get(LETTER_HEADER.destination) ? { destination: get(LETTER_HEADER.destination) } : {}),
-        bytes: Number(get(LETTER_HEADER.bytes)) || Number(get('Nats-Msg-Size')) || 0,
-        atMs: atMsOf(get(LETTER_HEADER.at)),
-        reason: indexedReason(get(LETTER_HEADER.reason)),
-      };
-    }
-    // A delivery dead letter written before letters carried their namespace: read the event once.
-    const msg = await jsm.streams.getMessage(this.settings.deadLetterStream, { seq }).catch(() => null);
-    const letter = msg ? toLetter(msg) : undefined;
-    return letter ? metaOf(letter) : undefined;
   }
 
   private startReconcile(): void {
@@ -291,10 +265,10 @@ export class BusDeadLetters implements DeadLetterStore {
         room = this.ledger.makeRoom(letter.namespace, 0);
         for (const { meta } of room) this.ledger.delete(meta.seq, meta.namespace);
       }
-      // A letter given its id (an event's delivery letter, a re-import) is not deduplicated by it:
-      // the stream would keep the earlier letter, which a replay running now may be removing.
-      // Instead an earlier letter with the same id goes once this one is kept, so the event
-      // refused again (or redelivered after a crash, or an import run twice) leaves one letter.
+      // A letter given its id (an event's delivery letter) is not deduplicated by it: the stream
+      // would keep the earlier letter, which a replay running now may be removing. Instead an
+      // earlier letter with the same id goes once this one is kept, so the event refused again (or
+      // redelivered after a crash) leaves one letter.
       const ack = await js.publish(
         `${this.settings.deadLetterSubjectPrefix}.${letter.kind}.${letter.namespace}`,
         data,
@@ -472,6 +446,24 @@ function headersOf(l: DeadLetter): MsgHdrs {
 const headerBytes = (h: MsgHdrs): number =>
   [...h.keys()].reduce((n, k) => n + k.length + Buffer.byteLength(h.get(k)) + 4, 12);
 
+/** A letter's metadata from its headers alone; a message without a letter's kind and namespace is not one. */
+function metaFromHeaders(seq: number, h: MsgHdrs | undefined): LetterMeta | undefined {
+  const get = (k: string): string => h?.get(k) ?? '';
+  const kind = get(LETTER_HEADER.kind);
+  if ((kind !== 'mapping' && kind !== 'delivery') || !get(LETTER_HEADER.namespace)) return undefined;
+  return {
+    seq,
+    id: get(LETTER_HEADER.id) || `seq-${seq}`,
+    kind,
+    namespace: get(LETTER_HEADER.namespace),
+    integration: get(LETTER_HEADER.integration),
+    ...(get(LETTER_HEADER.destination) ? { destination: get(LETTER_HEADER.destination) } : {}),
+    bytes: Number(get(LETTER_HEADER.bytes)) || Number(get('Nats-Msg-Size')) || 0,
+    atMs: atMsOf(get(LETTER_HEADER.at)),
+    reason: indexedReason(get(LETTER_HEADER.reason)),
+  };
+}
+
 function toLetter(msg: StoredMsg): DeadLetter | undefined {
   const get = (k: string): string => msg.header.get(k);
   try {
@@ -495,18 +487,17 @@ function toLetter(msg: StoredMsg): DeadLetter | undefined {
         ...(get(LETTER_HEADER.contentType) ? { contentType: get(LETTER_HEADER.contentType) } : {}),
       };
     }
-    // kind delivery, or a delivery dead letter from before letters carried a kind.
-    const event = body as NormalisedEvent;
+    if (get(LETTER_HEADER.kind) !== 'delivery') return undefined;
     return {
       ...common,
       kind: 'delivery',
-      namespace: get(LETTER_HEADER.namespace) || event.namespace,
-      integration: get(LETTER_HEADER.integration) || event.integration,
+      namespace: get(LETTER_HEADER.namespace),
+      integration: get(LETTER_HEADER.integration),
       destination: get(LETTER_HEADER.destination),
       error: get(LETTER_HEADER.error),
       attempts: Number(get(LETTER_HEADER.attempts)) || 0,
       ...(get(LETTER_HEADER.subject) ? { subject: get(LETTER_HEADER.subject) } : {}),
-      event,
+      event: body as NormalisedEvent,
     };
   } catch {
     return undefined;

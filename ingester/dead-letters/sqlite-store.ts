@@ -240,11 +240,6 @@ export class SqliteDeadLetters implements DeadLetterStore {
     return this.reserve ? this.reserve.withRoom(this.db, write) : write();
   }
 
-  /** Whether a letter with this id is kept (an import that ran before). */
-  hasId(id: string): boolean {
-    return this.st.getId.get(id) !== undefined;
-  }
-
   usage(): { bytes: number; namespaces: ReadonlyMap<string, number> } {
     return { bytes: this.ledger.bytes, namespaces: this.ledger.namespaces() };
   }

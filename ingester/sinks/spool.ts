@@ -153,8 +153,6 @@ export class Spool {
     let db: DatabaseSync | undefined;
     try {
       mkdirSync(this.dir, { recursive: true, mode: 0o700 });
-      // Earlier versions kept 8 MiB free in this file for deletes on a full disk; the cursor does that now.
-      rmSync(join(this.dir, 'spool.reserve'), { force: true });
       this.cursor.open();
       // The files were being removed (everything in them handed on) when the process stopped.
       if (this.cursor.available && this.cursor.resetPending) this.removeDatabaseFiles();
@@ -171,12 +169,6 @@ export class Spool {
         events INTEGER NOT NULL DEFAULT 1,
         tenant TEXT NOT NULL DEFAULT ''
       )`);
-      // Spools of older versions: one event per row (no events column), no tenant column.
-      const columns = db.prepare('PRAGMA table_info(events)').all() as Array<{ name: string }>;
-      if (!columns.some((c) => c.name === 'events'))
-        db.exec('ALTER TABLE events ADD COLUMN events INTEGER NOT NULL DEFAULT 1');
-      if (!columns.some((c) => c.name === 'tenant'))
-        db.exec("ALTER TABLE events ADD COLUMN tenant TEXT NOT NULL DEFAULT ''");
       continueSequence(db, this.cursor.position);
       if (this.cursor.available) this.cursor.endReset();
       const from = this.cursor.position;

@@ -21,7 +21,7 @@ async function start(settings: Record<string, unknown>): Promise<{ status: numbe
       listen: `127.0.0.1:${await freePort()}`,
       adminListen: `127.0.0.1:${await freePort()}`,
       sinks: { log: { path: join(dir, 'events.log') } },
-      deadLetter: { path: join(dir, 'dl.jsonl') },
+      deadLetter: { path: join(dir, 'dl.sqlite') },
       routes: [],
       ...settings,
     }),

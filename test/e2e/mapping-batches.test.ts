@@ -26,7 +26,7 @@ beforeAll(async () => {
     // Each payload reserves its worst case (the CPU limit) of the namespace's mapping CPU first.
     config.tenantLimits = { namespace: { mappingCpuMillisPerSecond: 100_000, mappingCpuBurstMillis: 100_000 } };
     config.sinks = { log: { path: join(dir, 'events.jsonl') } };
-    config.deadLetter = { path: join(dir, 'dead.jsonl') };
+    config.deadLetter = { path: join(dir, 'dead.sqlite') };
   });
 });
 

@@ -2,8 +2,9 @@
  * The docs show only what exists: every `intake <command> --flag` that README.md or docs/*.md
  * show (in code spans, and in shell blocks) is a command and flag of the CLI, taken from the
  * commander program itself (cmd/program.ts builds it without running it), and every admin path
- * they name (/healthz, /metrics/ingested, /deadletter/replay, /status/activity, ...) is served by
- * the admin listener, built as ingester/main.ts builds it and asked with fastify's hasRoute.
+ * they name (/healthz, /metrics/ingested, /deadletter/replay, /status/activity,
+ * /destinations/<name>/pause, /inspector/<namespace>/<integration>, ...) is served by the admin
+ * listener, built as ingester/main.ts builds it and asked with fastify's hasRoute.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,7 +17,12 @@ import {
   registerDeadLetterEndpoints,
   type DeadLetterEndpointsOptions,
 } from '../../ingester/dead-letters/admin-endpoints.js';
+import { registerDestinationEndpoints } from '../../ingester/destinations/admin-endpoints.js';
 import { buildAdminServer } from '../../ingester/http/admin-listener.js';
+import {
+  registerInspectorEndpoints,
+  type InspectorEndpointsOptions,
+} from '../../ingester/inspector/admin-endpoints.js';
 import { SeriesStore } from '../../ingester/series/series-store.js';
 import { ROOT } from '../support/paths.js';
 
@@ -152,9 +158,12 @@ export function invocationProblems(program: Command, words: string[]): string[] 
   return problems;
 }
 
-/** The ingester admin listener's paths a text names: bare, or in a URL on the admin port 8081. */
+/**
+ * The ingester admin listener's paths a text names: bare, or in a URL on the admin port 8081. A
+ * placeholder segment (`<name>`) stays in the path; served() reads it as a parameter.
+ */
 const ADMIN_PATH =
-  /(?:^|[\s`'"(]|:8081)((?:\/healthz|\/readyz|\/metrics|\/deadletter|\/status\/|\/destinations\/deadletter)[\w/.:-]*)/g;
+  /(?:^|[\s`'"(]|:8081)((?:\/healthz|\/readyz|\/metrics|\/deadletter|\/status\/|\/destinations|\/inspector)(?:[\w/.:-]|<[\w-]+>)*)/g;
 /** Paths of other servers the docs name that share a prefix with the admin listener's. */
 const NOT_ADMIN = new Set([
   '/metrics/job/bench', // the benchmarks' Pushgateway-style metric pushes to the ingest port
@@ -162,6 +171,25 @@ const NOT_ADMIN = new Set([
 
 export const adminPaths = (text: string): string[] =>
   [...text.matchAll(ADMIN_PATH)].map((m) => (m[1] as string).replace(/[.]$/, '')).filter((p) => !NOT_ADMIN.has(p));
+
+/**
+ * Whether the admin listener serves `path` by GET or POST: as written, or with placeholders and any
+ * other segments after the first as parameters (`/destinations/tickets/pause` is served by
+ * `/destinations/:name/pause`), or as the start of such a path (`/inspector` names
+ * `/inspector/:namespace/:integration`).
+ */
+export function served(app: { hasRoute(o: { method: string; url: string }): boolean }, path: string): boolean {
+  const segments = path.split('/').slice(1);
+  for (const under of ['', '/:u1', '/:u1/:u2']) {
+    for (let mask = 0; mask < 1 << Math.max(segments.length - 1, 0); mask++) {
+      const url = `/${segments
+        .map((s, i) => (i > 0 && (/^<.*>$/.test(s) || (mask >> (i - 1)) & 1) ? `:p${i}` : s))
+        .join('/')}${under}`;
+      if (['GET', 'POST'].some((method) => app.hasRoute({ method, url }))) return true;
+    }
+  }
+  return false;
+}
 
 async function adminListener() {
   const app = buildAdminServer({
@@ -176,6 +204,8 @@ async function adminListener() {
     leaseMs: 1000,
     logger: pino({ level: 'silent' }),
   } as unknown as DeadLetterEndpointsOptions);
+  registerDestinationEndpoints(app, undefined);
+  registerInspectorEndpoints(app, {} as InspectorEndpointsOptions);
   await app.ready();
   return app;
 }
@@ -210,7 +240,7 @@ describe('the admin paths the docs name', () => {
       const { spans, commands } = codeSnippets(readFileSync(join(ROOT, file), 'utf8'));
       const missing = [...spans, ...commands].flatMap((s) =>
         adminPaths(s.text)
-          .filter((url) => !['GET', 'POST'].some((method) => app.hasRoute({ method, url })))
+          .filter((path) => !served(app, path))
           .map((url) => `${file}:${s.line}: ${url}`),
       );
       expect(missing).toEqual([]);
@@ -230,16 +260,17 @@ describe("the ingester's --admin-listen help", () => {
     const app = await adminListener();
     try {
       expect(named.length).toBeGreaterThan(4);
-      expect(named.filter((url) => !['GET', 'POST'].some((method) => app.hasRoute({ method, url })))).toEqual([]);
+      expect(named.filter((path) => !served(app, path))).toEqual([]);
     } finally {
       await app.close();
     }
   });
 
-  it('names every path the docs name (or the one it is under), the deprecated ones aside', () => {
+  it('names every path the docs name (or the one it is under)', () => {
     const documented = new Set(pages().flatMap((file) => adminPaths(readFileSync(join(ROOT, file), 'utf8'))));
     const covered = (path: string): boolean => named.some((n) => path === n || path.startsWith(`${n}/`));
-    expect([...documented].filter((p) => !p.startsWith('/destinations/') && !covered(p))).toEqual([]);
+    expect(documented.size).toBeGreaterThan(10);
+    expect([...documented].filter((p) => !covered(p))).toEqual([]);
   });
 });
 
@@ -251,6 +282,14 @@ describe('the checker itself', () => {
       expect(app.hasRoute({ method: 'GET', url: '/status/activity' })).toBe(true);
       expect(app.hasRoute({ method: 'GET', url: '/deadletters' })).toBe(false);
       expect(app.hasRoute({ method: 'GET', url: '/status/nope' })).toBe(false);
+      expect(served(app, '/destinations/tickets/pause')).toBe(true);
+      expect(served(app, '/destinations/<name>/resume')).toBe(true);
+      expect(served(app, '/inspector/<namespace>/<integration>/<id>/replay')).toBe(true);
+      expect(served(app, '/deadletter/replays/0b7d/cancel')).toBe(true);
+      expect(served(app, '/destinations/tickets/stop')).toBe(false);
+      expect(served(app, '/destinations/deadletter/replay')).toBe(false);
+      expect(served(app, '/inspector')).toBe(true);
+      expect(served(app, '/inspectors')).toBe(false);
     } finally {
       await app.close();
     }
@@ -312,5 +351,10 @@ describe('the checker itself', () => {
         'GET /readyz, curl http://127.0.0.1:8081/deadletter?kind=delivery and `/metrics/ingested`. /v1/integrations/metrics /var/lib/intake/deadletter',
       ),
     ).toEqual(['/readyz', '/deadletter', '/metrics/ingested']);
+    expect(
+      adminPaths(
+        '`POST /destinations/<name>/pause`, GET /inspector/<namespace>/<integration>[/<id>], /etc/intake/destinations/x, test/e2e/destinations/',
+      ),
+    ).toEqual(['/destinations/<name>/pause', '/inspector/<namespace>/<integration>']);
   });
 });

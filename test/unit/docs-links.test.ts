@@ -1,8 +1,10 @@
 /**
  * The user docs stay honest: every relative link in README.md and any .md under docs/ names a file or
  * directory of the repository, every `#anchor` into a markdown file names one of its headings (as
- * GitHub makes them), the README stays a front page (about 250 lines at most), and no page points
- * at `../shared` (users do not have it).
+ * GitHub makes them), every file or folder of the repository a page names in code (`ingester/...`)
+ * exists (earlier runs' pages under docs/benchmarks/ aside: they name the tree of their day), the
+ * README stays a front page (about 250 lines at most), and no page points at `../shared` (users do
+ * not have it).
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -96,6 +98,16 @@ const brokenLinks = (
   return problems;
 };
 
+/** The top-level folders of the repository a code span's path may start with. */
+const TREE = /^(?:api|bench|charts|cmd|common|console|crds|examples|image|ingester|kube|operator|test)\/[\w./-]*$/;
+
+/** Paths of the repository named in a page's code spans (`ingester/http/listener.ts`) that do not exist. */
+const missingPaths = (file: string, markdown: string, root = ROOT): string[] =>
+  [...markdown.matchAll(/`([^`\n]+)`/g)]
+    .map((m) => m[1] as string)
+    .filter((p) => TREE.test(p) && !existsSync(join(root, p)))
+    .map((p) => `${file}: ${p}`);
+
 describe('the user docs', () => {
   it('cover README.md and every page under docs/', () => {
     expect(pages()).toEqual(
@@ -106,6 +118,13 @@ describe('the user docs', () => {
   it.each(pages())('%s: every relative link and #anchor resolves', (file) => {
     expect(brokenLinks(file, readFileSync(join(ROOT, file), 'utf8'))).toEqual([]);
   });
+
+  it.each(pages().filter((p) => !p.startsWith('docs/benchmarks/')))(
+    '%s: every path in code names a file or folder that exists',
+    (file) => {
+      expect(missingPaths(file, readFileSync(join(ROOT, file), 'utf8'))).toEqual([]);
+    },
+  );
 
   it.each(pages())('%s: never points at ../shared', (file) => {
     expect(readFileSync(join(ROOT, file), 'utf8')).not.toContain('../shared');
@@ -136,6 +155,12 @@ describe('the link checker itself', () => {
     '[in a fence](nowhere.md)',
     '```',
   ].join('\n');
+
+  it('knows a path in code that does not exist, and leaves other code alone', () => {
+    const text =
+      '`ingester/http/listener.ts`, `ingester/http/nope.ts`, `docs/x.md`, `route-table.ts`, `kubectl get x/y`';
+    expect(missingPaths('page.md', text)).toEqual(['page.md: ingester/http/nope.ts']);
+  });
 
   it('accepts what resolves and ignores code', () => {
     expect(brokenLinks('page.md', page)).toEqual([]);

@@ -268,7 +268,7 @@ remoteWrite:
 {{- end }}
 {{- end -}}
 
-{{/* Data mapping guardrails and the dead letters (mapping and delivery failures): on the bus with JetStream, in the spool volume with a spool, else on the pod's deadletter emptyDir. */}}
+{{/* Data mapping guardrails and the dead letters (mapping and delivery failures): on the bus with JetStream, in the storage directory on the spool volume with spool.enabled, else on the pod's deadletter emptyDir. */}}
 {{- define "intake.mappingConfig" -}}
 mapping: {{- include "intake.durations" (dict "block" .Values.ingester.mapping "renamed" (dict "timeoutMs" "timeout")) | nindent 2 }}
 deadLetter:

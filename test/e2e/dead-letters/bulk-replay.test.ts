@@ -89,7 +89,8 @@ it('kill -9 half-way: after the restart each event is a dead letter or received,
   expect(ended).toMatchObject({ state: 'done', replayed: after.listed.length, remaining: 0 });
   expect((await fates(ing, receiver, ids, ids.size)).listed).toEqual([]);
   const table = (await cli(['deadletter', 'replays', '--admin-url', ing.adminUrl])).stdout;
-  expect(table).toMatch(/^ID {2}STATE {2}MATCHED/);
-  expect(table).toContain(`  done  ${after.listed.length}  ${after.listed.length}  0  0  0  `);
+  expect(table).toMatch(/^ID +STATE +MATCHED/);
+  const n = after.listed.length;
+  expect(table).toMatch(new RegExp(` {2}done +${n} +${n} +0 +0 +0 {2}`));
   expect((await listLetters(ing, 'destination=tickets')).count).toBe(0);
 });

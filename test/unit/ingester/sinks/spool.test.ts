@@ -62,25 +62,6 @@ describe('spool', () => {
     reopened.close();
   });
 
-  it('reads a spool an older version wrote (one event per row, no events column)', async () => {
-    const dir = tempDir();
-    const { DatabaseSync } = await import('node:sqlite');
-    const db = new DatabaseSync(join(dir, 'spool.sqlite'));
-    db.exec(`CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,
-      subject TEXT NOT NULL, payload TEXT NOT NULL, spooled_at INTEGER NOT NULL)`);
-    db.prepare('INSERT INTO events (id, subject, payload, spooled_at) VALUES (?, ?, ?, ?)').run('old', 's', '{}', 1);
-    db.close();
-    const spool = new Spool(dir, 1 << 20);
-    expect(spool.depth).toBe(1);
-    await spool.append([{ ...rec('new'), events: 5 }]);
-    expect(spool.peek(10).map((r) => [r.id, r.events])).toEqual([
-      ['old', 1],
-      ['new', 5],
-    ]);
-    expect(spool.depth).toBe(6);
-    spool.close();
-  });
-
   it('holds one row per event id, so a retried request spooled twice is replayed once', async () => {
     const spool = new Spool(tempDir(), 1 << 20);
     await spool.append([rec('a')]);
@@ -180,14 +161,6 @@ describe('spool', () => {
       // The disk has room now: the passed rows were deleted at the open.
       expect(reopened.bytes).toBeLessThan(held);
       reopened.close();
-    });
-
-    it('removes the reserve file earlier versions kept', () => {
-      const dir = tempDir();
-      writeFileSync(join(dir, 'spool.reserve'), Buffer.alloc(64 * 1024));
-      const spool = new Spool(dir, 1 << 20);
-      expect(existsSync(join(dir, 'spool.reserve'))).toBe(false);
-      spool.close();
     });
 
     it('finishes a renewal a crash interrupted: leftover files are removed, not opened as half a database', async () => {

@@ -10,7 +10,7 @@ it('leaves remote write off and exposition on by default', () => {
   expect(s.exposition).toEqual({ enabled: true });
 });
 
-it('fills the defaults the issue documents', () => {
+it('fills the defaults docs/remote-write.md documents', () => {
   expect(load({ remoteWrite: { url } }).remoteWrite).toEqual({
     url,
     protocol: '1.0',
