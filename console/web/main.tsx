@@ -7,13 +7,13 @@
  */
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { api, ApiError, PLURALS, type Plural } from './api.js';
-import { Detail } from './detail.js';
-import { Editor } from './editor.js';
-import { List } from './list.js';
-import { useLive } from './live.js';
-import { href } from './model.js';
-import { findSession, forget, remember } from './session.js';
+import { api, ApiError, PLURALS, type Plural } from './data/api.js';
+import { Detail } from './pages/detail.js';
+import { Editor } from './pages/editor.js';
+import { List } from './pages/list.js';
+import { useLive } from './data/live.js';
+import { href } from './data/model.js';
+import { findSession, forget, remember } from './data/session-secret.js';
 
 interface Session {
   mode: 'kubeconfig' | 'token';

@@ -1,6 +1,6 @@
-/** What the console's pages derive from a resource (console/web/model.ts). */
-import type { Resource } from '../../../console/web/api.js';
-import { age, gitOpsOwner } from '../../../console/web/model.js';
+/** What the console's pages derive from a resource (console/web/data/model.ts). */
+import type { Resource } from '../../../console/web/data/api.js';
+import { age, gitOpsOwner } from '../../../console/web/data/model.js';
 
 const resource = (labels: Record<string, string> = {}, annotations: Record<string, string> = {}): Resource => ({
   apiVersion: 'intake.dev/v1alpha1',

@@ -1,5 +1,5 @@
 /** What the pages derive from a resource: readiness, GitOps ownership, ages. */
-import { gitOpsOwner as ownerOf, type GitOps } from '../shared/gitops.js';
+import { gitOpsOwner as ownerOf, type GitOps } from '../../shared/gitops.js';
 import type { Condition, Resource } from './api.js';
 
 export const readyCondition = (r: Resource): Condition | undefined =>

@@ -4,13 +4,13 @@
  * "copy as curl", and for a mapped integration the mapping playground.
  */
 import { useEffect, useState } from 'preact/hooks';
-import { inertText } from '../../common/sender-text.js';
-import { api, LABEL_OF, resourcePath, type Plural, type Resource } from './api.js';
+import { inertText } from '../../../common/sender-text.js';
+import { api, LABEL_OF, resourcePath, type Plural, type Resource } from '../data/api.js';
 import { GitOpsBadge, ReadyBadge, useTick } from './list.js';
-import { age, gitOpsOwner, href, isSuspended } from './model.js';
-import { Inspector, OPEN_IN_PLAYGROUND } from './inspector.js';
-import { MinuteChart } from './minute-chart.js';
-import { sampleFor } from './samples.js';
+import { age, gitOpsOwner, href, isSuspended } from '../data/model.js';
+import { Inspector, OPEN_IN_PLAYGROUND } from '../components/inspector.js';
+import { MinuteChart } from '../components/minute-chart.js';
+import { sampleFor } from '../samples.js';
 
 type Mode = 'basic' | 'signature' | 'basic+signature';
 

@@ -1,10 +1,10 @@
 /** The namespace page: integrations and API keys with Ready, URL, Last Event, Refused 1h and the last hour per minute, live. */
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
-import { inertText } from '../../common/sender-text.js';
-import { LABEL_OF, type Plural, type Resource } from './api.js';
-import type { LiveState } from './live.js';
-import { age, gitOpsOwner, href, isSuspended, readyCondition } from './model.js';
-import { MinuteChart } from './minute-chart.js';
+import { inertText } from '../../../common/sender-text.js';
+import { LABEL_OF, type Plural, type Resource } from '../data/api.js';
+import type { LiveState } from '../data/live.js';
+import { age, gitOpsOwner, href, isSuspended, readyCondition } from '../data/model.js';
+import { MinuteChart } from '../components/minute-chart.js';
 
 /** Re-renders every `ms` so ages ("5 s ago") move without new data. */
 export function useTick(ms: number): number {

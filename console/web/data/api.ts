@@ -6,8 +6,8 @@ import type {
   Activity as ApiActivity,
   RecentRefusal,
   UnauthenticatedSender as ApiUnauthenticatedSender,
-} from '../../api/activity.js';
-import { sessionSecret } from './session.js';
+} from '../../../api/activity.js';
+import { sessionSecret } from './session-secret.js';
 
 /** The headers that authorize a request of this tab: its session secret, if it has one. */
 export function sessionHeaders(): Record<string, string> {

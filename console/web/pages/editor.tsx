@@ -5,9 +5,9 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import { parse, stringify } from 'yaml';
-import { api, KIND_OF, LABEL_OF, resourcePath, type Plural, type Resource } from './api.js';
-import { PRESET_NAMES } from '../../api/mapping/presets.js';
-import { gitOpsOwner, href } from './model.js';
+import { api, KIND_OF, LABEL_OF, resourcePath, type Plural, type Resource } from '../data/api.js';
+import { PRESET_NAMES } from '../../../api/mapping/presets.js';
+import { gitOpsOwner, href } from '../data/model.js';
 
 type Obj = Record<string, unknown>;
 

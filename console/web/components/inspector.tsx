@@ -6,9 +6,9 @@
  * message and no payload.
  */
 import { useEffect, useState } from 'preact/hooks';
-import type { CapturedRequest, CapturedRequestSummary, CapturedRouting } from '../../api/inspector.js';
-import { inertText } from '../../common/sender-text.js';
-import { api, ApiError, resourcePath, type Resource } from './api.js';
+import type { CapturedRequest, CapturedRequestSummary, CapturedRouting } from '../../../api/inspector.js';
+import { inertText } from '../../../common/sender-text.js';
+import { api, ApiError, resourcePath, type Resource } from '../data/api.js';
 
 /** The playground (detail.tsx) listens for this to load a payload. */
 export const OPEN_IN_PLAYGROUND = 'intake:open-in-playground';
