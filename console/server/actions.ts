@@ -6,7 +6,7 @@
  * curl command, and run the integration's spec.mapping.tests.
  */
 import { randomUUID } from 'node:crypto';
-import type { AuthenticationMode, SignatureScheme } from '../../api/route.js';
+import type { AuthenticationMode } from '../../api/route.js';
 import {
   includesBasic,
   includesSignature,
@@ -25,25 +25,12 @@ import {
   type MappingLimits,
   type MappingSpec,
 } from '../../api/mapping/engine.js';
+import type { Credentials, CurlResult, MappingTestResult, SendResult } from '../shared/console-api.js';
 import { curlCommand } from './curl.js';
 import { KubeError, type Plural, type UserClient } from './kube.js';
 
 /** The Secret key of a generated signing secret, and of a referenced one unless secretRef.key says (operator/signing.ts). */
 const SIGNING_SECRET_KEY = 'signingSecret';
-
-export interface Credentials {
-  /** How senders authenticate: an API key always by its key (`basic`). */
-  mode: AuthenticationMode;
-  username: string;
-  /** The password (integrations) or the key (API keys); empty in mode signature. */
-  secret: string;
-  /** The whole `Basic ...` header value; empty in mode signature. */
-  authorization: string;
-  /** The Secret holding the password or key (mode signature: the signing secret's). */
-  secretName: string;
-  /** Modes signature and basic+signature: the scheme and the current signing secret. */
-  signature?: { scheme: SignatureScheme; signingSecret: string; secretName: string; key: string };
-}
 
 const decode = (data: Record<string, string> | undefined, key: string): string =>
   data?.[key] ? Buffer.from(data[key], 'base64').toString('utf8') : '';
@@ -137,14 +124,6 @@ export async function readCredentials(
   return { mode, username, secret: value, authorization, secretName, ...(signature ? { signature } : {}) };
 }
 
-export interface SendResult {
-  url: string;
-  status: number;
-  contentType: string;
-  body: string;
-  durationMs: number;
-}
-
 const MAX_ANSWER_CHARS = 64 * 1024;
 
 /** The integration's URL, with the scheme and host of `ingestUrl` when the console reaches the ingesters another way. */
@@ -212,12 +191,6 @@ export async function sendTestEvent(
   };
 }
 
-export interface CurlResult {
-  command: string;
-  /** What the command needs that the console could not fill in (a secret the user may not read). */
-  note?: string;
-}
-
 /**
  * The test event as a curl command that works: with the Basic credentials, and for a signed
  * integration the signature computed by openssl at run time (as docs/signatures.md's examples do).
@@ -269,15 +242,6 @@ export async function testEventCurl(
     command,
     ...(refused ? { note: `Set ${needs.map((n) => `$${n}`).join(' and ')} before running it: ${refused}.` } : {}),
   };
-}
-
-export interface MappingTestResult {
-  index: number;
-  /** What happened, in words the page shows as they are; `passed` only when the events matched. */
-  outcome: 'passed' | 'failed' | 'timed out' | 'not run';
-  passed: boolean;
-  message: string;
-  events?: unknown[];
 }
 
 /**

@@ -165,7 +165,7 @@ describe('the console page', () => {
     const events = detail.locator('ol.captured-events > li');
     expect(await events.count()).toBe(2);
     expect(await events.nth(0).textContent()).toContain('rule pages → tickets');
-    expect(await events.nth(1).textContent()).toContain('no rule → tickets');
+    expect(await events.nth(1).textContent()).toContain('no rule matched → tickets');
     // Delivery attempts arrive as the ingester delivers: refresh the detail until both show.
     for (let i = 0; i < 75 && (await detail.locator('ul.attempts li').count()) < 2; i++) {
       await new Promise((r) => setTimeout(r, 200));

@@ -1,11 +1,12 @@
 /** Signing in and out, and who the page's user is (GET /api/session). */
+import type { SessionInfo, SignedIn } from '../../shared/console-api.js';
 import type { ConsoleRoutes } from '../context.js';
 import { isRefusal } from '../bounds.js';
 import { HttpError } from '../http-error.js';
 import { KubeError } from '../kube.js';
 
 export const sessionRoutes: ConsoleRoutes = (app, { options, auth }) => {
-  app.get('/api/session', async (req) => {
+  app.get('/api/session', async (req): Promise<SessionInfo> => {
     const session = auth.sessionOf(req);
     if (!session) return { mode: options.mode, signedIn: false };
     const user = auth.clientOf(session);
@@ -47,7 +48,10 @@ export const sessionRoutes: ConsoleRoutes = (app, { options, auth }) => {
         );
       }
       attempt.succeeded('kubeconfig');
-      return reply.send({ user: 'kubeconfig', session: auth.startSession(req, reply, { user: 'kubeconfig' }) });
+      return reply.send({
+        user: 'kubeconfig',
+        session: auth.startSession(req, reply, { user: 'kubeconfig' }),
+      } satisfies SignedIn);
     }
     let user: string;
     try {
@@ -63,7 +67,7 @@ export const sessionRoutes: ConsoleRoutes = (app, { options, auth }) => {
     }
     const tooOften = attempt.succeeded(user);
     if (tooOften) throw HttpError.of(tooOften);
-    return reply.send({ user, session: auth.startSession(req, reply, { kubeToken: token, user }) });
+    return reply.send({ user, session: auth.startSession(req, reply, { kubeToken: token, user }) } satisfies SignedIn);
   });
 
   app.post('/api/logout', async (req, reply) => {

@@ -1,12 +1,8 @@
 /**
  * The console server's JSON API, called with the session cookie and the session secret in
- * X-Intake-Session (session.ts); errors carry the server's message unchanged.
+ * X-Intake-Session (session-secret.ts); errors carry the server's message unchanged. The other
+ * modules of data/ name what each call is for; pages and components call those, not this.
  */
-import type {
-  Activity as ApiActivity,
-  RecentRefusal,
-  UnauthenticatedSender as ApiUnauthenticatedSender,
-} from '../../../api/activity.js';
 import { sessionSecret } from './session-secret.js';
 
 /** The headers that authorize a request of this tab: its session secret, if it has one. */
@@ -46,58 +42,3 @@ export async function api<T = unknown>(method: string, path: string, body?: unkn
   }
   return parsed as T;
 }
-
-export const resourcePath = (ns: string, plural: string, name?: string): string =>
-  `/api/namespaces/${encodeURIComponent(ns)}/${plural}${name ? `/${encodeURIComponent(name)}` : ''}`;
-
-export interface Condition {
-  type: string;
-  status: string;
-  reason?: string;
-  message?: string;
-  lastTransitionTime?: string;
-}
-
-/*
- * status.activity as the operator writes it, in the shapes api/activity.ts defines; every field
- * optional but a refusal's time, since the page reads the status from the cluster as it finds it,
- * unchecked.
- */
-/** One refusal of an authenticated request. */
-export type Refusal = Partial<RecentRefusal> & Pick<RecentRefusal, 'time'>;
-/** A sender refused before it proved credentials: only its address and a count. */
-export type UnauthenticatedSender = Partial<ApiUnauthenticatedSender>;
-export type Activity = Partial<Omit<ApiActivity, 'recentRefusals' | 'unauthenticatedSenders'>> & {
-  recentRefusals?: Refusal[];
-  unauthenticatedSenders?: UnauthenticatedSender[];
-};
-
-export interface Resource {
-  apiVersion: string;
-  kind: string;
-  metadata: {
-    name: string;
-    namespace: string;
-    resourceVersion?: string;
-    uid?: string;
-    creationTimestamp?: string;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-    [k: string]: unknown;
-  };
-  spec?: Record<string, unknown>;
-  status?: {
-    url?: string;
-    credentialsSecret?: string;
-    integrationName?: string;
-    username?: string;
-    conditions?: Condition[];
-    activity?: Activity;
-    [k: string]: unknown;
-  };
-}
-
-export const PLURALS = ['webhookintegrations', 'apikeys'] as const;
-export type Plural = (typeof PLURALS)[number];
-export const KIND_OF: Record<Plural, string> = { webhookintegrations: 'WebhookIntegration', apikeys: 'ApiKey' };
-export const LABEL_OF: Record<Plural, string> = { webhookintegrations: 'Integration', apikeys: 'API key' };
