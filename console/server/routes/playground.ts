@@ -5,7 +5,8 @@
  */
 import type { MappingSpec } from '../../../api/mapping/engine.js';
 import type { ConsoleRoutes } from '../context.js';
-import { runTests, sendTestEvent, testEventCurl } from '../actions.js';
+import { runTests } from '../mapping-tests.js';
+import { sendTestEvent, testEventCurl } from '../test-event.js';
 import { isRefusal } from '../bounds.js';
 import { HttpError } from '../http-error.js';
 import { objectBody, type ObjectParams } from '../request.js';

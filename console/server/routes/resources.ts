@@ -1,10 +1,10 @@
 /**
  * Integrations and API keys as Kubernetes objects, read and written as the user (create, replace,
  * patch: suspend and rotate, delete), and their credentials revealed when the user's own token may
- * read the Secret (actions.ts).
+ * read the Secret (credentials.ts).
  */
 import type { ConsoleRoutes } from '../context.js';
-import { readCredentials } from '../actions.js';
+import { readCredentials } from '../credentials.js';
 import { gitOpsOwner, type ObjectMeta } from '../../shared/gitops.js';
 import { HttpError } from '../http-error.js';
 import { KINDS, type Plural, type UserClient } from '../kube.js';
