@@ -20,7 +20,7 @@ NATS_SERVER := .tools/bin/nats-server
 # file exporter, the collector release pinned in its go.mod).
 OTELCOL := .tools/bin/otelcol-intake
 
-.PHONY: all deps tools debian-tools build image lint test test-unit test-e2e test-integration test-cluster testcluster testcluster-stop testcluster-node testcluster-node-stop bench-build bench bench-operator bench-sizing clean
+.PHONY: all deps tools debian-tools build image lint test test-unit test-e2e test-integration docs-screenshots test-cluster testcluster testcluster-stop testcluster-node testcluster-node-stop bench-build bench bench-operator bench-sizing clean
 
 all: build
 
@@ -108,6 +108,12 @@ test-e2e: build tools
 
 test-integration: build tools
 	bash test/with-testcluster.sh $(JEST) --runInBand --selectProjects integration
+
+# The pictures in docs/console.md (docs/images/console-*.png), taken from the real console by the
+# browser tests that call screenshotForDocs, with INTAKE_DOCS_SCREENSHOTS=1 (docs/console.md says why
+# only then).
+docs-screenshots: build tools
+	INTAKE_DOCS_SCREENSHOTS=1 bash test/with-testcluster.sh $(JEST) --runInBand --selectProjects integration -- $$(grep -l screenshotForDocs test/integration/*.test.ts)
 
 # A real kube-apiserver + etcd + controllers on loopback; writes .testcluster/kubeconfig.
 testcluster:

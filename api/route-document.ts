@@ -4,6 +4,7 @@
  * authentication fits together, for route.ts) both import it and neither imports the other.
  * Importers outside api/ take these names from api/route.ts, which re-exports them.
  */
+import type { AuthenticationMode, SignatureScheme } from './authentication.js';
 import type { RouteLimits } from './limits.js';
 import type { MappingSpec } from './mapping/engine.js';
 import type { RoutingRule } from './routing-rules.js';
@@ -22,8 +23,7 @@ export interface RouteCredential {
 }
 
 /** How a WebhookIntegration's senders prove who they are (docs/signatures.md). */
-export type AuthenticationMode = 'basic' | 'signature' | 'basic+signature';
-export type SignatureScheme = 'standard-webhooks' | 'github' | 'grafana' | 'slack' | 'pagerduty' | 'hmac';
+export type { AuthenticationMode, SignatureScheme } from './authentication.js';
 
 export interface SigningSecret {
   value: string;

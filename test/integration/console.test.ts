@@ -37,6 +37,7 @@ import { startPodNetwork, type PodNetwork } from './support/pod-network.js';
 import {
   launchBrowser,
   screenshot,
+  screenshotForDocs,
   SCREENSHOTS,
   signInLocal,
   startConsole,
@@ -260,6 +261,7 @@ describe('intake console (kubeconfig mode)', () => {
         expect: [{source: web-9, severity: 5, signature: "alertmanager:f00d"}]`,
       ),
     );
+    await screenshotForDocs(page, 'editor');
     await page.getByRole('button', { name: 'Create' }).click();
     await page.waitForURL(/webhookintegrations\/alertmanager$/);
     await page.locator('h1 .badge.ok', { hasText: 'Ready' }).waitFor({ timeout: 10_000 });
@@ -280,6 +282,7 @@ describe('intake console (kubeconfig mode)', () => {
     await page.locator('.test-results li').waitFor();
     expect(await page.locator('.test-results li').allTextContents()).toEqual(['tests[0]: passed']);
     await screenshot(page, '06-mapping-playground');
+    await screenshotForDocs(page, 'playground', { of: page.locator('section[aria-labelledby="h-playground"]') });
   });
 
   it('5b. a runaway expression in spec.mapping.tests is shown timed out, never passed, and the tests after it not run', async () => {
@@ -1054,6 +1057,7 @@ describe('2 (continued). activity written by the operator', () => {
     expect(await page.locator('tr[data-name="checkout"] .chart svg').getAttribute('aria-label')).toMatch(
       /^Last hour: [1-9]\d* events/,
     );
+    await screenshotForDocs(page, 'list');
 
     // A wrong password sent by curl: refused, and shown as such with the sender's address.
     const curl = await new Promise<string>((resolvePromise, reject) =>
@@ -1090,6 +1094,7 @@ describe('2 (continued). activity written by the operator', () => {
     // The refusal is in the chart too, below the line.
     await page.locator('.activity-chart .minute:not([data-refused="0"])').first().waitFor();
     await screenshot(page, '10-activity');
+    await screenshotForDocs(page, 'detail', { through: page.locator('section[aria-labelledby="h-activity"]') });
   });
 });
 

@@ -16,7 +16,7 @@ import { renderChart } from '../support/helm.js';
 import { ROOT } from '../support/paths.js';
 import { startIngester, tenantAuth, tenantRoute, post, type RunningIngester } from '../e2e/support/ingester.js';
 import { apply, applyCrds, createNamespace, kubectl, requireCluster, uniqueName } from './support/cluster.js';
-import { launchBrowser, screenshot, startConsole, type ConsoleProc } from './support/console.js';
+import { launchBrowser, screenshot, screenshotForDocs, startConsole, type ConsoleProc } from './support/console.js';
 import { startEventReceiver, type EventReceiver } from '../e2e/support/event-receiver.js';
 
 jest.setTimeout(120_000);
@@ -165,7 +165,7 @@ describe('the console page', () => {
     const events = detail.locator('ol.captured-events > li');
     expect(await events.count()).toBe(2);
     expect(await events.nth(0).textContent()).toContain('rule pages → tickets');
-    expect(await events.nth(1).textContent()).toContain('no rule → tickets');
+    expect(await events.nth(1).textContent()).toContain('no rule matched → tickets');
     // Delivery attempts arrive as the ingester delivers: refresh the detail until both show.
     for (let i = 0; i < 75 && (await detail.locator('ul.attempts li').count()) < 2; i++) {
       await new Promise((r) => setTimeout(r, 200));
@@ -175,6 +175,7 @@ describe('the console page', () => {
     expect(await detail.locator('ul.attempts').first().textContent()).toMatch(/tickets: 200, \d+ ms, delivered/);
     expect(await detail.locator('dl.headers').textContent()).not.toMatch(/authorization|alerts-password/i);
     await screenshot(p, 'inspector-detail');
+    await screenshotForDocs(p, 'inspector', { of: p.locator('section[aria-labelledby="h-inspector"]') });
     await p.getByRole('button', { name: 'Open in playground' }).click();
     expect(await p.locator('#playground-payload').inputValue()).toContain('HighCPU');
     await ctx.close();

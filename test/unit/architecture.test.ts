@@ -138,9 +138,9 @@ describe('the cycle finder', () => {
 
   it('resolves `./x.js` to x.tsx when there is no x.ts (the console)', () => {
     const main = join(ROOT, 'console', 'web', 'main.tsx');
-    expect(imports(main, "import { Detail } from './detail.js';\nimport { api } from './api.js';")).toEqual([
-      join(ROOT, 'console', 'web', 'detail.tsx'),
-      join(ROOT, 'console', 'web', 'api.ts'),
+    expect(imports(main, "import { App } from './app.js';\nimport { view } from './views.js';")).toEqual([
+      join(ROOT, 'console', 'web', 'app.tsx'),
+      join(ROOT, 'console', 'web', 'views.ts'),
     ]);
   });
 });

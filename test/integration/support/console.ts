@@ -1,11 +1,12 @@
 /**
  * The built `intake console` as a process, and a real browser for it: Debian's chromium
  * (/usr/bin/chromium, `make tools` installs it) driven by playwright-core; Playwright's own browser
- * download is never used. Screenshots go to test-results/console/ (gitignored) for reviewers.
+ * download is never used. Screenshots go to test-results/console/ (gitignored) for reviewers; the
+ * pictures in docs/console.md are written by screenshotForDocs, when asked for.
  */
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
 import { ROOT } from '../../support/paths.js';
 import { spawnIntake, untilAnswers } from '../../support/intake-process.js';
 import { freePort } from '../../support/ports.js';
@@ -13,6 +14,9 @@ import { KUBECONFIG } from './cluster.js';
 
 export const CHROMIUM = process.env.INTAKE_TEST_CHROMIUM ?? '/usr/bin/chromium';
 export const SCREENSHOTS = resolve(ROOT, 'test-results/console');
+/** Where docs/console.md's pictures are, and whether this run writes them (INTAKE_DOCS_SCREENSHOTS=1). */
+export const DOCS_IMAGES = resolve(ROOT, 'docs/images');
+export const WRITE_DOCS_SCREENSHOTS = process.env.INTAKE_DOCS_SCREENSHOTS === '1';
 
 export interface ConsoleProc {
   /** Kubeconfig mode: the printed URL with its one-time token. Token mode: the base URL. */
@@ -70,4 +74,30 @@ export async function launchBrowser(): Promise<Browser> {
 
 export async function screenshot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: resolve(SCREENSHOTS, `${name}.png`), fullPage: true });
+}
+
+/**
+ * docs/images/console-<name>.png, a picture docs/console.md shows, taken from the real console at
+ * the point of a test where the page shows what the picture is for (after the test's own checks).
+ * Written only when INTAKE_DOCS_SCREENSHOTS=1 (`make docs-screenshots`), so an ordinary run leaves
+ * the tracked images alone (docs/console.md says why). `of`: that element only; `through`: the page
+ * from its top down to that element's end; neither: the viewport.
+ */
+export async function screenshotForDocs(
+  page: Page,
+  name: string,
+  where: { of?: Locator; through?: Locator } = {},
+): Promise<void> {
+  if (!WRITE_DOCS_SCREENSHOTS) return;
+  mkdirSync(DOCS_IMAGES, { recursive: true });
+  const path = resolve(DOCS_IMAGES, `console-${name}.png`);
+  if (where.of) return void (await where.of.screenshot({ path, animations: 'disabled' }));
+  const box = where.through && (await where.through.boundingBox());
+  if (box) {
+    const width = page.viewportSize()?.width ?? 1366;
+    const scrollY = await page.evaluate(() => window.scrollY);
+    const clip = { x: 0, y: 0, width, height: Math.ceil(box.y + scrollY + box.height + 16) };
+    return void (await page.screenshot({ path, fullPage: true, clip, animations: 'disabled' }));
+  }
+  await page.screenshot({ path, animations: 'disabled' });
 }

@@ -1,6 +1,6 @@
-/** What the console's pages derive from a resource (console/web/model.ts). */
-import type { Resource } from '../../../console/web/api.js';
-import { age, gitOpsOwner } from '../../../console/web/model.js';
+/** What the console's pages derive from a resource (console/web/data/model.ts). */
+import type { Resource } from '../../../console/web/data/resources.js';
+import { age, gitOpsOwner, rotationOf } from '../../../console/web/data/model.js';
 
 const resource = (labels: Record<string, string> = {}, annotations: Record<string, string> = {}): Resource => ({
   apiVersion: 'intake.dev/v1alpha1',
@@ -46,5 +46,39 @@ describe('age', () => {
     expect(age('2026-11-24T09:00:00Z', now)).toBe('3 h ago');
     expect(age('2026-11-20T12:00:00Z', now)).toBe('4 d ago');
     expect(age(undefined, now)).toBe('');
+  });
+});
+
+describe('rotationOf', () => {
+  const integration = (spec: Record<string, unknown>): Resource => ({ ...resource(), spec });
+  it('renews the generated password, with its grace period', () => {
+    expect(rotationOf('webhookintegrations', integration({ credentials: { rotationGracePeriod: '1h' } }))).toEqual({
+      renews: ['password'],
+      passwordWord: 'password',
+      grace: '1h',
+      graceWord: 'password',
+    });
+  });
+  it('renews the signing secret of a signed integration, and both in basic+signature', () => {
+    const signed = integration({ authentication: { mode: 'signature', signature: { rotationGracePeriod: '10m' } } });
+    expect(rotationOf('webhookintegrations', signed)).toMatchObject({
+      renews: ['signing secret'],
+      grace: '10m',
+      graceWord: 'signing secret',
+    });
+    expect(
+      rotationOf('webhookintegrations', integration({ authentication: { mode: 'basic+signature' } })).renews,
+    ).toEqual(['password', 'signing secret']);
+  });
+  it('renews nothing the user keeps in a Secret of their own', () => {
+    const own = integration({
+      credentials: { secretRef: { name: 'mine' } },
+      authentication: { mode: 'basic+signature', signature: { secretRef: { name: 'mine' } } },
+    });
+    expect(rotationOf('webhookintegrations', own).renews).toEqual([]);
+  });
+  it('calls an API key’s secret its key', () => {
+    const key = { ...resource(), kind: 'ApiKey', spec: { rotationGracePeriod: '2h' } };
+    expect(rotationOf('apikeys', key)).toEqual({ renews: ['key'], passwordWord: 'key', grace: '2h', graceWord: 'key' });
   });
 });

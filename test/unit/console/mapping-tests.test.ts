@@ -1,4 +1,4 @@
-/** The console's run of spec.mapping.tests (console/server/actions.ts runTests): through a runner, honest outcomes. */
+/** The console's run of spec.mapping.tests (console/server/mapping-tests.ts runTests): through a runner, honest outcomes. */
 import {
   MappingBusy,
   MappingError,
@@ -6,7 +6,7 @@ import {
   type MappingLimits,
   type MappingResult,
 } from '../../../api/mapping/engine.js';
-import { runTests } from '../../../console/server/actions.js';
+import { runTests } from '../../../console/server/mapping-tests.js';
 
 /** A runner that answers each evaluation from `answer`, and records what it was asked. */
 function fakeRunner(answer: (body: unknown, call: number) => MappingResult | Error): ExpressionRunner & {

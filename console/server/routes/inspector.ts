@@ -5,31 +5,17 @@
  * (view) is not enough: the verb `inspect` on webhookintegrations is asked for with a
  * SelfSubjectAccessReview made as the user, before anything is read.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { UserClient } from './kube.js';
+import type { FastifyRequest } from 'fastify';
+import type { ConsoleRoutes } from '../context.js';
+import { HttpError } from '../http-error.js';
 
 export const INSPECT_VERB = 'inspect';
 
-export interface InspectorRoutesOptions {
-  /** The ingesters' admin listener (with the bus, any replica answers for all). Absent: not offered. */
-  ingesterAdminUrl?: string;
-  userOf(req: FastifyRequest): UserClient;
-}
-
-/** A refusal the console's error handler renders (status, code, message). */
-export class InspectorRefusal extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
 type Params = { ns: string; name: string; id?: string };
 
-export function registerInspectorRoutes(app: FastifyInstance, o: InspectorRoutesOptions): void {
+export const inspectorRoutes: ConsoleRoutes = (app, { options, auth }) => {
+  // The ingesters' admin listener (with the bus, any replica answers for all). Absent: not offered.
+  const { ingesterAdminUrl } = options;
   const base = '/api/namespaces/:ns/webhookintegrations/:name/inspector';
   app.get<{ Params: Params }>(base, async (req) => fromIngesters(req, ''));
   app.get<{ Params: Params }>(`${base}/:id`, async (req) =>
@@ -41,16 +27,16 @@ export function registerInspectorRoutes(app: FastifyInstance, o: InspectorRoutes
 
   /** The user may inspect this integration (else 403), then the ingesters' answer as it is. */
   async function fromIngesters(req: FastifyRequest<{ Params: Params }>, rest: string, body?: unknown) {
-    if (!o.ingesterAdminUrl)
-      throw new InspectorRefusal(
+    if (!ingesterAdminUrl)
+      throw new HttpError(
         404,
         'inspector_not_configured',
         'this console was started without --ingester-admin-url: it cannot read captured requests',
       );
     const { ns, name } = req.params;
-    const user = o.userOf(req);
+    const user = auth.userOf(req);
     if (!(await user.can(ns, INSPECT_VERB, 'webhookintegrations', name)))
-      throw new InspectorRefusal(
+      throw new HttpError(
         403,
         'forbidden',
         `reading captured requests needs the verb "${INSPECT_VERB}" on webhookintegrations/${name} in ${ns} (more than view: bodies may hold the tool's own secrets)`,
@@ -61,7 +47,7 @@ export function registerInspectorRoutes(app: FastifyInstance, o: InspectorRoutes
       status?: { integrationName?: string };
     };
     const integration = resource.status?.integrationName ?? resource.spec?.name ?? name;
-    const url = `${o.ingesterAdminUrl}/inspector/${encodeURIComponent(ns)}/${encodeURIComponent(integration)}${rest}`;
+    const url = `${ingesterAdminUrl}/inspector/${encodeURIComponent(ns)}/${encodeURIComponent(integration)}${rest}`;
     let res: Response;
     try {
       res = await fetch(
@@ -75,15 +61,14 @@ export function registerInspectorRoutes(app: FastifyInstance, o: InspectorRoutes
             },
       );
     } catch (err) {
-      throw new InspectorRefusal(
+      throw new HttpError(
         502,
         'ingesters_unreachable',
         `the ingesters' admin listener could not be reached: ${(err as Error).message}`,
       );
     }
     const answer = (await res.json().catch(() => ({}))) as { error?: string; message?: string };
-    if (!res.ok)
-      throw new InspectorRefusal(res.status, answer.error ?? 'ingester', answer.message ?? `HTTP ${res.status}`);
+    if (!res.ok) throw new HttpError(res.status, answer.error ?? 'ingester', answer.message ?? `HTTP ${res.status}`);
     return answer;
   }
-}
+};

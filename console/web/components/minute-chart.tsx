@@ -4,9 +4,9 @@
  * The list draws one per row (thousands of rows: one path per series, nothing per minute), the
  * detail page a larger one whose bars name their minute.
  */
-import type { ActivityMinutes } from '../../api/activity.js';
-import { ACTIVITY_MINUTES } from '../../api/activity.js';
-import { minuteOfStart, minuteStart } from '../../api/activity-minutes.js';
+import type { ActivityMinutes } from '../../../api/activity.js';
+import { ACTIVITY_MINUTES } from '../../../api/activity.js';
+import { minuteOfStart, minuteStart } from '../../../api/activity-minutes.js';
 
 const MINUTE_MS = 60_000;
 

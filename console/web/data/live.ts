@@ -4,7 +4,8 @@
  * is read with fetch rather than EventSource, which cannot send the session secret's header.
  */
 import { useEffect, useState } from 'preact/hooks';
-import { PLURALS, sessionHeaders, type Plural, type Resource } from './api.js';
+import { sessionHeaders } from './api.js';
+import { PLURALS, type Plural, type Resource } from './resources.js';
 
 export interface LiveState {
   items: Record<Plural, Map<string, Resource>>;
