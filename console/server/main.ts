@@ -20,6 +20,7 @@ import { readCredentials, runTests, sendTestEvent, testEventCurl } from './actio
 import { gitOpsOwner, type ObjectMeta } from '../shared/gitops.js';
 import { Identities, isPlural, KINDS, KubeError, type Plural, type UserClient } from './kube.js';
 import { InspectorRefusal, registerInspectorRoutes } from './inspector.js';
+import { registerDestinationRoutes } from './routes/destinations.js';
 import { streamNamespace } from './live.js';
 import {
   DEFAULT_LOGIN_THROTTLE,
@@ -444,6 +445,10 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     return readCredentials(userOf(req), ns, plural, name);
   });
   registerInspectorRoutes(app, {
+    ...(options.ingesterAdminUrl ? { ingesterAdminUrl: options.ingesterAdminUrl } : {}),
+    userOf,
+  });
+  registerDestinationRoutes(app, {
     ...(options.ingesterAdminUrl ? { ingesterAdminUrl: options.ingesterAdminUrl } : {}),
     userOf,
   });

@@ -4,6 +4,8 @@
  *   #/ns/<namespace>/new/<plural>         create (form or YAML)
  *   #/ns/<namespace>/<plural>/<name>      detail
  *   #/ns/<namespace>/<plural>/<name>/edit edit (form or YAML)
+ *   #/ns/<namespace>/destinations[/<name>] destinations, one destination (pages/destinations.tsx, destination.tsx)
+ *   #/ns/<namespace>/platform-destinations/<name> a platform destination
  */
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
@@ -11,6 +13,8 @@ import { api, ApiError, PLURALS, type Plural } from './api.js';
 import { Detail } from './detail.js';
 import { Editor } from './editor.js';
 import { List } from './list.js';
+import { DestinationPage } from './pages/destination.js';
+import { Destinations } from './pages/destinations.js';
 import { useLive } from './live.js';
 import { href } from './model.js';
 import { findSession, forget, remember } from './session.js';
@@ -28,12 +32,18 @@ type View =
   | { page: 'list'; ns: string }
   | { page: 'new'; ns: string; plural: Plural }
   | { page: 'detail' | 'edit'; ns: string; plural: Plural; name: string }
+  | { page: 'destinations'; ns: string }
+  | { page: 'destination'; ns: string; name: string; platform: boolean }
   | { page: 'home' };
 
 function parseView(hash: string): View {
   const parts = hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
   if (parts[0] !== 'ns' || !parts[1]) return { page: 'home' };
   const ns = parts[1];
+  if (parts[2] === 'destinations' || parts[2] === 'platform-destinations')
+    return parts[3]
+      ? { page: 'destination', ns, name: parts[3], platform: parts[2] === 'platform-destinations' }
+      : { page: 'destinations', ns };
   const plural = parts[3] as Plural;
   if (parts[2] === 'new' && PLURALS.includes(plural)) return { page: 'new', ns, plural };
   const p2 = parts[2] as Plural;
@@ -167,6 +177,11 @@ function App() {
           intake console
         </a>
         {ns && <NamespacePicker session={session} current={ns} />}
+        {ns && (
+          <a class="nav" href={href('ns', ns, 'destinations')}>
+            Destinations
+          </a>
+        )}
         <span class={`live-dot ${live.connected ? 'on' : 'off'}`} title={live.connected ? 'live' : 'reconnecting'}>
           {live.connected ? 'live' : 'offline'}
         </span>
@@ -185,6 +200,10 @@ function App() {
         </p>
       )}
       {view.page === 'list' && <List ns={view.ns} live={live} />}
+      {view.page === 'destinations' && <Destinations ns={view.ns} />}
+      {view.page === 'destination' && (
+        <DestinationPage key={`${view.ns}/${view.name}`} ns={view.ns} name={view.name} platform={view.platform} />
+      )}
       {/* Keyed by the object: another object's page starts afresh (its payloads, its revealed secrets). */}
       {view.page === 'new' && <Editor key={`new/${view.ns}/${view.plural}`} ns={view.ns} plural={view.plural} />}
       {view.page === 'edit' && (
