@@ -112,12 +112,14 @@ const condition = (r: DestinationResource, type: string): Condition | undefined 
 
 /**
  * Whether events are held: spec.suspend (what the user set, shown at once) or the Paused condition
- * (what the operator reports, an auto-pause included), with why.
+ * for another cause (what the operator reports: an auto-pause), with why.
  */
 export function pausedOf(r: DestinationResource): { paused: boolean; why: string } {
-  const c = condition(r, 'Paused');
-  if (c?.status === 'True') return { paused: true, why: c.reason ?? 'Paused' };
   if (r.spec?.suspend === true) return { paused: true, why: 'Suspended' };
+  // A Paused condition from spec.suspend lags a resume until the operator writes again: only
+  // another cause (an auto-pause) holds against what the spec says now.
+  const c = condition(r, 'Paused');
+  if (c?.status === 'True' && c.reason !== 'Suspended') return { paused: true, why: c.reason ?? 'Paused' };
   return { paused: false, why: '' };
 }
 
