@@ -14,7 +14,7 @@
  * The console always sets the namespace and the destination of a replay itself: a user cannot
  * reach another namespace's letters by a filter, and sees only the replays of the page's destination.
  */
-import { CustomObjectsApi, setHeaderOptions } from '@kubernetes/client-node';
+import { setHeaderOptions } from '@kubernetes/client-node';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { teamDestinationName } from '../../../api/destination-document.js';
 import { GROUP, VERSION, type Destination } from '../../../api/v1alpha1/types.js';
@@ -72,7 +72,7 @@ export function registerDestinationRoutes(app: FastifyInstance, o: DestinationRo
 }
 
 function routes(app: FastifyInstance, o: DestinationRoutesOptions): void {
-  const custom = (user: UserClient) => user.kc.makeApiClient(CustomObjectsApi);
+  const custom = (user: UserClient) => user.custom;
   const kube = async <T>(run: () => Promise<T>): Promise<T> => {
     try {
       return await run();
