@@ -212,25 +212,50 @@ function routes(app: FastifyInstance, o: DestinationRoutesOptions): void {
     return (await platformDestinations()).find((d) => d.name === name);
   });
 
-  /** Pause and resume: `spec.suspend` set as the user (refused for an object Argo CD or Flux manages). */
+  /**
+   * An auto-pause (the receiver failed for `autoPause.after`) is the ingesters' state, not the
+   * spec's: Resume ends it through the admin listener too, for a user who may patch the
+   * Destination. A pause the platform made through the admin API stays theirs to end.
+   */
+  const endAutoPause = async (destination: string): Promise<void> => {
+    if (!o.ingesterAdminUrl) return;
+    const path = `/destinations/${encodeURIComponent(destination)}`;
+    // Not known (not published yet, or the ingesters out of reach): nothing this resume can end.
+    const state = await admin<{ paused?: boolean; by?: string }>(path).catch(() => undefined);
+    if (state?.paused && state.by === 'auto') await admin(`${path}/resume`, {});
+  };
+
+  /**
+   * Pause and resume: `spec.suspend` set as the user, refused for an object Argo CD or Flux manages
+   * (the next sync would undo it); a resume also ends an auto-pause.
+   */
   const suspend = (value: boolean) => async (req: FastifyRequest<{ Params: Params }>) => {
     const { ns, name } = req.params;
     const user = o.userOf(req);
     const current = await getDestination(user, ns, name);
-    const owner = gitOpsOwner(current.metadata as ObjectMeta | undefined);
-    if (owner)
-      throw new DestinationRefusal(
-        409,
-        'gitops_managed',
-        `Destination ${ns}/${name} is managed by ${owner.tool} (${owner.owner}): change spec.suspend in Git; the next sync would undo it here.`,
+    let result: unknown = current;
+    if ((current.spec?.suspend === true) !== value) {
+      const owner = gitOpsOwner(current.metadata as ObjectMeta | undefined);
+      if (owner)
+        throw new DestinationRefusal(
+          409,
+          'gitops_managed',
+          `Destination ${ns}/${name} is managed by ${owner.tool} (${owner.owner}): change spec.suspend in Git; the next sync would undo it here.`,
+        );
+      result = await kube(() =>
+        custom(user).patchNamespacedCustomObject(
+          { group: GROUP, version: VERSION, namespace: ns, plural: PLURAL, name, body: { spec: { suspend: value } } },
+          MERGE_PATCH,
+        ),
       );
-    const patched = await kube(() =>
-      custom(user).patchNamespacedCustomObject(
-        { group: GROUP, version: VERSION, namespace: ns, plural: PLURAL, name, body: { spec: { suspend: value } } },
-        MERGE_PATCH,
-      ),
-    );
-    return slim(patched as Record<string, unknown>);
+    } else if (!(await user.can(ns, 'patch', PLURAL, name)))
+      throw new DestinationRefusal(
+        403,
+        'forbidden',
+        `pausing or resuming needs patch on destinations/${name} in ${ns}`,
+      );
+    if (!value) await endAutoPause(current.status?.destinationName ?? teamDestinationName(ns, name));
+    return slim(result as Record<string, unknown>);
   };
   app.post<{ Params: Params }>('/api/namespaces/:ns/destinations/:name/pause', suspend(true));
   app.post<{ Params: Params }>('/api/namespaces/:ns/destinations/:name/resume', suspend(false));

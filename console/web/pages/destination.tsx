@@ -14,6 +14,7 @@ import {
   chartMinutes,
   getDestination,
   getPlatformDestination,
+  pausedOf,
   setPaused,
   targetOf,
   type DeliveryAnswer,
@@ -110,12 +111,14 @@ function TeamDestination({ ns, name }: { ns: string; name: string }) {
       <p class="loading">Loading…</p>
     );
   const suspended = r.spec?.suspend === true;
+  // Held by spec.suspend, or by an auto-pause (which Resume ends too).
+  const held = pausedOf(r);
   const owner = gitOpsOwner(r);
   const toggle = async () => {
     setBusy(true);
     setError('');
     try {
-      setR(await setPaused(ns, name, !suspended));
+      setR(await setPaused(ns, name, !held.paused));
     } catch (e) {
       setError((e as Error).message);
     } finally {
@@ -137,17 +140,19 @@ function TeamDestination({ ns, name }: { ns: string; name: string }) {
         <div class="actions">
           <button
             type="button"
-            class={suspended ? '' : 'secondary'}
+            class={held.paused ? '' : 'secondary'}
             onClick={toggle}
-            disabled={busy || owner !== undefined}
+            disabled={busy || (owner !== undefined && !(held.paused && !suspended))}
             title={owner ? `managed by ${owner.tool}: change spec.suspend in Git` : undefined}
           >
-            {suspended ? 'Resume' : 'Pause'}
+            {held.paused ? 'Resume' : 'Pause'}
           </button>
           <span class="hint">
             {suspended
               ? 'spec.suspend is true: events are held (not dropped) and delivered on resume.'
-              : 'Pausing sets spec.suspend: events are held, not dropped, until resumed.'}
+              : held.paused
+                ? `${held.why}: events are held; Resume ends it (the receiver should be fixed first).`
+                : 'Pausing sets spec.suspend: events are held, not dropped, until resumed.'}
           </span>
         </div>
         {error && (

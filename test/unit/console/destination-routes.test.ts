@@ -23,6 +23,8 @@ const OTHERS = { id: 'r2', state: 'running', filter: { namespace: 'team-b', dest
 let admin: Server;
 let adminUrl: string;
 const calls: AdminCall[] = [];
+/** What the ingesters say of the team's destination (GET /destinations/<namespace>/hook). */
+let ingesterState: Record<string, unknown> = { paused: false };
 
 beforeAll(async () => {
   admin = createServer((req, res) => {
@@ -42,6 +44,8 @@ beforeAll(async () => {
             { name: `${NS}/hook`, kind: 'http' },
           ],
         });
+      if (url === `/destinations/${encodeURIComponent(`${NS}/hook`)}`) return send(200, ingesterState);
+      if (url === `/destinations/${encodeURIComponent(`${NS}/hook`)}/resume`) return send(200, { result: 'resumed' });
       if (url.startsWith('/deadletter?')) return send(200, { count: 0, entries: [] });
       if (url === '/deadletter/replays' && req.method === 'GET') return send(200, { replays: [OWN, OTHERS] });
       if (url === '/deadletter/replays') return send(202, { id: 'new', state: 'running', filter: JSON.parse(body) });
@@ -200,24 +204,67 @@ describe('the list', () => {
 });
 
 describe('pause and resume', () => {
-  it('set spec.suspend, and refuse an object Argo CD manages', async () => {
-    const user = userAllowed([]);
+  /** A user who may patch (or not), whose Destination `hook` keeps what was patched. */
+  function patchingUser(verbs: string[], labels: Record<string, string> = {}) {
+    const user = userAllowed(verbs);
+    const hook = { metadata: { name: 'hook', namespace: NS, labels }, spec: { suspend: false } };
     const patched: unknown[] = [];
-    (
-      user.custom as unknown as { patchNamespacedCustomObject: (a: { body: unknown }) => unknown }
-    ).patchNamespacedCustomObject = async ({ body }) => (patched.push(body), {});
-    const app = await appFor(user);
-    await app.inject({ method: 'POST', url: `${base}/pause`, payload: {} });
-    await app.inject({ method: 'POST', url: `${base}/resume`, payload: {} });
-    expect(patched).toEqual([{ spec: { suspend: true } }, { spec: { suspend: false } }]);
+    Object.assign(user.custom, {
+      getNamespacedCustomObject: async () => hook,
+      patchNamespacedCustomObject: async ({ body }: { body: { spec: { suspend: boolean } } }) => {
+        patched.push(body);
+        hook.spec.suspend = body.spec.suspend;
+        return hook;
+      },
+    });
+    return { user, patched };
+  }
 
-    const managed = userAllowed([]);
-    (managed.custom as unknown as { getNamespacedCustomObject: () => unknown }).getNamespacedCustomObject =
-      async () => ({
-        metadata: { name: 'hook', namespace: NS, labels: { 'argocd.argoproj.io/instance': 'payments' } },
-      });
-    const res = await (await appFor(managed)).inject({ method: 'POST', url: `${base}/pause`, payload: {} });
+  it('set spec.suspend as the user', async () => {
+    const { user, patched } = patchingUser([]);
+    const app = await appFor(user);
+    expect((await app.inject({ method: 'POST', url: `${base}/pause`, payload: {} })).statusCode).toBe(200);
+    expect((await app.inject({ method: 'POST', url: `${base}/resume`, payload: {} })).statusCode).toBe(200);
+    expect(patched).toEqual([{ spec: { suspend: true } }, { spec: { suspend: false } }]);
+  });
+
+  it('refuse an object Argo CD manages', async () => {
+    const { user, patched } = patchingUser([], { 'argocd.argoproj.io/instance': 'payments' });
+    const res = await (await appFor(user)).inject({ method: 'POST', url: `${base}/pause`, payload: {} });
     expect(res.statusCode).toBe(409);
     expect(res.json().error).toBe('gitops_managed');
+    expect(patched).toEqual([]);
+  });
+
+  it("a resume ends the ingesters' auto-pause, for a user who may patch the Destination", async () => {
+    ingesterState = { paused: true, reason: 'auto', by: 'auto' };
+    const resumes = () => calls.filter((c) => c.url.endsWith('/resume'));
+    // Nothing to patch (spec.suspend is false already): the API server is asked whether the user may.
+    const refused = await (
+      await appFor(patchingUser(['get']).user)
+    ).inject({
+      method: 'POST',
+      url: `${base}/resume`,
+      payload: {},
+    });
+    expect(refused.statusCode).toBe(403);
+    expect(resumes()).toEqual([]);
+    const allowed = await (
+      await appFor(patchingUser(['get', 'patch']).user)
+    ).inject({
+      method: 'POST',
+      url: `${base}/resume`,
+      payload: {},
+    });
+    expect(allowed.statusCode).toBe(200);
+    expect(resumes()).toHaveLength(1);
+    // A pause the platform made through the admin API is not the team's to end.
+    ingesterState = { paused: true, reason: 'suspended', by: 'admin' };
+    calls.length = 0;
+    await (
+      await appFor(patchingUser(['get', 'patch']).user)
+    ).inject({ method: 'POST', url: `${base}/resume`, payload: {} });
+    expect(resumes()).toEqual([]);
+    ingesterState = { paused: false };
   });
 });
