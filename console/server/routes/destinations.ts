@@ -43,6 +43,8 @@ export class DestinationRefusal extends Error {
     readonly status: number,
     readonly code: string,
     message: string,
+    /** Passed on from the ingesters (a bulk replay already running there). */
+    readonly retryAfter?: string,
   ) {
     super(message);
   }
@@ -63,8 +65,10 @@ export function registerDestinationRoutes(app: FastifyInstance, o: DestinationRo
   // Its own scope: its refusals are answered here, anything else by the console's handler.
   void app.register(async (scope) => {
     scope.setErrorHandler((err, _req, reply) => {
-      if (err instanceof DestinationRefusal)
+      if (err instanceof DestinationRefusal) {
+        if (err.retryAfter) reply.header('retry-after', err.retryAfter);
         return reply.code(err.status).send({ error: err.code, message: err.message });
+      }
       throw err;
     });
     routes(scope, o);
@@ -127,6 +131,7 @@ function routes(app: FastifyInstance, o: DestinationRoutesOptions): void {
         res.status,
         answer.error ?? 'ingester',
         `${field ? `${field}: ` : ''}${answer.message ?? `HTTP ${res.status}`}`,
+        res.headers.get('retry-after') ?? undefined,
       );
     }
     return answer as T;
@@ -310,7 +315,20 @@ function routes(app: FastifyInstance, o: DestinationRoutesOptions): void {
             `${key}: not a replay filter here (the page's filters are ${USER_FILTERS.join(', ')} and rate; the namespace and destination are the page's)`,
           );
       }
-      return reply.code(202).send(await admin<ReplayProgress>('/deadletter/replays', filter));
+      try {
+        return reply.code(202).send(await admin<ReplayProgress>('/deadletter/replays', filter));
+      } catch (err) {
+        // One bulk replay runs at a time on a replica, whoever started it: the running one may be
+        // another namespace's, so its id (in the ingesters' message) is not passed on.
+        if (err instanceof DestinationRefusal && err.status === 429)
+          throw new DestinationRefusal(
+            429,
+            err.code,
+            'a bulk replay is running on this ingester replica, and one runs there at a time: try again after Retry-After',
+            err.retryAfter,
+          );
+        throw err;
+      }
     });
 
     app.get<{ Params: Params }>(`${base}/replays/:id`, async (req) => {

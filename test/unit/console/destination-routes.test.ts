@@ -48,6 +48,10 @@ beforeAll(async () => {
       if (url === `/destinations/${encodeURIComponent(`${NS}/hook`)}/resume`) return send(200, { result: 'resumed' });
       if (url.startsWith('/deadletter?')) return send(200, { count: 0, entries: [] });
       if (url === '/deadletter/replays' && req.method === 'GET') return send(200, { replays: [OWN, OTHERS] });
+      if (url === '/deadletter/replays' && JSON.parse(body).integration === 'busy') {
+        res.setHeader('retry-after', '10');
+        return send(429, { error: 'bulk_replay_running', message: 'a bulk replay (other-id) is running' });
+      }
       if (url === '/deadletter/replays') return send(202, { id: 'new', state: 'running', filter: JSON.parse(body) });
       if (url === '/deadletter/replays/r1') return send(200, OWN);
       if (url === '/deadletter/replays/r2') return send(200, OTHERS);
@@ -115,6 +119,16 @@ describe('replaying dead letters', () => {
       since: '2h',
       rate: 5,
     });
+  });
+
+  it("passes on the ingesters' refusal while another replay runs there, with its Retry-After", async () => {
+    const app = await appFor(userAllowed(['get', 'replay']));
+    const res = await app.inject({ method: 'POST', url: `${base}/replays`, payload: { integration: 'busy' } });
+    expect(res.statusCode).toBe(429);
+    expect(res.headers['retry-after']).toBe('10');
+    expect(res.json().error).toBe('bulk_replay_running');
+    // The running one may be another namespace's: the ingesters' message (with its id) is not passed on.
+    expect(res.json().message).toContain('one runs there at a time');
   });
 
   it('refuses a namespace, a destination or any other field in the filters', async () => {
