@@ -51,6 +51,13 @@ export class DestinationRefusal extends Error {
 }
 
 type Params = { ns: string; name: string; id?: string };
+interface PlatformDestination {
+  name: string;
+  kind: string;
+  circuit: string;
+  paused: boolean;
+  reason?: string;
+}
 /** Which destination a page is about: a team's own (a Destination resource) or one of the platform's. */
 type Scope = 'destinations' | 'platform-destinations';
 
@@ -137,11 +144,25 @@ function routes(app: FastifyInstance, o: DestinationRoutesOptions): void {
     return answer as T;
   };
 
-  /** The platform's destinations as the ingesters know them (a team's have `<namespace>/` in their name). */
-  const platformDestinations = async (): Promise<Array<Record<string, unknown> & { name: string }>> => {
-    const answer = await admin<{ destinations?: Array<{ name?: string } | null> }>('/destinations');
-    return (answer.destinations ?? []).filter(
-      (d): d is Record<string, unknown> & { name: string } => typeof d?.name === 'string' && !d.name.includes('/'),
+  /**
+   * The platform's destinations as the ingesters know them (a team's have `<namespace>/` in their
+   * name): kind, circuit and pause only. Their last failure is left out: every namespace delivers
+   * there, and a receiver's answer may speak of another namespace's event.
+   */
+  const platformDestinations = async (): Promise<PlatformDestination[]> => {
+    const answer = await admin<{ destinations?: Array<Record<string, unknown> | null> }>('/destinations');
+    return (answer.destinations ?? []).flatMap((d) =>
+      typeof d?.name === 'string' && !d.name.includes('/')
+        ? [
+            {
+              name: d.name,
+              kind: String(d.kind ?? ''),
+              circuit: String(d.circuit ?? ''),
+              paused: d.paused === true,
+              ...(typeof d.reason === 'string' ? { reason: d.reason } : {}),
+            },
+          ]
+        : [],
     );
   };
 
@@ -194,7 +215,7 @@ function routes(app: FastifyInstance, o: DestinationRoutesOptions): void {
         }>,
     );
     // The platform's are a courtesy: the team's own list stands without them.
-    let platform: { items?: Array<Record<string, unknown>>; message?: string };
+    let platform: { items?: PlatformDestination[]; message?: string };
     if (!o.ingesterAdminUrl) platform = { message: 'the console was started without --ingester-admin-url' };
     else
       try {
