@@ -206,6 +206,15 @@ export interface DestinationDelivery {
   oldestPendingAge?: string;
   /** RFC 3339: when the operator last merged what the replicas reported. */
   updatedTime?: string;
+  /** Delivered and failed per minute over the last hour, from `start` (an RFC 3339 minute), oldest first. */
+  minutes?: DestinationMinutes;
+}
+
+/** Per-minute delivery counts of a Destination (arrays of equal length, one entry per minute from `start`). */
+export interface DestinationMinutes {
+  start: string;
+  delivered: number[];
+  failed: number[];
 }
 
 export interface DestinationStatus {

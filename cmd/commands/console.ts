@@ -34,7 +34,7 @@ export function consoleCommand(): Command {
       .addOption(
         new Option(
           '--ingester-admin-url <url>',
-          "the ingesters' admin listener, where the event inspector's captured requests are read (absent: no inspector)",
+          "the ingesters' admin listener: the event inspector's captured requests, the destination pages' dead letters and platform destinations (absent: none of them)",
         ).env('INTAKE_CONSOLE_INGESTER_ADMIN_URL'),
       )
       .addOption(

@@ -164,7 +164,7 @@ export class UserClient {
    * SelfSubjectAccessReview made with the user's own identity (so RBAC, or any authorizer the
    * cluster runs, decides; the console's ServiceAccount needs no right to review others).
    */
-  async can(namespace: string, verb: string, plural: Plural, name: string): Promise<boolean> {
+  async can(namespace: string, verb: string, plural: Plural | 'destinations', name: string): Promise<boolean> {
     const review = await this.call(() =>
       this.kc.makeApiClient(AuthorizationV1Api).createSelfSubjectAccessReview({
         body: {

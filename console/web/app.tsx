@@ -60,6 +60,11 @@ export function App({ views }: { views: readonly View[] }) {
           intake console
         </a>
         {ns && <NamespacePicker namespaces={session.namespaces ?? []} current={ns} />}
+        {ns && (
+          <a class="nav" href={href('ns', ns, 'destinations')}>
+            Destinations
+          </a>
+        )}
         <span class={`live-dot ${live.connected ? 'on' : 'off'}`} title={live.connected ? 'live' : 'reconnecting'}>
           {live.connected ? 'live' : 'offline'}
         </span>

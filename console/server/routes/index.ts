@@ -4,6 +4,7 @@
  */
 import type { ConsoleRoutes } from '../context.js';
 import { appFileRoutes } from './app-files.js';
+import { destinationRoutes } from './destinations.js';
 import { inspectorRoutes } from './inspector.js';
 import { liveRoutes } from './live.js';
 import { playgroundRoutes } from './playground.js';
@@ -17,4 +18,5 @@ export const CONSOLE_ROUTES: readonly ConsoleRoutes[] = [
   resourceRoutes, // integrations and API keys: read, write, credentials
   playgroundRoutes, // test events, curl, spec.mapping.tests
   inspectorRoutes, // captured requests, replay
+  destinationRoutes, // a namespace's destinations and the platform's: pause, resume, dead letters and their replay
 ];

@@ -36,13 +36,20 @@ export function barsOf(minutes: ActivityMinutes | undefined, nowMs: number): Bar
 
 const clock = (minute: number): string => minuteStart(minute).slice(11, 16);
 
+/** What the two series are called: events and refused, or (a destination's) delivered and failed. */
+export interface ChartWords {
+  up: string;
+  down: string;
+}
+const ACTIVITY_WORDS: ChartWords = { up: 'events', down: 'refused' };
+
 /** What a screen reader says instead of the picture. */
-function describe(bars: Bar[]): string {
-  if (bars.length === 0) return 'No events or refusals in the last hour';
+function describe(bars: Bar[], w: ChartWords): string {
+  if (bars.length === 0) return `No ${w.up} or ${w.down} in the last hour`;
   const events = bars.reduce((n, b) => n + b.events, 0);
   const refused = bars.reduce((n, b) => n + b.refused, 0);
   const peak = bars.reduce((p, b) => (b.events > p.events ? b : p));
-  return `Last hour: ${events} events${peak.events > 0 ? ` (most at ${clock(peak.minute)} UTC: ${peak.events})` : ''}, ${refused} refused`;
+  return `Last hour: ${events} ${w.up}${peak.events > 0 ? ` (most at ${clock(peak.minute)} UTC: ${peak.events})` : ''}, ${refused} ${w.down}`;
 }
 
 export function MinuteChart({
@@ -51,6 +58,7 @@ export function MinuteChart({
   width = 120,
   height = 28,
   detailed = false,
+  words = ACTIVITY_WORDS,
 }: {
   minutes: ActivityMinutes | undefined;
   now: number;
@@ -58,6 +66,7 @@ export function MinuteChart({
   height?: number;
   /** One element per minute with its counts (the detail page); otherwise one path per series. */
   detailed?: boolean;
+  words?: ChartWords;
 }) {
   const bars = barsOf(minutes, now);
   const half = height / 2;
@@ -80,7 +89,7 @@ export function MinuteChart({
       height={height}
       viewBox={`0 0 ${width} ${height}`}
       role="img"
-      aria-label={describe(bars)}
+      aria-label={describe(bars, words)}
     >
       <line class="axis" x1="0" x2={width} y1={half} y2={half} />
       {detailed ? (
@@ -92,7 +101,7 @@ export function MinuteChart({
             data-events={b.events}
             data-refused={b.refused}
           >
-            <title>{`${clock(b.minute)} UTC: ${b.events} events, ${b.refused} refused`}</title>
+            <title>{`${clock(b.minute)} UTC: ${b.events} ${words.up}, ${b.refused} ${words.down}`}</title>
             {b.events > 0 && (
               <rect
                 class="bar-events"

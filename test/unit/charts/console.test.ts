@@ -86,6 +86,13 @@ describe('chart: the intake-view and intake-edit ClusterRoles', () => {
     expect(inspects('intake-edit')).toBe(true);
     expect(inspects('intake-view')).toBe(false);
   });
+
+  it("lets editors replay a namespace's dead letters (verb replay on destinations), never viewers", () => {
+    const replays = (name: string) =>
+      (role(name).rules ?? []).some((r) => r.resources.includes('destinations') && r.verbs.includes('replay'));
+    expect(replays('intake-edit')).toBe(true);
+    expect(replays('intake-view')).toBe(false);
+  });
 });
 
 describe('chart: console.inspector', () => {
