@@ -193,6 +193,32 @@ export interface DeliveryAnswer {
   excerpt?: string;
 }
 
+/**
+ * Deliveries in each minute of the last hour, for charts (modelled on ActivityMinutes,
+ * api/activity.ts): anchored on wall-clock minutes, the arrays start at the first minute of the
+ * hour that had anything and end at the last one (a minute with nothing between is a 0).
+ */
+export interface DeliveryMinutes {
+  /** RFC 3339, a whole minute: the minute delivered[0] and failed[0] count. */
+  start: string;
+  /** Events the receiver accepted in each minute from `start`. */
+  delivered: number[];
+  /** Events whose attempt failed in each minute from `start` (retried or dead-lettered). */
+  failed: number[];
+}
+
+/** The last connection the address guard refused for a destination (docs/destinations.md, the address guard). */
+export interface AddressRefusal {
+  /** RFC 3339. */
+  time: string;
+  /** The URL's host, as written. */
+  host: string;
+  /** The address it was (or resolved to) that was refused. */
+  address: string;
+  /** Why, in words: the range and what it is (`127.0.0.0/8 (loopback, refused by default)`). */
+  message: string;
+}
+
 /** `status.delivery` of a Destination: what the ingester replicas delivered, merged by the operator. */
 export interface DestinationDelivery {
   lastSuccess?: DeliveryAnswer;
@@ -200,10 +226,14 @@ export interface DestinationDelivery {
   deliveredLastHour?: number;
   failedLastHour?: number;
   deadLetteredLastHour?: number;
+  /** Per minute over the last hour; absent when the hour had nothing. */
+  minutes?: DeliveryMinutes;
   /** Events waiting for this destination (the bus consumers' pending, or the outbox's rows). */
   backlog?: number;
   /** How long the oldest waiting event has waited, as a Go-style duration. */
   oldestPendingAge?: string;
+  /** The last connection the address guard refused (its events were dead-lettered, reason address_refused). */
+  addressRefused?: AddressRefusal;
   /** RFC 3339: when the operator last merged what the replicas reported. */
   updatedTime?: string;
 }
