@@ -4,10 +4,10 @@
  * and the `CircuitOpen` and `Paused` conditions of a team's Destination (DestinationDelivery in
  * api/v1alpha1/types.ts). The ingester and the operator share this module.
  */
-import type { AddressRefusal, DeliveryAnswer, DeliveryMinutes } from './v1alpha1/types.js';
+import type { AddressRefusal, DeliveryAnswer, DestinationMinutes } from './v1alpha1/types.js';
 import { minuteOfStart, minuteStart } from './activity-minutes.js';
 
-/** Minutes kept in DeliveryMinutes: the last hour. */
+/** Minutes kept in DestinationMinutes: the last hour. */
 export const DELIVERY_MINUTES = 60;
 /** Longest excerpt of a receiver's answer kept (characters, after escaping). */
 export const MAX_EXCERPT = 256;
@@ -28,7 +28,7 @@ export interface ReportedDelivery {
   deliveredLastHour: number;
   failedLastHour: number;
   deadLetteredLastHour: number;
-  minutes?: DeliveryMinutes;
+  minutes?: DestinationMinutes;
   /**
    * Waiting for it, as this replica measured it: the bus consumers' pending and unacknowledged
    * messages (`backlogShared`: every replica measures the same consumers), or this replica's
@@ -56,14 +56,14 @@ export interface DeliveryReport {
 }
 
 /**
- * Counts per minute from `first` (arrays of equal length) as DeliveryMinutes: cut to the span
+ * Counts per minute from `first` (arrays of equal length) as DestinationMinutes: cut to the span
  * from the first to the last minute with anything; undefined when every minute is 0.
  */
 export function toDeliveryMinutes(
   first: number,
   delivered: readonly number[],
   failed: readonly number[],
-): DeliveryMinutes | undefined {
+): DestinationMinutes | undefined {
   const any = (i: number): boolean => (delivered[i] ?? 0) > 0 || (failed[i] ?? 0) > 0;
   let from = 0;
   let to = Math.max(delivered.length, failed.length) - 1;
@@ -79,7 +79,7 @@ export function toDeliveryMinutes(
  * any of them has. Entries that are not numbers count 0: a replica's report is not trusted to be
  * well formed.
  */
-export function sumDeliveryMinutes(all: Iterable<DeliveryMinutes | undefined>): DeliveryMinutes | undefined {
+export function sumDeliveryMinutes(all: Iterable<DestinationMinutes | undefined>): DestinationMinutes | undefined {
   const byMinute = new Map<number, [number, number]>();
   for (const m of all) {
     const first = m && typeof m.start === 'string' ? minuteOfStart(m.start) : undefined;

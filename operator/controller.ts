@@ -819,7 +819,7 @@ export class Controller {
     if (isTransition(current?.conditions, plan.ready) && plan.ready.status === 'False')
       await this.writer.recordEvent(d, 'Warning', plan.ready.reason, plan.ready.message);
     // The receiver's trouble, and its end, as Events (a transition each, never per round).
-    const wasOpen = current?.conditions?.some((c) => c.type === 'CircuitOpen' && c.reason === 'Open');
+    const wasOpen = current?.conditions?.some((c) => c.type === 'CircuitOpen' && c.status === 'True');
     if (isTransition(current?.conditions, circuitOpen, 'CircuitOpen'))
       if (circuitOpen.reason === 'Open' || (wasOpen && circuitOpen.reason === 'Closed'))
         await this.writer.recordEvent(

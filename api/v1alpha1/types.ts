@@ -183,30 +183,6 @@ export interface Destination {
   status?: DestinationStatus;
 }
 
-/** A receiver's answer, kept for status: its status code and a bounded excerpt of its body or the error. */
-export interface DeliveryAnswer {
-  /** RFC 3339. */
-  time: string;
-  /** The HTTP status the receiver answered; absent when there was no answer (a timeout, a refused connection). */
-  statusCode?: number;
-  /** At most 256 characters, control characters escaped. */
-  excerpt?: string;
-}
-
-/**
- * Deliveries in each minute of the last hour, for charts (modelled on ActivityMinutes,
- * api/activity.ts): anchored on wall-clock minutes, the arrays start at the first minute of the
- * hour that had anything and end at the last one (a minute with nothing between is a 0).
- */
-export interface DeliveryMinutes {
-  /** RFC 3339, a whole minute: the minute delivered[0] and failed[0] count. */
-  start: string;
-  /** Events the receiver accepted in each minute from `start`. */
-  delivered: number[];
-  /** Events whose attempt failed in each minute from `start` (retried or dead-lettered). */
-  failed: number[];
-}
-
 /** The last connection the address guard refused for a destination (docs/destinations.md, the address guard). */
 export interface AddressRefusal {
   /** RFC 3339. */
@@ -219,6 +195,16 @@ export interface AddressRefusal {
   message: string;
 }
 
+/** A receiver's answer, kept for status: its status code and a bounded excerpt of its body or the error. */
+export interface DeliveryAnswer {
+  /** RFC 3339. */
+  time: string;
+  /** The HTTP status the receiver answered; absent when there was no answer (a timeout, a refused connection). */
+  statusCode?: number;
+  /** At most 256 characters, control characters escaped. */
+  excerpt?: string;
+}
+
 /** `status.delivery` of a Destination: what the ingester replicas delivered, merged by the operator. */
 export interface DestinationDelivery {
   lastSuccess?: DeliveryAnswer;
@@ -226,16 +212,23 @@ export interface DestinationDelivery {
   deliveredLastHour?: number;
   failedLastHour?: number;
   deadLetteredLastHour?: number;
-  /** Per minute over the last hour; absent when the hour had nothing. */
-  minutes?: DeliveryMinutes;
+  /** The last connection the address guard refused (its events were dead-lettered, reason address_refused). */
+  addressRefused?: AddressRefusal;
   /** Events waiting for this destination (the bus consumers' pending, or the outbox's rows). */
   backlog?: number;
   /** How long the oldest waiting event has waited, as a Go-style duration. */
   oldestPendingAge?: string;
-  /** The last connection the address guard refused (its events were dead-lettered, reason address_refused). */
-  addressRefused?: AddressRefusal;
   /** RFC 3339: when the operator last merged what the replicas reported. */
   updatedTime?: string;
+  /** Delivered and failed per minute over the last hour, from `start` (an RFC 3339 minute), oldest first. */
+  minutes?: DestinationMinutes;
+}
+
+/** Per-minute delivery counts of a Destination (arrays of equal length, one entry per minute from `start`). */
+export interface DestinationMinutes {
+  start: string;
+  delivered: number[];
+  failed: number[];
 }
 
 export interface DestinationStatus {
