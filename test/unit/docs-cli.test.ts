@@ -17,6 +17,7 @@ import {
   type DeadLetterEndpointsOptions,
 } from '../../ingester/dead-letters/admin-endpoints.js';
 import { buildAdminServer } from '../../ingester/http/admin-listener.js';
+import { registerDeliveryStatus } from '../../ingester/destinations/status/delivery-report.js';
 import { SeriesStore } from '../../ingester/series/series-store.js';
 import { ROOT } from '../support/paths.js';
 
@@ -176,6 +177,7 @@ async function adminListener() {
     leaseMs: 1000,
     logger: pino({ level: 'silent' }),
   } as unknown as DeadLetterEndpointsOptions);
+  registerDeliveryStatus(app, undefined);
   await app.ready();
   return app;
 }
