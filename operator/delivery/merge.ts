@@ -140,7 +140,9 @@ export function mergeDelivery(reported: readonly ReportedDelivery[], previous?: 
         ? sharedBacklog
         : Math.max(sharedBacklog, ownBacklog);
   if (backlog !== undefined) delivery.backlog = backlog;
-  if (oldestSeconds !== undefined && (backlog ?? 0) > 0) delivery.oldestPendingAge = roundedAge(oldestSeconds);
+  // Nothing waits: 0s (a gauge read between two measurements may still hold the last age).
+  if (oldestSeconds !== undefined && backlog !== undefined)
+    delivery.oldestPendingAge = roundedAge(backlog > 0 ? oldestSeconds : 0);
   if (addressRefused) delivery.addressRefused = addressRefused;
   return {
     delivery,

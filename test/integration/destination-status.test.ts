@@ -195,7 +195,7 @@ describe("a team Destination's status", () => {
     expect(delivery.lastFailure?.statusCode).toBe(503);
     expect(delivery.minutes?.delivered.reduce((a, b) => a + b, 0)).toBe(delivery.deliveredLastHour);
     expect(delivery.minutes?.failed.reduce((a, b) => a + b, 0)).toBe(delivery.failedLastHour);
-    expect(delivery.oldestPendingAge).toBeUndefined();
+    expect(delivery.oldestPendingAge).toBe('0s');
     const get = await kubectl(['get', 'dest', 'tickets', '-n', tenant]);
     expect(get.stdout).toMatch(/tickets\s+True\s+False\s+Closed\s+\S+\s+0\s/);
     const events = await kubectl(['get', 'events', '-n', tenant, '--field-selector', 'involvedObject.name=tickets']);
