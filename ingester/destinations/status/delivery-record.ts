@@ -3,9 +3,10 @@
  * events delivered, failed and dead-lettered per minute over the last hour, and the receiver's
  * last answer of each kind (its status code and a bounded, inert excerpt of what it said).
  *
- * Called by the dispatcher once per answered request (not per event): a few array writes and,
- * for a failure, one short string. The receiver's text is made inert here (common/sender-text.ts):
- * it ends up in `kubectl describe`, the console and the CLI.
+ * Called by the dispatcher once per answered request (not per event): a success is a few number
+ * writes (no allocation, and the clock is read by a timer, not per request: delivery with
+ * batchSize 1 calls this for every event); a failure also keeps one short string, made inert here
+ * (common/sender-text.ts): it ends up in `kubectl describe`, the console and the CLI.
  */
 import { MAX_EXCERPT, toDeliveryMinutes, type ReportedDelivery } from '../../../api/delivery-status.js';
 import type { DeliveryAnswer } from '../../../api/v1alpha1/types.js';
@@ -19,6 +20,18 @@ interface Answer {
   excerpt?: string;
 }
 
+/** The wall clock to a quarter of a second, kept by one timer for every record. */
+let clockMs = Date.now();
+let clockTimer: NodeJS.Timeout | undefined;
+function coarseNow(): number {
+  if (!clockTimer) {
+    clockTimer = setInterval(() => (clockMs = Date.now()), 250);
+    clockTimer.unref();
+    clockMs = Date.now();
+  }
+  return clockMs;
+}
+
 export type RecordedDelivery = Pick<
   ReportedDelivery,
   'lastSuccess' | 'lastFailure' | 'deliveredLastHour' | 'failedLastHour' | 'deadLetteredLastHour' | 'minutes'
@@ -28,16 +41,19 @@ export class DeliveryRecord {
   private readonly deliveredRing = new MinuteRing();
   private readonly failedRing = new MinuteRing();
   private readonly deadLetteredRing = new MinuteRing();
-  private lastSuccess?: Answer;
+  /** The last success as two numbers (-1: never; 0: no status, e.g. an Alertmanager batch with nothing to send). */
+  private lastSuccessAtMs = -1;
+  private lastSuccessStatus = 0;
   private lastFailure?: Answer;
 
-  constructor(private readonly now: () => number = Date.now) {}
+  constructor(private readonly now: () => number = coarseNow) {}
 
   /** `events` accepted by the receiver in one request. */
   delivered(events: number, outcome: Outcome): void {
     const atMs = this.now();
     this.deliveredRing.add(minuteOf(atMs), events);
-    this.lastSuccess = { atMs, ...(outcome.status !== undefined ? { statusCode: outcome.status } : {}) };
+    this.lastSuccessAtMs = atMs;
+    this.lastSuccessStatus = outcome.status ?? 0;
   }
 
   /** A request of `events` events that failed (retried later, held, or dead-lettered: deadLettered says). */
@@ -59,7 +75,7 @@ export class DeliveryRecord {
 
   /** Whether anything was ever recorded (a quiet destination's report stays small). */
   get active(): boolean {
-    return this.lastSuccess !== undefined || this.lastFailure !== undefined;
+    return this.lastSuccessAtMs >= 0 || this.lastFailure !== undefined;
   }
 
   snapshot(nowMs = this.now()): RecordedDelivery {
@@ -74,7 +90,14 @@ export class DeliveryRecord {
       failedLastHour: this.failedRing.sum(minute),
       deadLetteredLastHour: this.deadLetteredRing.sum(minute),
       ...(minutes ? { minutes } : {}),
-      ...(this.lastSuccess ? { lastSuccess: answer(this.lastSuccess) } : {}),
+      ...(this.lastSuccessAtMs >= 0
+        ? {
+            lastSuccess: answer({
+              atMs: this.lastSuccessAtMs,
+              ...(this.lastSuccessStatus > 0 ? { statusCode: this.lastSuccessStatus } : {}),
+            }),
+          }
+        : {}),
       ...(this.lastFailure ? { lastFailure: answer(this.lastFailure) } : {}),
     };
   }
@@ -90,7 +113,7 @@ const answer = (a: Answer): DeliveryAnswer => ({
 export class DeliveryRecords {
   private readonly records = new Map<string, DeliveryRecord>();
 
-  constructor(private readonly now: () => number = Date.now) {}
+  constructor(private readonly now: () => number = coarseNow) {}
 
   /** The destination's record (kept when a team destination is replaced by a new version). */
   of(name: string): DeliveryRecord {
