@@ -12,12 +12,12 @@ import pino from 'pino';
 import { Registry } from 'prom-client';
 import { buildProgram } from '../../cmd/program.js';
 import type { ActivityRecorder } from '../../ingester/activity/recorder.js';
+import { registerDeliveryStatus } from '../../ingester/destinations/status/delivery-report.js';
 import {
   registerDeadLetterEndpoints,
   type DeadLetterEndpointsOptions,
 } from '../../ingester/dead-letters/admin-endpoints.js';
 import { buildAdminServer } from '../../ingester/http/admin-listener.js';
-import { registerDeliveryStatus } from '../../ingester/destinations/status/delivery-report.js';
 import { SeriesStore } from '../../ingester/series/series-store.js';
 import { ROOT } from '../support/paths.js';
 
@@ -172,12 +172,12 @@ async function adminListener() {
     logger: pino({ level: 'silent' }),
     activity: {} as ActivityRecorder,
   });
+  registerDeliveryStatus(app, undefined);
   // As ingester/main.ts: the dead-letter routes on the same listener (nothing is called here).
   registerDeadLetterEndpoints(app, {
     leaseMs: 1000,
     logger: pino({ level: 'silent' }),
   } as unknown as DeadLetterEndpointsOptions);
-  registerDeliveryStatus(app, undefined);
   await app.ready();
   return app;
 }
