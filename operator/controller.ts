@@ -62,7 +62,12 @@ import { ActivitySync, type ActivitySettings } from './activity/sync.js';
 import { receivingOf, type Receiving } from './receiving.js';
 import { DeliverySync } from './delivery/sync.js';
 import { circuitCondition, runtimePauseCondition } from './delivery/merge.js';
-import { destinationsNaming, keptWatchedSecret, WATCH_SELECTOR } from './delivery/watched-secrets.js';
+import {
+  destinationsNaming,
+  integrationsNaming,
+  keptWatchedSecret,
+  WATCH_SELECTOR,
+} from './delivery/watched-secrets.js';
 import type { ConditionState } from './conditions.js';
 
 const CREDENTIALS_LABEL = 'intake.dev/credentials';
@@ -105,7 +110,7 @@ export class Controller {
   /** The documents of team Destinations published for the ingesters (destination-reconcile.ts). */
   private readonly destinationSecrets: Informer<V1Secret>;
   private readonly credentialSecrets: Array<Informer<V1Secret>> = [];
-  /** Teams' Secrets labelled intake.dev/watch=true (metadata only): a change reconciles the Destinations naming them. */
+  /** Teams' Secrets labelled intake.dev/watch=true (metadata only): a change reconciles the resources naming them. */
   private readonly watchedSecrets: Array<Informer<V1Secret>> = [];
   private readonly routeSecrets: Informer<V1Secret>;
   private readonly scrypt = new ScryptVerifiers();
@@ -201,6 +206,8 @@ export class Controller {
             if (n && old && n.metadata?.resourceVersion === old.metadata?.resourceVersion) return;
             for (const d of destinationsNaming(this.allDestinations(), m.namespace, m.name))
               this.queue.add(queueKey('Destination', m.namespace, d.metadata.name as string));
+            for (const wi of integrationsNaming(this.allWebhooks(), m.namespace, m.name))
+              this.queue.add(queueKey('WebhookIntegration', m.namespace, wi.metadata.name as string));
           },
         }),
       );

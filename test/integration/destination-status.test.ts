@@ -5,7 +5,8 @@
  * every second into status.delivery and the CircuitOpen condition, which kubectl shows: the last
  * failure with the receiver's code and excerpt, the circuit Open, what waits, then the last
  * success, the counts and the circuit Closed. And a new password in the team's Secret (labelled
- * intake.dev/watch) reaches delivery within seconds, not at the next resync.
+ * intake.dev/watch) reaches delivery within seconds, not at the next resync; so does an integration's
+ * own password Secret (spec.credentials.secretRef).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -221,5 +222,41 @@ describe("a team Destination's status", () => {
     const tookMs = Date.now() - changedAt;
     // The resync is 5 minutes: a minute is generous on a busy machine and still far from it.
     expect(tookMs).toBeLessThan(60_000);
+  });
+});
+
+describe("an integration's own password Secret, labelled the same", () => {
+  const ownSecret = (password: string) => `apiVersion: v1
+kind: Secret
+metadata:
+  name: own-creds
+  namespace: ${tenant}
+  labels: {intake.dev/watch: "true"}
+stringData: {password: ${password}}
+`;
+  const post = async (password: string): Promise<number> =>
+    (
+      await fetch(`${ingester.url}/events/webhook_own-password`, {
+        method: 'POST',
+        headers: {
+          authorization: `Basic ${Buffer.from(`own-password:${password}`).toString('base64')}`,
+          'content-type': 'application/json',
+        },
+        body: JSON.stringify({ source: 'own', severity: 'critical' }),
+      })
+    ).status;
+
+  it('is accepted with its new password within seconds of the change', async () => {
+    await apply(ownSecret('first-own-password'));
+    await apply(`apiVersion: intake.dev/v1alpha1
+kind: WebhookIntegration
+metadata: {name: own-password, namespace: ${tenant}}
+spec: {credentials: {secretRef: {name: own-creds}}, destinations: [tickets]}
+`);
+    await waitFor('the first password accepted', async () => (await post('first-own-password')) === 200, 30_000, 500);
+    const changedAt = Date.now();
+    await apply(ownSecret('second-own-password'));
+    await waitFor('the new password accepted', async () => (await post('second-own-password')) === 200, 60_000, 500);
+    expect(Date.now() - changedAt).toBeLessThan(60_000);
   });
 });

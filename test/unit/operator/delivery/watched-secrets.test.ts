@@ -1,5 +1,10 @@
-import type { Destination } from '../../../../api/v1alpha1/types.js';
-import { destinationsNaming, keptWatchedSecret, secretsOf } from '../../../../operator/delivery/watched-secrets.js';
+import type { Destination, WebhookIntegration } from '../../../../api/v1alpha1/types.js';
+import {
+  destinationsNaming,
+  integrationsNaming,
+  keptWatchedSecret,
+  secretsOf,
+} from '../../../../operator/delivery/watched-secrets.js';
 
 const destination = (namespace: string, name: string, spec: Destination['spec']): Destination => ({
   apiVersion: 'intake.dev/v1alpha1',
@@ -45,5 +50,28 @@ describe('the Secrets a Destination names', () => {
         data: { password: 'c2VjcmV0' },
       }),
     ).toEqual({ metadata: { name: 'creds', namespace: 'team-a', resourceVersion: '7' } });
+  });
+});
+
+describe('the Secrets a WebhookIntegration names', () => {
+  const wi = (namespace: string, name: string, spec: WebhookIntegration['spec']): WebhookIntegration => ({
+    apiVersion: 'intake.dev/v1alpha1',
+    kind: 'WebhookIntegration',
+    metadata: { namespace, name },
+    spec,
+  });
+  const all = [
+    wi('team-a', 'basic', { credentials: { secretRef: { name: 'creds' } } }),
+    wi('team-a', 'signed', {
+      authentication: { mode: 'signature', signature: { scheme: 'slack', secretRef: { name: 'slack' } } },
+    }),
+    wi('team-a', 'generated', {}),
+    wi('team-b', 'basic', { credentials: { secretRef: { name: 'creds' } } }),
+  ];
+
+  it('are its password Secret and its signing Secret, in its own namespace', () => {
+    expect(integrationsNaming(all, 'team-a', 'creds').map((w) => w.metadata.name)).toEqual(['basic']);
+    expect(integrationsNaming(all, 'team-a', 'slack').map((w) => w.metadata.name)).toEqual(['signed']);
+    expect(integrationsNaming(all, 'team-a', 'other')).toEqual([]);
   });
 });
