@@ -58,7 +58,7 @@ export class OperatorMetrics {
     });
     this.activityPendingWrites = new Gauge({
       name: 'intake_operator_activity_pending_writes',
-      help: 'Resources whose changed status.activity waits for its turn under the write cap.',
+      help: "Resources whose changed status.activity (or a Destination's status.delivery) waits for its turn under the write cap.",
       registers,
     });
     this.deliveryStatusWrites = new Counter({

@@ -225,6 +225,30 @@ describe("a team Destination's status", () => {
   });
 });
 
+describe("a Destination paused through an ingester's admin API", () => {
+  const adminCall = async (action: 'pause' | 'resume'): Promise<number> =>
+    (
+      await fetch(`${ingester.adminUrl}/destinations/${encodeURIComponent(`${tenant}/tickets`)}/${action}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-intake-admin': 'true' },
+        body: '{}',
+      })
+    ).status;
+  const pausedOf = async (): Promise<Condition | undefined> =>
+    (await destination()).status?.conditions?.find((c) => c.type === 'Paused');
+
+  it('is Paused=True, reason PausedByAdmin, until it is resumed there', async () => {
+    expect(await adminCall('pause')).toBe(200);
+    await waitFor('Paused=True', async () => (await pausedOf())?.reason === 'PausedByAdmin', 30_000, 250);
+    expect((await pausedOf())?.status).toBe('True');
+    const get = await kubectl(['get', 'dest', 'tickets', '-n', tenant]);
+    expect(get.stdout).toMatch(/tickets\s+True\s+True\s/);
+    expect(await adminCall('resume')).toBe(200);
+    await waitFor('Paused=False', async () => (await pausedOf())?.reason === 'Active', 30_000, 250);
+    expect((await pausedOf())?.status).toBe('False');
+  });
+});
+
 describe("an integration's own password Secret, labelled the same", () => {
   const ownSecret = (password: string) => `apiVersion: v1
 kind: Secret
