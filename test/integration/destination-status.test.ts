@@ -30,6 +30,7 @@ const POD_PORT = 8081;
 const dir = mkdtempSync(join(tmpdir(), 'intake-it-dest-status-'));
 let network: PodNetwork;
 let ingester: Proc;
+let operator: Proc;
 let receiver: EventReceiver;
 
 type DestinationObject = { status?: { delivery?: DestinationDelivery; conditions?: Condition[] } };
@@ -98,7 +99,7 @@ endpoints:
   - {addresses: ["${POD}"], conditions: {ready: true}}
 `);
   // The default resync (5m): a Secret's change must not wait for it.
-  await suite.startOperator(
+  operator = await suite.startOperator(
     ['--ingester-admin-service', SERVICE, '--activity-interval', '1s', '--activity-writes-per-second', '20'],
     network.env,
   );
@@ -202,6 +203,15 @@ describe("a team Destination's status", () => {
     const events = await kubectl(['get', 'events', '-n', tenant, '--field-selector', 'involvedObject.name=tickets']);
     expect(events.stdout).toContain('CircuitOpen');
     expect(events.stdout).toContain('CircuitClosed');
+    // Nothing delivered, nothing waiting: the merges of the next rounds write nothing.
+    const writes = async (): Promise<string | undefined> =>
+      (await (await fetch(`${operator.adminUrl}/metrics`)).text())
+        .split('\n')
+        .find((l) => l.startsWith('intake_operator_delivery_status_writes_total{result="ok"}'));
+    const before = await writes();
+    expect(before).toBeDefined();
+    await new Promise((r) => setTimeout(r, 4000));
+    expect(await writes()).toBe(before);
   });
 
   it('delivers with the new password of its Secret within seconds of the change, well before the resync', async () => {
