@@ -26,6 +26,7 @@ import { buildIngestServer } from './http/listener.js';
 import { ActivityRecorder } from './activity/recorder.js';
 import { registerDeadLetterEndpoints } from './dead-letters/admin-endpoints.js';
 import { registerDestinationEndpoints } from './destinations/admin-endpoints.js';
+import { registerDeliveryStatus } from './destinations/status/delivery-report.js';
 import { finishInterruptedReplays, type DeadLetterReplayers } from './dead-letters/dead-letter-replay.js';
 import type { DeadLetterMetrics } from './dead-letters/metrics.js';
 import type { DeadLetterStore } from './dead-letters/model.js';
@@ -189,6 +190,7 @@ export async function startIngester(
   const bulkReplays = new BulkReplays(deadLetterReplay);
   registerDeadLetterEndpoints(admin, { ...deadLetterReplay, bulk: bulkReplays });
   registerDestinationEndpoints(admin, destinations);
+  registerDeliveryStatus(admin, destinations);
   registerInspector(admin, inspector, { routes, sinks, metrics, limiter, logger });
   const stopTlsWatch = settings.tls ? watchTls(settings.tls, ingest, logger) : undefined;
   const sweeper = setInterval(

@@ -60,6 +60,15 @@ import { WorkQueue, type ReconcileResult } from '../kube/workqueue.js';
 import { Writer } from './writer.js';
 import { ActivitySync, type ActivitySettings } from './activity/sync.js';
 import { receivingOf, type Receiving } from './receiving.js';
+import { DeliverySync } from './delivery/sync.js';
+import { circuitCondition, runtimePauseCondition } from './delivery/merge.js';
+import {
+  destinationsNaming,
+  integrationsNaming,
+  keptWatchedSecret,
+  WATCH_SELECTOR,
+} from './delivery/watched-secrets.js';
+import type { ConditionState } from './conditions.js';
 
 const CREDENTIALS_LABEL = 'intake.dev/credentials';
 const SOURCE_ANNOTATION = 'intake.dev/source';
@@ -101,6 +110,8 @@ export class Controller {
   /** The documents of team Destinations published for the ingesters (destination-reconcile.ts). */
   private readonly destinationSecrets: Informer<V1Secret>;
   private readonly credentialSecrets: Array<Informer<V1Secret>> = [];
+  /** Teams' Secrets labelled intake.dev/watch=true (metadata only): a change reconciles the resources naming them. */
+  private readonly watchedSecrets: Array<Informer<V1Secret>> = [];
   private readonly routeSecrets: Informer<V1Secret>;
   private readonly scrypt = new ScryptVerifiers();
   private readonly nameClaims = new NameClaims();
@@ -108,6 +119,8 @@ export class Controller {
   private readonly writtenStatus = new WrittenStatus();
   private resync?: NodeJS.Timeout;
   private readonly activity?: ActivitySync;
+  /** The ingesters' delivery per team Destination, merged in the activity loop's rounds. */
+  private readonly delivery?: DeliverySync;
   private readonly watcher: Watch;
 
   constructor(private readonly o: ControllerOptions) {
@@ -116,7 +129,17 @@ export class Controller {
     const custom = o.kubeConfig.makeApiClient(CustomObjectsApi);
     this.writer = new Writer(core, custom);
     if (o.activity)
+      this.delivery = new DeliverySync({
+        logger: o.logger,
+        metrics: o.metrics,
+        destinations: () => this.allDestinations(),
+        write: (d, delivery) => this.writer.replaceStatusField(d, 'delivery', delivery),
+        afterMerge: () => this.enqueueDeliveryConditionChanges(),
+        retainMs: Math.max(5 * o.activity.intervalMs, 60_000),
+      });
+    if (o.activity)
       this.activity = new ActivitySync({
+        ...(this.delivery ? { alongside: this.delivery } : {}),
         ...o.activity,
         kubeConfig: o.kubeConfig,
         namespace: o.namespace,
@@ -158,6 +181,33 @@ export class Controller {
             if (!n) this.ownWrites.forget('Secret', old);
             else if (this.ownWrites.isOwn('Secret', n)) return;
             this.enqueueOwnerOf(n ?? old);
+          },
+        }),
+      );
+      this.watchedSecrets.push(
+        new Informer<V1Secret>({
+          name: `watched-secrets${ns ? `/${ns}` : ''}`,
+          watcher: this.watcher,
+          logger: o.logger,
+          labelSelector: WATCH_SELECTOR,
+          watchPath: ns ? `/api/v1/namespaces/${ns}/secrets` : '/api/v1/secrets',
+          list: () =>
+            pagedList(
+              (limit, token) =>
+                ns
+                  ? core.listNamespacedSecret({ namespace: ns, labelSelector: WATCH_SELECTOR, limit, _continue: token })
+                  : core.listSecretForAllNamespaces({ labelSelector: WATCH_SELECTOR, limit, _continue: token }),
+              keptWatchedSecret,
+            ),
+          keep: keptWatchedSecret,
+          onEvent: (n, old) => {
+            const m = (n ?? old)?.metadata;
+            if (!m?.namespace || !m.name) return;
+            if (n && old && n.metadata?.resourceVersion === old.metadata?.resourceVersion) return;
+            for (const d of destinationsNaming(this.allDestinations(), m.namespace, m.name))
+              this.queue.add(queueKey('Destination', m.namespace, d.metadata.name as string));
+            for (const wi of integrationsNaming(this.allWebhooks(), m.namespace, m.name))
+              this.queue.add(queueKey('WebhookIntegration', m.namespace, wi.metadata.name as string));
           },
         }),
       );
@@ -390,6 +440,12 @@ export class Controller {
     return this.webhooks.flatMap((i) => i.list());
   }
 
+  private allDestinations(): Destination[] {
+    return this.teamDestinations.flatMap((i) =>
+      i.list().map((d) => ({ ...d, kind: 'Destination', apiVersion: API_VERSION }) as Destination),
+    );
+  }
+
   private informers(): Array<Informer<KubernetesObject>> {
     return [
       ...this.webhooks,
@@ -397,6 +453,7 @@ export class Controller {
       ...this.quotas,
       ...this.teamDestinations,
       ...this.credentialSecrets,
+      ...this.watchedSecrets,
       this.routeSecrets,
       this.destinationSecrets,
     ] as Array<Informer<KubernetesObject>>;
@@ -750,11 +807,14 @@ export class Controller {
     const key = queueKey('Destination', namespace, name);
     const current = (this.writtenStatus.fresher(key) ?? d.status) as Destination['status'];
     const generation = d.metadata.generation;
+    const reported = plan.document ? this.deliveryConditions(d, current?.conditions) : undefined;
+    const paused = reported?.paused ?? plan.paused;
+    const circuitOpen = reported?.circuitOpen ?? plan.circuitOpen;
     let conditions = setReady(current?.conditions, plan.ready, generation, now);
-    conditions = setCondition(conditions, 'Paused', plan.paused, generation, now);
-    conditions = setCondition(conditions, 'CircuitOpen', plan.circuitOpen, generation, now);
+    conditions = setCondition(conditions, 'Paused', paused, generation, now);
+    conditions = setCondition(conditions, 'CircuitOpen', circuitOpen, generation, now);
+    // status.delivery is the delivery loop's (operator/delivery/), never part of a reconcile's status.
     const status = {
-      ...(current?.delivery ? { delivery: current.delivery } : {}),
       observedGeneration: generation,
       destinationName: plan.destinationName,
       conditions,
@@ -765,6 +825,59 @@ export class Controller {
     }
     if (isTransition(current?.conditions, plan.ready) && plan.ready.status === 'False')
       await this.writer.recordEvent(d, 'Warning', plan.ready.reason, plan.ready.message);
+    // The receiver's trouble, and its end, as Events (a transition each, never per round).
+    const wasOpen = current?.conditions?.some((c) => c.type === 'CircuitOpen' && c.status === 'True');
+    if (isTransition(current?.conditions, circuitOpen, 'CircuitOpen'))
+      if (circuitOpen.reason === 'Open' || (wasOpen && circuitOpen.reason === 'Closed'))
+        await this.writer.recordEvent(
+          d,
+          circuitOpen.reason === 'Open' ? 'Warning' : 'Normal',
+          `Circuit${circuitOpen.reason}`,
+          circuitOpen.message,
+        );
+    if (isTransition(current?.conditions, paused, 'Paused') && paused.reason === 'AutoPaused')
+      await this.writer.recordEvent(d, 'Warning', paused.reason, paused.message);
+  }
+
+  /**
+   * The CircuitOpen and Paused conditions of what the ingesters reported (merged by the delivery
+   * loop); before anything was merged (the operator just started), the ones the status holds, so
+   * a restart does not flip them to NotReported and back. spec.suspend is the plan's and wins.
+   */
+  private deliveryConditions(
+    d: Destination,
+    held: readonly { type: string; status: ConditionState['status']; reason: string; message: string }[] | undefined,
+  ): { circuitOpen?: ConditionState; paused?: ConditionState } {
+    const merged = this.delivery?.mergedOf(d);
+    const keep = (type: string, unless: (reason: string) => boolean): ConditionState | undefined => {
+      const c = held?.find((x) => x.type === type);
+      return c && !unless(c.reason) ? { status: c.status, reason: c.reason, message: c.message } : undefined;
+    };
+    if (!merged) {
+      const circuitOpen = keep('CircuitOpen', (r) => r === 'NotReported');
+      const paused = d.spec?.suspend ? undefined : keep('Paused', (r) => r !== 'AutoPaused' && r !== 'PausedByAdmin');
+      return { ...(circuitOpen ? { circuitOpen } : {}), ...(paused ? { paused } : {}) };
+    }
+    const paused = d.spec?.suspend ? undefined : runtimePauseCondition(merged);
+    return { circuitOpen: circuitCondition(merged), ...(paused ? { paused } : {}) };
+  }
+
+  /** After a delivery merge: reconcile the Destinations whose CircuitOpen or Paused condition would change. */
+  private enqueueDeliveryConditionChanges(): void {
+    for (const d of this.allDestinations()) {
+      if (d.metadata.deletionTimestamp || !this.delivery?.mergedOf(d)) continue;
+      const next = this.deliveryConditions(d, d.status?.conditions);
+      const differs = (type: string, state: ConditionState | undefined): boolean => {
+        if (!state) return false;
+        const c = d.status?.conditions?.find((x) => x.type === type);
+        return c?.status !== state.status || c.reason !== state.reason;
+      };
+      const pausedNow = d.status?.conditions?.find((x) => x.type === 'Paused');
+      const runtimePauseEnded =
+        !next.paused && (pausedNow?.reason === 'AutoPaused' || pausedNow?.reason === 'PausedByAdmin');
+      if (differs('CircuitOpen', next.circuitOpen) || differs('Paused', next.paused) || runtimePauseEnded)
+        this.queue.add(queueKey('Destination', d.metadata.namespace as string, d.metadata.name as string));
+    }
   }
 
   /** An IntakeQuota's status: the limits in effect in its namespace and what its integrations and keys were given. */
@@ -811,7 +924,7 @@ function withNulls(current: object, next: object): object {
  * is the activity loop's (operator/activity/), never part of a reconcile's status.
  */
 function normaliseStatus(status: object | undefined): string {
-  const { activity: _activity, ...rest } = (status ?? {}) as Record<string, unknown>;
+  const { activity: _activity, delivery: _delivery, ...rest } = (status ?? {}) as Record<string, unknown>;
   return stableStringify(rest) ?? '';
 }
 

@@ -10,6 +10,7 @@ export class OperatorMetrics {
   readonly activityPolls: Counter<'result'>;
   readonly activityWrites: Counter<'result'>;
   readonly activityPendingWrites: Gauge;
+  readonly deliveryStatusWrites: Counter<'result'>;
   readonly integrationSilent: Gauge<'namespace' | 'name'>;
 
   constructor(registry: Registry) {
@@ -57,7 +58,13 @@ export class OperatorMetrics {
     });
     this.activityPendingWrites = new Gauge({
       name: 'intake_operator_activity_pending_writes',
-      help: 'Resources whose changed status.activity waits for its turn under the write cap.',
+      help: "Resources whose changed status.activity (or a Destination's status.delivery) waits for its turn under the write cap.",
+      registers,
+    });
+    this.deliveryStatusWrites = new Counter({
+      name: 'intake_operator_delivery_status_writes_total',
+      help: "Writes of a Destination's status.delivery, by result (ok, error); in the activity writes' queue, under the same cap.",
+      labelNames: ['result'],
       registers,
     });
     this.integrationSilent = new Gauge({

@@ -90,6 +90,15 @@ export class Writer {
    * the rest of the status to the reconciles. A resource with no status yet gets it by merge patch.
    */
   async replaceActivity(obj: CustomResource & { status?: object }, activity: object): Promise<void> {
+    await this.replaceStatusField(obj, 'activity', activity);
+  }
+
+  /** Replaces one field of the status whole (status.activity, a Destination's status.delivery), leaving the rest. */
+  async replaceStatusField(
+    obj: CustomResource & { status?: object },
+    field: 'activity' | 'delivery',
+    value: object,
+  ): Promise<void> {
     const target = {
       group: GROUP,
       version: VERSION,
@@ -98,11 +107,14 @@ export class Writer {
       name: obj.metadata.name as string,
     };
     if (!obj.status) {
-      await this.custom.patchNamespacedCustomObjectStatus({ ...target, body: { status: { activity } } }, MERGE_PATCH);
+      await this.custom.patchNamespacedCustomObjectStatus(
+        { ...target, body: { status: { [field]: value } } },
+        MERGE_PATCH,
+      );
       return;
     }
     await this.custom.patchNamespacedCustomObjectStatus(
-      { ...target, body: [{ op: 'add', path: '/status/activity', value: activity }] },
+      { ...target, body: [{ op: 'add', path: `/status/${field}`, value }] },
       JSON_PATCH,
     );
   }

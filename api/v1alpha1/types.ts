@@ -183,6 +183,18 @@ export interface Destination {
   status?: DestinationStatus;
 }
 
+/** The last connection the address guard refused for a destination (docs/destinations.md, the address guard). */
+export interface AddressRefusal {
+  /** RFC 3339. */
+  time: string;
+  /** The URL's host, as written. */
+  host: string;
+  /** The address it was (or resolved to) that was refused. */
+  address: string;
+  /** Why, in words: the range and what it is (`127.0.0.0/8 (loopback, refused by default)`). */
+  message: string;
+}
+
 /** A receiver's answer, kept for status: its status code and a bounded excerpt of its body or the error. */
 export interface DeliveryAnswer {
   /** RFC 3339. */
@@ -200,6 +212,8 @@ export interface DestinationDelivery {
   deliveredLastHour?: number;
   failedLastHour?: number;
   deadLetteredLastHour?: number;
+  /** The last connection the address guard refused (its events were dead-lettered, reason address_refused). */
+  addressRefused?: AddressRefusal;
   /** Events waiting for this destination (the bus consumers' pending, or the outbox's rows). */
   backlog?: number;
   /** How long the oldest waiting event has waited, as a Go-style duration. */

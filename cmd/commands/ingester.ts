@@ -11,7 +11,8 @@ import { kubeconfigOption, logLevelOption, namespaceOption } from '../options.js
 import { stopOnSignals } from '../run.js';
 
 /** What the admin listener serves; test/unit/docs-cli.test.ts checks the docs name only these. */
-const ADMIN_PATHS = '/healthz /readyz /metrics /metrics/ingested /status/activity /deadletter /destinations /inspector';
+const ADMIN_PATHS =
+  '/healthz /readyz /metrics /metrics/ingested /status/activity /status/delivery /deadletter /destinations /inspector';
 
 export function ingesterCommand(): Command {
   return new Command('ingester')

@@ -84,7 +84,7 @@ export function operatorCommand(): Command {
     .addOption(
       new Option(
         '--ingester-admin-service <name>',
-        "the ingesters' admin Service in --namespace: its EndpointSlices list the replicas whose activity is merged into status.activity (default: no activity)",
+        "the ingesters' admin Service in --namespace: its EndpointSlices list the replicas whose activity and deliveries are merged into status.activity and a Destination's status.delivery (default: neither)",
       ).env('INTAKE_INGESTER_ADMIN_SERVICE'),
     )
     .addOption(
@@ -98,7 +98,7 @@ export function operatorCommand(): Command {
     .addOption(
       new Option(
         '--activity-writes-per-second <n>',
-        'at most this many status.activity writes a second, across every resource',
+        'at most this many status.activity and status.delivery writes a second, across every resource',
       ).default('20'),
     )
     .addOption(logLevelOption('info'))

@@ -32,6 +32,7 @@ import { NamespaceLanes, type Lane } from './protection/namespace-lanes.js';
 import type { ProtectionSettings } from './protection/settings.js';
 import type { DeliverySettings } from './settings.js';
 import { traceDelivery } from '../tracing/tracing.js';
+import type { DeliveryRecord } from './status/delivery-record.js';
 
 /** One event handed out by a queue, and how to settle it there. */
 export interface Delivery extends QueuedEvent {
@@ -79,6 +80,8 @@ export class Dispatcher {
     protection: ProtectionSettings = {},
     /** Pause and resume (protection/pause.ts); while paused every event is held. */
     pause?: DestinationPause,
+    /** What the deliveries came to, for the destination's status (status/delivery-record.ts). */
+    private readonly record?: DeliveryRecord,
   ) {
     this.logs = new LogLimiter(logger);
     this.guard = new ReceiverGuard(destination.name, protection, metrics, logger, Date.now, pause);
@@ -232,12 +235,15 @@ export class Dispatcher {
     if (outcome.kind === 'accepted') {
       const now = Date.now();
       this.delivered.inc(batch.length);
+      this.record?.delivered(batch.length, outcome);
       for (const d of batch) this.latency.observe(Math.max(0, now - receivedAtMs(d)) / 1000);
       await this.settle(batch, (d) => d.ack());
       return;
     }
+    this.record?.failed(batch.length, outcome);
     if (outcome.kind === 'reject') {
       this.metrics.deadLettered.inc({ destination: name, reason: outcome.reason }, batch.length);
+      this.record?.deadLettered(batch.length);
       this.logs.error(
         `reject:${outcome.reason}`,
         new Error(outcome.error),
@@ -271,6 +277,7 @@ export class Dispatcher {
     await this.settle(batch, (d) => {
       if (d.attempt >= this.options.maxAttempts) {
         this.metrics.deadLettered.inc({ destination: name, reason: 'attempts_exhausted' });
+        this.record?.deadLettered(1);
         return d.deadLetter('attempts_exhausted', `${d.attempt} attempts, the last: ${outcome.error}`);
       }
       return d.retry(retryDelayMs(d.attempt, this.options, outcome.retryAfterMs), outcome.error);

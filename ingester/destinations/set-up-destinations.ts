@@ -33,6 +33,9 @@ import { FilePauseStore } from './protection/pause-store.js';
 import type { CircuitState } from './protection/circuit-breaker.js';
 import { SqliteAlertStores } from './alertmanager/sqlite-alert-store.js';
 import { claimTimeoutMs, type DestinationSettings } from './settings.js';
+import type { DeliveryReport } from '../../api/delivery-status.js';
+import { DeliveryRecords } from './status/delivery-record.js';
+import { deliveryReport } from './status/delivery-report.js';
 
 export interface DestinationsOptions {
   destinations: readonly DestinationSettings[];
@@ -71,6 +74,8 @@ export interface Destinations {
   readonly pauses: DestinationPauses;
   /** Each destination's kind and circuit state, for the admin API. */
   describe(name: string): { kind: DestinationSettings['kind']; circuit: CircuitState } | undefined;
+  /** What each destination's deliveries came to on this replica (GET /status/delivery, status/delivery-report.ts). */
+  deliveryReport(): Promise<DeliveryReport>;
   /** Begins delivering; call once the first routing table is installed (it decides who gets what). */
   start(): void;
   /** Stops taking events and waits for the deliveries in flight to be settled. */
@@ -124,6 +129,7 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
   const lastAddressRefusal = (name: string): LastRefusal | undefined => refusals.lastOf(name);
   const live = new Map<string, LiveDestination>();
   const pauses = new DestinationPauses(metrics.paused, o.logger);
+  const records = new DeliveryRecords();
   const make = (settings: DestinationSettings, version?: string, release?: () => void): LiveDestination => {
     // A team destination replaced by a new version keeps its pause (and the runtime pause kept for it).
     const pause = pauses.add(settings);
@@ -140,7 +146,15 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
             () => pause.paused,
           )
         : new HttpDestination(settings.name, settings.http, settings.delivery.maxInFlight, guardOf(settings));
-    const dispatcher = new Dispatcher(client, settings.delivery, metrics, o.logger, settings.protection, pause);
+    const dispatcher = new Dispatcher(
+      client,
+      settings.delivery,
+      metrics,
+      o.logger,
+      settings.protection,
+      pause,
+      records.of(settings.name),
+    );
     return {
       settings,
       client,
@@ -157,6 +171,17 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
     return l && { kind: l.settings.kind, circuit: l.dispatcher.guard.state };
   };
   const platformNames = o.destinations.map((d) => d.name);
+  const report = (backlogShared: boolean) => (): Promise<DeliveryReport> =>
+    deliveryReport({
+      names,
+      describe,
+      pauseOf: (name) => pauses.status(name),
+      lastAddressRefusal,
+      records,
+      lag: metrics.lag,
+      oldestPending: metrics.oldestPending,
+      backlogShared,
+    });
   const closeClients = (): Promise<unknown> => Promise.all([...live.values()].map((l) => l.client.close()));
   let started = false;
   /** How the bus or the outbox starts and stops delivering to one destination. */
@@ -168,7 +193,10 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
     if (!l) return;
     live.delete(name);
     if (started) await stopDelivering(l, forget);
-    if (forget) pauses.remove(name);
+    if (forget) {
+      pauses.remove(name);
+      records.remove(name);
+    }
     await l.client.close();
     l.release?.();
     o.logger.info({ destination: name }, forget ? 'team destination removed' : 'team destination updated');
@@ -239,6 +267,7 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
       lastAddressRefusal,
       pauses,
       describe,
+      deliveryReport: report(true),
       start: () => {
         started = true;
         bus.onConnected((nc) => deliveries.attach(nc));
@@ -316,6 +345,7 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
     lastAddressRefusal,
     pauses,
     describe,
+    deliveryReport: report(false),
     start: () => {
       started = true;
       void settleReplayedLetters(outbox, o.deadLetters, o.logger);

@@ -16,7 +16,7 @@ import type { IntakeResource } from '../../api/v1alpha1/types.js';
 import type { OperatorMetrics } from '../metrics.js';
 import { integrationNameOf, queueKey, toRouteName } from '../naming.js';
 import { activityFingerprint, mergeActivity, type MergedActivity } from './merge.js';
-import { ReplicaDiscovery } from './replicas.js';
+import { ReplicaDiscovery, type Replica } from './replicas.js';
 import { WriteQueue } from './write-queue.js';
 
 export interface ActivitySettings {
@@ -37,6 +37,14 @@ export interface ActivitySyncOptions extends ActivitySettings {
   write: (obj: IntakeResource, activity: Activity) => Promise<void>;
   /** After each merge (the controller re-checks the Receiving conditions). */
   afterMerge?: () => void;
+  /** Another report asked of the same replicas in each round, its writes queued under the same cap (operator/delivery/). */
+  alongside?: AlongsideRound;
+}
+
+/** A second report per replica, polled and merged in the activity loop's rounds. */
+export interface AlongsideRound {
+  poll(replicas: readonly Replica[], timeoutMs: number): Promise<void>;
+  merge(writes: { set(key: string, write: () => Promise<void>): void; delete(key: string): void }): void;
 }
 
 interface Held {
@@ -93,14 +101,14 @@ export class ActivitySync {
   private readonly merged = new Map<string, MergedActivity>();
   /** What was last written per resource, until the watch brings it back into the cache. */
   private readonly written = new Map<string, string>();
-  private readonly writes: WriteQueue<Pending>;
+  private readonly writes: WriteQueue<() => Promise<void>>;
   private timer?: NodeJS.Timeout;
   private stopped = false;
   private readonly retainMs: number;
 
   constructor(private readonly o: ActivitySyncOptions) {
     this.discovery = new ReplicaDiscovery(o.kubeConfig, o.namespace, o.service, o.logger);
-    this.writes = new WriteQueue<Pending>(o.writesPerSecond, (key, p) => this.writeOne(key, p));
+    this.writes = new WriteQueue<() => Promise<void>>(o.writesPerSecond, (_key, write) => write());
     this.retainMs = Math.max(5 * o.intervalMs, 60_000);
   }
 
@@ -138,6 +146,7 @@ export class ActivitySync {
     const nowMs = Date.now();
     for (const [key, held] of this.reports) if (nowMs - held.atMs > this.retainMs) this.reports.delete(key);
     this.o.metrics.activityReplicas.set(this.reports.size);
+    this.o.alongside?.merge(this.writes);
     if (this.reports.size === 0) return;
     const byTarget = new Map<string, ReportedActivity[]>();
     const add = (kind: string, list: ReportedActivity[]): void => {
@@ -170,7 +179,8 @@ export class ActivitySync {
         this.writes.delete(key);
         continue;
       }
-      this.writes.set(key, { obj, activity: next, fingerprint });
+      const pending: Pending = { obj, activity: next, fingerprint };
+      this.writes.set(key, () => this.writeOne(key, pending));
     }
     for (const key of this.merged.keys()) if (!seen.has(key)) this.merged.delete(key);
     for (const key of this.written.keys()) if (!seen.has(key)) this.written.delete(key);
@@ -180,8 +190,9 @@ export class ActivitySync {
 
   private async poll(): Promise<void> {
     const replicas = this.discovery.replicas();
-    await Promise.all(
-      replicas.map(async (replica) => {
+    await Promise.all([
+      this.o.alongside?.poll(replicas, pollTimeoutMs(this.o.intervalMs)),
+      ...replicas.map(async (replica) => {
         try {
           const report = await fetchReport(replica.url, pollTimeoutMs(this.o.intervalMs));
           this.reports.set(replica.key, { report, atMs: Date.now() });
@@ -194,7 +205,7 @@ export class ActivitySync {
           );
         }
       }),
-    );
+    ]);
   }
 
   private async writeOne(key: string, p: Pending): Promise<void> {

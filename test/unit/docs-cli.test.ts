@@ -13,6 +13,7 @@ import pino from 'pino';
 import { Registry } from 'prom-client';
 import { buildProgram } from '../../cmd/program.js';
 import type { ActivityRecorder } from '../../ingester/activity/recorder.js';
+import { registerDeliveryStatus } from '../../ingester/destinations/status/delivery-report.js';
 import {
   registerDeadLetterEndpoints,
   type DeadLetterEndpointsOptions,
@@ -199,6 +200,7 @@ async function adminListener() {
     logger: pino({ level: 'silent' }),
     activity: {} as ActivityRecorder,
   });
+  registerDeliveryStatus(app, undefined);
   // As ingester/main.ts: the dead-letter routes on the same listener (nothing is called here).
   registerDeadLetterEndpoints(app, {
     leaseMs: 1000,
