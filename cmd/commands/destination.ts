@@ -20,7 +20,6 @@ interface DestinationState {
   by?: string;
   since?: string;
   lastFailure?: { at: string; reason: string; error: string };
-  pausedCondition?: { reason: string };
 }
 
 export function destinationCommand(): Command {
@@ -77,7 +76,7 @@ export function destinationTable(body: Record<string, unknown>): string {
       d.kind,
       d.circuit,
       d.paused ? 'True' : 'False',
-      d.paused ? `${d.pausedCondition?.reason ?? (d.reason === 'auto' ? 'AutoPaused' : 'Suspended')} (${d.by})` : '',
+      d.paused ? `${d.reason === 'auto' ? 'AutoPaused' : 'Suspended'} (${d.by})` : '',
       d.since ?? '',
       d.lastFailure ? `${d.lastFailure.at} ${d.lastFailure.reason}: ${d.lastFailure.error}` : '',
     ]),
