@@ -28,6 +28,7 @@ const execFileAsync = promisify(execFile);
 let ingester: Proc;
 let receiver: EventReceiver;
 let authorization: string;
+let config: string;
 
 const NAME = 'tickets';
 const destinationName = (): string => `${team}/${NAME}`;
@@ -106,7 +107,7 @@ async function everyOneDelivered(sources: string[]): Promise<void> {
 beforeAll(async () => {
   receiver = await startEventReceiver();
   await suite.startOperator();
-  const config = join(dir, 'intake.yaml');
+  config = join(dir, 'intake.yaml');
   writeFileSync(
     config,
     `authThrottle: {failures: 1000000, window: 1m, block: 1s}
@@ -194,7 +195,7 @@ spec: {destinations: [${NAME}]}
     expect(state.pausedCondition?.message).toContain(`auto-paused since ${state.since}`);
   });
 
-  it('holds its events while auto-paused, shows it in intake destination list and get, and resumes when spec.suspend is turned on and off', async () => {
+  it('holds its events while auto-paused, shows it in intake destination list and get, keeps it across a restart, and resumes when spec.suspend is turned on and off', async () => {
     const held = [...(await send('held', 4)), 'first-0', 'first-1', 'first-2'];
     // Fixed, but nothing says so: it stays paused, nothing is sent, nothing is dead-lettered.
     receiver.failWith = undefined;
@@ -224,6 +225,15 @@ spec: {destinations: [${NAME}]}
       'json',
     ]);
     expect(JSON.parse(get.stdout)).toMatchObject({ paused: true, pausedCondition: { reason: 'AutoPaused' } });
+
+    // A restart does not resume it: the team destination arrives after the kept pauses were read, and takes its own.
+    const since = (await stateOf())?.since;
+    await ingester.stop();
+    ingester = await suite.startIngester(['--config', config]);
+    await waitFor('the destination in the restarted ingester', async () => (await stateOf()) !== undefined, 15_000);
+    expect(await stateOf()).toMatchObject({ paused: true, reason: 'auto', since });
+    await sleep(1000);
+    expect(receiver.requests.length).toBe(before);
 
     await patchSpec('{"spec":{"suspend":true}}');
     expect(await stateOf()).toMatchObject({ paused: true, by: 'settings', pausedCondition: { reason: 'Suspended' } });
