@@ -17,6 +17,7 @@ import { apply, kubectl, ROOT, type Proc, webhookReady } from './support/cluster
 import { operatorSuite } from './support/suite.js';
 import { waitFor } from '../support/waiting.js';
 import { startEventReceiver, type EventReceiver } from '../e2e/support/event-receiver.js';
+import { startNats, untilDeadLettersOpen, type RunningNats } from '../e2e/support/nats-server.js';
 
 jest.setTimeout(120_000);
 
@@ -59,8 +60,10 @@ const stateOf = async (): Promise<State | undefined> => {
   const res = await fetch(`${ingester.adminUrl}/destinations/${encodeURIComponent(destinationName())}`);
   return res.ok ? ((await res.json()) as State) : undefined;
 };
-const deadLetters = async (): Promise<number> =>
-  ((await (await fetch(`${ingester.adminUrl}/deadletter`)).json()) as { count: number }).count;
+const deadLetters = async (): Promise<number> => {
+  await untilDeadLettersOpen(ingester.adminUrl);
+  return ((await (await fetch(`${ingester.adminUrl}/deadletter`)).json()) as { count: number }).count;
+};
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const sourcesDelivered = (): Set<string> =>
   new Set(
@@ -119,8 +122,11 @@ spool: {path: ${join(dir, 'storage')}}
   ingester = await suite.startIngester(['--config', config]);
 });
 
+let nats: RunningNats | undefined;
+
 afterAll(async () => {
   await receiver?.close();
+  await nats?.stop();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -274,5 +280,53 @@ spec: {destinations: [${NAME}]}
     expect(await stateOf()).toMatchObject({ paused: false });
     receiver.failWith = undefined;
     await everyOneDelivered(held);
+  });
+});
+
+describe('a team destination that keeps failing, delivered from the bus', () => {
+  it('auto-pauses, holds its events in the stream across a restart (its pause kept in the bus), and resumes by spec.suspend', async () => {
+    // The same Destination, now delivered by an ingester on the bus alone.
+    await ingester.stop();
+    nats = await startNats();
+    config = join(dir, 'bus.yaml');
+    writeFileSync(
+      config,
+      `authThrottle: {failures: 1000000, window: 1m, block: 1s}
+addressGuard: {allowedCIDRs: [127.0.0.0/8, '::1/128']}
+sinks: {jetstream: {url: '${nats.url}', timeout: 2s, reconnectWait: 100ms}}
+`,
+    );
+    ingester = await suite.startIngester(['--config', config]);
+    await waitFor('the destination in the ingester', async () => (await stateOf()) !== undefined, 15_000);
+    await patchSpec('{"spec":{"autoPause":{"after":"2s"}}}');
+
+    receiver.failWith = { status: 500, body: 'bus receiver down' };
+    const held = await send('bus', 3);
+    const state = await waitFor(
+      'auto-paused',
+      async () => ((await stateOf())?.reason === 'auto' ? await stateOf() : undefined),
+      20_000,
+    );
+    receiver.failWith = undefined;
+    const before = receiver.requests.length;
+    await sleep(HELD_FOR_MS);
+    expect(receiver.requests.length).toBe(before);
+    expect(await deadLetters()).toBe(0);
+
+    await ingester.stop();
+    ingester = await suite.startIngester(['--config', config]);
+    await waitFor(
+      'auto-paused after the restart',
+      async () => (await stateOf())?.reason === 'auto' && (await stateOf())?.since === state.since,
+      15_000,
+    );
+    await sleep(1000);
+    expect(receiver.requests.length).toBe(before);
+
+    await patchSpec('{"spec":{"suspend":true}}');
+    await patchSpec('{"spec":{"suspend":false}}');
+    expect(await stateOf()).toMatchObject({ paused: false, pausedCondition: { reason: 'Active' } });
+    await everyOneDelivered(held);
+    expect(await deadLetters()).toBe(0);
   });
 });
