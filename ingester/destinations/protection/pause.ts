@@ -13,6 +13,7 @@
  * waiting.
  */
 import type { Gauge } from 'prom-client';
+import { inertText } from '../../../common/sender-text.js';
 
 /** A runtime pause, as kept in the store (settings' `suspend` is not: it lives in the settings). */
 export interface RuntimePause {
@@ -65,7 +66,8 @@ export function pausedCondition(s: PauseStatus): PausedCondition {
       reason: 'PausedByAdmin',
       message: `paused through the admin API since ${s.since ?? '?'}: events are held until a resume`,
     };
-  const failure = s.lastFailure ? ` (last failure: ${s.lastFailure.reason}: ${s.lastFailure.error})` : '';
+  // The receiver's answer is text someone else wrote: made inert before it reaches a condition.
+  const failure = s.lastFailure ? ` (last failure: ${s.lastFailure.reason}: ${inertText(s.lastFailure.error)})` : '';
   return {
     status: 'True',
     reason: 'AutoPaused',

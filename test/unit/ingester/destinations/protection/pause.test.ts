@@ -201,6 +201,11 @@ describe('a destination pause', () => {
       message: expect.stringContaining(`auto-paused since ${since}`) as string,
     });
     expect(auto.p.condition().message).toContain('http_503: HTTP 503: maintenance');
+    auto.p.resume();
+    auto.p.failed('http_500', 'boom\x1b[2J\nforged line');
+    auto.clock.now += 1;
+    auto.p.failed('http_500', 'boom\x1b[2J\nforged line');
+    expect(auto.p.condition().message).toContain('boom\\x1b[2J\\x0aforged line');
   });
 
   it('never auto-pauses with autoPause disabled', () => {
