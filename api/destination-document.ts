@@ -56,6 +56,8 @@ export interface DestinationDocument {
     openFor?: string;
   };
   rateLimit?: { eventsPerSecond: number; burst?: number };
+  /** Pause after failing continuously for `after` (default 24h); `enabled: false`: never. */
+  autoPause?: { enabled?: boolean; after?: string };
 }
 
 /**
@@ -163,6 +165,8 @@ export function destinationDocumentProblems(doc: unknown): string[] {
   const b = doc.circuitBreaker;
   if (b && b.enabled !== false && b.consecutiveFailures === 0 && (b.failureRatio ?? 0.5) >= 1)
     problems.push('circuitBreaker: never opens with consecutiveFailures 0 and failureRatio 1; set enabled: false');
+  if (doc.autoPause?.after !== undefined && parseDuration(doc.autoPause.after) <= 0)
+    problems.push('autoPause.after: must be longer than 0 (enabled: false turns auto-pause off)');
   return problems;
 }
 

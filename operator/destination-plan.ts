@@ -89,6 +89,7 @@ export async function planDestination(d: Destination, ctx: DestinationPlanContex
   if (spec.delivery) doc.delivery = spec.delivery;
   if (spec.circuitBreaker) doc.circuitBreaker = spec.circuitBreaker;
   if (spec.rateLimit) doc.rateLimit = spec.rateLimit;
+  if (spec.autoPause) doc.autoPause = spec.autoPause;
   const problems = destinationDocumentProblems(doc);
   if (problems.length > 0)
     return notReady('InvalidSpec', `cannot be published: ${problems.map(inSpecTerms).join('; ')}`);

@@ -179,6 +179,11 @@ export interface Destination {
       openFor?: string;
     };
     rateLimit?: { eventsPerSecond: number; burst?: number };
+    /**
+     * Pause after failing continuously for `after` (a Go-style duration, default 24h) until a
+     * resume (spec.suspend set to true then false, or the admin API); `enabled: false`: never.
+     */
+    autoPause?: { enabled?: boolean; after?: string };
   };
   status?: DestinationStatus;
 }

@@ -1,6 +1,7 @@
 /**
  * The destinations on the admin listener: their state, and pause and resume at runtime.
- *   GET  /destinations                 every destination: kind, circuit state, pause
+ *   GET  /destinations                 every destination: kind, circuit state, pause (and its
+ *                                      Paused condition: Suspended, AutoPaused, PausedByAdmin, Active)
  *   GET  /destinations/<name>          one
  *   POST /destinations/<name>/pause    holds its events (nothing sent, nothing dead-lettered) until a resume
  *   POST /destinations/<name>/resume   ends a pause by this API or an auto-pause; 409 when its settings
@@ -21,7 +22,8 @@ export function registerDestinationEndpoints(app: FastifyInstance, destinations:
   const view = (name: string): Record<string, unknown> | undefined => {
     const d = destinations?.describe(name);
     const pause = destinations?.pauses.status(name);
-    return d && pause && { name, kind: d.kind, circuit: d.circuit, ...pause };
+    const pausedCondition = destinations?.pauses.condition(name);
+    return d && pause && { name, kind: d.kind, circuit: d.circuit, ...pause, pausedCondition };
   };
   const unknown = (reply: FastifyReply, name: string): FastifyReply =>
     reply.code(404).send({ error: 'unknown_destination', message: `no destination named ${JSON.stringify(name)}` });

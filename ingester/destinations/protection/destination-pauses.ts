@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import type { Gauge } from 'prom-client';
 import type { DestinationSettings } from '../settings.js';
-import { DestinationPause, type PauseStatus, type RuntimePause } from './pause.js';
+import { DestinationPause, type PausedCondition, type PauseStatus, type RuntimePause } from './pause.js';
 import type { PauseStore } from './pause-store.js';
 
 export type ResumeResult = ReturnType<DestinationPause['resume']>;
@@ -16,6 +16,12 @@ export class DestinationPauses {
   /** Each destination's last save, awaited by the admin API so a 200 means it is kept. */
   private readonly saves = new Map<string, Promise<void>>();
   private store?: PauseStore;
+  /**
+   * The kept runtime pause of every destination the store told of, also of one this replica does
+   * not deliver to yet: a team's destination arrives after the store was read (a restart, another
+   * replica's auto-pause), and takes its kept pause when it does.
+   */
+  private readonly kept = new Map<string, RuntimePause>();
 
   constructor(
     private readonly gauge: Gauge<'destination' | 'reason'>,
@@ -24,19 +30,22 @@ export class DestinationPauses {
 
   /**
    * A destination's pause, made when it is first delivered to (the platform's at the start, a
-   * team's when its resource arrives). One that exists already (a team destination replaced by a
-   * new version) is kept, with its runtime pause; only its settings' suspend is taken anew.
+   * team's when its resource arrives, with the runtime pause kept for it). One that exists already
+   * (a team destination replaced by a new version) is kept, with its runtime pause; only its
+   * settings (suspend, autoPause) are taken anew.
    */
   add(d: DestinationSettings): DestinationPause {
+    const autoPauseAfterMs = d.protection.autoPause?.afterMs ?? 0;
     const existing = this.pauses.get(d.name);
     if (existing) {
+      existing.setAutoPauseAfter(autoPauseAfterMs);
       existing.setSuspended(d.suspend === true);
       return existing;
     }
     const logger = this.logger;
     const pause = new DestinationPause(d.name, {
       suspend: d.suspend === true,
-      autoPauseAfterMs: d.protection.autoPause?.afterMs ?? 0,
+      autoPauseAfterMs,
       gauge: this.gauge,
       persist: (p) => this.keep(d.name, p, logger),
       onChange: (status) => {
@@ -48,13 +57,23 @@ export class DestinationPauses {
       },
     });
     this.pauses.set(d.name, pause);
+    const kept = this.kept.get(d.name);
+    if (kept) pause.apply(kept);
     return pause;
   }
 
-  /** A destination no longer delivered to (a team's resource deleted): its pause and gauge series go. */
+  /**
+   * A destination no longer delivered to (a team's resource deleted): its pause, its gauge series
+   * and its kept runtime pause go (its held events are discarded too; one created again later
+   * under the same name starts unpaused).
+   */
   remove(destination: string): void {
     if (!this.pauses.delete(destination)) return;
     for (const reason of ['suspended', 'auto']) this.gauge.remove({ destination, reason });
+    if (this.kept.has(destination)) {
+      this.kept.delete(destination);
+      this.keep(destination, undefined, this.logger);
+    }
   }
 
   /** Where runtime pauses are kept from now on; `kept`: those an earlier run (or another replica) kept. */
@@ -63,8 +82,10 @@ export class DestinationPauses {
     for (const [name, pause] of kept) this.apply(name, pause);
   }
 
-  /** A kept pause read from the store (another replica's change). */
+  /** A kept pause read from the store (another replica's change), also of a destination not here yet. */
   apply(destination: string, pause: RuntimePause | undefined): void {
+    if (pause) this.kept.set(destination, pause);
+    else this.kept.delete(destination);
     this.pauses.get(destination)?.apply(pause);
   }
 
@@ -74,6 +95,11 @@ export class DestinationPauses {
 
   status(destination: string): PauseStatus | undefined {
     return this.pauses.get(destination)?.status();
+  }
+
+  /** The destination's `Paused` condition: paused or not, reason Suspended, AutoPaused, PausedByAdmin or Active. */
+  condition(destination: string): PausedCondition | undefined {
+    return this.pauses.get(destination)?.condition();
   }
 
   async pause(destination: string): Promise<PauseStatus | undefined> {
@@ -93,6 +119,8 @@ export class DestinationPauses {
   }
 
   private keep(destination: string, pause: RuntimePause | undefined, logger: Logger): void {
+    if (pause) this.kept.set(destination, pause);
+    else this.kept.delete(destination);
     const store = this.store;
     if (!store) return;
     // One after another, so the last change is the one kept.

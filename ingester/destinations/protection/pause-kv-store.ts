@@ -57,7 +57,9 @@ export class KvPauseStore implements PauseStore {
     const watch = await kv.watch({ include: KvWatchInclude.LastValue });
     this.stopWatching = () => watch.stop();
     void (async () => {
-      for await (const e of watch) if (destinations.includes(e.key)) this.changed(e);
+      // Every key, not only the destinations at hand: a team's destination added later takes the
+      // pause kept for it (destination-pauses.ts keeps what it is told of names it does not have).
+      for await (const e of watch) this.changed(e);
     })().catch((err: Error) =>
       this.logger.warn(
         { err: { message: err.message } },

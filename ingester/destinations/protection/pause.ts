@@ -5,12 +5,15 @@
  *   - `suspend: true` in the destination's settings (desired state: only the settings end it);
  *   - a pause through the admin API (`POST /destinations/<name>/pause`), until a resume there;
  *   - auto-pause: the receiver failed continuously for `autoPause.after` (no success in between);
- *     it ends only with an explicit resume, since nothing would tell that the receiver is fixed.
+ *     it ends only with an explicit resume, since nothing would tell that the receiver is fixed:
+ *     the admin API's, or the settings' `suspend` turned on and off again (a team's only way, as
+ *     the admin API is the platform's).
  * The last two are runtime state, kept in a PauseStore so that they survive a restart and, with
  * the bus, hold on every replica. The clock is injected, so the state machine is tested without
  * waiting.
  */
 import type { Gauge } from 'prom-client';
+import { inertText } from '../../../common/sender-text.js';
 
 /** A runtime pause, as kept in the store (settings' `suspend` is not: it lives in the settings). */
 export interface RuntimePause {
@@ -41,6 +44,39 @@ export interface PauseStatus {
   autoPauseAt?: string;
 }
 
+/**
+ * A destination's pause in the words of a Kubernetes condition (`Paused`): what the ingesters
+ * report for a team's `Destination` and what the admin API shows beside the pause. Reasons:
+ * `Suspended` (`suspend: true` in the settings, a team's `spec.suspend`), `AutoPaused`,
+ * `PausedByAdmin` (the admin API), and `Active` when it is not paused.
+ */
+export interface PausedCondition {
+  status: 'True' | 'False';
+  reason: 'Suspended' | 'AutoPaused' | 'PausedByAdmin' | 'Active';
+  message: string;
+}
+
+export function pausedCondition(s: PauseStatus): PausedCondition {
+  if (!s.paused) return { status: 'False', reason: 'Active', message: 'delivering' };
+  if (s.by === 'settings')
+    return { status: 'True', reason: 'Suspended', message: 'suspend is true: events are held, not delivered' };
+  if (s.by === 'admin')
+    return {
+      status: 'True',
+      reason: 'PausedByAdmin',
+      message: `paused through the admin API since ${s.since ?? '?'}: events are held until a resume`,
+    };
+  // The receiver's answer is text someone else wrote: made inert before it reaches a condition.
+  const failure = s.lastFailure ? ` (last failure: ${s.lastFailure.reason}: ${inertText(s.lastFailure.error)})` : '';
+  return {
+    status: 'True',
+    reason: 'AutoPaused',
+    message:
+      `auto-paused since ${s.since ?? '?'} after failing continuously for autoPause.after${failure}: ` +
+      'events are held until a resume (suspend set to true then false, or intake destination resume)',
+  };
+}
+
 export interface PauseOptions {
   /** `suspend` in the settings. */
   suspend: boolean;
@@ -65,12 +101,14 @@ export class DestinationPause {
   private resumed: Array<() => void> = [];
   private readonly listeners = new Set<(paused: boolean) => void>();
   private readonly now: () => number;
+  private autoPauseAfterMs: number;
 
   constructor(
     readonly destination: string,
     private readonly o: PauseOptions,
   ) {
     this.suspend = o.suspend;
+    this.autoPauseAfterMs = o.autoPauseAfterMs;
     this.now = o.now ?? Date.now;
     this.showGauge();
   }
@@ -79,9 +117,28 @@ export class DestinationPause {
     return this.suspend || this.runtime !== undefined;
   }
 
-  /** The settings' `suspend` changed (a reload of the settings). */
+  /**
+   * The settings' `suspend` changed (a team's Destination changed, a reload of the settings). Turned
+   * off again, it ends an auto-pause too: a team cannot reach the admin API, and turning suspend
+   * on and off is the explicit resume it has. An admin pause stays: it is the platform's.
+   */
   setSuspended(suspend: boolean): void {
-    this.change(() => (this.suspend = suspend));
+    const endsAutoPause = this.suspend && !suspend && this.runtime?.by === 'auto';
+    this.change(() => {
+      this.suspend = suspend;
+      if (!endsAutoPause) return;
+      this.runtime = undefined;
+      this.failingSince = undefined;
+    });
+    if (endsAutoPause) this.o.persist?.(undefined);
+  }
+
+  /**
+   * The settings' `autoPause.after` changed (0: disabled). It applies to the failures from now on,
+   * counted from the first of the current run of failures; it does not end an auto-pause in place.
+   */
+  setAutoPauseAfter(ms: number): void {
+    this.autoPauseAfterMs = ms;
   }
 
   /** A pause through the admin API; an auto-pause already in place stays what it is. */
@@ -119,7 +176,7 @@ export class DestinationPause {
     const at = this.now();
     this.lastFailure = { at, reason, error: error.slice(0, MAX_ERROR_CHARS) };
     this.failingSince ??= at;
-    const after = this.o.autoPauseAfterMs;
+    const after = this.autoPauseAfterMs;
     if (after > 0 && !this.paused && at - this.failingSince >= after)
       this.setRuntime({ by: 'auto', since: at, lastFailure: this.lastFailure, failingSince: this.failingSince });
   }
@@ -136,6 +193,11 @@ export class DestinationPause {
     return new Promise((resolve) => this.resumed.push(resolve));
   }
 
+  /** The `Paused` condition of this destination (pausedCondition). */
+  condition(): PausedCondition {
+    return pausedCondition(this.status());
+  }
+
   status(): PauseStatus {
     const iso = (ms: number): string => new Date(ms).toISOString();
     const failure = this.runtime?.lastFailure ?? this.lastFailure;
@@ -146,13 +208,14 @@ export class DestinationPause {
           ? {}
           : {
               failingSince: iso(this.failingSince),
-              ...(this.o.autoPauseAfterMs > 0 ? { autoPauseAt: iso(this.failingSince + this.o.autoPauseAfterMs) } : {}),
+              ...(this.autoPauseAfterMs > 0 ? { autoPauseAt: iso(this.failingSince + this.autoPauseAfterMs) } : {}),
             };
       return { paused: false, ...failing, ...lastFailure };
     }
     const r = this.runtime;
-    // The settings' suspend is named first: it is what must change before anything else resumes it.
-    if (this.suspend && (!r || r.by === 'admin')) return { paused: true, reason: 'suspended', by: 'settings' };
+    // The settings' suspend is named first: it is what must change before anything else resumes it
+    // (and turning it off ends an auto-pause too).
+    if (this.suspend) return { paused: true, reason: 'suspended', by: 'settings' };
     const by = (r as RuntimePause).by;
     return {
       paused: true,

@@ -43,6 +43,7 @@ export function teamDestinationSettings(doc: DestinationDocument, write: WriteCr
   if (doc.delivery) file.delivery = doc.delivery;
   if (doc.circuitBreaker) file.circuitBreaker = doc.circuitBreaker;
   if (doc.rateLimit) file.rateLimit = doc.rateLimit;
+  if (doc.autoPause) file.autoPause = doc.autoPause;
   const [settings] = resolveDestinations([file]) as [DestinationSettings];
   return {
     ...settings,

@@ -100,6 +100,22 @@ describe('planDestination', () => {
     });
   });
 
+  it('publishes autoPause as the spec gives it (absent: the defaults, 24h, apply in the ingester)', async () => {
+    const plan = await planDestination(
+      destination({ http: { url: 'http://r' }, autoPause: { after: '1h30m' } }),
+      secrets({}),
+    );
+    expect(plan.ready.status).toBe('True');
+    expect(plan.document?.autoPause).toEqual({ after: '1h30m' });
+    const off = await planDestination(
+      destination({ http: { url: 'http://r' }, autoPause: { enabled: false } }),
+      secrets({}),
+    );
+    expect(off.document?.autoPause).toEqual({ enabled: false });
+    const absent = await planDestination(destination({ http: { url: 'http://r' } }), secrets({}));
+    expect(absent.document).not.toHaveProperty('autoPause');
+  });
+
   it('is Ready=False SecretNotFound or SecretInvalid, publishing nothing, when a Secret or its key is missing', async () => {
     const missing = await planDestination(
       destination({ http: { url: 'http://r', basicAuth: { username: 'u', secretRef: { name: 'nope' } } } }),
@@ -147,6 +163,12 @@ describe('planDestination', () => {
       [
         { alertmanager: { urls: ['http://r'], maxAlerts: 5, maxAlertsPerNamespace: 6 } },
         'maxAlertsPerNamespace: must not exceed',
+      ],
+      [{ http: { url: 'http://r' }, autoPause: { after: '0s' } }, 'spec.autoPause.after: must be longer than 0'],
+      [{ http: { url: 'http://r' }, autoPause: { after: '1 day' } }, 'spec.autoPause.after must match pattern'],
+      [
+        { http: { url: 'http://r' }, autoPause: { after: '2s', forever: true } as never },
+        'spec.autoPause must NOT have additional properties',
       ],
     ];
     for (const [spec, message] of cases) {

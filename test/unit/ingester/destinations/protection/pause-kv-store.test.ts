@@ -91,6 +91,18 @@ describe('destination pauses on the bus', () => {
     expect(applied).toEqual([['tickets', 'auto']]);
   });
 
+  it("tells of a destination's pause that was not among those at hand when attached (a team's, added later)", async () => {
+    const applied: Array<[string, string | undefined]> = [];
+    const b = fakeBucket();
+    const store = new KvPauseStore('x_pauses', (d, p) => applied.push([d, p?.by]), pino({ level: 'silent' }));
+    await store.use(b.bucket, ['tickets']);
+    await tick();
+    applied.length = 0;
+    b.other('team-a/pager', { by: 'auto', since: 3 });
+    await tick();
+    expect(applied).toEqual([['team-a/pager', 'auto']]);
+  });
+
   it("a change by another replica while this one's write is under way is applied after it, when newer", async () => {
     const applied: Array<string | undefined> = [];
     const b = fakeBucket();

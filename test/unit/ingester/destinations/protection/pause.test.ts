@@ -143,6 +143,71 @@ describe('a destination pause', () => {
     expect(p.paused).toBe(false);
   });
 
+  it('an auto-pause ends when the settings turn suspend on and off again (a team has no admin API)', async () => {
+    const { p, clock, gauge, kept, changes } = pause({ autoPauseAfterMs: 1000 });
+    p.failed('network', 'ECONNREFUSED');
+    clock.now += 1000;
+    p.failed('network', 'ECONNREFUSED');
+    expect(p.condition()).toMatchObject({ status: 'True', reason: 'AutoPaused' });
+    p.setSuspended(true);
+    // While suspended the settings are what must change: that is what the state names.
+    expect(p.status()).toMatchObject({ paused: true, reason: 'suspended', by: 'settings' });
+    expect(p.condition()).toMatchObject({ status: 'True', reason: 'Suspended' });
+    p.setSuspended(false);
+    expect(p.paused).toBe(false);
+    expect(p.condition()).toEqual({ status: 'False', reason: 'Active', message: 'delivering' });
+    expect(await gauge('auto')).toBe(0);
+    expect(kept.at(-1)).toBeUndefined();
+    expect(changes).toEqual(['paused:auto', 'paused:settings', 'resumed']);
+    // A new window: one more failure does not pause it again.
+    clock.now += 1;
+    p.failed('network', 'ECONNREFUSED');
+    expect(p.paused).toBe(false);
+  });
+
+  it('takes a new autoPause.after for the failures from then on, without ending an auto-pause in place', () => {
+    const { p, clock } = pause({ autoPauseAfterMs: 10_000 });
+    p.failed('http_500', 'x');
+    clock.now += 3000;
+    p.failed('http_500', 'x');
+    expect(p.paused).toBe(false);
+    p.setAutoPauseAfter(2000);
+    expect(p.status().autoPauseAt).toBe(new Date(1_000_000 + 2000).toISOString());
+    p.failed('http_500', 'x');
+    expect(p.paused).toBe(true);
+    p.setAutoPauseAfter(0);
+    expect(p.condition().reason).toBe('AutoPaused');
+    expect(p.resume()).toBe('resumed');
+    clock.now += 100 * HOUR;
+    p.failed('http_500', 'x');
+    clock.now += 100 * HOUR;
+    p.failed('http_500', 'x');
+    expect(p.paused).toBe(false);
+  });
+
+  it('names its Paused condition: Suspended, PausedByAdmin, AutoPaused with since when and the last failure', () => {
+    expect(pause({ suspend: true }).p.condition()).toMatchObject({ status: 'True', reason: 'Suspended' });
+    const admin = pause();
+    admin.p.pause();
+    expect(admin.p.condition()).toMatchObject({ status: 'True', reason: 'PausedByAdmin' });
+    const auto = pause({ autoPauseAfterMs: 1 });
+    auto.p.failed('http_503', 'HTTP 503: maintenance');
+    auto.clock.now += 1;
+    auto.p.failed('http_503', 'HTTP 503: maintenance');
+    const since = new Date(auto.clock.now).toISOString();
+    expect(auto.p.condition()).toEqual({
+      status: 'True',
+      reason: 'AutoPaused',
+      message: expect.stringContaining(`auto-paused since ${since}`) as string,
+    });
+    expect(auto.p.condition().message).toContain('http_503: HTTP 503: maintenance');
+    auto.p.resume();
+    auto.p.failed('http_500', 'boom\x1b[2J\nforged line');
+    auto.clock.now += 1;
+    auto.p.failed('http_500', 'boom\x1b[2J\nforged line');
+    expect(auto.p.condition().message).toContain('boom\\x1b[2J\\x0aforged line');
+  });
+
   it('never auto-pauses with autoPause disabled', () => {
     const { p, clock } = pause({ autoPauseAfterMs: 0 });
     p.failed('http_500', 'x');
@@ -252,6 +317,33 @@ describe('kept pauses', () => {
     expect(await second.resume('tickets')).toMatchObject({ result: 'resumed', status: { paused: false } });
     expect(run().status('tickets')).toEqual({ paused: false });
     expect(JSON.parse(readFileSync(join(d, 'destination-pauses.json'), 'utf8'))).toEqual({});
+  });
+
+  it('a team destination arriving after the store was read takes its kept pause; removed, its kept pause is forgotten', async () => {
+    const d = dir();
+    const [team] = resolveDestinations([{ name: 'tickets', http: { url: 'http://127.0.0.1:1' } }]).map((s) => ({
+      ...s,
+      name: 'team-a/tickets',
+      namespace: 'team-a',
+    }));
+    const run = (): DestinationPauses => {
+      const pauses = new DestinationPauses(new DestinationMetrics(new Registry()).paused, pino({ level: 'silent' }));
+      const store = new FilePauseStore(d);
+      pauses.keepIn(store, store.load());
+      return pauses;
+    };
+    const first = run();
+    first.add(team!);
+    expect(await first.pause('team-a/tickets')).toMatchObject({ paused: true, by: 'admin' });
+    const second = run();
+    expect(second.status('team-a/tickets')).toBeUndefined();
+    second.add(team!);
+    expect(second.status('team-a/tickets')).toMatchObject({ paused: true, by: 'admin' });
+    second.remove('team-a/tickets');
+    await new Promise((r) => setTimeout(r, 10));
+    expect(JSON.parse(readFileSync(join(d, 'destination-pauses.json'), 'utf8'))).toEqual({});
+    second.add(team!);
+    expect(second.status('team-a/tickets')).toEqual({ paused: false });
   });
 
   it('a file that cannot be read stops the start with its name instead of resuming everything', () => {

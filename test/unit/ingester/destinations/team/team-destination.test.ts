@@ -49,6 +49,24 @@ describe('a team destination document', () => {
     }
   });
 
+  it("takes autoPause as a platform destination's settings do: the given window, off, or the 24h default", () => {
+    const none = (): never => {
+      throw new Error('no credentials here');
+    };
+    const settings = (over: Partial<DestinationDocument>) =>
+      teamDestinationSettings(checkDestinationDocument(doc({ http: { url: 'http://r' }, ...over })), none);
+    expect(settings({ autoPause: { after: '2s' } }).protection.autoPause).toEqual({ afterMs: 2000 });
+    expect(settings({ autoPause: { after: '1h30m' } }).protection.autoPause).toEqual({ afterMs: 5_400_000 });
+    expect(settings({ autoPause: { enabled: false } }).protection.autoPause).toBeUndefined();
+    expect(settings({}).protection.autoPause).toEqual({ afterMs: 24 * 3600_000 });
+    expect(() => checkDestinationDocument(doc({ autoPause: { after: '0s' } }))).toThrow(
+      'autoPause.after: must be longer than 0',
+    );
+    expect(() => checkDestinationDocument(doc({ autoPause: { after: 'tomorrow' } }))).toThrow(
+      '/autoPause/after must match pattern',
+    );
+  });
+
   it('is refused naming the problem, never quoting a credential', () => {
     expect(() => checkDestinationDocument(doc({ namespace: 'Team_A' }))).toThrow('/namespace must match pattern');
     expect(() =>
