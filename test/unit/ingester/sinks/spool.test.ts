@@ -81,6 +81,51 @@ describe('spool', () => {
     spool.close();
   });
 
+  it("keeps a row's trace context for its replay, counts its bytes, and gives them back as it leaves", async () => {
+    const dir = tempDir();
+    const trace = { traceparent: `00-${'ab'.repeat(16)}-${'cd'.repeat(8)}-01`, tracestate: 'sender=1' };
+    const plain = new Spool(tempDir(), 1 << 20, { maxBytesPerTenant: 1 << 19 });
+    await plain.append([{ ...rec('a'), tenant: 'team' }]);
+    const spool = new Spool(dir, 1 << 20, { maxBytesPerTenant: 1 << 19 });
+    await spool.append([
+      { ...rec('a'), tenant: 'team', trace },
+      { ...rec('b'), tenant: 'team' },
+    ]);
+    const [a, b] = spool.peek(10);
+    expect(a?.trace).toEqual(trace);
+    expect(b?.trace).toBeUndefined();
+    // traceparent, a newline, the tracestate: what the trace column holds.
+    const traceBytes = trace.traceparent.length + 1 + trace.tracestate.length;
+    expect(spool.bytes).toBe(2 * plain.bytes + traceBytes);
+    plain.close();
+    spool.close();
+    // After a restart: the same context, the same bytes; all of them given back on removal.
+    const reopened = new Spool(dir, 1 << 20, { maxBytesPerTenant: 1 << 19 });
+    expect(reopened.peek(1)[0]?.trace).toEqual(trace);
+    expect(reopened.bytes).toBe(spool.bytes);
+    reopened.remove(reopened.peek(10));
+    expect(reopened.bytes).toBe(0);
+    await reopened.append([{ ...rec('c', (1 << 19) - 200), tenant: 'team' }]);
+    reopened.close();
+  });
+
+  it('reads a spool of a version without the trace column: its rows carry no context', async () => {
+    const dir = tempDir();
+    const { DatabaseSync } = await import('node:sqlite');
+    const db = new DatabaseSync(join(dir, 'spool.sqlite'));
+    db.exec(`CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,
+      subject TEXT NOT NULL, payload TEXT NOT NULL, spooled_at INTEGER NOT NULL,
+      events INTEGER NOT NULL DEFAULT 1, tenant TEXT NOT NULL DEFAULT '')`);
+    db.prepare('INSERT INTO events (id, subject, payload, spooled_at) VALUES (?, ?, ?, ?)').run('old', 's', '{}', 1);
+    db.close();
+    const spool = new Spool(dir, 1 << 20);
+    const [old] = spool.peek(10);
+    expect(old?.id).toBe('old');
+    expect(old?.trace).toBeUndefined();
+    expect('trace' in (old ?? {})).toBe(false);
+    spool.close();
+  });
+
   it('holds one row per event id, so a retried request spooled twice is replayed once', async () => {
     const spool = new Spool(tempDir(), 1 << 20);
     await spool.append([rec('a')]);
