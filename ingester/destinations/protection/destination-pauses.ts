@@ -16,6 +16,12 @@ export class DestinationPauses {
   /** Each destination's last save, awaited by the admin API so a 200 means it is kept. */
   private readonly saves = new Map<string, Promise<void>>();
   private store?: PauseStore;
+  /**
+   * Every runtime pause the store holds, also of a destination not delivered to yet: a team's
+   * destination added later (its resource arrives after the start, or after the bus connected)
+   * starts with the pause kept for it, not at its next change.
+   */
+  private readonly kept = new Map<string, RuntimePause>();
 
   constructor(
     private readonly gauge: Gauge<'destination' | 'reason'>,
@@ -48,6 +54,8 @@ export class DestinationPauses {
       },
     });
     this.pauses.set(d.name, pause);
+    const kept = this.kept.get(d.name);
+    if (kept) pause.apply(kept);
     return pause;
   }
 
@@ -63,8 +71,10 @@ export class DestinationPauses {
     for (const [name, pause] of kept) this.apply(name, pause);
   }
 
-  /** A kept pause read from the store (another replica's change). */
+  /** A kept pause read from the store (another replica's change), for a destination delivered to now or later. */
   apply(destination: string, pause: RuntimePause | undefined): void {
+    if (pause) this.kept.set(destination, pause);
+    else this.kept.delete(destination);
     this.pauses.get(destination)?.apply(pause);
   }
 
@@ -93,6 +103,8 @@ export class DestinationPauses {
   }
 
   private keep(destination: string, pause: RuntimePause | undefined, logger: Logger): void {
+    if (pause) this.kept.set(destination, pause);
+    else this.kept.delete(destination);
     const store = this.store;
     if (!store) return;
     // One after another, so the last change is the one kept.
