@@ -123,7 +123,7 @@ export class StreamLedger {
       list.sort((x, y) => (x.seq as number) - (y.seq as number));
       gone.push(...list.slice(0, extra));
     }
-    for (const h of gone) this.forget(h);
+    this.forgetAll(new Set(gone));
   }
 
   private namespace(name: string): Namespace {
@@ -144,7 +144,8 @@ export class StreamLedger {
 
   private remove(h: Held): void {
     const ns = this.byNamespace.get(h.namespace);
-    const i = ns?.items.indexOf(h) ?? -1;
+    // The oldest (expired) or one of the newest (a write being settled or released): look from the end.
+    const i = ns?.items[0] === h ? 0 : (ns?.items.lastIndexOf(h) ?? -1);
     if (!ns || i < 0) return;
     ns.items.splice(i, 1);
     this.uncount(ns, h);
@@ -153,6 +154,23 @@ export class StreamLedger {
   private forget(h: Held): void {
     this.remove(h);
     if (h.seq !== undefined && this.bySeq.get(h.seq) === h) this.bySeq.delete(h.seq);
+  }
+
+  /** Forgets many at once (a reconcile): one pass over each namespace's list, not one per message. */
+  private forgetAll(gone: ReadonlySet<Held>): void {
+    if (gone.size === 0) return;
+    for (const [name, ns] of [...this.byNamespace]) {
+      const kept = ns.items.filter((h) => !gone.has(h));
+      if (kept.length === ns.items.length) continue;
+      for (const h of ns.items) {
+        if (!gone.has(h)) continue;
+        ns.bytes -= h.bytes;
+        this.total -= h.bytes;
+        if (h.seq !== undefined && this.bySeq.get(h.seq) === h) this.bySeq.delete(h.seq);
+      }
+      ns.items = kept;
+      if (kept.length === 0) this.byNamespace.delete(name);
+    }
   }
 
   private uncount(ns: Namespace, h: Held): void {
