@@ -112,6 +112,16 @@ export class Dispatcher {
     while (this.free() < wanted) await new Promise<void>((resolve) => this.waiters.push(resolve));
   }
 
+  /** How many more of a namespace's events may be submitted before it holds its share (protection/namespace-lanes.ts). */
+  roomOf(namespace: string): number {
+    return this.lanes.roomOf(namespace);
+  }
+
+  /** Resolves when the next submitted event is settled (a namespace at its share may have room again). */
+  untilSettled(): Promise<void> {
+    return new Promise<void>((resolve) => this.waiters.push(resolve));
+  }
+
   submit(d: Delivery): void {
     this.inFlight++;
     this.inFlightBytes += d.json.length;

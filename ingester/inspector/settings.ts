@@ -13,9 +13,9 @@ export interface InspectorSettings {
   maxEventsBytes: number;
   /** A capture is kept this long at most. */
   maxAgeMs: number;
-  /** Bytes all captures hold at most (memory without the bus; the bus stream's max_bytes with it). */
+  /** Bytes all captures hold at most (memory without the bus; with it, on the stream, for all replicas). */
   maxBytes: number;
-  /** Bytes one namespace's captures hold at most on a replica. */
+  /** Bytes one namespace's captures hold at most (with the bus: for all replicas together). */
   maxBytesPerNamespace: number;
   /** With the bus: the stream that keeps the captures, and its subjects' prefix. */
   stream: string;

@@ -147,8 +147,8 @@ export class JetStreamSink implements EventSink {
 
   /**
    * The events as bus messages; with routing rules, their subjects carry the destinations chosen
-   * (bus-messages.ts). The hand-off's context goes in each message's headers (tracing on); the
-   * spool does not keep it, so a message that waited there is delivered in a trace of its own.
+   * (bus-messages.ts). The hand-off's context goes in each message's headers (tracing on), and
+   * is kept with a message that waits in the spool, whose replay sends it in the same headers.
    */
   async handOff(
     events: readonly NormalisedEvent[],

@@ -31,7 +31,7 @@ import { ReplayCursor } from '../storage/replay-cursor.js';
 import { configureSpace, freeBytes, reclaimStep, walLimitFor } from '../storage/sqlite-space.js';
 import { StoreBudget } from '../storage/store-budget.js';
 import { TenantShares } from '../storage/tenant-shares.js';
-import type { TraceCarrier } from '../tracing/carrier.js';
+import { carrierOfText, carrierText, type TraceCarrier } from '../tracing/carrier.js';
 
 export interface SpoolRecord {
   id: string;
@@ -41,7 +41,10 @@ export interface SpoolRecord {
   events?: number;
   /** The namespace whose share of the spool the record counts against ('' when none). */
   tenant?: string;
-  /** The hand-off's trace context, sent in the message's headers; not spooled. */
+  /**
+   * The hand-off's trace context, sent in the message's headers; spooled with the row, so a
+   * message that waited here for the bus is still delivered in its sender's trace.
+   */
   trace?: TraceCarrier;
 }
 
@@ -70,8 +73,12 @@ const ROW_OVERHEAD = 64;
 const REOPEN_INTERVAL_MS = 1000;
 const DATABASE_FILES = ['spool.sqlite', 'spool.sqlite-wal', 'spool.sqlite-shm'] as const;
 
+/** The trace column's text (tracing/carrier.ts carrierText), or null. */
+const traceText = (r: SpoolRecord): string | null => (r.trace ? carrierText(r.trace) : null);
+
+/** What a row counts against maxBytes and its namespace's share; its trace context too (a tracestate may be 512 characters). */
 const recordBytes = (r: SpoolRecord): number =>
-  r.id.length + r.subject.length + Buffer.byteLength(r.payload) + ROW_OVERHEAD;
+  r.id.length + r.subject.length + Buffer.byteLength(r.payload) + (traceText(r)?.length ?? 0) + ROW_OVERHEAD;
 
 interface PendingAppend {
   records: readonly SpoolRecord[];
@@ -167,12 +174,14 @@ export class Spool {
         payload TEXT NOT NULL,
         spooled_at INTEGER NOT NULL,
         events INTEGER NOT NULL DEFAULT 1,
-        tenant TEXT NOT NULL DEFAULT ''
+        tenant TEXT NOT NULL DEFAULT '',
+        trace TEXT
       )`);
       continueSequence(db, this.cursor.position);
       if (this.cursor.available) this.cursor.endReset();
       const from = this.cursor.position;
-      const rowBytesSql = 'coalesce(sum(length(id) + length(subject) + length(CAST(payload AS BLOB))), 0)';
+      const rowBytesSql =
+        'coalesce(sum(length(id) + length(subject) + length(CAST(payload AS BLOB)) + coalesce(length(trace), 0)), 0)';
       const all = db.prepare(`SELECT count(*) AS n, ${rowBytesSql} AS b FROM events`).get() as { n: number; b: number };
       const live = db
         .prepare(
@@ -181,10 +190,10 @@ export class Spool {
         .all(from) as Array<{ tenant: string; n: number; e: number; b: number }>;
       this.st = {
         insert: db.prepare(
-          'INSERT OR IGNORE INTO events (id, subject, payload, spooled_at, events, tenant) VALUES (?, ?, ?, ?, ?, ?)',
+          'INSERT OR IGNORE INTO events (id, subject, payload, spooled_at, events, tenant, trace) VALUES (?, ?, ?, ?, ?, ?, ?)',
         ),
         peek: db.prepare(
-          'SELECT seq, id, subject, payload, spooled_at AS spooledAt, events, tenant FROM events WHERE seq > ? ORDER BY seq LIMIT ?',
+          'SELECT seq, id, subject, payload, spooled_at AS spooledAt, events, tenant, trace FROM events WHERE seq > ? ORDER BY seq LIMIT ?',
         ),
         liveSeqs: db.prepare('SELECT seq FROM events WHERE seq > ? ORDER BY seq LIMIT ?'),
         remove: db.prepare('DELETE FROM events WHERE seq = ?'),
@@ -307,7 +316,7 @@ export class Spool {
       for (const p of admitted) {
         for (const r of p.records) {
           const events = Math.max(1, r.events ?? 1);
-          const { changes } = st.insert.run(r.id, r.subject, r.payload, now, events, p.tenant);
+          const { changes } = st.insert.run(r.id, r.subject, r.payload, now, events, p.tenant, traceText(r));
           if (Number(changes) > 0) {
             addedEvents += events;
             addedBytes += recordBytes(r);
@@ -336,7 +345,13 @@ export class Spool {
   /** The oldest rows (messages) not handed on yet, at most `limit`. */
   peek(limit: number): SpooledRow[] {
     if (!this.st || this.held === 0) return [];
-    return this.st.peek.all(this.cursor.position, limit) as unknown as SpooledRow[];
+    const rows = this.st.peek.all(this.cursor.position, limit) as unknown as Array<
+      Omit<SpooledRow, 'trace'> & { trace: string | null }
+    >;
+    return rows.map(({ trace, ...row }) => {
+      const carrier = carrierOfText(trace);
+      return carrier ? { ...row, trace: carrier } : row;
+    });
   }
 
   /**

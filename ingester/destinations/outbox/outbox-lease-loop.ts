@@ -7,6 +7,11 @@
  * rescheduled with only the undelivered events sent again by this process). Removals and
  * reschedules of one turn share one transaction, not fsynced at its commit
  * (OutboxTable.relaxedTransaction: a crash that loses one delivers the events again).
+ *
+ * A namespace that holds its share of the destination's in-flight events while others send there
+ * (protection/namespace-lanes.ts) has its rows left in the outbox, unleased, until it has room:
+ * handed out, they would only be handed back for the share, every row of its backlog every
+ * second. The loop then sleeps until an event is settled or another namespace's row is due.
  */
 import { deliveryLetterId, LetterTooLarge, type NewDeadLetter } from '../../dead-letters/model.js';
 import { GroupCommit } from '../../storage/group-commit.js';
@@ -117,11 +122,13 @@ export class OutboxLeaseLoops {
       return;
     }
     const now = Date.now();
-    const rows = this.leaseDue(d, now, d.dispatcher.free(), d.dispatcher.freeBytes());
+    const { rows, atShare } = this.leaseDue(d, now, d.dispatcher.free(), d.dispatcher.freeBytes());
     if (rows.length === 0) {
-      // Sleep until the next retry is due (an append wakes the loop earlier).
-      const next = this.table.nextDue(d.name);
-      await this.idle(next === null ? IDLE_POLL_MS : Math.max(5, Math.min(IDLE_POLL_MS, next - now)));
+      // Sleep until the next retry is due (an append wakes the loop earlier), of a namespace with
+      // room; one at its share has room again once an event is settled.
+      const next = this.table.nextDue(d.name, atShare);
+      const sleep = next === null ? IDLE_POLL_MS : Math.max(5, Math.min(IDLE_POLL_MS, next - now));
+      await this.idle(sleep, atShare.length > 0 ? d.dispatcher.untilSettled() : undefined);
       return;
     }
     for (const r of rows) this.submit(d, r.row, r.events);
@@ -130,26 +137,36 @@ export class OutboxLeaseLoops {
   /**
    * Leases due rows until their events fill `free` or their bytes `freeBytes` (at least one row).
    * A row holds a request's events, so rows are read a few at a time, as many as the events per row
-   * seen so far say are needed, instead of reading `free` rows of which most would go back.
+   * seen so far say are needed, instead of reading `free` rows of which most would go back. Rows of
+   * a namespace at its share (`atShare`) are left due, and the next reads leave it out.
    */
   private leaseDue(
     d: OutboxDestination,
     now: number,
     free: number,
     freeBytes: number,
-  ): Array<{ row: OutboxRow; events: string[] }> {
+  ): { rows: Array<{ row: OutboxRow; events: string[] }>; atShare: string[] } {
     const rows: Array<{ row: OutboxRow; events: string[] }> = [];
+    const atShare: string[] = [];
+    /** Events each namespace seen may still be handed, as the dispatcher's shares say. */
+    const room = new Map<string, number>();
     let events = 0;
     let bytes = 0;
     this.table.relaxedTransaction(() => {
       while (events < free && bytes < freeBytes) {
         const perRow = rows.length === 0 ? 1 : events / rows.length;
         const want = Math.max(1, Math.min(MAX_ROWS_PER_READ, Math.ceil((free - events) / perRow)));
-        const due = this.table.due(d.name, now, want);
+        const due = this.table.due(d.name, now, want, atShare);
         for (const row of due) {
+          const left = room.get(row.tenant) ?? d.dispatcher.roomOf(row.tenant);
+          if (left <= 0) {
+            if (!atShare.includes(row.tenant)) atShare.push(row.tenant);
+            continue;
+          }
           this.table.lease(row.seq, now + d.leaseMs);
           const pieces = eventTextsOf(row.payload);
           rows.push({ row, events: pieces });
+          room.set(row.tenant, left - pieces.length);
           events += pieces.length;
           bytes += row.payload.length;
           if (bytes >= freeBytes) break;
@@ -157,7 +174,7 @@ export class OutboxLeaseLoops {
         if (due.length < want) break;
       }
     });
-    return rows;
+    return { rows, atShare };
   }
 
   /** Hands a row's events not yet settled to the dispatcher; the row is settled once they all are. */
@@ -238,7 +255,8 @@ export class OutboxLeaseLoops {
     this.table.scheduleReclaim();
   }
 
-  private idle(ms: number): Promise<void> {
+  /** Sleeps `ms`, or less: until woken (new rows, stop), or until `orUntil` resolves. */
+  private idle(ms: number, orUntil?: Promise<void>): Promise<void> {
     return new Promise((resolve) => {
       const done = (): void => {
         clearTimeout(timer);
@@ -247,6 +265,7 @@ export class OutboxLeaseLoops {
       };
       const timer = setTimeout(done, ms);
       this.wakers.add(done);
+      void orUntil?.then(done);
     });
   }
 }

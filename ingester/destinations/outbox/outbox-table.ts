@@ -50,7 +50,18 @@ export class OutboxTable {
   readonly reserve: DiskReserve;
   private reclaiming = false;
   private readonly statements: Record<
-    'insert' | 'due' | 'nextDue' | 'lease' | 'remove' | 'reschedule' | 'giveBack' | 'count' | 'oldest' | 'total',
+    | 'insert'
+    | 'due'
+    | 'dueExcept'
+    | 'nextDue'
+    | 'nextDueExcept'
+    | 'lease'
+    | 'remove'
+    | 'reschedule'
+    | 'giveBack'
+    | 'count'
+    | 'oldest'
+    | 'total',
     StatementSync
   >;
 
@@ -73,6 +84,13 @@ export class OutboxTable {
         'SELECT seq, destination, id, payload, attempts, tenant, trace FROM outbox WHERE destination = ? AND next_at <= ? ORDER BY next_at, seq LIMIT ?',
       ),
       nextDue: p('SELECT min(next_at) AS t FROM outbox WHERE destination = ?'),
+      // The same, leaving out namespaces (a JSON array) that hold their share of the destination.
+      dueExcept: p(
+        'SELECT seq, destination, id, payload, attempts, tenant, trace FROM outbox WHERE destination = ? AND next_at <= ? AND tenant NOT IN (SELECT value FROM json_each(?)) ORDER BY next_at, seq LIMIT ?',
+      ),
+      nextDueExcept: p(
+        'SELECT min(next_at) AS t FROM outbox WHERE destination = ? AND tenant NOT IN (SELECT value FROM json_each(?))',
+      ),
       lease: p('UPDATE outbox SET next_at = ?, attempts = attempts + 1 WHERE seq = ?'),
       remove: p('DELETE FROM outbox WHERE seq = ?'),
       reschedule: p('UPDATE outbox SET next_at = ?, last_error = ? WHERE seq = ?'),
@@ -163,13 +181,19 @@ export class OutboxTable {
     this.shares.add(tenant, bytes);
   }
 
-  due(destination: string, now: number, limit: number): OutboxRow[] {
+  due(destination: string, now: number, limit: number, except: readonly string[] = []): OutboxRow[] {
+    if (except.length > 0)
+      return this.statements.dueExcept.all(destination, now, JSON.stringify(except), limit) as unknown as OutboxRow[];
     return this.statements.due.all(destination, now, limit) as unknown as OutboxRow[];
   }
 
-  /** When the destination's next row is due, or null when it has none. */
-  nextDue(destination: string): number | null {
-    return (this.statements.nextDue.get(destination) as { t: number | null }).t;
+  /** When the destination's next row (of a namespace not in `except`) is due, or null when it has none. */
+  nextDue(destination: string, except: readonly string[] = []): number | null {
+    const row =
+      except.length > 0
+        ? this.statements.nextDueExcept.get(destination, JSON.stringify(except))
+        : this.statements.nextDue.get(destination);
+    return (row as { t: number | null }).t;
   }
 
   lease(seq: number, until: number): void {

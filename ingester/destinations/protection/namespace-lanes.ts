@@ -68,6 +68,16 @@ export class NamespaceLanes<T> {
   }
 
   /**
+   * How many more events a namespace may submit before it holds its share (Infinity while no
+   * other namespace is present): a queue leaves the rest where they are instead of handing them
+   * out to be handed back.
+   */
+  roomOf(namespace: string): number {
+    const lane = this.lanes.get(namespace) ?? { namespace, pending: [], submitted: 0, sending: 0, lastSubmitMs: 0 };
+    return this.othersPresent(lane) ? Math.max(0, this.share - lane.submitted) : Infinity;
+  }
+
+  /**
    * Whether the lane already holds its share while another namespace is present: what it submits
    * now goes back to the queue. Alone, a namespace may submit past maxInFlight (a message's events
    * come together; the dispatcher sends maxInFlight at a time).

@@ -38,7 +38,7 @@ export class KvPauseStore implements PauseStore {
     private readonly logger: Logger,
   ) {}
 
-  /** A (new) connection: writes what waited, reads every destination's pause, then watches. */
+  /** A (new) connection: writes what waited, reads the destinations' pauses, then watches every key. */
   async attach(js: JetStreamClient, destinations: readonly string[], replicas: number): Promise<void> {
     this.kv = undefined;
     this.stopWatching?.();
@@ -54,6 +54,7 @@ export class KvPauseStore implements PauseStore {
     }
     for (const name of destinations) this.apply(name, pauseOf(await kv.get(name)));
     // From each key's last value on: a change between the reads above and here is not missed.
+    // Every key, also of a destination not delivered to yet (a team's added later starts with it).
     const watch = await kv.watch({ include: KvWatchInclude.LastValue });
     this.stopWatching = () => watch.stop();
     void (async () => {

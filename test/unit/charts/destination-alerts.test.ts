@@ -88,6 +88,21 @@ describe('chart: alerts per destination', () => {
     expect(backlog.annotations.runbook_url).toBe('https://docs.example.com/operations.md#intakedestinationbacklogold');
   });
 
+  it('has one dead-letter alert, the per-destination one, also with destinations in the values', () => {
+    const docs = renderChart<Doc>('intake', 'intake', [
+      ...['--set', 'monitoring.prometheusRule.enabled=true'],
+      ...['-f', join(ROOT, 'test/integration/fixtures/destinations.yaml')],
+    ]);
+    const groups = docs.find((d) => d.kind === 'PrometheusRule')?.spec.groups ?? [];
+    const readingDeadLetters = groups
+      .flatMap((g) => g.rules)
+      .filter((r) => r.expr.includes('intake_destination_dead_lettered_total'))
+      .map((r) => r.alert);
+    expect(readingDeadLetters).toEqual(['IntakeDestinationDeadLettersGrowing']);
+    // The platform's own group still has its lag alert.
+    expect(groups.flatMap((g) => g.rules).map((r) => r.alert)).toContain('IntakeDestinationLagGrowing');
+  });
+
   it('refuses a threshold that is no duration', () => {
     expect(() =>
       destinationRules('--set', 'monitoring.prometheusRule.destinations.backlogOld.olderThan=15 minutes'),

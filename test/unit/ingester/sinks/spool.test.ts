@@ -62,6 +62,34 @@ describe('spool', () => {
     reopened.close();
   });
 
+  it("keeps a row's trace context for its replay, counts its bytes, and gives them back as it leaves", async () => {
+    const dir = tempDir();
+    const trace = { traceparent: `00-${'ab'.repeat(16)}-${'cd'.repeat(8)}-01`, tracestate: 'sender=1' };
+    const plain = new Spool(tempDir(), 1 << 20, { maxBytesPerTenant: 1 << 19 });
+    await plain.append([{ ...rec('a'), tenant: 'team' }]);
+    const spool = new Spool(dir, 1 << 20, { maxBytesPerTenant: 1 << 19 });
+    await spool.append([
+      { ...rec('a'), tenant: 'team', trace },
+      { ...rec('b'), tenant: 'team' },
+    ]);
+    const [a, b] = spool.peek(10);
+    expect(a?.trace).toEqual(trace);
+    expect(b?.trace).toBeUndefined();
+    // traceparent, a newline, the tracestate: what the trace column holds.
+    const traceBytes = trace.traceparent.length + 1 + trace.tracestate.length;
+    expect(spool.bytes).toBe(2 * plain.bytes + traceBytes);
+    plain.close();
+    spool.close();
+    // After a restart: the same context, the same bytes; all of them given back on removal.
+    const reopened = new Spool(dir, 1 << 20, { maxBytesPerTenant: 1 << 19 });
+    expect(reopened.peek(1)[0]?.trace).toEqual(trace);
+    expect(reopened.bytes).toBe(spool.bytes);
+    reopened.remove(reopened.peek(10));
+    expect(reopened.bytes).toBe(0);
+    await reopened.append([{ ...rec('c', (1 << 19) - 200), tenant: 'team' }]);
+    reopened.close();
+  });
+
   it('holds one row per event id, so a retried request spooled twice is replayed once', async () => {
     const spool = new Spool(tempDir(), 1 << 20);
     await spool.append([rec('a')]);

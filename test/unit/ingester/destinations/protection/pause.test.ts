@@ -346,6 +346,30 @@ describe('kept pauses', () => {
     expect(second.status('team-a/tickets')).toEqual({ paused: false });
   });
 
+  it("apply at once to a team's destination added after the start, or after another replica's change", async () => {
+    const d = dir();
+    const [team, later] = resolveDestinations([
+      { name: 'pager', http: { url: 'http://127.0.0.1:1' } },
+      { name: 'later', http: { url: 'http://127.0.0.1:1' } },
+    ]).map((s) => ({ ...s, name: `team-a/${s.name}`, namespace: 'team-a' }));
+    const first = new DestinationPauses(new DestinationMetrics(new Registry()).paused, pino({ level: 'silent' }));
+    first.keepIn(new FilePauseStore(d));
+    first.add(team!);
+    expect(await first.pause('team-a/pager')).toMatchObject({ paused: true, by: 'admin' });
+    // A restart: the store is read before the team's destinations arrive.
+    const second = new DestinationPauses(new DestinationMetrics(new Registry()).paused, pino({ level: 'silent' }));
+    const store = new FilePauseStore(d);
+    second.keepIn(store, store.load());
+    const pager = second.add(team!);
+    expect(pager.paused).toBe(true);
+    expect(second.status('team-a/pager')).toMatchObject({ paused: true, by: 'admin' });
+    // Another replica paused a destination this one does not deliver to yet (the bus's watch).
+    second.apply('team-a/later', { by: 'admin', since: 1 });
+    expect(second.add(later!).paused).toBe(true);
+    second.apply('team-a/later', undefined);
+    expect(second.status('team-a/later')).toEqual({ paused: false });
+  });
+
   it('a file that cannot be read stops the start with its name instead of resuming everything', () => {
     const d = dir();
     writeFileSync(join(d, 'destination-pauses.json'), '{not json');
