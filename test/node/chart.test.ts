@@ -554,7 +554,7 @@ spec: {}
     expect((await ok(kubectl(['get', 'secrets', '-n', ns, '-l', routes, '-o', 'name']))).trim()).toBe('');
     expect((await kubectl(['get', 'lease', 'intake-operator', '-n', ns])).stderr).toMatch(/NotFound/);
     // Kept, as the README says: the CRDs (crds.keep) and the integrations with their credentials,
-    // without the operator's finalizer.
+    // with no finalizer.
     expect(
       (await kubectl(['get', 'crd', 'webhookintegrations.intake.dev', 'apikeys.intake.dev', 'intakequotas.intake.dev']))
         .code,
