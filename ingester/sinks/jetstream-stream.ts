@@ -33,9 +33,7 @@ export const eventStreamSubjects = (prefix: string): string[] => eventSubjectPre
  *   - `._.<destination>.<destination>...`: events whose routing rules chose several (`decided`);
  *   - `._`: events a rule dropped (`decided` empty).
  * `_` is never a destination's name. Deliveries choose messages by the subject, so they need not
- * parse or route the events. An ingester from before the rules' decisions were carried (a rolling
- * update) reads `._` as a destination it does not have, and a longer subject as none it makes, so
- * it parses and routes those events itself, as it always did.
+ * parse or route the events.
  */
 export interface EventSubject {
   namespace: string;
@@ -170,8 +168,8 @@ export function limitChanges(
 
 /**
  * Creates or checks the stream; throws StreamConfigError naming every problem. With createStream,
- * an existing stream is also brought to the configured limits (a stream made by an older intake
- * with no max_age gets one): returns what was changed, for the log.
+ * an existing stream is also brought to the configured limits (a changed streamConfig takes
+ * effect): returns what was changed, for the log.
  */
 export async function ensureStream(jsm: JetStreamManager, s: JetStreamSettings): Promise<string[]> {
   const wanted = wantedStream(s);

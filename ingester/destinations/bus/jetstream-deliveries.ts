@@ -26,10 +26,7 @@
  * (`<prefix>.<namespace>.<integration>` or `<prefix>-multi.<namespace>.<integration>`), so an
  * event is not parsed to be routed; the rest are
  * acknowledged and skipped. A replayed dead letter is published on
- * `<prefix>.<namespace>.<integration>.<destination>` and goes to that destination only. (Earlier
- * versions marked a replay with the header `Intake-Destination` on the event's own subject; such a
- * message still in the stream at an upgrade goes to every destination of its integration: a
- * repeat for the others, never a loss.)
+ * `<prefix>.<namespace>.<integration>.<destination>` and goes to that destination only.
  */
 import {
   AckPolicy,
