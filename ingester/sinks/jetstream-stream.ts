@@ -11,23 +11,17 @@ import {
   type StreamConfig,
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
-import { MIN_DUPLICATE_WINDOW_SECONDS, multiEventSubjectPrefix, type JetStreamSettings } from './handoff-config.js';
-
-export { multiEventSubjectPrefix };
+import { MIN_DUPLICATE_WINDOW_SECONDS, type JetStreamSettings } from './handoff-config.js';
 
 /** The wildcard every subject `<prefix>.<namespace>.<integration>` (and replay subject) falls under. */
 export const subjectsOf = (prefix: string): string => `${prefix}.>`;
 
-/** The subject prefixes of the events stream: single events, then messages of several. */
-export const eventSubjectPrefixes = (prefix: string): [string, string] => [prefix, multiEventSubjectPrefix(prefix)];
-
 /** The stream's subjects: every subject intake publishes events on falls under one of them. */
-export const eventStreamSubjects = (prefix: string): string[] => eventSubjectPrefixes(prefix).map(subjectsOf);
+export const eventStreamSubjects = (prefix: string): string[] => [subjectsOf(prefix)];
 
 /**
- * Where an event on the stream belongs, as its subject says: `<prefix>.<namespace>.<integration>`
- * (a message of several events: the same under multiEventSubjectPrefix(prefix)), then the
- * destinations it goes to when that was decided before it was published:
+ * Where an event on the stream belongs, as its subject says: `<prefix>.<namespace>.<integration>`,
+ * then the destinations it goes to when that was decided before it was published:
  *   - `.<destination>`: that destination only (`onlyFor`): a replayed dead letter, or events whose
  *     routing rules chose one destination;
  *   - `._.<destination>.<destination>...`: events whose routing rules chose several (`decided`);
@@ -111,9 +105,8 @@ export function streamProblems(
     (needed) => !subjects.some((s) => subjectCovers(s, needed)),
   );
   if (missing.length > 0) {
-    const multi = multiEventSubjectPrefix(subjectPrefix);
     problems.push(
-      `its subjects ${JSON.stringify(subjects)} do not cover ${missing.join(' and ')} (single events are published to ${subjectPrefix}.<namespace>.<integration>, messages of several events to ${multi}.<namespace>.<integration>)`,
+      `its subjects ${JSON.stringify(subjects)} do not cover ${missing.join(' and ')} (events are published to ${subjectPrefix}.<namespace>.<integration>)`,
     );
   }
   if (config.discard !== DiscardPolicy.New) {
