@@ -23,9 +23,9 @@ export const MAX_REASONS = 16;
 export const OTHER_REASON = 'other';
 
 /**
- * One refused request that had proved its credentials (or a refusal before authentication of a
- * replica older than the split): never its credentials, never its body. Every text is inert
- * (common/sender-text.ts: control and format characters escaped) and at most MAX_REFUSAL_TEXT long.
+ * One refused request that had proved its credentials: never its credentials, never its body.
+ * Every text is inert (common/sender-text.ts: control and format characters escaped) and at most
+ * MAX_REFUSAL_TEXT long.
  */
 export interface RecentRefusal {
   /** RFC 3339. */
@@ -102,7 +102,7 @@ export interface Activity {
   recentRefusals: RecentRefusal[];
   /**
    * Refusals before authentication, by address and reason, last seen first, at most
-   * UNAUTHENTICATED_SENDERS (absent from reports and status of older versions).
+   * UNAUTHENTICATED_SENDERS (absent when there are none).
    */
   unauthenticatedSenders?: UnauthenticatedSender[];
   /** RFC 3339: when the operator last merged what the replicas reported. */

@@ -35,7 +35,7 @@ function escapeCodePoint(char: string): string {
 /**
  * `text` with every control, format, separator and lone surrogate character escaped, then cut to
  * at most `maxChars` UTF-16 units (the last one `…` when cut; a surrogate pair is never split).
- * Anything that is not a string (a report from another version, a hand-edited status) becomes
+ * Anything that is not a string (a hand-edited status) becomes
  * its String() first.
  */
 export function inertText(text: unknown, maxChars = Number.POSITIVE_INFINITY): string {

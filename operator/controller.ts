@@ -17,7 +17,6 @@ import { ROUTE_LABEL, ROUTE_SECRET_KEY } from '../api/route.js';
 import type { TenantLimitDefaults } from '../api/limits.js';
 import {
   API_VERSION,
-  FINALIZER,
   GROUP,
   PLURALS,
   VERSION,
@@ -552,25 +551,11 @@ export class Controller {
       return;
     }
     if (obj.metadata.deletionTimestamp) {
-      // New resources get no finalizer (one write less each): cleanup is level-based, from the
+      // No finalizer of ours (one write less each resource): cleanup is level-based, from the
       // deletion's watch event, and at start and every resync from each route whose resource is
-      // gone. A resource an earlier operator gave the finalizer keeps it until it is deleted.
-      const finalizers = obj.metadata.finalizers ?? [];
-      if (!finalizers.includes(FINALIZER)) {
-        if (this.routeSecrets.get(`${this.o.namespace}/${routeName}`))
-          await this.writer.deleteSecret(this.o.namespace, routeName);
-        return;
-      }
-      await this.writer.deleteSecret(this.o.namespace, routeName);
-      try {
-        await this.writer.setFinalizers(
-          obj,
-          finalizers.filter((f) => f !== FINALIZER),
-        );
-      } catch (err) {
-        // Gone already (a reconcile from a cache that still showed it): nothing left to remove.
-        if (statusOf(err) !== 404) throw err;
-      }
+      // gone. One still waiting for another's finalizer has no route meanwhile.
+      if (this.routeSecrets.get(`${this.o.namespace}/${routeName}`))
+        await this.writer.deleteSecret(this.o.namespace, routeName);
       return;
     }
 

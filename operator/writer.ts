@@ -6,7 +6,7 @@ import {
   type V1ObjectMeta,
   type V1Secret,
 } from '@kubernetes/client-node';
-import { GROUP, PLURALS, VERSION, type IntakeResource } from '../api/v1alpha1/types.js';
+import { GROUP, PLURALS, VERSION } from '../api/v1alpha1/types.js';
 import { inertText } from '../common/sender-text.js';
 
 /** Any of our custom resources (status and Events are written the same way for each). */
@@ -52,22 +52,6 @@ export class Writer {
       if (statusOf(err) === 404) return undefined;
       throw err;
     }
-  }
-
-  /** Sets metadata.finalizers, guarded by resourceVersion so a concurrent change is not lost. */
-  async setFinalizers(obj: IntakeResource, finalizers: string[]): Promise<IntakeResource> {
-    const body = { metadata: { finalizers, resourceVersion: obj.metadata.resourceVersion } };
-    return (await this.custom.patchNamespacedCustomObject(
-      {
-        group: GROUP,
-        version: VERSION,
-        plural: PLURALS[obj.kind],
-        namespace: obj.metadata.namespace as string,
-        name: obj.metadata.name as string,
-        body,
-      },
-      MERGE_PATCH,
-    )) as IntakeResource;
   }
 
   /** Returns the resource as written. */

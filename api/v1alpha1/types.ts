@@ -12,7 +12,6 @@ export const VERSION = 'v1alpha1';
 export const API_VERSION = `${GROUP}/${VERSION}`;
 
 export const ROTATE_ANNOTATION = 'intake.dev/rotate';
-export const FINALIZER = 'intake.dev/cleanup';
 
 export interface Condition {
   type: string;

@@ -153,33 +153,29 @@ async function runOperator(opts: Record<string, string | boolean | undefined>, c
 function cleanupCommand(): Command {
   return new Command('cleanup')
     .description(
-      "after the operator is gone for good (the chart's post-delete hook): remove its finalizer from every WebhookIntegration and ApiKey, and delete its route Secrets and leader Lease",
+      "after the operator is gone for good (the chart's post-delete hook): delete its route Secrets and leader Lease",
     )
     .addOption(kubeconfigOption())
     .addOption(
       namespaceOption("the operator's --namespace: where its route Secrets and Lease are").makeOptionMandatory(),
     )
-    .addOption(watchNamespacesOption("the operator's --watch-namespaces (default: all)"))
     .addOption(leaseNameOption("the operator's leader Lease"))
     .addOption(logLevelOption('info'))
     .action(async (opts: Record<string, string | undefined>) => {
       const logger = createLogger(String(opts.logLevel), 'operator-cleanup');
-      const [{ CoordinationV1Api, CoreV1Api, CustomObjectsApi }, { loadKubeConfig }, { cleanupAfterOperator }] =
-        await Promise.all([
-          import('@kubernetes/client-node'),
-          import('../../kube/config.js'),
-          import('../../operator/cleanup.js'),
-        ]);
+      const [{ CoordinationV1Api, CoreV1Api }, { loadKubeConfig }, { cleanupAfterOperator }] = await Promise.all([
+        import('@kubernetes/client-node'),
+        import('../../kube/config.js'),
+        import('../../operator/cleanup.js'),
+      ]);
       const kc = loadKubeConfig(opts.kubeconfig);
       await cleanupAfterOperator(
         {
           core: kc.makeApiClient(CoreV1Api),
-          custom: kc.makeApiClient(CustomObjectsApi),
           coordination: kc.makeApiClient(CoordinationV1Api),
         },
         {
           namespace: String(opts.namespace),
-          watchNamespaces: commaList(opts.watchNamespaces),
           leaseName: String(opts.leaseName),
           logger,
         },

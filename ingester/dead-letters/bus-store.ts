@@ -54,7 +54,7 @@ import {
 } from './model.js';
 import { ShareLedger } from './shares.js';
 
-/** Header names of a dead letter; `Intake-Destination` also marks a replayed event (destinations/). */
+/** Header names of a dead letter. */
 export const LETTER_HEADER = {
   id: 'Intake-Id',
   kind: 'Intake-Kind',

@@ -1,6 +1,6 @@
 /**
  * `tenantLimits:` in the ingester settings: the defaults for every limit a route does not carry
- * (standalone files, or routes from an older operator). In a cluster the chart writes the same
+ * (standalone route files). In a cluster the chart writes the same
  * values the operator resolves routes with, so both agree.
  */
 import {

@@ -6,8 +6,7 @@
  * hundred times that work.
  *
  * - A message's text: each event's JSON.stringify (which never holds a raw newline) followed by
- *   `\n` between them. A message of one event is that event's JSON alone, as earlier versions
- *   published every event, so messages from before an upgrade read the same way.
+ *   `\n` between them. A message of one event is that event's JSON alone.
  * - Its `Nats-Msg-Id`: the event's id for one event; for several, `m-` and a SHA-256 over their
  *   ids. A sender's retry of the same request makes the same events with the same ids, so the
  *   same messages, which the stream's duplicate window stores once.
@@ -15,14 +14,11 @@
  *   once.
  * - A message never exceeds the server's max_payload: a request's events are cut into as many
  *   messages as that takes.
- * - Its subject: `<prefix>.<namespace>.<integration>` for one event, as earlier versions published
- *   every event; `<prefix>-multi.<namespace>.<integration>` for several (jetstream-stream.ts:
- *   multiEventSubjectPrefix), where the consumers of ingesters that read every message as one
- *   event, running beside newer ones in a rolling update, never look.
+ * - Its subject: `<prefix>.<namespace>.<integration>`, however many events it holds.
  */
 import { hash } from 'node:crypto';
 import type { NormalisedEvent } from '../core/event.js';
-import { eventSubject, multiEventSubjectPrefix } from './jetstream-stream.js';
+import { eventSubject } from './jetstream-stream.js';
 import type { DecidedDestinations } from './sink.js';
 
 /** Events of one namespace and integration packed together: a bus message, an outbox row. */
@@ -53,11 +49,10 @@ export function busMessages(
   maxBytes: number,
   decided?: DecidedDestinations,
 ): BusMessage[] {
-  const multi = multiEventSubjectPrefix(prefix);
   const messages = (list: readonly NormalisedEvent[], to?: readonly string[]): BusMessage[] =>
     packEvents(list, maxBytes).map((p) => ({
       ...p,
-      subject: eventSubject(p.events === 1 ? prefix : multi, to === undefined ? p : { ...p, decided: to }),
+      subject: eventSubject(prefix, to === undefined ? p : { ...p, decided: to }),
     }));
   if (decided === undefined) return messages(events);
   const groups = new Map<string, { to: readonly string[]; events: NormalisedEvent[] }>();

@@ -63,16 +63,6 @@ export interface SpoolSettings {
   replayBackoffMaxMs: number;
 }
 
-/**
- * Where messages of several events go: `<prefix>-multi.<namespace>.<integration>`, a subject space
- * of its own. Ingesters up to the release that published one message per event read every
- * message on `<prefix>.>` as one event's JSON, and they share each destination's consumer on
- * that filter with newer ones during a rolling update: a message of several events there would
- * be unreadable to them (dropped as such). So only single-event messages (which every release
- * reads alike) stay on `<prefix>.>`; the rest go where no such consumer looks.
- */
-export const multiEventSubjectPrefix = (prefix: string): string => `${prefix}-multi`;
-
 /** JetStream's duplicate window must cover the sender's retries and the time in the spool. */
 export const MIN_DUPLICATE_WINDOW_SECONDS = 900;
 
@@ -206,12 +196,6 @@ export function resolveJetStream(
   if (subjectsOverlap(settings.deadLetterSubjectPrefix, settings.subjectPrefix)) {
     throw new ConfigError(
       `deadLetter.subjectPrefix ${settings.deadLetterSubjectPrefix} and sinks.jetstream.subjectPrefix ${settings.subjectPrefix} must not contain one another (two streams cannot share subjects)`,
-    );
-  }
-  const multi = multiEventSubjectPrefix(settings.subjectPrefix);
-  if (subjectsOverlap(settings.deadLetterSubjectPrefix, multi)) {
-    throw new ConfigError(
-      `deadLetter.subjectPrefix ${settings.deadLetterSubjectPrefix} and ${multi} (where sinks.jetstream.subjectPrefix ${settings.subjectPrefix} puts messages of several events) must not contain one another (two streams cannot share subjects)`,
     );
   }
   return settings;

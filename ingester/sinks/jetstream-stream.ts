@@ -11,31 +11,23 @@ import {
   type StreamConfig,
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
-import { MIN_DUPLICATE_WINDOW_SECONDS, multiEventSubjectPrefix, type JetStreamSettings } from './handoff-config.js';
-
-export { multiEventSubjectPrefix };
+import { MIN_DUPLICATE_WINDOW_SECONDS, type JetStreamSettings } from './handoff-config.js';
 
 /** The wildcard every subject `<prefix>.<namespace>.<integration>` (and replay subject) falls under. */
 export const subjectsOf = (prefix: string): string => `${prefix}.>`;
 
-/** The subject prefixes of the events stream: single events, then messages of several. */
-export const eventSubjectPrefixes = (prefix: string): [string, string] => [prefix, multiEventSubjectPrefix(prefix)];
-
 /** The stream's subjects: every subject intake publishes events on falls under one of them. */
-export const eventStreamSubjects = (prefix: string): string[] => eventSubjectPrefixes(prefix).map(subjectsOf);
+export const eventStreamSubjects = (prefix: string): string[] => [subjectsOf(prefix)];
 
 /**
- * Where an event on the stream belongs, as its subject says: `<prefix>.<namespace>.<integration>`
- * (a message of several events: the same under multiEventSubjectPrefix(prefix)), then the
- * destinations it goes to when that was decided before it was published:
+ * Where an event on the stream belongs, as its subject says: `<prefix>.<namespace>.<integration>`,
+ * then the destinations it goes to when that was decided before it was published:
  *   - `.<destination>`: that destination only (`onlyFor`): a replayed dead letter, or events whose
  *     routing rules chose one destination;
  *   - `._.<destination>.<destination>...`: events whose routing rules chose several (`decided`);
  *   - `._`: events a rule dropped (`decided` empty).
  * `_` is never a destination's name. Deliveries choose messages by the subject, so they need not
- * parse or route the events. An ingester from before the rules' decisions were carried (a rolling
- * update) reads `._` as a destination it does not have, and a longer subject as none it makes, so
- * it parses and routes those events itself, as it always did.
+ * parse or route the events.
  */
 export interface EventSubject {
   namespace: string;
@@ -113,9 +105,8 @@ export function streamProblems(
     (needed) => !subjects.some((s) => subjectCovers(s, needed)),
   );
   if (missing.length > 0) {
-    const multi = multiEventSubjectPrefix(subjectPrefix);
     problems.push(
-      `its subjects ${JSON.stringify(subjects)} do not cover ${missing.join(' and ')} (single events are published to ${subjectPrefix}.<namespace>.<integration>, messages of several events to ${multi}.<namespace>.<integration>)`,
+      `its subjects ${JSON.stringify(subjects)} do not cover ${missing.join(' and ')} (events are published to ${subjectPrefix}.<namespace>.<integration>)`,
     );
   }
   if (config.discard !== DiscardPolicy.New) {
@@ -170,8 +161,8 @@ export function limitChanges(
 
 /**
  * Creates or checks the stream; throws StreamConfigError naming every problem. With createStream,
- * an existing stream is also brought to the configured limits (a stream made by an older intake
- * with no max_age gets one): returns what was changed, for the log.
+ * an existing stream is also brought to the configured limits (a changed streamConfig takes
+ * effect): returns what was changed, for the log.
  */
 export async function ensureStream(jsm: JetStreamManager, s: JetStreamSettings): Promise<string[]> {
   const wanted = wantedStream(s);

@@ -41,13 +41,10 @@ const PAGES_PER_STEP = 1024;
 /** Free space below this is left alone while rows remain (new rows reuse free pages anyway). */
 const RECLAIM_THRESHOLD_BYTES = 8 * 1024 * 1024;
 
-/**
- * Sets the pragmas; call right after opening, before the tables are created. A database created
- * without auto_vacuum (an older intake) is converted by a VACUUM once it is empty (see reclaimStep).
- */
+/** Sets the pragmas; call right after opening, before the tables are created. */
 export function configureSpace(db: DatabaseSync, walLimitBytes = WAL_SIZE_LIMIT_BYTES): void {
-  // Only takes effect on a database that has no tables yet; later it is a no-op until VACUUM. It
-  // still writes the header, which fails on a full disk: set only when not set yet.
+  // Only takes effect on a database that has no tables yet; later it is a no-op. It still writes
+  // the header, which fails on a full disk: set only when not set yet.
   if (pragmaValue(db, 'auto_vacuum') !== 2) db.exec('PRAGMA auto_vacuum = INCREMENTAL');
   db.exec(`PRAGMA journal_size_limit = ${walLimitBytes}`);
   const pageSize = pragmaValue(db, 'page_size') || 4096;
@@ -61,14 +58,6 @@ export function configureSpace(db: DatabaseSync, walLimitBytes = WAL_SIZE_LIMIT_
  */
 export function reclaimStep(db: DatabaseSync, empty: boolean): boolean {
   const pragma = (name: string): number => pragmaValue(db, name);
-  if (pragma('auto_vacuum') !== 2) {
-    if (!empty) return false;
-    // Converting rewrites the whole file: only worth it (and cheap) once nothing is left in it.
-    db.exec('PRAGMA auto_vacuum = INCREMENTAL');
-    db.exec('VACUUM');
-    db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
-    return false;
-  }
   const free = pragma('freelist_count');
   if (free > 0 && (empty || free * pragma('page_size') > RECLAIM_THRESHOLD_BYTES)) {
     // An autocommit write: SQLite's auto-checkpoint then copies it back and the file shrinks.

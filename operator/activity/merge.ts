@@ -8,7 +8,7 @@
  * (their counts start again from zero).
  *
  * Every text is made inert and bounded here again (common/sender-text.ts), whatever a replica
- * reported (an older version) or the status held: status.activity is what kubectl describe prints.
+ * reported or the status held: status.activity is what kubectl describe prints.
  */
 import { stringify as stableStringify } from 'safe-stable-stringify';
 import {
@@ -84,9 +84,6 @@ export function mergeActivity(reported: readonly ReportedActivity[], previous?: 
   const byReason = new Map<string, number>();
   const recent = new Map<string, RecentRefusal>();
   const add = (r: RecentRefusal): void => {
-    // A 401 is never a refusal of a request that proved its credentials: one here was kept by an
-    // older ingester or operator, with whatever text a stranger sent. It is counted, not shown.
-    if (r.code === 'UNAUTHORIZED') return;
     const clean = inertRefusal(r);
     recent.set(refusalKey(clean), clean);
   };

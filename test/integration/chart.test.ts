@@ -341,6 +341,7 @@ spec: {}
     expect(await canI(operator, ['list', 'configmaps', '-n', tenant])).toBe('no');
     expect(await canI(operator, ['get', 'pods', '-n', ns])).toBe('no');
     expect(await canI(operator, ['delete', 'webhookintegrations.intake.dev', '-n', tenant])).toBe('no');
+    expect(await canI(operator, ['patch', 'webhookintegrations.intake.dev', '-n', tenant])).toBe('no');
     expect(await canI(operator, ['update', 'leases.coordination.k8s.io/some-other-lease', '-n', ns])).toBe('no');
     expect(await canI(operator, ['update', 'leases.coordination.k8s.io/intake-operator', '-n', ns])).toBe('yes');
     // Per-tenant limits: the ingester counts its Service's ready endpoints; the operator reads

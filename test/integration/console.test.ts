@@ -542,7 +542,7 @@ spec: {}
               reason: 'unauthorized',
               message: 'wrong credentials',
               remoteAddress: '192.0.2.7',
-              // Control and bidi characters (as an older operator might have written them) are shown escaped.
+              // Control and bidi characters (as a hand-edited status might hold them) are shown escaped.
               userAgent: 'curl/8.0 \u202eURGENT\x1b[2J',
             },
             {

@@ -3,8 +3,7 @@
  * only the operator talks to (support/counting-proxy.ts): a new WebhookIntegration or ApiKey is
  * brought to Ready with at most three (its credentials Secret, its route Secret, its status), a
  * resync of unchanged ones writes nothing (the periodic one, and a restarted operator's first), and
- * deleting one removes its route without a finalizer; a finalizer an earlier operator put on a
- * resource is removed when it is deleted.
+ * deleting one removes its route without a finalizer.
  */
 import { jest } from '@jest/globals';
 import { routeSecretName } from '../../operator/naming.js';
@@ -43,8 +42,8 @@ const resources: Resource[] = Array.from({ length: PER_KIND }, (_, i) => [
   { kind: 'ApiKey' as const, namespace: tenants[i % tenants.length] as string, name: `key-${i}` },
 ]).flat();
 
-const manifest = (r: Resource, extraMeta = ''): string =>
-  `apiVersion: intake.dev/v1alpha1\nkind: ${r.kind}\nmetadata: {name: ${r.name}, namespace: ${r.namespace}${extraMeta}}\nspec: {}\n`;
+const manifest = (r: Resource): string =>
+  `apiVersion: intake.dev/v1alpha1\nkind: ${r.kind}\nmetadata: {name: ${r.name}, namespace: ${r.namespace}}\nspec: {}\n`;
 
 /** The writes that concern one resource: its own object and status, its two Secrets, its Events. */
 function writesFor(r: Resource, writes: readonly RecordedWrite[]): RecordedWrite[] {
@@ -114,7 +113,6 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  // The namespaces go while the operator still runs (a resource with an earlier operator's finalizer waits for it).
   await kubectl(['delete', 'namespace', ...tenants, '--wait=false']);
   await operator?.stop();
   await proxy?.close();
@@ -181,11 +179,8 @@ describe('operator API writes', () => {
     expect(proxy.writes()).toEqual([]);
   });
 
-  it('removes the route of a deleted resource, and the finalizer an earlier operator put on one', async () => {
-    const legacy: Resource = { kind: 'WebhookIntegration', namespace: tenants[1] as string, name: 'legacy' };
-    await apply(manifest(legacy, ', finalizers: [intake.dev/cleanup]'));
-    await waitFor('legacy route', () => routeSecretExists(legacy), 30_000, 200);
-    const gone = [resources[0], resources[1], legacy] as Resource[];
+  it('removes the route of a deleted resource', async () => {
+    const gone = [resources[0], resources[1]] as Resource[];
     proxy.reset();
     for (const r of gone) {
       const deleted = await kubectl(['delete', r.kind.toLowerCase(), r.name, '-n', r.namespace, '--timeout=30s']);
@@ -193,15 +188,14 @@ describe('operator API writes', () => {
     }
     for (const r of gone)
       await waitFor(`${r.name}'s route deleted`, async () => !(await routeSecretExists(r)), 30_000, 200);
-    // Each route deleted, the legacy finalizer patched away; nothing else. (A write may come twice,
-    // the second answered 404: a reconcile from a cache that still showed what was already gone.)
+    // Each route deleted; nothing else. (A write may come twice, the second answered 404: a
+    // reconcile from a cache that still showed what was already gone.)
     const writes = proxy.writes();
     expect(new Set(writes.map((w) => `${w.method} ${w.path}`))).toEqual(
       new Set([
         ...gone.map(
           (r) => `DELETE /api/v1/namespaces/${system}/secrets/${routeSecretName(r.kind, r.namespace, r.name)}`,
         ),
-        `PATCH /apis/intake.dev/v1alpha1/namespaces/${legacy.namespace}/webhookintegrations/legacy`,
       ]),
     );
     expect(writes.filter((w) => w.status >= 300 && w.status !== 404)).toEqual([]);

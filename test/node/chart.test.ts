@@ -268,8 +268,8 @@ spec:
       body: { response: { processed: 2, cached: 0, received: 2 }, success: true, message: 'Processed 2 event(s)' },
     });
 
-    // A notification's events are one message: of two events on <prefix>-multi.>, of one (the clear below) on <prefix>.>.
-    const subjects = [`${tag}.events.${tenant}.am-mapped`, `${tag}.events-multi.${tenant}.am-mapped`];
+    // A notification's events are one message on <prefix>.<namespace>.<integration>.
+    const subjects = [`${tag}.events.${tenant}.am-mapped`];
     const mapped = await waitFor(
       'two mapped events in the stream',
       async () => {
@@ -554,7 +554,7 @@ spec: {}
     expect((await ok(kubectl(['get', 'secrets', '-n', ns, '-l', routes, '-o', 'name']))).trim()).toBe('');
     expect((await kubectl(['get', 'lease', 'intake-operator', '-n', ns])).stderr).toMatch(/NotFound/);
     // Kept, as the README says: the CRDs (crds.keep) and the integrations with their credentials,
-    // without the operator's finalizer.
+    // with no finalizer.
     expect(
       (await kubectl(['get', 'crd', 'webhookintegrations.intake.dev', 'apikeys.intake.dev', 'intakequotas.intake.dev']))
         .code,

@@ -306,7 +306,7 @@ describe('the checker itself', () => {
     expect(check('node dist/cmd/intake.js deadletter list --kind=mapping --integration checker')).toEqual([]);
     expect(check('kubectl exec deploy/x -- node /app/dist/cmd/intake.js deadletter list --kind delivery')).toEqual([]);
     expect(check('intake deadletter list\\|replay --kind delivery')).toEqual([]);
-    expect(check('intake operator cleanup --namespace NS [--watch-namespaces ...]')).toEqual([]);
+    expect(check('intake operator cleanup --namespace NS [--lease-name intake-operator]')).toEqual([]);
     expect(check('intake console --help')).toEqual([]);
     expect(check('helm install intake charts/intake -n intake-system')).toEqual([]);
   });

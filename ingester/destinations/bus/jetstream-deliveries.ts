@@ -9,27 +9,17 @@
  * replica that dies mid-delivery leaves its messages unacknowledged; the server hands them to
  * another replica after ack_wait.
  *
- * Two consumers per destination, one per subject space of the stream (sinks/jetstream-stream.ts):
- * `intake-<destination>` on `<prefix>.>` (messages of one event) and `intake-<destination>_multi`
- * on `<prefix>-multi.>` (messages of several); a team destination's `<destination>` is
- * `<namespace>_<name>` (busSafeDestinationName), and its consumers are deleted with it. Ingesters of the release that published one
- * message per event know only the first and read each of its messages as one event; in a rolling
- * update they share it with newer ones, which read both. So every message reaches one replica
- * that can read it, with no migration step. The second consumer, when created, starts at the
- * earlier of the first one's creation time and this process's start, so a message of several
- * events published by a newer replica before that consumer existed is not skipped. The
- * spaces are disjoint, so a stream sequence belongs to one consumer: dead-letter ids and the
- * DoneEvents memory stay keyed by it.
+ * One consumer per destination, `intake-<destination>` on `<prefix>.>` (sinks/jetstream-stream.ts);
+ * a team destination's `<destination>` is `<namespace>_<name>` (busSafeDestinationName), and its
+ * consumer is deleted with it. Dead-letter ids and the DoneEvents memory are keyed by the stream
+ * sequence.
  *
  * Which events a consumer delivers: those whose integration names the destination (or, naming
  * none, when it is a default), looked up in the routing table at delivery time by the subject
- * (`<prefix>.<namespace>.<integration>` or `<prefix>-multi.<namespace>.<integration>`), so an
+ * (`<prefix>.<namespace>.<integration>`), so an
  * event is not parsed to be routed; the rest are
  * acknowledged and skipped. A replayed dead letter is published on
- * `<prefix>.<namespace>.<integration>.<destination>` and goes to that destination only. (Earlier
- * versions marked a replay with the header `Intake-Destination` on the event's own subject; such a
- * message still in the stream at an upgrade goes to every destination of its integration: a
- * repeat for the others, never a loss.)
+ * `<prefix>.<namespace>.<integration>.<destination>` and goes to that destination only.
  */
 import {
   AckPolicy,
@@ -52,7 +42,7 @@ import { packReceivedAt, parseStored, type Routing } from '../destination.js';
 import type { NormalisedEvent } from '../../core/event.js';
 import type { JetStreamSettings } from '../../sinks/handoff-config.js';
 import { eventsOf } from '../../sinks/bus-messages.js';
-import { eventSubject, eventSubjectPrefixes, readEventSubject, subjectsOf } from '../../sinks/jetstream-stream.js';
+import { eventSubject, readEventSubject, subjectsOf } from '../../sinks/jetstream-stream.js';
 import { PubAckPublisher } from '../../sinks/pub-acks.js';
 import { oneLine } from '../../dead-letters/bus-store.js';
 import {
@@ -94,7 +84,7 @@ export class JetStreamDeliveries {
   /** The destinations delivered now: the platform's, and teams' added and removed while running. */
   private readonly destinations: QueuedDestination[];
   private lagTimer?: NodeJS.Timeout;
-  /** Per destination (both its consumers): which events of a nak'ed message this replica already settled. */
+  /** Per destination: which events of a nak'ed message this replica already settled. */
   private readonly done: Map<string, DoneEvents>;
   /**
    * Per destination: how many times this replica handed a message back unsent (the circuit was
@@ -120,7 +110,7 @@ export class JetStreamDeliveries {
   ) {
     this.logger = logger;
     this.destinations = [...destinations];
-    // As many messages as its two consumers may have unacknowledged.
+    // Twice as many messages as its consumer may have unacknowledged.
     this.done = new Map(destinations.map((d) => [d.settings.name, new DoneEvents(2 * maxAckPending(d.settings))]));
     this.held = new Map(
       destinations.map((d) => [d.settings.name, growingLru<number, number>(2 * maxAckPending(d.settings))]),
@@ -265,26 +255,18 @@ export class JetStreamDeliveries {
         });
   }
 
-  /** The destination's consumers: messages of one event, then messages of several. */
+  /** The destination's consumer (a list: every caller handles it alike). */
   private consumersOf(d: QueuedDestination): DestinationConsumer[] {
-    const [single, multi] = eventSubjectPrefixes(this.settings.subjectPrefix);
-    const name = busSafeDestinationName(d.settings.name);
     return [
-      { name: consumerName(name), subjectPrefix: single },
-      { name: multiEventConsumerName(name), subjectPrefix: multi },
+      { name: consumerName(busSafeDestinationName(d.settings.name)), subjectPrefix: this.settings.subjectPrefix },
     ];
   }
 
   private async ensureConsumer(jsm: JetStreamManager, d: QueuedDestination, startedAt = this.startedAt): Promise<void> {
-    const [single, multi] = this.consumersOf(d) as [DestinationConsumer, DestinationConsumer];
+    const [consumer] = this.consumersOf(d) as [DestinationConsumer];
     // A new destination starts with the events that arrived since this process started (so none
     // accepted while the consumer was being created is missed), not the stream's history.
-    await this.ensureOneConsumer(jsm, d, single, startedAt);
-    // The second starts where the first did: for a destination that existed before this release,
-    // every message of several events (only newer replicas publish them, on this space alone), even
-    // one published before this consumer existed; for a new destination, this process's start.
-    const created = (await jsm.consumers.info(this.settings.stream, single.name)).created;
-    await this.ensureOneConsumer(jsm, d, multi, Date.parse(created) < Date.parse(startedAt) ? created : startedAt);
+    await this.ensureOneConsumer(jsm, d, consumer, startedAt);
   }
 
   private async ensureOneConsumer(
@@ -520,7 +502,7 @@ export class JetStreamDeliveries {
         const infos = await Promise.all(
           this.consumersOf(d).map((c) => jsm.consumers.info(this.settings.stream, c.name).catch(() => undefined)),
         );
-        // Both consumers or none: one alone would understate what is waiting (or it was removed meanwhile).
+        // None: it was removed meanwhile.
         if (infos.some((i) => i === undefined) || !this.destinations.includes(d)) continue;
         const lag = infos.reduce(
           (n, i) => n + (i as ConsumerInfo).num_pending + (i as ConsumerInfo).num_ack_pending,
@@ -568,17 +550,10 @@ export class JetStreamDeliveries {
   }
 }
 
-/** A destination's consumer of messages of one event (`<prefix>.>`), the name every release used. */
+/** A destination's consumer (`<prefix>.>`). */
 export const consumerName = (destination: string): string => `intake-${destination}`;
 
-/**
- * Its consumer of messages of several events (`<prefix>-multi.>`). `_` is not allowed in a
- * destination name, so this never names another destination's first consumer (`-multi` would:
- * a destination called `x-multi`).
- */
-export const multiEventConsumerName = (destination: string): string => `${consumerName(destination)}_multi`;
-
-/** One of a destination's consumers: its durable name and the subject prefix it filters on. */
+/** A destination's consumer: its durable name and the subject prefix it filters on. */
 interface DestinationConsumer {
   name: string;
   subjectPrefix: string;

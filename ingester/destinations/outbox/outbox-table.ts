@@ -265,12 +265,6 @@ function openWithRoom(reserve: DiskReserve, file: string, walLimit: number): Dat
         UNIQUE (destination, id)
       );
       CREATE INDEX IF NOT EXISTS outbox_due ON outbox (destination, next_at);`);
-      // Outboxes of older versions: no tenant column (their rows count against the '' share).
-      const columns = db.prepare('PRAGMA table_info(outbox)').all() as Array<{ name: string }>;
-      if (!columns.some((c) => c.name === 'tenant'))
-        db.exec("ALTER TABLE outbox ADD COLUMN tenant TEXT NOT NULL DEFAULT ''");
-      // ... and no trace column (their rows carry no trace context).
-      if (!columns.some((c) => c.name === 'trace')) db.exec('ALTER TABLE outbox ADD COLUMN trace TEXT');
       return db;
     } catch (err) {
       db.close();

@@ -78,13 +78,13 @@ const stateOf = async (ing: RunningIngester): Promise<Record<string, unknown>> =
 const paused = (ing: RunningIngester, reason: 'suspended' | 'auto'): Promise<number | undefined> =>
   metricValue(ing.adminUrl, `intake_destination_paused{destination="tickets",reason="${reason}"}`);
 
-/** The destination's two consumers on the bus: messages handed out and not settled, and handed out again. */
+/** The destination's consumer on the bus: messages handed out and not settled, and handed out again. */
 async function consumerCounts(): Promise<{ ackPending: number; redelivered: number; pending: number }> {
   const nc = await connect({ servers: (nats as RunningNats).url });
   try {
     const jsm = await jetstreamManager(nc);
     const out = { ackPending: 0, redelivered: 0, pending: 0 };
-    for (const c of ['intake-tickets', 'intake-tickets_multi']) {
+    for (const c of ['intake-tickets']) {
       const i = await jsm.consumers.info('INTAKE_EVENTS', c);
       out.ackPending += i.num_ack_pending;
       out.redelivered += i.num_redelivered;

@@ -1,7 +1,8 @@
 /**
- * The events stream is bounded by default: intake creates it with a max age, and brings a stream
- * an older intake created without limits (max_age 0, max_bytes and max_msgs -1) to the configured
- * limits, so delivered events do not stay forever and fill the NATS store.
+ * The events stream is bounded by default: intake creates it with a max age, and with
+ * createStream brings an existing stream with other limits (here none: max_age 0, max_bytes and
+ * max_msgs -1) to the configured ones, so a changed streamConfig takes effect and delivered events
+ * do not stay forever and fill the NATS store.
  */
 import { DiscardPolicy, jetstreamManager, RetentionPolicy } from '@nats-io/jetstream';
 import { connect, nanos } from '@nats-io/transport-node';
@@ -32,7 +33,7 @@ it('creates the events stream with the default max age', async () => {
   expect(config.retention).toBe(RetentionPolicy.Limits);
 }, 60_000);
 
-it('brings an unbounded stream an older intake created to the configured limits', async () => {
+it('brings an existing unbounded stream to the configured limits', async () => {
   const nats = await startNats();
   running.push(nats);
   const nc = await connect({ servers: nats.url });

@@ -1,8 +1,8 @@
 /**
  * The chart's uninstall cleanup hook as rendered: every object of it is a post-delete hook that
  * helm deletes when it finishes (succeeded or failed), the Job runs `intake operator cleanup` with
- * the operator's namespaces, its RBAC follows operator.watchNamespaces, and cleanupOnUninstall=false
- * renders none of it. Whether it works: test/integration/operator-cleanup.test.ts, test/node.
+ * RBAC in the release namespace only (whatever operator.watchNamespaces says), and
+ * cleanupOnUninstall=false renders none of it. Whether it works: test/integration/operator-cleanup.test.ts, test/node.
  */
 import { renderChart } from '../../support/helm.js';
 
@@ -19,8 +19,6 @@ describe('the uninstall cleanup hook', () => {
   it('is post-delete hooks only, deleted by helm when done, with a Job running intake operator cleanup', () => {
     const docs = hooks(render([]));
     expect(docs.map((d) => `${d.kind}/${d.metadata.name}`).sort()).toEqual([
-      'ClusterRole/rel-intake-cleanup',
-      'ClusterRoleBinding/rel-intake-cleanup',
       'Job/rel-intake-cleanup',
       'Role/rel-intake-cleanup',
       'RoleBinding/rel-intake-cleanup',
@@ -35,8 +33,7 @@ describe('the uninstall cleanup hook', () => {
     // Created before the Job that needs them.
     const weight = (kind: string) =>
       Number(docs.find((d) => d.kind === kind)?.metadata.annotations?.['helm.sh/hook-weight']);
-    for (const kind of ['ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'])
-      expect(weight(kind)).toBeLessThan(weight('Job'));
+    for (const kind of ['ServiceAccount', 'Role', 'RoleBinding']) expect(weight(kind)).toBeLessThan(weight('Job'));
     const job = docs.find((d) => d.kind === 'Job');
     expect(job?.spec?.template.spec.serviceAccountName).toBe('rel-intake-cleanup');
     expect(job?.spec?.template.spec.containers[0]?.args).toEqual([
@@ -48,18 +45,14 @@ describe('the uninstall cleanup hook', () => {
     ]);
   });
 
-  it("follows operator.watchNamespaces: Roles there instead of a ClusterRole, and the operator's namespaces", () => {
+  it("needs nothing in the operator's watched namespaces", () => {
     const docs = hooks(render(['--set', 'operator.watchNamespaces={team-a,team-b}']));
-    expect(docs.filter((d) => d.kind.startsWith('Cluster'))).toEqual([]);
-    expect(
-      docs
-        .filter((d) => d.kind === 'Role')
-        .map((d) => d.metadata.namespace)
-        .sort(),
-    ).toEqual(['intake-system', 'team-a', 'team-b']);
-    expect(docs.find((d) => d.kind === 'Job')?.spec?.template.spec.containers[0]?.args).toContain(
-      '--watch-namespaces=team-a,team-b',
-    );
+    expect(docs.map((d) => `${d.kind}/${d.metadata.namespace ?? ''}`).sort()).toEqual([
+      'Job/intake-system',
+      'Role/intake-system',
+      'RoleBinding/intake-system',
+      'ServiceAccount/intake-system',
+    ]);
   });
 
   it('is not rendered with cleanupOnUninstall=false', () => {

@@ -20,13 +20,12 @@ describe('bus messages', () => {
     const events = [event('a'), event('b'), event('c')];
     const [message, ...more] = busMessages('intake.events', events, 1 << 20);
     expect(more).toEqual([]);
-    // Several events: on the subject space only newer consumers read (not intake.events.>).
-    expect(message).toMatchObject({ subject: 'intake.events-multi.team-a.demo', events: 3 });
+    expect(message).toMatchObject({ subject: 'intake.events.team-a.demo', events: 3 });
     // A newline inside a field is escaped by JSON, so it never splits an event.
     expect(eventsOf(bytes(message?.payload as string)).map(decode)).toEqual(events);
   });
 
-  it("keeps a single event's own id and text, as one message per event always was", () => {
+  it("keeps a single event's own id and text", () => {
     const e = event('only');
     expect(busMessages('intake.events', [e], 1 << 20)).toEqual([
       {
@@ -60,8 +59,7 @@ describe('bus messages', () => {
   it('cuts the events into messages of at most maxBytes; an event larger than that goes alone', () => {
     const events = Array.from({ length: 10 }, (_, i) => event(`e${i}`, 'demo', i === 7 ? 5000 : 200));
     const messages = busMessages('p', events, 1000);
-    // Each on the subject space of its own count: a message cut down to one event reads as any single event.
-    for (const m of messages) expect(m.subject).toBe(m.events === 1 ? 'p.team-a.demo' : 'p-multi.team-a.demo');
+    for (const m of messages) expect(m.subject).toBe('p.team-a.demo');
     for (const m of messages) if (m.events > 1) expect(Buffer.byteLength(m.payload)).toBeLessThanOrEqual(1000);
     expect(messages.find((m) => m.payload.length > 1000)?.events).toBe(1);
     expect(messages.flatMap((m) => eventsOf(bytes(m.payload)).map((e) => (decode(e) as NormalisedEvent).id))).toEqual(
@@ -73,7 +71,7 @@ describe('bus messages', () => {
   it('starts a new message where the subject changes', () => {
     const messages = busMessages('p', [event('a', 'one'), event('b', 'one'), event('c', 'two')], 1 << 20);
     expect(messages.map((m) => [m.subject, m.events])).toEqual([
-      ['p-multi.team-a.one', 2],
+      ['p.team-a.one', 2],
       ['p.team-a.two', 1],
     ]);
   });
@@ -92,10 +90,7 @@ describe('bus messages', () => {
     const decided = [['pager', 'tickets'], ['tickets'], ['tickets', 'pager'], [], ['tickets']];
     const messages = busMessages('intake.events', events, 1 << 20, decided);
     const read = messages.map((m) => ({
-      where: readEventSubject(
-        m.subject.startsWith('intake.events-multi') ? 'intake.events-multi' : 'intake.events',
-        m.subject,
-      ),
+      where: readEventSubject('intake.events', m.subject),
       ids: eventsOf(bytes(m.payload)).map((e) => (decode(e) as { id: string }).id),
     }));
     expect(read).toEqual([
@@ -105,8 +100,8 @@ describe('bus messages', () => {
       { where: { namespace: 'team-a', integration: 'demo', decided: [] }, ids: ['d'] },
     ]);
     expect(messages.map((m) => m.subject)).toEqual([
-      'intake.events-multi.team-a.demo._.pager.tickets',
-      'intake.events-multi.team-a.demo.tickets',
+      'intake.events.team-a.demo._.pager.tickets',
+      'intake.events.team-a.demo.tickets',
       'intake.events.team-a.demo._',
     ]);
   });

@@ -2,12 +2,9 @@ import { DiscardPolicy } from '@nats-io/jetstream';
 import type { JetStreamSettings } from '../../../../ingester/sinks/handoff-config.js';
 import { resolveJetStream } from '../../../../ingester/sinks/handoff-config.js';
 import {
-  eventStreamSubjects,
   eventSubject,
-  eventSubjectPrefixes,
   limitChanges,
   mergedSubjects,
-  multiEventSubjectPrefix,
   readEventSubject,
   streamProblems,
   subjectCovers,
@@ -44,41 +41,21 @@ describe('stream checks', () => {
       'intake.events',
     );
     expect(problems).toHaveLength(3);
-    expect(problems[0]).toMatch(/do not cover intake\.events\.> and intake\.events-multi\.>/);
+    expect(problems[0]).toMatch(/do not cover intake\.events\.> \(events are published to intake\.events\./);
     expect(problems[1]).toMatch(/discard policy is "old"/);
     expect(problems[2]).toMatch(/duplicate_window is 120s; intake needs at least 900s/);
   });
 
-  it('needs the subject space of messages of several events too', () => {
-    const perEventRelease = {
-      subjects: ['intake.events.>'],
-      discard: DiscardPolicy.New,
-      duplicate_window: minutes(15),
-    };
-    expect(streamProblems(perEventRelease, 'intake.events')).toEqual([
-      expect.stringMatching(/do not cover intake\.events-multi\.> \(single events are published to intake\.events\./),
-    ]);
-    expect(
-      streamProblems({ ...perEventRelease, subjects: ['intake.events.>', 'intake.events-multi.>'] }, 'intake.events'),
-    ).toEqual([]);
-    expect(streamProblems({ ...perEventRelease, subjects: ['intake.*.>'] }, 'intake.events')).toEqual([]);
-  });
-
-  it('creates the stream on both subject spaces, and adds to an existing one only what no subject covers', () => {
+  it('creates the stream on <prefix>.>, and adds it to an existing one only when no subject covers it', () => {
     const settings = resolveJetStream({ url: 'nats://x' }) as JetStreamSettings;
-    expect(wantedStream(settings).subjects).toEqual(['intake.events.>', 'intake.events-multi.>']);
-    expect(mergedSubjects(['intake.events.>'], 'intake.events')).toEqual(['intake.events.>', 'intake.events-multi.>']);
+    expect(wantedStream(settings).subjects).toEqual(['intake.events.>']);
+    expect(mergedSubjects(['intake.events.>'], 'intake.events')).toEqual(['intake.events.>']);
     expect(mergedSubjects(['other.>', 'intake.events.*'], 'intake.events')).toEqual([
       'other.>',
       'intake.events.*',
       'intake.events.>',
-      'intake.events-multi.>',
     ]);
     expect(mergedSubjects(['intake.>'], 'intake.events')).toEqual(['intake.>']);
-    expect(mergedSubjects(['intake.events.>', 'intake.events-multi.>'], 'intake.events')).toEqual([
-      'intake.events.>',
-      'intake.events-multi.>',
-    ]);
   });
 
   it('names the limits an existing stream does not have yet, treating 0 and -1 alike as no limit', () => {
@@ -96,20 +73,6 @@ describe('stream checks', () => {
 });
 
 describe('event subjects', () => {
-  it('puts messages of several events on a subject space that <prefix>.> does not match', () => {
-    expect(multiEventSubjectPrefix('intake.events')).toBe('intake.events-multi');
-    expect(eventSubjectPrefixes('a.b')).toEqual(['a.b', 'a.b-multi']);
-    const [single, multi] = eventStreamSubjects('intake.events') as [string, string];
-    expect([single, multi]).toEqual(['intake.events.>', 'intake.events-multi.>']);
-    // What a consumer of the per-event release (filter intake.events.>) can never be handed:
-    expect(subjectCovers(single, multi)).toBe(false);
-    expect(subjectCovers(multi, single)).toBe(false);
-    const subject = eventSubject(multiEventSubjectPrefix('intake.events'), { namespace: 'team-a', integration: 'x' });
-    expect(subject).toBe('intake.events-multi.team-a.x');
-    expect(readEventSubject('intake.events-multi', subject)).toEqual({ namespace: 'team-a', integration: 'x' });
-    expect(readEventSubject('intake.events', subject)).toBeUndefined();
-  });
-
   it('names namespace and integration, and a replay its one destination, and reads them back', () => {
     const plain = eventSubject('intake.events', { namespace: 'team-a', integration: 'web_hooks-1' });
     expect(plain).toBe('intake.events.team-a.web_hooks-1');

@@ -43,18 +43,6 @@ describe('sqlite space', () => {
     db.close();
   });
 
-  it('converts a database made without auto_vacuum once it is empty', () => {
-    const dir = tempDir();
-    const db = new DatabaseSync(join(dir, 'db.sqlite'));
-    db.exec('PRAGMA journal_mode = WAL');
-    db.exec('CREATE TABLE t (v TEXT)');
-    expect(reclaimStep(db, false)).toBe(false);
-    expect(Object.values(db.prepare('PRAGMA auto_vacuum').get() ?? {})[0]).toBe(0);
-    reclaimStep(db, true);
-    expect(Object.values(db.prepare('PRAGMA auto_vacuum').get() ?? {})[0]).toBe(2);
-    db.close();
-  });
-
   it('gives a small store a small WAL, and says what disk a store needs', () => {
     const MiB = 1024 * 1024;
     expect(walLimitFor(1024 * MiB)).toBe(4 * MiB);

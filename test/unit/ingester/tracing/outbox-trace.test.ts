@@ -1,7 +1,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
 import { OutboxTable, rowBytes } from '../../../../ingester/destinations/outbox/outbox-table.js';
 import { carrierOfText, carrierText } from '../../../../ingester/tracing/carrier.js';
 
@@ -32,21 +31,5 @@ describe("the outbox keeps a row's trace context", () => {
     again.relaxedTransaction(() => again.remove(again.due('a', Date.now(), 10)[0]!));
     expect(again.budget.used).toBe(0);
     again.db.close();
-  });
-
-  it('opens an outbox of an earlier version (no trace column): its rows carry none', () => {
-    const dir = tempDir();
-    const old = new DatabaseSync(join(dir, 'outbox.sqlite'));
-    old.exec(`CREATE TABLE outbox (
-      seq INTEGER PRIMARY KEY AUTOINCREMENT, destination TEXT NOT NULL, id TEXT NOT NULL, payload TEXT NOT NULL,
-      attempts INTEGER NOT NULL DEFAULT 0, next_at INTEGER NOT NULL, last_error TEXT,
-      tenant TEXT NOT NULL DEFAULT '', UNIQUE (destination, id))`);
-    old.prepare("INSERT INTO outbox (destination, id, payload, next_at) VALUES ('a', 'e0', '{}', 0)").run();
-    old.close();
-    const table = new OutboxTable(dir, 1 << 20);
-    const [due] = table.due('a', Date.now(), 10);
-    expect(due?.id).toBe('e0');
-    expect(carrierOfText(due?.trace)).toBeUndefined();
-    table.db.close();
   });
 });

@@ -156,7 +156,7 @@ describe('mergeActivity', () => {
     // They never take the place of refusals, and the order of replicas does not matter.
     expect(merged.recentRefusals).toEqual([]);
     expect(activityFingerprint(mergeActivity([two, one]))).toBe(activityFingerprint(merged));
-    // Nothing to report: the field is left out, as older operators wrote it.
+    // Nothing to report: the field is left out.
     expect(mergeActivity([reported({})])).not.toHaveProperty('unauthenticatedSenders');
   });
 
@@ -180,7 +180,7 @@ describe('mergeActivity', () => {
     ]);
   });
 
-  it('writes no control character, whatever a replica of another version reported or the status held', () => {
+  it('writes no control character, whatever a replica reported or the status held', () => {
     const hostile = '\x1b]0;pwned\x07\x1b[2J\u009b31m\u202eURGENT\nrotate now';
     const previous: Activity = {
       eventsLastHour: 0,
@@ -205,30 +205,6 @@ describe('mergeActivity', () => {
     expect(merged.recentRefusals[1]?.userAgent).toBe('\\x1b]0;pwned\\x07\\x1b[2J\\x9b31m\\u202eURGENT\\x0arotate now');
     // Merged again, the clean status is stable: no write.
     expect(activityFingerprint(mergeActivity([replica], { ...merged }))).toBe(activityFingerprint(merged));
-  });
-
-  it("drops 401s an older ingester or operator kept among the refusals, with a stranger's text", () => {
-    const urgent: RecentRefusal = {
-      ...refusal('2026-11-24T09:00:00.000Z', '203.0.113.9'),
-      status: 401,
-      code: 'UNAUTHORIZED',
-      reason: 'unauthorized',
-      message: 'missing or invalid credentials',
-      userAgent: 'URGENT from intake platform team',
-    };
-    const previous: Activity = {
-      eventsLastHour: 0,
-      refusedLastHour: 0,
-      refusalsLastHour: {},
-      recentRefusals: [
-        urgent,
-        { ...urgent, status: 400, code: 'INVALID_BODY', reason: 'invalid', userAgent: 'real/1.0' },
-      ],
-    };
-    const older = reported({ recentRefusals: [{ ...urgent, time: '2026-11-24T10:00:00.000Z' }] });
-    const merged = mergeActivity([older], previous);
-    expect(merged.recentRefusals.map((r) => [r.code, r.userAgent])).toEqual([['INVALID_BODY', 'real/1.0']]);
-    expect(JSON.stringify(merged)).not.toContain('URGENT');
   });
 
   it('fingerprints ignore updatedTime and key order', () => {
