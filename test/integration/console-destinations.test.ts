@@ -280,10 +280,20 @@ describe('a destination page', () => {
     await p.getByRole('button', { name: 'Pause' }).waitFor();
     expect((await destination('hook')).spec.suspend).toBe(false);
     await p.locator('h1 .badge.paused').waitFor({ state: 'detached' });
-    // The ingesters' own view of it, where Resume looks for an auto-pause to end: found by the name the console uses.
-    const state = await fetch(`${ingester.adminUrl}/destinations/${encodeURIComponent(`${ns}/hook`)}`);
-    expect(state.status).toBe(200);
-    expect(await state.json()).toMatchObject({ name: `${ns}/hook`, paused: false });
+    // The ingesters' own view of it, where Resume looks for an auto-pause to end: found by the name
+    // the console uses, and resumed once the operator has published the change (seconds, not at once).
+    const state = await waitFor(
+      'the ingester to resume the destination',
+      async () => {
+        const r = await fetch(`${ingester.adminUrl}/destinations/${encodeURIComponent(`${ns}/hook`)}`);
+        expect(r.status).toBe(200);
+        const body = (await r.json()) as { name: string; paused: boolean };
+        return body.paused ? undefined : body;
+      },
+      20_000,
+      200,
+    );
+    expect(state).toMatchObject({ name: `${ns}/hook`, paused: false });
     await ctx.close();
   });
 
