@@ -47,18 +47,30 @@ const EVENTS = Number(process.env.BENCH_DESTINATION_EVENTS ?? 100_000);
 const PROFILE = process.env.BENCH_DESTINATION_PROFILE;
 /** BENCH_DESTINATION_CASES=http-100-bus,am-outbox: only these cases (default: all six, am-alone: Alertmanager's own ceiling, and http-alone: a bare undici client's). BENCH_DESTINATION_MAX_IN_FLIGHT: every destination's delivery.maxInFlight (default: the destination's own). */
 const ONLY = process.env.BENCH_DESTINATION_CASES?.split(',').filter(Boolean);
+/** BENCH_INGESTER_ROOT=<another checkout, built>: its ingester is the one measured (a before-and-after in alternating runs). */
+const INGESTER_ROOT = process.env.BENCH_INGESTER_ROOT || undefined;
 const wanted = (name: string): boolean => !ONLY || ONLY.includes(name);
 const dir = mkdtempSync(join(process.env.BENCH_DIR || tmpdir(), 'intake-bench-dest-'));
 
-/** An HTTP destination that counts events; while its gate is closed it holds every answer. */
-async function receiver(): Promise<{ url: string; gate: Gate; close: () => void }> {
+/**
+ * An HTTP destination that counts the events it answered; while its gate is closed it holds every
+ * answer. The runner waits on this count rather than on the ingester's metrics: scraping them
+ * every 100 ms took about 5% of the ingester's CPU in a profile of a slow (busy machine) run (its
+ * process metrics list every socket and file descriptor), and that was counted as delivery's.
+ */
+async function receiver(): Promise<{ url: string; gate: Gate; close: () => void; answered: () => number }> {
   let held: Array<() => void> | undefined;
+  let answered = 0;
   const srv: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      JSON.parse(Buffer.concat(chunks).toString('utf8'));
-      const answer = (): void => void res.writeHead(200).end();
+      const body: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      const events = Array.isArray(body) ? body.length : 1;
+      const answer = (): void => {
+        answered += events;
+        res.writeHead(200).end();
+      };
       if (held) held.push(answer);
       else answer();
     });
@@ -73,7 +85,7 @@ async function receiver(): Promise<{ url: string; gate: Gate; close: () => void 
       for (const answer of waiting) answer();
     },
   };
-  return { url: `http://127.0.0.1:${port}/hook`, gate, close: () => srv.close() };
+  return { url: `http://127.0.0.1:${port}/hook`, gate, close: () => srv.close(), answered: () => answered };
 }
 
 async function metric(admin: number, series: string): Promise<number> {
@@ -147,6 +159,8 @@ interface CaseResult {
   drainPerCpuSecond: number;
   /** How busy each core was while the backlog was delivered: the ingester's (0), and the receiver's, nats-server's and Alertmanager's (1). */
   drainBusy: [number, number];
+  /** CPU seconds Alertmanager (when it is the destination) and nats-server (with the bus) used while the backlog was delivered. */
+  drainPeerCpu: { alertmanager?: number; nats?: number };
   /** EVENTS more, accepted and delivered at the same time on the ingester's one core. */
   bothPerSecond: number;
   bothPerCpuSecond: number;
@@ -157,7 +171,15 @@ interface CaseResult {
 const delivered = (admin: number): Promise<number> =>
   metric(admin, 'intake_destination_delivered_total{destination="target"}');
 
-async function runCase(c: Case, natsUrl: string, gate: Gate): Promise<CaseResult> {
+/** The bus, and the pids whose CPU a case reports beside the ingester's. */
+interface Peers {
+  natsUrl: string;
+  natsPid: number;
+  alertmanagerPid?: number;
+}
+
+async function runCase(c: Case, peers: Peers, gate: Gate, answered?: () => number): Promise<CaseResult> {
+  const natsUrl = peers.natsUrl;
   const [port, admin] = [await freePort(), await freePort()];
   const config = {
     listen: `127.0.0.1:${port}`,
@@ -193,6 +215,7 @@ async function runCase(c: Case, natsUrl: string, gate: Gate): Promise<CaseResult
   const profDir = join(dir, `${c.name}-cpuprofile`);
   const child = pinnedIngester(c.name, file, {
     nodeFlags: ['--max-semi-space-size=4', ...(profiling ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [])],
+    ...(INGESTER_ROOT ? { root: INGESTER_ROOT } : {}),
   });
   let window: { startUs: number; endUs: number } | undefined;
   try {
@@ -208,10 +231,19 @@ async function runCase(c: Case, natsUrl: string, gate: Gate): Promise<CaseResult
     const startUs = monotonicUs();
     const cpuBefore = processCpuSeconds(child.pid as number);
     const coresBefore = cpuTimes();
-    await waitFor(`${c.name} drained`, async () => (await delivered(admin)) >= EVENTS, 600_000, 100);
+    const amBefore = peers.alertmanagerPid ? processCpuSeconds(peers.alertmanagerPid) : NaN;
+    const natsBefore = processCpuSeconds(peers.natsPid);
+    // Our receiver counts what it answered; Alertmanager's rows read the ingester's count.
+    const reached = async (n: number): Promise<boolean> => (answered ? answered() : await delivered(admin)) >= n;
+    const pollMs = answered ? 10 : 100;
+    await waitFor(`${c.name} drained`, () => reached(EVENTS), 600_000, pollMs);
     const drainSeconds = (performance.now() - released) / 1000;
     const drainCpu = processCpuSeconds(child.pid as number) - cpuBefore;
     const coresAfter = cpuTimes();
+    const drainPeerCpu = {
+      ...(peers.alertmanagerPid ? { alertmanager: processCpuSeconds(peers.alertmanagerPid) - amBefore } : {}),
+      ...(c.queue === 'bus' ? { nats: processCpuSeconds(peers.natsPid) - natsBefore } : {}),
+    };
     const drainBusy: [number, number] = [
       cpuBusyPercent(coresBefore, coresAfter, '0'),
       cpuBusyPercent(coresBefore, coresAfter, '1'),
@@ -221,13 +253,14 @@ async function runCase(c: Case, natsUrl: string, gate: Gate): Promise<CaseResult
     const started = performance.now();
     const cpuStarted = processCpuSeconds(child.pid as number);
     await send(c, port, EVENTS, EVENTS);
-    await waitFor(`${c.name} delivered`, async () => (await delivered(admin)) >= 2 * EVENTS, 600_000, 100);
+    await waitFor(`${c.name} delivered`, () => reached(2 * EVENTS), 600_000, pollMs);
     const bothSeconds = (performance.now() - started) / 1000;
     const bothCpu = processCpuSeconds(child.pid as number) - cpuStarted;
     return {
       drainPerSecond: EVENTS / drainSeconds,
       drainPerCpuSecond: EVENTS / drainCpu,
       drainBusy,
+      drainPeerCpu,
       bothPerSecond: EVENTS / bothSeconds,
       bothPerCpuSecond: EVENTS / bothCpu,
       rss: peakRssMiB(child.pid),
@@ -336,7 +369,9 @@ async function alertmanagerAlone(): Promise<Ceiling> {
 }
 
 async function main(): Promise<void> {
-  const natsUrl = (await startNatsServer(dir)).url;
+  const nats = await startNatsServer(dir);
+  const natsUrl = nats.url;
+  const natsPid = nats.child.pid as number;
   // The timeout outlasts the held answers of the backlog phase: nothing is retried, nothing lost.
   const delivery = {
     backoffMin: '100ms',
@@ -348,9 +383,13 @@ async function main(): Promise<void> {
   };
   const rows: string[] = [];
   let ceiling: Ceiling | undefined;
-  const row = (what: string, queue: string, r: CaseResult): void => {
+  /** The cases' results by name, for the ratios against the ceiling and the floor. */
+  const results = new Map<string, CaseResult>();
+  const row = (what: string, queue: string, r: CaseResult, name?: string): void => {
+    if (name) results.set(name, r);
+    const peer = (s: number | undefined): string => (s === undefined ? '-' : s.toFixed(2));
     rows.push(
-      `| ${what} | ${queue === 'bus' ? 'JetStream consumer' : 'outbox (standalone)'} | ${r.drainPerSecond.toFixed(0)} | ${r.drainPerCpuSecond.toFixed(0)} | ${r.drainBusy.map((b) => b.toFixed(0)).join(' / ')} | ${r.bothPerSecond.toFixed(0)} | ${r.bothPerCpuSecond.toFixed(0)} | ${r.rss.toFixed(0)} |`,
+      `| ${what} | ${queue === 'bus' ? 'JetStream consumer' : 'outbox (standalone)'} | ${r.drainPerSecond.toFixed(0)} | ${r.drainPerCpuSecond.toFixed(0)} | ${r.drainBusy.map((b) => b.toFixed(0)).join(' / ')} | ${peer(r.drainPeerCpu.alertmanager)} / ${peer(r.drainPeerCpu.nats)} | ${r.bothPerSecond.toFixed(0)} | ${r.bothPerCpuSecond.toFixed(0)} | ${r.rss.toFixed(0)} |`,
     );
   };
   for (const queue of ['bus', 'outbox'] as const) {
@@ -369,7 +408,11 @@ async function main(): Promise<void> {
               const name = `http-${batchSize}-${queue}-${protectedCase ? 'protected' : 'bare'}-${pair}`;
               const route = protectedCase ? { rules: protectionRules(PROTECTION_RULES) } : {};
               const what = `HTTP, batchSize ${batchSize}, ${protectedCase ? `${PROTECTION_RULES} rules + breaker` : 'bare'} (pair ${pair + 1})`;
-              row(what, queue, await runCase({ name, queue, destination, route }, natsUrl, r.gate));
+              row(
+                what,
+                queue,
+                await runCase({ name, queue, destination, route }, { natsUrl, natsPid }, r.gate, r.answered),
+              );
             } finally {
               r.close();
             }
@@ -381,7 +424,12 @@ async function main(): Promise<void> {
       try {
         const destination = { http: { url: r.url, batchSize, timeout: '120s' }, delivery };
         const name = `http-${batchSize}-${queue}`;
-        row(`HTTP, batchSize ${batchSize}`, queue, await runCase({ name, queue, destination }, natsUrl, r.gate));
+        row(
+          `HTTP, batchSize ${batchSize}`,
+          queue,
+          await runCase({ name, queue, destination }, { natsUrl, natsPid }, r.gate, r.answered),
+          name,
+        );
       } finally {
         r.close();
       }
@@ -394,7 +442,12 @@ async function main(): Promise<void> {
       row(
         'Alertmanager (one alert per event)',
         queue,
-        await runCase({ name: `am-${queue}`, queue, destination }, natsUrl, am.gate),
+        await runCase(
+          { name: `am-${queue}`, queue, destination },
+          { natsUrl, natsPid, alertmanagerPid: am.pid },
+          am.gate,
+        ),
+        `am-${queue}`,
       );
       am.stop();
     }
@@ -404,14 +457,14 @@ async function main(): Promise<void> {
   const bareConnections = Number(process.env.BENCH_DESTINATION_MAX_IN_FLIGHT ?? 256);
   const bare = wanted('http-alone') ? await httpAlone(bareConnections) : undefined;
   const table = [
-    `Destinations. Machine: ${process.env.BENCH_NPROC ?? availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown'}), node ${process.version}, load average ${loadavg()
+    `Destinations${INGESTER_ROOT ? ` (the ingester of ${INGESTER_ROOT})` : ''}. Machine: ${process.env.BENCH_NPROC ?? availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown'}), node ${process.version}, load average ${loadavg()
       .map((l) => l.toFixed(1))
       .join(
         ' ',
       )} at the end; ingester on CPU 0; receiver, Alertmanager and nats-server on CPU 1. Per case a fresh ingester; events in 100-event requests (4 at a time). Backlog: ${EVENTS} events accepted while the destination held its answers, then released, timed until it took the last one (delivery alone). Accept + deliver: ${EVENTS} more, timed from the first request until the destination took the last (both on the ingester's one core). One run each.`,
     '',
-    '| destination | queue | backlog delivered, events/s | per ingester CPU-s | CPU 0 / CPU 1 busy %, backlog | accepted and delivered, events/s | per ingester CPU-s | ingester peak RSS MiB |',
-    '|---|---|---|---|---|---|---|---|',
+    '| destination | queue | backlog delivered, events/s | per ingester CPU-s | CPU 0 / CPU 1 busy %, backlog | Alertmanager / nats-server CPU-s, backlog | accepted and delivered, events/s | per ingester CPU-s | ingester peak RSS MiB |',
+    '|---|---|---|---|---|---|---|---|---|',
     ...rows,
     ...(ceiling
       ? [
@@ -426,8 +479,23 @@ async function main(): Promise<void> {
         ]
       : []),
   ].join('\n');
-  process.stdout.write(`\n${table}\n`);
-  if (process.env.BENCH_OUT) writeFileSync(process.env.BENCH_OUT, `\n${table}\n`, { flag: 'a' });
+  const ratios: string[] = [];
+  const pct = (a: number, b: number): string => `${((100 * a) / b).toFixed(0)}%`;
+  for (const queue of ['bus', 'outbox']) {
+    const am = results.get(`am-${queue}`);
+    if (am && ceiling)
+      ratios.push(
+        `Alertmanager from the ${queue}: ${pct(am.drainPerSecond, ceiling.perSecond)} of Alertmanager alone's alerts/s (target 80%); Alertmanager took ${am.drainPeerCpu.alertmanager ? (EVENTS / am.drainPeerCpu.alertmanager).toFixed(0) : '?'} alerts per its CPU-second (alone: ${ceiling.perCpuSecond.toFixed(0)})`,
+      );
+    const http = results.get(`http-1-${queue}`);
+    if (http && bare)
+      ratios.push(
+        `HTTP batchSize 1 from the ${queue}: ${pct(http.drainPerCpuSecond, bare.perCpuSecond)} of the bare client's events per CPU-second (target 70%), ${pct(http.drainPerSecond, bare.perSecond)} on the wall clock`,
+      );
+  }
+  const summary = ratios.length > 0 ? `\n\nIn this run: ${ratios.join('; ')}.` : '';
+  process.stdout.write(`\n${table}${summary}\n`);
+  if (process.env.BENCH_OUT) writeFileSync(process.env.BENCH_OUT, `\n${table}${summary}\n`, { flag: 'a' });
 }
 
 runBenchmark(main);

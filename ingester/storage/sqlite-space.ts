@@ -13,7 +13,7 @@
  *   so a drained store is back to a few pages.
  */
 import { statfsSync } from 'node:fs';
-import type { DatabaseSync } from 'node:sqlite';
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -23,8 +23,20 @@ const MIN_WAL_BYTES = 256 * KiB;
 /** The database's empty pages, its shared-memory index, the replay cursor, one transaction's margin. */
 const FIXED_OVERHEAD_BYTES = MiB;
 
-const pragmaValue = (db: DatabaseSync, name: string): number =>
-  Number(Object.values(db.prepare(`PRAGMA ${name}`).get() ?? {})[0] ?? 0);
+/**
+ * Each database's PRAGMA reads, prepared once: a reclaim step follows every commit that removed
+ * rows (the outbox settles one per turn while delivering), and preparing its three reads each
+ * time showed in the outbox's delivery profile.
+ */
+const pragmaReads = new WeakMap<DatabaseSync, Map<string, StatementSync>>();
+
+function pragmaValue(db: DatabaseSync, name: string): number {
+  let reads = pragmaReads.get(db);
+  if (!reads) pragmaReads.set(db, (reads = new Map()));
+  let read = reads.get(name);
+  if (!read) reads.set(name, (read = db.prepare(`PRAGMA ${name}`)));
+  return Number(Object.values(read.get() ?? {})[0] ?? 0);
+}
 
 /** The WAL limit of a store of maxBytes: an eighth of it, between 256 KiB and 4 MiB. */
 export const walLimitFor = (maxBytes: number): number =>

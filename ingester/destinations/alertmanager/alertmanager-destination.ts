@@ -171,7 +171,7 @@ export class AlertmanagerDestination implements Destination {
       // Refusals are reported once, by the round whose result stands.
       const refused: Array<[NormalisedEvent, 'namespace' | 'total']> = [];
       for (const e of list) {
-        const applied = applyEvent(state, e, now);
+        const applied = applyEvent(state, e, now, key);
         if (!applied.changed) continue;
         if (state === undefined && applied.next !== undefined) {
           // A new state takes a place under the caps before it is written (concurrent creates see it).

@@ -52,16 +52,19 @@ export function alertKey(e: Pick<NormalisedEvent, 'namespace' | 'integration' | 
 }
 
 export function labelsOf(e: NormalisedEvent): Record<string, string> {
-  const labels: Record<string, string> = {
-    alertname: e.type || e.class || 'IntakeEvent',
-    signature: e.signature,
-    source: e.source,
-    severity: e.severity_name,
-    integration: e.integration,
-    namespace: e.namespace,
-  };
+  const alertname = e.type || e.class || 'IntakeEvent';
+  const { signature, source, integration, namespace } = e;
+  const severity: string = e.severity_name;
+  // The common case in one literal (one object shape, no per-event array): every label has a value.
+  if (signature !== '' && source !== '' && severity !== '' && integration !== '' && namespace !== '')
+    return { alertname, signature, source, severity, integration, namespace };
   // Alertmanager treats an empty label value as an absent label; leave it out rather than send it.
-  for (const [k, v] of Object.entries(labels)) if (v === '') delete labels[k];
+  const labels: Record<string, string> = { alertname };
+  if (signature !== '') labels.signature = signature;
+  if (source !== '') labels.source = source;
+  if (severity !== '') labels.severity = severity;
+  if (integration !== '') labels.integration = integration;
+  if (namespace !== '') labels.namespace = namespace;
   return labels;
 }
 
@@ -79,27 +82,39 @@ export function annotationsOf(e: NormalisedEvent): Record<string, string> {
     const value = e[field];
     if (value) a[field] = value;
   }
-  if (Object.keys(e.custom_info).length > 0) a.custom_info = JSON.stringify(e.custom_info);
+  if (hasKeys(e.custom_info)) a.custom_info = JSON.stringify(e.custom_info);
   return a;
+}
+
+/** Whether an object has an own enumerable key (without building the array of them). */
+function hasKeys(o: Record<string, unknown>): boolean {
+  for (const k in o) if (Object.hasOwn(o, k)) return true;
+  return false;
 }
 
 /**
  * The state after `e`, and whether anything changed. Applying the same event twice (a redelivery)
- * or an older one changes nothing.
+ * or an older one changes nothing. `key`: the event's alertKey, when the caller has it already.
  */
 export function applyEvent(
   prev: AlertState | undefined,
   e: NormalisedEvent,
   nowMs: number,
+  key?: string,
 ): { next: AlertState | undefined; changed: boolean } {
   const eventAtMs = Date.parse(e.agent_time);
   if (prev && (prev.lastEventId === e.id || eventAtMs < prev.lastEventAtMs)) return { next: prev, changed: false };
-  const now = new Date(nowMs).toISOString();
   if (e.severity === 0) {
     // A clear for a signature with no firing alert has nothing to resolve.
     if (!prev || prev.resolvedAt) return { next: prev, changed: false };
     return {
-      next: { ...prev, resolvedAt: now, lastEventAtMs: eventAtMs, lastEventId: e.id, lastSeenMs: nowMs },
+      next: {
+        ...prev,
+        resolvedAt: isoString(nowMs),
+        lastEventAtMs: eventAtMs,
+        lastEventId: e.id,
+        lastSeenMs: nowMs,
+      },
       changed: true,
     };
   }
@@ -107,17 +122,22 @@ export function applyEvent(
   const annotations = annotationsOf(e);
   const firingSameAlert = prev && !prev.resolvedAt && sameLabels(prev.labels, labels);
   const next: AlertState = {
-    key: prev?.key ?? alertKey(e),
+    key: prev?.key ?? key ?? alertKey(e),
     labels,
     annotations,
     // An event time ahead of this machine's clock would put startsAt in the future.
-    startsAt: firingSameAlert ? prev.startsAt : new Date(Math.min(eventAtMs, nowMs)).toISOString(),
+    startsAt: firingSameAlert ? prev.startsAt : isoString(Math.min(eventAtMs, nowMs)),
     lastEventAtMs: eventAtMs,
     lastEventId: e.id,
     lastSeenMs: nowMs,
   };
   if (prev && !prev.resolvedAt && !firingSameAlert) {
-    next.replaced = { labels: prev.labels, annotations: prev.annotations, startsAt: prev.startsAt, endedAt: now };
+    next.replaced = {
+      labels: prev.labels,
+      annotations: prev.annotations,
+      startsAt: prev.startsAt,
+      endedAt: isoString(nowMs),
+    };
   } else if (prev?.replaced && firingSameAlert) {
     next.replaced = prev.replaced;
   }
@@ -148,7 +168,7 @@ export function alertsOf(s: AlertState, nowMs: number, t: Timing): PostableAlert
       labels: s.labels,
       annotations: s.annotations,
       startsAt: s.startsAt,
-      endsAt: new Date(nowMs + ENDS_AT_INTERVALS * t.resendIntervalMs).toISOString(),
+      endsAt: isoString(nowMs + ENDS_AT_INTERVALS * t.resendIntervalMs),
     });
   }
   return out;
@@ -171,6 +191,20 @@ export function expire(s: AlertState, nowMs: number, resolveAfterMs: number): Al
 /** Whether the state can be forgotten: resolved and past the retention, nothing replaced still to send. */
 export function isSpent(s: AlertState, nowMs: number, t: Timing): boolean {
   return s.resolvedAt !== undefined && alertsOf(s, nowMs, t).length === 0;
+}
+
+/**
+ * A time (ms) as an ISO string, the last one remembered: the alerts of one batch are stamped within
+ * the same few milliseconds, so most calls skip building and formatting a Date.
+ */
+let lastIsoMs = Number.NaN;
+let lastIso = '';
+function isoString(ms: number): string {
+  if (ms !== lastIsoMs) {
+    lastIso = new Date(ms).toISOString();
+    lastIsoMs = ms;
+  }
+  return lastIso;
 }
 
 /** Alertmanager refuses endsAt before startsAt (a clear stamped earlier than the firing event's time). */

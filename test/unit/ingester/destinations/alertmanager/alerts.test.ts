@@ -61,6 +61,28 @@ describe('events as Alertmanager alerts', () => {
     expect(next?.annotations.event_id).toMatch(/^id-/);
   });
 
+  it('leaves out an empty label, in the same order as a full set, and custom_info when empty', () => {
+    const labels = labelsOf(event({ source: '', integration: '' }));
+    expect(labels).toEqual({ alertname: 'HighCPU', signature: 'web-1:cpu', severity: 'critical', namespace: 'team-a' });
+    expect(JSON.stringify(labels)).toBe(
+      '{"alertname":"HighCPU","signature":"web-1:cpu","severity":"critical","namespace":"team-a"}',
+    );
+    expect(JSON.stringify(labelsOf(event()))).toBe(
+      '{"alertname":"HighCPU","signature":"web-1:cpu","source":"web-1","severity":"critical","integration":"demo","namespace":"team-a"}',
+    );
+    const { next } = applyEvent(undefined, event({ custom_info: {} }), T0);
+    expect(next?.annotations).not.toHaveProperty('custom_info');
+  });
+
+  it('stamps each alert with its own times, also within one millisecond and across calls', () => {
+    const a = applyEvent(undefined, event({}, T0 - 1000), T0).next as AlertState;
+    const b = applyEvent(undefined, event({ signature: 'other' }, T0 - 2000), T0).next as AlertState;
+    expect([a.startsAt, b.startsAt]).toEqual([new Date(T0 - 1000).toISOString(), new Date(T0 - 2000).toISOString()]);
+    expect(alertsOf(a, T0, timing)[0]?.endsAt).toBe(new Date(T0 + ENDS_AT_INTERVALS * 60_000).toISOString());
+    expect(alertsOf(b, T0 + 1, timing)[0]?.endsAt).toBe(new Date(T0 + 1 + ENDS_AT_INTERVALS * 60_000).toISOString());
+    expect(a.key).toBe(alertKey(event()));
+  });
+
   it('takes alertname from class without a type, and a fixed name without either', () => {
     expect(labelsOf(event({ type: undefined })).alertname).toBe('cpu');
     expect(labelsOf(event({ type: undefined, class: undefined })).alertname).toBe('IntakeEvent');
