@@ -15,11 +15,11 @@ import { DatabaseSync } from 'node:sqlite';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { parseEvents } from '../../ingester/core/event.js';
-import { AlertmanagerDestination } from '../../ingester/destinations/alertmanager-destination.js';
+import { AlertmanagerDestination } from '../../ingester/destinations/alertmanager/alertmanager-destination.js';
 import { Dispatcher, type Delivery } from '../../ingester/destinations/dispatcher.js';
 import { parseStored } from '../../ingester/destinations/destination.js';
 import { DestinationMetrics } from '../../ingester/destinations/metrics.js';
-import { SqliteAlertStores } from '../../ingester/destinations/sqlite-alert-store.js';
+import { SqliteAlertStores } from '../../ingester/destinations/alertmanager/sqlite-alert-store.js';
 import { processCpuSeconds, runBenchmark, startAlertmanager } from '../support/processes.js';
 import { destinationEvent } from './destination-events.js';
 
