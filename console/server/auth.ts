@@ -2,7 +2,7 @@
  * Who is asking. A request's session is its cookie together with its secret in X-Intake-Session
  * (never the cookie alone, security.ts); in token mode a bearer token an authenticating proxy put
  * in Authorization counts as one. Each user's Kubernetes client comes from kube.ts, so RBAC decides
- * what they see. Signing in is routes/session.ts; what a request needs to get that far, guard.ts.
+ * what they see. Signing in is endpoints/session.ts; what a request needs to get that far, guard.ts.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { isRefusal, LoginThrottle, DEFAULT_LOGIN_THROTTLE } from './bounds.js';

@@ -1,5 +1,5 @@
 /**
- * What every group of routes (routes/) is given: the options, who is asking (auth.ts), and the
+ * What every group of endpoints (endpoints/) is given: the options, who is asking (auth.ts), and the
  * bounds the console's users share. Built once per console by createContext.
  */
 import type { FastifyInstance } from 'fastify';
@@ -19,8 +19,8 @@ export interface ConsoleContext {
   mappingWorkers: MappingWorkerPool;
 }
 
-/** One group of the console's routes (routes/<area>.ts), registered by main.ts from routes/index.ts. */
-export type ConsoleRoutes = (app: FastifyInstance, ctx: ConsoleContext) => void;
+/** One group of the console's endpoints (endpoints/<area>.ts), registered by main.ts from endpoints/index.ts. */
+export type ConsoleEndpoints = (app: FastifyInstance, ctx: ConsoleContext) => void;
 
 export function createContext(options: ConsoleOptions): ConsoleContext {
   return {

@@ -6,7 +6,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ConsoleAuth } from './auth.js';
 import type { ConsoleOptions } from './options.js';
-import { APP_FILES } from './routes/app-files.js';
+import { APP_FILES } from './endpoints/app-files.js';
 import { CONTENT_SECURITY_POLICY, isSameOriginWrite } from './security.js';
 
 export interface GuardOptions {

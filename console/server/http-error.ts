@@ -1,5 +1,5 @@
 /**
- * The console API's answers to failure: a refusal the routes throw (HttpError, with the stable
+ * The console API's answers to failure: a refusal the endpoints throw (HttpError, with the stable
  * `error` code the page shows), and the one error handler that turns any thrown error into the
  * JSON body `{ error, message }` (and `Retry-After` when waiting helps).
  */

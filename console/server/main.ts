@@ -7,15 +7,15 @@
  * - token (`--auth token`, the chart's in-cluster Deployment): each user signs in with a
  *   Kubernetes bearer token (pasted, or `Authorization: Bearer` from an authenticating proxy).
  *
- * Where things are: who is asking, auth.ts; what every request must carry, guard.ts; the routes,
- * one module per area in routes/ (listed in routes/index.ts); what they share, context.ts.
+ * Where things are: who is asking, auth.ts; what every request must carry, guard.ts; the endpoints,
+ * one module per area in endpoints/ (listed in endpoints/index.ts); what they share, context.ts.
  */
 import Fastify from 'fastify';
 import { createContext } from './context.js';
 import { guard } from './guard.js';
 import { errorHandler } from './http-error.js';
 import type { ConsoleOptions, RunningConsole } from './options.js';
-import { CONSOLE_ROUTES } from './routes/index.js';
+import { CONSOLE_ENDPOINTS } from './endpoints/index.js';
 import { allowedLocalHosts } from './security.js';
 
 export { CONSOLE_DEFAULTS, type ConsoleOptions, type RunningConsole } from './options.js';
@@ -27,7 +27,7 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
   let allowedHosts: Set<string> | undefined;
   app.addHook('onRequest', guard({ mode: options.mode, auth: ctx.auth, allowedHosts: () => allowedHosts }));
   app.setErrorHandler(errorHandler(options.logger));
-  for (const routes of CONSOLE_ROUTES) routes(app, ctx);
+  for (const endpoints of CONSOLE_ENDPOINTS) endpoints(app, ctx);
 
   const address = await app.listen({ host: options.host, port: options.port });
   const port = (app.server.address() as { port: number }).port;

@@ -12,7 +12,7 @@ export interface ConsoleOptions {
   allowedHosts?: string[];
   /** Replaces the scheme and host of status.url for test events (the console reaches ingesters another way). */
   ingestUrl?: string;
-  /** The ingesters' admin listener, where the event inspector's captures are read (routes/inspector.ts). */
+  /** The ingesters' admin listener, where the event inspector's captures are read (endpoints/inspector.ts). */
   ingesterAdminUrl?: string;
   /** Mark the session cookie Secure (token mode behind HTTPS). */
   secureCookie?: boolean;

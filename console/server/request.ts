@@ -1,4 +1,4 @@
-/** What the routes read from a request: the object it names, and its JSON body. */
+/** What the endpoints read from a request: the object it names, and its JSON body. */
 import type { FastifyRequest } from 'fastify';
 import { HttpError } from './http-error.js';
 import { isPlural, type Plural } from './kube.js';

@@ -1,7 +1,7 @@
 /**
  * The destination pages' data: a namespace's Destinations and the platform's destinations, pause
  * and resume, and one destination's dead letters and bulk replays, from the console server
- * (console/server/routes/destinations.ts). Shapes come from the API's types; the status is read
+ * (console/server/endpoints/destinations.ts). Shapes come from the API's types; the status is read
  * from the cluster as found, so every field is optional.
  */
 import type { DeliveryAnswer, DestinationDelivery } from '../../../api/v1alpha1/types.js';

@@ -1,5 +1,5 @@
 /**
- * The destination pages' server routes (console/server/routes/destinations.ts) with a stand-in
+ * The destination pages' server endpoints (console/server/endpoints/destinations.ts) with a stand-in
  * user (what the API server would answer and allow) and a stand-in admin listener recording what
  * the console asked of it: the permission is asked before anything reaches the ingesters, and the
  * namespace and destination of a replay are always the page's.
@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { UserClient } from '../../../console/server/kube.js';
-import { registerDestinationRoutes } from '../../../console/server/routes/destinations.js';
+import { registerDestinationEndpoints } from '../../../console/server/endpoints/destinations.js';
 
 interface AdminCall {
   method: string;
@@ -89,7 +89,7 @@ function userAllowed(verbs: string[]): UserClient {
 
 async function appFor(user: UserClient, withAdmin = true): Promise<FastifyInstance> {
   const app = Fastify();
-  registerDestinationRoutes(app, { ...(withAdmin ? { ingesterAdminUrl: adminUrl } : {}), userOf: () => user });
+  registerDestinationEndpoints(app, { ...(withAdmin ? { ingesterAdminUrl: adminUrl } : {}), userOf: () => user });
   await app.ready();
   return app;
 }
@@ -200,7 +200,7 @@ describe('listing dead letters', () => {
     expect(res.statusCode).toBe(404);
     expect(res.json().message).toContain('--ingester-admin-url');
     const app = Fastify();
-    registerDestinationRoutes(app, { ingesterAdminUrl: 'http://127.0.0.1:9', userOf: () => userAllowed(['get']) });
+    registerDestinationEndpoints(app, { ingesterAdminUrl: 'http://127.0.0.1:9', userOf: () => userAllowed(['get']) });
     expect((await app.inject({ method: 'GET', url: `${base}/deadletters` })).statusCode).toBe(502);
   });
 });
@@ -216,7 +216,7 @@ describe('the list', () => {
 
   it('still lists the Destinations when the ingesters cannot be asked', async () => {
     const app = Fastify();
-    registerDestinationRoutes(app, { ingesterAdminUrl: 'http://127.0.0.1:9', userOf: () => userAllowed(['get']) });
+    registerDestinationEndpoints(app, { ingesterAdminUrl: 'http://127.0.0.1:9', userOf: () => userAllowed(['get']) });
     const res = await app.inject({ method: 'GET', url: `/api/namespaces/${NS}/destinations` });
     expect(res.statusCode).toBe(200);
     expect(res.json().items).toHaveLength(1);

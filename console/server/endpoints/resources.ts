@@ -3,7 +3,7 @@
  * patch: suspend and rotate, delete), and their credentials revealed when the user's own token may
  * read the Secret (credentials.ts).
  */
-import type { ConsoleRoutes } from '../context.js';
+import type { ConsoleEndpoints } from '../context.js';
 import { readCredentials } from '../credentials.js';
 import { gitOpsOwner, type ObjectMeta } from '../../shared/gitops.js';
 import { HttpError } from '../http-error.js';
@@ -25,7 +25,7 @@ async function refuseGitOpsManaged(user: UserClient, ns: string, plural: Plural,
     );
 }
 
-export const resourceRoutes: ConsoleRoutes = (app, { auth }) => {
+export const resourceEndpoints: ConsoleEndpoints = (app, { auth }) => {
   const object = '/api/namespaces/:ns/:plural/:name';
   app.get(object, async (req) => {
     const { ns, plural, name } = targetOf(req);

@@ -1,11 +1,11 @@
 /** Signing in and out, and who the page's user is (GET /api/session). */
 import type { SessionInfo, SignedIn } from '../../shared/console-api.js';
-import type { ConsoleRoutes } from '../context.js';
+import type { ConsoleEndpoints } from '../context.js';
 import { isRefusal } from '../bounds.js';
 import { HttpError } from '../http-error.js';
 import { KubeError } from '../kube.js';
 
-export const sessionRoutes: ConsoleRoutes = (app, { options, auth }) => {
+export const sessionEndpoints: ConsoleEndpoints = (app, { options, auth }) => {
   app.get('/api/session', async (req): Promise<SessionInfo> => {
     const session = auth.sessionOf(req);
     if (!session) return { mode: options.mode, signedIn: false };

@@ -1,5 +1,5 @@
 /**
- * The destination pages' server routes (docs/console.md, "Destinations"): a namespace's own
+ * The destination pages' server endpoints (docs/console.md, "Destinations"): a namespace's own
  * `Destination` resources and the platform's destinations, pause and resume, and the dead letters
  * of one destination with the filtered bulk replay, its progress and cancel.
  *
@@ -21,7 +21,7 @@ import { GROUP, VERSION, type Destination } from '../../../api/v1alpha1/types.js
 import { gitOpsOwner, type ObjectMeta } from '../../shared/gitops.js';
 import { KubeError, type UserClient } from '../kube.js';
 import { slim } from '../watch-stream.js';
-import type { ConsoleRoutes } from '../context.js';
+import type { ConsoleEndpoints } from '../context.js';
 
 /** The verb that allows replaying (and cancelling replays of) a namespace's dead letters for a destination. */
 export const REPLAY_VERB = 'replay';
@@ -32,7 +32,7 @@ const LETTERS_SHOWN = 200;
 /** The filters a user may give a replay; the namespace and the destination are the page's. */
 const USER_FILTERS = ['integration', 'reason', 'since', 'until'] as const;
 
-export interface DestinationRoutesOptions {
+export interface DestinationEndpointsOptions {
   /** The ingesters' admin listener: dead letters and the platform's destinations. Absent: not offered. */
   ingesterAdminUrl?: string;
   userOf(req: FastifyRequest): UserClient;
@@ -69,14 +69,14 @@ interface ReplayProgress {
   [k: string]: unknown;
 }
 
-/** The destination pages' routes, as the console registers them (routes/index.ts). */
-export const destinationRoutes: ConsoleRoutes = (app, { options, auth }) =>
-  registerDestinationRoutes(app, {
+/** The destination pages' endpoints, as the console registers them (endpoints/index.ts). */
+export const destinationEndpoints: ConsoleEndpoints = (app, { options, auth }) =>
+  registerDestinationEndpoints(app, {
     ...(options.ingesterAdminUrl ? { ingesterAdminUrl: options.ingesterAdminUrl } : {}),
     userOf: (req) => auth.userOf(req),
   });
 
-export function registerDestinationRoutes(app: FastifyInstance, o: DestinationRoutesOptions): void {
+export function registerDestinationEndpoints(app: FastifyInstance, o: DestinationEndpointsOptions): void {
   // Its own scope: its refusals are answered here, anything else by the console's handler.
   void app.register(async (scope) => {
     scope.setErrorHandler((err, _req, reply) => {
@@ -86,11 +86,11 @@ export function registerDestinationRoutes(app: FastifyInstance, o: DestinationRo
       }
       throw err;
     });
-    routes(scope, o);
+    endpoints(scope, o);
   });
 }
 
-function routes(app: FastifyInstance, o: DestinationRoutesOptions): void {
+function endpoints(app: FastifyInstance, o: DestinationEndpointsOptions): void {
   const custom = (user: UserClient) => user.custom;
   const kube = async <T>(run: () => Promise<T>): Promise<T> => {
     try {

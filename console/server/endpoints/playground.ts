@@ -4,14 +4,14 @@
  * spec.mapping.tests in the console's mapping workers, one run per user at a time.
  */
 import type { MappingSpec } from '../../../api/mapping/engine.js';
-import type { ConsoleRoutes } from '../context.js';
+import type { ConsoleEndpoints } from '../context.js';
 import { runTests } from '../mapping-tests.js';
 import { sendTestEvent, testEventCurl } from '../test-event.js';
 import { isRefusal } from '../bounds.js';
 import { HttpError } from '../http-error.js';
 import { objectBody, type ObjectParams } from '../request.js';
 
-export const playgroundRoutes: ConsoleRoutes = (app, { options, auth, mappingRuns, mappingWorkers }) => {
+export const playgroundEndpoints: ConsoleEndpoints = (app, { options, auth, mappingRuns, mappingWorkers }) => {
   const integration = '/api/namespaces/:ns/webhookintegrations/:name';
   /** The payload a test event sends: the JSON text as the user wrote it. */
   const payloadOf = (body: Record<string, unknown>): string => {

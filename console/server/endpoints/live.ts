@@ -1,10 +1,10 @@
 /** The list page's live feed: one Server-Sent Events stream per open page (watch-stream.ts), bounded per user and in all. */
-import type { ConsoleRoutes } from '../context.js';
+import type { ConsoleEndpoints } from '../context.js';
 import { isRefusal } from '../bounds.js';
 import { HttpError } from '../http-error.js';
 import { streamNamespace } from '../watch-stream.js';
 
-export const liveRoutes: ConsoleRoutes = (app, { auth, streams }) => {
+export const liveEndpoints: ConsoleEndpoints = (app, { auth, streams }) => {
   app.get<{ Params: { ns: string } }>('/api/namespaces/:ns/live', async (req, reply) => {
     const user = auth.userOf(req);
     const place = streams.acquire(await auth.userNameOf(req, user));

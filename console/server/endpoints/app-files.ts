@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { ConsoleRoutes } from '../context.js';
+import type { ConsoleEndpoints } from '../context.js';
 
 /** The app's code and style by path: no secret, served without a session (guard.ts). */
 export const APP_FILES: Readonly<Record<string, string>> = {
@@ -10,8 +10,8 @@ export const APP_FILES: Readonly<Record<string, string>> = {
   '/style.css': 'text/css; charset=utf-8',
 };
 
-export const appFileRoutes: ConsoleRoutes = (app, { options }) => {
-  // dist/console/server/routes/ -> dist/console/web/
+export const appFileEndpoints: ConsoleEndpoints = (app, { options }) => {
+  // dist/console/server/endpoints/ -> dist/console/web/
   const webDir = options.webDir ?? join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'web');
   const route = (path: string, name: string, type: string) => {
     const content = readFileSync(join(webDir, name));

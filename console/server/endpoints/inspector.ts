@@ -6,14 +6,14 @@
  * SelfSubjectAccessReview made as the user, before anything is read.
  */
 import type { FastifyRequest } from 'fastify';
-import type { ConsoleRoutes } from '../context.js';
+import type { ConsoleEndpoints } from '../context.js';
 import { HttpError } from '../http-error.js';
 
 export const INSPECT_VERB = 'inspect';
 
 type Params = { ns: string; name: string; id?: string };
 
-export const inspectorRoutes: ConsoleRoutes = (app, { options, auth }) => {
+export const inspectorEndpoints: ConsoleEndpoints = (app, { options, auth }) => {
   // The ingesters' admin listener (with the bus, any replica answers for all). Absent: not offered.
   const { ingesterAdminUrl } = options;
   const base = '/api/namespaces/:ns/webhookintegrations/:name/inspector';
