@@ -331,12 +331,48 @@ export const adminJsonRequired = (contentType: string | undefined): IntakeError 
 export const unavailable = (message: string, retryAfterSeconds = 5): IntakeError =>
   new IntakeError('UNAVAILABLE', 503, message, undefined, { 'retry-after': String(retryAfterSeconds) });
 
-/** One bulk replay of dead letters runs at a time on a replica (dead-letters/bulk-replay.ts). */
-export const bulkReplayRunning = (runningId: string, retryAfterSeconds: number): IntakeError =>
+/**
+ * A bulk replay of dead letters is running in the same slot (dead-letters/bulk-replay-slots.ts):
+ * one per namespace, and one of all namespaces (the platform's). Its id is named: a replay in the
+ * same slot is of the same namespace.
+ */
+export const bulkReplayRunning = (
+  namespace: string | undefined,
+  runningId: string,
+  retryAfterSeconds: number,
+): IntakeError =>
   new IntakeError(
     'BULK_REPLAY_RUNNING',
     429,
-    `a bulk replay (${runningId}) is running on this replica, and one runs at a time: wait for it, or cancel it`,
+    namespace === undefined
+      ? `a bulk replay of all namespaces (${runningId}) is running on this replica, and one runs at a time: wait for it, or cancel it`
+      : `a bulk replay of namespace ${namespace} (${runningId}) is running on this replica, and one runs per namespace: wait for it, or cancel it`,
+    undefined,
+    { 'retry-after': String(retryAfterSeconds) },
+  );
+
+/** As many namespaces' bulk replays run as the replica allows (deadLetter.bulkReplay.maxRunning); none is named. */
+export const bulkReplayReplicaFull = (maxRunning: number, retryAfterSeconds: number): IntakeError =>
+  new IntakeError(
+    'BULK_REPLAY_REPLICA_FULL',
+    429,
+    `${maxRunning} namespaces' bulk replays are running on this replica, the most that run at once (deadLetter.bulkReplay.maxRunning): try again later`,
+    undefined,
+    { 'retry-after': String(retryAfterSeconds) },
+  );
+
+/** With deadLetter.bulkReplay.allNamespaces: exclusive, a replay of all namespaces runs alone on the replica. */
+export const bulkReplayExclusive = (
+  why: 'running' | 'waiting',
+  retryAfterSeconds: number,
+  namespaces = 0,
+): IntakeError =>
+  new IntakeError(
+    'BULK_REPLAY_EXCLUSIVE',
+    429,
+    why === 'running'
+      ? "the platform's bulk replay of all namespaces is running on this replica and runs alone there (deadLetter.bulkReplay.allNamespaces: exclusive): try again later"
+      : `a bulk replay of all namespaces runs alone on this replica (deadLetter.bulkReplay.allNamespaces: exclusive), and ${namespaces} namespaces' bulk replays are running: wait for them, or cancel them (GET /deadletter/replays lists them)`,
     undefined,
     { 'retry-after': String(retryAfterSeconds) },
   );
