@@ -83,6 +83,7 @@ it("A's slow bulk replay holds only A's slot: B's starts at once and completes, 
   expect(again.status).toBe(429);
   expect(Number(again.retryAfter)).toBeGreaterThan(0);
   expect(again.body.code).toBe('BULK_REPLAY_RUNNING');
+  expect(again.body.limit).toEqual({ scope: 'namespace', max: 1 });
   expect(String(again.body.message)).toContain('one runs per namespace');
   expect(String(again.body.message)).toContain('team-a');
 

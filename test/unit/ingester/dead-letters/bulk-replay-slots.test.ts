@@ -12,7 +12,14 @@ const refusal = (s: BulkReplaySlots<{ id: string }>, namespace: string | undefin
     return undefined;
   } catch (err) {
     const e = err as IntakeError;
-    return { status: e.statusCode, code: e.code, retryAfter: e.headers?.['retry-after'], message: e.message };
+    const body = e.toBody() as { limit?: unknown };
+    return {
+      status: e.statusCode,
+      code: e.code,
+      retryAfter: e.headers?.['retry-after'],
+      message: e.message,
+      limit: body.limit,
+    };
   }
 };
 
@@ -20,7 +27,12 @@ describe('BulkReplaySlots', () => {
   it('one per namespace: a second of the same namespace is refused naming it, another namespace starts', () => {
     const s = slots();
     s.hold('team-a', { id: 'a1' });
-    expect(refusal(s, 'team-a')).toMatchObject({ status: 429, code: 'BULK_REPLAY_RUNNING', retryAfter: '10' });
+    expect(refusal(s, 'team-a')).toMatchObject({
+      status: 429,
+      code: 'BULK_REPLAY_RUNNING',
+      retryAfter: '10',
+      limit: { scope: 'namespace', max: 1 },
+    });
     expect(refusal(s, 'team-a')?.message).toContain('one runs per namespace');
     expect(refusal(s, 'team-a')?.message).toContain('a1');
     expect(refusal(s, 'team-b')).toBeUndefined();
@@ -31,7 +43,12 @@ describe('BulkReplaySlots', () => {
     s.hold('team-a', { id: 'a1' });
     s.hold('team-b', { id: 'b1' });
     const full = refusal(s, 'team-c');
-    expect(full).toMatchObject({ status: 429, code: 'BULK_REPLAY_REPLICA_FULL', retryAfter: '10' });
+    expect(full).toMatchObject({
+      status: 429,
+      code: 'BULK_REPLAY_REPLICA_FULL',
+      retryAfter: '10',
+      limit: { scope: 'replica', setting: 'deadLetter.bulkReplay.maxRunning', max: 2 },
+    });
     expect(full?.message).toContain('deadLetter.bulkReplay.maxRunning');
     expect(full?.message).not.toMatch(/team-a|team-b|a1|b1/);
     expect(() => s.hold('team-c', { id: 'c1' })).toThrow(IntakeError);
@@ -50,7 +67,7 @@ describe('BulkReplaySlots', () => {
     s.hold('team-b', { id: 'b1' });
     expect(refusal(s, undefined)).toBeUndefined();
     s.hold(undefined, { id: 'p1' });
-    expect(refusal(s, undefined)).toMatchObject({ code: 'BULK_REPLAY_RUNNING' });
+    expect(refusal(s, undefined)).toMatchObject({ code: 'BULK_REPLAY_RUNNING', limit: { scope: 'platform' } });
     expect(refusal(s, undefined)?.message).toContain('all namespaces');
     expect(s.running().map((r) => r.id)).toEqual(['a1', 'b1', 'p1']);
   });
