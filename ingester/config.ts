@@ -13,6 +13,7 @@ import {
 import { isIP } from 'node:net';
 import { Ajv } from 'ajv';
 import { ConfigError, parseListen, type Listen } from '../common/config-files.js';
+import { DEFAULT_BULK_REPLAY_LIMITS } from './dead-letters/bulk-replay-slots.js';
 import { formatDuration } from '../common/duration.js';
 import {
   jetstreamSchema,
@@ -190,6 +191,7 @@ export const DEFAULT_SETTINGS: IngesterSettings = {
     maxBytes: 256 * 1024 * 1024,
     maxBytesPerNamespace: 16 * 1024 * 1024,
     replayLeaseSeconds: 300,
+    bulkReplay: DEFAULT_BULK_REPLAY_LIMITS,
   },
   destinations: [],
   addressGuard: DEFAULT_ADDRESS_GUARD,
@@ -301,6 +303,15 @@ const settingsFileSchema = {
         maxBytes: { type: 'integer', minimum: 4096 },
         maxBytesPerNamespace: { type: 'integer', minimum: 4096 },
         replayLeaseSeconds: { type: 'integer', minimum: 1, maximum: 86400 },
+        bulkReplay: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            maxRunning: { type: 'integer', minimum: 1, maximum: 1000 },
+            maxRate: { type: 'number', exclusiveMinimum: 0, maximum: 100000 },
+            allNamespaces: { enum: ['shared', 'exclusive'] },
+          },
+        },
         // With the bus (sinks.jetstream): the stream the letters are kept in, its subjects, their age.
         stream: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,255}$' },
         subjectPrefix: { type: 'string', pattern: '^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$' },
@@ -509,8 +520,8 @@ function deadLetterSettings(
   d: IngesterSettings['deadLetter'],
   f: (Partial<IngesterSettings['deadLetter']> & Record<string, unknown>) | undefined,
 ): IngesterSettings['deadLetter'] {
-  const { stream: _s, subjectPrefix: _p, maxAgeSeconds: _a, ...store } = f ?? {};
-  return { ...d, ...store };
+  const { stream: _s, subjectPrefix: _p, maxAgeSeconds: _a, bulkReplay, ...store } = f ?? {};
+  return { ...d, ...store, bulkReplay: { ...d.bulkReplay, ...bulkReplay } };
 }
 
 /**

@@ -187,7 +187,7 @@ export async function startIngester(
     leaseMs: deadLetters.leaseMs,
     logger,
   };
-  const bulkReplays = new BulkReplays(deadLetterReplay);
+  const bulkReplays = new BulkReplays({ ...deadLetterReplay, limits: settings.deadLetter.bulkReplay });
   registerDeadLetterEndpoints(admin, { ...deadLetterReplay, bulk: bulkReplays });
   registerDestinationEndpoints(admin, destinations);
   registerDeliveryStatus(admin, destinations);

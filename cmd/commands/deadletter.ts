@@ -57,11 +57,14 @@ export function deadletterCommand(): Command {
   deadletter.addCommand(
     withFilters(
       new Command('bulk-replay').description(
-        'replay every kept dead letter the filters select, in the background on the ingester (one at a time per replica): prints the bulk replay and its progress; follow it with `replays ID`, stop it with `cancel ID`',
+        'replay every kept dead letter the filters select, in the background on the ingester (one per namespace on a replica): prints the bulk replay and its progress; follow it with `replays ID`, stop it with `cancel ID`',
       ),
       { limit: false },
     )
-      .option('--rate <letters/s>', 'at most this many letters a second (default: as fast as they are handed on)')
+      .option(
+        '--rate <letters/s>',
+        "at most this many letters a second (default and most: the ingester's deadLetter.bulkReplay.maxRate, 1000)",
+      )
       .option('--wait', 'follow it until it ends, printing its progress')
       .addOption(outputOption())
       .action(bulkReplay),

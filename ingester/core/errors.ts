@@ -331,14 +331,80 @@ export const adminJsonRequired = (contentType: string | undefined): IntakeError 
 export const unavailable = (message: string, retryAfterSeconds = 5): IntakeError =>
   new IntakeError('UNAVAILABLE', 503, message, undefined, { 'retry-after': String(retryAfterSeconds) });
 
-/** One bulk replay of dead letters runs at a time on a replica (dead-letters/bulk-replay.ts). */
-export const bulkReplayRunning = (runningId: string, retryAfterSeconds: number): IntakeError =>
-  new IntakeError(
-    'BULK_REPLAY_RUNNING',
-    429,
-    `a bulk replay (${runningId}) is running on this replica, and one runs at a time: wait for it, or cancel it`,
-    undefined,
-    { 'retry-after': String(retryAfterSeconds) },
+/** Which limit on a replica's bulk replays of dead letters refused a start (dead-letters/bulk-replay-slots.ts). */
+export interface BulkReplayLimit {
+  /**
+   * `namespace`: one per namespace; `platform`: one replay of all namespaces at a time; `replica`:
+   * the namespaces' running at once; `exclusive`: the replay of all namespaces runs alone.
+   */
+  scope: 'namespace' | 'platform' | 'replica' | 'exclusive';
+  /** The ingester setting that bounds it (absent: fixed). */
+  setting?: string;
+  /** How many run at once within that scope. */
+  max: number;
+}
+
+/** A bulk replay could not take its slot: refused before it read anything; the body names the limit. */
+export class BulkReplayLimitError extends IntakeError {
+  constructor(
+    code: string,
+    message: string,
+    readonly limit: BulkReplayLimit,
+    retryAfterSeconds: number,
+  ) {
+    super(code, 429, message, undefined, { 'retry-after': String(retryAfterSeconds) });
+  }
+
+  override toBody(): ReturnType<IntakeError['toBody']> & { limit: BulkReplayLimit } {
+    return { ...super.toBody(), limit: this.limit };
+  }
+}
+
+/**
+ * A bulk replay of dead letters is running in the same slot: one per namespace, and one of all
+ * namespaces (the platform's). Its id is named: a replay in the same slot is of the same namespace.
+ */
+export const bulkReplayRunning = (
+  namespace: string | undefined,
+  runningId: string,
+  retryAfterSeconds: number,
+): IntakeError =>
+  namespace === undefined
+    ? new BulkReplayLimitError(
+        'BULK_REPLAY_RUNNING',
+        `a bulk replay of all namespaces (${runningId}) is running on this replica, and one runs at a time: wait for it, or cancel it`,
+        { scope: 'platform', max: 1 },
+        retryAfterSeconds,
+      )
+    : new BulkReplayLimitError(
+        'BULK_REPLAY_RUNNING',
+        `a bulk replay of namespace ${namespace} (${runningId}) is running on this replica, and one runs per namespace: wait for it, or cancel it`,
+        { scope: 'namespace', max: 1 },
+        retryAfterSeconds,
+      );
+
+/** As many namespaces' bulk replays run as the replica allows (deadLetter.bulkReplay.maxRunning); none is named. */
+export const bulkReplayReplicaFull = (maxRunning: number, retryAfterSeconds: number): IntakeError =>
+  new BulkReplayLimitError(
+    'BULK_REPLAY_REPLICA_FULL',
+    `${maxRunning} namespaces' bulk replays are running on this replica, the most that run at once (deadLetter.bulkReplay.maxRunning): try again later`,
+    { scope: 'replica', setting: 'deadLetter.bulkReplay.maxRunning', max: maxRunning },
+    retryAfterSeconds,
+  );
+
+/** With deadLetter.bulkReplay.allNamespaces: exclusive, a replay of all namespaces runs alone on the replica. */
+export const bulkReplayExclusive = (
+  why: 'running' | 'waiting',
+  retryAfterSeconds: number,
+  namespaces = 0,
+): IntakeError =>
+  new BulkReplayLimitError(
+    'BULK_REPLAY_EXCLUSIVE',
+    why === 'running'
+      ? "the platform's bulk replay of all namespaces is running on this replica and runs alone there (deadLetter.bulkReplay.allNamespaces: exclusive): try again later"
+      : `a bulk replay of all namespaces runs alone on this replica (deadLetter.bulkReplay.allNamespaces: exclusive), and ${namespaces} namespaces' bulk replays are running: wait for them, or cancel them (GET /deadletter/replays lists them)`,
+    { scope: 'exclusive', setting: 'deadLetter.bulkReplay.allNamespaces', max: 1 },
+    retryAfterSeconds,
   );
 
 /** The mapping workers' queue is full (count or bytes): nothing is wrong with the payload. */

@@ -10,7 +10,8 @@
  *        (http/admin-guard.ts refuses it otherwise, before it gets here).
  *   POST /deadletter/replays[?same filters][&rate=N]   body: {} or the same filters
  *        starts a bulk replay in the background (bulk-replay.ts): 202 with its progress; 429 with
- *        Retry-After while another runs on this replica
+ *        Retry-After, naming the limit, while its namespace's slot (or the platform's, without a
+ *        namespace filter) is taken (bulk-replay-slots.ts)
  *   GET  /deadletter/replays, GET /deadletter/replays/:id   progress (matched, replayed, failed, skipped, remaining)
  *   POST /deadletter/replays/:id/cancel   stops it before its next letter; answers its progress once stopped
  * Filters: kind, namespace, integration, destination, id, reason (exact, or a prefix ending in
@@ -96,18 +97,18 @@ function registerBulkReplayEndpoints(app: FastifyInstance, bulk: BulkReplays): v
     let rate: number | undefined;
     if (merged.rate !== undefined) {
       rate = Number(merged.rate);
-      if (!Number.isFinite(rate) || rate <= 0 || rate > MAX_RATE)
+      if (!Number.isFinite(rate) || rate <= 0 || rate > bulk.maxRate)
         return reply.code(400).send({
           error: 'invalid_query',
           field: 'rate',
-          message: `must be a number of letters a second, above 0 and at most ${MAX_RATE}`,
+          message: `must be a number of letters a second, above 0 and at most ${bulk.maxRate} (deadLetter.bulkReplay.maxRate)`,
         });
     }
     const { limit: _l, seqs: _s, ...filter } = q;
     try {
       return reply.code(202).send(bulk.start(filter satisfies BulkReplayFilter, rate));
     } catch (err) {
-      // bulkReplayRunning (429, Retry-After) is answered by the listener's error handler.
+      // A slot's refusal (429, Retry-After, naming the limit) is answered by the listener's error handler.
       if (err instanceof IntakeError) throw err;
       return reply.code(503).send({ error: 'unavailable', message: (err as Error).message });
     }
@@ -125,8 +126,6 @@ const noSuchReplay = (id: string): Record<string, string> => ({
   error: 'not_found',
   message: `no bulk replay ${id.slice(0, 64)} on this replica (the last 20 finished ones are kept; another replica's are its own)`,
 });
-
-const MAX_RATE = 10_000;
 
 const withoutBody = (l: DeadLetter): Record<string, unknown> => {
   const { payload: _p, event, ...rest } = l as DeadLetter & { payload?: unknown; event?: { id: string } };

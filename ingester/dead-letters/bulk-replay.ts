@@ -2,9 +2,11 @@
  * Bulk replays: the dead letters a filter selects (integration, destination, time range, reason,
  * ...) replayed in the background, with progress that can be read, and cancellable.
  *
- * Bounded: one bulk replay runs at a time on a replica (letters are handed on one at a time into
- * the same destinations' queues, so a second would only compete with the first); a second start
- * is refused with Retry-After until it ends. The last FINISHED_KEPT finished ones stay readable.
+ * Bounded: a namespace's bulk replay takes that namespace's slot before it starts, and the
+ * platform's (no namespace in its filter) the platform's (bulk-replay-slots.ts): one runs per
+ * namespace, a bounded number of namespaces' at once, so one team's slow replay never refuses
+ * another team's. Each hands on at most `maxRate` letters a second (its pace when none is given).
+ * The last FINISHED_KEPT finished ones stay readable.
  *
  * Never all matches in memory: the replay walks the store's index in pages of PAGE letters'
  * metadata, from a cursor (the position of the last letter it took), and reads one letter's body
@@ -21,7 +23,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { bulkReplayRunning } from '../core/errors.js';
+import { BulkReplaySlots, type BulkReplayLimits } from './bulk-replay-slots.js';
 import { baseOf, handOnAndRemove, type DeadLetterReplayers } from './dead-letter-replay.js';
 import type { DeadLetterMetrics } from './metrics.js';
 import type { DeadLetterQuery, DeadLetterStore } from './model.js';
@@ -35,8 +37,8 @@ export interface BulkReplayProgress {
   id: string;
   state: BulkReplayState;
   filter: Record<string, unknown>;
-  /** At most this many letters a second (absent: as fast as they are handed on). */
-  rate?: number;
+  /** At most this many letters a second. */
+  rate: number;
   startedAt: string;
   finishedAt?: string;
   /** Letters the filter selected when the replay began. */
@@ -56,8 +58,6 @@ export interface BulkReplayProgress {
 const PAGE = 100;
 const FINISHED_KEPT = 20;
 const FAILURES_KEPT = 10;
-/** How long a refused start is told to wait: a bulk replay's end is not known ahead. */
-const RETRY_AFTER_SECONDS = 10;
 
 export interface BulkReplayOptions {
   store: DeadLetterStore;
@@ -65,6 +65,7 @@ export interface BulkReplayOptions {
   metrics: DeadLetterMetrics;
   leaseMs: number;
   logger: Logger;
+  limits: BulkReplayLimits;
 }
 
 class BulkReplay {
@@ -77,14 +78,14 @@ class BulkReplay {
   constructor(
     private readonly o: BulkReplayOptions,
     private readonly filter: BulkReplayFilter,
-    rate: number | undefined,
+    rate: number,
   ) {
     const { matched, lastSeq } = o.store.census({ ...filter, limit: 1 });
     this.progress = {
       id: randomUUID(),
       state: 'running',
       filter: describeFilter(filter),
-      ...(rate !== undefined ? { rate } : {}),
+      rate,
       startedAt: new Date().toISOString(),
       matched,
       replayed: 0,
@@ -104,9 +105,9 @@ class BulkReplay {
     this.wake();
   }
 
-  private async run(lastSeq: number, rate: number | undefined): Promise<void> {
+  private async run(lastSeq: number, rate: number): Promise<void> {
     const p = this.progress;
-    const minGapMs = rate ? 1000 / rate : 0;
+    const minGapMs = 1000 / rate;
     let cursor = 0;
     let nextAt = Date.now();
     while (!this.cancelled && lastSeq > 0) {
@@ -189,18 +190,30 @@ const describeFilter = (f: BulkReplayFilter): Record<string, unknown> => ({
 
 export class BulkReplays {
   private readonly replays: BulkReplay[] = [];
-  private running?: BulkReplay;
+  private readonly slots: BulkReplaySlots<BulkReplayProgress>;
 
-  constructor(private readonly o: BulkReplayOptions) {}
+  constructor(private readonly o: BulkReplayOptions) {
+    this.slots = new BulkReplaySlots(o.limits);
+  }
 
-  /** Starts one; throws bulkReplayRunning (429) while another runs on this replica. */
-  start(filter: BulkReplayFilter, rate?: number): BulkReplayProgress {
-    if (this.running) throw bulkReplayRunning(this.running.progress.id, RETRY_AFTER_SECONDS);
-    const replay = new BulkReplay(this.o, filter, rate);
-    this.running = replay;
+  /** The most letters a second a bulk replay may be given. */
+  get maxRate(): number {
+    return this.o.limits.maxRate;
+  }
+
+  /**
+   * Starts one at `rate` (default maxRate); throws the limit it meets (429, Retry-After) when its
+   * namespace's slot, or the platform's, is taken (bulk-replay-slots.ts).
+   */
+  start(filter: BulkReplayFilter, rate = this.o.limits.maxRate): BulkReplayProgress {
+    // Admitted before the store is counted: a refused start costs no store read. Nothing between
+    // admit and hold awaits, so no other start comes in between.
+    this.slots.admit(filter.namespace);
+    const replay = new BulkReplay(this.o, filter, Math.min(rate, this.o.limits.maxRate));
+    this.slots.hold(filter.namespace, replay.progress);
     this.replays.push(replay);
     void replay.finished.then(() => {
-      if (this.running === replay) this.running = undefined;
+      this.slots.release(filter.namespace, replay.progress);
       this.forgetOldest();
     });
     this.o.logger.info(
@@ -228,12 +241,11 @@ export class BulkReplays {
     return replay.progress;
   }
 
-  /** At shutdown: the running one stops after its letter in hand (before the destinations close). */
+  /** At shutdown: the running ones stop after their letter in hand (before the destinations close). */
   async close(): Promise<void> {
-    const running = this.running;
-    if (!running) return;
-    running.cancel();
-    await running.finished;
+    const running = this.replays.filter((r) => r.progress.state === 'running');
+    for (const r of running) r.cancel();
+    await Promise.all(running.map((r) => r.finished));
   }
 
   private forgetOldest(): void {

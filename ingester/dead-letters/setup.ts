@@ -4,6 +4,7 @@
  *   - else with a storage directory (spool.path): `deadletters.sqlite` in it;
  *   - else: the SQLite file `deadLetter.path`, this replica's only, opened at the first letter.
  */
+import type { BulkReplayLimits } from './bulk-replay-slots.js';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -26,6 +27,8 @@ export interface DeadLetterSettings extends DeadLetterLimits {
   path: string;
   /** How long a replay holds a letter it claimed. */
   replayLeaseSeconds: number;
+  /** How many bulk replays run at once, and how fast (bulk-replay-slots.ts). */
+  bulkReplay: BulkReplayLimits;
 }
 
 export interface DeadLetterSetup {

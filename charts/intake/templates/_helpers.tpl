@@ -280,6 +280,12 @@ deadLetter:
   {{- else }}
   replayLease: {{ .Values.ingester.deadLetter.replayLease | quote }}
   {{- end }}
+  {{- with .Values.ingester.deadLetter.bulkReplay }}
+  bulkReplay:
+    maxRunning: {{ .maxRunning | int64 }}
+    maxRate: {{ .maxRate }}
+    allNamespaces: {{ .allNamespaces | quote }}
+  {{- end }}
 {{- end -}}
 
 {{/* The spool is on when asked for, and whenever destinations are delivered without the bus: it is then their queue. */}}

@@ -139,12 +139,13 @@ function endpoints(app: FastifyInstance, o: DestinationEndpointsOptions): void {
         `the ingesters' admin listener could not be reached: ${(err as Error).message}`,
       );
     }
-    const answer = (await res.json().catch(() => ({}))) as { error?: string; message?: string };
+    const answer = (await res.json().catch(() => ({}))) as { error?: string; code?: string; message?: string };
     if (!res.ok) {
       const field = (answer as { field?: string }).field;
       throw new DestinationRefusal(
         res.status,
-        answer.error ?? 'ingester',
+        // The admin endpoints' own answers say `error`; the error catalogue's (a limit met) say `code`.
+        answer.error ?? answer.code?.toLowerCase() ?? 'ingester',
         `${field ? `${field}: ` : ''}${answer.message ?? `HTTP ${res.status}`}`,
         res.headers.get('retry-after') ?? undefined,
       );
@@ -347,15 +348,10 @@ function endpoints(app: FastifyInstance, o: DestinationEndpointsOptions): void {
       try {
         return reply.code(202).send(await admin<ReplayProgress>('/deadletter/replays', filter));
       } catch (err) {
-        // One bulk replay runs at a time on a replica, whoever started it: the running one may be
-        // another namespace's, so its id (in the ingesters' message) is not passed on.
+        // The ingesters name the limit met; the console says which in its own words, without the
+        // running replay's id (it may be of a destination this user may not replay).
         if (err instanceof DestinationRefusal && err.status === 429)
-          throw new DestinationRefusal(
-            429,
-            err.code,
-            'a bulk replay is running on this ingester replica, and one runs there at a time: try again after Retry-After',
-            err.retryAfter,
-          );
+          throw new DestinationRefusal(429, err.code, replayRefusal(err.code), err.retryAfter);
         throw err;
       }
     });
@@ -380,4 +376,13 @@ function endpoints(app: FastifyInstance, o: DestinationEndpointsOptions): void {
       return admin<ReplayProgress>(`/deadletter/replays/${encodeURIComponent(id)}/cancel`, {});
     });
   }
+}
+
+/** Why a bulk replay could not start on the ingester replica that was asked, by the limit it met. */
+function replayRefusal(code: string): string {
+  if (code === 'bulk_replay_replica_full')
+    return "as many namespaces' bulk replays as this ingester replica runs at once are running there: try again after Retry-After";
+  if (code === 'bulk_replay_exclusive')
+    return "the platform's bulk replay of all namespaces runs alone on this ingester replica: try again after Retry-After";
+  return 'a bulk replay of this namespace is running on this ingester replica, and one runs per namespace: wait for it, or cancel it, and try again after Retry-After';
 }

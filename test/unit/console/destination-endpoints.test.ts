@@ -58,6 +58,14 @@ beforeAll(async () => {
         res.setHeader('retry-after', '10');
         return send(429, { error: 'bulk_replay_running', message: 'a bulk replay (other-id) is running' });
       }
+      if (url === '/deadletter/replays' && JSON.parse(body).integration === 'full') {
+        res.setHeader('retry-after', '10');
+        return send(429, {
+          success: false,
+          code: 'BULK_REPLAY_REPLICA_FULL',
+          message: "4 namespaces' bulk replays are running on this replica",
+        });
+      }
       if (url === '/deadletter/replays') return send(202, { id: 'new', state: 'running', filter: JSON.parse(body) });
       if (url === '/deadletter/replays/r1') return send(200, OWN);
       if (url === '/deadletter/replays/r2') return send(200, OTHERS);
@@ -133,8 +141,18 @@ describe('replaying dead letters', () => {
     expect(res.statusCode).toBe(429);
     expect(res.headers['retry-after']).toBe('10');
     expect(res.json().error).toBe('bulk_replay_running');
-    // The running one may be another namespace's: the ingesters' message (with its id) is not passed on.
-    expect(res.json().message).toContain('one runs there at a time');
+    // The running one may be of a destination this user may not replay: its id is not passed on.
+    expect(res.json().message).toContain('one runs per namespace');
+    expect(res.json().message).not.toContain('other-id');
+  });
+
+  it("says which limit a refused start met: the replica's total, named by the error catalogue's code", async () => {
+    const app = await appFor(userAllowed(['get', 'replay']));
+    const res = await app.inject({ method: 'POST', url: `${base}/replays`, payload: { integration: 'full' } });
+    expect(res.statusCode).toBe(429);
+    expect(res.headers['retry-after']).toBe('10');
+    expect(res.json().error).toBe('bulk_replay_replica_full');
+    expect(res.json().message).toContain('runs at once');
   });
 
   it('refuses a namespace, a destination or any other field in the filters', async () => {

@@ -78,6 +78,19 @@ describe('shares and their wholes', () => {
     expect(resolveSettings({ deadLetter: { maxBytes: 1 << 20 } }, {}).deadLetter.maxBytesPerNamespace).toBe(1 << 20);
   });
 
+  it('bulk replays: defaults, a partial block keeps the others, out-of-bounds values refused', () => {
+    expect(resolveSettings({}, {}).deadLetter.bulkReplay).toEqual({
+      maxRunning: 4,
+      maxRate: 1000,
+      allNamespaces: 'shared',
+    });
+    expect(
+      resolveSettings({ deadLetter: { maxBytes: 1 << 20, bulkReplay: { allNamespaces: 'exclusive' } } }, {}).deadLetter,
+    ).toMatchObject({ maxBytes: 1 << 20, bulkReplay: { maxRunning: 4, maxRate: 1000, allNamespaces: 'exclusive' } });
+    for (const bulkReplay of [{ maxRunning: 0 }, { maxRate: 0 }, { allNamespaces: 'all' }, { maxParallel: 2 }])
+      expect(() => resolveSettings({ deadLetter: { bulkReplay } }, {})).toThrow(ConfigError);
+  });
+
   it('fits a given worker share to the default worker count (which follows the cores)', () => {
     const s = resolveSettings({ mapping: { maxWorkersPerNamespace: 64 } }, {});
     expect(s.mapping.maxWorkersPerNamespace).toBe(s.mapping.workers);

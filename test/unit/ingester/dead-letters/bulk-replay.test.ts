@@ -7,6 +7,7 @@ import pino from 'pino';
 import { Registry } from 'prom-client';
 import type { NormalisedEvent } from '../../../../ingester/core/event.js';
 import { IntakeError } from '../../../../ingester/core/errors.js';
+import { DEFAULT_BULK_REPLAY_LIMITS } from '../../../../ingester/dead-letters/bulk-replay-slots.js';
 import { BulkReplays } from '../../../../ingester/dead-letters/bulk-replay.js';
 import type { DeadLetterReplayers } from '../../../../ingester/dead-letters/dead-letter-replay.js';
 import { DeadLetterMetrics } from '../../../../ingester/dead-letters/metrics.js';
@@ -131,6 +132,7 @@ describe('BulkReplays', () => {
       metrics: new DeadLetterMetrics(new Registry(), () => store),
       leaseMs: 60_000,
       logger,
+      limits: DEFAULT_BULK_REPLAY_LIMITS,
     });
 
   const ended = async (bulk: BulkReplays, id: string) => {
@@ -230,6 +232,22 @@ describe('BulkReplays', () => {
     expect(bulk.get(id)).toMatchObject({ state: 'cancelled', replayed: 1, remaining: 2 });
   });
 
+  it("one per namespace: another namespace's starts beside a slow one; no rate means maxRate; the slot is given back", async () => {
+    for (let i = 0; i < 5; i++) await store.put(letter(`a${i}`, { namespace: 'team-a' }));
+    for (let i = 0; i < 5; i++) await store.put(letter(`b${i}`, { namespace: 'team-b' }));
+    const bulk = bulkWith({});
+    const slow = bulk.start({ namespace: 'team-a' }, 0.01);
+    expect(() => bulk.start({ namespace: 'team-a' })).toThrow(/one runs per namespace/);
+    const b = bulk.start({ namespace: 'team-b' });
+    expect(b.rate).toBe(DEFAULT_BULK_REPLAY_LIMITS.maxRate);
+    expect(await ended(bulk, b.id)).toMatchObject({ state: 'done', replayed: 5 });
+    expect(bulk.get(slow.id)).toMatchObject({ state: 'running', rate: 0.01 });
+    await bulk.cancel(slow.id);
+    await new Promise((r) => setImmediate(r));
+    expect(bulk.start({ namespace: 'team-a' }).matched).toBeGreaterThan(0);
+    await bulk.close();
+  });
+
   it('a store that cannot be read ends the bulk replay as failed, saying why', async () => {
     await store.put(letter('t0'));
     const broken = Object.assign(Object.create(store) as SqliteDeadLetters, {
@@ -243,6 +261,7 @@ describe('BulkReplays', () => {
       metrics: new DeadLetterMetrics(new Registry(), () => store),
       leaseMs: 1000,
       logger,
+      limits: DEFAULT_BULK_REPLAY_LIMITS,
     });
     const p = await ended(failing, failing.start({}).id);
     expect(p).toMatchObject({ state: 'failed', message: 'the bus is not connected', matched: 1, remaining: 1 });
