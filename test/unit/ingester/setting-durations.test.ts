@@ -58,6 +58,7 @@ describe('durations in the settings file', () => {
       maxBytes: 256 * 1024 * 1024,
       maxBytesPerNamespace: 16 * 1024 * 1024,
       replayLeaseSeconds: 600,
+      bulkReplay: { maxRunning: 4, allNamespaces: 'shared', maxRate: 1000 },
     });
   });
 
