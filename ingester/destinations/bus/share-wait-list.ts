@@ -42,7 +42,7 @@ export class ShareWaitList {
   private count = 0;
   private pumping = false;
   private stopped = false;
-  private lastWorkingMs = Date.now();
+  private lastWorkingMs: number;
   private wake: () => void = () => undefined;
 
   constructor(
@@ -52,7 +52,9 @@ export class ShareWaitList {
     /** How often kept messages are told to be in progress: well within the consumer's ack_wait. */
     private readonly workingEveryMs: number,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.lastWorkingMs = now();
+  }
 
   /** Messages kept now. */
   get size(): number {
@@ -93,6 +95,8 @@ export class ShareWaitList {
     this.pumping = true;
     try {
       while (!this.stopped && this.count > 0) {
+        // Asked before looking: an event settled while this pass runs wakes the next one.
+        const settled = this.room.untilSettled();
         await this.submitWithRoom();
         if (this.stopped || this.count === 0) return;
         if (this.now() - this.lastWorkingMs >= this.workingEveryMs) this.touch();
@@ -103,7 +107,7 @@ export class ShareWaitList {
             clearTimeout(timer);
             resolve();
           };
-          void this.room.untilSettled().then(this.wake);
+          void settled.then(this.wake);
         });
       }
     } finally {

@@ -112,10 +112,10 @@ it("keeps a namespace's messages at its share waiting, without handing them back
     `bus share churn: ${heldForShare} events of A handed back for its share, ${redeliveries} messages redelivered, ` +
       `in ${seconds.toFixed(1)} s (backlog ${A_REQUESTS}, hung ${hung}, dead letters ${letters.count})`,
   );
-  // Handed back every second, A's backlog would come back about once a second each (hundreds);
-  // waiting on the replica, at most the few fetched before B's share applied.
-  expect(heldForShare).toBeLessThanOrEqual(A_REQUESTS);
-  expect(redeliveries).toBeLessThanOrEqual(A_REQUESTS);
+  // Handed back every second, A's backlog would come back about once a second each (hundreds of
+  // holds, nearly every message redelivered); waiting on the replica, none or a few.
+  expect(heldForShare).toBeLessThanOrEqual(A_REQUESTS / 4);
+  expect(redeliveries).toBeLessThanOrEqual(A_REQUESTS / 4);
   expect(hung).toBeLessThanOrEqual(4);
   // None of A's events failed: none is dead-lettered.
   expect(letters.count).toBe(0);
