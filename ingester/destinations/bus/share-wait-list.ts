@@ -84,7 +84,14 @@ export class ShareWaitList {
     this.stopped = true;
     this.wake();
     for (const queue of this.waiting.values())
-      for (const message of queue) for (const d of message.deliveries) void d.hold(0, why);
+      for (const message of queue)
+        for (const d of message.deliveries) {
+          try {
+            void d.hold(0, why).catch(() => undefined);
+          } catch {
+            // The connection is gone (a new one is why this stops): the server redelivers it after ack_wait.
+          }
+        }
     this.waiting.clear();
     this.bytes = 0;
     this.count = 0;

@@ -153,3 +153,20 @@ it('hands every kept message back unsent when stopped, and keeps nothing after',
   await tick();
   expect(room.submitted).toEqual([]);
 });
+
+it('hands back what it can when stopped on a closed connection, without throwing', () => {
+  const room = new FakeRoom();
+  const list = new ShareWaitList(room, 1000, 60_000);
+  room.rooms.set('a', 0);
+  const closed = {
+    id: 'a-1',
+    namespace: 'a',
+    hold: () => {
+      throw new Error('closed');
+    },
+  } as unknown as Delivery;
+  list.keep({ deliveries: [closed], bytes: 10, working: () => undefined });
+  list.keep(message(['a-2'], 'a'));
+  expect(() => list.stop('new connection')).not.toThrow();
+  expect(held).toEqual([{ id: 'a-2', ms: 0 }]);
+});
