@@ -61,6 +61,7 @@ import type { DestinationMetrics } from '../metrics.js';
 import { claimTimeoutMs, type DestinationSettings } from '../settings.js';
 import { busSafeDestinationName } from '../../../api/destination-document.js';
 import { carriedTrace } from '../../tracing/tracing.js';
+import { ShareWaitList } from './share-wait-list.js';
 
 export interface QueuedDestination {
   settings: DestinationSettings;
@@ -302,6 +303,12 @@ export class JetStreamDeliveries {
     let stopMessages: (() => void) | undefined;
     let wakeStopped: () => void = () => undefined;
     const stoppedSignal = new Promise<void>((resolve) => (wakeStopped = resolve));
+    // A namespace's messages past its share wait here instead of going back to the bus (bus/share-wait-list.ts).
+    const atShare = new ShareWaitList(
+      d.dispatcher,
+      shareWaitBytes(this.nc?.info?.max_payload),
+      claimTimeoutMs(d.settings) / 3,
+    );
     // Paused: stop pulling at once. What was fetched already is handed on and held (nak'ed,
     // not counted as an attempt); the rest waits in the stream, unclaimed, so nothing is handed
     // out again and again while it lasts.
@@ -312,6 +319,7 @@ export class JetStreamDeliveries {
       stopped = true;
       unlisten?.();
       stopMessages?.();
+      atShare.stop('handed back unsent: delivery from this consumer stopped');
       wakeStopped();
     });
     const loop = (async () => {
@@ -330,6 +338,7 @@ export class JetStreamDeliveries {
           for await (const m of messages) {
             const deliveries = this.deliveriesOf(m, d, c);
             if (deliveries.length === 0) continue;
+            if (atShare.keep({ deliveries, bytes: m.data.length, working: () => m.working() })) continue;
             await d.dispatcher.waitForRoom(deliveries.length);
             for (const delivery of deliveries) d.dispatcher.submit(delivery);
           }
@@ -567,6 +576,9 @@ const maxAckPending = (d: DestinationSettings): number => Math.max(1000, d.deliv
  * (a pull must fit one), at least 4 MiB. The client also caps it at 100 messages.
  */
 export const prefetchBytes = (maxPayload = 1024 * 1024): number => Math.max(4 * 1024 * 1024, 2 * maxPayload);
+
+/** What a destination's consumer keeps of namespaces at their share (bus/share-wait-list.ts): twice its prefetch. */
+const shareWaitBytes = (maxPayload?: number): number => 2 * prefetchBytes(maxPayload);
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms).unref());
 

@@ -1,0 +1,172 @@
+/**
+ * The bus's wait list for a namespace at its share of a destination's in-flight events: kept
+ * messages are submitted in order once their namespace has room, told to be in progress meanwhile,
+ * never handed back while they wait; other namespaces pass; bounded in bytes; stopping hands back.
+ */
+import type { Delivery } from '../../../../../ingester/destinations/dispatcher.js';
+import {
+  ShareWaitList,
+  type ShareRoom,
+  type WaitingMessage,
+} from '../../../../../ingester/destinations/bus/share-wait-list.js';
+
+class FakeRoom implements ShareRoom {
+  readonly rooms = new Map<string, number>();
+  readonly submitted: string[] = [];
+  private settledWaiters: Array<() => void> = [];
+  roomOf(namespace: string): number {
+    return this.rooms.get(namespace) ?? Infinity;
+  }
+  async waitForRoom(): Promise<void> {}
+  submit(d: Delivery): void {
+    this.submitted.push((d as unknown as { id: string }).id);
+    const left = this.rooms.get(d.namespace ?? '');
+    if (left !== undefined) this.rooms.set(d.namespace ?? '', left - 1);
+  }
+  untilSettled(): Promise<void> {
+    return new Promise((resolve) => this.settledWaiters.push(resolve));
+  }
+  /** An event settled: `namespace` has `room` now. */
+  settle(namespace: string, room: number): void {
+    this.rooms.set(namespace, room);
+    for (const w of this.settledWaiters.splice(0)) w();
+  }
+}
+
+const held: Array<{ id: string; ms: number }> = [];
+const delivery = (id: string, namespace: string): Delivery =>
+  ({
+    id,
+    namespace,
+    hold: async (ms: number) => void held.push({ id, ms }),
+  }) as unknown as Delivery;
+
+const message = (ids: string[], namespace: string, bytes = 10, working = (): void => undefined): WaitingMessage => ({
+  deliveries: ids.map((id) => delivery(id, namespace)),
+  bytes,
+  working,
+});
+
+const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+beforeEach(() => void held.splice(0));
+
+it('submits at once what has room, and keeps what its namespace has none for, in order, until it has', async () => {
+  const room = new FakeRoom();
+  const list = new ShareWaitList(room, 1000, 60_000);
+  room.rooms.set('a', 0);
+  expect(list.keep(message(['b-1'], 'b'))).toBe(false);
+  expect(list.keep(message(['a-1', 'a-2'], 'a'))).toBe(true);
+  expect(list.keep(message(['a-3'], 'a'))).toBe(true);
+  // B keeps passing while A's wait.
+  expect(list.keep(message(['b-2'], 'b'))).toBe(false);
+  expect(list.size).toBe(2);
+  await tick();
+  expect(room.submitted).toEqual([]);
+  room.settle('a', 1);
+  await tick();
+  // A whole message while there is room for one of its events: then none is left for the next.
+  expect(room.submitted).toEqual(['a-1', 'a-2']);
+  room.settle('a', Infinity);
+  await tick();
+  expect(room.submitted).toEqual(['a-1', 'a-2', 'a-3']);
+  expect(list.size).toBe(0);
+  // A message of A that arrives with room and none kept is submitted at once.
+  expect(list.keep(message(['a-4'], 'a'))).toBe(false);
+  expect(held).toEqual([]);
+});
+
+it('keeps a newer message of a namespace behind its kept ones even when it has room', async () => {
+  const room = new FakeRoom();
+  const list = new ShareWaitList(room, 1000, 60_000);
+  room.rooms.set('a', 0);
+  expect(list.keep(message(['a-1'], 'a'))).toBe(true);
+  room.rooms.set('a', 5);
+  expect(list.keep(message(['a-2'], 'a'))).toBe(true);
+  room.settle('a', 5);
+  await tick();
+  expect(room.submitted).toEqual(['a-1', 'a-2']);
+});
+
+it('tells the server the kept messages are in progress while they wait', async () => {
+  const room = new FakeRoom();
+  let clock = 0;
+  const list = new ShareWaitList(room, 1000, 100, () => clock);
+  room.rooms.set('a', 0);
+  let working = 0;
+  list.keep(message(['a-1'], 'a', 10, () => working++));
+  list.keep(message(['a-2'], 'a', 10, () => working++));
+  await tick();
+  expect(working).toBe(0);
+  clock = 150;
+  room.settle('a', 0);
+  await tick();
+  expect(working).toBe(2);
+  // A connection gone: working() throws, and the list carries on.
+  list.keep(
+    message(['a-3'], 'a', 10, () => {
+      throw new Error('closed');
+    }),
+  );
+  clock = 300;
+  room.settle('a', 0);
+  await tick();
+  expect(working).toBe(4);
+  expect(held).toEqual([]);
+  list.stop('test');
+});
+
+it('is bounded in bytes: a message that does not fit is submitted (and handed back for the share as before)', () => {
+  const room = new FakeRoom();
+  const list = new ShareWaitList(room, 100, 60_000);
+  room.rooms.set('a', 0);
+  expect(list.keep(message(['a-1'], 'a', 60))).toBe(true);
+  expect(list.keep(message(['a-2'], 'a', 60))).toBe(false);
+  expect(list.keep(message(['a-3'], 'a', 40))).toBe(true);
+  expect(list.size).toBe(2);
+  list.stop('test');
+});
+
+it('keeps one message larger than the bound when it keeps nothing else', () => {
+  const room = new FakeRoom();
+  const list = new ShareWaitList(room, 100, 60_000);
+  room.rooms.set('a', 0);
+  expect(list.keep(message(['a-1'], 'a', 500))).toBe(true);
+  list.stop('test');
+});
+
+it('hands every kept message back unsent when stopped, and keeps nothing after', async () => {
+  const room = new FakeRoom();
+  const list = new ShareWaitList(room, 1000, 60_000);
+  room.rooms.set('a', 0);
+  list.keep(message(['a-1', 'a-2'], 'a'));
+  list.keep(message(['a-3'], 'a'));
+  list.stop('stopped');
+  expect(held).toEqual([
+    { id: 'a-1', ms: 0 },
+    { id: 'a-2', ms: 0 },
+    { id: 'a-3', ms: 0 },
+  ]);
+  expect(list.size).toBe(0);
+  expect(list.keep(message(['a-4'], 'a'))).toBe(false);
+  room.settle('a', Infinity);
+  await tick();
+  expect(room.submitted).toEqual([]);
+});
+
+it('hands back what it can when stopped on a closed connection, without throwing', () => {
+  const room = new FakeRoom();
+  const list = new ShareWaitList(room, 1000, 60_000);
+  room.rooms.set('a', 0);
+  const closed = {
+    id: 'a-1',
+    namespace: 'a',
+    hold: () => {
+      throw new Error('closed');
+    },
+  } as unknown as Delivery;
+  list.keep({ deliveries: [closed], bytes: 10, working: () => undefined });
+  list.keep(message(['a-2'], 'a'));
+  expect(() => list.stop('new connection')).not.toThrow();
+  expect(held).toEqual([{ id: 'a-2', ms: 0 }]);
+});
