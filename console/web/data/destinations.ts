@@ -5,6 +5,7 @@
  * from the cluster as found, so every field is optional.
  */
 import type { DeliveryAnswer, DestinationDelivery } from '../../../api/v1alpha1/types.js';
+import { inertText } from '../../../common/sender-text.js';
 import { api } from './api.js';
 import type { DestinationResource } from './destination-state.js';
 
@@ -20,6 +21,10 @@ export interface PlatformDestination {
   reason?: string;
   [k: string]: unknown;
 }
+
+/** A platform destination's pause as one cell says it: `no`, `yes`, or `yes (why)`. */
+export const platformPausedText = (d: PlatformDestination): string =>
+  d.paused ? `yes${d.reason ? ` (${inertText(d.reason)})` : ''}` : 'no';
 
 export interface DestinationList {
   items: DestinationResource[];
