@@ -4,6 +4,7 @@
  * (console/server/endpoints/destinations.ts). Shapes come from the API's types; the status is read
  * from the cluster as found, so every field is optional.
  */
+import type { BulkReplayProgress } from '../../../api/bulk-replay.js';
 import type { DeliveryAnswer, DestinationDelivery } from '../../../api/v1alpha1/types.js';
 import { inertText } from '../../../common/sender-text.js';
 import { api } from './api.js';
@@ -64,22 +65,8 @@ export interface ReplayFilter {
   rate?: number;
 }
 
-/** A bulk replay's progress (the ingesters' BulkReplayProgress). */
-export interface ReplayProgress {
-  id: string;
-  state: 'running' | 'done' | 'cancelled' | 'failed';
-  filter: Record<string, unknown>;
-  rate?: number;
-  startedAt: string;
-  finishedAt?: string;
-  matched: number;
-  replayed: number;
-  failed: number;
-  skipped: number;
-  remaining: number;
-  message?: string;
-  failures: Array<{ id: string; message: string }>;
-}
+/** A bulk replay's progress, as the ingesters report it. */
+export type ReplayProgress = BulkReplayProgress;
 
 const nsPath = (ns: string) => `/api/namespaces/${encodeURIComponent(ns)}`;
 const onePath = (ns: string, scope: DestinationScope, name: string, rest = '') =>
