@@ -16,11 +16,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setHeaderOptions } from '@kubernetes/client-node';
 import type { Browser, Page } from 'playwright-core';
-import { stringify } from 'yaml';
 import { jest } from '@jest/globals';
-import { renderChart } from '../support/helm.js';
 import { apply, kubectl, postEvent, webhookReady, type Proc } from './support/cluster.js';
 import { operatorSuite } from './support/suite.js';
+import { viewerAndEditor } from './support/tenant-users.js';
 import { launchBrowser, screenshotForDocs, startConsole, type ConsoleProc } from './support/console.js';
 import { waitFor } from '../support/waiting.js';
 import { startEventReceiver, type EventReceiver } from '../e2e/support/event-receiver.js';
@@ -41,12 +40,6 @@ let browser: Browser;
 let viewerToken: string;
 let editorToken: string;
 const authorizations = new Map<string, string>();
-
-const token = async (sa: string): Promise<string> => {
-  const r = await kubectl(['create', 'token', sa, '-n', ns, '--duration', '1h']);
-  if (r.code !== 0) throw new Error(r.stderr);
-  return r.stdout.trim();
-};
 
 const destination = async (name: string) =>
   (await custom.getNamespacedCustomObject({
@@ -80,24 +73,7 @@ const MINUTE = new Date(Math.floor(Date.now() / 60_000) * 60_000 - 2 * 60_000).t
 beforeAll(async () => {
   receiver = await startEventReceiver();
   platformReceiver = await startEventReceiver();
-  // The chart's tenant roles, as a release installs them.
-  const roles = renderChart<{ kind: string; metadata: { name: string } }>(release, ns, []).filter(
-    (d) => d.kind === 'ClusterRole' && /-intake-(view|edit)$/.test(d.metadata.name),
-  );
-  expect(roles).toHaveLength(2);
-  await apply(roles.map((r) => stringify(r)).join('---\n'));
-  const user = (sa: string, role: string) => `apiVersion: v1
-kind: ServiceAccount
-metadata: {name: ${sa}, namespace: ${ns}}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: ${sa}, namespace: ${ns}}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: ${release}-intake-${role}}
-subjects: [{kind: ServiceAccount, name: ${sa}, namespace: ${ns}}]
-`;
-  await apply(`${user('viewer', 'view')}---\n${user('editor', 'edit')}`);
-  [viewerToken, editorToken] = [await token('viewer'), await token('editor')];
+  ({ viewerToken, editorToken } = await viewerAndEditor(release, ns));
 
   await suite.startOperator(['--destinations', 'tickets']);
   const config = join(dir, 'intake.yaml');
