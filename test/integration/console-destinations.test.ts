@@ -11,7 +11,7 @@
  * back to the (then accepting) receiver, with its progress, and a second one is cancelled half-way.
  * Screenshots of each page go to docs/images/console-destination*.png.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setHeaderOptions } from '@kubernetes/client-node';
@@ -19,6 +19,7 @@ import type { Browser, Page } from 'playwright-core';
 import { jest } from '@jest/globals';
 import { apply, kubectl, postEvent, webhookReady, type Proc } from './support/cluster.js';
 import { operatorSuite } from './support/suite.js';
+import { startTeamDeliveryPath } from './support/team-destinations.js';
 import { viewerAndEditor } from './support/tenant-users.js';
 import { launchBrowser, screenshotForDocs, startConsole, type ConsoleProc } from './support/console.js';
 import { waitFor } from '../support/waiting.js';
@@ -75,19 +76,7 @@ beforeAll(async () => {
   platformReceiver = await startEventReceiver();
   ({ viewerToken, editorToken } = await viewerAndEditor(release, ns));
 
-  await suite.startOperator(['--destinations', 'tickets']);
-  const config = join(dir, 'intake.yaml');
-  writeFileSync(
-    config,
-    `authThrottle: {failures: 1000000, window: 1m, block: 1s}
-# The receivers are on loopback, which the address guard refuses to a team's URL by default.
-addressGuard: {allowedCIDRs: [127.0.0.0/8, '::1/128']}
-spool: {path: ${join(dir, 'storage')}}
-destinations:
-  - {name: tickets, http: {url: '${platformReceiver.url}'}}
-`,
-  );
-  ingester = await suite.startIngester(['--config', config]);
+  ingester = await startTeamDeliveryPath(suite, dir, { name: 'tickets', url: platformReceiver.url });
   await apply(`apiVersion: intake.dev/v1alpha1
 kind: Destination
 metadata: {name: hook, namespace: ${ns}}
