@@ -17,10 +17,10 @@ import { join } from 'node:path';
 import { setHeaderOptions } from '@kubernetes/client-node';
 import type { Browser, Page } from 'playwright-core';
 import { jest } from '@jest/globals';
-import { apply, kubectl, postEvent, webhookReady, type Proc } from './support/cluster.js';
+import { apply, postEvent, webhookReady, type Proc } from './support/cluster.js';
 import { operatorSuite } from './support/suite.js';
 import { startTeamDeliveryPath } from './support/team-destinations.js';
-import { viewerAndEditor } from './support/tenant-users.js';
+import { consoleSession, deleteTenantRoles, viewerAndEditor } from './support/tenant-users.js';
 import { launchBrowser, screenshotForDocs, startConsole, type ConsoleProc } from './support/console.js';
 import { waitFor } from '../support/waiting.js';
 import { startEventReceiver, type EventReceiver } from '../e2e/support/event-receiver.js';
@@ -157,20 +157,11 @@ afterAll(async () => {
   await consoleProc?.stop();
   await receiver?.close();
   await platformReceiver?.close();
-  await kubectl(['delete', 'clusterrole', `${release}-intake-view`, `${release}-intake-edit`]);
+  await deleteTenantRoles(release);
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function signIn(kubeToken: string): Promise<Record<string, string>> {
-  const res = await fetch(`${consoleProc.base}/api/login`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ token: kubeToken }),
-  });
-  expect(res.status).toBe(200);
-  const body = (await res.json()) as { session: string };
-  return { cookie: (res.headers.get('set-cookie') ?? '').split(';')[0] as string, 'x-intake-session': body.session };
-}
+const signIn = (kubeToken: string) => consoleSession(consoleProc.base, kubeToken);
 
 const call = async (session: Record<string, string>, method: string, path: string, body?: unknown) => {
   const res = await fetch(`${consoleProc.base}/api/namespaces/${ns}${path}`, {

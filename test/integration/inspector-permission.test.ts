@@ -14,7 +14,7 @@ import { jest } from '@jest/globals';
 import { ROOT } from '../support/paths.js';
 import { startIngester, tenantAuth, tenantRoute, post, type RunningIngester } from '../e2e/support/ingester.js';
 import { apply, applyCrds, createNamespace, kubectl, requireCluster, uniqueName } from './support/cluster.js';
-import { viewerAndEditor } from './support/tenant-users.js';
+import { consoleSession, deleteTenantRoles, viewerAndEditor } from './support/tenant-users.js';
 import { launchBrowser, screenshot, screenshotForDocs, startConsole, type ConsoleProc } from './support/console.js';
 import { startEventReceiver, type EventReceiver } from '../e2e/support/event-receiver.js';
 
@@ -73,19 +73,10 @@ afterAll(async () => {
   await receiver?.close();
   rmSync(spool, { recursive: true, force: true });
   await kubectl(['delete', 'namespace', ns, '--wait=false']);
-  await kubectl(['delete', 'clusterrole', `${release}-intake-view`, `${release}-intake-edit`]);
+  await deleteTenantRoles(release);
 });
 
-async function signIn(kubeToken: string): Promise<Record<string, string>> {
-  const res = await fetch(`${consoleProc.base}/api/login`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ token: kubeToken }),
-  });
-  expect(res.status).toBe(200);
-  const body = (await res.json()) as { session: string };
-  return { cookie: (res.headers.get('set-cookie') ?? '').split(';')[0] as string, 'x-intake-session': body.session };
-}
+const signIn = (kubeToken: string) => consoleSession(consoleProc.base, kubeToken);
 
 const get = async (session: Record<string, string>, path: string) => {
   const res = await fetch(`${consoleProc.base}/api/namespaces/${ns}/webhookintegrations/alerts${path}`, {

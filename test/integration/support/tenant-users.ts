@@ -3,6 +3,7 @@
  * accounts `viewer` (bound to the release's intake-view ClusterRole) and `editor` (intake-edit),
  * with a token each to sign in with (`intake console --auth token`).
  */
+import { expect } from '@jest/globals';
 import { stringify } from 'yaml';
 import { renderChart } from '../../support/helm.js';
 import { apply, kubectl } from './cluster.js';
@@ -36,4 +37,21 @@ subjects: [{kind: ServiceAccount, name: ${sa}, namespace: ${ns}}]
 `;
   await apply(`${user('viewer', 'view')}---\n${user('editor', 'edit')}`);
   return { viewerToken: await serviceAccountToken('viewer', ns), editorToken: await serviceAccountToken('editor', ns) };
+}
+
+/** Deletes the release's two tenant ClusterRoles (a file's cleanup; they are cluster-wide). */
+export async function deleteTenantRoles(release: string): Promise<void> {
+  await kubectl(['delete', 'clusterrole', `${release}-intake-view`, `${release}-intake-edit`]);
+}
+
+/** Signs in to the console at `base` with a Kubernetes token; answers the session's headers for its API. */
+export async function consoleSession(base: string, kubeToken: string): Promise<Record<string, string>> {
+  const res = await fetch(`${base}/api/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ token: kubeToken }),
+  });
+  expect(res.status).toBe(200);
+  const body = (await res.json()) as { session: string };
+  return { cookie: (res.headers.get('set-cookie') ?? '').split(';')[0] as string, 'x-intake-session': body.session };
 }
