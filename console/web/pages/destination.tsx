@@ -24,6 +24,7 @@ import {
   type DestinationResource,
   type PlatformDestination,
 } from '../data/destinations.js';
+import { usePolled } from '../components/use-polled.js';
 import { useTick } from '../components/use-tick.js';
 import { DestinationBadges } from './destinations.js';
 
@@ -92,20 +93,13 @@ function TeamDestination({ ns, name }: { ns: string; name: string }) {
   const [error, setError] = useState('');
   const [busy, setBusy] = useState(false);
   const now = useTick(5000);
-  useEffect(() => {
-    let live = true;
-    const load = () =>
-      getDestination(ns, name).then(
-        (d) => live && setR(d),
-        (e: Error) => live && setError(e.message),
-      );
-    void load();
-    const t = setInterval(load, REFRESH_MS);
-    return () => {
-      live = false;
-      clearInterval(t);
-    };
-  }, [ns, name]);
+  usePolled(
+    () => getDestination(ns, name),
+    REFRESH_MS,
+    setR,
+    (e) => setError(e.message),
+    [ns, name],
+  );
   if (!r)
     return error ? (
       <p class="error" role="alert">

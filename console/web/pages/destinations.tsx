@@ -4,10 +4,11 @@
  * ingesters know. One request per refresh for the whole list, never one per destination or
  * integration: the page stays as cheap at a thousand integrations as at one.
  */
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import type { ViewProps } from '../views.js';
 import { inertText } from '../../../common/sender-text.js';
 import { MinuteChart } from '../components/minute-chart.js';
+import { usePolled } from '../components/use-polled.js';
 import { useTick } from '../components/use-tick.js';
 import { age, gitOpsOwner, href } from '../data/model.js';
 import {
@@ -123,20 +124,16 @@ export function Destinations({ ns }: { ns: string }) {
   const [list, setList] = useState<DestinationList | undefined>();
   const [error, setError] = useState('');
   const now = useTick(5000);
-  useEffect(() => {
-    let live = true;
-    const load = () =>
-      listDestinations(ns).then(
-        (l) => live && (setError(''), setList(l)),
-        (e: Error) => live && setError(e.message),
-      );
-    void load();
-    const t = setInterval(load, REFRESH_MS);
-    return () => {
-      live = false;
-      clearInterval(t);
-    };
-  }, [ns]);
+  usePolled(
+    () => listDestinations(ns),
+    REFRESH_MS,
+    (l) => {
+      setError('');
+      setList(l);
+    },
+    (e) => setError(e.message),
+    [ns],
+  );
   const team = [...(list?.items ?? [])].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
   const platform = list?.platform;
   return (
