@@ -27,33 +27,12 @@ import { BulkReplaySlots, type BulkReplayLimits } from './bulk-replay-slots.js';
 import { baseOf, handOnAndRemove, type DeadLetterReplayers } from './dead-letter-replay.js';
 import type { DeadLetterMetrics } from './metrics.js';
 import type { DeadLetterQuery, DeadLetterStore } from './model.js';
+import type { BulkReplayProgress, BulkReplayState } from '../../api/bulk-replay.js';
+
+export type { BulkReplayProgress, BulkReplayState };
 
 /** The filters of a bulk replay: a query without its paging. */
 export type BulkReplayFilter = Omit<DeadLetterQuery, 'limit' | 'afterSeq' | 'maxSeq' | 'seqs'>;
-
-export type BulkReplayState = 'running' | 'done' | 'cancelled' | 'failed';
-
-export interface BulkReplayProgress {
-  id: string;
-  state: BulkReplayState;
-  filter: Record<string, unknown>;
-  /** At most this many letters a second. */
-  rate: number;
-  startedAt: string;
-  finishedAt?: string;
-  /** Letters the filter selected when the replay began. */
-  matched: number;
-  replayed: number;
-  failed: number;
-  /** Held by another replay, or gone from the store (dropped, replayed elsewhere) before their turn. */
-  skipped: number;
-  /** Matched letters not taken yet (those a cancelled replay left are still dead letters). */
-  remaining: number;
-  /** Why the replay stopped early (state failed: the store could not be read). */
-  message?: string;
-  /** The last few letters that failed, with why. */
-  failures: Array<{ id: string; message: string }>;
-}
 
 const PAGE = 100;
 const FINISHED_KEPT = 20;

@@ -16,8 +16,10 @@ import type { IntakeResource } from '../../api/v1alpha1/types.js';
 import type { OperatorMetrics } from '../metrics.js';
 import { integrationNameOf, queueKey, toRouteName } from '../naming.js';
 import { activityFingerprint, mergeActivity, type MergedActivity } from './merge.js';
+import { fetchReplicaReport } from './replica-report.js';
 import { ReplicaDiscovery, type Replica } from './replicas.js';
 import { WriteQueue } from './write-queue.js';
+import { WrittenFingerprints } from './written-fingerprints.js';
 
 export interface ActivitySettings {
   /** The ingester admin Service (in the operator's --namespace) whose EndpointSlices list the replicas. */
@@ -68,39 +70,11 @@ export function reportKeyOf(obj: IntakeResource): string {
   return `${obj.kind}/${obj.metadata.namespace}/${name}`;
 }
 
-/**
- * One replica's report, given up after `timeoutMs` whatever happens: the abort signal alone
- * did not end a request stuck in a proxy's CONNECT (seen with NODE_USE_ENV_PROXY), and one stuck
- * replica must never stop the loop for the others.
- */
-async function fetchReport(url: string, timeoutMs: number): Promise<ActivityReport> {
-  const abort = new AbortController();
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      abort.abort();
-      reject(new Error(`no answer within ${timeoutMs} ms`));
-    }, timeoutMs);
-  });
-  const request = (async () => {
-    const res = await fetch(`${url}/status/activity`, { signal: abort.signal });
-    if (!res.ok) throw new Error(`HTTP ${res.status}`);
-    return (await res.json()) as ActivityReport;
-  })();
-  try {
-    return await Promise.race([request, deadline]);
-  } finally {
-    clearTimeout(timer);
-    request.catch(() => {});
-  }
-}
-
 export class ActivitySync {
   private readonly discovery: ReplicaDiscovery;
   private readonly reports = new Map<string, Held>();
   private readonly merged = new Map<string, MergedActivity>();
-  /** What was last written per resource, until the watch brings it back into the cache. */
-  private readonly written = new Map<string, string>();
+  private readonly written = new WrittenFingerprints();
   private readonly writes: WriteQueue<() => Promise<void>>;
   private timer?: NodeJS.Timeout;
   private stopped = false;
@@ -172,10 +146,7 @@ export class ActivitySync {
       const next = mergeActivity(reported, previous);
       this.merged.set(key, next);
       const fingerprint = activityFingerprint(next);
-      const cached = activityFingerprint(previous);
-      if (this.written.get(key) === cached) this.written.delete(key);
-      const current = this.written.get(key) ?? cached;
-      if (fingerprint === current) {
+      if (!this.written.differs(key, fingerprint, activityFingerprint(previous))) {
         this.writes.delete(key);
         continue;
       }
@@ -183,7 +154,7 @@ export class ActivitySync {
       this.writes.set(key, () => this.writeOne(key, pending));
     }
     for (const key of this.merged.keys()) if (!seen.has(key)) this.merged.delete(key);
-    for (const key of this.written.keys()) if (!seen.has(key)) this.written.delete(key);
+    this.written.keepOnly(seen);
     this.o.metrics.activityPendingWrites.set(this.writes.size);
     this.o.afterMerge?.();
   }
@@ -194,7 +165,11 @@ export class ActivitySync {
       this.o.alongside?.poll(replicas, pollTimeoutMs(this.o.intervalMs)),
       ...replicas.map(async (replica) => {
         try {
-          const report = await fetchReport(replica.url, pollTimeoutMs(this.o.intervalMs));
+          const report = await fetchReplicaReport<ActivityReport>(
+            replica.url,
+            '/status/activity',
+            pollTimeoutMs(this.o.intervalMs),
+          );
           this.reports.set(replica.key, { report, atMs: Date.now() });
           this.o.metrics.activityPolls.inc({ result: 'ok' });
         } catch (err) {
@@ -212,7 +187,7 @@ export class ActivitySync {
     const activity: Activity = { ...p.activity, updatedTime: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z') };
     try {
       await this.o.write(p.obj, activity);
-      this.written.set(key, p.fingerprint);
+      this.written.wrote(key, p.fingerprint);
       this.o.metrics.activityWrites.inc({ result: 'ok' });
     } catch (err) {
       this.o.metrics.activityWrites.inc({ result: 'error' });

@@ -16,7 +16,9 @@ import type { Logger } from 'pino';
 import { MAX_REPORTED_DESTINATIONS, type DeliveryReport, type ReportedDelivery } from '../../api/delivery-status.js';
 import { teamDestinationName } from '../../api/destination-document.js';
 import type { Destination, DestinationDelivery } from '../../api/v1alpha1/types.js';
+import { fetchReplicaReport } from '../activity/replica-report.js';
 import type { Replica } from '../activity/replicas.js';
+import { WrittenFingerprints } from '../activity/written-fingerprints.js';
 import type { OperatorMetrics } from '../metrics.js';
 import { queueKey } from '../naming.js';
 import { deliveryFingerprint, mergeDelivery, type MergedDelivery } from './merge.js';
@@ -47,41 +49,10 @@ interface Held {
   atMs: number;
 }
 
-/** One replica's report, read up to `maxBytes`, given up after `timeoutMs` whatever happens. */
-async function fetchReport(url: string, timeoutMs: number, maxBytes = MAX_REPORT_BYTES): Promise<DeliveryReport> {
-  const abort = new AbortController();
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      abort.abort();
-      reject(new Error(`no answer within ${timeoutMs} ms`));
-    }, timeoutMs);
-  });
-  const request = (async () => {
-    const res = await fetch(`${url}/status/delivery`, { signal: abort.signal });
-    if (!res.ok) throw new Error(`HTTP ${res.status}`);
-    const length = Number(res.headers.get('content-length'));
-    if (Number.isFinite(length) && length > maxBytes) {
-      abort.abort();
-      throw new Error(`a report of ${length} bytes is larger than ${maxBytes}`);
-    }
-    const text = await res.text();
-    if (text.length > maxBytes) throw new Error(`a report larger than ${maxBytes} bytes`);
-    return JSON.parse(text) as DeliveryReport;
-  })();
-  try {
-    return await Promise.race([request, deadline]);
-  } finally {
-    clearTimeout(timer);
-    request.catch(() => {});
-  }
-}
-
 export class DeliverySync {
   private readonly reports = new Map<string, Held>();
   private readonly merged = new Map<string, MergedDelivery>();
-  /** What was last written per Destination, until the watch brings it back into the cache. */
-  private readonly written = new Map<string, string>();
+  private readonly written = new WrittenFingerprints();
 
   constructor(private readonly o: DeliverySyncOptions) {}
 
@@ -95,7 +66,12 @@ export class DeliverySync {
     await Promise.all(
       replicas.map(async (replica) => {
         try {
-          const report = await fetchReport(replica.url, timeoutMs);
+          const report = await fetchReplicaReport<DeliveryReport>(
+            replica.url,
+            '/status/delivery',
+            timeoutMs,
+            MAX_REPORT_BYTES,
+          );
           if (!Array.isArray(report?.destinations)) throw new Error('not a delivery report');
           this.reports.set(replica.key, { report, atMs: Date.now() });
         } catch (err) {
@@ -138,17 +114,14 @@ export class DeliverySync {
       const next = mergeDelivery(reported, previous);
       this.merged.set(key, next);
       const fingerprint = deliveryFingerprint(next.delivery);
-      const cached = deliveryFingerprint(previous);
-      if (this.written.get(key) === cached) this.written.delete(key);
-      const current = this.written.get(key) ?? cached;
-      if (fingerprint === current) {
+      if (!this.written.differs(key, fingerprint, deliveryFingerprint(previous))) {
         writes.delete(key);
         continue;
       }
       writes.set(key, () => this.writeOne(key, d, next, fingerprint));
     }
     for (const key of this.merged.keys()) if (!seen.has(key)) this.merged.delete(key);
-    for (const key of this.written.keys()) if (!seen.has(key)) this.written.delete(key);
+    this.written.keepOnly(seen);
     this.o.afterMerge?.();
   }
 
@@ -159,7 +132,7 @@ export class DeliverySync {
     };
     try {
       await this.o.write(d, delivery);
-      this.written.set(key, fingerprint);
+      this.written.wrote(key, fingerprint);
       this.o.metrics.deliveryStatusWrites.inc({ result: 'ok' });
     } catch (err) {
       this.o.metrics.deliveryStatusWrites.inc({ result: 'error' });

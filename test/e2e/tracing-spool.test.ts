@@ -11,52 +11,33 @@ import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { waitFor } from '../support/waiting.js';
-import { startEventReceiver, type EventReceiver, type ReceivedRequest } from './support/event-receiver.js';
-import { basic, DEMO, post, startIngester, type RunningIngester } from './support/ingester.js';
-import { handoffConfig, metricValue, startNats, type RunningNats } from './support/nats-server.js';
-import { startCollector, tracingEnv, type ExportedSpan, type RunningCollector } from './support/otel-collector.js';
+import type { EventReceiver, ReceivedRequest } from './support/event-receiver.js';
+import { basic, DEMO, post, type RunningIngester } from './support/ingester.js';
+import { metricValue, type RunningNats } from './support/nats-server.js';
+import type { RunningCollector } from './support/otel-collector.js';
+import { onlySpan, startTracedHandOff, type TracedHandOff } from './support/traced-handoff.js';
 
 let nats: RunningNats;
 let collector: RunningCollector;
 let receiver: EventReceiver;
 let receiving: RunningIngester;
-let delivering: RunningIngester;
 const spoolDir = mkdtempSync(join(tmpdir(), 'intake-tracing-spool-'));
 
+let setup: TracedHandOff | undefined;
+
 beforeAll(async () => {
-  [nats, collector, receiver] = await Promise.all([startNats(), startCollector(), startEventReceiver()]);
-  receiving = await startIngester(handoffConfig(nats, { spoolDir }), {
-    env: tracingEnv(collector, 'intake-receiving'),
-  });
-  delivering = await startIngester(
-    (c) => {
-      handoffConfig(nats)(c);
-      c.destinations = [
-        {
-          name: 'tickets',
-          default: true,
-          http: { url: receiver.url, timeout: '2s' },
-          delivery: { backoffMin: '50ms', backoffMax: '200ms' },
-        },
-      ];
-    },
-    { env: tracingEnv(collector, 'intake-delivering') },
-  );
+  setup = await startTracedHandOff({ receivingSpoolDir: spoolDir });
+  ({ nats, collector, receiver, receiving } = setup);
 }, 90_000);
 
 afterAll(async () => {
-  for (const i of [receiving, delivering]) await i?.stop('SIGKILL');
-  await Promise.all([receiver?.close(), nats?.stop(), collector?.stop()]);
+  await setup?.stop();
   rmSync(spoolDir, { recursive: true, force: true });
 });
 
 const hex = (bytes: number): string => randomBytes(bytes).toString('hex');
 
-const one = (spans: ExportedSpan[], name: string): ExportedSpan => {
-  const found = spans.filter((s) => s.name === name);
-  expect(found).toHaveLength(1);
-  return found[0] as ExportedSpan;
-};
+const one = onlySpan;
 
 it("keeps the sender's trace for an event that waited in the spool while the bus was down", async () => {
   await nats.kill9();

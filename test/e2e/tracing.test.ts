@@ -14,45 +14,31 @@ import { join } from 'node:path';
 import { waitFor } from '../support/waiting.js';
 import { startEventReceiver, type EventReceiver, type ReceivedRequest } from './support/event-receiver.js';
 import { API_KEY, basic, DEMO, post, startIngester, type RunningIngester } from './support/ingester.js';
-import { handoffConfig, startNats, type RunningNats } from './support/nats-server.js';
-import { startCollector, tracingEnv, type ExportedSpan, type RunningCollector } from './support/otel-collector.js';
+import { tracingEnv, type ExportedSpan, type RunningCollector } from './support/otel-collector.js';
+import { onlySpan, startTracedHandOff, type TracedHandOff } from './support/traced-handoff.js';
 
-let nats: RunningNats;
 let collector: RunningCollector;
 let receiver: EventReceiver;
 let receiving: RunningIngester;
-let delivering: RunningIngester;
 const others: RunningIngester[] = [];
 const dirs: string[] = [];
 
 /** Per namespace and second, the traces a sender's sampled requests may start on the receiving replica. */
 const PER_NAMESPACE = 3;
 
+let setup: TracedHandOff | undefined;
+
 beforeAll(async () => {
-  [nats, collector, receiver] = await Promise.all([startNats(), startCollector(), startEventReceiver()]);
   // The receiving replica hands off to the bus and delivers nothing; the delivering one only delivers.
-  receiving = await startIngester(handoffConfig(nats), {
-    env: tracingEnv(collector, 'intake-receiving', { INTAKE_TRACES_PER_SECOND_PER_NAMESPACE: String(PER_NAMESPACE) }),
+  setup = await startTracedHandOff({
+    receivingEnv: { INTAKE_TRACES_PER_SECOND_PER_NAMESPACE: String(PER_NAMESPACE) },
   });
-  delivering = await startIngester(
-    (c) => {
-      handoffConfig(nats)(c);
-      c.destinations = [
-        {
-          name: 'tickets',
-          default: true,
-          http: { url: receiver.url, timeout: '2s' },
-          delivery: { backoffMin: '50ms', backoffMax: '200ms' },
-        },
-      ];
-    },
-    { env: tracingEnv(collector, 'intake-delivering') },
-  );
+  ({ collector, receiver, receiving } = setup);
 }, 90_000);
 
 afterAll(async () => {
-  for (const i of [receiving, delivering, ...others]) await i?.stop('SIGKILL');
-  await Promise.all([receiver?.close(), nats?.stop(), collector?.stop()]);
+  for (const i of others) await i.stop('SIGKILL');
+  await setup?.stop();
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
@@ -86,11 +72,7 @@ const spansOf = (traceId: string, names: string[]): Promise<ExportedSpan[]> =>
     100,
   );
 
-const one = (spans: ExportedSpan[], name: string): ExportedSpan => {
-  const found = spans.filter((s) => s.name === name);
-  expect(found).toHaveLength(1);
-  return found[0] as ExportedSpan;
-};
+const one = onlySpan;
 
 it("follows the sender's trace from its traceparent through the bus to the delivery request's traceparent", async () => {
   const traceId = hex(16);

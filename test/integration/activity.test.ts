@@ -15,14 +15,13 @@ import { waitFor } from '../support/waiting.js';
 import { apply, kubectl, postEvent, type Proc } from './support/cluster.js';
 import { operatorSuite } from './support/suite.js';
 import { startPodNetwork, type PodNetwork } from './support/pod-network.js';
+import { ACTIVITY_EVERY_SECOND, ADMIN_PORT, applyAdminService } from './support/admin-service.js';
 
 jest.setTimeout(180_000);
 
 const suite = operatorSuite('team-a');
 const { system, core, custom } = suite;
 const [tenant] = suite.tenants;
-const SERVICE = 'intake-ingester-admin';
-const POD_PORT = 8081;
 const PODS = ['192.0.2.11', '192.0.2.12'];
 let network: PodNetwork;
 let operator: Proc;
@@ -66,30 +65,11 @@ beforeAll(async () => {
   for (const pod of PODS) {
     const ingester = await suite.startIngester();
     ingesters.push(ingester);
-    network.routes.set(`${pod}:${POD_PORT}`, Number(new URL(ingester.adminUrl).port));
+    network.routes.set(`${pod}:${ADMIN_PORT}`, Number(new URL(ingester.adminUrl).port));
   }
   // The admin Service's slice, as the EndpointSlice controller would write it for two pods.
-  await apply(`apiVersion: v1
-kind: Service
-metadata: {name: ${SERVICE}, namespace: ${system}}
-spec:
-  ports: [{name: admin, port: ${POD_PORT}, protocol: TCP}]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: ${SERVICE}-pods
-  namespace: ${system}
-  labels: {kubernetes.io/service-name: ${SERVICE}, endpointslice.kubernetes.io/managed-by: intake-test}
-addressType: IPv4
-ports: [{name: admin, port: ${POD_PORT}, protocol: TCP}]
-endpoints:
-${PODS.map((ip) => `  - {addresses: ["${ip}"], conditions: {ready: true}}`).join('\n')}
-`);
-  operator = await suite.startOperator(
-    ['--ingester-admin-service', SERVICE, '--activity-interval', '1s', '--activity-writes-per-second', '20'],
-    network.env,
-  );
+  await applyAdminService(system, PODS);
+  operator = await suite.startOperator(ACTIVITY_EVERY_SECOND, network.env);
   await apply(`apiVersion: intake.dev/v1alpha1
 kind: WebhookIntegration
 metadata: {name: busy, namespace: ${tenant}}

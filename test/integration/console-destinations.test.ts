@@ -11,16 +11,16 @@
  * back to the (then accepting) receiver, with its progress, and a second one is cancelled half-way.
  * Screenshots of each page go to docs/images/console-destination*.png.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setHeaderOptions } from '@kubernetes/client-node';
 import type { Browser, Page } from 'playwright-core';
-import { stringify } from 'yaml';
 import { jest } from '@jest/globals';
-import { renderChart } from '../support/helm.js';
-import { apply, kubectl, postEvent, webhookReady, type Proc } from './support/cluster.js';
+import { apply, postEvent, webhookReady, type Proc } from './support/cluster.js';
 import { operatorSuite } from './support/suite.js';
+import { startTeamDeliveryPath } from './support/team-destinations.js';
+import { consoleSession, deleteTenantRoles, viewerAndEditor } from './support/tenant-users.js';
 import { launchBrowser, screenshotForDocs, startConsole, type ConsoleProc } from './support/console.js';
 import { waitFor } from '../support/waiting.js';
 import { startEventReceiver, type EventReceiver } from '../e2e/support/event-receiver.js';
@@ -41,12 +41,6 @@ let browser: Browser;
 let viewerToken: string;
 let editorToken: string;
 const authorizations = new Map<string, string>();
-
-const token = async (sa: string): Promise<string> => {
-  const r = await kubectl(['create', 'token', sa, '-n', ns, '--duration', '1h']);
-  if (r.code !== 0) throw new Error(r.stderr);
-  return r.stdout.trim();
-};
 
 const destination = async (name: string) =>
   (await custom.getNamespacedCustomObject({
@@ -80,38 +74,9 @@ const MINUTE = new Date(Math.floor(Date.now() / 60_000) * 60_000 - 2 * 60_000).t
 beforeAll(async () => {
   receiver = await startEventReceiver();
   platformReceiver = await startEventReceiver();
-  // The chart's tenant roles, as a release installs them.
-  const roles = renderChart<{ kind: string; metadata: { name: string } }>(release, ns, []).filter(
-    (d) => d.kind === 'ClusterRole' && /-intake-(view|edit)$/.test(d.metadata.name),
-  );
-  expect(roles).toHaveLength(2);
-  await apply(roles.map((r) => stringify(r)).join('---\n'));
-  const user = (sa: string, role: string) => `apiVersion: v1
-kind: ServiceAccount
-metadata: {name: ${sa}, namespace: ${ns}}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: ${sa}, namespace: ${ns}}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: ${release}-intake-${role}}
-subjects: [{kind: ServiceAccount, name: ${sa}, namespace: ${ns}}]
-`;
-  await apply(`${user('viewer', 'view')}---\n${user('editor', 'edit')}`);
-  [viewerToken, editorToken] = [await token('viewer'), await token('editor')];
+  ({ viewerToken, editorToken } = await viewerAndEditor(release, ns));
 
-  await suite.startOperator(['--destinations', 'tickets']);
-  const config = join(dir, 'intake.yaml');
-  writeFileSync(
-    config,
-    `authThrottle: {failures: 1000000, window: 1m, block: 1s}
-# The receivers are on loopback, which the address guard refuses to a team's URL by default.
-addressGuard: {allowedCIDRs: [127.0.0.0/8, '::1/128']}
-spool: {path: ${join(dir, 'storage')}}
-destinations:
-  - {name: tickets, http: {url: '${platformReceiver.url}'}}
-`,
-  );
-  ingester = await suite.startIngester(['--config', config]);
+  ingester = await startTeamDeliveryPath(suite, dir, { name: 'tickets', url: platformReceiver.url });
   await apply(`apiVersion: intake.dev/v1alpha1
 kind: Destination
 metadata: {name: hook, namespace: ${ns}}
@@ -192,20 +157,11 @@ afterAll(async () => {
   await consoleProc?.stop();
   await receiver?.close();
   await platformReceiver?.close();
-  await kubectl(['delete', 'clusterrole', `${release}-intake-view`, `${release}-intake-edit`]);
+  await deleteTenantRoles(release);
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function signIn(kubeToken: string): Promise<Record<string, string>> {
-  const res = await fetch(`${consoleProc.base}/api/login`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ token: kubeToken }),
-  });
-  expect(res.status).toBe(200);
-  const body = (await res.json()) as { session: string };
-  return { cookie: (res.headers.get('set-cookie') ?? '').split(';')[0] as string, 'x-intake-session': body.session };
-}
+const signIn = (kubeToken: string) => consoleSession(consoleProc.base, kubeToken);
 
 const call = async (session: Record<string, string>, method: string, path: string, body?: unknown) => {
   const res = await fetch(`${consoleProc.base}/api/namespaces/${ns}${path}`, {

@@ -33,6 +33,7 @@ import {
 import { KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { startConsole as startConsoleServer } from '../../console/server/main.js';
+import { ADMIN_PORT, ADMIN_SERVICE, applyAdminService } from './support/admin-service.js';
 import { startPodNetwork, type PodNetwork } from './support/pod-network.js';
 import {
   launchBrowser,
@@ -54,9 +55,7 @@ let operator: Proc;
 let ingester: Proc;
 let network: PodNetwork;
 /** The ingester admin Service the operator polls for activity, with the ingester as its one pod. */
-const ADMIN_SERVICE = 'intake-ingester-admin';
 const INGESTER_POD = '192.0.2.30';
-const ADMIN_PORT = 8081;
 let localConsole: ConsoleProc;
 let tokenConsole: ConsoleProc;
 let browser: Browser;
@@ -115,26 +114,7 @@ beforeAll(async () => {
   // The ingester as the admin Service's one pod, so the operator collects its activity.
   network = await startPodNetwork();
   network.routes.set(`${INGESTER_POD}:${ADMIN_PORT}`, Number(new URL(ingester.adminUrl).port));
-  const applied = await kubectl(
-    ['apply', '-f', '-'],
-    `apiVersion: v1
-kind: Service
-metadata: {name: ${ADMIN_SERVICE}, namespace: ${system}}
-spec:
-  ports: [{name: admin, port: ${ADMIN_PORT}, protocol: TCP}]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: ${ADMIN_SERVICE}-pods
-  namespace: ${system}
-  labels: {kubernetes.io/service-name: ${ADMIN_SERVICE}, endpointslice.kubernetes.io/managed-by: intake-test}
-addressType: IPv4
-ports: [{name: admin, port: ${ADMIN_PORT}, protocol: TCP}]
-endpoints: [{addresses: ["${INGESTER_POD}"], conditions: {ready: true}}]
-`,
-  );
-  if (applied.code !== 0) throw new Error(applied.stderr);
+  await applyAdminService(system, [INGESTER_POD]);
   // status.url is the ingester's own address, so the console's test events reach it as senders would.
   operator = await startOperator(
     system,

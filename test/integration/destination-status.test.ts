@@ -18,15 +18,14 @@ import { startEventReceiver, type EventReceiver } from '../e2e/support/event-rec
 import { apply, kubectl, type Proc } from './support/cluster.js';
 import { operatorSuite } from './support/suite.js';
 import { startPodNetwork, type PodNetwork } from './support/pod-network.js';
+import { ACTIVITY_EVERY_SECOND, ADMIN_PORT, applyAdminService } from './support/admin-service.js';
 
 jest.setTimeout(180_000);
 
 const suite = operatorSuite('team-a');
 const { system, core, custom } = suite;
 const [tenant] = suite.tenants;
-const SERVICE = 'intake-ingester-admin';
 const POD = '192.0.2.21';
-const POD_PORT = 8081;
 const dir = mkdtempSync(join(tmpdir(), 'intake-it-dest-status-'));
 let network: PodNetwork;
 let ingester: Proc;
@@ -80,29 +79,10 @@ spool: {path: ${join(dir, 'storage')}}
 `,
   );
   ingester = await suite.startIngester(['--config', config]);
-  network.routes.set(`${POD}:${POD_PORT}`, Number(new URL(ingester.adminUrl).port));
-  await apply(`apiVersion: v1
-kind: Service
-metadata: {name: ${SERVICE}, namespace: ${system}}
-spec:
-  ports: [{name: admin, port: ${POD_PORT}, protocol: TCP}]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: ${SERVICE}-pods
-  namespace: ${system}
-  labels: {kubernetes.io/service-name: ${SERVICE}, endpointslice.kubernetes.io/managed-by: intake-test}
-addressType: IPv4
-ports: [{name: admin, port: ${POD_PORT}, protocol: TCP}]
-endpoints:
-  - {addresses: ["${POD}"], conditions: {ready: true}}
-`);
+  network.routes.set(`${POD}:${ADMIN_PORT}`, Number(new URL(ingester.adminUrl).port));
+  await applyAdminService(system, [POD]);
   // The default resync (5m): a Secret's change must not wait for it.
-  operator = await suite.startOperator(
-    ['--ingester-admin-service', SERVICE, '--activity-interval', '1s', '--activity-writes-per-second', '20'],
-    network.env,
-  );
+  operator = await suite.startOperator(ACTIVITY_EVERY_SECOND, network.env);
   await apply(secret('first-password'));
   await apply(`apiVersion: intake.dev/v1alpha1
 kind: Destination

@@ -6,13 +6,14 @@
  * go to the platform's default destination. And every Kubernetes object the page shows is one the
  * API server accepts (`kubectl apply --dry-run=server`).
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jest } from '@jest/globals';
 import { parseAllDocuments } from 'yaml';
 import { apply, kubectl, ROOT, type Proc, webhookReady } from './support/cluster.js';
 import { operatorSuite } from './support/suite.js';
+import { startTeamDeliveryPath } from './support/team-destinations.js';
 import { waitFor } from '../support/waiting.js';
 import { startEventReceiver, type EventReceiver } from '../e2e/support/event-receiver.js';
 
@@ -62,19 +63,11 @@ beforeAll(async () => {
   platformReceiver = await startEventReceiver();
   // The platform's default destination the quick start's other events go to, named as on the page
   // (an HTTP receiver here: what it is does not matter to the team).
-  await suite.startOperator(['--destinations', 'alertmanager']);
-  const config = join(dir, 'intake.yaml');
-  writeFileSync(
-    config,
-    `authThrottle: {failures: 1000000, window: 1m, block: 1s}
-# The receivers are on loopback, which the address guard refuses to a team's URL by default.
-addressGuard: {allowedCIDRs: [127.0.0.0/8, '::1/128']}
-spool: {path: ${join(dir, 'storage')}}
-destinations:
-  - {name: alertmanager, default: true, http: {url: '${platformReceiver.url}'}}
-`,
-  );
-  ingester = await suite.startIngester(['--config', config]);
+  ingester = await startTeamDeliveryPath(suite, dir, {
+    name: 'alertmanager',
+    url: platformReceiver.url,
+    default: true,
+  });
 });
 
 afterAll(async () => {

@@ -10,12 +10,11 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
-import { stringify } from 'yaml';
 import { jest } from '@jest/globals';
-import { renderChart } from '../support/helm.js';
 import { ROOT } from '../support/paths.js';
 import { startIngester, tenantAuth, tenantRoute, post, type RunningIngester } from '../e2e/support/ingester.js';
 import { apply, applyCrds, createNamespace, kubectl, requireCluster, uniqueName } from './support/cluster.js';
+import { consoleSession, deleteTenantRoles, viewerAndEditor } from './support/tenant-users.js';
 import { launchBrowser, screenshot, screenshotForDocs, startConsole, type ConsoleProc } from './support/console.js';
 import { startEventReceiver, type EventReceiver } from '../e2e/support/event-receiver.js';
 
@@ -38,42 +37,18 @@ let consoleProc: ConsoleProc;
 let viewerToken: string;
 let editorToken: string;
 
-const token = async (sa: string): Promise<string> => {
-  const r = await kubectl(['create', 'token', sa, '-n', ns, '--duration', '1h']);
-  if (r.code !== 0) throw new Error(r.stderr);
-  return r.stdout.trim();
-};
-
 beforeAll(async () => {
   requireCluster();
   await applyCrds();
   await createNamespace(ns);
-  // The chart's tenant roles, as a release installs them (only the two ClusterRoles).
-  const roles = renderChart<{ kind: string; metadata: { name: string } }>(release, ns, []).filter(
-    (d) => d.kind === 'ClusterRole' && /-intake-(view|edit)$/.test(d.metadata.name),
-  );
-  expect(roles).toHaveLength(2);
-  await apply(roles.map((r) => stringify(r)).join('---\n'));
-  const user = (sa: string, role: string) => `apiVersion: v1
-kind: ServiceAccount
-metadata: {name: ${sa}, namespace: ${ns}}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: ${sa}, namespace: ${ns}}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: ${release}-intake-${role}}
-subjects: [{kind: ServiceAccount, name: ${sa}, namespace: ${ns}}]
-`;
-  await apply(`${user('viewer', 'view')}---
-${user('editor', 'edit')}---
-apiVersion: intake.dev/v1alpha1
+  ({ viewerToken, editorToken } = await viewerAndEditor(release, ns));
+  await apply(`apiVersion: intake.dev/v1alpha1
 kind: WebhookIntegration
 metadata: {name: alerts, namespace: ${ns}}
 spec:
   mapping: {preset: alertmanager}
   inspect: {enabled: true}
 `);
-  [viewerToken, editorToken] = [await token('viewer'), await token('editor')];
   receiver = await startEventReceiver();
   ing = await startIngester((c) => {
     (c.routes as unknown[]).push(
@@ -98,19 +73,10 @@ afterAll(async () => {
   await receiver?.close();
   rmSync(spool, { recursive: true, force: true });
   await kubectl(['delete', 'namespace', ns, '--wait=false']);
-  await kubectl(['delete', 'clusterrole', `${release}-intake-view`, `${release}-intake-edit`]);
+  await deleteTenantRoles(release);
 });
 
-async function signIn(kubeToken: string): Promise<Record<string, string>> {
-  const res = await fetch(`${consoleProc.base}/api/login`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ token: kubeToken }),
-  });
-  expect(res.status).toBe(200);
-  const body = (await res.json()) as { session: string };
-  return { cookie: (res.headers.get('set-cookie') ?? '').split(';')[0] as string, 'x-intake-session': body.session };
-}
+const signIn = (kubeToken: string) => consoleSession(consoleProc.base, kubeToken);
 
 const get = async (session: Record<string, string>, path: string) => {
   const res = await fetch(`${consoleProc.base}/api/namespaces/${ns}/webhookintegrations/alerts${path}`, {

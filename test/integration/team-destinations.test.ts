@@ -15,6 +15,7 @@ import { parseAllDocuments, stringify as stringifyYaml } from 'yaml';
 import type { V1Secret } from '@kubernetes/client-node';
 import { apply, kubectl, postEvent, ROOT, type Proc, webhookReady } from './support/cluster.js';
 import { operatorSuite } from './support/suite.js';
+import { startTeamDeliveryPath } from './support/team-destinations.js';
 import { waitFor } from '../support/waiting.js';
 import { startEventReceiver, type EventReceiver } from '../e2e/support/event-receiver.js';
 import { startNats, type RunningNats } from '../e2e/support/nats-server.js';
@@ -96,19 +97,7 @@ async function deliveredTo(receiver: EventReceiver, integrationName: string, aut
 beforeAll(async () => {
   teamReceiver = await startEventReceiver();
   platformReceiver = await startEventReceiver();
-  await suite.startOperator(['--destinations', 'tickets']);
-  const config = join(dir, 'intake.yaml');
-  writeFileSync(
-    config,
-    `authThrottle: {failures: 1000000, window: 1m, block: 1s}
-# The receivers are on loopback, which the address guard refuses to a team's URL by default.
-addressGuard: {allowedCIDRs: [127.0.0.0/8, '::1/128']}
-spool: {path: ${join(dir, 'storage')}}
-destinations:
-  - {name: tickets, http: {url: '${platformReceiver.url}'}}
-`,
-  );
-  ingester = await suite.startIngester(['--config', config]);
+  ingester = await startTeamDeliveryPath(suite, dir, { name: 'tickets', url: platformReceiver.url });
   await apply(`apiVersion: v1
 kind: Secret
 metadata: {name: receiver-creds, namespace: ${teamA}}

@@ -1,9 +1,12 @@
-/** The object's status conditions as the operator reports them. */
+/**
+ * The object's status conditions as the operator reports them; `now` lets a page that ticks
+ * (use-tick.ts) move the ages.
+ */
 import { inertText } from '../../../common/sender-text.js';
 import { age } from '../data/model.js';
 import type { Resource } from '../data/resources.js';
 
-export function Conditions({ r }: { r: Resource }) {
+export function Conditions({ r, now }: { r: Resource; now?: number }) {
   const conditions = r.status?.conditions ?? [];
   return (
     <section aria-labelledby="h-conditions">
@@ -23,12 +26,12 @@ export function Conditions({ r }: { r: Resource }) {
           </thead>
           <tbody>
             {conditions.map((c) => (
-              <tr key={c.type}>
+              <tr key={c.type} data-type={c.type}>
                 <th scope="row">{c.type}</th>
                 <td>{c.status}</td>
-                <td>{c.reason}</td>
+                <td>{inertText(c.reason)}</td>
                 <td class="message">{inertText(c.message)}</td>
-                <td>{age(c.lastTransitionTime)}</td>
+                <td>{age(c.lastTransitionTime, now)}</td>
               </tr>
             ))}
           </tbody>

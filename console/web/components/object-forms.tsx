@@ -43,56 +43,79 @@ function Field(props: {
   );
 }
 
-export function IntegrationForm({ obj, set, creating }: { obj: Obj; set: SetField; creating: boolean }) {
-  const str = (path: string[]) => String(getPath(obj, path) ?? '');
+/** A Field bound to the object at `path`: shows its value, writes what is typed (through `parse`, when given). */
+function PathField({
+  obj,
+  set,
+  path,
+  parse,
+  ...field
+}: { obj: Obj; set: SetField; path: string[]; parse?: (v: string) => unknown } & Omit<
+  Parameters<typeof Field>[0],
+  'value' | 'onInput'
+>) {
+  return <Field {...field} value={String(getPath(obj, path) ?? '')} onInput={(v) => set(path, parse ? parse(v) : v)} />;
+}
+
+/** The object's name: set when creating, fixed afterwards. */
+const NameField = ({ obj, set, creating }: FormProps) => (
+  <PathField id="f-name" label="Name" obj={obj} set={set} path={['metadata', 'name']} disabled={!creating} />
+);
+
+/** spec.suspend as a checkbox. */
+const SuspendField = ({ obj, set, label }: { obj: Obj; set: SetField; label: string }) => (
+  <div class="field checkbox">
+    <input
+      id="f-suspend"
+      type="checkbox"
+      checked={getPath(obj, ['spec', 'suspend']) === true}
+      onChange={(e) => set(['spec', 'suspend'], e.currentTarget.checked)}
+    />
+    <label for="f-suspend">{label}</label>
+  </div>
+);
+
+type FormProps = { obj: Obj; set: SetField; creating: boolean };
+
+export function IntegrationForm({ obj, set, creating }: FormProps) {
   const mappingKind = getPath(obj, ['spec', 'mapping', 'expression']) !== undefined ? 'expression' : 'preset';
+  const bound = { obj, set };
   return (
     <>
-      <Field
-        id="f-name"
-        label="Name"
-        value={str(['metadata', 'name'])}
-        disabled={!creating}
-        onInput={(v) => set(['metadata', 'name'], v)}
-      />
-      <Field
+      <NameField obj={obj} set={set} creating={creating} />
+      <PathField
+        {...bound}
         id="f-integration"
         label="Integration name (optional)"
         hint="The URL ends in webhook_<this>; default: the resource's name."
-        value={str(['spec', 'name'])}
-        onInput={(v) => set(['spec', 'name'], v)}
+        path={['spec', 'name']}
       />
-      <Field
-        id="f-username"
-        label="Username (optional)"
-        value={str(['spec', 'credentials', 'username'])}
-        onInput={(v) => set(['spec', 'credentials', 'username'], v)}
-      />
-      <Field
+      <PathField {...bound} id="f-username" label="Username (optional)" path={['spec', 'credentials', 'username']} />
+      <PathField
+        {...bound}
         id="f-grace"
         label="Rotation grace period (optional)"
         hint="How long the previous password keeps working after a rotation, e.g. 1h."
-        value={str(['spec', 'credentials', 'rotationGracePeriod'])}
-        onInput={(v) => set(['spec', 'credentials', 'rotationGracePeriod'], v)}
+        path={['spec', 'credentials', 'rotationGracePeriod']}
       />
       <fieldset>
         <legend>Mapping (optional: for tools that post their own payload)</legend>
         {mappingKind === 'preset' ? (
-          <Field
+          <PathField
+            {...bound}
             id="f-preset"
             label="Preset"
             hint={`One of: ${PRESET_NAMES.join(', ')}. Empty: intake's own event format.`}
             list="presets"
-            value={str(['spec', 'mapping', 'preset'])}
-            onInput={(v) => set(['spec', 'mapping', 'preset'], v)}
+            path={['spec', 'mapping', 'preset']}
           />
         ) : (
-          <Field
+          <PathField
+            {...bound}
             id="f-expression"
             label="JSONata expression"
             multiline
-            value={str(['spec', 'mapping', 'expression'])}
-            onInput={(v) => set(['spec', 'mapping', 'expression'], v)}
+            path={['spec', 'mapping', 'expression']}
           />
         )}
         <datalist id="presets">
@@ -102,58 +125,37 @@ export function IntegrationForm({ obj, set, creating }: { obj: Obj; set: SetFiel
         </datalist>
         <p class="hint">Tests and other mapping fields: use the YAML tab.</p>
       </fieldset>
-      <div class="field checkbox">
-        <input
-          id="f-suspend"
-          type="checkbox"
-          checked={getPath(obj, ['spec', 'suspend']) === true}
-          onChange={(e) => set(['spec', 'suspend'], e.currentTarget.checked)}
-        />
-        <label for="f-suspend">Suspended (refuse events)</label>
-      </div>
+      <SuspendField {...bound} label="Suspended (refuse events)" />
     </>
   );
 }
 
-export function ApiKeyForm({ obj, set, creating }: { obj: Obj; set: SetField; creating: boolean }) {
-  const str = (path: string[]) => String(getPath(obj, path) ?? '');
+export function ApiKeyForm({ obj, set, creating }: FormProps) {
+  const bound = { obj, set };
   return (
     <>
-      <Field
-        id="f-name"
-        label="Name"
-        value={str(['metadata', 'name'])}
-        disabled={!creating}
-        onInput={(v) => set(['metadata', 'name'], v)}
-      />
-      <Field
+      <NameField obj={obj} set={set} creating={creating} />
+      <PathField
+        {...bound}
         id="f-username"
         label="Username (optional)"
         hint="Default: the namespace."
-        value={str(['spec', 'username'])}
-        onInput={(v) => set(['spec', 'username'], v)}
+        path={['spec', 'username']}
       />
-      <Field
+      <PathField
+        {...bound}
         id="f-maxseries"
         label="Max series (optional)"
-        value={str(['spec', 'maxSeries'])}
-        onInput={(v) => set(['spec', 'maxSeries'], v === '' ? '' : /^\d+$/.test(v) ? Number(v) : v)}
+        path={['spec', 'maxSeries']}
+        parse={(v) => (v === '' ? '' : /^\d+$/.test(v) ? Number(v) : v)}
       />
-      <Field
+      <PathField
+        {...bound}
         id="f-grace"
         label="Rotation grace period (optional)"
-        value={str(['spec', 'rotationGracePeriod'])}
-        onInput={(v) => set(['spec', 'rotationGracePeriod'], v)}
+        path={['spec', 'rotationGracePeriod']}
       />
-      <div class="field checkbox">
-        <input
-          id="f-suspend"
-          type="checkbox"
-          checked={getPath(obj, ['spec', 'suspend']) === true}
-          onChange={(e) => set(['spec', 'suspend'], e.currentTarget.checked)}
-        />
-        <label for="f-suspend">Suspended</label>
-      </div>
+      <SuspendField {...bound} label="Suspended" />
     </>
   );
 }

@@ -13,6 +13,7 @@ import type { Resource } from '../data/resources.js';
 import { ErrorText } from './error-text.js';
 import { HttpStatus } from './http-status.js';
 import { RoutingList } from './routing.js';
+import { PayloadEditor } from './payload-editor.js';
 
 /** The inspector (captured-request.tsx) dispatches this on window, with the payload as its detail. */
 export const OPEN_IN_PLAYGROUND = 'intake:open-in-playground';
@@ -79,15 +80,7 @@ export function Playground({ ns, r }: { ns: string; r: Resource }) {
         and, per event, which routing rule matched and where it would go (a dry run: nothing is accepted, counted or
         delivered).
       </p>
-      <label for="playground-payload">Payload (JSON)</label>
-      <textarea
-        id="playground-payload"
-        class="code"
-        rows={10}
-        spellcheck={false}
-        value={payload}
-        onInput={(e) => setPayload(e.currentTarget.value)}
-      />
+      <PayloadEditor id="playground-payload" value={payload} onInput={setPayload} />
       <div class="actions">
         <button type="button" onClick={dryRun}>
           Map

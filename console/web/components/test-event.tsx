@@ -11,6 +11,7 @@ import type { Resource } from '../data/resources.js';
 import { CopyButton } from './copy-button.js';
 import { ErrorText } from './error-text.js';
 import { HttpStatus } from './http-status.js';
+import { PayloadEditor } from './payload-editor.js';
 
 const pretty = (text: string): string => {
   try {
@@ -61,15 +62,7 @@ export function TestEvent({ ns, r }: { ns: string; r: Resource }) {
         {preset ? `The ${preset} preset's sample notification` : 'An event in intake’s own format'}; edit it as you
         like. The console sends it to the integration’s URL {HOW[mode]}, as the sender would.
       </p>
-      <label for="test-payload">Payload (JSON)</label>
-      <textarea
-        id="test-payload"
-        class="code"
-        rows={10}
-        spellcheck={false}
-        value={payload}
-        onInput={(e) => setPayload(e.currentTarget.value)}
-      />
+      <PayloadEditor id="test-payload" value={payload} onInput={setPayload} />
       <div class="actions">
         <button type="button" onClick={send} disabled={busy || !r.status?.url}>
           Send

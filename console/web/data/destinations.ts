@@ -4,7 +4,9 @@
  * (console/server/endpoints/destinations.ts). Shapes come from the API's types; the status is read
  * from the cluster as found, so every field is optional.
  */
+import type { BulkReplayProgress } from '../../../api/bulk-replay.js';
 import type { DeliveryAnswer, DestinationDelivery } from '../../../api/v1alpha1/types.js';
+import { inertText } from '../../../common/sender-text.js';
 import { api } from './api.js';
 import type { DestinationResource } from './destination-state.js';
 
@@ -20,6 +22,10 @@ export interface PlatformDestination {
   reason?: string;
   [k: string]: unknown;
 }
+
+/** A platform destination's pause as one cell says it: `no`, `yes`, or `yes (why)`. */
+export const platformPausedText = (d: PlatformDestination): string =>
+  d.paused ? `yes${d.reason ? ` (${inertText(d.reason)})` : ''}` : 'no';
 
 export interface DestinationList {
   items: DestinationResource[];
@@ -59,22 +65,8 @@ export interface ReplayFilter {
   rate?: number;
 }
 
-/** A bulk replay's progress (the ingesters' BulkReplayProgress). */
-export interface ReplayProgress {
-  id: string;
-  state: 'running' | 'done' | 'cancelled' | 'failed';
-  filter: Record<string, unknown>;
-  rate?: number;
-  startedAt: string;
-  finishedAt?: string;
-  matched: number;
-  replayed: number;
-  failed: number;
-  skipped: number;
-  remaining: number;
-  message?: string;
-  failures: Array<{ id: string; message: string }>;
-}
+/** A bulk replay's progress, as the ingesters report it. */
+export type ReplayProgress = BulkReplayProgress;
 
 const nsPath = (ns: string) => `/api/namespaces/${encodeURIComponent(ns)}`;
 const onePath = (ns: string, scope: DestinationScope, name: string, rest = '') =>

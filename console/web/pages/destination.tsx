@@ -8,6 +8,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { ViewProps } from '../views.js';
 import { inertText } from '../../../common/sender-text.js';
+import { Conditions } from '../components/conditions.js';
 import { DeadLetters } from '../components/dead-letters.js';
 import { MinuteChart } from '../components/minute-chart.js';
 import { age, gitOpsOwner, href } from '../data/model.js';
@@ -16,13 +17,16 @@ import {
   getDestination,
   getPlatformDestination,
   pausedOf,
+  platformPausedText,
   setPaused,
   targetOf,
   type DeliveryAnswer,
   type DestinationResource,
   type PlatformDestination,
 } from '../data/destinations.js';
-import { DestinationBadges, useNow } from './destinations.js';
+import { usePolled } from '../components/use-polled.js';
+import { useTick } from '../components/use-tick.js';
+import { DestinationBadges } from './destinations.js';
 
 /** How often the page reads the destination again (the operator merges reports every few seconds). */
 const REFRESH_MS = 5000;
@@ -88,21 +92,14 @@ function TeamDestination({ ns, name }: { ns: string; name: string }) {
   const [r, setR] = useState<DestinationResource | undefined>();
   const [error, setError] = useState('');
   const [busy, setBusy] = useState(false);
-  const now = useNow(5000);
-  useEffect(() => {
-    let live = true;
-    const load = () =>
-      getDestination(ns, name).then(
-        (d) => live && setR(d),
-        (e: Error) => live && setError(e.message),
-      );
-    void load();
-    const t = setInterval(load, REFRESH_MS);
-    return () => {
-      live = false;
-      clearInterval(t);
-    };
-  }, [ns, name]);
+  const now = useTick(5000);
+  usePolled(
+    () => getDestination(ns, name),
+    REFRESH_MS,
+    setR,
+    (e) => setError(e.message),
+    [ns, name],
+  );
   if (!r)
     return error ? (
       <p class="error" role="alert">
@@ -163,31 +160,7 @@ function TeamDestination({ ns, name }: { ns: string; name: string }) {
         )}
       </section>
       <Delivery r={r} now={now} />
-      <section aria-labelledby="h-conditions">
-        <h2 id="h-conditions">Conditions</h2>
-        <table class="conditions">
-          <thead>
-            <tr>
-              <th scope="col">Type</th>
-              <th scope="col">Status</th>
-              <th scope="col">Reason</th>
-              <th scope="col">Message</th>
-              <th scope="col">Since</th>
-            </tr>
-          </thead>
-          <tbody>
-            {(r.status?.conditions ?? []).map((c) => (
-              <tr key={c.type} data-type={c.type}>
-                <td>{c.type}</td>
-                <td>{c.status}</td>
-                <td>{inertText(c.reason ?? '')}</td>
-                <td class="message">{inertText(c.message ?? '')}</td>
-                <td>{c.lastTransitionTime ? age(c.lastTransitionTime, now) : ''}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </section>
+      <Conditions r={r} now={now} />
     </>
   );
 }
@@ -219,7 +192,7 @@ function PlatformDestinationView({ ns, name }: { ns: string; name: string }) {
           <dt>Circuit</dt>
           <dd class="circuit">{inertText(d.circuit ?? '')}</dd>
           <dt>Paused</dt>
-          <dd class="paused">{d.paused ? `yes${d.reason ? ` (${inertText(d.reason)})` : ''}` : 'no'}</dd>
+          <dd class="paused">{platformPausedText(d)}</dd>
         </dl>
       )}
     </section>

@@ -4,16 +4,19 @@
  * ingesters know. One request per refresh for the whole list, never one per destination or
  * integration: the page stays as cheap at a thousand integrations as at one.
  */
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import type { ViewProps } from '../views.js';
 import { inertText } from '../../../common/sender-text.js';
 import { MinuteChart } from '../components/minute-chart.js';
+import { usePolled } from '../components/use-polled.js';
+import { useTick } from '../components/use-tick.js';
 import { age, gitOpsOwner, href } from '../data/model.js';
 import {
   chartMinutes,
   circuitOf,
   listDestinations,
   pausedOf,
+  platformPausedText,
   targetOf,
   type DestinationList,
   type DestinationResource,
@@ -21,16 +24,6 @@ import {
 
 /** How often the list is read again: the operator merges the ingesters' reports every few seconds. */
 export const REFRESH_MS = 10_000;
-
-/** Re-renders every `ms`; returns the time now. */
-export function useNow(ms: number): number {
-  const [now, setNow] = useState(Date.now());
-  useEffect(() => {
-    const t = setInterval(() => setNow(Date.now()), ms);
-    return () => clearInterval(t);
-  }, [ms]);
-  return now;
-}
 
 export function DestinationBadges({ r }: { r: DestinationResource }) {
   const ready = r.status?.conditions?.find((c) => c.type === 'Ready');
@@ -130,21 +123,17 @@ export const DestinationsPage = ({ params }: ViewProps<'ns'>) => <Destinations n
 export function Destinations({ ns }: { ns: string }) {
   const [list, setList] = useState<DestinationList | undefined>();
   const [error, setError] = useState('');
-  const now = useNow(5000);
-  useEffect(() => {
-    let live = true;
-    const load = () =>
-      listDestinations(ns).then(
-        (l) => live && (setError(''), setList(l)),
-        (e: Error) => live && setError(e.message),
-      );
-    void load();
-    const t = setInterval(load, REFRESH_MS);
-    return () => {
-      live = false;
-      clearInterval(t);
-    };
-  }, [ns]);
+  const now = useTick(5000);
+  usePolled(
+    () => listDestinations(ns),
+    REFRESH_MS,
+    (l) => {
+      setError('');
+      setList(l);
+    },
+    (e) => setError(e.message),
+    [ns],
+  );
   const team = [...(list?.items ?? [])].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
   const platform = list?.platform;
   return (
@@ -198,7 +187,7 @@ export function Destinations({ ns }: { ns: string }) {
                   </th>
                   <td>{inertText(d.kind ?? '')}</td>
                   <td>{inertText(d.circuit ?? '')}</td>
-                  <td>{d.paused ? `yes${d.reason ? ` (${inertText(d.reason)})` : ''}` : 'no'}</td>
+                  <td>{platformPausedText(d)}</td>
                 </tr>
               ))}
             </tbody>
