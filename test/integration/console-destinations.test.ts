@@ -231,7 +231,7 @@ describe('a destination page', () => {
     await p.locator('table.conditions tr[data-type="Paused"] td:nth-child(2)', { hasText: 'True' }).waitFor({
       timeout: 30_000,
     });
-    await screenshotForDocs(p, 'destination-paused');
+    await screenshotForDocs(p, 'destination-paused', { through: p.locator('table.conditions') });
     await p.getByRole('button', { name: 'Resume' }).click();
     await p.getByRole('button', { name: 'Pause' }).waitFor();
     expect((await destination('hook')).spec.suspend).toBe(false);
@@ -283,7 +283,7 @@ describe('a destination page', () => {
       10_000,
     );
     expect((await adminLetters()).map((l) => l.integration)).toEqual(['builds', 'builds']);
-    await screenshotForDocs(p, 'destination');
+    await screenshotForDocs(p, 'destination', { through: p.locator('section.dead-letters') });
 
     // A slow one (a letter every 5 s) of the builds' two, cancelled after the first.
     await p.locator('input[name="integration"]').fill('builds');
