@@ -66,6 +66,8 @@ export class Authenticator {
   private calibrated = false;
   /** Addresses whose signatures held recently, per integration: their bodies get a lane of their own. */
   readonly knownSenders = new KnownSenders();
+  /** Per connection (its socket), the last Authorization header and its key: headerKeyOf. */
+  private readonly lastHeaders = new WeakMap<object, { name: string; header: string; key: string }>();
 
   constructor(private readonly options: AuthenticatorOptions) {}
 
@@ -145,7 +147,7 @@ export class Authenticator {
   ): Promise<RouteEntry> {
     const header = soleHeader(req.raw.rawHeaders, 'authorization');
     const charged = table.isSlowToVerify(name);
-    const headerKey = header === undefined || charged ? undefined : table.headerKey(name, header);
+    const headerKey = header === undefined || charged ? undefined : this.headerKeyOf(req, table, name, header);
     if (headerKey !== undefined) {
       const known = table.knownHeader(headerKey);
       if (known) return known;
@@ -180,6 +182,21 @@ export class Authenticator {
     if (!entry) return this.fail(req, 'events', 'invalid', startedMs, target, charged);
     if (charged) await throttle.refund(req.ip, target);
     return entry;
+  }
+
+  /**
+   * RouteTable.headerKey, remembered per connection for the last header it carried: a keep-alive
+   * sender repeats the same Authorization header on every request, and its digest was the largest
+   * part of a known sender's check. The header is kept only as long as its connection, never in a
+   * table; it is compared in constant time, since a proxy's connection may carry several senders'.
+   */
+  private headerKeyOf(req: FastifyRequest, table: RouteTable, name: string, header: string): string {
+    const socket = req.raw.socket as object | null | undefined;
+    const last = socket ? this.lastHeaders.get(socket) : undefined;
+    if (last !== undefined && last.name === name && sameSecret(last.header, header)) return last.key;
+    const key = table.headerKey(name, header);
+    if (socket) this.lastHeaders.set(socket, { name, header, key });
+    return key;
   }
 
   /**
@@ -263,3 +280,15 @@ export class Authenticator {
 
 const identityTarget = (identity: string | undefined): GuardTarget =>
   identity === undefined ? undefined : metricsTarget(identity);
+
+/**
+ * Whether two strings are equal, in time that depends on their length only (every character is
+ * compared): a header another sender's request left on a shared connection is compared to this
+ * request's without saying how much of it matched.
+ */
+function sameSecret(a: string, b: string): boolean {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return diff === 0;
+}

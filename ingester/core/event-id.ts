@@ -48,10 +48,23 @@ export function eventId(
   const text =
     source.kind === 'key'
       ? JSON.stringify([namespace, integration, 'key', source.key, index])
-      : `${JSON.stringify([namespace, integration, 'content'])}${canonicalJson(item, itemJson)}`;
+      : `${contentPrefix(namespace, integration)}${canonicalJson(item, itemJson)}`;
   // The one-shot digest (UTF-8, as Hash.update hashed the string): no Hash object per event.
   return hash('sha256', text, 'base64url');
 }
+
+/** `JSON.stringify([namespace, integration, "content"])`, the last one remembered (a request's events share it). */
+function contentPrefix(namespace: string, integration: string): string {
+  if (namespace !== prefixNamespace || integration !== prefixIntegration) {
+    prefix = JSON.stringify([namespace, integration, 'content']);
+    prefixNamespace = namespace;
+    prefixIntegration = integration;
+  }
+  return prefix;
+}
+let prefixNamespace: string | undefined;
+let prefixIntegration: string | undefined;
+let prefix = '';
 
 /**
  * JSON with object keys sorted at every level, so key order in the body does not change the id.

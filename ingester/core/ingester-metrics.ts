@@ -1,5 +1,6 @@
 /** The ingester's own metrics, served on the admin port at /metrics. The registry is injected. */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { CounterCells } from './counter-cells.js';
 
 /** What the series gauge reads (series/series-store.ts SeriesStore). */
 export interface SeriesCounts {
@@ -29,6 +30,10 @@ export class IngesterMetrics {
   readonly routeReloads: Counter<'result'>;
   readonly routesPlaced: Counter<'update'>;
   readonly routesSkipped: Gauge;
+  /** The request path's counts (counter-cells.ts): requests by endpoint and status, events by namespace and integration. */
+  readonly requestCounts: CounterCells<'endpoint' | 'status'>;
+  readonly receivedCounts: CounterCells<'integration' | 'namespace'>;
+  readonly processedCounts: CounterCells<'integration' | 'namespace'>;
 
   constructor(
     readonly registry: Registry,
@@ -42,7 +47,9 @@ export class IngesterMetrics {
       help: 'Ingest requests answered, by endpoint and status code.',
       labelNames: ['endpoint', 'status'],
       registers,
+      collect: () => this.requestCounts.flush(),
     });
+    this.requestCounts = new CounterCells(this.requests, (endpoint, status) => ({ endpoint, status }));
     this.requestDuration = new Histogram({
       name: 'intake_http_request_duration_seconds',
       help: 'Time from request received to response sent, by endpoint.',
@@ -55,13 +62,17 @@ export class IngesterMetrics {
       help: 'Events in authenticated requests.',
       labelNames: ['integration', 'namespace'],
       registers,
+      collect: () => this.receivedCounts.flush(),
     });
+    this.receivedCounts = new CounterCells(this.eventsReceived, tenantLabels);
     this.eventsProcessed = new Counter({
       name: 'intake_events_processed_total',
       help: 'Events handed off to every sink and stored by each.',
       labelNames: ['integration', 'namespace'],
       registers,
+      collect: () => this.processedCounts.flush(),
     });
+    this.processedCounts = new CounterCells(this.eventsProcessed, tenantLabels);
     this.eventsCached = new Counter({
       name: 'intake_events_cached_total',
       help: 'Events durably spooled by a sink, to be handed on later.',
@@ -163,3 +174,9 @@ export class IngesterMetrics {
     });
   }
 }
+
+/** Cells keyed by namespace, then integration. */
+const tenantLabels = (namespace: string, integration: string | number): { integration: string; namespace: string } => ({
+  integration: String(integration),
+  namespace,
+});
