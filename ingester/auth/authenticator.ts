@@ -89,9 +89,11 @@ export class Authenticator {
 
   /**
    * The integration named in the URL: its Basic credentials (modes basic, basic+signature) and its
-   * signature headers (signature, basic+signature). Resolves, or throws the refusal.
+   * signature headers (signature, basic+signature). Answers, resolves, or throws the refusal
+   * (synchronously or as a rejection: callers await it). A sender whose exact Authorization
+   * header verified before (knownBasic) is answered without a promise, as most requests are.
    */
-  async webhook(req: FastifyRequest, name: string): Promise<WebhookAuthentication> {
+  webhook(req: FastifyRequest, name: string): WebhookAuthentication | Promise<WebhookAuthentication> {
     const startedMs = performance.now();
     const table = this.options.routes();
     const published = table.webhook(name);
@@ -99,12 +101,38 @@ export class Authenticator {
     // count against the address alone, and it is refused as a wrong password is, by the Basic check.
     const target = published ? webhookTarget(name) : undefined;
     this.refuseBlocked(req, target);
-    const basicChecked = includesBasic(published?.mode ?? 'basic');
-    const entry = basicChecked ? await this.basic(req, table, name, target, startedMs) : (published as RouteEntry);
+    if (!includesBasic(published?.mode ?? 'basic'))
+      return this.afterBasic(req, published as RouteEntry, false, startedMs, target);
+    const known = this.knownBasic(req, table, name);
+    if (known) return this.afterBasic(req, known, true, startedMs, target);
+    return this.basic(req, table, name, target, startedMs).then((entry) =>
+      this.afterBasic(req, entry, true, startedMs, target),
+    );
+  }
+
+  /** Past the Basic check (or without one): an unsigned integration is accepted, a signed one's headers are read. */
+  private afterBasic(
+    req: FastifyRequest,
+    entry: RouteEntry,
+    basicChecked: boolean,
+    startedMs: number,
+    target: GuardTarget,
+  ): WebhookAuthentication | Promise<never> {
     if (!entry.signature) return { entry: this.accept(req, entry) };
     const signed = readSignedHeaders(entry.signature.rule, req.raw.rawHeaders, Date.now());
     if (typeof signed === 'string') return this.fail(req, 'events', signed, startedMs, target);
     return basicChecked ? { entry, signed } : { entry, signed, unauthenticated: true };
+  }
+
+  /**
+   * The first step of `basic`, alone: the integration, if this exact Authorization header verified
+   * against one of its fast credentials before (RouteTable.knownHeader); else undefined, and the
+   * full check decides.
+   */
+  private knownBasic(req: FastifyRequest, table: RouteTable, name: string): RouteEntry | undefined {
+    if (table.isSlowToVerify(name)) return undefined;
+    const header = soleHeader(req.raw.rawHeaders, 'authorization');
+    return header === undefined ? undefined : table.knownHeader(this.headerKeyOf(req, table, name, header));
   }
 
   /** The signature over the body's exact bytes, before anything parses them; resolves to the route or throws. */

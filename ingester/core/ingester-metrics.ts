@@ -1,6 +1,7 @@
 /** The ingester's own metrics, served on the admin port at /metrics. The registry is injected. */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { CounterCells } from './counter-cells.js';
+import { EndpointDurations } from './endpoint-durations.js';
 
 /** What the series gauge reads (series/series-store.ts SeriesStore). */
 export interface SeriesCounts {
@@ -11,7 +12,7 @@ export type Endpoint = 'events' | 'metrics' | 'other';
 
 export class IngesterMetrics {
   readonly requests: Counter<'endpoint' | 'status'>;
-  readonly requestDuration: Histogram<'endpoint'>;
+  readonly requestDuration: EndpointDurations;
   readonly eventsReceived: Counter<'integration' | 'namespace'>;
   readonly eventsProcessed: Counter<'integration' | 'namespace'>;
   readonly eventsCached: Counter<'integration' | 'namespace'>;
@@ -50,13 +51,12 @@ export class IngesterMetrics {
       collect: () => this.requestCounts.flush(),
     });
     this.requestCounts = new CounterCells(this.requests, (endpoint, status) => ({ endpoint, status }));
-    this.requestDuration = new Histogram({
-      name: 'intake_http_request_duration_seconds',
-      help: 'Time from request received to response sent, by endpoint.',
-      labelNames: ['endpoint'],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    this.requestDuration = new EndpointDurations(
+      'intake_http_request_duration_seconds',
+      'Time from request received to response sent, by endpoint.',
+      [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers,
-    });
+    );
     this.eventsReceived = new Counter({
       name: 'intake_events_received_total',
       help: 'Events in authenticated requests.',

@@ -275,7 +275,7 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
     if (!req.raw.complete) answeredBeforeBody(req.raw);
     const endpoint = endpointOf(req);
     o.metrics.requestCounts.add(endpoint, reply.statusCode);
-    o.metrics.requestDuration.observe({ endpoint }, reply.elapsedTime / 1000);
+    o.metrics.requestDuration.observe(endpoint, reply.elapsedTime / 1000);
     if (o.activity && endpoint !== 'other')
       recordActivity(o.activity, o.routes, req, endpoint, (req.params as { name?: string }).name);
     if (o.inspector && endpoint === 'events' && req.authenticated) inspect(o.inspector, o.routes, req, reply);

@@ -33,6 +33,7 @@ import type { EventLoopGuard } from '../overload.js';
 import { recordActivity, type AnsweredRequest } from '../request-activity.js';
 import { nextRequestId } from '../request-id.js';
 import type { UploadRateGuard } from '../upload-rate.js';
+import type { WebhookAuthentication } from '../../auth/authenticator.js';
 import { tracingOn } from '../../tracing/tracing.js';
 import { admit, countDropped, eventContextOf, handOff, mapAndValidateEvents, route } from './events.js';
 
@@ -93,9 +94,9 @@ export function directEventsRoute(o: DirectEventsOptions): DirectRoute {
     return { name, bytes };
   };
 
-  /** Basic credentials, then request admission; the route, or undefined once the refusal is answered. */
-  const authenticate = async (r: DirectRequest, res: ServerResponse): Promise<RouteEntry | undefined> => {
-    const { entry, signed } = await ctx.auth.webhook(r as unknown as FastifyRequest, r.name);
+  /** After the Basic credentials (authenticate, in serve): request admission; the route, or undefined once refused. */
+  const admitted = (r: DirectRequest, res: ServerResponse, auth: WebhookAuthentication): RouteEntry | undefined => {
+    const { entry, signed } = auth;
     r.routeEntry = entry;
     // The integration became a signed one (a reload) after `takes` looked: its signature is checked
     // only on fastify's route, so this request is not accepted here.
@@ -116,7 +117,10 @@ export function directEventsRoute(o: DirectEventsOptions): DirectRoute {
 
   const serve = async (r: DirectRequest, res: ServerResponse, bytes: number): Promise<void> => {
     try {
-      const entry = await authenticate(r, res);
+      // The integration's Basic credentials: a sender whose header verified before is answered
+      // at once, without a promise.
+      const checked = ctx.auth.webhook(r as unknown as FastifyRequest, r.name);
+      const entry = admitted(r, res, checked instanceof Promise ? await checked : checked);
       if (!entry || !reserveBody(r, res, entry, bytes)) return;
       const raw = await readBody(r.raw, bytes);
       const contentType = r.headers['content-type'];
@@ -181,7 +185,7 @@ export function directEventsRoute(o: DirectEventsOptions): DirectRoute {
   const answered = (r: DirectRequest, res: ServerResponse): void => {
     if (!r.raw.complete) answeredBeforeBody(r.raw);
     metrics.requestCounts.add('events', res.statusCode);
-    metrics.requestDuration.observe({ endpoint: 'events' }, (performance.now() - r.startedMs) / 1000);
+    metrics.requestDuration.observe('events', (performance.now() - r.startedMs) / 1000);
     if (ctx.activity) recordActivity(ctx.activity, ctx.routes, r, 'events', r.name);
   };
 
@@ -229,6 +233,13 @@ function readBody(req: IncomingMessage, expected: number): Promise<Buffer> {
   });
 }
 
-/** The 200 answer (reply.ts okBody, the interface document's shape), as fastify's serializer writes it. */
+/**
+ * The 200 answer (reply.ts okBody, the interface document's shape), as fastify's serializer
+ * writes it; the one for a single event made once.
+ */
 const okJson = (processed: number, cached: number, received: number): string =>
-  `{"response":{"processed":${processed},"cached":${cached},"received":${received}},"success":true,"message":"Processed ${processed} event(s)"}`;
+  processed === 1 && cached === 0 && received === 1
+    ? ONE_EVENT
+    : `{"response":{"processed":${processed},"cached":${cached},"received":${received}},"success":true,"message":"Processed ${processed} event(s)"}`;
+const ONE_EVENT =
+  '{"response":{"processed":1,"cached":0,"received":1},"success":true,"message":"Processed 1 event(s)"}';

@@ -7,14 +7,17 @@ import { CounterCells } from '../../../../ingester/core/counter-cells.js';
 
 function counterWithCells(): { registry: Registry; cells: CounterCells<'endpoint' | 'status'> } {
   const registry = new Registry();
-  const counter = new Counter({
+  const counter: Counter<'endpoint' | 'status'> = new Counter({
     name: 'requests_total',
     help: 'requests',
     labelNames: ['endpoint', 'status'],
     registers: [registry],
-    collect: () => cells.flush(),
+    collect: (): void => cells.flush(),
   });
-  const cells = new CounterCells<'endpoint' | 'status'>(counter, (endpoint, status) => ({ endpoint, status }));
+  const cells: CounterCells<'endpoint' | 'status'> = new CounterCells(counter, (endpoint, status) => ({
+    endpoint,
+    status,
+  }));
   return { registry, cells };
 }
 
