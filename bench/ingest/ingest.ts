@@ -26,6 +26,8 @@
  * dir), BENCH_NODE_OPTIONS (the ingester's Node flags; default the Dockerfile's NODE_OPTIONS),
  * BENCH_COMPARE_NODE_OPTIONS (when set, even empty: a second ingester with these Node flags
  * instead, measured alongside in the single-event scenario, e.g. "" for V8's defaults),
+ * BENCH_COMPARE_ENTRY (another build's dist/cmd/intake.js: a second ingester of that build, with the
+ * same flags, measured alongside in the single-event scenario: before and after in the same rounds),
  * BENCH_PROFILE=single|batch|metric|series|alertmanager|mapped|baseline (instead of the benchmark: one run of
  * that scenario against a server under `node --cpu-prof`, then the top functions; see profile()).
  *
@@ -112,8 +114,11 @@ async function benchmark(): Promise<void> {
     ...(alertmanager ? { alertmanager } : {}),
   });
 
-  const compareFlags = process.env.BENCH_COMPARE_NODE_OPTIONS?.split(/\s+/).filter(Boolean);
-  const compared = compareFlags ? await startComparedIngester(s, compareFlags) : undefined;
+  const compareEntry = process.env.BENCH_COMPARE_ENTRY || undefined;
+  const compareFlags =
+    process.env.BENCH_COMPARE_NODE_OPTIONS?.split(/\s+/).filter(Boolean) ??
+    (compareEntry ? deployedNodeFlags() : undefined);
+  const compared = compareFlags ? await startComparedIngester(s, compareFlags, compareEntry) : undefined;
   const singleTargets = [
     t.single,
     t.baseline,
@@ -131,7 +136,7 @@ async function benchmark(): Promise<void> {
     compared: compared ? peakRssMiB(compared.server) : NaN,
   };
   if (SINGLE_ONLY) {
-    singleReport({ single, baseSingle, alerts, rss: rssAfterSingle });
+    singleReport({ single, baseSingle, alerts, compared: comparedSingle, compareEntry, rss: rssAfterSingle });
     await stopAll();
     return;
   }

@@ -447,7 +447,10 @@ export function singleReport(r: {
   single: Measured;
   baseSingle: Measured;
   alerts: Measured | undefined;
-  rss: { ingester: number; baseline: number; alertmanager: number };
+  /** The second ingester (BENCH_COMPARE_ENTRY or BENCH_COMPARE_NODE_OPTIONS), when there is one. */
+  compared?: Measured | undefined;
+  compareEntry?: string | undefined;
+  rss: { ingester: number; baseline: number; alertmanager: number; compared: number };
 }): void {
   const perCpu = (w: WrkRun): number => w.rps / (w.serverCpu / 100);
   const each = (m: Measured, pick: (w: WrkRun) => number, digits = 0): string =>
@@ -456,6 +459,7 @@ export function singleReport(r: {
     ['ingester', r.single, r.rss.ingester],
     ['node:http baseline', r.baseSingle, r.rss.baseline],
     ['Alertmanager', r.alerts, r.rss.alertmanager],
+    [`compared ingester (${r.compareEntry ?? 'node flags'})`, r.compared, r.rss.compared],
   ];
   const runs = (md: boolean): string =>
     table(
@@ -502,6 +506,29 @@ export function singleReport(r: {
                 'ingester / Alertmanager',
                 ratio(r.single, r.alerts, (w) => w.rps, false),
                 ratio(r.single, r.alerts, perCpu, false),
+              ],
+            ]
+          : []),
+        ...(r.compared
+          ? [
+              [
+                'compared ingester / node:http baseline',
+                ratio(r.compared, r.baseSingle, (w) => w.rps, true),
+                ratio(r.compared, r.baseSingle, perCpu, true),
+              ],
+              ...(r.alerts
+                ? [
+                    [
+                      'compared ingester / Alertmanager',
+                      ratio(r.compared, r.alerts, (w) => w.rps, false),
+                      ratio(r.compared, r.alerts, perCpu, false),
+                    ],
+                  ]
+                : []),
+              [
+                'ingester / compared ingester',
+                ratio(r.single, r.compared, (w) => w.rps, false),
+                ratio(r.single, r.compared, perCpu, false),
               ],
             ]
           : []),

@@ -97,13 +97,14 @@ export async function startSecondIngester(
   s: Setup,
   name: string,
   flags: string[],
+  entry = join(ROOT, 'dist/cmd/intake.js'),
 ): Promise<{ server: Server; ingest: number; eventsFile: string }> {
   const [ingest, admin] = [await freePort(), await freePort()];
   const eventsFile = join(DIR, `events-${name}.jsonl`);
   const argv = [
     process.execPath,
     ...flags,
-    join(ROOT, 'dist/cmd/intake.js'),
+    entry,
     'ingester',
     '--config',
     s.configFile,
@@ -117,11 +118,20 @@ export async function startSecondIngester(
   return { server, ingest, eventsFile };
 }
 
-/** The second ingester of BENCH_COMPARE_NODE_OPTIONS. */
-export async function startComparedIngester(s: Setup, flags: string[]): Promise<{ server: Server; target: Target }> {
-  const { server, ingest, eventsFile } = await startSecondIngester(s, 'compared', flags);
+/**
+ * The second ingester of BENCH_COMPARE_NODE_OPTIONS, or of BENCH_COMPARE_ENTRY (another build's
+ * dist/cmd/intake.js, with the same flags as the first: a before and after in the same rounds).
+ */
+export async function startComparedIngester(
+  s: Setup,
+  flags: string[],
+  entry?: string,
+): Promise<{ server: Server; target: Target }> {
+  const { server, ingest, eventsFile } = await startSecondIngester(s, 'compared', flags, entry);
   const target: Target = {
-    label: `ingester (node flags: ${flags.join(' ') || 'none'}) single event`,
+    label: entry
+      ? `ingester (${entry}) single event`
+      : `ingester (node flags: ${flags.join(' ') || 'none'}) single event`,
     url: `http://127.0.0.1:${ingest}/events/webhook_bench`,
     bodyFile: s.bodies.event,
     headers: { authorization: BENCH_AUTH },

@@ -89,7 +89,9 @@ export class AuthThrottle {
 
   /** Seconds until `address` may try `target` again (0: now). An unknown name has no pair: 0. */
   blockedFor(address: string, target: GuardTarget, nowMs = Date.now()): number {
-    return target === undefined ? 0 : remaining(this.blockedPairs, pairKey(address, target), nowMs);
+    // Asked twice for every request: with nothing blocked (the usual case) no key is built.
+    if (target === undefined || this.blockedPairs.size === 0) return 0;
+    return remaining(this.blockedPairs, pairKey(address, target), nowMs);
   }
 
   /** Seconds the address stays suspect (0: it is not): its failures get 429, it may start no slow check. */

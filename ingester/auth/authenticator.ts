@@ -66,6 +66,8 @@ export class Authenticator {
   private calibrated = false;
   /** Addresses whose signatures held recently, per integration: their bodies get a lane of their own. */
   readonly knownSenders = new KnownSenders();
+  /** Per connection (its socket), the last Authorization header and its key: headerKeyOf. */
+  private readonly lastHeaders = new WeakMap<object, { name: string; header: string; key: string }>();
 
   constructor(private readonly options: AuthenticatorOptions) {}
 
@@ -87,9 +89,11 @@ export class Authenticator {
 
   /**
    * The integration named in the URL: its Basic credentials (modes basic, basic+signature) and its
-   * signature headers (signature, basic+signature). Resolves, or throws the refusal.
+   * signature headers (signature, basic+signature). Answers, resolves, or throws the refusal
+   * (synchronously or as a rejection: callers await it). A sender whose exact Authorization
+   * header verified before (knownBasic) is answered without a promise, as most requests are.
    */
-  async webhook(req: FastifyRequest, name: string): Promise<WebhookAuthentication> {
+  webhook(req: FastifyRequest, name: string): WebhookAuthentication | Promise<WebhookAuthentication> {
     const startedMs = performance.now();
     const table = this.options.routes();
     const published = table.webhook(name);
@@ -97,12 +101,38 @@ export class Authenticator {
     // count against the address alone, and it is refused as a wrong password is, by the Basic check.
     const target = published ? webhookTarget(name) : undefined;
     this.refuseBlocked(req, target);
-    const basicChecked = includesBasic(published?.mode ?? 'basic');
-    const entry = basicChecked ? await this.basic(req, table, name, target, startedMs) : (published as RouteEntry);
+    if (!includesBasic(published?.mode ?? 'basic'))
+      return this.afterBasic(req, published as RouteEntry, false, startedMs, target);
+    const known = this.knownBasic(req, table, name);
+    if (known) return this.afterBasic(req, known, true, startedMs, target);
+    return this.basic(req, table, name, target, startedMs).then((entry) =>
+      this.afterBasic(req, entry, true, startedMs, target),
+    );
+  }
+
+  /** Past the Basic check (or without one): an unsigned integration is accepted, a signed one's headers are read. */
+  private afterBasic(
+    req: FastifyRequest,
+    entry: RouteEntry,
+    basicChecked: boolean,
+    startedMs: number,
+    target: GuardTarget,
+  ): WebhookAuthentication | Promise<never> {
     if (!entry.signature) return { entry: this.accept(req, entry) };
     const signed = readSignedHeaders(entry.signature.rule, req.raw.rawHeaders, Date.now());
     if (typeof signed === 'string') return this.fail(req, 'events', signed, startedMs, target);
     return basicChecked ? { entry, signed } : { entry, signed, unauthenticated: true };
+  }
+
+  /**
+   * The first step of `basic`, alone: the integration, if this exact Authorization header verified
+   * against one of its fast credentials before (RouteTable.knownHeader); else undefined, and the
+   * full check decides.
+   */
+  private knownBasic(req: FastifyRequest, table: RouteTable, name: string): RouteEntry | undefined {
+    if (table.isSlowToVerify(name)) return undefined;
+    const header = soleHeader(req.raw.rawHeaders, 'authorization');
+    return header === undefined ? undefined : table.knownHeader(this.headerKeyOf(req, table, name, header));
   }
 
   /** The signature over the body's exact bytes, before anything parses them; resolves to the route or throws. */
@@ -145,7 +175,7 @@ export class Authenticator {
   ): Promise<RouteEntry> {
     const header = soleHeader(req.raw.rawHeaders, 'authorization');
     const charged = table.isSlowToVerify(name);
-    const headerKey = header === undefined || charged ? undefined : table.headerKey(name, header);
+    const headerKey = header === undefined || charged ? undefined : this.headerKeyOf(req, table, name, header);
     if (headerKey !== undefined) {
       const known = table.knownHeader(headerKey);
       if (known) return known;
@@ -180,6 +210,21 @@ export class Authenticator {
     if (!entry) return this.fail(req, 'events', 'invalid', startedMs, target, charged);
     if (charged) await throttle.refund(req.ip, target);
     return entry;
+  }
+
+  /**
+   * RouteTable.headerKey, remembered per connection for the last header it carried: a keep-alive
+   * sender repeats the same Authorization header on every request, and its digest was the largest
+   * part of a known sender's check. The header is kept only as long as its connection, never in a
+   * table; it is compared in constant time, since a proxy's connection may carry several senders'.
+   */
+  private headerKeyOf(req: FastifyRequest, table: RouteTable, name: string, header: string): string {
+    const socket = req.raw.socket as object | null | undefined;
+    const last = socket ? this.lastHeaders.get(socket) : undefined;
+    if (last !== undefined && last.name === name && sameSecret(last.header, header)) return last.key;
+    const key = table.headerKey(name, header);
+    if (socket) this.lastHeaders.set(socket, { name, header, key });
+    return key;
   }
 
   /**
@@ -263,3 +308,15 @@ export class Authenticator {
 
 const identityTarget = (identity: string | undefined): GuardTarget =>
   identity === undefined ? undefined : metricsTarget(identity);
+
+/**
+ * Whether two strings are equal, in time that depends on their length only (every character is
+ * compared): a header another sender's request left on a shared connection is compared to this
+ * request's without saying how much of it matched.
+ */
+function sameSecret(a: string, b: string): boolean {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return diff === 0;
+}

@@ -1,5 +1,7 @@
 /** The ingester's own metrics, served on the admin port at /metrics. The registry is injected. */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { CounterCells } from './counter-cells.js';
+import { EndpointDurations } from './endpoint-durations.js';
 
 /** What the series gauge reads (series/series-store.ts SeriesStore). */
 export interface SeriesCounts {
@@ -10,7 +12,7 @@ export type Endpoint = 'events' | 'metrics' | 'other';
 
 export class IngesterMetrics {
   readonly requests: Counter<'endpoint' | 'status'>;
-  readonly requestDuration: Histogram<'endpoint'>;
+  readonly requestDuration: EndpointDurations;
   readonly eventsReceived: Counter<'integration' | 'namespace'>;
   readonly eventsProcessed: Counter<'integration' | 'namespace'>;
   readonly eventsCached: Counter<'integration' | 'namespace'>;
@@ -29,6 +31,10 @@ export class IngesterMetrics {
   readonly routeReloads: Counter<'result'>;
   readonly routesPlaced: Counter<'update'>;
   readonly routesSkipped: Gauge;
+  /** The request path's counts (counter-cells.ts): requests by endpoint and status, events by namespace and integration. */
+  readonly requestCounts: CounterCells<'endpoint' | 'status'>;
+  readonly receivedCounts: CounterCells<'integration' | 'namespace'>;
+  readonly processedCounts: CounterCells<'integration' | 'namespace'>;
 
   constructor(
     readonly registry: Registry,
@@ -42,26 +48,31 @@ export class IngesterMetrics {
       help: 'Ingest requests answered, by endpoint and status code.',
       labelNames: ['endpoint', 'status'],
       registers,
+      collect: () => this.requestCounts.flush(),
     });
-    this.requestDuration = new Histogram({
-      name: 'intake_http_request_duration_seconds',
-      help: 'Time from request received to response sent, by endpoint.',
-      labelNames: ['endpoint'],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    this.requestCounts = new CounterCells(this.requests, (endpoint, status) => ({ endpoint, status }));
+    this.requestDuration = new EndpointDurations(
+      'intake_http_request_duration_seconds',
+      'Time from request received to response sent, by endpoint.',
+      [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers,
-    });
+    );
     this.eventsReceived = new Counter({
       name: 'intake_events_received_total',
       help: 'Events in authenticated requests.',
       labelNames: ['integration', 'namespace'],
       registers,
+      collect: () => this.receivedCounts.flush(),
     });
+    this.receivedCounts = new CounterCells(this.eventsReceived, tenantLabels);
     this.eventsProcessed = new Counter({
       name: 'intake_events_processed_total',
       help: 'Events handed off to every sink and stored by each.',
       labelNames: ['integration', 'namespace'],
       registers,
+      collect: () => this.processedCounts.flush(),
     });
+    this.processedCounts = new CounterCells(this.eventsProcessed, tenantLabels);
     this.eventsCached = new Counter({
       name: 'intake_events_cached_total',
       help: 'Events durably spooled by a sink, to be handed on later.',
@@ -163,3 +174,9 @@ export class IngesterMetrics {
     });
   }
 }
+
+/** Cells keyed by namespace, then integration. */
+const tenantLabels = (namespace: string, integration: string | number): { integration: string; namespace: string } => ({
+  integration: String(integration),
+  namespace,
+});

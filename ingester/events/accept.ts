@@ -28,8 +28,7 @@ export async function acceptEvents(
   o: AcceptOptions,
   destinations?: DecidedDestinations,
 ): Promise<HandOffResult> {
-  const labels = { integration: tenant.integration, namespace: tenant.namespace };
-  o.metrics.eventsReceived.inc(labels, events.length);
+  o.metrics.receivedCounts.add(tenant.namespace, tenant.integration, events.length);
   const result = await handOffToAll(
     o.sinks,
     events,
@@ -40,7 +39,8 @@ export async function acceptEvents(
     destinations,
     o.trace,
   );
-  o.metrics.eventsProcessed.inc(labels, result.processed);
-  if (result.cached > 0) o.metrics.eventsCached.inc(labels, result.cached);
+  o.metrics.processedCounts.add(tenant.namespace, tenant.integration, result.processed);
+  if (result.cached > 0)
+    o.metrics.eventsCached.inc({ integration: tenant.integration, namespace: tenant.namespace }, result.cached);
   return result;
 }

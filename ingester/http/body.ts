@@ -19,10 +19,16 @@ const FORBIDDEN_KEY = 'Object contains forbidden prototype property';
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
 export function isAcceptedContentType(contentType: string | undefined): boolean {
+  // Senders repeat one Content-Type on every request, and it is asked twice for each (the direct
+  // route's decision, then the parse): the last accepted one is remembered.
+  if (contentType === lastAccepted && contentType !== undefined) return true;
   if (!contentType || !JSON_TYPE.test(contentType)) return false;
   const charset = CHARSET.exec(contentType)?.[1]?.toLowerCase();
-  return charset === undefined || charset === 'utf-8' || charset === 'utf8' || charset === 'us-ascii';
+  const accepted = charset === undefined || charset === 'utf-8' || charset === 'utf8' || charset === 'us-ascii';
+  if (accepted) lastAccepted = contentType;
+  return accepted;
 }
+let lastAccepted: string | undefined;
 
 /** JSON nesting allowed when the caller gives none (limits.maxJsonDepth). */
 export const DEFAULT_MAX_JSON_DEPTH = 64;

@@ -274,8 +274,8 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
   app.addHook('onResponse', (req, reply, done) => {
     if (!req.raw.complete) answeredBeforeBody(req.raw);
     const endpoint = endpointOf(req);
-    o.metrics.requests.inc({ endpoint, status: reply.statusCode });
-    o.metrics.requestDuration.observe({ endpoint }, reply.elapsedTime / 1000);
+    o.metrics.requestCounts.add(endpoint, reply.statusCode);
+    o.metrics.requestDuration.observe(endpoint, reply.elapsedTime / 1000);
     if (o.activity && endpoint !== 'other')
       recordActivity(o.activity, o.routes, req, endpoint, (req.params as { name?: string }).name);
     if (o.inspector && endpoint === 'events' && req.authenticated) inspect(o.inspector, o.routes, req, reply);

@@ -159,8 +159,23 @@ export class MappedWebhooks {
     return this.options.routeDecider?.decide(entry, events) ?? decideHere(entry, events, undefined);
   }
 
-  /** A live request: events, or the payload kept in the dead letter and a 422 (503 if it cannot be kept). */
-  async toEvents(
+  /**
+   * A live request: events, or the payload kept in the dead letter and a 422 (503 if it cannot be
+   * kept). Without a mapping there is no dead letter to keep: validation's answer, synchronously
+   * (no promise: the single-event path pays for each one).
+   */
+  toEvents(
+    body: unknown,
+    entry: RouteEntry,
+    ctx: EventContext,
+    contentType?: string,
+    json?: Uint8Array,
+  ): NormalisedEvent[] | Promise<NormalisedEvent[]> {
+    if (!entry.mapping) return parseEvents(body, this.options.eventsPerRequest, ctx);
+    return this.mappedToEvents(body, entry, ctx, contentType, json);
+  }
+
+  private async mappedToEvents(
     body: unknown,
     entry: RouteEntry,
     ctx: EventContext,

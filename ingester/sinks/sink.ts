@@ -60,28 +60,49 @@ export async function handOffToAll(
   destinations?: DecidedDestinations,
   trace?: TraceCarrier,
 ): Promise<HandOffResult> {
+  // One sink (most deployments): its answer, without settling a list of them.
+  if (sinks.length === 1) {
+    const sink = sinks[0] as EventSink;
+    let report: HandOffResult;
+    try {
+      report = await sink.handOff(events, destinations, trace);
+    } catch (reason) {
+      return refused(sink.name, reason, onError);
+    }
+    const processed = heldAll(sink.name, report, events.length, onError);
+    return { processed, cached: events.length - processed };
+  }
   const reports = await Promise.allSettled(sinks.map((s) => s.handOff(events, destinations, trace)));
   let processed = events.length;
   for (let i = 0; i < reports.length; i++) {
     const report = reports[i] as PromiseSettledResult<HandOffResult>;
     const name = (sinks[i] as EventSink).name;
-    if (report.status === 'rejected') {
-      // A sink's own refusal for this tenant (its share of the spool) is the answer as it is.
-      if (report.reason instanceof IntakeError) throw report.reason;
-      onError(name, report.reason);
-      throw sinkFailed(name, report.reason);
-    }
-    if (report.value.processed + report.value.cached < events.length) {
-      onError(
-        name,
-        new SinkError(
-          name,
-          `sink ${name} acknowledged ${report.value.processed + report.value.cached} of ${events.length} events`,
-        ),
-      );
-      throw sinkFailed(name, undefined);
-    }
-    processed = Math.min(processed, report.value.processed);
+    if (report.status === 'rejected') return refused(name, report.reason, onError);
+    processed = Math.min(processed, heldAll(name, report.value, events.length, onError));
   }
   return { processed, cached: events.length - processed };
+}
+
+/** A sink that held nothing: its own refusal for this tenant (its share of the spool) as it is, else 503. */
+function refused(name: string, reason: unknown, onError: (sink: string, err: unknown) => void): never {
+  if (reason instanceof IntakeError) throw reason;
+  onError(name, reason);
+  throw sinkFailed(name, reason);
+}
+
+/** The events the sink's store holds (the rest it spooled); a sink that held fewer than all of them is a 503. */
+function heldAll(
+  name: string,
+  report: HandOffResult,
+  count: number,
+  onError: (sink: string, err: unknown) => void,
+): number {
+  if (report.processed + report.cached < count) {
+    onError(
+      name,
+      new SinkError(name, `sink ${name} acknowledged ${report.processed + report.cached} of ${count} events`),
+    );
+    throw sinkFailed(name, undefined);
+  }
+  return report.processed;
 }

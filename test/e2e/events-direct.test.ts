@@ -5,6 +5,7 @@
  * here is sent both ways to the running process and must be answered alike: status, body, the
  * headers a sender reads, what reaches the log, and the request metrics.
  */
+import { Agent, request as httpRequest } from 'node:http';
 import {
   basic,
   DEMO,
@@ -20,6 +21,7 @@ beforeAll(async () => {
   ing = await startIngester((config) => {
     (config.routes as unknown[]).push(
       tenantRoute('limited', 'team-l', { limits: { eventsPerSecond: 1, eventsBurst: 2 } }),
+      tenantRoute('neighbour', 'team-n'),
     );
   });
 });
@@ -162,4 +164,45 @@ test('a tenant over its rate: the same 429 with Retry-After both ways', async ()
     ...viaFastify,
     headers: { ...viaFastify.headers, 'retry-after': null },
   });
+});
+
+/** POSTs on `agent`'s one connection: the status, and whether the request reused the connection. */
+function postOn(agent: Agent, path: string, authorization: string): Promise<{ status: number; reused: boolean }> {
+  const url = new URL(path, ing.url);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      url,
+      { method: 'POST', agent, headers: { 'content-type': 'application/json', authorization } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, reused: req.reusedSocket }));
+      },
+    );
+    req.on('error', reject);
+    req.end(JSON.stringify({ source: 'same-connection', severity: 2 }));
+  });
+}
+
+test('one connection carrying several senders (a proxy): each request is checked on its own credentials', async () => {
+  // A keep-alive connection's last Authorization header is remembered (its digest is the look-up
+  // key of headers that verified before): a different header, or the same one for another
+  // integration, on that connection must still be checked in full.
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  try {
+    const linesBefore = eventLines(ing.stdout()).length;
+    const answers = [
+      await postOn(agent, '/events/webhook_demo', AUTH),
+      await postOn(agent, '/events/webhook_demo', basic(DEMO.user, 'not-it')),
+      await postOn(agent, '/events/webhook_neighbour', tenantAuth('neighbour').authorization),
+      await postOn(agent, '/events/webhook_neighbour', AUTH),
+      await postOn(agent, '/events/webhook_demo', tenantAuth('neighbour').authorization),
+      await postOn(agent, '/events/webhook_demo', AUTH),
+    ];
+    expect(answers.map((a) => a.status)).toEqual([200, 401, 200, 401, 401, 200]);
+    expect(answers.slice(1).every((a) => a.reused)).toBe(true);
+    const lines = eventLines(ing.stdout()).slice(linesBefore);
+    expect(lines.map((l) => l.integration)).toEqual(['demo', 'neighbour', 'demo']);
+  } finally {
+    agent.destroy();
+  }
 });

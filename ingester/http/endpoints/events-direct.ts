@@ -33,6 +33,7 @@ import type { EventLoopGuard } from '../overload.js';
 import { recordActivity, type AnsweredRequest } from '../request-activity.js';
 import { nextRequestId } from '../request-id.js';
 import type { UploadRateGuard } from '../upload-rate.js';
+import type { WebhookAuthentication } from '../../auth/authenticator.js';
 import { tracingOn } from '../../tracing/tracing.js';
 import { admit, countDropped, eventContextOf, handOff, mapAndValidateEvents, route } from './events.js';
 
@@ -93,9 +94,9 @@ export function directEventsRoute(o: DirectEventsOptions): DirectRoute {
     return { name, bytes };
   };
 
-  /** Basic credentials, then request admission; the route, or undefined once the refusal is answered. */
-  const authenticate = async (r: DirectRequest, res: ServerResponse): Promise<RouteEntry | undefined> => {
-    const { entry, signed } = await ctx.auth.webhook(r as unknown as FastifyRequest, r.name);
+  /** After the Basic credentials (authenticate, in serve): request admission; the route, or undefined once refused. */
+  const admitted = (r: DirectRequest, res: ServerResponse, auth: WebhookAuthentication): RouteEntry | undefined => {
+    const { entry, signed } = auth;
     r.routeEntry = entry;
     // The integration became a signed one (a reload) after `takes` looked: its signature is checked
     // only on fastify's route, so this request is not accepted here.
@@ -109,22 +110,29 @@ export function directEventsRoute(o: DirectEventsOptions): DirectRoute {
   const reserveBody = (r: DirectRequest, res: ServerResponse, entry: RouteEntry, bytes: number): boolean => {
     const reserved = bodies.reserveAuthenticated(entry.namespace, bytes, entry.overLimitStatus);
     if (typeof reserved !== 'function') return (refuse(r, res, reserved), false);
-    res.once('close', reserved);
+    // A response closes once: `on`, without once's wrapper per request.
+    res.on('close', reserved);
     return true;
   };
 
   const serve = async (r: DirectRequest, res: ServerResponse, bytes: number): Promise<void> => {
     try {
-      const entry = await authenticate(r, res);
+      // The integration's Basic credentials: a sender whose header verified before is answered
+      // at once, without a promise.
+      const checked = ctx.auth.webhook(r as unknown as FastifyRequest, r.name);
+      const entry = admitted(r, res, checked instanceof Promise ? await checked : checked);
       if (!entry || !reserveBody(r, res, entry, bytes)) return;
       const raw = await readBody(r.raw, bytes);
       const contentType = r.headers['content-type'];
       const body = parseJsonBody(contentType, raw, limits.maxJsonDepth);
       const eventCtx = eventContextOf(entry, r.headers['idempotency-key']);
       const json = entry.mapping?.isolated ? raw : undefined;
-      const events = await mapAndValidateEvents(ctx, entry, body, eventCtx, contentType, json);
+      // Without a mapping or rules these two answer at once: no turn of the microtask queue each.
+      const mapped = mapAndValidateEvents(ctx, entry, body, eventCtx, contentType, json);
+      const events = Array.isArray(mapped) ? mapped : await mapped;
       admit(ctx, entry, events);
-      const decisions = await route(ctx, entry, events);
+      const routed = route(ctx, entry, events);
+      const decisions = routed instanceof Promise ? await routed : routed;
       const result = await handOff(ctx, entry, eventCtx, events, r.id, decisions);
       if (decisions) r.droppedByRule = countDropped(entry, decisions, metrics);
       r.accepted = events.length;
@@ -149,19 +157,35 @@ export function directEventsRoute(o: DirectEventsOptions): DirectRoute {
     extra: Readonly<Record<string, string>> | undefined,
   ): void => {
     if (res.headersSent || res.destroyed) return;
-    // In fastify's order (security headers, the refusal's own, then the body's), so that an answer
-    // is the same bytes whichever way its request was served.
+    res.writeHead(status, extra ? headersFor(body, extra) : okHeadersFor(body)).end(body);
+  };
+
+  /**
+   * In fastify's order (security headers, the refusal's own, then the body's), so that an answer
+   * is the same bytes whichever way its request was served. Node only reads the list.
+   */
+  const headersFor = (body: string, extra: Readonly<Record<string, string>> | undefined): string[] => {
     const headers = security.slice();
     if (extra) for (const [name, value] of Object.entries(extra)) headers.push(name, value);
     headers.push('content-type', JSON_TYPE, 'content-length', String(Buffer.byteLength(body)));
-    res.writeHead(status, headers).end(body);
+    return headers;
+  };
+  /** An answer without headers of its own: the last body's list is reused (every single event's 200 is the same). */
+  let lastBody = '';
+  let lastHeaders: string[] = [];
+  const okHeadersFor = (body: string): string[] => {
+    if (body !== lastBody) {
+      lastHeaders = headersFor(body, undefined);
+      lastBody = body;
+    }
+    return lastHeaders;
   };
 
   /** What the listener's onResponse does for fastify's requests. */
   const answered = (r: DirectRequest, res: ServerResponse): void => {
     if (!r.raw.complete) answeredBeforeBody(r.raw);
-    metrics.requests.inc({ endpoint: 'events', status: res.statusCode });
-    metrics.requestDuration.observe({ endpoint: 'events' }, (performance.now() - r.startedMs) / 1000);
+    metrics.requestCounts.add('events', res.statusCode);
+    metrics.requestDuration.observe('events', (performance.now() - r.startedMs) / 1000);
     if (ctx.activity) recordActivity(ctx.activity, ctx.routes, r, 'events', r.name);
   };
 
@@ -181,7 +205,7 @@ export function directEventsRoute(o: DirectEventsOptions): DirectRoute {
       accepted: 0,
       droppedByRule: 0,
     };
-    res.once('finish', () => answered(r, res));
+    res.on('finish', () => answered(r, res));
     // From now until all of it has arrived, whatever is answered meanwhile (upload-rate.ts).
     uploads.watch(req, res);
     void serve(r, res, taken.bytes);
@@ -198,16 +222,24 @@ function readBody(req: IncomingMessage, expected: number): Promise<Buffer> {
       chunks.push(chunk);
       received += chunk.length;
     });
-    req.once('end', () =>
+    // A request ends or fails once: `on`, without once's wrapper per request.
+    req.on('end', () =>
       received === expected
         ? resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, received))
         : reject(badRequest(400, 'Request body size did not match Content-Length')),
     );
     // As fastify answers a body that failed to arrive (its sender gone, mostly): 400.
-    req.once('error', (err) => reject(badRequest(400, err.message)));
+    req.on('error', (err) => reject(badRequest(400, err.message)));
   });
 }
 
-/** The 200 answer (reply.ts okBody, the interface document's shape), as fastify's serializer writes it. */
+/**
+ * The 200 answer (reply.ts okBody, the interface document's shape), as fastify's serializer
+ * writes it; the one for a single event made once.
+ */
 const okJson = (processed: number, cached: number, received: number): string =>
-  `{"response":{"processed":${processed},"cached":${cached},"received":${received}},"success":true,"message":"Processed ${processed} event(s)"}`;
+  processed === 1 && cached === 0 && received === 1
+    ? ONE_EVENT
+    : `{"response":{"processed":${processed},"cached":${cached},"received":${received}},"success":true,"message":"Processed ${processed} event(s)"}`;
+const ONE_EVENT =
+  '{"response":{"processed":1,"cached":0,"received":1},"success":true,"message":"Processed 1 event(s)"}';

@@ -131,7 +131,7 @@ export function eventsEndpoint(ctx: IngestContext): RouteOptions {
   };
 
   /** Mapped (a failure is kept as a dead letter and answered 422) or as sent, then validated; a refusal is counted. */
-  const mapAndValidate = (req: EventsRequest, d: Decoded): Promise<NormalisedEvent[]> =>
+  const mapAndValidate = (req: EventsRequest, d: Decoded): NormalisedEvent[] | Promise<NormalisedEvent[]> =>
     mapAndValidateEvents(ctx, d.entry, d.body, d.eventCtx, req.headers['content-type'], d.json);
 
   /** 200 with what the sinks hold; the request notes what it accepted (the listener records activity). */
@@ -215,18 +215,19 @@ export function eventContextOf(
   return { integration: entry.name, namespace: entry.namespace, receivedAtMs: Date.now(), idSource };
 }
 
-/** Mapped (a failure is kept as a dead letter and answered 422) or as sent, then validated; a refusal is counted. */
-export async function mapAndValidateEvents(
+/**
+ * Mapped (a failure is kept as a dead letter and answered 422) or as sent, then validated; a
+ * refusal is counted. An integration without a mapping is answered synchronously (no promise).
+ */
+export function mapAndValidateEvents(
   ctx: IngestContext,
   entry: RouteEntry,
   body: unknown,
   eventCtx: EventContext,
   contentType: string | undefined,
   json: Buffer | undefined,
-): Promise<NormalisedEvent[]> {
-  try {
-    return await ctx.mapped.toEvents(body, entry, eventCtx, contentType, json);
-  } catch (err) {
+): NormalisedEvent[] | Promise<NormalisedEvent[]> {
+  const counted = (err: unknown): never => {
     // A namespace that could not reserve its mapping's CPU was counted as refused by the limiter.
     if (err instanceof LimitError) throw err;
     // Only the contract's validation refuses a body as sent with INVALID_BODY; a mapped body's
@@ -237,6 +238,12 @@ export async function mapAndValidateEvents(
       Array.isArray(body) ? body.length : 1,
     );
     throw err;
+  };
+  try {
+    const events = ctx.mapped.toEvents(body, entry, eventCtx, contentType, json);
+    return Array.isArray(events) ? events : events.catch(counted);
+  } catch (err) {
+    return counted(err);
   }
 }
 
@@ -250,7 +257,17 @@ export function admit(ctx: IngestContext, entry: RouteEntry, events: readonly No
  * (routing/rule-decisions.ts); undefined for an integration without rules. A namespace over its
  * CPU budget is refused, with admit's rate given back: nothing was accepted.
  */
-export async function route(
+export function route(
+  ctx: IngestContext,
+  entry: RouteEntry,
+  events: readonly NormalisedEvent[],
+): RuleDecision[] | undefined | Promise<RuleDecision[] | undefined> {
+  // Without rules there is nothing to decide or charge: no promise either.
+  if (!entry.rules) return undefined;
+  return decideByRules(ctx, entry, events);
+}
+
+async function decideByRules(
   ctx: IngestContext,
   entry: RouteEntry,
   events: readonly NormalisedEvent[],

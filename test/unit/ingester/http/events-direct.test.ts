@@ -51,6 +51,7 @@ describe('which requests the direct route leaves to fastify', () => {
     }) as unknown as IncomingMessage;
   const response = () =>
     ({
+      on: () => {},
       once: () => {},
       headersSent: false,
       destroyed: false,
