@@ -15,6 +15,7 @@ import {
   tenantRoute,
   type RunningIngester,
 } from './support/ingester.js';
+import { waitFor } from '../support/waiting.js';
 
 let ing: RunningIngester;
 beforeAll(async () => {
@@ -200,7 +201,11 @@ test('one connection carrying several senders (a proxy): each request is checked
     ];
     expect(answers.map((a) => a.status)).toEqual([200, 401, 200, 401, 401, 200]);
     expect(answers.slice(1).every((a) => a.reused)).toBe(true);
-    const lines = eventLines(ing.stdout()).slice(linesBefore);
+    // The log sink's lines reach this process through a pipe, a moment after the answers.
+    const lines = await waitFor('the three accepted events in the log', async () => {
+      const written = eventLines(ing.stdout()).slice(linesBefore);
+      return written.length >= 3 && written;
+    });
     expect(lines.map((l) => l.integration)).toEqual(['demo', 'neighbour', 'demo']);
   } finally {
     agent.destroy();

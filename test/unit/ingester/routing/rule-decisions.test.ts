@@ -100,11 +100,16 @@ describe('routing decisions at acceptance', () => {
   it('gives the thread back between slices, and stops with the refusal once the namespace is over its budget', async () => {
     const entry = entryOf(PLAIN);
     const events = Array.from({ length: 50 }, (_, n) => event(n));
+    // Another task's turns, counted on the same queue the slices yield to (a timer would need a
+    // millisecond to pass, which 50 short slices need not take).
     let turns = 0;
-    const ticking = setInterval(() => turns++, 0);
+    let ticking = setImmediate(function tick() {
+      turns++;
+      ticking = setImmediate(tick);
+    });
     // A zero-length slice: every event is a slice of its own.
     const decided = await decideHere(entry, events, account(), 0);
-    clearInterval(ticking);
+    clearImmediate(ticking);
     expect(decided).toHaveLength(50);
     expect(turns).toBeGreaterThan(0);
     await expect(decideHere(entry, events, account(0), 0)).rejects.toMatchObject({
