@@ -88,7 +88,10 @@ export class WalCheckpointer {
       this.markIdle();
       this.wakeWaiters();
     });
-    this.worker.on('message', () => this.wakeWaiters());
+    this.worker.on('message', () => {
+      this.worker.unref();
+      this.wakeWaiters();
+    });
     // After the listeners (a listener refs the worker again): a checkpointer never keeps the process up.
     this.worker.unref();
   }
@@ -109,6 +112,8 @@ export class WalCheckpointer {
     if (size > this.walLimitBytes) this.checkpointOnLoop(db);
     else if (size > this.walLimitBytes / 2 && !this.workerFailed && !this.running) {
       Atomics.store(this.flag, 0, 1);
+      // Referenced while it copies: writes held for it are work the process still has to do.
+      this.worker.ref();
       this.worker.postMessage('run');
     }
   }
