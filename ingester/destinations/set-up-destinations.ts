@@ -301,7 +301,7 @@ export function setUpDestinations(o: DestinationsOptions): Destinations {
   );
   const pauseStore = new FilePauseStore(storage.path);
   pauses.keepIn(pauseStore, pauseStore.load());
-  const alertStores = new SqliteAlertStores(storage.path, outbox.diskReserve);
+  const alertStores = new SqliteAlertStores(storage.path, outbox.diskReserve, outbox.walCheckpointer);
   const stores = new Map<string, AlertStore>();
   alertStore = (name) => {
     let store = stores.get(name);

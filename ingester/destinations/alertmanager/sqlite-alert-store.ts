@@ -14,6 +14,8 @@ import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type { AlertState } from './alerts.js';
 import type { DiskReserve } from '../../storage/disk-reserve.js';
 import { GroupCommit } from '../../storage/group-commit.js';
+import { WAL_SIZE_LIMIT_BYTES } from '../../storage/sqlite-space.js';
+import { WalCheckpointer } from '../../storage/wal-checkpointer.js';
 import type { AlertCounts, AlertStore, Versioned } from './alert-store.js';
 
 interface Write {
@@ -29,18 +31,27 @@ export class SqliteAlertStores {
   private readonly st: Record<'get' | 'insert' | 'update' | 'delete' | 'keys', StatementSync>;
   private readonly counts = new Map<string, AlertCounts>();
   private readonly writes = new GroupCommit<Write>((group) => this.commit(group));
+  private readonly checkpointer: WalCheckpointer;
+  private readonly ownCheckpointer: boolean;
+  private held: Write[] = [];
 
   /**
    * `dir`: the storage directory (`spool.path`), whose outbox.sqlite the outbox created (WAL) already. `reserve`:
    * the outbox's (outbox-table.ts): a state changes only while an event held is delivered, so on a
-   * full disk it is written like the outbox's own settling.
+   * full disk it is written like the outbox's own settling. `checkpointer`: the outbox's
+   * (wal-checkpointer.ts), one per database file; without it the store runs one of its own.
    */
   constructor(
     dir: string,
     private readonly reserve?: DiskReserve,
+    checkpointer?: WalCheckpointer,
   ) {
-    this.db = new DatabaseSync(join(dir, 'outbox.sqlite'));
+    const file = join(dir, 'outbox.sqlite');
+    this.db = new DatabaseSync(file);
     this.db.exec('PRAGMA synchronous = NORMAL');
+    this.ownCheckpointer = !checkpointer;
+    this.checkpointer = checkpointer ?? new WalCheckpointer(file, WAL_SIZE_LIMIT_BYTES);
+    this.checkpointer.attach(this.db);
     this.db.exec(`CREATE TABLE IF NOT EXISTS alerts (
       destination TEXT NOT NULL,
       key TEXT NOT NULL,
@@ -105,6 +116,22 @@ export class SqliteAlertStores {
 
   /** The writes of one turn in one transaction, each answered with its compare-and-set result once committed. */
   private commit(group: Write[]): void {
+    // While the WAL is checkpointed off the loop the writes wait (in one transaction afterwards):
+    // a WAL restarts only after a checkpoint that no write overtook (wal-checkpointer.ts).
+    if (this.held.length > 0 || this.checkpointer.holdWrites(() => this.commitHeld())) {
+      this.held.push(...group);
+      return;
+    }
+    this.commitNow(group);
+  }
+
+  private commitHeld(): void {
+    const group = this.held;
+    this.held = [];
+    if (group.length > 0) this.commitNow(group);
+  }
+
+  private commitNow(group: Write[]): void {
     let results: Array<number | false> = [];
     const write = (): void => {
       results = [];
@@ -124,11 +151,14 @@ export class SqliteAlertStores {
       for (const w of group) w.reject(err as Error);
       return;
     }
+    this.checkpointer.afterCommit(this.db);
     group.forEach((w, i) => w.resolve(results[i] as number | false));
   }
 
   close(): void {
     this.writes.flush();
+    this.commitHeld();
+    if (this.ownCheckpointer) this.checkpointer.close();
     if (this.db.isOpen) this.db.close();
   }
 }

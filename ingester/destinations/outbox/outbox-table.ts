@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { DISK_RESERVE_BYTES, DiskReserve } from '../../storage/disk-reserve.js';
 import { configureSpace, reclaimStep, walLimitFor } from '../../storage/sqlite-space.js';
+import { WalCheckpointer } from '../../storage/wal-checkpointer.js';
 import { StoreBudget } from '../../storage/store-budget.js';
 import { TenantShares } from '../../storage/tenant-shares.js';
 
@@ -48,6 +49,8 @@ export class OutboxTable {
   private removed: Array<{ tenant: string; bytes: number }> = [];
   /** Room for settling rows on a full disk; shared with the alert states in this database. */
   readonly reserve: DiskReserve;
+  /** Checkpoints this file's WAL off the event loop; the alert states' connection uses it too. */
+  readonly checkpointer: WalCheckpointer;
   private reclaiming = false;
   private readonly statements: Record<
     | 'insert'
@@ -75,6 +78,8 @@ export class OutboxTable {
     this.reserve = new DiskReserve(join(dir, 'outbox.reserve'), DISK_RESERVE_BYTES, onDiskFull);
     // A restart on a full disk: opening needs a WAL and a shared-memory index, i.e. room.
     this.db = openWithRoom(this.reserve, join(dir, 'outbox.sqlite'), walLimitFor(maxBytes));
+    this.checkpointer = new WalCheckpointer(join(dir, 'outbox.sqlite'), walLimitFor(maxBytes));
+    this.checkpointer.attach(this.db);
     const p = (sql: string): StatementSync => this.db.prepare(sql);
     this.statements = {
       insert: p(
@@ -121,6 +126,7 @@ export class OutboxTable {
       if (this.db.isTransaction) this.db.exec('ROLLBACK');
       throw err;
     }
+    this.checkpointer.afterCommit(this.db);
   }
 
   /**
@@ -157,7 +163,9 @@ export class OutboxTable {
       this.reclaiming = false;
       if (!this.db.isOpen) return;
       try {
-        if (reclaimStep(this.db, this.budget.used === 0)) this.scheduleReclaim();
+        const more = reclaimStep(this.db, this.budget.used === 0);
+        this.checkpointer.afterCommit(this.db);
+        if (more) this.scheduleReclaim();
       } catch {
         // Disk full or busy: the space is given back after a later removal.
       }

@@ -21,6 +21,7 @@ import { GroupCommit } from '../../storage/group-commit.js';
 import type { Routing } from '../destination.js';
 import { ReplayedLetters, type ReplayedLetter } from './outbox-dead-letters.js';
 import { OutboxLeaseLoops, type OutboxDestination } from './outbox-lease-loop.js';
+import type { WalCheckpointer } from '../../storage/wal-checkpointer.js';
 import { OutboxTable, rowBytes, type NewOutboxRow } from './outbox-table.js';
 import { carrierText, type TraceCarrier } from '../../tracing/carrier.js';
 
@@ -157,6 +158,11 @@ export class Outbox implements EventSink {
     return this.table.reserve;
   }
 
+  /** The database's WAL checkpointer (wal-checkpointer.ts): the alert states' connection reports its commits to it. */
+  get walCheckpointer(): WalCheckpointer {
+    return this.table.checkpointer;
+  }
+
   // ---- the delivery side (outbox-lease-loop.ts) ----
 
   /** Starts handing due rows to each destination's dispatcher. */
@@ -237,6 +243,7 @@ export class Outbox implements EventSink {
     this.leaseLoops.stop();
     this.appends.flush();
     await this.leaseLoops.close();
+    this.table.checkpointer.close();
     this.table.db.close();
   }
 }
