@@ -96,9 +96,10 @@ it('holds a full queue within its charged bytes plus a stated overhead, and give
   receiver.okStatus = 204;
   await waitFor('drained', async () => (await ownMetric('intake_remote_write_queued_bytes')) === 0, 60_000, 200);
   // The drained batches are freed when V8 collects them, and V8 gives pages back, some seconds after
-  // the allocations stop (its memory reducer): the lowest reading within 30 s.
+  // the allocations stop (its memory reducer, later on a busy machine, where a whole test run
+  // shares the cores): the lowest reading within 60 s.
   let after = rssMiB(pid);
-  for (let i = 0; i < 60 && after - baseline > KEPT_AFTER_DRAIN_MIB / 2; i++) {
+  for (let i = 0; i < 120 && after - baseline > KEPT_AFTER_DRAIN_MIB / 2; i++) {
     await new Promise((r) => setTimeout(r, 500));
     after = Math.min(after, rssMiB(pid));
   }
@@ -109,4 +110,4 @@ it('holds a full queue within its charged bytes plus a stated overhead, and give
   expect(peak - baseline).toBeLessThanOrEqual(queuedMiB + OVERHEAD_MIB);
   expect(after - baseline).toBeLessThanOrEqual(KEPT_AFTER_DRAIN_MIB);
   expect(ing.child.exitCode).toBeNull();
-}, 150_000);
+}, 210_000);
