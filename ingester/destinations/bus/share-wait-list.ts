@@ -8,8 +8,11 @@
  *
  * Per namespace in the order fetched; a namespace whose events settle gets its messages submitted
  * first in, so the other namespaces' messages behind them in the stream are never waited for here.
- * Bounded in bytes (and, by the consumer's max_ack_pending, in messages): a message that does not
- * fit is submitted and handed back for the share as before. Stopping (a new connection, a removed
+ * Bounded in bytes (and, by the consumer's max_ack_pending, in messages), shared fairly between
+ * the namespaces waiting: when it is full, a namespace holding less than the one holding the most
+ * takes room from that one's newest message (submitted, and so handed back for the share as
+ * before), so one slow receiver's namespace cannot leave another's messages to bounce. A message
+ * that finds no room is submitted and handed back for the share as before. Stopping (a new connection, a removed
  * destination, shutdown) hands every kept message back unsent, which is not an attempt either.
  */
 import type { Delivery } from '../dispatcher.js';
@@ -38,6 +41,8 @@ const RECHECK_MS = 1000;
 
 export class ShareWaitList {
   private readonly waiting = new Map<string, WaitingMessage[]>();
+  /** Bytes kept per namespace, for the fair share when full. */
+  private readonly bytesOf = new Map<string, number>();
   private bytes = 0;
   private count = 0;
   private pumping = false;
@@ -70,9 +75,12 @@ export class ShareWaitList {
     const namespace = namespaceOf(message);
     const queue = this.waiting.get(namespace);
     if (!queue && this.room.roomOf(namespace) > 0) return false;
-    if (this.bytes + message.bytes > this.maxBytes && this.count > 0) return false;
-    if (queue) queue.push(message);
+    if (this.bytes + message.bytes > this.maxBytes && this.count > 0 && !this.makeRoom(namespace, message.bytes))
+      return false;
+    const kept = this.waiting.get(namespace);
+    if (kept) kept.push(message);
     else this.waiting.set(namespace, [message]);
+    this.bytesOf.set(namespace, (this.bytesOf.get(namespace) ?? 0) + message.bytes);
     this.bytes += message.bytes;
     this.count++;
     if (!this.pumping) void this.pump();
@@ -93,6 +101,7 @@ export class ShareWaitList {
           }
         }
     this.waiting.clear();
+    this.bytesOf.clear();
     this.bytes = 0;
     this.count = 0;
   }
@@ -129,12 +138,41 @@ export class ShareWaitList {
         await this.room.waitForRoom(message.deliveries.length);
         if (this.stopped || queue[0] !== message) return;
         queue.shift();
-        this.bytes -= message.bytes;
-        this.count--;
+        this.forget(namespace, message);
         for (const d of message.deliveries) this.room.submit(d);
       }
       if (queue.length === 0 && this.waiting.get(namespace) === queue) this.waiting.delete(namespace);
     }
+  }
+
+  /**
+   * Room for `bytes` more of `namespace`, taken from the namespace holding the most while it holds
+   * more than `namespace` would: its newest messages are submitted (the dispatcher hands them back
+   * for the share, as for a message that does not fit). False when `namespace` would hold the most.
+   */
+  private makeRoom(namespace: string, bytes: number): boolean {
+    const wanted = (this.bytesOf.get(namespace) ?? 0) + bytes;
+    while (this.bytes + bytes > this.maxBytes) {
+      let largest: string | undefined;
+      for (const [other, held] of this.bytesOf)
+        if (other !== namespace && held > (largest === undefined ? 0 : (this.bytesOf.get(largest) ?? 0)))
+          largest = other;
+      const queue = largest === undefined ? undefined : this.waiting.get(largest);
+      if (largest === undefined || !queue || (this.bytesOf.get(largest) ?? 0) <= wanted) return false;
+      const newest = queue.pop() as WaitingMessage;
+      if (queue.length === 0) this.waiting.delete(largest);
+      this.forget(largest, newest);
+      for (const d of newest.deliveries) this.room.submit(d);
+    }
+    return true;
+  }
+
+  private forget(namespace: string, message: WaitingMessage): void {
+    const left = (this.bytesOf.get(namespace) ?? 0) - message.bytes;
+    if (left > 0) this.bytesOf.set(namespace, left);
+    else this.bytesOf.delete(namespace);
+    this.bytes -= message.bytes;
+    this.count--;
   }
 
   /** Tells the server every kept message is in progress (its ack_wait starts again). */

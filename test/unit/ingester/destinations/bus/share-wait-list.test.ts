@@ -127,6 +127,31 @@ it('is bounded in bytes: a message that does not fit is submitted (and handed ba
   list.stop('test');
 });
 
+it("shares its bytes between the namespaces waiting: a full list gives another namespace room from the largest holder's newest", async () => {
+  const room = new FakeRoom();
+  const list = new ShareWaitList(room, 100, 60_000);
+  room.rooms.set('a', 0);
+  room.rooms.set('b', 0);
+  expect(list.keep(message(['a-1'], 'a', 40))).toBe(true);
+  expect(list.keep(message(['a-2'], 'a', 40))).toBe(true);
+  // Full of A: B's message takes A's newest's room, which is submitted (and handed back as before).
+  expect(list.keep(message(['b-1'], 'b', 30))).toBe(true);
+  expect(room.submitted).toEqual(['a-2']);
+  expect(list.size).toBe(2);
+  // A holds no more than B would: neither takes from the other now.
+  expect(list.keep(message(['a-3'], 'a', 40))).toBe(false);
+  expect(list.keep(message(['b-2'], 'b', 40))).toBe(false);
+  // In order still: B's kept message, then A's, as each gets room.
+  room.settle('b', 1);
+  await tick();
+  expect(room.submitted).toEqual(['a-2', 'b-1']);
+  room.settle('a', 1);
+  await tick();
+  expect(room.submitted).toEqual(['a-2', 'b-1', 'a-1']);
+  expect(list.size).toBe(0);
+  expect(held).toEqual([]);
+});
+
 it('keeps one message larger than the bound when it keeps nothing else', () => {
   const room = new FakeRoom();
   const list = new ShareWaitList(room, 100, 60_000);
