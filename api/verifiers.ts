@@ -16,6 +16,18 @@ export function digestsEqual(a: Buffer, b: Buffer): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
+/**
+ * Whether two strings are equal, in time that depends on their length only (every character is
+ * compared, nothing allocated: it runs on the request path), so a comparison never says how much
+ * of a secret matched.
+ */
+export function sameSecret(a: string, b: string): boolean {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return diff === 0;
+}
+
 export interface ScryptParams {
   N: number;
   r: number;

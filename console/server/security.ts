@@ -12,7 +12,8 @@
  * cookie alone is worth nothing (it lets the page itself load); its name carries the port, so two
  * consoles on one machine do not overwrite each other's.
  */
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { sameSecret } from '../../api/verifiers.js';
 import { LRUCache } from 'lru-cache';
 
 /** The request header carrying a session's secret (an origin-bound value: never a cookie). */
@@ -27,11 +28,7 @@ export function sessionCookieName(host: string): string {
 export const randomToken = (): string => randomBytes(32).toString('base64url');
 
 /** Constant-time comparison of two tokens of any length. */
-export function sameToken(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
-}
+export const sameToken = sameSecret;
 
 /** The Host header values a local console answers to: loopback names with its own port. */
 export function allowedLocalHosts(port: number): Set<string> {

@@ -21,7 +21,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyRequest } from 'fastify';
-import { hashScrypt } from '../../api/verifiers.js';
+import { hashScrypt, sameSecret } from '../../api/verifiers.js';
 import { parseBasicAuth, soleHeader } from './basic-auth.js';
 import { KnownSenders } from './known-senders.js';
 import { metricsTarget, webhookTarget, type AuthThrottle, type GuardTarget } from './auth-throttle.js';
@@ -308,15 +308,3 @@ export class Authenticator {
 
 const identityTarget = (identity: string | undefined): GuardTarget =>
   identity === undefined ? undefined : metricsTarget(identity);
-
-/**
- * Whether two strings are equal, in time that depends on their length only (every character is
- * compared): a header another sender's request left on a shared connection is compared to this
- * request's without saying how much of it matched.
- */
-function sameSecret(a: string, b: string): boolean {
-  if (a.length !== b.length) return false;
-  let diff = 0;
-  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
-  return diff === 0;
-}
