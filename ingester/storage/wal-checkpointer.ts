@@ -69,7 +69,10 @@ export class WalCheckpointer {
   private walFd: number | undefined;
   private closed = false;
   private workerFailed = false;
+  /** The loop's last wait for the worker ran out while this checkpoint still ran (a hung disk). */
+  private workerStuck = false;
   private idleWaiters: Array<() => void> = [];
+  private heldTimer: NodeJS.Timeout | undefined;
   /** Checkpoints the loop had to run itself (the worker fell behind the limit). */
   loopCheckpoints = 0;
 
@@ -90,6 +93,7 @@ export class WalCheckpointer {
     });
     this.worker.on('message', () => {
       this.worker.unref();
+      this.workerStuck = false;
       this.wakeWaiters();
     });
     // After the listeners (a listener refs the worker again): a checkpointer never keeps the process up.
@@ -125,15 +129,26 @@ export class WalCheckpointer {
   /**
    * Writes that can wait (the alert states: answered once committed) wait while the worker copies:
    * a WAL restarts only when a write begins after a checkpoint copied every frame. Calls `resume`
-   * once the worker is done (at once when it is not running) and says whether the caller must wait.
+   * once the worker is done, or after WAIT_FOR_WORKER_MS if it is not (a hung disk must not hold
+   * them for ever: they go on, and past the limit the loop checkpoints), and says whether the
+   * caller must wait (not when the worker is idle or stuck).
    */
   holdWrites(resume: () => void): boolean {
-    if (this.closed || !this.running) return false;
+    if (this.closed || !this.running || this.workerStuck) return false;
     this.idleWaiters.push(resume);
+    if (this.heldTimer === undefined) {
+      this.heldTimer = setTimeout(() => {
+        this.workerStuck = this.running;
+        this.wakeWaiters();
+      }, WAIT_FOR_WORKER_MS);
+      this.heldTimer.unref();
+    }
     return true;
   }
 
   private wakeWaiters(): void {
+    clearTimeout(this.heldTimer);
+    this.heldTimer = undefined;
     const waiters = this.idleWaiters;
     this.idleWaiters = [];
     for (const w of waiters) w();
@@ -150,8 +165,9 @@ export class WalCheckpointer {
   }
 
   private checkpointOnLoop(db: DatabaseSync): void {
-    // SQLite does not wait for another connection's checkpoint: wait for the worker's here.
-    Atomics.wait(this.flag, 0, 1, WAIT_FOR_WORKER_MS);
+    // SQLite does not wait for another connection's checkpoint: wait for the worker's here, once
+    // per checkpoint of the worker's (a stuck one is not waited for on every commit).
+    if (!this.workerStuck && Atomics.wait(this.flag, 0, 1, WAIT_FOR_WORKER_MS) === 'timed-out') this.workerStuck = true;
     if (!db.isOpen || db.isTransaction) return;
     db.exec('PRAGMA wal_checkpoint(PASSIVE)');
     this.loopCheckpoints++;

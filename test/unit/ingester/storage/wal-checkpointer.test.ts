@@ -84,4 +84,26 @@ describe('WAL checkpointer', () => {
     checkpointer.close();
     db.close();
   });
+
+  it('holds waiting writes at most 2 s behind a worker that does not finish (a hung disk), and not again while it hangs', async () => {
+    const { db, file } = openDb();
+    const checkpointer = new WalCheckpointer(file, LIMIT, { workerDelayMs: 8_000 });
+    checkpointer.attach(db);
+    let i = 0;
+    while (checkpointer.walBytes() <= LIMIT / 2) writeOne(db, checkpointer, i++);
+    const started = Date.now();
+    let resumedAfter: number | undefined;
+    expect(checkpointer.holdWrites(() => (resumedAfter = Date.now() - started))).toBe(true);
+    for (let t = 0; t < 160 && resumedAfter === undefined; t++) await sleep(25);
+    expect(resumedAfter).toBeGreaterThanOrEqual(1_900);
+    expect(resumedAfter).toBeLessThan(3_500);
+    // Still running: the next writes are not held, and the loop does not wait for it again.
+    expect(checkpointer.holdWrites(() => undefined)).toBe(false);
+    const loopStarted = Date.now();
+    while (checkpointer.walBytes() <= LIMIT) writeOne(db, checkpointer, i++);
+    writeOne(db, checkpointer, i++);
+    expect(Date.now() - loopStarted).toBeLessThan(1_500);
+    expect(checkpointer.loopCheckpoints).toBeGreaterThan(0);
+    db.close();
+  }, 20_000);
 });
