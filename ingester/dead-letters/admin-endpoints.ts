@@ -124,7 +124,7 @@ function registerBulkReplayEndpoints(app: FastifyInstance, bulk: BulkReplays): v
 
 const noSuchReplay = (id: string): Record<string, string> => ({
   error: 'not_found',
-  message: `no bulk replay ${id.slice(0, 64)} on this replica (the last 20 finished ones are kept; another replica's are its own)`,
+  message: `no bulk replay ${id.slice(0, 64)} on this replica (the last 5 finished ones of each namespace are kept; another replica's are its own)`,
 });
 
 const withoutBody = (l: DeadLetter): Record<string, unknown> => {

@@ -6,7 +6,8 @@
  * platform's (no namespace in its filter) the platform's (bulk-replay-slots.ts): one runs per
  * namespace, a bounded number of namespaces' at once, so one team's slow replay never refuses
  * another team's. Each hands on at most `maxRate` letters a second (its pace when none is given).
- * The last FINISHED_KEPT finished ones stay readable.
+ * The last FINISHED_PER_NAMESPACE finished ones of each namespace (and of the platform) stay
+ * readable, FINISHED_KEPT in all: a namespace's many quick replays never push another's out.
  *
  * Never all matches in memory: the replay walks the store's index in pages of PAGE letters'
  * metadata, from a cursor (the position of the last letter it took), and reads one letter's body
@@ -35,7 +36,8 @@ export type { BulkReplayProgress, BulkReplayState };
 export type BulkReplayFilter = Omit<DeadLetterQuery, 'limit' | 'afterSeq' | 'maxSeq' | 'seqs'>;
 
 const PAGE = 100;
-const FINISHED_KEPT = 20;
+const FINISHED_PER_NAMESPACE = 5;
+const FINISHED_KEPT = 200;
 const FAILURES_KEPT = 10;
 
 export interface BulkReplayOptions {
@@ -227,10 +229,29 @@ export class BulkReplays {
     await Promise.all(running.map((r) => r.finished));
   }
 
+  /**
+   * Past FINISHED_PER_NAMESPACE finished of one namespace, its oldest goes; past FINISHED_KEPT in
+   * all, the oldest of the namespace holding the most (this.replays is oldest first).
+   */
   private forgetOldest(): void {
-    while (this.replays.filter((r) => r.progress.state !== 'running').length > FINISHED_KEPT) {
-      const i = this.replays.findIndex((r) => r.progress.state !== 'running');
-      this.replays.splice(i, 1);
+    const finished = new Map<string | undefined, BulkReplay[]>();
+    for (const r of this.replays) {
+      if (r.progress.state === 'running') continue;
+      const namespace = r.progress.filter.namespace as string | undefined;
+      const own = finished.get(namespace);
+      if (own) own.push(r);
+      else finished.set(namespace, [r]);
     }
+    const forgotten = new Set<BulkReplay>();
+    for (const own of finished.values())
+      while (own.length > FINISHED_PER_NAMESPACE) forgotten.add(own.shift() as BulkReplay);
+    let kept = [...finished.values()].reduce((n, own) => n + own.length, 0);
+    for (; kept > FINISHED_KEPT; kept--) {
+      const most = [...finished.values()].reduce((a, b) => (b.length > a.length ? b : a));
+      forgotten.add(most.shift() as BulkReplay);
+    }
+    if (forgotten.size === 0) return;
+    for (let i = this.replays.length - 1; i >= 0; i--)
+      if (forgotten.has(this.replays[i] as BulkReplay)) this.replays.splice(i, 1);
   }
 }

@@ -248,6 +248,24 @@ describe('BulkReplays', () => {
     await bulk.close();
   });
 
+  it("keeps each namespace's last finished replays: one namespace's many quick ones never push another's out", async () => {
+    await store.put(letter('b0', { namespace: 'team-b' }));
+    const bulk = bulkWith({});
+    const b = bulk.start({ namespace: 'team-b' });
+    await ended(bulk, b.id);
+    const ofA: string[] = [];
+    // More than the 20 in all that were once kept for the whole replica.
+    for (let i = 0; i < 22; i++) {
+      const a = bulk.start({ namespace: 'team-a' });
+      ofA.push(a.id);
+      await ended(bulk, a.id);
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(bulk.get(b.id)).toMatchObject({ state: 'done' });
+    expect(ofA.filter((id) => bulk.get(id) !== undefined)).toEqual(ofA.slice(-5));
+    await bulk.close();
+  });
+
   it('a store that cannot be read ends the bulk replay as failed, saying why', async () => {
     await store.put(letter('t0'));
     const broken = Object.assign(Object.create(store) as SqliteDeadLetters, {
