@@ -22,20 +22,11 @@ import type { IntakeError } from '../core/errors.js';
 import type { RouteEntry } from '../routing/route-table.js';
 import { refusalReason } from './reasons.js';
 import { TargetActivity } from './target-activity.js';
+import { coarseNow } from '../../common/coarse-clock.js';
 
 export type ActivityEndpoint = 'events' | 'metrics';
 
 const DEAD_LETTER_HEADER = 'x-intake-dead-letter-id';
-
-/**
- * The wall clock to a quarter of a second, kept by a timer: reading the clock costs 0.2-0.5 us in a
- * sandboxed container (measured under gVisor), more than the rest of recording a request.
- */
-function coarseClock(resolutionMs: number): () => number {
-  let nowMs = Date.now();
-  setInterval(() => (nowMs = Date.now()), resolutionMs).unref();
-  return () => nowMs;
-}
 
 const idOf = (entry: RouteEntry): string => `${entry.kind}/${entry.namespace}/${entry.name}`;
 
@@ -45,7 +36,7 @@ export class ActivityRecorder {
   private readonly unattributed = { events: new TargetActivity(), metrics: new TargetActivity() };
 
   /** `now`: the wall clock; by default read by a timer every 250 ms rather than per request. */
-  constructor(private readonly now: () => number = coarseClock(250)) {}
+  constructor(private readonly now: () => number = coarseNow) {}
 
   /** A new routing table: keep the records of routes still published (by kind, namespace and name), drop the rest. */
   sync(entries: Iterable<RouteEntry>): void {

@@ -10,6 +10,7 @@
  */
 import { MAX_EXCERPT, toDeliveryMinutes, type ReportedDelivery } from '../../../api/delivery-status.js';
 import type { DeliveryAnswer } from '../../../api/v1alpha1/types.js';
+import { coarseNow } from '../../../common/coarse-clock.js';
 import { inertText } from '../../../common/sender-text.js';
 import { MINUTES, MinuteRing, minuteOf } from '../../activity/minute-ring.js';
 import type { Outcome } from '../../outbound/outcome.js';
@@ -18,18 +19,6 @@ interface Answer {
   atMs: number;
   statusCode?: number;
   excerpt?: string;
-}
-
-/** The wall clock to a quarter of a second, kept by one timer for every record. */
-let clockMs = Date.now();
-let clockTimer: NodeJS.Timeout | undefined;
-function coarseNow(): number {
-  if (!clockTimer) {
-    clockTimer = setInterval(() => (clockMs = Date.now()), 250);
-    clockTimer.unref();
-    clockMs = Date.now();
-  }
-  return clockMs;
 }
 
 export type RecordedDelivery = Pick<
