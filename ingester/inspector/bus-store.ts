@@ -13,7 +13,8 @@
  * Shares: every replica follows the stream's headers (an ordered consumer, headers only) into a
  * StreamLedger (stream-ledger.ts), so inspector.maxBytesPerNamespace and inspector.maxBytes bound
  * what all replicas wrote together, also across a restart. A capture or an attempt reserves its
- * bytes there before it is written; a namespace at its share gives up (deletes) its own oldest.
+ * bytes there before it is written; a namespace at its share gives up (deletes) its own oldest, and
+ * so does one the follower finds past its share (replicas that wrote at once).
  * The stream's max_bytes (a quarter above inspector.maxBytes, the oldest go first) is only the
  * server's backstop should replicas' views differ for a moment.
  */
@@ -197,14 +198,16 @@ export class BusInspectorStore implements InspectorStore {
       for await (const m of messages) {
         // <prefix>.<req|att>.<namespace>.<integration>
         const namespace = m.subject.slice(prefix.length).split('.')[1];
-        if (namespace)
-          this.ledger.add({
+        if (namespace) {
+          const evicted = this.ledger.add({
             seq: m.seq,
             subject: m.subject,
             namespace,
             bytes: Number(m.headers?.get('Nats-Msg-Size')) || 0,
             atMs: Math.floor(m.info.timestampNanos / 1e6),
           });
+          for (const h of evicted) this.deleteHeld(h);
+        }
         if (m.info.pending === 0) caughtUp();
       }
     })().catch(() => undefined);

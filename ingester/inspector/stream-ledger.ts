@@ -6,6 +6,11 @@
  * it is written; a namespace at its share gives up its own oldest message (its sequence is deleted
  * from the stream), never another's; past the whole, the namespace holding the most.
  *
+ * Two replicas writing at once may each reserve room the other is taking: when the follower brings a
+ * message that takes its namespace past its share, the namespace gives up its own oldest stored
+ * messages then (every replica that sees it does; deleting a message twice is harmless), so the
+ * share holds again as soon as the replicas have read each other's writes.
+ *
  * The ledger may count a message the stream no longer has (another replica trimmed or deleted it):
  * that only makes its namespace give up its own oldest sooner, never another's, and reconcile()
  * forgets them. Every way a message leaves the stream takes the oldest of its subject (a trim
@@ -27,12 +32,18 @@ export interface Held {
 
 interface Namespace {
   bytes: number;
+  /** Of `bytes`, reservations not acknowledged yet (the follower may count the same message too). */
+  unsettled: number;
   /** Oldest first. */
   items: Held[];
 }
 
+/** Sequences this replica gave up, remembered so the follower does not count them again (bounded). */
+const MAX_GIVEN_UP = 10_000;
+
 export class StreamLedger {
   private readonly byNamespace = new Map<string, Namespace>();
+  private readonly givenUp = new Set<number>();
   private readonly bySeq = new Map<number, Held>();
   private total = 0;
 
@@ -57,11 +68,26 @@ export class StreamLedger {
     return this.bySeq.has(seq);
   }
 
-  /** A message the stream holds (read by the follower; any replica's): counted once. */
-  add(h: Held & { seq: number }): void {
-    if (this.bySeq.has(h.seq)) return;
+  /**
+   * A message the stream holds (read by the follower; any replica's): counted once. Returns what
+   * its namespace gives up when it takes the namespace past its share (replicas that wrote at once).
+   */
+  add(h: Held & { seq: number }): Held[] {
+    if (this.givenUp.delete(h.seq) || this.bySeq.has(h.seq)) return [];
     this.push(h);
     this.bySeq.set(h.seq, h);
+    const ns = this.namespace(h.namespace);
+    const evicted: Held[] = [];
+    // Stored bytes only: a reservation of ours may be this very message, counted twice until settled.
+    while (ns.bytes - ns.unsettled > this.s.maxBytesPerNamespace) {
+      const oldest = this.oldestStored(ns);
+      if (!oldest) break;
+      this.forget(oldest);
+      this.rememberGivenUp(oldest.seq as number);
+      oldest.evicted = true;
+      evicted.push(oldest);
+    }
+    return evicted;
   }
 
   /**
@@ -90,8 +116,15 @@ export class StreamLedger {
       this.remove(held);
       return;
     }
+    if (held.evicted) {
+      held.seq = seq;
+      this.rememberGivenUp(seq);
+      return;
+    }
+    const ns = this.byNamespace.get(held.namespace);
+    if (ns) ns.unsettled -= held.bytes;
     held.seq = seq;
-    if (!held.evicted) this.bySeq.set(seq, held);
+    this.bySeq.set(seq, held);
   }
 
   /** A write the stream did not take: its reservation goes back. */
@@ -124,12 +157,13 @@ export class StreamLedger {
       gone.push(...list.slice(0, extra));
     }
     this.forgetAll(new Set(gone));
+    for (const seq of this.givenUp) if (seq < firstSeq) this.givenUp.delete(seq);
   }
 
   private namespace(name: string): Namespace {
     let ns = this.byNamespace.get(name);
     if (!ns) {
-      ns = { bytes: 0, items: [] };
+      ns = { bytes: 0, unsettled: 0, items: [] };
       this.byNamespace.set(name, ns);
     }
     return ns;
@@ -139,6 +173,7 @@ export class StreamLedger {
     const ns = this.namespace(h.namespace);
     ns.items.push(h);
     ns.bytes += h.bytes;
+    if (h.seq === undefined) ns.unsettled += h.bytes;
     this.total += h.bytes;
   }
 
@@ -165,6 +200,7 @@ export class StreamLedger {
       for (const h of ns.items) {
         if (!gone.has(h)) continue;
         ns.bytes -= h.bytes;
+        if (h.seq === undefined) ns.unsettled -= h.bytes;
         this.total -= h.bytes;
         if (h.seq !== undefined && this.bySeq.get(h.seq) === h) this.bySeq.delete(h.seq);
       }
@@ -175,6 +211,7 @@ export class StreamLedger {
 
   private uncount(ns: Namespace, h: Held): void {
     ns.bytes -= h.bytes;
+    if (h.seq === undefined) ns.unsettled -= h.bytes;
     this.total -= h.bytes;
     if (ns.items.length === 0) this.byNamespace.delete(h.namespace);
   }
@@ -192,8 +229,23 @@ export class StreamLedger {
   private giveUpOldest(ns: Namespace): Held {
     const h = ns.items.shift() as Held;
     this.uncount(ns, h);
-    if (h.seq !== undefined) this.bySeq.delete(h.seq);
+    if (h.seq !== undefined) {
+      this.bySeq.delete(h.seq);
+      this.rememberGivenUp(h.seq);
+    }
     h.evicted = true;
     return h;
+  }
+
+  /** The stored message (with a sequence) written first. */
+  private oldestStored(ns: Namespace): Held | undefined {
+    let oldest: Held | undefined;
+    for (const h of ns.items) if (h.seq !== undefined && (oldest === undefined || h.seq < (oldest.seq as number))) oldest = h;
+    return oldest;
+  }
+
+  private rememberGivenUp(seq: number): void {
+    if (this.givenUp.size >= MAX_GIVEN_UP) this.givenUp.delete(this.givenUp.values().next().value as number);
+    this.givenUp.add(seq);
   }
 }

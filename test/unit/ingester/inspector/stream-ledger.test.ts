@@ -95,3 +95,33 @@ it("reconciles with the stream: forgets what is before its first sequence and ea
   expect([1, 2, 3, 4, 5, 9].filter((s) => l.has(s))).toEqual([3, 4, 5, 9]);
   expect(l.bytes('a')).toBe(2000);
 });
+
+it("gives up the namespace's oldest stored when the follower brings another replica's write past the share", () => {
+  const l = ledger();
+  for (const seq of [1, 2, 3]) l.add(seen('a', seq));
+  l.add(seen('b', 4));
+  // Both replicas reserved the last room at once: this one wrote seq 5, the other seq 6.
+  const mine = l.reserve('a', subject('a'), 1000)!;
+  expect(mine.evicted).toEqual([]);
+  l.settle(mine.held, 5);
+  expect(l.add(seen('a', 6)).map((h) => h.seq)).toEqual([1]);
+  expect(l.bytes('a')).toBe(4000);
+  expect(l.bytes('b')).toBe(1000);
+  // The follower reading a message this replica gave up does not count it again.
+  const next = l.reserve('a', subject('a'), 1000)!;
+  expect(next.evicted.map((h) => h.seq)).toEqual([2]);
+  l.settle(next.held, 7);
+  expect(l.add(seen('a', 2))).toEqual([]);
+  expect(l.bytes('a')).toBe(4000);
+});
+
+it('does not count its own write twice when the follower brings it before the acknowledgement', () => {
+  const l = ledger();
+  for (const seq of [1, 2, 3]) l.add(seen('a', seq));
+  const mine = l.reserve('a', subject('a'), 1000)!;
+  // The reservation and the follower's copy are one message: no room needs to be made.
+  expect(l.add(seen('a', 4))).toEqual([]);
+  l.settle(mine.held, 4);
+  expect(l.bytes('a')).toBe(4000);
+  expect([1, 2, 3, 4].every((s) => l.has(s))).toBe(true);
+});
