@@ -60,8 +60,9 @@ const busBytes = async (namespace: string): Promise<number> => {
   }
 };
 
+/** `count` captures, four at a time, so both replicas reserve the namespace's last room at once. */
 const flood = async (ing: RunningIngester, from: number, count: number): Promise<void> => {
-  for (let i = from; i < from + count; i++)
+  const send = async (i: number) =>
     expect(
       (
         await post(
@@ -71,6 +72,8 @@ const flood = async (ing: RunningIngester, from: number, count: number): Promise
         )
       ).status,
     ).toBe(200);
+  for (let i = from; i < from + count; i += 4)
+    await Promise.all([i, i + 1, i + 2, i + 3].filter((n) => n < from + count).map(send));
 };
 
 beforeAll(async () => {
