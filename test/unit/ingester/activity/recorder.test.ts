@@ -302,38 +302,31 @@ describe('ActivityRecorder', () => {
     for (const s of got?.unauthenticatedSenders ?? []) expect(s.remoteAddress.length).toBe(MAX_REFUSAL_TEXT);
   });
 
-  it('records an accepted request in well under a microsecond on average', () => {
+  // What recording costs per request is measured by `make bench` (the single-event path), not
+  // by a timed test: these count what many calls leave behind.
+  it('counts every accepted request of a long run', () => {
     const table = tableOf(route('WebhookIntegration', 'a'));
     const rec = new ActivityRecorder();
     rec.sync(table.entries());
     const a = table.webhook('a') as RouteEntry;
-    for (let i = 0; i < 10_000; i++) rec.accepted(a, 1);
     const n = 200_000;
-    const started = process.hrtime.bigint();
     for (let i = 0; i < n; i++) rec.accepted(a, 1);
-    const nsPerCall = Number(process.hrtime.bigint() - started) / n;
-    // Measured ~40-80 ns here; the bound leaves room for a loaded machine.
-    expect(nsPerCall).toBeLessThan(2000);
-    expect(rec.report().webhookIntegrations[0]?.eventsLastHour).toBe(n + 10_000);
+    expect(rec.report().webhookIntegrations[0]?.eventsLastHour).toBe(n);
   });
 
-  it('records a refusal, its texts made inert, in a few microseconds at most', () => {
+  it('counts every refusal of a long run, keeping only the recent few, their texts made inert', () => {
     const table = tableOf(route('WebhookIntegration', 'a'));
     const rec = new ActivityRecorder();
     rec.sync(table.entries());
     const a = table.webhook('a') as RouteEntry;
     const err = mappingFailed('the mapping (expression) produced no event from this payload', []);
-    const ua = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36';
+    const ua = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36\u0007';
     const n = 100_000;
-    for (let i = 0; i < 10_000; i++) rec.refused(a, 'events', err, '10.0.0.1', ua);
-    const started = process.hrtime.bigint();
     for (let i = 0; i < n; i++) rec.refused(a, 'events', err, '10.0.0.1', ua);
-    const authenticatedNs = Number(process.hrtime.bigint() - started) / n;
-    const started2 = process.hrtime.bigint();
     for (let i = 0; i < n; i++) rec.refusedUnauthenticated(a, 'events', err, '10.0.0.1');
-    const unauthenticatedNs = Number(process.hrtime.bigint() - started2) / n;
-    // Measured about 0.5 us and 0.2 us on the loaded development machine; the bound leaves room.
-    expect({ authenticatedNs, ok: authenticatedNs < 10_000 }).toMatchObject({ ok: true });
-    expect({ unauthenticatedNs, ok: unauthenticatedNs < 10_000 }).toMatchObject({ ok: true });
+    const got = rec.report().webhookIntegrations[0];
+    expect(got?.refusedLastHour).toBe(2 * n);
+    expect(got?.recentRefusals).toHaveLength(RECENT_REFUSALS);
+    for (const f of got?.recentRefusals ?? []) expect(f.userAgent).not.toMatch(/\u0007/);
   });
 });
