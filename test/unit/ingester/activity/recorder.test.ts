@@ -320,13 +320,14 @@ describe('ActivityRecorder', () => {
     rec.sync(table.entries());
     const a = table.webhook('a') as RouteEntry;
     const err = mappingFailed('the mapping (expression) produced no event from this payload', []);
-    const ua = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36\u0007';
+    const ua =
+      'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36\u0007';
     const n = 100_000;
     for (let i = 0; i < n; i++) rec.refused(a, 'events', err, '10.0.0.1', ua);
     for (let i = 0; i < n; i++) rec.refusedUnauthenticated(a, 'events', err, '10.0.0.1');
     const got = rec.report().webhookIntegrations[0];
     expect(got?.refusedLastHour).toBe(2 * n);
     expect(got?.recentRefusals).toHaveLength(RECENT_REFUSALS);
-    for (const f of got?.recentRefusals ?? []) expect(f.userAgent).not.toMatch(/\u0007/);
+    for (const f of got?.recentRefusals ?? []) expect(f.userAgent.includes('\u0007')).toBe(false);
   });
 });
