@@ -245,6 +245,7 @@ export class JetStreamDeliveries {
     this.done.delete(name);
     this.held.delete(name);
     this.metrics.lag.remove({ destination: name });
+    this.metrics.waitingForShare.remove({ destination: name });
     const jsm = this.jsm;
     if (forget && jsm)
       for (const c of consumers)
@@ -308,6 +309,8 @@ export class JetStreamDeliveries {
       d.dispatcher,
       shareWaitBytes(this.nc?.info?.max_payload),
       claimTimeoutMs(d.settings) / 3,
+      Date.now,
+      (size) => this.metrics.waitingForShare.set({ destination: d.settings.name }, size),
     );
     // Paused: stop pulling at once. What was fetched already is handed on and held (nak'ed,
     // not counted as an attempt); the rest waits in the stream, unclaimed, so nothing is handed
