@@ -379,12 +379,15 @@ export class JetStreamDeliveries {
    */
   private async leftToNamespace(d: QueuedDestination, c: DestinationConsumer, m: JsMsg): Promise<boolean> {
     const known = c.namespace === undefined ? this.namespaceConsumers.get(d.settings.name) : undefined;
+    const seq = m.info.streamSequence;
+    known?.saw(seq);
     // Most of the time no namespace holds its part: the subject is not even read.
     const namespace = known && !known.idle ? readEventSubject(c.subjectPrefix, m.subject)?.namespace : undefined;
     if (!known || namespace === undefined) return false;
-    const seq = m.info.streamSequence;
+    // From this message when it is the newest seen (it is left to the new consumer), else (a
+    // redelivery) from past the newest: what this consumer fetched already stays its own, once.
     if (!known.isTheirs(namespace, seq) && known.shouldOpen(namespace))
-      await this.openNamespaceConsumer(d, c, namespace, seq);
+      await this.openNamespaceConsumer(d, c, namespace, seq >= known.newestSeq ? seq : known.newestSeq + 1);
     if (!known.isTheirs(namespace, seq)) return false;
     m.ack();
     return true;

@@ -15,8 +15,9 @@
  * How: the destination's consumer counts, per namespace, the messages it fetched and has not
  * acknowledged (on this replica). When one namespace holds more than an eighth of max_ack_pending
  * while another has sent there in the last 30 s, it gets a consumer of its own,
- * `intake-<destination>@<namespace>` on `<prefix>.<namespace>.>`, starting at the message at hand;
- * from then on the destination's consumer acknowledges that namespace's messages from that
+ * `intake-<destination>@<namespace>` on `<prefix>.<namespace>.>`, starting at the message at hand
+ * (or, when that is a redelivery, just past the newest one fetched: what this replica fetched
+ * already is delivered here, once); from then on the destination's consumer acknowledges that namespace's messages from that
  * sequence on without delivering them, and the namespace's consumer delivers them (with the same
  * shares, circuits, attempts and wait list). The messages of the namespace before it stay with the
  * destination's consumer. The start is the consumer's own configuration: a replica that tries to
@@ -63,6 +64,14 @@ export class NamespaceConsumers {
     private readonly now: () => number = Date.now,
   ) {
     this.part = Math.max(1, Math.floor(maxAckPending / SHARE_OF_ACK_PENDING));
+  }
+
+  /** The newest stream sequence the destination's consumer fetched (redeliveries come back older). */
+  newestSeq = 0;
+
+  /** The destination's consumer fetched the message `seq` (any namespace's). */
+  saw(seq: number): void {
+    if (seq > this.newestSeq) this.newestSeq = seq;
   }
 
   /** Nothing to do for any message: no namespace holds its part, none has a consumer of its own. */

@@ -86,3 +86,11 @@ describe('NamespaceConsumers', () => {
     expect(namespaceOfConsumer('intake-hooks', 'intake-hooks@')).toBeUndefined();
   });
 });
+
+it('remembers the newest sequence the destination’s consumer fetched (redeliveries come back older)', () => {
+  const n = new NamespaceConsumers(80);
+  n.saw(10);
+  n.saw(12);
+  n.saw(11);
+  expect(n.newestSeq).toBe(12);
+});
