@@ -35,6 +35,8 @@
 const SHARE_OF_ACK_PENDING = 8;
 /** How long a namespace counts as sending to the destination (as the dispatcher's shares). */
 const PRESENT_MS = 30_000;
+/** After a failed attempt to make one (the bus slow or down), how long before the next: not one per message. */
+const RETRY_MS = 5_000;
 
 /** `intake-<destination>@<namespace>`: `@` is in neither a destination's nor a namespace's name. */
 export const namespaceConsumerName = (destinationConsumer: string, namespace: string): string =>
@@ -54,6 +56,8 @@ export class NamespaceConsumers {
   private readonly unacknowledged = new Map<string, Set<number>>();
   private readonly lastSeenMs = new Map<string, number>();
   private readonly opening = new Set<string>();
+  /** When making a namespace's consumer last failed. */
+  private readonly failedAtMs = new Map<string, number>();
   /** The namespaces holding at least their part: with none (and no consumer of a namespace's own) nothing is looked at. */
   private readonly crowded = new Set<string>();
   private readonly part: number;
@@ -124,6 +128,7 @@ export class NamespaceConsumers {
    */
   shouldOpen(namespace: string): boolean {
     if (this.startOf.has(namespace) || this.opening.has(namespace)) return false;
+    if (this.now() - (this.failedAtMs.get(namespace) ?? -Infinity) < RETRY_MS) return false;
     if ((this.unacknowledged.get(namespace)?.size ?? 0) < this.part) return false;
     const since = this.now() - PRESENT_MS;
     for (const [other, at] of this.lastSeenMs) if (other !== namespace && at >= since) return true;
@@ -135,8 +140,10 @@ export class NamespaceConsumers {
     this.opening.add(namespace);
   }
 
-  /** Done making it (made or not): if not, a later message may try again. */
+  /** Done making it (made or not): if not, a message after RETRY_MS may try again. */
   endOpening(namespace: string): void {
     this.opening.delete(namespace);
+    if (this.startOf.has(namespace)) this.failedAtMs.delete(namespace);
+    else this.failedAtMs.set(namespace, this.now());
   }
 }

@@ -60,12 +60,16 @@ describe('NamespaceConsumers', () => {
     expect(n.idle).toBe(false);
   });
 
-  it('a failed attempt may be tried again', () => {
-    const n = new NamespaceConsumers(80);
+  it('tries again 5 s after a failed attempt, not on every message', () => {
+    let now = 0;
+    const n = new NamespaceConsumers(80, () => now);
     n.fetched('team-b', 1000);
     fetchMany(n, 'team-a', 1, 10);
     n.beginOpening('team-a');
     n.endOpening('team-a');
+    expect(n.shouldOpen('team-a')).toBe(false);
+    now += 5_000;
+    n.fetched('team-b', 1001);
     expect(n.shouldOpen('team-a')).toBe(true);
   });
 
