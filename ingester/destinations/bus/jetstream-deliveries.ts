@@ -213,8 +213,15 @@ export class JetStreamDeliveries {
     publisherOf: () => PubAckPublisher,
   ): Promise<void> {
     await this.ensureConsumer(jsm, d, d.settings.namespace !== undefined ? new Date().toISOString() : this.startedAt);
-    // Before its consumer pulls: the namespaces' own consumers (another replica's too) take their messages.
-    await this.findNamespaceConsumers(jsm, [d], false);
+    // Before its consumer pulls: the namespaces' own consumers (another replica's too) take their
+    // messages. Not found now (no permission to list, a slow bus): the lag loop looks again, and
+    // meanwhile a namespace's messages may be delivered twice, never lost.
+    await this.findNamespaceConsumers(jsm, [d], false).catch((err: Error) => {
+      this.logger.warn(
+        { destination: d.settings.name, err: { message: err.message } },
+        "the namespaces' own consumers were not listed",
+      );
+    });
     if (d.settings.kind === 'alertmanager') await this.openAlertStore(js, d, publisherOf());
   }
 
