@@ -460,7 +460,9 @@ export class JetStreamDeliveries {
     // A namespace's messages past its share wait here instead of going back to the bus (bus/share-wait-list.ts).
     const atShare = new ShareWaitList(
       d.dispatcher,
-      shareWaitBytes(this.nc?.info?.max_payload),
+      c.namespace === undefined
+        ? shareWaitBytes(this.nc?.info?.max_payload)
+        : namespacePrefetchBytes(this.nc?.info?.max_payload),
       claimTimeoutMs(d.settings) / 3,
       Date.now,
       (size) => this.reportWaiting(d.settings.name, c.name, size),
@@ -488,7 +490,10 @@ export class JetStreamDeliveries {
           const consumer = await js.consumers.get(this.settings.stream, c.name);
           // Bounded in bytes, not messages: a message holds a request's events (up to the
           // server's max_payload), so a count of messages would not bound memory.
-          const messages = await consumer.consume({ max_bytes: prefetchBytes(this.nc?.info?.max_payload) });
+          const maxPayload = this.nc?.info?.max_payload;
+          const messages = await consumer.consume({
+            max_bytes: c.namespace === undefined ? prefetchBytes(maxPayload) : namespacePrefetchBytes(maxPayload),
+          });
           stopMessages = () => void messages.stop();
           if (stopped || d.pause?.paused) messages.stop();
           for await (const m of messages) {
@@ -747,6 +752,13 @@ export const prefetchBytes = (maxPayload = 1024 * 1024): number => Math.max(4 * 
 
 /** What a destination's consumer keeps of namespaces at their share (bus/share-wait-list.ts): twice its prefetch. */
 const shareWaitBytes = (maxPayload?: number): number => 2 * prefetchBytes(maxPayload);
+
+/**
+ * A namespace's own consumer (bus/namespace-consumers.ts) fetches ahead, and keeps for its share,
+ * the least a pull must fit: twice the largest message (2 MiB by default). It holds one namespace
+ * already at its share, so more would only wait, and there may be one per such namespace.
+ */
+const namespacePrefetchBytes = (maxPayload = 1024 * 1024): number => 2 * maxPayload;
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms).unref());
 
