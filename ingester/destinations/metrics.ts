@@ -16,6 +16,7 @@ export class DestinationMetrics {
   readonly circuitTransitions: Counter<'destination' | 'to'>;
   readonly held: Counter<'destination' | 'reason'>;
   readonly paused: Gauge<'destination' | 'reason'>;
+  readonly waitingForShare: Gauge<'destination'>;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -97,6 +98,12 @@ export class DestinationMetrics {
       name: 'intake_destination_paused',
       help: 'Whether a destination is paused (1) and why: reason suspended (its settings or the admin API), auto (it failed continuously for autoPause.after; only a resume ends it).',
       labelNames: ['destination', 'reason'],
+      registers,
+    });
+    this.waitingForShare = new Gauge({
+      name: 'intake_destination_waiting_for_share',
+      help: "Bus messages kept on this replica until their namespace has room in its share of the destination's in-flight events (reported in progress to the server, no attempt spent).",
+      labelNames: ['destination'],
       registers,
     });
     this.alerts = new Gauge({

@@ -42,7 +42,7 @@ import { packReceivedAt, parseStored, type Routing } from '../destination.js';
 import type { NormalisedEvent } from '../../core/event.js';
 import type { JetStreamSettings } from '../../sinks/handoff-config.js';
 import { eventsOf } from '../../sinks/bus-messages.js';
-import { eventSubject, readEventSubject, subjectsOf } from '../../sinks/jetstream-stream.js';
+import { eventSubject, readEventSubject, subjectsOf, subjectToken } from '../../sinks/jetstream-stream.js';
 import { PubAckPublisher } from '../../sinks/pub-acks.js';
 import { oneLine } from '../../dead-letters/bus-store.js';
 import {
@@ -62,6 +62,7 @@ import { claimTimeoutMs, type DestinationSettings } from '../settings.js';
 import { busSafeDestinationName } from '../../../api/destination-document.js';
 import { carriedTrace } from '../../tracing/tracing.js';
 import { ShareWaitList } from './share-wait-list.js';
+import { NamespaceConsumers, namespaceConsumerName, namespaceOfConsumer } from './namespace-consumers.js';
 
 export interface QueuedDestination {
   settings: DestinationSettings;
@@ -94,6 +95,13 @@ export class JetStreamDeliveries {
    * entry was dropped, counts them (it may then reach maxAttempts sooner, never later).
    */
   private readonly held: Map<string, LRUCache<number, number>>;
+  /**
+   * Per platform destination: its namespaces, and those with a consumer of their own
+   * (bus/namespace-consumers.ts). A team's destination has one namespace and none.
+   */
+  private readonly namespaceConsumers = new Map<string, NamespaceConsumers>();
+  /** Per destination, per consumer: messages waiting for a namespace's share (the gauge is their sum). */
+  private readonly waitingForShare = new Map<string, Map<string, number>>();
   private closing = false;
   private readonly logger: Logger;
   private readonly startedAt = new Date().toISOString();
@@ -116,6 +124,12 @@ export class JetStreamDeliveries {
     this.held = new Map(
       destinations.map((d) => [d.settings.name, growingLru<number, number>(2 * maxAckPending(d.settings))]),
     );
+    for (const d of destinations) this.trackNamespaces(d);
+  }
+
+  private trackNamespaces(d: QueuedDestination): void {
+    if (d.settings.namespace === undefined && !this.namespaceConsumers.has(d.settings.name))
+      this.namespaceConsumers.set(d.settings.name, new NamespaceConsumers(maxAckPending(d.settings)));
   }
 
   /** The bus is up on `nc` (a first connect or a new connection): (re)attach every consumer to it. */
@@ -199,6 +213,15 @@ export class JetStreamDeliveries {
     publisherOf: () => PubAckPublisher,
   ): Promise<void> {
     await this.ensureConsumer(jsm, d, d.settings.namespace !== undefined ? new Date().toISOString() : this.startedAt);
+    // Before its consumer pulls: the namespaces' own consumers (another replica's too) take their
+    // messages. Not found now (no permission to list, a slow bus): the lag loop looks again, and
+    // meanwhile a namespace's messages may be delivered twice, never lost.
+    await this.findNamespaceConsumers(jsm, [d], false).catch((err: Error) => {
+      this.logger.warn(
+        { destination: d.settings.name, err: { message: err.message } },
+        "the namespaces' own consumers were not listed",
+      );
+    });
     if (d.settings.kind === 'alertmanager') await this.openAlertStore(js, d, publisherOf());
   }
 
@@ -208,6 +231,7 @@ export class JetStreamDeliveries {
     this.destinations.push(d);
     this.done.set(name, new DoneEvents(2 * maxAckPending(d.settings)));
     this.held.set(name, growingLru<number, number>(2 * maxAckPending(d.settings)));
+    this.trackNamespaces(d);
     const { jsm, js, nc } = this;
     if (!jsm || !js || !nc || this.closing) return;
     for (;;) {
@@ -245,6 +269,10 @@ export class JetStreamDeliveries {
     this.done.delete(name);
     this.held.delete(name);
     this.metrics.lag.remove({ destination: name });
+    this.metrics.waitingForShare.remove({ destination: name });
+    this.waitingForShare.delete(name);
+    // Kept when its settings change (its namespaces' consumers keep their messages); gone with it.
+    if (forget) this.namespaceConsumers.delete(name);
     const jsm = this.jsm;
     if (forget && jsm)
       for (const c of consumers)
@@ -256,11 +284,130 @@ export class JetStreamDeliveries {
         });
   }
 
-  /** The destination's consumer (a list: every caller handles it alike). */
+  /** The destination's consumer, then its namespaces' own (bus/namespace-consumers.ts). */
   private consumersOf(d: QueuedDestination): DestinationConsumer[] {
-    return [
-      { name: consumerName(busSafeDestinationName(d.settings.name)), subjectPrefix: this.settings.subjectPrefix },
-    ];
+    const main = {
+      name: consumerName(busSafeDestinationName(d.settings.name)),
+      subjectPrefix: this.settings.subjectPrefix,
+    };
+    const own = [...(this.namespaceConsumers.get(d.settings.name)?.known.keys() ?? [])].map((namespace) => ({
+      name: namespaceConsumerName(main.name, namespace),
+      subjectPrefix: main.subjectPrefix,
+      namespace,
+    }));
+    return [main, ...own];
+  }
+
+  /**
+   * The namespaces' own consumers of `destinations` (all: every platform destination), made by
+   * any replica: each is recorded with its start, and started if `start` (else the caller starts
+   * every consumer of the destination next).
+   */
+  private async findNamespaceConsumers(
+    jsm: JetStreamManager,
+    destinations: readonly QueuedDestination[] = this.destinations,
+    start = true,
+  ): Promise<void> {
+    const wanted = destinations.filter((d) => this.namespaceConsumers.has(d.settings.name));
+    if (wanted.length === 0) return;
+    for await (const info of jsm.consumers.list(this.settings.stream)) {
+      const from = info.config.opt_start_seq;
+      if (from === undefined) continue;
+      for (const d of wanted) {
+        const [main] = this.consumersOf(d) as [DestinationConsumer];
+        const namespace = namespaceOfConsumer(main.name, info.name);
+        if (namespace !== undefined) this.foundNamespaceConsumer(d, main, namespace, from, start);
+      }
+    }
+  }
+
+  private foundNamespaceConsumer(
+    d: QueuedDestination,
+    main: DestinationConsumer,
+    namespace: string,
+    start: number,
+    startConsuming = true,
+  ): void {
+    const known = this.namespaceConsumers.get(d.settings.name);
+    if (!known?.found(namespace, start)) return;
+    const name = namespaceConsumerName(main.name, namespace);
+    this.logger.info(
+      { destination: d.settings.name, namespace, consumer: name, fromSeq: start },
+      "a namespace's messages are delivered by a consumer of its own",
+    );
+    if (startConsuming && this.js && this.destinations.includes(d) && !this.stops.has(name))
+      this.startConsuming(this.js, d, { name, subjectPrefix: main.subjectPrefix, namespace });
+  }
+
+  /**
+   * Makes `namespace` a consumer of its own, starting at `seq` (the message at hand); one made by
+   * another replica meanwhile keeps its start. On failure the destination's consumer keeps
+   * delivering the namespace's messages, and a later message tries again.
+   */
+  private async openNamespaceConsumer(
+    d: QueuedDestination,
+    main: DestinationConsumer,
+    namespace: string,
+    seq: number,
+  ): Promise<void> {
+    const jsm = this.jsm;
+    const known = this.namespaceConsumers.get(d.settings.name);
+    if (!jsm || !known) return;
+    known.beginOpening(namespace);
+    const name = namespaceConsumerName(main.name, namespace);
+    try {
+      let start = seq;
+      try {
+        await jsm.consumers.add(this.settings.stream, {
+          ...this.consumerConfig(d, name),
+          deliver_policy: DeliverPolicy.StartSequence,
+          opt_start_seq: seq,
+          filter_subject: `${main.subjectPrefix}.${subjectToken(namespace)}.>`,
+        });
+      } catch {
+        // It exists (another replica made it first): its start holds.
+        start = (await jsm.consumers.info(this.settings.stream, name)).config.opt_start_seq ?? seq;
+      }
+      this.foundNamespaceConsumer(d, main, namespace, start);
+    } catch (err) {
+      this.logger.warn(
+        { destination: d.settings.name, namespace, consumer: name, err: { message: (err as Error).message } },
+        "a namespace's own consumer was not made; the destination's consumer keeps its messages",
+      );
+    } finally {
+      known.endOpening(namespace);
+    }
+  }
+
+  /**
+   * For the destination's consumer: true when the message is left to its namespace's own consumer
+   * (acknowledged here, undelivered), after making that consumer if the namespace now holds too
+   * much of this one's room.
+   */
+  private async leftToNamespace(d: QueuedDestination, c: DestinationConsumer, m: JsMsg): Promise<boolean> {
+    const known = c.namespace === undefined ? this.namespaceConsumers.get(d.settings.name) : undefined;
+    const seq = m.info.streamSequence;
+    known?.saw(seq);
+    // Most of the time no namespace holds its part: the subject is not even read.
+    const namespace = known && !known.idle ? readEventSubject(c.subjectPrefix, m.subject)?.namespace : undefined;
+    if (!known || namespace === undefined) return false;
+    // From this message when it is the newest seen (it is left to the new consumer), else (a
+    // redelivery) from past the newest: what this consumer fetched already stays its own, once.
+    if (!known.isTheirs(namespace, seq) && known.shouldOpen(namespace))
+      await this.openNamespaceConsumer(d, c, namespace, seq >= known.newestSeq ? seq : known.newestSeq + 1);
+    if (!known.isTheirs(namespace, seq)) return false;
+    m.ack();
+    return true;
+  }
+
+  /** Sets the gauge of messages waiting for a namespace's share: the sum over the destination's consumers. */
+  private reportWaiting(destination: string, consumer: string, size: number): void {
+    let byConsumer = this.waitingForShare.get(destination);
+    if (!byConsumer) this.waitingForShare.set(destination, (byConsumer = new Map()));
+    byConsumer.set(consumer, size);
+    let sum = 0;
+    for (const n of byConsumer.values()) sum += n;
+    this.metrics.waitingForShare.set({ destination }, sum);
   }
 
   private async ensureConsumer(jsm: JetStreamManager, d: QueuedDestination, startedAt = this.startedAt): Promise<void> {
@@ -277,15 +424,10 @@ export class JetStreamDeliveries {
     startTime: string,
   ): Promise<void> {
     const config = {
-      durable_name: c.name,
-      ack_policy: AckPolicy.Explicit,
+      ...this.consumerConfig(d, c.name),
       deliver_policy: DeliverPolicy.StartTime,
       opt_start_time: startTime,
       filter_subject: subjectsOf(c.subjectPrefix),
-      ack_wait: nanos(claimTimeoutMs(d.settings)),
-      // The attempt limit is intake's (then the dead letter), not the server's (which drops silently).
-      max_deliver: -1,
-      max_ack_pending: maxAckPending(d.settings),
     };
     try {
       await jsm.consumers.add(this.settings.stream, config);
@@ -298,6 +440,18 @@ export class JetStreamDeliveries {
     }
   }
 
+  /** What every consumer of the destination has alike. */
+  private consumerConfig(d: QueuedDestination, name: string) {
+    return {
+      durable_name: name,
+      ack_policy: AckPolicy.Explicit,
+      ack_wait: nanos(claimTimeoutMs(d.settings)),
+      // The attempt limit is intake's (then the dead letter), not the server's (which drops silently).
+      max_deliver: -1,
+      max_ack_pending: maxAckPending(d.settings),
+    };
+  }
+
   private startConsuming(js: JetStreamClient, d: QueuedDestination, c: DestinationConsumer): void {
     let stopped = false;
     let stopMessages: (() => void) | undefined;
@@ -306,8 +460,12 @@ export class JetStreamDeliveries {
     // A namespace's messages past its share wait here instead of going back to the bus (bus/share-wait-list.ts).
     const atShare = new ShareWaitList(
       d.dispatcher,
-      shareWaitBytes(this.nc?.info?.max_payload),
+      c.namespace === undefined
+        ? shareWaitBytes(this.nc?.info?.max_payload)
+        : namespacePrefetchBytes(this.nc?.info?.max_payload),
       claimTimeoutMs(d.settings) / 3,
+      Date.now,
+      (size) => this.reportWaiting(d.settings.name, c.name, size),
     );
     // Paused: stop pulling at once. What was fetched already is handed on and held (nak'ed,
     // not counted as an attempt); the rest waits in the stream, unclaimed, so nothing is handed
@@ -332,10 +490,14 @@ export class JetStreamDeliveries {
           const consumer = await js.consumers.get(this.settings.stream, c.name);
           // Bounded in bytes, not messages: a message holds a request's events (up to the
           // server's max_payload), so a count of messages would not bound memory.
-          const messages = await consumer.consume({ max_bytes: prefetchBytes(this.nc?.info?.max_payload) });
+          const maxPayload = this.nc?.info?.max_payload;
+          const messages = await consumer.consume({
+            max_bytes: c.namespace === undefined ? prefetchBytes(maxPayload) : namespacePrefetchBytes(maxPayload),
+          });
           stopMessages = () => void messages.stop();
           if (stopped || d.pause?.paused) messages.stop();
           for await (const m of messages) {
+            if (await this.leftToNamespace(d, c, m)) continue;
             const deliveries = this.deliveriesOf(m, d, c);
             if (deliveries.length === 0) continue;
             if (atShare.keep({ deliveries, bytes: m.data.length, working: () => m.working() })) continue;
@@ -400,15 +562,20 @@ export class JetStreamDeliveries {
       !perEvent || this.routing.destinationsOf(where, () => readable(pieces[i] as Uint8Array)).includes(name);
     const indexes = pieces.map((_, i) => i).filter((i) => !doneBefore?.has(i) && forUs(i));
     const held = this.held.get(name) as LRUCache<number, number>;
+    // What each namespace holds of the destination consumer's room (bus/namespace-consumers.ts).
+    const namespaces = c.namespace === undefined ? this.namespaceConsumers.get(name) : undefined;
+    if (namespaces && indexes.length > 0) namespaces.fetched(where.namespace, seq);
     const settlement = new MessageSettlement(
       {
         ack: () => {
           held.delete(seq);
+          namespaces?.settled(where.namespace, seq);
           m.ack();
         },
         nak: (ms) => m.nak(ms),
         term: (reason) => {
           held.delete(seq);
+          namespaces?.settled(where.namespace, seq);
           m.term(reason);
         },
         // The redelivery after the cool-off is not an attempt.
@@ -507,6 +674,10 @@ export class JetStreamDeliveries {
     const measure = async (): Promise<void> => {
       const jsm = this.jsm;
       if (!jsm) return;
+      // The namespaces' own consumers other replicas made since (bus/namespace-consumers.ts).
+      await this.findNamespaceConsumers(jsm).catch((err: Error) => {
+        this.logger.warn({ err: { message: err.message } }, "the namespaces' own consumers were not listed");
+      });
       for (const d of [...this.destinations]) {
         const infos = await Promise.all(
           this.consumersOf(d).map((c) => jsm.consumers.info(this.settings.stream, c.name).catch(() => undefined)),
@@ -566,6 +737,8 @@ export const consumerName = (destination: string): string => `intake-${destinati
 interface DestinationConsumer {
   name: string;
   subjectPrefix: string;
+  /** A namespace's own consumer (bus/namespace-consumers.ts): that namespace's messages only. */
+  namespace?: string;
 }
 
 /** Messages a destination's consumer may hold unacknowledged. */
@@ -579,6 +752,13 @@ export const prefetchBytes = (maxPayload = 1024 * 1024): number => Math.max(4 * 
 
 /** What a destination's consumer keeps of namespaces at their share (bus/share-wait-list.ts): twice its prefetch. */
 const shareWaitBytes = (maxPayload?: number): number => 2 * prefetchBytes(maxPayload);
+
+/**
+ * A namespace's own consumer (bus/namespace-consumers.ts) fetches ahead, and keeps for its share,
+ * the least a pull must fit: twice the largest message (2 MiB by default). It holds one namespace
+ * already at its share, so more would only wait, and there may be one per such namespace.
+ */
+const namespacePrefetchBytes = (maxPayload = 1024 * 1024): number => 2 * maxPayload;
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms).unref());
 

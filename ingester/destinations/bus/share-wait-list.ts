@@ -57,8 +57,11 @@ export class ShareWaitList {
     /** How often kept messages are told to be in progress: well within the consumer's ack_wait. */
     private readonly workingEveryMs: number,
     private readonly now: () => number = Date.now,
+    /** Told the number of messages kept each time it changes (the gauge of messages waiting for a share). */
+    private readonly onSize: (size: number) => void = () => undefined,
   ) {
     this.lastWorkingMs = now();
+    onSize(0);
   }
 
   /** Messages kept now. */
@@ -83,6 +86,7 @@ export class ShareWaitList {
     this.bytesOf.set(namespace, (this.bytesOf.get(namespace) ?? 0) + message.bytes);
     this.bytes += message.bytes;
     this.count++;
+    this.onSize(this.count);
     if (!this.pumping) void this.pump();
     return true;
   }
@@ -104,6 +108,7 @@ export class ShareWaitList {
     this.bytesOf.clear();
     this.bytes = 0;
     this.count = 0;
+    this.onSize(0);
   }
 
   /** While messages are kept: submits those whose namespace has room, each time an event settles. */
@@ -173,6 +178,7 @@ export class ShareWaitList {
     else this.bytesOf.delete(namespace);
     this.bytes -= message.bytes;
     this.count--;
+    this.onSize(this.count);
   }
 
   /** Tells the server every kept message is in progress (its ack_wait starts again). */

@@ -137,12 +137,18 @@ describe.each<[string, Case]>([
         ing.adminUrl,
         `intake_destination_held_total{destination="hooks-${setting.timeout}",reason="namespace_share"}`,
       )) ?? 0;
+    // The gauge of messages waiting for their namespace's share: A's backlog, less its share in flight.
+    const waiting =
+      (await metricValue(
+        ing.adminUrl,
+        `intake_destination_waiting_for_share{destination="hooks-${setting.timeout}"}`,
+      )) ?? -1;
     const jsm = await jetstreamManager(nc);
     const redelivered = (await jsm.consumers.info('INTAKE_EVENTS', consumer)).num_redelivered;
     const letters = await listLetters(ing);
     console.log(
       `bus share churn (${label}): ${heldForShare} events of A handed back for its share, ${redelivered} messages ` +
-        `redelivered, in ${seconds.toFixed(1)} s (backlog ${A_REQUESTS}, A's requests ${hung}, dead letters ${letters.count})`,
+        `redelivered, in ${seconds.toFixed(1)} s, ${waiting} waiting for the share (backlog ${A_REQUESTS}, A's requests ${hung}, dead letters ${letters.count})`,
     );
     // Handed back every second, A's backlog would come back about once a second each (hundreds of
     // holds, nearly every message redelivered); waiting on the replica, none or a few.
@@ -151,6 +157,8 @@ describe.each<[string, Case]>([
     // message whose ack_wait ran out would come back too.
     expect(redelivered).toBeLessThanOrEqual(setting.timeout === '30s' ? A_REQUESTS / 4 : hung);
     if (setting.timeout === '30s') expect(hung).toBeLessThanOrEqual(4);
+    if (setting.timeout === '30s') expect(waiting).toBeGreaterThanOrEqual(A_REQUESTS / 2);
+    else expect(waiting).toBeGreaterThanOrEqual(0);
     // A's events only hung or failed fewer times than their attempts: none is dead-lettered.
     expect(letters.count).toBe(0);
     for (const res of open.splice(0)) res.destroy();

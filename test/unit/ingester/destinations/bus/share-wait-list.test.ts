@@ -195,3 +195,23 @@ it('hands back what it can when stopped on a closed connection, without throwing
   expect(() => list.stop('new connection')).not.toThrow();
   expect(held).toEqual([{ id: 'a-2', ms: 0 }]);
 });
+
+it('reports how many messages wait, as they are kept, submitted, given room to others and handed back', async () => {
+  const room = new FakeRoom();
+  const sizes: number[] = [];
+  const list = new ShareWaitList(room, 100, 60_000, Date.now, (n) => sizes.push(n));
+  expect(sizes).toEqual([0]);
+  room.rooms.set('a', 0);
+  room.rooms.set('b', 0);
+  list.keep(message(['a-1'], 'a', 40));
+  list.keep(message(['a-2'], 'a', 40));
+  // Full: B takes A's newest (submitted, so it no longer waits here).
+  list.keep(message(['b-1'], 'b', 40));
+  expect(sizes).toEqual([0, 1, 2, 1, 2]);
+  room.settle('a', 1);
+  await tick();
+  expect(sizes.at(-1)).toBe(1);
+  list.stop('test');
+  expect(sizes.at(-1)).toBe(0);
+  expect(list.size).toBe(0);
+});
