@@ -1,0 +1,50 @@
+/**
+ * The built ingester runs without Maglev (cmd/v8-flags.ts), however it is started: here as
+ * `node dist/cmd/intake.js` with no flag of ours on the command line. V8's own trace of its
+ * optimising compilers (--trace-opt, on stdout beside the events) says which compiler took each hot
+ * function: under a few thousand single events the request path must reach TurboFan and never Maglev.
+ * Only what is compiled once the ingester is ready counts: Node resolves the entry's own path
+ * before any of intake's code runs, and may compile a function or two of its loader meanwhile.
+ */
+import { basic, DEMO, post, startIngester } from './support/ingester.js';
+
+const EVENTS = 3000;
+const CONCURRENCY = 16;
+
+/** Which optimising compilers V8 says it compiled functions with, from --trace-opt's lines. */
+function compilerTargets(stdout: string): Set<string> {
+  const targets = new Set<string>();
+  for (const m of stdout.matchAll(/^\[compiling method .*\(target (\w+)\)/gm)) targets.add(m[1] as string);
+  return targets;
+}
+
+describe('the V8 flags intake sets for itself', () => {
+  it('keep Maglev off: the hot request path is compiled by TurboFan only', async () => {
+    const ing = await startIngester(() => {}, { nodeArgs: ['--trace-opt'], env: { NODE_OPTIONS: '' } });
+    const atReady = ing.stdout().length;
+    try {
+      const auth = { authorization: basic(DEMO.user, DEMO.password) };
+      let next = 0;
+      const statuses: number[] = [];
+      await Promise.all(
+        Array.from({ length: CONCURRENCY }, async () => {
+          while (next < EVENTS) {
+            next++;
+            const res = await post(
+              `${ing.url}/events/webhook_demo`,
+              { source: 'host-1', severity: 'critical', class: 'cpu', type: 'high' },
+              auth,
+            );
+            statuses.push(res.status);
+          }
+        }),
+      );
+      expect(statuses.filter((s) => s !== 200)).toEqual([]);
+    } finally {
+      await ing.stop();
+    }
+    const targets = compilerTargets(ing.stdout().slice(atReady));
+    expect(targets).toContain('TURBOFAN_JS');
+    expect([...targets].filter((t) => t.includes('MAGLEV'))).toEqual([]);
+  }, 60_000);
+});
