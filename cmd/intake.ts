@@ -6,17 +6,10 @@
  * @kubernetes/client-node alone adds about 55 MiB of resident memory, which a standalone ingester
  * (routes from a file) never needs, and `intake deadletter list` or `--help` load no component at
  * all (test/e2e/standalone-modules.test.ts checks both).
- * The shebang's V8 flag (a small young generation, see Dockerfile) is the one the image sets; the
- * flags V8 takes after start-up are set by ./v8-flags.ts, before anything else is loaded.
+ * The shebang's V8 flag (a small young generation, see Dockerfile) is the one the image sets.
  */
-import './v8-flags.js';
-
-// Everything else is imported only once the flags are set: a module's static imports are all
-// resolved and linked before the first of them runs, and Node's loader code gets hot meanwhile.
-const [{ ConfigError }, { buildProgram }] = await Promise.all([
-  import('../common/config-files.js'),
-  import('./program.js'),
-]);
+import { ConfigError } from '../common/config-files.js';
+import { buildProgram } from './program.js';
 
 // `intake deadletter list | head`: a reader that closes the pipe early is not an error.
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {

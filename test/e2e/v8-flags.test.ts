@@ -1,10 +1,9 @@
 /**
- * The built ingester runs without Maglev (cmd/v8-flags.ts), however it is started: here as
- * `node dist/cmd/intake.js` with no flag of ours on the command line. V8's own trace of its
+ * The built ingester serves without Maglev (ingester/serving-v8-flags.ts), however it is started:
+ * here as `node dist/cmd/intake.js` with no flag of ours on the command line. V8's own trace of its
  * optimising compilers (--trace-opt, on stdout beside the events) says which compiler took each hot
- * function: under a few thousand single events the request path must reach TurboFan and never Maglev.
- * Only what is compiled once the ingester is ready counts: Node resolves the entry's own path
- * before any of intake's code runs, and may compile a function or two of its loader meanwhile.
+ * function: under a few thousand single events the request path must reach TurboFan and never
+ * Maglev. Only what is compiled once the ingester is ready counts: it loads its routes with Maglev.
  */
 import { basic, DEMO, post, startIngester } from './support/ingester.js';
 
