@@ -48,6 +48,7 @@ import { TenantLimiter } from './limits/tenant-limiter.js';
 import { registerLimitMetrics } from './limits/limit-metrics.js';
 import type { EventSink } from './sinks/sink.js';
 import { startTracing, stopTracing } from './tracing/tracing.js';
+import { useServingV8Flags } from './serving-v8-flags.js';
 
 export interface RunningIngester {
   ingestUrl: string;
@@ -215,6 +216,8 @@ export async function startIngester(
   const installTable = async (inputs: RouteInput[], unparsable?: SkippedRoute[]): Promise<void> => {
     table = await buildTable(inputs, unparsable, tableOptions);
     activity.sync(table.entries());
+    // Serving from now: the compilers that suit a long-running request path (serving-v8-flags.ts).
+    useServingV8Flags();
     lifecycle.loading = false;
     lifecycle.ready = !lifecycle.closing;
   };

@@ -24,6 +24,7 @@
  * BENCH_NO_PRESETS=1 (skip the presets scenario), BENCH_NO_PRESET_JSONATA=1 (its native side only), BENCH_OUT (also write the result as markdown there), BENCH_NO_PUSHGATEWAY=1
  * (run without the Pushgateway even when installed), BENCH_NO_ALERTMANAGER=1 (likewise), BENCH_DIR (work dir; default a new temp
  * dir), BENCH_NODE_OPTIONS (the ingester's Node flags; default the Dockerfile's NODE_OPTIONS),
+ * the ingesters run with the image's malloc settings (the Dockerfile's `ENV MALLOC_*`) too;
  * BENCH_COMPARE_NODE_OPTIONS (when set, even empty: a second ingester with these Node flags
  * instead, measured alongside in the single-event scenario, e.g. "" for V8's defaults),
  * BENCH_COMPARE_ENTRY (another build's dist/cmd/intake.js: a second ingester of that build, with the
@@ -43,6 +44,7 @@ import { measure, monotonicUs, wrk, type Measured, type Target } from '../suppor
 import { BENCH_AUTH } from '../support/processes.js';
 import { f, report, singleReport } from './report.js';
 import {
+  deployedEnv,
   deployedNodeFlags,
   machine,
   peakRssMiB,
@@ -70,7 +72,10 @@ async function benchmark(): Promise<void> {
   const hasGateway =
     process.env.BENCH_NO_PUSHGATEWAY !== '1' &&
     spawnSync('sh', ['-c', 'command -v prometheus-pushgateway'], { stdio: 'ignore' }).status === 0;
-  log(`work dir ${DIR}; ${machine()}; ingester node flags: ${deployedNodeFlags().join(' ') || '(none)'}`);
+  const env = Object.entries(deployedEnv()).map(([k, v]) => `${k}=${v}`);
+  log(
+    `work dir ${DIR}; ${machine()}; ingester node flags: ${deployedNodeFlags().join(' ') || '(none)'}; environment: ${env.join(' ') || '(none)'}`,
+  );
   if (!hasGateway) log('running without the Prometheus Pushgateway: the metric-push comparison is skipped');
   const hasAlertmanager =
     process.env.BENCH_NO_ALERTMANAGER !== '1' &&

@@ -13,7 +13,15 @@ import { freePort } from '../../test/support/ports.js';
 import { DIR, PIDS_FILE, SERVER_CPU } from './settings.js';
 import type { Setup } from '../ingest/setup.js';
 import type { Target } from './load.js';
-import { BENCH_AUTH, BENCH_PASSWORD, BENCH_USER, imageNodeFlags, procStatusKiB, stopProcess } from './processes.js';
+import {
+  BENCH_AUTH,
+  BENCH_PASSWORD,
+  BENCH_USER,
+  imageMallocEnv,
+  imageNodeFlags,
+  procStatusKiB,
+  stopProcess,
+} from './processes.js';
 
 export interface Server {
   name: string;
@@ -25,12 +33,18 @@ export interface Server {
 
 export const servers: Server[] = [];
 
-/** Starts a server pinned to SERVER_CPU; taskset execs it, so the pid is the server's own. */
-export function startServer(name: string, argv: string[], stdoutFile?: string): Server {
+/**
+ * Starts a server pinned to SERVER_CPU; taskset execs it, so the pid is the server's own. `env`:
+ * variables added to this process's own.
+ */
+export function startServer(name: string, argv: string[], stdoutFile?: string, env?: Record<string, string>): Server {
   const logFile = join(DIR, `${name}.log`);
   const err = openSync(logFile, 'a');
   const out = stdoutFile ? openSync(stdoutFile, 'a') : err;
-  const child = spawn('taskset', ['-c', SERVER_CPU, ...argv], { stdio: ['ignore', out, err] });
+  const child = spawn('taskset', ['-c', SERVER_CPU, ...argv], {
+    stdio: ['ignore', out, err],
+    ...(env ? { env: { ...process.env, ...env } } : {}),
+  });
   if (out !== err) closeSync(out);
   closeSync(err);
   if (child.pid === undefined) throw new Error(`${name} did not start (is taskset installed?)`);
@@ -84,6 +98,12 @@ export async function request(
 }
 
 /**
+ * The environment the image runs the ingester in, beside its flags: the malloc settings (the
+ * Dockerfile's `ENV MALLOC_*`), which decide how much freed memory stays resident.
+ */
+export const deployedEnv = (): Record<string, string> => imageMallocEnv();
+
+/**
  * The Node flags the image runs the ingester with (the Dockerfile's NODE_OPTIONS), so the benchmark
  * measures the process as deployed. BENCH_NODE_OPTIONS replaces them (e.g. "" to compare).
  */
@@ -113,7 +133,7 @@ export async function startSecondIngester(
     '--admin-listen',
     `127.0.0.1:${admin}`,
   ];
-  const server = startServer(`ingester-${name}`, argv, eventsFile);
+  const server = startServer(`ingester-${name}`, argv, eventsFile, deployedEnv());
   await waitReady(server, async () => (await request(`http://127.0.0.1:${admin}/readyz`, {}, 1000)).status === 200);
   return { server, ingest, eventsFile };
 }
@@ -154,6 +174,7 @@ export async function startIngester(s: Setup, nodeArgs: string[] = []): Promise<
       s.configFile,
     ],
     s.eventsFile,
+    deployedEnv(),
   );
   await waitReady(
     server,
