@@ -240,7 +240,8 @@ export class StreamLedger {
   /** The stored message (with a sequence) written first. */
   private oldestStored(ns: Namespace): Held | undefined {
     let oldest: Held | undefined;
-    for (const h of ns.items) if (h.seq !== undefined && (oldest === undefined || h.seq < (oldest.seq as number))) oldest = h;
+    for (const h of ns.items)
+      if (h.seq !== undefined && (oldest === undefined || h.seq < (oldest.seq as number))) oldest = h;
     return oldest;
   }
 
