@@ -27,6 +27,7 @@ const TIMED = [
   'dead-letters/delivery',
   'dead-letters/standalone',
   'destinations/misbehaving-receiver',
+  'destinations/bus-namespace-consumers',
 ].map((path) => `/test/e2e/${path}\\.test\\.ts$`);
 
 export default {
