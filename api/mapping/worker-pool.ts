@@ -29,8 +29,9 @@
  * - Fair: workers take waiting evaluations tenant by tenant in turn (round-robin), not first come
  *   first served, so one tenant's backlog never sits in front of another's payload.
  * - Hand-over in batches: a worker that comes free takes up to MAX_BATCH payloads of the tenant
- *   whose turn it is in one message, while no other tenant waits (otherwise one, so turns stay
- *   turns), and answers them all in one message. Each payload crossing the pipe alone cost a
+ *   whose turn it is in one message, while no other waiting tenant could take that worker
+ *   (otherwise one, so turns stay turns; a tenant at its worker share, or a long one beside a
+ *   prompt worker, could not), and answers them all in one message. Each payload crossing the pipe alone cost a
  *   message each way and, since the worker runs only when the request thread is idle, a switch
  *   between the two each way: measured, most of a trivial expression's cost. The deadline of a
  *   batch is the sum of its payloads' limits. When another tenant's payload waits, a batch is asked
@@ -409,15 +410,26 @@ export class MappingWorkerPool implements ExpressionRunner {
     return tenant.key === '' || tenant.running + tenant.replacing < this.maxRunningPerTenant;
   }
 
+  /** Whether `tenant`'s next evaluation may start in a free worker of class `cls`: within its worker share, and not long for a prompt worker. */
+  private mayTake(tenant: TenantState, cls: WorkerClass): boolean {
+    return this.mayStart(tenant) && (cls === 'idle' || !this.isLong(tenant.key));
+  }
+
   /**
    * The next evaluations for a free worker of class `cls`: those of the first tenant in turn
    * within its worker share (and, for a prompt worker, not marked long), which then goes last. More
-   * than one only while no other tenant waits, so each tenant still gets its turn between another's
-   * payloads; and its payloads are spread over the free workers it may take (its share, of a class
-   * it may use) before any of them gets two. A payload that must run alone goes alone.
+   * than one only while no other waiting tenant could take this worker, so each tenant still gets
+   * its turn between another's payloads. A tenant that waits but could not take it (at its worker
+   * share, or marked long beside a prompt worker) does not stop the batch: it would not get the
+   * worker sooner, and without batches the others' backlog after any pause drains one payload per
+   * round trip (measured: a tenant burning its time limit turned every other tenant's batches into
+   * single payloads). Should it become able to take the worker, the batch is asked to yield
+   * (askBatchesToYield). The tenant's payloads are spread over the free workers it may take (its
+   * share, of a class it may use) before any of them gets two. A payload that must run alone goes
+   * alone.
    */
   private nextBatch(cls: WorkerClass): Task[] | undefined {
-    const index = this.turns.findIndex((t) => this.mayStart(t) && (cls === 'idle' || !this.isLong(t.key)));
+    const index = this.turns.findIndex((t) => this.mayTake(t, cls));
     if (index < 0) return undefined;
     const tenant = this.turns[index] as TenantState;
     this.turns.splice(index, 1);
@@ -431,7 +443,8 @@ export class MappingWorkerPool implements ExpressionRunner {
     const first = tenant.waiting.shift() as Task;
     const batch = [first];
     let bytes = first.bytes;
-    while (!first.alone && this.turns.length === 0 && batch.length < take) {
+    const othersMayTake = this.turns.some((t) => this.mayTake(t, cls));
+    while (!first.alone && !othersMayTake && batch.length < take) {
       const next = tenant.waiting[0];
       if (!next || next.alone || bytes + next.bytes > MAX_BATCH_BYTES) break;
       batch.push(tenant.waiting.shift() as Task);
@@ -506,9 +519,7 @@ export class MappingWorkerPool implements ExpressionRunner {
       const batch = slot.batch;
       if (!batch || batch.length < 2 || slot.yieldAsked) continue;
       const tenant = (batch[0] as Task).tenant;
-      const mayTake = (t: TenantState): boolean =>
-        t !== tenant && this.mayStart(t) && (slot.cls === 'idle' || !this.isLong(t.key));
-      if (!this.turns.some(mayTake)) continue;
+      if (!this.turns.some((t) => t !== tenant && this.mayTake(t, slot.cls))) continue;
       slot.yieldAsked = true;
       slot.yieldCpuMs = slot.lastCpuMs ?? 0;
       slot.child.send({ yield: true } satisfies WorkerYield);

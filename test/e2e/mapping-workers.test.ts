@@ -400,6 +400,57 @@ describe('the mapping worker pool', () => {
   );
 
   (process.platform === 'linux' ? it : it.skip)(
+    "still hands a tenant's waiting payloads over in one batch while a long tenant waits that could not take the worker",
+    async () => {
+      const pool = new MappingWorkerPool({ size: 2, workerUrl });
+      // a: some hundreds of ms of CPU each, past a tenth of its limit (so a is marked long) and
+      // within it (nothing killed). b: some ms each, far below a tenth of its limit.
+      const aLimits = { ...limits, timeoutMs: 5000 };
+      const A_LONG = '[1..3].$count($distinct([1..30000]))';
+      const bLimits = { ...limits, timeoutMs: 10_000 };
+      const B_SHORT = '{"n": n, "c": $count($distinct([1..5000]))}';
+      try {
+        await Promise.all([
+          pool.run('n', bLimits, bytes({ n: 1 }), { tenant: 'a' }),
+          pool.run('n', bLimits, bytes({ n: 1 }), { tenant: 'b' }),
+        ]);
+        // a runs long once: marked long, its payloads go to the idle worker only from now on.
+        await pool.run(A_LONG, aLimits, bytes({}), { tenant: 'a' });
+        expect(pool.laneOf('a')).toBe('idle');
+        await waitFor(
+          'both workers ready',
+          async () => pool.workers.length === 2 && pool.workers.every((w) => w.ready),
+          20_000,
+        );
+        // One of a's holds the idle worker (its share), two more wait for it throughout.
+        const a = [1, 2, 3].map(() => pool.run(A_LONG, aLimits, bytes({}), { tenant: 'a' }));
+        expect(pool.loadOf('a')).toMatchObject({ running: 1, queued: 2 });
+        // b's eight at once: the first goes to the prompt worker alone, the seven that wait for it
+        // go next, in one batch, although a waits: a could not take that worker.
+        // Payloads being evaluated, a's one included (a tenant's `running` counts workers).
+        let most = 0;
+        const watch = setInterval(() => (most = Math.max(most, pool.load.running)), 1);
+        try {
+          const b = await Promise.all(
+            Array.from({ length: 8 }, (_, n) => pool.run(B_SHORT, bLimits, bytes({ n }), { tenant: 'b' })),
+          );
+          expect(b.map((r) => r.items)).toEqual(Array.from({ length: 8 }, (_, n) => [{ n, c: 5000 }]));
+          // a still waited while b's went (otherwise b's met an empty queue and proved nothing).
+          expect(pool.loadOf('a').queued).toBeGreaterThan(0);
+        } finally {
+          clearInterval(watch);
+        }
+        expect(most).toBe(1 + 7);
+        expect(pool.laneOf('b')).toBe('any');
+        await Promise.all(a);
+        expect(pool.restarts).toBe(0);
+      } finally {
+        await pool.close();
+      }
+    },
+  );
+
+  (process.platform === 'linux' ? it : it.skip)(
     "gives another tenant's evaluation the core before a long tenant's burner beside it on one core (the prompt worker preempts the idle one)",
     async () => {
       // Every worker on one core, as the benchmark pins the ingester: this thread's affinity is
