@@ -160,6 +160,12 @@ export class OutboxTable {
     if (this.reclaiming || !this.db.isOpen) return;
     this.reclaiming = true;
     setImmediate(() => {
+      // Not while the worker checkpoints the WAL: a write overtaking it keeps the WAL from restarting.
+      const resume = (): void => {
+        this.reclaiming = false;
+        this.scheduleReclaim();
+      };
+      if (this.db.isOpen && this.checkpointer.holdWrites(resume)) return;
       this.reclaiming = false;
       if (!this.db.isOpen) return;
       try {
