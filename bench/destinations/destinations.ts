@@ -182,9 +182,21 @@ const delivered = (admin: number): Promise<number> =>
  * the end. Times out after ten minutes.
  */
 async function countedTo(name: string, count: () => Promise<number>, target: number): Promise<void> {
+  // A kept-alive connection the ingester closed as it was reused (ECONNRESET on a busy machine,
+  // after the seconds of sending in which nothing was read): read again on a new one.
+  const read = async (): Promise<number> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await count();
+      } catch (err) {
+        if (attempt >= 3) throw err;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+  };
   const start = performance.now();
-  const first = await count();
-  for (let n = first; n < target; n = await count()) {
+  const first = await read();
+  for (let n = first; n < target; n = await read()) {
     const elapsed = performance.now() - start;
     if (elapsed > 600_000) throw new Error(`${name}: ${n} of ${target} after ten minutes`);
     const rate = (n - first) / Math.max(1, elapsed);
