@@ -41,6 +41,7 @@ import { replayMapping } from './events/mapping-replay.js';
 import { registerInspector, setUpInspector } from './inspector/setup.js';
 import { LogSink } from './sinks/log-sink.js';
 import { DISK_RESERVE_BYTES } from './storage/disk-reserve.js';
+import { OUTBOX_WAL_SIZE_LIMIT_BYTES } from './storage/sqlite-space.js';
 import { checkStoreVolume } from './storage/volume-check.js';
 import type { ReplicaCount } from './limits/replicas.js';
 import type { TeamDestinationSource } from './destinations/team/kubernetes-destinations.js';
@@ -300,7 +301,9 @@ async function startSinks(settings: IngesterSettings, registry: Registry, logger
     const deadLetters = { setting: 'deadLetter.maxBytes', maxBytes: settings.deadLetter.maxBytes, reserveBytes };
     const warning = checkStoreVolume(
       settings.spool.path,
-      settings.sinks.jetstream ? [spool] : [{ ...spool, reserveBytes }, deadLetters],
+      settings.sinks.jetstream
+        ? [spool]
+        : [{ ...spool, reserveBytes, largestWalBytes: OUTBOX_WAL_SIZE_LIMIT_BYTES }, deadLetters],
     );
     if (warning) logger.warn({ spool: settings.spool.path }, warning);
   }

@@ -269,10 +269,10 @@ export const BENCH_TENANT_LIMITS = {
   apiKey: { dataPointsPerSecond: OUT_OF_REACH, dataPointsBurst: OUT_OF_REACH },
 } as const;
 
-/** The pinned nats-server with JetStream (storage in `dir`) on CPU 1, once it accepts connections. */
-export async function startNatsServer(dir: string): Promise<{ url: string; child: ChildProcess }> {
+/** The pinned nats-server with JetStream (storage in `dir`) on CPU `cpu` (1 unless told), once it accepts connections. */
+export async function startNatsServer(dir: string, cpu = '1'): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
-  const child = pinnedServer('nats-server', '1', join(ROOT, '.tools/bin/nats-server'), [
+  const child = pinnedServer('nats-server', cpu, join(ROOT, '.tools/bin/nats-server'), [
     '-a',
     '127.0.0.1',
     '-p',

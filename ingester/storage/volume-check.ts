@@ -46,12 +46,12 @@ function filesSize(dir: string): number {
 }
 
 /** The largest maxBytes whose store fits on `total` bytes (0 when none does). */
-export function largestFitting(total: number): number {
+export function largestFitting(total: number, largestWal?: number): number {
   let lo = 0;
   let hi = Math.max(0, total);
   while (lo < hi) {
     const mid = Math.ceil((lo + hi) / 2);
-    if (diskNeedFor(mid) <= total) lo = mid;
+    if (diskNeedFor(mid, largestWal) <= total) lo = mid;
     else hi = mid - 1;
   }
   return lo;
@@ -63,9 +63,11 @@ export interface StoreOnVolume {
   maxBytes: number;
   /** Disk the store keeps aside besides (a disk reserve: disk-reserve.ts). */
   reserveBytes?: number;
+  /** Its largest WAL, when not sqlite-space.ts's default (the outbox's). */
+  largestWalBytes?: number;
 }
 
-const needOf = (s: StoreOnVolume): number => diskNeedFor(s.maxBytes) + (s.reserveBytes ?? 0);
+const needOf = (s: StoreOnVolume): number => diskNeedFor(s.maxBytes, s.largestWalBytes) + (s.reserveBytes ?? 0);
 
 /**
  * Throws a ConfigError when the volume of `dir` is too small for its stores (the first one is
@@ -80,13 +82,13 @@ export function checkStoreVolume(
   if (!volume) return undefined;
   const [first, ...others] = stores;
   const othersNeed = others.reduce((sum, s) => sum + needOf(s), 0) + (first.reserveBytes ?? 0);
-  const need = diskNeedFor(first.maxBytes) + othersNeed;
+  const need = diskNeedFor(first.maxBytes, first.largestWalBytes) + othersNeed;
   const overhead = need - stores.reduce((sum, s) => sum + s.maxBytes, 0);
   const settings = stores.map((s) => `${s.setting} (${formatBytes(s.maxBytes)})`).join(' and ');
   const what = `${settings} plus ${stores.length > 1 ? 'their' : 'its'} overhead (${formatBytes(overhead)}: SQLite's pages, WAL and files)`;
   const where = `the volume of ${dir} (${formatBytes(volume.free)} free of ${formatBytes(volume.total)})`;
   if (volume.total < need) {
-    const fits = largestFitting(volume.total - othersNeed);
+    const fits = largestFitting(volume.total - othersNeed, first.largestWalBytes);
     throw new ConfigError(
       `${what} ${stores.length > 1 ? 'do' : 'does'} not fit on ${where}: ` +
         (fits >= 65536

@@ -42,6 +42,8 @@ type Settle = { apply: () => void; resolve: () => void; reject: (err: Error) => 
 
 export class OutboxLeaseLoops {
   private readonly settles = new GroupCommit<Settle>((g) => this.commitSettles(g));
+  /** Settles waiting for the worker's checkpoint (commitSettles). */
+  private heldSettles: Settle[] = [];
   private readonly wakers = new Set<() => void>();
   private readonly loops = new Set<Promise<void>>();
   private readonly done = new Map<string, DoneEvents>();
@@ -96,6 +98,7 @@ export class OutboxLeaseLoops {
   async close(): Promise<void> {
     this.stop();
     this.settles.flush();
+    this.commitHeldSettles();
     await Promise.allSettled([...this.loops]);
   }
 
@@ -114,6 +117,8 @@ export class OutboxLeaseLoops {
   /** Hands the due rows (as many as the dispatcher has room for) to it, or sleeps until one is due. */
   private async handOut(d: OutboxDestination, state: { stopped: boolean }): Promise<void> {
     await d.dispatcher.waitForRoom();
+    // Leasing writes: not while the worker checkpoints the WAL (see commitSettles).
+    await this.afterCheckpoint();
     if (this.closed || state.stopped) return;
     // The destination's circuit is open: its rows stay where they are, unleased, until the probe.
     const holdMs = d.dispatcher.holdMs();
@@ -242,7 +247,35 @@ export class OutboxLeaseLoops {
     return new Promise((resolve, reject) => this.settles.add({ apply, resolve, reject }));
   }
 
+  /**
+   * Settles wait while the worker checkpoints the WAL, as the alert states' writes do
+   * (wal-checkpointer.ts): the WAL restarts from its first frame only when no write overtook the
+   * checkpoint, and a WAL that never restarts grows to its limit, where the loop checkpoints it
+   * itself (the worker's fsyncs on the loop, about a tenth of delivery's time from the outbox).
+   * Waiting only delays acknowledgements, never gives one early.
+   */
   private commitSettles(group: Settle[]): void {
+    if (this.heldSettles.length > 0 || this.table.checkpointer.holdWrites(() => this.commitHeldSettles())) {
+      this.heldSettles.push(...group);
+      return;
+    }
+    this.commitSettlesNow(group);
+  }
+
+  private commitHeldSettles(): void {
+    const group = this.heldSettles;
+    this.heldSettles = [];
+    if (group.length > 0) this.commitSettlesNow(group);
+  }
+
+  /** Resolves at once, or when the worker's checkpoint is over (at most its wait: wal-checkpointer.ts). */
+  private afterCheckpoint(): Promise<void> | undefined {
+    let resume: (() => void) | undefined;
+    const over = new Promise<void>((resolve) => (resume = resolve));
+    return this.table.checkpointer.holdWrites(resume as () => void) ? over : undefined;
+  }
+
+  private commitSettlesNow(group: Settle[]): void {
     try {
       this.table.relaxedTransaction(() => {
         for (const g of group) g.apply();

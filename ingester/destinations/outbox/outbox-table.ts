@@ -14,7 +14,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { DISK_RESERVE_BYTES, DiskReserve } from '../../storage/disk-reserve.js';
-import { configureSpace, reclaimStep, walLimitFor } from '../../storage/sqlite-space.js';
+import { configureSpace, OUTBOX_WAL_SIZE_LIMIT_BYTES, reclaimStep, walLimitFor } from '../../storage/sqlite-space.js';
 import { WalCheckpointer } from '../../storage/wal-checkpointer.js';
 import { StoreBudget } from '../../storage/store-budget.js';
 import { TenantShares } from '../../storage/tenant-shares.js';
@@ -77,8 +77,9 @@ export class OutboxTable {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     this.reserve = new DiskReserve(join(dir, 'outbox.reserve'), DISK_RESERVE_BYTES, onDiskFull);
     // A restart on a full disk: opening needs a WAL and a shared-memory index, i.e. room.
-    this.db = openWithRoom(this.reserve, join(dir, 'outbox.sqlite'), walLimitFor(maxBytes));
-    this.checkpointer = new WalCheckpointer(join(dir, 'outbox.sqlite'), walLimitFor(maxBytes));
+    const walLimit = walLimitFor(maxBytes, OUTBOX_WAL_SIZE_LIMIT_BYTES);
+    this.db = openWithRoom(this.reserve, join(dir, 'outbox.sqlite'), walLimit);
+    this.checkpointer = new WalCheckpointer(join(dir, 'outbox.sqlite'), walLimit);
     this.checkpointer.attach(this.db);
     const p = (sql: string): StatementSync => this.db.prepare(sql);
     this.statements = {
@@ -160,6 +161,12 @@ export class OutboxTable {
     if (this.reclaiming || !this.db.isOpen) return;
     this.reclaiming = true;
     setImmediate(() => {
+      // Not while the worker checkpoints the WAL: a write overtaking it keeps the WAL from restarting.
+      const resume = (): void => {
+        this.reclaiming = false;
+        this.scheduleReclaim();
+      };
+      if (this.db.isOpen && this.checkpointer.holdWrites(resume)) return;
       this.reclaiming = false;
       if (!this.db.isOpen) return;
       try {

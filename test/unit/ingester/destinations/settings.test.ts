@@ -101,8 +101,8 @@ describe('destination settings', () => {
         resolvedRetentionMs: 900_000,
         timeoutMs: 10_000,
       },
-      // Four posts of 256 alerts in flight.
-      delivery: { maxInFlight: 1024 },
+      // Eight posts of 256 alerts in flight (four on the wire, four queued behind them).
+      delivery: { maxInFlight: 2048 },
     });
     expect(t).toMatchObject({
       kind: 'http',

@@ -7,6 +7,7 @@ import {
   configureSpace,
   diskNeedFor,
   isDiskFull,
+  OUTBOX_WAL_SIZE_LIMIT_BYTES,
   reclaimStep,
   walLimitFor,
 } from '../../../../ingester/storage/sqlite-space.js';
@@ -52,6 +53,10 @@ describe('sqlite space', () => {
     // maxBytes + 10% + the WAL + 1 MiB.
     expect(diskNeedFor(MiB)).toBe(MiB + Math.ceil(MiB / 10) + 256 * 1024 + MiB);
     expect(diskNeedFor(1024 * MiB)).toBe(1024 * MiB + Math.ceil((1024 * MiB) / 10) + 4 * MiB + MiB);
+    // The outbox's WAL (checkpointed by a worker) may grow to 16 MiB; a small outbox keeps a small one.
+    expect(walLimitFor(1024 * MiB, OUTBOX_WAL_SIZE_LIMIT_BYTES)).toBe(16 * MiB);
+    expect(walLimitFor(8 * MiB, OUTBOX_WAL_SIZE_LIMIT_BYTES)).toBe(MiB);
+    expect(diskNeedFor(1024 * MiB, OUTBOX_WAL_SIZE_LIMIT_BYTES) - diskNeedFor(1024 * MiB)).toBe(12 * MiB);
   });
 
   it("checkpoints a small store's WAL at its limit", () => {

@@ -54,6 +54,18 @@ describe('store volume check', () => {
     ).toThrow(/^spool\.maxBytes .* does not fit/);
   });
 
+  it("counts a store's larger WAL (the outbox's)", () => {
+    const { blocks, bsize } = statfsSync(dir);
+    const total = blocks * bsize;
+    const fits = largestFitting(total);
+    // Fits with the default WAL limit, not with the outbox's 16 MiB.
+    expect(() => checkStoreVolume(dir, [{ maxBytes: fits, setting: 'spool.maxBytes' }])).not.toThrow();
+    expect(() =>
+      checkStoreVolume(dir, [{ maxBytes: fits, setting: 'spool.maxBytes', largestWalBytes: 16 * MiB }]),
+    ).toThrow(/^spool\.maxBytes .* does not fit/);
+    expect(diskNeedFor(largestFitting(total, 16 * MiB), 16 * MiB)).toBeLessThanOrEqual(total);
+  });
+
   it('finds the largest maxBytes that fits a volume', () => {
     const total = 3 * MiB;
     const fits = largestFitting(total);

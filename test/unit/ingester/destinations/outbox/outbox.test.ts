@@ -407,3 +407,65 @@ describe("the outbox's shares", () => {
     await second.close();
   });
 });
+
+describe("the outbox's WAL while delivering", () => {
+  /** Writes an alert state for each event (a random key, as Alertmanager's destination does), then takes them. */
+  class StateWriting implements Destination {
+    readonly kind = 'alertmanager';
+    readonly maxBatch = 100;
+    delivered = 0;
+    constructor(
+      readonly name: string,
+      private readonly stores: SqliteAlertStores,
+    ) {}
+    async send(events: readonly QueuedEvent[]): Promise<Outcome> {
+      const store = this.stores.store(this.name);
+      await Promise.all(
+        events.map((q) => {
+          const id = q.event().id;
+          const key = `${(id.length * 2654435761 + Number(id.slice(1)) * 40503) % 1_000_003}-${id}`;
+          const state = {
+            key,
+            labels: {},
+            annotations: { d: 'x'.repeat(600) },
+            startsAt: '',
+            lastEventAtMs: 1,
+            lastEventId: id,
+          };
+          return store.put(state, 0);
+        }),
+      );
+      this.delivered += events.length;
+      return { kind: 'accepted' };
+    }
+    async close(): Promise<void> {}
+  }
+
+  it('delivers a backlog without the loop checkpointing the WAL: settles and leases wait for the worker, as the states do', async () => {
+    const dir = tempDir();
+    // A 512 KiB WAL (an eighth of maxBytes): a few hundred new states fill it.
+    const outbox = new Outbox(dir, 4 << 20, { destinationsOf: () => ['am'] }, noBury);
+    const stores = new SqliteAlertStores(dir, outbox.diskReserve, outbox.walCheckpointer);
+    const dest = new StateWriting('am', stores);
+    const d = new Dispatcher(
+      dest,
+      { maxAttempts: 3, backoffMinMs: 1, backoffMaxMs: 2, maxInFlight: 400, maxInFlightBytes: 1 << 20 },
+      new DestinationMetrics(new Registry()),
+      pino({ level: 'silent' }),
+    );
+    const events = 3000;
+    for (let r = 0; r < events / 100; r++)
+      await outbox.handOff(Array.from({ length: 100 }, (_, i) => ev(`e${r * 100 + i}`)));
+    try {
+      const before = outbox.walCheckpointer.loopCheckpoints;
+      outbox.start([{ name: 'am', dispatcher: d, leaseMs: 60_000 }]);
+      await until(() => dest.delivered >= events && outbox.depth('am') === 0, 30_000);
+      // The worker checkpointed many times (3,000 states are several times the WAL); the loop not.
+      expect(outbox.walCheckpointer.loopCheckpoints - before).toBe(0);
+    } finally {
+      await d.idle();
+      stores.close();
+      await outbox.close();
+    }
+  }, 40_000);
+});
