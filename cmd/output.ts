@@ -3,8 +3,9 @@
  * `-o yaml` (the same value, for programs). Every form is inert (common/sender-text.ts): whatever a
  * sender wrote reaches the terminal as visible escapes, never as a character it acts on.
  */
-import { Document, visit, type Scalar } from 'yaml';
+import type { Scalar } from 'yaml';
 import { inertJson } from '../common/sender-text.js';
+import { yamlPackage } from '../common/yaml-package.js';
 import type { OutputFormat } from './options.js';
 
 /** A character a screen may act on (as sender-text.ts), newline excepted (YAML escapes it itself in double quotes). */
@@ -27,6 +28,7 @@ function yamlEscape(char: string): string {
  * still reads back as `value`.
  */
 export function inertYaml(value: unknown): string {
+  const { Document, visit } = yamlPackage();
   const doc = new Document(value);
   visit(doc, {
     Scalar(_key, node: Scalar) {

@@ -3,8 +3,8 @@
  * error type for configuration mistakes (reported without a stack trace, exit code 2).
  */
 import { readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
 import { parsePlainYaml } from './plain-yaml.js';
+import { yamlPackage } from './yaml-package.js';
 
 export interface Listen {
   host: string;
@@ -41,7 +41,7 @@ export function readYamlFile(path: string): unknown {
   const plain = parsePlainYaml(text);
   if (plain) return plain.value ?? {};
   try {
-    return parseYaml(text, { maxAliasCount: 100 }) ?? {};
+    return yamlPackage().parse(text, { maxAliasCount: 100 }) ?? {};
   } catch (err) {
     // The parser's message quotes the offending lines, which may hold passwords: give the position only.
     const e = err as { code?: string; linePos?: Array<{ line: number; col: number }> };

@@ -30,7 +30,7 @@ import {
   type RemoteWriteFile,
   type RemoteWriteSettings,
 } from './series/remote-write/settings.js';
-import { DEFAULT_MAPPING_LIMITS, type MappingLimits } from '../api/mapping/engine.js';
+import { DEFAULT_MAPPING_LIMITS, type MappingLimits } from '../api/mapping/mapping-model.js';
 import { DEFAULT_POOL, defaultWorkers } from '../api/mapping/worker-pool.js';
 import {
   destinationsSchema,

@@ -35,6 +35,7 @@ import { BulkReplays } from './dead-letters/bulk-replay.js';
 import { MappingMetrics } from './mapping/metrics.js';
 import { MappedWebhooks } from './mapping/mapped-webhooks.js';
 import { RouteDecider } from './routing/rule-decisions.js';
+import { loadMappingEngineFor } from '../api/mapping/mapping-engine-loader.js';
 import { MappingWorkerPool, logWorkerPriority } from '../api/mapping/worker-pool.js';
 import type { Route } from '../api/route.js';
 import { replayMapping } from './events/mapping-replay.js';
@@ -215,6 +216,7 @@ export async function startIngester(
   const skippedRoutes = new Map<string, string>();
   const tableOptions = { settings, source, mappingWorkers, limiter, metrics, logger, compiled, skippedRoutes };
   const installTable = async (inputs: RouteInput[], unparsable?: SkippedRoute[]): Promise<void> => {
+    await loadMappingEngineFor(inputs.map((i) => i.route));
     table = await buildTable(inputs, unparsable, tableOptions);
     activity.sync(table.entries());
     // Serving from now: the compilers that suit a long-running request path (serving-v8-flags.ts).
@@ -235,6 +237,7 @@ export async function startIngester(
     onRoutes: (inputs, unparsable) => inOrder(() => installTable(inputs, unparsable)),
     onChanges: (changes, unparsable, all) =>
       inOrder(async () => {
+        await loadMappingEngineFor(changes.flatMap((c) => (c.input ? [c.input.route] : [])));
         const applied = applyChanges(table, changes, unparsable, tableOptions);
         if (applied) {
           activity.update(applied.removed, applied.added);

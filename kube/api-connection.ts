@@ -19,7 +19,8 @@ import { Agent as HttpAgent } from '../common/node-http.js';
 import { Agent as HttpsAgent } from 'node:https';
 import { isIPv6 } from 'node:net';
 import { dirname, isAbsolute, join } from 'node:path';
-import { parse as parseYaml } from 'yaml';
+import { parsePlainYaml } from '../common/plain-yaml.js';
+import { yamlPackage } from '../common/yaml-package.js';
 
 const SERVICEACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 /** How long a token read from a file is used before the file is read again (client-go: one minute). */
@@ -125,7 +126,9 @@ const UNSUPPORTED_USER_FIELDS = ['exec', 'auth-provider', 'as', 'as-groups', 'as
 export function kubeconfigConnection(path: string): ApiConnection {
   let doc: Fields;
   try {
-    doc = parseYaml(readFileSync(path, 'utf8')) as Fields;
+    const text = readFileSync(path, 'utf8');
+    // Most kubeconfigs are plain YAML: the full parser is loaded only for one that is not.
+    doc = (parsePlainYaml(text)?.value ?? yamlPackage().parse(text)) as Fields;
   } catch (err) {
     throw new KubeConfigError(`cannot read the kubeconfig ${path}: ${(err as Error).message}`);
   }

@@ -66,7 +66,13 @@ import type { Socket } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
-import { MappingBusy, MappingError, type ExpressionRunner, type MappingLimits, type MappingResult } from './engine.js';
+import {
+  MappingBusy,
+  MappingError,
+  type ExpressionRunner,
+  type MappingLimits,
+  type MappingResult,
+} from './mapping-model.js';
 import type { WorkerAnswers, WorkerReady, WorkerReply, WorkerTasks, WorkerYield } from './mapping-worker.js';
 import { demoteCommand, idleCommand, promptCommand, readProcStat, type WorkerPriority } from './worker-priority.js';
 

@@ -88,6 +88,7 @@ interface Started {
   url: string;
   adminUrl: string;
   spawnedAt: number;
+  stderr: () => string;
 }
 
 /**
@@ -124,7 +125,16 @@ async function start(namespace: string, entry = join(ROOT, 'dist/cmd/intake.js')
   const child = track(
     spawn('taskset', ['-c', SERVER_CPU, process.execPath, ...args], { stdio: ['ignore', 'ignore', 'pipe'], env }),
   );
-  return { child, url: `http://127.0.0.1:${port}`, adminUrl: `http://127.0.0.1:${adminPort}`, spawnedAt };
+  // The end of its stderr, to say why when it exits early.
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-2000)));
+  return {
+    child,
+    url: `http://127.0.0.1:${port}`,
+    adminUrl: `http://127.0.0.1:${adminPort}`,
+    spawnedAt,
+    stderr: () => stderr,
+  };
 }
 
 interface RunResult {
@@ -144,7 +154,8 @@ async function measureStart(started: Started, apiPid: number): Promise<RunResult
   let healthyWhileLoading = false;
   for (;;) {
     if (performance.now() - spawnedAt > READY_TIMEOUT_MS) throw new Error('the ingester did not get ready');
-    if (child.exitCode !== null) throw new Error(`the ingester exited with ${child.exitCode}`);
+    if (child.exitCode !== null)
+      throw new Error(`the ingester exited with ${child.exitCode}: ${started.stderr().trim() || '(no output)'}`);
     const [health, ready] = await Promise.all([statusOf(`${adminUrl}/healthz`), statusOf(`${adminUrl}/readyz`)]);
     if (health.status === 200) healthMs ??= performance.now() - spawnedAt;
     if (health.status === 200 && ready.status === 503 && ready.body.includes('loading routes'))

@@ -30,9 +30,18 @@ const DEAD_LETTER_HEADER = 'x-intake-dead-letter-id';
 
 const idOf = (entry: RouteEntry): string => `${entry.kind}/${entry.namespace}/${entry.name}`;
 
+/**
+ * A route's place in the recorder; its record is created at its first request, not for every
+ * route of the table: most of 20,000 routes are quiet, and an empty record is about 250 bytes.
+ */
+interface Slot {
+  entry: RouteEntry;
+  activity?: TargetActivity;
+}
+
 export class ActivityRecorder {
-  private byEntry = new Map<RouteEntry, TargetActivity>();
-  private byId = new Map<string, { entry: RouteEntry; activity: TargetActivity }>();
+  private byEntry = new Map<RouteEntry, Slot>();
+  private byId = new Map<string, Slot>();
   private readonly unattributed = { events: new TargetActivity(), metrics: new TargetActivity() };
 
   /** `now`: the wall clock; by default read by a timer every 250 ms rather than per request. */
@@ -40,14 +49,14 @@ export class ActivityRecorder {
 
   /** A new routing table: keep the records of routes still published (by kind, namespace and name), drop the rest. */
   sync(entries: Iterable<RouteEntry>): void {
-    const byEntry = new Map<RouteEntry, TargetActivity>();
-    const byId = new Map<string, { entry: RouteEntry; activity: TargetActivity }>();
+    const byEntry = new Map<RouteEntry, Slot>();
+    const byId = new Map<string, Slot>();
     for (const entry of entries) {
       // Kept for every route: one flat string, not a tree of concatenated pieces.
       const id = flatCopy(idOf(entry));
-      const activity = byId.get(id)?.activity ?? this.byId.get(id)?.activity ?? new TargetActivity();
-      byEntry.set(entry, activity);
-      byId.set(id, { entry, activity });
+      const slot = { entry, activity: byId.get(id)?.activity ?? this.byId.get(id)?.activity };
+      byEntry.set(entry, slot);
+      byId.set(id, slot);
     }
     this.byEntry = byEntry;
     this.byId = byId;
@@ -61,9 +70,9 @@ export class ActivityRecorder {
     const addedIds = new Set<string>();
     for (const entry of added) {
       const id = flatCopy(idOf(entry));
-      const activity = this.byId.get(id)?.activity ?? new TargetActivity();
-      this.byEntry.set(entry, activity);
-      this.byId.set(id, { entry, activity });
+      const slot = { entry, activity: this.byId.get(id)?.activity };
+      this.byEntry.set(entry, slot);
+      this.byId.set(id, slot);
       addedIds.add(id);
     }
     for (const entry of removed) {
@@ -76,19 +85,24 @@ export class ActivityRecorder {
   /** The record of a route, or of its endpoint's unattributed bucket. */
   private recordOf(entry: RouteEntry | null | undefined, endpoint: ActivityEndpoint): TargetActivity {
     if (!entry) return this.unattributed[endpoint];
+    return this.recordOfRoute(entry) ?? this.unattributed[endpoint];
+  }
+
+  /** The record of a published route, created at its first use; undefined for a route no longer published. */
+  private recordOfRoute(entry: RouteEntry): TargetActivity | undefined {
     // An entry of the table a reload just replaced: found by name (rare, so the string is fine).
-    return this.byEntry.get(entry) ?? this.byId.get(idOf(entry))?.activity ?? this.unattributed[endpoint];
+    const slot = this.byEntry.get(entry) ?? this.byId.get(idOf(entry));
+    if (!slot) return undefined;
+    return (slot.activity ??= new TargetActivity());
   }
 
   accepted(entry: RouteEntry, count: number): void {
-    const record = this.byEntry.get(entry) ?? this.byId.get(idOf(entry))?.activity;
-    record?.accepted(this.now(), count);
+    this.recordOfRoute(entry)?.accepted(this.now(), count);
   }
 
   /** Accepted events a routing rule dropped (counted in accepted too). */
   droppedByRule(entry: RouteEntry, count: number): void {
-    const record = this.byEntry.get(entry) ?? this.byId.get(idOf(entry))?.activity;
-    record?.droppedByRule(this.now(), count);
+    this.recordOfRoute(entry)?.droppedByRule(this.now(), count);
   }
 
   /**
@@ -141,7 +155,7 @@ export class ActivityRecorder {
     const webhookIntegrations: ReportedActivity[] = [];
     const apiKeys: ReportedActivity[] = [];
     for (const { entry, activity } of this.byId.values()) {
-      if (!activity.active) continue;
+      if (!activity?.active) continue;
       const reported = { name: entry.name, namespace: entry.namespace, ...activity.snapshot(nowMs) };
       (entry.kind === 'WebhookIntegration' ? webhookIntegrations : apiKeys).push(reported);
     }

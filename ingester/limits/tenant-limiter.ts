@@ -24,7 +24,7 @@ import {
   type LimitScope,
 } from '../core/errors.js';
 import type { RouteEntry } from '../routing/route-table.js';
-import { DEFAULT_MAPPING_LIMITS } from '../../api/mapping/engine.js';
+import { DEFAULT_MAPPING_LIMITS } from '../../api/mapping/mapping-model.js';
 import { TokenBucket } from './token-bucket.js';
 import { flatCopy } from '../../common/flat-string.js';
 

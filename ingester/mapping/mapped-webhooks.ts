@@ -18,7 +18,7 @@ import {
 } from '../core/errors.js';
 import { parseEvents, type EventContext, type NormalisedEvent } from '../core/event.js';
 import type { RouteEntry } from '../routing/route-table.js';
-import { MappingBusy, MappingError, type MappingResult } from '../../api/mapping/engine.js';
+import { MappingBusy, MappingError, type MappingResult } from '../../api/mapping/mapping-model.js';
 import { LetterTooLarge, type DeadLetterStore } from '../dead-letters/model.js';
 import type { MappingFailureReason, MappingMetrics } from './metrics.js';
 import { decideHere, type RouteDecider } from '../routing/rule-decisions.js';

@@ -7,28 +7,46 @@ import type { RouteCredential } from '../../api/route.js';
 import { digestsEqual, parseScrypt, sha256, sha256Hex, verifyScrypt, type ScryptParams } from '../../api/verifiers.js';
 import { growingLru } from '../../common/growing-lru.js';
 
-/** A credential prepared for checking: digests computed once when the route table is built. */
+const DIGEST_BYTES = 32;
+
+/**
+ * A credential prepared for checking: digests computed once when the route table is built.
+ *
+ * With 20,000 routes what each credential keeps counts: both digests live in one 64-byte Buffer
+ * taken from Node's shared pool of small buffers (a hash's own result has an ArrayBuffer of its
+ * own, and each Buffer object is about 100 bytes of heap), and an absent validity bound is
+ * undefined rather than an infinity (a double in a field is a heap number of its own).
+ */
 export class CompiledCredential {
-  readonly usernameDigest: Buffer;
-  private readonly secretDigest?: Buffer;
+  /** SHA-256 of the username, then (sha256 and plain verifiers) the secret's. */
+  private readonly digests: Buffer;
   private readonly scryptParams?: ScryptParams;
   private readonly scryptId?: string;
-  readonly notBefore: number;
-  readonly notAfter: number;
+  readonly notBefore?: number;
+  readonly notAfter?: number;
 
   constructor(cred: RouteCredential) {
-    this.usernameDigest = sha256(cred.username);
+    const username = sha256(cred.username);
     const s = cred.secret;
     if ('sha256' in s) {
-      this.secretDigest = Buffer.from(s.sha256, 'hex');
+      this.digests = Buffer.concat([username, Buffer.from(s.sha256, 'hex')]);
     } else if ('plain' in s) {
-      this.secretDigest = sha256(s.plain);
+      this.digests = Buffer.concat([username, sha256(s.plain)]);
     } else {
+      this.digests = Buffer.from(username);
       this.scryptParams = parseScrypt(s.scrypt);
       this.scryptId = s.scrypt;
     }
-    this.notBefore = cred.notBefore ? Date.parse(cred.notBefore) : -Infinity;
-    this.notAfter = cred.notAfter ? Date.parse(cred.notAfter) : Infinity;
+    if (cred.notBefore) this.notBefore = Date.parse(cred.notBefore);
+    if (cred.notAfter) this.notAfter = Date.parse(cred.notAfter);
+  }
+
+  get usernameDigest(): Buffer {
+    return this.digests.subarray(0, DIGEST_BYTES);
+  }
+
+  private get secretDigest(): Buffer | undefined {
+    return this.digests.length > DIGEST_BYTES ? this.digests.subarray(DIGEST_BYTES) : undefined;
   }
 
   /**
@@ -44,14 +62,18 @@ export class CompiledCredential {
   }
 
   validAt(nowMs: number): boolean {
-    return nowMs >= this.notBefore && nowMs <= this.notAfter;
+    return (
+      (this.notBefore === undefined || nowMs >= this.notBefore) &&
+      (this.notAfter === undefined || nowMs <= this.notAfter)
+    );
   }
 
   /** Fast path for digest verifiers; callers use verifySlow for scrypt. */
   verifyFast(usernameDigest: Buffer, secretDigest: Buffer): boolean {
     // Evaluate both comparisons whatever the first says, so timing does not reveal which failed.
     const userOk = digestsEqual(this.usernameDigest, usernameDigest);
-    const secretOk = this.secretDigest !== undefined && digestsEqual(this.secretDigest, secretDigest);
+    const known = this.secretDigest;
+    const secretOk = known !== undefined && digestsEqual(known, secretDigest);
     return userOk && secretOk;
   }
 

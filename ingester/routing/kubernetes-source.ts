@@ -15,7 +15,15 @@
  */
 import type { V1Secret } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { ROUTE_LABEL, ROUTE_SECRET_KEY, validateRoute, RouteValidationError } from '../../api/route.js';
+import {
+  ROUTE_API_VERSION,
+  ROUTE_LABEL,
+  ROUTE_SECRET_KEY,
+  validateRoute,
+  RouteValidationError,
+  type Route,
+} from '../../api/route.js';
+import { flatCopy } from '../../common/flat-string.js';
 import type { KubeApiClient } from '../../kube/api-client.js';
 import { Informer } from '../../kube/informer.js';
 import type { RouteSource } from './route-source.js';
@@ -41,7 +49,7 @@ export class KubernetesRouteSource implements RouteSource {
    * resourceVersion): the informer's cache keeps only the Secrets' names and versions, not their
    * documents, which with 20,000 routes would be held twice.
    */
-  private readonly parsed = new Map<string, { input?: RouteInput; skipped?: SkippedRoute }>();
+  private readonly parsed = new Map<string, ParsedRouteSecret>();
 
   constructor(
     private readonly api: KubeApiClient,
@@ -77,13 +85,7 @@ export class KubernetesRouteSource implements RouteSource {
       // and parsed route: no document waits whole for the end of the list.
       list: () =>
         this.api.list<V1Secret, ListedRouteSecret>(watchPath, { labelSelector }, (secret) => this.listed(secret)),
-      keep: (secret) => ({
-        metadata: {
-          name: secret.metadata?.name,
-          namespace: secret.metadata?.namespace,
-          resourceVersion: secret.metadata?.resourceVersion,
-        },
-      }),
+      keep: (secret) => ({ metadata: this.metadataOf(secret) }),
       onEvent: (secret, old) => {
         const name = (secret ?? old)?.metadata?.name ?? '';
         if (secret) this.parsed.set(name, (secret as ListedRouteSecret).parsed ?? this.parse(secret));
@@ -106,8 +108,8 @@ export class KubernetesRouteSource implements RouteSource {
     for (const name of names) {
       const parsed = this.parsed.get(name);
       const source = this.sourceOf(name);
-      changes.push(parsed?.input ? { source, input: parsed.input } : { source });
-      if (parsed?.skipped) unparsable.push(parsed.skipped);
+      changes.push(parsed && 'route' in parsed ? { source, input: parsed } : { source });
+      if (parsed && 'reason' in parsed) unparsable.push(parsed);
     }
     return { changes, unparsable };
   }
@@ -117,14 +119,15 @@ export class KubernetesRouteSource implements RouteSource {
     const inputs: RouteInput[] = [];
     const skipped: SkippedRoute[] = [];
     for (const parsed of this.parsed.values()) {
-      if (parsed.input) inputs.push(parsed.input);
-      if (parsed.skipped) skipped.push(parsed.skipped);
+      if ('route' in parsed) inputs.push(parsed);
+      else skipped.push(parsed);
     }
     return { inputs, skipped };
   }
 
+  /** Flat: every route keeps its source, and a concatenation is a tree of 32-byte pieces until flattened. */
   private sourceOf(name: string): string {
-    return `secret ${this.namespace}/${name}`;
+    return flatCopy(`secret ${this.namespace}/${name}`);
   }
 
   /**
@@ -132,30 +135,38 @@ export class KubernetesRouteSource implements RouteSource {
    * unless the cache has this very version (a relist: no event comes for it, nothing to parse).
    */
   private listed(secret: V1Secret): ListedRouteSecret {
-    const metadata = {
-      name: secret.metadata?.name,
-      namespace: secret.metadata?.namespace,
-      resourceVersion: secret.metadata?.resourceVersion,
-    };
+    const metadata = this.metadataOf(secret);
     const cached = this.informer?.get(`${metadata.namespace}/${metadata.name}`);
     if (cached && cached.metadata?.resourceVersion === metadata.resourceVersion) return { metadata };
     return { metadata, parsed: this.parse(secret) };
   }
 
-  private parse(secret: V1Secret): { input: RouteInput } | { skipped: SkippedRoute } {
+  /**
+   * What the cache keeps of a Secret: its name and version, and its namespace, which is always
+   * this source's (held once, not once per Secret).
+   */
+  private metadataOf(secret: V1Secret): { name?: string; namespace?: string; resourceVersion?: string } {
+    const namespace = secret.metadata?.namespace;
+    return {
+      name: secret.metadata?.name,
+      namespace: namespace === this.namespace ? this.namespace : namespace,
+      resourceVersion: secret.metadata?.resourceVersion,
+    };
+  }
+
+  private parse(secret: V1Secret): ParsedRouteSecret {
     const source = this.sourceOf(secret.metadata?.name ?? '');
     const encoded = secret.data?.[ROUTE_SECRET_KEY];
     try {
       if (!encoded) throw new Error(`has no ${ROUTE_SECRET_KEY} key`);
       return {
-        input: { source, route: validateRoute(parseJson(Buffer.from(encoded, 'base64').toString('utf8'))) },
+        source,
+        route: sharingConstants(validateRoute(parseJson(Buffer.from(encoded, 'base64').toString('utf8')))),
       };
     } catch (err) {
       return {
-        skipped: {
-          source,
-          reason: err instanceof RouteValidationError ? err.problems.join('; ') : (err as Error).message,
-        },
+        source,
+        reason: err instanceof RouteValidationError ? err.problems.join('; ') : (err as Error).message,
       };
     }
   }
@@ -166,9 +177,22 @@ export class KubernetesRouteSource implements RouteSource {
   }
 }
 
-/** What parse reads of a route Secret: its name, version and document. */
+/** A route Secret's route, or why it has none. */
+type ParsedRouteSecret = RouteInput | SkippedRoute;
+
 /** A route Secret from a list page: its document parsed (or why not) as the page arrived. */
-type ListedRouteSecret = V1Secret & { parsed?: { input: RouteInput } | { skipped: SkippedRoute } };
+type ListedRouteSecret = V1Secret & { parsed?: ParsedRouteSecret };
+
+/**
+ * The route with its apiVersion and kind as the constants they were validated against: each
+ * parsed document has its own copy of these strings otherwise, which every one of 20,000 routes
+ * keeps for as long as its Secret is unchanged.
+ */
+function sharingConstants(route: Route): Route {
+  route.apiVersion = ROUTE_API_VERSION;
+  route.kind = route.kind === 'ApiKey' ? 'ApiKey' : 'WebhookIntegration';
+  return route;
+}
 
 /** JSON.parse's message quotes the text, which may hold secret material: say only where it broke. */
 function parseJson(text: string): unknown {

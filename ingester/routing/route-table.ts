@@ -7,12 +7,12 @@
  */
 import { namespaceOfDestination } from '../../api/destination-document.js';
 import {
-  compileMapping,
   MappingError,
   type CompiledMapping,
   type ExpressionRunner,
   type MappingLimits,
-} from '../../api/mapping/engine.js';
+} from '../../api/mapping/mapping-model.js';
+import { mappingEngine } from '../../api/mapping/mapping-engine-loader.js';
 import { defaultOverLimitStatus, type OverLimitStatus, type RouteLimits } from '../../api/limits.js';
 import type { AuthenticationMode, Route, RouteKind } from '../../api/route.js';
 import { setImmediate } from 'node:timers/promises';
@@ -480,7 +480,7 @@ function compile(
   if (route.rules && route.rules.length > 0 && route.kind === 'WebhookIntegration')
     entry = { ...entry, rules: new CompiledRules(route.rules, entry.destinations) };
   if (route.mapping && route.kind === 'WebhookIntegration')
-    entry = { ...entry, mapping: compileMapping(route.mapping, mappingLimits, runner) };
+    entry = { ...entry, mapping: mappingEngine().compileMapping(route.mapping, mappingLimits, runner) };
   if (route.authentication?.signature && route.authentication.mode !== 'basic')
     entry = { ...entry, signature: compileSignature(route.authentication.signature) };
   if (route.inspect?.enabled === true && route.kind === 'WebhookIntegration')

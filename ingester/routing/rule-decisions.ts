@@ -18,7 +18,12 @@
  * of the request was handed off yet, so nothing is lost.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { MappingBusy, MappingError, type ExpressionRunner, type MappingLimits } from '../../api/mapping/engine.js';
+import {
+  MappingBusy,
+  MappingError,
+  type ExpressionRunner,
+  type MappingLimits,
+} from '../../api/mapping/mapping-model.js';
 import { decisionsOf, rulesTaskPayload, rulesTaskSource, type RulesTaskAnswer } from '../../api/routing-rules-task.js';
 import type { RuleDecision } from '../../api/routing-rules.js';
 import { mappingBusy, routingRulesFailed, type LimitError } from '../core/errors.js';

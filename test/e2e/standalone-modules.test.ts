@@ -36,9 +36,12 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
  * Starts the built ingester on free ports with the hook, waits until ready, sends it one event,
  * stops it; returns what it resolved and Node's own modules it loaded.
  */
-async function modulesOfStandaloneIngester(): Promise<{ modules: string[]; builtins: string[] }> {
+async function modulesOfStandaloneIngester(
+  edit: (config: Record<string, unknown>) => void = () => {},
+  send: (url: string) => Promise<void> = async () => {},
+): Promise<{ modules: string[]; builtins: string[] }> {
   const modulesFile = join(dir, 'modules.json');
-  const ing = await startIngester(() => {}, {
+  const ing = await startIngester(edit, {
     nodeArgs: ['--import', pathToFileURL(join(dir, 'hook.mjs')).href],
     env: { NODE_OPTIONS: '', INTAKE_TEST_MODULES_FILE: modulesFile },
   });
@@ -49,6 +52,7 @@ async function modulesOfStandaloneIngester(): Promise<{ modules: string[]; built
       { authorization: basic(DEMO.user, DEMO.password) },
     );
     expect(sent.status).toBe(200);
+    await send(ing.url);
   } finally {
     await ing.stop();
   }
@@ -95,5 +99,43 @@ describe('a standalone ingester', () => {
           url.includes('/@kubernetes/client-node/') || url.includes('/dist/operator/') || url.includes('/dist/kube/'),
       ),
     ).toEqual([]);
+  });
+});
+
+/** A package of node_modules among the resolved URLs. */
+const loadsPackage = (modules: string[], name: string): boolean =>
+  modules.some((url) => url.includes(`/node_modules/${name}/`));
+
+describe('optional parts of a standalone ingester, loaded only when used', () => {
+  it('loads neither JSONata nor the mapping engine while no route maps, nor the yaml package for a plain config file', async () => {
+    const { modules } = await modulesOfStandaloneIngester();
+    expect(modules.filter((url) => url.endsWith('/dist/api/mapping/engine.js'))).toEqual([]);
+    expect(loadsPackage(modules, 'jsonata')).toBe(false);
+    expect(loadsPackage(modules, 'yaml')).toBe(false);
+  });
+
+  it('loads the mapping engine for a mapped route, which maps its first request', async () => {
+    const { modules } = await modulesOfStandaloneIngester(
+      (config) => {
+        (config.routes as unknown[]).push({
+          apiVersion: 'intake.dev/v1alpha1',
+          kind: 'WebhookIntegration',
+          name: 'mapped',
+          namespace: 'default',
+          credentials: [{ username: 'mapper', secret: { plain: 'mapper-password' } }],
+          mapping: { expression: '{"source": host, "severity": 3, "class": "cpu", "type": "high"}' },
+        });
+      },
+      async (url) => {
+        const sent = await post(
+          `${url}/events/webhook_mapped`,
+          { host: 'host-2' },
+          { authorization: basic('mapper', 'mapper-password') },
+        );
+        expect(sent.status).toBe(200);
+      },
+    );
+    expect(modules.some((url) => url.endsWith('/dist/api/mapping/engine.js'))).toBe(true);
+    expect(loadsPackage(modules, 'jsonata')).toBe(true);
   });
 });

@@ -2,6 +2,8 @@
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import type { ExpressionRunner } from '../../../api/mapping/engine.js';
+// Loaded as the ingester loads it before a mapped route reaches the table (mapping-engine-loader.ts).
+import '../../../api/mapping/engine.js';
 import type { Route } from '../../../api/route.js';
 import type { ActivityRecorder } from '../../../ingester/activity/recorder.js';
 import { AuthThrottle } from '../../../ingester/auth/auth-throttle.js';

@@ -195,6 +195,14 @@ describe('kubeconfig connections', () => {
     await expect(insecure.list('/api/v1/secrets')).resolves.toMatchObject({ resourceVersion: '7' });
   });
 
+  it('reads a kubeconfig the plain YAML reader declines (double-quoted escapes) with the full parser', async () => {
+    const client = new KubeApiClient(
+      kubeconfigConnection(kubeconfig(`    server: "${url}"\n${caData()}`, '    token: "t0k\\x65n"')),
+    );
+    await client.list('/api/v1/secrets');
+    expect(seen[0]?.authorization).toBe('Bearer t0ken');
+  });
+
   it('sends Basic credentials for a username and password', async () => {
     const client = new KubeApiClient(
       kubeconfigConnection(kubeconfig(`    server: ${url}\n${caData()}`, '    username: admin\n    password: pw')),

@@ -268,6 +268,27 @@ describe('ActivityRecorder', () => {
     expect(rec.report().webhookIntegrations.map((w) => [w.name, w.eventsLastHour])).toEqual([['a', 3]]);
   });
 
+  it("creates a record at a route's first request, also for a route updated in place or reached through the table before", () => {
+    const rec = new ActivityRecorder(clock);
+    const first = tableOf(route('WebhookIntegration', 'a'), route('WebhookIntegration', 'b'), route('ApiKey', 'k'));
+    rec.sync(first.entries());
+    expect(rec.report()).toMatchObject({ webhookIntegrations: [], apiKeys: [] });
+    // 'a' replaced in place before any request (a rotated password): its first request counts.
+    const updated = tableOf(route('WebhookIntegration', 'a'));
+    rec.update([first.webhook('a') as RouteEntry], [updated.webhook('a') as RouteEntry]);
+    rec.accepted(updated.webhook('a') as RouteEntry, 2);
+    // 'b' through an entry of the table a reload replaced, before any request of the new one.
+    const second = tableOf(route('WebhookIntegration', 'b'), route('ApiKey', 'k'));
+    rec.sync(second.entries());
+    rec.accepted(first.webhook('b') as RouteEntry, 1);
+    const key = second.authenticateApiKey('k-password-0123456789abcdef', undefined);
+    expect(key?.name).toBe('k');
+    rec.refused(key, 'metrics', suspended('ApiKey', 'k'), '127.0.0.1', 'ua');
+    const report = rec.report();
+    expect(report.webhookIntegrations.map((w) => [w.name, w.eventsLastHour])).toEqual([['b', 1]]);
+    expect(report.apiKeys.map((k) => k.name)).toEqual(['k']);
+  });
+
   it('is bounded whatever the senders: unknown integrations share one bucket, ten refusals, five senders, capped reasons and texts', () => {
     const table = tableOf(route('WebhookIntegration', 'a'));
     const rec = new ActivityRecorder(clock);

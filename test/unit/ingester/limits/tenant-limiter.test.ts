@@ -1,6 +1,8 @@
 import { Registry, Counter } from 'prom-client';
 import { DEFAULT_TENANT_LIMITS } from '../../../../api/limits.js';
 import type { Route } from '../../../../api/route.js';
+// Loaded as the ingester loads it before a mapped route reaches the table (mapping-engine-loader.ts).
+import '../../../../api/mapping/engine.js';
 import { LimitError } from '../../../../ingester/core/errors.js';
 import { fieldFor, TenantLimiter } from '../../../../ingester/limits/tenant-limiter.js';
 import { RouteTable, type RouteEntry } from '../../../../ingester/routing/route-table.js';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Route } from '../../../../api/route.js';
-import { hashScrypt, sha256Hex } from '../../../../api/verifiers.js';
-import { newVerifiedCache } from '../../../../ingester/routing/credentials.js';
+import { hashScrypt, sha256, sha256Hex } from '../../../../api/verifiers.js';
+import { CompiledCredential, newVerifiedCache } from '../../../../ingester/routing/credentials.js';
 import { parseBasicAuth, soleHeader } from '../../../../ingester/auth/basic-auth.js';
 import { RouteTable, type RouteEntry } from '../../../../ingester/routing/route-table.js';
 
@@ -189,5 +189,38 @@ describe('RouteTable.apiKeyIdentity (what the brute-force guard keys a metrics a
     expect(table.apiKeyIdentity('anything', 'team-a')).toBe('team-a');
     expect(table.apiKeyIdentity('team-a_1111', 'shared')).toBe('team-b,team-c');
     expect(table.apiKeyIdentity('team-a_1111', 'nobody')).toBeUndefined();
+  });
+});
+
+describe('CompiledCredential (both digests in one pooled buffer, absent bounds undefined)', () => {
+  it('needs the username and the secret both, for sha256 and plain verifiers alike', () => {
+    for (const secret of [{ sha256: sha256Hex('pw') }, { plain: 'pw' }]) {
+      const c = new CompiledCredential({ username: 'u', secret });
+      expect(c.verifyFast(sha256('u'), sha256('pw'))).toBe(true);
+      expect(c.verifyFast(sha256('u'), sha256('other'))).toBe(false);
+      expect(c.verifyFast(sha256('v'), sha256('pw'))).toBe(false);
+      expect(c.usernameDigest.equals(sha256('u'))).toBe(true);
+      expect(c.secretDigestHex).toBe(sha256Hex('pw'));
+    }
+  });
+
+  it('has no fast digest for a scrypt verifier', async () => {
+    const scrypt = await hashScrypt('pw', randomBytes(16), 10);
+    const c = new CompiledCredential({ username: 'u', secret: { scrypt } });
+    expect(c.isSlow).toBe(true);
+    expect(c.secretDigestHex).toBeUndefined();
+    expect(c.verifyFast(sha256('u'), sha256('pw'))).toBe(false);
+    expect(c.usernameDigest.equals(sha256('u'))).toBe(true);
+  });
+
+  it('is valid always without bounds, and from notBefore to notAfter with either', () => {
+    const secret = { plain: 'pw' };
+    expect(new CompiledCredential({ username: 'u', secret }).validAt(0)).toBe(true);
+    const from = new CompiledCredential({ username: 'u', secret, notBefore: '2026-01-01T00:00:00Z' });
+    expect(from.validAt(Date.parse('2025-12-31T23:59:59Z'))).toBe(false);
+    expect(from.validAt(Date.parse('2026-01-01T00:00:00Z'))).toBe(true);
+    const until = new CompiledCredential({ username: 'u', secret, notAfter: '2026-01-01T00:00:00Z' });
+    expect(until.validAt(Date.parse('2026-01-01T00:00:00Z'))).toBe(true);
+    expect(until.validAt(Date.parse('2026-01-01T00:00:01Z'))).toBe(false);
   });
 });
