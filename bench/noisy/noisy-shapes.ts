@@ -501,7 +501,7 @@ function shapesTable(
           }, {}),
         );
       rounds.push(
-        `${shape.name}${withBuild ? ` (${s.build.label})` : ''}, each round: beside A / alone ${beside.map(times).join(' / ')}; floor / alone ${floor.map(times).join(' / ')}; B's answers beside A: ${bStatuses(s.beside)}`,
+        `${shape.name}${withBuild ? ` (${s.build.label})` : ''}, each round: beside A / alone ${beside.map(times).join(' / ')}; floor / alone ${floor.map(times).join(' / ')}; B's answers alone: ${bStatuses(s.alone)}, beside A: ${bStatuses(s.beside)}, in the floor phase: ${bStatuses(s.bare)}`,
       );
     }
   }
