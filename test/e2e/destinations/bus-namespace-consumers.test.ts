@@ -8,19 +8,19 @@
  * twice. Duplicates are allowed only for messages fetched before a replica knew of A's consumer:
  * they are counted and printed, and bounded here by A's part of the room (an eighth of 1,000).
  */
-import { createServer, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { waitFor } from '../../support/waiting.js';
 import { listLetters } from '../dead-letters/support.js';
+import { startEventHandler, type EventHandler } from '../support/event-receiver.js';
 import { post, startIngester, tenantAuth, tenantRoute, type RunningIngester } from '../support/ingester.js';
 import { handoffConfig, startNats, untilDeadLettersOpen, type RunningNats } from '../support/nats-server.js';
 
 const A_REQUESTS = 1_200;
 
 let nats: RunningNats;
-let server: Server;
+let server: EventHandler;
 let base: string;
 const replicas: RunningIngester[] = [];
 const hanging: Array<{ res: ServerResponse; sources: string[] }> = [];
@@ -46,22 +46,15 @@ const configure = (c: Record<string, unknown>): void => {
 
 beforeAll(async () => {
   nats = await startNats();
-  server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
-      const events = (Array.isArray(parsed) ? parsed : [parsed]) as Array<{ source: string }>;
-      if (events.some((e) => e.source.startsWith('a-')) && !released)
-        return void hanging.push({ res, sources: events.map((e) => e.source) });
-      for (const e of events)
-        if (!deliveredAtMs.has(e.source)) deliveredAtMs.set(e.source, Date.now());
-        else twice++;
-      res.writeHead(200).end();
-    });
+  server = await startEventHandler((events, res) => {
+    if (events.some((e) => e.source.startsWith('a-')) && !released)
+      return void hanging.push({ res, sources: events.map((e) => e.source) });
+    for (const e of events)
+      if (!deliveredAtMs.has(e.source)) deliveredAtMs.set(e.source, Date.now());
+      else twice++;
+    res.writeHead(200).end();
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  base = server.url;
   for (let i = 0; i < 2; i++) {
     const ing = await startIngester(configure);
     replicas.push(ing);
@@ -72,8 +65,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const { res } of hanging.splice(0)) res.destroy();
   for (const ing of replicas) await ing.stop('SIGKILL');
-  server?.closeAllConnections();
-  await new Promise((r) => server?.close(r));
+  await server?.close();
   await nats?.stop();
 });
 

@@ -5,9 +5,9 @@
  * dead-lettered on its first failure. Kept on the replica that fetched them until the share has
  * room, they are delivered after a first failure like any other event.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
 import { waitFor } from '../../support/waiting.js';
+import { startEventHandler, type EventHandler } from '../support/event-receiver.js';
 import { post, startIngester, tenantAuth, tenantRoute, type RunningIngester } from '../support/ingester.js';
 import { handoffConfig, startNats, untilDeadLettersOpen, type RunningNats } from '../support/nats-server.js';
 import { listLetters } from '../dead-letters/support.js';
@@ -15,7 +15,7 @@ import { listLetters } from '../dead-letters/support.js';
 const A_REQUESTS = 24;
 
 let nats: RunningNats;
-let server: Server;
+let server: EventHandler;
 const replicas: RunningIngester[] = [];
 const delivered = new Set<string>();
 /** A's requests held open until released; then each of A's events fails once, then is taken. */
@@ -37,16 +37,8 @@ function answer(events: Array<{ source: string }>, res: ServerResponse): void {
 
 beforeAll(async () => {
   nats = await startNats();
-  server = createServer((req: IncomingMessage, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
-      answer((Array.isArray(parsed) ? parsed : [parsed]) as Array<{ source: string }>, res);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  server = await startEventHandler(answer);
+  const base = server.url;
   for (let i = 0; i < 2; i++) {
     const ing = await startIngester((c) => {
       handoffConfig(nats)(c);
@@ -71,8 +63,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const ing of replicas) await ing.stop('SIGKILL');
-  server?.closeAllConnections();
-  await new Promise((r) => server?.close(r));
+  await server?.close();
   await nats?.stop();
 });
 

@@ -8,11 +8,11 @@
  * dead-lettered (none of A's events failed). With a short `timeout` (ack_wait 5 s), the kept
  * messages outlive their ack_wait: told to be in progress, only those that failed come back.
  */
-import { createServer, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { waitFor } from '../../support/waiting.js';
+import { startEventHandler, type EventHandler } from '../support/event-receiver.js';
 import { post, startIngester, tenantAuth, tenantRoute, type RunningIngester } from '../support/ingester.js';
 import {
   handoffConfig,
@@ -53,7 +53,7 @@ describe.each<[string, Case]>([
   // A's hung requests fail every second; its kept messages wait past their 5 s ack_wait.
   ['A failing after 1 s, kept past ack_wait', { timeout: '1s', maxAttempts: 100, bRequests: 2 * B_REQUESTS }],
 ])('a namespace at its share of a bus destination: %s', (label, setting) => {
-  let server: Server;
+  let server: EventHandler;
   let ing: RunningIngester;
   const delivered = new Set<string>();
   const open: ServerResponse[] = [];
@@ -63,23 +63,16 @@ describe.each<[string, Case]>([
   const t = setting.timeout;
 
   beforeAll(async () => {
-    server = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
-        const events = (Array.isArray(parsed) ? parsed : [parsed]) as Array<{ source: string }>;
-        // A's events hang until the ingester's timeout; B's are taken at once.
-        if (events.some((e) => e.source.startsWith('a-'))) {
-          hung++;
-          return void open.push(res);
-        }
-        for (const e of events) delivered.add(e.source);
-        res.writeHead(200).end();
-      });
+    server = await startEventHandler((events, res) => {
+      // A's events hang until the ingester's timeout; B's are taken at once.
+      if (events.some((e) => e.source.startsWith('a-'))) {
+        hung++;
+        return void open.push(res);
+      }
+      for (const e of events) delivered.add(e.source);
+      res.writeHead(200).end();
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const base = server.url;
     ing = await startIngester((c) => {
       handoffConfig(nats)(c);
       c.destinations = [
@@ -100,8 +93,7 @@ describe.each<[string, Case]>([
 
   afterAll(async () => {
     await ing?.stop('SIGKILL');
-    server?.closeAllConnections();
-    await new Promise((r) => server?.close(r));
+    await server?.close();
   });
 
   const send = async (integration: string, source: string): Promise<void> => {

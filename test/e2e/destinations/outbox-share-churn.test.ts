@@ -7,11 +7,10 @@
  * events and the other namespace's keep being delivered.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { waitFor } from '../../support/waiting.js';
+import { startEventHandler, type EventHandler } from '../support/event-receiver.js';
 import { post, startIngester, tenantAuth, tenantRoute, type RunningIngester } from '../support/ingester.js';
 import { metricValue } from '../support/nats-server.js';
 
@@ -19,27 +18,20 @@ const A_REQUESTS = 40;
 const B_REQUESTS = 12;
 
 const dir = mkdtempSync(join(tmpdir(), 'intake-share-churn-'));
-let server: Server;
+let server: EventHandler;
 let base: string;
 let ing: RunningIngester;
 const delivered = new Set<string>();
 let hung = 0;
 
 beforeAll(async () => {
-  server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
-      const events = (Array.isArray(parsed) ? parsed : [parsed]) as Array<{ source: string }>;
-      // A's events hang until the ingester's timeout; B's are taken at once.
-      if (events.some((e) => e.source.startsWith('a-'))) return void hung++;
-      for (const e of events) delivered.add(e.source);
-      res.writeHead(200).end();
-    });
+  server = await startEventHandler((events, res) => {
+    // A's events hang until the ingester's timeout; B's are taken at once.
+    if (events.some((e) => e.source.startsWith('a-'))) return void hung++;
+    for (const e of events) delivered.add(e.source);
+    res.writeHead(200).end();
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  base = server.url;
   ing = await startIngester((c) => {
     c.spool = { path: dir };
     c.destinations = [
@@ -59,8 +51,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await ing?.stop('SIGKILL');
-  server?.closeAllConnections();
-  await new Promise((r) => server?.close(r));
+  await server?.close();
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -13,13 +13,13 @@
  * events, which only waited, are all delivered once A's receiver answers, none dead-lettered (no
  * attempt was spent by waiting).
  */
-import { createServer, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
 import { jest } from '@jest/globals';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { waitFor } from '../../support/waiting.js';
 import { listLetters } from '../dead-letters/support.js';
+import { startEventHandler, type EventHandler } from '../support/event-receiver.js';
 import { startIngester, tenantAuth, tenantRoute, type RunningIngester } from '../support/ingester.js';
 import { handoffConfig, startNats, untilDeadLettersOpen, type RunningNats } from '../support/nats-server.js';
 import { expectUnharmed, steadyTenant } from './support.js';
@@ -47,7 +47,7 @@ type Mode = 'hangs' | 'fails';
 describe.each<Mode>(['hangs', 'fails'])(
   "hostile neighbour: a bus destination's unacknowledged messages (A's receiver %s)",
   (mode) => {
-    let server: Server;
+    let server: EventHandler;
     let ing: RunningIngester;
     /** A's requests held open until released (mode hangs); afterwards A's events are taken at once. */
     const hanging: Array<{ res: ServerResponse; sources: string[] }> = [];
@@ -62,25 +62,18 @@ describe.each<Mode>(['hangs', 'fails'])(
     const b = `hn-ackpending-b-${mode}`;
 
     beforeAll(async () => {
-      server = createServer((req, res) => {
-        const chunks: Buffer[] = [];
-        req.on('data', (c: Buffer) => chunks.push(c));
-        req.on('end', () => {
-          const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
-          const events = (Array.isArray(parsed) ? parsed : [parsed]) as Array<{ source: string }>;
-          if (events.some((e) => e.source.startsWith('a-')) && !released) {
-            if (mode === 'hangs') return void hanging.push({ res, sources: events.map((e) => e.source) });
-            refusedA++;
-            return void res.writeHead(503).end('down for A');
-          }
-          for (const e of events)
-            if (!deliveredAtMs.has(e.source)) deliveredAtMs.set(e.source, Date.now());
-            else twice++;
-          res.writeHead(200).end();
-        });
+      server = await startEventHandler((events, res) => {
+        if (events.some((e) => e.source.startsWith('a-')) && !released) {
+          if (mode === 'hangs') return void hanging.push({ res, sources: events.map((e) => e.source) });
+          refusedA++;
+          return void res.writeHead(503).end('down for A');
+        }
+        for (const e of events)
+          if (!deliveredAtMs.has(e.source)) deliveredAtMs.set(e.source, Date.now());
+          else twice++;
+        res.writeHead(200).end();
       });
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const base = server.url;
       ing = await startIngester((c) => {
         handoffConfig(nats)(c);
         c.destinations = [
@@ -110,8 +103,7 @@ describe.each<Mode>(['hangs', 'fails'])(
     afterAll(async () => {
       for (const { res } of hanging.splice(0)) res.destroy();
       await ing?.stop('SIGKILL');
-      server?.closeAllConnections();
-      await new Promise((r) => server?.close(r));
+      await server?.close();
     });
 
     const post = (integration: string, source: string): Promise<number> =>

@@ -10,13 +10,12 @@
  * circuit, and every event of B's waited out the 30 s cool-off in the outbox.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { jest } from '@jest/globals';
 import { waitFor } from '../../support/waiting.js';
+import { startEventHandler } from '../support/event-receiver.js';
 import { startIngester, tenantAuth, tenantRoute, type RunningIngester } from '../support/ingester.js';
 import { expectUnharmed, steadyTenant, type SteadyResult } from './support.js';
 
@@ -37,31 +36,16 @@ interface SharedReceiver {
 
 async function startSharedReceiver(): Promise<SharedReceiver> {
   const r = { arrivedAtMs: new Map<string, number>(), failedForA: 0 };
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
-      const events = (Array.isArray(parsed) ? parsed : [parsed]) as Array<{ source: string }>;
-      if (events.some((e) => e.source.startsWith('a-'))) {
-        r.failedForA++;
-        res.writeHead(500).end('{"error":"cannot read this payload"}');
-        return;
-      }
-      for (const e of events) if (!r.arrivedAtMs.has(e.source)) r.arrivedAtMs.set(e.source, Date.now());
-      res.writeHead(200).end();
-    });
+  const server = await startEventHandler((events, res) => {
+    if (events.some((e) => e.source.startsWith('a-'))) {
+      r.failedForA++;
+      res.writeHead(500).end('{"error":"cannot read this payload"}');
+      return;
+    }
+    for (const e of events) if (!r.arrivedAtMs.has(e.source)) r.arrivedAtMs.set(e.source, Date.now());
+    res.writeHead(200).end();
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return Object.assign(r, {
-    url: `http://127.0.0.1:${port}/hooks`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  });
+  return Object.assign(r, { url: `${server.url}/hooks`, close: server.close });
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'intake-hn-breaker-'));

@@ -13,13 +13,12 @@
  * retries.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { jest } from '@jest/globals';
 import { waitFor } from '../../support/waiting.js';
+import { startEventHandler } from '../support/event-receiver.js';
 import { startIngester, tenantAuth, tenantRoute, type RunningIngester } from '../support/ingester.js';
 import { expectUnharmed, steadyTenant, type SteadyResult } from './support.js';
 
@@ -43,32 +42,17 @@ interface Receivers {
 
 async function startReceivers(): Promise<Receivers> {
   const r = { arrivedAtMs: { shared: new Map<string, number>(), 'b-own': new Map<string, number>() }, hung: 0 };
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
-      const events = (Array.isArray(parsed) ? parsed : [parsed]) as Array<{ source: string }>;
-      if (req.url === '/a-own' || events.some((e) => e.source.startsWith('a-'))) {
-        // Hangs: the ingester's timeout ends the request.
-        r.hung++;
-        return;
-      }
-      const seen = r.arrivedAtMs[req.url === '/shared' ? 'shared' : 'b-own'];
-      for (const e of events) if (!seen.has(e.source)) seen.set(e.source, Date.now());
-      res.writeHead(200).end();
-    });
+  const server = await startEventHandler((events, res, req) => {
+    if (req.url === '/a-own' || events.some((e) => e.source.startsWith('a-'))) {
+      // Hangs: the ingester's timeout ends the request.
+      r.hung++;
+      return;
+    }
+    const seen = r.arrivedAtMs[req.url === '/shared' ? 'shared' : 'b-own'];
+    for (const e of events) if (!seen.has(e.source)) seen.set(e.source, Date.now());
+    res.writeHead(200).end();
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return Object.assign(r, {
-    base: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  });
+  return Object.assign(r, { base: server.url, close: server.close });
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'intake-hn-inflight-'));

@@ -3,7 +3,13 @@
  * purpose: answers come from a script (a status with headers, or a connection reset), then from a
  * default; `refuse` picks events it always answers 400 for.
  */
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export type ScriptedAnswer = { status: number; headers?: Record<string, string>; body?: string } | 'reset';
@@ -72,4 +78,40 @@ export async function startEventReceiver(): Promise<EventReceiver> {
         server.close(() => resolve());
       }),
   });
+}
+
+/** A receiver whose answer the test decides per request: the events it was sent, parsed. */
+export interface EventHandler {
+  /** `http://127.0.0.1:<port>`, without a path: append one when the test tells receivers apart. */
+  url: string;
+  /** Closes every connection, releasing any response the handler left hanging, then the server. */
+  close(): Promise<void>;
+}
+
+/**
+ * An HTTP destination of our own on 127.0.0.1 that hands each request's events (a JSON array, or
+ * one object made an array of one) to `handle`, which answers `res` as the test needs: at once, with
+ * a failure, or never (a hanging receiver, held until the ingester's timeout or `close`).
+ */
+export async function startEventHandler<E = { source: string }>(
+  handle: (events: E[], res: ServerResponse, req: IncomingMessage) => void,
+): Promise<EventHandler> {
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
+      handle((Array.isArray(parsed) ? parsed : [parsed]) as E[], res, req);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
 }
