@@ -17,6 +17,18 @@ export function digestsEqual(a: Buffer, b: Buffer): boolean {
 }
 
 /**
+ * Whether `digest` equals the bytes of `buf` from `offset` on: every byte compared whatever the
+ * first differing one (constant time), and nothing allocated, since it runs on the request path
+ * (a view of the range, as digestsEqual would need, costs more than the comparison).
+ */
+export function digestEqualsAt(buf: Buffer, offset: number, digest: Buffer): boolean {
+  if (offset < 0 || buf.length < offset + digest.length) return false;
+  let diff = 0;
+  for (let i = 0; i < digest.length; i++) diff |= (buf[offset + i] as number) ^ (digest[i] as number);
+  return diff === 0;
+}
+
+/**
  * Whether two strings are equal, in time that depends on their length only (every character is
  * compared, nothing allocated: it runs on the request path), so a comparison never says how much
  * of a secret matched.

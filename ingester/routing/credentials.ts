@@ -4,7 +4,15 @@
  */
 import type { LRUCache } from 'lru-cache';
 import type { RouteCredential } from '../../api/route.js';
-import { digestsEqual, parseScrypt, sha256, sha256Hex, verifyScrypt, type ScryptParams } from '../../api/verifiers.js';
+import {
+  digestEqualsAt,
+  digestsEqual,
+  parseScrypt,
+  sha256,
+  sha256Hex,
+  verifyScrypt,
+  type ScryptParams,
+} from '../../api/verifiers.js';
 import { growingLru } from '../../common/growing-lru.js';
 
 const DIGEST_BYTES = 32;
@@ -70,10 +78,13 @@ export class CompiledCredential {
 
   /** Fast path for digest verifiers; callers use verifySlow for scrypt. */
   verifyFast(usernameDigest: Buffer, secretDigest: Buffer): boolean {
-    // Evaluate both comparisons whatever the first says, so timing does not reveal which failed.
-    const userOk = digestsEqual(this.usernameDigest, usernameDigest);
-    const known = this.secretDigest;
-    const secretOk = known !== undefined && digestsEqual(known, secretDigest);
+    // Evaluate both comparisons whatever the first says, so timing does not reveal which failed;
+    // in place in the one buffer (digestEqualsAt), since a view per digest would be allocated per request.
+    const userOk = usernameDigest.length === DIGEST_BYTES && digestEqualsAt(this.digests, 0, usernameDigest);
+    const secretOk =
+      this.digests.length === 2 * DIGEST_BYTES &&
+      secretDigest.length === DIGEST_BYTES &&
+      digestEqualsAt(this.digests, DIGEST_BYTES, secretDigest);
     return userOk && secretOk;
   }
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Route } from '../../../../api/route.js';
-import { hashScrypt, sha256, sha256Hex } from '../../../../api/verifiers.js';
+import { digestEqualsAt, hashScrypt, sha256, sha256Hex } from '../../../../api/verifiers.js';
 import { CompiledCredential, newVerifiedCache } from '../../../../ingester/routing/credentials.js';
 import { parseBasicAuth, soleHeader } from '../../../../ingester/auth/basic-auth.js';
 import { RouteTable, type RouteEntry } from '../../../../ingester/routing/route-table.js';
@@ -199,6 +199,10 @@ describe('CompiledCredential (both digests in one pooled buffer, absent bounds u
       expect(c.verifyFast(sha256('u'), sha256('pw'))).toBe(true);
       expect(c.verifyFast(sha256('u'), sha256('other'))).toBe(false);
       expect(c.verifyFast(sha256('v'), sha256('pw'))).toBe(false);
+      // A digest of another length (a truncated or longer value) never matches a prefix.
+      expect(c.verifyFast(sha256('u'), sha256('pw').subarray(0, 16))).toBe(false);
+      expect(c.verifyFast(sha256('u').subarray(0, 16), sha256('pw'))).toBe(false);
+      expect(c.verifyFast(sha256('u'), Buffer.concat([sha256('pw'), Buffer.alloc(1)]))).toBe(false);
       expect(c.usernameDigest.equals(sha256('u'))).toBe(true);
       expect(c.secretDigestHex).toBe(sha256Hex('pw'));
     }
@@ -222,5 +226,19 @@ describe('CompiledCredential (both digests in one pooled buffer, absent bounds u
     const until = new CompiledCredential({ username: 'u', secret, notAfter: '2026-01-01T00:00:00Z' });
     expect(until.validAt(Date.parse('2026-01-01T00:00:00Z'))).toBe(true);
     expect(until.validAt(Date.parse('2026-01-01T00:00:01Z'))).toBe(false);
+  });
+});
+
+describe('digestEqualsAt', () => {
+  it('compares a digest with the bytes at an offset, and nothing past the buffer', () => {
+    const both = Buffer.concat([sha256('u'), sha256('pw')]);
+    expect(digestEqualsAt(both, 0, sha256('u'))).toBe(true);
+    expect(digestEqualsAt(both, 32, sha256('pw'))).toBe(true);
+    expect(digestEqualsAt(both, 32, sha256('u'))).toBe(false);
+    expect(digestEqualsAt(both, 33, sha256('pw'))).toBe(false);
+    expect(digestEqualsAt(both, -1, sha256('u'))).toBe(false);
+    const lastByte = Buffer.from(sha256('pw'));
+    lastByte[31] = (lastByte[31] as number) ^ 1;
+    expect(digestEqualsAt(both, 32, lastByte)).toBe(false);
   });
 });
