@@ -358,6 +358,9 @@ describe('the mapping worker pool', () => {
           pool.run('n', limits, bytes({ n: 1 }), { tenant: 'a' }),
           pool.run('n', limits, bytes({ n: 1 }), { tenant: 'b' }),
         ]);
+        // The pool at rest: the idle worker, still starting after the warm-up on a slow machine,
+        // must not come ready in the middle of what follows and change where a's batch goes.
+        await waitFor('both workers ready', async () => pool.workers.every((w) => w.ready), 20_000, 5);
         const prompt = pool.workers.find((w) => w.cls === 'prompt')?.pid as number;
         const idle = pool.workers.find((w) => w.cls === 'idle')?.pid as number;
         // a's short payload takes the prompt worker; its four others wait (a's share is one
