@@ -60,11 +60,13 @@ $(NATS_SERVER):
 # Debian packages the tests run for real (binary:package): Prometheus as the remote write receiver,
 # Alertmanager for the mapping end-to-end test, jq for the shipped Nagios/Icinga notification script;
 # mmdebstrap and umoci build the image (make image); containerd, runc, the CNI plugins and
-# iptables make the test cluster's node; chromium is the browser the console tests drive (playwright-core).
+# iptables make the test cluster's node; chromium is the browser the console tests drive (playwright-core);
+# strace shows which thread flushes the dead letters' disk (dead-letters/flush-off-the-loop).
 # Installed when missing (CI runs as root).
 DEBIAN_TOOLS := /usr/bin/prometheus:prometheus /usr/bin/prometheus-alertmanager:prometheus-alertmanager /usr/bin/jq:jq \
   /usr/bin/mmdebstrap:mmdebstrap /usr/bin/umoci:umoci /usr/bin/containerd:containerd /usr/sbin/runc:runc \
-  /usr/lib/cni/bridge:containernetworking-plugins /usr/sbin/iptables:iptables /usr/bin/chromium:chromium
+  /usr/lib/cni/bridge:containernetworking-plugins /usr/sbin/iptables:iptables /usr/bin/chromium:chromium \
+  /usr/bin/strace:strace
 debian-tools:
 	@missing=""; for t in $(DEBIAN_TOOLS); do [ -x "$${t%%:*}" ] || missing="$$missing $${t##*:}"; done; \
 	if [ -n "$$missing" ]; then \

@@ -134,7 +134,7 @@ follow_on() {
     [ "$status" = 0 ] && status=$rc
   fi
 }
-if [ "$status" = 0 ] && [ -z "${BENCH_PROFILE:-}" ] && [ "${BENCH_SINGLE_ONLY:-}" != 1 ]; then
+if [ "$status" = 0 ] && [ -z "${BENCH_PROFILE:-}" ] && [ "${BENCH_SINGLE_ONLY:-}" != 1 ] && [ "${BENCH_MAPPED_ONLY:-}" != 1 ]; then
   # Tenants that cannot hurt each other (bench/noisy/noisy-neighbour.ts: tenant B beside tenant A at 10x
   # its limit with a hostile expression; the per-tenant limiter's cost; then the attack shapes, a
   # fresh ingester each, about 25 minutes in all with the defaults).

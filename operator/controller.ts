@@ -578,6 +578,13 @@ export class Controller {
       limits: this.limitsIn(namespace),
     };
     const plan = obj.kind === 'WebhookIntegration' ? await planWebhook(obj, ctx) : await planApiKey(obj, ctx);
+    if (plan.credentials && !ctx.existingCredentials && existingRouteSecret && !(await this.stillLive(obj))) {
+      // Its published credentials Secret is gone: deleted by hand, or by the garbage collector
+      // because the resource itself was deleted and the cache has not shown that yet. Only a live
+      // read tells the two apart; regenerating for a deleted resource would write a Secret and a
+      // route that outlive it. The deletion's own watch event removes the route.
+      return undefined;
+    }
     // One after the other: a credentials Secret the cache has not shown yet fails its create (409)
     // before a route for a password nobody holds replaces the published one.
     await this.applyCredentials(obj, plan, ctx.existingCredentials);
@@ -587,6 +594,12 @@ export class Controller {
     for (const notice of plan.notices) await this.writer.recordEvent(obj, notice.type, notice.reason, notice.message);
     const requeueAfterMs = Math.min(plan.requeueAfterMs ?? Infinity, receiving?.recheckAfterMs ?? Infinity);
     return requeueAfterMs !== Infinity ? { requeueAfterMs } : undefined;
+  }
+
+  /** Whether the API server still has this very resource (same UID) and it is not being deleted. */
+  private async stillLive(obj: IntakeResource): Promise<boolean> {
+    const live = await this.writer.readCustom(obj.kind, obj.metadata.namespace as string, obj.metadata.name as string);
+    return live !== undefined && live.metadata.uid === obj.metadata.uid && !live.metadata.deletionTimestamp;
   }
 
   /** The Receiving condition (spec.expectEventsWithin), from the merged activity or what the status holds. */

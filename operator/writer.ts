@@ -54,6 +54,22 @@ export class Writer {
     }
   }
 
+  /** The resource as the API server has it now (a quorum read, not the cache), or undefined when it is gone. */
+  async readCustom(kind: keyof typeof PLURALS, namespace: string, name: string): Promise<CustomResource | undefined> {
+    try {
+      return (await this.custom.getNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        plural: PLURALS[kind],
+        namespace,
+        name,
+      })) as CustomResource;
+    } catch (err) {
+      if (statusOf(err) === 404) return undefined;
+      throw err;
+    }
+  }
+
   /** Returns the resource as written. */
   async patchStatus(obj: CustomResource, status: object): Promise<CustomResource> {
     return (await this.custom.patchNamespacedCustomObjectStatus(

@@ -132,25 +132,48 @@ export async function evaluateHere(
   expr: jsonata.Expression,
   body: unknown,
   limits: MappingLimits,
-  keepJson = false,
-): Promise<MappingResult & { json?: string }> {
+): Promise<MappingResult> {
   const started = threadCpuMicros();
   try {
-    const result: unknown = await expr.evaluate(body);
-    const items = result === undefined ? [] : Array.isArray(result) ? [...result] : [result];
+    const items = itemsOf(await expr.evaluate(body));
     const { bytes, parts } = measureOutput(items, limits);
-    const out: MappingResult & { json?: string } = {
-      items,
-      cpuMs: (threadCpuMicros() - started) / 1000,
-      outputBytes: bytes,
-      texts: parts,
-    };
-    if (keepJson) out.json = `[${parts.join(',')}]`;
-    return out;
+    return { items, cpuMs: (threadCpuMicros() - started) / 1000, outputBytes: bytes, texts: parts };
   } catch (err) {
     throw withCpu(MappingError.from(err), (threadCpuMicros() - started) / 1000);
   }
 }
+
+/**
+ * For a mapping worker: evaluates, output measured, and returns the events as one JSON array's
+ * text. No clock is read here: the worker reads its process's CPU time between payloads, which is
+ * what it answers with and what the pool's deadline counts (errors are MappingError without cpuMs).
+ */
+export async function evaluateToJson(
+  expr: jsonata.Expression,
+  body: unknown,
+  limits: MappingLimits,
+): Promise<{ json: string; count: number; outputBytes: number }> {
+  let items: unknown[];
+  try {
+    items = itemsOf(await expr.evaluate(body));
+  } catch (err) {
+    throw MappingError.from(err);
+  }
+  return eventsAsJson(items, limits);
+}
+
+/** Events as one JSON array's text, their output measured (throws past limits.maxOutputBytes). */
+export function eventsAsJson(
+  items: readonly unknown[],
+  limits: MappingLimits,
+): { json: string; count: number; outputBytes: number } {
+  const { bytes, parts } = measureOutput(items, limits);
+  return { json: `[${parts.join(',')}]`, count: items.length, outputBytes: bytes };
+}
+
+/** An expression's result as events: nothing, one, or each of an array's. */
+const itemsOf = (result: unknown): unknown[] =>
+  result === undefined ? [] : Array.isArray(result) ? [...result] : [result];
 
 /**
  * Counts the events and the bytes they take as JSON, one event at a time, and stops at the first

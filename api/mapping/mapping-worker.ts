@@ -12,24 +12,37 @@
  * The argument is what the pool says when it could not start the worker under SCHED_IDLE (the
  * worker then lowers itself to nice 19 and reports it).
  */
-import type { MappingLimits } from './engine.js';
+import type { Expression } from 'jsonata';
+import type { DirectMapping } from './direct.js';
+import type { MappingError as EvaluationError, MappingLimits } from './engine.js';
 import { settleWorkerPriority, type WorkerPriority } from './worker-priority.js';
 
 const priority = settleWorkerPriority(process.argv[2] ?? 'not started through chrt');
-const { compileCached, countProcessCpu, evaluateHere, MappingError, processCpuMicros } = await import('./engine.js');
+const { compileCached, countProcessCpu, eventsAsJson, evaluateToJson, MappingError, processCpuMicros } =
+  await import('./engine.js');
+const { directMapping } = await import('./direct.js');
 const { RULES_TASK, evaluateRulesTask } = await import('../routing-rules-task.js');
 countProcessCpu();
 
-/** One evaluation: the expression, its limits and the payload as UTF-8 JSON. */
-export interface WorkerTask {
-  id: number;
+/** An expression a batch's payloads are evaluated with: its source and limits, sent once per batch. */
+export interface WorkerExpression {
   source: string;
   limits: MappingLimits;
+}
+
+/** One evaluation: its expression (an index into the batch's expressions) and the payload as UTF-8 JSON. */
+export interface WorkerTask {
+  id: number;
+  expression: number;
   json: Uint8Array;
 }
 
-/** What the pool sends: payloads to evaluate in this order. */
+/**
+ * What the pool sends: payloads to evaluate in this order. Each distinct expression goes once,
+ * not once per payload: the batch's payloads mostly share one (one tenant's, often one integration's).
+ */
 export interface WorkerTasks {
+  expressions: WorkerExpression[];
   tasks: WorkerTask[];
 }
 
@@ -38,9 +51,12 @@ export interface WorkerYield {
   yield: true;
 }
 
-/** One payload's answer. */
+/**
+ * One payload's answer; the events as JSON text (a string crosses the channel for less than
+ * bytes: no buffer to allocate on either side, no encoding here or decoding there).
+ */
 export type WorkerReply =
-  | { id: number; ok: true; json: Uint8Array; count: number; cpuMs: number; outputBytes: number }
+  | { id: number; ok: true; json: string; count: number; cpuMs: number; outputBytes: number }
   | { id: number; ok: false; code: string; message: string; position?: number; token?: string; cpuMs: number };
 
 /** A batch's answers; every message carries the worker's whole CPU time so far, ms (the pool's deadline counts from it). */
@@ -61,7 +77,6 @@ const send = process.send?.bind(process);
 if (!send) throw new Error('mapping-worker.js runs as a child process with an IPC channel (worker-pool.ts starts it)');
 
 const utf8 = new TextDecoder('utf-8');
-const utf8Encoder = new TextEncoder();
 
 /** Set by a yield message: the batch under way stops after its current payload. */
 let yieldAsked = false;
@@ -73,48 +88,77 @@ process.on('message', (message: WorkerTasks | WorkerYield) => {
   }
   // A yield meant for an earlier batch (it crossed that batch's answers) does not stop this one.
   yieldAsked = false;
-  void evaluateAll(message.tasks).then((replies) =>
-    send({ replies, processCpuMs: processCpuMicros() / 1000 } satisfies WorkerAnswers),
+  void evaluateAll(message).then(({ replies, processCpuMs }) =>
+    send({ replies, processCpuMs } satisfies WorkerAnswers),
   );
 });
 // The pool closes the channel (or is gone): nothing more to do.
 process.on('disconnect', () => process.exit(0));
 send({ ready: true, priority, processCpuMs: processCpuMicros() / 1000 } satisfies WorkerReady);
 
-/** The batch in order; those after a yield are left out (the pool queues them again). */
-async function evaluateAll(tasks: WorkerTask[]): Promise<WorkerReply[]> {
+/** A batch's expression, ready to run: compiled once per batch (a JSONata one), or a routing rules task. */
+type Prepared =
+  | { kind: 'rules'; source: string }
+  | { kind: 'jsonata'; expr: Expression; limits: MappingLimits; direct: DirectMapping | undefined };
+
+/**
+ * The batch in order; those after a yield are left out (the pool queues them again). The process's
+ * CPU time is read once between payloads: the end of one is the start of the next (a payload is
+ * charged the turn of the event loop before it too), and the last reading is the batch's answer's.
+ */
+async function evaluateAll(batch: WorkerTasks): Promise<WorkerAnswers> {
+  // Read before the expressions are prepared: a compilation (a new expression) is charged to the first payload.
+  let cpuMicros = processCpuMicros();
+  const prepared: (Prepared | EvaluationError)[] = batch.expressions.map(prepare);
   const replies: WorkerReply[] = [];
-  for (const task of tasks) {
+  for (const task of batch.tasks) {
     // A turn of the event loop between payloads, so that a yield message can arrive.
     if (replies.length > 0) await new Promise((resolve) => setImmediate(resolve));
     if (yieldAsked) break;
-    replies.push(await evaluate(task));
+    const reply = await evaluate(task, prepared[task.expression]);
+    const now = processCpuMicros();
+    reply.cpuMs = (now - cpuMicros) / 1000;
+    replies.push(reply);
+    cpuMicros = now;
   }
-  return replies;
+  return { replies, processCpuMs: cpuMicros / 1000 };
 }
 
-async function evaluate(task: WorkerTask): Promise<WorkerReply> {
-  const started = processCpuMicros();
-  const cpu = (): { cpuMs: number } => ({ cpuMs: (processCpuMicros() - started) / 1000 });
+/** Compiles a batch's expression once (from the cache, after the first batch); a syntax error fails its payloads. */
+function prepare(e: WorkerExpression): Prepared | EvaluationError {
+  if (e.source.startsWith(RULES_TASK)) return { kind: 'rules', source: e.source };
   try {
+    const expr = compileCached(e.source, e.limits);
+    return { kind: 'jsonata', expr, limits: e.limits, direct: directMapping(expr, e.limits) };
+  } catch (err) {
+    return MappingError.from(err);
+  }
+}
+
+/** One payload's answer; its cpuMs is filled in by the caller, which reads the clock. */
+async function evaluate(task: WorkerTask, expression: Prepared | EvaluationError | undefined): Promise<WorkerReply> {
+  try {
+    if (expression === undefined) throw new MappingError('INTAKE_EVALUATION', 'the payload names no expression');
+    if (expression instanceof MappingError) throw expression;
     // An integration's routing rules (routing-rules-task.ts), not an expression.
-    if (task.source.startsWith(RULES_TASK)) {
-      const answer = evaluateRulesTask(task.source, utf8.decode(task.json));
-      const json = utf8Encoder.encode(answer.json);
-      return { id: task.id, ok: true, json, count: answer.count, outputBytes: json.byteLength, ...cpu() };
+    if (expression.kind === 'rules') {
+      const answer = evaluateRulesTask(expression.source, utf8.decode(task.json));
+      return {
+        id: task.id,
+        ok: true,
+        json: answer.json,
+        count: answer.count,
+        outputBytes: Buffer.byteLength(answer.json),
+        cpuMs: 0,
+      };
     }
     // The ingester already refused bodies that are not JSON or nest too deep.
     const body: unknown = JSON.parse(utf8.decode(task.json));
-    const result = await evaluateHere(compileCached(task.source, task.limits), body, task.limits, true);
-    const json = utf8Encoder.encode(result.json ?? '[]');
-    return {
-      id: task.id,
-      ok: true,
-      json,
-      count: result.items.length,
-      outputBytes: result.outputBytes,
-      ...cpu(),
-    };
+    // The simplest expressions without JSONata's interpreter, the same result (direct.ts).
+    const items = expression.direct?.(body);
+    if (items) return { id: task.id, ok: true, ...eventsAsJson(items, expression.limits), cpuMs: 0 };
+    const result = await evaluateToJson(expression.expr, body, expression.limits);
+    return { id: task.id, ok: true, ...result, cpuMs: 0 };
   } catch (err) {
     const e = MappingError.from(err);
     return {
@@ -124,7 +168,7 @@ async function evaluate(task: WorkerTask): Promise<WorkerReply> {
       message: e.message,
       ...(e.position !== undefined ? { position: e.position } : {}),
       ...(e.token !== undefined ? { token: e.token } : {}),
-      ...cpu(),
+      cpuMs: 0,
     };
   }
 }

@@ -9,11 +9,14 @@
  */
 import { parseEvents } from '../../ingester/core/event.js';
 import { annotationsOf, labelsOf, type PostableAlert } from '../../ingester/destinations/alertmanager/alerts.js';
-import { MAX_ALERTS_PER_POST } from '../../ingester/destinations/alertmanager/alertmanager-destination.js';
+import {
+  ALERTMANAGER_CONNECTIONS,
+  MAX_ALERTS_PER_POST,
+} from '../../ingester/destinations/alertmanager/alertmanager-destination.js';
 import { destinationEvent } from './destination-events.js';
 
 /** intake's Alertmanager destination posts over at most this many connections. */
-const CONNECTIONS = 4;
+const CONNECTIONS = ALERTMANAGER_CONNECTIONS;
 
 /** The alerts intake posts for events first..first+n-1, normalised as intake normalises them. */
 function alertsFor(first: number, n: number, endsAt: string): PostableAlert[] {

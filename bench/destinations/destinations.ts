@@ -19,7 +19,10 @@ import { createServer, type Server } from 'node:http';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { MAX_ALERTS_PER_POST } from '../../ingester/destinations/alertmanager/alertmanager-destination.js';
+import {
+  ALERTMANAGER_CONNECTIONS,
+  MAX_ALERTS_PER_POST,
+} from '../../ingester/destinations/alertmanager/alertmanager-destination.js';
 import { ROOT } from '../../test/support/paths.js';
 import { freePort } from '../../test/support/ports.js';
 import { waitFor } from '../../test/support/waiting.js';
@@ -520,7 +523,7 @@ async function main(): Promise<void> {
     ...(ceiling
       ? [
           '',
-          `Alertmanager alone, the ceiling of the Alertmanager rows: the alerts intake sends for ${EVENTS} such events (new alerts, intake's own labels and annotations), posted straight to a fresh Alertmanager on CPU 1 in batches of ${MAX_ALERTS_PER_POST} over 4 connections from a client on CPU 0: **${ceiling.perSecond.toFixed(0)} alerts/s**, Alertmanager at ${ceiling.cpuPercent.toFixed(0)}% of its core (${ceiling.perCpuSecond.toFixed(0)} alerts per Alertmanager CPU-second).${NATS_CPU === '1' ? ' In the Alertmanager rows nats-server shares that core too.' : ''}${ceilings.size > 1 ? ` (the lower of the ${ceilings.size} measured, each right before its case)` : ''}`,
+          `Alertmanager alone, the ceiling of the Alertmanager rows: the alerts intake sends for ${EVENTS} such events (new alerts, intake's own labels and annotations), posted straight to a fresh Alertmanager on CPU 1 in batches of ${MAX_ALERTS_PER_POST} over ${ALERTMANAGER_CONNECTIONS} connections from a client on CPU 0: **${ceiling.perSecond.toFixed(0)} alerts/s**, Alertmanager at ${ceiling.cpuPercent.toFixed(0)}% of its core (${ceiling.perCpuSecond.toFixed(0)} alerts per Alertmanager CPU-second).${NATS_CPU === '1' ? ' In the Alertmanager rows nats-server shares that core too.' : ''}${ceilings.size > 1 ? ` (the lower of the ${ceilings.size} measured, each right before its case)` : ''}`,
         ]
       : []),
     ...(bare

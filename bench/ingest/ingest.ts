@@ -66,6 +66,45 @@ import { DIR, DURATION_S, log, NO_PRESETS, OK_EVENT, PROFILE, WARMUP_S } from '.
 
 /** BENCH_SINGLE_ONLY=1: scenario 1 alone (the ingester, the floor and Alertmanager, in turn), then its table. */
 const SINGLE_ONLY = process.env.BENCH_SINGLE_ONLY === '1';
+/**
+ * BENCH_MAPPED_ONLY=1: the custom mapping against unmapped single events alone (alternately, medians
+ * of BENCH_RUNS), then their ratio round by round; with BENCH_COMPARE_ENTRY, the same two on an
+ * ingester of that build too, in the same rounds (a before and after).
+ */
+const MAPPED_ONLY = process.env.BENCH_MAPPED_ONLY === '1';
+
+/** BENCH_MAPPED_ONLY=1: the custom-mapping ratio, nothing else. */
+async function mappedOnly(): Promise<void> {
+  const s = await prepare();
+  log(`work dir ${DIR}; ${machine()}; mapped single events against unmapped ones only`);
+  const ingester = await startIngester(s);
+  await checkIngester(s);
+  await checkMapping(s);
+  const t = targets(s, { ingester });
+  const compareEntry = process.env.BENCH_COMPARE_ENTRY || undefined;
+  const compared = compareEntry ? await startComparedIngester(s, deployedNodeFlags(), compareEntry) : undefined;
+  const pairs: Array<[string, Target, Target]> = [['this build', t.single, t.mapped]];
+  if (compared) {
+    const mapped = { ...compared.target, label: `${compared.target.label}, custom mapping` };
+    mapped.url = compared.target.url.replace(/webhook_bench$/, 'webhook_bench-mapped');
+    mapped.bodyFile = s.bodies.raw;
+    pairs.push([compareEntry as string, compared.target, mapped]);
+  }
+  const results = await measure(...pairs.flatMap(([, single, mapped]) => [single, mapped]));
+  const lines = pairs.map(([name], i) => {
+    const [unmapped, mapped] = [results[2 * i], results[2 * i + 1]] as [Measured, Measured];
+    const rounds = unmapped.runs.map((u, j) => `${f(((mapped.runs[j]?.rps ?? 0) / u.rps) * 100, 1)}%`).join(' / ');
+    return `${name}: unmapped ${f(unmapped.rps)} requests/s, custom mapping ${f(mapped.rps)} requests/s (ingester CPU, each round: ${mapped.runs.map((w) => f(w.serverCpu)).join(' / ')}%; CPU 0 busy ${mapped.runs.map((w) => f(w.serverCpuBusy)).join(' / ')}%): ${f((mapped.rps / unmapped.rps) * 100, 1)}% of unmapped (medians; rounds ${rounds}); peak RSS ${f(peakRssMiB(i === 0 ? ingester : (compared as { server: Server }).server))} MiB`;
+  });
+  // Workers killed, dead or retired during the runs (a retired demoted worker counts as none).
+  const metrics = await request(`http://127.0.0.1:${s.ports.admin}/metrics`, {}, 5000);
+  const restarts = /^intake_mapping_worker_restarts_total(?:\{[^}]*\})? (\S+)$/m.exec(metrics.text)?.[1] ?? '0';
+  lines.push(`this build's mapping workers lost (killed or dead) during the runs: ${restarts}`);
+  const text = lines.join('\n');
+  process.stdout.write(`${text}\n`);
+  if (process.env.BENCH_OUT) writeFileSync(process.env.BENCH_OUT, `${text}\n`);
+  await stopAll();
+}
 
 async function benchmark(): Promise<void> {
   const s = await prepare();
@@ -278,7 +317,7 @@ process.on('exit', () => {
 });
 
 const started = Date.now();
-(PROFILE ? profile(PROFILE) : benchmark())
+(PROFILE ? profile(PROFILE) : MAPPED_ONLY ? mappedOnly() : benchmark())
   .then(
     () => log(`done in ${((Date.now() - started) / 1000).toFixed(0)} s`),
     (err: Error) => {

@@ -395,8 +395,8 @@ function targetTable(r: Results, md: boolean): string {
     [
       'single event: custom mapping / unmapped requests/s',
       `${f((mapped.rps / unmapped.rps) * 100, 1)}%`,
-      '>= 60%',
-      verdict(mapped.rps >= 0.6 * unmapped.rps),
+      '>= 50%',
+      verdict(mapped.rps >= 0.5 * unmapped.rps),
     ],
     [
       '100,000 series: /metrics/ingested render, median',

@@ -132,7 +132,11 @@ export const mappedRoute = (name: string, mapping: Record<string, string>) => ({
 export const MAPPED_ROUTES = [
   mappedRoute('bench-am', { preset: 'alertmanager' }),
   mappedRoute('bench-mapped', {
-    expression: '{"source": host, "severity": level, "class": "cpu", "type": "high", "description": msg}',
+    // BENCH_MAPPED_EXPRESSION: another expression for the custom mapping (it must map the raw event
+    // to the same event), e.g. one JSONata's interpreter must evaluate: `$string(host)` for `host`.
+    expression:
+      process.env.BENCH_MAPPED_EXPRESSION ||
+      '{"source": host, "severity": level, "class": "cpu", "type": "high", "description": msg}',
   }),
   // One route per preset (bench/ingest/presets.ts).
   ...PRESET_ROUTES,

@@ -40,6 +40,7 @@ import {
   pinnedIngester,
   processCpuSeconds,
   runBenchmark,
+  BENCH_EVENT,
 } from '../support/processes.js';
 
 const DURATION_S = Number(process.env.BENCH_SIG_DURATION ?? 5);
@@ -56,13 +57,7 @@ const SW_SECRET = 'whsec_' + Buffer.alloc(32, 5).toString('base64');
 const dir = mkdtempSync(join(process.env.BENCH_DIR || tmpdir(), 'intake-bench-signatures-'));
 const log = (m: string): void => void process.stderr.write(`bench: ${m}\n`);
 
-const EVENT = JSON.stringify({
-  source: 'web-01.example.com',
-  severity: 'critical',
-  class: 'cpu',
-  type: 'high',
-  description: 'CPU above 95%',
-});
+const EVENT = BENCH_EVENT;
 
 const route = (name: string, extra: Record<string, unknown>) => ({
   apiVersion: 'intake.dev/v1alpha1',

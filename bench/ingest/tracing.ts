@@ -44,6 +44,7 @@ import {
   procStatusKiB,
   processCpuSeconds,
   runBenchmark,
+  BENCH_EVENT,
 } from '../support/processes.js';
 
 const DURATION_S = Number(process.env.BENCH_TRACING_DURATION ?? 5);
@@ -55,13 +56,7 @@ const TRACEPARENTS = 20_000;
 const dir = mkdtempSync(join(process.env.BENCH_DIR || tmpdir(), 'intake-bench-tracing-'));
 const log = (m: string): void => void process.stderr.write(`bench: ${m}\n`);
 
-const EVENT = JSON.stringify({
-  source: 'web-01.example.com',
-  severity: 'critical',
-  class: 'cpu',
-  type: 'high',
-  description: 'CPU above 95%',
-});
+const EVENT = BENCH_EVENT;
 
 interface Target {
   name: string;

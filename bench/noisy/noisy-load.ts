@@ -13,7 +13,7 @@ import { median } from '../../test/support/stats.js';
 import { ROOT } from '../../test/support/paths.js';
 import { freePort } from '../../test/support/ports.js';
 import { waitFor } from '../../test/support/waiting.js';
-import { canConnect, startPinnedIngester, stopProcess, track } from '../support/processes.js';
+import { BENCH_EVENT, canConnect, startPinnedIngester, stopProcess, track } from '../support/processes.js';
 
 export const A_POLICY = process.env.BENCH_NOISY_A_POLICY ?? 'idle';
 if (!['idle', 'nice19'].includes(A_POLICY))
@@ -22,13 +22,7 @@ if (!['idle', 'nice19'].includes(A_POLICY))
 const BACKGROUND = A_POLICY === 'idle' ? ['chrt', '--idle', '0'] : ['nice', '-n', '19'];
 
 /** Tenant B's (and the rate attack's) single event. */
-export const EVENT = JSON.stringify({
-  source: 'web-01.example.com',
-  severity: 'critical',
-  class: 'cpu',
-  type: 'high',
-  description: 'CPU above 95%',
-});
+export const EVENT = BENCH_EVENT;
 
 /** What a load got back: answers by status, and requests that got none (closed, timed out). */
 export interface Answers {
@@ -107,7 +101,10 @@ export const load = (o: {
     },
   );
 
-/** An ingester of the built tree at `root` on CPU 0 (log sink to a file), once /readyz says ready. */
+/**
+ * An ingester of the built tree at `root` on CPU 0 (log sink to a file), once /readyz says ready;
+ * its stdout (its log; --trace-gc's lines) in `dir`/ingester-PORT.stdout.
+ */
 export async function startNoisyIngester(o: {
   label: string;
   root: string;
@@ -133,6 +130,8 @@ export async function startNoisyIngester(o: {
   const child = await startPinnedIngester(`ingester (${o.label})`, join(o.dir, `noisy-${port}.yaml`), admin, {
     nodeFlags: ['--max-semi-space-size=4', ...o.nodeFlags],
     root: o.root,
+    // Kept beside the config: what --trace-gc (BENCH_NOISY_FLAGS) or the ingester's log says.
+    stdoutFile: join(o.dir, `ingester-${port}.stdout`),
   });
   return { child, port, admin };
 }

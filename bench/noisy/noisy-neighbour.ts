@@ -43,7 +43,9 @@
  *   BENCH_NOISY_BARE       0: no "bare" phase (default 1)
  *   BENCH_NOISY_COMPARE    a second build's root (with dist/cmd/intake.js), e.g. the commit before a
  *                          change: both ingesters are measured in the same rounds, taking turns
- *   BENCH_NOISY_FLAGS      extra node flags for this build's ingester (space-separated)
+ *   BENCH_NOISY_FLAGS      extra node flags for this build's ingester (space-separated); each
+ *                          ingester's stdout (--trace-gc's lines) is kept in the run's directory
+ *                          (BENCH_DIR, else the system's temporary one) as ingester-PORT.stdout
  *   BENCH_NOISY_COMPARE_FLAGS  the same for the compared build's ingester (with BENCH_NOISY_COMPARE,
  *                          which may be this build's root to compare flags alone)
  *   BENCH_NOISY_COST       0: skip the limiter's cost (wrk at saturation; default 1)

@@ -46,6 +46,7 @@ import {
   EVENT,
   load,
   onLoadCpu,
+  pooledP99,
   refusals,
   runJson,
   startNoisyIngester,
@@ -430,6 +431,9 @@ export async function shapesReport(o: {
         return { b, ...(a ? { a } : {}) };
       };
       for (const s of subjects) await phase(s, s.port); // warm-up, A beside B
+      // The bare server warmed up too: a cold one answered A slower in the first floor phase, a
+      // floor that moved round by round (3.8-6.4x of B alone in the first round, not after).
+      await phase(subjects[0] as Subject, bare.port);
       for (let i = 0; i < o.runs; i++) {
         // With two builds, they take turns, and the one that goes first alternates round by round.
         for (const s of i % 2 === 0 ? subjects : [...subjects].reverse()) {
@@ -454,6 +458,8 @@ export async function shapesReport(o: {
   return shapesTable(o, measured);
 }
 
+/** B's requests slower than this are counted per phase kind (pooled over the rounds). */
+const SLOW_MS = 5;
 const f = (n: number, d = 2): string => (Number.isFinite(n) ? n.toFixed(d) : 'n/a');
 const times = (r: number): string => (Number.isFinite(r) ? `${f(r)}x` : 'n/a');
 /** B's p99 of a phase; none when not one of B's requests was answered (all timed out). */
@@ -467,7 +473,7 @@ function shapesTable(
 ): string[] {
   const withBuild = o.builds.length > 1;
   const lines = [
-    `Noisy neighbour, attack shapes. ${o.machine()}; each shape on a fresh ingester on CPU 0 (log sink to a file), the load on CPU 1 (A's generators and the remote write receiver under SCHED_IDLE). ${o.seconds} s phases "B alone", "B beside A" and the bare floor (A's same attack against a bare node:http server on the ingester's core at its priority, answering what the ingester answered one of A's requests, while B posts to the ingester) in turn, each after the ingester went quiet; ${o.runs} rounds per shape after one warm-up phase beside A${withBuild ? ', the builds taking turns' : ''}. B's p99 from when each request was due (open loop). The ratios are medians over the ${o.runs} rounds of each round's ratio; the quotient is (beside A / alone) / (floor / alone); wanted: at most ${TARGET}, and no refusal of B in any phase (refusals: answers other than 200, and requests without an answer; n/a: a phase in which none of B's requests was answered).`,
+    `Noisy neighbour, attack shapes. ${o.machine()}; each shape on a fresh ingester on CPU 0 (log sink to a file), the load on CPU 1 (A's generators and the remote write receiver under SCHED_IDLE). ${o.seconds} s phases "B alone", "B beside A" and the bare floor (A's same attack against a bare node:http server on the ingester's core at its priority, answering what the ingester answered one of A's requests, while B posts to the ingester) in turn, each after the ingester went quiet; ${o.runs} rounds per shape after one warm-up phase beside A and one beside the bare server${withBuild ? ', the builds taking turns' : ''}. B's p99 from when each request was due (open loop). The ratios are medians over the ${o.runs} rounds of each round's ratio; the quotient is (beside A / alone) / (floor / alone); wanted: at most ${TARGET}, and no refusal of B in any phase (refusals: answers other than 200, and requests without an answer; n/a: a phase in which none of B's requests was answered).`,
     '',
     ...measured.map(({ shape }) => `- ${shape.name}: ${shape.attack}; B: ${shape.bDoes}.`),
     '',
@@ -500,8 +506,13 @@ function shapesTable(
             return sum;
           }, {}),
         );
+      // B's samples pooled over the rounds: one slow phase (a major collection, another process on
+      // the core) moves one round's p99 several-fold, the pooled one far less.
+      const [pAlone, pBeside, pBare] = [s.alone, s.beside, s.bare].map(pooledP99) as [number, number, number];
+      const slow = (ls: Load[]): number =>
+        ls.reduce((n, l) => n + (l.samples ?? []).filter((us) => us > SLOW_MS * 1000).length, 0);
       rounds.push(
-        `${shape.name}${withBuild ? ` (${s.build.label})` : ''}, each round: beside A / alone ${beside.map(times).join(' / ')}; floor / alone ${floor.map(times).join(' / ')}; B's answers alone: ${bStatuses(s.alone)}, beside A: ${bStatuses(s.beside)}, in the floor phase: ${bStatuses(s.bare)}`,
+        `${shape.name}${withBuild ? ` (${s.build.label})` : ''}, each round: beside A / alone ${beside.map(times).join(' / ')}; floor / alone ${floor.map(times).join(' / ')}; pooled over the rounds, B's p99 ${f(pAlone)} / ${f(pBeside)} / ${f(pBare)} ms, beside A / alone ${times(pBeside / pAlone)}, floor / alone ${times(pBare / pAlone)}, quotient ${times(pBeside / pBare)}, B's requests over ${SLOW_MS} ms ${slow(s.alone)} / ${slow(s.beside)} / ${slow(s.bare)}; B's answers alone: ${bStatuses(s.alone)}, beside A: ${bStatuses(s.beside)}, in the floor phase: ${bStatuses(s.bare)}`,
       );
     }
   }

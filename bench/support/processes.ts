@@ -5,7 +5,7 @@
  * understands: 1 on failure, 130 on SIGINT, 143 when its time limit sends SIGTERM).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { alertmanagerArgs, alertmanagerConfig } from '../../test/e2e/support/alertmanager.js';
@@ -20,9 +20,20 @@ const stderrTails = new WeakMap<ChildProcess, () => string>();
 /** The last 4,000 characters a server started by pinnedServer wrote to stderr. */
 export const stderrTail = (child: ChildProcess): string => stderrTails.get(child)?.() ?? '';
 
-/** Starts `cmd` on CPU `cpu` (taskset); its stderr tail is printed if it exits with an error. */
-export function pinnedServer(name: string, cpu: string, cmd: string, args: string[]): ChildProcess {
-  const child = spawn('taskset', ['-c', cpu, cmd, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+/**
+ * Starts `cmd` on CPU `cpu` (taskset); its stderr tail is printed if it exits with an error. Its
+ * stdout is dropped, or kept in `stdoutFile` (node's --trace-gc writes there).
+ */
+export function pinnedServer(
+  name: string,
+  cpu: string,
+  cmd: string,
+  args: string[],
+  stdoutFile?: string,
+): ChildProcess {
+  const stdout = stdoutFile === undefined ? 'ignore' : openSync(stdoutFile, 'a');
+  const child = spawn('taskset', ['-c', cpu, cmd, ...args], { stdio: ['ignore', stdout, 'pipe'] });
+  if (typeof stdout === 'number') closeSync(stdout);
   let stderr = '';
   child.stderr?.on('data', (d) => (stderr = (stderr + d).slice(-4000)));
   stderrTails.set(child, () => stderr);
@@ -41,15 +52,15 @@ export function pinnedServer(name: string, cpu: string, cmd: string, args: strin
 export function pinnedIngester(
   name: string,
   configFile: string,
-  o: { nodeFlags?: string[]; cpu?: string; root?: string } = {},
+  o: { nodeFlags?: string[]; cpu?: string; root?: string; stdoutFile?: string } = {},
 ): ChildProcess {
-  return pinnedServer(name, o.cpu ?? '0', process.execPath, [
-    ...(o.nodeFlags ?? []),
-    join(o.root ?? ROOT, 'dist/cmd/intake.js'),
-    'ingester',
-    '--config',
-    configFile,
-  ]);
+  return pinnedServer(
+    name,
+    o.cpu ?? '0',
+    process.execPath,
+    [...(o.nodeFlags ?? []), join(o.root ?? ROOT, 'dist/cmd/intake.js'), 'ingester', '--config', configFile],
+    o.stdoutFile,
+  );
 }
 
 /** Waits until the ingester's admin listener on `adminPort` says ready; names it and what it said if not. */
@@ -71,7 +82,7 @@ export async function startPinnedIngester(
   name: string,
   configFile: string,
   adminPort: number,
-  o: { nodeFlags?: string[]; cpu?: string; root?: string } = {},
+  o: { nodeFlags?: string[]; cpu?: string; root?: string; stdoutFile?: string } = {},
 ): Promise<ChildProcess> {
   const child = pinnedIngester(name, configFile, o);
   await ingesterReady(name, child, adminPort);
@@ -231,6 +242,14 @@ export const BENCH_USER = 'bench';
 export const BENCH_PASSWORD = 'bench-password';
 export const BENCH_API_KEY = 'bench_0123456789abcdef0123456789abcdef';
 export const BENCH_AUTH = basic(BENCH_USER, BENCH_PASSWORD);
+/** The single event every benchmark posts to a webhook (the ingest scenarios' own has a longer description). */
+export const BENCH_EVENT = JSON.stringify({
+  source: 'web-01.example.com',
+  severity: 'critical',
+  class: 'cpu',
+  type: 'high',
+  description: 'CPU above 95%',
+});
 
 /** The bench tenant's webhook integration `name` (namespace bench, Basic: BENCH_USER, BENCH_PASSWORD). */
 export const benchWebhook = (name = 'bench', extra: Record<string, unknown> = {}) => ({

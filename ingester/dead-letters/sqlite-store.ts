@@ -1,8 +1,11 @@
 /**
- * The dead letters in one SQLite file (node:sqlite, WAL, synchronous=FULL like the spool):
- * `deadletters.sqlite` in the storage directory standalone, or next to `deadLetter.path` when there
- * is neither bus nor spool. A letter is committed and fsynced before `put` resolves (before the
- * sender gets its 422), so it survives kill -9. Room is made by deleting rows (shares.ts), in the
+ * The dead letters in one SQLite file (node:sqlite, WAL): `deadletters.sqlite` in the storage
+ * directory standalone, or next to `deadLetter.path` when there is neither bus nor spool. A letter
+ * is committed and its WAL fdatasynced before `put` resolves (before the sender gets its 422), so
+ * it survives kill -9 and a power loss. The fdatasync runs in libuv's thread pool, not in SQLite's
+ * commit on the request thread (synchronous=NORMAL): a tenant whose expressions fail at the time
+ * limit keeps a letter a second, and the disk's flush (2-8 ms here, more on a busy disk) held every
+ * other tenant's requests on the loop for each. Room is made by deleting rows (shares.ts), in the
  * same transaction as the insert: no rewrite of the file on the request path.
  *
  * Claims for replay are a column (`claimed_until`): one process owns the file, and SQLite's
@@ -20,6 +23,7 @@ import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { DISK_RESERVE_BYTES, DiskReserve } from '../storage/disk-reserve.js';
 import { GroupCommit } from '../storage/group-commit.js';
 import { configureSpace, walLimitFor } from '../storage/sqlite-space.js';
+import { WalFlush } from '../storage/wal-flush.js';
 import {
   atMsOf,
   indexedReason,
@@ -52,6 +56,8 @@ export class SqliteDeadLetters implements DeadLetterStore {
   private readonly puts = new GroupCommit<PendingPut>((g) => this.commit(g));
   /** Room for claims, releases and removals on a full disk (none for an in-memory file). */
   private readonly reserve?: DiskReserve;
+  /** What must be durable before an answer (a kept letter, a removal), flushed off the loop. */
+  private readonly wal: WalFlush;
 
   constructor(
     readonly file: string,
@@ -61,6 +67,7 @@ export class SqliteDeadLetters implements DeadLetterStore {
     onDiskFull: () => void = () => undefined,
   ) {
     this.description = `SQLite file ${file}`;
+    this.wal = new WalFlush(file);
     if (file !== ':memory:') {
       mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
       this.reserve = new DiskReserve(`${file.replace(/\.sqlite$/, '')}.reserve`, DISK_RESERVE_BYTES, onDiskFull);
@@ -69,7 +76,8 @@ export class SqliteDeadLetters implements DeadLetterStore {
     // A restart on a full disk: the WAL and its index need room; a bounded WAL is restarted in place.
     this.settle(() => configureSpace(this.db, walLimitFor(limits.maxBytes)));
     this.settle(() => this.db.exec('PRAGMA journal_mode = WAL'));
-    this.db.exec('PRAGMA synchronous = FULL');
+    // Commits are not flushed by SQLite on the request thread: storage/wal-flush.ts says why.
+    this.db.exec('PRAGMA synchronous = NORMAL');
     // Two processes pointed at one file (a second ingester with the same deadLetter.path) wait instead of failing.
     this.db.exec('PRAGMA busy_timeout = 5000');
     this.db.exec(`
@@ -188,7 +196,17 @@ export class SqliteDeadLetters implements DeadLetterStore {
       return;
     }
     if (dropped.length > 0) this.onDropped(dropped);
-    for (const { p } of kept) p.resolve(p.letter.id);
+    if (kept.length === 0) return;
+    this.wal.flush().then(
+      () => {
+        for (const { p } of kept) p.resolve(p.letter.id);
+      },
+      // Committed, but not known to be on the disk: the sender is told it was not kept and
+      // retries (the row stays; a letter listed twice is better than one lost).
+      (err: Error) => {
+        for (const { p } of kept) p.reject(new Error(`writing the dead letter failed: ${err.message}`, { cause: err }));
+      },
+    );
   }
 
   private reloadDropped(seqs: Array<{ seq: number }>): void {
@@ -230,8 +248,12 @@ export class SqliteDeadLetters implements DeadLetterStore {
 
   async remove(letter: DeadLetter): Promise<void> {
     this.puts.flush();
-    if (Number(this.settle(() => this.st.remove.run(letter.seq)).changes) > 0)
+    if (Number(this.settle(() => this.st.remove.run(letter.seq)).changes) > 0) {
       this.ledger.delete(letter.seq, letter.namespace);
+      // A letter handed on is not sent again after a power loss. (Claims and releases need no
+      // flush: a lease lost with the machine is taken again by the sweep of interrupted replays.)
+      await this.wal.flush();
+    }
     this.reserve?.refill();
   }
 
@@ -247,6 +269,9 @@ export class SqliteDeadLetters implements DeadLetterStore {
   async close(): Promise<void> {
     if (!this.db.isOpen) return;
     this.puts.flush();
+    await this.wal.settled();
+    if (!this.db.isOpen) return;
+    this.wal.release();
     this.db.close();
   }
 }

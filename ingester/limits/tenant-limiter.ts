@@ -81,7 +81,7 @@ class Limit {
   }
 }
 
-/** The limits one route's requests are checked against, resolved once per route reload. */
+/** The limits one route's requests are checked against: resolved at its first request, dropped when they change. */
 interface Gate {
   readonly own: Limit;
   readonly namespace: Limit;
@@ -91,17 +91,39 @@ interface Gate {
   readonly overLimitStatus: OverLimitStatus;
 }
 
+/** A namespace's limits (the smallest its routes publish) and which of its buckets its routes use. */
+interface NamespaceState {
+  limits: NamespaceLimits;
+  events: boolean;
+  dataPoints: boolean;
+  cpu: boolean;
+}
+
 const MAX_RETRY_AFTER_SECONDS = 3600;
 const REFUSALS_KEPT = 32;
 
+/**
+ * A route's own limit (its integration's events, its API key's data points) is created at the
+ * route's first request, not for every route of the table: most of 20,000 routes are quiet, and a
+ * limit with its bucket, key and gate was about 400 bytes of heap each (docs/benchmarks.md). A
+ * limit not held stands for what an untouched bucket holds, a full one at the route's current
+ * values, so creating it at the first request, just before that request reserves, admits exactly
+ * what the eager one admitted. The one change that leaves an untouched bucket short of full is a
+ * larger bucket (fewer ready replicas, a larger burst): then the limit is created first with the
+ * values it had, as the eager one would have been, and changed like any other (holdUnheld).
+ * The namespaces' limits (a few hundred) are created when their routes are placed.
+ */
 export class TenantLimiter {
   private readonly defaults: TenantLimitDefaults;
   private readonly now: () => number;
   private readonly mappingReserveMs: number;
   private limits = new Map<string, Limit>();
+  /** Gates resolved so far (gate): a cache, emptied or trimmed whenever the limits it points to change. */
   private gates = new Map<RouteEntry, Gate>();
   /** The routes of each namespace: what an update of one route re-resolves (the namespace's limits are theirs together). */
   private byNamespace = new Map<string, Set<RouteEntry>>();
+  /** Each namespace's limits, resolved in sync and update. */
+  private namespaces = new Map<string, NamespaceState>();
   private replicaCount = 1;
 
   constructor(private readonly options: TenantLimiterOptions) {
@@ -112,6 +134,13 @@ export class TenantLimiter {
 
   get replicas(): number {
     return this.replicaCount;
+  }
+
+  /** Routes whose own limit is held now (created at a first request, or kept with tokens spent): for tests. */
+  get heldRouteLimits(): number {
+    let held = 0;
+    for (const limit of this.limits.values()) if (limit.scope !== 'namespace') held++;
+    return held;
   }
 
   /** Each namespace's limits in force (cluster-wide values, not this replica's share): for the limits gauge. */
@@ -125,31 +154,40 @@ export class TenantLimiter {
   setReplicas(n: number): void {
     const replicas = Math.max(1, Math.floor(n));
     if (replicas === this.replicaCount) return;
-    this.replicaCount = replicas;
     const nowMs = this.now();
+    // Fewer replicas make every bucket larger: an untouched one is then no longer full.
+    if (replicas < this.replicaCount) this.holdUnheld(nowMs);
+    this.replicaCount = replicas;
     for (const limit of this.limits.values()) limit.configure(limit.perSecond, limit.burst, replicas, nowMs);
   }
 
   /** Resolves every route's limits for a new routing table; buckets of routes that remain keep their tokens. */
   sync(entries: Iterable<RouteEntry>): void {
     const list = [...entries];
-    const namespaces = new Map<string, NamespaceLimits>();
-    for (const entry of list)
-      namespaces.set(entry.namespace, smallest(namespaces.get(entry.namespace), this.namespaceLimitsOf(entry)));
+    const before = this.byNamespace;
     const previous = this.limits;
+    // The routes placed before whose own limit is not held: full buckets at their values then.
+    const unheld = new Map<string, RouteEntry>();
+    if (before.size > 0)
+      for (const routes of before.values())
+        for (const entry of routes) {
+          const key = this.ownKey(entry);
+          if (!previous.has(key)) unheld.set(key, entry);
+        }
     this.limits = new Map();
-    const gates = new Map<RouteEntry, Gate>();
-    for (const entry of list)
-      gates.set(entry, this.gateOf(entry, namespaces.get(entry.namespace) as NamespaceLimits, previous));
-    this.gates = gates;
+    this.gates = new Map();
     this.byNamespace = new Map();
+    this.namespaces = new Map();
     for (const entry of list) this.routesOf(entry.namespace).add(entry);
+    for (const namespace of this.byNamespace.keys()) this.resolveNamespace(namespace, previous);
+    if (previous.size > 0 || unheld.size > 0)
+      for (const entry of list) this.carryOwnLimit(entry, previous, unheld.get(this.ownKey(entry)));
   }
 
   /**
-   * Single routes changed (RouteTable.apply): resolves again only the routes of the namespaces
-   * they are in, since a namespace's limits are the smallest its routes publish. A route updated
-   * in place (the same kind, namespace and name) keeps its bucket's tokens, as in sync.
+   * Single routes changed (RouteTable.apply): resolves again only the namespaces they are in,
+   * since a namespace's limits are the smallest its routes publish. A route updated in place (the
+   * same kind, namespace and name) keeps its bucket's tokens, as in sync.
    */
   update(removed: readonly RouteEntry[], added: readonly RouteEntry[]): void {
     const previous = new Map<string, Limit>();
@@ -159,11 +197,14 @@ export class TenantLimiter {
       this.limits.delete(key);
     };
     const namespaces = new Set<string>();
+    const unheld = new Map<string, RouteEntry>();
     for (const entry of removed) {
       this.gates.delete(entry);
       this.routesOf(entry.namespace).delete(entry);
       namespaces.add(entry.namespace);
-      take(this.ownKey(entry));
+      const key = this.ownKey(entry);
+      if (!this.limits.has(key)) unheld.set(key, entry);
+      take(key);
     }
     for (const entry of added) {
       this.routesOf(entry.namespace).add(entry);
@@ -173,12 +214,10 @@ export class TenantLimiter {
     for (const namespace of namespaces) {
       for (const resource of ['events', 'dataPoints', 'mappingCpuMillis'] as const)
         take(limitKey('namespace', resource, namespace, namespace));
-      const routes = this.routesOf(namespace);
-      if (routes.size === 0) this.byNamespace.delete(namespace);
-      let limits: NamespaceLimits | undefined;
-      for (const entry of routes) limits = smallest(limits, this.namespaceLimitsOf(entry));
-      for (const entry of routes) this.gates.set(entry, this.gateOf(entry, limits as NamespaceLimits, previous));
+      for (const entry of this.byNamespace.get(namespace) ?? []) this.gates.delete(entry);
+      this.resolveNamespace(namespace, previous);
     }
+    for (const entry of added) this.carryOwnLimit(entry, previous, unheld.get(this.ownKey(entry)));
   }
 
   private routesOf(namespace: string): Set<RouteEntry> {
@@ -187,11 +226,101 @@ export class TenantLimiter {
     return routes;
   }
 
-  /** The key of a route's own limit (gateOf). */
+  /** A namespace's limits from its routes, and the namespace's buckets they use (from `previous`, tokens kept, or new). */
+  private resolveNamespace(namespace: string, previous: ReadonlyMap<string, Limit>): void {
+    const routes = this.byNamespace.get(namespace);
+    if (!routes || routes.size === 0) {
+      this.byNamespace.delete(namespace);
+      this.namespaces.delete(namespace);
+      return;
+    }
+    let limits: NamespaceLimits | undefined;
+    let [events, dataPoints, cpu] = [false, false, false];
+    for (const entry of routes) {
+      limits = smallest(limits, this.namespaceLimitsOf(entry));
+      if (entry.kind === 'WebhookIntegration') {
+        events = true;
+        if (entry.mapping || entry.rules) cpu = true;
+      } else dataPoints = true;
+    }
+    const ns = limits as NamespaceLimits;
+    this.namespaces.set(namespace, { limits: ns, events, dataPoints, cpu });
+    if (events) this.limit(previous, 'namespace', 'events', namespace, namespace, ns.eventsPerSecond, ns.eventsBurst);
+    if (dataPoints)
+      this.limit(previous, 'namespace', 'dataPoints', namespace, namespace, ns.dataPointsPerSecond, ns.dataPointsBurst);
+    if (cpu)
+      this.limit(
+        previous,
+        'namespace',
+        'mappingCpuMillis',
+        namespace,
+        namespace,
+        ns.mappingCpuMillisPerSecond,
+        ns.mappingCpuBurstMillis,
+      );
+  }
+
+  /**
+   * A placed route's own limit after a reload: the one it had (tokens kept, new values), or, when
+   * none was held and the route had smaller values before (`before`), the full bucket it had then,
+   * changed to the new values as a held one is; otherwise none (a full bucket, created when needed).
+   */
+  private carryOwnLimit(entry: RouteEntry, previous: ReadonlyMap<string, Limit>, before: RouteEntry | undefined): void {
+    const key = this.ownKey(entry);
+    if (previous.has(key)) {
+      this.ownLimit(entry, previous);
+      return;
+    }
+    if (!before) return;
+    const [was, now] = [this.ownValues(before), this.ownValues(entry)];
+    if (was.perSecond === now.perSecond && was.burst === now.burst) return;
+    const held = new Map([[key, this.newOwnLimit(before, this.now())]]);
+    this.ownLimit(entry, held);
+  }
+
+  /**
+   * Creates the own limit of every placed route that has none, full at its values: before a
+   * change that makes buckets larger, which an untouched bucket does not fill at once.
+   */
+  private holdUnheld(nowMs: number): void {
+    for (const routes of this.byNamespace.values())
+      for (const entry of routes) {
+        const key = this.ownKey(entry);
+        if (!this.limits.has(key)) this.limits.set(key, this.newOwnLimit(entry, nowMs));
+      }
+  }
+
+  /** The key of a route's own limit. */
   private ownKey(entry: RouteEntry): string {
     return entry.kind === 'WebhookIntegration'
       ? limitKey('integration', 'events', entry.namespace, entry.name)
       : limitKey('apikey', 'dataPoints', entry.namespace, entry.name);
+  }
+
+  /** A route's own rate and burst (cluster-wide): its limits, else the ingester's defaults. */
+  private ownValues(entry: RouteEntry): { perSecond: number; burst: number } {
+    const l = entry.limits;
+    if (entry.kind === 'WebhookIntegration') {
+      const d = this.defaults.integration;
+      return { perSecond: l.eventsPerSecond ?? d.eventsPerSecond, burst: l.eventsBurst ?? d.eventsBurst };
+    }
+    const d = this.defaults.apiKey;
+    return { perSecond: l.dataPointsPerSecond ?? d.dataPointsPerSecond, burst: l.dataPointsBurst ?? d.dataPointsBurst };
+  }
+
+  private newOwnLimit(entry: RouteEntry, nowMs: number): Limit {
+    const { perSecond, burst } = this.ownValues(entry);
+    const [scope, resource] =
+      entry.kind === 'WebhookIntegration' ? (['integration', 'events'] as const) : (['apikey', 'dataPoints'] as const);
+    return new Limit(scope, resource, entry.namespace, entry.name, perSecond, burst, this.replicaCount, nowMs);
+  }
+
+  /** The route's own limit: held already, else from `previous` (values updated, tokens kept), else new and full. */
+  private ownLimit(entry: RouteEntry, previous: ReadonlyMap<string, Limit>): Limit {
+    const { perSecond, burst } = this.ownValues(entry);
+    return entry.kind === 'WebhookIntegration'
+      ? this.limit(previous, 'integration', 'events', entry.namespace, entry.name, perSecond, burst)
+      : this.limit(previous, 'apikey', 'dataPoints', entry.namespace, entry.name, perSecond, burst);
   }
 
   /**
@@ -307,37 +436,44 @@ export class TenantLimiter {
     return this.gate(entry).maxSeries;
   }
 
+  /**
+   * The route's gate, resolved at its first request. A route of an older table (a request that
+   * began before a reload) resolves alone, against the limits in force: its own limit is the one
+   * its current version holds, if any, so it never creates one with the values it had before.
+   */
   private gate(entry: RouteEntry): Gate {
     let gate = this.gates.get(entry);
     if (!gate) {
-      // A route this limiter has not seen in sync (tests, or a table built elsewhere): resolve it alone.
-      gate = this.gateOf(entry, this.namespaceLimitsOf(entry), this.limits);
+      const placed = this.byNamespace.get(entry.namespace)?.has(entry) ?? false;
+      const ns = placed ? this.namespaces.get(entry.namespace)?.limits : undefined;
+      gate = this.gateOf(entry, ns ?? this.namespaceLimitsOf(entry), placed ? entry : this.currentVersion(entry));
       this.gates.set(entry, gate);
     }
     return gate;
   }
 
-  private namespaceLimitsOf(entry: RouteEntry): NamespaceLimits {
-    return { ...this.defaults.namespace, ...entry.limits.namespace };
+  /** The placed route with the same kind, namespace and name as `entry`, else `entry` itself. */
+  private currentVersion(entry: RouteEntry): RouteEntry {
+    for (const placed of this.byNamespace.get(entry.namespace) ?? [])
+      if (placed.kind === entry.kind && placed.name === entry.name) return placed;
+    return entry;
   }
 
-  private gateOf(entry: RouteEntry, ns: NamespaceLimits, previous: ReadonlyMap<string, Limit>): Gate {
-    const l = entry.limits;
-    const ownMaxSeries = l.maxSeries ?? ns.maxSeries;
+  /** The namespace limits a route publishes (the defaults themselves when it publishes none: no copy per route). */
+  private namespaceLimitsOf(entry: RouteEntry): NamespaceLimits {
+    const own = entry.limits.namespace;
+    return own ? { ...this.defaults.namespace, ...own } : this.defaults.namespace;
+  }
+
+  /** The gate of `entry`; its own limit is `owner`'s (the entry itself, or its current version), created full if none is held. */
+  private gateOf(entry: RouteEntry, ns: NamespaceLimits, owner: RouteEntry): Gate {
+    const held = this.limits;
+    const own = this.ownLimit(owner, held);
     if (entry.kind === 'WebhookIntegration') {
-      const d = this.defaults.integration;
       return {
-        own: this.limit(
-          previous,
-          'integration',
-          'events',
-          entry.namespace,
-          entry.name,
-          l.eventsPerSecond ?? d.eventsPerSecond,
-          l.eventsBurst ?? d.eventsBurst,
-        ),
+        own,
         namespace: this.limit(
-          previous,
+          held,
           'namespace',
           'events',
           entry.namespace,
@@ -348,7 +484,7 @@ export class TenantLimiter {
         ...(entry.mapping || entry.rules
           ? {
               cpu: this.limit(
-                previous,
+                held,
                 'namespace',
                 'mappingCpuMillis',
                 entry.namespace,
@@ -362,19 +498,10 @@ export class TenantLimiter {
         overLimitStatus: entry.overLimitStatus,
       };
     }
-    const d = this.defaults.apiKey;
     return {
-      own: this.limit(
-        previous,
-        'apikey',
-        'dataPoints',
-        entry.namespace,
-        entry.name,
-        l.dataPointsPerSecond ?? d.dataPointsPerSecond,
-        l.dataPointsBurst ?? d.dataPointsBurst,
-      ),
+      own,
       namespace: this.limit(
-        previous,
+        held,
         'namespace',
         'dataPoints',
         entry.namespace,
@@ -382,7 +509,7 @@ export class TenantLimiter {
         ns.dataPointsPerSecond,
         ns.dataPointsBurst,
       ),
-      maxSeries: Math.min(ownMaxSeries, ns.maxSeries),
+      maxSeries: Math.min(entry.limits.maxSeries ?? ns.maxSeries, ns.maxSeries),
       overLimitStatus: entry.overLimitStatus,
     };
   }
@@ -452,10 +579,11 @@ export class TenantLimiter {
 
 /** Field by field, the smaller of two namespace limits (routes of one namespace that disagree). */
 function smallest(a: NamespaceLimits | undefined, b: NamespaceLimits): NamespaceLimits {
-  if (!a) return b;
-  const out = { ...a };
-  for (const key of Object.keys(b) as Array<keyof NamespaceLimits>) if (b[key] < out[key]) out[key] = b[key];
-  return out;
+  if (!a || a === b) return b;
+  let out: NamespaceLimits | undefined;
+  for (const key of Object.keys(b) as Array<keyof NamespaceLimits>)
+    if (b[key] < (out ?? a)[key]) (out ??= { ...a })[key] = b[key];
+  return out ?? a;
 }
 
 const RATE_FIELD: Record<LimitResource, string> = {

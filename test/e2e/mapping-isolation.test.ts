@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { postAlerts, startAlertmanager } from './support/alertmanager.js';
-import { tenantAuth, tenantRoute, post, startIngester, type RunningIngester } from './support/ingester.js';
+import { eventLines, post, type RunningIngester, startIngester, tenantAuth, tenantRoute } from './support/ingester.js';
 import { waitFor } from '../support/waiting.js';
 import { ROOT } from '../support/paths.js';
 import { readProcStat } from '../../api/mapping/worker-priority.js';
@@ -29,11 +29,7 @@ let eventsFile: string;
 
 const logEvents = (integration: string): Array<Record<string, unknown>> =>
   existsSync(eventsFile)
-    ? readFileSync(eventsFile, 'utf8')
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => JSON.parse(l) as Record<string, unknown>)
-        .filter((e) => e.integration === integration)
+    ? eventLines(readFileSync(eventsFile, 'utf8')).filter((e) => e.integration === integration)
     : [];
 
 beforeAll(async () => {

@@ -10,7 +10,7 @@
  */
 import { jest } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -62,6 +62,30 @@ describe('the mapping worker pool', () => {
         await pool.close();
         expect(alive(replacement as number)).toBe(false);
         await expect(pool.run('n', limits, bytes({ n: 1 }))).rejects.toThrow(/shutting down/);
+      } finally {
+        await pool.close();
+      }
+    },
+  );
+
+  (process.platform === 'linux' ? it : it.skip)(
+    "a worker collects its garbage on its JavaScript thread: V8's helper threads seldom wake",
+    async () => {
+      const pool = new MappingWorkerPool({ size: 1, workerUrl });
+      try {
+        // Garbage enough for dozens of scavenges, and code hot enough for the optimising compiler.
+        for (let i = 0; i < 20; i++)
+          expect((await pool.run('$count([1..10000].{"x": $string($)})', limits, bytes({}))).items).toEqual([10000]);
+        const [pid] = pool.pids;
+        // Context switches of each of V8's helper threads (named V8Worker), from start-up on.
+        const helperSwitches = readdirSync(`/proc/${pid}/task`).flatMap((tid) => {
+          if (readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim() !== 'V8Worker') return [];
+          const status = readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8');
+          return [Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1])];
+        });
+        expect(helperSwitches.length).toBeGreaterThan(0);
+        // Compile jobs still wake them; with the collector's parallel jobs too, thousands in all.
+        expect(helperSwitches.reduce((a, b) => a + b, 0)).toBeLessThan(1000);
       } finally {
         await pool.close();
       }

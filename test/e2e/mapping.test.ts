@@ -12,7 +12,7 @@ import { ROOT } from '../support/paths.js';
 import { freePort } from '../support/ports.js';
 import { waitFor } from '../support/waiting.js';
 import { postAlerts, startAlertmanager, type RunningAlertmanager } from './support/alertmanager.js';
-import { basic, DEMO, post, startIngester, type RunningIngester } from './support/ingester.js';
+import { basic, DEMO, eventLines, post, type RunningIngester, startIngester } from './support/ingester.js';
 
 // A real Alertmanager's start, group_wait and flushes, on a busy machine.
 jest.setTimeout(90_000);
@@ -35,12 +35,7 @@ let eventsFile: string;
 let deadLetterFile: string;
 
 const logEvents = (): Array<Record<string, unknown>> =>
-  existsSync(eventsFile)
-    ? readFileSync(eventsFile, 'utf8')
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => JSON.parse(l) as Record<string, unknown>)
-    : [];
+  existsSync(eventsFile) ? eventLines(readFileSync(eventsFile, 'utf8')) : [];
 
 beforeAll(async () => {
   const dir = mkdtempSync(join(tmpdir(), 'intake-e2e-mapping-'));

@@ -75,13 +75,23 @@ it('aborts requests whose answer headers trickle at the deadline, keeps the lane
     time: nowS - 10,
   }));
   expect((await send(ing, points)).status).toBe(200);
-  await new Promise((r) => setTimeout(r, 10_000));
+  // Until the sender has aborted four requests at the deadline and retried (never, were requests
+  // unbounded: then this times out).
+  const started = Date.now();
+  await waitFor(
+    'four requests aborted at the deadline and retried',
+    async () =>
+      receiver.calls.filter((c) => c.closedAtMs !== undefined).length >= 4 &&
+      (await ownMetric(ing, 'intake_remote_write_samples_retried_total{namespace="default"}')) > 0,
+    30_000,
+    100,
+  );
   const peak = receiver.peakOpen;
   const held = [...receiver.calls];
   receiver.behaviour = 'ok';
   receiver.okStatus = 204;
   process.stdout.write(
-    `slow-loris remote write receiver: ${held.length} requests in 10 s, at most ${peak} open at once\n`,
+    `slow-loris remote write receiver: ${held.length} requests in ${((Date.now() - started) / 1000).toFixed(1)} s, at most ${peak} open at once\n`,
   );
   // One tenant, two lanes: never more than two requests open.
   expect(peak).toBeLessThanOrEqual(2);

@@ -3,10 +3,14 @@
  * ingester: per destination its circuit, pause, backlog, oldest pending event, last success and
  * last failure (the receiver's status code, and its answer below the table, printed inert), read
  * from `GET /status/delivery`; `-o json` and `-o yaml` carry the same report under `delivery`,
- * beside the activity report's fields as before. Every address used is loopback.
+ * beside the activity report's fields as before. An ingester older than the report (its admin
+ * listener answers 404) prints "not reported"; a report that cannot be read (5xx, an answer that is
+ * not JSON) fails the command with an error naming it. Every address used is loopback.
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -106,3 +110,49 @@ it('intake status prints each destination: circuit, paused, backlog, oldest pend
   expect(fromYaml.delivery?.destinations.map((d) => d.name).sort()).toEqual(['held', 'tickets']);
   expect(fromYaml.delivery?.destinations.find((d) => d.name === 'tickets')?.lastFailure?.statusCode).toBe(503);
 }, 90_000);
+
+it('intake status says delivery is not reported by an older ingester (404), and fails naming the report on any other failure', async () => {
+  // An admin listener in front of the real one: the activity is the ingester's, the delivery report as set here.
+  let delivery = { status: 404, type: 'application/json', body: '{"code":"NOT_FOUND","message":"not found"}' };
+  const front = createServer((req, res) => {
+    if (req.url === '/status/delivery') {
+      res.writeHead(delivery.status, { 'content-type': delivery.type }).end(delivery.body);
+      return;
+    }
+    fetch(`${ing.adminUrl}${req.url}`).then(
+      async (r) => res.writeHead(r.status, { 'content-type': 'application/json' }).end(await r.text()),
+      () => res.writeHead(502).end(),
+    );
+  });
+  await new Promise<void>((resolve) => front.listen(0, '127.0.0.1', resolve));
+  const frontUrl = `http://127.0.0.1:${(front.address() as AddressInfo).port}`;
+  const attempt = (args: string[]) =>
+    intake(args).then(
+      ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+      (err: { code: number; stdout: string; stderr: string }) => err,
+    );
+  try {
+    const older = await attempt(['status', '--admin-url', frontUrl]);
+    expect(older.code).toBe(0);
+    expect(older.stdout).toMatch(/^KIND\s+NAMESPACE\s+NAME\s+LAST EVENT/m);
+    expect(older.stdout).toContain('delivery: this ingester does not report it (GET /status/delivery)');
+
+    delivery = { status: 500, type: 'application/json', body: '{"code":"INTERNAL","message":"boom"}' };
+    const failing = await attempt(['status', '--admin-url', frontUrl]);
+    expect(failing.code).toBe(2);
+    expect(failing.stdout).toBe('');
+    expect(failing.stderr).toBe(
+      `intake: cannot read the delivery report (GET /status/delivery): GET ${frontUrl}/status/delivery: 500 {"code":"INTERNAL","message":"boom"}\n`,
+    );
+
+    delivery = { status: 200, type: 'text/html', body: '<html>a proxy page</html>' };
+    const notJson = await attempt(['status', '--admin-url', frontUrl, '-o', 'json']);
+    expect(notJson.code).toBe(2);
+    expect(notJson.stdout).toBe('');
+    expect(notJson.stderr).toMatch(
+      /^intake: cannot read the delivery report \(GET \/status\/delivery\): .*not JSON: <html>a proxy page<\/html>\n$/,
+    );
+  } finally {
+    await new Promise((resolve) => front.close(resolve));
+  }
+}, 60_000);

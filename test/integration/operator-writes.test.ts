@@ -200,4 +200,37 @@ describe('operator API writes', () => {
     );
     expect(writes.filter((w) => w.status >= 300 && w.status !== 404)).toEqual([]);
   });
+
+  it('writes no new credentials for a resource deleted while its watch lags behind the garbage collector', async () => {
+    // The garbage collector deletes the credentials Secret of a deleted integration; when that
+    // Secret's deletion reaches the operator before the integration's own, its cache still shows
+    // the integration, whose credentials look deleted by hand. A restarted operator whose watch of
+    // WebhookIntegrations runs 3 s late, and the test deleting the Secret as the garbage collector
+    // would (whose own start on a new kind can take longer than 3 s), make that order certain.
+    await operator?.stop();
+    proxy.delayWatches('/webhookintegrations', 3000);
+    operator = await startCountedOperator();
+    const restarted = operator;
+    await waitFor('first resync', async () => (await reconciles(restarted)) >= resources.length - 2, 60_000, 200);
+    const r = resources[2] as Resource;
+    expect(r.kind).toBe('WebhookIntegration');
+    const credentials = `intake-webhook-${r.name}`;
+    proxy.reset();
+    const deleted = await kubectl(['delete', 'webhookintegration', r.name, '-n', r.namespace, '--timeout=30s']);
+    expect([deleted.code, deleted.stderr]).toEqual([0, '']);
+    await core.deleteNamespacedSecret({ namespace: r.namespace, name: credentials }).catch((error: unknown) => {
+      if ((error as { code?: number }).code !== 404) throw error; // the garbage collector was first
+    });
+    await waitFor(`${r.name}'s route deleted`, async () => !(await routeSecretExists(r)), 30_000, 200);
+    // The deletion has reached the operator; anything it wrote from its stale view is done by now.
+    await new Promise((done) => setTimeout(done, 1000));
+    const left = await core.readNamespacedSecret({ namespace: r.namespace, name: credentials }).then(
+      () => true,
+      () => false,
+    );
+    expect(left).toBe(false);
+    expect(proxy.writes().map((w) => `${w.method} ${w.path}`)).toEqual([
+      `DELETE /api/v1/namespaces/${system}/secrets/${routeSecretName(r.kind, r.namespace, r.name)}`,
+    ]);
+  });
 });

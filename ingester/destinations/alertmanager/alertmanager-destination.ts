@@ -1,8 +1,9 @@
 /**
- * The Alertmanager destination. Each event updates its alert state in the durable store first,
- * then the resulting alerts are POSTed to every configured Alertmanager (an HA set is never load
- * balanced: each instance must see every alert), in batches of at most 256 as Prometheus sends
- * them. A delivery counts when at least one Alertmanager took it; the others catch up at the next
+ * The Alertmanager destination. Each event updates its alert state in the durable store, and the
+ * resulting alerts are POSTed to every configured Alertmanager (an HA set is never load balanced:
+ * each instance must see every alert), in batches of at most 256 as Prometheus sends them; the
+ * post goes out while the state is written, and the event counts as delivered once both are done
+ * (send() says why that order is enough). A delivery counts when at least one Alertmanager took it; the others catch up at the next
  * re-send. Firing alerts are re-sent every resendInterval by one replica (a lease in the store),
  * because Alertmanager keeps alerts in memory and forgets them when it restarts.
  *
@@ -20,7 +21,7 @@ import type { Logger } from 'pino';
 import type { NormalisedEvent } from '../../core/event.js';
 import { LogLimiter } from '../../core/log-limiter.js';
 import { LRUCache } from 'lru-cache';
-import type { AlertCounts, AlertStore, Versioned } from './alert-store.js';
+import { writeAll, type AlertCounts, type AlertStore, type Versioned } from './alert-store.js';
 import {
   alertKey,
   alertsOf,
@@ -44,6 +45,15 @@ const JSON_BODY = { 'content-type': 'application/json' };
 
 /** Prometheus' notifier batch size. */
 export const MAX_ALERTS_PER_POST = 256;
+/**
+ * Connections to each Alertmanager: a quarter of the posts in flight by default (maxInFlight 8192 /
+ * MAX_ALERTS_PER_POST), so Alertmanager always has eight posts and each connection more ready
+ * behind its post, sent as soon as the answer is read. With four connections, while the loop
+ * committed alert states (each post then waited for its batch's commit), a backlog had 1,024
+ * alerts or more posted and unanswered 91% of the time while Alertmanager's core was idle a
+ * quarter of it (docs/benchmarks.md).
+ */
+export const ALERTMANAGER_CONNECTIONS = 8;
 /** Compare-and-set rounds before a state write is given up (and the event retried later). */
 const MAX_CAS_ROUNDS = 8;
 /** States this replica wrote last, kept to skip the read before the next write of the same alert. */
@@ -62,7 +72,7 @@ export class AlertmanagerDestination implements Destination {
   private readonly slots: AlertSlots;
   /** The first count of the states, awaited by every batch before it takes a place. */
   private countsLoaded?: Promise<void>;
-  /** For each alert in a batch in flight, the batch holding its newest state (see claim()). */
+  /** For each alert in a batch in flight, the batch holding its newest state (see send()). */
   private readonly posting = new Map<string, PostTurn>();
   /** The version this replica last wrote of recently changed alerts (possibly stale: a guess). */
   private readonly recent = new LRUCache<string, Versioned>({ max: RECENT_STATES });
@@ -84,7 +94,7 @@ export class AlertmanagerDestination implements Destination {
       where: `destinations.${name}.alertmanager`,
       auth: settings,
       timeoutMs: settings.timeoutMs,
-      maxConnections: 4,
+      maxConnections: ALERTMANAGER_CONNECTIONS,
       ...(guard ? { guard } : {}),
     });
     this.timing = { resendIntervalMs: settings.resendIntervalMs, resolvedRetentionMs: settings.resolvedRetentionMs };
@@ -106,9 +116,18 @@ export class AlertmanagerDestination implements Destination {
       if (list) list.push(e);
       else byKey.set(key, [e]);
     }
+    // This batch holds the newest state of its alerts from now on. Batches are in flight
+    // concurrently and Alertmanager keeps whatever it was posted last: an alert a batch still in
+    // flight holds is applied here once that batch is over (its state written, its posts answered).
     const turn = new PostTurn();
+    const before: Array<Promise<void>> = [];
+    for (const key of byKey.keys()) {
+      const holder = this.posting.get(key);
+      if (holder) before.push(holder.finished);
+      this.posting.set(key, turn);
+    }
+    const headers = trace ? { ...JSON_BODY, ...carrierHeaders(trace) } : JSON_BODY;
     try {
-      const byAlert = new Map<string, PostableAlert[]>();
       try {
         // One count for every batch: a second one replacing the first would forget the places taken between.
         this.countsLoaded ??= this.loadCounts(store).catch((err: unknown) => {
@@ -116,81 +135,197 @@ export class AlertmanagerDestination implements Destination {
           throw err;
         });
         await this.countsLoaded;
-        await Promise.all(
-          [...byKey.entries()].map(async ([key, list]) => {
-            const alerts = await this.apply(store, key, list);
-            if (alerts.length === 0) return;
-            byAlert.set(key, alerts);
-            this.claim(key, turn);
-          }),
-        );
+        if (before.length > 0) await Promise.all(before);
+        // Prepared after the loop's I/O of this turn: a hand-out starts several batches at once
+        // (each about 256 events parsed and applied), and the answers Alertmanager sent meanwhile
+        // are read first, so each connection's next post goes out before that work, not after it
+        // (from the outbox, 87% of Alertmanager alone against 84% in alternating runs).
+        await new Promise((resolve) => setImmediate(resolve));
       } catch (err) {
         return { kind: 'retry', reason: 'state_store', error: `alert state not written: ${(err as Error).message}` };
       }
-      await Promise.all(turn.after);
-      // What this batch still holds the newest state of (a later batch took over the others, and
-      // posts them); labels never repeat across alert states (they name the alert's identity).
-      turn.started = true;
-      const alerts = [...byAlert].filter(([key]) => this.posting.get(key) === turn).flatMap(([, a]) => a);
-      if (alerts.length === 0) return { kind: 'accepted' };
-      return await this.postToAll(alerts, trace ? { ...JSON_BODY, ...carrierHeaders(trace) } : JSON_BODY);
+      const { parts, written, slow } = this.prepare(store, byKey);
+      const unread = (await Promise.allSettled(slow)).find((p): p is PromiseRejectedResult => p.status === 'rejected');
+      if (unread) {
+        // Nothing posted: the writes started are only waited for, and the events sent again.
+        await written;
+        return {
+          kind: 'retry',
+          reason: 'state_store',
+          error: `alert state not written: ${(unread.reason as Error).message}`,
+        };
+      }
+      // The post does not wait for the states' writes: both are under way together, and the batch
+      // is delivered once both are done. What makes that safe, and why a state must still be
+      // written before the event is acknowledged, not before it is posted:
+      // - the event is acknowledged only after this returns, and this returns `accepted` only once
+      //   every state is written (committed; from the outbox a commit before the acknowledgement's
+      //   in the same WAL). A crash or kill -9 before that leaves the event unacknowledged: it is
+      //   delivered again, applied again to the state the store kept, written and posted again.
+      //   Alertmanager takes the same alert twice as one (same labels; it keeps the earliest
+      //   startsAt of an alert still firing), so at least once, nothing acknowledged is lost;
+      // - a write that fails (the store is down) fails the batch: retried, as before, though
+      //   Alertmanager may already hold the alert (a real one: an event fired it);
+      // - a write that loses the compare-and-set (another writer, or a guess of this replica's gone
+      //   stale: see prepare()) was posted from a state the store does not hold: the store's state
+      //   is read, the events applied to it and written, and what Alertmanager must see posted
+      //   again after the first post (the state's alerts, and those the first post sent that it no
+      //   longer has, resolved now), before the batch counts as delivered;
+      // - the alerts posted are those of the state written, at the same instant, so resolves and
+      //   endsAt are what they were when the post waited for the write; the re-send reads only
+      //   written states, and a state written after a round read the store is posted by its batch.
+      const alerts: PostableAlert[] = [];
+      for (const p of parts) for (const a of p.alerts) alerts.push(a);
+      const posted = alerts.length > 0 ? this.postToAll(alerts, headers) : Promise.resolve(ACCEPTED);
+      const lost = await written;
+      const outcome = await posted;
+      if (lost instanceof Error)
+        return { kind: 'retry', reason: 'state_store', error: `alert state not written: ${lost.message}` };
+      if (lost.length === 0 || outcome.kind !== 'accepted') return outcome;
+      let again: PostableAlert[];
+      try {
+        again = (await Promise.all(lost.map((p) => this.correct(store, p)))).flat();
+      } catch (err) {
+        return { kind: 'retry', reason: 'state_store', error: `alert state not written: ${(err as Error).message}` };
+      }
+      return again.length > 0 ? await this.postToAll(again, headers) : outcome;
     } finally {
       turn.finish();
-      for (const [key, holder] of this.posting) if (holder === turn) this.posting.delete(key);
+      for (const key of byKey.keys()) if (this.posting.get(key) === turn) this.posting.delete(key);
     }
   }
 
   /**
-   * This batch now holds the newest state of `key` that this replica wrote. Batches are in flight
-   * concurrently, and Alertmanager keeps whatever it was posted last: a post already on its way
-   * with an older state of the alert is waited for, and one not started yet leaves the alert out.
+   * Each alert's events applied in order to its state in memory, the results' writes started
+   * together (one putAll) and their alerts ready to post at once (the writes are awaited by send(),
+   * after the post went out). The events start from the state this replica last wrote, or none
+   * (a new alert), without reading the store: only a write that succeeds trusts that guess (see
+   * correct()). Events that change nothing from the guess (a redelivery, an older event, a clear
+   * of an alert not known here) ask the store instead, and wait for it as before (`slow`, their
+   * parts added once read and written). `written`: the parts whose write lost the compare-and-set,
+   * or the error of a write that failed (never a rejection: send() may await `slow` first).
+   * One clock reading for the batch: its alerts share their endsAt.
    */
-  private claim(key: string, turn: PostTurn): void {
-    const before = this.posting.get(key);
-    if (before?.started) turn.after.push(before.finished);
-    this.posting.set(key, turn);
+  private prepare(
+    store: AlertStore,
+    byKey: ReadonlyMap<string, readonly NormalisedEvent[]>,
+  ): { parts: AlertPart[]; written: Promise<AlertPart[] | Error>; slow: Array<Promise<void>> } {
+    const now = Date.now();
+    const parts: AlertPart[] = [];
+    const guessed: Guessed[] = [];
+    const slow: Array<Promise<void>> = [];
+    for (const [key, list] of byKey) {
+      const guess = this.recent.get(key);
+      const r = this.applyAll(guess?.state, list, now, key);
+      if (!r.changed || !r.state) {
+        slow.push(this.apply(store, key, list).then(({ alerts }) => void parts.push({ key, list, alerts })));
+        continue;
+      }
+      const part = { key, list, alerts: alertsOf(r.state, now, this.timing) };
+      parts.push(part);
+      guessed.push({ part, state: r.state, version: guess?.version ?? 0, took: r.took, refused: r.refused });
+    }
+    if (guessed.length === 0) return { parts, written: Promise.resolve([]), slow };
+    const written = writeAll(store, guessed).then(
+      (versions): AlertPart[] | Error => {
+        const lost: AlertPart[] = [];
+        let failed: Error | undefined;
+        versions.forEach((version, i) => {
+          const g = guessed[i] as Guessed;
+          if (version instanceof Error || version === false) {
+            if (g.took !== undefined) this.slots.release(g.took);
+            if (version instanceof Error) failed ??= version;
+            else {
+              this.recent.delete(g.part.key);
+              lost.push(g.part);
+            }
+            return;
+          }
+          if (g.took !== undefined) this.slots.settle(g.took);
+          this.recent.set(g.part.key, { state: g.state, version });
+          for (const [e, limit] of g.refused) this.refuse(e, limit);
+        });
+        return failed ?? lost;
+      },
+      (err: unknown) => {
+        for (const g of guessed) if (g.took !== undefined) this.slots.release(g.took);
+        return err as Error;
+      },
+    );
+    return { parts, written, slow };
+  }
+
+  /**
+   * After a guess lost the compare-and-set: the events applied to the store's state and written,
+   * and what to post again: that state's alerts, and those posted from the guess that it no
+   * longer has, resolved now. Nothing when the first post already said the same.
+   */
+  private async correct(store: AlertStore, part: AlertPart): Promise<PostableAlert[]> {
+    const { state, now } = await this.apply(store, part.key, part.list);
+    const alerts = state ? alertsOf(state, now, this.timing) : [];
+    const kept = new Set(alerts.map((a) => labelsKey(a.labels)));
+    const endsAt = new Date(now).toISOString();
+    for (const a of part.alerts)
+      if (!kept.has(labelsKey(a.labels)))
+        alerts.push({ ...a, endsAt: Date.parse(a.startsAt) > now ? a.startsAt : endsAt });
+    return sameAlerts(alerts, part.alerts) ? [] : alerts;
+  }
+
+  /**
+   * The events applied in order to `state`. An event that would start a new alert past a cap is
+   * refused and the next ones go on without it; a new state takes a place under the caps (`took`)
+   * before it is written, so concurrent creates see it.
+   */
+  private applyAll(
+    from: AlertState | undefined,
+    list: readonly NormalisedEvent[],
+    now: number,
+    key: string,
+  ): { state: AlertState | undefined; changed: boolean; took?: Slot; refused: Refusal[] } {
+    let state = from;
+    let changed = false;
+    let took: Slot | undefined;
+    // Refusals are reported once, by the round whose result stands.
+    const refused: Refusal[] = [];
+    for (const e of list) {
+      const applied = applyEvent(state, e, now, key);
+      if (!applied.changed) continue;
+      if (state === undefined && applied.next !== undefined) {
+        const slot = this.slots.take(e.namespace, key);
+        if (typeof slot === 'string') {
+          refused.push([e, slot]);
+          continue;
+        }
+        took = slot;
+      }
+      state = applied.next;
+      changed = true;
+    }
+    return { state, changed, ...(took !== undefined ? { took } : {}), refused };
   }
 
   /**
    * The alerts one alert's events lead to, after its state is stored: the events are applied in
-   * order to the state in memory and the result written once (compare-and-set), since a storm
-   * updates the same alerts again and again. A redelivered event sends its state again. An event
-   * that would start a new alert past a cap is refused and the next ones go on without it.
+   * order to the state the store holds and the result written once (compare-and-set), since a storm
+   * updates the same alerts again and again; a lost compare-and-set reads again. A redelivered event
+   * sends its state again. Also the state the store holds in the end. (prepare() guesses the state
+   * instead of reading it; this is the path for what a guess cannot decide, and for correct().)
    */
-  private async apply(store: AlertStore, key: string, list: readonly NormalisedEvent[]): Promise<PostableAlert[]> {
+  private async apply(
+    store: AlertStore,
+    key: string,
+    list: readonly NormalisedEvent[],
+  ): Promise<{ alerts: PostableAlert[]; state: AlertState | undefined; now: number }> {
     for (let round = 0; round < MAX_CAS_ROUNDS; round++) {
       const now = Date.now();
-      // The first round starts from the state this replica last wrote, or none (a new alert),
-      // without reading the store: only a write that succeeds trusts that guess; a failed write,
-      // or a guess that changes nothing, reads the store in the next round.
-      const guessing = round === 0;
-      const current = guessing ? this.recent.get(key) : await store.get(key);
-      let state = current?.state;
-      let changed = false;
-      let took: Slot | undefined;
-      // Refusals are reported once, by the round whose result stands.
-      const refused: Array<[NormalisedEvent, 'namespace' | 'total']> = [];
-      for (const e of list) {
-        const applied = applyEvent(state, e, now, key);
-        if (!applied.changed) continue;
-        if (state === undefined && applied.next !== undefined) {
-          // A new state takes a place under the caps before it is written (concurrent creates see it).
-          const slot = this.slots.take(e.namespace, key);
-          if (typeof slot === 'string') {
-            refused.push([e, slot]);
-            continue;
-          }
-          took = slot;
-        }
-        state = applied.next;
-        changed = true;
-      }
+      const current = await store.get(key);
+      const { state, changed, took, refused } = this.applyAll(current?.state, list, now, key);
       if (!changed) {
-        if (guessing) continue;
         for (const [e, limit] of refused) this.refuse(e, limit);
-        return state && list.some((e) => e.id === state.lastEventId) ? alertsOf(state, now, this.timing) : [];
+        const alerts = state && list.some((e) => e.id === state.lastEventId) ? alertsOf(state, now, this.timing) : [];
+        return { alerts, state, now };
       }
-      if (!state) return [];
+      if (!state) return { alerts: [], state, now };
       const version = await store.put(state, current?.version ?? 0).catch((err: unknown) => {
         if (took !== undefined) this.slots.release(took);
         throw err;
@@ -199,7 +334,7 @@ export class AlertmanagerDestination implements Destination {
         if (took !== undefined) this.slots.settle(took);
         this.recent.set(key, { state, version });
         for (const [e, limit] of refused) this.refuse(e, limit);
-        return alertsOf(state, now, this.timing);
+        return { alerts: alertsOf(state, now, this.timing), state, now };
       }
       if (took !== undefined) this.slots.release(took);
       this.recent.delete(key);
@@ -365,12 +500,40 @@ export class AlertmanagerDestination implements Destination {
   }
 }
 
-/** One batch's post: whether it has started, when it is over, and the posts it must follow. */
+/** One batch's turn at its alerts: over once its states are written and its posts answered. */
 class PostTurn {
-  started = false;
-  readonly after: Array<Promise<void>> = [];
   finish!: () => void;
   readonly finished = new Promise<void>((resolve) => (this.finish = resolve));
+}
+
+/** One alert's part of a batch: what is posted for it at once. */
+interface AlertPart {
+  key: string;
+  list: readonly NormalisedEvent[];
+  alerts: PostableAlert[];
+}
+
+/** A part applied to the state this replica guessed, to write (compare-and-set on `version`). */
+interface Guessed {
+  part: AlertPart;
+  state: AlertState;
+  version: number;
+  took: Slot | undefined;
+  refused: Refusal[];
+}
+
+type Refusal = [NormalisedEvent, 'namespace' | 'total'];
+
+const ACCEPTED: Outcome = { kind: 'accepted' };
+
+/** An alert's identity in Alertmanager: its label set, whatever the order of the keys. */
+function labelsKey(labels: Record<string, string>): string {
+  return JSON.stringify(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
+/** Whether two lists of alerts say the same, in the same order. */
+function sameAlerts(a: readonly PostableAlert[], b: readonly PostableAlert[]): boolean {
+  return a.length === b.length && a.every((x, i) => JSON.stringify(x) === JSON.stringify(b[i]));
 }
 
 /** No Alertmanager took the batch: retry unless every one refused it outright. */

@@ -16,11 +16,12 @@ import type { DiskReserve } from '../../storage/disk-reserve.js';
 import { GroupCommit } from '../../storage/group-commit.js';
 import { WAL_SIZE_LIMIT_BYTES } from '../../storage/sqlite-space.js';
 import { WalCheckpointer } from '../../storage/wal-checkpointer.js';
-import type { AlertCounts, AlertStore, Versioned } from './alert-store.js';
+import type { AlertCounts, AlertStore, StateWrite, Versioned } from './alert-store.js';
 
+/** One put, or a batch's putAll: its statements run in the turn's transaction, answered once it is committed. */
 interface Write {
-  run: () => number | false;
-  resolve: (version: number | false) => void;
+  run: () => void;
+  resolve: () => void;
   reject: (err: Error) => void;
 }
 
@@ -70,27 +71,32 @@ export class SqliteAlertStores {
   }
 
   store(destination: string): AlertStore {
+    const write = (state: AlertState, version: number): number | false => {
+      const data = JSON.stringify(state);
+      const changes =
+        version === 0
+          ? this.st.insert.run(destination, state.key, data).changes
+          : this.st.update.run(data, destination, state.key, version).changes;
+      return Number(changes) > 0 ? version + 1 : false;
+    };
+    // Answered once the turn's transaction is committed; a failed commit rejects the whole list.
+    const putAll = (list: readonly StateWrite[]): Promise<Array<number | false>> => {
+      let written: Array<number | false> = [];
+      return new Promise((resolve, reject) =>
+        this.writes.add({
+          run: () => (written = list.map((w) => write(w.state, w.version))),
+          resolve: () => resolve(written),
+          reject,
+        }),
+      );
+    };
     return {
       get: async (key): Promise<Versioned | undefined> => {
         const row = this.st.get.get(destination, key) as { state: string; version: number } | undefined;
         return row ? { state: JSON.parse(row.state) as AlertState, version: row.version } : undefined;
       },
-      put: (state, version) => {
-        const data = JSON.stringify(state);
-        return new Promise((resolve, reject) =>
-          this.writes.add({
-            run: () => {
-              const changes =
-                version === 0
-                  ? this.st.insert.run(destination, state.key, data).changes
-                  : this.st.update.run(data, destination, state.key, version).changes;
-              return Number(changes) > 0 ? version + 1 : false;
-            },
-            resolve,
-            reject,
-          }),
-        );
-      },
+      put: async (state, version) => (await putAll([{ state, version }]))[0] as number | false,
+      putAll,
       delete: async (key) => {
         const remove = (): unknown => this.st.delete.run(destination, key);
         if (this.reserve) this.reserve.withRoom(this.db, remove);
@@ -132,12 +138,10 @@ export class SqliteAlertStores {
   }
 
   private commitNow(group: Write[]): void {
-    let results: Array<number | false> = [];
     const write = (): void => {
-      results = [];
       try {
         this.db.exec('BEGIN IMMEDIATE');
-        for (const w of group) results.push(w.run());
+        for (const w of group) w.run();
         this.db.exec('COMMIT');
       } catch (err) {
         if (this.db.isTransaction) this.db.exec('ROLLBACK');
@@ -152,7 +156,7 @@ export class SqliteAlertStores {
       return;
     }
     this.checkpointer.afterCommit(this.db);
-    group.forEach((w, i) => w.resolve(results[i] as number | false));
+    for (const w of group) w.resolve();
   }
 
   close(): void {

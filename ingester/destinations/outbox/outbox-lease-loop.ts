@@ -12,6 +12,11 @@
  * (protection/namespace-lanes.ts) has its rows left in the outbox, unleased, until it has room:
  * handed out, they would only be handed back for the share, every row of its backlog every
  * second. The loop then sleeps until an event is settled or another namespace's row is due.
+ *
+ * While the worker checkpoints the WAL nothing is written (commitHeld), yet the loop goes on
+ * handing out rows: their leases are kept here and written once it is done, before any settle that
+ * came after them, and the rows they lease are left out of the due rows meanwhile. Delivery does
+ * not wait for the checkpoint: the destination prepares the next posts while the disk copies.
  */
 import { deliveryLetterId, LetterTooLarge, type NewDeadLetter } from '../../dead-letters/model.js';
 import { GroupCommit } from '../../storage/group-commit.js';
@@ -44,9 +49,17 @@ export class OutboxLeaseLoops {
   private readonly settles = new GroupCommit<Settle>((g) => this.commitSettles(g));
   /** Settles waiting for the worker's checkpoint (commitSettles). */
   private heldSettles: Settle[] = [];
+  /** Leases taken while the worker checkpoints, written before the held settles (commitHeld). */
+  private heldLeases: Array<{ seq: number; until: number }> = [];
+  /** Their rows: still due in the table until then, so left out when handing out. */
+  private readonly leasedUnwritten = new Set<number>();
+  /** Woken once the held leases are written (a loop that found only rows leased meanwhile). */
+  private heldWritten: Array<() => void> = [];
   private readonly wakers = new Set<() => void>();
   private readonly loops = new Set<Promise<void>>();
   private readonly done = new Map<string, DoneEvents>();
+  /** Events per row each destination's last lease found: how many rows the next one reads for its room. */
+  private readonly eventsPerRow = new Map<string, number>();
   /** Each destination's loop, and whether it was told to stop (the destination removed while running). */
   private readonly running = new Map<string, { loop: Promise<void>; stopped: boolean }>();
   private closed = false;
@@ -98,7 +111,7 @@ export class OutboxLeaseLoops {
   async close(): Promise<void> {
     this.stop();
     this.settles.flush();
-    this.commitHeldSettles();
+    this.commitHeld();
     await Promise.allSettled([...this.loops]);
   }
 
@@ -117,8 +130,6 @@ export class OutboxLeaseLoops {
   /** Hands the due rows (as many as the dispatcher has room for) to it, or sleeps until one is due. */
   private async handOut(d: OutboxDestination, state: { stopped: boolean }): Promise<void> {
     await d.dispatcher.waitForRoom();
-    // Leasing writes: not while the worker checkpoints the WAL (see commitSettles).
-    await this.afterCheckpoint();
     if (this.closed || state.stopped) return;
     // The destination's circuit is open: its rows stay where they are, unleased, until the probe.
     const holdMs = d.dispatcher.holdMs();
@@ -131,9 +142,12 @@ export class OutboxLeaseLoops {
     if (rows.length === 0) {
       // Sleep until the next retry is due (an append wakes the loop earlier), of a namespace with
       // room; one at its share has room again once an event is settled.
-      const next = this.table.nextDue(d.name, atShare);
+      // Rows leased during a checkpoint are still due in the table: wait for their leases' write.
+      const written = this.heldLeases.length > 0 ? this.untilHeldWritten() : undefined;
+      const next = written ? null : this.table.nextDue(d.name, atShare);
       const sleep = next === null ? IDLE_POLL_MS : Math.max(5, Math.min(IDLE_POLL_MS, next - now));
-      await this.idle(sleep, atShare.length > 0 ? d.dispatcher.untilSettled() : undefined);
+      const settled = atShare.length > 0 ? d.dispatcher.untilSettled() : undefined;
+      await this.idle(sleep, written && settled ? Promise.race([written, settled]) : (written ?? settled));
       return;
     }
     for (const r of rows) this.submit(d, r.row, r.events);
@@ -142,8 +156,12 @@ export class OutboxLeaseLoops {
   /**
    * Leases due rows until their events fill `free` or their bytes `freeBytes` (at least one row).
    * A row holds a request's events, so rows are read a few at a time, as many as the events per row
-   * seen so far say are needed, instead of reading `free` rows of which most would go back. Rows of
-   * a namespace at its share (`atShare`) are left due, and the next reads leave it out.
+   * seen so far (in this lease, else in the last) say are needed, instead of reading `free` rows of
+   * which most would go back; the rows read past the room stay due. (Leasing every row read handed
+   * a released backlog of 100-event rows ten times maxInFlight at once, and the loop spent 90 ms
+   * handing them to the dispatcher while Alertmanager had nothing to do.) Rows of
+   * a namespace at its share (`atShare`) are left due, and the next reads leave it out. While the
+   * worker checkpoints, the leases wait in memory (commitHeld) and their rows are skipped.
    */
   private leaseDue(
     d: OutboxDestination,
@@ -157,18 +175,31 @@ export class OutboxLeaseLoops {
     const room = new Map<string, number>();
     let events = 0;
     let bytes = 0;
-    this.table.relaxedTransaction(() => {
+    const until = now + d.leaseMs;
+    // Settles held too: a lease written now would come before their writes, and overtake the checkpoint.
+    const holding = this.heldLeases.length > 0 || this.heldSettles.length > 0 || this.holdForCheckpoint();
+    const lease = holding
+      ? (seq: number): void => {
+          this.heldLeases.push({ seq, until });
+          this.leasedUnwritten.add(seq);
+        }
+      : (seq: number): void => this.table.lease(seq, until);
+    const read = (): void => {
       while (events < free && bytes < freeBytes) {
-        const perRow = rows.length === 0 ? 1 : events / rows.length;
+        const perRow = rows.length === 0 ? (this.eventsPerRow.get(d.name) ?? 1) : events / rows.length;
         const want = Math.max(1, Math.min(MAX_ROWS_PER_READ, Math.ceil((free - events) / perRow)));
-        const due = this.table.due(d.name, now, want, atShare);
+        // Rows leased but not yet written come first (they are the oldest due): read past them.
+        const limit = want + this.leasedUnwritten.size;
+        const due = this.table.due(d.name, now, limit, atShare);
         for (const row of due) {
+          if (events >= free) break;
+          if (this.leasedUnwritten.has(row.seq)) continue;
           const left = room.get(row.tenant) ?? d.dispatcher.roomOf(row.tenant);
           if (left <= 0) {
             if (!atShare.includes(row.tenant)) atShare.push(row.tenant);
             continue;
           }
-          this.table.lease(row.seq, now + d.leaseMs);
+          lease(row.seq);
           const pieces = eventTextsOf(row.payload);
           rows.push({ row, events: pieces });
           room.set(row.tenant, left - pieces.length);
@@ -176,9 +207,13 @@ export class OutboxLeaseLoops {
           bytes += row.payload.length;
           if (bytes >= freeBytes) break;
         }
-        if (due.length < want) break;
+        if (due.length < limit) break;
       }
-    });
+    };
+    // Reads only while holding: a transaction of the leases read and written together otherwise.
+    if (holding) read();
+    else this.table.relaxedTransaction(read);
+    if (rows.length > 0) this.eventsPerRow.set(d.name, events / rows.length);
     return { rows, atShare };
   }
 
@@ -255,37 +290,50 @@ export class OutboxLeaseLoops {
    * Waiting only delays acknowledgements, never gives one early.
    */
   private commitSettles(group: Settle[]): void {
-    if (this.heldSettles.length > 0 || this.table.checkpointer.holdWrites(() => this.commitHeldSettles())) {
+    if (this.heldSettles.length > 0 || this.heldLeases.length > 0 || this.holdForCheckpoint()) {
       this.heldSettles.push(...group);
       return;
     }
-    this.commitSettlesNow(group);
+    this.commitNow([], group);
   }
 
-  private commitHeldSettles(): void {
-    const group = this.heldSettles;
+  /** Whether writes wait for the worker's checkpoint now; if so, commitHeld runs once it is over (at most its wait: wal-checkpointer.ts). */
+  private holdForCheckpoint(): boolean {
+    return this.table.checkpointer.holdWrites(() => this.commitHeld());
+  }
+
+  /** The leases and settles held for the checkpoint, in the order they were taken: the leases first. */
+  private commitHeld(): void {
+    const leases = this.heldLeases;
+    const settles = this.heldSettles;
+    this.heldLeases = [];
     this.heldSettles = [];
-    if (group.length > 0) this.commitSettlesNow(group);
+    if (leases.length > 0 || settles.length > 0) this.commitNow(leases, settles);
+    for (const l of leases) this.leasedUnwritten.delete(l.seq);
+    for (const wake of this.heldWritten.splice(0)) wake();
   }
 
-  /** Resolves at once, or when the worker's checkpoint is over (at most its wait: wal-checkpointer.ts). */
-  private afterCheckpoint(): Promise<void> | undefined {
-    let resume: (() => void) | undefined;
-    const over = new Promise<void>((resolve) => (resume = resolve));
-    return this.table.checkpointer.holdWrites(resume as () => void) ? over : undefined;
+  private untilHeldWritten(): Promise<void> {
+    return new Promise((resolve) => this.heldWritten.push(resolve));
   }
 
-  private commitSettlesNow(group: Settle[]): void {
+  /**
+   * One transaction. Leases that cannot be written leave their rows due, handed out again (a
+   * repeat, never a loss); settles that cannot be, their rows' leases run out.
+   */
+  private commitNow(leases: ReadonlyArray<{ seq: number; until: number }>, group: Settle[]): void {
     try {
       this.table.relaxedTransaction(() => {
+        for (const l of leases) this.table.lease(l.seq, l.until);
         for (const g of group) g.apply();
       });
     } catch (err) {
       for (const g of group) g.reject(err as Error);
+      if (group.length === 0) this.onError(err as Error);
       return;
     }
     for (const g of group) g.resolve();
-    this.table.scheduleReclaim();
+    if (group.length > 0) this.table.scheduleReclaim();
   }
 
   /** Sleeps `ms`, or less: until woken (new rows, stop), or until `orUntil` resolves. */

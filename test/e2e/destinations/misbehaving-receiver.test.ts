@@ -20,7 +20,9 @@ import {
 } from '../support/misbehaving-receiver.js';
 import { metricValue } from '../support/nats-server.js';
 
-const TIMEOUT_MS = 2000;
+const TIMEOUT_MS = 1000;
+/** The lease (claim timeout): 4 x the timeout + 1 s, at least 5 s. */
+const LEASE_MS = Math.max(5000, 4 * TIMEOUT_MS + 1000);
 const spoolDir = mkdtempSync(join(tmpdir(), 'intake-slow-receiver-'));
 let receiver: MisbehavingReceiver;
 let ing: RunningIngester;
@@ -34,7 +36,6 @@ beforeAll(async () => {
         name: 'slow',
         default: true,
         http: { url: receiver.url, timeout: `${TIMEOUT_MS}ms` },
-        // The lease (claim timeout) is 4 x 2 s + 1 s = 9 s.
         delivery: { maxAttempts: 1000, backoffMin: '200ms', backoffMax: '1s', maxInFlight: 64 },
         // This file is about each request's bounds and retries: five timeouts in a row would open
         // the circuit for 30 s (destinations/protection.test.ts tests the breaker).
@@ -65,13 +66,14 @@ it('aborts requests whose answer headers never complete at the deadline, retries
   receiver.behaviour = 'trickle-headers';
   receiver.peakOpen = receiver.open;
   const sources = await send(Array.from({ length: 5 }, (_, i) => ({ source: `loris-${i}`, severity: 3 })));
-  // Longer than two leases (9 s each): an unbounded request would be handed out again beside itself.
-  await new Promise((r) => setTimeout(r, 20_000));
+  // Longer than two leases: an unbounded request would be handed out again beside itself.
+  const heldMs = 2 * LEASE_MS + 1000;
+  await new Promise((r) => setTimeout(r, heldMs));
   const held = callsOf(sources);
   const peak = receiver.peakOpen;
   receiver.behaviour = 'ok';
   process.stdout.write(
-    `slow-loris destination: ${held.length} requests in 20 s for 5 events, at most ${peak} open at once, peak RSS ${peakRssMiB(ing.child.pid as number).toFixed(0)} MiB\n`,
+    `slow-loris destination: ${held.length} requests in ${heldMs / 1000} s for 5 events, at most ${peak} open at once, peak RSS ${peakRssMiB(ing.child.pid as number).toFixed(0)} MiB\n`,
   );
   // At most one request per event at a time (5 events, maxInFlight 64).
   expect(peak).toBeLessThanOrEqual(5);

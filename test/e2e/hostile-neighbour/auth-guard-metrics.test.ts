@@ -14,7 +14,8 @@ const KEY_A = 'team-a_0123456789abcdef0123456789abcdef01234567';
 const KEY_B = 'team-b_89abcdef0123456789abcdef0123456789abcdef';
 const SHARED_EGRESS = '192.0.2.60';
 const ELSEWHERE = '192.0.2.61';
-const RUN_MS = 8_000;
+/** At most; B stops 1.5 s after the stranger's last request (its rounds take 2-4 s). */
+const RUN_MS = 15_000;
 const POINT = JSON.stringify({ metric: 'm', data: 1, source: 's' });
 
 const apiKeyRoute = (namespace: string, key: string) => ({
@@ -50,7 +51,7 @@ describe('hostile neighbour: the brute-force guard on the metrics endpoint', () 
     metricsUrl = `${ing.url}/v1/integrations/metrics`;
   });
   afterAll(async () => {
-    await ing.stop();
+    await ing.stop('SIGKILL'); // the row is over: a graceful stop would drain what A left in flight
   });
 
   it("a stranger's wrong keys for A's key from B's address never block B's valid key there", async () => {
@@ -62,7 +63,7 @@ describe('hostile neighbour: the brute-force guard on the metrics endpoint', () 
       }));
       // Keys naming nobody published: counted against the address alone, never a key of their own.
       const nobody = await waves(metricsUrl, 20, (i) => ({ ...from(SHARED_EGRESS), apikey: `nobody${i}_x` }));
-      return { header, basicA, nobody };
+      return { header, basicA, nobody, endedMs: performance.now() };
     })();
     const b = await steadyTenant({
       url: metricsUrl,
@@ -70,11 +71,15 @@ describe('hostile neighbour: the brute-force guard on the metrics endpoint', () 
       body: POINT,
       perSecond: 10,
       durationMs: RUN_MS,
+      until: stranger.then(() => new Promise((r) => setTimeout(r, 1_500))),
       adminUrl: ing.adminUrl,
     });
-    const { header, basicA, nobody } = await stranger;
+    const bEndedMs = performance.now();
+    const { header, basicA, nobody, endedMs } = await stranger;
 
     expectUnharmed(b, { p99BoundMs: 1500 });
+    // B was still sending 1.5 s after the stranger's last request, blocked there (not cut short by RUN_MS).
+    expect(bEndedMs - endedMs).toBeGreaterThan(1_000);
     // 401 until A's key identity's budget (20) from this address was spent, then 429, in both forms.
     expect(header.filter((s) => s === 401).length).toBe(20);
     expect(header.slice(-10)).toEqual(Array(10).fill(429));

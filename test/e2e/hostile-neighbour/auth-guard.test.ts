@@ -15,7 +15,8 @@ const GH_A_SECRET = 'tenant-a-github-secret';
 const GH_B_SECRET = 'tenant-b-github-secret';
 const SHARED_EGRESS = '192.0.2.50';
 const ELSEWHERE = '192.0.2.51';
-const RUN_MS = 8_000;
+/** At most; B stops 1.5 s after the stranger's last request (its rounds take 2-4 s). */
+const RUN_MS = 15_000;
 
 const signedRoute = (name: string, namespace: string, secret: string) => ({
   apiVersion: 'intake.dev/v1alpha1',
@@ -42,7 +43,7 @@ describe('hostile neighbour: the brute-force guard', () => {
     });
   });
   afterAll(async () => {
-    await ing.stop();
+    await ing.stop('SIGKILL'); // the row is over: a graceful stop would drain what A left in flight
   });
 
   it("a stranger trips the guard on A's integration from B's address; B's signed requests from it all get 200", async () => {
@@ -72,7 +73,7 @@ describe('hostile neighbour: the brute-force guard', () => {
         );
         unknown.push(...wave.map((r) => r.status));
       }
-      return { statuses, unknown };
+      return { statuses, unknown, endedMs: performance.now() };
     })();
     const b = await steadyTenant({
       url: `${ing.url}/events/webhook_gh-b`,
@@ -83,11 +84,15 @@ describe('hostile neighbour: the brute-force guard', () => {
       },
       perSecond: 10,
       durationMs: RUN_MS,
+      until: stranger.then(() => new Promise((r) => setTimeout(r, 1_500))),
       adminUrl: ing.adminUrl,
     });
-    const { statuses, unknown } = await stranger;
+    const bEndedMs = performance.now();
+    const { statuses, unknown, endedMs } = await stranger;
 
     expectUnharmed(b, { p99BoundMs: 1500 });
+    // B was still sending 1.5 s after the stranger's last request, blocked there (not cut short by RUN_MS).
+    expect(bEndedMs - endedMs).toBeGreaterThan(1_000);
     // The stranger: 401 until A's integration's budget (20) from this address was spent, then 429.
     expect(statuses.filter((s) => s === 401).length).toBeLessThanOrEqual(20);
     expect(statuses.slice(-10)).toEqual(Array(10).fill(429));

@@ -65,7 +65,7 @@ it("A's slow bulk replay holds only A's slot: B's starts at once and completes, 
     headers: { 'content-type': 'application/json', ...tenantAuth('hn-bulk-b') },
     body: (seq) => ({ body: JSON.stringify({ source: `b-steady-${seq}`, severity: 2 }) }),
     perSecond: 10,
-    durationMs: 6_000,
+    durationMs: 3_000,
     adminUrl: ing.adminUrl,
   });
 

@@ -27,8 +27,9 @@ import { expectUnharmed, steadyTenant } from './support.js';
 jest.setTimeout(120_000);
 
 const A_REQUESTS = 1_200;
-const B_MS = 4_000;
-const B_PER_SECOND = 10;
+/** 40 of B's events beside A's backlog. */
+const B_MS = 2_000;
+const B_PER_SECOND = 20;
 /** B's delivery p99 beside A's backlog: B's events wait for nothing of A's (the receiver takes B's at once). */
 const B_DELIVERY_BOUND_MS = 3_000;
 

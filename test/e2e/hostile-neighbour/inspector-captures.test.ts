@@ -8,6 +8,7 @@
  * replica stays ready.
  */
 import type { CapturedRequestSummary } from '../../../api/inspector.js';
+import { waitFor } from '../../support/waiting.js';
 import { basic, post, startIngester, tenantAuth, tenantRoute, type RunningIngester } from '../support/ingester.js';
 import { expectUnharmed, steadyTenant } from './support.js';
 
@@ -60,23 +61,29 @@ it("A's flood of captures and a stranger's requests push none of B's captures ou
         { authorization: basic('hn-insp-b', 'guess') },
       ).catch(() => undefined);
       strangerRequests++;
-      // Slow enough to stay under the brute-force guard's block (that is another row's subject).
-      await new Promise((r) => setTimeout(r, 400));
+      // Slow enough to stay under the brute-force guard's block (that is another row's subject):
+      // with the 300 ms failure floor, about 10 in the row's 5 s, against the guard's 20.
+      await new Promise((r) => setTimeout(r, 250));
     }
   };
   const attack = Promise.all([floodA(0), floodA(1), stranger()]);
-  await new Promise((r) => setTimeout(r, 1000));
+  // B starts once A has sent more than its share holds.
+  await waitFor('A past its share', async () => aCaptured * BODY_CAP > SHARE, 5_000, 20).catch(() => undefined);
   const result = await steadyTenant({
     url: `${url}/events/webhook_hn-insp-b`,
     headers: { 'content-type': 'application/json', ...tenantAuth('hn-insp-b') },
     body: (seq) => ({ body: JSON.stringify({ source: `b-host-${seq}`, severity: 2 }) }),
     perSecond: 10,
-    durationMs: 10_000,
+    durationMs: 5_000,
     adminUrl: ing.adminUrl,
   });
   attacking = false;
   await attack;
 
+  console.log(
+    `inspector captures: A sent ${aCaptured} bodies of ${BODY_CAP / 1024} KiB (its share ${SHARE / 1024} KiB, all ${(4 * SHARE) / 1024} KiB), ` +
+      `the stranger ${strangerRequests}; B ${result.statuses.length} requests, p99 ${result.p99Ms.toFixed(1)} ms`,
+  );
   expectUnharmed(result, { p99BoundMs: 1500 });
   // A sent far more than its share; its namespace keeps at most the share's worth of captures.
   expect(aCaptured * BODY_CAP).toBeGreaterThan(4 * SHARE);

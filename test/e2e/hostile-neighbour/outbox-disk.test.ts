@@ -43,6 +43,8 @@ it("A's burst into the outbox while the destination is down takes only A's share
     adminUrl: ing.adminUrl,
     a: { integration: 'hn-outbox-a', ...tenantAuth('hn-outbox-a') },
     b: { integration: 'hn-outbox-b', ...tenantAuth('hn-outbox-b') },
+    // 80 of B's requests beside A's full share: A is refused from its first second on.
+    durationMs: 4_000,
   });
   console.log(
     `outbox row: B ${b.statuses.length} requests, p50 ${b.p50Ms.toFixed(1)} ms, p99 ${b.p99Ms.toFixed(1)} ms; ` +

@@ -126,7 +126,7 @@ it("a tenant whose receiver fails fills only its own share of the queue: another
         ),
       }),
       perSecond: 20,
-      durationMs: 8_000,
+      durationMs: 4_000,
       adminUrl: ing.adminUrl,
     });
     attacking = false;

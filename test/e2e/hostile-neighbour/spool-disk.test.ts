@@ -40,6 +40,8 @@ it("A's burst into the spool while the bus is down takes only A's share; B is sp
     adminUrl: ing.adminUrl,
     a: { integration: 'hn-spool-a', ...tenantAuth('hn-spool-a') },
     b: { integration: 'hn-spool-b', ...tenantAuth('hn-spool-b') },
+    // 80 of B's requests beside A's full share: A is refused from its first second on.
+    durationMs: 4_000,
   });
   console.log(
     `spool row: B ${b.statuses.length} requests, p50 ${b.p50Ms.toFixed(1)} ms, p99 ${b.p99Ms.toFixed(1)} ms; ` +

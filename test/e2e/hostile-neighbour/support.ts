@@ -17,6 +17,8 @@ export interface SteadyOptions {
   /** Requests per second B offers (open loop: B does not slow down when answers do). */
   perSecond: number;
   durationMs: number;
+  /** B stops sending once this settles (the attack is over), if that is before `durationMs`. */
+  until?: Promise<unknown>;
   /** Per-request deadline; a request past it counts as an error. */
   timeoutMs?: number;
   /** The ingester's admin URL: /readyz is polled every 100 ms while B runs. */
@@ -69,7 +71,10 @@ export async function steadyTenant(o: SteadyOptions): Promise<SteadyResult> {
   })();
   const inFlight: Array<Promise<void>> = [];
   const interval = 1000 / o.perSecond;
-  for (let seq = 0; performance.now() < end; seq++) {
+  let stopped = false;
+  const stop = (): void => void (stopped = true);
+  o.until?.then(stop, stop);
+  for (let seq = 0; performance.now() < end && !stopped; seq++) {
     const built = typeof o.body === 'string' ? { body: o.body } : o.body(seq);
     const started = performance.now();
     const index = statuses.push('error') - 1;
@@ -132,14 +137,17 @@ export interface StoreBurst {
 
 /**
  * Tenant A bursts 50-event requests of 4 KiB descriptions into a store every tenant shares (the
- * spool, the outbox) from four senders; after two seconds, tenant B sends one event 20 times a
- * second for 8 s beside it. Both post to `ingestUrl` with their integrations' Basic credentials.
+ * spool, the outbox) from four senders; once A holds its whole share (its first refusal, or after
+ * `headStartMs` [2 s] at most), tenant B sends one event 20 times a second for `durationMs` [8 s]
+ * beside it. Both post to `ingestUrl` with their integrations' Basic credentials.
  */
 export async function burstIntoStore(o: {
   ingestUrl: string;
   adminUrl: string;
   a: { integration: string; authorization: string };
   b: { integration: string; authorization: string };
+  headStartMs?: number;
+  durationMs?: number;
 }): Promise<StoreBurst> {
   let attacking = true;
   const refusalsOfA: string[] = [];
@@ -167,14 +175,18 @@ export async function burstIntoStore(o: {
     }
   };
   const attack = Promise.all([burst(0), burst(1), burst(2), burst(3)]);
-  // A holds its whole share before B starts.
-  await new Promise((r) => setTimeout(r, 2000));
+  // A holds its whole share before B starts: A's first refusal says so.
+  for (
+    const until = performance.now() + (o.headStartMs ?? 2000);
+    refusalsOfA.length === 0 && performance.now() < until;
+  )
+    await new Promise((r) => setTimeout(r, 20));
   const b = await steadyTenant({
     url: `${o.ingestUrl}/events/webhook_${o.b.integration}`,
     headers: { 'content-type': 'application/json', authorization: o.b.authorization },
     body: (seq) => ({ body: JSON.stringify({ source: `b-${seq}`, severity: 2, description: 'steady' }) }),
     perSecond: 20,
-    durationMs: 8000,
+    durationMs: o.durationMs ?? 8000,
     adminUrl: o.adminUrl,
   });
   attacking = false;

@@ -16,6 +16,8 @@ export interface RunningAlertmanager {
   stop: () => Promise<void>;
   /** kill -9: Alertmanager keeps alerts in memory, so they are gone. */
   kill9: () => Promise<void>;
+  /** Its process id (SIGSTOP holds every answer, as a busy or hung Alertmanager would). */
+  pid: number | undefined;
 }
 
 /**
@@ -130,7 +132,7 @@ export async function startAlertmanager(
     child.kill('SIGKILL');
     await exited;
   };
-  return { url, port, output: () => out, stop, kill9 };
+  return { url, port, output: () => out, stop, kill9, pid: child.pid };
 }
 
 /** The alerts Alertmanager holds now (active; resolved ones are not listed). */

@@ -29,6 +29,11 @@ export interface CountingProxy {
   writes: () => readonly RecordedWrite[];
   /** Forgets what was recorded so far. */
   reset: () => void;
+  /**
+   * Holds back every chunk of the watches whose path contains `pathPart` (opened from now on) by
+   * `delayMs`, in order: the client sees those changes late, as a slow watch would show them.
+   */
+  delayWatches: (pathPart: string, delayMs: number) => void;
   close: () => Promise<void>;
 }
 
@@ -42,6 +47,7 @@ export async function startCountingProxy(): Promise<CountingProxy> {
   const target = new URL(cluster.server);
   const ca = Buffer.from(cluster.caData ?? '', 'base64');
   let writes: RecordedWrite[] = [];
+  let watchDelay: { pathPart: string; delayMs: number } | undefined;
 
   const forward = (req: IncomingMessage, res: ServerResponse): void => {
     const isWrite = !READS.has(req.method ?? 'GET');
@@ -76,7 +82,15 @@ export async function startCountingProxy(): Promise<CountingProxy> {
           writes.push(write);
         }
         res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
+        const url = req.url ?? '';
+        const delay =
+          watchDelay && url.includes('watch=true') && url.includes(watchDelay.pathPart) ? watchDelay : undefined;
+        if (!delay) {
+          answer.pipe(res);
+          return;
+        }
+        answer.on('data', (chunk: Buffer) => setTimeout(() => res.write(chunk), delay.delayMs));
+        answer.on('end', () => setTimeout(() => res.end(), delay.delayMs));
       },
     );
     upstream.on('error', (err) => {
@@ -113,6 +127,9 @@ current-context: c
     writes: () => writes,
     reset: () => {
       writes = [];
+    },
+    delayWatches: (pathPart, delayMs) => {
+      watchDelay = { pathPart, delayMs };
     },
     close: () =>
       new Promise<void>((done) => {

@@ -37,6 +37,25 @@ describe('SqliteDeadLetters', () => {
     await second.close();
   });
 
+  it('answers a put once its WAL is flushed off the loop: a close right after waits for the flush, and the letter is there after a restart', async () => {
+    const path = file();
+    const first = new SqliteDeadLetters(path, { maxBytes: 1 << 20, maxBytesPerNamespace: 1 << 20 });
+    const put = first.put(mapping('a', 1));
+    await first.close();
+    const id = await put;
+    const second = new SqliteDeadLetters(path, { maxBytes: 1 << 20, maxBytesPerNamespace: 1 << 20 });
+    expect((await second.list({ limit: 10 })).map((l) => l.id)).toEqual([id]);
+    await second.close();
+  });
+
+  it('refuses a put whose WAL cannot be flushed (its file is gone), saying so', async () => {
+    const path = file();
+    const store = new SqliteDeadLetters(path, { maxBytes: 1 << 20, maxBytesPerNamespace: 1 << 20 });
+    rmSync(`${path}-wal`, { force: true });
+    await expect(store.put(mapping('a', 1))).rejects.toThrow(/writing the dead letter failed: .*ENOENT/);
+    await store.close();
+  });
+
   it("drops a flooding namespace's own oldest letters, never another namespace's", async () => {
     const dropped: DroppedLetter[] = [];
     const store = new SqliteDeadLetters(file(), { maxBytes: 20_000, maxBytesPerNamespace: 6000 }, (d) =>

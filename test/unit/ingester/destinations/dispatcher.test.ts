@@ -501,3 +501,62 @@ describe('dispatcher shared by namespaces', () => {
     );
   });
 });
+
+describe('dispatcher batches while the receiver is busy', () => {
+  /** Answers each batch only when told to, in the order they were sent. */
+  function answeredByHand(maxBatch: number): { dest: FakeDestination; answerOne: () => void } {
+    const answers: Array<() => void> = [];
+    const dest = new FakeDestination(
+      maxBatch,
+      () => new Promise<Outcome>((resolve) => answers.push(() => resolve({ kind: 'accepted' }))),
+    );
+    return { dest, answerOne: () => answers.shift()?.() };
+  }
+  const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+  it('fills a batch instead of sending a part of one while half of maxInFlight is being sent; sends it as it is once less is', async () => {
+    const { dest, answerOne } = answeredByHand(4);
+    const { d } = make(dest, { maxInFlight: 16 });
+    const ds = Array.from({ length: 13 }, (_, i) => delivery(`e${i}`));
+    for (const x of ds.slice(0, 8)) d.submit(x);
+    await turn();
+    expect(dest.batches.map((b) => b.length)).toEqual([4, 4]);
+    // Eight being sent (half of 16): two more wait for two others instead of going as a post of two.
+    d.submit(ds[8] as Delivery);
+    d.submit(ds[9] as Delivery);
+    await turn();
+    expect(dest.batches.map((b) => b.length)).toEqual([4, 4]);
+    d.submit(ds[10] as Delivery);
+    d.submit(ds[11] as Delivery);
+    await turn();
+    expect(dest.batches.map((b) => b.length)).toEqual([4, 4, 4]);
+    // One waits; an answer leaves eight being sent: it still waits; the next, four: it goes.
+    d.submit(ds[12] as Delivery);
+    await turn();
+    answerOne();
+    await turn();
+    await turn();
+    expect(dest.batches.map((b) => b.length)).toEqual([4, 4, 4]);
+    answerOne();
+    await turn();
+    await turn();
+    expect(dest.batches.map((b) => b.length)).toEqual([4, 4, 4, 1]);
+    answerOne();
+    answerOne();
+    await d.idle();
+    expect(ds.every((x) => x.settled.join() === 'ack')).toBe(true);
+  });
+
+  it('sends a part of a batch at once when little is being sent', async () => {
+    const { dest, answerOne } = answeredByHand(4);
+    const { d } = make(dest, { maxInFlight: 16 });
+    const ds = Array.from({ length: 6 }, (_, i) => delivery(`e${i}`));
+    for (const x of ds) d.submit(x);
+    await turn();
+    // Four and two: the two go along, not kept for more (nothing else is being sent).
+    expect(dest.batches.map((b) => b.length)).toEqual([4, 2]);
+    answerOne();
+    answerOne();
+    await d.idle();
+  });
+});

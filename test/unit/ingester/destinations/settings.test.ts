@@ -101,8 +101,8 @@ describe('destination settings', () => {
         resolvedRetentionMs: 900_000,
         timeoutMs: 10_000,
       },
-      // Eight posts of 256 alerts in flight (four on the wire, four queued behind them).
-      delivery: { maxInFlight: 2048 },
+      // Thirty-two posts of 256 alerts in flight (eight on the wire, the rest ready behind them).
+      delivery: { maxInFlight: 8192 },
     });
     expect(t).toMatchObject({
       kind: 'http',

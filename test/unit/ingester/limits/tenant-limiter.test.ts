@@ -272,6 +272,72 @@ describe('TenantLimiter', () => {
     expect(l.maxSeries(entry('k2'))).toBe(50);
   });
 
+  describe('a route never used holds no limit until its first request', () => {
+    const hooks = (n: number, limits?: Route['limits']) =>
+      Array.from({ length: n }, (_, i) => route('WebhookIntegration', `h${i}`, `ns${i % 3}`, limits ? { limits } : {}));
+    const limited = { eventsPerSecond: 10, eventsBurst: 20 };
+
+    it("creates none in sync, and admits exactly the burst on a route's first requests, then refuses", () => {
+      const { table, entry } = tableOf(...hooks(50, limited));
+      const { l } = limiter();
+      l.sync(table.entries());
+      expect(l.heldRouteLimits).toBe(0);
+      for (let i = 0; i < 20; i++) l.take(entry('h7'), 1);
+      expect(refusal(() => l.admitRequest(entry('h7'))).limit).toMatchObject({ scope: 'integration', name: 'h7' });
+      expect(l.heldRouteLimits).toBe(1);
+      // A batch of the whole burst on another first request: taken whole, one more refused.
+      l.take(entry('h8'), 20);
+      expect(() => l.take(entry('h8'), 1)).toThrow(LimitError);
+    });
+
+    it('keeps a bucket created at a first request across a reload, as a held one', () => {
+      const routes = hooks(10, limited);
+      const { l } = limiter();
+      l.sync(tableOf(...routes).table.entries());
+      l.take(tableOf(...routes).entry('h1'), 20);
+      const again = tableOf(...routes);
+      l.sync(again.table.entries());
+      expect(() => l.take(again.entry('h1'), 1)).toThrow(LimitError);
+      expect(l.heldRouteLimits).toBe(1);
+    });
+
+    it('gives a route unused before fewer replicas what the eager bucket held: its old share, not the new one', () => {
+      const { table, entry } = tableOf(...hooks(5, limited));
+      const { l } = limiter(2);
+      l.sync(table.entries());
+      l.setReplicas(1);
+      // The bucket held 20/2 when the second replica left; it refills at 10/s from there.
+      l.take(entry('h2'), 10);
+      expect(() => l.take(entry('h2'), 1)).toThrow(LimitError);
+      nowMs = 1000;
+      l.take(entry('h2'), 10);
+      expect(() => l.take(entry('h2'), 1)).toThrow(LimitError);
+    });
+
+    it('gives a route unused before a larger burst (a reload) its old burst, refilled at the new rate', () => {
+      const { l } = limiter();
+      l.sync(tableOf(...hooks(5, limited)).table.entries());
+      const raised = tableOf(...hooks(5, { eventsPerSecond: 10, eventsBurst: 40 }));
+      l.sync(raised.table.entries());
+      l.take(raised.entry('h3'), 20);
+      expect(() => l.take(raised.entry('h3'), 1)).toThrow(LimitError);
+      nowMs = 2000;
+      l.take(raised.entry('h3'), 20);
+    });
+
+    it('does the same for a single route updated in place (update)', () => {
+      const { l } = limiter();
+      const before = tableOf(...hooks(5, limited));
+      l.sync(before.table.entries());
+      const after = tableOf(...hooks(5, { eventsPerSecond: 10, eventsBurst: 40 }));
+      l.update([before.entry('h4')], [after.entry('h4')]);
+      l.take(after.entry('h4'), 20);
+      expect(() => l.take(after.entry('h4'), 1)).toThrow(LimitError);
+      // A request that began before the update (the old entry) spends the same bucket.
+      expect(() => l.take(before.entry('h4'), 1)).toThrow(LimitError);
+    });
+  });
+
   it('names the standalone file fields in file mode', () => {
     const entry = { kind: 'WebhookIntegration', name: 'demo', namespace: 'default' } as const;
     expect(fieldFor({ scope: 'integration', resource: 'events' }, entry, 'file')).toContain(

@@ -242,3 +242,31 @@ describe('digestEqualsAt', () => {
     expect(digestEqualsAt(both, 32, lastByte)).toBe(false);
   });
 });
+
+describe('CompiledCredential digests in shared slabs', () => {
+  it("keeps every credential its own digests across slabs: each verifies its own password and no neighbour's", () => {
+    // 64 bytes each: 64 to a 4 KiB slab, so 3,000 credentials fill 47 slabs; check around the edges.
+    const creds = Array.from(
+      { length: 3000 },
+      (_, i) => new CompiledCredential({ username: `user-${i}`, secret: { sha256: sha256Hex(`pw-${i}`) } }),
+    );
+    for (const i of [0, 1, 63, 64, 65, 127, 128, 1023, 1024, 2999]) {
+      const cred = creds[i] as CompiledCredential;
+      expect(cred.verifyFast(sha256(`user-${i}`), sha256(`pw-${i}`))).toBe(true);
+      expect(cred.verifyFast(sha256(`user-${i}`), sha256(`pw-${i + 1}`))).toBe(false);
+      expect(cred.verifyFast(sha256(`user-${i + 1}`), sha256(`pw-${i}`))).toBe(false);
+      expect(cred.secretDigestHex).toBe(sha256Hex(`pw-${i}`));
+      expect(cred.usernameDigest.equals(sha256(`user-${i}`))).toBe(true);
+    }
+  });
+
+  it('holds only the username digest for a scrypt verifier: no secret digest, never verified fast', async () => {
+    const cred = new CompiledCredential({
+      username: 'u',
+      secret: { scrypt: await hashScrypt('pw', randomBytes(16), 10) },
+    });
+    expect(cred.secretDigestHex).toBeUndefined();
+    expect(cred.usernameDigest.equals(sha256('u'))).toBe(true);
+    expect(cred.verifyFast(sha256('u'), Buffer.alloc(32))).toBe(false);
+  });
+});

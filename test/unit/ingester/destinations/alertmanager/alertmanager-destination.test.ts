@@ -5,6 +5,7 @@ import { Registry } from 'prom-client';
 import type {
   AlertCounts,
   AlertStore,
+  StateWrite,
   Versioned,
 } from '../../../../../ingester/destinations/alertmanager/alert-store.js';
 import { AlertmanagerDestination } from '../../../../../ingester/destinations/alertmanager/alertmanager-destination.js';
@@ -50,17 +51,57 @@ class MemoryStore implements AlertStore {
   }
 }
 
+/** A store whose writes wait until the test opens the gate (or fails them). */
+class GatedStore extends MemoryStore {
+  gated = true;
+  waiting: Array<{ go: () => void; fail: (err: Error) => void }> = [];
+  override async put(state: AlertState, version: number): Promise<number | false> {
+    if (this.gated) await new Promise<void>((go, fail) => this.waiting.push({ go, fail }));
+    return super.put(state, version);
+  }
+  open(): void {
+    this.gated = false;
+    for (const w of this.waiting.splice(0)) w.go();
+  }
+  fail(err: Error): void {
+    for (const w of this.waiting.splice(0)) w.fail(err);
+  }
+}
+
+/** A store that writes a batch's states together (as SQLite does), answering each as put() would, or failing them. */
+class BatchStore extends MemoryStore {
+  batches: number[] = [];
+  failNext?: Error;
+  async putAll(writes: readonly StateWrite[]): Promise<Array<number | false | Error>> {
+    this.batches.push(writes.length);
+    const failed = this.failNext;
+    this.failNext = undefined;
+    if (failed) return writes.map(() => failed);
+    const answers: Array<number | false> = [];
+    for (const w of writes) answers.push(await this.put(w.state, w.version));
+    return answers;
+  }
+}
+
+const waitUntil = async (ok: () => boolean): Promise<void> => {
+  for (let i = 0; i < 200 && !ok(); i++) await new Promise((r) => setTimeout(r, 10));
+  expect(ok()).toBe(true);
+};
+
 let server: Server;
 let url = '';
 const posts: PostableAlert[][] = [];
 let status = 200;
 /** Milliseconds to hold the answer to the next requests, one entry each. */
 const delays: number[] = [];
+/** Requests whose body has arrived, answered or not. */
+let arrived = 0;
 beforeAll(async () => {
   server = createServer((req, res) => {
     let body = '';
     req.on('data', (c) => (body += c));
     req.on('end', () => {
+      arrived++;
       const delay = delays.shift() ?? 0;
       setTimeout(() => {
         posts.push(JSON.parse(body) as PostableAlert[]);
@@ -120,6 +161,20 @@ const refusedCount = async (registry: Registry, limit: string): Promise<number> 
     .reduce((sum, v) => sum + v.value, 0);
 
 describe('Alertmanager destination', () => {
+  it("has a post on each of its eight connections at once: every post in flight is in Alertmanager's hands", async () => {
+    const am = destination(new MemoryStore());
+    delays.push(...Array.from({ length: 8 }, () => 600));
+    const before = arrived;
+    const sends = Array.from({ length: 8 }, (_, i) => am.send(queued([event(`c${i}`, 5, `c${i}`)])));
+    // With four connections the other four posts waited in the client for the first answers.
+    await new Promise((r) => setTimeout(r, 300));
+    const atOnce = arrived - before;
+    const outcomes = await Promise.all(sends);
+    expect(atOnce).toBe(8);
+    expect(outcomes.every((o) => o.kind === 'accepted')).toBe(true);
+    await am.close();
+  });
+
   it('stores each alert state and posts the alerts of a batch once each', async () => {
     const store = new MemoryStore();
     const d = destination(store);
@@ -129,6 +184,45 @@ describe('Alertmanager destination', () => {
     expect(posts).toHaveLength(1);
     expect(posts[0]?.map((a) => a.labels.signature).sort()).toEqual(['a', 'b']);
     expect(store.rows.size).toBe(2);
+    await d.close();
+  });
+
+  it("writes a batch's states together (one putAll, not a put each) when the store can", async () => {
+    const store = new BatchStore();
+    const d = destination(store);
+    const batch = Array.from({ length: 40 }, (_, i) => event(`s${i}`, 4, `e${i}`));
+    expect(await d.send(queued(batch))).toEqual({ kind: 'accepted' });
+    expect(store.batches).toEqual([40]);
+    expect(store.rows.size).toBe(40);
+    expect(posts.flat()).toHaveLength(40);
+    await d.close();
+  });
+
+  it("prepares a batch after the turn's I/O, not in the turn that handed it out", async () => {
+    const store = new BatchStore();
+    const d = destination(store);
+    // The first batch loads the counts; the next ones find them loaded.
+    expect(await d.send(queued([event('w', 4, 'w')]))).toEqual({ kind: 'accepted' });
+    const sending = [d.send(queued([event('x', 4, '1')])), d.send(queued([event('y', 4, '2')]))];
+    for (let i = 0; i < 20; i++) await Promise.resolve();
+    // Nothing parsed, applied or written yet: answers read in this turn go first.
+    expect(store.batches).toEqual([1]);
+    expect(await Promise.all(sending)).toEqual([{ kind: 'accepted' }, { kind: 'accepted' }]);
+    expect(store.batches).toEqual([1, 1, 1]);
+    await d.close();
+  });
+
+  it('retries a batch whose putAll failed, and gives back the places its new alerts took under the caps', async () => {
+    const store = new BatchStore();
+    const d = destination(store, { maxAlerts: 3 });
+    const batch = [event('a', 4, '1'), event('b', 4, '2'), event('c', 4, '3')];
+    store.failNext = new Error('disk I/O error');
+    expect(await d.send(queued(batch))).toMatchObject({ kind: 'retry', reason: 'state_store' });
+    expect(store.rows.size).toBe(0);
+    // Redelivered: the three places are free again, so none is refused under maxAlerts 3.
+    expect(await d.send(queued(batch))).toEqual({ kind: 'accepted' });
+    expect(store.rows.size).toBe(3);
+    expect(store.batches).toEqual([3, 3]);
     await d.close();
   });
 
@@ -211,6 +305,66 @@ describe('Alertmanager destination', () => {
     expect(ofA.at(-1)?.annotations.event_id).toBe('2');
     expect([...store.rows.values()][0]?.state.lastEventId).toBe('2');
     await d.close();
+  });
+
+  it('posts without waiting for the state write, and is delivered only once the state is written', async () => {
+    const store = new GatedStore();
+    const d = destination(store);
+    const before = arrived;
+    let done = false;
+    const sent = d.send(queued([event('a', 4, '1'), event('b', 4, '2')])).then((o) => {
+      done = true;
+      return o;
+    });
+    // The post reaches Alertmanager while both writes wait (before, it waited for them).
+    await waitUntil(() => arrived > before);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(store.waiting).toHaveLength(2);
+    expect(done).toBe(false);
+    store.open();
+    expect(await sent).toEqual({ kind: 'accepted' });
+    expect(store.rows.size).toBe(2);
+    await d.close();
+  });
+
+  it('does not deliver a batch whose state write fails after its post went out', async () => {
+    const store = new GatedStore();
+    const d = destination(store);
+    const before = arrived;
+    const sent = d.send(queued([event('a', 4, '1')]));
+    await waitUntil(() => arrived > before);
+    store.fail(new Error('disk I/O error'));
+    expect(await sent).toMatchObject({
+      kind: 'retry',
+      reason: 'state_store',
+      error: expect.stringMatching(/disk I\/O/),
+    });
+    expect(store.rows.size).toBe(0);
+    // Delivered again: the state is written, the alert posted again.
+    store.gated = false;
+    expect(await d.send(queued([event('a', 4, '1')]))).toEqual({ kind: 'accepted' });
+    expect(store.rows.size).toBe(1);
+    expect(posts.at(-1)?.[0]?.labels.signature).toBe('a');
+    await d.close();
+  });
+
+  it("posts again from the store's state when the guess it posted lost the compare-and-set", async () => {
+    const store = new MemoryStore();
+    const [one, two] = [destination(store, {}, 'one'), destination(store, {}, 'two')];
+    const base = Date.now() - 10_000;
+    const at = (ms: number): string => new Date(base + ms).toISOString();
+    await one.send(queued([{ ...event('a', 4, '1'), agent_time: at(1) }]));
+    // Another replica resolves it with a newer clear.
+    await two.send(queued([{ ...event('a', 0, '3'), agent_time: at(3) }]));
+    posts.length = 0;
+    // Replica one's guess (firing) takes an event older than the clear: posted firing at once,
+    // then the store's resolved state, which the older event does not change, posted after it.
+    expect(await one.send(queued([{ ...event('a', 4, '2'), agent_time: at(2) }]))).toEqual({ kind: 'accepted' });
+    expect(posts).toHaveLength(2);
+    expect(Date.parse(posts[0]?.[0]?.endsAt ?? '')).toBeGreaterThan(Date.now());
+    expect(Date.parse(posts[1]?.[0]?.endsAt ?? '')).toBeLessThanOrEqual(Date.now());
+    expect([...store.rows.values()][0]?.state).toMatchObject({ lastEventId: '3', resolvedAt: expect.any(String) });
+    await Promise.all([one.close(), two.close()]);
   });
 
   it('retries when no Alertmanager took the alerts, and keeps the state for the re-send', async () => {

@@ -344,6 +344,34 @@ describe('outbox', () => {
     stores.close();
     await outbox.close();
   });
+
+  it('writes several alert states in one putAll, each compare-and-set answered on its own', async () => {
+    const dir = tempDir();
+    const outbox = new Outbox(dir, 1 << 20, routing, noBury);
+    const stores = new SqliteAlertStores(dir);
+    const store = stores.store('am');
+    const state = (key: string, id: string) => ({
+      key,
+      labels: {},
+      annotations: {},
+      startsAt: '',
+      lastEventAtMs: 1,
+      lastEventId: id,
+    });
+    expect(await store.put(state('old', '1'), 0)).toBe(1);
+    const answers = await store.putAll?.([
+      { state: state('new', '2'), version: 0 },
+      { state: state('old', '3'), version: 1 },
+      { state: state('old', '4'), version: 1 },
+      { state: state('new', '5'), version: 0 },
+    ]);
+    // In order, as put() one after another: the second write of each key lost its compare-and-set.
+    expect(answers).toEqual([1, 2, false, false]);
+    expect((await store.get('new'))?.state.lastEventId).toBe('2');
+    expect((await store.get('old'))?.state.lastEventId).toBe('3');
+    stores.close();
+    await outbox.close();
+  });
 });
 
 describe('outbox after a destination was removed from the config', () => {
@@ -443,8 +471,11 @@ describe("the outbox's WAL while delivering", () => {
 
   it('delivers a backlog without the loop checkpointing the WAL: settles and leases wait for the worker, as the states do', async () => {
     const dir = tempDir();
-    // A 512 KiB WAL (an eighth of maxBytes): a few hundred new states fill it.
-    const outbox = new Outbox(dir, 4 << 20, { destinationsOf: () => ['am'] }, noBury);
+    // A 4 MiB WAL (an eighth of maxBytes): about a thousand new states fill it. As with the defaults
+    // (a 16 MiB WAL, 2,048 alerts in flight), the states written at once after a checkpoint (up to
+    // maxInFlight, a page each) fit in half of it: more than the whole WAL in one commit would make
+    // the loop checkpoint whatever the worker does.
+    const outbox = new Outbox(dir, 32 << 20, { destinationsOf: () => ['am'] }, noBury);
     const stores = new SqliteAlertStores(dir, outbox.diskReserve, outbox.walCheckpointer);
     const dest = new StateWriting('am', stores);
     const d = new Dispatcher(
@@ -453,14 +484,14 @@ describe("the outbox's WAL while delivering", () => {
       new DestinationMetrics(new Registry()),
       pino({ level: 'silent' }),
     );
-    const events = 3000;
+    const events = 6000;
     for (let r = 0; r < events / 100; r++)
       await outbox.handOff(Array.from({ length: 100 }, (_, i) => ev(`e${r * 100 + i}`)));
     try {
       const before = outbox.walCheckpointer.loopCheckpoints;
       outbox.start([{ name: 'am', dispatcher: d, leaseMs: 60_000 }]);
       await until(() => dest.delivered >= events && outbox.depth('am') === 0, 30_000);
-      // The worker checkpointed many times (3,000 states are several times the WAL); the loop not.
+      // The worker checkpointed many times (6,000 states are several times the WAL); the loop not.
       expect(outbox.walCheckpointer.loopCheckpoints - before).toBe(0);
     } finally {
       await d.idle();
