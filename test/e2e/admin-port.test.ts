@@ -176,7 +176,10 @@ describe('the CLI sends what is required', () => {
       15_000,
       100,
     );
-    const replayed = await cli(['deadletter', 'replay', '--admin-url', ing.adminUrl, '--kind', 'mapping']);
+    // A replay that fails exits 1: its table (the failure's reason) is what the assertion shows.
+    const replayed = await cli(['deadletter', 'replay', '--admin-url', ing.adminUrl, '--kind', 'mapping']).catch(
+      (err: { stdout?: string; stderr?: string }) => ({ stdout: `${err.stdout ?? ''}${err.stderr ?? ''}` }),
+    );
     expect(replayed.stdout).toContain('1 replayed, 0 failed');
     expect((await listLetters(ing)).count).toBe(0);
   });
