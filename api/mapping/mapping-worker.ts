@@ -1,6 +1,6 @@
 /**
- * A mapping worker: a child process (started by worker-pool.ts, under SCHED_IDLE where chrt is
- * available) that evaluates one tenant's expression at a time on the payload's JSON bytes and
+ * A mapping worker: a process (started for worker-pool.ts by its spawner, worker-spawner.ts, under
+ * SCHED_IDLE where chrt is available; connected to the pool by a socket, worker-launcher.ts) that evaluates one tenant's expression at a time on the payload's JSON bytes and
  * answers with the events as JSON bytes and the CPU time the evaluation used. Payloads come in
  * batches (one message of one or more, one tenant's); they are evaluated in order and answered
  * together, in one message. The pool kills this
@@ -15,6 +15,15 @@
 import type { Expression } from 'jsonata';
 import type { DirectMapping } from './direct.js';
 import type { MappingError as EvaluationError, MappingLimits } from './engine.js';
+import { connect } from 'node:net';
+import { FrameReader, writeFrame } from './frames.js';
+import {
+  addressFromEnv,
+  WORKER_ID_ENV,
+  WORKER_SOCKET_ENV,
+  WORKER_TOKEN_ENV,
+  type WorkerHello,
+} from './worker-connection.js';
 import { settleWorkerPriority, type WorkerPriority } from './worker-priority.js';
 
 const priority = settleWorkerPriority(process.argv[2] ?? 'not started through chrt');
@@ -73,15 +82,27 @@ export interface WorkerReady {
   priority: WorkerPriority;
 }
 
-const send = process.send?.bind(process);
-if (!send) throw new Error('mapping-worker.js runs as a child process with an IPC channel (worker-pool.ts starts it)');
+const socketAddress = process.env[WORKER_SOCKET_ENV];
+if (!socketAddress)
+  throw new Error('mapping-worker.js is started by the mapping pool (worker-launcher.ts), which says where to connect');
+// Connected to the pool; its id and token say which worker this is (and are nobody else's business).
+const socket = connect({ path: addressFromEnv(socketAddress) });
+socket.setNoDelay(true);
+const send = (message: WorkerAnswers | WorkerReady | WorkerHello): void => writeFrame(socket, message);
+send({
+  id: Number(process.env[WORKER_ID_ENV]),
+  token: process.env[WORKER_TOKEN_ENV] ?? '',
+  pid: process.pid,
+} satisfies WorkerHello);
+delete process.env[WORKER_TOKEN_ENV];
 
 const utf8 = new TextDecoder('utf-8');
 
 /** Set by a yield message: the batch under way stops after its current payload. */
 let yieldAsked = false;
 
-process.on('message', (message: WorkerTasks | WorkerYield) => {
+const reader = new FrameReader((m) => {
+  const message = m as WorkerTasks | WorkerYield;
   if ('yield' in message) {
     yieldAsked = true;
     return;
@@ -91,9 +112,11 @@ process.on('message', (message: WorkerTasks | WorkerYield) => {
   void evaluateAll(message).then(({ replies, processCpuMs }) =>
     send({ replies, processCpuMs } satisfies WorkerAnswers),
   );
-});
-// The pool closes the channel (or is gone): nothing more to do.
-process.on('disconnect', () => process.exit(0));
+}, Number.MAX_SAFE_INTEGER);
+socket.on('data', (chunk: Buffer) => reader.push(chunk));
+// The pool closed the socket (or is gone): nothing more to do.
+socket.on('close', () => process.exit(0));
+socket.on('error', () => process.exit(0));
 send({ ready: true, priority, processCpuMs: processCpuMicros() / 1000 } satisfies WorkerReady);
 
 /** A batch's expression, ready to run: compiled once per batch (a JSONata one), or a routing rules task. */

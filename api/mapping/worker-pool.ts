@@ -62,9 +62,8 @@
  * - The payload goes over as its JSON bytes, each distinct expression once per batch; the events
  *   come back as JSON text (a string costs the channel less than bytes: no buffer on either side).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import type { Socket } from 'node:net';
 import { availableParallelism } from 'node:os';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import {
@@ -82,6 +81,7 @@ import type {
   WorkerTasks,
   WorkerYield,
 } from './mapping-worker.js';
+import { WorkerLauncher, type RemoteWorker } from './worker-launcher.js';
 import { demoteCommand, idleCommand, promptCommand, readProcStat, type WorkerPriority } from './worker-priority.js';
 
 export interface WorkerPoolOptions {
@@ -180,7 +180,7 @@ interface TenantState {
 }
 
 interface Slot {
-  child: ChildProcess;
+  child: RemoteWorker;
   ready: boolean;
   /**
    * The worker's CPU time so far as it last reported it (ready, or its last answer), ms: the base
@@ -213,8 +213,6 @@ interface Slot {
   replacing?: TenantState;
 }
 
-/** Enough of a dying worker's stderr to tell an out-of-memory end from any other. */
-const STDERR_KEEP = 4096;
 const OUT_OF_MEMORY = /heap out of memory|Reached heap limit|Allocation failed/i;
 /** Clock ticks per second in /proc/PID/stat (USER_HZ: 100 on every Linux ABI node runs on). */
 const USER_HZ = 100;
@@ -233,6 +231,8 @@ export class MappingWorkerPool implements ExpressionRunner {
   private readonly watchMs: number;
   private readonly wallFactor: number;
   private readonly workerPath: string;
+  /** Starts the workers (through a spawner process) and carries their messages. */
+  private readonly launcher: WorkerLauncher;
   private readonly maxRunningPerTenant: number;
   private readonly maxQueuedPerTenant: number;
   private readonly maxQueuedBytesPerTenant: number;
@@ -270,6 +270,7 @@ export class MappingWorkerPool implements ExpressionRunner {
     this.idleTarget = idleWorkers(this.size);
     this.longForMs = o.longForMs ?? 60_000;
     this.workerPath = fileURLToPath(o.workerUrl ?? new URL('./mapping-worker.js', import.meta.url));
+    this.launcher = new WorkerLauncher(join(dirname(this.workerPath), 'worker-spawner.js'));
   }
 
   /** Evaluations waiting, evaluations running, payload bytes held. */
@@ -299,6 +300,11 @@ export class MappingWorkerPool implements ExpressionRunner {
   /** The worker processes' ids (for tests and diagnostics). */
   get pids(): number[] {
     return this.slots.flatMap((s) => (s.child.pid === undefined ? [] : [s.child.pid]));
+  }
+
+  /** The spawner that starts the workers, and the socket they connect to (for tests and diagnostics). */
+  get launcherInfo(): { spawnerPid: number | undefined; socketAddress: string } {
+    return { spawnerPid: this.launcher.spawnerPid, socketAddress: this.launcher.socketAddress };
   }
 
   /** The worker processes and their classes (for tests and diagnostics). */
@@ -486,6 +492,7 @@ export class MappingWorkerPool implements ExpressionRunner {
     for (const task of this.takeAllWaiting())
       this.settle(task, new MappingBusy('the mapping workers are shutting down', 1));
     await Promise.all(this.slots.map((s) => this.lose(s, new MappingBusy('the mapping workers are shutting down', 1))));
+    this.launcher.close();
   }
 
   /** Every waiting evaluation, taken out of the queue (to refuse them). */
@@ -579,19 +586,12 @@ export class MappingWorkerPool implements ExpressionRunner {
     const env = { ...process.env };
     // The worker gets its flags above and nothing else (an inspector port, a --require).
     delete env.NODE_OPTIONS;
-    const child = spawn(command.argv[0] as string, [...command.argv.slice(1), why], {
-      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-      serialization: 'advanced',
-      env,
-    });
+    // Started by the spawner, not forked from this process (worker-spawner.ts says why).
+    const child = this.launcher.start([...command.argv, why], env);
     const slot: Slot = { child, ready: false, baseCpuMs: 0, stderr: '', viaChrt, cls };
     this.slots.push(slot);
     // Idle workers never keep the process alive; one with an evaluation does (start()).
     this.idleRefs(slot, false);
-    child.stderr?.setEncoding('utf8');
-    child.stderr?.on('data', (d: string) => {
-      slot.stderr = (slot.stderr + d).slice(-STDERR_KEEP);
-    });
     child.on('message', (m: WorkerAnswers | WorkerReady) => {
       slot.baseCpuMs = m.processCpuMs;
       if ('ready' in m) {
@@ -611,7 +611,10 @@ export class MappingWorkerPool implements ExpressionRunner {
       (err) => void this.lose(slot, new MappingError('INTAKE_EVALUATION', `the mapping worker failed: ${err.message}`)),
     );
     // 'close': the process has ended and its stderr is read to the end.
-    child.on('close', (code, signal) => void this.lose(slot, this.deathOf(slot, code, signal)));
+    child.on('close', (code: number | null, signal: NodeJS.Signals | null) => {
+      slot.stderr = child.stderr;
+      void this.lose(slot, this.deathOf(slot, code, signal));
+    });
     return slot;
   }
 
@@ -638,17 +641,8 @@ export class MappingWorkerPool implements ExpressionRunner {
 
   /** The worker's process and channel keep this process alive only while it evaluates. */
   private idleRefs(slot: Slot, busy: boolean): void {
-    // The stderr pipe too: a readable pipe keeps the event loop alive like the process and channel.
-    const stderr = slot.child.stderr as Socket | null;
-    if (busy) {
-      slot.child.ref();
-      slot.child.channel?.ref();
-      stderr?.ref();
-    } else {
-      slot.child.unref();
-      slot.child.channel?.unref();
-      stderr?.unref();
-    }
+    if (busy) slot.child.ref();
+    else slot.child.unref();
   }
 
   private start(slot: Slot, batch: Task[]): void {
@@ -700,10 +694,8 @@ export class MappingWorkerPool implements ExpressionRunner {
     if (this.slots.filter((s) => s.demoted).length >= this.size - this.idleTarget) return;
     slot.demoted = true;
     slot.cls = 'idle';
-    const chrt = spawn(argv[0] as string, argv.slice(1), { stdio: 'ignore' });
-    // If chrt fails the worker stays where it was until retired: nothing else to do.
-    chrt.on('error', () => undefined);
-    chrt.unref();
+    // Through the spawner too; if chrt fails the worker stays where it was until retired.
+    this.launcher.run(argv);
     // The other tenants get a prompt worker back now, not when the long batch ends.
     if (!this.closed && this.counted().length < this.size) this.spawn(this.classToStart());
   }
@@ -831,11 +823,11 @@ export class MappingWorkerPool implements ExpressionRunner {
   }
 
   /** SIGKILL, then wait until the process is gone (a worker in a built-in call never reads a gentler signal). */
-  private kill(child: ChildProcess): Promise<void> {
-    if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  private kill(child: RemoteWorker): Promise<void> {
+    if (child.hasEnded) return Promise.resolve();
     return new Promise((resolve) => {
       child.once('exit', () => resolve());
-      child.kill('SIGKILL');
+      child.kill();
     });
   }
 

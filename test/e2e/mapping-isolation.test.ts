@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { postAlerts, startAlertmanager } from './support/alertmanager.js';
+import { mappingWorkerPids } from './support/mapping-workers.js';
 import { eventLines, post, type RunningIngester, startIngester, tenantAuth, tenantRoute } from './support/ingester.js';
 import { waitFor } from '../support/waiting.js';
 import { ROOT } from '../support/paths.js';
@@ -252,20 +253,6 @@ function threadsOf(pid: number): Array<{ tid: number; nice: number; policy: numb
   });
 }
 
-/** The processes whose parent is `pid` and whose command line runs the mapping worker. */
-function mappingWorkersOf(pid: number): number[] {
-  return readdirSync('/proc')
-    .filter((d) => /^\d+$/.test(d))
-    .flatMap((d) => {
-      try {
-        if (readProcStat(`/proc/${d}/stat`)?.(4) !== pid) return [];
-        return readFileSync(`/proc/${d}/cmdline`, 'utf8').includes('mapping-worker.js') ? [Number(d)] : [];
-      } catch {
-        return []; // it ended meanwhile
-      }
-    });
-}
-
 describe('the mapping worker processes', () => {
   (process.platform === 'linux' ? it : it.skip)(
     "run tenants' expressions with every one of their threads under SCHED_IDLE (an idle worker) or SCHED_BATCH at nice 19 (a prompt worker), so the ingester's threads preempt them; the ingester's own threads keep its scheduling",
@@ -280,7 +267,7 @@ describe('the mapping worker processes', () => {
       let seen: unknown;
       const settled = (): boolean => {
         const ingester = threadsOf(pid);
-        const workers = mappingWorkersOf(pid).map((w) => ({ pid: w, threads: threadsOf(w) }));
+        const workers = mappingWorkerPids(pid).map((w) => ({ pid: w, threads: threadsOf(w) }));
         seen = { ingester, workers };
         return (
           ingester.every((t) => t.policy === SCHED_OTHER && t.nice === own.nice) &&

@@ -22,6 +22,7 @@ import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { mappingWorkerPids } from '../support/mapping-workers.js';
 import { startIngester, tenantAuth, tenantRoute, type RunningIngester } from '../support/ingester.js';
 import { expectUnharmed, steadyTenant, type SteadyResult } from './support.js';
 
@@ -88,27 +89,24 @@ function statOf(path: string): ((field: number) => number) | undefined {
 
 /** The ingester's mapping worker processes: each one's class by its threads, and its CPU time (ms). */
 function workersOf(pid: number): { pid: number; cls: 'prompt' | 'idle' | 'other'; cpuMs: number }[] {
-  return readdirSync('/proc')
-    .filter((d) => /^\d+$/.test(d))
-    .flatMap((d) => {
-      const stat = statOf(`/proc/${d}/stat`);
-      if (stat?.(4) !== pid) return [];
-      try {
-        if (!readFileSync(`/proc/${d}/cmdline`, 'utf8').includes('mapping-worker.js')) return [];
-        const threads = readdirSync(`/proc/${d}/task`).flatMap((t) => {
-          const ts = statOf(`/proc/${d}/task/${t}/stat`);
-          return ts ? [{ policy: ts(41), nice: ts(19) }] : [];
-        });
-        const cls = threads.every((t) => t.policy === SCHED_IDLE)
-          ? 'idle'
-          : threads.every((t) => t.policy === SCHED_BATCH && t.nice === 19)
-            ? 'prompt'
-            : 'other';
-        return [{ pid: Number(d), cls, cpuMs: (stat(14) + stat(15)) * 10 }];
-      } catch {
-        return []; // it ended meanwhile
-      }
-    });
+  return mappingWorkerPids(pid).flatMap((d) => {
+    const stat = statOf(`/proc/${d}/stat`);
+    if (!stat) return [];
+    try {
+      const threads = readdirSync(`/proc/${d}/task`).flatMap((t) => {
+        const ts = statOf(`/proc/${d}/task/${t}/stat`);
+        return ts ? [{ policy: ts(41), nice: ts(19) }] : [];
+      });
+      const cls = threads.every((t) => t.policy === SCHED_IDLE)
+        ? 'idle'
+        : threads.every((t) => t.policy === SCHED_BATCH && t.nice === 19)
+          ? 'prompt'
+          : 'other';
+      return [{ pid: Number(d), cls, cpuMs: (stat(14) + stat(15)) * 10 }];
+    } catch {
+      return []; // it ended meanwhile
+    }
+  });
 }
 
 /**
