@@ -9,9 +9,12 @@ import { deserialize, serialize } from 'node:v8';
 /** A frame whose length says more than the reader accepts (a broken or hostile peer). */
 export class FrameTooLarge extends Error {}
 
-/** Writes one message as a frame. */
-export function writeFrame(socket: Socket, message: unknown): void {
-  const body = serialize(message);
+/** How a frame's bytes become a message: V8's deserializer, or JSON (for a peer not yet trusted). */
+export type FrameDecoding = 'v8' | 'json';
+
+/** Writes one message as a frame (V8-serialized, or as JSON text for a reader that decodes JSON). */
+export function writeFrame(socket: Socket, message: unknown, encoding: FrameDecoding = 'v8'): void {
+  const body = encoding === 'v8' ? serialize(message) : Buffer.from(JSON.stringify(message));
   const head = Buffer.allocUnsafe(4);
   head.writeUInt32BE(body.length, 0);
   socket.cork();
@@ -25,10 +28,15 @@ export class FrameReader {
   private chunks: Buffer[] = [];
   private buffered = 0;
 
-  /** `maxBytes`: the largest frame accepted; the caller may raise it (after a peer has said who it is). */
+  /**
+   * `maxBytes`: the largest frame accepted; `decoding`: how frames are read. The caller may raise
+   * the one and switch the other once a peer has said who it is: V8's deserializer is not meant
+   * for bytes from anyone, JSON.parse is.
+   */
   constructor(
     public onMessage: (message: unknown) => void,
     public maxBytes: number,
+    public decoding: FrameDecoding = 'v8',
   ) {}
 
   /** Takes a chunk; throws FrameTooLarge past maxBytes (the caller ends the connection). */
@@ -42,7 +50,8 @@ export class FrameReader {
       if (this.buffered < 4 + length) return;
       const frame = this.contiguous(4 + length);
       this.consume(4 + length);
-      this.onMessage(deserialize(frame.subarray(4, 4 + length)));
+      const body = frame.subarray(4, 4 + length);
+      this.onMessage(this.decoding === 'v8' ? deserialize(body) : JSON.parse(body.toString('utf8')));
     }
   }
 

@@ -88,12 +88,16 @@ if (!socketAddress)
 // Connected to the pool; its id and token say which worker this is (and are nobody else's business).
 const socket = connect({ path: addressFromEnv(socketAddress) });
 socket.setNoDelay(true);
-const send = (message: WorkerAnswers | WorkerReady | WorkerHello): void => writeFrame(socket, message);
-send({
-  id: Number(process.env[WORKER_ID_ENV]),
-  token: process.env[WORKER_TOKEN_ENV] ?? '',
-  pid: process.pid,
-} satisfies WorkerHello);
+const send = (message: WorkerAnswers | WorkerReady): void => writeFrame(socket, message);
+writeFrame(
+  socket,
+  {
+    id: Number(process.env[WORKER_ID_ENV]),
+    token: process.env[WORKER_TOKEN_ENV] ?? '',
+    pid: process.pid,
+  } satisfies WorkerHello,
+  'json',
+);
 delete process.env[WORKER_TOKEN_ENV];
 
 const utf8 = new TextDecoder('utf-8');

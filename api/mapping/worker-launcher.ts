@@ -100,6 +100,7 @@ export class RemoteWorker extends EventEmitter {
     if (this.referenced) socket.ref();
     else socket.unref();
     reader.maxBytes = MAX_FRAME_BYTES;
+    reader.decoding = 'v8';
     reader.onMessage = (m) => this.emit('message', m);
     socket.once('close', () => this.maybeEnd());
   }
@@ -262,7 +263,8 @@ export class WorkerLauncher {
     socket.setNoDelay(true);
     const timer = setTimeout(() => socket.destroy(), HELLO_MS);
     timer.unref();
-    const reader = new FrameReader(() => undefined, HELLO_BYTES);
+    // Until it has said which worker it is, a connection's frames are small JSON.
+    const reader = new FrameReader(() => undefined, HELLO_BYTES, 'json');
     reader.onMessage = (m) => {
       const hello = m as Partial<WorkerHello>;
       const worker = typeof hello.id === 'number' ? this.workers.get(hello.id) : undefined;

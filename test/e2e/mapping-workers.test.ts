@@ -597,6 +597,11 @@ describe("the mapping workers' spawner (api/mapping/worker-spawner.ts)", () => {
       try {
         await pool.run('n', limits, bytes({ n: 1 }));
         const [worker] = pool.pids;
+        // A wrong token, one that is not hex, a worker that does not exist, and bytes that are no
+        // JSON (never handed to V8's deserializer, which is not meant for a stranger's bytes).
+        const notJson = connect({ path: pool.launcherInfo.socketAddress });
+        notJson.end(Buffer.from([0, 0, 0, 3, 0xff, 0x0d, 0x01]));
+        await new Promise<void>((resolve) => notJson.once('close', () => resolve()));
         for (const hello of [
           { id: 1, token: '00'.repeat(32), pid: process.pid },
           { id: 1, token: 'not hex', pid: process.pid },
@@ -607,7 +612,7 @@ describe("the mapping workers' spawner (api/mapping/worker-spawner.ts)", () => {
             stranger.once('connect', resolve);
             stranger.once('error', reject);
           });
-          writeFrame(stranger, hello);
+          writeFrame(stranger, hello, 'json');
           await new Promise<void>((resolve) => stranger.once('close', () => resolve()));
         }
         expect((await pool.run('{"n": n}', limits, bytes({ n: 3 }))).items).toEqual([{ n: 3 }]);

@@ -5,11 +5,19 @@ import { FrameReader, FrameTooLarge, writeFrame } from '../../../../api/mapping/
 
 /** The bytes writeFrame writes for each message, as one buffer. */
 function framed(...messages: unknown[]): Buffer {
+  return written(messages, 'v8');
+}
+
+function framedJson(...messages: unknown[]): Buffer {
+  return written(messages, 'json');
+}
+
+function written(messages: unknown[], encoding: 'v8' | 'json'): Buffer {
   const sink = new PassThrough();
   const chunks: Buffer[] = [];
   sink.on('data', (c: Buffer) => chunks.push(c));
   const socket = Object.assign(sink, { cork: () => undefined, uncork: () => undefined }) as unknown as Socket;
-  for (const m of messages) writeFrame(socket, m);
+  for (const m of messages) writeFrame(socket, m, encoding);
   return Buffer.concat(chunks);
 }
 
@@ -30,6 +38,11 @@ describe('frames', () => {
     }
   });
 
+  it('a JSON reader refuses bytes that are not JSON (the caller ends the connection)', () => {
+    const reader = new FrameReader(() => undefined, 1024, 'json');
+    expect(() => reader.push(Buffer.from([0, 0, 0, 3, 0xff, 0x0d, 0x01]))).toThrow(SyntaxError);
+  });
+
   it('refuses a frame longer than its bound (before reading it), and takes it once the bound is raised', () => {
     const bytes = framed({ text: 'x'.repeat(200) });
     const got: unknown[] = [];
@@ -41,14 +54,15 @@ describe('frames', () => {
     expect(got).toEqual([{ text: 'x'.repeat(200) }]);
   });
 
-  it('hands each message to the handler set when it is read (a hello, then the worker it named)', () => {
+  it('hands each message to the handler set when it is read, decoded as set then (a JSON hello, then the worker it named)', () => {
     const seen: string[] = [];
-    const reader = new FrameReader(() => seen.push('hello'), 1024);
+    const reader = new FrameReader(() => seen.push('hello'), 1024, 'json');
     reader.onMessage = (m) => {
       seen.push(`hello ${(m as { id: number }).id}`);
+      reader.decoding = 'v8';
       reader.onMessage = (n) => seen.push(`worker ${(n as { n: number }).n}`);
     };
-    reader.push(framed({ id: 7 }, { n: 1 }, { n: 2 }));
+    reader.push(Buffer.concat([framedJson({ id: 7 }), framed({ n: 1 }, { n: 2 })]));
     expect(seen).toEqual(['hello 7', 'worker 1', 'worker 2']);
   });
 });
