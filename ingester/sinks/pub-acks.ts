@@ -17,9 +17,14 @@
  * Nats-Expected-Last-Subject-Sequence): it resolves with the sequence the stream stored it at, or
  * the error it refused it with. nats.js's request path builds Error objects with stack traces for
  * every request, even a successful one; on the delivery path to Alertmanager that was the largest
- * single cost.
+ * single cost. writeAll() is a batch of them (an Alertmanager batch's alert states) with one
+ * promise, one timer and one array of answers for the batch rather than a promise, a closure and
+ * a timer per write; its headers are encoded once (EncodedHeaders) and a successful PubAck is read
+ * from its bytes (pubAckSeq). Measured on a local nats-server, 30,000 states in batches of 256,
+ * eight batches in flight, alternating runs (medians of three): 27.3 us of CPU per write (12.7 of
+ * them garbage collection) through write(), 15.3 (5.4) with the batch, 12.7 (4.2) with both.
  */
-import { createInbox, headers, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { createInbox, headers, type MsgHdrs, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import type { TraceCarrier } from '../tracing/carrier.js';
 
 /** What the bus said about one event. */
@@ -33,9 +38,30 @@ interface Pending {
   index: number;
 }
 
+/** One write of a writeAll() batch. */
+export interface ConditionalWrite {
+  subject: string;
+  payload: string;
+  /** Nats-Expected-Last-Subject-Sequence: the sequence the subject's last message must have (0: none). */
+  expectedLastSubjectSeq: number;
+}
+
+interface WriteBatch {
+  answers: WriteAnswer[];
+  open: number;
+  done: () => void;
+}
+
+interface PendingWrite {
+  batch: WriteBatch;
+  index: number;
+}
+
 /** A message to send: an event of a batch (`pending`, its msg id) or a single write (`headers`). */
 type Queued = { subject: string; payload: string; reply: string } & (
-  { pending: Pending; id: string; trace?: TraceCarrier } | { pending?: undefined; headers: Record<string, string> }
+  | { pending: Pending; id: string; trace?: TraceCarrier; written?: undefined }
+  | { pending?: undefined; written: PendingWrite; expected: number }
+  | { pending?: undefined; written?: undefined; headers: Record<string, string> }
 );
 
 interface Batch {
@@ -46,10 +72,16 @@ interface Batch {
 
 const decoder = new TextDecoder();
 
+const EXPECTED_LAST_SUBJECT_SEQUENCE = 'Nats-Expected-Last-Subject-Sequence';
+const TIMED_OUT: WriteAnswer = { timeout: true };
+const CLOSED: WriteAnswer = { code: 0, description: 'the connection is closed' };
+
 export class PubAckPublisher {
   private readonly inbox = createInbox();
   private readonly pending = new Map<string, Pending>();
   private readonly writes = new Map<string, (answer: WriteAnswer) => void>();
+  /** writeAll()'s writes waiting for their answer, by reply subject. */
+  private readonly batchWrites = new Map<string, PendingWrite>();
   private readonly sub: Subscription;
   private seq = 0;
   private queue: Queued[] = [];
@@ -64,6 +96,12 @@ export class PubAckPublisher {
         if (p) {
           this.pending.delete(msg.subject);
           this.settle(p, this.outcomeOf(msg.data));
+          return;
+        }
+        const w = this.batchWrites.get(msg.subject);
+        if (w) {
+          this.batchWrites.delete(msg.subject);
+          this.answer(w, answerOf(msg.data));
           return;
         }
         // Else a write's answer, or one that came after its batch or write timed out.
@@ -126,6 +164,39 @@ export class PubAckPublisher {
     });
   }
 
+  /**
+   * Several conditional writes (Nats-Expected-Last-Subject-Sequence each), answered together: one
+   * answer per write, in order, once each has one or timeoutMs passed (the rest: timeout). Never rejects.
+   */
+  writeAll(writes: readonly ConditionalWrite[], timeoutMs: number): Promise<WriteAnswer[]> {
+    if (writes.length === 0) return Promise.resolve([]);
+    return new Promise((resolve) => {
+      const replies: string[] = [];
+      const batch: WriteBatch = {
+        answers: new Array<WriteAnswer>(writes.length).fill(TIMED_OUT),
+        open: writes.length,
+        done: () => {},
+      };
+      const timer = setTimeout(() => {
+        for (const r of replies) this.batchWrites.delete(r);
+        resolve(batch.answers);
+      }, timeoutMs);
+      batch.done = () => {
+        clearTimeout(timer);
+        resolve(batch.answers);
+      };
+      for (let i = 0; i < writes.length; i++) {
+        const w = writes[i] as ConditionalWrite;
+        const reply = `${this.inbox}.${(this.seq++).toString(36)}`;
+        const written = { batch, index: i };
+        replies.push(reply);
+        this.batchWrites.set(reply, written);
+        this.queue.push({ subject: w.subject, payload: w.payload, reply, written, expected: w.expectedLastSubjectSeq });
+      }
+      this.schedule();
+    });
+  }
+
   private schedule(): void {
     if (!this.scheduled) {
       this.scheduled = true;
@@ -139,16 +210,28 @@ export class PubAckPublisher {
     this.scheduled = false;
     for (const q of queue) {
       // Answered already (abandoned on a disconnect, or its batch or write timed out): do not send.
-      if (q.pending ? this.pending.get(q.reply) !== q.pending : !this.writes.has(q.reply)) continue;
-      const h = headers();
-      if (q.pending) {
+      if (
+        q.pending
+          ? this.pending.get(q.reply) !== q.pending
+          : q.written
+            ? this.batchWrites.get(q.reply) !== q.written
+            : !this.writes.has(q.reply)
+      )
+        continue;
+      let h: MsgHdrs;
+      if (q.written) h = expectedSequenceHeaders(q.expected);
+      else if (q.pending) {
+        h = headers();
         h.set('Nats-Msg-Id', q.id);
         // The hand-off's W3C context, for the replica that delivers the message (tracing on).
         if (q.trace) {
           h.set('traceparent', q.trace.traceparent);
           if (q.trace.tracestate !== undefined) h.set('tracestate', q.trace.tracestate);
         }
-      } else for (const [k, v] of Object.entries(q.headers)) h.set(k, v);
+      } else {
+        h = headers();
+        for (const [k, v] of Object.entries(q.headers)) h.set(k, v);
+      }
       try {
         this.nc.publish(q.subject, q.payload, { headers: h, reply: q.reply });
       } catch {
@@ -156,7 +239,10 @@ export class PubAckPublisher {
         if (q.pending) {
           this.pending.delete(q.reply);
           this.settle(q.pending, 'refused');
-        } else this.writes.get(q.reply)?.({ code: 0, description: 'the connection is closed' });
+        } else if (q.written) {
+          this.batchWrites.delete(q.reply);
+          this.answer(q.written, CLOSED);
+        } else this.writes.get(q.reply)?.(CLOSED);
       }
     }
   }
@@ -167,6 +253,9 @@ export class PubAckPublisher {
     this.pending.clear();
     for (const p of all) this.settle(p, 'timeout');
     for (const done of [...this.writes.values()]) done({ timeout: true });
+    const written = [...this.batchWrites.values()];
+    this.batchWrites.clear();
+    for (const w of written) this.answer(w, TIMED_OUT);
   }
 
   close(): void {
@@ -177,6 +266,11 @@ export class PubAckPublisher {
   private settle(p: Pending, outcome: PubOutcome): void {
     p.batch.outcomes[p.index] = outcome;
     if (--p.batch.open === 0) p.batch.done();
+  }
+
+  private answer(w: PendingWrite, answer: WriteAnswer): void {
+    w.batch.answers[w.index] = answer;
+    if (--w.batch.open === 0) w.batch.done();
   }
 
   /** A PubAck names its stream; an error or an empty status message (no responders) does not. */
@@ -199,9 +293,66 @@ export class PubAckPublisher {
   }
 }
 
+/**
+ * A writeAll() write's headers, as nats.js's publish uses them: it calls only encode(), and this
+ * one's bytes are made once (the expected sequence 0, a new alert's, every time) or from one
+ * string, instead of a header map, its key checks and its text per write.
+ */
+class EncodedHeaders {
+  constructor(private readonly bytes: Uint8Array) {}
+  encode(): Uint8Array {
+    return this.bytes;
+  }
+}
+
+const encoder = new TextEncoder();
+const expectedSequenceText = (seq: number): string => `NATS/1.0\r\n${EXPECTED_LAST_SUBJECT_SEQUENCE}: ${seq}\r\n\r\n`;
+const NO_LAST_SEQUENCE = new EncodedHeaders(encoder.encode(expectedSequenceText(0)));
+
+function expectedSequenceHeaders(seq: number): MsgHdrs {
+  const h = seq === 0 ? NO_LAST_SEQUENCE : new EncodedHeaders(encoder.encode(expectedSequenceText(seq)));
+  return h as unknown as MsgHdrs;
+}
+
+const STREAM_FIRST = encoder.encode('{"stream":');
+const SEQ_FIELD = encoder.encode('"seq":');
+const ERROR_FIELD = encoder.encode('"error"');
+
+/** Where `needle` first occurs in `data` from `from` on, or -1. */
+function indexOf(data: Uint8Array, needle: Uint8Array, from = 0): number {
+  outer: for (let i = from; i <= data.length - needle.length; i++) {
+    for (let j = 0; j < needle.length; j++) if (data[i + j] !== needle[j]) continue outer;
+    return i;
+  }
+  return -1;
+}
+
+/**
+ * A successful PubAck's sequence read from its bytes (`{"stream":"KV_x","seq":12,...}`), without
+ * decoding and parsing it: undefined for anything else (an error, another shape), which is parsed.
+ */
+export function pubAckSeq(data: Uint8Array): number | undefined {
+  for (let j = 0; j < STREAM_FIRST.length; j++) if (data[j] !== STREAM_FIRST[j]) return undefined;
+  if (indexOf(data, ERROR_FIELD) !== -1) return undefined;
+  const at = indexOf(data, SEQ_FIELD, STREAM_FIRST.length);
+  if (at === -1) return undefined;
+  let seq = 0;
+  let i = at + SEQ_FIELD.length;
+  for (; i < data.length; i++) {
+    const c = data[i] as number;
+    if (c < 0x30 || c > 0x39) break;
+    seq = seq * 10 + (c - 0x30);
+  }
+  // Digits up to the end of the field, a stored message's sequence (never 0), exact as a number.
+  const end = data[i];
+  return seq > 0 && seq <= Number.MAX_SAFE_INTEGER && (end === 0x2c || end === 0x7d) ? seq : undefined;
+}
+
 /** A PubAck's sequence, or the error the stream answered with. */
 function answerOf(data: Uint8Array): WriteAnswer {
   if (data.length === 0) return { code: 503, description: 'no stream listens on the subject (no responders)' };
+  const seq = pubAckSeq(data);
+  if (seq !== undefined) return { seq };
   try {
     const ack = JSON.parse(decoder.decode(data)) as {
       seq?: number;

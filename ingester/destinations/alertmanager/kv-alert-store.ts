@@ -5,12 +5,14 @@
  *
  * A state is written as what a key-value update is on the wire, a publish to `$KV.<bucket>.<key>`
  * with Nats-Expected-Last-Subject-Sequence, through the PubAck publisher (sinks/pub-acks.ts)
- * rather than the client's request path, which costs several times the CPU per write.
+ * rather than the client's request path, which costs several times the CPU per write. A batch's
+ * states go out together (putAll: the publisher's writeAll, one promise and one timer for the
+ * batch), each still its own compare-and-set, answered on its own.
  */
 import type { KV } from '@nats-io/kv';
-import type { PubAckPublisher } from '../../sinks/pub-acks.js';
+import type { PubAckPublisher, WriteAnswer } from '../../sinks/pub-acks.js';
 import type { AlertState } from './alerts.js';
-import type { AlertCounts, AlertStore, Versioned } from './alert-store.js';
+import type { AlertCounts, AlertStore, StateWrite, Versioned } from './alert-store.js';
 
 /** The server's "wrong last sequence": someone else wrote the entry first. */
 const WRONG_LAST_SEQUENCE = 10071;
@@ -39,9 +41,45 @@ export class KvAlertStore implements AlertStore {
     const data = JSON.stringify(state);
     const written = await this.write(key, data, version);
     if (written !== false || version !== 0) return written;
-    // A create over a deleted entry: the delete marker is the last revision (as kv.create does).
-    const entry = await this.kv.get(key);
-    return entry && entry.operation !== 'PUT' ? this.write(key, data, entry.revision) : false;
+    return this.createOverDeleted(key, data);
+  }
+
+  /**
+   * Every state written at once, each compare-and-set on its own version and answered as put()
+   * would be (an Error: that one was not written). A create that lost over a deleted entry is
+   * written again over the delete marker, as put() does.
+   */
+  async putAll(writes: readonly StateWrite[]): Promise<Array<number | false | Error>> {
+    const payloads = writes.map((w) => JSON.stringify(w.state));
+    const answers = await this.publisher.writeAll(
+      writes.map((w, i) => ({
+        subject: `$KV.${this.bucket}.${STATE_PREFIX}${w.state.key}`,
+        payload: payloads[i] as string,
+        expectedLastSubjectSeq: w.version,
+      })),
+      this.timeoutMs,
+    );
+    const results: Array<number | false | Error> = [];
+    let creates: Array<Promise<void>> | undefined;
+    for (let i = 0; i < answers.length; i++) {
+      let result: number | false | Error;
+      try {
+        result = this.answered(answers[i] as WriteAnswer);
+      } catch (err) {
+        result = err as Error;
+      }
+      results.push(result);
+      if (result !== false || (writes[i] as StateWrite).version !== 0) continue;
+      const key = STATE_PREFIX + (writes[i] as StateWrite).state.key;
+      (creates ??= []).push(
+        this.createOverDeleted(key, payloads[i] as string).then(
+          (r) => void (results[i] = r),
+          (err: unknown) => void (results[i] = err as Error),
+        ),
+      );
+    }
+    if (creates) await Promise.all(creates);
+    return results;
   }
 
   private async write(key: string, data: string, version: number): Promise<number | false> {
@@ -51,6 +89,17 @@ export class KvAlertStore implements AlertStore {
       { 'Nats-Expected-Last-Subject-Sequence': String(version) },
       this.timeoutMs,
     );
+    return this.answered(answer);
+  }
+
+  /** A create's loss over a deleted entry: written again over the delete marker (the last revision), as kv.create does. */
+  private async createOverDeleted(key: string, data: string): Promise<number | false> {
+    const entry = await this.kv.get(key);
+    return entry && entry.operation !== 'PUT' ? this.write(key, data, entry.revision) : false;
+  }
+
+  /** The stream's answer to a write: its revision, false for a lost compare-and-set; throws otherwise. */
+  private answered(answer: WriteAnswer): number | false {
     if ('seq' in answer) return answer.seq;
     if ('timeout' in answer) throw new Error(`no answer from the bus within ${this.timeoutMs} ms`);
     if (answer.code === WRONG_LAST_SEQUENCE) return false;

@@ -93,3 +93,33 @@ it('tells a write no stream takes (an error) from a lost compare-and-set (false)
   expect(await waiting).toEqual({ timeout: true });
   await other.close();
 });
+
+it("writes a batch's states together (putAll), each compare-and-set answered on its own", async () => {
+  const before = await store.put(state('p1', 'old'), 0);
+  await store.put(state('p3', 'gone'), 0);
+  await store.delete('p3');
+  const answers = await store.putAll([
+    // A new alert.
+    { state: state('p0', 'a'), version: 0 },
+    // An update over the version written.
+    { state: state('p1', 'b'), version: before as number },
+    // A "create" of an alert that exists: lost.
+    { state: state('p1', 'c'), version: 0 },
+    // A create over a deleted entry (its delete marker).
+    { state: state('p3', 'd'), version: 0 },
+    // An update over a version long gone: lost.
+    { state: state('p0', 'e'), version: 1 },
+  ]);
+  expect(answers).toEqual([expect.any(Number), expect.any(Number), false, expect.any(Number), false]);
+  expect((await store.get('p0'))?.version).toBe(answers[0]);
+  expect((await store.get('p0'))?.state.lastEventId).toBe('a');
+  expect((await store.get('p1'))?.state.lastEventId).toBe('b');
+  expect((await store.get('p1'))?.version).toBe(answers[1]);
+  expect((await store.get('p3'))?.state.lastEventId).toBe('d');
+  // A batch no stream takes: every write an error, none thrown.
+  const kv = await new Kvm(jetstream(nc)).open('intake-alerts-test');
+  const misnamed = new KvAlertStore(kv, 'no-such-bucket', new PubAckPublisher(nc), 2000);
+  const refused = await misnamed.putAll([{ state: state('p9', 'x'), version: 3 }]);
+  expect(refused).toEqual([expect.any(Error)]);
+  expect((refused[0] as Error).message).toMatch(/no responders/);
+});
