@@ -189,15 +189,14 @@ describe('operator API writes', () => {
     for (const r of gone)
       await waitFor(`${r.name}'s route deleted`, async () => !(await routeSecretExists(r)), 30_000, 200);
     // Each route deleted; nothing else. (A write may come twice, the second answered 404: a
-    // reconcile from a cache that still showed what was already gone.)
+    // reconcile from a cache that still showed what was already gone. And a route may be gone
+    // before the operator deletes it: the garbage collector deletes a route its resource owns,
+    // sometimes first, as seen in a full run for the ApiKey's.)
     const writes = proxy.writes();
-    expect(new Set(writes.map((w) => `${w.method} ${w.path}`))).toEqual(
-      new Set([
-        ...gone.map(
-          (r) => `DELETE /api/v1/namespaces/${system}/secrets/${routeSecretName(r.kind, r.namespace, r.name)}`,
-        ),
-      ]),
+    const routeDeletes = new Set(
+      gone.map((r) => `DELETE /api/v1/namespaces/${system}/secrets/${routeSecretName(r.kind, r.namespace, r.name)}`),
     );
+    expect(writes.map((w) => `${w.method} ${w.path}`).filter((w) => !routeDeletes.has(w))).toEqual([]);
     expect(writes.filter((w) => w.status >= 300 && w.status !== 404)).toEqual([]);
   });
 
