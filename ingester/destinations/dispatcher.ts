@@ -18,7 +18,9 @@
  * namespaces' events are sent in turn, each namespace has its own circuit, and while several send
  * to the destination none may hold more than its share of maxInFlight: what a namespace submits
  * past it is held at once (back to the queue for SHARE_HOLD_MS), so that the queue goes on handing
- * out the other namespaces' events instead of waiting behind a receiver that hangs on one's.
+ * out the other namespaces' events instead of waiting behind a receiver that hangs on one's. A
+ * namespace that arrives while another (alone until then) holds everything gets its share on top
+ * of the bounds (NamespaceLanes.borrowedByOthers), so it never waits for the other's receiver.
  */
 import type { Logger } from 'pino';
 import type { Counter, Histogram } from 'prom-client';
@@ -29,7 +31,7 @@ import type { Outcome } from '../outbound/outcome.js';
 import type { DestinationMetrics } from './metrics.js';
 import type { DestinationPause } from './protection/pause.js';
 import { ReceiverGuard, type GuardAnswer } from './protection/receiver-guard.js';
-import { NamespaceLanes, type Lane } from './protection/namespace-lanes.js';
+import { NamespaceLanes, type Lane, type OverShare } from './protection/namespace-lanes.js';
 import type { ProtectionSettings } from './protection/settings.js';
 import type { DeliverySettings } from './settings.js';
 import { traceDelivery } from '../tracing/tracing.js';
@@ -47,6 +49,8 @@ export interface Delivery extends QueuedEvent {
   /** Hands it back unsent, to come back after delayMs; the attempt it was handed out for is not counted. */
   hold(delayMs: number, why: string): Promise<void>;
 }
+
+const NONE_BORROWED: OverShare = { events: 0, bytes: 0 };
 
 /** How long events a namespace submits past its share go back to the queue for. */
 export const SHARE_HOLD_MS = 1000;
@@ -86,31 +90,69 @@ export class Dispatcher {
   ) {
     this.logs = new LogLimiter(logger);
     this.guard = new ReceiverGuard(destination.name, protection, metrics, logger, Date.now, pause);
-    this.lanes = new NamespaceLanes(options.maxInFlight);
+    this.lanes = new NamespaceLanes(options.maxInFlight, Date.now, options.maxInFlightBytes);
     this.delivered = metrics.delivered.labels({ destination: destination.name });
     this.latency = metrics.latency.labels({ destination: destination.name });
   }
 
-  /** How many more events may be submitted now (none while their bytes are at maxInFlightBytes). */
-  free(): number {
-    if (this.inFlightBytes >= this.options.maxInFlightBytes) return 0;
-    return Math.max(0, this.options.maxInFlight - this.inFlight);
+  /**
+   * How many more events may be submitted now (none while their bytes are at maxInFlightBytes).
+   * Of `namespace`: also what the other namespaces hold past their shares, which it may use on top
+   * (NamespaceLanes.borrowedByOthers).
+   */
+  free(namespace?: string): number {
+    return this.freeWith(namespace === undefined ? NONE_BORROWED : this.lanes.borrowedByOthers(namespace));
   }
 
-  /** How many more bytes of events may be submitted now. */
-  freeBytes(): number {
-    return Math.max(0, this.options.maxInFlightBytes - this.inFlightBytes);
+  /** How many more bytes of events (of `namespace`) may be submitted now, as free() counts. */
+  freeBytes(namespace?: string): number {
+    const borrowed = namespace === undefined ? 0 : this.lanes.borrowedByOthers(namespace).bytes;
+    return Math.max(0, this.options.maxInFlightBytes + borrowed - this.inFlightBytes);
   }
 
   /**
-   * Resolves once `events` may be submitted (a message's events go together): when that many are
-   * free, or for more than maxInFlight, when nothing is in flight. Bytes are checked before, not
-   * after: the events of one message (at most the bus's max_payload or an outbox row) may pass
-   * maxInFlightBytes, and nothing more is taken until they are settled.
+   * The most some namespace may submit now: with what every namespace holds past its share (a
+   * queue that hands out several namespaces' events asks each one's free(namespace) too).
    */
-  async waitForRoom(events = 1): Promise<void> {
-    const wanted = Math.min(Math.max(1, events), this.options.maxInFlight);
-    while (this.free() < wanted) await new Promise<void>((resolve) => this.waiters.push(resolve));
+  mostFree(): number {
+    return this.freeWith(this.lanes.borrowedByOthers());
+  }
+
+  /** The most bytes some namespace may submit now, as mostFree() counts. */
+  mostFreeBytes(): number {
+    return Math.max(0, this.options.maxInFlightBytes + this.lanes.borrowedByOthers().bytes - this.inFlightBytes);
+  }
+
+  private freeWith(borrowed: OverShare): number {
+    if (this.inFlightBytes >= this.options.maxInFlightBytes + borrowed.bytes) return 0;
+    return Math.max(0, this.options.maxInFlight + borrowed.events - this.inFlight);
+  }
+
+  /**
+   * Resolves once `events` (of `namespace`, as free() counts) may be submitted (a message's events
+   * go together): when that many are free, or for more than maxInFlight, when nothing is in flight.
+   * Bytes are checked before, not after: the events of one message (at most the bus's max_payload
+   * or an outbox row) may pass maxInFlightBytes, and nothing more is taken until they are settled.
+   */
+  async waitForRoom(events = 1, namespace?: string): Promise<void> {
+    while (!this.hasRoom(events, namespace)) await this.untilSettled();
+  }
+
+  /** Whether `events` (of `namespace`) may be submitted now, as waitForRoom() waits for. */
+  hasRoom(events: number, namespace?: string): boolean {
+    return this.free(namespace) >= Math.min(Math.max(1, events), this.options.maxInFlight);
+  }
+
+  /** The namespaces that may submit nothing now (free(namespace) is 0): a queue need not read their events. */
+  namespacesWithoutRoom(): string[] {
+    const full: string[] = [];
+    for (const namespace of this.lanes.holding()) if (this.free(namespace) < 1) full.push(namespace);
+    return full;
+  }
+
+  /** Resolves once some namespace may submit an event (mostFree()). */
+  async waitForAnyRoom(): Promise<void> {
+    while (this.mostFree() < 1) await this.untilSettled();
   }
 
   /** How many more of a namespace's events may be submitted before it holds its share (protection/namespace-lanes.ts). */
@@ -132,7 +174,7 @@ export class Dispatcher {
       this.track(this.hold([d], SHARE_HOLD_MS, 'namespace_share'), [d]);
       return;
     }
-    this.lanes.add(lane, d);
+    this.lanes.add(lane, d, d.json.length);
     if (lane.pending.length >= this.destination.maxBatch) this.flush();
     else if (!this.scheduled) {
       this.scheduled = true;
@@ -170,11 +212,14 @@ export class Dispatcher {
   private flush(): void {
     this.scheduled = false;
     const maxInFlight = this.options.maxInFlight;
-    while (this.lanes.pendingCount > 0 && this.sending < maxInFlight) {
+    while (this.lanes.pendingCount > 0) {
       let sent = false;
       for (const lane of this.lanes.waiting()) {
-        if (this.sending >= maxInFlight) return;
-        const room = Math.min(maxInFlight - this.sending, this.lanes.limitOf(lane) - lane.sending);
+        if (this.sending >= maxInFlight + this.lanes.sendingOverShares) return;
+        // What the others are sending past their shares (sent while alone) is this lane's to use too.
+        const bound = maxInFlight + this.lanes.sendingBorrowedByOthers(lane);
+        if (this.sending >= bound) continue;
+        const room = Math.min(bound - this.sending, this.lanes.limitOf(lane) - lane.sending);
         if (room <= 0 && !this.closing) continue;
         const size = Math.min(this.destination.maxBatch, Math.max(1, room), lane.pending.length);
         if (this.waitsToFill(size, lane)) continue;
@@ -197,11 +242,11 @@ export class Dispatcher {
           continue;
         }
         this.sending += batch.length;
-        lane.sending += batch.length;
+        this.lanes.sendingChanged(lane, batch.length);
         this.track(
           this.deliver(batch, gate.probe, lane.namespace).finally(() => {
             this.sending -= batch.length;
-            lane.sending -= batch.length;
+            this.lanes.sendingChanged(lane, -batch.length);
           }),
           batch,
           lane,
@@ -231,8 +276,10 @@ export class Dispatcher {
     const run = work.finally(() => {
       this.running.delete(run);
       this.inFlight -= batch.length;
-      for (const d of batch) this.inFlightBytes -= d.json.length;
-      if (lane) this.lanes.settled(lane, batch.length);
+      let bytes = 0;
+      for (const d of batch) bytes += d.json.length;
+      this.inFlightBytes -= bytes;
+      if (lane) this.lanes.settled(lane, batch.length, bytes);
       if (this.lanes.pendingCount > 0) this.flush();
       for (const w of this.waiters.splice(0)) w();
     });

@@ -13,6 +13,11 @@ export class TenantShares {
     return this.used.get(tenant) ?? 0;
   }
 
+  /** The tenants holding bytes. */
+  tenants(): Iterable<string> {
+    return this.used.keys();
+  }
+
   /** Bytes every tenant holds together. */
   total(): number {
     let sum = 0;

@@ -501,7 +501,7 @@ export class JetStreamDeliveries {
             const deliveries = this.deliveriesOf(m, d, c);
             if (deliveries.length === 0) continue;
             if (atShare.keep({ deliveries, bytes: m.data.length, working: () => m.working() })) continue;
-            await d.dispatcher.waitForRoom(deliveries.length);
+            await d.dispatcher.waitForRoom(deliveries.length, deliveries[0]?.namespace);
             for (const delivery of deliveries) d.dispatcher.submit(delivery);
           }
         } catch (err) {

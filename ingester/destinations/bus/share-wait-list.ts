@@ -1,6 +1,8 @@
 /**
  * Bus messages of a namespace at its share of a destination's in-flight events
- * (protection/namespace-lanes.ts), kept on this replica until the namespace has room, instead of
+ * (protection/namespace-lanes.ts), or for which the dispatcher has no room (a namespace alone took
+ * every slot: the consumer reads on past its messages, so that a namespace arriving behind them
+ * gets its share at once), kept on this replica until the namespace has room, instead of
  * being submitted, handed back to the bus for the share and redelivered a second later, again and
  * again: round trips to the bus and CPU while nothing can progress. A kept message is told to the
  * server to be in progress (`working()`) so its ack_wait does not run out, and it is not redelivered
@@ -21,8 +23,8 @@ import type { Delivery } from '../dispatcher.js';
 export interface ShareRoom {
   /** How many more of the namespace's events may be submitted before it holds its share. */
   roomOf(namespace: string): number;
-  /** Resolves once `events` may be submitted. */
-  waitForRoom(events: number): Promise<void>;
+  /** Whether the dispatcher takes `events` of the namespace now (its bounds, and what others hold past their shares). */
+  hasRoom(events: number, namespace: string): boolean;
   submit(d: Delivery): void;
   /** Resolves when the next submitted event is settled. */
   untilSettled(): Promise<void>;
@@ -77,7 +79,10 @@ export class ShareWaitList {
     if (this.stopped || message.deliveries.length === 0) return false;
     const namespace = namespaceOf(message);
     const queue = this.waiting.get(namespace);
-    if (!queue && this.room.roomOf(namespace) > 0) return false;
+    // Kept too when the dispatcher is full for it (it took every slot while alone): the consumer
+    // reads on, and a namespace that arrives behind it gets its share at once.
+    if (!queue && this.room.roomOf(namespace) > 0 && this.room.hasRoom(message.deliveries.length, namespace))
+      return false;
     if (this.bytes + message.bytes > this.maxBytes && this.count > 0 && !this.makeRoom(namespace, message.bytes))
       return false;
     const kept = this.waiting.get(namespace);
@@ -118,7 +123,7 @@ export class ShareWaitList {
       while (!this.stopped && this.count > 0) {
         // Asked before looking: an event settled while this pass runs wakes the next one.
         const settled = this.room.untilSettled();
-        await this.submitWithRoom();
+        this.submitWithRoom();
         if (this.stopped || this.count === 0) return;
         if (this.now() - this.lastWorkingMs >= this.workingEveryMs) this.touch();
         await new Promise<void>((resolve) => {
@@ -136,12 +141,12 @@ export class ShareWaitList {
     }
   }
 
-  private async submitWithRoom(): Promise<void> {
+  private submitWithRoom(): void {
     for (const [namespace, queue] of [...this.waiting]) {
       while (queue.length > 0 && !this.stopped && this.room.roomOf(namespace) > 0) {
         const message = queue[0] as WaitingMessage;
-        await this.room.waitForRoom(message.deliveries.length);
-        if (this.stopped || queue[0] !== message) return;
+        // No room for it now: the next settle tries again; the other namespaces' go on meanwhile.
+        if (!this.room.hasRoom(message.deliveries.length, namespace)) break;
         queue.shift();
         this.forget(namespace, message);
         for (const d of message.deliveries) this.room.submit(d);

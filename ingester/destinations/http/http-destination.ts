@@ -31,12 +31,14 @@ export class HttpDestination implements Destination {
     guard?: ConnectGuard,
   ) {
     this.maxBatch = settings.batchSize;
-    // One socket per request the dispatcher may have in flight: none waits for another's socket.
+    // One socket per request the dispatcher may have in flight, a newcomer's share on top of
+    // maxInFlight included (NamespaceLanes.borrowedByOthers): none waits for another's socket, and a
+    // namespace's requests never queue behind those a receiver hangs on for another namespace.
     this.client = new OutboundClient({
       where: `destinations.${name}.http`,
       auth: settings,
       timeoutMs: settings.timeoutMs,
-      maxConnections: Math.max(1, Math.ceil(maxInFlight / settings.batchSize)),
+      maxConnections: Math.max(1, Math.ceil((maxInFlight + Math.ceil(maxInFlight / 2)) / settings.batchSize)),
       ...(guard ? { guard } : {}),
     });
   }

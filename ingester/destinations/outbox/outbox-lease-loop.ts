@@ -129,7 +129,7 @@ export class OutboxLeaseLoops {
 
   /** Hands the due rows (as many as the dispatcher has room for) to it, or sleeps until one is due. */
   private async handOut(d: OutboxDestination, state: { stopped: boolean }): Promise<void> {
-    await d.dispatcher.waitForRoom();
+    await d.dispatcher.waitForAnyRoom();
     if (this.closed || state.stopped) return;
     // The destination's circuit is open: its rows stay where they are, unleased, until the probe.
     const holdMs = d.dispatcher.holdMs();
@@ -138,7 +138,7 @@ export class OutboxLeaseLoops {
       return;
     }
     const now = Date.now();
-    const { rows, atShare } = this.leaseDue(d, now, d.dispatcher.free(), d.dispatcher.freeBytes());
+    const { rows, atShare } = this.leaseDue(d, now);
     if (rows.length === 0) {
       // Sleep until the next retry is due (an append wakes the loop earlier), of a namespace with
       // room; one at its share has room again once an event is settled.
@@ -154,7 +154,10 @@ export class OutboxLeaseLoops {
   }
 
   /**
-   * Leases due rows until their events fill `free` or their bytes `freeBytes` (at least one row).
+   * Leases due rows until their events fill the dispatcher's room or their bytes its room in bytes
+   * (at least one row); then, when a namespace holds more than its share (it took every slot while
+   * alone), the rows of the others, which may use that on top (NamespaceLanes.borrowedByOthers),
+   * with the namespaces that have no room left out of the read.
    * A row holds a request's events, so rows are read a few at a time, as many as the events per row
    * seen so far (in this lease, else in the last) say are needed, instead of reading `free` rows of
    * which most would go back; the rows read past the room stay due. (Leasing every row read handed
@@ -166,11 +169,11 @@ export class OutboxLeaseLoops {
   private leaseDue(
     d: OutboxDestination,
     now: number,
-    free: number,
-    freeBytes: number,
   ): { rows: Array<{ row: OutboxRow; events: string[] }>; atShare: string[] } {
     const rows: Array<{ row: OutboxRow; events: string[] }> = [];
-    const atShare: string[] = [];
+    // The namespaces the dispatcher takes nothing of now (one that took every slot alone) are left
+    // out of the reads from the start: their rows (a request's events each) are not read to be left.
+    const atShare: string[] = d.dispatcher.namespacesWithoutRoom();
     /** Events each namespace seen may still be handed, as the dispatcher's shares say. */
     const room = new Map<string, number>();
     let events = 0;
@@ -184,7 +187,7 @@ export class OutboxLeaseLoops {
           this.leasedUnwritten.add(seq);
         }
       : (seq: number): void => this.table.lease(seq, until);
-    const read = (): void => {
+    const read = (free: number, freeBytes: number): void => {
       while (events < free && bytes < freeBytes) {
         const perRow = rows.length === 0 ? (this.eventsPerRow.get(d.name) ?? 1) : events / rows.length;
         const want = Math.max(1, Math.min(MAX_ROWS_PER_READ, Math.ceil((free - events) / perRow)));
@@ -194,7 +197,10 @@ export class OutboxLeaseLoops {
         for (const row of due) {
           if (events >= free) break;
           if (this.leasedUnwritten.has(row.seq)) continue;
-          const left = room.get(row.tenant) ?? d.dispatcher.roomOf(row.tenant);
+          // Its share, and what the dispatcher has room for: for a namespace that arrives while
+          // another holds more than its share, that one's excess too (NamespaceLanes.borrowedByOthers).
+          const left =
+            room.get(row.tenant) ?? Math.min(d.dispatcher.roomOf(row.tenant), d.dispatcher.free(row.tenant) - events);
           if (left <= 0) {
             if (!atShare.includes(row.tenant)) atShare.push(row.tenant);
             continue;
@@ -210,9 +216,20 @@ export class OutboxLeaseLoops {
         if (due.length < limit) break;
       }
     };
+    const readAll = (): void => {
+      read(d.dispatcher.free(), d.dispatcher.freeBytes());
+      const most = d.dispatcher.mostFree();
+      if (most <= d.dispatcher.free()) return;
+      for (const [namespace, left] of room) if (left <= 0 && !atShare.includes(namespace)) atShare.push(namespace);
+      for (const namespace of d.dispatcher.namespacesWithoutRoom())
+        if (!atShare.includes(namespace)) atShare.push(namespace);
+      // Only when another namespace holds rows: the read leaving namespaces out goes through every
+      // due row's record (the namespace is stored after the payload), a backlog's worth of pages.
+      if (this.table.holdsOthers(atShare)) read(most, d.dispatcher.mostFreeBytes());
+    };
     // Reads only while holding: a transaction of the leases read and written together otherwise.
-    if (holding) read();
-    else this.table.relaxedTransaction(read);
+    if (holding) readAll();
+    else this.table.relaxedTransaction(readAll);
     if (rows.length > 0) this.eventsPerRow.set(d.name, events / rows.length);
     return { rows, atShare };
   }

@@ -196,6 +196,12 @@ export class OutboxTable {
     this.shares.add(tenant, bytes);
   }
 
+  /** Whether a namespace not in `except` holds rows (for any destination): without one, a read leaving `except` out finds nothing. */
+  holdsOthers(except: readonly string[]): boolean {
+    for (const tenant of this.shares.tenants()) if (!except.includes(tenant)) return true;
+    return false;
+  }
+
   due(destination: string, now: number, limit: number, except: readonly string[] = []): OutboxRow[] {
     if (except.length > 0)
       return this.statements.dueExcept.all(destination, now, JSON.stringify(except), limit) as unknown as OutboxRow[];

@@ -6,6 +6,12 @@
  * in-flight bound (`share`: half of maxInFlight, rounded up) so that a receiver slow or hanging on
  * one tenant's payloads keeps the rest for the others; a destination only one namespace uses
  * (a team's own) gives it all.
+ *
+ * A namespace that took everything while it was alone keeps what it holds (its requests are out),
+ * so a namespace that arrives then may use what the others hold past their shares on top of the
+ * bound (borrowedByOthers): it gets its share at once instead of waiting for the first one's
+ * receiver to answer or time out. In flight is then at most maxInFlight plus what the first holds
+ * past its share (1.5x maxInFlight), until those settle.
  */
 
 /** A namespace's events on one destination. */
@@ -19,6 +25,14 @@ export interface Lane<T> {
   sending: number;
   /** When it last submitted an event (ms): it counts as present this long after. */
   lastSubmitMs: number;
+  /** The bytes of its submitted events (their stored JSON). */
+  bytes: number;
+}
+
+/** What lanes hold past their shares, in events and in bytes. */
+export interface OverShare {
+  events: number;
+  bytes: number;
 }
 
 /** How long a namespace that submitted counts as present: the others are held to their share meanwhile. */
@@ -30,21 +44,27 @@ export class NamespaceLanes<T> {
   private turns: Array<Lane<T>> = [];
   /** Events pending over every lane. */
   pendingCount = 0;
+  /** Summed over the lanes: what each holds past its share (kept as lanes change, not counted on each ask). */
+  private readonly over: OverShare = { events: 0, bytes: 0 };
+  /** Summed over the lanes: what each is sending past its share. */
+  private overSending = 0;
+  /** The most one namespace may hold while another is present. */
+  readonly share: number;
+  private readonly shareBytes: number;
 
   constructor(
     private readonly maxInFlight: number,
     private readonly now: () => number = Date.now,
-  ) {}
-
-  /** The most one namespace may hold while another is present. */
-  get share(): number {
-    return Math.max(1, Math.ceil(this.maxInFlight / 2));
+    maxInFlightBytes = Number.POSITIVE_INFINITY,
+  ) {
+    this.share = Math.max(1, Math.ceil(maxInFlight / 2));
+    this.shareBytes = maxInFlightBytes / 2;
   }
 
   lane(namespace: string): Lane<T> {
     let lane = this.lanes.get(namespace);
     if (!lane) {
-      lane = { namespace, pending: [], submitted: 0, sending: 0, lastSubmitMs: 0 };
+      lane = { namespace, pending: [], submitted: 0, sending: 0, lastSubmitMs: 0, bytes: 0 };
       this.lanes.set(namespace, lane);
     }
     return lane;
@@ -73,7 +93,14 @@ export class NamespaceLanes<T> {
    * out to be handed back.
    */
   roomOf(namespace: string): number {
-    const lane = this.lanes.get(namespace) ?? { namespace, pending: [], submitted: 0, sending: 0, lastSubmitMs: 0 };
+    const lane = this.lanes.get(namespace) ?? {
+      namespace,
+      pending: [],
+      submitted: 0,
+      sending: 0,
+      lastSubmitMs: 0,
+      bytes: 0,
+    };
     return this.othersPresent(lane) ? Math.max(0, this.share - lane.submitted) : Infinity;
   }
 
@@ -86,9 +113,58 @@ export class NamespaceLanes<T> {
     return lane.submitted >= this.share && this.othersPresent(lane);
   }
 
-  /** An event of the lane's, to be sent in turn. */
-  add(lane: Lane<T>, item: T): void {
-    lane.submitted++;
+  /**
+   * What the namespaces other than `namespace` hold past their shares (submitted, not settled):
+   * `namespace` may submit that much on top of the dispatcher's bounds. Without a namespace: what
+   * every lane holds past its share (the most any namespace may be given on top).
+   */
+  borrowedByOthers(namespace?: string): OverShare {
+    const lane = namespace === undefined ? undefined : this.lanes.get(namespace);
+    if (!lane) return this.over;
+    return {
+      events: this.over.events - Math.max(0, lane.submitted - this.share),
+      bytes: this.over.bytes - Math.max(0, lane.bytes - this.shareBytes),
+    };
+  }
+
+  /** What the lanes are sending past their shares, summed: no lane may send more on top of maxInFlight. */
+  get sendingOverShares(): number {
+    return this.overSending;
+  }
+
+  /**
+   * What the lanes other than this one are sending past their shares (sent while they were alone):
+   * this lane may send that much on top of maxInFlight.
+   */
+  sendingBorrowedByOthers(lane: Lane<T>): number {
+    return this.overSending - Math.max(0, lane.sending - this.share);
+  }
+
+  /** The lane's events being sent change by `events` (a request goes out: positive; answered: negative). */
+  sendingChanged(lane: Lane<T>, events: number): void {
+    this.overSending -= Math.max(0, lane.sending - this.share);
+    lane.sending += events;
+    this.overSending += Math.max(0, lane.sending - this.share);
+  }
+
+  /** The lane's submitted events and bytes change by `events` and `bytes`; what it holds past its share with them. */
+  private change(lane: Lane<T>, events: number, bytes: number): void {
+    this.over.events -= Math.max(0, lane.submitted - this.share);
+    this.over.bytes -= Math.max(0, lane.bytes - this.shareBytes);
+    lane.submitted += events;
+    lane.bytes += bytes;
+    this.over.events += Math.max(0, lane.submitted - this.share);
+    this.over.bytes += Math.max(0, lane.bytes - this.shareBytes);
+  }
+
+  /** The namespaces holding submitted events. */
+  *holding(): Iterable<string> {
+    for (const lane of this.lanes.values()) if (lane.submitted > 0) yield lane.namespace;
+  }
+
+  /** An event of the lane's (of `bytes`), to be sent in turn. */
+  add(lane: Lane<T>, item: T, bytes = 0): void {
+    this.change(lane, 1, bytes);
     lane.lastSubmitMs = this.now();
     if (lane.pending.length === 0) this.turns.push(lane);
     lane.pending.push(item);
@@ -112,8 +188,8 @@ export class NamespaceLanes<T> {
     return items;
   }
 
-  /** Events of the lane settled (sent and answered, or handed back). */
-  settled(lane: Lane<T>, count: number): void {
-    lane.submitted -= count;
+  /** Events of the lane settled (sent and answered, or handed back), and their bytes. */
+  settled(lane: Lane<T>, count: number, bytes = 0): void {
+    this.change(lane, -count, -bytes);
   }
 }

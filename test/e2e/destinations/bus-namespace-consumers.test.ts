@@ -75,6 +75,40 @@ const send = async (integration: string, source: string, replica: number): Promi
   expect(res.status).toBe(200);
 };
 
+/**
+ * What each replica and the bus hold, for a failed wait: the consumers' pending counts, each
+ * replica's destination metrics and what it logged of namespace consumers.
+ */
+async function whereThingsAre(): Promise<string> {
+  const nc = await connect({ servers: nats.url });
+  const lines: string[] = [];
+  for await (const info of (await jetstreamManager(nc)).consumers.list('INTAKE_EVENTS'))
+    lines.push(
+      `consumer ${info.name}: ack pending ${info.num_ack_pending}, pending ${info.num_pending}, waiting pulls ${info.num_waiting}, delivered up to ${info.delivered.stream_seq}, ack floor ${info.ack_floor.stream_seq}`,
+    );
+  await nc.close();
+  for (const [i, ing] of replicas.entries()) {
+    const metrics = await (await fetch(`${ing.adminUrl}/metrics`)).text();
+    const ours = metrics.split('\n').filter((l) => !l.startsWith('#') && /^intake_destination.*hooks/.test(l));
+    const logged = ing
+      .output()
+      .split('\n')
+      .filter((l) => /namespace|consumer/i.test(l));
+    lines.push(`replica ${i}:`, ...ours.map((l) => `  ${l}`), ...logged.slice(-10).map((l) => `  log: ${l}`));
+  }
+  lines.push(`hanging requests at the receiver: ${hanging.length}`);
+  return lines.join('\n');
+}
+
+/** `waitFor`, and on a timeout what each replica and the bus hold. */
+async function waitExplained(what: string, fn: () => Promise<boolean>, timeoutMs: number, intervalMs: number) {
+  try {
+    await waitFor(what, fn, timeoutMs, intervalMs);
+  } catch (err) {
+    throw new Error(`${(err as Error).message}\n${await whereThingsAre()}`);
+  }
+}
+
 async function consumers(): Promise<string[]> {
   const nc = await connect({ servers: nats.url });
   const names: string[] = [];
@@ -105,7 +139,7 @@ it("gives A one consumer of its own across two replicas; B's events go on; A's a
     await send('own-consumer-b', `b-${i}`, i % 2);
     await new Promise((r) => setTimeout(r, 100));
   }
-  await waitFor(
+  await waitExplained(
     "B's events delivered beside A's backlog",
     async () => bSources.every((s) => deliveredAtMs.has(s)),
     5_000,
@@ -140,7 +174,7 @@ it("a replica started afterwards finds A's consumer when it connects: nothing of
   await untilDeadLettersOpen(third.adminUrl);
   for (let i = 0; i < 200; i++) await send('own-consumer-a', `a-late-${i}`, 2);
   await send('own-consumer-b', 'b-late', 2);
-  await waitFor('B delivered through the third replica', async () => deliveredAtMs.has('b-late'), 10_000, 50);
+  await waitExplained('B delivered through the third replica', async () => deliveredAtMs.has('b-late'), 10_000, 50);
   released = true;
   for (const { res, sources } of hanging.splice(0)) {
     for (const source of sources) deliveredAtMs.set(source, Date.now());

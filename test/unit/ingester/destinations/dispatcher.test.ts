@@ -450,12 +450,13 @@ describe('dispatcher shared by namespaces', () => {
     for (let i = 1; i <= 12; i++) d.submit(of('team-a', `a${i}`));
     for (const id of ['b1', 'b2']) d.submit(of('team-b', id));
     await d.idle();
-    // team-b's events take their turn after team-a's next request, not behind all of its backlog.
+    // team-a, alone while it submitted, sent all six slots' worth; team-b's events go out next, on
+    // top of them (its share), not behind team-a's backlog nor after team-a's next answer.
     expect(dest.batches).toEqual([
       ['a1', 'a2', 'a3'],
       ['a4', 'a5', 'a6'],
-      ['a7', 'a8', 'a9'],
       ['b1', 'b2'],
+      ['a7', 'a8', 'a9'],
       ['a10', 'a11', 'a12'],
     ]);
   });
@@ -499,6 +500,50 @@ describe('dispatcher shared by namespaces', () => {
     expect(await registry.metrics()).toMatch(
       /intake_destination_held_total\{destination="fake",reason="namespace_share"\} 1/,
     );
+  });
+  it('gives a namespace that arrives while another, alone until then, holds every slot its share at once', async () => {
+    let hang: () => void = () => {};
+    const hanging = new Promise<void>((r) => (hang = r));
+    const dest = new FakeDestination(1, async () => ({ kind: 'accepted' }));
+    dest.send = async (events) => {
+      dest.batches.push(events.map((e) => e.event().id));
+      if (events[0]?.event().id.startsWith('a')) await hanging;
+      return { kind: 'accepted' };
+    };
+    const { d } = protect(dest, { maxInFlight: 4 });
+    // team-a alone: all four slots, and its receiver hangs on them.
+    const a = ['a1', 'a2', 'a3', 'a4'].map((id) => of('team-a', id));
+    for (const e of a) d.submit(e);
+    await new Promise((r) => setImmediate(r));
+    expect(d.free('team-a')).toBe(0);
+    // team-b arrives: its share (two) on top of the bound, not after team-a's answers.
+    expect(d.free('team-b')).toBe(2);
+    let roomed = false;
+    await d.waitForRoom(1, 'team-b').then(() => (roomed = true));
+    expect(roomed).toBe(true);
+    const b = ['b1', 'b2'].map((id) => of('team-b', id));
+    for (const e of b) d.submit(e);
+    await new Promise((r) => setTimeout(r, 5));
+    expect(b.map((e) => e.settled.join())).toEqual(['ack', 'ack']);
+    // Not more than its share, nor anything more for team-a, while team-a holds its four.
+    const b3 = of('team-b', 'b3');
+    const b4 = of('team-b', 'b4');
+    const b5 = of('team-b', 'b5');
+    for (const e of [b3, b4, b5]) d.submit(e);
+    expect(b5.settled).toEqual(["hold 1000 the namespace holds its share of the destination's in-flight events"]);
+    expect(d.free('team-b')).toBe(0);
+    expect(d.free('team-a')).toBe(0);
+    const a5 = of('team-a', 'a5');
+    d.submit(a5);
+    expect(a5.settled).toEqual(["hold 1000 the namespace holds its share of the destination's in-flight events"]);
+    await new Promise((r) => setTimeout(r, 5));
+    expect([b3, b4].map((e) => e.settled.join())).toEqual(['ack', 'ack']);
+    // team-a's answers come: the bound is maxInFlight again, and team-a holds its share at most.
+    hang();
+    await d.idle();
+    expect(a.map((e) => e.settled.join())).toEqual(['ack', 'ack', 'ack', 'ack']);
+    expect(d.free('team-a')).toBe(4);
+    expect(d.free()).toBe(4);
   });
 });
 

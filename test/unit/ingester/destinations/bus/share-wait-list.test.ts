@@ -17,7 +17,11 @@ class FakeRoom implements ShareRoom {
   roomOf(namespace: string): number {
     return this.rooms.get(namespace) ?? Infinity;
   }
-  async waitForRoom(): Promise<void> {}
+  /** Events the dispatcher takes now, per namespace (none set: room for all). */
+  readonly free = new Map<string, number>();
+  hasRoom(events: number, namespace: string): boolean {
+    return (this.free.get(namespace) ?? Infinity) >= events;
+  }
   submit(d: Delivery): void {
     this.submitted.push((d as unknown as { id: string }).id);
     const left = this.rooms.get(d.namespace ?? '');
@@ -74,6 +78,25 @@ it('submits at once what has room, and keeps what its namespace has none for, in
   // A message of A that arrives with room and none kept is submitted at once.
   expect(list.keep(message(['a-4'], 'a'))).toBe(false);
   expect(held).toEqual([]);
+});
+
+it('keeps a message the dispatcher has no room for, though under its share, so that the consumer reads on', async () => {
+  const room = new FakeRoom();
+  const list = new ShareWaitList(room, 1000, 60_000);
+  // A alone took every slot: under its share (alone: no share), but the dispatcher is full for it.
+  room.free.set('a', 0);
+  expect(list.keep(message(['a-1'], 'a'))).toBe(true);
+  // B, behind it in the stream, has room (its share on top of the bound) and passes.
+  room.free.set('b', 2);
+  expect(list.keep(message(['b-1'], 'b'))).toBe(false);
+  await tick();
+  expect(room.submitted).toEqual([]);
+  // A's slot settles: its kept message goes.
+  room.free.set('a', 1);
+  room.settle('a', Infinity);
+  await tick();
+  expect(room.submitted).toEqual(['a-1']);
+  expect(list.size).toBe(0);
 });
 
 it('keeps a newer message of a namespace behind its kept ones even when it has room', async () => {

@@ -91,3 +91,39 @@ it('leaves the rows of a namespace at its share unleased, and hands them out as 
     await outbox.close();
   }
 });
+
+it('hands a namespace that arrives while another, alone until then, holds every slot its share at once', async () => {
+  const destination = new HangsOnA();
+  const dispatcher = new Dispatcher(
+    destination,
+    { maxAttempts: 100, backoffMinMs: 1, backoffMaxMs: 2, maxInFlight: 4, maxInFlightBytes: 1 << 20 },
+    new DestinationMetrics(new Registry()),
+    pino({ level: 'silent' }),
+  );
+  const outbox = new Outbox(
+    mkdtempSync(join(dir, 'newcomer-')),
+    1 << 22,
+    { destinationsOf: () => ['shared'] },
+    async () => 'buried',
+  );
+  outbox.start([{ name: 'shared', dispatcher, leaseMs: 60_000 }]);
+  try {
+    // A alone: every slot, hanging at its receiver.
+    for (let i = 0; i < 10; i++) await outbox.handOff([ev(`a-${i}`, 'team-a')]);
+    await until(() => destination.hanging === 4);
+    // B arrives: delivered now, not once A's receiver answers.
+    for (let i = 0; i < 3; i++) await outbox.handOff([ev(`b-${i}`, 'team-b')]);
+    await until(() => destination.delivered.filter((id) => id.startsWith('b-')).length === 3, 3000);
+    // A got nothing more meanwhile.
+    expect(destination.hanging).toBe(4);
+    const released = setInterval(() => destination.releaseAll(), 20);
+    try {
+      await until(() => destination.delivered.filter((id) => id.startsWith('a-')).length === 10, 10_000);
+    } finally {
+      clearInterval(released);
+    }
+  } finally {
+    destination.releaseAll();
+    await outbox.close();
+  }
+});
