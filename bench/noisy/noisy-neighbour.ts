@@ -34,6 +34,9 @@
  *
  *   BENCH_NOISY_DURATION   seconds per phase (default 10)
  *   BENCH_NOISY_RUNS       alternating pairs of phases (default 5)
+ *   BENCH_NOISY_SHAPE_RUNS rounds per attack shape (default 9: at B's p99 of a few ms one stall of
+ *                          a few ms decides a round, and rounds of one shape ran 0.7x-2.4x; the
+ *                          median of nine moves far less than that of five)
  *   BENCH_NOISY_RATE       tenant B's events/s (default 1000)
  *   BENCH_NOISY_A          what tenant A does beside B: rate, hostile or both (default both), or none
  *                          (no classic rounds: only the attack shapes, and the limiter's cost)
@@ -85,6 +88,7 @@ import { selectShapes, shapesReport } from './noisy-shapes.js';
 const PHASE_SECONDS = Number(process.env.BENCH_NOISY_DURATION ?? 10);
 const RATE_B = Number(process.env.BENCH_NOISY_RATE ?? 1000);
 const RUNS = Number(process.env.BENCH_NOISY_RUNS ?? 5);
+const SHAPE_RUNS = Number(process.env.BENCH_NOISY_SHAPE_RUNS ?? 9);
 const A_LIMIT = 200;
 const A_RATE = 10 * A_LIMIT;
 const HOSTILE_RATE = 20;
@@ -402,7 +406,7 @@ async function main(): Promise<void> {
         builds,
         dir,
         seconds: PHASE_SECONDS,
-        runs: RUNS,
+        runs: SHAPE_RUNS,
         rateB: RATE_B,
         machine,
       })),
