@@ -144,7 +144,9 @@ export class OutboxLeaseLoops {
       // room; one at its share has room again once an event is settled.
       // Rows leased during a checkpoint are still due in the table: wait for their leases' write.
       const written = this.heldLeases.length > 0 ? this.untilHeldWritten() : undefined;
-      const next = written ? null : this.table.nextDue(d.name, atShare);
+      // With every namespace holding rows at its share (or without room), the next due row waits
+      // for a settle anyway; the query leaving them out would walk every row's record for nothing.
+      const next = written || !this.table.holdsOthers(atShare) ? null : this.table.nextDue(d.name, atShare);
       const sleep = next === null ? IDLE_POLL_MS : Math.max(5, Math.min(IDLE_POLL_MS, next - now));
       const settled = atShare.length > 0 ? d.dispatcher.untilSettled() : undefined;
       await this.idle(sleep, written && settled ? Promise.race([written, settled]) : (written ?? settled));
