@@ -102,7 +102,7 @@ export class DestinationMetrics {
     });
     this.waitingForShare = new Gauge({
       name: 'intake_destination_waiting_for_share',
-      help: "Bus messages kept on this replica until their namespace has room in its share of the destination's in-flight events (reported in progress to the server, no attempt spent).",
+      help: "Bus messages kept on this replica until their namespace has room in its share of the destination's in-flight events, or the destination has room for them while their namespace holds every slot (reported in progress to the server, no attempt spent).",
       labelNames: ['destination'],
       registers,
     });
