@@ -20,7 +20,7 @@
  * past it is held at once (back to the queue for SHARE_HOLD_MS), so that the queue goes on handing
  * out the other namespaces' events instead of waiting behind a receiver that hangs on one's. A
  * namespace that arrives while another (alone until then) holds everything gets its share on top
- * of the bounds (NamespaceLanes.borrowedByOthers), so it never waits for the other's receiver.
+ * of the bounds (NamespaceLanes.borrowedEvents), so it never waits for the other's receiver.
  */
 import type { Logger } from 'pino';
 import type { Counter, Histogram } from 'prom-client';
@@ -31,7 +31,7 @@ import type { Outcome } from '../outbound/outcome.js';
 import type { DestinationMetrics } from './metrics.js';
 import type { DestinationPause } from './protection/pause.js';
 import { ReceiverGuard, type GuardAnswer } from './protection/receiver-guard.js';
-import { NamespaceLanes, type Lane, type OverShare } from './protection/namespace-lanes.js';
+import { NamespaceLanes, type Lane } from './protection/namespace-lanes.js';
 import type { ProtectionSettings } from './protection/settings.js';
 import type { DeliverySettings } from './settings.js';
 import { traceDelivery } from '../tracing/tracing.js';
@@ -49,8 +49,6 @@ export interface Delivery extends QueuedEvent {
   /** Hands it back unsent, to come back after delayMs; the attempt it was handed out for is not counted. */
   hold(delayMs: number, why: string): Promise<void>;
 }
-
-const NONE_BORROWED: OverShare = { events: 0, bytes: 0 };
 
 /** How long events a namespace submits past its share go back to the queue for. */
 export const SHARE_HOLD_MS = 1000;
@@ -98,16 +96,16 @@ export class Dispatcher {
   /**
    * How many more events may be submitted now (none while their bytes are at maxInFlightBytes).
    * Of `namespace`: also what the other namespaces hold past their shares, which it may use on top
-   * (NamespaceLanes.borrowedByOthers).
+   * (NamespaceLanes.borrowedEvents).
    */
   free(namespace?: string): number {
-    return this.freeWith(namespace === undefined ? NONE_BORROWED : this.lanes.borrowedByOthers(namespace));
+    if (namespace === undefined) return this.freeWith(0, 0);
+    return this.freeWith(this.lanes.borrowedEvents(namespace), this.lanes.borrowedBytes(namespace));
   }
 
-  /** How many more bytes of events (of `namespace`) may be submitted now, as free() counts. */
-  freeBytes(namespace?: string): number {
-    const borrowed = namespace === undefined ? 0 : this.lanes.borrowedByOthers(namespace).bytes;
-    return Math.max(0, this.options.maxInFlightBytes + borrowed - this.inFlightBytes);
+  /** How many more bytes of events may be submitted now. */
+  freeBytes(): number {
+    return Math.max(0, this.options.maxInFlightBytes - this.inFlightBytes);
   }
 
   /**
@@ -115,17 +113,17 @@ export class Dispatcher {
    * queue that hands out several namespaces' events asks each one's free(namespace) too).
    */
   mostFree(): number {
-    return this.freeWith(this.lanes.borrowedByOthers());
+    return this.freeWith(this.lanes.borrowedEvents(), this.lanes.borrowedBytes());
   }
 
   /** The most bytes some namespace may submit now, as mostFree() counts. */
   mostFreeBytes(): number {
-    return Math.max(0, this.options.maxInFlightBytes + this.lanes.borrowedByOthers().bytes - this.inFlightBytes);
+    return Math.max(0, this.options.maxInFlightBytes + this.lanes.borrowedBytes() - this.inFlightBytes);
   }
 
-  private freeWith(borrowed: OverShare): number {
-    if (this.inFlightBytes >= this.options.maxInFlightBytes + borrowed.bytes) return 0;
-    return Math.max(0, this.options.maxInFlight + borrowed.events - this.inFlight);
+  private freeWith(borrowedEvents: number, borrowedBytes: number): number {
+    if (this.inFlightBytes >= this.options.maxInFlightBytes + borrowedBytes) return 0;
+    return Math.max(0, this.options.maxInFlight + borrowedEvents - this.inFlight);
   }
 
   /**

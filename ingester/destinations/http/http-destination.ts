@@ -6,6 +6,7 @@
  * same events in the same order give the same key) and every event its own `id`, so a receiver
  * drops the repeats at-least-once delivery brings.
  */
+import { shareOf } from '../protection/namespace-lanes.js';
 import { hash } from 'node:crypto';
 import type { ConnectGuard } from '../../outbound/guarded-connect.js';
 import { OutboundClient } from '../../outbound/http-client.js';
@@ -32,13 +33,13 @@ export class HttpDestination implements Destination {
   ) {
     this.maxBatch = settings.batchSize;
     // One socket per request the dispatcher may have in flight, a newcomer's share on top of
-    // maxInFlight included (NamespaceLanes.borrowedByOthers): none waits for another's socket, and a
+    // maxInFlight included (NamespaceLanes.borrowedEvents): none waits for another's socket, and a
     // namespace's requests never queue behind those a receiver hangs on for another namespace.
     this.client = new OutboundClient({
       where: `destinations.${name}.http`,
       auth: settings,
       timeoutMs: settings.timeoutMs,
-      maxConnections: Math.max(1, Math.ceil((maxInFlight + Math.ceil(maxInFlight / 2)) / settings.batchSize)),
+      maxConnections: Math.max(1, Math.ceil((maxInFlight + shareOf(maxInFlight)) / settings.batchSize)),
       ...(guard ? { guard } : {}),
     });
   }

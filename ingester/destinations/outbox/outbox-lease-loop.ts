@@ -158,7 +158,7 @@ export class OutboxLeaseLoops {
   /**
    * Leases due rows until their events fill the dispatcher's room or their bytes its room in bytes
    * (at least one row); then, when a namespace holds more than its share (it took every slot while
-   * alone), the rows of the others, which may use that on top (NamespaceLanes.borrowedByOthers),
+   * alone), the rows of the others, which may use that on top (NamespaceLanes.borrowedEvents),
    * with the namespaces that have no room left out of the read.
    * A row holds a request's events, so rows are read a few at a time, as many as the events per row
    * seen so far (in this lease, else in the last) say are needed, instead of reading `free` rows of
@@ -173,9 +173,7 @@ export class OutboxLeaseLoops {
     now: number,
   ): { rows: Array<{ row: OutboxRow; events: string[] }>; atShare: string[] } {
     const rows: Array<{ row: OutboxRow; events: string[] }> = [];
-    // The namespaces the dispatcher takes nothing of now (one that took every slot alone) are left
-    // out of the reads from the start: their rows (a request's events each) are not read to be left.
-    const atShare: string[] = d.dispatcher.namespacesWithoutRoom();
+    const atShare: string[] = [];
     /** Events each namespace seen may still be handed, as the dispatcher's shares say. */
     const room = new Map<string, number>();
     let events = 0;
@@ -200,7 +198,7 @@ export class OutboxLeaseLoops {
           if (events >= free) break;
           if (this.leasedUnwritten.has(row.seq)) continue;
           // Its share, and what the dispatcher has room for: for a namespace that arrives while
-          // another holds more than its share, that one's excess too (NamespaceLanes.borrowedByOthers).
+          // another holds more than its share, that one's excess too (NamespaceLanes.borrowedEvents).
           const left =
             room.get(row.tenant) ?? Math.min(d.dispatcher.roomOf(row.tenant), d.dispatcher.free(row.tenant) - events);
           if (left <= 0) {

@@ -9,7 +9,7 @@
  *
  * A namespace that took everything while it was alone keeps what it holds (its requests are out),
  * so a namespace that arrives then may use what the others hold past their shares on top of the
- * bound (borrowedByOthers): it gets its share at once instead of waiting for the first one's
+ * bound (borrowedEvents): it gets its share at once instead of waiting for the first one's
  * receiver to answer or time out. In flight is then at most maxInFlight plus what the first holds
  * past its share (1.5x maxInFlight), until those settle.
  */
@@ -29,11 +29,17 @@ export interface Lane<T> {
   bytes: number;
 }
 
-/** What lanes hold past their shares, in events and in bytes. */
-export interface OverShare {
-  events: number;
-  bytes: number;
-}
+/** The most one namespace may hold of `maxInFlight` while another is present (half, rounded up). */
+export const shareOf = (maxInFlight: number): number => Math.max(1, Math.ceil(maxInFlight / 2));
+
+const emptyLane = <T>(namespace: string): Lane<T> => ({
+  namespace,
+  pending: [],
+  submitted: 0,
+  sending: 0,
+  lastSubmitMs: 0,
+  bytes: 0,
+});
 
 /** How long a namespace that submitted counts as present: the others are held to their share meanwhile. */
 export const PRESENT_FOR_MS = 30_000;
@@ -45,7 +51,7 @@ export class NamespaceLanes<T> {
   /** Events pending over every lane. */
   pendingCount = 0;
   /** Summed over the lanes: what each holds past its share (kept as lanes change, not counted on each ask). */
-  private readonly over: OverShare = { events: 0, bytes: 0 };
+  private readonly over = { events: 0, bytes: 0 };
   /** Summed over the lanes: what each is sending past its share. */
   private overSending = 0;
   /** The most one namespace may hold while another is present. */
@@ -57,14 +63,14 @@ export class NamespaceLanes<T> {
     private readonly now: () => number = Date.now,
     maxInFlightBytes = Number.POSITIVE_INFINITY,
   ) {
-    this.share = Math.max(1, Math.ceil(maxInFlight / 2));
+    this.share = shareOf(maxInFlight);
     this.shareBytes = maxInFlightBytes / 2;
   }
 
   lane(namespace: string): Lane<T> {
     let lane = this.lanes.get(namespace);
     if (!lane) {
-      lane = { namespace, pending: [], submitted: 0, sending: 0, lastSubmitMs: 0, bytes: 0 };
+      lane = emptyLane(namespace);
       this.lanes.set(namespace, lane);
     }
     return lane;
@@ -93,14 +99,7 @@ export class NamespaceLanes<T> {
    * out to be handed back.
    */
   roomOf(namespace: string): number {
-    const lane = this.lanes.get(namespace) ?? {
-      namespace,
-      pending: [],
-      submitted: 0,
-      sending: 0,
-      lastSubmitMs: 0,
-      bytes: 0,
-    };
+    const lane = this.lanes.get(namespace) ?? emptyLane(namespace);
     return this.othersPresent(lane) ? Math.max(0, this.share - lane.submitted) : Infinity;
   }
 
@@ -114,17 +113,20 @@ export class NamespaceLanes<T> {
   }
 
   /**
-   * What the namespaces other than `namespace` hold past their shares (submitted, not settled):
-   * `namespace` may submit that much on top of the dispatcher's bounds. Without a namespace: what
-   * every lane holds past its share (the most any namespace may be given on top).
+   * The events the namespaces other than `namespace` hold past their shares (submitted, not
+   * settled): `namespace` may submit that many on top of the dispatcher's bounds. Without a
+   * namespace: what every lane holds past its share (the most any namespace may be given on top).
+   * Numbers, not an object: asked for every message a queue hands out.
    */
-  borrowedByOthers(namespace?: string): OverShare {
+  borrowedEvents(namespace?: string): number {
     const lane = namespace === undefined ? undefined : this.lanes.get(namespace);
-    if (!lane) return this.over;
-    return {
-      events: this.over.events - Math.max(0, lane.submitted - this.share),
-      bytes: this.over.bytes - Math.max(0, lane.bytes - this.shareBytes),
-    };
+    return lane ? this.over.events - Math.max(0, lane.submitted - this.share) : this.over.events;
+  }
+
+  /** The same in bytes of their stored JSON. */
+  borrowedBytes(namespace?: string): number {
+    const lane = namespace === undefined ? undefined : this.lanes.get(namespace);
+    return lane ? this.over.bytes - Math.max(0, lane.bytes - this.shareBytes) : this.over.bytes;
   }
 
   /** What the lanes are sending past their shares, summed: no lane may send more on top of maxInFlight. */

@@ -78,11 +78,10 @@ describe.each(['bus', 'outbox'] as const)('from the %s', (queue) => {
     );
     const sent = Date.now();
     for (let i = 0; i < 2; i++) await send('newcomer-b', `b-${i}`);
+    // Well before A's requests time out (30 s): B does not wait for them.
     await waitFor('B delivered beside A', async () => delivered.has('b-0') && delivered.has('b-1'), 10_000, 20);
     const tookMs = Math.max(...['b-0', 'b-1'].map((s) => (delivered.get(s) as number) - sent));
     console.log(`namespace newcomer (${queue}): B delivered ${tookMs} ms after it was sent, beside A's hanging slots`);
-    // Well before A's requests time out (30 s): B did not wait for them.
-    expect(tookMs).toBeLessThan(10_000);
     // A got no more than it held: still MAX_IN_FLIGHT of its events at the receiver.
     expect(hanging.reduce((n, h) => n + h.events, 0)).toBe(MAX_IN_FLIGHT);
   }, 60_000);

@@ -48,8 +48,8 @@ class HangsOnA implements Destination {
   async close(): Promise<void> {}
 }
 
-it('leaves the rows of a namespace at its share unleased, and hands them out as its share has room', async () => {
-  const leases = jest.spyOn(OutboxTable.prototype, 'lease');
+/** An outbox in `where` delivering to a HangsOnA destination (maxInFlight 4), started. */
+function startOutbox(where: string): { destination: HangsOnA; outbox: Outbox } {
   const destination = new HangsOnA();
   const dispatcher = new Dispatcher(
     destination,
@@ -57,8 +57,14 @@ it('leaves the rows of a namespace at its share unleased, and hands them out as 
     new DestinationMetrics(new Registry()),
     pino({ level: 'silent' }),
   );
-  const outbox = new Outbox(dir, 1 << 22, { destinationsOf: () => ['shared'] }, async () => 'buried');
+  const outbox = new Outbox(where, 1 << 22, { destinationsOf: () => ['shared'] }, async () => 'buried');
   outbox.start([{ name: 'shared', dispatcher, leaseMs: 60_000 }]);
+  return { destination, outbox };
+}
+
+it('leaves the rows of a namespace at its share unleased, and hands them out as its share has room', async () => {
+  const leases = jest.spyOn(OutboxTable.prototype, 'lease');
+  const { destination, outbox } = startOutbox(dir);
   try {
     // B is present; then A's backlog, one row a request.
     await outbox.handOff([ev('b-0', 'team-b')]);
@@ -93,20 +99,7 @@ it('leaves the rows of a namespace at its share unleased, and hands them out as 
 });
 
 it('hands a namespace that arrives while another, alone until then, holds every slot its share at once', async () => {
-  const destination = new HangsOnA();
-  const dispatcher = new Dispatcher(
-    destination,
-    { maxAttempts: 100, backoffMinMs: 1, backoffMaxMs: 2, maxInFlight: 4, maxInFlightBytes: 1 << 20 },
-    new DestinationMetrics(new Registry()),
-    pino({ level: 'silent' }),
-  );
-  const outbox = new Outbox(
-    mkdtempSync(join(dir, 'newcomer-')),
-    1 << 22,
-    { destinationsOf: () => ['shared'] },
-    async () => 'buried',
-  );
-  outbox.start([{ name: 'shared', dispatcher, leaseMs: 60_000 }]);
+  const { destination, outbox } = startOutbox(mkdtempSync(join(dir, 'newcomer-')));
   try {
     // A alone: every slot, hanging at its receiver.
     for (let i = 0; i < 10; i++) await outbox.handOff([ev(`a-${i}`, 'team-a')]);
