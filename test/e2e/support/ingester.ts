@@ -44,14 +44,32 @@ export async function startIngester(
   const dir = mkdtempSync(join(tmpdir(), 'intake-e2e-'));
   const configPath = join(dir, 'intake.yaml');
   writeFileSync(configPath, stringify(config));
-  const [port, adminPort] = [await freePort(), await freePort()];
-  const proc = spawnIntake(
-    ['ingester', '--config', configPath, '--listen', `127.0.0.1:${port}`, '--admin-listen', `127.0.0.1:${adminPort}`],
-    options,
-  );
-  const adminUrl = `http://127.0.0.1:${adminPort}`;
   const probe = options.waitReady === false ? '/healthz' : '/readyz';
-  await untilAnswers(proc, 'ingester ready', async () => (await fetch(`${adminUrl}${probe}`)).ok, 15_000, 50);
+  // A free port can be taken by a parallel test between freePort() and the ingester's listen: the
+  // ingester then exits with EADDRINUSE, and is started again on other ports (a few times at most).
+  for (let attempt = 1; ; attempt++) {
+    const [port, adminPort] = [await freePort(), await freePort()];
+    const proc = spawnIntake(
+      ['ingester', '--config', configPath, '--listen', `127.0.0.1:${port}`, '--admin-listen', `127.0.0.1:${adminPort}`],
+      options,
+    );
+    const adminUrl = `http://127.0.0.1:${adminPort}`;
+    try {
+      await untilAnswers(proc, 'ingester ready', async () => (await fetch(`${adminUrl}${probe}`)).ok, 15_000, 50);
+    } catch (err) {
+      if (attempt < 3 && proc.output().includes('EADDRINUSE')) continue;
+      throw err;
+    }
+    return await checkedStart(proc, options, { url: `http://127.0.0.1:${port}`, adminUrl, configPath, port });
+  }
+}
+
+/** The started ingester, unless it warned of deprecated settings the test did not expect. */
+async function checkedStart(
+  proc: IntakeProcess,
+  options: StartOptions,
+  where: Omit<RunningIngester, keyof IntakeProcess>,
+): Promise<RunningIngester> {
   const deprecated = deprecationWarnings(proc.output());
   if (deprecated.length > 0 && !options.expectDeprecations) {
     await proc.stop('SIGKILL');
@@ -59,7 +77,7 @@ export async function startIngester(
       `the ingester warned of deprecated settings: give the current keys (docs/configuration.md), or start it with { expectDeprecations: true } if that is the test's point:\n${deprecated.join('\n')}`,
     );
   }
-  return { ...proc, url: `http://127.0.0.1:${port}`, adminUrl, configPath, port };
+  return { ...proc, ...where };
 }
 
 export async function post(
