@@ -15,9 +15,11 @@ const root = mkdtempSync(join(tmpdir(), 'intake-outbox-index-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 const indexes = (db: DatabaseSync): string[] =>
-  (db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'outbox'").all() as Array<{
-    name: string;
-  }>)
+  (
+    db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'outbox'").all() as Array<{
+      name: string;
+    }>
+  )
     .map((r) => r.name)
     .filter((n) => !n.startsWith('sqlite_autoindex'))
     .sort();
