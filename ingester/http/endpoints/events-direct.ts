@@ -1,7 +1,9 @@
 /**
  * POST /events/webhook_<name> served straight from node:http, ahead of fastify, for the request
  * most senders make: one JSON body with a Content-Length, Basic credentials, an unsigned
- * integration. Everything else (signed integrations, `?dryRun`, Content-Encoding, chunked bodies,
+ * integration; and, of a signed integration's requests of that shape, those refused before any
+ * byte of their body is read (refusedBeforeBody). Everything else (a signed integration's
+ * requests that get that far, `?dryRun`, Content-Encoding, chunked bodies,
  * `Expect: 100-continue`, bodies announced over the limit, a trusted proxy's X-Forwarded-For, an
  * ingester that is loading, shutting down or overloaded, unknown names) is left to fastify's
  * route (events.ts), decided from the request line and headers before anything is done.
@@ -20,6 +22,14 @@
  *   mapAndValidate, admit, handOff, countDropped   events.ts, shared with the fastify route
  *   answer        200, or the refusal of the error catalogue, with the security headers
  *   answered      (on finish) request metrics and activity, as the listener's onResponse does
+ *
+ * A signed integration (signature only) reads its body before it can refuse, so the bytes are first
+ * reserved from the budgets of senders not yet proven (http/body-admission.ts). A stranger's
+ * uploads that find those full come hundreds a second, and through fastify each refusal cost the
+ * ingester twice what a bare node:http server spends answering it: so when the body would not
+ * fit, the refusal is answered here, after the same steps fastify's route takes first (the
+ * brute-force guard, the signature headers' syntax). A body that fits goes to fastify's route,
+ * which reserves it again and reads it.
  */
 import type { FastifyRequest } from 'fastify';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
@@ -35,6 +45,7 @@ import { nextRequestId } from '../request-id.js';
 import type { UploadRateGuard } from '../upload-rate.js';
 import type { WebhookAuthentication } from '../../auth/authenticator.js';
 import { tracingOn } from '../../tracing/tracing.js';
+import { includesBasic } from '../../../api/signatures.js';
 import { admit, countDropped, eventContextOf, handOff, mapAndValidateEvents, route } from './events.js';
 
 export interface DirectEventsOptions {
@@ -71,8 +82,11 @@ export function directEventsRoute(o: DirectEventsOptions): DirectRoute {
   const { metrics, limits } = ctx;
   const security = Object.entries(o.securityHeaders).flat();
 
-  /** The common request, decided from its request line and headers alone: its integration's name, or undefined. */
-  const takes = (req: IncomingMessage): { name: string; bytes: number } | undefined => {
+  /**
+   * The common request, decided from its request line and headers alone: its integration's name,
+   * and whether the integration is signed (only a refusal before its body is answered here), or undefined.
+   */
+  const takes = (req: IncomingMessage): { name: string; bytes: number; signed: boolean } | undefined => {
     // With tracing on, fastify's route serves every request: its spans are made there (tracing/).
     if (req.method !== 'POST' || o.trustsProxy || tracingOn()) return undefined;
     const url = req.url;
@@ -89,9 +103,35 @@ export function directEventsRoute(o: DirectEventsOptions): DirectRoute {
     const { lifecycle } = ctx;
     if (lifecycle.closing || lifecycle.loading || o.overload.overloaded) return undefined;
     const entry = ctx.routes().webhook(name);
-    // A signed integration checks its signature in fastify's route; an inspected one is captured there.
-    if (!entry || entry.signature || entry.inspectRequests !== undefined) return undefined;
-    return { name, bytes };
+    // An inspected integration is captured in fastify's route.
+    if (!entry || entry.inspectRequests !== undefined) return undefined;
+    // A signed one checks its signature there; one that takes Basic credentials too is checked there whole.
+    if (entry.signature) return includesBasic(entry.mode) ? undefined : { name, bytes, signed: true };
+    return { name, bytes, signed: false };
+  };
+
+  /**
+   * A signed integration's request whose body would not fit the budgets of unproven senders: the
+   * refusal fastify's route would give, from the step that gives it first (the guard's block: 429,
+   * thrown; signature headers it cannot read: 401 after the failure floor, a promise; else the
+   * body's). Undefined when the body fits: nothing was kept or counted, and fastify's route serves it.
+   */
+  const refusedBeforeBody = (r: DirectRequest, bytes: number): IntakeError | Promise<IntakeError> | undefined => {
+    const trial = bodies.reserveUnauthenticated(r.ip, r.name, bytes, ctx.auth.knownSenders.knows(r.ip, r.name));
+    if (typeof trial === 'function') return void trial();
+    try {
+      const checked = ctx.auth.webhook(r as unknown as FastifyRequest, r.name);
+      if (!(checked instanceof Promise)) {
+        r.routeEntry = checked.entry;
+        return trial;
+      }
+      return checked.then(
+        () => trial,
+        (err: unknown) => (err instanceof IntakeError ? err : internalError()),
+      );
+    } catch (err) {
+      return err instanceof IntakeError ? err : internalError();
+    }
   };
 
   /** After the Basic credentials (authenticate, in serve): request admission; the route, or undefined once refused. */
@@ -205,10 +245,14 @@ export function directEventsRoute(o: DirectEventsOptions): DirectRoute {
       accepted: 0,
       droppedByRule: 0,
     };
+    const refusal = taken.signed ? refusedBeforeBody(r, taken.bytes) : undefined;
+    if (taken.signed && refusal === undefined) return false;
     res.on('finish', () => answered(r, res));
     // From now until all of it has arrived, whatever is answered meanwhile (upload-rate.ts).
     uploads.watch(req, res);
-    void serve(r, res, taken.bytes);
+    if (refusal instanceof Promise) void refusal.then((err) => refuse(r, res, err));
+    else if (refusal) refuse(r, res, refusal);
+    else void serve(r, res, taken.bytes);
     return true;
   };
 }

@@ -7,6 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { directEventsRoute, type DirectEventsOptions } from '../../../../ingester/http/endpoints/events-direct.js';
 import type { IngestContext } from '../../../../ingester/http/context.js';
 import { basic } from '../../../support/credentials.js';
+import { AuthRefusal, authThrottled, BodyBytesLimitError, unauthorized } from '../../../../ingester/core/errors.js';
 import { DEMO_AUTH, harness } from '../harness.js';
 
 describe('which requests the direct route leaves to fastify', () => {
@@ -136,6 +137,97 @@ describe('which requests the direct route leaves to fastify', () => {
 
   it('leaves every request to fastify behind a trusted proxy (X-Forwarded-For decides the address)', () => {
     expect(route(true)(request(), response())).toBe(false);
+  });
+
+  describe("a signature-only integration's request: answered here only when refused before its body", () => {
+    const signatureOnly = { mode: 'signature', signature: { rule: {} }, name: 'gh', namespace: 'team-a' };
+    /** The route with unproven senders' budgets that `fits` or not, and an authenticator answering `auth`. */
+    const signedRoute = (fits: boolean, auth: () => unknown) => {
+      const held = { reserved: 0, released: 0 };
+      const written: number[] = [];
+      const served = directEventsRoute({
+        ctx: {
+          routes: () => ({ webhook: () => signatureOnly }),
+          lifecycle,
+          limits: { bodyBytes: 1000, eventsPerRequest: 10, pointsPerRequest: 10, maxEventLoopDelayMs: 1000 },
+          metrics: { requestCounts: { add: () => {} }, requestDuration: { observe: () => {} } },
+          auth: { webhook: auth, knownSenders: { knows: () => false } },
+          logger: { error: () => {} },
+        } as unknown as IngestContext,
+        securityHeaders: {},
+        bodies: {
+          reserveUnauthenticated: () => {
+            if (!fits) return bodyBytesLimited();
+            held.reserved++;
+            return () => held.released++;
+          },
+        } as unknown as DirectEventsOptions['bodies'],
+        uploads: { watch: () => {} } as unknown as DirectEventsOptions['uploads'],
+        overload: overload as DirectEventsOptions['overload'],
+        trustsProxy: false,
+      });
+      const res = {
+        ...response(),
+        writeHead(status: number) {
+          written.push(status);
+          return this;
+        },
+      } as unknown as ServerResponse;
+      return { run: () => served(request({ url: '/events/webhook_gh' }), res), held, written };
+    };
+    const bodyBytesLimited = () =>
+      new BodyBytesLimitError(429, 'full', {
+        scope: 'address',
+        setting: 'limits.maxUnauthenticatedBodyBytesPerAddress',
+        maxBytes: 10,
+        retryAfterSeconds: 1,
+      });
+    const unauthenticated = () => ({ entry: signatureOnly, signed: {}, unauthenticated: true });
+
+    it('a body that fits goes to fastify, which reserves it itself: nothing stays held', () => {
+      const { run, held, written } = signedRoute(true, unauthenticated);
+      expect(run()).toBe(false);
+      expect(held).toEqual({ reserved: 1, released: 1 });
+      expect(written).toEqual([]);
+    });
+
+    it("a body that would not fit is refused here with the budget's answer", () => {
+      const { run, written } = signedRoute(false, unauthenticated);
+      expect(run()).toBe(true);
+      expect(written).toEqual([429]);
+    });
+
+    it("the guard's block comes first (429, thrown), and a missing signature (401, after the floor)", async () => {
+      const blocked = signedRoute(false, () => {
+        throw authThrottled(60);
+      });
+      expect(blocked.run()).toBe(true);
+      expect(blocked.written).toEqual([429]);
+      const missing = signedRoute(false, () => Promise.reject(new AuthRefusal('missing', unauthorized())));
+      expect(missing.run()).toBe(true);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(missing.written).toEqual([401]);
+    });
+
+    it('an integration that takes Basic credentials and a signature is left to fastify whole', () => {
+      const both = { ...signatureOnly, mode: 'basic+signature' };
+      const route = directEventsRoute({
+        ctx: {
+          routes: () => ({ webhook: () => both }),
+          lifecycle,
+          limits: { bodyBytes: 1000, eventsPerRequest: 10, pointsPerRequest: 10, maxEventLoopDelayMs: 1000 },
+          metrics: {},
+          auth: { webhook: () => Promise.reject(new Error('taken')) },
+          logger: { error: () => {} },
+        } as unknown as IngestContext,
+        securityHeaders: {},
+        bodies: {} as DirectEventsOptions['bodies'],
+        uploads: { watch: () => {} } as unknown as DirectEventsOptions['uploads'],
+        overload: overload as DirectEventsOptions['overload'],
+        trustsProxy: false,
+      });
+      expect(route(request({ url: '/events/webhook_gh' }), response())).toBe(false);
+    });
   });
 });
 
