@@ -141,4 +141,8 @@ it("answers a refusal before the body as fastify's route does: the body budget, 
   expect(blocked.direct).toMatch(/^HTTP\/1\.1 429 /);
   expect(blocked.direct).toMatch(/"code":"AUTH_THROTTLED"/);
   expect(comparable(blocked.direct)).toBe(comparable(blocked.fastify));
+  // Blocked, a body that would fit is refused before it is read too, even correctly signed.
+  const small = await refusedBothWays(Buffer.byteLength(body), signature);
+  expect(small.direct).toMatch(/"code":"AUTH_THROTTLED"/);
+  expect(comparable(small.direct)).toBe(comparable(small.fastify));
 });

@@ -26,10 +26,10 @@
  * A signed integration (signature only) reads its body before it can refuse, so the bytes are first
  * reserved from the budgets of senders not yet proven (http/body-admission.ts). A stranger's
  * uploads that find those full come hundreds a second, and through fastify each refusal cost the
- * ingester twice what a bare node:http server spends answering it: so when the body would not
- * fit, the refusal is answered here, after the same steps fastify's route takes first (the
- * brute-force guard, the signature headers' syntax). A body that fits goes to fastify's route,
- * which reserves it again and reads it.
+ * ingester twice what a bare node:http server spends answering it: so the steps before the body
+ * (the brute-force guard's block, the signature headers, the body's reservation) are taken here
+ * first, and a refusal among them is answered here. A request that passes them goes to fastify's
+ * route, which takes them again, reserves the bytes and reads the body.
  */
 import type { FastifyRequest } from 'fastify';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
@@ -111,27 +111,26 @@ export function directEventsRoute(o: DirectEventsOptions): DirectRoute {
   };
 
   /**
-   * A signed integration's request whose body would not fit the budgets of unproven senders: the
-   * refusal fastify's route would give, from the step that gives it first (the guard's block: 429,
-   * thrown; signature headers it cannot read: 401 after the failure floor, a promise; else the
-   * body's). Undefined when the body fits: nothing was kept or counted, and fastify's route serves it.
+   * A signed integration's request refused before its body is read: the answer fastify's route
+   * would give, from the step that gives it first (the guard's block: 429, thrown; a missing or
+   * stale signature header: 401 after the failure floor, a promise), else the unproven senders'
+   * body budget's when the body would not fit. Undefined otherwise: nothing was kept or counted,
+   * and fastify's route serves it (checking the same again, and reserving the bytes itself).
    */
   const refusedBeforeBody = (r: DirectRequest, bytes: number): IntakeError | Promise<IntakeError> | undefined => {
+    let checked: ReturnType<typeof ctx.auth.webhook>;
+    try {
+      checked = ctx.auth.webhook(r as unknown as FastifyRequest, r.name);
+    } catch (err) {
+      return asRefusal(err);
+    }
+    // A signature-only integration's check passes at once or fails after the floor: a promise
+    // that resolves means the integration changed meanwhile (it takes Basic credentials now).
+    if (checked instanceof Promise) return checked.then(() => unavailable(CHANGED, 1), asRefusal);
     const trial = bodies.reserveUnauthenticated(r.ip, r.name, bytes, ctx.auth.knownSenders.knows(r.ip, r.name));
     if (typeof trial === 'function') return void trial();
-    try {
-      const checked = ctx.auth.webhook(r as unknown as FastifyRequest, r.name);
-      if (!(checked instanceof Promise)) {
-        r.routeEntry = checked.entry;
-        return trial;
-      }
-      return checked.then(
-        () => trial,
-        (err: unknown) => (err instanceof IntakeError ? err : internalError()),
-      );
-    } catch (err) {
-      return err instanceof IntakeError ? err : internalError();
-    }
+    r.routeEntry = checked.entry;
+    return trial;
   };
 
   /** After the Basic credentials (authenticate, in serve): request admission; the route, or undefined once refused. */
@@ -256,6 +255,8 @@ export function directEventsRoute(o: DirectEventsOptions): DirectRoute {
     return true;
   };
 }
+
+const asRefusal = (err: unknown): IntakeError => (err instanceof IntakeError ? err : internalError());
 
 /** The body's bytes; Node's parser delivers exactly Content-Length of them, or the request never ends. */
 function readBody(req: IncomingMessage, expected: number): Promise<Buffer> {

@@ -197,16 +197,18 @@ describe('which requests the direct route leaves to fastify', () => {
       expect(written).toEqual([429]);
     });
 
-    it("the guard's block comes first (429, thrown), and a missing signature (401, after the floor)", async () => {
-      const blocked = signedRoute(false, () => {
+    it("the guard's block (429, thrown) and a missing signature (401, after the floor) are answered here, before the body's reservation", async () => {
+      const blocked = signedRoute(true, () => {
         throw authThrottled(60);
       });
       expect(blocked.run()).toBe(true);
       expect(blocked.written).toEqual([429]);
-      const missing = signedRoute(false, () => Promise.reject(new AuthRefusal('missing', unauthorized())));
+      expect(blocked.held.reserved).toBe(0);
+      const missing = signedRoute(true, () => Promise.reject(new AuthRefusal('missing', unauthorized())));
       expect(missing.run()).toBe(true);
       await new Promise((resolve) => setImmediate(resolve));
       expect(missing.written).toEqual([401]);
+      expect(missing.held.reserved).toBe(0);
     });
 
     it('an integration that takes Basic credentials and a signature is left to fastify whole', () => {
