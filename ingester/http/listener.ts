@@ -28,7 +28,9 @@
  * The common webhook request (Basic, unsigned, a plain JSON body with a Content-Length, nothing
  * unusual in its URL or headers) skips fastify: endpoints/events-direct.ts serves it from the
  * node http server's request event, with the same steps 1-7 in the same order and the same
- * answers, and hands every other request to fastify untouched (serveDirectFirst below).
+ * answers; so does a signed integration's request of that shape that is refused before its body
+ * (2, 3: a stranger's refused uploads). Every other request goes to fastify untouched
+ * (serveDirectFirst below).
  */
 import Fastify, {
   LogController,
