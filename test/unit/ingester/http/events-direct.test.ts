@@ -15,6 +15,32 @@ describe('which requests the direct route leaves to fastify', () => {
   const lifecycle = { ready: true, closing: false, loading: false };
   const overload = { overloaded: false };
   const watched: unknown[] = [];
+  /** The route over a routing table that holds `entry` under every name, `auth` as the authenticator, and `bodies`. */
+  const routeWith = (entry: unknown, auth: Record<string, unknown>, bodies: unknown = {}) =>
+    directEventsRoute({
+      ctx: {
+        routes: () => ({ webhook: () => entry }),
+        lifecycle,
+        limits: { bodyBytes: 1000, eventsPerRequest: 10, pointsPerRequest: 10, maxEventLoopDelayMs: 1000 },
+        metrics: { requestCounts: { add: () => {} }, requestDuration: { observe: () => {} } },
+        auth,
+        logger: { error: () => {} },
+      } as unknown as IngestContext,
+      securityHeaders: {},
+      bodies: bodies as DirectEventsOptions['bodies'],
+      uploads: { watch: () => {} } as unknown as DirectEventsOptions['uploads'],
+      overload: overload as DirectEventsOptions['overload'],
+      trustsProxy: false,
+    });
+  /** A response that notes the status it is answered with. */
+  const noting = (written: number[]) =>
+    ({
+      ...response(),
+      writeHead(status: number) {
+        written.push(status);
+        return this;
+      },
+    }) as unknown as ServerResponse;
   const route = (trustsProxy = false) =>
     directEventsRoute({
       ctx: {
@@ -106,30 +132,13 @@ describe('which requests the direct route leaves to fastify', () => {
   });
 
   it('refuses (503, retry) a request whose integration became a signed one after it was taken: its signature is never skipped', async () => {
-    const written: unknown[] = [];
-    const signedNow = directEventsRoute({
-      ctx: {
-        routes: () => ({ webhook: () => ({}) }),
-        lifecycle,
-        limits: { bodyBytes: 1000, eventsPerRequest: 10, pointsPerRequest: 10, maxEventLoopDelayMs: 1000 },
-        metrics: {},
-        // The table was reloaded between the look and the check: the route now has a signature.
-        auth: { webhook: () => Promise.resolve({ entry: { signature: { rule: {} } }, signed: {} }) },
-        logger: { error: () => {} },
-      } as unknown as IngestContext,
-      securityHeaders: {},
-      bodies: {} as DirectEventsOptions['bodies'],
-      uploads: { watch: () => {} } as unknown as DirectEventsOptions['uploads'],
-      overload: overload as DirectEventsOptions['overload'],
-      trustsProxy: false,
-    });
-    const res = {
-      ...response(),
-      writeHead(status: number) {
-        written.push(status);
-        return this;
-      },
-    } as unknown as ServerResponse;
+    const written: number[] = [];
+    // The table was reloaded between the look and the check: the route now has a signature.
+    const signedNow = routeWith(
+      {},
+      { webhook: () => Promise.resolve({ entry: { signature: { rule: {} } }, signed: {} }) },
+    );
+    const res = noting(written);
     expect(signedNow(request(), res)).toBe(true);
     await new Promise((resolve) => setImmediate(resolve));
     expect(written).toEqual([503]);
@@ -145,34 +154,18 @@ describe('which requests the direct route leaves to fastify', () => {
     const signedRoute = (fits: boolean, auth: () => unknown) => {
       const held = { reserved: 0, released: 0 };
       const written: number[] = [];
-      const served = directEventsRoute({
-        ctx: {
-          routes: () => ({ webhook: () => signatureOnly }),
-          lifecycle,
-          limits: { bodyBytes: 1000, eventsPerRequest: 10, pointsPerRequest: 10, maxEventLoopDelayMs: 1000 },
-          metrics: { requestCounts: { add: () => {} }, requestDuration: { observe: () => {} } },
-          auth: { webhook: auth, knownSenders: { knows: () => false } },
-          logger: { error: () => {} },
-        } as unknown as IngestContext,
-        securityHeaders: {},
-        bodies: {
+      const served = routeWith(
+        signatureOnly,
+        { webhook: auth, knownSenders: { knows: () => false } },
+        {
           reserveUnauthenticated: () => {
             if (!fits) return bodyBytesLimited();
             held.reserved++;
             return () => held.released++;
           },
-        } as unknown as DirectEventsOptions['bodies'],
-        uploads: { watch: () => {} } as unknown as DirectEventsOptions['uploads'],
-        overload: overload as DirectEventsOptions['overload'],
-        trustsProxy: false,
-      });
-      const res = {
-        ...response(),
-        writeHead(status: number) {
-          written.push(status);
-          return this;
         },
-      } as unknown as ServerResponse;
+      );
+      const res = noting(written);
       return { run: () => served(request({ url: '/events/webhook_gh' }), res), held, written };
     };
     const bodyBytesLimited = () =>
@@ -213,21 +206,7 @@ describe('which requests the direct route leaves to fastify', () => {
 
     it('an integration that takes Basic credentials and a signature is left to fastify whole', () => {
       const both = { ...signatureOnly, mode: 'basic+signature' };
-      const route = directEventsRoute({
-        ctx: {
-          routes: () => ({ webhook: () => both }),
-          lifecycle,
-          limits: { bodyBytes: 1000, eventsPerRequest: 10, pointsPerRequest: 10, maxEventLoopDelayMs: 1000 },
-          metrics: {},
-          auth: { webhook: () => Promise.reject(new Error('taken')) },
-          logger: { error: () => {} },
-        } as unknown as IngestContext,
-        securityHeaders: {},
-        bodies: {} as DirectEventsOptions['bodies'],
-        uploads: { watch: () => {} } as unknown as DirectEventsOptions['uploads'],
-        overload: overload as DirectEventsOptions['overload'],
-        trustsProxy: false,
-      });
+      const route = routeWith(both, { webhook: () => Promise.reject(new Error('taken')) });
       expect(route(request({ url: '/events/webhook_gh' }), response())).toBe(false);
     });
   });
