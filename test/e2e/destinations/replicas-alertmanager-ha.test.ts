@@ -34,12 +34,15 @@ const startAm = (i: number): Promise<RunningAlertmanager> =>
   });
 
 beforeAll(async () => {
+  // The receiver listens first: started beside the Alertmanagers, it was once given the port just
+  // picked for one of them (freePort() frees it again), which then never started.
+  receiver = await startEventReceiver();
   for (let i = 0; i < 2; i++) {
     amPorts.push(await freePort());
     clusterPorts.push(await freePort());
   }
   let pair: RunningAlertmanager[];
-  [nats, receiver, ...pair] = await Promise.all([startNats(), startEventReceiver(), startAm(0), startAm(1)]);
+  [nats, ...pair] = await Promise.all([startNats(), startAm(0), startAm(1)]);
   ams.push(...pair);
   for (let i = 0; i < 3; i++)
     ingesters.push(
