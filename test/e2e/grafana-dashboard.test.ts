@@ -63,7 +63,9 @@ let spoolDir: string;
 
 beforeAll(async () => {
   spoolDir = mkdtempSync(join(tmpdir(), 'intake-dashboard-'));
-  [nats, receiver, prom] = await Promise.all([startNats(), startEventReceiver(), startPrometheus()]);
+  // The receiver (port 0) first: beside the others it could be given a port just picked for one of them.
+  receiver = await startEventReceiver();
+  [nats, prom] = await Promise.all([startNats(), startPrometheus()]);
   // Events marked refuse are answered 400 (dead-lettered); the first answers are 500s (retried).
   receiver.refuse = (e) => (e.custom_info as Record<string, unknown> | undefined)?.refuse === true;
   receiver.script.push({ status: 500 }, { status: 500 });

@@ -33,7 +33,9 @@ let audit: EventReceiver;
 let ing: RunningIngester;
 
 beforeAll(async () => {
-  [nats, receiver, audit] = await Promise.all([startNats(), startEventReceiver(), startEventReceiver()]);
+  // The receivers (port 0) first: beside nats-server one could be given the port just picked for it.
+  [receiver, audit] = await Promise.all([startEventReceiver(), startEventReceiver()]);
+  nats = await startNats();
   // History: an event already in the stream before the destination existed.
   const nc = await connect({ servers: nats.url });
   await (

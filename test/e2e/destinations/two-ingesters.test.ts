@@ -13,7 +13,9 @@ let receiver: EventReceiver;
 const ingesters: RunningIngester[] = [];
 
 beforeAll(async () => {
-  [nats, receiver] = await Promise.all([startNats(), startEventReceiver()]);
+  // The receiver (port 0) first: beside nats-server it could be given the port just picked for it.
+  receiver = await startEventReceiver();
+  nats = await startNats();
   for (let i = 0; i < 2; i++) {
     ingesters.push(
       await startIngester((c) => {

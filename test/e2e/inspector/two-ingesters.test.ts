@@ -46,7 +46,9 @@ const read = async (ing: RunningIngester, id: string) =>
   (await (await fetch(`${listUrl(ing)}/${id}`)).json()) as CapturedRequest;
 
 beforeAll(async () => {
-  [nats, receiver] = await Promise.all([startNats(), startEventReceiver()]);
+  // The receiver (port 0) first: beside nats-server it could be given the port just picked for it.
+  receiver = await startEventReceiver();
+  nats = await startNats();
   ingesters = [await start(), await start()];
 }, 90_000);
 
