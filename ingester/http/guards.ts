@@ -92,15 +92,25 @@ export function clientErrorHandler(
 }
 
 const ANSWERED_REQUEST = Symbol('answeredRequest');
-type AnsweredSocket = Socket & { [ANSWERED_REQUEST]?: IncomingMessage };
+type AnsweredSocket = Socket & { [ANSWERED_REQUEST]?: IncomingMessage | null };
 
 /**
  * Notes a request that was answered before all of its body arrived (Node keeps reading and
  * dropping the rest to reuse the connection), so that a client error while the rest arrives
- * closes the connection instead of answering twice (clientErrorHandler).
+ * closes the connection instead of answering twice (clientErrorHandler). The note goes when the
+ * connection closes: a closed socket outlives the young generation's collections (Node's handle
+ * keeps it until a full one), and its request and response must not be carried along.
  */
 export function answeredBeforeBody(req: IncomingMessage): void {
-  if (req.socket) (req.socket as AnsweredSocket)[ANSWERED_REQUEST] = req;
+  const socket = req.socket as AnsweredSocket | null;
+  if (!socket) return;
+  // One listener per connection (`on`: a socket closes once), whatever its requests.
+  if (socket[ANSWERED_REQUEST] === undefined) socket.on('close', forgetAnswered);
+  socket[ANSWERED_REQUEST] = req;
+}
+
+function forgetAnswered(this: AnsweredSocket): void {
+  this[ANSWERED_REQUEST] = null;
 }
 
 /**

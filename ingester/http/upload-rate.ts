@@ -13,9 +13,10 @@
  * The deadline grows with what has arrived (as Apache's mod_reqtimeout MinRate does): a body
  * started at t0 that has `n` bytes in at time t is cut when t > t0 + grace + n / minBytesPerSecond.
  * Progress is read from the socket's byte counter, so nothing is added to the body's stream; one
- * timer checks every body being received a few times a second. A body that completes is
- * forgotten at once (its request and response are not held until the next check); one whose
- * connection closed, at the next check.
+ * timer checks every body being received a few times a second. A body is forgotten as soon as it
+ * completes or its connection closes: a stranger's refused uploads come hundreds a second, and
+ * each held until the next check (its socket, request and response) was carried through the young
+ * generation's collections into the old one.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -27,6 +28,10 @@ export interface UploadRateOptions {
   onTooSlow: (socket: Socket, res: ServerResponse) => void;
   now?: () => number;
 }
+
+/** The upload being watched on a socket, so that its close forgets it (one listener per connection). */
+const WATCHED = Symbol('intake.watchedUpload');
+type WatchedSocket = Socket & { [WATCHED]?: Upload | null };
 
 interface Upload {
   req: IncomingMessage;
@@ -53,6 +58,16 @@ export class UploadRateGuard {
     const upload: Upload = { req, res, socket, startedMs: this.now(), bytesAtStart: socket.bytesRead };
     this.uploads.add(upload);
     req.once('end', () => this.uploads.delete(upload));
+    // A request refused before its body has no end: Node drops the rest of the body, or the
+    // connection closes; the close is listened to once per connection, whatever its requests.
+    const watched = socket as WatchedSocket;
+    if (watched[WATCHED] === undefined)
+      socket.once('close', () => {
+        const last = watched[WATCHED];
+        if (last) this.uploads.delete(last);
+        watched[WATCHED] = null;
+      });
+    watched[WATCHED] = upload;
     // The timer stops itself at a check that finds nothing to watch: no timer churn per request.
     if (!this.timer) {
       const every = Math.max(50, Math.min(500, Math.floor(this.options.graceMs / 4)));

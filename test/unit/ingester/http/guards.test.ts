@@ -1,5 +1,14 @@
 import { BodyBudget } from '../../../../ingester/http/body-budget.js';
-import { forwardedForProblem, ingestConnectionCap, openFilesLimit } from '../../../../ingester/http/guards.js';
+import { EventEmitter } from 'node:events';
+import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
+import {
+  answeredBeforeBody,
+  clientErrorHandler,
+  forwardedForProblem,
+  ingestConnectionCap,
+  openFilesLimit,
+} from '../../../../ingester/http/guards.js';
 
 describe('openFilesLimit', () => {
   const limits = (soft: string) =>
@@ -44,5 +53,51 @@ describe('BodyBudget', () => {
     a();
     expect(budget.heldBytes).toBe(0);
     expect(budget.reserve(500)).toBeDefined();
+  });
+});
+
+describe('answeredBeforeBody', () => {
+  /** A connection that records whether the client error handler answered on it or only closed it. */
+  const connection = () => {
+    const socket = Object.assign(new EventEmitter(), {
+      destroyed: false,
+      writable: true,
+      written: '',
+      write(text: string) {
+        this.written += text;
+        return true;
+      },
+      destroy() {
+        this.destroyed = true;
+      },
+    });
+    return socket;
+  };
+  const request = (socket: EventEmitter) => ({ socket, complete: false }) as unknown as IncomingMessage;
+  const noted = (socket: object) =>
+    Object.getOwnPropertySymbols(socket)
+      .filter((s) => s.description === 'answeredRequest')
+      .map((s) => (socket as Record<symbol, unknown>)[s]);
+
+  it('closes without a second answer while the answered body still arrives', () => {
+    const socket = connection();
+    answeredBeforeBody(request(socket));
+    clientErrorHandler({})(
+      Object.assign(new Error('timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' }),
+      socket as unknown as Socket,
+    );
+    expect(socket.destroyed).toBe(true);
+    expect(socket.written).toBe('');
+  });
+
+  it('forgets the request when its connection closes (a closed socket is kept until a full collection), listening once per connection', () => {
+    const socket = connection();
+    const first = request(socket);
+    answeredBeforeBody(first);
+    answeredBeforeBody(request(socket));
+    expect(socket.listenerCount('close')).toBe(1);
+    expect(noted(socket)).toHaveLength(1);
+    socket.emit('close');
+    expect(noted(socket)).toEqual([null]);
   });
 });

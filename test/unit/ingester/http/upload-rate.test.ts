@@ -3,9 +3,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { UploadRateGuard } from '../../../../ingester/http/upload-rate.js';
 
-/** A request whose socket has read `bytesRead` bytes so far; `finish` completes its body ('end'). */
-function upload() {
-  const socket = { bytesRead: 1000, destroyed: false };
+/** A request whose socket has read `bytesRead` bytes so far; `finish` completes its body ('end'), `close` its connection. */
+function upload(socket = Object.assign(new EventEmitter(), { bytesRead: 1000, destroyed: false })) {
   const req = Object.assign(new EventEmitter(), { complete: false, socket });
   const res = { headersSent: false };
   return {
@@ -15,6 +14,10 @@ function upload() {
     finish: () => {
       req.complete = true;
       req.emit('end');
+    },
+    close: () => {
+      socket.destroyed = true;
+      socket.emit('close');
     },
   };
 }
@@ -83,6 +86,27 @@ describe('UploadRateGuard', () => {
     now = 60_000;
     guard.check();
     expect(cut).toEqual([]);
+    expect(guard.watching).toBe(0);
+  });
+
+  it('forgets a body the moment its connection closes, before any check (a request refused before its body has no end)', () => {
+    const refused = upload();
+    guard.watch(refused.req, refused.res);
+    expect(guard.watching).toBe(1);
+    refused.close();
+    expect(guard.watching).toBe(0);
+    expect(cut).toEqual([]);
+  });
+
+  it("listens to a connection's close once, whatever its requests, and forgets the one being watched", () => {
+    const first = upload();
+    guard.watch(first.req, first.res);
+    first.finish();
+    const second = upload(first.socket);
+    guard.watch(second.req, second.res);
+    expect(first.socket.listenerCount('close')).toBe(1);
+    expect(guard.watching).toBe(1);
+    second.close();
     expect(guard.watching).toBe(0);
   });
 
