@@ -68,6 +68,7 @@ import type { RuleDecision } from '../../api/routing-rules.js';
 import { BodyAdmission, DEFAULT_BODY_ADMISSION } from './body-admission.js';
 import { UploadRateGuard } from './upload-rate.js';
 import { ConnectionsPerAddress, trustedProxies } from './connections-per-address.js';
+import { trustFunction } from './client-address.js';
 import type { Socket } from 'node:net';
 import { decodeContentEncoding } from './body.js';
 import type { IngestContext, IngestLimits, IngestServerOptions } from './context.js';
@@ -127,6 +128,7 @@ declare module 'fastify' {
 
 export async function buildIngestServer(o: IngestServerOptions): Promise<FastifyInstance> {
   const headers = securityHeaders();
+  const trust = trustFunction(o.trustProxy);
   const timeouts = serverTimeoutOptions({ ...DEFAULT_TIMEOUTS, ...definedOnly(o.limits) });
   const app = Fastify({
     loggerInstance: o.logger,
@@ -144,8 +146,8 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
     requestTimeout: timeouts.requestTimeout,
     keepAliveTimeout: timeouts.keepAliveTimeout,
     clientErrorHandler: clientErrorHandler(headers),
-    // fastify accepts a hop count at run time; its types omit it.
-    trustProxy: (o.trustProxy ?? false) as boolean,
+    // The same function the direct events route works the sender's address out with (client-address.ts).
+    trustProxy: trust,
     ...(o.https ? { https: { ...o.https, ...timeouts } } : { http: timeouts }),
   }) as unknown as FastifyInstance;
   const server = app.server as Server;
@@ -219,13 +221,12 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, readBody);
   app.addContentTypeParser('*', { parseAs: 'buffer' }, readBody);
 
-  const trustsProxy = o.trustProxy !== undefined && o.trustProxy !== false;
   // Callback-style hooks: the hot path allocates no promise for them.
   app.addHook('onRequest', (req, reply, done) => {
     reply.headers(headers);
     // From now until all of it has arrived, whatever is answered meanwhile (http/upload-rate.ts).
     if (hasBody(req.headers)) uploads.watch(req.raw, reply.raw);
-    if (trustsProxy) {
+    if (trust) {
       const problem = forwardedForProblem(req.headers['x-forwarded-for']);
       if (problem) return sendError(reply, badHeader('x-forwarded-for', problem));
     }
@@ -297,7 +298,7 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
   app.route(eventsEndpoint(ctx));
   serveDirectFirst(
     server,
-    directEventsRoute({ ctx, securityHeaders: headers, bodies, uploads, overload, trustsProxy }),
+    directEventsRoute({ ctx, securityHeaders: headers, bodies, uploads, overload, trust }),
     o.logger,
   );
   app.route(dataPointsEndpoint(ctx));

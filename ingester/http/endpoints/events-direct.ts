@@ -4,9 +4,11 @@
  * integration; and, of a signed integration's requests of that shape, those refused before any
  * byte of their body is read (refusedBeforeBody). Everything else (a signed integration's
  * requests that get that far, `?dryRun`, Content-Encoding, chunked bodies,
- * `Expect: 100-continue`, bodies announced over the limit, a trusted proxy's X-Forwarded-For, an
- * ingester that is loading, shutting down or overloaded, unknown names) is left to fastify's
- * route (events.ts), decided from the request line and headers before anything is done.
+ * `Expect: 100-continue`, bodies announced over the limit, an X-Forwarded-For that is not a list of
+ * addresses while a proxy is trusted, an ingester that is loading, shutting down or overloaded,
+ * unknown names) is left to fastify's route (events.ts), decided from the request line and headers
+ * before anything is done. Behind a trusted proxy the sender's address is worked out as fastify
+ * does (client-address.ts, the same trust function).
  *
  * Why: fastify's lifecycle (routing, hooks, reply, serializer) cost about as much per single
  * event as all of intake's own steps together (docs/benchmarks.md, where the single-event path's
@@ -38,7 +40,8 @@ import type { RouteEntry } from '../../routing/route-table.js';
 import { isAcceptedContentType, parseJsonBody } from '../body.js';
 import type { BodyAdmission } from '../body-admission.js';
 import type { IngestContext } from '../context.js';
-import { answeredBeforeBody } from '../guards.js';
+import { clientAddress, type TrustFunction } from '../client-address.js';
+import { answeredBeforeBody, forwardedForProblem } from '../guards.js';
 import type { EventLoopGuard } from '../overload.js';
 import { recordActivity, type AnsweredRequest } from '../request-activity.js';
 import { nextRequestId } from '../request-id.js';
@@ -54,8 +57,8 @@ export interface DirectEventsOptions {
   bodies: BodyAdmission;
   uploads: UploadRateGuard;
   overload: EventLoopGuard;
-  /** A trusted proxy sets the sender's address (X-Forwarded-For): fastify's route works it out. */
-  trustsProxy: boolean;
+  /** The trusted proxies (fastify is given the same function), or false: the sender is the connection's peer. */
+  trust: TrustFunction | false;
 }
 
 /** Serves the request and returns true, or returns false at once, having done nothing: fastify serves it. */
@@ -88,7 +91,7 @@ export function directEventsRoute(o: DirectEventsOptions): DirectRoute {
    */
   const takes = (req: IncomingMessage): { name: string; bytes: number; signed: boolean } | undefined => {
     // With tracing on, fastify's route serves every request: its spans are made there (tracing/).
-    if (req.method !== 'POST' || o.trustsProxy || tracingOn()) return undefined;
+    if (req.method !== 'POST' || tracingOn()) return undefined;
     const url = req.url;
     if (url === undefined || !url.startsWith(PREFIX)) return undefined;
     const name = url.slice(PREFIX.length);
@@ -96,6 +99,8 @@ export function directEventsRoute(o: DirectEventsOptions): DirectRoute {
     const h = req.headers;
     if (h['transfer-encoding'] !== undefined || h.expect !== undefined || h['content-encoding'] !== undefined)
       return undefined;
+    // A malformed X-Forwarded-For from behind a trusted proxy: fastify's onRequest answers 400.
+    if (o.trust && forwardedForProblem(h['x-forwarded-for']) !== undefined) return undefined;
     const length = h['content-length'];
     if (length === undefined || !DIGITS.test(length)) return undefined;
     const bytes = Number(length);
@@ -236,7 +241,7 @@ export function directEventsRoute(o: DirectEventsOptions): DirectRoute {
       raw: req,
       name: taken.name,
       startedMs: performance.now(),
-      ip: req.socket.remoteAddress ?? '',
+      ip: clientAddress(req, o.trust),
       headers: req.headers as IncomingHttpHeaders,
       authenticated: false,
       routeEntry: null,

@@ -6,6 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { directEventsRoute, type DirectEventsOptions } from '../../../../ingester/http/endpoints/events-direct.js';
 import type { IngestContext } from '../../../../ingester/http/context.js';
+import { trustFunction } from '../../../../ingester/http/client-address.js';
 import { basic } from '../../../support/credentials.js';
 import { AuthRefusal, authThrottled, BodyBytesLimitError, unauthorized } from '../../../../ingester/core/errors.js';
 import { DEMO_AUTH, harness } from '../harness.js';
@@ -16,7 +17,12 @@ describe('which requests the direct route leaves to fastify', () => {
   const overload = { overloaded: false };
   const watched: unknown[] = [];
   /** The route over a routing table that holds `entry` under every name, `auth` as the authenticator, and `bodies`. */
-  const routeWith = (entry: unknown, auth: Record<string, unknown>, bodies: unknown = {}) =>
+  const routeWith = (
+    entry: unknown,
+    auth: Record<string, unknown>,
+    bodies: unknown = {},
+    trust: DirectEventsOptions['trust'] = false,
+  ) =>
     directEventsRoute({
       ctx: {
         routes: () => ({ webhook: () => entry }),
@@ -30,7 +36,7 @@ describe('which requests the direct route leaves to fastify', () => {
       bodies: bodies as DirectEventsOptions['bodies'],
       uploads: { watch: () => {} } as unknown as DirectEventsOptions['uploads'],
       overload: overload as DirectEventsOptions['overload'],
-      trustsProxy: false,
+      trust,
     });
   /** A response that notes the status it is answered with. */
   const noting = (written: number[]) =>
@@ -41,7 +47,7 @@ describe('which requests the direct route leaves to fastify', () => {
         return this;
       },
     }) as unknown as ServerResponse;
-  const route = (trustsProxy = false) =>
+  const route = () =>
     directEventsRoute({
       ctx: {
         routes: () => ({ webhook: (name: string) => entries[name] }),
@@ -56,7 +62,7 @@ describe('which requests the direct route leaves to fastify', () => {
       bodies: {} as DirectEventsOptions['bodies'],
       uploads: { watch: (req: unknown) => watched.push(req) } as unknown as DirectEventsOptions['uploads'],
       overload: overload as DirectEventsOptions['overload'],
-      trustsProxy,
+      trust: false,
     });
   const common = {
     method: 'POST',
@@ -144,8 +150,41 @@ describe('which requests the direct route leaves to fastify', () => {
     expect(written).toEqual([503]);
   });
 
-  it('leaves every request to fastify behind a trusted proxy (X-Forwarded-For decides the address)', () => {
-    expect(route(true)(request(), response())).toBe(false);
+  describe('behind a trusted proxy', () => {
+    /** The address the route gave the authenticator (what the guard and the budgets key by), or undefined: not taken. */
+    const addressSeen = (trustProxy: string | false, forwardedFor: string | undefined): string | undefined => {
+      const seen: string[] = [];
+      const served = routeWith(
+        {},
+        {
+          webhook: (r: { ip: string }) => {
+            seen.push(r.ip);
+            return Promise.reject(new Error('taken'));
+          },
+        },
+        {},
+        trustFunction(trustProxy),
+      );
+      return served(request({}, { 'x-forwarded-for': forwardedFor }), response()) ? seen[0] : undefined;
+    };
+
+    it("takes the request and keys its sender by X-Forwarded-For as fastify's request.ip does", () => {
+      expect(addressSeen('127.0.0.1', '203.0.113.7')).toBe('203.0.113.7');
+      // The nearest address that is not a trusted proxy: a sender cannot choose its address by
+      // adding some before the proxy's.
+      expect(addressSeen('127.0.0.1, 10.0.0.0/8', '198.51.100.1, 203.0.113.7, 10.1.2.3')).toBe('203.0.113.7');
+      expect(addressSeen('127.0.0.1', undefined)).toBe('127.0.0.1');
+    });
+
+    it('ignores X-Forwarded-For from a peer that is not a trusted proxy, or when none is', () => {
+      expect(addressSeen('10.0.0.0/8', '203.0.113.7')).toBe('127.0.0.1');
+      expect(addressSeen(false, '203.0.113.7')).toBe('127.0.0.1');
+    });
+
+    it('leaves a malformed X-Forwarded-For to fastify, which answers 400 naming the header', () => {
+      expect(addressSeen('127.0.0.1', 'not-an-address')).toBeUndefined();
+      expect(addressSeen('127.0.0.1', `${'203.0.113.7,'.repeat(100)}203.0.113.7`)).toBeUndefined();
+    });
   });
 
   describe("a signature-only integration's request: answered here only when refused before its body", () => {
