@@ -27,3 +27,21 @@ export async function freePort(): Promise<number> {
   }
   throw new Error('freePort: the kernel kept giving ports this process already handed out');
 }
+
+/** What a server says when the port it was given is taken (Go's net.Listen, Node's EADDRINUSE). */
+const PORT_TAKEN = /address already in use|EADDRINUSE/i;
+
+/**
+ * Starts a server on a free port, and on another one if that was taken meanwhile: another test's
+ * process may listen on it between freePort() and this server's listen. `start` must fail with the
+ * server's own output in its error (where "address already in use" shows) and clean up after itself.
+ */
+export async function onFreePort<T>(start: (port: number) => Promise<T>, attempts = 5): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start(await freePort());
+    } catch (err) {
+      if (attempt >= attempts || !PORT_TAKEN.test((err as Error).message)) throw err;
+    }
+  }
+}

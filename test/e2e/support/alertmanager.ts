@@ -4,7 +4,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { freePort } from '../../support/ports.js';
+import { onFreePort } from '../../support/ports.js';
 import { waitFor } from '../../support/waiting.js';
 
 export const ALERTMANAGER = process.env.INTAKE_TEST_ALERTMANAGER ?? '/usr/bin/prometheus-alertmanager';
@@ -91,14 +91,23 @@ export async function startAlertmanager(
   webhook?: { url: string; username: string; password: string },
   o: { port?: number; cluster?: { port: number; peers: number[] } } = {},
 ): Promise<RunningAlertmanager> {
+  // A restart keeps its port; a new one takes a free port, another if that one was taken meanwhile.
+  if (o.port !== undefined) return startAlertmanagerOn(o.port, webhook, o.cluster);
+  return onFreePort((port) => startAlertmanagerOn(port, webhook, o.cluster));
+}
+
+async function startAlertmanagerOn(
+  port: number,
+  webhook: { url: string; username: string; password: string } | undefined,
+  cluster: { port: number; peers: number[] } | undefined,
+): Promise<RunningAlertmanager> {
   const dir = mkdtempSync(join(tmpdir(), 'intake-am-'));
   writeFileSync(join(dir, 'alertmanager.yml'), alertmanagerConfig(webhook));
-  const port = o.port ?? (await freePort());
   const args = alertmanagerArgs({
     configFile: join(dir, 'alertmanager.yml'),
     storage: join(dir, 'data'),
     port,
-    cluster: o.cluster,
+    cluster,
   });
   const child: ChildProcess = spawn(ALERTMANAGER, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NodeConnectionOptions } from '@nats-io/transport-node';
 import { ROOT } from '../../support/paths.js';
-import { freePort } from '../../support/ports.js';
+import { onFreePort } from '../../support/ports.js';
 import { waitFor } from '../../support/waiting.js';
 
 export const NATS_SERVER = join(ROOT, '.tools/bin/nats-server');
@@ -30,7 +30,10 @@ export interface RunningNats {
 /** `config`: extra nats-server configuration (e.g. an authorization block). */
 export async function startNats(o: { config?: string } = {}): Promise<RunningNats> {
   if (!existsSync(NATS_SERVER)) throw new Error(`${NATS_SERVER} is missing; run make tools`);
-  const port = await freePort();
+  return onFreePort((port) => startNatsOn(port, o));
+}
+
+async function startNatsOn(port: number, o: { config?: string }): Promise<RunningNats> {
   const storeDir = mkdtempSync(join(tmpdir(), 'intake-nats-'));
   let child: ChildProcess | undefined;
   let exited: Promise<void> = Promise.resolve();
@@ -65,7 +68,13 @@ export async function startNats(o: { config?: string } = {}): Promise<RunningNat
     if (child && child.exitCode === null && child.signalCode === null) child.kill(signal);
     await exited;
   };
-  await launch();
+  try {
+    await launch();
+  } catch (err) {
+    await kill('SIGKILL');
+    rmSync(storeDir, { recursive: true, force: true });
+    throw err;
+  }
   return {
     url: `nats://127.0.0.1:${port}`,
     port,

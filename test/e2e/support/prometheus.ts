@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '../../support/ports.js';
+import { onFreePort } from '../../support/ports.js';
 import { waitFor } from '../../support/waiting.js';
 
 export const PROMETHEUS_BIN = process.env.INTAKE_TEST_PROMETHEUS ?? '/usr/bin/prometheus';
@@ -61,7 +61,10 @@ export async function startPrometheus(
   if (o.config !== undefined) writeFileSync(configFile, o.config);
   else writeConfig(configFile, [], '');
   for (const [name, text] of Object.entries(o.files ?? {})) writeFileSync(join(dir, name), text);
-  const port = await freePort();
+  return onFreePort((port) => startPrometheusOn(port, dir, configFile));
+}
+
+async function startPrometheusOn(port: number, dir: string, configFile: string): Promise<Prometheus> {
   const url = `http://127.0.0.1:${port}`;
   let child: ChildProcess | undefined;
   let out = '';
@@ -97,7 +100,12 @@ export async function startPrometheus(
     c.kill(signal);
     await exited;
   };
-  await launch();
+  try {
+    await launch();
+  } catch (err) {
+    await kill();
+    throw err;
+  }
   return {
     url,
     get pid() {
