@@ -37,9 +37,14 @@ const PORT_TAKEN = /address already in use|EADDRINUSE/i;
  * server's own output in its error (where "address already in use" shows) and clean up after itself.
  */
 export async function onFreePort<T>(start: (port: number) => Promise<T>, attempts = 5): Promise<T> {
+  return againIfPortTaken(async () => start(await freePort()), attempts);
+}
+
+/** `start` (which takes free ports itself) once more, up to `attempts` in all, while it fails for a taken port. */
+export async function againIfPortTaken<T>(start: () => Promise<T>, attempts = 5): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await start(await freePort());
+      return await start();
     } catch (err) {
       if (attempt >= attempts || !PORT_TAKEN.test((err as Error).message)) throw err;
     }

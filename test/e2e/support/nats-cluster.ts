@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import { freePort } from '../../support/ports.js';
+import { againIfPortTaken, freePort } from '../../support/ports.js';
 import { waitFor } from '../../support/waiting.js';
 import { NATS_SERVER } from './nats-server.js';
 
@@ -34,6 +34,11 @@ export interface RunningNatsCluster {
 
 export async function startNatsCluster(size = 3): Promise<RunningNatsCluster> {
   if (!existsSync(NATS_SERVER)) throw new Error(`${NATS_SERVER} is missing; run make tools`);
+  // Six ports picked at once: another test's process may take one before its server listens.
+  return againIfPortTaken(() => startNatsClusterOnce(size));
+}
+
+async function startNatsClusterOnce(size: number): Promise<RunningNatsCluster> {
   const root = mkdtempSync(join(tmpdir(), 'intake-nats-cluster-'));
   const ports = await Promise.all(
     Array.from({ length: size }, async () => ({ client: await freePort(), route: await freePort() })),
@@ -85,7 +90,13 @@ export async function startNatsCluster(size = 3): Promise<RunningNatsCluster> {
     };
     return server;
   });
-  await Promise.all(servers.map((s) => s.launch()));
+  try {
+    await Promise.all(servers.map((s) => s.launch()));
+  } catch (err) {
+    await Promise.all(servers.map((s) => s.kill9()));
+    rmSync(root, { recursive: true, force: true });
+    throw err;
+  }
   const urls = servers.map((s) => s.url);
 
   const streamInfo = async (stream: string) => {
