@@ -50,7 +50,8 @@ export function buildAdminServer(o: AdminServerOptions): FastifyInstance {
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: false,
     bodyLimit: ADMIN_BODY_LIMIT,
-    clientErrorHandler: clientErrorHandler(securityHeaders()),
+    // The admin API answers no request before its body (no refusal reads ahead of it).
+    clientErrorHandler: clientErrorHandler(securityHeaders(), () => false),
     ...(o.timeouts ? { http: serverTimeoutOptions(o.timeouts), requestTimeout: o.timeouts.requestTimeoutMs } : {}),
   }) as unknown as FastifyInstance;
   (app.server as Server).maxConnections = ADMIN_MAX_CONNECTIONS;

@@ -68,6 +68,7 @@ export const serverTimeoutOptions = (
  */
 export function clientErrorHandler(
   securityHeaders: Readonly<Record<string, string>>,
+  answeredBeforeBody: (socket: Socket) => boolean,
 ): (err: NodeJS.ErrnoException, socket: Socket) => void {
   const answer = answerAndClose(securityHeaders);
   return (err, socket) => {
@@ -76,8 +77,7 @@ export function clientErrorHandler(
     // read): the error is about that body (its sender closed mid-way, or its time ran out), and a
     // second answer would be garbage to the sender. Closing is all that is left; a refused
     // stranger that drops each upload after its 429 costs no second answer.
-    const answered = (socket as AnsweredSocket)[ANSWERED_REQUEST];
-    if (answered && !answered.complete) {
+    if (answeredBeforeBody(socket)) {
       socket.destroy();
       return;
     }
@@ -89,28 +89,6 @@ export function clientErrorHandler(
           : malformedRequest();
     answer(socket, e);
   };
-}
-
-const ANSWERED_REQUEST = Symbol('answeredRequest');
-type AnsweredSocket = Socket & { [ANSWERED_REQUEST]?: IncomingMessage | null };
-
-/**
- * Notes a request that was answered before all of its body arrived (Node keeps reading and
- * dropping the rest to reuse the connection), so that a client error while the rest arrives
- * closes the connection instead of answering twice (clientErrorHandler). The note goes when the
- * connection closes: a closed socket outlives the young generation's collections (Node's handle
- * keeps it until a full one), and its request and response must not be carried along.
- */
-export function answeredBeforeBody(req: IncomingMessage): void {
-  const socket = req.socket as AnsweredSocket | null;
-  if (!socket) return;
-  // One listener per connection (`on`: a socket closes once), whatever its requests.
-  if (socket[ANSWERED_REQUEST] === undefined) socket.on('close', forgetAnswered);
-  socket[ANSWERED_REQUEST] = req;
-}
-
-function forgetAnswered(this: AnsweredSocket): void {
-  this[ANSWERED_REQUEST] = null;
 }
 
 /**

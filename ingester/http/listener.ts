@@ -67,7 +67,7 @@ import type { RouteEntry, RouteTable } from '../routing/route-table.js';
 import type { RuleDecision } from '../../api/routing-rules.js';
 import { BodyAdmission, DEFAULT_BODY_ADMISSION } from './body-admission.js';
 import { UploadRateGuard } from './upload-rate.js';
-import { ConnectionsPerAddress, trustedProxies } from './connections-per-address.js';
+import { ConnectionsPerAddress } from './connections-per-address.js';
 import { trustFunction } from './client-address.js';
 import type { Socket } from 'node:net';
 import { decodeContentEncoding } from './body.js';
@@ -77,7 +77,6 @@ import { eventsEndpoint, EVENTS_PATH } from './endpoints/events.js';
 import { directEventsRoute, type DirectRoute } from './endpoints/events-direct.js';
 import {
   answerAndClose,
-  answeredBeforeBody,
   clientErrorHandler,
   deferContinue,
   expectsContinue,
@@ -130,6 +129,16 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
   const headers = securityHeaders();
   const trust = trustFunction(o.trustProxy);
   const timeouts = serverTimeoutOptions({ ...DEFAULT_TIMEOUTS, ...definedOnly(o.limits) });
+  const minBodyBytesPerSecond = o.limits.minBodyBytesPerSecond ?? DEFAULT_MIN_BODY_BYTES_PER_SECOND;
+  const tooSlow = bodyTooSlow(minBodyBytesPerSecond);
+  const answer = answerAndClose(headers);
+  const uploads = new UploadRateGuard({
+    minBytesPerSecond: minBodyBytesPerSecond,
+    graceMs: o.limits.bodyRateGraceMs ?? DEFAULT_BODY_RATE_GRACE_MS,
+    // Answered 408 unless the request was answered already (a refusal before its body was read):
+    // then only closed, as a second answer on the connection would be garbage to the sender.
+    onTooSlow: (socket, res) => (res.headersSent ? socket.destroy() : answer(socket, tooSlow)),
+  });
   const app = Fastify({
     loggerInstance: o.logger,
     logController: new LogController({ disableRequestLogging: true }),
@@ -145,7 +154,7 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
     exposeHeadRoutes: false,
     requestTimeout: timeouts.requestTimeout,
     keepAliveTimeout: timeouts.keepAliveTimeout,
-    clientErrorHandler: clientErrorHandler(headers),
+    clientErrorHandler: clientErrorHandler(headers, (socket) => uploads.answeredBeforeBody(socket)),
     // The same function the direct events route works the sender's address out with (client-address.ts).
     trustProxy: trust,
     ...(o.https ? { https: { ...o.https, ...timeouts } } : { http: timeouts }),
@@ -157,10 +166,8 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
     o.limits.maxConnectionsPerAddress ??
     (o.limits.maxConnections !== undefined ? Math.max(1, Math.floor(o.limits.maxConnections / 2)) : undefined);
   if (perAddress !== undefined) {
-    const connections = new ConnectionsPerAddress(
-      perAddress,
-      trustedProxies(typeof o.trustProxy === 'string' ? o.trustProxy : false),
-    );
+    // The trusted proxies are the ones fastify and the direct route read X-Forwarded-For from.
+    const connections = new ConnectionsPerAddress(perAddress, trust ? (address) => trust(address, 0) : () => false);
     server.on('connection', (socket: Socket) => connections.admit(socket));
   }
   deferContinue(server);
@@ -171,16 +178,6 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
     ...DEFAULT_BODY_ADMISSION,
     ...definedLimits(o.limits),
     bodyBytes: o.limits.bodyBytes,
-  });
-  const minBodyBytesPerSecond = o.limits.minBodyBytesPerSecond ?? DEFAULT_MIN_BODY_BYTES_PER_SECOND;
-  const tooSlow = bodyTooSlow(minBodyBytesPerSecond);
-  const answer = answerAndClose(headers);
-  const uploads = new UploadRateGuard({
-    minBytesPerSecond: minBodyBytesPerSecond,
-    graceMs: o.limits.bodyRateGraceMs ?? DEFAULT_BODY_RATE_GRACE_MS,
-    // Answered 408 unless the request was answered already (a refusal before its body was read):
-    // then only closed, as a second answer on the connection would be garbage to the sender.
-    onTooSlow: (socket, res) => (res.headersSent ? socket.destroy() : answer(socket, tooSlow)),
   });
   app.addHook('onClose', (_app, done) => (uploads.stop(), done()));
   const ctx: IngestContext = {
@@ -275,7 +272,6 @@ export async function buildIngestServer(o: IngestServerOptions): Promise<Fastify
   });
 
   app.addHook('onResponse', (req, reply, done) => {
-    if (!req.raw.complete) answeredBeforeBody(req.raw);
     const endpoint = endpointOf(req);
     o.metrics.requestCounts.add(endpoint, reply.statusCode);
     o.metrics.requestDuration.observe(endpoint, reply.elapsedTime / 1000);

@@ -57,14 +57,14 @@ export class UploadRateGuard {
     if (req.complete || !socket || typeof socket.bytesRead !== 'number') return;
     const upload: Upload = { req, res, socket, startedMs: this.now(), bytesAtStart: socket.bytesRead };
     this.uploads.add(upload);
-    req.once('end', () => this.uploads.delete(upload));
+    const watched = socket as WatchedSocket;
+    req.once('end', () => this.forget(watched, upload));
     // A request refused before its body has no end: Node drops the rest of the body, or the
     // connection closes; the close is listened to once per connection, whatever its requests.
-    const watched = socket as WatchedSocket;
     if (watched[WATCHED] === undefined)
       socket.once('close', () => {
         const last = watched[WATCHED];
-        if (last) this.uploads.delete(last);
+        if (last) this.forget(watched, last);
         watched[WATCHED] = null;
       });
     watched[WATCHED] = upload;
@@ -74,6 +74,17 @@ export class UploadRateGuard {
       this.timer = setInterval(() => this.check(), every);
       this.timer.unref();
     }
+  }
+
+  /**
+   * Whether the connection's request was answered while its body is still arriving (a refusal
+   * before the body was read; Node reads and drops the rest to keep the connection): a client
+   * error on it now is about that body, and a second answer would be garbage to the sender.
+   * Every request with a body is watched from its headers on, so this needs no note of its own.
+   */
+  answeredBeforeBody(socket: Socket): boolean {
+    const upload = (socket as WatchedSocket)[WATCHED];
+    return upload !== undefined && upload !== null && upload.res.headersSent && !upload.req.complete;
   }
 
   /** How many bodies are being watched (for tests). */
@@ -87,7 +98,7 @@ export class UploadRateGuard {
     const { minBytesPerSecond, graceMs } = this.options;
     for (const upload of this.uploads) {
       if (upload.req.complete || upload.socket.destroyed) {
-        this.uploads.delete(upload);
+        this.forget(upload.socket as WatchedSocket, upload);
         continue;
       }
       const received = upload.socket.bytesRead - upload.bytesAtStart;
@@ -97,6 +108,12 @@ export class UploadRateGuard {
       this.options.onTooSlow(upload.socket, upload.res);
     }
     if (this.uploads.size === 0) this.stop();
+  }
+
+  /** A body done with: out of the set, and off its socket (an idle connection holds no request). */
+  private forget(socket: WatchedSocket, upload: Upload): void {
+    this.uploads.delete(upload);
+    if (socket[WATCHED] === upload) socket[WATCHED] = null;
   }
 
   stop(): void {

@@ -41,7 +41,7 @@ import { isAcceptedContentType, parseJsonBody } from '../body.js';
 import type { BodyAdmission } from '../body-admission.js';
 import type { IngestContext } from '../context.js';
 import { clientAddress, type TrustFunction } from '../client-address.js';
-import { answeredBeforeBody, forwardedForProblem } from '../guards.js';
+import { forwardedForProblem } from '../guards.js';
 import type { EventLoopGuard } from '../overload.js';
 import { recordActivity, type AnsweredRequest } from '../request-activity.js';
 import { nextRequestId } from '../request-id.js';
@@ -227,7 +227,6 @@ export function directEventsRoute(o: DirectEventsOptions): DirectRoute {
 
   /** What the listener's onResponse does for fastify's requests. */
   const answered = (r: DirectRequest, res: ServerResponse): void => {
-    if (!r.raw.complete) answeredBeforeBody(r.raw);
     metrics.requestCounts.add('events', res.statusCode);
     metrics.requestDuration.observe('events', (performance.now() - r.startedMs) / 1000);
     if (ctx.activity) recordActivity(ctx.activity, ctx.routes, r, 'events', r.name);

@@ -1,6 +1,13 @@
 import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
-import { ConnectionsPerAddress, trustedProxies } from '../../../../ingester/http/connections-per-address.js';
+import { ConnectionsPerAddress } from '../../../../ingester/http/connections-per-address.js';
+import { trustFunction } from '../../../../ingester/http/client-address.js';
+
+/** Whether an address is a trusted proxy, as the listener exempts it (the trust function at hop 0). */
+const trustedProxies = (setting: string | false) => {
+  const trust = trustFunction(setting);
+  return (address: string) => (trust ? trust(address, 0) : false);
+};
 
 class FakeSocket extends EventEmitter {
   destroyed = false;
@@ -14,7 +21,7 @@ class FakeSocket extends EventEmitter {
 }
 const from = (address: string) => new FakeSocket(address) as unknown as Socket & FakeSocket;
 
-describe('trustedProxies', () => {
+describe('the trusted proxies exempt from the bound', () => {
   it('matches addresses, CIDRs and range names, IPv4-mapped addresses as IPv4', () => {
     const trusted = trustedProxies('10.0.0.0/8, 192.0.2.7, loopback, 2001:db8::/32');
     expect(trusted('10.1.2.3')).toBe(true);

@@ -1,9 +1,7 @@
 import { BodyBudget } from '../../../../ingester/http/body-budget.js';
 import { EventEmitter } from 'node:events';
-import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import {
-  answeredBeforeBody,
   clientErrorHandler,
   forwardedForProblem,
   ingestConnectionCap,
@@ -56,10 +54,10 @@ describe('BodyBudget', () => {
   });
 });
 
-describe('answeredBeforeBody', () => {
-  /** A connection that records whether the client error handler answered on it or only closed it. */
-  const connection = () => {
-    const socket = Object.assign(new EventEmitter(), {
+describe('clientErrorHandler', () => {
+  /** A connection that records whether the handler answered on it or only closed it. */
+  const connection = () =>
+    Object.assign(new EventEmitter(), {
       destroyed: false,
       writable: true,
       written: '',
@@ -71,33 +69,19 @@ describe('answeredBeforeBody', () => {
         this.destroyed = true;
       },
     });
-    return socket;
-  };
-  const request = (socket: EventEmitter) => ({ socket, complete: false }) as unknown as IncomingMessage;
-  const noted = (socket: object) =>
-    Object.getOwnPropertySymbols(socket)
-      .filter((s) => s.description === 'answeredRequest')
-      .map((s) => (socket as Record<symbol, unknown>)[s]);
+  const timeout = Object.assign(new Error('timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' });
 
-  it('closes without a second answer while the answered body still arrives', () => {
+  it('closes without a second answer while an answered body still arrives', () => {
     const socket = connection();
-    answeredBeforeBody(request(socket));
-    clientErrorHandler({})(
-      Object.assign(new Error('timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' }),
-      socket as unknown as Socket,
-    );
+    clientErrorHandler({}, () => true)(timeout, socket as unknown as Socket);
     expect(socket.destroyed).toBe(true);
     expect(socket.written).toBe('');
   });
 
-  it('forgets the request when its connection closes (a closed socket is kept until a full collection), listening once per connection', () => {
+  it('answers in the catalogue shape otherwise, and closes', () => {
     const socket = connection();
-    const first = request(socket);
-    answeredBeforeBody(first);
-    answeredBeforeBody(request(socket));
-    expect(socket.listenerCount('close')).toBe(1);
-    expect(noted(socket)).toHaveLength(1);
-    socket.emit('close');
-    expect(noted(socket)).toEqual([null]);
+    clientErrorHandler({}, () => false)(timeout, socket as unknown as Socket);
+    expect(socket.written).toMatch(/^HTTP\/1\.1 408 /);
+    expect(socket.destroyed).toBe(true);
   });
 });

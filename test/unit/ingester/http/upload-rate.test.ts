@@ -110,6 +110,27 @@ describe('UploadRateGuard', () => {
     expect(guard.watching).toBe(0);
   });
 
+  it('says a request was answered before its body only while that body still arrives', () => {
+    const refused = upload();
+    const socket = refused.socket as unknown as Socket;
+    guard.watch(refused.req, refused.res);
+    expect(guard.answeredBeforeBody(socket)).toBe(false);
+    (refused.res as { headersSent: boolean }).headersSent = true;
+    expect(guard.answeredBeforeBody(socket)).toBe(true);
+    // Node read and dropped the rest: the connection goes on, holding no request.
+    refused.finish();
+    expect(guard.answeredBeforeBody(socket)).toBe(false);
+    const held = Object.getOwnPropertySymbols(socket)
+      .filter((k) => k.description === 'intake.watchedUpload')
+      .map((k) => (socket as unknown as Record<symbol, unknown>)[k]);
+    expect(held).toEqual([null]);
+    const closed = upload();
+    guard.watch(closed.req, closed.res);
+    (closed.res as { headersSent: boolean }).headersSent = true;
+    closed.close();
+    expect(guard.answeredBeforeBody(closed.socket as unknown as Socket)).toBe(false);
+  });
+
   it('does not watch a body that is already complete', () => {
     const whole = upload();
     whole.finish();
